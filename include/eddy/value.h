@@ -1,0 +1,65 @@
+/* eddy — the msgpack value codec.
+ *
+ * "Publish a value" means: the caller packs one msgpack value with msgpack-c's packer, eddy
+ * stores the bytes as the event's data with datacontenttype "application/msgpack".
+ * "Decode a delivery into a value" means: eddy checks the data is exactly one well-formed
+ * msgpack value whose declared sizes and counts fit the bytes present and whose nesting is
+ * bounded, and only then lets msgpack-c unpack it (msgpack-c reserves memory from declared
+ * counts, so unchecked input could make it reserve gigabytes).
+ */
+#ifndef EDDY_VALUE_H
+#define EDDY_VALUE_H
+
+#include <stddef.h>
+
+#include <msgpack.h>
+
+#include "eddy/event.h"
+#include "eddy/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/** Content type the value codec writes and expects. */
+#define EDDY_MSGPACK_CONTENT_TYPE "application/msgpack"
+/** Deepest array/map nesting the decoder accepts. */
+#define EDDY_VALUE_MAX_DEPTH 64
+
+/** Packs one value. Return EDDY_OK, or an error that aborts the publish. */
+typedef eddy_status (*eddy_pack_fn)(msgpack_packer *pk, void *user);
+
+/** A decoded value: a msgpack_object and the zone that owns its memory. */
+typedef struct eddy_value eddy_value;
+
+/** Runs `pack` and stores the bytes as the event's data with datacontenttype
+ * "application/msgpack". The packed bytes must be exactly one msgpack value, or
+ * EDDY_ERR_MALFORMED. Ownership: the event keeps a copy. */
+EDDY_EXPORT eddy_status eddy_event_set_value(eddy_event *ev, eddy_pack_fn pack, void *user,
+                                             eddy_error *err);
+
+/** Decodes the event's data into a value. EDDY_ERR_MALFORMED when the data is not exactly
+ * one bounded msgpack value. Ownership: on EDDY_OK *out is the caller's, freed with
+ * eddy_value_free; the event is not referenced afterwards. */
+EDDY_EXPORT eddy_status eddy_event_decode_value(const eddy_event *ev, eddy_value **out,
+                                                eddy_error *err);
+
+/** Same check and decode on raw bytes. */
+EDDY_EXPORT eddy_status eddy_value_decode(const void *bytes, size_t len, eddy_value **out,
+                                          eddy_error *err);
+
+/** The decoded object, owned by the value. */
+EDDY_EXPORT const msgpack_object *eddy_value_object(const eddy_value *v);
+
+/** Frees the value and its zone. NULL is a no-op. */
+EDDY_EXPORT void eddy_value_free(eddy_value *v);
+
+/** Checks without allocating that bytes[0..len) is exactly one msgpack value, that every
+ * declared length and element count fits the bytes that remain, and that nesting stays within
+ * max_depth. EDDY_OK or EDDY_ERR_MALFORMED. Thread: any. */
+EDDY_EXPORT eddy_status eddy_msgpack_check(const void *bytes, size_t len, unsigned max_depth);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,32 @@
+/* A Redis command as an argument vector, built by the core and sent unchanged by a front end
+ * (hiredis redisCommandArgv / redisAsyncCommandArgv) or executed by the memory engine.
+ * Arguments are copied into the command; it owns them. */
+#ifndef EDDY_SRC_CMD_H
+#define EDDY_SRC_CMD_H
+
+#include <stddef.h>
+
+#include "eddy/status.h"
+
+typedef struct eddy__cmd {
+    int argc;
+    char **argv;
+    size_t *argvlen;
+    int cap;
+    int failed; /* an append ran out of memory; the command must not be sent */
+} eddy__cmd;
+
+void eddy__cmd_init(eddy__cmd *cmd);
+/* Releases every argument and empties the command; it can be reused afterwards. */
+void eddy__cmd_reset(eddy__cmd *cmd);
+/* Appends a binary-safe argument. On OOM marks the command failed (checked at the end). */
+void eddy__cmd_arg(eddy__cmd *cmd, const void *bytes, size_t len);
+void eddy__cmd_str(eddy__cmd *cmd, const char *s);
+void eddy__cmd_fmt(eddy__cmd *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void eddy__cmd_u64(eddy__cmd *cmd, unsigned long long v);
+/* EDDY_OK, or EDDY_ERR_NOMEM if any append failed. */
+eddy_status eddy__cmd_status(const eddy__cmd *cmd);
+/* Const views for hiredis and the memory engine. */
+static inline const char **eddy__cmd_argv(const eddy__cmd *cmd) { return (const char **)cmd->argv; }
+
+#endif

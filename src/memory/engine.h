@@ -1,0 +1,65 @@
+/* The memory:// backend: an in-process engine that executes the same Redis commands eddy
+ * sends to a real server, with the same semantics and the same reply shapes (hiredis
+ * redisReply trees), so the core's command builders and reply interpreters serve both
+ * backends unchanged. It is a product feature, not a mock.
+ *
+ * Engines are named (memory://name; memory:// is the name "") and shared, reference counted,
+ * by everything in the process that opens the same name. All state sits behind one mutex;
+ * each command runs atomically, and MULTI ... EXEC on one connection runs atomically too.
+ *
+ * Blocking reads: a command with BLOCK that finds nothing does not wait inside the engine.
+ * It returns NULL with *block_ms set, and the front end waits in its own way (a condition
+ * wait with eddy__mem_wait, or an ev_async woken by a write listener) and runs it again.
+ *
+ * Time: stream ids use the engine's clock (wall-clock milliseconds, never going backwards),
+ * so ids look like Redis ids. Key expiry (PEXPIRE/EXPIRE) is checked on access.
+ *
+ * Thread: every function is safe from any thread. */
+#ifndef EDDY_SRC_MEMORY_ENGINE_H
+#define EDDY_SRC_MEMORY_ENGINE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <hiredis/hiredis.h>
+
+typedef struct eddy__mem_engine eddy__mem_engine;
+typedef struct eddy__mem_conn eddy__mem_conn;
+
+/* Opens (creating on first use) the engine with this name. NULL on OOM.
+ * Ownership: each acquire is matched by one release; the last release frees the engine. */
+eddy__mem_engine *eddy__mem_engine_acquire(const char *name);
+void eddy__mem_engine_release(eddy__mem_engine *engine);
+
+/* A connection: per-client state (MULTI queue). NULL on OOM. Not shared between threads at
+ * the same time (like a hiredis context). */
+eddy__mem_conn *eddy__mem_conn_new(eddy__mem_engine *engine);
+void eddy__mem_conn_free(eddy__mem_conn *conn);
+eddy__mem_engine *eddy__mem_conn_engine(eddy__mem_conn *conn);
+
+/* Executes one command. Returns a reply the caller frees with freeReplyObject: a Redis-like
+ * error reply (REDIS_REPLY_ERROR with Redis's own text, e.g. "NOGROUP ...", "BUSYGROUP ...",
+ * "WRONGTYPE ...", "ERR unknown command ...") for bad commands. Returns NULL in two cases:
+ * out of memory (*block_ms == -1), or a blocking read that found nothing (*block_ms set to
+ * the command's BLOCK argument, 0 meaning forever): wait, then call again with the same
+ * command. block_ms may be NULL for callers that never send BLOCK. */
+redisReply *eddy__mem_exec(eddy__mem_conn *conn, int argc, const char **argv,
+                           const size_t *argvlen, long long *block_ms);
+
+/* Write sequence: increases on every command that changes data. */
+uint64_t eddy__mem_engine_seq(eddy__mem_engine *engine);
+
+/* Waits until the write sequence differs from `seen`, or deadline_ms (CLOCK_MONOTONIC
+ * milliseconds; <0 waits without limit) passes, or eddy__mem_engine_wake is called. */
+void eddy__mem_engine_wait(eddy__mem_engine *engine, uint64_t seen, long long deadline_ms);
+/* Wakes every eddy__mem_engine_wait (used to stop blocked readers promptly). */
+void eddy__mem_engine_wake(eddy__mem_engine *engine);
+
+/* Write listeners run after every data-changing command, on the writer's thread, outside the
+ * engine lock; they must be quick and must not call back into the engine (ev_async_send is
+ * the intended use). Returns a listener id > 0, or 0 on OOM. */
+typedef void (*eddy__mem_listener_fn)(void *user);
+unsigned eddy__mem_engine_listen(eddy__mem_engine *engine, eddy__mem_listener_fn fn, void *user);
+void eddy__mem_engine_unlisten(eddy__mem_engine *engine, unsigned id);
+
+#endif

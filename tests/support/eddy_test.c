@@ -1,0 +1,53 @@
+/* Test helpers. The Redis fixture (tests/redis-fixture.sh) writes its URL into
+ * $EDDY_TEST_REDIS_DIR/url; a missing URL is a test failure, never a skip. */
+#include "eddy_test.h"
+
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *eddy_test_redis_url(void) {
+    static char url[256];
+    if (url[0])
+        return url;
+    const char *dir = getenv("EDDY_TEST_REDIS_DIR");
+    cr_assert(dir, "EDDY_TEST_REDIS_DIR is not set: run the tests through ctest");
+    char path[1024];
+    snprintf(path, sizeof(path), "%s/url", dir);
+    FILE *f = fopen(path, "r");
+    cr_assert(f, "no Redis fixture at %s: the redis.start fixture did not run", path);
+    char *ok = fgets(url, sizeof(url), f);
+    fclose(f);
+    cr_assert(ok, "empty Redis fixture URL");
+    url[strcspn(url, "\r\n")] = '\0';
+    return url;
+}
+
+const char *eddy_test_namespace(char *buf, unsigned long size, const char *prefix) {
+    static unsigned counter;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    snprintf(buf, size, "%s-%ld-%u-%ld", prefix, (long)getpid(), ++counter, ts.tv_nsec);
+    return buf;
+}
+
+long long eddy_test_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool eddy_test_wait_until(bool (*cond)(void *user), void *user, long long timeout_ms) {
+    long long end = eddy_test_now_ms() + timeout_ms;
+    for (;;) {
+        if (cond(user))
+            return true;
+        if (eddy_test_now_ms() >= end)
+            return cond(user);
+        struct timespec pause = {0, 2000000};
+        nanosleep(&pause, NULL);
+    }
+}

@@ -1,0 +1,22 @@
+/* Shared helpers for eddy's tests: the fixture's Redis URL, unique namespaces, waiting. */
+#ifndef EDDY_TEST_H
+#define EDDY_TEST_H
+
+#include <stdbool.h>
+
+/* URL of the fixture's redis-server ("redis://127.0.0.1:PORT"). Fails the test (never skips)
+ * when the fixture is not running. The string is static. */
+const char *eddy_test_redis_url(void);
+
+/* A namespace no other test uses: "<prefix>-<pid>-<counter>-<random>". Static buffer per call
+ * site is not needed: the result is written into buf. */
+const char *eddy_test_namespace(char *buf, unsigned long size, const char *prefix);
+
+/* Monotonic milliseconds. */
+long long eddy_test_now_ms(void);
+
+/* Polls cond(user) until it is true or timeout_ms passes; returns its last value. For
+ * conditions no callback announces (another process's progress). */
+bool eddy_test_wait_until(bool (*cond)(void *user), void *user, long long timeout_ms);
+
+#endif
