@@ -1,6 +1,80 @@
-/* eddy — reactive front end for libev loops (work in progress; see bus.h). */
+/* eddy — reactive front end: a bus for programs built on a libev loop.
+ *
+ * Nothing here blocks: calls return at once, and outcomes arrive through callbacks on the
+ * loop's thread. Every completion callback runs exactly once: with the outcome, or with
+ * EDDY_ERR_CLOSED when the bus is freed first. A call that is refused up front (bad input)
+ * returns the refusal and does not call its callback.
+ *
+ * Thread: every function must be called on the loop's thread (the one running ev_run).
+ * From inside a callback or handler, every function may be called, including
+ * eddy_rbus_free: the bus is then freed once the callback returns.
+ */
 #ifndef EDDY_REACTIVE_H
 #define EDDY_REACTIVE_H
-#include "eddy/status.h"
-EDDY_EXPORT const char *eddy_reactive_version(void);
+
+#include <ev.h>
+
+#include "eddy/bus.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct eddy_rbus eddy_rbus;
+
+/** Completion of eddy_rbus_start: EDDY_OK once every subscription is ready (a message
+ * published after this point is delivered), EDDY_ERR_IO when the backend could not be reached
+ * in time, EDDY_ERR_CLOSED when the bus was stopped or freed first. err is borrowed. */
+typedef void (*eddy_ready_fn)(eddy_status st, const eddy_error *err, void *user);
+
+/** Completion of a publish: the new entry id (borrowed) on EDDY_OK, NULL otherwise. */
+typedef void (*eddy_publish_fn)(eddy_status st, const char *entry_id, void *user);
+
+/** Builds a bus on `loop`: copies settings and specs, checks every rule. Connections are made
+ * on the loop. Ownership: the loop stays the caller's and must outlive the bus; on EDDY_OK
+ * *out is the caller's, released with eddy_rbus_free. */
+EDDY_EXPORT eddy_status eddy_rbus_new(struct ev_loop *loop, const eddy_settings *settings,
+                                      const eddy_subscription_spec *specs, size_t nspecs,
+                                      eddy_rbus **out, eddy_error *err);
+
+/** Adds a subscription after build; started at once when the bus is started. */
+EDDY_EXPORT eddy_status eddy_rbus_subscribe(eddy_rbus *bus, const eddy_subscription_spec *spec,
+                                            eddy_error *err);
+
+/** Starts the activation. `ready` (may be NULL) runs once when it is ready or has failed.
+ * EDDY_ERR_ILLEGAL_STATE when already started. */
+EDDY_EXPORT eddy_status eddy_rbus_start(eddy_rbus *bus, eddy_ready_fn ready, void *user,
+                                        eddy_error *err);
+
+/** Stops the activation: readers stop at once; acknowledgements of handlers that already
+ * finished are still sent; deliveries whose handler returned EDDY_PENDING may still be
+ * finished. Start may be called again. */
+EDDY_EXPORT void eddy_rbus_stop(eddy_rbus *bus);
+
+/** Stops and frees the bus; pending publishes complete with EDDY_ERR_CLOSED. A delivery still
+ * pending is abandoned (not acknowledged: it comes back). NULL is a no-op. */
+EDDY_EXPORT void eddy_rbus_free(eddy_rbus *bus);
+
+/** Publishes an event (checked first, as in eddy_bus_publish). `done` (may be NULL) runs once
+ * with the outcome. The event is copied before the call returns. */
+EDDY_EXPORT eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject,
+                                          const eddy_event *ev, eddy_publish_fn done, void *user,
+                                          eddy_error *err);
+
+/** Builds the event as eddy_bus_publish_value does and publishes it. */
+EDDY_EXPORT eddy_status eddy_rbus_publish_value(eddy_rbus *bus, const char *subject,
+                                                const char *type, eddy_pack_fn pack,
+                                                void *pack_user, eddy_publish_fn done,
+                                                void *user, eddy_error *err);
+
+/** A subscription's counters. EDDY_ERR_INVALID_ARGUMENT for an unknown name. */
+EDDY_EXPORT eddy_status eddy_rbus_consumer_stats(eddy_rbus *bus, const char *name,
+                                                 eddy_consumer_stats *out);
+
+/** The consumer name this bus uses in groups. Borrowed; lives as the bus. */
+EDDY_EXPORT const char *eddy_rbus_instance(const eddy_rbus *bus);
+
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -1,0 +1,189 @@
+/* The blocking bus: building, subscriptions, activation and counters. The bus connects its
+ * publishing connection when it is built, so a wrong URL or a dead server is reported by
+ * eddy_bus_new rather than by the first publish. */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "internal.h"
+
+static void bsub_free(bsub *bs) {
+    if (!bs)
+        return;
+    bconn_destroy(&bs->conn);
+    pthread_mutex_destroy(&bs->lock);
+    pthread_cond_destroy(&bs->settled);
+    eddy__sub_free(bs->sub);
+    free(bs);
+}
+
+/* Checks the spec against the bus and adds it (not started). Caller holds bus->lock. */
+static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, bsub **out,
+                           eddy_error *err) {
+    eddy__sub *sub = NULL;
+    eddy_status st = eddy__sub_new(&bus->s, spec, &sub, err);
+    if (st != EDDY_OK)
+        return st;
+    eddy__sub *existing[bus->nsubs + 1];
+    for (size_t i = 0; i < bus->nsubs; i++)
+        existing[i] = bus->subs[i]->sub;
+    if ((st = eddy__sub_check_against(sub, existing, bus->nsubs, err)) != EDDY_OK) {
+        eddy__sub_free(sub);
+        return st;
+    }
+    bsub *bs = calloc(1, sizeof(*bs));
+    bsub **subs = realloc(bus->subs, (bus->nsubs + 1) * sizeof(*subs));
+    if (subs)
+        bus->subs = subs;
+    if (!bs || !subs) {
+        free(bs);
+        eddy__sub_free(sub);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    bs->bus = bus;
+    bs->sub = sub;
+    pthread_mutex_init(&bs->lock, NULL);
+    pthread_condattr_t attr; /* start waits on it with a monotonic deadline */
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&bs->settled, &attr);
+    pthread_condattr_destroy(&attr);
+    if (bconn_init(&bs->conn, &bus->s) != EDDY_OK) {
+        bsub_free(bs);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    bus->subs[bus->nsubs++] = bs;
+    *out = bs;
+    return EDDY_OK;
+}
+
+eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_spec *specs,
+                         size_t nspecs, eddy_bus **out, eddy_error *err) {
+    if (!out || (nspecs && !specs))
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "out or specs is NULL");
+    *out = NULL;
+    eddy_bus *bus = calloc(1, sizeof(*bus));
+    if (!bus)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    pthread_mutex_init(&bus->lock, NULL);
+    pthread_mutex_init(&bus->pub_lock, NULL);
+    eddy_status st = eddy__settings_copy(&bus->s, settings, err);
+    if (st != EDDY_OK) {
+        pthread_mutex_destroy(&bus->lock);
+        pthread_mutex_destroy(&bus->pub_lock);
+        free(bus);
+        return st;
+    }
+    bool conn_ready = false;
+    if ((st = bconn_init(&bus->pub_conn, &bus->s)) != EDDY_OK)
+        eddy__fail(err, st, "out of memory");
+    else
+        conn_ready = true;
+    for (size_t i = 0; st == EDDY_OK && i < nspecs; i++) {
+        bsub *bs;
+        st = add_sub(bus, &specs[i], &bs, err);
+    }
+    if (st == EDDY_OK && !(bus->publisher = eddy__publisher_new(&bus->s)))
+        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    if (st == EDDY_OK && !(bus->pool = bpool_new(bus->s.workers)))
+        st = eddy__fail(err, EDDY_ERR_NOMEM, "could not start %u worker threads", bus->s.workers);
+    if (st == EDDY_OK)
+        st = bconn_connect(&bus->pub_conn, err);
+    if (st != EDDY_OK) {
+        if (!conn_ready)
+            bconn_init(&bus->pub_conn, &bus->s); /* so that free has something to destroy */
+        eddy_bus_free(bus);
+        return st;
+    }
+    *out = bus;
+    return EDDY_OK;
+}
+
+eddy_status eddy_bus_subscribe(eddy_bus *bus, const eddy_subscription_spec *spec,
+                               eddy_error *err) {
+    if (!bus || !spec)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or spec is NULL");
+    pthread_mutex_lock(&bus->lock);
+    bsub *bs;
+    eddy_status st = add_sub(bus, spec, &bs, err);
+    if (st == EDDY_OK && bus->started) {
+        if ((st = bsub_start(bs, err)) == EDDY_OK && (st = bsub_wait_ready(bs, err)) != EDDY_OK)
+            bsub_stop(bs);
+        if (st != EDDY_OK) {
+            bus->nsubs--;
+            bsub_free(bs);
+        }
+    }
+    pthread_mutex_unlock(&bus->lock);
+    return st;
+}
+
+eddy_status eddy_bus_start(eddy_bus *bus, eddy_error *err) {
+    if (!bus)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
+    pthread_mutex_lock(&bus->lock);
+    eddy_status st = EDDY_OK;
+    if (bus->started)
+        st = eddy__fail(err, EDDY_ERR_ILLEGAL_STATE, "the bus is already started");
+    for (size_t i = 0; st == EDDY_OK && i < bus->nsubs; i++)
+        st = bsub_start(bus->subs[i], err);
+    for (size_t i = 0; st == EDDY_OK && i < bus->nsubs; i++)
+        st = bsub_wait_ready(bus->subs[i], err);
+    if (st == EDDY_OK)
+        bus->started = true;
+    else if (st != EDDY_ERR_ILLEGAL_STATE)
+        for (size_t i = 0; i < bus->nsubs; i++)
+            bsub_stop(bus->subs[i]);
+    pthread_mutex_unlock(&bus->lock);
+    return st;
+}
+
+eddy_status eddy_bus_stop(eddy_bus *bus) {
+    if (!bus)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&bus->lock);
+    /* Interrupt every reader first, then wait for each: stopping takes one wait, not n. */
+    for (size_t i = 0; i < bus->nsubs; i++)
+        if (bus->subs[i]->running) {
+            atomic_store(&bus->subs[i]->stopping, true);
+            bconn_interrupt(&bus->subs[i]->conn);
+        }
+    for (size_t i = 0; i < bus->nsubs; i++)
+        bsub_stop(bus->subs[i]);
+    bus->started = false;
+    pthread_mutex_unlock(&bus->lock);
+    return EDDY_OK;
+}
+
+void eddy_bus_free(eddy_bus *bus) {
+    if (!bus)
+        return;
+    eddy_bus_stop(bus);
+    bpool_free(bus->pool);
+    for (size_t i = 0; i < bus->nsubs; i++)
+        bsub_free(bus->subs[i]);
+    free(bus->subs);
+    bconn_destroy(&bus->pub_conn);
+    eddy__publisher_free(bus->publisher);
+    eddy__settings_free(&bus->s);
+    pthread_mutex_destroy(&bus->lock);
+    pthread_mutex_destroy(&bus->pub_lock);
+    free(bus);
+}
+
+eddy_status eddy_bus_consumer_stats(eddy_bus *bus, const char *name, eddy_consumer_stats *out) {
+    if (!bus || !name || !out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy_status st = EDDY_ERR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&bus->lock);
+    for (size_t i = 0; i < bus->nsubs; i++)
+        if (strcmp(bus->subs[i]->sub->name, name) == 0) {
+            eddy__stats_snapshot(&bus->subs[i]->sub->stats, out);
+            st = EDDY_OK;
+        }
+    pthread_mutex_unlock(&bus->lock);
+    return st;
+}
+
+const char *eddy_bus_instance(const eddy_bus *bus) { return bus ? bus->s.instance : NULL; }

@@ -1,0 +1,268 @@
+/* Blocking transport; see conn.h.
+ *
+ * Interrupting a blocking read: the reader marks itself in_read only after its whole pipeline
+ * was written, so when another thread shuts the socket down to wake it, every acknowledgement
+ * queued ahead of the read has already reached the server. The memory engine is woken
+ * instead, through its condition variable. */
+#include "conn.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "backoff.h"
+#include "error.h"
+#include "redis.h"
+#include "reply.h"
+#include "sigpipe.h"
+
+long long bconn_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+eddy_status bconn_init(bconn *c, const eddy__settings *s) {
+    memset(c, 0, sizeof(*c));
+    c->s = s;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->wake, &attr);
+    pthread_condattr_destroy(&attr);
+    c->seed = (unsigned)(bconn_now_ms() ^ (long long)(uintptr_t)c ^ getpid());
+    /* The engine is taken now, not at connect, so bconn_interrupt can read it unlocked. */
+    if (s->url.kind == EDDY__URL_MEMORY && !(c->engine = eddy__mem_engine_acquire(s->url.name)))
+        return EDDY_ERR_NOMEM;
+    return EDDY_OK;
+}
+
+static void drop(bconn *c) {
+    pthread_mutex_lock(&c->lock);
+    if (c->rc) {
+        redisFree(c->rc);
+        c->rc = NULL;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (c->mc) {
+        eddy__mem_conn_free(c->mc);
+        c->mc = NULL;
+    }
+}
+
+void bconn_destroy(bconn *c) {
+    drop(c);
+    if (c->engine)
+        eddy__mem_engine_release(c->engine);
+    c->engine = NULL;
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->wake);
+}
+
+bool bconn_connected(const bconn *c) { return c->rc || c->mc; }
+
+static struct timeval tv_ms(long long ms) {
+    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+    return tv;
+}
+
+static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
+                              redisReply **replies, eddy_error *err);
+
+eddy_status bconn_connect(bconn *c, eddy_error *err) {
+    if (bconn_connected(c))
+        return EDDY_OK;
+    const eddy__url *url = &c->s->url;
+    if (url->kind == EDDY__URL_MEMORY) {
+        if (!(c->mc = eddy__mem_conn_new(c->engine)))
+            return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory opening memory://%s", url->name);
+        return EDDY_OK;
+    }
+    struct timeval tv = tv_ms(c->s->connect_timeout_ms);
+    redisContext *rc = url->kind == EDDY__URL_TCP
+                           ? redisConnectWithTimeout(url->host, url->port, tv)
+                           : redisConnectUnixWithTimeout(url->path, tv);
+    if (!rc)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory connecting");
+    if (rc->err) {
+        eddy_status st = eddy__redis_context_status(rc->err, rc->errstr, err);
+        redisFree(rc);
+        c->attempt++;
+        return st;
+    }
+    pthread_mutex_lock(&c->lock);
+    c->rc = rc;
+    pthread_mutex_unlock(&c->lock);
+    eddy__cmdlist hs;
+    eddy__cmdlist_init(&hs);
+    eddy_status st = eddy__handshake_cmds(url, &hs);
+    if (st == EDDY_OK && hs.n > 0) {
+        redisReply *replies[2] = {NULL, NULL};
+        st = exec_redis(c, &hs, -1, replies, err);
+        if (st == EDDY_OK)
+            st = eddy__handshake_check(replies, hs.n, err);
+        for (size_t i = 0; i < hs.n; i++)
+            if (replies[i])
+                freeReplyObject(replies[i]);
+    }
+    eddy__cmdlist_reset(&hs);
+    if (st != EDDY_OK) {
+        drop(c);
+        c->attempt++;
+        return st;
+    }
+    c->attempt = 0;
+    return EDDY_OK;
+}
+
+static void free_replies(redisReply **replies, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (replies[i])
+            freeReplyObject(replies[i]);
+        replies[i] = NULL;
+    }
+}
+
+static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
+                              redisReply **replies, eddy_error *err) {
+    redisContext *rc = c->rc;
+    /* A blocking read answers after block_ms; anything much later means a dead peer. */
+    redisSetTimeout(rc, tv_ms((block_ms > 0 ? block_ms : 0) + c->s->connect_timeout_ms + 1000));
+    for (size_t i = 0; i < cmds->n; i++)
+        redisAppendCommandArgv(rc, cmds->cmds[i].argc, eddy__cmd_argv(&cmds->cmds[i]),
+                               cmds->cmds[i].argvlen);
+    eddy__sigpipe_guard guard;
+    eddy__sigpipe_block(&guard);
+    int done = 0;
+    int rv = REDIS_OK;
+    while (!done && rv == REDIS_OK)
+        rv = redisBufferWrite(rc, &done);
+    eddy__sigpipe_restore(&guard);
+    eddy_status st = EDDY_OK;
+    if (rv != REDIS_OK)
+        st = eddy__redis_context_status(rc->err, rc->errstr, err);
+    if (st == EDDY_OK && block_ms >= 0) {
+        pthread_mutex_lock(&c->lock);
+        if (c->interrupted)
+            st = eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
+        else
+            c->in_read = true;
+        pthread_mutex_unlock(&c->lock);
+    }
+    for (size_t i = 0; st == EDDY_OK && i < cmds->n; i++) {
+        void *reply = NULL;
+        if (redisGetReply(rc, &reply) != REDIS_OK) {
+            pthread_mutex_lock(&c->lock);
+            bool interrupted = c->interrupted && c->in_read;
+            pthread_mutex_unlock(&c->lock);
+            st = interrupted ? eddy__fail(err, EDDY_ERR_CLOSED, "interrupted")
+                             : eddy__redis_context_status(rc->err, rc->errstr, err);
+            break;
+        }
+        replies[i] = reply;
+    }
+    pthread_mutex_lock(&c->lock);
+    c->in_read = false;
+    pthread_mutex_unlock(&c->lock);
+    if (st != EDDY_OK) {
+        free_replies(replies, cmds->n);
+        drop(c);
+    }
+    return st;
+}
+
+static bool interrupted(bconn *c) {
+    pthread_mutex_lock(&c->lock);
+    bool v = c->interrupted;
+    pthread_mutex_unlock(&c->lock);
+    return v;
+}
+
+static eddy_status exec_memory(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
+                               redisReply **replies, eddy_error *err) {
+    for (size_t i = 0; i < cmds->n; i++) {
+        const eddy__cmd *cmd = &cmds->cmds[i];
+        long long deadline = -1;
+        for (;;) {
+            uint64_t seen = eddy__mem_engine_seq(c->engine);
+            long long wait = -1;
+            replies[i] = eddy__mem_exec(c->mc, cmd->argc, eddy__cmd_argv(cmd), cmd->argvlen, &wait);
+            if (replies[i])
+                break;
+            if (wait < 0) {
+                free_replies(replies, cmds->n);
+                return eddy__fail(err, EDDY_ERR_NOMEM, "memory backend: out of memory");
+            }
+            /* A blocking read found nothing: wait for a write, the deadline or a stop. */
+            long long now = bconn_now_ms();
+            if (deadline < 0)
+                deadline = now + (wait > 0 ? wait : 1000LL * 3600 * 24 * 365);
+            if (interrupted(c)) {
+                free_replies(replies, cmds->n);
+                return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
+            }
+            if (now >= deadline) {
+                if (!(replies[i] = eddy__reply_nil())) {
+                    free_replies(replies, cmds->n);
+                    return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+                }
+                break;
+            }
+            eddy__mem_engine_wait(c->engine, seen, deadline);
+        }
+    }
+    (void)block_ms;
+    return EDDY_OK;
+}
+
+eddy_status bconn_exec(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
+                       redisReply **replies, eddy_error *err) {
+    for (size_t i = 0; i < cmds->n; i++)
+        replies[i] = NULL;
+    eddy_status st = bconn_connect(c, err);
+    if (st != EDDY_OK)
+        return st;
+    if (cmds->n == 0)
+        return EDDY_OK;
+    return c->mc ? exec_memory(c, cmds, block_ms, replies, err)
+                 : exec_redis(c, cmds, block_ms, replies, err);
+}
+
+bool bconn_sleep(bconn *c, long long ms) {
+    long long deadline = bconn_now_ms() + ms;
+    struct timespec ts = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
+    pthread_mutex_lock(&c->lock);
+    while (!c->interrupted && bconn_now_ms() < deadline)
+        if (pthread_cond_timedwait(&c->wake, &c->lock, &ts) == ETIMEDOUT)
+            break;
+    bool ok = !c->interrupted;
+    pthread_mutex_unlock(&c->lock);
+    return ok;
+}
+
+bool bconn_backoff(bconn *c) {
+    unsigned attempt = c->attempt ? c->attempt - 1 : 0;
+    return bconn_sleep(c, eddy__backoff_delay_ms(attempt, c->s->reconnect_min_ms,
+                                                 c->s->reconnect_max_ms, &c->seed));
+}
+
+void bconn_interrupt(bconn *c) {
+    pthread_mutex_lock(&c->lock);
+    c->interrupted = true;
+    if (c->in_read && c->rc)
+        shutdown(c->rc->fd, SHUT_RDWR); /* wakes the reader blocked in recv() */
+    pthread_cond_broadcast(&c->wake);
+    pthread_mutex_unlock(&c->lock);
+    if (c->engine)
+        eddy__mem_engine_wake(c->engine);
+}
+
+void bconn_resume(bconn *c) {
+    pthread_mutex_lock(&c->lock);
+    c->interrupted = false;
+    pthread_mutex_unlock(&c->lock);
+}

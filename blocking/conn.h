@@ -1,0 +1,61 @@
+/* A blocking connection to the backend: a hiredis synchronous context for redis:// and
+ * unix://, an engine connection for memory://. It only moves commands and replies; what to
+ * send and what replies mean is decided in the core.
+ *
+ * Thread: one thread uses a connection at a time (callers lock), except bconn_interrupt and
+ * bconn_resume, which any thread may call to stop a blocking read or a backoff sleep. */
+#ifndef EDDY_BLOCKING_CONN_H
+#define EDDY_BLOCKING_CONN_H
+
+#include <hiredis/hiredis.h>
+#include <pthread.h>
+#include <stdbool.h>
+
+#include "cmdlist.h"
+#include "memory/engine.h"
+#include "settings.h"
+
+typedef struct bconn {
+    const eddy__settings *s;
+    redisContext *rc;
+    eddy__mem_engine *engine;
+    eddy__mem_conn *mc;
+    pthread_mutex_t lock; /* guards in_read, interrupted and rc's fd against interrupt */
+    pthread_cond_t wake;
+    bool in_read;
+    bool interrupted;
+    unsigned attempt; /* consecutive failed connects, for backoff */
+    unsigned seed;
+} bconn;
+
+/* EDDY_ERR_NOMEM when the memory engine cannot be opened; bconn_destroy either way. */
+eddy_status bconn_init(bconn *c, const eddy__settings *s);
+/* Closes the connection and frees what bconn_init and connecting allocated. */
+void bconn_destroy(bconn *c);
+
+/* Connects (with the AUTH and SELECT handshake) unless already connected. */
+eddy_status bconn_connect(bconn *c, eddy_error *err);
+bool bconn_connected(const bconn *c);
+
+/* Sends every command of `cmds` as one pipeline and reads one reply each into replies (the
+ * caller frees them with freeReplyObject). When block_ms >= 0 the last command is a blocking
+ * read of about that long. On failure every reply is NULL, the connection is dropped (the next
+ * bconn_connect makes a new one) and the status is EDDY_ERR_IO, or EDDY_ERR_CLOSED when
+ * bconn_interrupt ended a blocking read. Connects first when needed. */
+eddy_status bconn_exec(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
+                       redisReply **replies, eddy_error *err);
+
+/* Sleeps ms milliseconds unless interrupted (returns false when interrupted). */
+bool bconn_sleep(bconn *c, long long ms);
+/* Sleeps the next backoff delay before a reconnect attempt (false when interrupted). */
+bool bconn_backoff(bconn *c);
+
+/* Makes a blocking read or sleep on this connection return at once, and every later one until
+ * bconn_resume. Thread: any. */
+void bconn_interrupt(bconn *c);
+void bconn_resume(bconn *c);
+
+/* CLOCK_MONOTONIC milliseconds. */
+long long bconn_now_ms(void);
+
+#endif

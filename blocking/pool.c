@@ -1,0 +1,103 @@
+/* Worker pool; see pool.h. Workers block SIGPIPE for their whole life: a handler that
+ * publishes writes to sockets. */
+#include "pool.h"
+
+#include <pthread.h>
+#include <signal.h>
+#include <stdlib.h>
+
+typedef struct job {
+    void (*fn)(void *arg);
+    void *arg;
+    struct job *next;
+} job;
+
+struct bpool {
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    job *head, *tail;
+    bool closing;
+    unsigned nthreads;
+    pthread_t *threads;
+};
+
+static void *worker(void *arg) {
+    bpool *p = arg;
+    for (;;) {
+        pthread_mutex_lock(&p->lock);
+        while (!p->head && !p->closing)
+            pthread_cond_wait(&p->cond, &p->lock);
+        job *j = p->head;
+        if (j) {
+            p->head = j->next;
+            if (!p->head)
+                p->tail = NULL;
+        }
+        pthread_mutex_unlock(&p->lock);
+        if (!j)
+            return NULL; /* closing and nothing left */
+        j->fn(j->arg);
+        free(j);
+    }
+}
+
+bpool *bpool_new(unsigned threads) {
+    bpool *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    pthread_mutex_init(&p->lock, NULL);
+    pthread_cond_init(&p->cond, NULL);
+    p->threads = calloc(threads, sizeof(*p->threads));
+    if (!p->threads) {
+        bpool_free(p);
+        return NULL;
+    }
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &block, &old); /* inherited by the workers */
+    for (unsigned i = 0; i < threads; i++) {
+        if (pthread_create(&p->threads[i], NULL, worker, p) != 0)
+            break;
+        p->nthreads++;
+    }
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (p->nthreads != threads) {
+        bpool_free(p);
+        return NULL;
+    }
+    return p;
+}
+
+void bpool_free(bpool *p) {
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->lock);
+    p->closing = true;
+    pthread_cond_broadcast(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    for (unsigned i = 0; i < p->nthreads; i++)
+        pthread_join(p->threads[i], NULL);
+    free(p->threads);
+    pthread_mutex_destroy(&p->lock);
+    pthread_cond_destroy(&p->cond);
+    free(p);
+}
+
+bool bpool_submit(bpool *p, void (*fn)(void *arg), void *arg) {
+    job *j = malloc(sizeof(*j));
+    if (!j)
+        return false;
+    j->fn = fn;
+    j->arg = arg;
+    j->next = NULL;
+    pthread_mutex_lock(&p->lock);
+    if (p->tail)
+        p->tail->next = j;
+    else
+        p->head = j;
+    p->tail = j;
+    pthread_cond_signal(&p->cond);
+    pthread_mutex_unlock(&p->lock);
+    return true;
+}

@@ -1,0 +1,168 @@
+/* The reader thread of one subscription: drives the core consumer (plan, send, feed), hands
+ * each delivery to the worker pool, and waits for the batch to be settled before it plans
+ * again, so acknowledgements go out in the next pipeline and recovery never re-reads an entry
+ * a handler still holds. Stopping interrupts a blocking read at once; handlers that are
+ * running finish and their acknowledgements are sent before the thread ends. */
+#include <errno.h>
+#include <signal.h>
+#include <time.h>
+#include <stdlib.h>
+
+#include "error.h"
+#include "internal.h"
+
+static void finish(eddy_delivery *d, eddy_status st) {
+    bsub *bs = d->frontend;
+    eddy__consumer_settle(bs->consumer, d, st);
+    pthread_mutex_lock(&bs->lock);
+    pthread_cond_broadcast(&bs->settled);
+    pthread_mutex_unlock(&bs->lock);
+}
+
+static void run_handler(void *arg) {
+    eddy_delivery *d = arg;
+    bsub *bs = d->frontend;
+    eddy_status st = bs->sub->handler(d, bs->sub->user);
+    if (st != EDDY_PENDING)
+        finish(d, st);
+}
+
+static void wait_settled(bsub *bs) {
+    pthread_mutex_lock(&bs->lock);
+    while (eddy__consumer_outstanding(bs->consumer) > 0)
+        pthread_cond_wait(&bs->settled, &bs->lock);
+    pthread_mutex_unlock(&bs->lock);
+}
+
+/* Sends one plan and feeds the replies; false when the connection failed. */
+static bool round_trip(bsub *bs, eddy__plan *plan, eddy__delivery_list *out) {
+    eddy_error err;
+    redisReply *small[16];
+    redisReply **replies = plan->cmds.n <= 16 ? small : calloc(plan->cmds.n, sizeof(*replies));
+    if (!replies)
+        return true; /* out of memory: nothing was sent; try again later */
+    eddy_status st = bconn_exec(&bs->conn, &plan->cmds, plan->block_ms, replies, &err);
+    if (st == EDDY_OK)
+        st = eddy__consumer_feed(bs->consumer, plan, replies, plan->cmds.n, out);
+    for (size_t i = 0; i < plan->cmds.n; i++)
+        if (replies[i])
+            freeReplyObject(replies[i]);
+    if (replies != small)
+        free(replies);
+    if (st == EDDY_ERR_IO || st == EDDY_ERR_CLOSED || st == EDDY_ERR_PROTOCOL) {
+        if (st != EDDY_ERR_CLOSED)
+            eddy__log(&bs->bus->s.log, EDDY_LOG_WARN, "subscription '%s': %s; reconnecting",
+                      bs->sub->name, err.detail);
+        eddy__consumer_reset(bs->consumer);
+        return false;
+    }
+    return true;
+}
+
+static void dispatch(bsub *bs, eddy__delivery_list *out) {
+    for (size_t i = 0; i < out->n; i++) {
+        eddy_delivery *d = out->v[i];
+        d->frontend = bs;
+        d->finish = finish;
+        if (!bpool_submit(bs->bus->pool, run_handler, d))
+            run_handler(d);
+    }
+    out->n = 0;
+}
+
+static void *reader(void *arg) {
+    bsub *bs = arg;
+    eddy__plan plan;
+    eddy__plan_init(&plan);
+    eddy__delivery_list out = {0};
+    while (!atomic_load(&bs->stopping)) {
+        eddy_error err;
+        if (!bconn_connected(&bs->conn) && bconn_connect(&bs->conn, &err) != EDDY_OK) {
+            eddy__log(&bs->bus->s.log, EDDY_LOG_WARN, "subscription '%s': %s", bs->sub->name,
+                      err.detail);
+            bconn_backoff(&bs->conn);
+            continue;
+        }
+        eddy__plan_reset(&plan);
+        if (eddy__consumer_plan(bs->consumer, bconn_now_ms(), &plan) != EDDY_OK) {
+            bconn_sleep(&bs->conn, 100); /* out of memory: nothing was sent */
+            continue;
+        }
+        if (plan.cmds.n == 0) {
+            bconn_sleep(&bs->conn, plan.idle_ms);
+            continue;
+        }
+        if (!round_trip(bs, &plan, &out)) {
+            if (!atomic_load(&bs->stopping))
+                bconn_backoff(&bs->conn);
+            continue;
+        }
+        if (!bs->ready && eddy__consumer_ready(bs->consumer)) {
+            pthread_mutex_lock(&bs->lock);
+            bs->ready = true;
+            pthread_cond_broadcast(&bs->settled);
+            pthread_mutex_unlock(&bs->lock);
+        }
+        dispatch(bs, &out);
+        wait_settled(bs);
+    }
+    /* Stopping: acknowledge what the last handlers settled, if the connection still works. */
+    eddy__plan_reset(&plan);
+    if (bconn_connected(&bs->conn) &&
+        eddy__consumer_plan_flush(bs->consumer, bconn_now_ms(), &plan) == EDDY_OK &&
+        plan.cmds.n > 0)
+        round_trip(bs, &plan, &out);
+    eddy__plan_reset(&plan);
+    eddy__delivery_list_free(&out);
+    return NULL;
+}
+
+eddy_status bsub_start(bsub *bs, eddy_error *err) {
+    bs->consumer = eddy__consumer_new(&bs->bus->s, bs->sub);
+    if (!bs->consumer)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    atomic_store(&bs->stopping, false);
+    bs->ready = false;
+    bconn_resume(&bs->conn);
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &block, &old); /* the reader inherits it */
+    int rc = pthread_create(&bs->thread, NULL, reader, bs);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        eddy__consumer_free(bs->consumer);
+        bs->consumer = NULL;
+        return eddy__fail(err, EDDY_ERR_NOMEM, "could not start a reader thread");
+    }
+    bs->running = true;
+    return EDDY_OK;
+}
+
+eddy_status bsub_wait_ready(bsub *bs, eddy_error *err) {
+    const eddy__settings *s = &bs->bus->s;
+    /* Long enough for a connect and a couple of reconnect attempts. */
+    long long deadline = bconn_now_ms() + 2LL * s->connect_timeout_ms + 2LL * s->reconnect_max_ms;
+    struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
+    pthread_mutex_lock(&bs->lock);
+    while (!bs->ready)
+        if (pthread_cond_timedwait(&bs->settled, &bs->lock, &at) == ETIMEDOUT)
+            break;
+    bool ready = bs->ready;
+    pthread_mutex_unlock(&bs->lock);
+    if (!ready)
+        return eddy__fail(err, EDDY_ERR_IO, "subscription '%s' could not reach the backend",
+                          bs->sub->name);
+    return EDDY_OK;
+}
+
+void bsub_stop(bsub *bs) {
+    if (!bs->running)
+        return;
+    atomic_store(&bs->stopping, true);
+    bconn_interrupt(&bs->conn);
+    pthread_join(bs->thread, NULL);
+    bs->running = false;
+    eddy__consumer_free(bs->consumer);
+    bs->consumer = NULL;
+}

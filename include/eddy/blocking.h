@@ -1,0 +1,71 @@
+/* eddy — blocking front end: a bus for programs that use threads.
+ *
+ * Calls block until done; handlers run on worker threads the bus owns. Every function here is
+ * safe to call from any thread, including from a handler, except eddy_bus_stop and
+ * eddy_bus_free, which must not be called from a handler (they wait for handlers).
+ */
+#ifndef EDDY_BLOCKING_H
+#define EDDY_BLOCKING_H
+
+#include "eddy/bus.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct eddy_bus eddy_bus;
+
+/** Builds a bus: copies the settings and the specs, checks every rule (EDDY_ERR_INVALID_SPEC
+ * naming the subscription), parses the URL and connects (EDDY_ERR_IO when the backend cannot
+ * be reached). Subscriptions do not receive anything before eddy_bus_start.
+ * Ownership: on EDDY_OK *out is the caller's, released with eddy_bus_free. */
+EDDY_EXPORT eddy_status eddy_bus_new(const eddy_settings *settings,
+                                     const eddy_subscription_spec *specs, size_t nspecs,
+                                     eddy_bus **out, eddy_error *err);
+
+/** Adds a subscription after build, started at once when the bus is started. Same rules. */
+EDDY_EXPORT eddy_status eddy_bus_subscribe(eddy_bus *bus, const eddy_subscription_spec *spec,
+                                           eddy_error *err);
+
+/** Starts the activation: subscriptions begin reading. EDDY_ERR_ILLEGAL_STATE when already
+ * started. */
+EDDY_EXPORT eddy_status eddy_bus_start(eddy_bus *bus, eddy_error *err);
+
+/** Stops the activation: readers stop at once (even inside a blocking read), running handlers
+ * finish, their acknowledgements are sent. Start may be called again. No-op when stopped. */
+EDDY_EXPORT eddy_status eddy_bus_stop(eddy_bus *bus);
+
+/** Stops and frees the bus. NULL is a no-op. */
+EDDY_EXPORT void eddy_bus_free(eddy_bus *bus);
+
+/** Publishes an event to a subject. Validates the event (EDDY_ERR_INVALID_EVENT), the subject
+ * (EDDY_ERR_INVALID_SUBJECT) and the size (EDDY_ERR_TOO_LARGE) first. Works whether or not
+ * the bus is started. On success and when entry_id is not NULL, copies the new entry id
+ * (at most entry_id_size bytes including the NUL). Ownership: the event stays the caller's. */
+EDDY_EXPORT eddy_status eddy_bus_publish(eddy_bus *bus, const char *subject, const eddy_event *ev,
+                                         char *entry_id, size_t entry_id_size, eddy_error *err);
+
+/** Publishes n events to one subject in one pipelined round trip. All are checked before
+ * anything is sent; when sending fails part-way, *published (if not NULL) says how many
+ * were accepted by the backend. */
+EDDY_EXPORT eddy_status eddy_bus_publish_batch(eddy_bus *bus, const char *subject,
+                                               const eddy_event *const *evs, size_t n,
+                                               size_t *published, eddy_error *err);
+
+/** Builds an event (source from settings: EDDY_ERR_INVALID_SPEC without one; a fresh random
+ * id; the given type) whose data is the value `pack` writes, and publishes it. */
+EDDY_EXPORT eddy_status eddy_bus_publish_value(eddy_bus *bus, const char *subject,
+                                               const char *type, eddy_pack_fn pack, void *user,
+                                               eddy_error *err);
+
+/** A subscription's counters. EDDY_ERR_INVALID_ARGUMENT for an unknown name. */
+EDDY_EXPORT eddy_status eddy_bus_consumer_stats(eddy_bus *bus, const char *name,
+                                                eddy_consumer_stats *out);
+
+/** The consumer name this bus uses in groups (its instance). Borrowed; lives as the bus. */
+EDDY_EXPORT const char *eddy_bus_instance(const eddy_bus *bus);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

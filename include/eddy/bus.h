@@ -1,0 +1,167 @@
+/* eddy — what both front ends share: settings, subscription specs, deliveries, counters,
+ * capabilities and the log hook.
+ *
+ * Settings and specs are plain structs the caller fills after an _init call; the bus copies
+ * them (strings included) when it is built or when a late subscribe is made, so the caller's
+ * memory may be reused as soon as the call returns.
+ */
+#ifndef EDDY_BUS_H
+#define EDDY_BUS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "eddy/event.h"
+#include "eddy/status.h"
+#include "eddy/value.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- log hook ---------------------------------------------------------------------- */
+
+typedef enum eddy_log_level {
+    EDDY_LOG_DEBUG,
+    EDDY_LOG_INFO,
+    EDDY_LOG_WARN,
+    EDDY_LOG_ERROR
+} eddy_log_level;
+
+/** Receives every message eddy logs; the library never writes to stderr itself.
+ * Thread: called from whichever thread logs (worker, reader, loop); must be thread-safe.
+ * Ownership: msg is borrowed for the duration of the call. */
+typedef void (*eddy_log_fn)(eddy_log_level level, const char *msg, void *user);
+
+/* ---- capabilities -------------------------------------------------------------------- */
+
+enum {
+    EDDY_CAP_GROUPS = 1u << 0,        /**< competing groups, pending entries, redelivery */
+    EDDY_CAP_CROSS_PROCESS = 1u << 1, /**< other processes see the same streams */
+    EDDY_CAP_REQUEST_REPLY = 1u << 2, /**< request/reply (not yet implemented: never set) */
+    EDDY_CAP_EVENT_STORE = 1u << 3    /**< event store (not yet implemented: never set) */
+};
+
+/** The capabilities of the backend a URL names. Thread: any. */
+EDDY_EXPORT eddy_status eddy_backend_capabilities(const char *url, unsigned *caps,
+                                                  eddy_error *err);
+
+/* ---- settings ------------------------------------------------------------------------ */
+
+typedef struct eddy_settings {
+    /** Backend: "memory://[name]", "redis://[user:password@]host[:port][/db]",
+     * "unix:///path[?db=N]". Default "memory://". */
+    const char *url;
+    /** Namespace: every key of this bus is "{ns}:...". Default "eddy". */
+    const char *ns;
+    /** CloudEvents source for events the bus builds (publish_value). Default none. */
+    const char *source;
+    /** Consumer name in groups. A restart with the same name recovers its own pending
+     * entries at once. Default: random per bus. */
+    const char *instance;
+    /** Largest event accepted on publish and on read, in bytes. Default 1 MiB. */
+    size_t max_event_size;
+    /** Blocking front end: handler threads the bus owns. Default 4. */
+    unsigned workers;
+    /** An AtLeastOnce entry is dead-lettered instead of delivered once it would be delivered
+     * for the (max_deliveries + 1)-th time. Default 20. */
+    unsigned max_deliveries;
+    /** An AtLeastOnce entry pending this long (failed, or held by a dead process) is
+     * claimed and delivered again. Default 30000. */
+    unsigned redelivery_idle_ms;
+    /** Entries read per round trip. Default 64. */
+    unsigned read_batch;
+    /** How long one blocking read waits before the reader looks around (redelivery,
+     * new subjects). Stop does not wait for it. Default 1000. */
+    unsigned block_ms;
+    /** How often a pattern subscription looks for subjects that appeared. Default 250. */
+    unsigned discovery_ms;
+    /** Connect timeout, and the reconnect backoff range. Defaults 2000, 50, 2000. */
+    unsigned connect_timeout_ms;
+    unsigned reconnect_min_ms;
+    unsigned reconnect_max_ms;
+    /** Trim subject streams to about this many entries (XADD MAXLEN ~). 0, the default,
+     * never trims: trimming can drop entries a slow group has not read. */
+    long long stream_maxlen;
+    eddy_log_fn log;
+    void *log_user;
+} eddy_settings;
+
+/** Fills every field with its default. Thread: any. */
+EDDY_EXPORT void eddy_settings_init(eddy_settings *s);
+
+/* ---- deliveries ---------------------------------------------------------------------- */
+
+/** One message handed to a handler. Owned by the bus; borrowed by the handler until it
+ * returns, or until eddy_delivery_finish when the handler returned EDDY_PENDING. */
+typedef struct eddy_delivery eddy_delivery;
+
+/** The event. Ownership: borrowed like the delivery; eddy_event_dup to keep it. */
+EDDY_EXPORT const eddy_event *eddy_delivery_event(const eddy_delivery *d);
+/** The subject it was published to (borrowed). */
+EDDY_EXPORT const char *eddy_delivery_subject(const eddy_delivery *d);
+/** The stream entry id, e.g. "1700000000000-0" (borrowed). */
+EDDY_EXPORT const char *eddy_delivery_entry_id(const eddy_delivery *d);
+/** 1 for a first delivery, 2 and more for redeliveries. */
+EDDY_EXPORT unsigned eddy_delivery_attempt(const eddy_delivery *d);
+/** The subscription's name (borrowed). */
+EDDY_EXPORT const char *eddy_delivery_subscription(const eddy_delivery *d);
+/** Decodes the event's data with the msgpack value codec (see value.h). */
+EDDY_EXPORT eddy_status eddy_delivery_decode_value(const eddy_delivery *d, eddy_value **out,
+                                                   eddy_error *err);
+/** Finishes a delivery whose handler returned EDDY_PENDING: EDDY_OK acknowledges it, any
+ * other status counts as a failure (AtLeastOnce: it stays pending and comes back). Call it
+ * exactly once; the delivery is invalid afterwards.
+ * Thread: blocking front end, any thread; reactive front end, the loop's thread. */
+EDDY_EXPORT void eddy_delivery_finish(eddy_delivery *d, eddy_status st);
+
+/** A handler. Return EDDY_OK when the message was handled (AtLeastOnce: it is acknowledged),
+ * any error when it was not (it is redelivered after redelivery_idle_ms, up to
+ * max_deliveries), or EDDY_PENDING to finish later with eddy_delivery_finish.
+ * Thread: blocking, a worker thread of the bus; reactive, the loop's thread. */
+typedef eddy_status (*eddy_handler_fn)(eddy_delivery *d, void *user);
+
+/* ---- subscriptions ------------------------------------------------------------------- */
+
+typedef enum eddy_shape {
+    EDDY_COMPETING, /**< one member of the group handles each message, across processes */
+    EDDY_FANOUT     /**< every subscriber gets every message published after it subscribed */
+} eddy_shape;
+
+typedef enum eddy_delivery_mode {
+    EDDY_AT_MOST_ONCE, /**< acknowledged when read; a failed handler's message is gone */
+    EDDY_AT_LEAST_ONCE /**< acknowledged only after the handler succeeded */
+} eddy_delivery_mode;
+
+typedef struct eddy_subscription_spec {
+    /** Unique within the bus; names the counters. Required. */
+    const char *name;
+    /** Subject or pattern: "orders.created", "orders.*", "orders.>". Required. */
+    const char *pattern;
+    eddy_shape shape;
+    /** Competing: the group's name, required. Fanout: must be NULL (each subscriber is its
+     * own group "fanout.<name>.<instance>"). */
+    const char *group;
+    eddy_delivery_mode delivery;
+    eddy_handler_fn handler;
+    void *user;
+} eddy_subscription_spec;
+
+/** Zeroes the spec: Competing, AtMostOnce, no handler. Thread: any. */
+EDDY_EXPORT void eddy_subscription_spec_init(eddy_subscription_spec *spec);
+
+/* ---- counters ------------------------------------------------------------------------ */
+
+typedef struct eddy_consumer_stats {
+    uint64_t delivered;     /**< handler calls */
+    uint64_t handled;       /**< handler calls that succeeded */
+    uint64_t failed;        /**< handler calls that failed */
+    uint64_t redelivered;   /**< handler calls for an attempt > 1 */
+    uint64_t dead_lettered; /**< entries moved to the dead-letter stream */
+    uint64_t malformed;     /**< entries that could not be decoded (also dead-lettered) */
+} eddy_consumer_stats;
+
+#ifdef __cplusplus
+}
+#endif
+#endif

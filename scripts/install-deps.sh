@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Installs everything eddy needs to build and test on Debian 12, from Debian's packages.
+# Idempotent: packages already present are left alone. Uses sudo when not run as root.
+set -euo pipefail
+packages=(build-essential cmake pkg-config libhiredis-dev libev-dev libmsgpack-dev
+          libcriterion-dev redis-server redis-tools clang-format)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "eddy: dependencies already installed"
+    exit 0
+fi
+as_root=()
+[ "$(id -u)" -eq 0 ] || as_root=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${as_root[@]}" apt-get update -qq
+"${as_root[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# Debian starts a system redis-server on 6379 when it installs the package; the tests never
+# use it (they start their own on a free port), so it is left as the system configured it.

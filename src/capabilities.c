@@ -1,0 +1,18 @@
+/* Which backend can do what. A feature is declared only once it is implemented. */
+#include "eddy/bus.h"
+#include "error.h"
+#include "url.h"
+
+eddy_status eddy_backend_capabilities(const char *url, unsigned *caps, eddy_error *err) {
+    if (!url || !caps)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "url or caps is NULL");
+    eddy__url parsed;
+    eddy_status st = eddy__url_parse(url, &parsed, err);
+    if (st != EDDY_OK)
+        return st;
+    *caps = EDDY_CAP_GROUPS;
+    if (parsed.kind != EDDY__URL_MEMORY)
+        *caps |= EDDY_CAP_CROSS_PROCESS;
+    eddy__url_free(&parsed);
+    return EDDY_OK;
+}

@@ -1,0 +1,777 @@
+/* The consumer state machine; the protocol is described in consumer.h.
+ *
+ * Invariants:
+ * - An entry is acknowledged only after its handler succeeded (AtLeastOnce), or together
+ *   with its dead-letter copy in one MULTI/EXEC, so it is never both lost and acknowledged.
+ * - Acknowledgements leave `acks` for `inflight` when planned and are forgotten only when
+ *   their reply arrives; a lost connection puts them back.
+ * - A redelivered entry's attempt number is its delivery count from XPENDING after the claim;
+ *   a count of 0 means another consumer took it in between, so it is not ours to handle.
+ */
+#include "consumer.h"
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "entry.h"
+#include "keys.h"
+#include "reply.h"
+#include "subject.h"
+
+enum {
+    T_ACK = 1,
+    T_DLQ_MULTI,
+    T_DLQ_XADD,
+    T_DLQ_XACK,
+    T_DLQ_EXEC,
+    T_TIME,
+    T_DISCOVER,
+    T_GROUP,
+    T_HISTORY,
+    T_CLAIM,
+    T_COUNTS,
+    T_LIVE
+};
+
+#define ID_MAX 48
+
+typedef struct cstream {
+    char *subject;
+    char *key;
+    bool group_ready;
+    bool recovered;
+    bool in_history; /* asked for in the current history read */
+    bool claim_active;
+    char history_cursor[ID_MAX];
+    char claim_cursor[ID_MAX];
+} cstream;
+
+typedef struct fetched {
+    size_t stream;
+    char id[ID_MAX];
+    eddy__cmd raw; /* the entry's field/value pairs */
+} fetched;
+
+typedef struct ack {
+    size_t stream;
+    char id[ID_MAX];
+} ack;
+
+typedef struct dlq_item {
+    size_t stream;
+    char id[ID_MAX];
+    eddy__cmd xadd;
+    bool malformed;
+} dlq_item;
+
+#define VEC(T)                                                                                 \
+    struct {                                                                                   \
+        T *v;                                                                                  \
+        size_t n, cap;                                                                         \
+    }
+
+/* Grows a VEC by one slot; false on OOM. */
+#define VEC_GROW(vec)                                                                          \
+    ((vec).n < (vec).cap || vec_grow((void **)&(vec).v, &(vec).cap, sizeof(*(vec).v)))
+
+static bool vec_grow(void **v, size_t *cap, size_t size) {
+    size_t ncap = *cap ? *cap * 2 : 16;
+    void *nv = realloc(*v, ncap * size);
+    if (!nv)
+        return false;
+    *v = nv;
+    *cap = ncap;
+    return true;
+}
+
+struct eddy__consumer {
+    const eddy__settings *s;
+    eddy__sub *sub;
+    char *subjects_key;
+    char *dlq_key;
+    VEC(cstream) streams;
+    bool have_start;
+    bool discovered; /* a pattern subscription looked for subjects at least once */
+    char start_id[ID_MAX];
+    long long now;
+    long long next_discovery;
+    long long next_claim;
+    long long retry_at;
+    VEC(fetched) waiting;
+    bool counts_asked;
+
+    pthread_mutex_t lock; /* guards acks and outstanding (settle runs on any thread) */
+    VEC(ack) acks;
+    size_t outstanding;
+
+    VEC(ack) inflight;
+    VEC(dlq_item) dlq;
+};
+
+static bool at_least_once(const eddy__consumer *c) {
+    return c->sub->delivery == EDDY_AT_LEAST_ONCE;
+}
+
+static eddy_status add_stream(eddy__consumer *c, const char *subject) {
+    for (size_t i = 0; i < c->streams.n; i++)
+        if (strcmp(c->streams.v[i].subject, subject) == 0)
+            return EDDY_OK;
+    if (!VEC_GROW(c->streams))
+        return EDDY_ERR_NOMEM;
+    cstream *st = &c->streams.v[c->streams.n];
+    memset(st, 0, sizeof(*st));
+    st->subject = strdup(subject);
+    st->key = eddy__key_stream(c->s->ns, subject);
+    if (!st->subject || !st->key) {
+        free(st->subject);
+        free(st->key);
+        return EDDY_ERR_NOMEM;
+    }
+    strcpy(st->history_cursor, "0");
+    strcpy(st->claim_cursor, "0-0");
+    st->recovered = !at_least_once(c); /* NOACK reads leave nothing pending */
+    c->streams.n++;
+    return EDDY_OK;
+}
+
+eddy__consumer *eddy__consumer_new(const eddy__settings *s, eddy__sub *sub) {
+    eddy__consumer *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->s = s;
+    c->sub = sub;
+    pthread_mutex_init(&c->lock, NULL);
+    c->subjects_key = eddy__key_subjects(s->ns);
+    c->dlq_key = eddy__key_dlq(s->ns, sub->group);
+    if (!c->subjects_key || !c->dlq_key || (sub->literal && add_stream(c, sub->pattern))) {
+        eddy__consumer_free(c);
+        return NULL;
+    }
+    return c;
+}
+
+static void drop_waiting(eddy__consumer *c) {
+    for (size_t i = 0; i < c->waiting.n; i++)
+        eddy__cmd_reset(&c->waiting.v[i].raw);
+    c->waiting.n = 0;
+    c->counts_asked = false;
+}
+
+static void drop_dlq(eddy__consumer *c) {
+    for (size_t i = 0; i < c->dlq.n; i++)
+        eddy__cmd_reset(&c->dlq.v[i].xadd);
+    c->dlq.n = 0;
+}
+
+void eddy__consumer_free(eddy__consumer *c) {
+    if (!c)
+        return;
+    for (size_t i = 0; i < c->streams.n; i++) {
+        free(c->streams.v[i].subject);
+        free(c->streams.v[i].key);
+    }
+    free(c->streams.v);
+    drop_waiting(c);
+    free(c->waiting.v);
+    drop_dlq(c);
+    free(c->dlq.v);
+    free(c->acks.v);
+    free(c->inflight.v);
+    free(c->subjects_key);
+    free(c->dlq_key);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+void eddy__plan_init(eddy__plan *p) {
+    eddy__cmdlist_init(&p->cmds);
+    p->block_ms = -1;
+    p->idle_ms = 0;
+}
+
+void eddy__plan_reset(eddy__plan *p) {
+    eddy__cmdlist_reset(&p->cmds);
+    p->block_ms = -1;
+    p->idle_ms = 0;
+}
+
+void eddy__delivery_list_free(eddy__delivery_list *l) {
+    free(l->v);
+    memset(l, 0, sizeof(*l));
+}
+
+/* ---- planning ------------------------------------------------------------------------ */
+
+static eddy__cmd *add(eddy__plan *p, int tag, long arg, const char *verb) {
+    eddy__cmd *cmd = eddy__cmdlist_add(&p->cmds, tag, arg);
+    if (cmd)
+        eddy__cmd_str(cmd, verb);
+    return cmd;
+}
+
+static eddy_status plan_acks(eddy__consumer *c, eddy__plan *p) {
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < c->acks.n; i++) {
+        if (!VEC_GROW(c->inflight)) {
+            pthread_mutex_unlock(&c->lock);
+            return EDDY_ERR_NOMEM;
+        }
+        c->inflight.v[c->inflight.n++] = c->acks.v[i];
+    }
+    c->acks.n = 0;
+    pthread_mutex_unlock(&c->lock);
+    /* One XACK per stream, with every id settled on it. */
+    for (size_t s = 0; s < c->streams.n; s++) {
+        eddy__cmd *cmd = NULL;
+        for (size_t i = 0; i < c->inflight.n; i++) {
+            if (c->inflight.v[i].stream != s)
+                continue;
+            if (!cmd) {
+                if (!(cmd = add(p, T_ACK, (long)s, "XACK")))
+                    return EDDY_ERR_NOMEM;
+                eddy__cmd_str(cmd, c->streams.v[s].key);
+                eddy__cmd_str(cmd, c->sub->group);
+            }
+            eddy__cmd_str(cmd, c->inflight.v[i].id);
+        }
+    }
+    return EDDY_OK;
+}
+
+static eddy_status plan_dead_letters(eddy__consumer *c, eddy__plan *p) {
+    for (size_t i = 0; i < c->dlq.n; i++) {
+        dlq_item *d = &c->dlq.v[i];
+        eddy__cmd *cmd;
+        if (!add(p, T_DLQ_MULTI, 0, "MULTI") || !(cmd = eddy__cmdlist_add(&p->cmds, T_DLQ_XADD, 0)))
+            return EDDY_ERR_NOMEM;
+        *cmd = d->xadd; /* the plan owns it now */
+        eddy__cmd_init(&d->xadd);
+        if (!(cmd = add(p, T_DLQ_XACK, 0, "XACK")))
+            return EDDY_ERR_NOMEM;
+        eddy__cmd_str(cmd, c->streams.v[d->stream].key);
+        eddy__cmd_str(cmd, c->sub->group);
+        eddy__cmd_str(cmd, d->id);
+        if (!add(p, T_DLQ_EXEC, d->malformed, "EXEC"))
+            return EDDY_ERR_NOMEM;
+    }
+    drop_dlq(c);
+    return EDDY_OK;
+}
+
+static void add_group_args(eddy__consumer *c, eddy__cmd *cmd) {
+    eddy__cmd_str(cmd, "GROUP");
+    eddy__cmd_str(cmd, c->sub->group);
+    eddy__cmd_str(cmd, c->sub->consumer);
+    eddy__cmd_str(cmd, "COUNT");
+    eddy__cmd_u64(cmd, c->s->read_batch);
+}
+
+static long long min_ll(long long a, long long b) { return a < b ? a : b; }
+
+static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p) {
+    eddy__cmd *cmd;
+    if (now < c->retry_at) {
+        p->idle_ms = c->retry_at - now;
+        return EDDY_OK;
+    }
+    if (!c->have_start)
+        return add(p, T_TIME, 0, "TIME") ? EDDY_OK : EDDY_ERR_NOMEM;
+    if (!c->sub->literal && now >= c->next_discovery) {
+        if (!(cmd = add(p, T_DISCOVER, 0, "SMEMBERS")))
+            return EDDY_ERR_NOMEM;
+        eddy__cmd_str(cmd, c->subjects_key);
+        return EDDY_OK;
+    }
+    bool groups_missing = false;
+    for (size_t s = 0; s < c->streams.n; s++) {
+        if (c->streams.v[s].group_ready)
+            continue;
+        groups_missing = true;
+        if (!(cmd = add(p, T_GROUP, (long)s, "XGROUP")))
+            return EDDY_ERR_NOMEM;
+        eddy__cmd_str(cmd, "CREATE");
+        eddy__cmd_str(cmd, c->streams.v[s].key);
+        eddy__cmd_str(cmd, c->sub->group);
+        eddy__cmd_str(cmd, c->start_id);
+        eddy__cmd_str(cmd, "MKSTREAM");
+    }
+    if (groups_missing)
+        return EDDY_OK;
+    if (c->waiting.n > 0) {
+        /* The delivery count of each claimed entry, asked one by one so that other pending
+         * entries between them cannot crowd them out of the answer. */
+        for (size_t i = 0; i < c->waiting.n; i++) {
+            fetched *f = &c->waiting.v[i];
+            if (!(cmd = add(p, T_COUNTS, (long)i, "XPENDING")))
+                return EDDY_ERR_NOMEM;
+            eddy__cmd_str(cmd, c->streams.v[f->stream].key);
+            eddy__cmd_str(cmd, c->sub->group);
+            eddy__cmd_str(cmd, f->id);
+            eddy__cmd_str(cmd, f->id);
+            eddy__cmd_str(cmd, "1");
+            eddy__cmd_str(cmd, c->sub->consumer);
+        }
+        c->counts_asked = true;
+        return EDDY_OK;
+    }
+    bool history = false;
+    for (size_t s = 0; s < c->streams.n; s++)
+        history |= !c->streams.v[s].recovered;
+    if (history) {
+        /* The consumer's own pending entries (a restart with the same instance name, or a
+         * lost connection) come first, from its own history. */
+        if (!(cmd = add(p, T_HISTORY, -1, "XREADGROUP")))
+            return EDDY_ERR_NOMEM;
+        add_group_args(c, cmd);
+        eddy__cmd_str(cmd, "STREAMS");
+        for (size_t s = 0; s < c->streams.n; s++)
+            if ((c->streams.v[s].in_history = !c->streams.v[s].recovered))
+                eddy__cmd_str(cmd, c->streams.v[s].key);
+        for (size_t s = 0; s < c->streams.n; s++)
+            if (c->streams.v[s].in_history)
+                eddy__cmd_str(cmd, c->streams.v[s].history_cursor);
+        return EDDY_OK;
+    }
+    if (at_least_once(c) && now >= c->next_claim && c->streams.n > 0) {
+        bool any = false;
+        for (size_t s = 0; s < c->streams.n; s++) {
+            cstream *st = &c->streams.v[s];
+            if (!st->claim_active)
+                continue;
+            any = true;
+            if (!(cmd = add(p, T_CLAIM, (long)s, "XAUTOCLAIM")))
+                return EDDY_ERR_NOMEM;
+            eddy__cmd_str(cmd, st->key);
+            eddy__cmd_str(cmd, c->sub->group);
+            eddy__cmd_str(cmd, c->sub->consumer);
+            eddy__cmd_u64(cmd, c->s->redelivery_idle_ms);
+            eddy__cmd_str(cmd, st->claim_cursor);
+            eddy__cmd_str(cmd, "COUNT");
+            eddy__cmd_u64(cmd, c->s->read_batch);
+        }
+        if (any)
+            return EDDY_OK;
+        /* A claim round over every stream ended: the next one starts after the interval, and
+         * every stream takes part in it. */
+        unsigned interval = c->s->redelivery_idle_ms / 2 > 10 ? c->s->redelivery_idle_ms / 2 : 10;
+        c->next_claim = now + interval;
+        for (size_t s = 0; s < c->streams.n; s++)
+            c->streams.v[s].claim_active = true;
+    }
+    long long wait = c->s->block_ms;
+    if (!c->sub->literal)
+        wait = min_ll(wait, c->next_discovery - now);
+    if (at_least_once(c))
+        wait = min_ll(wait, c->next_claim - now);
+    if (wait < 1)
+        wait = 1; /* BLOCK 0 would mean forever */
+    if (c->streams.n == 0) {
+        p->idle_ms = wait;
+        return EDDY_OK;
+    }
+    if (!(cmd = add(p, T_LIVE, -1, "XREADGROUP")))
+        return EDDY_ERR_NOMEM;
+    add_group_args(c, cmd);
+    eddy__cmd_str(cmd, "BLOCK");
+    eddy__cmd_u64(cmd, (unsigned long long)wait);
+    if (!at_least_once(c))
+        eddy__cmd_str(cmd, "NOACK");
+    eddy__cmd_str(cmd, "STREAMS");
+    for (size_t s = 0; s < c->streams.n; s++)
+        eddy__cmd_str(cmd, c->streams.v[s].key);
+    for (size_t s = 0; s < c->streams.n; s++)
+        eddy__cmd_str(cmd, ">");
+    p->block_ms = wait;
+    return EDDY_OK;
+}
+
+eddy_status eddy__consumer_plan(eddy__consumer *c, long long now_ms, eddy__plan *plan) {
+    c->now = now_ms;
+    eddy_status st = plan_acks(c, plan);
+    if (st == EDDY_OK)
+        st = plan_dead_letters(c, plan);
+    if (st == EDDY_OK)
+        st = plan_main(c, now_ms, plan);
+    if (st == EDDY_OK)
+        st = eddy__cmdlist_status(&plan->cmds);
+    return st;
+}
+
+eddy_status eddy__consumer_plan_flush(eddy__consumer *c, long long now_ms, eddy__plan *plan) {
+    c->now = now_ms;
+    eddy_status st = plan_acks(c, plan);
+    if (st == EDDY_OK)
+        st = plan_dead_letters(c, plan);
+    if (st == EDDY_OK)
+        st = eddy__cmdlist_status(&plan->cmds);
+    return st;
+}
+
+/* ---- interpreting replies -------------------------------------------------------------- */
+
+static void retry_later(eddy__consumer *c, const char *what, const redisReply *r) {
+    eddy__log(&c->s->log, EDDY_LOG_WARN, "subscription '%s': %s failed: %.*s", c->sub->name, what,
+              r && r->type == REDIS_REPLY_ERROR ? (int)r->len : 10,
+              r && r->type == REDIS_REPLY_ERROR ? r->str : "bad answer");
+    c->retry_at = c->now + c->s->reconnect_max_ms;
+}
+
+static bool is_nogroup(const redisReply *r) {
+    return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOGROUP", 7) == 0;
+}
+
+static void queue_dead_letter(eddy__consumer *c, size_t stream, const char *id, const char **fv,
+                              const size_t *fvlen, size_t nfv, unsigned deliveries,
+                              const char *reason) {
+    if (!VEC_GROW(c->dlq))
+        return; /* stays pending; dead-lettered on a later claim */
+    dlq_item *d = &c->dlq.v[c->dlq.n];
+    d->stream = stream;
+    snprintf(d->id, sizeof(d->id), "%s", id);
+    d->malformed = strcmp(reason, EDDY_REASON_MAX_DELIVERIES) != 0;
+    eddy__cmd_init(&d->xadd);
+    eddy__cmd *x = &d->xadd;
+    eddy__cmd_str(x, "XADD");
+    eddy__cmd_str(x, c->dlq_key);
+    eddy__cmd_str(x, "*");
+    eddy__cmd_str(x, "_dlq_subject");
+    eddy__cmd_str(x, c->streams.v[stream].subject);
+    eddy__cmd_str(x, "_dlq_entry");
+    eddy__cmd_str(x, id);
+    eddy__cmd_str(x, "_dlq_deliveries");
+    eddy__cmd_u64(x, deliveries);
+    eddy__cmd_str(x, "_dlq_reason");
+    eddy__cmd_str(x, reason);
+    eddy__cmd_str(x, "_dlq_group");
+    eddy__cmd_str(x, c->sub->group);
+    /* The original fields follow unchanged, so the dead letter can be inspected or replayed;
+     * the decoder skips the '_'-prefixed fields above. */
+    for (size_t i = 0; i < nfv; i++)
+        eddy__cmd_arg(x, fv[i], fvlen[i]);
+    if (eddy__cmd_status(x) != EDDY_OK) {
+        eddy__cmd_reset(x);
+        return;
+    }
+    c->dlq.n++;
+    eddy__log(&c->s->log, EDDY_LOG_WARN,
+              "subscription '%s': entry %s of '%s' dead-lettered (%s, %u deliveries)",
+              c->sub->name, id, c->streams.v[stream].subject, reason, deliveries);
+}
+
+/* Decodes an entry and hands it out, or dead-letters it. */
+static void take_entry(eddy__consumer *c, size_t stream, const char *id, const char **fv,
+                       const size_t *fvlen, size_t nfv, unsigned attempt,
+                       eddy__delivery_list *out) {
+    if (attempt > c->s->max_deliveries) {
+        queue_dead_letter(c, stream, id, fv, fvlen, nfv, attempt - 1, EDDY_REASON_MAX_DELIVERIES);
+        return;
+    }
+    eddy_event *ev = NULL;
+    eddy_error err;
+    eddy_status st = eddy__entry_decode(fv, fvlen, nfv, c->s->max_event_size, &ev, &err);
+    if (st == EDDY_ERR_NOMEM)
+        return; /* stays pending */
+    if (st != EDDY_OK) {
+        eddy__log(&c->s->log, EDDY_LOG_WARN, "subscription '%s': entry %s: %s", c->sub->name, id,
+                  err.detail);
+        queue_dead_letter(c, stream, id, fv, fvlen, nfv, attempt,
+                          st == EDDY_ERR_TOO_LARGE ? EDDY_REASON_TOO_LARGE : EDDY_REASON_MALFORMED);
+        return;
+    }
+    eddy_delivery *d = calloc(1, sizeof(*d));
+    if (!d || (out->n == out->cap && !vec_grow((void **)&out->v, &out->cap, sizeof(*out->v)))) {
+        free(d);
+        eddy_event_free(ev);
+        return; /* stays pending (AtLeastOnce) */
+    }
+    d->ev = ev;
+    d->subject = c->streams.v[stream].subject;
+    d->sub_name = c->sub->name;
+    snprintf(d->entry_id, sizeof(d->entry_id), "%s", id);
+    d->attempt = attempt;
+    d->stream = stream;
+    d->consumer = c;
+    out->v[out->n++] = d;
+    pthread_mutex_lock(&c->lock);
+    c->outstanding++;
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void queue_ack(eddy__consumer *c, size_t stream, const char *id) {
+    pthread_mutex_lock(&c->lock);
+    if (VEC_GROW(c->acks)) {
+        ack *a = &c->acks.v[c->acks.n++];
+        a->stream = stream;
+        snprintf(a->id, sizeof(a->id), "%s", id);
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Entries straight from a reply: flatten their fields on the stack-or-heap and take them. */
+static void take_view(eddy__consumer *c, size_t stream, eddy__entry_view v, unsigned attempt,
+                      eddy__delivery_list *out) {
+    size_t nfv = v.fields->elements;
+    const char *small_fv[32];
+    size_t small_len[32];
+    const char **fv = nfv <= 32 ? small_fv : malloc(nfv * sizeof(*fv));
+    size_t *fvlen = nfv <= 32 ? small_len : malloc(nfv * sizeof(*fvlen));
+    if (fv && fvlen && eddy__entry_flatten(v.fields, fv, fvlen))
+        take_entry(c, stream, v.id, fv, fvlen, nfv, attempt, out);
+    if (nfv > 32) {
+        free(fv);
+        free(fvlen);
+    }
+}
+
+static void keep_for_counts(eddy__consumer *c, size_t stream, eddy__entry_view v) {
+    if (!VEC_GROW(c->waiting))
+        return; /* stays pending; claimed again later */
+    fetched *f = &c->waiting.v[c->waiting.n];
+    f->stream = stream;
+    snprintf(f->id, sizeof(f->id), "%.*s", (int)v.idlen, v.id);
+    eddy__cmd_init(&f->raw);
+    for (size_t i = 0; i < v.fields->elements; i++)
+        eddy__cmd_arg(&f->raw, v.fields->element[i]->str, v.fields->element[i]->len);
+    if (eddy__cmd_status(&f->raw) != EDDY_OK) {
+        eddy__cmd_reset(&f->raw);
+        return;
+    }
+    c->waiting.n++;
+}
+
+static long stream_by_key(eddy__consumer *c, const redisReply *key) {
+    for (size_t s = 0; s < c->streams.n; s++)
+        if (strlen(c->streams.v[s].key) == key->len &&
+            memcmp(c->streams.v[s].key, key->str, key->len) == 0)
+            return (long)s;
+    return -1;
+}
+
+/* XREADGROUP: nil (timeout) or [[key, entries], ...]. */
+static eddy_status feed_read(eddy__consumer *c, const redisReply *r, bool history,
+                             eddy__delivery_list *out) {
+    if (r->type == REDIS_REPLY_NIL)
+        return EDDY_OK;
+    if (r->type != REDIS_REPLY_ARRAY)
+        return EDDY_ERR_PROTOCOL;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *kv = r->element[i];
+        if (kv->type != REDIS_REPLY_ARRAY || kv->elements != 2 ||
+            kv->element[0]->type != REDIS_REPLY_STRING ||
+            eddy__reply_entries(kv->element[1]) != EDDY_OK)
+            return EDDY_ERR_PROTOCOL;
+        long s = stream_by_key(c, kv->element[0]);
+        if (s < 0)
+            continue;
+        const redisReply *entries = kv->element[1];
+        if (history) {
+            c->streams.v[s].in_history = false;
+            if (entries->elements == 0)
+                c->streams.v[s].recovered = true;
+        }
+        for (size_t e = 0; e < entries->elements; e++) {
+            eddy__entry_view v = eddy__reply_entry(entries, e);
+            if (history)
+                snprintf(c->streams.v[s].history_cursor, ID_MAX, "%.*s", (int)v.idlen, v.id);
+            if (!v.fields) /* deleted while pending: nothing left to handle */
+                queue_ack(c, (size_t)s, v.id);
+            else if (history)
+                keep_for_counts(c, (size_t)s, v);
+            else
+                take_view(c, (size_t)s, v, 1, out);
+        }
+    }
+    if (history) /* a stream Redis did not mention has nothing pending */
+        for (size_t s = 0; s < c->streams.n; s++)
+            if (c->streams.v[s].in_history) {
+                c->streams.v[s].in_history = false;
+                c->streams.v[s].recovered = true;
+            }
+    return EDDY_OK;
+}
+
+/* XAUTOCLAIM: [cursor, entries, deleted-ids]. */
+static eddy_status feed_claim(eddy__consumer *c, size_t s, const redisReply *r) {
+    if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
+        r->element[0]->type != REDIS_REPLY_STRING || eddy__reply_entries(r->element[1]) != EDDY_OK)
+        return EDDY_ERR_PROTOCOL;
+    cstream *st = &c->streams.v[s];
+    snprintf(st->claim_cursor, ID_MAX, "%s", r->element[0]->str);
+    if (strcmp(st->claim_cursor, "0-0") == 0)
+        st->claim_active = false;
+    for (size_t e = 0; e < r->element[1]->elements; e++) {
+        eddy__entry_view v = eddy__reply_entry(r->element[1], e);
+        if (v.fields)
+            keep_for_counts(c, s, v);
+    }
+    return EDDY_OK;
+}
+
+static void feed_counts(eddy__consumer *c, redisReply **replies, const eddy__plan *plan,
+                        eddy__delivery_list *out) {
+    for (size_t i = 0; i < plan->cmds.n; i++) {
+        if (plan->cmds.tags[i] != T_COUNTS)
+            continue;
+        fetched *f = &c->waiting.v[plan->cmds.args[i]];
+        unsigned attempt = eddy__reply_pending_count(replies[i], f->id);
+        if (attempt == 0)
+            continue; /* claimed by someone else meanwhile, or acknowledged */
+        take_entry(c, f->stream, f->id, eddy__cmd_argv(&f->raw), f->raw.argvlen,
+                   (size_t)f->raw.argc, attempt, out);
+    }
+    drop_waiting(c);
+}
+
+static void feed_discovery(eddy__consumer *c, const redisReply *r) {
+    c->next_discovery = c->now + c->s->discovery_ms;
+    if (r->type != REDIS_REPLY_ARRAY) {
+        retry_later(c, "subject discovery", r);
+        return;
+    }
+    c->discovered = true;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *subj = r->element[i];
+        if (subj->type != REDIS_REPLY_STRING || strlen(subj->str) != subj->len ||
+            eddy__subject_check(subj->str, NULL) != EDDY_OK ||
+            !eddy__pattern_match(c->sub->pattern, subj->str))
+            continue;
+        if (add_stream(c, subj->str) != EDDY_OK)
+            c->next_discovery = c->now; /* try again next round */
+    }
+}
+
+eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redisReply **replies,
+                                size_t n, eddy__delivery_list *out) {
+    if (n != plan->cmds.n)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < n; i++)
+        if (!replies[i])
+            return EDDY_ERR_IO;
+    eddy__sub *sub = c->sub;
+    c->inflight.n = 0; /* every acknowledgement got its answer */
+    for (size_t i = 0; i < n; i++) {
+        const redisReply *r = replies[i];
+        long arg = plan->cmds.args[i];
+        switch (plan->cmds.tags[i]) {
+        case T_ACK:
+            if (r->type == REDIS_REPLY_ERROR)
+                eddy__log(&c->s->log, EDDY_LOG_WARN, "subscription '%s': XACK failed: %s",
+                          sub->name, r->str);
+            break;
+        case T_DLQ_EXEC:
+            if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+                r->element[0]->type == REDIS_REPLY_STRING) {
+                atomic_fetch_add(&sub->stats.dead_lettered, 1);
+                if (arg)
+                    atomic_fetch_add(&sub->stats.malformed, 1);
+            } else {
+                eddy__log(&c->s->log, EDDY_LOG_WARN,
+                          "subscription '%s': dead-lettering failed; the entry stays pending",
+                          sub->name);
+            }
+            break;
+        case T_TIME: {
+            long long ms;
+            if (eddy__reply_time_ms(r, &ms) != EDDY_OK) {
+                retry_later(c, "TIME", r);
+                break;
+            }
+            /* Every entry from this millisecond on is after the subscription began. */
+            snprintf(c->start_id, sizeof(c->start_id), "%lld-18446744073709551615", ms - 1);
+            c->have_start = true;
+            break;
+        }
+        case T_DISCOVER:
+            feed_discovery(c, r);
+            break;
+        case T_GROUP:
+            if (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0)
+                c->streams.v[arg].group_ready = true;
+            else
+                retry_later(c, "XGROUP CREATE", r);
+            break;
+        case T_HISTORY:
+        case T_LIVE:
+            if (is_nogroup(r)) {
+                /* The stream or its group vanished (a restarted Redis without persistence,
+                 * or a deleted key): create it again from the subscription's start. */
+                for (size_t s = 0; s < c->streams.n; s++)
+                    c->streams.v[s].group_ready = false;
+                break;
+            }
+            if (r->type == REDIS_REPLY_ERROR ||
+                feed_read(c, r, plan->cmds.tags[i] == T_HISTORY, out) != EDDY_OK)
+                retry_later(c, "XREADGROUP", r);
+            break;
+        case T_CLAIM:
+            if (is_nogroup(r))
+                c->streams.v[arg].group_ready = false;
+            else if (r->type == REDIS_REPLY_ERROR || feed_claim(c, (size_t)arg, r) != EDDY_OK)
+                retry_later(c, "XAUTOCLAIM", r);
+            break;
+        default:
+            break;
+        }
+    }
+    if (c->counts_asked)
+        feed_counts(c, replies, plan, out);
+    return EDDY_OK;
+}
+
+/* ---- settling and resetting ------------------------------------------------------------ */
+
+void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st) {
+    eddy__stats *stats = &c->sub->stats;
+    atomic_fetch_add(&stats->delivered, 1);
+    if (d->attempt > 1)
+        atomic_fetch_add(&stats->redelivered, 1);
+    if (st == EDDY_OK) {
+        atomic_fetch_add(&stats->handled, 1);
+        if (at_least_once(c))
+            queue_ack(c, d->stream, d->entry_id);
+    } else {
+        atomic_fetch_add(&stats->failed, 1);
+    }
+    pthread_mutex_lock(&c->lock);
+    c->outstanding--;
+    pthread_mutex_unlock(&c->lock);
+    eddy__delivery_free(d);
+}
+
+bool eddy__consumer_ready(const eddy__consumer *c) {
+    if (!c->have_start || (!c->sub->literal && !c->discovered))
+        return false;
+    for (size_t s = 0; s < c->streams.n; s++)
+        if (!c->streams.v[s].group_ready)
+            return false;
+    return true;
+}
+
+size_t eddy__consumer_outstanding(eddy__consumer *c) {
+    pthread_mutex_lock(&c->lock);
+    size_t n = c->outstanding;
+    pthread_mutex_unlock(&c->lock);
+    return n;
+}
+
+void eddy__consumer_reset(eddy__consumer *c) {
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < c->inflight.n; i++)
+        if (VEC_GROW(c->acks))
+            c->acks.v[c->acks.n++] = c->inflight.v[i];
+    pthread_mutex_unlock(&c->lock);
+    c->inflight.n = 0;
+    drop_waiting(c);
+    drop_dlq(c);
+    for (size_t s = 0; s < c->streams.n; s++) {
+        cstream *st = &c->streams.v[s];
+        st->group_ready = false;
+        st->recovered = !at_least_once(c);
+        st->in_history = false;
+        strcpy(st->history_cursor, "0");
+    }
+    c->retry_at = 0;
+}

@@ -1,0 +1,87 @@
+/* The consumer: one subscription's reading, as a state machine both front ends drive.
+ *
+ * A front end loops:
+ *   1. eddy__consumer_plan(c, now, &plan)   -> commands to send as one pipeline on the
+ *      subscription's own connection; the last may be a blocking read (plan.block_ms >= 0),
+ *      or there may be nothing to send and a pause (plan.idle_ms) to wait, interruptibly.
+ *   2. send them, collect one reply per command, then eddy__consumer_feed(c, replies, n, &out)
+ *      -> deliveries to hand to the handler.
+ *   3. each delivery is settled exactly once with eddy__consumer_settle (any thread), which
+ *      frees it. The front end does not plan again until every delivery of the batch is
+ *      settled (eddy__consumer_outstanding() == 0), so a recovery read never hands out an
+ *      entry that a handler still holds.
+ *   On a lost connection: eddy__consumer_reset(c), reconnect, go on from 1. Unconfirmed
+ *   acknowledgements are sent again (XACK is idempotent); groups are checked again (a
+ *   restarted Redis may have lost them); the consumer's own pending entries are read again.
+ *
+ * What it decides, in order: the subscription's start id from the server's clock (TIME), so
+ * a group created later on a brand-new stream still gets every message published after the
+ * subscription began, and a group created on an old stream skips its history; subject
+ * discovery for patterns; group creation; for AtLeastOnce, its own pending entries first,
+ * then periodic XAUTOCLAIM of entries idle longer than redelivery_idle_ms, each checked
+ * against max_deliveries (XPENDING gives the counts); then live reads. Entries that do not
+ * decode, and entries delivered too often, go to the dead-letter stream together with
+ * their acknowledgement in one MULTI/EXEC.
+ *
+ * Thread: plan, feed and reset from one thread at a time (the subscription's reader);
+ * settle from any thread. */
+#ifndef EDDY_SRC_CONSUMER_H
+#define EDDY_SRC_CONSUMER_H
+
+#include <hiredis/hiredis.h>
+
+#include "cmdlist.h"
+#include "delivery.h"
+#include "settings.h"
+#include "sub.h"
+
+typedef struct eddy__consumer eddy__consumer;
+
+typedef struct eddy__plan {
+    eddy__cmdlist cmds;
+    long long block_ms; /* >= 0: the last command is a blocking read of this length */
+    long long idle_ms;  /* no commands: wait this long (or until woken), then plan again */
+} eddy__plan;
+
+typedef struct eddy__delivery_list {
+    eddy_delivery **v;
+    size_t n, cap;
+} eddy__delivery_list;
+
+/* Ownership: settings and sub are borrowed and must outlive the consumer. NULL on OOM. */
+eddy__consumer *eddy__consumer_new(const eddy__settings *s, eddy__sub *sub);
+void eddy__consumer_free(eddy__consumer *c);
+
+void eddy__plan_init(eddy__plan *p);
+void eddy__plan_reset(eddy__plan *p);
+
+/* now_ms: CLOCK_MONOTONIC milliseconds. Fills plan (reset it first). */
+eddy_status eddy__consumer_plan(eddy__consumer *c, long long now_ms, eddy__plan *plan);
+
+/* Only the settled acknowledgements and dead letters, for a reader that is stopping. */
+eddy_status eddy__consumer_plan_flush(eddy__consumer *c, long long now_ms, eddy__plan *plan);
+
+/* replies[i] answers plan->cmds.cmds[i]; a NULL reply means the connection failed (the
+ * front end then calls reset). Appends deliveries to out (the caller owns the list, not the
+ * deliveries: each is settled). */
+eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redisReply **replies,
+                                size_t n, eddy__delivery_list *out);
+
+/* The handler's outcome: EDDY_OK acknowledges (AtLeastOnce); anything else leaves the entry
+ * pending. Frees the delivery. Thread: any. */
+void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st);
+
+/* True once the subscription's start point is fixed and its groups exist: every message
+ * published from now on will be delivered. Front ends wait for it before start returns. */
+bool eddy__consumer_ready(const eddy__consumer *c);
+
+/* Deliveries handed out and not yet settled. Thread: any. */
+size_t eddy__consumer_outstanding(eddy__consumer *c);
+
+/* The connection was lost: see the comment at the top. */
+void eddy__consumer_reset(eddy__consumer *c);
+
+/* Deliveries lists. */
+void eddy__delivery_list_free(eddy__delivery_list *l);
+
+#endif

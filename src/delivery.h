@@ -1,0 +1,25 @@
+/* The delivery a handler receives. The core fills the message; the front end sets `finish`,
+ * which eddy_delivery_finish (and the front end itself, for a handler that did not return
+ * EDDY_PENDING) calls exactly once. */
+#ifndef EDDY_SRC_DELIVERY_H
+#define EDDY_SRC_DELIVERY_H
+
+#include "eddy/bus.h"
+
+struct eddy__consumer;
+
+struct eddy_delivery {
+    eddy_event *ev;
+    const char *subject;  /* borrowed from the consumer's stream table */
+    const char *sub_name; /* borrowed from the subscription */
+    char entry_id[48];
+    unsigned attempt;
+    size_t stream; /* index in the consumer's stream table */
+    struct eddy__consumer *consumer;
+    void (*finish)(eddy_delivery *d, eddy_status st);
+    void *frontend; /* front-end bookkeeping */
+};
+
+void eddy__delivery_free(eddy_delivery *d);
+
+#endif

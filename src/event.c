@@ -1,0 +1,646 @@
+/* CloudEvents v1.0 events: an owned set of attribute strings, ordered extensions and
+ * binary-safe data, plus the validator for the CloudEvents 1.0 rules.
+ *
+ * Invariants: every stored string is a private NUL-terminated copy without inner NUL bytes;
+ * extension names are valid and unique from the moment they are stored, and keep insertion
+ * order (the entry encoding writes them in that order, so a round trip preserves it); data is
+ * stored with one extra NUL byte not counted in its length, so text data reads as a string.
+ * A setter that fails leaves the event unchanged: it allocates everything it needs before it
+ * frees or replaces anything. Validation only reads and never allocates.
+ */
+#include "eddy/event.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+/* Internal interface for entry.c and value.c, which repeat these declarations (they belong
+ * in a private src/event_internal.h). */
+
+/* True when name[0..len) is 1..EDDY_EXTENSION_NAME_MAX of [a-z0-9] and not reserved. */
+bool eddy__extension_name_ok(const char *name, size_t len);
+/* Sets the core attribute called `attr` ("id", "source", "type", "subject", "time",
+ * "datacontenttype", "dataschema") from value[0..len); value NULL clears it. NUL bytes inside
+ * the value or an unknown attribute give EDDY_ERR_INVALID_ARGUMENT. */
+eddy_status eddy__event_set_attr_n(eddy_event *ev, const char *attr, const char *value,
+                                   size_t len);
+/* Appends an extension without looking for one of the same name: the caller has checked the
+ * name and ruled out duplicates (which makes decoding many extensions linear). */
+eddy_status eddy__event_append_extension_n(eddy_event *ev, const char *name, size_t nlen,
+                                           const char *value, size_t vlen);
+/* Replaces data and datacontenttype together, or changes neither. */
+eddy_status eddy__event_set_data_typed(eddy_event *ev, const void *data, size_t len,
+                                       const char *content_type);
+/* Writes a printable, truncated rendering of bytes into buf for error detail: untrusted names
+ * must not put control characters into logs. Returns buf. */
+const char *eddy__printable(char *buf, size_t size, const char *bytes, size_t len);
+
+enum attr {
+    A_ID,
+    A_SOURCE,
+    A_TYPE,
+    A_SUBJECT,
+    A_TIME,
+    A_DATACONTENTTYPE,
+    A_DATASCHEMA,
+    A_COUNT
+};
+
+static const char *const attr_names[A_COUNT] = {
+    "id", "source", "type", "subject", "time", "datacontenttype", "dataschema",
+};
+
+/* Names an extension may not take: the core attributes, specversion and data. */
+static const char *const reserved_names[] = {
+    "id",   "source",          "specversion", "type", "subject",
+    "time", "datacontenttype", "dataschema",  "data",
+};
+
+#define SPECVERSION "1.0"
+
+/* name and value share one allocation that starts at name. */
+struct ext {
+    char *name;
+    char *value;
+};
+
+struct eddy_event {
+    char *attr[A_COUNT];
+    struct ext *ext;
+    size_t next;
+    size_t extcap;
+    unsigned char *data; /* NULL: no data; otherwise datalen bytes plus a NUL */
+    size_t datalen;
+};
+
+static char *copy_n(const char *s, size_t len) {
+    char *c = malloc(len + 1);
+    if (!c)
+        return NULL;
+    if (len)
+        memcpy(c, s, len);
+    c[len] = '\0';
+    return c;
+}
+
+const char *eddy__printable(char *buf, size_t size, const char *bytes, size_t len) {
+    size_t max = size > 4 ? size - 4 : 0; /* room for "..." and the NUL */
+    size_t n = 0;
+    if (!size)
+        return buf;
+    for (size_t i = 0; i < len && n < max; i++) {
+        unsigned char c = (unsigned char)bytes[i];
+        buf[n++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+    }
+    if (len > max && size > 4) {
+        memcpy(buf + n, "...", 3);
+        n += 3;
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* ---- construction ---- */
+
+eddy_event *eddy_event_new(void) { return calloc(1, sizeof(eddy_event)); }
+
+void eddy_event_free(eddy_event *ev) {
+    if (!ev)
+        return;
+    for (int i = 0; i < A_COUNT; i++)
+        free(ev->attr[i]);
+    for (size_t i = 0; i < ev->next; i++)
+        free(ev->ext[i].name);
+    free(ev->ext);
+    free(ev->data);
+    free(ev);
+}
+
+static eddy_status ext_reserve(eddy_event *ev, size_t want) {
+    if (want <= ev->extcap)
+        return EDDY_OK;
+    size_t cap = ev->extcap ? ev->extcap : 4;
+    while (cap < want)
+        cap *= 2;
+    struct ext *e = realloc(ev->ext, cap * sizeof(*e));
+    if (!e)
+        return EDDY_ERR_NOMEM;
+    ev->ext = e;
+    ev->extcap = cap;
+    return EDDY_OK;
+}
+
+static struct ext ext_make(const char *name, size_t nlen, const char *value, size_t vlen) {
+    struct ext e = {NULL, NULL};
+    char *block = malloc(nlen + 1 + vlen + 1);
+    if (!block)
+        return e;
+    memcpy(block, name, nlen);
+    block[nlen] = '\0';
+    if (vlen)
+        memcpy(block + nlen + 1, value, vlen);
+    block[nlen + 1 + vlen] = '\0';
+    e.name = block;
+    e.value = block + nlen + 1;
+    return e;
+}
+
+eddy_status eddy__event_append_extension_n(eddy_event *ev, const char *name, size_t nlen,
+                                           const char *value, size_t vlen) {
+    if (ext_reserve(ev, ev->next + 1) != EDDY_OK)
+        return EDDY_ERR_NOMEM;
+    struct ext e = ext_make(name, nlen, value, vlen);
+    if (!e.name)
+        return EDDY_ERR_NOMEM;
+    ev->ext[ev->next++] = e;
+    return EDDY_OK;
+}
+
+eddy_event *eddy_event_dup(const eddy_event *ev) {
+    if (!ev)
+        return NULL;
+    eddy_event *d = eddy_event_new();
+    if (!d)
+        return NULL;
+    for (int i = 0; i < A_COUNT; i++) {
+        if (ev->attr[i] && !(d->attr[i] = copy_n(ev->attr[i], strlen(ev->attr[i]))))
+            goto nomem;
+    }
+    if (ext_reserve(d, ev->next) != EDDY_OK)
+        goto nomem;
+    for (size_t i = 0; i < ev->next; i++) {
+        const struct ext *e = &ev->ext[i];
+        if (eddy__event_append_extension_n(d, e->name, strlen(e->name), e->value,
+                                           strlen(e->value)) != EDDY_OK)
+            goto nomem;
+    }
+    if (ev->data) {
+        if (!(d->data = malloc(ev->datalen + 1)))
+            goto nomem;
+        memcpy(d->data, ev->data, ev->datalen + 1);
+        d->datalen = ev->datalen;
+    }
+    return d;
+nomem:
+    eddy_event_free(d);
+    return NULL;
+}
+
+/* ---- attributes ---- */
+
+static eddy_status set_attr(eddy_event *ev, enum attr a, const char *value, size_t len) {
+    if (!ev)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    char *copy = NULL;
+    if (value) {
+        if (memchr(value, '\0', len))
+            return EDDY_ERR_INVALID_ARGUMENT;
+        if (!(copy = copy_n(value, len)))
+            return EDDY_ERR_NOMEM;
+    }
+    free(ev->attr[a]);
+    ev->attr[a] = copy;
+    return EDDY_OK;
+}
+
+eddy_status eddy__event_set_attr_n(eddy_event *ev, const char *attr, const char *value,
+                                   size_t len) {
+    for (int a = 0; a < A_COUNT; a++) {
+        if (strcmp(attr, attr_names[a]) == 0)
+            return set_attr(ev, (enum attr)a, value, len);
+    }
+    return EDDY_ERR_INVALID_ARGUMENT;
+}
+
+/* Required attributes cannot be cleared: NULL is refused rather than silently producing an
+ * event that can never validate. */
+static eddy_status set_required(eddy_event *ev, enum attr a, const char *value) {
+    if (!value)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    return set_attr(ev, a, value, strlen(value));
+}
+
+static eddy_status set_optional(eddy_event *ev, enum attr a, const char *value) {
+    return set_attr(ev, a, value, value ? strlen(value) : 0);
+}
+
+eddy_status eddy_event_set_id(eddy_event *ev, const char *value) {
+    return set_required(ev, A_ID, value);
+}
+eddy_status eddy_event_set_source(eddy_event *ev, const char *value) {
+    return set_required(ev, A_SOURCE, value);
+}
+eddy_status eddy_event_set_type(eddy_event *ev, const char *value) {
+    return set_required(ev, A_TYPE, value);
+}
+eddy_status eddy_event_set_subject(eddy_event *ev, const char *value) {
+    return set_optional(ev, A_SUBJECT, value);
+}
+eddy_status eddy_event_set_time(eddy_event *ev, const char *value) {
+    return set_optional(ev, A_TIME, value);
+}
+eddy_status eddy_event_set_datacontenttype(eddy_event *ev, const char *value) {
+    return set_optional(ev, A_DATACONTENTTYPE, value);
+}
+eddy_status eddy_event_set_dataschema(eddy_event *ev, const char *value) {
+    return set_optional(ev, A_DATASCHEMA, value);
+}
+
+static const char *get_attr(const eddy_event *ev, enum attr a) { return ev ? ev->attr[a] : NULL; }
+
+const char *eddy_event_id(const eddy_event *ev) { return get_attr(ev, A_ID); }
+const char *eddy_event_source(const eddy_event *ev) { return get_attr(ev, A_SOURCE); }
+const char *eddy_event_specversion(const eddy_event *ev) { return ev ? SPECVERSION : NULL; }
+const char *eddy_event_type(const eddy_event *ev) { return get_attr(ev, A_TYPE); }
+const char *eddy_event_subject(const eddy_event *ev) { return get_attr(ev, A_SUBJECT); }
+const char *eddy_event_time(const eddy_event *ev) { return get_attr(ev, A_TIME); }
+const char *eddy_event_datacontenttype(const eddy_event *ev) {
+    return get_attr(ev, A_DATACONTENTTYPE);
+}
+const char *eddy_event_dataschema(const eddy_event *ev) { return get_attr(ev, A_DATASCHEMA); }
+
+/* ---- extensions ---- */
+
+bool eddy__extension_name_ok(const char *name, size_t len) {
+    if (len == 0 || len > EDDY_EXTENSION_NAME_MAX)
+        return false;
+    for (size_t i = 0; i < len; i++) {
+        char c = name[i];
+        if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
+            return false;
+    }
+    for (size_t i = 0; i < sizeof(reserved_names) / sizeof(reserved_names[0]); i++) {
+        if (strlen(reserved_names[i]) == len && memcmp(reserved_names[i], name, len) == 0)
+            return false;
+    }
+    return true;
+}
+
+static struct ext *find_ext(const eddy_event *ev, const char *name) {
+    for (size_t i = 0; i < ev->next; i++) {
+        if (strcmp(ev->ext[i].name, name) == 0)
+            return &ev->ext[i];
+    }
+    return NULL;
+}
+
+eddy_status eddy_event_set_extension(eddy_event *ev, const char *name, const char *value,
+                                     eddy_error *err) {
+    if (!ev || !name)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "extension: event or name is NULL");
+    size_t nlen = strlen(name);
+    if (!eddy__extension_name_ok(name, nlen)) {
+        char shown[64];
+        return eddy__fail(err, EDDY_ERR_INVALID_EVENT,
+                          "extension '%s': name must be 1 to %d characters of a-z and 0-9 and "
+                          "not a core attribute or \"data\"",
+                          eddy__printable(shown, sizeof(shown), name, nlen),
+                          EDDY_EXTENSION_NAME_MAX);
+    }
+    struct ext *old = find_ext(ev, name);
+    if (!value) {
+        if (old) {
+            size_t i = (size_t)(old - ev->ext);
+            free(old->name);
+            memmove(old, old + 1, (ev->next - i - 1) * sizeof(*old));
+            ev->next--;
+        }
+        return EDDY_OK;
+    }
+    if (!old)
+        return eddy__event_append_extension_n(ev, name, nlen, value, strlen(value)) == EDDY_OK
+                   ? EDDY_OK
+                   : eddy__fail(err, EDDY_ERR_NOMEM, "extension '%s': out of memory", name);
+    /* Replacing keeps the original position: insertion order is the first insertion's. */
+    struct ext e = ext_make(name, nlen, value, strlen(value));
+    if (!e.name)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "extension '%s': out of memory", name);
+    free(old->name);
+    *old = e;
+    return EDDY_OK;
+}
+
+const char *eddy_event_extension(const eddy_event *ev, const char *name) {
+    if (!ev || !name)
+        return NULL;
+    const struct ext *e = find_ext(ev, name);
+    return e ? e->value : NULL;
+}
+
+size_t eddy_event_extension_count(const eddy_event *ev) { return ev ? ev->next : 0; }
+
+eddy_status eddy_event_extension_at(const eddy_event *ev, size_t i, const char **name,
+                                    const char **value) {
+    if (!ev || i >= ev->next)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    if (name)
+        *name = ev->ext[i].name;
+    if (value)
+        *value = ev->ext[i].value;
+    return EDDY_OK;
+}
+
+/* ---- data ---- */
+
+static unsigned char *copy_data(const void *data, size_t len) {
+    if (len == SIZE_MAX)
+        return NULL;
+    unsigned char *c = malloc(len + 1);
+    if (!c)
+        return NULL;
+    if (len)
+        memcpy(c, data, len);
+    c[len] = '\0';
+    return c;
+}
+
+eddy_status eddy_event_set_data(eddy_event *ev, const void *data, size_t len) {
+    if (!ev || (!data && len))
+        return EDDY_ERR_INVALID_ARGUMENT;
+    unsigned char *copy = NULL;
+    /* Non-NULL data of length 0 is present-but-empty, which an entry keeps as an empty
+     * "data" field; only NULL means "no data". */
+    if (data && !(copy = copy_data(data, len)))
+        return EDDY_ERR_NOMEM;
+    free(ev->data);
+    ev->data = copy;
+    ev->datalen = copy ? len : 0;
+    return EDDY_OK;
+}
+
+eddy_status eddy__event_set_data_typed(eddy_event *ev, const void *data, size_t len,
+                                       const char *content_type) {
+    if (!ev || !data || !content_type)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    unsigned char *copy = copy_data(data, len);
+    char *ct = copy_n(content_type, strlen(content_type));
+    if (!copy || !ct) {
+        free(copy);
+        free(ct);
+        return EDDY_ERR_NOMEM;
+    }
+    free(ev->data);
+    ev->data = copy;
+    ev->datalen = len;
+    free(ev->attr[A_DATACONTENTTYPE]);
+    ev->attr[A_DATACONTENTTYPE] = ct;
+    return EDDY_OK;
+}
+
+const void *eddy_event_data(const eddy_event *ev, size_t *len) {
+    if (len)
+        *len = ev && ev->data ? ev->datalen : 0;
+    return ev ? ev->data : NULL;
+}
+
+/* ---- validation ---- */
+
+static bool is_alpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+static bool is_digit(char c) { return c >= '0' && c <= '9'; }
+static bool is_hex(char c) {
+    return is_digit(c) || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F');
+}
+
+/* RFC 3986 scheme = ALPHA *( ALPHA / DIGIT / "+" / "-" / "." ), over s[0..len). */
+static bool scheme_ok(const char *s, size_t len) {
+    if (len == 0 || !is_alpha(s[0]))
+        return false;
+    for (size_t i = 1; i < len; i++) {
+        if (!is_alpha(s[i]) && !is_digit(s[i]) && s[i] != '+' && s[i] != '-' && s[i] != '.')
+            return false;
+    }
+    return true;
+}
+
+/* The characters a URI may contain: RFC 3986 unreserved, gen-delims, sub-delims and
+ * %-escapes. Bytes above 0x7f pass so that IRIs (UTF-8) are accepted; spaces, control
+ * characters and the ASCII that RFC 3986 never allows do not. At most one '#'. */
+static bool uri_chars_ok(const char *s) {
+    bool fragment = false;
+    for (const char *p = s; *p; p++) {
+        unsigned char c = (unsigned char)*p;
+        if (c >= 0x80 || is_alpha((char)c) || is_digit((char)c))
+            continue;
+        if (c == '%') {
+            if (!is_hex(p[1]) || !is_hex(p[2]))
+                return false;
+            p += 2;
+            continue;
+        }
+        if (c == '#') {
+            if (fragment)
+                return false;
+            fragment = true;
+            continue;
+        }
+        if (!strchr("-._~:/?[]@!$&'()*+,;=", c))
+            return false;
+    }
+    return true;
+}
+
+/* RFC 3986 URI-reference: a URI, or a relative reference whose first segment has no ':'.
+ * So a ':' before any '/', '?' or '#' must end a valid scheme. */
+static bool uri_reference_ok(const char *s) {
+    if (!*s || !uri_chars_ok(s))
+        return false;
+    size_t head = strcspn(s, ":/?#");
+    if (s[head] == ':')
+        return scheme_ok(s, head);
+    return true;
+}
+
+static bool absolute_uri_ok(const char *s) {
+    size_t head = strcspn(s, ":/?#");
+    return s[head] == ':' && scheme_ok(s, head) && uri_chars_ok(s);
+}
+
+/* Reads exactly n digits at *p as a number and advances. */
+static bool take_digits(const char **p, int n, int *out) {
+    int v = 0;
+    for (int i = 0; i < n; i++) {
+        if (!is_digit((*p)[i]))
+            return false;
+        v = v * 10 + ((*p)[i] - '0');
+    }
+    *p += n;
+    *out = v;
+    return true;
+}
+
+static bool take_char(const char **p, char c) {
+    if (**p != c)
+        return false;
+    (*p)++;
+    return true;
+}
+
+static int days_in_month(int year, int month) {
+    static const int days[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
+    bool leap = (year % 4 == 0 && year % 100 != 0) || year % 400 == 0;
+    return month == 2 && leap ? 29 : days[month - 1];
+}
+
+/* RFC 3339 date-time: full-date ("T"/"t") partial-time [time-secfrac] time-offset, where the
+ * offset is "Z"/"z" or ("+"/"-") hh ":" mm. Field ranges are checked (day against the month,
+ * leap years included); a second of 60 is allowed for leap seconds. */
+static bool rfc3339_ok(const char *s) {
+    const char *p = s;
+    int year, month, day, hour, minute, second;
+    if (!take_digits(&p, 4, &year) || !take_char(&p, '-') || !take_digits(&p, 2, &month) ||
+        !take_char(&p, '-') || !take_digits(&p, 2, &day))
+        return false;
+    if (month < 1 || month > 12 || day < 1 || day > days_in_month(year, month))
+        return false;
+    if (*p != 'T' && *p != 't')
+        return false;
+    p++;
+    if (!take_digits(&p, 2, &hour) || !take_char(&p, ':') || !take_digits(&p, 2, &minute) ||
+        !take_char(&p, ':') || !take_digits(&p, 2, &second))
+        return false;
+    if (hour > 23 || minute > 59 || second > 60)
+        return false;
+    if (*p == '.') {
+        p++;
+        if (!is_digit(*p))
+            return false;
+        while (is_digit(*p))
+            p++;
+    }
+    if (*p == 'Z' || *p == 'z') {
+        p++;
+    } else if (*p == '+' || *p == '-') {
+        int oh, om;
+        p++;
+        if (!take_digits(&p, 2, &oh) || !take_char(&p, ':') || !take_digits(&p, 2, &om))
+            return false;
+        if (oh > 23 || om > 59)
+            return false;
+    } else {
+        return false;
+    }
+    return *p == '\0';
+}
+
+/* RFC 7230 tchar. */
+static bool is_tchar(char c) {
+    return is_alpha(c) || is_digit(c) || (c && strchr("!#$%&'*+-.^_`|~", c));
+}
+
+static bool take_token(const char **p) {
+    const char *start = *p;
+    while (is_tchar(**p))
+        (*p)++;
+    return *p > start;
+}
+
+static void skip_ows(const char **p) {
+    while (**p == ' ' || **p == '\t')
+        (*p)++;
+}
+
+/* RFC 7230 quoted-string: qdtext is HTAB, SP, 0x21, 0x23-0x5B, 0x5D-0x7E or obs-text; a
+ * backslash quotes HTAB, SP, VCHAR or obs-text. */
+static bool take_quoted(const char **p) {
+    const unsigned char *q = (const unsigned char *)*p;
+    if (*q++ != '"')
+        return false;
+    for (;;) {
+        unsigned char c = *q++;
+        if (c == '"')
+            break;
+        if (c == '\\') {
+            c = *q++;
+            if (!(c == '\t' || (c >= 0x20 && c != 0x7f)))
+                return false;
+        } else if (!(c == '\t' || (c >= 0x20 && c != 0x7f))) {
+            return false; /* includes the terminating NUL: unclosed quote */
+        }
+    }
+    *p = (const char *)q;
+    return true;
+}
+
+/* RFC 7231 media-type = type "/" subtype *( OWS ";" OWS token "=" ( token / quoted-string ) ) */
+static bool media_type_ok(const char *s) {
+    const char *p = s;
+    if (!take_token(&p) || !take_char(&p, '/') || !take_token(&p))
+        return false;
+    for (;;) {
+        skip_ows(&p);
+        if (*p == '\0')
+            return p[-1] != ' ' && p[-1] != '\t';
+        if (!take_char(&p, ';'))
+            return false;
+        skip_ows(&p);
+        if (!take_token(&p) || !take_char(&p, '='))
+            return false;
+        if (*p == '"' ? !take_quoted(&p) : !take_token(&p))
+            return false;
+    }
+}
+
+static eddy_status required(const eddy_event *ev, enum attr a, eddy_error *err) {
+    if (!ev->attr[a])
+        return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "%s: required attribute is missing",
+                          attr_names[a]);
+    if (!ev->attr[a][0])
+        return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "%s: must not be empty", attr_names[a]);
+    return EDDY_OK;
+}
+
+/* Attributes are checked in the order the CloudEvents spec lists them, so the detail always
+ * names the first bad one. */
+eddy_status eddy_event_validate(const eddy_event *ev, eddy_error *err) {
+    if (!ev)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "event is NULL");
+    eddy_status st;
+    if ((st = required(ev, A_ID, err)) != EDDY_OK || (st = required(ev, A_SOURCE, err)) != EDDY_OK)
+        return st;
+    if (!uri_reference_ok(ev->attr[A_SOURCE]))
+        return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "source: not a URI reference");
+    if ((st = required(ev, A_TYPE, err)) != EDDY_OK)
+        return st;
+    const char *v = ev->attr[A_DATACONTENTTYPE];
+    if (v && !media_type_ok(v))
+        return eddy__fail(err, EDDY_ERR_INVALID_EVENT,
+                          "datacontenttype: not a media type (type/subtype[;parameters])");
+    v = ev->attr[A_DATASCHEMA];
+    if (v && !absolute_uri_ok(v))
+        return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "dataschema: not an absolute URI");
+    v = ev->attr[A_SUBJECT];
+    if (v && !*v)
+        return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "subject: must not be empty when set");
+    v = ev->attr[A_TIME];
+    if (v && !rfc3339_ok(v))
+        return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "time: not an RFC 3339 timestamp");
+    /* Names are checked on insertion; checking again keeps validate the one complete
+     * statement of the rules. */
+    for (size_t i = 0; i < ev->next; i++) {
+        const char *name = ev->ext[i].name;
+        if (!eddy__extension_name_ok(name, strlen(name)))
+            return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "extension '%s': invalid name",
+                              name);
+    }
+    return EDDY_OK;
+}
+
+/* The size of the entry eddy__entry_encode writes (field names included), so that an event
+ * accepted against a size limit at publish is not refused as too large when it is read. */
+size_t eddy_event_size(const eddy_event *ev) {
+    if (!ev)
+        return 0;
+    size_t n = strlen("specversion") + strlen(SPECVERSION);
+    for (int a = 0; a < A_COUNT; a++) {
+        if (ev->attr[a])
+            n += strlen(attr_names[a]) + strlen(ev->attr[a]);
+    }
+    for (size_t i = 0; i < ev->next; i++)
+        n += 2 + strlen(ev->ext[i].name) + strlen(ev->ext[i].value);
+    if (ev->data)
+        n += strlen("data") + ev->datalen;
+    return n;
+}

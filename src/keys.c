@@ -1,0 +1,22 @@
+/* Key names; see keys.h for the layout. */
+#include "keys.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *key_join(const char *ns, const char *kind, const char *rest) {
+    size_t n = strlen(ns) + strlen(kind) + (rest ? strlen(rest) : 0) + 8;
+    char *key = malloc(n);
+    if (!key)
+        return NULL;
+    if (rest)
+        snprintf(key, n, "{%s}:%s:%s", ns, kind, rest);
+    else
+        snprintf(key, n, "{%s}:%s", ns, kind);
+    return key;
+}
+
+char *eddy__key_stream(const char *ns, const char *subject) { return key_join(ns, "s", subject); }
+char *eddy__key_subjects(const char *ns) { return key_join(ns, "subjects", NULL); }
+char *eddy__key_dlq(const char *ns, const char *group) { return key_join(ns, "dlq", group); }

@@ -1,0 +1,14 @@
+/* The Redis key layout. Every key of one namespace shares the hash tag "{ns}", so multi-key
+ * commands and transactions stay legal on Redis Cluster.
+ *   {ns}:s:<subject>    stream of messages published to one subject
+ *   {ns}:subjects       set of every subject ever published to (pattern discovery)
+ *   {ns}:dlq:<group>    dead-letter stream of one group
+ * Builders return malloc'd strings (NULL on OOM) the caller frees. */
+#ifndef EDDY_SRC_KEYS_H
+#define EDDY_SRC_KEYS_H
+
+char *eddy__key_stream(const char *ns, const char *subject);
+char *eddy__key_subjects(const char *ns);
+char *eddy__key_dlq(const char *ns, const char *group);
+
+#endif

@@ -1,0 +1,38 @@
+/* Publishing, as both front ends do it: checks (subject, CloudEvent, size), the commands
+ * (XADD to the subject's stream, and SADD of the subject to the namespace's subject set the
+ * first time this bus publishes to it, so pattern subscribers discover it), and the reading
+ * of their replies. Thread: any; the known-subject cache is locked. */
+#ifndef EDDY_SRC_PUBLISHER_H
+#define EDDY_SRC_PUBLISHER_H
+
+#include <hiredis/hiredis.h>
+
+#include "cmdlist.h"
+#include "eddy/bus.h"
+#include "settings.h"
+
+typedef struct eddy__publisher eddy__publisher;
+
+/* Ownership: settings are borrowed. NULL on OOM. */
+eddy__publisher *eddy__publisher_new(const eddy__settings *s);
+void eddy__publisher_free(eddy__publisher *p);
+
+/* Checks the subject (EDDY_ERR_INVALID_SUBJECT), the event (EDDY_ERR_INVALID_EVENT) and its
+ * size (EDDY_ERR_TOO_LARGE), then appends this publish's commands to out. */
+eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
+                                  eddy__cmdlist *out, eddy_error *err);
+
+/* Commands one prepare appended start at `first`; reads their replies and returns the
+ * publish's outcome, copying the entry id into id (when not NULL). *next is set to the index
+ * after this publish's commands. */
+eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, size_t first,
+                                 redisReply **replies, size_t *next, char *id, size_t idsize,
+                                 eddy_error *err);
+
+/* Builds the event publish_value sends: source from settings (EDDY_ERR_INVALID_SPEC when
+ * there is none), a random id, the type, the current time, and the packed value as data. */
+eddy_status eddy__publish_value_event(const eddy__settings *s, const char *type,
+                                      eddy_pack_fn pack, void *user, eddy_event **out,
+                                      eddy_error *err);
+
+#endif

@@ -1,0 +1,62 @@
+/* hiredis error mapping and the connection handshake. Detail never includes a password. */
+#include "redis.h"
+
+#include <string.h>
+
+#include "error.h"
+
+eddy_status eddy__redis_context_status(int hiredis_err, const char *errstr, eddy_error *err) {
+    const char *text = errstr && errstr[0] ? errstr : "unknown error";
+    switch (hiredis_err) {
+    case 0:
+        return EDDY_OK;
+    case REDIS_ERR_OOM:
+        return eddy__fail(err, EDDY_ERR_NOMEM, "hiredis: %s", text);
+    case REDIS_ERR_PROTOCOL:
+        return eddy__fail(err, EDDY_ERR_PROTOCOL, "hiredis: %s", text);
+    default: /* REDIS_ERR_IO, REDIS_ERR_EOF, REDIS_ERR_OTHER */
+        return eddy__fail(err, EDDY_ERR_IO, "connection: %s", text);
+    }
+}
+
+eddy_status eddy__reply_status(const redisReply *r, const char *what, eddy_error *err) {
+    if (!r)
+        return eddy__fail(err, EDDY_ERR_IO, "%s: no reply (connection lost)", what);
+    if (r->type == REDIS_REPLY_ERROR)
+        return eddy__fail(err, EDDY_ERR_BACKEND, "%s: %.*s", what, (int)r->len, r->str);
+    return EDDY_OK;
+}
+
+eddy_status eddy__handshake_cmds(const eddy__url *url, eddy__cmdlist *out) {
+    if (url->kind == EDDY__URL_MEMORY)
+        return EDDY_OK;
+    if (url->password) {
+        eddy__cmd *c = eddy__cmdlist_add(out, 0, 0);
+        if (!c)
+            return EDDY_ERR_NOMEM;
+        eddy__cmd_str(c, "AUTH");
+        if (url->user)
+            eddy__cmd_str(c, url->user);
+        eddy__cmd_str(c, url->password);
+    }
+    if (url->db) {
+        eddy__cmd *c = eddy__cmdlist_add(out, 1, 0);
+        if (!c)
+            return EDDY_ERR_NOMEM;
+        eddy__cmd_str(c, "SELECT");
+        eddy__cmd_fmt(c, "%d", url->db);
+    }
+    return eddy__cmdlist_status(out);
+}
+
+eddy_status eddy__handshake_check(redisReply **replies, size_t n, eddy_error *err) {
+    for (size_t i = 0; i < n; i++) {
+        if (!replies[i])
+            return eddy__fail(err, EDDY_ERR_IO, "connection lost during handshake");
+        if (replies[i]->type == REDIS_REPLY_ERROR)
+            /* The server's text for a refused AUTH names no secret ("WRONGPASS ..."). */
+            return eddy__fail(err, EDDY_ERR_BACKEND, "handshake refused: %.*s",
+                              (int)replies[i]->len, replies[i]->str);
+    }
+    return EDDY_OK;
+}

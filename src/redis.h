@@ -1,0 +1,23 @@
+/* The one place hiredis results become eddy statuses, and the connection handshake (AUTH,
+ * SELECT) both front ends send after connecting. */
+#ifndef EDDY_SRC_REDIS_H
+#define EDDY_SRC_REDIS_H
+
+#include <hiredis/hiredis.h>
+
+#include "cmdlist.h"
+#include "url.h"
+
+/* Maps a hiredis context error (REDIS_ERR_IO, REDIS_ERR_EOF, ...) to a status with detail. */
+eddy_status eddy__redis_context_status(int hiredis_err, const char *errstr, eddy_error *err);
+
+/* EDDY_OK for a non-error reply; EDDY_ERR_BACKEND with the server's text for an error reply;
+ * EDDY_ERR_IO for NULL (the connection failed). `what` names the operation in the detail. */
+eddy_status eddy__reply_status(const redisReply *r, const char *what, eddy_error *err);
+
+/* Appends the handshake commands for a URL (possibly none). */
+eddy_status eddy__handshake_cmds(const eddy__url *url, eddy__cmdlist *out);
+/* Checks their replies; a refused AUTH is EDDY_ERR_BACKEND without the password. */
+eddy_status eddy__handshake_check(redisReply **replies, size_t n, eddy_error *err);
+
+#endif

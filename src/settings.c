@@ -1,0 +1,149 @@
+/* Settings defaults, validation and the owned copy a bus keeps. Names and namespaces end up
+ * inside Redis keys, so they are restricted to characters that cannot break the key layout
+ * ("{ns}:..."): no braces, colons, spaces or control characters. */
+#include "settings.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "error.h"
+
+void eddy_settings_init(eddy_settings *s) {
+    memset(s, 0, sizeof(*s));
+    s->url = "memory://";
+    s->ns = "eddy";
+    s->max_event_size = 1024 * 1024;
+    s->workers = 4;
+    s->max_deliveries = 20;
+    s->redelivery_idle_ms = 30000;
+    s->read_batch = 64;
+    s->block_ms = 1000;
+    s->discovery_ms = 250;
+    s->connect_timeout_ms = 2000;
+    s->reconnect_min_ms = 50;
+    s->reconnect_max_ms = 2000;
+}
+
+void eddy__random_hex(char out[33]) {
+    unsigned char bytes[16];
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    ssize_t got = fd >= 0 ? read(fd, bytes, sizeof(bytes)) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (got != (ssize_t)sizeof(bytes)) {
+        /* No urandom (chroot): time and address bits still make collisions unlikely. */
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        unsigned long long x = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)ts.tv_sec << 20) ^
+                               (unsigned long long)(uintptr_t)out ^ (unsigned long long)getpid();
+        for (size_t i = 0; i < sizeof(bytes); i++) {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            bytes[i] = (unsigned char)x;
+        }
+    }
+    static const char hex[] = "0123456789abcdef";
+    for (size_t i = 0; i < sizeof(bytes); i++) {
+        out[2 * i] = hex[bytes[i] >> 4];
+        out[2 * i + 1] = hex[bytes[i] & 15];
+    }
+    out[32] = '\0';
+}
+
+/* A name that is safe inside a key: 1..128 printable ASCII, no space, '{', '}', ':'. */
+static int key_safe(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > 128)
+        return 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c <= ' ' || c >= 127 || c == '{' || c == '}' || c == ':')
+            return 0;
+    }
+    return 1;
+}
+
+eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, eddy_error *err) {
+    eddy_settings defaults;
+    eddy_settings_init(&defaults);
+    if (!src)
+        src = &defaults;
+    memset(dst, 0, sizeof(*dst));
+    const char *url = src->url ? src->url : defaults.url;
+    const char *ns = src->ns ? src->ns : defaults.ns;
+    if (!key_safe(ns))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "settings.ns '%s': 1-128 printable characters without space, '{', "
+                          "'}' or ':'",
+                          ns);
+    if (src->instance && !key_safe(src->instance))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "settings.instance '%s': 1-128 printable characters without space, "
+                          "'{', '}' or ':'",
+                          src->instance);
+    if (src->source && !src->source[0])
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "settings.source is empty");
+#define NEED_POSITIVE(field)                                                                   \
+    if (src->field == 0)                                                                       \
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "settings." #field " must be > 0");
+    NEED_POSITIVE(max_event_size)
+    NEED_POSITIVE(workers)
+    NEED_POSITIVE(max_deliveries)
+    NEED_POSITIVE(redelivery_idle_ms)
+    NEED_POSITIVE(read_batch)
+    NEED_POSITIVE(block_ms)
+    NEED_POSITIVE(discovery_ms)
+    NEED_POSITIVE(connect_timeout_ms)
+    NEED_POSITIVE(reconnect_min_ms)
+#undef NEED_POSITIVE
+    if (src->reconnect_max_ms < src->reconnect_min_ms)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "settings.reconnect_max_ms is below reconnect_min_ms");
+    if (src->stream_maxlen < 0)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "settings.stream_maxlen is negative");
+    if (src->workers > 1024)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "settings.workers above 1024");
+
+    eddy_status st = eddy__url_parse(url, &dst->url, err);
+    if (st != EDDY_OK)
+        return st;
+    char random_instance[36] = "i-";
+    if (!src->instance)
+        eddy__random_hex(random_instance + 2);
+    dst->url_text = strdup(url);
+    dst->ns = strdup(ns);
+    dst->source = src->source ? strdup(src->source) : NULL;
+    dst->instance = strdup(src->instance ? src->instance : random_instance);
+    if (!dst->url_text || !dst->ns || !dst->instance || (src->source && !dst->source)) {
+        eddy__settings_free(dst);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory copying settings");
+    }
+    dst->max_event_size = src->max_event_size;
+    dst->workers = src->workers;
+    dst->max_deliveries = src->max_deliveries;
+    dst->redelivery_idle_ms = src->redelivery_idle_ms;
+    dst->read_batch = src->read_batch;
+    dst->block_ms = src->block_ms;
+    dst->discovery_ms = src->discovery_ms;
+    dst->connect_timeout_ms = src->connect_timeout_ms;
+    dst->reconnect_min_ms = src->reconnect_min_ms;
+    dst->reconnect_max_ms = src->reconnect_max_ms;
+    dst->stream_maxlen = src->stream_maxlen;
+    dst->log.fn = src->log;
+    dst->log.user = src->log_user;
+    return EDDY_OK;
+}
+
+void eddy__settings_free(eddy__settings *s) {
+    if (!s)
+        return;
+    free(s->url_text);
+    eddy__url_free(&s->url);
+    free(s->ns);
+    free(s->source);
+    free(s->instance);
+    memset(s, 0, sizeof(*s));
+}

@@ -1,0 +1,37 @@
+/* Settings as a bus holds them: an owned copy with defaults applied and the URL parsed. */
+#ifndef EDDY_SRC_SETTINGS_H
+#define EDDY_SRC_SETTINGS_H
+
+#include "eddy/bus.h"
+#include "log.h"
+#include "url.h"
+
+typedef struct eddy__settings {
+    char *url_text;
+    eddy__url url;
+    char *ns;
+    char *source;   /* NULL when not set */
+    char *instance; /* never NULL: random when not set */
+    size_t max_event_size;
+    unsigned workers;
+    unsigned max_deliveries;
+    unsigned redelivery_idle_ms;
+    unsigned read_batch;
+    unsigned block_ms;
+    unsigned discovery_ms;
+    unsigned connect_timeout_ms;
+    unsigned reconnect_min_ms;
+    unsigned reconnect_max_ms;
+    long long stream_maxlen;
+    eddy__logger log;
+} eddy__settings;
+
+/* Copies and checks src (NULL means all defaults). EDDY_ERR_INVALID_SPEC naming a bad field,
+ * EDDY_ERR_INVALID_URL for the URL. On failure dst holds nothing to free. */
+eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, eddy_error *err);
+void eddy__settings_free(eddy__settings *s);
+
+/* Writes 32 random lowercase hex characters and a NUL into out (33 bytes). */
+void eddy__random_hex(char out[33]);
+
+#endif

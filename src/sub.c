@@ -1,0 +1,117 @@
+/* Subscription rules that need no backend: names, patterns, shape and group. */
+#include "sub.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "subject.h"
+
+static bool name_ok(const char *s) {
+    size_t n = strlen(s);
+    if (n == 0 || n > 128)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c <= ' ' || c >= 127 || c == '{' || c == '}' || c == ':')
+            return false;
+    }
+    return true;
+}
+
+eddy_status eddy__sub_new(const eddy__settings *s, const eddy_subscription_spec *spec,
+                          eddy__sub **out, eddy_error *err) {
+    if (!spec || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "subscription spec is NULL");
+    const char *name = spec->name ? spec->name : "";
+    if (!name_ok(name))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': name must be 1-128 printable characters without "
+                          "space, '{', '}' or ':'",
+                          name);
+    if (!spec->pattern)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "subscription '%s': no pattern", name);
+    eddy_status st = eddy__pattern_check(spec->pattern, err);
+    if (st != EDDY_OK)
+        return st;
+    if (!spec->handler)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "subscription '%s': no handler", name);
+    if (spec->shape != EDDY_COMPETING && spec->shape != EDDY_FANOUT)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "subscription '%s': unknown shape %d",
+                          name, (int)spec->shape);
+    if (spec->delivery != EDDY_AT_MOST_ONCE && spec->delivery != EDDY_AT_LEAST_ONCE)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': unknown delivery mode %d", name,
+                          (int)spec->delivery);
+    if (spec->shape == EDDY_COMPETING && (!spec->group || !name_ok(spec->group)))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': a competing subscription needs a group of 1-128 "
+                          "printable characters without space, '{', '}' or ':'",
+                          name);
+    if (spec->shape == EDDY_FANOUT && spec->group)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': a fanout subscription takes no group (each "
+                          "subscriber is its own)",
+                          name);
+
+    eddy__sub *sub = calloc(1, sizeof(*sub));
+    if (!sub)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    sub->name = strdup(name);
+    sub->pattern = strdup(spec->pattern);
+    sub->consumer = strdup(s->instance);
+    if (spec->shape == EDDY_COMPETING) {
+        sub->group = strdup(spec->group);
+    } else {
+        size_t n = strlen(name) + strlen(s->instance) + 16;
+        sub->group = malloc(n);
+        if (sub->group)
+            snprintf(sub->group, n, "fanout.%s.%s", name, s->instance);
+    }
+    if (!sub->name || !sub->pattern || !sub->consumer || !sub->group) {
+        eddy__sub_free(sub);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    sub->shape = spec->shape;
+    sub->delivery = spec->delivery;
+    sub->handler = spec->handler;
+    sub->user = spec->user;
+    sub->literal = eddy__pattern_is_literal(spec->pattern);
+    *out = sub;
+    return EDDY_OK;
+}
+
+void eddy__sub_free(eddy__sub *sub) {
+    if (!sub)
+        return;
+    free(sub->name);
+    free(sub->pattern);
+    free(sub->group);
+    free(sub->consumer);
+    free(sub);
+}
+
+eddy_status eddy__sub_check_against(const eddy__sub *sub, eddy__sub *const *existing, size_t n,
+                                    eddy_error *err) {
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(existing[i]->name, sub->name) == 0)
+            return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                              "subscription '%s': the name is already used on this bus",
+                              sub->name);
+    return EDDY_OK;
+}
+
+void eddy__stats_snapshot(const eddy__stats *st, eddy_consumer_stats *out) {
+    out->delivered = atomic_load(&st->delivered);
+    out->handled = atomic_load(&st->handled);
+    out->failed = atomic_load(&st->failed);
+    out->redelivered = atomic_load(&st->redelivered);
+    out->dead_lettered = atomic_load(&st->dead_lettered);
+    out->malformed = atomic_load(&st->malformed);
+}
+
+void eddy_subscription_spec_init(eddy_subscription_spec *spec) {
+    if (spec)
+        memset(spec, 0, sizeof(*spec));
+}

@@ -1,0 +1,41 @@
+/* A subscription as a bus holds it: the spec checked and copied, the group and consumer names
+ * it uses in Redis, and its counters (atomics: handlers settle on worker threads). */
+#ifndef EDDY_SRC_SUB_H
+#define EDDY_SRC_SUB_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+
+#include "eddy/bus.h"
+#include "settings.h"
+
+typedef struct eddy__stats {
+    atomic_uint_fast64_t delivered, handled, failed, redelivered, dead_lettered, malformed;
+} eddy__stats;
+
+typedef struct eddy__sub {
+    char *name;
+    char *pattern;
+    char *group;    /* competing: the spec's group; fanout: "fanout.<name>.<instance>" */
+    char *consumer; /* the bus's instance */
+    eddy_shape shape;
+    eddy_delivery_mode delivery;
+    eddy_handler_fn handler;
+    void *user;
+    bool literal; /* the pattern names one subject */
+    eddy__stats stats;
+} eddy__sub;
+
+/* Checks one spec (EDDY_ERR_INVALID_SPEC naming the subscription and the rule, or
+ * EDDY_ERR_INVALID_PATTERN) and copies it. Ownership: *out is the caller's (eddy__sub_free). */
+eddy_status eddy__sub_new(const eddy__settings *s, const eddy_subscription_spec *spec,
+                          eddy__sub **out, eddy_error *err);
+void eddy__sub_free(eddy__sub *sub);
+
+/* Checks a new subscription against those a bus already has (unique names). */
+eddy_status eddy__sub_check_against(const eddy__sub *sub, eddy__sub *const *existing, size_t n,
+                                    eddy_error *err);
+
+void eddy__stats_snapshot(const eddy__stats *st, eddy_consumer_stats *out);
+
+#endif

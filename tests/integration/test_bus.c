@@ -1,0 +1,560 @@
+/* Publish/subscribe behaviour, one table of scenarios run on every front end and backend:
+ * competing and fanout delivery, acknowledgement after success, redelivery, dead letters,
+ * malformed entries, pattern subscriptions on brand-new subjects, recovery of a consumer's
+ * own pending entries, stop while blocked, and bad input. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "driver.h"
+#include "eddy/blocking.h"
+#include "eddy_test.h"
+#include "raw.h"
+#include "recorder.h"
+
+typedef struct combo {
+    int frontend; /* 0 blocking */
+    int backend;  /* 0 memory, 1 redis */
+} combo;
+
+static combo combos[] = {{0, 0}, {0, 1}};
+
+typedef struct ctx {
+    const driver *d;
+    char url[128];
+    char ns[96];
+    eddy_settings s;
+} ctx;
+
+static void setup(ctx *c, const combo *p) {
+    c->d = &blocking_driver;
+    eddy_test_namespace(c->ns, sizeof(c->ns), "bus");
+    if (p->backend == 0)
+        snprintf(c->url, sizeof(c->url), "memory://%s", c->ns);
+    else
+        snprintf(c->url, sizeof(c->url), "%s", eddy_test_redis_url());
+    eddy_settings_init(&c->s);
+    c->s.url = c->url;
+    c->s.ns = c->ns;
+    c->s.source = "/tests";
+    c->s.block_ms = 200;
+    c->s.redelivery_idle_ms = 100;
+}
+
+static eddy_subscription_spec spec(const char *name, const char *pattern, eddy_shape shape,
+                                   const char *group, eddy_delivery_mode mode, recorder *r) {
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = name;
+    sp.pattern = pattern;
+    sp.shape = shape;
+    sp.group = group;
+    sp.delivery = mode;
+    sp.handler = rec_handler;
+    sp.user = r;
+    return sp;
+}
+
+static tbus *must_bus(ctx *c, const eddy_subscription_spec *specs, size_t n) {
+    tbus *b = NULL;
+    eddy_error err = {0};
+    eddy_status st = c->d->bus_new(&c->s, specs, n, &b, &err);
+    cr_assert_eq(st, EDDY_OK, "bus_new: %s (%s)", eddy_status_name(st), err.detail);
+    return b;
+}
+
+static void must_start(ctx *c, tbus *b) {
+    eddy_error err = {0};
+    eddy_status st = c->d->start(b, &err);
+    cr_assert_eq(st, EDDY_OK, "start: %s (%s)", eddy_status_name(st), err.detail);
+}
+
+static void must_publish(ctx *c, tbus *b, const char *subject, const char *id, const char *type) {
+    eddy_event *ev = make_event(id, type);
+    eddy_error err = {0};
+    eddy_status st = c->d->publish(b, subject, ev, &err);
+    cr_assert_eq(st, EDDY_OK, "publish %s: %s (%s)", id, eddy_status_name(st), err.detail);
+    eddy_event_free(ev);
+}
+
+static long long pending_count(ctx *c, const char *subject, const char *group) {
+    redisReply *r = raw_cmdf(c->url, "XPENDING {%s}:s:%s %s", c->ns, subject, group);
+    long long n = r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                          r->element[0]->type == REDIS_REPLY_INTEGER
+                      ? r->element[0]->integer
+                      : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+static long long dlq_len(ctx *c, const char *group) {
+    return raw_int(c->url, "XLEN {%s}:dlq:%s", c->ns, group);
+}
+
+typedef struct dlq_wait {
+    ctx *c;
+    const char *group;
+    long long n;
+} dlq_wait;
+
+static bool dlq_has(void *arg) {
+    dlq_wait *w = arg;
+    return dlq_len(w->c, w->group) >= w->n;
+}
+
+/* The value of field `name` in the first dead letter of `group`, copied into out. */
+static void dlq_field(ctx *c, const char *group, const char *name, char *out, size_t size) {
+    redisReply *r = raw_cmdf(c->url, "XRANGE {%s}:dlq:%s - + COUNT 1", c->ns, group);
+    out[0] = '\0';
+    cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 1);
+    redisReply *fields = r->element[0]->element[1];
+    for (size_t i = 0; i + 1 < fields->elements; i += 2)
+        if (strcmp(fields->element[i]->str, name) == 0)
+            snprintf(out, size, "%s", fields->element[i + 1]->str);
+    freeReplyObject(r);
+}
+
+ParameterizedTestParameters(bus, competing_acknowledges_after_success) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, competing_acknowledges_after_success, .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    recorder r;
+    rec_init(&r);
+    eddy_subscription_spec sp =
+        spec("orders", "orders.created", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
+    tbus *b = must_bus(&c, &sp, 1);
+    must_start(&c, b);
+    char id[32];
+    for (int i = 0; i < 20; i++) {
+        snprintf(id, sizeof(id), "e%d", i);
+        must_publish(&c, b, "orders.created", id, "t.created");
+    }
+    cr_assert(rec_wait(&r, 20, 20000), "only %d of 20 delivered", rec_count(&r));
+    for (int i = 0; i < 20; i++) {
+        snprintf(id, sizeof(id), "e%d", i);
+        cr_expect_eq(rec_handled(&r, id), 1, "%s handled %d times", id, rec_handled(&r, id));
+    }
+    cr_assert_eq(c.d->stop(b), EDDY_OK); /* stop sends the last acknowledgements */
+    cr_expect_eq(pending_count(&c, "orders.created", "g"), 0);
+    eddy_consumer_stats st;
+    cr_assert_eq(c.d->stats(b, "orders", &st), EDDY_OK);
+    cr_expect_eq(st.delivered, 20);
+    cr_expect_eq(st.handled, 20);
+    cr_expect_eq(st.failed, 0);
+    cr_expect_eq(c.d->stats(b, "nope", &st), EDDY_ERR_INVALID_ARGUMENT);
+    c.d->free(b);
+    rec_destroy(&r);
+}
+
+ParameterizedTestParameters(bus, two_competing_members_share_without_duplicates) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, two_competing_members_share_without_duplicates, .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    recorder r;
+    rec_init(&r);
+    eddy_subscription_spec sp = spec("work", "jobs.>", EDDY_COMPETING, "workers",
+                                     EDDY_AT_LEAST_ONCE, &r);
+    c.s.instance = "member-a";
+    tbus *a = must_bus(&c, &sp, 1);
+    c.s.instance = "member-b";
+    tbus *b = must_bus(&c, &sp, 1);
+    must_start(&c, a);
+    must_start(&c, b);
+    char id[32];
+    for (int i = 0; i < 300; i++) {
+        snprintf(id, sizeof(id), "j%d", i);
+        must_publish(&c, i % 2 ? a : b, i % 3 ? "jobs.small" : "jobs.big", id, "t.job");
+    }
+    cr_assert(rec_wait(&r, 300, 30000), "only %d of 300 delivered", rec_count(&r));
+    c.d->stop(a);
+    c.d->stop(b);
+    cr_expect_eq(rec_count(&r), 300);
+    for (int i = 0; i < 300; i++) {
+        snprintf(id, sizeof(id), "j%d", i);
+        cr_expect_eq(rec_seen(&r, id), 1, "%s seen %d times", id, rec_seen(&r, id));
+    }
+    c.d->free(a);
+    c.d->free(b);
+    rec_destroy(&r);
+}
+
+ParameterizedTestParameters(bus, fanout_delivers_to_every_subscriber_after_it_subscribed) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, fanout_delivers_to_every_subscriber_after_it_subscribed,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    recorder ra, rb;
+    rec_init(&ra);
+    rec_init(&rb);
+    tbus *pub = must_bus(&c, NULL, 0);
+    must_publish(&c, pub, "news", "before", "t.news");
+    eddy_subscription_spec sa = spec("fa", "news", EDDY_FANOUT, NULL, EDDY_AT_LEAST_ONCE, &ra);
+    eddy_subscription_spec sb = spec("fb", "news", EDDY_FANOUT, NULL, EDDY_AT_MOST_ONCE, &rb);
+    tbus *a = must_bus(&c, &sa, 1);
+    tbus *b = must_bus(&c, &sb, 1);
+    must_start(&c, a);
+    must_start(&c, b);
+    must_publish(&c, pub, "news", "after1", "t.news");
+    must_publish(&c, pub, "news", "after2", "t.news");
+    cr_assert(rec_wait(&ra, 2, 20000));
+    cr_assert(rec_wait(&rb, 2, 20000));
+    c.d->stop(a);
+    c.d->stop(b);
+    cr_expect_eq(rec_seen(&ra, "after1") + rec_seen(&ra, "after2"), 2);
+    cr_expect_eq(rec_seen(&rb, "after1") + rec_seen(&rb, "after2"), 2);
+    cr_expect_eq(rec_seen(&ra, "before") + rec_seen(&rb, "before"), 0,
+                 "history before the subscription was replayed");
+    c.d->free(a);
+    c.d->free(b);
+    c.d->free(pub);
+    rec_destroy(&ra);
+    rec_destroy(&rb);
+}
+
+ParameterizedTestParameters(bus, failed_handler_gets_redelivered_until_success) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, failed_handler_gets_redelivered_until_success, .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    recorder r;
+    rec_init(&r);
+    r.fail_times = 2;
+    eddy_subscription_spec sp = spec("s", "retry.me", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
+    tbus *b = must_bus(&c, &sp, 1);
+    must_start(&c, b);
+    must_publish(&c, b, "retry.me", "x", "t.x");
+    cr_assert(rec_wait(&r, 3, 20000), "only %d deliveries", rec_count(&r));
+    c.d->stop(b);
+    cr_expect_eq(rec_count(&r), 3);
+    for (int i = 0; i < 3; i++)
+        cr_expect_eq(r.entries[i].attempt, (unsigned)i + 1);
+    cr_expect_eq(rec_handled(&r, "x"), 1);
+    eddy_consumer_stats st;
+    c.d->stats(b, "s", &st);
+    cr_expect_eq(st.failed, 2);
+    cr_expect_eq(st.handled, 1);
+    cr_expect_eq(st.redelivered, 2);
+    cr_expect_eq(pending_count(&c, "retry.me", "g"), 0);
+    c.d->free(b);
+    rec_destroy(&r);
+}
+
+static bool poison_done(recorder *r, void *arg) {
+    (void)arg;
+    int ok = 0;
+    for (int i = 0; i < r->n; i++)
+        ok += r->entries[i].result == EDDY_OK;
+    return ok >= 5;
+}
+
+ParameterizedTestParameters(bus, poison_message_dead_lettered_after_max_deliveries) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, poison_message_dead_lettered_after_max_deliveries,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    c.s.max_deliveries = 3;
+    recorder r;
+    rec_init(&r);
+    r.poison_type = "t.poison";
+    eddy_subscription_spec sp = spec("s", "mixed", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
+    tbus *b = must_bus(&c, &sp, 1);
+    must_start(&c, b);
+    must_publish(&c, b, "mixed", "poison", "t.poison");
+    char id[16];
+    for (int i = 0; i < 5; i++) {
+        snprintf(id, sizeof(id), "ok%d", i);
+        must_publish(&c, b, "mixed", id, "t.ok");
+    }
+    cr_assert(rec_wait_for(&r, poison_done, NULL, 20000), "other messages stopped flowing");
+    dlq_wait w = {&c, "g", 1};
+    cr_assert(eddy_test_wait_until(dlq_has, &w, 20000), "nothing dead-lettered");
+    c.d->stop(b);
+    cr_expect_eq(rec_seen(&r, "poison"), 3, "poison delivered %d times", rec_seen(&r, "poison"));
+    cr_expect_eq(dlq_len(&c, "g"), 1);
+    char v[64];
+    dlq_field(&c, "g", "_dlq_reason", v, sizeof(v));
+    cr_expect_str_eq(v, "max_deliveries");
+    dlq_field(&c, "g", "_dlq_deliveries", v, sizeof(v));
+    cr_expect_str_eq(v, "3");
+    dlq_field(&c, "g", "_dlq_subject", v, sizeof(v));
+    cr_expect_str_eq(v, "mixed");
+    dlq_field(&c, "g", "id", v, sizeof(v));
+    cr_expect_str_eq(v, "poison", "the original fields travel with the dead letter");
+    eddy_consumer_stats st;
+    c.d->stats(b, "s", &st);
+    cr_expect_eq(st.dead_lettered, 1);
+    cr_expect_eq(st.malformed, 0);
+    cr_expect_eq(pending_count(&c, "mixed", "g"), 0);
+    c.d->free(b);
+    rec_destroy(&r);
+}
+
+ParameterizedTestParameters(bus, malformed_and_oversized_entries_go_to_dead_letters) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, malformed_and_oversized_entries_go_to_dead_letters,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    c.s.max_event_size = 300;
+    recorder r;
+    rec_init(&r);
+    eddy_subscription_spec sp = spec("s", "raw", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
+    tbus *b = must_bus(&c, &sp, 1);
+    must_start(&c, b);
+    char key[160];
+    snprintf(key, sizeof(key), "{%s}:s:raw", c.ns);
+    redisReply *x = raw_cmdf(c.url, "XADD %s * foo bar", key);
+    cr_assert_eq(x->type, REDIS_REPLY_STRING);
+    freeReplyObject(x);
+    char big[400];
+    memset(big, 'z', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    const char *argv[] = {"XADD", key, "*", "specversion", "1.0", "id", "big", "source", "/t",
+                          "type", "t.big", "data", big};
+    freeReplyObject(raw_cmd(c.url, 12, argv));
+    must_publish(&c, b, "raw", "fine", "t.fine");
+    cr_assert(rec_wait(&r, 1, 20000));
+    dlq_wait w = {&c, "g", 2};
+    cr_assert(eddy_test_wait_until(dlq_has, &w, 20000), "dead letters: %lld", dlq_len(&c, "g"));
+    c.d->stop(b);
+    cr_expect_eq(rec_count(&r), 1);
+    cr_expect_eq(rec_handled(&r, "fine"), 1);
+    redisReply *all = raw_cmdf(c.url, "XRANGE {%s}:dlq:g - +", c.ns);
+    cr_assert_eq(all->elements, 2);
+    int malformed = 0, too_large = 0;
+    for (size_t i = 0; i < all->elements; i++) {
+        redisReply *f = all->element[i]->element[1];
+        for (size_t j = 0; j + 1 < f->elements; j += 2)
+            if (strcmp(f->element[j]->str, "_dlq_reason") == 0) {
+                malformed += strcmp(f->element[j + 1]->str, "malformed") == 0;
+                too_large += strcmp(f->element[j + 1]->str, "too_large") == 0;
+            }
+    }
+    freeReplyObject(all);
+    cr_expect_eq(malformed, 1);
+    cr_expect_eq(too_large, 1);
+    eddy_consumer_stats st;
+    c.d->stats(b, "s", &st);
+    cr_expect_eq(st.malformed, 2);
+    cr_expect_eq(st.dead_lettered, 2);
+    cr_expect_eq(pending_count(&c, "raw", "g"), 0);
+    /* Publishing an oversized event is refused before anything is sent. */
+    eddy_event *ev = make_event("huge", "t.big");
+    cr_assert_eq(eddy_event_set_data(ev, big, strlen(big)), EDDY_OK);
+    eddy_error err = {0};
+    cr_expect_eq(c.d->publish(b, "raw", ev, &err), EDDY_ERR_TOO_LARGE);
+    eddy_event_free(ev);
+    c.d->free(b);
+    rec_destroy(&r);
+}
+
+ParameterizedTestParameters(bus, pattern_subscriber_gets_brand_new_subjects_without_history) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, pattern_subscriber_gets_brand_new_subjects_without_history,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    recorder r;
+    rec_init(&r);
+    tbus *pub = must_bus(&c, NULL, 0);
+    must_publish(&c, pub, "shop.old", "old-history", "t.x");
+    eddy_subscription_spec sp = spec("s", "shop.*", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
+    tbus *b = must_bus(&c, &sp, 1);
+    must_start(&c, b);
+    must_publish(&c, pub, "shop.brandnew", "new-subject", "t.x");
+    must_publish(&c, pub, "shop.old", "old-subject-later", "t.x");
+    must_publish(&c, pub, "elsewhere.x", "not-matching", "t.x");
+    cr_assert(rec_wait(&r, 2, 20000), "only %d delivered", rec_count(&r));
+    c.d->stop(b);
+    cr_expect_eq(rec_seen(&r, "new-subject"), 1);
+    cr_expect_eq(rec_seen(&r, "old-subject-later"), 1);
+    cr_expect_eq(rec_seen(&r, "old-history"), 0, "history older than the subscription");
+    cr_expect_eq(rec_seen(&r, "not-matching"), 0);
+    c.d->free(b);
+    c.d->free(pub);
+    rec_destroy(&r);
+}
+
+ParameterizedTestParameters(bus, restart_with_same_instance_recovers_own_pending) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, restart_with_same_instance_recovers_own_pending,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    c.s.redelivery_idle_ms = 3600 * 1000; /* only recovery, never an idle claim, can redeliver */
+    c.s.instance = "worker-1";
+    recorder r;
+    rec_init(&r);
+    r.fail_times = 1;
+    eddy_subscription_spec sp = spec("s", "rec", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
+    tbus *keep = must_bus(&c, NULL, 0); /* keeps a memory:// store alive across the restart */
+    tbus *b = must_bus(&c, &sp, 1);
+    must_start(&c, b);
+    must_publish(&c, b, "rec", "pending-one", "t.x");
+    cr_assert(rec_wait(&r, 1, 20000));
+    c.d->free(b);
+    cr_expect_eq(pending_count(&c, "rec", "g"), 1);
+    b = must_bus(&c, &sp, 1);
+    must_start(&c, b);
+    cr_assert(rec_wait(&r, 2, 20000), "own pending entry not recovered");
+    c.d->stop(b);
+    cr_expect_eq(r.entries[1].attempt, 2);
+    cr_expect_eq(rec_handled(&r, "pending-one"), 1);
+    cr_expect_eq(pending_count(&c, "rec", "g"), 0);
+    c.d->free(b);
+    c.d->free(keep);
+    rec_destroy(&r);
+}
+
+ParameterizedTestParameters(bus, at_most_once_never_redelivers) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, at_most_once_never_redelivers, .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    recorder r;
+    rec_init(&r);
+    r.fail_times = 1; /* every first attempt fails */
+    eddy_subscription_spec sp = spec("s", "amo", EDDY_COMPETING, "g", EDDY_AT_MOST_ONCE, &r);
+    tbus *b = must_bus(&c, &sp, 1);
+    must_start(&c, b);
+    must_publish(&c, b, "amo", "first", "t.x");
+    cr_assert(rec_wait(&r, 1, 20000));
+    /* Long enough for several claim rounds at redelivery_idle_ms = 100, announced by the
+     * deliveries of later messages rather than by a sleep. */
+    char id[16];
+    for (int i = 0; i < 5; i++) {
+        snprintf(id, sizeof(id), "later%d", i);
+        must_publish(&c, b, "amo", id, "t.x");
+        cr_assert(rec_wait(&r, 2 + i, 20000));
+    }
+    c.d->stop(b);
+    cr_expect_eq(rec_seen(&r, "first"), 1);
+    cr_expect_eq(pending_count(&c, "amo", "g"), 0);
+    c.d->free(b);
+    rec_destroy(&r);
+}
+
+ParameterizedTestParameters(bus, late_subscribe_receives) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, late_subscribe_receives, .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    recorder r;
+    rec_init(&r);
+    tbus *b = must_bus(&c, NULL, 0);
+    must_start(&c, b);
+    eddy_subscription_spec sp = spec("late", "late.x", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
+    eddy_error err = {0};
+    cr_assert_eq(c.d->subscribe(b, &sp, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(c.d->subscribe(b, &sp, &err), EDDY_ERR_INVALID_SPEC, "duplicate name");
+    must_publish(&c, b, "late.x", "hello", "t.x");
+    cr_assert(rec_wait(&r, 1, 20000));
+    c.d->free(b);
+    rec_destroy(&r);
+}
+
+ParameterizedTestParameters(bus, stop_returns_while_a_read_is_blocked) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+/* The timeout is far below block_ms: a stop that waited for the read would fail the test. */
+ParameterizedTest(combo *p, bus, stop_returns_while_a_read_is_blocked, .timeout = 30) {
+    ctx c;
+    setup(&c, p);
+    c.s.block_ms = 120000;
+    c.s.redelivery_idle_ms = 600000;
+    recorder r;
+    rec_init(&r);
+    eddy_subscription_spec sp = spec("s", "quiet", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
+    tbus *b = must_bus(&c, &sp, 1);
+    for (int i = 0; i < 3; i++) {
+        must_start(&c, b);
+        must_publish(&c, b, "quiet", i == 0 ? "a" : i == 1 ? "b" : "c", "t.x");
+        cr_assert(rec_wait(&r, i + 1, 20000)); /* the reader is now back in a blocking read */
+        cr_assert_eq(c.d->stop(b), EDDY_OK);
+    }
+    c.d->free(b);
+    rec_destroy(&r);
+}
+
+ParameterizedTestParameters(bus, bad_input_gets_a_clear_status) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, bad_input_gets_a_clear_status, .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    recorder r;
+    rec_init(&r);
+    eddy_error err = {0};
+    tbus *b = NULL;
+    eddy_subscription_spec sp = spec("s", "a..b", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
+    cr_expect_eq(c.d->bus_new(&c.s, &sp, 1, &b, &err), EDDY_ERR_INVALID_PATTERN);
+    sp = spec("s", "a.>.b", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
+    cr_expect_eq(c.d->bus_new(&c.s, &sp, 1, &b, &err), EDDY_ERR_INVALID_PATTERN);
+    sp = spec("s", "a.b", EDDY_COMPETING, NULL, EDDY_AT_LEAST_ONCE, &r);
+    cr_expect_eq(c.d->bus_new(&c.s, &sp, 1, &b, &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect(strstr(err.detail, "'s'"), "detail names the subscription: %s", err.detail);
+    sp = spec("s", "a.b", EDDY_FANOUT, "g", EDDY_AT_LEAST_ONCE, &r);
+    cr_expect_eq(c.d->bus_new(&c.s, &sp, 1, &b, &err), EDDY_ERR_INVALID_SPEC);
+    sp = spec("s", "a.b", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
+    sp.handler = NULL;
+    cr_expect_eq(c.d->bus_new(&c.s, &sp, 1, &b, &err), EDDY_ERR_INVALID_SPEC);
+    eddy_subscription_spec two[2] = {spec("same", "a", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r),
+                                     spec("same", "b", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r)};
+    cr_expect_eq(c.d->bus_new(&c.s, two, 2, &b, &err), EDDY_ERR_INVALID_SPEC);
+    eddy_settings bad = c.s;
+    bad.url = "http://localhost";
+    cr_expect_eq(c.d->bus_new(&bad, NULL, 0, &b, &err), EDDY_ERR_INVALID_URL);
+    bad.url = "redis://127.0.0.1:notaport";
+    cr_expect_eq(c.d->bus_new(&bad, NULL, 0, &b, &err), EDDY_ERR_INVALID_URL);
+    bad = c.s;
+    bad.max_deliveries = 0;
+    cr_expect_eq(c.d->bus_new(&bad, NULL, 0, &b, &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect_null(b);
+
+    b = must_bus(&c, NULL, 0);
+    eddy_event *ev = make_event("e", "t");
+    cr_expect_eq(c.d->publish(b, "a..b", ev, &err), EDDY_ERR_INVALID_SUBJECT);
+    cr_expect_eq(c.d->publish(b, "a.*", ev, &err), EDDY_ERR_INVALID_SUBJECT);
+    cr_expect_eq(c.d->publish(b, "", ev, &err), EDDY_ERR_INVALID_SUBJECT);
+    eddy_event *no_type = eddy_event_new();
+    eddy_event_set_id(no_type, "x");
+    eddy_event_set_source(no_type, "/s");
+    cr_expect_eq(c.d->publish(b, "a.b", no_type, &err), EDDY_ERR_INVALID_EVENT);
+    cr_expect(strstr(err.detail, "type"), "detail names the attribute: %s", err.detail);
+    cr_expect_eq(c.d->publish(b, "a.b", NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
+    eddy_event_free(no_type);
+    eddy_event_free(ev);
+    cr_expect_eq(c.d->start(b, &err), EDDY_OK);
+    cr_expect_eq(c.d->start(b, &err), EDDY_ERR_ILLEGAL_STATE);
+    c.d->free(b);
+    rec_destroy(&r);
+}
+
+Test(bus, redis_down_is_an_io_error, .timeout = 30) {
+    eddy_settings s;
+    eddy_settings_init(&s);
+    char url[64];
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", 1); /* nothing listens on port 1 */
+    s.url = url;
+    s.connect_timeout_ms = 500;
+    eddy_bus *b = NULL;
+    eddy_error err = {0};
+    cr_expect_eq(eddy_bus_new(&s, NULL, 0, &b, &err), EDDY_ERR_IO);
+    cr_expect_null(b);
+    cr_expect(strlen(err.detail) > 0);
+}
