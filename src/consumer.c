@@ -27,7 +27,6 @@ enum {
     T_DLQ_XADD,
     T_DLQ_XACK,
     T_DLQ_EXEC,
-    T_TIME,
     T_DISCOVER,
     T_GROUP,
     T_HISTORY,
@@ -45,6 +44,7 @@ typedef struct cstream {
     bool recovered;
     bool in_history; /* asked for in the current history read */
     bool claim_active;
+    const char *group_start; /* where a group created on it starts: "$" or "0" */
     char history_cursor[ID_MAX];
     char claim_cursor[ID_MAX];
 } cstream;
@@ -93,9 +93,7 @@ struct eddy__consumer {
     char *subjects_key;
     char *dlq_key;
     VEC(cstream) streams;
-    bool have_start;
     bool discovered; /* a pattern subscription looked for subjects at least once */
-    char start_id[ID_MAX];
     long long now;
     long long next_discovery;
     long long next_claim;
@@ -115,7 +113,10 @@ static bool at_least_once(const eddy__consumer *c) {
     return c->sub->delivery == EDDY_AT_LEAST_ONCE;
 }
 
-static eddy_status add_stream(eddy__consumer *c, const char *subject) {
+/* A stream known when the subscription starts gets its group at "$": only what is published
+ * from now on. A stream found later did not exist then (publishers register a subject before
+ * its first entry), so everything in it is newer than the subscription: "0". */
+static eddy_status add_stream(eddy__consumer *c, const char *subject, const char *group_start) {
     for (size_t i = 0; i < c->streams.n; i++)
         if (strcmp(c->streams.v[i].subject, subject) == 0)
             return EDDY_OK;
@@ -132,6 +133,7 @@ static eddy_status add_stream(eddy__consumer *c, const char *subject) {
     }
     strcpy(st->history_cursor, "0");
     strcpy(st->claim_cursor, "0-0");
+    st->group_start = group_start;
     st->recovered = !at_least_once(c); /* NOACK reads leave nothing pending */
     c->streams.n++;
     return EDDY_OK;
@@ -146,7 +148,7 @@ eddy__consumer *eddy__consumer_new(const eddy__settings *s, eddy__sub *sub) {
     pthread_mutex_init(&c->lock, NULL);
     c->subjects_key = eddy__key_subjects(s->ns);
     c->dlq_key = eddy__key_dlq(s->ns, sub->group);
-    if (!c->subjects_key || !c->dlq_key || (sub->literal && add_stream(c, sub->pattern))) {
+    if (!c->subjects_key || !c->dlq_key || (sub->literal && add_stream(c, sub->pattern, "$"))) {
         eddy__consumer_free(c);
         return NULL;
     }
@@ -271,14 +273,14 @@ static void add_group_args(eddy__consumer *c, eddy__cmd *cmd) {
 
 static long long min_ll(long long a, long long b) { return a < b ? a : b; }
 
-static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p) {
+/* allow_block is false when acknowledgements or dead letters go first: a blocking read is
+ * never sent behind them, so a stop that cuts the read short loses no reply the core needs. */
+static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bool allow_block) {
     eddy__cmd *cmd;
     if (now < c->retry_at) {
         p->idle_ms = c->retry_at - now;
         return EDDY_OK;
     }
-    if (!c->have_start)
-        return add(p, T_TIME, 0, "TIME") ? EDDY_OK : EDDY_ERR_NOMEM;
     if (!c->sub->literal && now >= c->next_discovery) {
         if (!(cmd = add(p, T_DISCOVER, 0, "SMEMBERS")))
             return EDDY_ERR_NOMEM;
@@ -295,7 +297,7 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p) {
         eddy__cmd_str(cmd, "CREATE");
         eddy__cmd_str(cmd, c->streams.v[s].key);
         eddy__cmd_str(cmd, c->sub->group);
-        eddy__cmd_str(cmd, c->start_id);
+        eddy__cmd_str(cmd, c->streams.v[s].group_start);
         eddy__cmd_str(cmd, "MKSTREAM");
     }
     if (groups_missing)
@@ -368,6 +370,8 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p) {
         wait = min_ll(wait, c->next_claim - now);
     if (wait < 1)
         wait = 1; /* BLOCK 0 would mean forever */
+    if (!allow_block)
+        return EDDY_OK;
     if (c->streams.n == 0) {
         p->idle_ms = wait;
         return EDDY_OK;
@@ -394,7 +398,7 @@ eddy_status eddy__consumer_plan(eddy__consumer *c, long long now_ms, eddy__plan 
     if (st == EDDY_OK)
         st = plan_dead_letters(c, plan);
     if (st == EDDY_OK)
-        st = plan_main(c, now_ms, plan);
+        st = plan_main(c, now_ms, plan, plan->cmds.n == 0);
     if (st == EDDY_OK)
         st = eddy__cmdlist_status(&plan->cmds);
     return st;
@@ -631,16 +635,16 @@ static void feed_discovery(eddy__consumer *c, const redisReply *r) {
         retry_later(c, "subject discovery", r);
         return;
     }
-    c->discovered = true;
     for (size_t i = 0; i < r->elements; i++) {
         const redisReply *subj = r->element[i];
         if (subj->type != REDIS_REPLY_STRING || strlen(subj->str) != subj->len ||
             eddy__subject_check(subj->str, NULL) != EDDY_OK ||
             !eddy__pattern_match(c->sub->pattern, subj->str))
             continue;
-        if (add_stream(c, subj->str) != EDDY_OK)
+        if (add_stream(c, subj->str, c->discovered ? "0" : "$") != EDDY_OK)
             c->next_discovery = c->now; /* try again next round */
     }
+    c->discovered = true;
 }
 
 eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redisReply **replies,
@@ -673,17 +677,6 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
                           sub->name);
             }
             break;
-        case T_TIME: {
-            long long ms;
-            if (eddy__reply_time_ms(r, &ms) != EDDY_OK) {
-                retry_later(c, "TIME", r);
-                break;
-            }
-            /* Every entry from this millisecond on is after the subscription began. */
-            snprintf(c->start_id, sizeof(c->start_id), "%lld-18446744073709551615", ms - 1);
-            c->have_start = true;
-            break;
-        }
         case T_DISCOVER:
             feed_discovery(c, r);
             break;
@@ -698,8 +691,10 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
             if (is_nogroup(r)) {
                 /* The stream or its group vanished (a restarted Redis without persistence,
                  * or a deleted key): create it again from the subscription's start. */
-                for (size_t s = 0; s < c->streams.n; s++)
+                for (size_t s = 0; s < c->streams.n; s++) {
                     c->streams.v[s].group_ready = false;
+                    c->streams.v[s].group_start = "0";
+                }
                 break;
             }
             if (r->type == REDIS_REPLY_ERROR ||
@@ -707,8 +702,10 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
                 retry_later(c, "XREADGROUP", r);
             break;
         case T_CLAIM:
-            if (is_nogroup(r))
+            if (is_nogroup(r)) {
                 c->streams.v[arg].group_ready = false;
+                c->streams.v[arg].group_start = "0";
+            }
             else if (r->type == REDIS_REPLY_ERROR || feed_claim(c, (size_t)arg, r) != EDDY_OK)
                 retry_later(c, "XAUTOCLAIM", r);
             break;
@@ -742,7 +739,7 @@ void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st) 
 }
 
 bool eddy__consumer_ready(const eddy__consumer *c) {
-    if (!c->have_start || (!c->sub->literal && !c->discovered))
+    if (!c->sub->literal && !c->discovered)
         return false;
     for (size_t s = 0; s < c->streams.n; s++)
         if (!c->streams.v[s].group_ready)
@@ -768,6 +765,10 @@ void eddy__consumer_reset(eddy__consumer *c) {
     drop_dlq(c);
     for (size_t s = 0; s < c->streams.n; s++) {
         cstream *st = &c->streams.v[s];
+        /* A group that existed and is gone after the reconnect means the server lost it (a
+         * restart without persistence): whatever its stream holds now is newer. */
+        if (st->group_ready)
+            st->group_start = "0";
         st->group_ready = false;
         st->recovered = !at_least_once(c);
         st->in_history = false;

@@ -14,14 +14,15 @@
  *   acknowledgements are sent again (XACK is idempotent); groups are checked again (a
  *   restarted Redis may have lost them); the consumer's own pending entries are read again.
  *
- * What it decides, in order: the subscription's start id from the server's clock (TIME), so
- * a group created later on a brand-new stream still gets every message published after the
- * subscription began, and a group created on an old stream skips its history; subject
- * discovery for patterns; group creation; for AtLeastOnce, its own pending entries first,
- * then periodic XAUTOCLAIM of entries idle longer than redelivery_idle_ms, each checked
- * against max_deliveries (XPENDING gives the counts); then live reads. Entries that do not
- * decode, and entries delivered too often, go to the dead-letter stream together with
- * their acknowledgement in one MULTI/EXEC.
+ * What it decides, in order: subject discovery for patterns; group creation (at "$" for the
+ * streams that exist when the subscription starts, so their history is skipped; at "0" for
+ * streams found later, which are newer than the subscription, so nothing published to a
+ * brand-new subject is missed); for AtLeastOnce, its own pending entries first, then periodic
+ * XAUTOCLAIM of entries idle longer than redelivery_idle_ms, each checked against
+ * max_deliveries (XPENDING gives the counts); then live reads. Entries that do not decode,
+ * and entries delivered too often, go to the dead-letter stream together with their
+ * acknowledgement in one MULTI/EXEC. A blocking read is never pipelined behind
+ * acknowledgements or dead letters: those go in a round trip of their own.
  *
  * Thread: plan, feed and reset from one thread at a time (the subscription's reader);
  * settle from any thread. */

@@ -3,10 +3,11 @@
  * Encoding writes specversion, the required and optional attributes, the extensions as
  * "x-<name>" in insertion order, and "data" last; eddy_event_size counts exactly these bytes.
  * Decoding reads bytes from Redis that anyone may have written, so it is defensive and
- * bounded: it refuses an entry by its size before allocating anything, checks every field
- * (known name, no duplicate, no NUL in text) before building the event, and only then
- * allocates, roughly the entry's own size. Fields starting with '_' belong to the bus and are
- * skipped. The detail of a refusal names the field, rendered printable.
+ * bounded: it refuses an entry by the size of its event fields (the same measure) before
+ * allocating anything, checks every field (known name, no duplicate, no NUL in text) before
+ * building the event, and only then allocates, roughly the entry's own size. Fields starting
+ * with '_' belong to the bus and are skipped. The detail of a refusal names the field, rendered
+ * printable.
  */
 #include "entry.h"
 
@@ -15,14 +16,7 @@
 #include <string.h>
 
 #include "error.h"
-
-/* Defined in event.c (see the declarations there; they belong in src/event_internal.h). */
-bool eddy__extension_name_ok(const char *name, size_t len);
-eddy_status eddy__event_set_attr_n(eddy_event *ev, const char *attr, const char *value,
-                                   size_t len);
-eddy_status eddy__event_append_extension_n(eddy_event *ev, const char *name, size_t nlen,
-                                           const char *value, size_t vlen);
-const char *eddy__printable(char *buf, size_t size, const char *bytes, size_t len);
+#include "event_internal.h"
 
 enum field {
     F_SPECVERSION,
@@ -38,12 +32,11 @@ enum field {
 };
 
 static const char *const field_names[F_COUNT] = {
-    "specversion", "id", "source", "type", "subject", "time", "datacontenttype", "dataschema",
-    "data",
+    "specversion",     "id",         "source", "type", "subject", "time",
+    "datacontenttype", "dataschema", "data",
 };
 
-#define REQUIRED_FIELDS                                                                        \
-    ((1u << F_SPECVERSION) | (1u << F_ID) | (1u << F_SOURCE) | (1u << F_TYPE))
+#define REQUIRED_FIELDS ((1u << F_SPECVERSION) | (1u << F_ID) | (1u << F_SOURCE) | (1u << F_TYPE))
 #define EXT_PREFIX "x-"
 #define EXT_PREFIX_LEN 2
 #define SPECVERSION "1.0"
@@ -157,13 +150,21 @@ eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_
     if (nfv % 2)
         return eddy__fail(err, EDDY_ERR_MALFORMED, "entry: odd number of fields and values (%zu)",
                           nfv);
+    /* The limit applies to the event's own fields, the measure eddy_event_size gives the
+     * publisher, so an event accepted at publish is never refused here because the bus added
+     * '_' metadata (a dead letter's reason, a reply address). Those are never copied. */
     size_t total = 0;
     for (size_t i = 0; i < nfv; i++) {
         if (!fv[i] && fvlen[i])
             return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "entry: NULL field or value");
-        if (fvlen[i] > max_size - total)
-            return eddy__fail(err, EDDY_ERR_TOO_LARGE, "entry: more than %zu bytes", max_size);
-        total += fvlen[i];
+    }
+    for (size_t i = 0; i < nfv; i += 2) {
+        if (fvlen[i] && fv[i][0] == '_')
+            continue;
+        if (fvlen[i] > max_size - total || fvlen[i + 1] > max_size - total - fvlen[i])
+            return eddy__fail(err, EDDY_ERR_TOO_LARGE, "entry: event fields exceed %zu bytes",
+                              max_size);
+        total += fvlen[i] + fvlen[i + 1];
     }
 
     /* Every field is checked before anything is allocated. */
@@ -212,8 +213,7 @@ eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_
     for (size_t i = 0; i < nfv && next; i += 2) {
         if (fvlen[i] && fv[i][0] != '_' && core_field(fv[i], fvlen[i]) < 0 &&
             eddy__event_append_extension_n(ev, fv[i] + EXT_PREFIX_LEN, fvlen[i] - EXT_PREFIX_LEN,
-                                           fv[i + 1] ? fv[i + 1] : "",
-                                           fvlen[i + 1]) != EDDY_OK)
+                                           fv[i + 1] ? fv[i + 1] : "", fvlen[i + 1]) != EDDY_OK)
             goto nomem;
     }
     if (value[F_DATA] && eddy_event_set_data(ev, value[F_DATA], vlen[F_DATA]) != EDDY_OK)
@@ -222,7 +222,12 @@ eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_
     eddy_error why;
     if (eddy_event_validate(ev, &why) != EDDY_OK) {
         eddy_event_free(ev);
-        return eddy__fail(err, EDDY_ERR_MALFORMED, "field %s", why.detail);
+        /* validate's detail is "<attribute>: <reason>"; quote the name like the others */
+        const char *sep = strstr(why.detail, ": ");
+        if (!sep)
+            return eddy__fail(err, EDDY_ERR_MALFORMED, "%s", why.detail);
+        return eddy__fail(err, EDDY_ERR_MALFORMED, "field '%.*s': %s", (int)(sep - why.detail),
+                          why.detail, sep + 2);
     }
     *out = ev;
     return EDDY_OK;

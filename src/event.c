@@ -16,38 +16,9 @@
 #include <string.h>
 
 #include "error.h"
+#include "event_internal.h"
 
-/* Internal interface for entry.c and value.c, which repeat these declarations (they belong
- * in a private src/event_internal.h). */
-
-/* True when name[0..len) is 1..EDDY_EXTENSION_NAME_MAX of [a-z0-9] and not reserved. */
-bool eddy__extension_name_ok(const char *name, size_t len);
-/* Sets the core attribute called `attr` ("id", "source", "type", "subject", "time",
- * "datacontenttype", "dataschema") from value[0..len); value NULL clears it. NUL bytes inside
- * the value or an unknown attribute give EDDY_ERR_INVALID_ARGUMENT. */
-eddy_status eddy__event_set_attr_n(eddy_event *ev, const char *attr, const char *value,
-                                   size_t len);
-/* Appends an extension without looking for one of the same name: the caller has checked the
- * name and ruled out duplicates (which makes decoding many extensions linear). */
-eddy_status eddy__event_append_extension_n(eddy_event *ev, const char *name, size_t nlen,
-                                           const char *value, size_t vlen);
-/* Replaces data and datacontenttype together, or changes neither. */
-eddy_status eddy__event_set_data_typed(eddy_event *ev, const void *data, size_t len,
-                                       const char *content_type);
-/* Writes a printable, truncated rendering of bytes into buf for error detail: untrusted names
- * must not put control characters into logs. Returns buf. */
-const char *eddy__printable(char *buf, size_t size, const char *bytes, size_t len);
-
-enum attr {
-    A_ID,
-    A_SOURCE,
-    A_TYPE,
-    A_SUBJECT,
-    A_TIME,
-    A_DATACONTENTTYPE,
-    A_DATASCHEMA,
-    A_COUNT
-};
+enum attr { A_ID, A_SOURCE, A_TYPE, A_SUBJECT, A_TIME, A_DATACONTENTTYPE, A_DATASCHEMA, A_COUNT };
 
 static const char *const attr_names[A_COUNT] = {
     "id", "source", "type", "subject", "time", "datacontenttype", "dataschema",
@@ -622,8 +593,7 @@ eddy_status eddy_event_validate(const eddy_event *ev, eddy_error *err) {
     for (size_t i = 0; i < ev->next; i++) {
         const char *name = ev->ext[i].name;
         if (!eddy__extension_name_ok(name, strlen(name)))
-            return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "extension '%s': invalid name",
-                              name);
+            return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "extension '%s': invalid name", name);
     }
     return EDDY_OK;
 }

@@ -22,16 +22,13 @@
 #include <string.h>
 
 #include "error.h"
+#include "event_internal.h"
 
 /* For MSGPACK_EMBED_STACK_SIZE, the depth msgpack-c's unpacker was built with. */
 #include <msgpack/unpack_define.h>
 
-/* Defined in event.c (see the declarations there; they belong in src/event_internal.h). */
-eddy_status eddy__event_set_data_typed(eddy_event *ev, const void *data, size_t len,
-                                       const char *content_type);
-
-#define DECODE_DEPTH                                                                           \
-    (EDDY_VALUE_MAX_DEPTH < MSGPACK_EMBED_STACK_SIZE ? EDDY_VALUE_MAX_DEPTH                   \
+#define DECODE_DEPTH                                                                               \
+    (EDDY_VALUE_MAX_DEPTH < MSGPACK_EMBED_STACK_SIZE ? EDDY_VALUE_MAX_DEPTH                        \
                                                      : MSGPACK_EMBED_STACK_SIZE)
 
 /* The checker keeps one counter per open container. Depths beyond this are refused whatever
@@ -55,8 +52,8 @@ static uint64_t be(const unsigned char *p, int n) {
  * `owed` counts the elements still to read in all open containers (plus the top-level value);
  * as each needs at least one byte, owed > remaining bytes means truncation, and a container
  * whose count would push owed past the bytes remaining is refused before anyone trusts it. */
-static eddy_status check(const unsigned char *p, size_t len, unsigned max_depth,
-                         const char **why, size_t *at) {
+static eddy_status check(const unsigned char *p, size_t len, unsigned max_depth, const char **why,
+                         size_t *at) {
     size_t left[CHECK_STACK]; /* elements still owed by each open container */
     unsigned depth = 0;
     size_t owed = 1;
@@ -185,8 +182,7 @@ static int sink_write(void *data, const char *buf, size_t len) {
     return rc;
 }
 
-eddy_status eddy_event_set_value(eddy_event *ev, eddy_pack_fn pack, void *user,
-                                 eddy_error *err) {
+eddy_status eddy_event_set_value(eddy_event *ev, eddy_pack_fn pack, void *user, eddy_error *err) {
     if (!ev || !pack)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "value: event or pack is NULL");
     struct sink s = {.failed = false};
@@ -206,8 +202,7 @@ eddy_status eddy_event_set_value(eddy_event *ev, eddy_pack_fn pack, void *user,
     return st;
 }
 
-eddy_status eddy_value_decode(const void *bytes, size_t len, eddy_value **out,
-                              eddy_error *err) {
+eddy_status eddy_value_decode(const void *bytes, size_t len, eddy_value **out, eddy_error *err) {
     if (out)
         *out = NULL;
     if (!out || (!bytes && len))
@@ -233,8 +228,7 @@ eddy_status eddy_value_decode(const void *bytes, size_t len, eddy_value **out,
      * error here would mean the two disagree, which the fuzz target looks for. */
     if (rc == MSGPACK_UNPACK_NOMEM_ERROR)
         return eddy__fail(err, EDDY_ERR_NOMEM, "value: out of memory");
-    return eddy__fail(err, EDDY_ERR_MALFORMED, "data: msgpack-c refused the value (%d)",
-                      (int)rc);
+    return eddy__fail(err, EDDY_ERR_MALFORMED, "data: msgpack-c refused the value (%d)", (int)rc);
 }
 
 /* Media types compare case-insensitively and parameters do not change the format. */

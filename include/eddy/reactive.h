@@ -8,6 +8,16 @@
  * Thread: every function must be called on the loop's thread (the one running ev_run).
  * From inside a callback or handler, every function may be called, including
  * eddy_rbus_free: the bus is then freed once the callback returns.
+ *
+ * Callbacks never run inside the call that asked for them (a publish's outcome, a start's
+ * readiness, a handler: always later, from the loop), with one exception: teardown. Stop runs
+ * pending ready callbacks with EDDY_ERR_CLOSED before it returns, and free runs those and the
+ * pending publish callbacks with EDDY_ERR_CLOSED before it returns (or, called from inside a
+ * callback, when that callback returns). Once eddy_rbus_free was called, the bus refuses new
+ * work: publish, subscribe and start return EDDY_ERR_CLOSED, stop is a no-op.
+ *
+ * Memory: a bus on memory:// keeps its in-process store alive while it lives; its commands run
+ * on the loop thread and complete from the loop.
  */
 #ifndef EDDY_REACTIVE_H
 #define EDDY_REACTIVE_H
@@ -37,22 +47,44 @@ EDDY_EXPORT eddy_status eddy_rbus_new(struct ev_loop *loop, const eddy_settings 
                                       const eddy_subscription_spec *specs, size_t nspecs,
                                       eddy_rbus **out, eddy_error *err);
 
-/** Adds a subscription after build; started at once when the bus is started. */
+/** Adds a subscription after build; started at once when the bus is started. Same rules as
+ * eddy_rbus_new. Messages published before the new subscription is ready may not reach it: use
+ * eddy_rbus_subscribe_ready to learn when it is. */
 EDDY_EXPORT eddy_status eddy_rbus_subscribe(eddy_rbus *bus, const eddy_subscription_spec *spec,
                                             eddy_error *err);
 
-/** Starts the activation. `ready` (may be NULL) runs once when it is ready or has failed.
- * EDDY_ERR_ILLEGAL_STATE when already started. */
+/** As eddy_rbus_subscribe, and `ready` (may be NULL) runs once for the new subscription: on a
+ * started bus, EDDY_OK when it is ready (a message published after this point is delivered)
+ * or EDDY_ERR_IO when the backend could not be reached in time (the subscription is then
+ * removed again, as a failed eddy_bus_subscribe leaves none); on a bus not started yet, with
+ * the outcome of the next start. EDDY_ERR_CLOSED when the bus is stopped or freed first. A
+ * refused subscription (bad spec) does not call it. */
+EDDY_EXPORT eddy_status eddy_rbus_subscribe_ready(eddy_rbus *bus,
+                                                  const eddy_subscription_spec *spec,
+                                                  eddy_ready_fn ready, void *user,
+                                                  eddy_error *err);
+
+/** Starts the activation. `ready` (may be NULL) runs once when it is ready or has failed. A
+ * start that fails (EDDY_ERR_IO after 2 * connect_timeout_ms + 2 * reconnect_max_ms) leaves
+ * the bus stopped, as the blocking front end's does. EDDY_ERR_ILLEGAL_STATE when already
+ * started. */
 EDDY_EXPORT eddy_status eddy_rbus_start(eddy_rbus *bus, eddy_ready_fn ready, void *user,
                                         eddy_error *err);
 
-/** Stops the activation: readers stop at once; acknowledgements of handlers that already
- * finished are still sent; deliveries whose handler returned EDDY_PENDING may still be
- * finished. Start may be called again. */
+/** Stops the activation: readers stop at once, even inside a blocking read; no handler runs
+ * after stop was called (messages read but not yet handed to a handler are dropped:
+ * AtLeastOnce ones come back, AtMostOnce ones are gone, as at-most-once allows).
+ * Acknowledgements of handlers that already finished are still sent: they are written before
+ * stop returns (memory://: applied). Deliveries whose handler returned EDDY_PENDING may still
+ * be finished; their acknowledgements are sent on the stopped reader's connection, which closes
+ * once the last is finished. Start may be called again at once. No-op when not started. */
 EDDY_EXPORT void eddy_rbus_stop(eddy_rbus *bus);
 
-/** Stops and frees the bus; pending publishes complete with EDDY_ERR_CLOSED. A delivery still
- * pending is abandoned (not acknowledged: it comes back). NULL is a no-op. */
+/** Stops and frees the bus without waiting for anything; pending publishes complete with
+ * EDDY_ERR_CLOSED (one that reached the backend may still have been stored). A delivery whose
+ * handler returned EDDY_PENDING is abandoned: it is not acknowledged and comes back, yet it
+ * stays valid, and eddy_delivery_finish must still be called on it exactly once (then it only
+ * releases the delivery; the bus is not touched). NULL is a no-op. */
 EDDY_EXPORT void eddy_rbus_free(eddy_rbus *bus);
 
 /** Publishes an event (checked first, as in eddy_bus_publish). `done` (may be NULL) runs once

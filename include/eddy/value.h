@@ -23,8 +23,8 @@ extern "C" {
 
 /** Content type the value codec writes and expects. */
 #define EDDY_MSGPACK_CONTENT_TYPE "application/msgpack"
-/** Deepest array/map nesting the decoder accepts. */
-#define EDDY_VALUE_MAX_DEPTH 64
+/** Deepest array/map nesting the decoder accepts (msgpack-c's unpacker stops at 32). */
+#define EDDY_VALUE_MAX_DEPTH 32
 
 /** Packs one value. Return EDDY_OK, or an error that aborts the publish. */
 typedef eddy_status (*eddy_pack_fn)(msgpack_packer *pk, void *user);
@@ -56,7 +56,7 @@ EDDY_EXPORT void eddy_value_free(eddy_value *v);
 
 /** Checks without allocating that bytes[0..len) is exactly one msgpack value, that every
  * declared length and element count fits the bytes that remain, and that nesting stays within
- * max_depth. EDDY_OK or EDDY_ERR_MALFORMED. Thread: any. */
+ * max_depth (at most 256). EDDY_OK or EDDY_ERR_MALFORMED. Thread: any. */
 EDDY_EXPORT eddy_status eddy_msgpack_check(const void *bytes, size_t len, unsigned max_depth);
 
 #ifdef __cplusplus

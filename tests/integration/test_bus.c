@@ -14,11 +14,11 @@
 #include "recorder.h"
 
 typedef struct combo {
-    int frontend; /* 0 blocking */
+    int frontend; /* 0 blocking, 1 reactive */
     int backend;  /* 0 memory, 1 redis */
 } combo;
 
-static combo combos[] = {{0, 0}, {0, 1}};
+static combo combos[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}};
 
 typedef struct ctx {
     const driver *d;
@@ -28,7 +28,7 @@ typedef struct ctx {
 } ctx;
 
 static void setup(ctx *c, const combo *p) {
-    c->d = &blocking_driver;
+    c->d = p->frontend == 0 ? &blocking_driver : &reactive_driver;
     eddy_test_namespace(c->ns, sizeof(c->ns), "bus");
     if (p->backend == 0)
         snprintf(c->url, sizeof(c->url), "memory://%s", c->ns);
@@ -40,6 +40,8 @@ static void setup(ctx *c, const combo *p) {
     c->s.source = "/tests";
     c->s.block_ms = 200;
     c->s.redelivery_idle_ms = 100;
+    c->s.log = eddy_test_log;
+    c->s.log_user = p->backend == 0 ? "memory" : "redis";
 }
 
 static eddy_subscription_spec spec(const char *name, const char *pattern, eddy_shape shape,
@@ -322,7 +324,9 @@ ParameterizedTest(combo *p, bus, malformed_and_oversized_entries_go_to_dead_lett
     big[sizeof(big) - 1] = '\0';
     const char *argv[] = {"XADD", key, "*", "specversion", "1.0", "id", "big", "source", "/t",
                           "type", "t.big", "data", big};
-    freeReplyObject(raw_cmd(c.url, 12, argv));
+    redisReply *bx = raw_cmd(c.url, 13, argv);
+    cr_assert_eq(bx->type, REDIS_REPLY_STRING, "raw XADD failed");
+    freeReplyObject(bx);
     must_publish(&c, b, "raw", "fine", "t.fine");
     cr_assert(rec_wait(&r, 1, 20000));
     dlq_wait w = {&c, "g", 2};

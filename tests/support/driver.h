@@ -21,5 +21,6 @@ typedef struct driver {
 } driver;
 
 extern const driver blocking_driver;
+extern const driver reactive_driver;
 
 #endif

@@ -51,3 +51,8 @@ bool eddy_test_wait_until(bool (*cond)(void *user), void *user, long long timeou
         nanosleep(&pause, NULL);
     }
 }
+
+void eddy_test_log(eddy_log_level level, const char *msg, void *user) {
+    if (level >= EDDY_LOG_WARN)
+        fprintf(stderr, "[eddy %s] %s\n", user ? (const char *)user : "", msg);
+}

@@ -12,6 +12,11 @@ const char *eddy_test_redis_url(void);
  * site is not needed: the result is written into buf. */
 const char *eddy_test_namespace(char *buf, unsigned long size, const char *prefix);
 
+/* A log hook for tests: eddy's warnings and errors go to stderr, where ctest shows them on a
+ * failure. */
+#include "eddy/bus.h"
+void eddy_test_log(eddy_log_level level, const char *msg, void *user);
+
 /* Monotonic milliseconds. */
 long long eddy_test_now_ms(void);
 

@@ -34,7 +34,9 @@ static int pings(int port) {
     int ok = 0;
     if (c && !c->err) {
         redisReply *r = redisCommand(c, "PING");
-        ok = r && r->type == REDIS_REPLY_STATUS;
+        /* A server with a password answers NOAUTH: it is up all the same. */
+        ok = r && (r->type == REDIS_REPLY_STATUS ||
+                   (r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOAUTH", 6) == 0));
         if (r)
             freeReplyObject(r);
     }
@@ -43,7 +45,9 @@ static int pings(int port) {
     return ok;
 }
 
-void eddy_test_redis_start(eddy_test_redis *r, int port) {
+void eddy_test_redis_start(eddy_test_redis *r, int port) { eddy_test_redis_start_with(r, port, NULL); }
+
+void eddy_test_redis_start_with(eddy_test_redis *r, int port, const char *const *extra) {
     for (int attempt = 0; attempt < 20; attempt++) {
         int p = port ? port : eddy_test_free_port();
         snprintf(r->dir, sizeof(r->dir), "/tmp/eddy-test-redis-%d-%d", (int)getpid(), p);
@@ -55,9 +59,15 @@ void eddy_test_redis_start(eddy_test_redis *r, int port) {
         if (pid == 0) {
             char ports[16];
             snprintf(ports, sizeof(ports), "%d", p);
-            execlp("redis-server", "redis-server", "--bind", "127.0.0.1", "--port", ports,
-                   "--save", "", "--appendonly", "no", "--dir", r->dir, "--loglevel", "warning",
-                   (char *)NULL);
+            const char *args[64] = {"redis-server", "--bind",   "127.0.0.1", "--port",
+                                    ports,          "--save",   "",          "--appendonly",
+                                    "no",           "--dir",    r->dir,      "--loglevel",
+                                    "warning",      "--logfile", "redis.log"};
+            int n = 15;
+            for (int i = 0; extra && extra[i] && n < 63; i++)
+                args[n++] = extra[i];
+            args[n] = NULL;
+            execvp("redis-server", (char *const *)args);
             _exit(127);
         }
         for (int i = 0; i < 200; i++) {

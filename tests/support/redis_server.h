@@ -14,6 +14,8 @@ typedef struct eddy_test_redis {
 
 /* Starts a server on a free port (port 0) or on the given port; fails the test on error. */
 void eddy_test_redis_start(eddy_test_redis *r, int port);
+/* Same, with extra redis-server arguments (NULL-terminated), e.g. {"--requirepass", "pw", 0}. */
+void eddy_test_redis_start_with(eddy_test_redis *r, int port, const char *const *extra);
 /* SIGKILL, and wait for the process to be gone. */
 void eddy_test_redis_kill(eddy_test_redis *r);
 /* Sends a command through redis-cli-like hiredis and returns the reply's integer, -1 when

@@ -135,9 +135,8 @@ Test(entry, encode_layout) {
     eddy__cmd cmd;
     encode(ev, &cmd);
     static const char *const fields[] = {
-        "specversion", "id",         "source",        "type",          "subject",
-        "time",        "datacontenttype", "dataschema", "x-traceparent", "x-partition",
-        "x-empty",     "data",
+        "specversion",     "id",         "source",        "type",        "subject", "time",
+        "datacontenttype", "dataschema", "x-traceparent", "x-partition", "x-empty", "data",
     };
     size_t nf = sizeof(fields) / sizeof(fields[0]);
     cr_assert_eq(n_of(&cmd), 2 * nf);
@@ -168,9 +167,9 @@ Test(entry, round_trip_full) {
     encode(ev, &cmd);
     eddy_event *out = NULL;
     eddy_error err = {0};
-    cr_assert_eq(eddy__entry_decode(fv_of(&cmd), len_of(&cmd), n_of(&cmd), total_of(&cmd), &out,
-                                    &err),
-                 EDDY_OK, "%s", err.detail);
+    cr_assert_eq(
+        eddy__entry_decode(fv_of(&cmd), len_of(&cmd), n_of(&cmd), total_of(&cmd), &out, &err),
+        EDDY_OK, "%s", err.detail);
     cr_assert(out);
     expect_same_event(ev, out);
     eddy_event_free(out);
@@ -252,8 +251,7 @@ Test(entry, metadata_fields_are_skipped) {
     e.len[e.n++] = 3;
     eddy_event *out = NULL;
     eddy_error err = {0};
-    cr_assert_eq(eddy__entry_decode(e.fv, e.len, e.n, BIG, &out, &err), EDDY_OK, "%s",
-                 err.detail);
+    cr_assert_eq(eddy__entry_decode(e.fv, e.len, e.n, BIG, &out, &err), EDDY_OK, "%s", err.detail);
     cr_expect_eq(eddy_event_extension_count(out), 0);
     cr_expect_str_eq(eddy_event_id(out), "1");
     eddy_event_free(out);
@@ -284,8 +282,8 @@ Test(entry, binary_data_with_nul) {
 /* Values that are not NUL-terminated: the decoder must rely on lengths only. */
 Test(entry, values_need_not_be_terminated) {
     static const char blob[] = "specversion1.0idXYZsource/stypetx-kvalue";
-    const char *fv[] = {blob, blob + 11, blob + 14, blob + 16, blob + 19, blob + 25,
-                        blob + 27, blob + 31, blob + 32, blob + 35};
+    const char *fv[] = {blob,      blob + 11, blob + 14, blob + 16, blob + 19,
+                        blob + 25, blob + 27, blob + 31, blob + 32, blob + 35};
     size_t len[] = {11, 3, 2, 2, 6, 2, 4, 1, 3, 3};
     eddy_event *out = NULL;
     eddy_error err = {0};
@@ -316,9 +314,8 @@ Test(entry, duplicate_fields) {
     static const char *const fields[] = {"specversion", "id",   "source",          "type",
                                          "subject",     "time", "datacontenttype", "dataschema",
                                          "data"};
-    static const char *const values[] = {"1.0",       "1",          "/s",
-                                         "t",         "s",          "2026-01-01T00:00:00Z",
-                                         "a/b",       "urn:x",      "d"};
+    static const char *const values[] = {"1.0", "1",     "/s", "t", "s", "2026-01-01T00:00:00Z",
+                                         "a/b", "urn:x", "d"};
     for (size_t i = 0; i < 9; i++) {
         struct entry e = minimal_entry();
         if (i >= 4)
@@ -337,8 +334,8 @@ Test(entry, duplicate_fields) {
 
 Test(entry, unknown_fields) {
     static const char *const unknown[] = {
-        "foo", "x-",  "x-Bad",  "x-data", "x-id",  "x-specversion", "X-foo",
-        "",    "ID",  "x-a-b",  "y-abc",  "data ", "x-abcdefghijklmnopqrstu",
+        "foo", "x-", "x-Bad", "x-data", "x-id",  "x-specversion",           "X-foo",
+        "",    "ID", "x-a-b", "y-abc",  "data ", "x-abcdefghijklmnopqrstu",
     };
     for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
         struct entry e = minimal_entry();
@@ -375,8 +372,8 @@ Test(entry, too_large_before_touching_anything) {
     eddy_event *out = NULL;
     cr_expect_eq(eddy__entry_decode(e.fv, e.len, e.n, total, &out, NULL), EDDY_OK);
     eddy_event_free(out);
-    expect_refused(e.fv, e.len, e.n, total - 1, EDDY_ERR_TOO_LARGE, "more than");
-    expect_refused(e.fv, e.len, e.n, 0, EDDY_ERR_TOO_LARGE, "more than 0 bytes");
+    expect_refused(e.fv, e.len, e.n, total - 1, EDDY_ERR_TOO_LARGE, "exceed");
+    expect_refused(e.fv, e.len, e.n, 0, EDDY_ERR_TOO_LARGE, "exceed 0 bytes");
 
     /* Lengths that lie about tiny buffers: refused by size alone, the bytes are never read
      * (reading them would run off the buffers) and nothing is sized from them. */
@@ -389,9 +386,37 @@ Test(entry, too_large_before_touching_anything) {
     expect_refused(fv, over, 4, SIZE_MAX, EDDY_ERR_TOO_LARGE, "entry");
 }
 
+/* The bus's '_' fields do not count: the limit is the publisher's eddy_event_size, so an event
+ * accepted at publish still decodes once a dead letter or a reply adds its metadata. */
+Test(entry, metadata_does_not_count_toward_the_limit) {
+    eddy_event *ev = minimal_event();
+    eddy_event_set_data(ev, "payload", 7);
+    eddy__cmd cmd;
+    encode(ev, &cmd);
+    size_t limit = eddy_event_size(ev);
+    cr_assert_eq(limit, total_of(&cmd));
+    eddy__cmd_str(&cmd, "_dlq_reason");
+    eddy__cmd_str(&cmd, "too_large");
+    eddy__cmd_str(&cmd, "_");
+    eddy__cmd_arg(&cmd, NULL, 0);
+    eddy_event *out = NULL;
+    eddy_error err = {0};
+    cr_expect_eq(eddy__entry_decode(fv_of(&cmd), len_of(&cmd), n_of(&cmd), limit, &out, &err),
+                 EDDY_OK, "%s", err.detail);
+    eddy_event_free(out);
+    expect_refused(fv_of(&cmd), len_of(&cmd), n_of(&cmd), limit - 1, EDDY_ERR_TOO_LARGE, "exceed");
+    /* a lying length on a '_' field is never read either */
+    const char *fv[] = {"_big", "x"};
+    size_t len[] = {4, SIZE_MAX};
+    cr_expect_eq(eddy__entry_decode(fv, len, 2, 10, &out, &err), EDDY_ERR_MALFORMED,
+                 "only the missing attributes are reported");
+    eddy__cmd_reset(&cmd);
+    eddy_event_free(ev);
+}
+
 Test(entry, nul_in_attribute_text) {
-    static const char *const fields[] = {"id", "source", "type", "subject", "time",
-                                         "datacontenttype", "dataschema", "x-ext"};
+    static const char *const fields[] = {"id",   "source",          "type",       "subject",
+                                         "time", "datacontenttype", "dataschema", "x-ext"};
     for (size_t i = 0; i < sizeof(fields) / sizeof(fields[0]); i++) {
         struct entry e = {.n = 0};
         add(&e, "specversion", "1.0");
@@ -448,7 +473,7 @@ Test(entry, invalid_attributes) {
         }
         add(&e, cases[i].field, cases[i].value);
         char want[64];
-        snprintf(want, sizeof(want), "%s:", cases[i].field);
+        snprintf(want, sizeof(want), "field '%s': ", cases[i].field);
         expect_refused(e.fv, e.len, e.n, BIG, EDDY_ERR_MALFORMED, want);
     }
 }
@@ -456,23 +481,19 @@ Test(entry, invalid_attributes) {
 Test(entry, decode_arguments) {
     struct entry e = minimal_entry();
     eddy_error err = {0};
-    cr_expect_eq(eddy__entry_decode(e.fv, e.len, e.n, BIG, NULL, &err),
-                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy__entry_decode(e.fv, e.len, e.n, BIG, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
     eddy_event *out = NULL;
-    cr_expect_eq(eddy__entry_decode(NULL, e.len, e.n, BIG, &out, &err),
-                 EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy__entry_decode(e.fv, NULL, e.n, BIG, &out, &err),
-                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy__entry_decode(NULL, e.len, e.n, BIG, &out, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy__entry_decode(e.fv, NULL, e.n, BIG, &out, &err), EDDY_ERR_INVALID_ARGUMENT);
     e.fv[3] = NULL;
-    cr_expect_eq(eddy__entry_decode(e.fv, e.len, e.n, BIG, &out, &err),
-                 EDDY_ERR_INVALID_ARGUMENT, "NULL value with a length");
+    cr_expect_eq(eddy__entry_decode(e.fv, e.len, e.n, BIG, &out, &err), EDDY_ERR_INVALID_ARGUMENT,
+                 "NULL value with a length");
     cr_expect_null(out);
     /* NULL with length 0 is an empty value */
     e = minimal_entry();
     add(&e, "x-k", "");
     e.fv[e.n - 1] = NULL;
-    cr_expect_eq(eddy__entry_decode(e.fv, e.len, e.n, BIG, &out, &err), EDDY_OK, "%s",
-                 err.detail);
+    cr_expect_eq(eddy__entry_decode(e.fv, e.len, e.n, BIG, &out, &err), EDDY_OK, "%s", err.detail);
     cr_expect_str_eq(eddy_event_extension(out, "k"), "");
     eddy_event_free(out);
 }

@@ -201,9 +201,23 @@ Test(event, many_extensions) {
 
 Test(event, extension_names_are_checked) {
     static const char *const bad[] = {
-        "",           "Upper",       "with-dash", "under_score", "sp ace", "dot.ted", "caf\xc3\xa9",
-        "id",         "source",      "specversion", "type",      "subject", "time",
-        "datacontenttype", "dataschema", "data",  "abcdefghijklmnopqrstu", /* 21 */
+        "",
+        "Upper",
+        "with-dash",
+        "under_score",
+        "sp ace",
+        "dot.ted",
+        "caf\xc3\xa9",
+        "id",
+        "source",
+        "specversion",
+        "type",
+        "subject",
+        "time",
+        "datacontenttype",
+        "dataschema",
+        "data",
+        "abcdefghijklmnopqrstu", /* 21 */
     };
     eddy_event *ev = valid_event();
     for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -215,8 +229,7 @@ Test(event, extension_names_are_checked) {
         if (bad[i][0] && printable(bad[i])) {
             char quoted[64];
             snprintf(quoted, sizeof(quoted), "'%s'", bad[i]);
-            cr_expect(strstr(err.detail, quoted), "detail '%s' should name %s", err.detail,
-                      bad[i]);
+            cr_expect(strstr(err.detail, quoted), "detail '%s' should name %s", err.detail, bad[i]);
         }
         /* without an error struct */
         cr_expect_eq(eddy_event_set_extension(ev, bad[i], "v", NULL), EDDY_ERR_INVALID_EVENT);
@@ -372,8 +385,8 @@ Test(event, source_is_a_uri_reference) {
         "#frag",
     };
     static const char *const bad[] = {
-        "has space", "tab\there", "new\nline", "del\x7f",  "<angle>", "quote\"",    "back\\slash",
-        "caret^",    "brace{",    "pipe|",     "tick`",    "%4",      "%zz",        "%",
+        "has space", "tab\there", "new\nline", "del\x7f",   "<angle>", "quote\"", "back\\slash",
+        "caret^",    "brace{",    "pipe|",     "tick`",     "%4",      "%zz",     "%",
         "1abc:x",    ":nothing",  "a#b#c",     "sch eme:x", "a_b:c",
     };
     eddy_event *ev = valid_event();
@@ -541,7 +554,7 @@ Test(event, size_counts_fields_and_data) {
     /* specversion+1.0, id+42, source+/orders, type+com.example.order.created */
     size_t base = 11 + 3 + 2 + 2 + 6 + 7 + 4 + 25;
     cr_expect_eq(eddy_event_size(ev), base);
-    eddy_event_set_subject(ev, "abc"); /* 7 + 3 */
+    eddy_event_set_subject(ev, "abc");               /* 7 + 3 */
     eddy_event_set_extension(ev, "ext", "vv", NULL); /* "x-ext" 5 + 2 */
     eddy_event_set_data(ev, "\0\0\0\0", 4);          /* "data" 4 + 4 */
     cr_expect_eq(eddy_event_size(ev), base + 10 + 7 + 8);

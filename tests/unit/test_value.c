@@ -19,8 +19,8 @@ static void ok(const unsigned char *p, size_t n, const char *what) {
 }
 
 static void bad(const unsigned char *p, size_t n, const char *what) {
-    cr_expect_eq(eddy_msgpack_check(p, n, EDDY_VALUE_MAX_DEPTH), EDDY_ERR_MALFORMED,
-                 "%s accepted", what);
+    cr_expect_eq(eddy_msgpack_check(p, n, EDDY_VALUE_MAX_DEPTH), EDDY_ERR_MALFORMED, "%s accepted",
+                 what);
     eddy_value *v = (eddy_value *)&n;
     eddy_error err = {0};
     cr_expect_eq(eddy_value_decode(p, n, &v, &err), EDDY_ERR_MALFORMED, "%s", what);
@@ -143,6 +143,13 @@ Test(value, huge_declared_counts_are_refused_without_allocation) {
     /* counts are checked against the bytes left after what is already owed */
     BAD("inner count fits the input but not with the outer's", 0x92, 0x92, 0, 0);
     BAD("map counts two elements per entry", 0x82, 1, 2, 3);
+    /* refused as soon as the count is read, not later as a truncation */
+    eddy_error err = {0};
+    eddy_value *v = NULL;
+    cr_expect_eq(eddy_value_decode(B(0x92, 0x92, 0, 0), &v, &err), EDDY_ERR_MALFORMED);
+    cr_expect(strstr(err.detail, "more elements than bytes remain at byte 1"), "%s", err.detail);
+    cr_expect_eq(eddy_value_decode(B(0xdd, 0xff, 0xff, 0xff, 0xff), &v, &err), EDDY_ERR_MALFORMED);
+    cr_expect(strstr(err.detail, "more elements than bytes remain at byte 0"), "%s", err.detail);
     /* the biggest count the input allows is fine */
     OK("array32 of 3", 0xdd, 0, 0, 0, 3, 1, 2, 3);
 }
@@ -423,8 +430,7 @@ Test(value, decode_value_from_events) {
                                          "application/msgpac", "text/plain"};
     for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
         eddy_event_set_datacontenttype(ev, others[i]);
-        cr_expect_eq(eddy_event_decode_value(ev, &v, &err), EDDY_ERR_MALFORMED, "%s",
-                     others[i]);
+        cr_expect_eq(eddy_event_decode_value(ev, &v, &err), EDDY_ERR_MALFORMED, "%s", others[i]);
         cr_expect(strncmp(err.detail, "datacontenttype:", 16) == 0, "%s", err.detail);
         cr_expect_null(v);
     }

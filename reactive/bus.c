@@ -1,0 +1,355 @@
+/* The reactive bus: building, subscriptions, activation, readiness, counters, and the
+ * deferred teardown that makes every call legal from inside a callback.
+ *
+ * Invariants:
+ * - depth > 0 while any frame of ours is on the stack (rbus_enter/rbus_leave). Dead
+ *   activations, and the bus itself once freed, are released by the outermost rbus_leave only.
+ * - Every completion callback runs exactly once: start's `ready` and each subscription's
+ *   `ready` run with the outcome, or with EDDY_ERR_CLOSED from stop or free; a publish's
+ *   `done` with its outcome or EDDY_ERR_CLOSED from free (publish.c).
+ * - A start whose subscriptions cannot all become ready in time fails like the blocking
+ *   front end's: EDDY_ERR_IO, and the bus is left stopped. A late subscription that cannot
+ *   is removed again, as eddy_bus_subscribe does.
+ * - Once free was called, every call is refused with EDDY_ERR_CLOSED (or ignored), so that
+ *   callbacks run by the teardown cannot add work to a bus that is going away.
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "internal.h"
+
+long long rbus_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+void rbus_timer_after(eddy_rbus *bus, ev_timer *t, long long ms) {
+    ev_timer_stop(bus->loop, t);
+    ev_timer_set(t, (double)(ms > 0 ? ms : 0) / 1000.0, 0.);
+    ev_timer_start(bus->loop, t);
+}
+
+/* ---- subscriptions ------------------------------------------------------------------------ */
+
+static void rsub_free(rsub *rs) {
+    if (!rs)
+        return;
+    eddy__sub_free(rs->sub);
+    free(rs);
+}
+
+static eddy_status add_sub(eddy_rbus *bus, const eddy_subscription_spec *spec, rsub **out,
+                           eddy_error *err) {
+    eddy__sub *sub = NULL;
+    eddy_status st = eddy__sub_new(&bus->s, spec, &sub, err);
+    if (st != EDDY_OK)
+        return st;
+    eddy__sub **existing = malloc((bus->nsubs + 1) * sizeof(*existing));
+    if (!existing) {
+        eddy__sub_free(sub);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    for (size_t i = 0; i < bus->nsubs; i++)
+        existing[i] = bus->subs[i]->sub;
+    st = eddy__sub_check_against(sub, existing, bus->nsubs, err);
+    free(existing);
+    if (st != EDDY_OK) {
+        eddy__sub_free(sub);
+        return st;
+    }
+    if (bus->nsubs == bus->subs_cap) {
+        size_t cap = bus->subs_cap ? bus->subs_cap * 2 : 4;
+        rsub **subs = realloc(bus->subs, cap * sizeof(*subs));
+        if (!subs) {
+            eddy__sub_free(sub);
+            return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+        }
+        bus->subs = subs;
+        bus->subs_cap = cap;
+    }
+    rsub *rs = calloc(1, sizeof(*rs));
+    if (!rs) {
+        eddy__sub_free(sub);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    rs->bus = bus;
+    rs->sub = sub;
+    bus->subs[bus->nsubs++] = rs;
+    *out = rs;
+    return EDDY_OK;
+}
+
+/* Takes rs out of the bus's subscriptions. Its memory stays (bus->gone) while an activation
+ * that is still stopping may use it. */
+static void remove_sub(eddy_rbus *bus, rsub *rs) {
+    for (size_t i = 0; i < bus->nsubs; i++)
+        if (bus->subs[i] == rs) {
+            memmove(&bus->subs[i], &bus->subs[i + 1], (bus->nsubs - i - 1) * sizeof(*bus->subs));
+            bus->nsubs--;
+            break;
+        }
+    rsub **gone = realloc(bus->gone, (bus->ngone + 1) * sizeof(*gone));
+    if (gone) {
+        bus->gone = gone;
+        bus->gone[bus->ngone++] = rs;
+    } else {
+        /* Nowhere to keep it: leak the small record rather than risk a use after free. */
+        eddy__log(&bus->s.log, EDDY_LOG_ERROR, "out of memory removing subscription '%s'",
+                  rs->sub->name);
+    }
+}
+
+/* ---- readiness --------------------------------------------------------------------------- */
+
+static bool all_ready(eddy_rbus *bus) {
+    for (size_t i = 0; i < bus->nsubs; i++)
+        if (!bus->subs[i]->act || !bus->subs[i]->act->ready)
+            return false;
+    return true;
+}
+
+static void fire_bus_ready(eddy_rbus *bus, eddy_status st, const eddy_error *err) {
+    if (!bus->ready_pending)
+        return;
+    bus->ready_pending = false;
+    ev_timer_stop(bus->loop, &bus->ready_now);
+    eddy_ready_fn fn = bus->ready;
+    void *user = bus->ready_user;
+    bus->ready = NULL;
+    if (fn)
+        fn(st, err, user);
+}
+
+static void fire_sub_ready(rsub *rs, eddy_status st, const eddy_error *err) {
+    eddy_ready_fn fn = rs->ready;
+    void *user = rs->ready_user;
+    rs->ready = NULL;
+    if (fn)
+        fn(st, err, user);
+}
+
+/* Completes the subscriptions' own ready callbacks. Subscriptions added from inside one of
+ * these callbacks are past `n` and keep waiting for their own outcome. */
+static void fire_subs_ready(eddy_rbus *bus, eddy_status st, const eddy_error *err) {
+    size_t n = bus->nsubs;
+    for (size_t i = 0; i < n && i < bus->nsubs; i++)
+        fire_sub_ready(bus->subs[i], st, err);
+}
+
+static void stop_all(eddy_rbus *bus, eddy_status st, const eddy_error *err) {
+    if (!bus->started)
+        return;
+    bus->started = false;
+    for (size_t i = 0; i < bus->nsubs; i++)
+        if (bus->subs[i]->act)
+            ract_stop(bus->subs[i]->act);
+    fire_subs_ready(bus, st, err);
+    fire_bus_ready(bus, st, err);
+}
+
+void rbus_act_ready(eddy_rbus *bus, ract *act, const eddy_error *err) {
+    rsub *rs = act->rs;
+    if (!err) {
+        fire_sub_ready(rs, EDDY_OK, NULL);
+        if (bus->ready_pending && bus->started && all_ready(bus))
+            fire_bus_ready(bus, EDDY_OK, NULL);
+    } else if (bus->ready_pending) {
+        /* Part of a start: the start fails and leaves the bus stopped. */
+        stop_all(bus, EDDY_ERR_IO, err);
+    } else {
+        ract_stop(act);
+        remove_sub(bus, rs);
+        fire_sub_ready(rs, EDDY_ERR_IO, err);
+    }
+}
+
+static void on_ready_now(struct ev_loop *loop, ev_timer *w, int revents) {
+    eddy_rbus *bus = w->data;
+    rbus_enter(bus);
+    if (bus->ready_pending && all_ready(bus))
+        fire_bus_ready(bus, EDDY_OK, NULL);
+    rbus_leave(bus);
+}
+
+/* ---- teardown ------------------------------------------------------------------------------ */
+
+static void reap(eddy_rbus *bus) {
+    for (ract **p = &bus->acts; *p;) {
+        ract *act = *p;
+        if (act->state == A_DEAD) {
+            *p = act->next;
+            ract_free(act);
+        } else {
+            p = &act->next;
+        }
+    }
+}
+
+static void destroy(eddy_rbus *bus) {
+    /* Activations first: their pending deliveries are detached before any callback below
+     * could call eddy_delivery_finish on one. */
+    while (bus->acts) {
+        ract *act = bus->acts;
+        bus->acts = act->next;
+        ract_free(act);
+    }
+    ev_timer_stop(bus->loop, &bus->ready_now);
+    eddy_error err;
+    eddy__fail(&err, EDDY_ERR_CLOSED, "the bus was freed");
+    rpub_close_all(bus);
+    fire_subs_ready(bus, EDDY_ERR_CLOSED, &err);
+    fire_bus_ready(bus, EDDY_ERR_CLOSED, &err);
+    for (size_t i = 0; i < bus->nsubs; i++)
+        rsub_free(bus->subs[i]);
+    free(bus->subs);
+    for (size_t i = 0; i < bus->ngone; i++)
+        rsub_free(bus->gone[i]);
+    free(bus->gone);
+    eddy__publisher_free(bus->publisher);
+    if (bus->engine)
+        eddy__mem_engine_release(bus->engine);
+    eddy__settings_free(&bus->s);
+    free(bus);
+}
+
+void rbus_enter(eddy_rbus *bus) { bus->depth++; }
+
+void rbus_leave(eddy_rbus *bus) {
+    if (--bus->depth > 0)
+        return;
+    reap(bus);
+    if (bus->freeing) {
+        bus->depth = 1; /* callbacks run by the teardown find the bus freeing, not idle */
+        destroy(bus);
+    }
+}
+
+/* ---- interface ---------------------------------------------------------------------------- */
+
+eddy_status eddy_rbus_new(struct ev_loop *loop, const eddy_settings *settings,
+                          const eddy_subscription_spec *specs, size_t nspecs, eddy_rbus **out,
+                          eddy_error *err) {
+    if (!loop || !out || (nspecs && !specs))
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "loop, out or specs is NULL");
+    *out = NULL;
+    eddy_rbus *bus = calloc(1, sizeof(*bus));
+    if (!bus)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy_status st = eddy__settings_copy(&bus->s, settings, err);
+    if (st != EDDY_OK) {
+        free(bus);
+        return st;
+    }
+    bus->loop = loop;
+    ev_init(&bus->ready_now, on_ready_now);
+    bus->ready_now.data = bus;
+    if (bus->s.url.kind == EDDY__URL_MEMORY &&
+        !(bus->engine = eddy__mem_engine_acquire(bus->s.url.name)))
+        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory opening memory://%s",
+                        bus->s.url.name);
+    if (st == EDDY_OK && !(bus->publisher = eddy__publisher_new(&bus->s)))
+        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; st == EDDY_OK && i < nspecs; i++) {
+        rsub *rs;
+        st = add_sub(bus, &specs[i], &rs, err);
+    }
+    if (st != EDDY_OK) {
+        destroy(bus);
+        return st;
+    }
+    *out = bus;
+    return EDDY_OK;
+}
+
+eddy_status eddy_rbus_subscribe_ready(eddy_rbus *bus, const eddy_subscription_spec *spec,
+                                      eddy_ready_fn ready, void *user, eddy_error *err) {
+    if (!bus || !spec)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or spec is NULL");
+    if (bus->freeing)
+        return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
+    rbus_enter(bus);
+    rsub *rs = NULL;
+    eddy_status st = add_sub(bus, spec, &rs, err);
+    if (st == EDDY_OK) {
+        rs->ready = ready;
+        rs->ready_user = user;
+        if (bus->started && (st = ract_start(rs)) != EDDY_OK) {
+            bus->nsubs--; /* refused: its callback does not run */
+            rsub_free(rs);
+            eddy__fail(err, st, "out of memory");
+        }
+    }
+    rbus_leave(bus);
+    return st;
+}
+
+eddy_status eddy_rbus_subscribe(eddy_rbus *bus, const eddy_subscription_spec *spec,
+                                eddy_error *err) {
+    return eddy_rbus_subscribe_ready(bus, spec, NULL, NULL, err);
+}
+
+eddy_status eddy_rbus_start(eddy_rbus *bus, eddy_ready_fn ready, void *user, eddy_error *err) {
+    if (!bus)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
+    if (bus->freeing)
+        return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
+    if (bus->started)
+        return eddy__fail(err, EDDY_ERR_ILLEGAL_STATE, "the bus is already started");
+    rbus_enter(bus);
+    eddy_status st = EDDY_OK;
+    size_t i = 0;
+    for (; st == EDDY_OK && i < bus->nsubs; i++)
+        st = ract_start(bus->subs[i]);
+    if (st != EDDY_OK) {
+        for (size_t j = 0; j + 1 < i; j++)
+            ract_stop(bus->subs[j]->act);
+        eddy__fail(err, st, "out of memory");
+    } else {
+        bus->started = true;
+        bus->ready_pending = true;
+        bus->ready = ready;
+        bus->ready_user = user;
+        if (bus->nsubs == 0) /* nothing to wait for; still reported from the loop */
+            rbus_timer_after(bus, &bus->ready_now, 0);
+    }
+    rbus_leave(bus);
+    return st;
+}
+
+void eddy_rbus_stop(eddy_rbus *bus) {
+    if (!bus || bus->freeing)
+        return;
+    rbus_enter(bus);
+    eddy_error err;
+    eddy__fail(&err, EDDY_ERR_CLOSED, "the bus was stopped");
+    stop_all(bus, EDDY_ERR_CLOSED, &err);
+    rbus_leave(bus);
+}
+
+void eddy_rbus_free(eddy_rbus *bus) {
+    if (!bus || bus->freeing)
+        return;
+    /* Freeing first: callbacks run from here on cannot start or add work. */
+    bus->freeing = true;
+    rbus_enter(bus);
+    eddy_error err;
+    eddy__fail(&err, EDDY_ERR_CLOSED, "the bus was freed");
+    stop_all(bus, EDDY_ERR_CLOSED, &err);
+    rbus_leave(bus);
+}
+
+eddy_status eddy_rbus_consumer_stats(eddy_rbus *bus, const char *name, eddy_consumer_stats *out) {
+    if (!bus || !name || !out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    for (size_t i = 0; i < bus->nsubs; i++)
+        if (strcmp(bus->subs[i]->sub->name, name) == 0) {
+            eddy__stats_snapshot(&bus->subs[i]->sub->stats, out);
+            return EDDY_OK;
+        }
+    return EDDY_ERR_INVALID_ARGUMENT;
+}
+
+const char *eddy_rbus_instance(const eddy_rbus *bus) { return bus ? bus->s.instance : NULL; }

@@ -1,0 +1,65 @@
+/* A connection of the reactive front end, on the user's libev loop: a hiredis async context
+ * (redis://, unix://) driven by eddy's own libev adapter, or a memory engine connection
+ * (memory://) whose commands run on the loop and complete from the loop. It only moves
+ * commands and replies; what to send and what replies mean is decided by the core.
+ *
+ * The owner sees three events, always from the loop and never from inside one of its own
+ * calls into this file, except for rconn_drain, which exists to deliver replies at once:
+ *   up     the connection can take commands (after AUTH/SELECT);
+ *   reply  one reply, in command order, borrowed for the call (rconn_keep takes it);
+ *   down   the connection failed or was lost: commands still pending get no reply. Called
+ *          once; the owner then closes the connection, inside the call or later.
+ * After rconn_close nothing is called any more, and every callback hiredis still runs for
+ * pending commands (with a NULL reply) is swallowed here: a close is not an error. Memory is
+ * released at once, or when hiredis gives the context back when the close came from inside
+ * one of its callbacks (hiredis's own deferred free).
+ *
+ * Thread: the loop's thread only. The memory engine's write listener is the one exception: it
+ * runs on the writer's thread and only calls ev_async_send. */
+#ifndef EDDY_REACTIVE_CONN_H
+#define EDDY_REACTIVE_CONN_H
+
+#include <ev.h>
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+
+#include "cmd.h"
+#include "settings.h"
+
+typedef struct rconn rconn;
+
+typedef struct rconn_ops {
+    void (*up)(void *owner);
+    void (*reply)(void *owner, void *priv, redisReply *reply);
+    void (*down)(void *owner, eddy_status st, const eddy_error *err);
+} rconn_ops;
+
+/* Starts connecting. A memory connection is up at once (rconn_is_up) and never calls `up`.
+ * Ownership: settings and ops are borrowed and must outlive the connection's owner side (they
+ * are not touched after rconn_close); *out is the owner's until rconn_close.
+ * EDDY_ERR_NOMEM is the only failure; every connection error arrives through `down`. */
+eddy_status rconn_open(struct ev_loop *loop, const eddy__settings *s, const rconn_ops *ops,
+                       void *owner, rconn **out);
+
+bool rconn_is_up(const rconn *c);
+
+/* Queues one command. `cmd` must stay valid until its reply arrives or the connection goes
+ * down or is closed. block_ms >= 0 marks a blocking read of that length (it extends how long
+ * the connection may stay silent). Returns false when the command cannot be queued; `down`
+ * follows from the loop. */
+bool rconn_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv);
+
+/* During `reply`: an owned reply equal to `reply` (freeReplyObject it), or NULL on OOM. */
+redisReply *rconn_keep(rconn *c, redisReply *reply);
+
+/* Writes what is queued and delivers replies that already arrived, without waiting: a stop
+ * uses it so that settled acknowledgements are on the wire, and answered commands are
+ * accounted for, before it returns. No-op when called from inside this connection's own
+ * callbacks. */
+void rconn_drain(rconn *c);
+
+/* Drops the connection: what is queued is written if the socket takes it without waiting;
+ * pending commands get no reply. NULL is a no-op. */
+void rconn_close(rconn *c);
+
+#endif

@@ -1,0 +1,471 @@
+/* One subscription's reading on the loop: an activation (internal.h) drives the core
+ * consumer exactly as the blocking reader does (plan, send the pipeline, feed, hand the
+ * deliveries to the handler, plan again once every one is settled), with timers where the
+ * blocking reader sleeps and callbacks where it waits.
+ *
+ * Invariants:
+ * - The consumer plans only when no pipeline is out and every delivery of the batch is
+ *   settled, as the core requires; the batch is tracked in `slots`, which is also how a
+ *   delivery finds its activation.
+ * - No handler is called once stop (or free) was called. Deliveries read but not handed out by
+ *   then are dropped: AtLeastOnce entries stay pending and come back; AtMostOnce entries were
+ *   acknowledged by their read (NOACK) and are gone, as at-most-once allows.
+ * - A stop loses no settled acknowledgement. A round's acknowledgements travel ahead of its
+ *   blocking read and are answered before the read blocks: a stop that finds every reply but
+ *   the read's drops the connection at once (the read counts as a timeout, nil); one that does
+ *   not waits for those replies, which come at once. Deliveries settled after the stop (a
+ *   handler returned EDDY_PENDING) are flushed on the same connection before the activation
+ *   dies.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "backoff.h"
+#include "delivery.h"
+#include "error.h"
+#include "internal.h"
+#include "reply.h"
+#include "timing.h"
+
+static void act_step(ract *act);
+
+/* ---- bookkeeping ------------------------------------------------------------------------- */
+
+static void free_replies(ract *act) {
+    for (size_t i = 0; i < act->got; i++)
+        if (act->replies[i]) {
+            freeReplyObject(act->replies[i]);
+            act->replies[i] = NULL;
+        }
+    act->got = 0;
+}
+
+/* Deliveries the consumer produced that no handler will see. */
+static void abandon_out(ract *act) {
+    for (size_t i = 0; i < act->out.n; i++)
+        eddy__delivery_free(act->out.v[i]);
+    act->out.n = 0;
+}
+
+static void settle(ract *act, rslot *sl, eddy_status st) {
+    eddy_delivery *d = sl->d;
+    sl->d = NULL;
+    act->unsettled--;
+    eddy__consumer_settle(act->consumer, d, st);
+}
+
+static void abandon(ract *act, rslot *sl) {
+    eddy__delivery_free(sl->d);
+    sl->d = NULL;
+    act->unsettled--;
+}
+
+static void act_kill(ract *act) {
+    act->state = A_DEAD;
+    ev_timer_stop(act->bus->loop, &act->timer);
+    ev_timer_stop(act->bus->loop, &act->ready_timer);
+    rconn_close(act->conn);
+    act->conn = NULL;
+    if (act->rs->act == act)
+        act->rs->act = NULL;
+    free_replies(act);
+    abandon_out(act);
+}
+
+/* ---- connecting ------------------------------------------------------------------------ */
+
+static void act_up(void *owner);
+static void act_reply(void *owner, void *priv, redisReply *r);
+static void act_down(void *owner, eddy_status st, const eddy_error *err);
+static const rconn_ops act_ops = {act_up, act_reply, act_down};
+
+static void act_backoff(ract *act) {
+    const eddy__settings *s = &act->bus->s;
+    act->state = A_BACKOFF;
+    rbus_timer_after(act->bus, &act->timer,
+                     eddy__backoff_delay_ms(act->attempt ? act->attempt - 1 : 0,
+                                            s->reconnect_min_ms, s->reconnect_max_ms,
+                                            &act->seed));
+}
+
+static void came_up(ract *act) {
+    act->attempt = 0;
+    act_step(act);
+}
+
+static void act_connect(ract *act) {
+    act->state = A_CONNECTING;
+    if (rconn_open(act->bus->loop, &act->bus->s, &act_ops, act, &act->conn) != EDDY_OK) {
+        act->conn = NULL;
+        act->attempt++;
+        eddy__fail(&act->last_err, EDDY_ERR_NOMEM, "out of memory connecting");
+        act_backoff(act);
+        return;
+    }
+    if (rconn_is_up(act->conn)) /* memory://: nothing to wait for */
+        came_up(act);
+}
+
+/* The connection is gone (or unusable): start over on a new one, as the core prescribes. */
+static void act_lost(ract *act, const eddy_error *err) {
+    eddy_rbus *bus = act->bus;
+    bool was_connecting = act->state == A_CONNECTING;
+    free_replies(act);
+    rconn_close(act->conn);
+    act->conn = NULL;
+    eddy__consumer_reset(act->consumer);
+    act->last_err = *err;
+    if (act->stopping) {
+        if (act->unsettled == 0)
+            act_kill(act);
+        else
+            act->state = A_HANDLERS; /* their acknowledgements have no connection left */
+        return;
+    }
+    if (was_connecting) {
+        act->attempt++;
+        eddy__log(&bus->s.log, EDDY_LOG_WARN, "subscription '%s': %s", act->rs->sub->name,
+                  err->detail);
+    } else {
+        eddy__log(&bus->s.log, EDDY_LOG_WARN, "subscription '%s': %s; reconnecting",
+                  act->rs->sub->name, err->detail);
+    }
+    if (act->state == A_HANDLERS)
+        return; /* reconnects once the batch is settled (act_step) */
+    act_backoff(act);
+}
+
+static void act_up(void *owner) {
+    ract *act = owner;
+    eddy_rbus *bus = act->bus;
+    rbus_enter(bus);
+    if (act->state == A_CONNECTING)
+        came_up(act);
+    rbus_leave(bus);
+}
+
+static void act_down(void *owner, eddy_status st, const eddy_error *err) {
+    ract *act = owner;
+    eddy_rbus *bus = act->bus;
+    rbus_enter(bus);
+    if (act->state != A_DEAD)
+        act_lost(act, err);
+    rbus_leave(bus);
+}
+
+/* ---- rounds ------------------------------------------------------------------------------ */
+
+static void act_idle(ract *act, long long ms) {
+    act->state = A_IDLE;
+    rbus_timer_after(act->bus, &act->timer, ms);
+}
+
+static void act_send(ract *act) {
+    size_t n = act->plan.cmds.n;
+    if (n > act->replies_cap) {
+        redisReply **r = realloc(act->replies, n * sizeof(*r));
+        if (!r) { /* nothing was sent; planning again re-sends what this plan held */
+            act_idle(act, EDDY__NOMEM_RETRY_MS);
+            return;
+        }
+        act->replies = r;
+        act->replies_cap = n;
+    }
+    memset(act->replies, 0, n * sizeof(*act->replies));
+    act->got = 0;
+    act->state = A_ROUND;
+    for (size_t i = 0; i < n; i++)
+        if (!rconn_send(act->conn, &act->plan.cmds.cmds[i], i + 1 == n ? act->plan.block_ms : -1,
+                        NULL))
+            return; /* down follows from the loop */
+}
+
+/* Stopping: send what was settled, then die once nothing is pending. */
+static void act_step_stopping(ract *act) {
+    if (act->conn && rconn_is_up(act->conn)) {
+        eddy__plan_reset(&act->plan);
+        if (eddy__consumer_plan_flush(act->consumer, rbus_now_ms(), &act->plan) == EDDY_OK &&
+            act->plan.cmds.n > 0) {
+            act_send(act);
+            if (act->state == A_ROUND) /* on the wire before stop returns */
+                rconn_drain(act->conn);
+            return;
+        }
+    }
+    if (act->unsettled > 0) {
+        act->state = A_HANDLERS;
+        return;
+    }
+    act_kill(act);
+}
+
+/* Plans and sends the next round. No pipeline is out and the batch is settled. */
+static void act_step(ract *act) {
+    if (act->stopping) {
+        act_step_stopping(act);
+        return;
+    }
+    if (act->bus->freeing)
+        return; /* the bus kills this activation before the current callback returns */
+    if (!act->conn) {
+        act_connect(act);
+        return;
+    }
+    eddy__plan_reset(&act->plan);
+    if (eddy__consumer_plan(act->consumer, rbus_now_ms(), &act->plan) != EDDY_OK) {
+        act_idle(act, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
+        return;
+    }
+    if (act->plan.cmds.n == 0) {
+        act_idle(act, act->plan.idle_ms);
+        return;
+    }
+    act_send(act);
+}
+
+static void act_finish(eddy_delivery *d, eddy_status st) {
+    rslot *sl = d->frontend;
+    ract *act = sl->act;
+    eddy_rbus *bus = act->bus;
+    rbus_enter(bus);
+    if (sl->d == d) {
+        settle(act, sl, st == EDDY_PENDING ? EDDY_ERR_HANDLER_FAILED : st);
+        if (!act->dispatching && act->state == A_HANDLERS &&
+            (act->unsettled == 0 || act->stopping))
+            act_step(act);
+    }
+    rbus_leave(bus);
+}
+
+static void dispatch(ract *act) {
+    eddy_rbus *bus = act->bus;
+    eddy__sub *sub = act->rs->sub;
+    size_t n = act->out.n;
+    if (n > act->slots_cap) {
+        rslot *s = realloc(act->slots, n * sizeof(*s));
+        if (!s) {
+            eddy__log(&bus->s.log, EDDY_LOG_WARN,
+                      "subscription '%s': out of memory; %zu deliveries dropped (AtLeastOnce: "
+                      "they come back)",
+                      sub->name, n);
+            abandon_out(act);
+            return;
+        }
+        act->slots = s;
+        act->slots_cap = n;
+    }
+    act->nslots = n;
+    act->unsettled = n;
+    for (size_t i = 0; i < n; i++) {
+        act->slots[i] = (rslot){act, act->out.v[i]};
+        act->out.v[i]->frontend = &act->slots[i];
+        act->out.v[i]->finish = act_finish;
+    }
+    act->out.n = 0;
+    for (size_t i = 0; i < n; i++) {
+        rslot *sl = &act->slots[i];
+        if (!sl->d)
+            continue;
+        if (act->stopping || bus->freeing) {
+            abandon(act, sl);
+            continue;
+        }
+        eddy_status st = sub->handler(sl->d, sub->user);
+        /* A handler that finished its delivery itself and still returned a result: the
+         * delivery is settled already, the result is ignored. */
+        if (st != EDDY_PENDING && sl->d)
+            settle(act, sl, st);
+    }
+}
+
+/* Every reply of the round is in (the last one borrowed). */
+static void round_done(ract *act) {
+    eddy_rbus *bus = act->bus;
+    size_t n = act->plan.cmds.n;
+    eddy_status st = eddy__consumer_feed(act->consumer, &act->plan, act->replies, n, &act->out);
+    act->replies[n - 1] = NULL;
+    free_replies(act);
+    if (st != EDDY_OK) {
+        abandon_out(act);
+        eddy_error err;
+        eddy__fail(&err, st, "unexpected replies");
+        act_lost(act, &err);
+        return;
+    }
+    act->state = A_HANDLERS;
+    act->dispatching = true; /* a stop or finish from a callback below only marks */
+    if (!act->stopping && !act->ready && eddy__consumer_ready(act->consumer)) {
+        act->ready = true;
+        ev_timer_stop(bus->loop, &act->ready_timer);
+        rbus_act_ready(bus, act, NULL);
+    }
+    if (act->stopping || bus->freeing)
+        abandon_out(act);
+    else
+        dispatch(act);
+    act->dispatching = false;
+    if (act->state == A_HANDLERS && (act->unsettled == 0 || act->stopping))
+        act_step(act);
+}
+
+/* Stopped while the round's blocking read waits, with every other reply in: the read counts
+ * as timed out, so the other replies are still accounted for (dead letters counted, acks
+ * confirmed), and the connection goes at once. */
+static void end_stopped_round(ract *act) {
+    size_t n = act->plan.cmds.n;
+    redisReply *nil = eddy__reply_nil();
+    if (nil) {
+        act->replies[n - 1] = nil;
+        act->got = n;
+        if (eddy__consumer_feed(act->consumer, &act->plan, act->replies, n, &act->out) != EDDY_OK)
+            eddy__log(&act->bus->s.log, EDDY_LOG_WARN, "subscription '%s': unexpected replies",
+                      act->rs->sub->name);
+        abandon_out(act);
+    }
+    free_replies(act);
+    act_kill(act);
+}
+
+static void act_reply(void *owner, void *priv, redisReply *r) {
+    ract *act = owner;
+    eddy_rbus *bus = act->bus;
+    rbus_enter(bus);
+    size_t n = act->plan.cmds.n;
+    if (act->state == A_ROUND && act->got + 1 < n) {
+        /* Replies before the last are needed together with it: keep them. */
+        if (!(act->replies[act->got++] = rconn_keep(act->conn, r))) {
+            eddy_error err;
+            eddy__fail(&err, EDDY_ERR_NOMEM, "out of memory keeping a reply");
+            act_lost(act, &err);
+        } else if (act->stopping && act->plan.block_ms >= 0 && act->got + 1 == n) {
+            end_stopped_round(act);
+        }
+    } else if (act->state == A_ROUND) {
+        act->replies[act->got++] = r;
+        round_done(act);
+    }
+    rbus_leave(bus);
+}
+
+/* ---- timers ------------------------------------------------------------------------------- */
+
+static void act_on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
+    ract *act = w->data;
+    eddy_rbus *bus = act->bus;
+    rbus_enter(bus);
+    if (act->state == A_BACKOFF)
+        act_connect(act);
+    else if (act->state == A_IDLE)
+        act_step(act);
+    rbus_leave(bus);
+}
+
+static void act_on_ready_timeout(struct ev_loop *loop, ev_timer *w, int revents) {
+    ract *act = w->data;
+    eddy_rbus *bus = act->bus;
+    rbus_enter(bus);
+    eddy_error err;
+    if (act->last_err.detail[0])
+        eddy__fail(&err, EDDY_ERR_IO, "subscription '%s' could not reach the backend: %s",
+                   act->rs->sub->name, act->last_err.detail);
+    else
+        eddy__fail(&err, EDDY_ERR_IO, "subscription '%s' could not reach the backend",
+                   act->rs->sub->name);
+    rbus_act_ready(bus, act, &err);
+    rbus_leave(bus);
+}
+
+/* ---- interface ------------------------------------------------------------------------------ */
+
+eddy_status ract_start(rsub *rs) {
+    eddy_rbus *bus = rs->bus;
+    ract *act = calloc(1, sizeof(*act));
+    if (!act)
+        return EDDY_ERR_NOMEM;
+    if (!(act->consumer = eddy__consumer_new(&bus->s, rs->sub))) {
+        free(act);
+        return EDDY_ERR_NOMEM;
+    }
+    act->bus = bus;
+    act->rs = rs;
+    eddy__plan_init(&act->plan);
+    act->seed = (unsigned)((unsigned long long)rbus_now_ms() ^ (uintptr_t)act ^ (unsigned)getpid());
+    ev_init(&act->timer, act_on_timer);
+    act->timer.data = act;
+    ev_init(&act->ready_timer, act_on_ready_timeout);
+    act->ready_timer.data = act;
+    act->next = bus->acts;
+    bus->acts = act;
+    rs->act = act;
+    rbus_timer_after(bus, &act->ready_timer, eddy__ready_timeout_ms(&bus->s));
+    act_connect(act);
+    return EDDY_OK;
+}
+
+void ract_stop(ract *act) {
+    if (act->state == A_DEAD || act->stopping)
+        return;
+    act->stopping = true;
+    ev_timer_stop(act->bus->loop, &act->ready_timer);
+    if (act->rs->act == act)
+        act->rs->act = NULL;
+    if (act->dispatching)
+        return; /* round_done takes it from here */
+    switch (act->state) {
+    case A_CONNECTING:
+    case A_BACKOFF:
+    case A_IDLE:
+        act_kill(act);
+        break;
+    case A_HANDLERS:
+        act_step(act); /* flushes what is settled, or dies */
+        break;
+    case A_ROUND:
+        /* Replies that already arrived count (they may complete the round right here). */
+        rconn_drain(act->conn);
+        if (act->state == A_ROUND && act->plan.block_ms >= 0 && act->got + 1 == act->plan.cmds.n)
+            end_stopped_round(act);
+        break;
+    case A_DEAD:
+        break;
+    }
+}
+
+static void orphan_finish(eddy_delivery *d, eddy_status st) {
+    free(d->frontend);
+    eddy__delivery_free(d);
+}
+
+/* The bus is going away under a delivery whose handler returned EDDY_PENDING: the delivery
+ * keeps working (its names are copied off the bus) and its finish only releases it. */
+static void orphan(eddy_delivery *d) {
+    size_t ls = strlen(d->subject) + 1, ln = strlen(d->sub_name) + 1;
+    char *names = malloc(ls + ln);
+    if (names) {
+        memcpy(names, d->subject, ls);
+        memcpy(names + ls, d->sub_name, ln);
+        d->subject = names;
+        d->sub_name = names + ls;
+    } else {
+        d->subject = d->sub_name = "";
+    }
+    d->frontend = names;
+    d->consumer = NULL;
+    d->finish = orphan_finish;
+}
+
+void ract_free(ract *act) {
+    if (act->state != A_DEAD)
+        act_kill(act);
+    for (size_t i = 0; i < act->nslots; i++)
+        if (act->slots[i].d)
+            orphan(act->slots[i].d);
+    eddy__consumer_free(act->consumer);
+    eddy__plan_reset(&act->plan);
+    eddy__delivery_list_free(&act->out);
+    free(act->replies);
+    free(act->slots);
+    free(act);
+}

@@ -1,0 +1,21 @@
+/* How long the front ends wait, decided once for both: how long starting may take before a
+ * subscription counts as unreachable, how long a connection may stay silent before it counts
+ * as dead, and how long to pause before planning again after running out of memory. */
+#ifndef EDDY_SRC_TIMING_H
+#define EDDY_SRC_TIMING_H
+
+#include "settings.h"
+
+/* A paused reader plans again after this long when planning ran out of memory. */
+#define EDDY__NOMEM_RETRY_MS 100
+
+/* How long a subscription may take to become ready (eddy__consumer_ready) after it was
+ * started: a connect and a couple of reconnect attempts. */
+long long eddy__ready_timeout_ms(const eddy__settings *s);
+
+/* How long a connection may wait for the next reply before the peer counts as dead. block_ms
+ * >= 0 when a blocking read of that length is among the commands awaiting replies, -1 when
+ * none is. */
+long long eddy__reply_timeout_ms(const eddy__settings *s, long long block_ms);
+
+#endif

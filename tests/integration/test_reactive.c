@@ -1,0 +1,998 @@
+/* Behaviour only the reactive front end has: callbacks that run exactly once, teardown from
+ * inside callbacks, handlers that finish later, many publishes in flight on one loop, stops
+ * that do not wait for a blocking read, deliveries that outlive their bus, readiness and its
+ * failures, and the connection's life (handshake, a silent peer, a killed or restarted
+ * server). The loop runs on the test's own thread; most tests run on both backends. */
+#include <arpa/inet.h>
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <ev.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "eddy/blocking.h"
+#include "eddy/reactive.h"
+#include "eddy_test.h"
+#include "raw.h"
+#include "recorder.h"
+#include "redis_server.h"
+
+static int backends[] = {0, 1}; /* memory, redis */
+
+typedef struct tctx {
+    struct ev_loop *loop;
+    char url[160];
+    char ns[96];
+    eddy_settings s;
+} tctx;
+
+static void setup_url(tctx *t, const char *url) {
+    t->loop = ev_loop_new(EVFLAG_AUTO);
+    cr_assert(t->loop);
+    eddy_test_namespace(t->ns, sizeof(t->ns), "rx");
+    snprintf(t->url, sizeof(t->url), "%s", url);
+    eddy_settings_init(&t->s);
+    t->s.url = t->url;
+    t->s.ns = t->ns;
+    t->s.source = "/tests";
+    t->s.block_ms = 200;
+    t->s.redelivery_idle_ms = 100;
+}
+
+static void setup(tctx *t, int backend) {
+    char url[160];
+    char ns[96];
+    if (backend == 0)
+        snprintf(url, sizeof(url), "memory://%s", eddy_test_namespace(ns, sizeof(ns), "mem"));
+    else
+        snprintf(url, sizeof(url), "%s", eddy_test_redis_url());
+    setup_url(t, url);
+}
+
+static void teardown(tctx *t) { ev_loop_destroy(t->loop); }
+
+static void tick(struct ev_loop *loop, ev_timer *w, int revents) {}
+
+/* Runs the loop until cond(arg) holds or timeout_ms passes; returns cond(arg). */
+static bool run_until(tctx *t, bool (*cond)(void *), void *arg, long long timeout_ms) {
+    ev_timer tk;
+    ev_timer_init(&tk, tick, 0.005, 0.005);
+    ev_timer_start(t->loop, &tk);
+    long long end = eddy_test_now_ms() + timeout_ms;
+    while (!cond(arg) && eddy_test_now_ms() < end)
+        ev_run(t->loop, EVRUN_ONCE);
+    ev_timer_stop(t->loop, &tk);
+    return cond(arg);
+}
+
+static bool never(void *arg) { return false; }
+
+static void run_for(tctx *t, long long ms) { run_until(t, never, NULL, ms); }
+
+/* Runs until *counter >= n. */
+static bool run_until_count(tctx *t, int *counter, int n, long long timeout_ms) {
+    long long end = eddy_test_now_ms() + timeout_ms;
+    while (*counter < n && eddy_test_now_ms() < end)
+        run_for(t, 5);
+    return *counter >= n;
+}
+
+static eddy_rbus *must_rbus(tctx *t, const eddy_subscription_spec *specs, size_t n) {
+    eddy_rbus *b = NULL;
+    eddy_error err = {0};
+    eddy_status st = eddy_rbus_new(t->loop, &t->s, specs, n, &b, &err);
+    cr_assert_eq(st, EDDY_OK, "eddy_rbus_new: %s (%s)", eddy_status_name(st), err.detail);
+    return b;
+}
+
+typedef struct readyrec {
+    int calls;
+    eddy_status st;
+    char detail[EDDY_ERROR_DETAIL_MAX];
+} readyrec;
+
+static void on_ready(eddy_status st, const eddy_error *err, void *user) {
+    readyrec *r = user;
+    r->calls++;
+    r->st = st;
+    snprintf(r->detail, sizeof(r->detail), "%s", err ? err->detail : "");
+}
+
+static void must_start(tctx *t, eddy_rbus *b) {
+    readyrec r = {0};
+    eddy_error err = {0};
+    cr_assert_eq(eddy_rbus_start(b, on_ready, &r, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(r.calls, 0, "ready ran inside start");
+    cr_assert(run_until_count(t, &r.calls, 1, 20000), "not ready");
+    cr_assert_eq(r.st, EDDY_OK, "start: %s (%s)", eddy_status_name(r.st), r.detail);
+}
+
+typedef struct pubrec {
+    int calls;
+    eddy_status st;
+    char id[64];
+    eddy_rbus **free_bus; /* free this bus from inside the callback */
+    eddy_status publish_after_free;
+} pubrec;
+
+static void on_pub(eddy_status st, const char *id, void *user) {
+    pubrec *p = user;
+    p->calls++;
+    p->st = st;
+    cr_expect(st != EDDY_OK || (id && id[0]), "no entry id on success");
+    cr_expect(st == EDDY_OK || !id, "an entry id on failure");
+    snprintf(p->id, sizeof(p->id), "%s", id ? id : "");
+    if (p->free_bus && *p->free_bus) {
+        eddy_rbus *b = *p->free_bus;
+        *p->free_bus = NULL;
+        eddy_rbus_free(b);
+        eddy_event *ev = make_event("late", "t.x");
+        p->publish_after_free = eddy_rbus_publish(b, "late.x", ev, on_pub, p, NULL);
+        eddy_event_free(ev);
+    }
+}
+
+static void publish(eddy_rbus *b, const char *subject, const char *id, pubrec *rec) {
+    eddy_event *ev = make_event(id, "t.x");
+    eddy_error err = {0};
+    eddy_status st = eddy_rbus_publish(b, subject, ev, rec ? on_pub : NULL, rec, &err);
+    cr_assert_eq(st, EDDY_OK, "publish %s: %s (%s)", id, eddy_status_name(st), err.detail);
+    eddy_event_free(ev);
+}
+
+/* Publishes and waits for the outcome. */
+static eddy_status publish_wait(tctx *t, eddy_rbus *b, const char *subject, const char *id) {
+    pubrec rec = {0};
+    publish(b, subject, id, &rec);
+    cr_assert(run_until_count(t, &rec.calls, 1, 20000), "publish %s never completed", id);
+    return rec.st;
+}
+
+static eddy_subscription_spec spec(const char *name, const char *pattern, eddy_handler_fn fn,
+                                   void *user) {
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = name;
+    sp.pattern = pattern;
+    sp.group = "g";
+    sp.delivery = EDDY_AT_LEAST_ONCE;
+    sp.handler = fn;
+    sp.user = user;
+    return sp;
+}
+
+static long long pending_count(tctx *t, const char *subject) {
+    redisReply *r = raw_cmdf(t->url, "XPENDING {%s}:s:%s g", t->ns, subject);
+    long long n = r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                          r->element[0]->type == REDIS_REPLY_INTEGER
+                      ? r->element[0]->integer
+                      : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+typedef struct pending_wait {
+    tctx *t;
+    const char *subject;
+    long long n;
+} pending_wait;
+
+static bool pending_is(void *arg) {
+    pending_wait *w = arg;
+    return pending_count(w->t, w->subject) == w->n;
+}
+
+/* ---- publishing ------------------------------------------------------------------------ */
+
+ParameterizedTestParameters(reactive, publish_callback_runs_exactly_once) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, publish_callback_runs_exactly_once, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    eddy_rbus *b = must_rbus(&t, NULL, 0);
+    enum { N = 200 };
+    static pubrec recs[N];
+    memset(recs, 0, sizeof(recs));
+    char id[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof(id), "p%d", i);
+        publish(b, "once.x", id, &recs[i]);
+        cr_assert_eq(recs[i].calls, 0, "the callback ran inside the publish call");
+    }
+    /* Refused up front: a status, and no callback. */
+    pubrec bad = {0};
+    eddy_event *ev = make_event("bad", "t.x");
+    eddy_error err = {0};
+    cr_expect_eq(eddy_rbus_publish(b, "a..b", ev, on_pub, &bad, &err), EDDY_ERR_INVALID_SUBJECT);
+    cr_expect_eq(eddy_rbus_publish(b, "a.b", NULL, on_pub, &bad, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rbus_publish(NULL, "a.b", ev, on_pub, &bad, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rbus_publish_value(b, "a.b", "t", NULL, NULL, on_pub, &bad, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    eddy_event_free(ev);
+    int done = 0;
+    long long end = eddy_test_now_ms() + 20000;
+    while (done < N && eddy_test_now_ms() < end) {
+        run_for(&t, 5);
+        done = 0;
+        for (int i = 0; i < N; i++)
+            done += recs[i].calls > 0;
+    }
+    run_for(&t, 50); /* a second call would come now */
+    for (int i = 0; i < N; i++) {
+        cr_expect_eq(recs[i].calls, 1, "publish %d: %d calls", i, recs[i].calls);
+        cr_expect_eq(recs[i].st, EDDY_OK, "publish %d: %s", i, eddy_status_name(recs[i].st));
+        if (i > 0)
+            cr_expect(strcmp(recs[i - 1].id, recs[i].id) != 0, "ids repeat");
+    }
+    cr_expect_eq(raw_int(t.url, "XLEN {%s}:s:once.x", t.ns), N);
+    eddy_rbus_free(b);
+    cr_expect_eq(bad.calls, 0);
+    teardown(&t);
+}
+
+ParameterizedTestParameters(reactive, free_completes_publishes_in_flight_with_closed) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, free_completes_publishes_in_flight_with_closed,
+                  .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    enum { N = 1000 };
+    static pubrec recs[N];
+    /* Freed before the loop ran: every publish completes, with EDDY_ERR_CLOSED, inside free. */
+    memset(recs, 0, sizeof(recs));
+    eddy_rbus *b = must_rbus(&t, NULL, 0);
+    char id[32];
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof(id), "c%d", i);
+        publish(b, "closed.x", id, &recs[i]);
+    }
+    eddy_rbus_free(b);
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(recs[i].calls, 1, "publish %d: %d calls", i, recs[i].calls);
+        cr_expect_eq(recs[i].st, EDDY_ERR_CLOSED);
+    }
+    run_for(&t, 50);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(recs[i].calls, 1, "publish %d: a late call", i);
+    /* Freed once some completed: the others complete with EDDY_ERR_CLOSED, all exactly once. */
+    memset(recs, 0, sizeof(recs));
+    b = must_rbus(&t, NULL, 0);
+    for (int i = 0; i < N; i++) {
+        snprintf(id, sizeof(id), "d%d", i);
+        publish(b, "closed.y", id, &recs[i]);
+    }
+    cr_assert(run_until_count(&t, &recs[0].calls, 1, 20000));
+    eddy_rbus_free(b);
+    int ok = 0, closed = 0;
+    for (int i = 0; i < N; i++) {
+        cr_assert_eq(recs[i].calls, 1, "publish %d: %d calls", i, recs[i].calls);
+        ok += recs[i].st == EDDY_OK;
+        closed += recs[i].st == EDDY_ERR_CLOSED;
+    }
+    cr_expect_eq(ok + closed, N);
+    cr_expect(ok >= 1);
+    run_for(&t, 50);
+    for (int i = 0; i < N; i++)
+        cr_assert_eq(recs[i].calls, 1, "publish %d: a late call", i);
+    teardown(&t);
+}
+
+ParameterizedTestParameters(reactive, free_inside_a_publish_callback) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, free_inside_a_publish_callback, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    eddy_rbus *b = must_rbus(&t, NULL, 0);
+    enum { N = 100 };
+    static pubrec recs[N];
+    memset(recs, 0, sizeof(recs));
+    eddy_rbus *handle = b;
+    char id[32];
+    for (int i = 0; i < N; i++) {
+        recs[i].free_bus = &handle; /* whichever completes first frees the bus */
+        snprintf(id, sizeof(id), "f%d", i);
+        publish(b, "fipc.x", id, &recs[i]);
+    }
+    long long end = eddy_test_now_ms() + 20000;
+    while (handle && eddy_test_now_ms() < end)
+        run_for(&t, 5);
+    cr_assert_null(handle, "no publish completed");
+    run_for(&t, 50);
+    int freer = 0;
+    for (int i = 0; i < N; i++) {
+        cr_expect_eq(recs[i].calls, 1, "publish %d: %d calls", i, recs[i].calls);
+        if (recs[i].publish_after_free) {
+            freer++;
+            cr_expect_eq(recs[i].publish_after_free, EDDY_ERR_CLOSED,
+                         "a publish on a bus being freed");
+        }
+    }
+    cr_expect_eq(freer, 1);
+    teardown(&t);
+}
+
+typedef struct many {
+    eddy_rbus *bus;
+    const char *subject;
+    bool counted;
+    int ok, failed;
+} many;
+
+static void count_pub(eddy_status st, const char *id, void *user) {
+    many *m = user;
+    if (st == EDDY_OK)
+        m->ok++;
+    else
+        m->failed++;
+}
+
+/* From inside a loop callback: 10,000 publishes before any can complete. */
+static void publish_many(struct ev_loop *loop, ev_timer *w, int revents) {
+    many *m = w->data;
+    eddy_event *ev = make_event("many", "t.many");
+    for (int i = 0; i < 10000; i++) {
+        eddy_error err = {0};
+        eddy_status st = eddy_rbus_publish(m->bus, m->subject, ev, m->counted ? count_pub : NULL,
+                                           m, &err);
+        cr_assert_eq(st, EDDY_OK, "%s", err.detail);
+    }
+    eddy_event_free(ev);
+}
+
+ParameterizedTestParameters(reactive, ten_thousand_publishes_in_flight) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, ten_thousand_publishes_in_flight, .timeout = 120) {
+    tctx t;
+    setup(&t, *backend);
+    eddy_rbus *b = must_rbus(&t, NULL, 0);
+    many m = {b, "many.y", true, 0, 0};
+    ev_timer kick;
+    ev_timer_init(&kick, publish_many, 0., 0.);
+    kick.data = &m;
+    ev_timer_start(t.loop, &kick);
+    long long end = eddy_test_now_ms() + 60000;
+    while (m.ok + m.failed < 10000 && eddy_test_now_ms() < end)
+        run_for(&t, 5);
+    cr_assert_eq(m.ok, 10000, "%d ok, %d failed", m.ok, m.failed);
+    cr_expect_eq(raw_int(t.url, "XLEN {%s}:s:many.y", t.ns), 10000);
+    /* Without callbacks too (done may be NULL). */
+    many m2 = {b, "many.x", false, 0, 0};
+    ev_timer_init(&kick, publish_many, 0., 0.);
+    kick.data = &m2;
+    ev_timer_start(t.loop, &kick);
+    end = eddy_test_now_ms() + 60000;
+    while (raw_int(t.url, "XLEN {%s}:s:many.x", t.ns) < 10000 && eddy_test_now_ms() < end)
+        run_for(&t, 20);
+    cr_expect_eq(raw_int(t.url, "XLEN {%s}:s:many.x", t.ns), 10000);
+    eddy_rbus_free(b);
+    teardown(&t);
+}
+
+/* ---- handlers ------------------------------------------------------------------------------ */
+
+typedef struct hctx {
+    int calls;
+    eddy_rbus *bus;
+    bool free_bus, stop_bus;
+    eddy_status subscribe_after_free;
+    eddy_delivery *held[16];
+    int nheld;
+    unsigned attempts[16];
+    int finished_ok, finished_failed;
+} hctx;
+
+static eddy_status h_free(eddy_delivery *d, void *user) {
+    hctx *h = user;
+    h->calls++;
+    if (h->free_bus && h->bus) {
+        eddy_rbus *b = h->bus;
+        h->bus = NULL;
+        eddy_rbus_free(b);
+        eddy_rbus_free(b); /* a second free while the first is deferred is a no-op */
+        eddy_subscription_spec sp = spec("more", "more.x", h_free, h);
+        h->subscribe_after_free = eddy_rbus_subscribe(b, &sp, NULL);
+        eddy_rbus_stop(b); /* ignored */
+    }
+    if (h->stop_bus && h->bus)
+        eddy_rbus_stop(h->bus);
+    return EDDY_OK;
+}
+
+ParameterizedTestParameters(reactive, free_inside_a_handler) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, free_inside_a_handler, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    hctx h = {0};
+    h.free_bus = true;
+    eddy_subscription_spec sp = spec("s", "fih.x", h_free, &h);
+    h.bus = must_rbus(&t, &sp, 1);
+    must_start(&t, h.bus);
+    static pubrec recs[5];
+    memset(recs, 0, sizeof(recs));
+    char id[16];
+    for (int i = 0; i < 5; i++) {
+        snprintf(id, sizeof(id), "e%d", i);
+        publish(h.bus, "fih.x", id, &recs[i]);
+    }
+    cr_assert(run_until_count(&t, &h.calls, 1, 20000), "no delivery");
+    cr_assert_null(h.bus);
+    run_for(&t, 300);
+    cr_expect_eq(h.calls, 1, "a handler ran after free: %d calls", h.calls);
+    cr_expect_eq(h.subscribe_after_free, EDDY_ERR_CLOSED);
+    for (int i = 0; i < 5; i++)
+        cr_expect_eq(recs[i].calls, 1, "publish %d: %d calls", i, recs[i].calls);
+    teardown(&t);
+}
+
+ParameterizedTestParameters(reactive, stop_inside_a_handler_ends_the_batch) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, stop_inside_a_handler_ends_the_batch, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    hctx h = {0};
+    h.stop_bus = true;
+    eddy_subscription_spec sp = spec("s", "sih.x", h_free, &h);
+    h.bus = must_rbus(&t, &sp, 1);
+    eddy_rbus *pub = must_rbus(&t, NULL, 0);
+    must_start(&t, h.bus);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(publish_wait(&t, pub, "sih.x", i == 0 ? "a" : i == 1 ? "b" : "c"), EDDY_OK);
+    cr_assert(run_until_count(&t, &h.calls, 1, 20000));
+    run_for(&t, 300);
+    cr_expect_eq(h.calls, 1, "a handler ran after stop: %d calls", h.calls);
+    /* The handler's own acknowledgement was not lost; the rest stay pending or unread. */
+    eddy_consumer_stats st;
+    cr_assert_eq(eddy_rbus_consumer_stats(h.bus, "s", &st), EDDY_OK);
+    cr_expect_eq(st.handled, 1);
+    redisReply *r = raw_cmdf(t.url, "XPENDING {%s}:s:sih.x g - + 10", t.ns);
+    cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
+    for (size_t i = 0; i < r->elements; i++)
+        cr_expect(r->element[i]->element[3]->integer == 1, "redelivered while stopped");
+    freeReplyObject(r);
+    eddy_rbus_free(h.bus);
+    eddy_rbus_free(pub);
+    teardown(&t);
+}
+
+static eddy_status h_hold(eddy_delivery *d, void *user) {
+    hctx *h = user;
+    h->calls++;
+    cr_assert(h->nheld < 16);
+    h->attempts[h->nheld] = eddy_delivery_attempt(d);
+    h->held[h->nheld++] = d;
+    return EDDY_PENDING;
+}
+
+/* Finishes every held delivery: "bad" fails on its first attempt, everything else succeeds. */
+static void finish_held(struct ev_loop *loop, ev_timer *w, int revents) {
+    hctx *h = w->data;
+    for (int i = 0; i < h->nheld; i++) {
+        eddy_delivery *d = h->held[i];
+        bool fail = strcmp(eddy_event_id(eddy_delivery_event(d)), "bad") == 0 &&
+                    eddy_delivery_attempt(d) == 1;
+        if (fail)
+            h->finished_failed++;
+        else
+            h->finished_ok++;
+        eddy_delivery_finish(d, fail ? EDDY_ERR_HANDLER_FAILED : EDDY_OK);
+    }
+    h->nheld = 0;
+}
+
+ParameterizedTestParameters(reactive, pending_handler_finished_from_a_timer) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, pending_handler_finished_from_a_timer, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    hctx h = {0};
+    eddy_subscription_spec sp = spec("s", "later.x", h_hold, &h);
+    eddy_rbus *b = must_rbus(&t, &sp, 1);
+    must_start(&t, b);
+    ev_timer fin;
+    ev_timer_init(&fin, finish_held, 0.03, 0.03);
+    fin.data = &h;
+    ev_timer_start(t.loop, &fin);
+    cr_assert_eq(publish_wait(&t, b, "later.x", "good"), EDDY_OK);
+    cr_assert_eq(publish_wait(&t, b, "later.x", "bad"), EDDY_OK);
+    /* good once, bad failed once and then handled: three finishes. */
+    long long end = eddy_test_now_ms() + 20000;
+    while (h.finished_ok + h.finished_failed < 3 && eddy_test_now_ms() < end)
+        run_for(&t, 5);
+    cr_assert_eq(h.finished_ok, 2);
+    cr_assert_eq(h.finished_failed, 1);
+    pending_wait w = {&t, "later.x", 0};
+    cr_assert(run_until(&t, pending_is, &w, 20000), "acknowledgements missing: %lld pending",
+              pending_count(&t, "later.x"));
+    ev_timer_stop(t.loop, &fin);
+    eddy_consumer_stats st;
+    cr_assert_eq(eddy_rbus_consumer_stats(b, "s", &st), EDDY_OK);
+    cr_expect_eq(st.delivered, 3);
+    cr_expect_eq(st.handled, 2);
+    cr_expect_eq(st.failed, 1);
+    cr_expect_eq(st.redelivered, 1);
+    eddy_rbus_free(b);
+    teardown(&t);
+}
+
+ParameterizedTestParameters(reactive, pending_delivery_finished_after_stop_is_acknowledged) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, pending_delivery_finished_after_stop_is_acknowledged,
+                  .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    hctx h = {0};
+    eddy_subscription_spec sp = spec("s", "after.x", h_hold, &h);
+    eddy_rbus *b = must_rbus(&t, &sp, 1);
+    eddy_rbus *pub = must_rbus(&t, NULL, 0);
+    must_start(&t, b);
+    cr_assert_eq(publish_wait(&t, pub, "after.x", "one"), EDDY_OK);
+    eddy_rbus_free(pub);
+    cr_assert(run_until_count(&t, &h.calls, 1, 20000));
+    eddy_rbus_stop(b);
+    cr_expect_eq(pending_count(&t, "after.x"), 1);
+    ev_timer fin;
+    ev_timer_init(&fin, finish_held, 0.05, 0.);
+    fin.data = &h;
+    ev_timer_start(t.loop, &fin);
+    /* The loop ends once the stopped reader has sent the acknowledgement and closed. */
+    long long t0 = eddy_test_now_ms();
+    ev_run(t.loop, 0);
+    cr_expect_lt(eddy_test_now_ms() - t0, 5000);
+    cr_expect_eq(h.finished_ok, 1);
+    cr_expect_eq(pending_count(&t, "after.x"), 0, "the acknowledgement was lost");
+    cr_expect_eq(h.calls, 1);
+    /* Start again: nothing comes back. */
+    must_start(&t, b);
+    run_for(&t, 300);
+    cr_expect_eq(h.calls, 1);
+    eddy_rbus_free(b);
+    teardown(&t);
+}
+
+ParameterizedTestParameters(reactive, delivery_outlives_a_freed_bus) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, delivery_outlives_a_freed_bus, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    t.s.instance = "outlive";
+    hctx h = {0};
+    eddy_subscription_spec sp = spec("s", "orph.x", h_hold, &h);
+    eddy_rbus *keep = must_rbus(&t, NULL, 0); /* keeps memory:// alive */
+    eddy_rbus *b = must_rbus(&t, &sp, 1);
+    must_start(&t, b);
+    cr_assert_eq(publish_wait(&t, keep, "orph.x", "held"), EDDY_OK);
+    cr_assert(run_until_count(&t, &h.calls, 1, 20000));
+    eddy_delivery *d = h.held[0];
+    eddy_rbus_free(b); /* does not wait for the pending delivery */
+    cr_expect_str_eq(eddy_delivery_subject(d), "orph.x");
+    cr_expect_str_eq(eddy_delivery_subscription(d), "s");
+    cr_expect_str_eq(eddy_event_id(eddy_delivery_event(d)), "held");
+    eddy_delivery_finish(d, EDDY_OK); /* allowed: only releases it */
+    run_for(&t, 100);
+    cr_expect_eq(pending_count(&t, "orph.x"), 1, "abandoned, not acknowledged");
+    /* It comes back to the same instance at once. */
+    h.nheld = 0;
+    b = must_rbus(&t, &sp, 1);
+    must_start(&t, b);
+    cr_assert(run_until_count(&t, &h.calls, 2, 20000), "not redelivered");
+    cr_expect_eq(h.attempts[0], 2);
+    finish_held(t.loop, &(ev_timer){.data = &h}, 0);
+    pending_wait w = {&t, "orph.x", 0};
+    cr_expect(run_until(&t, pending_is, &w, 20000));
+    eddy_rbus_free(b);
+    eddy_rbus_free(keep);
+    teardown(&t);
+}
+
+/* ---- stopping ----------------------------------------------------------------------------- */
+
+ParameterizedTestParameters(reactive, stop_during_a_blocking_read_returns_at_once) {
+    return cr_make_param_array(int, backends, 2);
+}
+/* The timeout is far below block_ms: a stop that waited for the read would fail the test. */
+ParameterizedTest(int *backend, reactive, stop_during_a_blocking_read_returns_at_once,
+                  .timeout = 30) {
+    tctx t;
+    setup(&t, *backend);
+    t.s.block_ms = 120000;
+    t.s.redelivery_idle_ms = 600000;
+    recorder r;
+    rec_init(&r);
+    eddy_subscription_spec sp = spec("s", "quiet.x", rec_handler, &r);
+    eddy_rbus *keep = NULL;
+    eddy_rbus *b = must_rbus(&t, &sp, 1);
+    for (int i = 0; i < 3; i++) {
+        must_start(&t, b);
+        keep = must_rbus(&t, NULL, 0);
+        cr_assert_eq(publish_wait(&t, keep, "quiet.x", i == 0 ? "a" : i == 1 ? "b" : "c"),
+                     EDDY_OK);
+        eddy_rbus_free(keep);
+        cr_assert(run_until_count(&t, &r.n, i + 1, 20000));
+        run_for(&t, 50); /* the reader is back in its blocking read */
+        long long t0 = eddy_test_now_ms();
+        eddy_rbus_stop(b);
+        ev_run(t.loop, 0); /* returns once nothing is left to watch: the read is gone */
+        cr_expect_lt(eddy_test_now_ms() - t0, 2000, "stop waited for the blocking read");
+        cr_expect_eq(pending_count(&t, "quiet.x"), 0, "an acknowledgement was lost");
+    }
+    cr_expect_eq(rec_count(&r), 3);
+    eddy_rbus_stop(b); /* not started: no-op */
+    eddy_rbus_free(b);
+    rec_destroy(&r);
+    teardown(&t);
+}
+
+/* ---- readiness and connections ------------------------------------------------------------ */
+
+static eddy_status h_ok(eddy_delivery *d, void *user) {
+    (*(int *)user)++;
+    return EDDY_OK;
+}
+
+Test(reactive, unreachable_backend_fails_start_and_publish, .timeout = 30) {
+    tctx t;
+    setup_url(&t, "redis://127.0.0.1:1");
+    t.s.connect_timeout_ms = 200;
+    t.s.reconnect_min_ms = 10;
+    t.s.reconnect_max_ms = 50;
+    int n = 0;
+    eddy_subscription_spec sp = spec("s", "down.x", h_ok, &n);
+    eddy_rbus *b = must_rbus(&t, &sp, 1);
+    readyrec r = {0};
+    eddy_error err = {0};
+    long long t0 = eddy_test_now_ms();
+    cr_assert_eq(eddy_rbus_start(b, on_ready, &r, &err), EDDY_OK);
+    cr_assert(run_until_count(&t, &r.calls, 1, 10000));
+    cr_expect_eq(r.st, EDDY_ERR_IO);
+    cr_expect(strstr(r.detail, "'s'"), "detail names the subscription: %s", r.detail);
+    cr_expect_geq(eddy_test_now_ms() - t0, 450);
+    run_for(&t, 100);
+    cr_expect_eq(r.calls, 1);
+    /* The failed start left the bus stopped: start again, and stop before it is ready. */
+    memset(&r, 0, sizeof(r));
+    cr_assert_eq(eddy_rbus_start(b, on_ready, &r, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(eddy_rbus_start(b, on_ready, &r, &err), EDDY_ERR_ILLEGAL_STATE);
+    run_for(&t, 20);
+    eddy_rbus_stop(b);
+    cr_expect_eq(r.calls, 1);
+    cr_expect_eq(r.st, EDDY_ERR_CLOSED);
+    /* And freed before it is ready. */
+    memset(&r, 0, sizeof(r));
+    cr_assert_eq(eddy_rbus_start(b, on_ready, &r, &err), EDDY_OK);
+    pubrec p = {0};
+    publish(b, "down.x", "never", &p);
+    cr_assert(run_until_count(&t, &p.calls, 1, 5000));
+    cr_expect_eq(p.st, EDDY_ERR_IO);
+    eddy_rbus_free(b);
+    cr_expect_eq(r.calls, 1);
+    cr_expect_eq(r.st, EDDY_ERR_CLOSED);
+    cr_expect_eq(n, 0);
+    teardown(&t);
+}
+
+/* A server that accepts connections and never answers. */
+static int silent_server(int *port) {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    cr_assert(fd >= 0);
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    cr_assert_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    cr_assert_eq(listen(fd, 16), 0);
+    socklen_t len = sizeof(a);
+    cr_assert_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
+    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+Test(reactive, a_silent_server_times_out, .timeout = 30) {
+    int port;
+    int fd = silent_server(&port);
+    char url[64];
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", port);
+    tctx t;
+    setup_url(&t, url);
+    t.s.connect_timeout_ms = 100;
+    eddy_rbus *b = must_rbus(&t, NULL, 0);
+    pubrec p = {0};
+    long long t0 = eddy_test_now_ms();
+    publish(b, "silent.x", "x", &p);
+    cr_assert(run_until_count(&t, &p.calls, 1, 10000));
+    cr_expect_eq(p.st, EDDY_ERR_IO);
+    long long took = eddy_test_now_ms() - t0;
+    cr_expect(took >= 1000 && took < 5000, "watchdog after %lld ms", took);
+    eddy_rbus_free(b);
+    close(fd);
+    teardown(&t);
+}
+
+Test(reactive, handshake_with_password_and_db, .timeout = 60) {
+    eddy_test_redis srv;
+    const char *extra[] = {"--requirepass", "s3cret", NULL};
+    eddy_test_redis_start_with(&srv, 0, extra);
+    char url[128];
+    snprintf(url, sizeof(url), "redis://:s3cret@127.0.0.1:%d/5", srv.port);
+    tctx t;
+    setup_url(&t, url);
+    int n = 0;
+    eddy_subscription_spec sp = spec("s", "auth.x", h_ok, &n);
+    eddy_rbus *b = must_rbus(&t, &sp, 1);
+    must_start(&t, b);
+    cr_assert_eq(publish_wait(&t, b, "auth.x", "in-db-5"), EDDY_OK);
+    cr_assert(run_until_count(&t, &n, 1, 20000));
+    redisContext *rc = redisConnect("127.0.0.1", srv.port);
+    cr_assert(rc && !rc->err);
+    freeReplyObject(redisCommand(rc, "AUTH s3cret"));
+    freeReplyObject(redisCommand(rc, "SELECT 5"));
+    redisReply *len = redisCommand(rc, "XLEN {%s}:s:auth.x", t.ns);
+    cr_expect_eq(len->integer, 1, "the entry is in db 5");
+    freeReplyObject(len);
+    redisFree(rc);
+    eddy_rbus_free(b);
+    /* A wrong password: publishing and starting fail, with the server's word in the detail. */
+    snprintf(t.url, sizeof(t.url), "redis://:wrong@127.0.0.1:%d", srv.port);
+    t.s.connect_timeout_ms = 200;
+    t.s.reconnect_max_ms = 50;
+    b = must_rbus(&t, &sp, 1);
+    pubrec p = {0};
+    publish(b, "auth.x", "refused", &p);
+    cr_assert(run_until_count(&t, &p.calls, 1, 10000));
+    cr_expect_eq(p.st, EDDY_ERR_BACKEND);
+    readyrec r = {0};
+    cr_assert_eq(eddy_rbus_start(b, on_ready, &r, NULL), EDDY_OK);
+    cr_assert(run_until_count(&t, &r.calls, 1, 10000));
+    cr_expect_eq(r.st, EDDY_ERR_IO);
+    cr_expect(strstr(r.detail, "handshake"), "%s", r.detail);
+    cr_expect_null(strstr(r.detail, "wrong"), "the password leaked: %s", r.detail);
+    eddy_rbus_free(b);
+    eddy_test_redis_kill(&srv);
+    teardown(&t);
+}
+
+static long long kill_clients(int port) {
+    redisContext *rc = redisConnect("127.0.0.1", port);
+    cr_assert(rc && !rc->err);
+    redisReply *r = redisCommand(rc, "CLIENT KILL TYPE normal SKIPME yes");
+    long long n = r && r->type == REDIS_REPLY_INTEGER ? r->integer : -1;
+    freeReplyObject(r);
+    redisFree(rc);
+    return n;
+}
+
+static eddy_status publish_retrying(tctx *t, eddy_rbus *b, const char *subject, const char *id) {
+    eddy_status st = EDDY_ERR_IO;
+    for (int i = 0; i < 50 && st == EDDY_ERR_IO; i++) {
+        st = publish_wait(t, b, subject, id);
+        if (st == EDDY_ERR_IO)
+            run_for(t, 100);
+    }
+    return st;
+}
+
+Test(reactive, reconnects_after_a_kill_and_a_restart, .timeout = 90) {
+    eddy_test_redis srv;
+    eddy_test_redis_start(&srv, 0);
+    tctx t;
+    setup_url(&t, srv.url);
+    t.s.reconnect_min_ms = 20;
+    t.s.reconnect_max_ms = 200;
+    t.s.connect_timeout_ms = 500;
+    recorder r;
+    rec_init(&r);
+    eddy_subscription_spec sp = spec("s", "re.x", rec_handler, &r);
+    eddy_rbus *b = must_rbus(&t, &sp, 1);
+    eddy_rbus *pub = must_rbus(&t, NULL, 0);
+    must_start(&t, b);
+    cr_assert_eq(publish_wait(&t, pub, "re.x", "before"), EDDY_OK);
+    cr_assert(run_until_count(&t, &r.n, 1, 20000));
+    run_for(&t, 50); /* in the blocking read again */
+    cr_assert_geq(kill_clients(srv.port), 2);
+    cr_assert_eq(publish_retrying(&t, pub, "re.x", "after-kill"), EDDY_OK);
+    cr_assert(run_until_count(&t, &r.n, 2, 20000), "nothing after the connection was killed");
+    /* A restart loses everything (no persistence): groups are made again. */
+    eddy_test_redis_kill(&srv);
+    run_for(&t, 100);
+    eddy_test_redis_start(&srv, srv.port);
+    cr_assert_eq(publish_retrying(&t, pub, "re.x", "after-restart"), EDDY_OK);
+    cr_assert(run_until_count(&t, &r.n, 3, 20000), "nothing after the restart");
+    run_for(&t, 300);
+    cr_expect_eq(rec_count(&r), 3);
+    cr_expect_eq(rec_seen(&r, "before"), 1);
+    cr_expect_eq(rec_seen(&r, "after-kill"), 1);
+    cr_expect_eq(rec_seen(&r, "after-restart"), 1);
+    eddy_rbus_free(b);
+    eddy_rbus_free(pub);
+    eddy_test_redis_kill(&srv);
+    rec_destroy(&r);
+    teardown(&t);
+}
+
+typedef struct xthread {
+    const char *url;
+    const char *ns;
+} xthread;
+
+static void *publish_from_thread(void *arg) {
+    xthread *x = arg;
+    struct timespec pause = {0, 100 * 1000000};
+    nanosleep(&pause, NULL);
+    eddy_settings s;
+    eddy_settings_init(&s);
+    s.url = x->url;
+    s.ns = x->ns;
+    eddy_bus *b = NULL;
+    cr_assert_eq(eddy_bus_new(&s, NULL, 0, &b, NULL), EDDY_OK);
+    eddy_event *ev = make_event("from-thread", "t.x");
+    cr_assert_eq(eddy_bus_publish(b, "xt.x", ev, NULL, 0, NULL), EDDY_OK);
+    eddy_event_free(ev);
+    eddy_bus_free(b);
+    return NULL;
+}
+
+Test(reactive, memory_read_wakes_on_a_write_from_another_thread, .timeout = 30) {
+    tctx t;
+    setup(&t, 0);
+    t.s.block_ms = 20000; /* only the engine's write listener can wake it in time */
+    t.s.redelivery_idle_ms = 600000;
+    int n = 0;
+    eddy_subscription_spec sp = spec("s", "xt.x", h_ok, &n);
+    eddy_rbus *b = must_rbus(&t, &sp, 1);
+    must_start(&t, b);
+    run_for(&t, 20);
+    xthread x = {t.url, t.ns};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, publish_from_thread, &x), 0);
+    long long t0 = eddy_test_now_ms();
+    cr_assert(run_until_count(&t, &n, 1, 10000));
+    cr_expect_lt(eddy_test_now_ms() - t0, 3000);
+    pthread_join(th, NULL);
+    eddy_rbus_free(b);
+    teardown(&t);
+}
+
+ParameterizedTestParameters(reactive, late_subscription_reports_ready) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, late_subscription_reports_ready, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    eddy_rbus *b = must_rbus(&t, NULL, 0);
+    must_start(&t, b); /* nothing to wait for: still reported from the loop */
+    int n = 0;
+    eddy_subscription_spec sp = spec("late", "late.x", h_ok, &n);
+    readyrec r = {0};
+    eddy_error err = {0};
+    cr_assert_eq(eddy_rbus_subscribe_ready(b, &sp, on_ready, &r, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_expect_eq(eddy_rbus_subscribe_ready(b, &sp, on_ready, &r, &err), EDDY_ERR_INVALID_SPEC);
+    cr_assert(run_until_count(&t, &r.calls, 1, 20000));
+    cr_assert_eq(r.st, EDDY_OK, "%s", r.detail);
+    cr_assert_eq(publish_wait(&t, b, "late.x", "hello"), EDDY_OK);
+    cr_assert(run_until_count(&t, &n, 1, 20000));
+    /* Before start: the callback waits for the start's outcome; stop reports CLOSED. */
+    eddy_rbus_stop(b);
+    readyrec r2 = {0}, r3 = {0};
+    eddy_subscription_spec sp2 = spec("second", "second.x", h_ok, &n);
+    cr_assert_eq(eddy_rbus_subscribe_ready(b, &sp2, on_ready, &r2, NULL), EDDY_OK);
+    run_for(&t, 50);
+    cr_expect_eq(r2.calls, 0);
+    cr_assert_eq(eddy_rbus_start(b, on_ready, &r3, NULL), EDDY_OK);
+    cr_assert(run_until_count(&t, &r3.calls, 1, 20000));
+    cr_expect_eq(r2.calls, 1);
+    cr_expect_eq(r2.st, EDDY_OK);
+    eddy_subscription_spec sp3 = spec("third", "third.x", h_ok, &n);
+    readyrec r4 = {0};
+    cr_assert_eq(eddy_rbus_subscribe_ready(b, &sp3, on_ready, &r4, NULL), EDDY_OK);
+    eddy_rbus_free(b);
+    cr_expect_eq(r4.calls, 1);
+    cr_expect_eq(r4.st, EDDY_ERR_CLOSED);
+    teardown(&t);
+}
+
+Test(reactive, late_subscription_that_cannot_be_ready_is_removed, .timeout = 30) {
+    tctx t;
+    setup_url(&t, "redis://127.0.0.1:1");
+    t.s.connect_timeout_ms = 100;
+    t.s.reconnect_min_ms = 10;
+    t.s.reconnect_max_ms = 20;
+    eddy_rbus *b = must_rbus(&t, NULL, 0);
+    must_start(&t, b);
+    int n = 0;
+    eddy_subscription_spec sp = spec("late", "late.x", h_ok, &n);
+    readyrec r = {0};
+    cr_assert_eq(eddy_rbus_subscribe_ready(b, &sp, on_ready, &r, NULL), EDDY_OK);
+    eddy_consumer_stats st;
+    cr_expect_eq(eddy_rbus_consumer_stats(b, "late", &st), EDDY_OK);
+    cr_assert(run_until_count(&t, &r.calls, 1, 10000));
+    cr_expect_eq(r.st, EDDY_ERR_IO);
+    cr_expect_eq(eddy_rbus_consumer_stats(b, "late", &st), EDDY_ERR_INVALID_ARGUMENT);
+    /* The name is free again. */
+    cr_expect_eq(eddy_rbus_subscribe(b, &sp, NULL), EDDY_OK);
+    eddy_rbus_free(b);
+    teardown(&t);
+}
+
+Test(reactive, bad_arguments, .timeout = 30) {
+    tctx t;
+    setup(&t, 0);
+    eddy_rbus *b = NULL;
+    eddy_error err = {0};
+    cr_expect_eq(eddy_rbus_new(NULL, &t.s, NULL, 0, &b, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rbus_new(t.loop, &t.s, NULL, 0, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rbus_new(t.loop, &t.s, NULL, 1, &b, &err), EDDY_ERR_INVALID_ARGUMENT);
+    eddy_settings bad = t.s;
+    bad.url = "http://x";
+    cr_expect_eq(eddy_rbus_new(t.loop, &bad, NULL, 0, &b, &err), EDDY_ERR_INVALID_URL);
+    int n = 0;
+    eddy_subscription_spec sp = spec("s", "a..b", h_ok, &n);
+    cr_expect_eq(eddy_rbus_new(t.loop, &t.s, &sp, 1, &b, &err), EDDY_ERR_INVALID_PATTERN);
+    cr_expect_null(b);
+    b = must_rbus(&t, NULL, 0);
+    cr_expect_eq(eddy_rbus_subscribe(NULL, &sp, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rbus_subscribe(b, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rbus_subscribe(b, &sp, &err), EDDY_ERR_INVALID_PATTERN);
+    cr_expect_eq(eddy_rbus_start(NULL, NULL, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
+    eddy_consumer_stats st;
+    cr_expect_eq(eddy_rbus_consumer_stats(b, "nope", &st), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rbus_consumer_stats(NULL, "nope", &st), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_null(eddy_rbus_instance(NULL));
+    cr_expect(eddy_rbus_instance(b) && strlen(eddy_rbus_instance(b)) > 0);
+    pubrec p = {0};
+    cr_expect_eq(eddy_rbus_publish_value(b, "a.b", "t", NULL, NULL, on_pub, &p, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    t.s.source = NULL;
+    eddy_rbus *nosrc = must_rbus(&t, NULL, 0);
+    cr_expect_eq(eddy_rbus_publish_value(nosrc, "a.b", "t", NULL, NULL, on_pub, &p, &err),
+                 EDDY_ERR_INVALID_SPEC);
+    eddy_rbus_free(nosrc);
+    cr_expect_eq(eddy_rbus_start(b, NULL, NULL, &err), EDDY_OK); /* ready may be NULL */
+    cr_expect_eq(eddy_rbus_start(b, NULL, NULL, &err), EDDY_ERR_ILLEGAL_STATE);
+    run_for(&t, 20);
+    eddy_rbus_stop(NULL);
+    eddy_rbus_free(NULL);
+    eddy_rbus_free(b);
+    cr_expect_eq(p.calls, 0);
+    teardown(&t);
+}
+
+static eddy_status pack_hello(msgpack_packer *pk, void *user) {
+    return msgpack_pack_str_with_body(pk, "hello", 5) == 0 ? EDDY_OK : EDDY_ERR_NOMEM;
+}
+
+ParameterizedTestParameters(reactive, publish_value_roundtrip) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, publish_value_roundtrip, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    int n = 0;
+    eddy_subscription_spec sp = spec("s", "val.x", h_ok, &n);
+    eddy_rbus *b = must_rbus(&t, &sp, 1);
+    must_start(&t, b);
+    pubrec p = {0};
+    eddy_error err = {0};
+    cr_assert_eq(eddy_rbus_publish_value(b, "val.x", "t.val", pack_hello, NULL, on_pub, &p, &err),
+                 EDDY_OK, "%s", err.detail);
+    cr_assert(run_until_count(&t, &p.calls, 1, 20000));
+    cr_expect_eq(p.st, EDDY_OK);
+    cr_assert(run_until_count(&t, &n, 1, 20000));
+    eddy_rbus_free(b);
+    teardown(&t);
+}

@@ -1,0 +1,236 @@
+/* The reactive front end behind the scenario driver. Each bus gets a libev loop running on a
+ * thread of its own; every driver call is queued to that thread (an ev_async wakes it), runs
+ * there, and the calling thread waits for the outcome: for start, until the ready callback
+ * ran; for publish, until the publish callback ran; for subscribe on a started bus, until the
+ * new subscription is ready. Handlers therefore run on the loop thread, as in a real program. */
+#include <criterion/criterion.h>
+#include <ev.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "driver.h"
+#include "eddy/reactive.h"
+
+typedef struct rtbus rtbus;
+
+typedef struct call {
+    struct call *next;
+    void (*run)(rtbus *t, struct call *c); /* on the loop thread */
+    const eddy_settings *settings;
+    const eddy_subscription_spec *specs;
+    size_t n;
+    const char *subject;
+    const eddy_event *ev;
+    const char *name;
+    eddy_consumer_stats *stats;
+    eddy_error *err;
+    rtbus *t;      /* for callbacks */
+    bool is_start; /* on_ready: start rather than subscribe */
+    eddy_status st;
+    bool done;
+} call;
+
+struct rtbus {
+    pthread_t thread;
+    struct ev_loop *loop;
+    ev_async wake;
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    call *head, *tail;
+    eddy_rbus *bus;
+    bool started; /* loop thread only */
+};
+
+static void finish(rtbus *t, call *c, eddy_status st) {
+    pthread_mutex_lock(&t->lock);
+    c->st = st;
+    c->done = true;
+    pthread_cond_broadcast(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+}
+
+static void on_wake(struct ev_loop *loop, ev_async *w, int revents) {
+    rtbus *t = w->data;
+    for (;;) {
+        pthread_mutex_lock(&t->lock);
+        call *c = t->head;
+        if (c && !(t->head = c->next))
+            t->tail = NULL;
+        pthread_mutex_unlock(&t->lock);
+        if (!c)
+            return;
+        c->run(t, c);
+    }
+}
+
+static void *loop_thread(void *arg) {
+    rtbus *t = arg;
+    ev_run(t->loop, 0);
+    return NULL;
+}
+
+/* Runs c on the loop thread and waits until it is finished. */
+static eddy_status submit(rtbus *t, call *c) {
+    c->done = false;
+    c->next = NULL;
+    pthread_mutex_lock(&t->lock);
+    if (t->tail)
+        t->tail->next = c;
+    else
+        t->head = c;
+    t->tail = c;
+    pthread_mutex_unlock(&t->lock);
+    ev_async_send(t->loop, &t->wake);
+    pthread_mutex_lock(&t->lock);
+    while (!c->done)
+        pthread_cond_wait(&t->cond, &t->lock);
+    pthread_mutex_unlock(&t->lock);
+    return c->st;
+}
+
+static void copy_err(call *c, const eddy_error *err) {
+    if (c->err && err)
+        *c->err = *err;
+}
+
+/* ---- calls, on the loop thread ---------------------------------------------------------- */
+
+static void run_new(rtbus *t, call *c) {
+    finish(t, c, eddy_rbus_new(t->loop, c->settings, c->specs, c->n, &t->bus, c->err));
+}
+
+static void run_quit(rtbus *t, call *c) {
+    ev_async_stop(t->loop, &t->wake);
+    ev_break(t->loop, EVBREAK_ALL);
+    finish(t, c, EDDY_OK);
+}
+
+static void on_ready(eddy_status st, const eddy_error *err, void *user) {
+    call *c = user;
+    rtbus *t = c->t;
+    copy_err(c, err);
+    if (c->is_start)
+        t->started = st == EDDY_OK;
+    finish(t, c, st);
+}
+
+static void run_start(rtbus *t, call *c) {
+    c->t = t;
+    c->is_start = true;
+    eddy_status st = eddy_rbus_start(t->bus, on_ready, c, c->err);
+    if (st != EDDY_OK)
+        finish(t, c, st);
+}
+
+static void run_subscribe(rtbus *t, call *c) {
+    eddy_status st;
+    if (!t->started) {
+        finish(t, c, eddy_rbus_subscribe(t->bus, c->specs, c->err));
+        return;
+    }
+    c->t = t;
+    if ((st = eddy_rbus_subscribe_ready(t->bus, c->specs, on_ready, c, c->err)) != EDDY_OK)
+        finish(t, c, st);
+}
+
+static void run_stop(rtbus *t, call *c) {
+    eddy_rbus_stop(t->bus);
+    t->started = false;
+    finish(t, c, EDDY_OK);
+}
+
+static void run_free(rtbus *t, call *c) {
+    eddy_rbus_free(t->bus);
+    t->bus = NULL;
+    finish(t, c, EDDY_OK);
+}
+
+static void on_published(eddy_status st, const char *id, void *user) {
+    call *c = user;
+    cr_assert(st != EDDY_OK || id, "a successful publish has an entry id");
+    finish(c->t, c, st);
+}
+
+static void run_publish(rtbus *t, call *c) {
+    c->t = t;
+    eddy_status st = eddy_rbus_publish(t->bus, c->subject, c->ev, on_published, c, c->err);
+    if (st != EDDY_OK)
+        finish(t, c, st);
+}
+
+static void run_stats(rtbus *t, call *c) {
+    finish(t, c, eddy_rbus_consumer_stats(t->bus, c->name, c->stats));
+}
+
+/* ---- the driver --------------------------------------------------------------------------- */
+
+static void destroy(rtbus *t) {
+    call quit = {.run = run_quit};
+    submit(t, &quit);
+    pthread_join(t->thread, NULL);
+    ev_loop_destroy(t->loop);
+    pthread_mutex_destroy(&t->lock);
+    pthread_cond_destroy(&t->cond);
+    free(t);
+}
+
+static eddy_status r_new(const eddy_settings *s, const eddy_subscription_spec *specs, size_t n,
+                         tbus **out, eddy_error *err) {
+    *out = NULL;
+    rtbus *t = calloc(1, sizeof(*t));
+    cr_assert(t);
+    pthread_mutex_init(&t->lock, NULL);
+    pthread_cond_init(&t->cond, NULL);
+    t->loop = ev_loop_new(EVFLAG_AUTO);
+    cr_assert(t->loop);
+    ev_async_init(&t->wake, on_wake);
+    t->wake.data = t;
+    ev_async_start(t->loop, &t->wake);
+    cr_assert_eq(pthread_create(&t->thread, NULL, loop_thread, t), 0);
+    call c = {.run = run_new, .settings = s, .specs = specs, .n = n, .err = err};
+    eddy_status st = submit(t, &c);
+    if (st != EDDY_OK) {
+        destroy(t);
+        return st;
+    }
+    *out = (tbus *)t;
+    return EDDY_OK;
+}
+
+static eddy_status r_subscribe(tbus *b, const eddy_subscription_spec *spec, eddy_error *err) {
+    call c = {.run = run_subscribe, .specs = spec, .err = err};
+    return submit((rtbus *)b, &c);
+}
+
+static eddy_status r_start(tbus *b, eddy_error *err) {
+    call c = {.run = run_start, .err = err};
+    return submit((rtbus *)b, &c);
+}
+
+static eddy_status r_stop(tbus *b) {
+    call c = {.run = run_stop};
+    return submit((rtbus *)b, &c);
+}
+
+static void r_free(tbus *b) {
+    if (!b)
+        return;
+    call c = {.run = run_free};
+    submit((rtbus *)b, &c);
+    destroy((rtbus *)b);
+}
+
+static eddy_status r_publish(tbus *b, const char *subject, const eddy_event *ev,
+                             eddy_error *err) {
+    call c = {.run = run_publish, .subject = subject, .ev = ev, .err = err};
+    return submit((rtbus *)b, &c);
+}
+
+static eddy_status r_stats(tbus *b, const char *name, eddy_consumer_stats *out) {
+    call c = {.run = run_stats, .name = name, .stats = out};
+    return submit((rtbus *)b, &c);
+}
+
+const driver reactive_driver = {"reactive", r_new,  r_subscribe, r_start,
+                                r_stop,     r_free, r_publish,   r_stats};

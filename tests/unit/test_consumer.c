@@ -1,0 +1,267 @@
+/* The consumer state machine with no server and no loop: replies are written as RESP text,
+ * parsed by hiredis, and fed in; the commands it plans are checked as text. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "consumer.h"
+#include "settings.h"
+#include "sub.h"
+
+static redisReply *resp(const char *text) {
+    redisReader *rd = redisReaderCreate();
+    void *reply = NULL;
+    cr_assert_eq(redisReaderFeed(rd, text, strlen(text)), REDIS_OK);
+    cr_assert_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
+    cr_assert(reply, "incomplete RESP: %s", text);
+    redisReaderFree(rd);
+    return reply;
+}
+
+/* The i-th planned command as "ARG ARG ...". */
+static const char *cmd_text(const eddy__plan *p, size_t i) {
+    static char buf[4096];
+    buf[0] = '\0';
+    const eddy__cmd *c = &p->cmds.cmds[i];
+    for (int a = 0; a < c->argc; a++) {
+        if (a)
+            strcat(buf, " ");
+        strncat(buf, c->argv[a], sizeof(buf) - strlen(buf) - 1);
+    }
+    return buf;
+}
+
+static eddy__settings settings;
+static eddy__sub *sub;
+static eddy__consumer *consumer;
+
+static eddy_status noop(eddy_delivery *d, void *u) {
+    (void)d, (void)u;
+    return EDDY_OK;
+}
+
+static void make(const char *pattern, eddy_delivery_mode mode, unsigned max_deliveries) {
+    eddy_settings s;
+    eddy_settings_init(&s);
+    s.ns = "t";
+    s.instance = "me";
+    s.max_deliveries = max_deliveries;
+    s.redelivery_idle_ms = 1000;
+    s.read_batch = 10;
+    s.block_ms = 500;
+    cr_assert_eq(eddy__settings_copy(&settings, &s, NULL), EDDY_OK);
+    eddy_subscription_spec spec;
+    eddy_subscription_spec_init(&spec);
+    spec.name = "sub";
+    spec.pattern = pattern;
+    spec.group = "g";
+    spec.delivery = mode;
+    spec.handler = noop;
+    cr_assert_eq(eddy__sub_new(&settings, &spec, &sub, NULL), EDDY_OK);
+    consumer = eddy__consumer_new(&settings, sub);
+    cr_assert(consumer);
+}
+
+static void teardown(void) {
+    eddy__consumer_free(consumer);
+    eddy__sub_free(sub);
+    eddy__settings_free(&settings);
+}
+
+/* Plans at `now`, feeds the given replies (one RESP text per command), collects deliveries. */
+static void step(long long now, eddy__plan *p, const char *const *replies, size_t n,
+                 eddy__delivery_list *out) {
+    cr_assert_eq(p->cmds.n, n, "planned %zu commands, test has %zu replies (first: %s)",
+                 p->cmds.n, n, p->cmds.n ? cmd_text(p, 0) : "-");
+    redisReply *r[32];
+    for (size_t i = 0; i < n; i++)
+        r[i] = resp(replies[i]);
+    cr_assert_eq(eddy__consumer_feed(consumer, p, r, n, out), EDDY_OK);
+    for (size_t i = 0; i < n; i++)
+        freeReplyObject(r[i]);
+    (void)now;
+}
+
+static void plan(long long now, eddy__plan *p) {
+    eddy__plan_reset(p);
+    cr_assert_eq(eddy__consumer_plan(consumer, now, p), EDDY_OK);
+}
+
+#define OK "+OK\r\n"
+#define EMPTY_READ "*1\r\n*2\r\n$10\r\n{t}:s:jobs\r\n*0\r\n"
+/* Brings a literal AtLeastOnce consumer to its first live read. */
+static void to_live(eddy__plan *p, eddy__delivery_list *out) {
+    plan(0, p);
+    cr_assert_str_eq(cmd_text(p, 0), "XGROUP CREATE {t}:s:jobs g $ MKSTREAM");
+    cr_assert(!eddy__consumer_ready(consumer));
+    step(0, p, (const char *[]){"-BUSYGROUP Consumer Group name already exists\r\n"}, 1, out);
+    cr_assert(eddy__consumer_ready(consumer));
+    plan(0, p);
+    cr_assert_str_eq(cmd_text(p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs 0");
+    step(0, p, (const char *[]){EMPTY_READ}, 1, out);
+    plan(0, p);
+    cr_assert_str_eq(cmd_text(p, 0),
+                     "XREADGROUP GROUP g me COUNT 10 BLOCK 500 STREAMS {t}:s:jobs >");
+    cr_assert_eq(p->block_ms, 500);
+}
+
+Test(consumer, live_read_delivers_and_acknowledges_after_success, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_live(&p, &out);
+    const char *reply = "*1\r\n*2\r\n$10\r\n{t}:s:jobs\r\n*2\r\n"
+                        "*2\r\n$3\r\n1-1\r\n*8\r\n$11\r\nspecversion\r\n$3\r\n1.0\r\n$2\r\nid\r\n$"
+                        "1\r\na\r\n$6\r\nsource\r\n$2\r\n/s\r\n$4\r\ntype\r\n$1\r\nt\r\n"
+                        "*2\r\n$3\r\n1-2\r\n*2\r\n$3\r\nfoo\r\n$3\r\nbar\r\n";
+    step(0, &p, (const char *[]){reply}, 1, &out);
+    cr_assert_eq(out.n, 1, "the malformed entry is not delivered");
+    eddy_delivery *d = out.v[0];
+    cr_expect_str_eq(eddy_delivery_entry_id(d), "1-1");
+    cr_expect_eq(eddy_delivery_attempt(d), 1);
+    cr_expect_str_eq(eddy_delivery_subject(d), "jobs");
+    cr_expect_eq(eddy__consumer_outstanding(consumer), 1);
+    eddy__consumer_settle(consumer, d, EDDY_OK);
+    out.n = 0;
+    cr_expect_eq(eddy__consumer_outstanding(consumer), 0);
+    plan(10, &p);
+    /* Acknowledgement first, then the dead letter with its ack in one transaction, then the
+     * next read. */
+    cr_assert_eq(p.cmds.n, 5, "no blocking read behind acknowledgements");
+    cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-1");
+    cr_expect_str_eq(cmd_text(&p, 1), "MULTI");
+    cr_expect(strstr(cmd_text(&p, 2), "XADD {t}:dlq:g * _dlq_subject jobs _dlq_entry 1-2 "
+                                      "_dlq_deliveries 1 _dlq_reason malformed _dlq_group g foo bar"),
+              "%s", cmd_text(&p, 2));
+    cr_expect_str_eq(cmd_text(&p, 3), "XACK {t}:s:jobs g 1-2");
+    cr_expect_str_eq(cmd_text(&p, 4), "EXEC");
+    cr_expect_eq(p.block_ms, -1);
+    step(10, &p,
+         (const char *[]){":1\r\n", OK, "+QUEUED\r\n", "+QUEUED\r\n",
+                          "*2\r\n$3\r\n9-9\r\n:1\r\n"},
+         5, &out);
+    plan(10, &p);
+    cr_expect(strncmp(cmd_text(&p, 0), "XREADGROUP", 10) == 0);
+    cr_expect_eq(atomic_load(&sub->stats.dead_lettered), 1);
+    cr_expect_eq(atomic_load(&sub->stats.malformed), 1);
+    cr_expect_eq(atomic_load(&sub->stats.handled), 1);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, failed_delivery_is_not_acknowledged, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_live(&p, &out);
+    const char *reply = "*1\r\n*2\r\n$10\r\n{t}:s:jobs\r\n*1\r\n"
+                        "*2\r\n$3\r\n1-1\r\n*8\r\n$11\r\nspecversion\r\n$3\r\n1.0\r\n$2\r\nid\r\n$"
+                        "1\r\na\r\n$6\r\nsource\r\n$2\r\n/s\r\n$4\r\ntype\r\n$1\r\nt\r\n";
+    step(0, &p, (const char *[]){reply}, 1, &out);
+    cr_assert_eq(out.n, 1);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_HANDLER_FAILED);
+    out.n = 0;
+    plan(10, &p);
+    cr_assert_eq(p.cmds.n, 1, "no XACK for a failure: %s", cmd_text(&p, 0));
+    cr_expect(strncmp(cmd_text(&p, 0), "XREADGROUP", 10) == 0);
+    cr_expect_eq(atomic_load(&sub->stats.failed), 1);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, claimed_entry_over_max_deliveries_is_dead_lettered, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 3);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_live(&p, &out);
+    step(0, &p, (const char *[]){"*-1\r\n"}, 1, &out); /* the read timed out */
+    plan(2000, &p); /* past the claim interval */
+    cr_assert_str_eq(cmd_text(&p, 0), "XAUTOCLAIM {t}:s:jobs g me 1000 0-0 COUNT 10");
+    const char *claim = "*3\r\n$3\r\n0-0\r\n*2\r\n"
+                        "*2\r\n$3\r\n1-1\r\n*8\r\n$11\r\nspecversion\r\n$3\r\n1.0\r\n$2\r\nid\r\n$"
+                        "1\r\na\r\n$6\r\nsource\r\n$2\r\n/s\r\n$4\r\ntype\r\n$1\r\nt\r\n"
+                        "*2\r\n$3\r\n1-2\r\n*8\r\n$11\r\nspecversion\r\n$3\r\n1.0\r\n$2\r\nid\r\n$"
+                        "1\r\nb\r\n$6\r\nsource\r\n$2\r\n/s\r\n$4\r\ntype\r\n$1\r\nt\r\n"
+                        "*0\r\n";
+    step(2000, &p, (const char *[]){claim}, 1, &out);
+    plan(2000, &p);
+    cr_assert_eq(p.cmds.n, 2);
+    cr_expect_str_eq(cmd_text(&p, 0), "XPENDING {t}:s:jobs g 1-1 1-1 1 me");
+    cr_expect_str_eq(cmd_text(&p, 1), "XPENDING {t}:s:jobs g 1-2 1-2 1 me");
+    step(2000, &p,
+         (const char *[]){"*1\r\n*4\r\n$3\r\n1-1\r\n$2\r\nme\r\n:0\r\n:4\r\n",
+                          "*1\r\n*4\r\n$3\r\n1-2\r\n$2\r\nme\r\n:0\r\n:2\r\n"},
+         2, &out);
+    cr_assert_eq(out.n, 1, "only the entry under the limit is delivered");
+    cr_expect_str_eq(eddy_delivery_entry_id(out.v[0]), "1-2");
+    cr_expect_eq(eddy_delivery_attempt(out.v[0]), 2);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_OK);
+    out.n = 0;
+    plan(2000, &p);
+    cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-2");
+    cr_expect_str_eq(cmd_text(&p, 1), "MULTI");
+    cr_expect(strstr(cmd_text(&p, 2), "_dlq_entry 1-1 _dlq_deliveries 3 _dlq_reason max_deliveries"),
+              "%s", cmd_text(&p, 2));
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, lost_connection_resends_unconfirmed_acks_and_rechecks_groups, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_live(&p, &out);
+    const char *reply = "*1\r\n*2\r\n$10\r\n{t}:s:jobs\r\n*1\r\n"
+                        "*2\r\n$3\r\n1-1\r\n*8\r\n$11\r\nspecversion\r\n$3\r\n1.0\r\n$2\r\nid\r\n$"
+                        "1\r\na\r\n$6\r\nsource\r\n$2\r\n/s\r\n$4\r\ntype\r\n$1\r\nt\r\n";
+    step(0, &p, (const char *[]){reply}, 1, &out);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_OK);
+    out.n = 0;
+    plan(10, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-1");
+    /* The connection dies before the replies arrive. */
+    redisReply *none[2] = {NULL, NULL};
+    cr_expect_eq(eddy__consumer_feed(consumer, &p, none, p.cmds.n, &out), EDDY_ERR_IO);
+    eddy__consumer_reset(consumer);
+    plan(20, &p);
+    cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-1");
+    cr_expect_str_eq(cmd_text(&p, 1), "XGROUP CREATE {t}:s:jobs g 0 MKSTREAM");
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, pattern_discovers_matching_subjects_only, .fini = teardown) {
+    make("shop.*", EDDY_AT_MOST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    plan(0, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "SMEMBERS {t}:subjects");
+    cr_assert(!eddy__consumer_ready(consumer));
+    step(0, &p,
+         (const char *[]){"*4\r\n$6\r\nshop.a\r\n$8\r\nshop.a.b\r\n$5\r\nother\r\n$6\r\nshop.b\r\n"},
+         1, &out);
+    plan(0, &p);
+    cr_assert_eq(p.cmds.n, 2);
+    cr_expect_str_eq(cmd_text(&p, 0), "XGROUP CREATE {t}:s:shop.a g $ MKSTREAM");
+    cr_expect_str_eq(cmd_text(&p, 1), "XGROUP CREATE {t}:s:shop.b g $ MKSTREAM");
+    step(0, &p, (const char *[]){OK, OK}, 2, &out);
+    cr_assert(eddy__consumer_ready(consumer));
+    plan(0, &p);
+    cr_expect_str_eq(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 BLOCK 250 NOACK STREAMS "
+                                      "{t}:s:shop.a {t}:s:shop.b > >");
+    step(0, &p, (const char *[]){"*-1\r\n"}, 1, &out);
+    /* A subject that appears later is newer than the subscription: its group starts at 0. */
+    plan(300, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "SMEMBERS {t}:subjects");
+    step(300, &p, (const char *[]){"*2\r\n$6\r\nshop.a\r\n$6\r\nshop.c\r\n"}, 1, &out);
+    plan(300, &p);
+    cr_assert_eq(p.cmds.n, 1);
+    cr_expect_str_eq(cmd_text(&p, 0), "XGROUP CREATE {t}:s:shop.c g 0 MKSTREAM");
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
