@@ -37,7 +37,8 @@ pid_t bench_start_redis(char *url, size_t size, int *port) {
         char p[16];
         snprintf(p, sizeof(p), "%d", *port);
         execlp("redis-server", "redis-server", "--bind", "127.0.0.1", "--port", p, "--save", "",
-               "--appendonly", "no", "--loglevel", "warning", (char *)NULL);
+               "--appendonly", "no", "--loglevel", "warning", "--logfile", "/dev/null",
+               (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 200; i++) {

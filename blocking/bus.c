@@ -100,8 +100,7 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
     return EDDY_OK;
 }
 
-eddy_status eddy_bus_subscribe(eddy_bus *bus, const eddy_subscription_spec *spec,
-                               eddy_error *err) {
+eddy_status eddy_bus_subscribe(eddy_bus *bus, const eddy_subscription_spec *spec, eddy_error *err) {
     if (!bus || !spec)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or spec is NULL");
     pthread_mutex_lock(&bus->lock);

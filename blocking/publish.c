@@ -14,9 +14,8 @@ static eddy_status send_and_read(eddy_bus *bus, const eddy__cmdlist *cmds, redis
     return st;
 }
 
-eddy_status eddy_bus_publish_batch(eddy_bus *bus, const char *subject,
-                                   const eddy_event *const *evs, size_t n, size_t *published,
-                                   eddy_error *err) {
+eddy_status eddy_bus_publish_batch(eddy_bus *bus, const char *subject, const eddy_event *const *evs,
+                                   size_t n, size_t *published, eddy_error *err) {
     if (published)
         *published = 0;
     if (!bus || (n && !evs))
@@ -58,8 +57,8 @@ eddy_status eddy_bus_publish(eddy_bus *bus, const char *subject, const eddy_even
         st = send_and_read(bus, &cmds, replies, err);
     size_t next;
     if (st == EDDY_OK)
-        st = eddy__publish_result(bus->publisher, &cmds, 0, replies, &next, entry_id,
-                                  entry_id_size, err);
+        st = eddy__publish_result(bus->publisher, &cmds, 0, replies, &next, entry_id, entry_id_size,
+                                  err);
     for (size_t i = 0; i < cmds.n; i++)
         if (replies[i])
             freeReplyObject(replies[i]);

@@ -5,8 +5,8 @@
  * running finish and their acknowledgements are sent before the thread ends. */
 #include <errno.h>
 #include <signal.h>
-#include <time.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "error.h"
 #include "internal.h"

@@ -92,8 +92,10 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--instance") == 0)
             instance = argv[i + 1];
         else {
-            fprintf(stderr, "usage: %s [--url URL] [--count N] [--role both|publisher|worker] "
-                            "[--instance NAME]\n", argv[0]);
+            fprintf(stderr,
+                    "usage: %s [--url URL] [--count N] [--role both|publisher|worker] "
+                    "[--instance NAME]\n",
+                    argv[0]);
             return 2;
         }
     }
@@ -117,8 +119,8 @@ int main(int argc, char **argv) {
         eddy_error err;
         eddy_status st = eddy_bus_new(&s, NULL, 0, &pub, &err);
         for (int i = 1; st == EDDY_OK && i <= count; i++)
-            st = eddy_bus_publish_value(pub, "orders.placed", "example.order.placed.v1",
-                                        pack_order, &i, &err);
+            st = eddy_bus_publish_value(pub, "orders.placed", "example.order.placed.v1", pack_order,
+                                        &i, &err);
         if (st != EDDY_OK) {
             fprintf(stderr, "publisher: %s: %s\n", eddy_status_str(st), err.detail);
             return 1;

@@ -9,8 +9,8 @@
 
 typedef struct eddy__cmdlist {
     eddy__cmd *cmds;
-    int *tags;   /* owner-defined meaning */
-    long *args;  /* owner-defined argument per command (e.g. a stream index) */
+    int *tags;  /* owner-defined meaning */
+    long *args; /* owner-defined argument per command (e.g. a stream index) */
     size_t n, cap;
 } eddy__cmdlist;
 

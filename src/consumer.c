@@ -67,14 +67,14 @@ typedef struct dlq_item {
     bool malformed;
 } dlq_item;
 
-#define VEC(T)                                                                                 \
-    struct {                                                                                   \
-        T *v;                                                                                  \
-        size_t n, cap;                                                                         \
+#define VEC(T)                                                                                     \
+    struct {                                                                                       \
+        T *v;                                                                                      \
+        size_t n, cap;                                                                             \
     }
 
 /* Grows a VEC by one slot; false on OOM. */
-#define VEC_GROW(vec)                                                                          \
+#define VEC_GROW(vec)                                                                              \
     ((vec).n < (vec).cap || vec_grow((void **)&(vec).v, &(vec).cap, sizeof(*(vec).v)))
 
 static bool vec_grow(void **v, size_t *cap, size_t size) {
@@ -461,8 +461,8 @@ static void queue_dead_letter(eddy__consumer *c, size_t stream, const char *id, 
     }
     c->dlq.n++;
     eddy__log(&c->s->log, EDDY_LOG_WARN,
-              "subscription '%s': entry %s of '%s' dead-lettered (%s, %u deliveries)",
-              c->sub->name, id, c->streams.v[stream].subject, reason, deliveries);
+              "subscription '%s': entry %s of '%s' dead-lettered (%s, %u deliveries)", c->sub->name,
+              id, c->streams.v[stream].subject, reason, deliveries);
 }
 
 /* Decodes an entry and hands it out, or dead-letters it. */
@@ -705,8 +705,7 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
             if (is_nogroup(r)) {
                 c->streams.v[arg].group_ready = false;
                 c->streams.v[arg].group_start = "0";
-            }
-            else if (r->type == REDIS_REPLY_ERROR || feed_claim(c, (size_t)arg, r) != EDDY_OK)
+            } else if (r->type == REDIS_REPLY_ERROR || feed_claim(c, (size_t)arg, r) != EDDY_OK)
                 retry_later(c, "XAUTOCLAIM", r);
             break;
         default:

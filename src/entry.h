@@ -27,10 +27,10 @@ eddy_status eddy__entry_encode(const eddy_event *ev, eddy__cmd *cmd);
 /* Decodes an entry. fv[0..nfv) alternate field, value (nfv even); fvlen gives their lengths.
  * Refuses, without allocating more than the entry's own size: an odd count, an entry whose
  * bytes (field names and values, '_' fields not counted: they are never copied) exceed
- * max_size (EDDY_ERR_TOO_LARGE; the same measure as eddy_event_size), a missing required attribute, a duplicate
- * field, a field that is neither an attribute, "data", "x-<valid name>" nor '_'-prefixed,
- * attribute text with NUL bytes, and an event that fails eddy_event_validate
- * (all EDDY_ERR_MALFORMED, naming the field in err). Ownership: *out is the caller's. */
+ * max_size (EDDY_ERR_TOO_LARGE; the same measure as eddy_event_size), a missing required attribute,
+ * a duplicate field, a field that is neither an attribute, "data", "x-<valid name>" nor
+ * '_'-prefixed, attribute text with NUL bytes, and an event that fails eddy_event_validate (all
+ * EDDY_ERR_MALFORMED, naming the field in err). Ownership: *out is the caller's. */
 eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_t nfv,
                                size_t max_size, eddy_event **out, eddy_error *err);
 

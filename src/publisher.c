@@ -159,9 +159,8 @@ eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, 
     return EDDY_OK;
 }
 
-eddy_status eddy__publish_value_event(const eddy__settings *s, const char *type,
-                                      eddy_pack_fn pack, void *user, eddy_event **out,
-                                      eddy_error *err) {
+eddy_status eddy__publish_value_event(const eddy__settings *s, const char *type, eddy_pack_fn pack,
+                                      void *user, eddy_event **out, eddy_error *err) {
     if (!s->source)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
                           "publish_value needs settings.source for the event's source");

@@ -31,8 +31,7 @@ eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, 
 
 /* Builds the event publish_value sends: source from settings (EDDY_ERR_INVALID_SPEC when
  * there is none), a random id, the type, the current time, and the packed value as data. */
-eddy_status eddy__publish_value_event(const eddy__settings *s, const char *type,
-                                      eddy_pack_fn pack, void *user, eddy_event **out,
-                                      eddy_error *err);
+eddy_status eddy__publish_value_event(const eddy__settings *s, const char *type, eddy_pack_fn pack,
+                                      void *user, eddy_event **out, eddy_error *err);
 
 #endif

@@ -33,8 +33,6 @@ eddy_status eddy__reply_time_ms(const redisReply *r, long long *ms);
 /* An XPENDING extended reply: delivery count of `id`, or 0 when it is not listed. */
 unsigned eddy__reply_pending_count(const redisReply *r, const char *id);
 
-
-
 /* A nil reply object (what a blocking read answers on timeout), for backends that time out
  * on the client side. NULL on OOM. The caller frees it with freeReplyObject. */
 redisReply *eddy__reply_nil(void);

@@ -38,7 +38,8 @@ void eddy__random_hex(char out[33]) {
         /* No urandom (chroot): time and address bits still make collisions unlikely. */
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
-        unsigned long long x = (unsigned long long)ts.tv_nsec ^ ((unsigned long long)ts.tv_sec << 20) ^
+        unsigned long long x = (unsigned long long)ts.tv_nsec ^
+                               ((unsigned long long)ts.tv_sec << 20) ^
                                (unsigned long long)(uintptr_t)out ^ (unsigned long long)getpid();
         for (size_t i = 0; i < sizeof(bytes); i++) {
             x ^= x << 13, x ^= x >> 7, x ^= x << 17;
@@ -86,8 +87,8 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
                           src->instance);
     if (src->source && !src->source[0])
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "settings.source is empty");
-#define NEED_POSITIVE(field)                                                                   \
-    if (src->field == 0)                                                                       \
+#define NEED_POSITIVE(field)                                                                       \
+    if (src->field == 0)                                                                           \
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "settings." #field " must be > 0");
     NEED_POSITIVE(max_event_size)
     NEED_POSITIVE(workers)

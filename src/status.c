@@ -6,34 +6,34 @@
 
 #include "error.h"
 
-#define STATUSES(X)                                                                            \
-    X(EDDY_OK, "ok")                                                                           \
-    X(EDDY_PENDING, "pending: finishes later")                                                 \
-    X(EDDY_ERR_INVALID_ARGUMENT, "invalid argument")                                           \
-    X(EDDY_ERR_NOMEM, "out of memory")                                                         \
-    X(EDDY_ERR_INVALID_EVENT, "invalid CloudEvent")                                            \
-    X(EDDY_ERR_INVALID_SUBJECT, "invalid subject")                                             \
-    X(EDDY_ERR_INVALID_PATTERN, "invalid subject pattern")                                     \
-    X(EDDY_ERR_INVALID_URL, "invalid backend URL")                                             \
-    X(EDDY_ERR_INVALID_SPEC, "invalid subscription spec or setting")                           \
-    X(EDDY_ERR_TOO_LARGE, "too large")                                                         \
-    X(EDDY_ERR_MALFORMED, "malformed data")                                                    \
-    X(EDDY_ERR_IO, "connection to the backend failed")                                         \
-    X(EDDY_ERR_PROTOCOL, "unexpected reply from the backend")                                  \
-    X(EDDY_ERR_BACKEND, "the backend returned an error")                                       \
-    X(EDDY_ERR_TIMEOUT, "timed out")                                                           \
-    X(EDDY_ERR_CLOSED, "closed")                                                               \
-    X(EDDY_ERR_NOT_READY, "the bus has no live activation")                                    \
-    X(EDDY_ERR_NOT_SUPPORTED, "not supported by this backend")                                 \
-    X(EDDY_ERR_NO_DEADLINE, "a request needs a deadline")                                      \
-    X(EDDY_ERR_NO_REPLY, "no reply before the deadline")                                       \
-    X(EDDY_ERR_NO_RESPONDERS, "nothing is subscribed to the subject")                          \
-    X(EDDY_ERR_RESPONDER_FAILED, "the responder failed")                                       \
-    X(EDDY_ERR_RESERVED_ATTRIBUTE, "the event carries a reserved attribute")                   \
-    X(EDDY_ERR_ILLEGAL_STATE, "illegal state")                                                 \
-    X(EDDY_ERR_UNREADABLE_FILTER, "the filter needs a data field reader")                      \
-    X(EDDY_ERR_VERSION_CONFLICT, "expected version does not match")                            \
-    X(EDDY_ERR_HANDLER_FAILED, "the handler failed")                                           \
+#define STATUSES(X)                                                                                \
+    X(EDDY_OK, "ok")                                                                               \
+    X(EDDY_PENDING, "pending: finishes later")                                                     \
+    X(EDDY_ERR_INVALID_ARGUMENT, "invalid argument")                                               \
+    X(EDDY_ERR_NOMEM, "out of memory")                                                             \
+    X(EDDY_ERR_INVALID_EVENT, "invalid CloudEvent")                                                \
+    X(EDDY_ERR_INVALID_SUBJECT, "invalid subject")                                                 \
+    X(EDDY_ERR_INVALID_PATTERN, "invalid subject pattern")                                         \
+    X(EDDY_ERR_INVALID_URL, "invalid backend URL")                                                 \
+    X(EDDY_ERR_INVALID_SPEC, "invalid subscription spec or setting")                               \
+    X(EDDY_ERR_TOO_LARGE, "too large")                                                             \
+    X(EDDY_ERR_MALFORMED, "malformed data")                                                        \
+    X(EDDY_ERR_IO, "connection to the backend failed")                                             \
+    X(EDDY_ERR_PROTOCOL, "unexpected reply from the backend")                                      \
+    X(EDDY_ERR_BACKEND, "the backend returned an error")                                           \
+    X(EDDY_ERR_TIMEOUT, "timed out")                                                               \
+    X(EDDY_ERR_CLOSED, "closed")                                                                   \
+    X(EDDY_ERR_NOT_READY, "the bus has no live activation")                                        \
+    X(EDDY_ERR_NOT_SUPPORTED, "not supported by this backend")                                     \
+    X(EDDY_ERR_NO_DEADLINE, "a request needs a deadline")                                          \
+    X(EDDY_ERR_NO_REPLY, "no reply before the deadline")                                           \
+    X(EDDY_ERR_NO_RESPONDERS, "nothing is subscribed to the subject")                              \
+    X(EDDY_ERR_RESPONDER_FAILED, "the responder failed")                                           \
+    X(EDDY_ERR_RESERVED_ATTRIBUTE, "the event carries a reserved attribute")                       \
+    X(EDDY_ERR_ILLEGAL_STATE, "illegal state")                                                     \
+    X(EDDY_ERR_UNREADABLE_FILTER, "the filter needs a data field reader")                          \
+    X(EDDY_ERR_VERSION_CONFLICT, "expected version does not match")                                \
+    X(EDDY_ERR_HANDLER_FAILED, "the handler failed")                                               \
     X(EDDY_ERR_CANCELLED, "cancelled")
 
 #define AS_TEXT(sym, text) text,

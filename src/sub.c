@@ -38,12 +38,11 @@ eddy_status eddy__sub_new(const eddy__settings *s, const eddy_subscription_spec 
     if (!spec->handler)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "subscription '%s': no handler", name);
     if (spec->shape != EDDY_COMPETING && spec->shape != EDDY_FANOUT)
-        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "subscription '%s': unknown shape %d",
-                          name, (int)spec->shape);
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "subscription '%s': unknown shape %d", name,
+                          (int)spec->shape);
     if (spec->delivery != EDDY_AT_MOST_ONCE && spec->delivery != EDDY_AT_LEAST_ONCE)
-        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
-                          "subscription '%s': unknown delivery mode %d", name,
-                          (int)spec->delivery);
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "subscription '%s': unknown delivery mode %d",
+                          name, (int)spec->delivery);
     if (spec->shape == EDDY_COMPETING && (!spec->group || !name_ok(spec->group)))
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
                           "subscription '%s': a competing subscription needs a group of 1-128 "
@@ -97,8 +96,7 @@ eddy_status eddy__sub_check_against(const eddy__sub *sub, eddy__sub *const *exis
     for (size_t i = 0; i < n; i++)
         if (strcmp(existing[i]->name, sub->name) == 0)
             return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
-                              "subscription '%s': the name is already used on this bus",
-                              sub->name);
+                              "subscription '%s': the name is already used on this bus", sub->name);
     return EDDY_OK;
 }
 

@@ -54,9 +54,8 @@ EDDY_EXPORT eddy_status eddy_bus_publish_batch(eddy_bus *bus, const char *subjec
 
 /** Builds an event (source from settings: EDDY_ERR_INVALID_SPEC without one; a fresh random
  * id; the given type) whose data is the value `pack` writes, and publishes it. */
-EDDY_EXPORT eddy_status eddy_bus_publish_value(eddy_bus *bus, const char *subject,
-                                               const char *type, eddy_pack_fn pack, void *user,
-                                               eddy_error *err);
+EDDY_EXPORT eddy_status eddy_bus_publish_value(eddy_bus *bus, const char *subject, const char *type,
+                                               eddy_pack_fn pack, void *user, eddy_error *err);
 
 /** A subscription's counters. EDDY_ERR_INVALID_ARGUMENT for an unknown name. */
 EDDY_EXPORT eddy_status eddy_bus_consumer_stats(eddy_bus *bus, const char *name,

@@ -43,8 +43,7 @@ enum {
 };
 
 /** The capabilities of the backend a URL names. Thread: any. */
-EDDY_EXPORT eddy_status eddy_backend_capabilities(const char *url, unsigned *caps,
-                                                  eddy_error *err);
+EDDY_EXPORT eddy_status eddy_backend_capabilities(const char *url, unsigned *caps, eddy_error *err);
 
 /* ---- settings ------------------------------------------------------------------------ */
 

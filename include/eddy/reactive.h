@@ -61,8 +61,7 @@ EDDY_EXPORT eddy_status eddy_rbus_subscribe(eddy_rbus *bus, const eddy_subscript
  * refused subscription (bad spec) does not call it. */
 EDDY_EXPORT eddy_status eddy_rbus_subscribe_ready(eddy_rbus *bus,
                                                   const eddy_subscription_spec *spec,
-                                                  eddy_ready_fn ready, void *user,
-                                                  eddy_error *err);
+                                                  eddy_ready_fn ready, void *user, eddy_error *err);
 
 /** Starts the activation. `ready` (may be NULL) runs once when it is ready or has failed. A
  * start that fails (EDDY_ERR_IO after 2 * connect_timeout_ms + 2 * reconnect_max_ms) leaves
@@ -89,15 +88,14 @@ EDDY_EXPORT void eddy_rbus_free(eddy_rbus *bus);
 
 /** Publishes an event (checked first, as in eddy_bus_publish). `done` (may be NULL) runs once
  * with the outcome. The event is copied before the call returns. */
-EDDY_EXPORT eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject,
-                                          const eddy_event *ev, eddy_publish_fn done, void *user,
-                                          eddy_error *err);
+EDDY_EXPORT eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_event *ev,
+                                          eddy_publish_fn done, void *user, eddy_error *err);
 
 /** Builds the event as eddy_bus_publish_value does and publishes it. */
 EDDY_EXPORT eddy_status eddy_rbus_publish_value(eddy_rbus *bus, const char *subject,
                                                 const char *type, eddy_pack_fn pack,
-                                                void *pack_user, eddy_publish_fn done,
-                                                void *user, eddy_error *err);
+                                                void *pack_user, eddy_publish_fn done, void *user,
+                                                eddy_error *err);
 
 /** A subscription's counters. EDDY_ERR_INVALID_ARGUMENT for an unknown name. */
 EDDY_EXPORT eddy_status eddy_rbus_consumer_stats(eddy_rbus *bus, const char *name,

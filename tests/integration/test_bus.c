@@ -159,8 +159,8 @@ ParameterizedTest(combo *p, bus, two_competing_members_share_without_duplicates,
     setup(&c, p);
     recorder r;
     rec_init(&r);
-    eddy_subscription_spec sp = spec("work", "jobs.>", EDDY_COMPETING, "workers",
-                                     EDDY_AT_LEAST_ONCE, &r);
+    eddy_subscription_spec sp =
+        spec("work", "jobs.>", EDDY_COMPETING, "workers", EDDY_AT_LEAST_ONCE, &r);
     c.s.instance = "member-a";
     tbus *a = must_bus(&c, &sp, 1);
     c.s.instance = "member-b";
@@ -260,8 +260,7 @@ static bool poison_done(recorder *r, void *arg) {
 ParameterizedTestParameters(bus, poison_message_dead_lettered_after_max_deliveries) {
     return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
 }
-ParameterizedTest(combo *p, bus, poison_message_dead_lettered_after_max_deliveries,
-                  .timeout = 60) {
+ParameterizedTest(combo *p, bus, poison_message_dead_lettered_after_max_deliveries, .timeout = 60) {
     ctx c;
     setup(&c, p);
     c.s.max_deliveries = 3;
@@ -322,8 +321,8 @@ ParameterizedTest(combo *p, bus, malformed_and_oversized_entries_go_to_dead_lett
     char big[400];
     memset(big, 'z', sizeof(big) - 1);
     big[sizeof(big) - 1] = '\0';
-    const char *argv[] = {"XADD", key, "*", "specversion", "1.0", "id", "big", "source", "/t",
-                          "type", "t.big", "data", big};
+    const char *argv[] = {"XADD",   key,  "*",    "specversion", "1.0",  "id", "big",
+                          "source", "/t", "type", "t.big",       "data", big};
     redisReply *bx = raw_cmd(c.url, 13, argv);
     cr_assert_eq(bx->type, REDIS_REPLY_STRING, "raw XADD failed");
     freeReplyObject(bx);
@@ -394,8 +393,7 @@ ParameterizedTest(combo *p, bus, pattern_subscriber_gets_brand_new_subjects_with
 ParameterizedTestParameters(bus, restart_with_same_instance_recovers_own_pending) {
     return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
 }
-ParameterizedTest(combo *p, bus, restart_with_same_instance_recovers_own_pending,
-                  .timeout = 60) {
+ParameterizedTest(combo *p, bus, restart_with_same_instance_recovers_own_pending, .timeout = 60) {
     ctx c;
     setup(&c, p);
     c.s.redelivery_idle_ms = 3600 * 1000; /* only recovery, never an idle claim, can redeliver */
@@ -517,8 +515,9 @@ ParameterizedTest(combo *p, bus, bad_input_gets_a_clear_status, .timeout = 60) {
     sp = spec("s", "a.b", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
     sp.handler = NULL;
     cr_expect_eq(c.d->bus_new(&c.s, &sp, 1, &b, &err), EDDY_ERR_INVALID_SPEC);
-    eddy_subscription_spec two[2] = {spec("same", "a", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r),
-                                     spec("same", "b", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r)};
+    eddy_subscription_spec two[2] = {
+        spec("same", "a", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r),
+        spec("same", "b", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r)};
     cr_expect_eq(c.d->bus_new(&c.s, two, 2, &b, &err), EDDY_ERR_INVALID_SPEC);
     eddy_settings bad = c.s;
     bad.url = "http://localhost";

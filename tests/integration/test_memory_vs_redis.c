@@ -324,10 +324,32 @@ static void run_script(const script *s) {
 /* ---- scripts ------------------------------------------------------------------------------ */
 
 SCRIPT(s_errors) = {
-    "FOO a b",   "FOO",           "GET",         "GET a b",        "PING a b",         "PING hello",
-    "PING",      "XGROUP",        "XGROUP FOO",  "XGROUP FOO a b", "XGROUP CREATE @k", "XINFO",
-    "XINFO FOO", "XINFO HELP",    "XGROUP HELP", "XGROUP HELP x",  "multi x",          "exec x",
-    "Xadd @k",   "\"\\r\\nX\" a", NULL,
+    "FOO a b",
+    "FOO",
+    "GET",
+    "GET a b",
+    "PING a b",
+    "PING hello",
+    "PING",
+    "XGROUP",
+    "XGROUP FOO",
+    "XGROUP FOO a b",
+    "XGROUP CREATE @k",
+    "XINFO",
+    "XINFO FOO",
+    "XINFO HELP",
+    "XGROUP HELP",
+    "XGROUP HELP x",
+    "multi x",
+    "exec x",
+    "Xadd @k",
+    "\"\\r\\nX\" a",
+    "FOO \"a\\x00b\" \"c\\r\\nd\"",
+    "XADD @s 1-1 f v",
+    "XREADGROUP GROUP \"g\\r\\nx\" c STREAMS @s >",
+    "XPENDING \"a\\x00b\" g",
+    "XGROUP SETID @s \"g\\x00h\" 0",
+    NULL,
 };
 
 SCRIPT(s_strings) = {

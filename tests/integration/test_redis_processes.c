@@ -33,8 +33,8 @@ static void settings_for(eddy_settings *s, const char *url, const char *ns) {
 /* ---- a child process that consumes and writes each handled event id to a file ---------- */
 
 typedef struct child_ctx {
-    int fd;         /* file or pipe to report to */
-    bool hang;      /* never return from the handler (to be killed holding the message) */
+    int fd;    /* file or pipe to report to */
+    bool hang; /* never return from the handler (to be killed holding the message) */
 } child_ctx;
 
 static eddy_status child_handler(eddy_delivery *d, void *user) {
@@ -278,9 +278,9 @@ Test(processes, writing_to_a_dead_server_does_not_raise_sigpipe, .timeout = 60) 
         eddy_event_set_data(evs[i], data, sizeof(data));
     }
     for (int i = 0; i < 3; i++)
-        cr_expect_neq(eddy_bus_publish_batch(bus, "a", (const eddy_event *const *)evs, 200, NULL,
-                                             NULL),
-                      EDDY_OK);
+        cr_expect_neq(
+            eddy_bus_publish_batch(bus, "a", (const eddy_event *const *)evs, 200, NULL, NULL),
+            EDDY_OK);
     for (int i = 0; i < 200; i++)
         eddy_event_free(evs[i]);
     eddy_bus_free(bus);

@@ -12,13 +12,12 @@ static eddy_status b_subscribe(tbus *b, const eddy_subscription_spec *spec, eddy
 static eddy_status b_start(tbus *b, eddy_error *err) { return eddy_bus_start((eddy_bus *)b, err); }
 static eddy_status b_stop(tbus *b) { return eddy_bus_stop((eddy_bus *)b); }
 static void b_free(tbus *b) { eddy_bus_free((eddy_bus *)b); }
-static eddy_status b_publish(tbus *b, const char *subject, const eddy_event *ev,
-                             eddy_error *err) {
+static eddy_status b_publish(tbus *b, const char *subject, const eddy_event *ev, eddy_error *err) {
     return eddy_bus_publish((eddy_bus *)b, subject, ev, NULL, 0, err);
 }
 static eddy_status b_stats(tbus *b, const char *name, eddy_consumer_stats *out) {
     return eddy_bus_consumer_stats((eddy_bus *)b, name, out);
 }
 
-const driver blocking_driver = {"blocking", b_new,     b_subscribe, b_start,
-                                b_stop,     b_free,    b_publish,   b_stats};
+const driver blocking_driver = {"blocking", b_new,  b_subscribe, b_start,
+                                b_stop,     b_free, b_publish,   b_stats};

@@ -45,7 +45,9 @@ static int pings(int port) {
     return ok;
 }
 
-void eddy_test_redis_start(eddy_test_redis *r, int port) { eddy_test_redis_start_with(r, port, NULL); }
+void eddy_test_redis_start(eddy_test_redis *r, int port) {
+    eddy_test_redis_start_with(r, port, NULL);
+}
 
 void eddy_test_redis_start_with(eddy_test_redis *r, int port, const char *const *extra) {
     for (int attempt = 0; attempt < 20; attempt++) {
@@ -59,9 +61,9 @@ void eddy_test_redis_start_with(eddy_test_redis *r, int port, const char *const 
         if (pid == 0) {
             char ports[16];
             snprintf(ports, sizeof(ports), "%d", p);
-            const char *args[64] = {"redis-server", "--bind",   "127.0.0.1", "--port",
-                                    ports,          "--save",   "",          "--appendonly",
-                                    "no",           "--dir",    r->dir,      "--loglevel",
+            const char *args[64] = {"redis-server", "--bind",    "127.0.0.1", "--port",
+                                    ports,          "--save",    "",          "--appendonly",
+                                    "no",           "--dir",     r->dir,      "--loglevel",
                                     "warning",      "--logfile", "redis.log"};
             int n = 15;
             for (int i = 0; extra && extra[i] && n < 63; i++)

@@ -71,8 +71,8 @@ static void teardown(void) {
 /* Plans at `now`, feeds the given replies (one RESP text per command), collects deliveries. */
 static void step(long long now, eddy__plan *p, const char *const *replies, size_t n,
                  eddy__delivery_list *out) {
-    cr_assert_eq(p->cmds.n, n, "planned %zu commands, test has %zu replies (first: %s)",
-                 p->cmds.n, n, p->cmds.n ? cmd_text(p, 0) : "-");
+    cr_assert_eq(p->cmds.n, n, "planned %zu commands, test has %zu replies (first: %s)", p->cmds.n,
+                 n, p->cmds.n ? cmd_text(p, 0) : "-");
     redisReply *r[32];
     for (size_t i = 0; i < n; i++)
         r[i] = resp(replies[i]);
@@ -131,15 +131,15 @@ Test(consumer, live_read_delivers_and_acknowledges_after_success, .fini = teardo
     cr_assert_eq(p.cmds.n, 5, "no blocking read behind acknowledgements");
     cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-1");
     cr_expect_str_eq(cmd_text(&p, 1), "MULTI");
-    cr_expect(strstr(cmd_text(&p, 2), "XADD {t}:dlq:g * _dlq_subject jobs _dlq_entry 1-2 "
-                                      "_dlq_deliveries 1 _dlq_reason malformed _dlq_group g foo bar"),
+    cr_expect(strstr(cmd_text(&p, 2),
+                     "XADD {t}:dlq:g * _dlq_subject jobs _dlq_entry 1-2 "
+                     "_dlq_deliveries 1 _dlq_reason malformed _dlq_group g foo bar"),
               "%s", cmd_text(&p, 2));
     cr_expect_str_eq(cmd_text(&p, 3), "XACK {t}:s:jobs g 1-2");
     cr_expect_str_eq(cmd_text(&p, 4), "EXEC");
     cr_expect_eq(p.block_ms, -1);
     step(10, &p,
-         (const char *[]){":1\r\n", OK, "+QUEUED\r\n", "+QUEUED\r\n",
-                          "*2\r\n$3\r\n9-9\r\n:1\r\n"},
+         (const char *[]){":1\r\n", OK, "+QUEUED\r\n", "+QUEUED\r\n", "*2\r\n$3\r\n9-9\r\n:1\r\n"},
          5, &out);
     plan(10, &p);
     cr_expect(strncmp(cmd_text(&p, 0), "XREADGROUP", 10) == 0);
@@ -178,7 +178,7 @@ Test(consumer, claimed_entry_over_max_deliveries_is_dead_lettered, .fini = teard
     eddy__delivery_list out = {0};
     to_live(&p, &out);
     step(0, &p, (const char *[]){"*-1\r\n"}, 1, &out); /* the read timed out */
-    plan(2000, &p); /* past the claim interval */
+    plan(2000, &p);                                    /* past the claim interval */
     cr_assert_str_eq(cmd_text(&p, 0), "XAUTOCLAIM {t}:s:jobs g me 1000 0-0 COUNT 10");
     const char *claim = "*3\r\n$3\r\n0-0\r\n*2\r\n"
                         "*2\r\n$3\r\n1-1\r\n*8\r\n$11\r\nspecversion\r\n$3\r\n1.0\r\n$2\r\nid\r\n$"
@@ -203,8 +203,9 @@ Test(consumer, claimed_entry_over_max_deliveries_is_dead_lettered, .fini = teard
     plan(2000, &p);
     cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-2");
     cr_expect_str_eq(cmd_text(&p, 1), "MULTI");
-    cr_expect(strstr(cmd_text(&p, 2), "_dlq_entry 1-1 _dlq_deliveries 3 _dlq_reason max_deliveries"),
-              "%s", cmd_text(&p, 2));
+    cr_expect(
+        strstr(cmd_text(&p, 2), "_dlq_entry 1-1 _dlq_deliveries 3 _dlq_reason max_deliveries"),
+        "%s", cmd_text(&p, 2));
     eddy__plan_reset(&p);
     eddy__delivery_list_free(&out);
 }
@@ -242,9 +243,10 @@ Test(consumer, pattern_discovers_matching_subjects_only, .fini = teardown) {
     plan(0, &p);
     cr_assert_str_eq(cmd_text(&p, 0), "SMEMBERS {t}:subjects");
     cr_assert(!eddy__consumer_ready(consumer));
-    step(0, &p,
-         (const char *[]){"*4\r\n$6\r\nshop.a\r\n$8\r\nshop.a.b\r\n$5\r\nother\r\n$6\r\nshop.b\r\n"},
-         1, &out);
+    step(
+        0, &p,
+        (const char *[]){"*4\r\n$6\r\nshop.a\r\n$8\r\nshop.a.b\r\n$5\r\nother\r\n$6\r\nshop.b\r\n"},
+        1, &out);
     plan(0, &p);
     cr_assert_eq(p.cmds.n, 2);
     cr_expect_str_eq(cmd_text(&p, 0), "XGROUP CREATE {t}:s:shop.a g $ MKSTREAM");
