@@ -627,7 +627,7 @@ redisReply *eddy__mem_exec(eddy__mem_conn *conn, int argc, const char **argv, co
 
 /* ---- invariant checks (tests) ------------------------------------------------------------- */
 
-static const char *check_group(eddy__mstream *s, eddy__mgroup *g) {
+static const char *check_group(eddy__mgroup *g) {
     size_t in_consumers = 0;
     for (size_t i = 0; i < g->consumers.nent; i++) {
         if (!g->consumers.ent[i].key)
@@ -651,7 +651,6 @@ static const char *check_group(eddy__mstream *s, eddy__mgroup *g) {
     }
     if (in_consumers != g->pel.len)
         return "group PEL and consumer PELs differ in size";
-    (void)s;
     return NULL;
 }
 
@@ -684,7 +683,7 @@ static const char *check_stream(eddy__mstream *s) {
     for (size_t i = 0; i < s->groups.nent; i++) {
         if (!s->groups.ent[i].key)
             continue;
-        const char *err = check_group(s, s->groups.ent[i].val);
+        const char *err = check_group(s->groups.ent[i].val);
         if (err)
             return err;
     }

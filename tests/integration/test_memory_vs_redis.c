@@ -19,6 +19,7 @@
 
 #include "eddy_test.h"
 #include "memory/engine.h"
+#include "memory/internal.h"
 
 /* ---- text rendering of replies ------------------------------------------------------------ */
 
@@ -314,6 +315,8 @@ static void run_script(const script *s) {
         freeReplyObject(rr);
         free_line(&c);
     }
+    const char *broken = eddy__mem_engine_check(eng);
+    cr_expect_null(broken, "[%s] engine invariant broken: %s", s->name, broken ? broken : "");
     redisFree(rc);
     eddy__mem_conn_free(conn);
     eddy__mem_engine_release(eng);
