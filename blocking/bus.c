@@ -7,6 +7,7 @@
 
 #include "error.h"
 #include "internal.h"
+#include "redis.h"
 
 static void bsub_free(bsub *bs) {
     if (!bs)
@@ -28,7 +29,8 @@ static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, bs
     eddy__sub *existing[bus->nsubs + 1];
     for (size_t i = 0; i < bus->nsubs; i++)
         existing[i] = bus->subs[i]->sub;
-    if ((st = eddy__sub_check_against(sub, existing, bus->nsubs, err)) != EDDY_OK) {
+    if ((st = eddy__sub_check_against(&bus->s, eddy__capabilities(&bus->s.url), sub, existing,
+                                      bus->nsubs, err)) != EDDY_OK) {
         eddy__sub_free(sub);
         return st;
     }
@@ -53,7 +55,9 @@ static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, bs
         bsub_free(bs);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     }
+    pthread_mutex_lock(&bus->subs_lock);
     bus->subs[bus->nsubs++] = bs;
+    pthread_mutex_unlock(&bus->subs_lock);
     *out = bs;
     return EDDY_OK;
 }
@@ -67,37 +71,79 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
     if (!bus)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     pthread_mutex_init(&bus->lock, NULL);
+    pthread_mutex_init(&bus->subs_lock, NULL);
     pthread_mutex_init(&bus->pub_lock, NULL);
+    pthread_mutex_init(&bus->ctl_lock, NULL);
+    pthread_condattr_t attr; /* start waits on it with a monotonic deadline */
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&bus->ctl_cond, &attr);
+    pthread_condattr_destroy(&attr);
     eddy_status st = eddy__settings_copy(&bus->s, settings, err);
-    if (st != EDDY_OK) {
-        pthread_mutex_destroy(&bus->lock);
-        pthread_mutex_destroy(&bus->pub_lock);
-        free(bus);
-        return st;
+    bool conns_ready = false;
+    if (st == EDDY_OK) {
+        bus->caps = eddy__capabilities(&bus->s.url);
+        if (bconn_init(&bus->pub_conn, &bus->s) != EDDY_OK ||
+            bconn_init(&bus->ctl_conn, &bus->s) != EDDY_OK)
+            st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+        conns_ready = true;
     }
-    bool conn_ready = false;
-    if ((st = bconn_init(&bus->pub_conn, &bus->s)) != EDDY_OK)
-        eddy__fail(err, st, "out of memory");
-    else
-        conn_ready = true;
     for (size_t i = 0; st == EDDY_OK && i < nspecs; i++) {
         bsub *bs;
         st = add_sub(bus, &specs[i], &bs, err);
     }
-    if (st == EDDY_OK && !(bus->publisher = eddy__publisher_new(&bus->s)))
+    if (st == EDDY_OK && (!(bus->publisher = eddy__publisher_new(&bus->s)) ||
+                          !(bus->requests = eddy__requests_new(&bus->s))))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     if (st == EDDY_OK && !(bus->pool = bpool_new(bus->s.workers)))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "could not start %u worker threads", bus->s.workers);
     if (st == EDDY_OK)
         st = bconn_connect(&bus->pub_conn, err);
     if (st != EDDY_OK) {
-        if (!conn_ready)
-            bconn_init(&bus->pub_conn, &bus->s); /* so that free has something to destroy */
+        if (!conns_ready) { /* the settings were refused: nothing else was made */
+            pthread_cond_destroy(&bus->ctl_cond);
+            pthread_mutex_destroy(&bus->ctl_lock);
+            pthread_mutex_destroy(&bus->pub_lock);
+            pthread_mutex_destroy(&bus->subs_lock);
+            pthread_mutex_destroy(&bus->lock);
+            free(bus);
+            return st;
+        }
         eddy_bus_free(bus);
         return st;
     }
     *out = bus;
     return EDDY_OK;
+}
+
+/* Runs commands on the publishing connection and checks every reply. */
+static eddy_status run(eddy_bus *bus, eddy__cmdlist *cmds, eddy_error *err) {
+    redisReply *replies[8] = {0};
+    eddy_status st = cmds->n <= 8 ? EDDY_OK : EDDY_ERR_INVALID_ARGUMENT;
+    if (st == EDDY_OK) {
+        pthread_mutex_lock(&bus->pub_lock);
+        st = bconn_exec(&bus->pub_conn, cmds, -1, replies, err);
+        pthread_mutex_unlock(&bus->pub_lock);
+    }
+    for (size_t i = 0; i < cmds->n; i++) {
+        if (st == EDDY_OK)
+            st = eddy__reply_status(replies[i], "registry", err);
+        if (replies[i])
+            freeReplyObject(replies[i]);
+    }
+    eddy__cmdlist_reset(cmds);
+    return st;
+}
+
+/* A late subscription counts for requesters before subscribe returns. */
+static eddy_status register_now(eddy_bus *bus, eddy__sub *sub, eddy_error *err) {
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    pthread_mutex_lock(&bus->ctl_lock);
+    eddy_status st = bus->inbox ? eddy__inbox_register_cmds(bus->inbox, sub, eddy_now_ms(), &cmds)
+                                : EDDY_OK;
+    pthread_mutex_unlock(&bus->ctl_lock);
+    return st == EDDY_OK ? run(bus, &cmds, err) : eddy__fail(err, st, "out of memory");
 }
 
 eddy_status eddy_bus_subscribe(eddy_bus *bus, const eddy_subscription_spec *spec, eddy_error *err) {
@@ -107,10 +153,13 @@ eddy_status eddy_bus_subscribe(eddy_bus *bus, const eddy_subscription_spec *spec
     bsub *bs;
     eddy_status st = add_sub(bus, spec, &bs, err);
     if (st == EDDY_OK && bus->started) {
-        if ((st = bsub_start(bs, err)) == EDDY_OK && (st = bsub_wait_ready(bs, err)) != EDDY_OK)
-            bsub_stop(bs);
+        if ((st = bsub_start(bs, err)) == EDDY_OK && (st = bsub_wait_ready(bs, err)) == EDDY_OK)
+            st = register_now(bus, bs->sub, err);
         if (st != EDDY_OK) {
+            bsub_stop(bs);
+            pthread_mutex_lock(&bus->subs_lock);
             bus->nsubs--;
+            pthread_mutex_unlock(&bus->subs_lock);
             bsub_free(bs);
         }
     }
@@ -129,11 +178,17 @@ eddy_status eddy_bus_start(eddy_bus *bus, eddy_error *err) {
         st = bsub_start(bus->subs[i], err);
     for (size_t i = 0; st == EDDY_OK && i < bus->nsubs; i++)
         st = bsub_wait_ready(bus->subs[i], err);
+    /* Then the reply stream and the registry: a requester that sees these subscriptions
+     * finds their groups in place. */
     if (st == EDDY_OK)
+        st = bctl_start(bus, err);
+    if (st == EDDY_OK) {
         bus->started = true;
-    else if (st != EDDY_ERR_ILLEGAL_STATE)
+        atomic_store(&bus->active, true);
+    } else if (st != EDDY_ERR_ILLEGAL_STATE) {
         for (size_t i = 0; i < bus->nsubs; i++)
             bsub_stop(bus->subs[i]);
+    }
     pthread_mutex_unlock(&bus->lock);
     return st;
 }
@@ -142,6 +197,27 @@ eddy_status eddy_bus_stop(eddy_bus *bus) {
     if (!bus)
         return EDDY_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&bus->lock);
+    if (bus->started) {
+        /* Leave the registry first, so requesters see "no responders" rather than wait. */
+        atomic_store(&bus->active, false);
+        eddy__cmdlist cmds;
+        eddy__cmdlist_init(&cmds);
+        pthread_mutex_lock(&bus->subs_lock);
+        eddy__sub *subs[bus->nsubs + 1];
+        for (size_t i = 0; i < bus->nsubs; i++)
+            subs[i] = bus->subs[i]->sub;
+        size_t n = bus->nsubs;
+        pthread_mutex_unlock(&bus->subs_lock);
+        pthread_mutex_lock(&bus->ctl_lock);
+        eddy_status st = bus->inbox ? eddy__inbox_close_cmds(bus->inbox, subs, n, &cmds) : EDDY_OK;
+        pthread_mutex_unlock(&bus->ctl_lock);
+        if (st == EDDY_OK && cmds.n && run(bus, &cmds, NULL) != EDDY_OK)
+            eddy__log(&bus->s.log, EDDY_LOG_WARN,
+                      "stop: could not leave the subscription registry; the leases end in %u ms",
+                      bus->s.lease_ms);
+        eddy__cmdlist_reset(&cmds);
+        bctl_stop(bus);
+    }
     /* Interrupt every reader first, then wait for each: stopping takes one wait, not n. */
     for (size_t i = 0; i < bus->nsubs; i++)
         if (bus->subs[i]->running) {
@@ -164,9 +240,14 @@ void eddy_bus_free(eddy_bus *bus) {
         bsub_free(bus->subs[i]);
     free(bus->subs);
     bconn_destroy(&bus->pub_conn);
+    bconn_destroy(&bus->ctl_conn);
     eddy__publisher_free(bus->publisher);
+    eddy__requests_free(bus->requests);
     eddy__settings_free(&bus->s);
+    pthread_cond_destroy(&bus->ctl_cond);
+    pthread_mutex_destroy(&bus->ctl_lock);
     pthread_mutex_destroy(&bus->lock);
+    pthread_mutex_destroy(&bus->subs_lock);
     pthread_mutex_destroy(&bus->pub_lock);
     free(bus);
 }
@@ -175,13 +256,13 @@ eddy_status eddy_bus_consumer_stats(eddy_bus *bus, const char *name, eddy_consum
     if (!bus || !name || !out)
         return EDDY_ERR_INVALID_ARGUMENT;
     eddy_status st = EDDY_ERR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&bus->lock);
+    pthread_mutex_lock(&bus->subs_lock);
     for (size_t i = 0; i < bus->nsubs; i++)
         if (strcmp(bus->subs[i]->sub->name, name) == 0) {
             eddy__stats_snapshot(&bus->subs[i]->sub->stats, out);
             st = EDDY_OK;
         }
-    pthread_mutex_unlock(&bus->lock);
+    pthread_mutex_unlock(&bus->subs_lock);
     return st;
 }
 

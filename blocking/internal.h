@@ -9,7 +9,9 @@
 #include "consumer.h"
 #include "eddy/blocking.h"
 #include "pool.h"
+#include "inbox.h"
 #include "publisher.h"
+#include "requests.h"
 #include "settings.h"
 #include "sub.h"
 
@@ -30,15 +32,35 @@ typedef struct bsub {
 
 struct eddy_bus {
     eddy__settings s;
+    unsigned caps;
     eddy__publisher *publisher;
+    eddy__requests *requests;
+    /* The activation's control thread: reply stream, registry heartbeats (inbox.h). */
+    eddy__inbox *inbox;
+    bconn ctl_conn;
+    pthread_t ctl_thread;
+    bool ctl_running;
+    atomic_bool ctl_stopping;
+    pthread_mutex_t ctl_lock; /* with ctl_cond: start waits for ctl_ready */
+    pthread_cond_t ctl_cond;
+    bool ctl_ready;
+    atomic_bool active; /* started and ready: requests may be sent */
     pthread_mutex_t pub_lock; /* one publish (pipeline) at a time on pub_conn */
     bconn pub_conn;
-    pthread_mutex_t lock; /* subs, nsubs, started */
+    pthread_mutex_t lock;      /* started, and every change to subs */
+    pthread_mutex_t subs_lock; /* subs and nsubs, for readers that must not wait on `lock` */
     bsub **subs;
     size_t nsubs;
     bool started;
     bpool *pool;
 };
+
+/* control.c */
+eddy_status bctl_start(eddy_bus *bus, eddy_error *err);
+void bctl_stop(eddy_bus *bus);
+
+/* request.c: completes a blocking request's waiter (any thread). */
+void bwait_complete(void *waiter, eddy_status st, eddy_event *reply);
 
 /* reader.c */
 eddy_status bsub_start(bsub *bs, eddy_error *err);

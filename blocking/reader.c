@@ -11,9 +11,9 @@
 #include "error.h"
 #include "internal.h"
 
-static void finish(eddy_delivery *d, eddy_status st) {
+static void finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
     bsub *bs = d->frontend;
-    eddy__consumer_settle(bs->consumer, d, st);
+    eddy__consumer_settle(bs->consumer, d, st, reply);
     pthread_mutex_lock(&bs->lock);
     pthread_cond_broadcast(&bs->settled);
     pthread_mutex_unlock(&bs->lock);
@@ -22,9 +22,10 @@ static void finish(eddy_delivery *d, eddy_status st) {
 static void run_handler(void *arg) {
     eddy_delivery *d = arg;
     bsub *bs = d->frontend;
-    eddy_status st = bs->sub->handler(d, bs->sub->user);
+    eddy_event *reply = NULL;
+    eddy_status st = eddy__sub_run(bs->sub, d, &reply);
     if (st != EDDY_PENDING)
-        finish(d, st);
+        finish(d, st, reply);
 }
 
 static void wait_settled(bsub *bs) {

@@ -54,7 +54,8 @@ static eddy_status add_sub(eddy_rbus *bus, const eddy_subscription_spec *spec, r
     }
     for (size_t i = 0; i < bus->nsubs; i++)
         existing[i] = bus->subs[i]->sub;
-    st = eddy__sub_check_against(sub, existing, bus->nsubs, err);
+    st = eddy__sub_check_against(&bus->s, eddy__capabilities(&bus->s.url), sub, existing,
+                                 bus->nsubs, err);
     free(existing);
     if (st != EDDY_OK) {
         eddy__sub_free(sub);

@@ -49,11 +49,11 @@ static void abandon_out(ract *act) {
     act->out.n = 0;
 }
 
-static void settle(ract *act, rslot *sl, eddy_status st) {
+static void settle(ract *act, rslot *sl, eddy_status st, eddy_event *reply) {
     eddy_delivery *d = sl->d;
     sl->d = NULL;
     act->unsettled--;
-    eddy__consumer_settle(act->consumer, d, st);
+    eddy__consumer_settle(act->consumer, d, st, reply);
 }
 
 static void abandon(ract *act, rslot *sl) {
@@ -225,17 +225,19 @@ static void act_step(ract *act) {
     act_send(act);
 }
 
-static void act_finish(eddy_delivery *d, eddy_status st) {
+static void act_finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
     rslot *sl = d->frontend;
     ract *act = sl->act;
     eddy_rbus *bus = act->bus;
     rbus_enter(bus);
     if (sl->d == d) {
-        settle(act, sl, st == EDDY_PENDING ? EDDY_ERR_HANDLER_FAILED : st);
+        settle(act, sl, st == EDDY_PENDING ? EDDY_ERR_HANDLER_FAILED : st, reply);
+        reply = NULL;
         if (!act->dispatching && act->state == A_HANDLERS &&
             (act->unsettled == 0 || act->stopping))
             act_step(act);
     }
+    eddy_event_free(reply); /* a second finish: the delivery was settled already */
     rbus_leave(bus);
 }
 
@@ -272,11 +274,14 @@ static void dispatch(ract *act) {
             abandon(act, sl);
             continue;
         }
-        eddy_status st = sub->handler(sl->d, sub->user);
+        eddy_event *reply = NULL;
+        eddy_status st = eddy__sub_run(sub, sl->d, &reply);
         /* A handler that finished its delivery itself and still returned a result: the
          * delivery is settled already, the result is ignored. */
         if (st != EDDY_PENDING && sl->d)
-            settle(act, sl, st);
+            settle(act, sl, st, reply);
+        else
+            eddy_event_free(reply);
     }
 }
 
@@ -433,7 +438,9 @@ void ract_stop(ract *act) {
     }
 }
 
-static void orphan_finish(eddy_delivery *d, eddy_status st) {
+static void orphan_finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
+    (void)st;
+    eddy_event_free(reply);
     free(d->frontend);
     eddy__delivery_free(d);
 }

@@ -10,9 +10,14 @@ eddy_status eddy_backend_capabilities(const char *url, unsigned *caps, eddy_erro
     eddy_status st = eddy__url_parse(url, &parsed, err);
     if (st != EDDY_OK)
         return st;
-    *caps = EDDY_CAP_GROUPS;
-    if (parsed.kind != EDDY__URL_MEMORY)
-        *caps |= EDDY_CAP_CROSS_PROCESS;
+    *caps = eddy__capabilities(&parsed);
     eddy__url_free(&parsed);
     return EDDY_OK;
+}
+
+unsigned eddy__capabilities(const eddy__url *url) {
+    unsigned caps = EDDY_CAP_GROUPS | EDDY_CAP_REQUEST_REPLY;
+    if (url->kind != EDDY__URL_MEMORY)
+        caps |= EDDY_CAP_CROSS_PROCESS;
+    return caps;
 }

@@ -17,7 +17,9 @@
 #include <string.h>
 
 #include "entry.h"
+#include "error.h"
 #include "keys.h"
+#include "requests.h"
 #include "reply.h"
 #include "subject.h"
 
@@ -32,7 +34,8 @@ enum {
     T_HISTORY,
     T_CLAIM,
     T_COUNTS,
-    T_LIVE
+    T_LIVE,
+    T_REPLY
 };
 
 #define ID_MAX 48
@@ -101,9 +104,11 @@ struct eddy__consumer {
     VEC(fetched) waiting;
     bool counts_asked;
 
-    pthread_mutex_t lock; /* guards acks and outstanding (settle runs on any thread) */
+    pthread_mutex_t lock; /* guards acks, replies and outstanding (settle runs on any thread) */
     VEC(ack) acks;
+    VEC(eddy__cmd) replies; /* XADDs of replies, sent with the next round trip */
     size_t outstanding;
+    char *inbox_prefix;     /* "{ns}:inbox:": the only place a reply may go */
 
     VEC(ack) inflight;
     VEC(dlq_item) dlq;
@@ -148,7 +153,8 @@ eddy__consumer *eddy__consumer_new(const eddy__settings *s, eddy__sub *sub) {
     pthread_mutex_init(&c->lock, NULL);
     c->subjects_key = eddy__key_subjects(s->ns);
     c->dlq_key = eddy__key_dlq(s->ns, sub->group);
-    if (!c->subjects_key || !c->dlq_key || (sub->literal && add_stream(c, sub->pattern, "$"))) {
+    c->inbox_prefix = eddy__key_inbox(s->ns, "");
+    if (!c->subjects_key || !c->dlq_key || !c->inbox_prefix || (sub->literal && add_stream(c, sub->pattern, "$"))) {
         eddy__consumer_free(c);
         return NULL;
     }
@@ -181,6 +187,10 @@ void eddy__consumer_free(eddy__consumer *c) {
     drop_dlq(c);
     free(c->dlq.v);
     free(c->acks.v);
+    for (size_t i = 0; i < c->replies.n; i++)
+        eddy__cmd_reset(&c->replies.v[i]);
+    free(c->replies.v);
+    free(c->inbox_prefix);
     free(c->inflight.v);
     free(c->subjects_key);
     free(c->dlq_key);
@@ -241,6 +251,24 @@ static eddy_status plan_acks(eddy__consumer *c, eddy__plan *p) {
         }
     }
     return EDDY_OK;
+}
+
+static eddy_status plan_replies(eddy__consumer *c, eddy__plan *p) {
+    pthread_mutex_lock(&c->lock);
+    eddy_status st = EDDY_OK;
+    size_t i = 0;
+    for (; i < c->replies.n; i++) {
+        eddy__cmd *cmd = eddy__cmdlist_add(&p->cmds, T_REPLY, 0);
+        if (!cmd) {
+            st = EDDY_ERR_NOMEM;
+            break;
+        }
+        *cmd = c->replies.v[i]; /* the plan owns it now */
+    }
+    memmove(c->replies.v, c->replies.v + i, (c->replies.n - i) * sizeof(*c->replies.v));
+    c->replies.n -= i;
+    pthread_mutex_unlock(&c->lock);
+    return st;
 }
 
 static eddy_status plan_dead_letters(eddy__consumer *c, eddy__plan *p) {
@@ -396,6 +424,8 @@ eddy_status eddy__consumer_plan(eddy__consumer *c, long long now_ms, eddy__plan 
     c->now = now_ms;
     eddy_status st = plan_acks(c, plan);
     if (st == EDDY_OK)
+        st = plan_replies(c, plan);
+    if (st == EDDY_OK)
         st = plan_dead_letters(c, plan);
     if (st == EDDY_OK)
         st = plan_main(c, now_ms, plan, plan->cmds.n == 0);
@@ -407,6 +437,8 @@ eddy_status eddy__consumer_plan(eddy__consumer *c, long long now_ms, eddy__plan 
 eddy_status eddy__consumer_plan_flush(eddy__consumer *c, long long now_ms, eddy__plan *plan) {
     c->now = now_ms;
     eddy_status st = plan_acks(c, plan);
+    if (st == EDDY_OK)
+        st = plan_replies(c, plan);
     if (st == EDDY_OK)
         st = plan_dead_letters(c, plan);
     if (st == EDDY_OK)
@@ -485,11 +517,31 @@ static void take_entry(eddy__consumer *c, size_t stream, const char *id, const c
                           st == EDDY_ERR_TOO_LARGE ? EDDY_REASON_TOO_LARGE : EDDY_REASON_MALFORMED);
         return;
     }
+    size_t rlen = 0, ilen = 0, dlen = 0;
+    const char *reply_to = eddy__entry_field(fv, fvlen, nfv, EDDY__F_REPLY_TO, &rlen);
+    const char *req_id = eddy__entry_field(fv, fvlen, nfv, EDDY__F_REQUEST, &ilen);
+    const char *deadline = eddy__entry_field(fv, fvlen, nfv, EDDY__F_DEADLINE, &dlen);
+    long long deadline_ms = deadline && dlen < 24 ? atoll(deadline) : 0;
+    if (c->sub->responder && reply_to && deadline_ms > 0 && eddy_now_ms() > deadline_ms) {
+        /* Nobody waits for it any more: answering would only produce an Unclaimed reply. */
+        atomic_fetch_add(&c->sub->stats.expired, 1);
+        eddy_event_free(ev);
+        return;
+    }
     eddy_delivery *d = calloc(1, sizeof(*d));
-    if (!d || (out->n == out->cap && !vec_grow((void **)&out->v, &out->cap, sizeof(*out->v)))) {
+    if (!d || (out->n == out->cap && !vec_grow((void **)&out->v, &out->cap, sizeof(*out->v))) ||
+        (reply_to && (!req_id || ilen >= sizeof(d->request_id) ||
+                      !(d->reply_to = strndup(reply_to, rlen))))) {
+        if (d)
+            free(d->reply_to);
         free(d);
         eddy_event_free(ev);
-        return; /* stays pending (AtLeastOnce) */
+        return; /* stays pending (AtLeastOnce); a request without an id is not answerable */
+    }
+    if (reply_to) {
+        memcpy(d->request_id, req_id, ilen);
+        d->request_id[ilen] = '\0';
+        d->deadline = deadline_ms;
     }
     d->ev = ev;
     d->subject = c->streams.v[stream].subject;
@@ -680,6 +732,17 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
         case T_DISCOVER:
             feed_discovery(c, r);
             break;
+        case T_REPLY:
+            if (r->type == REDIS_REPLY_STRING) {
+                atomic_fetch_add(&sub->stats.replied, 1);
+            } else {
+                /* nil: the reply stream is gone (its process died); or an error reply */
+                atomic_fetch_add(&sub->stats.refused, 1);
+                if (r->type == REDIS_REPLY_ERROR)
+                    eddy__log(&c->s->log, EDDY_LOG_WARN, "subscription '%s': reply refused: %s",
+                              sub->name, r->str);
+            }
+            break;
         case T_GROUP:
             if (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0)
                 c->streams.v[arg].group_ready = true;
@@ -719,22 +782,127 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
 
 /* ---- settling and resetting ------------------------------------------------------------ */
 
-void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st) {
+/* Builds the failure reply: an event of the bus's own, marked with the reserved attribute.
+ * Nothing of the responder's failure goes into it. */
+static eddy_event *failure_reply(eddy__consumer *c) {
+    eddy_event *ev = eddy_event_new();
+    char id[33];
+    eddy__random_hex(id);
+    if (ev && (eddy_event_set_id(ev, id) != EDDY_OK ||
+               eddy_event_set_source(ev, c->s->source) != EDDY_OK ||
+               eddy_event_set_type(ev, "eddy.reply.failed") != EDDY_OK ||
+               eddy_event_set_extension(ev, EDDY__FAILED_ATTR, "true", NULL) != EDDY_OK)) {
+        eddy_event_free(ev);
+        ev = NULL;
+    }
+    return ev;
+}
+
+/* Queues the reply's XADD to the requester's reply stream. NOMKSTREAM: a reply stream that
+ * expired with its process is not created again. Takes the reply. */
+static void queue_reply(eddy__consumer *c, eddy_delivery *d, eddy_event *reply) {
+    eddy__stats *stats = &c->sub->stats;
+    if (strncmp(d->reply_to, c->inbox_prefix, strlen(c->inbox_prefix)) != 0) {
+        eddy__log(&c->s->log, EDDY_LOG_WARN,
+                  "subscription '%s': request %s asks for a reply outside namespace '%s'; "
+                  "refused",
+                  c->sub->name, d->request_id, c->s->ns);
+        atomic_fetch_add(&stats->refused, 1);
+        eddy_event_free(reply);
+        return;
+    }
+    eddy__cmd x;
+    eddy__cmd_init(&x);
+    eddy__cmd_str(&x, "XADD");
+    eddy__cmd_str(&x, d->reply_to);
+    eddy__cmd_str(&x, "NOMKSTREAM");
+    eddy__cmd_str(&x, "MAXLEN");
+    eddy__cmd_str(&x, "~");
+    eddy__cmd_str(&x, "10000");
+    eddy__cmd_str(&x, "*");
+    eddy_status st = eddy__entry_encode(reply, &x);
+    eddy__cmd_str(&x, EDDY__F_REQUEST);
+    eddy__cmd_str(&x, d->request_id);
+    eddy_event_free(reply);
+    pthread_mutex_lock(&c->lock);
+    if (st == EDDY_OK && eddy__cmd_status(&x) == EDDY_OK && VEC_GROW(c->replies)) {
+        c->replies.v[c->replies.n++] = x;
+    } else {
+        eddy__cmd_reset(&x);
+        atomic_fetch_add(&stats->refused, 1); /* out of memory: the caller gets NO_REPLY */
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void settle_responder(eddy__consumer *c, eddy_delivery *d, eddy_status st,
+                             eddy_event *reply) {
+    eddy__stats *stats = &c->sub->stats;
+    eddy_error err = {0};
+    if (st == EDDY_OK) {
+        if (!reply)
+            st = eddy__fail(&err, EDDY_ERR_INVALID_ARGUMENT, "no reply event");
+        else if ((st = eddy_event_validate(reply, &err)) == EDDY_OK &&
+                 eddy_event_extension(reply, EDDY__FAILED_ATTR))
+            st = eddy__fail(&err, EDDY_ERR_RESERVED_ATTRIBUTE, "the reply carries '%s'",
+                            EDDY__FAILED_ATTR);
+        else if (st == EDDY_OK && eddy_event_size(reply) > c->s->max_event_size)
+            st = eddy__fail(&err, EDDY_ERR_TOO_LARGE, "the reply is larger than %zu bytes",
+                            c->s->max_event_size);
+    }
+    if (st != EDDY_OK) {
+        /* The responder's failure stays here: logged and counted, never sent. */
+        atomic_fetch_add(&stats->failed, 1);
+        atomic_fetch_add(&stats->responder_failed, 1);
+        eddy__log(&c->s->log, EDDY_LOG_WARN, "subscription '%s': responder failed%s%s: %s%s%s",
+                  c->sub->name, d->reply_to ? " on request " : "",
+                  d->reply_to ? d->request_id : "", eddy_status_str(st), err.detail[0] ? ": " : "",
+                  err.detail);
+        eddy_event_free(reply);
+        if (d->reply_to) {
+            eddy_event *failure = failure_reply(c);
+            if (failure)
+                queue_reply(c, d, failure);
+        }
+        return;
+    }
+    atomic_fetch_add(&stats->handled, 1);
+    if (!d->reply_to) {
+        atomic_fetch_add(&stats->unaddressed, 1); /* a plain publish: nobody to answer */
+        eddy_event_free(reply);
+        return;
+    }
+    queue_reply(c, d, reply);
+}
+
+void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st,
+                           eddy_event *reply) {
     eddy__stats *stats = &c->sub->stats;
     atomic_fetch_add(&stats->delivered, 1);
     if (d->attempt > 1)
         atomic_fetch_add(&stats->redelivered, 1);
-    if (st == EDDY_OK) {
-        atomic_fetch_add(&stats->handled, 1);
-        if (at_least_once(c))
-            queue_ack(c, d->stream, d->entry_id);
+    if (c->sub->responder) {
+        settle_responder(c, d, st, reply);
     } else {
-        atomic_fetch_add(&stats->failed, 1);
+        eddy_event_free(reply);
+        if (st == EDDY_OK) {
+            atomic_fetch_add(&stats->handled, 1);
+            if (at_least_once(c))
+                queue_ack(c, d->stream, d->entry_id);
+        } else {
+            atomic_fetch_add(&stats->failed, 1);
+        }
     }
     pthread_mutex_lock(&c->lock);
     c->outstanding--;
     pthread_mutex_unlock(&c->lock);
     eddy__delivery_free(d);
+}
+
+eddy_status eddy__sub_run(const eddy__sub *sub, eddy_delivery *d, eddy_event **reply) {
+    *reply = NULL;
+    if (sub->responder)
+        return sub->responder(d, reply, sub->user);
+    return sub->handler(d, sub->user);
 }
 
 bool eddy__consumer_ready(const eddy__consumer *c) {

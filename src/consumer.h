@@ -69,12 +69,20 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
                                 size_t n, eddy__delivery_list *out);
 
 /* The handler's outcome: EDDY_OK acknowledges (AtLeastOnce); anything else leaves the entry
- * pending. Frees the delivery. Thread: any. */
-void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st);
+ * pending. For a responder, `reply` (owned by the callee; may be NULL) is the reply: it is
+ * sent with the next round trip, or a failure reply when st is an error or the reply cannot
+ * be sent, or discarded (Unaddressed) when the delivery was a plain publish. Frees the
+ * delivery. Thread: any. */
+void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st,
+                           eddy_event *reply);
 
 /* True once the subscription's start point is fixed and its groups exist: every message
  * published from now on will be delivered. Front ends wait for it before start returns. */
 bool eddy__consumer_ready(const eddy__consumer *c);
+
+/* Runs the subscription's handler or responder on a delivery (front ends call this, then
+ * settle unless it returned EDDY_PENDING). *reply is the responder's reply, or NULL. */
+eddy_status eddy__sub_run(const eddy__sub *sub, eddy_delivery *d, eddy_event **reply);
 
 /* Deliveries handed out and not yet settled. Thread: any. */
 size_t eddy__consumer_outstanding(eddy__consumer *c);

@@ -2,6 +2,7 @@
 #include "delivery.h"
 
 #include <stdlib.h>
+#include <time.h>
 
 const eddy_event *eddy_delivery_event(const eddy_delivery *d) { return d ? d->ev : NULL; }
 const char *eddy_delivery_subject(const eddy_delivery *d) { return d ? d->subject : NULL; }
@@ -17,12 +18,30 @@ eddy_status eddy_delivery_decode_value(const eddy_delivery *d, eddy_value **out,
 
 void eddy_delivery_finish(eddy_delivery *d, eddy_status st) {
     if (d && d->finish)
-        d->finish(d, st);
+        d->finish(d, st, NULL);
 }
+
+void eddy_delivery_reply(eddy_delivery *d, eddy_event *reply) {
+    if (d && d->finish)
+        d->finish(d, EDDY_OK, reply);
+    else
+        eddy_event_free(reply);
+}
+
+int eddy_delivery_is_request(const eddy_delivery *d) { return d && d->reply_to; }
+
+long long eddy_now_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+long long eddy_deadline_in(long long ms) { return eddy_now_ms() + ms; }
 
 void eddy__delivery_free(eddy_delivery *d) {
     if (!d)
         return;
     eddy_event_free(d->ev);
+    free(d->reply_to);
     free(d);
 }

@@ -16,7 +16,13 @@ struct eddy_delivery {
     unsigned attempt;
     size_t stream; /* index in the consumer's stream table */
     struct eddy__consumer *consumer;
-    void (*finish)(eddy_delivery *d, eddy_status st);
+    /* A request: where to reply, its id and deadline (wall-clock ms; 0 when none). */
+    char *reply_to;
+    char request_id[48];
+    long long deadline;
+    /* Set by the front end; eddy_delivery_finish and eddy_delivery_reply call it. reply is
+     * owned by the callee. */
+    void (*finish)(eddy_delivery *d, eddy_status st, eddy_event *reply);
     void *frontend; /* front-end bookkeeping */
 };
 

@@ -3,6 +3,8 @@
  *   {ns}:s:<subject>    stream of messages published to one subject
  *   {ns}:subjects       set of every subject ever published to (pattern discovery)
  *   {ns}:dlq:<group>    dead-letter stream of one group
+ *   {ns}:inbox:<id>     reply stream of one bus activation (expires when its process dies)
+ *   {ns}:subs           registry of live subscriptions (see registry.h)
  * Builders return malloc'd strings (NULL on OOM) the caller frees. */
 #ifndef EDDY_SRC_KEYS_H
 #define EDDY_SRC_KEYS_H
@@ -10,5 +12,7 @@
 char *eddy__key_stream(const char *ns, const char *subject);
 char *eddy__key_subjects(const char *ns);
 char *eddy__key_dlq(const char *ns, const char *group);
+/* {ns}:inbox:<id>: a bus activation's reply stream; with id "" the prefix every one shares. */
+char *eddy__key_inbox(const char *ns, const char *id);
 
 #endif

@@ -14,6 +14,7 @@
 #include "error.h"
 #include "keys.h"
 #include "redis.h"
+#include "requests.h"
 #include "subject.h"
 
 enum { P_SADD = 100, P_XADD };
@@ -94,6 +95,10 @@ eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const
         return st;
     if ((st = eddy_event_validate(ev, err)) != EDDY_OK)
         return st;
+    if (eddy_event_extension(ev, EDDY__FAILED_ATTR))
+        return eddy__fail(err, EDDY_ERR_RESERVED_ATTRIBUTE,
+                          "the event carries '" EDDY__FAILED_ATTR
+                          "', which marks failure replies");
     size_t size = eddy_event_size(ev);
     if (size > p->s->max_event_size)
         return eddy__fail(err, EDDY_ERR_TOO_LARGE, "event '%s' is %zu bytes; the limit is %zu",
@@ -195,4 +200,21 @@ eddy_status eddy__publish_value_event(const eddy__settings *s, const char *type,
     }
     *out = ev;
     return EDDY_OK;
+}
+
+eddy_status eddy__request_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
+                                  const char *reply_to, const char *request_id,
+                                  long long deadline_ms, eddy__cmdlist *out, eddy_error *err) {
+    eddy_status st = eddy__publish_prepare(p, subject, ev, out, err);
+    if (st != EDDY_OK)
+        return st;
+    eddy__cmd *x = &out->cmds[out->n - 1]; /* the XADD: the request travels with the event */
+    eddy__cmd_str(x, EDDY__F_REPLY_TO);
+    eddy__cmd_str(x, reply_to);
+    eddy__cmd_str(x, EDDY__F_REQUEST);
+    eddy__cmd_str(x, request_id);
+    eddy__cmd_str(x, EDDY__F_DEADLINE);
+    eddy__cmd_fmt(x, "%lld", deadline_ms);
+    return eddy__cmd_status(x) == EDDY_OK ? EDDY_OK
+                                          : eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
 }

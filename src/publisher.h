@@ -29,6 +29,12 @@ eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, 
                                  redisReply **replies, size_t *next, char *id, size_t idsize,
                                  eddy_error *err);
 
+/* A request: the publish's commands, with the reply stream, the request id and the deadline
+ * (wall-clock ms) added to the entry as '_' fields. Same checks as a publish. */
+eddy_status eddy__request_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
+                                  const char *reply_to, const char *request_id,
+                                  long long deadline_ms, eddy__cmdlist *out, eddy_error *err);
+
 /* Builds the event publish_value sends: source from settings (EDDY_ERR_INVALID_SPEC when
  * there is none), a random id, the type, the current time, and the packed value as data. */
 eddy_status eddy__publish_value_event(const eddy__settings *s, const char *type, eddy_pack_fn pack,

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "requests.h"
 
 void eddy_settings_init(eddy_settings *s) {
     memset(s, 0, sizeof(*s));
@@ -26,6 +27,7 @@ void eddy_settings_init(eddy_settings *s) {
     s->connect_timeout_ms = 2000;
     s->reconnect_min_ms = 50;
     s->reconnect_max_ms = 2000;
+    s->lease_ms = 10000;
 }
 
 void eddy__random_hex(char out[33]) {
@@ -99,6 +101,7 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
     NEED_POSITIVE(discovery_ms)
     NEED_POSITIVE(connect_timeout_ms)
     NEED_POSITIVE(reconnect_min_ms)
+    NEED_POSITIVE(lease_ms)
 #undef NEED_POSITIVE
     if (src->reconnect_max_ms < src->reconnect_min_ms)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
@@ -108,9 +111,25 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
     if (src->workers > 1024)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "settings.workers above 1024");
 
-    eddy_status st = eddy__url_parse(url, &dst->url, err);
+    eddy_status st = eddy__requests_check_names(src, err);
     if (st != EDDY_OK)
         return st;
+    if ((st = eddy__url_parse(url, &dst->url, err)) != EDDY_OK)
+        return st;
+    if (src->request_name_count) {
+        dst->request_names = calloc(src->request_name_count, sizeof(char *));
+        for (size_t i = 0; dst->request_names && i < src->request_name_count; i++) {
+            if (!(dst->request_names[i] = strdup(src->request_names[i]))) {
+                eddy__settings_free(dst);
+                return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory copying settings");
+            }
+            dst->nrequest_names++;
+        }
+        if (!dst->request_names) {
+            eddy__settings_free(dst);
+            return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory copying settings");
+        }
+    }
     char random_instance[36] = "i-";
     if (!src->instance)
         eddy__random_hex(random_instance + 2);
@@ -135,6 +154,7 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
     dst->stream_maxlen = src->stream_maxlen;
     dst->log.fn = src->log;
     dst->log.user = src->log_user;
+    dst->lease_ms = src->lease_ms;
     return EDDY_OK;
 }
 
@@ -146,5 +166,8 @@ void eddy__settings_free(eddy__settings *s) {
     free(s->ns);
     free(s->source);
     free(s->instance);
+    for (size_t i = 0; i < s->nrequest_names; i++)
+        free(s->request_names[i]);
+    free(s->request_names);
     memset(s, 0, sizeof(*s));
 }

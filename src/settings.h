@@ -24,6 +24,9 @@ typedef struct eddy__settings {
     unsigned reconnect_max_ms;
     long long stream_maxlen;
     eddy__logger log;
+    char **request_names;
+    size_t nrequest_names;
+    unsigned lease_ms;
 } eddy__settings;
 
 /* Copies and checks src (NULL means all defaults). EDDY_ERR_INVALID_SPEC naming a bad field,

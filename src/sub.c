@@ -35,8 +35,30 @@ eddy_status eddy__sub_new(const eddy__settings *s, const eddy_subscription_spec 
     eddy_status st = eddy__pattern_check(spec->pattern, err);
     if (st != EDDY_OK)
         return st;
-    if (!spec->handler)
-        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "subscription '%s': no handler", name);
+    if (spec->handler && spec->responder)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': has both a handler and a responder", name);
+    if (!spec->handler && !spec->responder)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': needs a handler or a responder", name);
+    if (spec->responder && spec->shape == EDDY_FANOUT)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': a responder must be Competing: a request goes to "
+                          "one member of one group",
+                          name);
+    if (spec->responder && spec->delivery == EDDY_AT_LEAST_ONCE)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': a responder cannot be AtLeastOnce: a redelivered "
+                          "request would answer nobody",
+                          name);
+    if (spec->responder && !spec->group)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': a responder needs a group", name);
+    if (spec->responder && !s->source)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': a responder needs settings.source (failure "
+                          "replies carry it)",
+                          name);
     if (spec->shape != EDDY_COMPETING && spec->shape != EDDY_FANOUT)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "subscription '%s': unknown shape %d", name,
                           (int)spec->shape);
@@ -75,6 +97,7 @@ eddy_status eddy__sub_new(const eddy__settings *s, const eddy_subscription_spec 
     sub->shape = spec->shape;
     sub->delivery = spec->delivery;
     sub->handler = spec->handler;
+    sub->responder = spec->responder;
     sub->user = spec->user;
     sub->literal = eddy__pattern_is_literal(spec->pattern);
     *out = sub;
@@ -91,12 +114,32 @@ void eddy__sub_free(eddy__sub *sub) {
     free(sub);
 }
 
-eddy_status eddy__sub_check_against(const eddy__sub *sub, eddy__sub *const *existing, size_t n,
-                                    eddy_error *err) {
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(existing[i]->name, sub->name) == 0)
+eddy_status eddy__sub_check_against(const eddy__settings *s, unsigned caps, const eddy__sub *sub,
+                                    eddy__sub *const *existing, size_t n, eddy_error *err) {
+    (void)s;
+    if (sub->responder && !(caps & EDDY_CAP_REQUEST_REPLY))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': this backend does not answer requests", sub->name);
+    for (size_t i = 0; i < n; i++) {
+        const eddy__sub *o = existing[i];
+        if (strcmp(o->name, sub->name) == 0)
             return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
-                              "subscription '%s': the name is already used on this bus", sub->name);
+                              "subscription '%s': the name is already used on this bus",
+                              sub->name);
+        if (sub->responder && o->responder && strcmp(sub->group, o->group) != 0 &&
+            eddy__pattern_overlap(sub->pattern, o->pattern))
+            return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                              "subscription '%s': responder in group '%s' can answer the same "
+                              "subjects as responder '%s' in group '%s' (both would answer)",
+                              sub->name, sub->group, o->name, o->group);
+        const eddy__sub *handler = sub->responder ? o : sub, *responder = sub->responder ? sub : o;
+        if (responder->responder && !handler->responder && handler->shape == EDDY_COMPETING &&
+            strcmp(handler->group, responder->group) == 0)
+            return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                              "subscription '%s': handler '%s' is in responder '%s''s group "
+                              "'%s' and would take requests it cannot answer",
+                              sub->name, handler->name, responder->name, responder->group);
+    }
     return EDDY_OK;
 }
 
@@ -107,6 +150,11 @@ void eddy__stats_snapshot(const eddy__stats *st, eddy_consumer_stats *out) {
     out->redelivered = atomic_load(&st->redelivered);
     out->dead_lettered = atomic_load(&st->dead_lettered);
     out->malformed = atomic_load(&st->malformed);
+    out->replied = atomic_load(&st->replied);
+    out->refused = atomic_load(&st->refused);
+    out->unaddressed = atomic_load(&st->unaddressed);
+    out->responder_failed = atomic_load(&st->responder_failed);
+    out->expired = atomic_load(&st->expired);
 }
 
 void eddy_subscription_spec_init(eddy_subscription_spec *spec) {

@@ -11,6 +11,7 @@
 
 typedef struct eddy__stats {
     atomic_uint_fast64_t delivered, handled, failed, redelivered, dead_lettered, malformed;
+    atomic_uint_fast64_t replied, refused, unaddressed, responder_failed, expired;
 } eddy__stats;
 
 typedef struct eddy__sub {
@@ -21,6 +22,7 @@ typedef struct eddy__sub {
     eddy_shape shape;
     eddy_delivery_mode delivery;
     eddy_handler_fn handler;
+    eddy_responder_fn responder;
     void *user;
     bool literal; /* the pattern names one subject */
     eddy__stats stats;
@@ -32,9 +34,11 @@ eddy_status eddy__sub_new(const eddy__settings *s, const eddy_subscription_spec 
                           eddy__sub **out, eddy_error *err);
 void eddy__sub_free(eddy__sub *sub);
 
-/* Checks a new subscription against those a bus already has (unique names). */
-eddy_status eddy__sub_check_against(const eddy__sub *sub, eddy__sub *const *existing, size_t n,
-                                    eddy_error *err);
+/* Checks a new subscription against those a bus already has: unique names; no two responders
+ * in different groups whose patterns can select the same subject; no handler in a responder's
+ * group. `caps` are the backend's capabilities (a responder needs request/reply). */
+eddy_status eddy__sub_check_against(const eddy__settings *s, unsigned caps, const eddy__sub *sub,
+                                    eddy__sub *const *existing, size_t n, eddy_error *err);
 
 void eddy__stats_snapshot(const eddy__stats *st, eddy_consumer_stats *out);
 

@@ -23,4 +23,7 @@ typedef struct eddy__url {
 eddy_status eddy__url_parse(const char *text, eddy__url *out, eddy_error *err);
 void eddy__url_free(eddy__url *url);
 
+/* What the backend a URL names can do (EDDY_CAP_* from eddy/bus.h). */
+unsigned eddy__capabilities(const eddy__url *url);
+
 #endif

@@ -57,6 +57,33 @@ EDDY_EXPORT eddy_status eddy_bus_publish_batch(eddy_bus *bus, const char *subjec
 EDDY_EXPORT eddy_status eddy_bus_publish_value(eddy_bus *bus, const char *subject, const char *type,
                                                eddy_pack_fn pack, void *user, eddy_error *err);
 
+/** Sends a request and waits for its reply. Refused before anything is sent, and not
+ * counted, in this order: no deadline (EDDY_ERR_NO_DEADLINE); a deadline already passed or a
+ * fired cancel token (EDDY_ERR_NO_REPLY); a bus not started (EDDY_ERR_NOT_READY); a backend
+ * without request/reply (EDDY_ERR_NOT_SUPPORTED); an event carrying the `messagingfailed`
+ * extension (EDDY_ERR_RESERVED_ATTRIBUTE); then the subject and event checks of publish.
+ * Then: EDDY_ERR_NO_RESPONDERS at once when nothing in any process subscribes to the subject;
+ * EDDY_OK with the reply; EDDY_ERR_RESPONDER_FAILED at once when the responder failed;
+ * EDDY_ERR_NO_REPLY at the deadline, on cancel, or when the bus stops; a transport status
+ * when sending failed (not counted as sent). Never retried.
+ * Ownership: on EDDY_OK *reply is the caller's (eddy_event_free). Thread: any; any number of
+ * threads may wait in requests at once. */
+EDDY_EXPORT eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_event *ev,
+                                         const eddy_request_opts *opts, eddy_event **reply,
+                                         eddy_error *err);
+
+/** Builds the event as eddy_bus_publish_value does, then requests as eddy_bus_request. */
+EDDY_EXPORT eddy_status eddy_bus_request_value(eddy_bus *bus, const char *subject,
+                                               const char *type, eddy_pack_fn pack, void *user,
+                                               const eddy_request_opts *opts, eddy_event **reply,
+                                               eddy_error *err);
+
+/** Request counters: the total (name NULL), the unnamed row (name ""), or a declared name's
+ * row; an undeclared name reads as zero. Unclaimed is in the total only. Once nothing is in
+ * flight, sent == answered + no_responders + no_reply + failed. */
+EDDY_EXPORT eddy_status eddy_bus_request_stats(eddy_bus *bus, const char *name,
+                                               eddy_request_stats *out);
+
 /** A subscription's counters. EDDY_ERR_INVALID_ARGUMENT for an unknown name. */
 EDDY_EXPORT eddy_status eddy_bus_consumer_stats(eddy_bus *bus, const char *name,
                                                 eddy_consumer_stats *out);

@@ -38,7 +38,7 @@ typedef void (*eddy_log_fn)(eddy_log_level level, const char *msg, void *user);
 enum {
     EDDY_CAP_GROUPS = 1u << 0,        /**< competing groups, pending entries, redelivery */
     EDDY_CAP_CROSS_PROCESS = 1u << 1, /**< other processes see the same streams */
-    EDDY_CAP_REQUEST_REPLY = 1u << 2, /**< request/reply (not yet implemented: never set) */
+    EDDY_CAP_REQUEST_REPLY = 1u << 2, /**< request/reply (responders, requests) */
     EDDY_CAP_EVENT_STORE = 1u << 3    /**< event store (not yet implemented: never set) */
 };
 
@@ -84,6 +84,14 @@ typedef struct eddy_settings {
     long long stream_maxlen;
     eddy_log_fn log;
     void *log_user;
+    /** Request names declared up front (see eddy_request_opts.name): one counter row each.
+     * The array and its strings are copied. Names must be non-empty and distinct. */
+    const char *const *request_names;
+    size_t request_name_count;
+    /** How long a subscription counts as live in the namespace's registry without a
+     * heartbeat (a requester's "no responders" test), and how long a dead process's reply
+     * stream survives it. Heartbeats run every lease_ms / 3. Default 10000. */
+    unsigned lease_ms;
 } eddy_settings;
 
 /** Fills every field with its default. Thread: any. */
@@ -114,11 +122,30 @@ EDDY_EXPORT eddy_status eddy_delivery_decode_value(const eddy_delivery *d, eddy_
  * Thread: blocking front end, any thread; reactive front end, the loop's thread. */
 EDDY_EXPORT void eddy_delivery_finish(eddy_delivery *d, eddy_status st);
 
+/** True when the delivery is a request, i.e. someone waits for a reply to it. */
+EDDY_EXPORT int eddy_delivery_is_request(const eddy_delivery *d);
+
+/** Answers a delivery whose responder returned EDDY_PENDING: `reply` becomes the reply
+ * (ownership passes to the bus, even on failure). A NULL reply, or a reply that is not a
+ * valid event, makes the bus send a failure reply instead. Call it, or eddy_delivery_finish
+ * with an error (the responder failed), exactly once.
+ * Thread: blocking front end, any thread; reactive front end, the loop's thread. */
+EDDY_EXPORT void eddy_delivery_reply(eddy_delivery *d, eddy_event *reply);
+
 /** A handler. Return EDDY_OK when the message was handled (AtLeastOnce: it is acknowledged),
  * any error when it was not (it is redelivered after redelivery_idle_ms, up to
  * max_deliveries), or EDDY_PENDING to finish later with eddy_delivery_finish.
  * Thread: blocking, a worker thread of the bus; reactive, the loop's thread. */
 typedef eddy_status (*eddy_handler_fn)(eddy_delivery *d, void *user);
+
+/** A responder: the event it returns is the reply. On EDDY_OK, *reply must be set; the bus
+ * owns it afterwards. A refusal is a reply (say so in its data). Any error status means the
+ * responder failed: the bus sends a failure reply (the caller gets EDDY_ERR_RESPONDER_FAILED
+ * at once) and the failure is logged and counted here; nothing of it reaches the caller.
+ * EDDY_PENDING: answer later with eddy_delivery_reply.
+ * A responder also runs for a plain publish on its subject; its reply is then discarded and
+ * counted Unaddressed. Thread: as for handlers. */
+typedef eddy_status (*eddy_responder_fn)(eddy_delivery *d, eddy_event **reply, void *user);
 
 /* ---- subscriptions ------------------------------------------------------------------- */
 
@@ -142,8 +169,12 @@ typedef struct eddy_subscription_spec {
      * own group "fanout.<name>.<instance>"). */
     const char *group;
     eddy_delivery_mode delivery;
+    /** Exactly one of handler and responder. A responder must be Competing, AtMostOnce (a
+     * redelivered request would answer nobody) and have a group; it needs settings.source
+     * and a backend with EDDY_CAP_REQUEST_REPLY. */
     eddy_handler_fn handler;
     void *user;
+    eddy_responder_fn responder;
 } eddy_subscription_spec;
 
 /** Zeroes the spec: Competing, AtMostOnce, no handler. Thread: any. */
@@ -158,7 +189,51 @@ typedef struct eddy_consumer_stats {
     uint64_t redelivered;   /**< handler calls for an attempt > 1 */
     uint64_t dead_lettered; /**< entries moved to the dead-letter stream */
     uint64_t malformed;     /**< entries that could not be decoded (also dead-lettered) */
+    /* Responders only: what became of each reply. */
+    uint64_t replied;          /**< the reply was stored in the requester's reply stream */
+    uint64_t refused;          /**< the backend refused it (reply stream gone, bad reply-to) */
+    uint64_t unaddressed;      /**< a reply to a plain publish: discarded */
+    uint64_t responder_failed; /**< the responder failed; a failure reply was sent */
+    uint64_t expired;          /**< requests dropped unrun: their deadline had passed */
 } eddy_consumer_stats;
+
+/* ---- requests ------------------------------------------------------------------------ */
+
+/** Milliseconds since the epoch (CLOCK_REALTIME), the clock deadlines are written in: a
+ * deadline travels with the request to other processes. Thread: any. */
+EDDY_EXPORT long long eddy_now_ms(void);
+/** eddy_now_ms() + ms: a deadline ms from now. */
+EDDY_EXPORT long long eddy_deadline_in(long long ms);
+
+/** A cancellation token for blocking requests (the C form of a cancelled context): fire it
+ * from any thread and the request it was given to ends with EDDY_ERR_NO_REPLY. One token may
+ * serve several requests; a fired token refuses every later request. */
+typedef struct eddy_cancel eddy_cancel;
+/** NULL on OOM. Ownership: the caller's; free it after the requests that use it returned. */
+EDDY_EXPORT eddy_cancel *eddy_cancel_new(void);
+EDDY_EXPORT void eddy_cancel_fire(eddy_cancel *c);
+EDDY_EXPORT void eddy_cancel_free(eddy_cancel *c);
+
+typedef struct eddy_request_opts {
+    /** Absolute deadline in eddy_now_ms() milliseconds. Required: 0 is refused with
+     * EDDY_ERR_NO_DEADLINE; eddy picks no default. */
+    long long deadline_ms;
+    /** Conversation name for the counters: one of settings.request_names, or NULL. */
+    const char *name;
+    /** Optional cancellation token (blocking front end). */
+    eddy_cancel *cancel;
+} eddy_request_opts;
+
+typedef struct eddy_request_stats {
+    uint64_t sent;
+    uint64_t answered;
+    uint64_t no_responders;
+    uint64_t no_reply;
+    uint64_t failed;
+    /** Replies that arrived after their request ended, or from a second responder group.
+     * Counted in the total only. */
+    uint64_t unclaimed;
+} eddy_request_stats;
 
 #ifdef __cplusplus
 }

@@ -122,7 +122,7 @@ Test(consumer, live_read_delivers_and_acknowledges_after_success, .fini = teardo
     cr_expect_eq(eddy_delivery_attempt(d), 1);
     cr_expect_str_eq(eddy_delivery_subject(d), "jobs");
     cr_expect_eq(eddy__consumer_outstanding(consumer), 1);
-    eddy__consumer_settle(consumer, d, EDDY_OK);
+    eddy__consumer_settle(consumer, d, EDDY_OK, NULL);
     out.n = 0;
     cr_expect_eq(eddy__consumer_outstanding(consumer), 0);
     plan(10, &p);
@@ -161,7 +161,7 @@ Test(consumer, failed_delivery_is_not_acknowledged, .fini = teardown) {
                         "1\r\na\r\n$6\r\nsource\r\n$2\r\n/s\r\n$4\r\ntype\r\n$1\r\nt\r\n";
     step(0, &p, (const char *[]){reply}, 1, &out);
     cr_assert_eq(out.n, 1);
-    eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_HANDLER_FAILED);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_HANDLER_FAILED, NULL);
     out.n = 0;
     plan(10, &p);
     cr_assert_eq(p.cmds.n, 1, "no XACK for a failure: %s", cmd_text(&p, 0));
@@ -198,7 +198,7 @@ Test(consumer, claimed_entry_over_max_deliveries_is_dead_lettered, .fini = teard
     cr_assert_eq(out.n, 1, "only the entry under the limit is delivered");
     cr_expect_str_eq(eddy_delivery_entry_id(out.v[0]), "1-2");
     cr_expect_eq(eddy_delivery_attempt(out.v[0]), 2);
-    eddy__consumer_settle(consumer, out.v[0], EDDY_OK);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
     out.n = 0;
     plan(2000, &p);
     cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-2");
@@ -220,7 +220,7 @@ Test(consumer, lost_connection_resends_unconfirmed_acks_and_rechecks_groups, .fi
                         "*2\r\n$3\r\n1-1\r\n*8\r\n$11\r\nspecversion\r\n$3\r\n1.0\r\n$2\r\nid\r\n$"
                         "1\r\na\r\n$6\r\nsource\r\n$2\r\n/s\r\n$4\r\ntype\r\n$1\r\nt\r\n";
     step(0, &p, (const char *[]){reply}, 1, &out);
-    eddy__consumer_settle(consumer, out.v[0], EDDY_OK);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
     out.n = 0;
     plan(10, &p);
     cr_assert_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-1");

@@ -1,0 +1,149 @@
+/* The blocking bus's control thread: drives the core's inbox state machine (reply stream,
+ * registry heartbeats, replies) on a connection of its own, and completes the requests whose
+ * replies arrive. Start waits until the reply stream exists and the subscriptions are
+ * registered, so a request sent after start returns is answerable. */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "internal.h"
+
+/* A copy of the subscription list for one heartbeat plan (subs are never freed while the
+ * control thread runs: they go only with the bus). */
+static size_t snapshot_subs(eddy_bus *bus, eddy__sub ***out) {
+    pthread_mutex_lock(&bus->subs_lock);
+    size_t n = bus->nsubs;
+    eddy__sub **v = malloc((n ? n : 1) * sizeof(*v));
+    for (size_t i = 0; v && i < n; i++)
+        v[i] = bus->subs[i]->sub;
+    pthread_mutex_unlock(&bus->subs_lock);
+    *out = v;
+    return v ? n : 0;
+}
+
+static void *control(void *arg) {
+    eddy_bus *bus = arg;
+    eddy__plan plan;
+    eddy__plan_init(&plan);
+    eddy__reply_list done = {0};
+    while (!atomic_load(&bus->ctl_stopping)) {
+        eddy_error err;
+        if (!bconn_connected(&bus->ctl_conn) && bconn_connect(&bus->ctl_conn, &err) != EDDY_OK) {
+            eddy__log(&bus->s.log, EDDY_LOG_WARN, "control connection: %s", err.detail);
+            bconn_backoff(&bus->ctl_conn);
+            continue;
+        }
+        eddy__sub **subs;
+        size_t n = snapshot_subs(bus, &subs);
+        eddy__plan_reset(&plan);
+        eddy_status st = subs ? eddy__inbox_plan(bus->inbox, eddy_now_ms(), subs, n, &plan)
+                              : EDDY_ERR_NOMEM;
+        free(subs);
+        if (st != EDDY_OK) {
+            bconn_sleep(&bus->ctl_conn, 100);
+            continue;
+        }
+        if (plan.cmds.n == 0) {
+            bconn_sleep(&bus->ctl_conn, plan.idle_ms);
+            continue;
+        }
+        redisReply *replies[8] = {0};
+        if (plan.cmds.n > 8) { /* the inbox plans at most 4 commands */
+            bconn_sleep(&bus->ctl_conn, 100);
+            continue;
+        }
+        st = bconn_exec(&bus->ctl_conn, &plan.cmds, plan.block_ms, replies, &err);
+        if (st == EDDY_OK)
+            st = eddy__inbox_feed(bus->inbox, &plan, replies, plan.cmds.n, &done);
+        for (size_t i = 0; i < plan.cmds.n; i++)
+            if (replies[i])
+                freeReplyObject(replies[i]);
+        if (st != EDDY_OK) {
+            eddy__inbox_reset(bus->inbox);
+            if (!atomic_load(&bus->ctl_stopping)) {
+                eddy__log(&bus->s.log, EDDY_LOG_WARN, "control connection: %s; reconnecting",
+                          err.detail);
+                bconn_backoff(&bus->ctl_conn);
+            }
+            continue;
+        }
+        for (size_t i = 0; i < done.n; i++) {
+            bwait_complete(done.v[i].waiter, done.v[i].st, done.v[i].reply);
+            done.v[i].reply = NULL;
+        }
+        done.n = 0;
+        if (eddy__inbox_ready(bus->inbox) && !bus->ctl_ready) {
+            pthread_mutex_lock(&bus->ctl_lock);
+            bus->ctl_ready = true;
+            pthread_cond_broadcast(&bus->ctl_cond);
+            pthread_mutex_unlock(&bus->ctl_lock);
+        }
+    }
+    eddy__plan_reset(&plan);
+    eddy__reply_list_free(&done);
+    return NULL;
+}
+
+eddy_status bctl_start(eddy_bus *bus, eddy_error *err) {
+    eddy__inbox *inbox = eddy__inbox_new(&bus->s, bus->requests);
+    if (!inbox)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    pthread_mutex_lock(&bus->ctl_lock);
+    bus->inbox = inbox;
+    pthread_mutex_unlock(&bus->ctl_lock);
+    atomic_store(&bus->ctl_stopping, false);
+    bus->ctl_ready = false;
+    bconn_resume(&bus->ctl_conn);
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
+    int rc = pthread_create(&bus->ctl_thread, NULL, control, bus);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc != 0) {
+        pthread_mutex_lock(&bus->ctl_lock);
+        eddy__inbox_free(bus->inbox);
+        bus->inbox = NULL;
+        pthread_mutex_unlock(&bus->ctl_lock);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "could not start the control thread");
+    }
+    bus->ctl_running = true;
+    const eddy__settings *s = &bus->s;
+    long long deadline = bconn_now_ms() + 2LL * s->connect_timeout_ms + 2LL * s->reconnect_max_ms;
+    struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
+    pthread_mutex_lock(&bus->ctl_lock);
+    while (!bus->ctl_ready)
+        if (pthread_cond_timedwait(&bus->ctl_cond, &bus->ctl_lock, &at) == ETIMEDOUT)
+            break;
+    bool ready = bus->ctl_ready;
+    pthread_mutex_unlock(&bus->ctl_lock);
+    if (!ready) {
+        bctl_stop(bus);
+        return eddy__fail(err, EDDY_ERR_IO, "the backend could not be reached to open the "
+                                            "reply stream");
+    }
+    return EDDY_OK;
+}
+
+static void abandon(void *waiter, void *user) {
+    (void)user;
+    bwait_complete(waiter, EDDY_ERR_NO_REPLY, NULL);
+}
+
+void bctl_stop(eddy_bus *bus) {
+    if (!bus->ctl_running)
+        return;
+    atomic_store(&bus->ctl_stopping, true);
+    bconn_interrupt(&bus->ctl_conn);
+    pthread_join(bus->ctl_thread, NULL);
+    bus->ctl_running = false;
+    /* Requests still waiting end now: nothing will read their replies. */
+    eddy__requests_abandon_all(bus->requests, abandon, NULL);
+    pthread_mutex_lock(&bus->ctl_lock);
+    eddy__inbox_free(bus->inbox);
+    bus->inbox = NULL;
+    pthread_mutex_unlock(&bus->ctl_lock);
+}

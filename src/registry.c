@@ -1,0 +1,109 @@
+/* The subscription registry; see registry.h. A member is
+ * "<r|h>\t<group>\t<instance>\t<subscription name>\t<pattern>": the kind first (responder or
+ * handler) for tools that show it, the pattern last because it is what requesters match. The
+ * instance makes members of different processes distinct. */
+#include "registry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "redis.h"
+#include "subject.h"
+
+static char *registry_key(const char *ns) {
+    size_t n = strlen(ns) + 16;
+    char *k = malloc(n);
+    if (k)
+        snprintf(k, n, "{%s}:subs", ns);
+    return k;
+}
+
+static void add_member(eddy__cmd *cmd, const eddy__sub *sub) {
+    eddy__cmd_fmt(cmd, "%c\t%s\t%s\t%s\t%s", sub->responder ? 'r' : 'h', sub->group,
+                  sub->consumer, sub->name, sub->pattern);
+}
+
+eddy_status eddy__registry_renew(const char *ns, eddy__sub *const *subs, size_t n,
+                                 long long until_ms, long long now_ms, eddy__cmdlist *out,
+                                 int tag) {
+    char *key = registry_key(ns);
+    if (!key)
+        return EDDY_ERR_NOMEM;
+    if (n > 0) {
+        eddy__cmd *cmd = eddy__cmdlist_add(out, tag, 0);
+        if (!cmd) {
+            free(key);
+            return EDDY_ERR_NOMEM;
+        }
+        eddy__cmd_str(cmd, "ZADD");
+        eddy__cmd_str(cmd, key);
+        for (size_t i = 0; i < n; i++) {
+            eddy__cmd_fmt(cmd, "%lld", until_ms);
+            add_member(cmd, subs[i]);
+        }
+    }
+    eddy__cmd *gc = eddy__cmdlist_add(out, tag, 0);
+    if (gc) {
+        eddy__cmd_str(gc, "ZREMRANGEBYSCORE");
+        eddy__cmd_str(gc, key);
+        eddy__cmd_str(gc, "-inf");
+        eddy__cmd_fmt(gc, "(%lld", now_ms);
+    }
+    free(key);
+    return gc ? eddy__cmdlist_status(out) : EDDY_ERR_NOMEM;
+}
+
+eddy_status eddy__registry_remove(const char *ns, eddy__sub *const *subs, size_t n,
+                                  eddy__cmdlist *out, int tag) {
+    if (n == 0)
+        return EDDY_OK;
+    char *key = registry_key(ns);
+    eddy__cmd *cmd = key ? eddy__cmdlist_add(out, tag, 0) : NULL;
+    if (!cmd) {
+        free(key);
+        return EDDY_ERR_NOMEM;
+    }
+    eddy__cmd_str(cmd, "ZREM");
+    eddy__cmd_str(cmd, key);
+    for (size_t i = 0; i < n; i++)
+        add_member(cmd, subs[i]);
+    free(key);
+    return eddy__cmdlist_status(out);
+}
+
+eddy_status eddy__registry_query(const char *ns, long long now_ms, eddy__cmdlist *out, int tag) {
+    char *key = registry_key(ns);
+    eddy__cmd *cmd = key ? eddy__cmdlist_add(out, tag, 0) : NULL;
+    if (!cmd) {
+        free(key);
+        return EDDY_ERR_NOMEM;
+    }
+    eddy__cmd_str(cmd, "ZRANGEBYSCORE");
+    eddy__cmd_str(cmd, key);
+    eddy__cmd_fmt(cmd, "%lld", now_ms);
+    eddy__cmd_str(cmd, "+inf");
+    free(key);
+    return eddy__cmdlist_status(out);
+}
+
+eddy_status eddy__registry_matches(const redisReply *r, const char *subject, bool *any,
+                                   eddy_error *err) {
+    *any = false;
+    eddy_status st = eddy__reply_status(r, "subscription registry", err);
+    if (st != EDDY_OK)
+        return st;
+    if (r->type != REDIS_REPLY_ARRAY)
+        return eddy__fail(err, EDDY_ERR_PROTOCOL, "subscription registry: not a list");
+    for (size_t i = 0; i < r->elements && !*any; i++) {
+        const redisReply *m = r->element[i];
+        if (m->type != REDIS_REPLY_STRING || strlen(m->str) != m->len)
+            continue;
+        const char *pattern = strrchr(m->str, '\t');
+        if (pattern && eddy__pattern_check(pattern + 1, NULL) == EDDY_OK &&
+            eddy__pattern_match(pattern + 1, subject))
+            *any = true;
+    }
+    return EDDY_OK;
+}

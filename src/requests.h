@@ -1,0 +1,95 @@
+/* The requesting side of request/reply, shared by both front ends: the checks made before a
+ * request is sent, the counters by conversation name, the table of requests waiting for a
+ * reply (with their deadlines, for a front end that keeps one timer), and matching replies
+ * that arrive on the bus's reply stream to the request waiting for them.
+ *
+ * A waiter is the front end's own object (a condition variable, a callback); the core only
+ * stores its pointer and says when and how it completes. Every outcome is counted here, once,
+ * when the request leaves the table, so that once nothing is in flight
+ * sent == answered + no_responders + no_reply + failed.
+ *
+ * Thread: every function is safe from any thread (one lock). */
+#ifndef EDDY_SRC_REQUESTS_H
+#define EDDY_SRC_REQUESTS_H
+
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+
+#include "cmdlist.h"
+#include "eddy/bus.h"
+#include "settings.h"
+
+typedef struct eddy__requests eddy__requests;
+typedef struct eddy__req_row eddy__req_row;
+
+/* Field names a request entry carries besides the event ('_' fields are not attributes). */
+#define EDDY__F_REPLY_TO "_reply_to"
+#define EDDY__F_REQUEST "_request"
+#define EDDY__F_DEADLINE "_deadline"
+/* The extension attribute that marks a failure reply; reserved to the bus. */
+#define EDDY__FAILED_ATTR "messagingfailed"
+
+/* NULL on OOM. Ownership: settings are borrowed. Names come from settings. */
+eddy__requests *eddy__requests_new(const eddy__settings *s);
+void eddy__requests_free(eddy__requests *r);
+
+/* Checks request/reply's settings rules: request names non-empty and distinct. */
+eddy_status eddy__requests_check_names(const eddy_settings *s, eddy_error *err);
+
+/* The checks made before anything is sent, in the order the spec gives (ev may be NULL when
+ * the bus builds the event itself). */
+eddy_status eddy__request_precheck(const eddy_request_opts *opts, bool cancelled, bool active,
+                                   unsigned caps, const eddy_event *ev, long long now_ms,
+                                   eddy_error *err);
+
+/* The counter row for a name (NULL or "" is the unnamed row; an undeclared name counts with
+ * the unnamed row and is logged once, up to a few distinct names). */
+eddy__req_row *eddy__requests_row(eddy__requests *r, const char *name);
+
+/* A new request id, unique per bus: "<bus random>.<counter>". */
+void eddy__requests_new_id(eddy__requests *r, char id[48]);
+
+/* Nothing is subscribed: counts Sent and NoResponders on the row and the total. */
+void eddy__requests_count_no_responders(eddy__requests *r, eddy__req_row *row);
+
+/* Adds a request about to be sent (before it is sent: the reply may beat the send's own
+ * answer). EDDY_ERR_NOMEM. */
+eddy_status eddy__requests_add(eddy__requests *r, const char *id, void *waiter, eddy__req_row *row,
+                               long long deadline_ms);
+/* The request was sent: counts Sent. */
+void eddy__requests_sent(eddy__requests *r, const char *id);
+/* Sending failed: removes it without counting anything (nothing was sent). */
+void eddy__requests_unsent(eddy__requests *r, const char *id);
+
+/* Ends a request without a reply (deadline, cancel, stop): if it is still in the table,
+ * removes it, counts NoReply and returns true; false when it already ended (a reply won). */
+bool eddy__requests_give_up(eddy__requests *r, const char *id);
+
+/* The earliest deadline in the table, or -1 when it is empty. */
+long long eddy__requests_next_deadline(eddy__requests *r);
+/* Removes one request whose deadline is <= now, counting NoReply, and returns its waiter
+ * (NULL when none is due). */
+void *eddy__requests_pop_expired(eddy__requests *r, long long now_ms);
+/* Removes every request (the bus stops), counting NoReply; calls done(waiter) for each. */
+void eddy__requests_abandon_all(eddy__requests *r, void (*done)(void *waiter, void *user),
+                                void *user);
+size_t eddy__requests_in_flight(eddy__requests *r);
+
+/* One reply read from the reply stream. When waiter is not NULL it was matched: complete it
+ * with st (EDDY_OK with reply owned by the receiver, or EDDY_ERR_RESPONDER_FAILED). Unmatched
+ * replies were counted Unclaimed and are not returned. */
+typedef struct eddy__reply_done {
+    void *waiter;
+    eddy_status st;
+    eddy_event *reply;
+} eddy__reply_done;
+
+/* Matches one reply entry (its field/value pairs) to its request. Returns true with *out
+ * filled when it completes a waiting request. */
+bool eddy__requests_match(eddy__requests *r, const char *const *fv, const size_t *fvlen,
+                          size_t nfv, eddy__reply_done *out);
+
+/* Counters: name NULL the total, "" the unnamed row, else a declared row (zero otherwise). */
+void eddy__requests_stats(eddy__requests *r, const char *name, eddy_request_stats *out);
+
+#endif
