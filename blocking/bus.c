@@ -140,8 +140,8 @@ static eddy_status register_now(eddy_bus *bus, eddy__sub *sub, eddy_error *err) 
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
     pthread_mutex_lock(&bus->ctl_lock);
-    eddy_status st = bus->inbox ? eddy__inbox_register_cmds(bus->inbox, sub, eddy_now_ms(), &cmds)
-                                : EDDY_OK;
+    eddy_status st =
+        bus->inbox ? eddy__inbox_register_cmds(bus->inbox, sub, eddy_now_ms(), &cmds) : EDDY_OK;
     pthread_mutex_unlock(&bus->ctl_lock);
     return st == EDDY_OK ? run(bus, &cmds, err) : eddy__fail(err, st, "out of memory");
 }

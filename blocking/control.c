@@ -39,8 +39,8 @@ static void *control(void *arg) {
         eddy__sub **subs;
         size_t n = snapshot_subs(bus, &subs);
         eddy__plan_reset(&plan);
-        eddy_status st = subs ? eddy__inbox_plan(bus->inbox, eddy_now_ms(), subs, n, &plan)
-                              : EDDY_ERR_NOMEM;
+        eddy_status st =
+            subs ? eddy__inbox_plan(bus->inbox, eddy_now_ms(), subs, n, &plan) : EDDY_ERR_NOMEM;
         free(subs);
         if (st != EDDY_OK) {
             bconn_sleep(&bus->ctl_conn, 100);
@@ -122,8 +122,9 @@ eddy_status bctl_start(eddy_bus *bus, eddy_error *err) {
     pthread_mutex_unlock(&bus->ctl_lock);
     if (!ready) {
         bctl_stop(bus);
-        return eddy__fail(err, EDDY_ERR_IO, "the backend could not be reached to open the "
-                                            "reply stream");
+        return eddy__fail(err, EDDY_ERR_IO,
+                          "the backend could not be reached to open the "
+                          "reply stream");
     }
     return EDDY_OK;
 }

@@ -8,8 +8,8 @@
 #include "conn.h"
 #include "consumer.h"
 #include "eddy/blocking.h"
-#include "pool.h"
 #include "inbox.h"
+#include "pool.h"
 #include "publisher.h"
 #include "requests.h"
 #include "settings.h"
@@ -44,7 +44,7 @@ struct eddy_bus {
     pthread_mutex_t ctl_lock; /* with ctl_cond: start waits for ctl_ready */
     pthread_cond_t ctl_cond;
     bool ctl_ready;
-    atomic_bool active; /* started and ready: requests may be sent */
+    atomic_bool active;       /* started and ready: requests may be sent */
     pthread_mutex_t pub_lock; /* one publish (pipeline) at a time on pub_conn */
     bconn pub_conn;
     pthread_mutex_t lock;      /* started, and every change to subs */

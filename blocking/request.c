@@ -174,8 +174,7 @@ static eddy_status precheck(eddy_bus *bus, const eddy_request_opts *opts, const 
 }
 
 eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_event *ev,
-                             const eddy_request_opts *opts, eddy_event **reply,
-                             eddy_error *err) {
+                             const eddy_request_opts *opts, eddy_event **reply, eddy_error *err) {
     if (!bus || !reply)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or reply is NULL");
     *reply = NULL;

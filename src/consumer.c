@@ -19,8 +19,8 @@
 #include "entry.h"
 #include "error.h"
 #include "keys.h"
-#include "requests.h"
 #include "reply.h"
+#include "requests.h"
 #include "subject.h"
 
 enum {
@@ -108,7 +108,7 @@ struct eddy__consumer {
     VEC(ack) acks;
     VEC(eddy__cmd) replies; /* XADDs of replies, sent with the next round trip */
     size_t outstanding;
-    char *inbox_prefix;     /* "{ns}:inbox:": the only place a reply may go */
+    char *inbox_prefix; /* "{ns}:inbox:": the only place a reply may go */
 
     VEC(ack) inflight;
     VEC(dlq_item) dlq;
@@ -154,7 +154,8 @@ eddy__consumer *eddy__consumer_new(const eddy__settings *s, eddy__sub *sub) {
     c->subjects_key = eddy__key_subjects(s->ns);
     c->dlq_key = eddy__key_dlq(s->ns, sub->group);
     c->inbox_prefix = eddy__key_inbox(s->ns, "");
-    if (!c->subjects_key || !c->dlq_key || !c->inbox_prefix || (sub->literal && add_stream(c, sub->pattern, "$"))) {
+    if (!c->subjects_key || !c->dlq_key || !c->inbox_prefix ||
+        (sub->literal && add_stream(c, sub->pattern, "$"))) {
         eddy__consumer_free(c);
         return NULL;
     }
@@ -530,8 +531,8 @@ static void take_entry(eddy__consumer *c, size_t stream, const char *id, const c
     }
     eddy_delivery *d = calloc(1, sizeof(*d));
     if (!d || (out->n == out->cap && !vec_grow((void **)&out->v, &out->cap, sizeof(*out->v))) ||
-        (reply_to && (!req_id || ilen >= sizeof(d->request_id) ||
-                      !(d->reply_to = strndup(reply_to, rlen))))) {
+        (reply_to &&
+         (!req_id || ilen >= sizeof(d->request_id) || !(d->reply_to = strndup(reply_to, rlen))))) {
         if (d)
             free(d->reply_to);
         free(d);
@@ -854,9 +855,8 @@ static void settle_responder(eddy__consumer *c, eddy_delivery *d, eddy_status st
         atomic_fetch_add(&stats->failed, 1);
         atomic_fetch_add(&stats->responder_failed, 1);
         eddy__log(&c->s->log, EDDY_LOG_WARN, "subscription '%s': responder failed%s%s: %s%s%s",
-                  c->sub->name, d->reply_to ? " on request " : "",
-                  d->reply_to ? d->request_id : "", eddy_status_str(st), err.detail[0] ? ": " : "",
-                  err.detail);
+                  c->sub->name, d->reply_to ? " on request " : "", d->reply_to ? d->request_id : "",
+                  eddy_status_str(st), err.detail[0] ? ": " : "", err.detail);
         eddy_event_free(reply);
         if (d->reply_to) {
             eddy_event *failure = failure_reply(c);
@@ -874,8 +874,7 @@ static void settle_responder(eddy__consumer *c, eddy_delivery *d, eddy_status st
     queue_reply(c, d, reply);
 }
 
-void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st,
-                           eddy_event *reply) {
+void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st, eddy_event *reply) {
     eddy__stats *stats = &c->sub->stats;
     atomic_fetch_add(&stats->delivered, 1);
     if (d->attempt > 1)

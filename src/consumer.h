@@ -73,8 +73,7 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
  * sent with the next round trip, or a failure reply when st is an error or the reply cannot
  * be sent, or discarded (Unaddressed) when the delivery was a plain publish. Frees the
  * delivery. Thread: any. */
-void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st,
-                           eddy_event *reply);
+void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st, eddy_event *reply);
 
 /* True once the subscription's start point is fixed and its groups exist: every message
  * published from now on will be delivered. Front ends wait for it before start returns. */

@@ -231,6 +231,5 @@ eddy_status eddy__inbox_close_cmds(eddy__inbox *ib, eddy__sub *const *subs, size
 
 eddy_status eddy__inbox_register_cmds(eddy__inbox *ib, eddy__sub *sub, long long now_ms,
                                       eddy__cmdlist *out) {
-    return eddy__registry_renew(ib->s->ns, &sub, 1, now_ms + ib->s->lease_ms, now_ms, out,
-                                I_OTHER);
+    return eddy__registry_renew(ib->s->ns, &sub, 1, now_ms + ib->s->lease_ms, now_ms, out, I_OTHER);
 }

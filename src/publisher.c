@@ -97,8 +97,7 @@ eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const
         return st;
     if (eddy_event_extension(ev, EDDY__FAILED_ATTR))
         return eddy__fail(err, EDDY_ERR_RESERVED_ATTRIBUTE,
-                          "the event carries '" EDDY__FAILED_ATTR
-                          "', which marks failure replies");
+                          "the event carries '" EDDY__FAILED_ATTR "', which marks failure replies");
     size_t size = eddy_event_size(ev);
     if (size > p->s->max_event_size)
         return eddy__fail(err, EDDY_ERR_TOO_LARGE, "event '%s' is %zu bytes; the limit is %zu",

@@ -21,8 +21,8 @@ static char *registry_key(const char *ns) {
 }
 
 static void add_member(eddy__cmd *cmd, const eddy__sub *sub) {
-    eddy__cmd_fmt(cmd, "%c\t%s\t%s\t%s\t%s", sub->responder ? 'r' : 'h', sub->group,
-                  sub->consumer, sub->name, sub->pattern);
+    eddy__cmd_fmt(cmd, "%c\t%s\t%s\t%s\t%s", sub->responder ? 'r' : 'h', sub->group, sub->consumer,
+                  sub->name, sub->pattern);
 }
 
 eddy_status eddy__registry_renew(const char *ns, eddy__sub *const *subs, size_t n,

@@ -16,8 +16,7 @@
 /* Appends ZADD of every subscription with lease end `until_ms`, and the removal of leases
  * that ended before now_ms. */
 eddy_status eddy__registry_renew(const char *ns, eddy__sub *const *subs, size_t n,
-                                 long long until_ms, long long now_ms, eddy__cmdlist *out,
-                                 int tag);
+                                 long long until_ms, long long now_ms, eddy__cmdlist *out, int tag);
 /* Appends ZREM of every subscription (a bus that stops). */
 eddy_status eddy__registry_remove(const char *ns, eddy__sub *const *subs, size_t n,
                                   eddy__cmdlist *out, int tag);

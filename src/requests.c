@@ -128,8 +128,7 @@ eddy_status eddy__request_precheck(const eddy_request_opts *opts, bool cancelled
         return eddy__fail(err, EDDY_ERR_NOT_SUPPORTED, "this backend does not answer requests");
     if (ev && eddy_event_extension(ev, EDDY__FAILED_ATTR))
         return eddy__fail(err, EDDY_ERR_RESERVED_ATTRIBUTE,
-                          "the event carries '" EDDY__FAILED_ATTR
-                          "', which marks failure replies");
+                          "the event carries '" EDDY__FAILED_ATTR "', which marks failure replies");
     return EDDY_OK;
 }
 
@@ -347,8 +346,8 @@ size_t eddy__requests_in_flight(eddy__requests *r) {
     return n;
 }
 
-bool eddy__requests_match(eddy__requests *r, const char *const *fv, const size_t *fvlen,
-                          size_t nfv, eddy__reply_done *out) {
+bool eddy__requests_match(eddy__requests *r, const char *const *fv, const size_t *fvlen, size_t nfv,
+                          eddy__reply_done *out) {
     size_t idlen = 0;
     const char *id = eddy__entry_field(fv, fvlen, nfv, EDDY__F_REQUEST, &idlen);
     char key[48];
@@ -378,8 +377,8 @@ bool eddy__requests_match(eddy__requests *r, const char *const *fv, const size_t
         eddy__log(&r->s->log, EDDY_LOG_WARN, "request %s: unreadable reply: %s", key, err.detail);
         st = EDDY_ERR_RESPONDER_FAILED;
     }
-    count_end(r, q, st == EDDY_OK ? offsetof(eddy__req_row, answered)
-                                   : offsetof(eddy__req_row, failed));
+    count_end(r, q,
+              st == EDDY_OK ? offsetof(eddy__req_row, answered) : offsetof(eddy__req_row, failed));
     out->waiter = q->waiter;
     out->st = st;
     out->reply = reply;

@@ -86,8 +86,8 @@ typedef struct eddy__reply_done {
 
 /* Matches one reply entry (its field/value pairs) to its request. Returns true with *out
  * filled when it completes a waiting request. */
-bool eddy__requests_match(eddy__requests *r, const char *const *fv, const size_t *fvlen,
-                          size_t nfv, eddy__reply_done *out);
+bool eddy__requests_match(eddy__requests *r, const char *const *fv, const size_t *fvlen, size_t nfv,
+                          eddy__reply_done *out);
 
 /* Counters: name NULL the total, "" the unnamed row, else a declared row (zero otherwise). */
 void eddy__requests_stats(eddy__requests *r, const char *name, eddy_request_stats *out);

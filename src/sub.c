@@ -124,8 +124,7 @@ eddy_status eddy__sub_check_against(const eddy__settings *s, unsigned caps, cons
         const eddy__sub *o = existing[i];
         if (strcmp(o->name, sub->name) == 0)
             return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
-                              "subscription '%s': the name is already used on this bus",
-                              sub->name);
+                              "subscription '%s': the name is already used on this bus", sub->name);
         if (sub->responder && o->responder && strcmp(sub->group, o->group) != 0 &&
             eddy__pattern_overlap(sub->pattern, o->pattern))
             return eddy__fail(err, EDDY_ERR_INVALID_SPEC,

@@ -73,8 +73,8 @@ EDDY_EXPORT eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, con
                                          eddy_error *err);
 
 /** Builds the event as eddy_bus_publish_value does, then requests as eddy_bus_request. */
-EDDY_EXPORT eddy_status eddy_bus_request_value(eddy_bus *bus, const char *subject,
-                                               const char *type, eddy_pack_fn pack, void *user,
+EDDY_EXPORT eddy_status eddy_bus_request_value(eddy_bus *bus, const char *subject, const char *type,
+                                               eddy_pack_fn pack, void *user,
                                                const eddy_request_opts *opts, eddy_event **reply,
                                                eddy_error *err);
 

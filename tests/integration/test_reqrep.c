@@ -15,7 +15,9 @@
 
 #include "eddy/blocking.h"
 #include "eddy_test.h"
+#include "raw.h"
 #include "recorder.h"
+#include "redis_server.h"
 
 static int backends[] = {0, 1}; /* memory, redis */
 
@@ -112,9 +114,8 @@ static void expect_identity(eddy_bus *b, const char *name) {
     eddy_bus_request_stats(b, name, &s);
     cr_expect_eq(s.sent, s.answered + s.no_responders + s.no_reply + s.failed,
                  "%s: sent %lu != %lu + %lu + %lu + %lu", name ? name : "total",
-                 (unsigned long)s.sent, (unsigned long)s.answered,
-                 (unsigned long)s.no_responders, (unsigned long)s.no_reply,
-                 (unsigned long)s.failed);
+                 (unsigned long)s.sent, (unsigned long)s.answered, (unsigned long)s.no_responders,
+                 (unsigned long)s.no_reply, (unsigned long)s.failed);
 }
 
 typedef struct stats_wait {
@@ -150,9 +151,7 @@ static bool unclaimed_reached(void *arg) {
     return s.unclaimed >= w->unclaimed;
 }
 
-ParameterizedTestParameters(reqrep, answered) {
-    return cr_make_param_array(int, backends, 2);
-}
+ParameterizedTestParameters(reqrep, answered) { return cr_make_param_array(int, backends, 2); }
 ParameterizedTest(int *backend, reqrep, answered, .timeout = 60) {
     ctx c;
     setup(&c, *backend);
@@ -171,9 +170,7 @@ ParameterizedTest(int *backend, reqrep, answered, .timeout = 60) {
     eddy_bus_request_stats(b, NULL, &s);
     cr_expect_eq(s.sent, 1);
     cr_expect_eq(s.answered, 1);
-    eddy_consumer_stats cs;
-    eddy_bus_consumer_stats(b, "setup", &cs);
-    cr_expect_eq(cs.replied, 1);
+    wait_replied(b, "setup", 1);
     eddy_bus_free(b);
 }
 
@@ -191,8 +188,7 @@ ParameterizedTest(int *backend, reqrep, refused_before_sending_in_order_and_not_
     eddy_event *ev = make_event("q", "t.echo");
     eddy_event *reply = NULL;
     /* Not started: but the deadline checks come first. */
-    cr_expect_eq(eddy_bus_request(b, "tables.setup", ev, NULL, &reply, &err),
-                 EDDY_ERR_NO_DEADLINE);
+    cr_expect_eq(eddy_bus_request(b, "tables.setup", ev, NULL, &reply, &err), EDDY_ERR_NO_DEADLINE);
     eddy_request_opts o = {0, NULL, NULL};
     cr_expect_eq(eddy_bus_request(b, "tables.setup", ev, &o, &reply, &err), EDDY_ERR_NO_DEADLINE);
     o.deadline_ms = eddy_now_ms() - 1;
@@ -337,8 +333,7 @@ ParameterizedTest(int *backend, reqrep, late_reply_is_unclaimed_and_never_delive
 ParameterizedTestParameters(reqrep, counters_by_conversation_keep_the_identity) {
     return cr_make_param_array(int, backends, 2);
 }
-ParameterizedTest(int *backend, reqrep, counters_by_conversation_keep_the_identity,
-                  .timeout = 60) {
+ParameterizedTest(int *backend, reqrep, counters_by_conversation_keep_the_identity, .timeout = 60) {
     ctx c;
     setup(&c, *backend);
     const char *names[] = {"table-setup", "audit"};
@@ -521,8 +516,7 @@ ParameterizedTest(int *backend, reqrep, many_threads_request_at_once, .timeout =
 ParameterizedTestParameters(reqrep, request_past_its_deadline_is_dropped_unrun) {
     return cr_make_param_array(int, backends, 2);
 }
-ParameterizedTest(int *backend, reqrep, request_past_its_deadline_is_dropped_unrun,
-                  .timeout = 60) {
+ParameterizedTest(int *backend, reqrep, request_past_its_deadline_is_dropped_unrun, .timeout = 60) {
     ctx c;
     setup(&c, *backend);
     c.s.read_batch = 1; /* one request at a time: the second waits behind the slow first */
@@ -677,5 +671,56 @@ Test(reqrep_processes, responder_killed_mid_request_gives_no_reply, .timeout = 6
     }
     cr_expect_eq(st, EDDY_ERR_NO_RESPONDERS);
     expect_identity(b, NULL);
+    eddy_bus_free(b);
+}
+
+static bool refused_one(void *arg) {
+    eddy_consumer_stats cs;
+    eddy_bus_consumer_stats(arg, "setup", &cs);
+    return cs.refused >= 1;
+}
+
+ParameterizedTestParameters(reqrep, reply_to_outside_the_namespace_is_refused) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reqrep, reply_to_outside_the_namespace_is_refused, .timeout = 60) {
+    ctx c;
+    setup(&c, *backend);
+    eddy_subscription_spec sp = responder_spec("setup", "tables.setup", "ingress");
+    eddy_bus *b = must_bus(&c, &sp, 1);
+    /* A request written by hand that asks for its reply in someone else's key. */
+    char key[160], deadline[32];
+    snprintf(key, sizeof(key), "{%s}:s:tables.setup", c.ns);
+    snprintf(deadline, sizeof(deadline), "%lld", eddy_deadline_in(60000));
+    const char *argv[] = {"XADD",       key,        "*",   "specversion", "1.0",    "id",
+                          "sneaky",     "source",   "/t",  "type",        "t.echo", "_reply_to",
+                          "victim:key", "_request", "x.1", "_deadline",   deadline};
+    freeReplyObject(raw_cmd(c.url, 17, argv));
+    cr_expect(eddy_test_wait_until(refused_one, b, 20000), "the reply-to was not refused");
+    eddy_consumer_stats cs;
+    eddy_bus_consumer_stats(b, "setup", &cs);
+    cr_expect_eq(cs.refused, 1);
+    cr_expect_eq(cs.replied, 0);
+    cr_expect_eq(raw_int(c.url, "EXISTS victim:key"), 0, "nothing was written there");
+    eddy_bus_free(b);
+}
+
+Test(reqrep_processes, redis_failing_while_sending_is_a_transport_status_not_counted,
+     .timeout = 60) {
+    eddy_test_redis srv;
+    eddy_test_redis_start(&srv, 0);
+    ctx c;
+    setup(&c, 1);
+    c.s.url = srv.url;
+    c.s.connect_timeout_ms = 500;
+    eddy_subscription_spec sp = responder_spec("setup", "tables.setup", "ingress");
+    eddy_bus *b = must_bus(&c, &sp, 1);
+    eddy_test_redis_kill(&srv);
+    eddy_event *reply = NULL;
+    eddy_status st = ask(b, "tables.setup", "q", "t.echo", 10000, NULL, &reply);
+    cr_expect_eq(st, EDDY_ERR_IO, "%s", eddy_status_name(st));
+    eddy_request_stats s;
+    eddy_bus_request_stats(b, NULL, &s);
+    cr_expect_eq(s.sent, 0);
     eddy_bus_free(b);
 }
