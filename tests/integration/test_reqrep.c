@@ -428,6 +428,19 @@ ParameterizedTest(int *backend, reqrep, responder_runs_for_plain_publish_reply_u
     eddy_bus_free(b);
 }
 
+typedef struct stop_ask {
+    eddy_bus *b;
+    eddy_status st;
+} stop_ask;
+
+static void *ask_silent(void *arg) {
+    stop_ask *sa = arg;
+    eddy_event *reply = NULL;
+    sa->st = ask(sa->b, "silent", "q2", "t.echo", 600000, NULL, &reply);
+    eddy_event_free(reply);
+    return NULL;
+}
+
 static void *fire_later(void *arg) {
     pause_ms(300);
     eddy_cancel_fire(arg);
@@ -460,6 +473,16 @@ ParameterizedTest(int *backend, reqrep, cancel_and_stop_end_a_waiting_request_wi
     pthread_join(t, NULL);
     eddy_cancel_free(o.cancel);
     eddy_event_free(ev);
+    expect_identity(b, NULL);
+
+    /* A stop ends the requests waiting in other threads. */
+    pthread_t asker_thread;
+    stop_ask sa = {b, EDDY_OK};
+    pthread_create(&asker_thread, NULL, ask_silent, &sa);
+    cr_assert(rec_wait(&r, 2, 20000), "the second request was not sent");
+    eddy_bus_stop(b);
+    pthread_join(asker_thread, NULL);
+    cr_expect_eq(sa.st, EDDY_ERR_NO_REPLY);
     expect_identity(b, NULL);
     eddy_bus_free(b);
     rec_destroy(&r);
