@@ -93,7 +93,9 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
         st = add_sub(bus, &specs[i], &bs, err);
     }
     if (st == EDDY_OK && (!(bus->publisher = eddy__publisher_new(&bus->s)) ||
-                          !(bus->requests = eddy__requests_new(&bus->s))))
+                          !(bus->requests = eddy__requests_new(&bus->s)) ||
+                          !(bus->registry_cache = eddy__registry_cache_new(
+                                EDDY__REGISTRY_CACHE_MS))))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     if (st == EDDY_OK && !(bus->pool = bpool_new(bus->s.workers)))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "could not start %u worker threads", bus->s.workers);
@@ -243,6 +245,7 @@ void eddy_bus_free(eddy_bus *bus) {
     bconn_destroy(&bus->ctl_conn);
     eddy__publisher_free(bus->publisher);
     eddy__requests_free(bus->requests);
+    eddy__registry_cache_free(bus->registry_cache);
     eddy__settings_free(&bus->s);
     pthread_cond_destroy(&bus->ctl_cond);
     pthread_mutex_destroy(&bus->ctl_lock);

@@ -11,6 +11,7 @@
 #include "inbox.h"
 #include "pool.h"
 #include "publisher.h"
+#include "registry.h"
 #include "requests.h"
 #include "settings.h"
 #include "sub.h"
@@ -35,6 +36,7 @@ struct eddy_bus {
     unsigned caps;
     eddy__publisher *publisher;
     eddy__requests *requests;
+    eddy__registry_cache *registry_cache;
     /* The activation's control thread: reply stream, registry heartbeats (inbox.h). */
     eddy__inbox *inbox;
     bconn ctl_conn;

@@ -89,10 +89,13 @@ void bwait_complete(void *waiter, eddy_status st, eddy_event *reply) {
 /* Is anything, in any process, subscribed to subject? */
 static eddy_status anyone_subscribed(eddy_bus *bus, const char *subject, bool *any,
                                      eddy_error *err) {
+    long long now = eddy_now_ms();
+    if ((*any = eddy__registry_cache_match(bus->registry_cache, subject, now)))
+        return EDDY_OK;
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
     redisReply *reply = NULL;
-    eddy_status st = eddy__registry_query(bus->s.ns, eddy_now_ms(), &cmds, 0);
+    eddy_status st = eddy__registry_query(bus->s.ns, now, &cmds, 0);
     if (st == EDDY_OK) {
         pthread_mutex_lock(&bus->pub_lock);
         st = bconn_exec(&bus->pub_conn, &cmds, -1, &reply, err);
@@ -100,7 +103,9 @@ static eddy_status anyone_subscribed(eddy_bus *bus, const char *subject, bool *a
     }
     if (st == EDDY_OK)
         st = eddy__registry_matches(reply, subject, any, err);
-    if (reply)
+    if (st == EDDY_OK)
+        eddy__registry_cache_store(bus->registry_cache, reply, now);
+    else if (reply)
         freeReplyObject(reply);
     eddy__cmdlist_reset(&cmds);
     return st;

@@ -54,7 +54,7 @@ struct rconn {
     bool connected;
     ev_io rev, wev;
     size_t handshake_left;
-    size_t pending;    /* commands written or queued in hiredis and not answered */
+    size_t pending;     /* commands written or queued in hiredis and not answered */
     long long block_ms; /* >= 0 while a blocking read is among them */
     /* memory:// */
     eddy__mem_engine *engine;

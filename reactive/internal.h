@@ -68,7 +68,7 @@ struct ract {
     unsigned attempt;     /* consecutive failed connects, for backoff */
     unsigned seed;
     eddy_error last_err; /* why the connection last failed, for the ready timeout's detail */
-    ract *next; /* every activation of the bus, live or stopping */
+    ract *next;          /* every activation of the bus, live or stopping */
 };
 
 /* A publish awaiting its replies (or its connection). */

@@ -75,9 +75,8 @@ static void pub_reply(void *owner, void *priv, redisReply *r) {
         char id[64];
         size_t next;
         eddy_error err;
-        eddy_status st =
-            eddy__publish_result(bus->publisher, &p->cmds, 0, p->replies, &next, id, sizeof(id),
-                                 &err);
+        eddy_status st = eddy__publish_result(bus->publisher, &p->cmds, 0, p->replies, &next, id,
+                                              sizeof(id), &err);
         p->replies[p->got] = NULL; /* hiredis's or the connection's, not ours */
         bus->pub_head = p->next;
         if (!bus->pub_head)

@@ -86,8 +86,7 @@ static void act_backoff(ract *act) {
     act->state = A_BACKOFF;
     rbus_timer_after(act->bus, &act->timer,
                      eddy__backoff_delay_ms(act->attempt ? act->attempt - 1 : 0,
-                                            s->reconnect_min_ms, s->reconnect_max_ms,
-                                            &act->seed));
+                                            s->reconnect_min_ms, s->reconnect_max_ms, &act->seed));
 }
 
 static void came_up(ract *act) {
@@ -233,8 +232,7 @@ static void act_finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
     if (sl->d == d) {
         settle(act, sl, st == EDDY_PENDING ? EDDY_ERR_HANDLER_FAILED : st, reply);
         reply = NULL;
-        if (!act->dispatching && act->state == A_HANDLERS &&
-            (act->unsettled == 0 || act->stopping))
+        if (!act->dispatching && act->state == A_HANDLERS && (act->unsettled == 0 || act->stopping))
             act_step(act);
     }
     eddy_event_free(reply); /* a second finish: the delivery was settled already */

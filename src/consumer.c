@@ -266,8 +266,10 @@ static eddy_status plan_replies(eddy__consumer *c, eddy__plan *p) {
         }
         *cmd = c->replies.v[i]; /* the plan owns it now */
     }
-    memmove(c->replies.v, c->replies.v + i, (c->replies.n - i) * sizeof(*c->replies.v));
-    c->replies.n -= i;
+    if (i > 0) {
+        memmove(c->replies.v, c->replies.v + i, (c->replies.n - i) * sizeof(*c->replies.v));
+        c->replies.n -= i;
+    }
     pthread_mutex_unlock(&c->lock);
     return st;
 }

@@ -8,6 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <pthread.h>
+
 #include "error.h"
 #include "redis.h"
 #include "subject.h"
@@ -106,4 +108,54 @@ eddy_status eddy__registry_matches(const redisReply *r, const char *subject, boo
             *any = true;
     }
     return EDDY_OK;
+}
+
+struct eddy__registry_cache {
+    pthread_mutex_t lock;
+    long long max_age_ms;
+    redisReply *reply;
+    long long at_ms;
+};
+
+eddy__registry_cache *eddy__registry_cache_new(long long max_age_ms) {
+    eddy__registry_cache *c = calloc(1, sizeof(*c));
+    if (c) {
+        pthread_mutex_init(&c->lock, NULL);
+        c->max_age_ms = max_age_ms;
+    }
+    return c;
+}
+
+void eddy__registry_cache_free(eddy__registry_cache *c) {
+    if (!c)
+        return;
+    if (c->reply)
+        freeReplyObject(c->reply);
+    pthread_mutex_destroy(&c->lock);
+    free(c);
+}
+
+bool eddy__registry_cache_match(eddy__registry_cache *c, const char *subject, long long now_ms) {
+    bool any = false;
+    pthread_mutex_lock(&c->lock);
+    if (c->reply && now_ms - c->at_ms <= c->max_age_ms &&
+        eddy__registry_matches(c->reply, subject, &any, NULL) != EDDY_OK)
+        any = false;
+    pthread_mutex_unlock(&c->lock);
+    return any;
+}
+
+void eddy__registry_cache_store(eddy__registry_cache *c, redisReply *r, long long now_ms) {
+    if (!r || r->type != REDIS_REPLY_ARRAY) {
+        if (r)
+            freeReplyObject(r);
+        return;
+    }
+    pthread_mutex_lock(&c->lock);
+    redisReply *old = c->reply;
+    c->reply = r;
+    c->at_ms = now_ms;
+    pthread_mutex_unlock(&c->lock);
+    if (old)
+        freeReplyObject(old);
 }

@@ -212,8 +212,7 @@ ParameterizedTest(int *backend, reactive, publish_callback_runs_exactly_once, .t
     eddy_error err = {0};
     cr_expect_eq(eddy_rbus_publish(b, "a..b", ev, on_pub, &bad, &err), EDDY_ERR_INVALID_SUBJECT);
     cr_expect_eq(eddy_rbus_publish(b, "a.b", NULL, on_pub, &bad, &err), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_rbus_publish(NULL, "a.b", ev, on_pub, &bad, &err),
-                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rbus_publish(NULL, "a.b", ev, on_pub, &bad, &err), EDDY_ERR_INVALID_ARGUMENT);
     cr_expect_eq(eddy_rbus_publish_value(b, "a.b", "t", NULL, NULL, on_pub, &bad, &err),
                  EDDY_ERR_INVALID_ARGUMENT);
     eddy_event_free(ev);
@@ -342,8 +341,8 @@ static void publish_many(struct ev_loop *loop, ev_timer *w, int revents) {
     eddy_event *ev = make_event("many", "t.many");
     for (int i = 0; i < 10000; i++) {
         eddy_error err = {0};
-        eddy_status st = eddy_rbus_publish(m->bus, m->subject, ev, m->counted ? count_pub : NULL,
-                                           m, &err);
+        eddy_status st =
+            eddy_rbus_publish(m->bus, m->subject, ev, m->counted ? count_pub : NULL, m, &err);
         cr_assert_eq(st, EDDY_OK, "%s", err.detail);
     }
     eddy_event_free(ev);
@@ -621,8 +620,7 @@ ParameterizedTest(int *backend, reactive, stop_during_a_blocking_read_returns_at
     for (int i = 0; i < 3; i++) {
         must_start(&t, b);
         keep = must_rbus(&t, NULL, 0);
-        cr_assert_eq(publish_wait(&t, keep, "quiet.x", i == 0 ? "a" : i == 1 ? "b" : "c"),
-                     EDDY_OK);
+        cr_assert_eq(publish_wait(&t, keep, "quiet.x", i == 0 ? "a" : i == 1 ? "b" : "c"), EDDY_OK);
         eddy_rbus_free(keep);
         cr_assert(run_until_count(&t, &r.n, i + 1, 20000));
         run_for(&t, 50); /* the reader is back in its blocking read */
@@ -766,6 +764,10 @@ Test(reactive, handshake_with_password_and_db, .timeout = 60) {
     teardown(&t);
 }
 
+static void dbg_log(eddy_log_level l, const char *m, void *u) {
+    fprintf(stderr, "LOG %lld %s\n", eddy_test_now_ms() % 100000, m);
+}
+
 static long long kill_clients(int port) {
     redisContext *rc = redisConnect("127.0.0.1", port);
     cr_assert(rc && !rc->err);
@@ -794,6 +796,7 @@ Test(reactive, reconnects_after_a_kill_and_a_restart, .timeout = 90) {
     t.s.reconnect_min_ms = 20;
     t.s.reconnect_max_ms = 200;
     t.s.connect_timeout_ms = 500;
+    t.s.log = dbg_log;
     recorder r;
     rec_init(&r);
     eddy_subscription_spec sp = spec("s", "re.x", rec_handler, &r);
@@ -879,8 +882,7 @@ ParameterizedTest(int *backend, reactive, late_subscription_reports_ready, .time
     eddy_subscription_spec sp = spec("late", "late.x", h_ok, &n);
     readyrec r = {0};
     eddy_error err = {0};
-    cr_assert_eq(eddy_rbus_subscribe_ready(b, &sp, on_ready, &r, &err), EDDY_OK, "%s",
-                 err.detail);
+    cr_assert_eq(eddy_rbus_subscribe_ready(b, &sp, on_ready, &r, &err), EDDY_OK, "%s", err.detail);
     cr_expect_eq(eddy_rbus_subscribe_ready(b, &sp, on_ready, &r, &err), EDDY_ERR_INVALID_SPEC);
     cr_assert(run_until_count(&t, &r.calls, 1, 20000));
     cr_assert_eq(r.st, EDDY_OK, "%s", r.detail);

@@ -134,6 +134,7 @@ Test(processes, two_processes_compete_without_duplicates_or_losses, .timeout = 1
     cr_assert_eq(pipe(ready), 0);
     pid_t pa = spawn_consumer(url, ns, "proc-a", a, false, ready[1]);
     pid_t pb = spawn_consumer(url, ns, "proc-b", b, false, ready[1]);
+    close(ready[1]); /* a child that dies before it is ready then reads as EOF, not a hang */
     wait_ready(ready[0]);
     wait_ready(ready[0]);
     publish_ids(url, ns, "job", 500);
@@ -175,6 +176,8 @@ Test(processes, killed_consumer_messages_handled_by_another, .timeout = 120) {
     cr_assert_eq(pipe(report), 0);
     cr_assert_eq(pipe(ready), 0);
     pid_t victim = spawn_consumer(url, ns, "victim", report[1], true, ready[1]);
+    close(ready[1]); /* a child that dies early then reads as EOF, not a hang */
+    close(report[1]);
     wait_ready(ready[0]);
     publish_ids(url, ns, "held", 1);
     char line[128] = {0};

@@ -221,8 +221,7 @@ static void r_free(tbus *b) {
     destroy((rtbus *)b);
 }
 
-static eddy_status r_publish(tbus *b, const char *subject, const eddy_event *ev,
-                             eddy_error *err) {
+static eddy_status r_publish(tbus *b, const char *subject, const eddy_event *ev, eddy_error *err) {
     call c = {.run = run_publish, .subject = subject, .ev = ev, .err = err};
     return submit((rtbus *)b, &c);
 }
