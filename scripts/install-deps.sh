@@ -3,7 +3,7 @@
 # Idempotent: packages already present are left alone. Uses sudo when not run as root.
 set -euo pipefail
 packages=(build-essential cmake pkg-config libhiredis-dev libev-dev libmsgpack-dev
-          libcriterion-dev redis-server redis-tools clang-format)
+          libcriterion-dev redis-server redis-tools clang-format clang-14 libclang-rt-14-dev)
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

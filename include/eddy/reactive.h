@@ -97,6 +97,44 @@ EDDY_EXPORT eddy_status eddy_rbus_publish_value(eddy_rbus *bus, const char *subj
                                                 void *pack_user, eddy_publish_fn done, void *user,
                                                 eddy_error *err);
 
+/** A request in flight, to cancel it. Valid from a successful eddy_rbus_request until its
+ * completion callback starts; owned by the bus. */
+typedef struct eddy_rrequest eddy_rrequest;
+
+/** Completion of a request, run exactly once on the loop: EDDY_OK with the reply (ownership
+ * passes to the callback: eddy_event_free it), or NULL with EDDY_ERR_NO_RESPONDERS,
+ * EDDY_ERR_RESPONDER_FAILED, EDDY_ERR_NO_REPLY (deadline, cancel, stop, free), or a transport
+ * status when sending failed. */
+typedef void (*eddy_reply_fn)(eddy_status st, eddy_event *reply, void *user);
+
+/** Sends a request; the outcome arrives through `done`. Refusals before anything is sent
+ * (same order as eddy_bus_request: EDDY_ERR_NO_DEADLINE, EDDY_ERR_NO_REPLY for a deadline
+ * already passed, EDDY_ERR_NOT_READY, EDDY_ERR_NOT_SUPPORTED, EDDY_ERR_RESERVED_ATTRIBUTE, then
+ * the publish checks) are returned by the call itself and `done` does not run. opts->cancel
+ * is for the blocking front end and must be NULL here: cancel through *handle.
+ * Ownership: the event is copied before the call returns; *handle (may be NULL) is the bus's.
+ * Memory and time per request in flight are bounded: one table entry, no timer or key of its
+ * own (one timer serves every deadline). */
+EDDY_EXPORT eddy_status eddy_rbus_request(eddy_rbus *bus, const char *subject,
+                                          const eddy_event *ev, const eddy_request_opts *opts,
+                                          eddy_reply_fn done, void *user, eddy_rrequest **handle,
+                                          eddy_error *err);
+
+/** Builds the event as eddy_rbus_publish_value does, then requests as eddy_rbus_request. */
+EDDY_EXPORT eddy_status eddy_rbus_request_value(eddy_rbus *bus, const char *subject,
+                                                const char *type, eddy_pack_fn pack,
+                                                void *pack_user, const eddy_request_opts *opts,
+                                                eddy_reply_fn done, void *user,
+                                                eddy_rrequest **handle, eddy_error *err);
+
+/** Cancels a request in flight: its callback runs with EDDY_ERR_NO_REPLY (counted NoReply)
+ * before this returns. A request that already completed must not be cancelled. */
+EDDY_EXPORT void eddy_rrequest_cancel(eddy_rrequest *req);
+
+/** Request counters, as eddy_bus_request_stats. */
+EDDY_EXPORT eddy_status eddy_rbus_request_stats(eddy_rbus *bus, const char *name,
+                                                eddy_request_stats *out);
+
 /** A subscription's counters. EDDY_ERR_INVALID_ARGUMENT for an unknown name. */
 EDDY_EXPORT eddy_status eddy_rbus_consumer_stats(eddy_rbus *bus, const char *name,
                                                  eddy_consumer_stats *out);

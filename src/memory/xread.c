@@ -91,12 +91,14 @@ static bool serve_new(eddy__mctx *c, eddy__mstream *s, eddy__mgroup *g, eddy__mc
         eddy__mentry *e = &s->e[i];
         if (e->deleted)
             continue;
-        eddy__mgroup_advance(s, g, e->id);
-        c->dirty = true;
+        /* Pending first, then past it: a group that moved past an entry its PEL lacks (out of
+         * memory in between) would never deliver it again. */
         if (!noack && eddy__mgroup_deliver(g, consumer, e->id, c->now_ms) != 0) {
             ok = false;
             break;
         }
+        eddy__mgroup_advance(s, g, e->id);
+        c->dirty = true;
         eddy__mstream_reply_entry(c->out, e);
         n++;
     }

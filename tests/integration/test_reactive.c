@@ -9,16 +9,19 @@
 #include <ev.h>
 #include <netinet/in.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "eddy/blocking.h"
 #include "eddy/reactive.h"
 #include "eddy_test.h"
+#include "memory/util.h"
 #include "raw.h"
 #include "recorder.h"
 #include "redis_server.h"
@@ -685,6 +688,18 @@ Test(reactive, unreachable_backend_fails_start_and_publish, .timeout = 30) {
     teardown(&t);
 }
 
+typedef struct counter {
+    int ok, failed;
+} counter;
+
+static void count_pub_c(eddy_status st, const char *id, void *user) {
+    counter *c = user;
+    if (st == EDDY_OK)
+        c->ok++;
+    else
+        c->failed++;
+}
+
 /* A server that accepts connections and never answers. */
 static int silent_server(int *port) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -718,6 +733,73 @@ Test(reactive, a_silent_server_times_out, .timeout = 30) {
     cr_expect(took >= 1000 && took < 5000, "watchdog after %lld ms", took);
     eddy_rbus_free(b);
     close(fd);
+    teardown(&t);
+}
+
+/* A unix socket server on a thread of its own that closes every connection as soon as it
+ * is accepted: writes to such a connection fail with EPIPE, the error that raises SIGPIPE. */
+typedef struct closer {
+    int fd;
+    char path[108];
+    pthread_t thread;
+} closer;
+
+static void *close_all(void *arg) {
+    closer *c = arg;
+    for (;;) {
+        int fd = accept(c->fd, NULL, NULL);
+        if (fd < 0)
+            return NULL; /* the listening socket was shut down */
+        close(fd);
+    }
+}
+
+static void closer_start(closer *c) {
+    c->fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    cr_assert(c->fd >= 0);
+    struct sockaddr_un a = {0};
+    a.sun_family = AF_UNIX;
+    snprintf(c->path, sizeof(c->path), "/tmp/eddy-closer-%ld.sock", (long)getpid());
+    unlink(c->path);
+    snprintf(a.sun_path, sizeof(a.sun_path), "%s", c->path);
+    cr_assert_eq(bind(c->fd, (struct sockaddr *)&a, sizeof(a)), 0);
+    cr_assert_eq(listen(c->fd, 64), 0);
+    cr_assert_eq(pthread_create(&c->thread, NULL, close_all, c), 0);
+}
+
+static void closer_stop(closer *c) {
+    shutdown(c->fd, SHUT_RDWR);
+    pthread_join(c->thread, NULL);
+    close(c->fd);
+    unlink(c->path);
+}
+
+Test(reactive, writing_to_a_dead_peer_does_not_raise_sigpipe, .timeout = 60) {
+    signal(SIGPIPE, SIG_DFL); /* the default action would kill this test process */
+    closer srv;
+    closer_start(&srv);
+    char url[160];
+    snprintf(url, sizeof(url), "unix://%s", srv.path);
+    tctx t;
+    setup_url(&t, url);
+    eddy_rbus *b = must_rbus(&t, NULL, 0);
+    static char data[8192];
+    memset(data, 'x', sizeof(data));
+    eddy_event *ev = make_event("big", "t.x");
+    cr_assert_eq(eddy_event_set_data(ev, data, sizeof(data)), EDDY_OK);
+    /* Each round, a new connection and a 1.6 MB pipeline: more than one write() call. */
+    for (int round = 0; round < 10; round++) {
+        counter c = {0, 0};
+        for (int i = 0; i < 200; i++)
+            cr_assert_eq(eddy_rbus_publish(b, "big.x", ev, count_pub_c, &c, NULL), EDDY_OK);
+        long long end = eddy_test_now_ms() + 10000;
+        while (c.ok + c.failed < 200 && eddy_test_now_ms() < end)
+            run_for(&t, 1);
+        cr_assert_eq(c.failed, 200, "round %d: %d failed, %d ok", round, c.failed, c.ok);
+    }
+    eddy_event_free(ev);
+    eddy_rbus_free(b);
+    closer_stop(&srv);
     teardown(&t);
 }
 
@@ -764,10 +846,6 @@ Test(reactive, handshake_with_password_and_db, .timeout = 60) {
     teardown(&t);
 }
 
-static void dbg_log(eddy_log_level l, const char *m, void *u) {
-    fprintf(stderr, "LOG %lld %s\n", eddy_test_now_ms() % 100000, m);
-}
-
 static long long kill_clients(int port) {
     redisContext *rc = redisConnect("127.0.0.1", port);
     cr_assert(rc && !rc->err);
@@ -796,7 +874,6 @@ Test(reactive, reconnects_after_a_kill_and_a_restart, .timeout = 90) {
     t.s.reconnect_min_ms = 20;
     t.s.reconnect_max_ms = 200;
     t.s.connect_timeout_ms = 500;
-    t.s.log = dbg_log;
     recorder r;
     rec_init(&r);
     eddy_subscription_spec sp = spec("s", "re.x", rec_handler, &r);
@@ -823,6 +900,94 @@ Test(reactive, reconnects_after_a_kill_and_a_restart, .timeout = 90) {
     eddy_rbus_free(b);
     eddy_rbus_free(pub);
     eddy_test_redis_kill(&srv);
+    rec_destroy(&r);
+    teardown(&t);
+}
+
+Test(reactive, connection_lost_while_a_handler_is_pending, .timeout = 60) {
+    eddy_test_redis srv;
+    eddy_test_redis_start(&srv, 0);
+    tctx t;
+    setup_url(&t, srv.url);
+    t.s.reconnect_min_ms = 20;
+    t.s.reconnect_max_ms = 200;
+    hctx h = {0};
+    eddy_subscription_spec sp = spec("s", "lost.x", h_hold, &h);
+    eddy_rbus *b = must_rbus(&t, &sp, 1);
+    eddy_rbus *pub = must_rbus(&t, NULL, 0);
+    must_start(&t, b);
+    cr_assert_eq(publish_wait(&t, pub, "lost.x", "held"), EDDY_OK);
+    cr_assert(run_until_count(&t, &h.calls, 1, 20000));
+    cr_assert_geq(kill_clients(srv.port), 1);
+    run_for(&t, 200); /* the loss is seen; nothing is read again while "held" is out */
+    cr_expect_eq(h.calls, 1);
+    ev_timer fin;
+    ev_timer_init(&fin, finish_held, 0., 0.);
+    fin.data = &h;
+    ev_timer_start(t.loop, &fin);
+    pending_wait w = {&t, "lost.x", 0};
+    cr_assert(run_until(&t, pending_is, &w, 20000), "the acknowledgement was lost");
+    cr_expect_eq(h.calls, 1, "redelivered although it was acknowledged");
+    cr_assert_eq(publish_retrying(&t, pub, "lost.x", "next"), EDDY_OK);
+    cr_assert(run_until_count(&t, &h.calls, 2, 20000), "the reader did not come back");
+    finish_held(t.loop, &fin, 0);
+    eddy_rbus_free(b);
+    eddy_rbus_free(pub);
+    eddy_test_redis_kill(&srv);
+    teardown(&t);
+}
+
+/* The memory engine fails its n-th allocation from now on, once, for n = 1, 2, ...: whatever
+ * connection it hits fails cleanly (a publish completes once with EDDY_ERR_NOMEM, or is
+ * refused up front; a reader reconnects), and everything published is delivered. */
+Test(reactive, memory_engine_out_of_memory, .timeout = 120) {
+    tctx t;
+    setup(&t, 0);
+    t.s.reconnect_min_ms = 1;
+    t.s.reconnect_max_ms = 5;
+    t.s.block_ms = 50;
+    recorder r;
+    rec_init(&r);
+    eddy_subscription_spec sp = spec("s", "oom.x", rec_handler, &r);
+    eddy_rbus *b = must_rbus(&t, &sp, 1);
+    must_start(&t, b);
+    char ids[80][16];
+    int stored = 0, nomem = 0, refused = 0;
+    for (long n = 1; n <= 80; n++) {
+        snprintf(ids[n - 1], sizeof(ids[n - 1]), "m%ld", n);
+        eddy_event *ev = make_event(ids[n - 1], "t.x");
+        pubrec p = {0};
+        eddy__mem_fail_after(n, false);
+        eddy_status st = eddy_rbus_publish(b, "oom.x", ev, on_pub, &p, NULL);
+        eddy_event_free(ev);
+        if (st != EDDY_OK) {
+            cr_expect_eq(st, EDDY_ERR_NOMEM);
+            refused++;
+            ids[n - 1][0] = '\0';
+        } else {
+            cr_assert(run_until_count(&t, &p.calls, 1, 5000), "publish %ld never completed", n);
+            cr_assert(p.st == EDDY_OK || p.st == EDDY_ERR_NOMEM, "%s", eddy_status_name(p.st));
+            if (p.st == EDDY_OK) {
+                stored++;
+            } else {
+                nomem++;
+                ids[n - 1][0] = '\0';
+            }
+        }
+        run_for(&t, 5); /* let the reader meet the failure too */
+        eddy__mem_fail_after(0, false);
+    }
+    cr_expect_gt(nomem + refused, 0, "no allocation failure reached a publish");
+    for (int i = 0; i < 80; i++) {
+        if (!ids[i][0])
+            continue;
+        long long end = eddy_test_now_ms() + 20000;
+        while (rec_seen(&r, ids[i]) == 0 && eddy_test_now_ms() < end)
+            run_for(&t, 5);
+        cr_expect_geq(rec_seen(&r, ids[i]), 1, "%s was stored and never delivered", ids[i]);
+    }
+    cr_expect_geq(rec_count(&r), stored);
+    eddy_rbus_free(b);
     rec_destroy(&r);
     teardown(&t);
 }

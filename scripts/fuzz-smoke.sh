@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets with clang and runs each for a short while (default 30 s):
+# a smoke run for CI that catches a decoder crash on the first inputs it meets. Longer runs:
+#   EDDY_FUZZ_SECONDS=600 scripts/fuzz-smoke.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+seconds=${EDDY_FUZZ_SECONDS:-30}
+dir=build-fuzz
+CC=clang-14 cmake -S . -B "$dir" -DEDDY_FUZZ=ON -DEDDY_EXAMPLES=OFF -DEDDY_BENCH=OFF >/dev/null
+cmake --build "$dir" -j"$(nproc)" --target fuzz_entry fuzz_msgpack >/dev/null
+for target in fuzz_entry fuzz_msgpack; do
+    corpus="$dir/corpus-$target"
+    mkdir -p "$corpus"
+    echo "fuzzing $target for ${seconds}s"
+    log="$dir/$target.log"
+    if ! "$dir/tests/fuzz/$target" -max_total_time="$seconds" -print_final_stats=1 "$corpus" \
+        >"$log" 2>&1; then
+        tail -n 60 "$log" >&2
+        echo "$target found a failure (crash input saved in the working directory)" >&2
+        exit 1
+    fi
+    grep -E "^stat::number_of_executed_units" "$log"
+done
