@@ -10,12 +10,12 @@
  * - No handler is called once stop (or free) was called. Deliveries read but not handed out by
  *   then are dropped: AtLeastOnce entries stay pending and come back; AtMostOnce entries were
  *   acknowledged by their read (NOACK) and are gone, as at-most-once allows.
- * - A stop loses no settled acknowledgement. A round's acknowledgements travel ahead of its
- *   blocking read and are answered before the read blocks: a stop that finds every reply but
- *   the read's drops the connection at once (the read counts as a timeout, nil); one that does
- *   not waits for those replies, which come at once. Deliveries settled after the stop (a
- *   handler returned EDDY_PENDING) are flushed on the same connection before the activation
- *   dies.
+ * - A stop loses no settled acknowledgement, and waits for no blocking read. The core never
+ *   plans a blocking read behind acknowledgements or dead letters; still, should a blocking
+ *   round carry other commands, a stop waits for their replies only (they come at once), and
+ *   the read counts as timed out (nil) so that they are fed. A stop during any other round
+ *   waits for its replies and feeds them. Deliveries settled after the stop (their handler
+ *   returned EDDY_PENDING) are flushed on the same connection before the activation dies.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -314,7 +314,7 @@ static void round_done(ract *act) {
 }
 
 /* Stopped while the round's blocking read waits, with every other reply in: the read counts
- * as timed out, so the other replies are still accounted for (dead letters counted, acks
+ * as timed out, so the other replies are still fed (dead letters counted, acknowledgements
  * confirmed), and the connection goes at once. */
 static void end_stopped_round(ract *act) {
     size_t n = act->plan.cmds.n;

@@ -28,6 +28,12 @@
 
 static int backends[] = {0, 1}; /* memory, redis */
 
+/* The private redis-server of a test that kills or restarts it. Killed by the test's .fini as
+ * well, so that a failed assertion does not leave it running. */
+static eddy_test_redis srv;
+
+static void kill_private_server(void) { eddy_test_redis_kill(&srv); }
+
 typedef struct tctx {
     struct ev_loop *loop;
     char url[160];
@@ -776,10 +782,10 @@ static void closer_stop(closer *c) {
 
 Test(reactive, writing_to_a_dead_peer_does_not_raise_sigpipe, .timeout = 60) {
     signal(SIGPIPE, SIG_DFL); /* the default action would kill this test process */
-    closer srv;
-    closer_start(&srv);
+    closer peer;
+    closer_start(&peer);
     char url[160];
-    snprintf(url, sizeof(url), "unix://%s", srv.path);
+    snprintf(url, sizeof(url), "unix://%s", peer.path);
     tctx t;
     setup_url(&t, url);
     eddy_rbus *b = must_rbus(&t, NULL, 0);
@@ -799,12 +805,11 @@ Test(reactive, writing_to_a_dead_peer_does_not_raise_sigpipe, .timeout = 60) {
     }
     eddy_event_free(ev);
     eddy_rbus_free(b);
-    closer_stop(&srv);
+    closer_stop(&peer);
     teardown(&t);
 }
 
-Test(reactive, handshake_with_password_and_db, .timeout = 60) {
-    eddy_test_redis srv;
+Test(reactive, handshake_with_password_and_db, .timeout = 60, .fini = kill_private_server) {
     const char *extra[] = {"--requirepass", "s3cret", NULL};
     eddy_test_redis_start_with(&srv, 0, extra);
     char url[128];
@@ -866,8 +871,7 @@ static eddy_status publish_retrying(tctx *t, eddy_rbus *b, const char *subject, 
     return st;
 }
 
-Test(reactive, reconnects_after_a_kill_and_a_restart, .timeout = 90) {
-    eddy_test_redis srv;
+Test(reactive, reconnects_after_a_kill_and_a_restart, .timeout = 90, .fini = kill_private_server) {
     eddy_test_redis_start(&srv, 0);
     tctx t;
     setup_url(&t, srv.url);
@@ -904,8 +908,8 @@ Test(reactive, reconnects_after_a_kill_and_a_restart, .timeout = 90) {
     teardown(&t);
 }
 
-Test(reactive, connection_lost_while_a_handler_is_pending, .timeout = 60) {
-    eddy_test_redis srv;
+Test(reactive, connection_lost_while_a_handler_is_pending, .timeout = 60,
+     .fini = kill_private_server) {
     eddy_test_redis_start(&srv, 0);
     tctx t;
     setup_url(&t, srv.url);
