@@ -18,6 +18,7 @@
 #include "redis.h"
 #include "reply.h"
 #include "sigpipe.h"
+#include "timing.h"
 
 long long bconn_now_ms(void) {
     struct timespec ts;
@@ -130,8 +131,7 @@ static void free_replies(redisReply **replies, size_t n) {
 static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
                               redisReply **replies, eddy_error *err) {
     redisContext *rc = c->rc;
-    /* A blocking read answers after block_ms; anything much later means a dead peer. */
-    redisSetTimeout(rc, tv_ms((block_ms > 0 ? block_ms : 0) + c->s->connect_timeout_ms + 1000));
+    redisSetTimeout(rc, tv_ms(eddy__reply_timeout_ms(c->s, block_ms)));
     for (size_t i = 0; i < cmds->n; i++)
         redisAppendCommandArgv(rc, cmds->cmds[i].argc, eddy__cmd_argv(&cmds->cmds[i]),
                                cmds->cmds[i].argvlen);

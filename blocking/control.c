@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "internal.h"
+#include "timing.h"
 
 /* A copy of the subscription list for one heartbeat plan (subs are never freed while the
  * control thread runs: they go only with the bus). */
@@ -43,7 +44,7 @@ static void *control(void *arg) {
             subs ? eddy__inbox_plan(bus->inbox, eddy_now_ms(), subs, n, &plan) : EDDY_ERR_NOMEM;
         free(subs);
         if (st != EDDY_OK) {
-            bconn_sleep(&bus->ctl_conn, 100);
+            bconn_sleep(&bus->ctl_conn, EDDY__NOMEM_RETRY_MS);
             continue;
         }
         if (plan.cmds.n == 0) {
@@ -52,7 +53,7 @@ static void *control(void *arg) {
         }
         redisReply *replies[8] = {0};
         if (plan.cmds.n > 8) { /* the inbox plans at most 4 commands */
-            bconn_sleep(&bus->ctl_conn, 100);
+            bconn_sleep(&bus->ctl_conn, EDDY__NOMEM_RETRY_MS);
             continue;
         }
         st = bconn_exec(&bus->ctl_conn, &plan.cmds, plan.block_ms, replies, &err);
@@ -112,7 +113,7 @@ eddy_status bctl_start(eddy_bus *bus, eddy_error *err) {
     }
     bus->ctl_running = true;
     const eddy__settings *s = &bus->s;
-    long long deadline = bconn_now_ms() + 2LL * s->connect_timeout_ms + 2LL * s->reconnect_max_ms;
+    long long deadline = bconn_now_ms() + eddy__ready_timeout_ms(s);
     struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
     pthread_mutex_lock(&bus->ctl_lock);
     while (!bus->ctl_ready)

@@ -10,6 +10,7 @@
 
 #include "error.h"
 #include "internal.h"
+#include "timing.h"
 
 static void finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
     bsub *bs = d->frontend;
@@ -86,7 +87,7 @@ static void *reader(void *arg) {
         }
         eddy__plan_reset(&plan);
         if (eddy__consumer_plan(bs->consumer, bconn_now_ms(), &plan) != EDDY_OK) {
-            bconn_sleep(&bs->conn, 100); /* out of memory: nothing was sent */
+            bconn_sleep(&bs->conn, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
             continue;
         }
         if (plan.cmds.n == 0) {
@@ -142,8 +143,7 @@ eddy_status bsub_start(bsub *bs, eddy_error *err) {
 
 eddy_status bsub_wait_ready(bsub *bs, eddy_error *err) {
     const eddy__settings *s = &bs->bus->s;
-    /* Long enough for a connect and a couple of reconnect attempts. */
-    long long deadline = bconn_now_ms() + 2LL * s->connect_timeout_ms + 2LL * s->reconnect_max_ms;
+    long long deadline = bconn_now_ms() + eddy__ready_timeout_ms(s);
     struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
     pthread_mutex_lock(&bs->lock);
     while (!bs->ready)
