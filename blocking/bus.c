@@ -122,11 +122,8 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
 static eddy_status run(eddy_bus *bus, eddy__cmdlist *cmds, eddy_error *err) {
     redisReply *replies[8] = {0};
     eddy_status st = cmds->n <= 8 ? EDDY_OK : EDDY_ERR_INVALID_ARGUMENT;
-    if (st == EDDY_OK) {
-        pthread_mutex_lock(&bus->pub_lock);
-        st = bconn_exec(&bus->pub_conn, cmds, -1, replies, err);
-        pthread_mutex_unlock(&bus->pub_lock);
-    }
+    if (st == EDDY_OK)
+        st = bpub_exec(bus, cmds, replies, err);
     for (size_t i = 0; i < cmds->n; i++) {
         if (st == EDDY_OK)
             st = eddy__reply_status(replies[i], "registry", err);

@@ -57,6 +57,10 @@ struct eddy_bus {
     bpool *pool;
 };
 
+/* publish.c: runs commands on the publishing connection, one pipeline at a time. */
+eddy_status bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
+                      eddy_error *err);
+
 /* control.c */
 eddy_status bctl_start(eddy_bus *bus, eddy_error *err);
 void bctl_stop(eddy_bus *bus);

@@ -6,11 +6,13 @@
 #include "error.h"
 #include "internal.h"
 
-static eddy_status send_and_read(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
-                                 eddy_error *err) {
+eddy_status bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
+                      eddy_error *err) {
     pthread_mutex_lock(&bus->pub_lock);
     eddy_status st = bconn_exec(&bus->pub_conn, cmds, -1, replies, err);
     pthread_mutex_unlock(&bus->pub_lock);
+    if (st == EDDY_ERR_IO)
+        eddy__publisher_connection_lost(bus->publisher);
     return st;
 }
 
@@ -29,7 +31,7 @@ eddy_status eddy_bus_publish_batch(eddy_bus *bus, const char *subject, const edd
     if (st == EDDY_OK && cmds.n > 0 && !(replies = calloc(cmds.n, sizeof(*replies))))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     if (st == EDDY_OK && cmds.n > 0)
-        st = send_and_read(bus, &cmds, replies, err);
+        st = bpub_exec(bus, &cmds, replies, err);
     size_t next = 0;
     for (size_t i = 0; st == EDDY_OK && i < n; i++) {
         st = eddy__publish_result(bus->publisher, &cmds, next, replies, &next, NULL, 0, err);
@@ -54,7 +56,7 @@ eddy_status eddy_bus_publish(eddy_bus *bus, const char *subject, const eddy_even
     redisReply *replies[2] = {NULL, NULL};
     eddy_status st = eddy__publish_prepare(bus->publisher, subject, ev, &cmds, err);
     if (st == EDDY_OK)
-        st = send_and_read(bus, &cmds, replies, err);
+        st = bpub_exec(bus, &cmds, replies, err);
     size_t next;
     if (st == EDDY_OK)
         st = eddy__publish_result(bus->publisher, &cmds, 0, replies, &next, entry_id, entry_id_size,

@@ -90,47 +90,42 @@ void bwait_complete(void *waiter, eddy_status st, eddy_event *reply) {
 static eddy_status anyone_subscribed(eddy_bus *bus, const char *subject, bool *any,
                                      eddy_error *err) {
     long long now = eddy_now_ms();
-    if ((*any = eddy__registry_cache_match(bus->registry_cache, subject, now)))
-        return EDDY_OK;
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
-    redisReply *reply = NULL;
-    eddy_status st = eddy__registry_query(bus->s.ns, now, &cmds, 0);
-    if (st == EDDY_OK) {
+    bool cached = false;
+    eddy_status st =
+        eddy__registry_ask(bus->registry_cache, bus->s.ns, subject, now, &cmds, 0, &cached);
+    if (st == EDDY_OK && cached) {
+        *any = true;
+    } else if (st == EDDY_OK) {
+        redisReply *reply = NULL;
         pthread_mutex_lock(&bus->pub_lock);
         st = bconn_exec(&bus->pub_conn, &cmds, -1, &reply, err);
         pthread_mutex_unlock(&bus->pub_lock);
+        if (st == EDDY_OK)
+            st = eddy__registry_answer(bus->registry_cache, reply, subject, now, any, err);
+        else if (reply)
+            freeReplyObject(reply);
     }
-    if (st == EDDY_OK)
-        st = eddy__registry_matches(reply, subject, any, err);
-    if (st == EDDY_OK)
-        eddy__registry_cache_store(bus->registry_cache, reply, now);
-    else if (reply)
-        freeReplyObject(reply);
     eddy__cmdlist_reset(&cmds);
     return st;
 }
 
-static eddy_status send_request(eddy_bus *bus, const char *subject, const eddy_event *ev,
-                                const char *inbox, const char *id, long long deadline,
-                                eddy_error *err) {
-    eddy__cmdlist cmds;
-    eddy__cmdlist_init(&cmds);
+/* Sends the request's commands on the publishing connection. */
+static eddy_status send_request(eddy_bus *bus, eddy__request_out *out, eddy_error *err) {
     redisReply *replies[2] = {NULL, NULL};
-    eddy_status st =
-        eddy__request_prepare(bus->publisher, subject, ev, inbox, id, deadline, &cmds, err);
+    eddy_status st = out->cmds.n <= 2 ? EDDY_OK : EDDY_ERR_INVALID_ARGUMENT;
     if (st == EDDY_OK) {
         pthread_mutex_lock(&bus->pub_lock);
-        st = bconn_exec(&bus->pub_conn, &cmds, -1, replies, err);
+        st = bconn_exec(&bus->pub_conn, &out->cmds, -1, replies, err);
         pthread_mutex_unlock(&bus->pub_lock);
     }
     size_t next;
     if (st == EDDY_OK)
-        st = eddy__publish_result(bus->publisher, &cmds, 0, replies, &next, NULL, 0, err);
-    for (size_t i = 0; i < cmds.n; i++)
+        st = eddy__publish_result(bus->publisher, &out->cmds, 0, replies, &next, NULL, 0, err);
+    for (size_t i = 0; i < out->cmds.n && i < 2; i++)
         if (replies[i])
             freeReplyObject(replies[i]);
-    eddy__cmdlist_reset(&cmds);
     return st;
 }
 
@@ -165,17 +160,17 @@ static void wait_outcome(eddy_bus *bus, bwait *w, const char *id, long long dead
     pthread_mutex_unlock(&w->m);
 }
 
-/* The core's checks before sending, with this bus's state; copies the reply stream's key
- * (the activation that owns it may end while the request is being sent). */
-static eddy_status precheck(eddy_bus *bus, const eddy_request_opts *opts, const eddy_event *ev,
-                            char inbox[256], eddy_error *err) {
-    bool cancelled = opts && opts->cancel && atomic_load(&opts->cancel->fired);
+/* This bus's state for the core's checks; copies the reply stream's key (the activation that
+ * owns it may end while the request is being sent). */
+static bool bus_state(eddy_bus *bus, const eddy_request_opts *opts, char inbox[256],
+                      bool *cancelled) {
+    *cancelled = opts && opts->cancel && atomic_load(&opts->cancel->fired);
     pthread_mutex_lock(&bus->ctl_lock);
     bool active = atomic_load(&bus->active) && bus->inbox;
     if (active)
         snprintf(inbox, 256, "%s", eddy__inbox_key(bus->inbox));
     pthread_mutex_unlock(&bus->ctl_lock);
-    return eddy__request_precheck(opts, cancelled, active, bus->caps, ev, eddy_now_ms(), err);
+    return active;
 }
 
 eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_event *ev,
@@ -184,17 +179,21 @@ eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_even
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or reply is NULL");
     *reply = NULL;
     char inbox[256] = "";
-    eddy_status st = precheck(bus, opts, ev, inbox, err);
+    bool cancelled;
+    bool active = bus_state(bus, opts, inbox, &cancelled);
+    eddy__request_out out;
+    eddy_status st = eddy__request_begin(bus->requests, bus->publisher, opts, cancelled, active,
+                                         bus->caps, subject, ev, inbox, &out, err);
     if (st != EDDY_OK)
         return st;
-    if (!ev)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "the request event is NULL");
-    eddy__req_row *row = eddy__requests_row(bus->requests, opts->name);
     bool any = false;
-    if ((st = anyone_subscribed(bus, subject, &any, err)) != EDDY_OK)
+    if ((st = anyone_subscribed(bus, subject, &any, err)) != EDDY_OK) {
+        eddy__request_out_reset(&out);
         return st;
+    }
     if (!any) {
-        eddy__requests_count_no_responders(bus->requests, row);
+        eddy__requests_count_no_responders(bus->requests, out.row);
+        eddy__request_out_reset(&out);
         return eddy__fail(err, EDDY_ERR_NO_RESPONDERS, "nothing is subscribed to '%s'", subject);
     }
     bwait w = {.st = EDDY_ERR_NO_REPLY};
@@ -204,13 +203,11 @@ eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_even
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
     pthread_cond_init(&w.cond, &attr);
     pthread_condattr_destroy(&attr);
-    char id[48];
-    eddy__requests_new_id(bus->requests, id);
+    const char *id = out.id;
     /* In the table before it is sent: the reply may arrive before the send's own answer. */
-    if ((st = eddy__requests_add(bus->requests, id, &w, row, opts->deadline_ms)) != EDDY_OK) {
+    if ((st = eddy__requests_add(bus->requests, id, &w, out.row, out.deadline_ms)) != EDDY_OK) {
         eddy__fail(err, st, "out of memory");
-    } else if ((st = send_request(bus, subject, ev, inbox, id, opts->deadline_ms, err)) !=
-               EDDY_OK) {
+    } else if ((st = send_request(bus, &out, err)) != EDDY_OK) {
         eddy__requests_unsent(bus->requests, id); /* not sent: not counted */
     } else {
         eddy__requests_sent(bus->requests, id);
@@ -224,6 +221,7 @@ eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_even
         else if (st == EDDY_ERR_RESPONDER_FAILED)
             eddy__fail(err, st, "the responder failed on request %s", id);
     }
+    eddy__request_out_reset(&out);
     pthread_cond_destroy(&w.cond);
     pthread_mutex_destroy(&w.m);
     return st;
@@ -237,7 +235,10 @@ eddy_status eddy_bus_request_value(eddy_bus *bus, const char *subject, const cha
     *reply = NULL;
     /* The refusals come before building anything, as for eddy_bus_request. */
     char inbox[256];
-    eddy_status st = precheck(bus, opts, NULL, inbox, err);
+    bool cancelled;
+    bool active = bus_state(bus, opts, inbox, &cancelled);
+    eddy_status st =
+        eddy__request_precheck(opts, cancelled, active, bus->caps, NULL, eddy_now_ms(), err);
     if (st != EDDY_OK)
         return st;
     eddy_event *ev = NULL;

@@ -3,13 +3,21 @@
  *
  * Invariants:
  * - depth > 0 while any frame of ours is on the stack (rbus_enter/rbus_leave). Dead
- *   activations, and the bus itself once freed, are released by the outermost rbus_leave only.
+ *   activations and control loops, and the bus itself once freed, are released by the
+ *   outermost rbus_leave only.
  * - Every completion callback runs exactly once: start's `ready` and each subscription's
  *   `ready` run with the outcome, or with EDDY_ERR_CLOSED from stop or free; a publish's
- *   `done` with its outcome or EDDY_ERR_CLOSED from free (publish.c).
- * - A start whose subscriptions cannot all become ready in time fails like the blocking
- *   front end's: EDDY_ERR_IO, and the bus is left stopped. A late subscription that cannot
- *   is removed again, as eddy_bus_subscribe does.
+ *   `done` with its outcome or EDDY_ERR_CLOSED from free (publish.c); a request's with its
+ *   outcome, or EDDY_ERR_NO_REPLY from stop or free (request.c).
+ * - A start is ready in the blocking front end's order: every subscription first, then the
+ *   activation's control loop (control.c), started only then, so a requester that finds the
+ *   subscriptions in the registry finds their groups in place. A late subscription on a bus
+ *   whose control loop runs is registered on its own before it counts as ready.
+ * - A start whose subscriptions or control loop cannot become ready in time fails like the
+ *   blocking front end's: EDDY_ERR_IO, and the bus is left stopped. A late subscription that
+ *   cannot is removed again, as eddy_bus_subscribe does.
+ * - Stop, in the blocking front end's order: leave the registry and delete the reply stream
+ *   (best effort), close the control loop, stop the readers, then complete what waited.
  * - Once free was called, every call is refused with EDDY_ERR_CLOSED (or ignored), so that
  *   callbacks run by the teardown cannot add work to a bus that is going away.
  */
@@ -107,7 +115,7 @@ static void remove_sub(eddy_rbus *bus, rsub *rs) {
 
 static bool all_ready(eddy_rbus *bus) {
     for (size_t i = 0; i < bus->nsubs; i++)
-        if (!bus->subs[i]->act || !bus->subs[i]->act->ready)
+        if (!bus->subs[i]->act || !bus->subs[i]->act->ready || bus->subs[i]->registering)
             return false;
     return true;
 }
@@ -116,7 +124,6 @@ static void fire_bus_ready(eddy_rbus *bus, eddy_status st, const eddy_error *err
     if (!bus->ready_pending)
         return;
     bus->ready_pending = false;
-    ev_timer_stop(bus->loop, &bus->ready_now);
     eddy_ready_fn fn = bus->ready;
     void *user = bus->ready_user;
     bus->ready = NULL;
@@ -144,40 +151,108 @@ static void stop_all(eddy_rbus *bus, eddy_status st, const eddy_error *err) {
     if (!bus->started)
         return;
     bus->started = false;
-    for (size_t i = 0; i < bus->nsubs; i++)
-        if (bus->subs[i]->act)
-            ract_stop(bus->subs[i]->act);
+    bus->active = false;
+    rctl_stop(bus);
+    rpub_close_when_idle(bus);
+    for (size_t i = 0; i < bus->nsubs; i++) {
+        rsub *rs = bus->subs[i];
+        rs->listed = false;
+        rs->registering = false; /* a registration still out is stale now */
+        if (rs->act)
+            ract_stop(rs->act);
+    }
+    /* The start's callback is taken first: a callback below may start the bus again. */
+    bool pending = bus->ready_pending;
+    eddy_ready_fn fn = bus->ready;
+    void *user = bus->ready_user;
+    bus->ready_pending = false;
+    bus->ready = NULL;
     fire_subs_ready(bus, st, err);
-    fire_bus_ready(bus, st, err);
+    if (pending && fn)
+        fn(st, err, user);
+    rreq_abandon_all(bus);
+}
+
+/* Fires the start's callback once every subscription and then the control loop are ready;
+ * starts the control loop when the subscriptions are. */
+static void maybe_ready(eddy_rbus *bus) {
+    if (!bus->started || !bus->ready_pending || !all_ready(bus))
+        return;
+    if (!bus->ctl) {
+        if (rctl_start(bus) != EDDY_OK) {
+            eddy_error err;
+            eddy__fail(&err, EDDY_ERR_NOMEM, "out of memory starting the control loop");
+            stop_all(bus, EDDY_ERR_NOMEM, &err);
+        }
+        return;
+    }
+    if (rctl_ready(bus->ctl)) {
+        bus->active = true;
+        fire_bus_ready(bus, EDDY_OK, NULL);
+    }
+}
+
+static void sub_ready(eddy_rbus *bus, rsub *rs) {
+    rs->listed = true;
+    fire_sub_ready(rs, EDDY_OK, NULL);
+    maybe_ready(bus);
+}
+
+static void sub_failed(eddy_rbus *bus, rsub *rs, eddy_status st, const eddy_error *err) {
+    if (bus->ready_pending) {
+        /* Part of a start: the start fails and leaves the bus stopped. */
+        stop_all(bus, st, err);
+    } else {
+        if (rs->act)
+            ract_stop(rs->act);
+        remove_sub(bus, rs);
+        fire_sub_ready(rs, st, err);
+    }
 }
 
 void rbus_act_ready(eddy_rbus *bus, ract *act, const eddy_error *err) {
     rsub *rs = act->rs;
-    if (!err) {
-        fire_sub_ready(rs, EDDY_OK, NULL);
-        if (bus->ready_pending && bus->started && all_ready(bus))
-            fire_bus_ready(bus, EDDY_OK, NULL);
-    } else if (bus->ready_pending) {
-        /* Part of a start: the start fails and leaves the bus stopped. */
-        stop_all(bus, EDDY_ERR_IO, err);
+    if (err) {
+        sub_failed(bus, rs, EDDY_ERR_IO, err);
+    } else if (bus->ctl) {
+        /* The control loop may have registered the others already: this one is registered
+         * on its own, before it counts for the bus or for its own callback. */
+        rs->registering = true;
+        rs->reg_seq++;
+        if (rctl_register(bus, rs) != EDDY_OK) {
+            rs->registering = false;
+            eddy_error e;
+            eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory registering subscription '%s'",
+                       rs->sub->name);
+            sub_failed(bus, rs, EDDY_ERR_NOMEM, &e);
+        }
     } else {
-        ract_stop(act);
-        remove_sub(bus, rs);
-        fire_sub_ready(rs, EDDY_ERR_IO, err);
+        sub_ready(bus, rs);
     }
 }
 
-static void on_ready_now(struct ev_loop *loop, ev_timer *w, int revents) {
-    eddy_rbus *bus = w->data;
-    rbus_enter(bus);
-    if (bus->ready_pending && all_ready(bus))
-        fire_bus_ready(bus, EDDY_OK, NULL);
-    rbus_leave(bus);
+void rbus_sub_registered(eddy_rbus *bus, rsub *rs, unsigned seq, eddy_status st,
+                         const eddy_error *err) {
+    if (!rs->registering || seq != rs->reg_seq)
+        return; /* stopped meanwhile */
+    rs->registering = false;
+    if (st == EDDY_OK)
+        sub_ready(bus, rs);
+    else
+        sub_failed(bus, rs, st, err);
+}
+
+void rbus_ctl_ready(eddy_rbus *bus, const eddy_error *err) {
+    if (!err)
+        maybe_ready(bus);
+    else if (bus->ready_pending)
+        stop_all(bus, EDDY_ERR_IO, err);
 }
 
 /* ---- teardown ------------------------------------------------------------------------------ */
 
 static void reap(eddy_rbus *bus) {
+    rctl_reap(bus);
     for (ract **p = &bus->acts; *p;) {
         ract *act = *p;
         if (act->state == A_DEAD) {
@@ -197,12 +272,16 @@ static void destroy(eddy_rbus *bus) {
         bus->acts = act->next;
         ract_free(act);
     }
-    ev_timer_stop(bus->loop, &bus->ready_now);
+    ev_timer_stop(bus->loop, &bus->deadline);
     eddy_error err;
     eddy__fail(&err, EDDY_ERR_CLOSED, "the bus was freed");
+    /* Ops still out complete here; the requests among them ended already (stop_all). */
     rpub_close_all(bus);
     fire_subs_ready(bus, EDDY_ERR_CLOSED, &err);
     fire_bus_ready(bus, EDDY_ERR_CLOSED, &err);
+    rctl_free_all(bus);
+    eddy__requests_free(bus->requests);
+    eddy__registry_cache_free(bus->registry_cache);
     for (size_t i = 0; i < bus->nsubs; i++)
         rsub_free(bus->subs[i]);
     free(bus->subs);
@@ -245,12 +324,15 @@ eddy_status eddy_rbus_new(struct ev_loop *loop, const eddy_settings *settings,
         return st;
     }
     bus->loop = loop;
-    ev_init(&bus->ready_now, on_ready_now);
-    bus->ready_now.data = bus;
+    rreq_setup(bus);
+    bus->caps = eddy__capabilities(&bus->s.url);
     if (bus->s.url.kind == EDDY__URL_MEMORY &&
         !(bus->engine = eddy__mem_engine_acquire(bus->s.url.name)))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory opening memory://%s", bus->s.url.name);
-    if (st == EDDY_OK && !(bus->publisher = eddy__publisher_new(&bus->s)))
+    if (st == EDDY_OK && (!(bus->publisher = eddy__publisher_new(&bus->s)) ||
+                          !(bus->requests = eddy__requests_new(&bus->s)) ||
+                          !(bus->registry_cache = eddy__registry_cache_new(
+                                EDDY__REGISTRY_CACHE_MS))))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     for (size_t i = 0; st == EDDY_OK && i < nspecs; i++) {
         rsub *rs;
@@ -299,21 +381,29 @@ eddy_status eddy_rbus_start(eddy_rbus *bus, eddy_ready_fn ready, void *user, edd
     if (bus->started)
         return eddy__fail(err, EDDY_ERR_ILLEGAL_STATE, "the bus is already started");
     rbus_enter(bus);
-    eddy_status st = EDDY_OK;
+    /* The publishing connection first: a stop's leave then goes out at once. */
+    eddy_status st = rpub_open(bus);
     size_t i = 0;
     for (; st == EDDY_OK && i < bus->nsubs; i++)
         st = ract_start(bus->subs[i]);
     if (st != EDDY_OK) {
         for (size_t j = 0; j + 1 < i; j++)
             ract_stop(bus->subs[j]->act);
-        eddy__fail(err, st, "out of memory");
     } else {
         bus->started = true;
         bus->ready_pending = true;
         bus->ready = ready;
         bus->ready_user = user;
-        if (bus->nsubs == 0) /* nothing to wait for; still reported from the loop */
-            rbus_timer_after(bus, &bus->ready_now, 0);
+        /* No subscription to wait for: the control loop starts now; it is ready from the
+         * loop, never inside this call. */
+        if (bus->nsubs == 0 && (st = rctl_start(bus)) != EDDY_OK) {
+            bus->started = bus->ready_pending = false;
+            bus->ready = NULL;
+        }
+    }
+    if (st != EDDY_OK) {
+        rpub_close_when_idle(bus);
+        eddy__fail(err, st, "out of memory");
     }
     rbus_leave(bus);
     return st;

@@ -1,4 +1,5 @@
-/* The reactive bus's private structures, shared by its files (bus.c, reader.c, publish.c).
+/* The reactive bus's private structures, shared by its files (bus.c, reader.c, publish.c,
+ * control.c, request.c).
  *
  * Re-entrancy: every way into the bus (a public call, a libev or connection callback) is
  * bracketed by rbus_enter/rbus_leave. User code (handlers, ready and publish callbacks) only
@@ -13,12 +14,16 @@
 #include "conn.h"
 #include "consumer.h"
 #include "eddy/reactive.h"
+#include "inbox.h"
 #include "memory/engine.h"
 #include "publisher.h"
+#include "registry.h"
+#include "requests.h"
 #include "settings.h"
 #include "sub.h"
 
 typedef struct ract ract;
+typedef struct rctl rctl;
 
 /* A subscription of the bus. */
 typedef struct rsub {
@@ -28,6 +33,11 @@ typedef struct rsub {
     /* eddy_rbus_subscribe_ready's callback, until it has run */
     eddy_ready_fn ready;
     void *ready_user;
+    /* In the registry's heartbeats: ready, and (a late subscription) registered. */
+    bool listed;
+    /* A late subscription's registration is out (its reg_seq), before it counts as ready. */
+    bool registering;
+    unsigned reg_seq;
 } rsub;
 
 /* Where a handed-out delivery is tracked (delivery->frontend points here). */
@@ -71,15 +81,25 @@ struct ract {
     ract *next;          /* every activation of the bus, live or stopping */
 };
 
-/* A publish awaiting its replies (or its connection). */
-typedef struct rpub {
+/* One operation on the publishing connection (a publish, a request's registry query or its
+ * send, a registration, a leave), awaiting its replies or its connection. */
+typedef struct rpub rpub;
+#define RPUB_MAX_CMDS 4
+/* Runs once, after the op left the queue: st EDDY_OK with every reply in p->replies (the last
+ * one borrowed: rconn_keep(bus->pub_conn, ...) keeps it), or why there are none (the
+ * connection's error in err, or EDDY_ERR_CLOSED with err NULL when the bus is freed). The op
+ * is freed when it returns. */
+typedef void (*rpub_fn)(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
+struct rpub {
     struct rpub *next;
     eddy__cmdlist cmds;
-    redisReply *replies[2];
+    redisReply *replies[RPUB_MAX_CMDS];
     size_t got;
-    eddy_publish_fn done;
+    rpub_fn complete;
+    eddy_publish_fn done; /* a publish's callback */
     void *user;
-} rpub;
+    unsigned seq;
+};
 
 struct eddy_rbus {
     struct ev_loop *loop;
@@ -93,15 +113,26 @@ struct eddy_rbus {
     size_t ngone;
     ract *acts;
     bool started;
+    bool active; /* started and ready: requests may be sent */
     /* eddy_rbus_start's callback, until it has run */
     bool ready_pending;
     eddy_ready_fn ready;
     void *ready_user;
-    ev_timer ready_now; /* completes a start that has nothing to wait for, from the loop */
     /* publishing */
     rconn *pub_conn;
     rpub *pub_head, *pub_tail; /* in order of their commands */
     rpub *pub_unsent;          /* the first not yet sent (the connection was not up) */
+    bool pub_close_idle;       /* stopped: close the connection once nothing is queued */
+    /* request/reply */
+    unsigned caps;
+    eddy__requests *requests;
+    eddy__registry_cache *registry_cache;
+    rctl *ctl;        /* the live activation's control loop (control.c), NULL when stopped */
+    rctl *ctls;       /* every control loop not freed yet, live or dead */
+    unsigned leaving; /* leave ops (control.c) whose replies are still out */
+    ev_timer deadline;     /* the one timer for every request's deadline (request.c) */
+    long long deadline_at; /* when it is armed for (wall-clock ms), -1 when it is not */
+    size_t nrequests;      /* request objects alive (in the table, or with an op still out) */
     int depth;
     bool freeing;
 };
@@ -122,8 +153,58 @@ void ract_stop(ract *act);
  * detached so that eddy_delivery_finish stays valid on them. */
 void ract_free(ract *act);
 
+/* A late subscription's registration finished (control.c), with the seq it was sent with. */
+void rbus_sub_registered(eddy_rbus *bus, rsub *rs, unsigned seq, eddy_status st,
+                         const eddy_error *err);
+/* The control loop became ready, or could not in time (err set). */
+void rbus_ctl_ready(eddy_rbus *bus, const eddy_error *err);
+
 /* publish.c */
-/* Completes every publish with EDDY_ERR_CLOSED and drops the connection. */
+/* Completes every op with EDDY_ERR_CLOSED and drops the connection. */
 void rpub_close_all(eddy_rbus *bus);
+/* A new op with no commands yet (NULL on OOM); free it with rpub_free unless submitted. */
+rpub *rpub_new(rpub_fn complete, void *user);
+void rpub_free(rpub *p);
+/* Queues p (at most RPUB_MAX_CMDS commands) on the publishing connection, opened on first use;
+ * its completion runs later, from the loop. EDDY_ERR_NOMEM when no connection could be made:
+ * p is then not taken. */
+eddy_status rpub_submit(eddy_rbus *bus, rpub *p);
+/* Puts what is queued on the wire now (stop: leaving the registry goes out before it returns). */
+void rpub_flush(eddy_rbus *bus);
+/* Opens the connection ahead of use (start: a stop's leave then goes out at once). */
+eddy_status rpub_open(eddy_rbus *bus);
+/* The bus stopped: the connection closes once nothing is queued, so that a stopped bus holds
+ * no connection (the loop may end); the next op opens it again. */
+void rpub_close_when_idle(eddy_rbus *bus);
+
+/* control.c */
+/* Creates bus->ctl and starts it: the reply stream, then the registry; rbus_ctl_ready follows. */
+eddy_status rctl_start(eddy_rbus *bus);
+/* Stops bus->ctl: its subscriptions leave the registry and its reply stream is deleted (on the
+ * publishing connection, best effort), and its connection closes at once. */
+void rctl_stop(eddy_rbus *bus);
+/* True once its reply stream exists and the subscriptions were registered. */
+bool rctl_ready(const rctl *c);
+/* Its reply stream's key (borrowed; lives as the control loop). */
+const char *rctl_inbox_key(const rctl *c);
+/* Registers a late subscription now; rbus_sub_registered follows. */
+eddy_status rctl_register(eddy_rbus *bus, rsub *rs);
+/* Frees the dead control loops (rbus_leave). */
+void rctl_reap(eddy_rbus *bus);
+/* Frees every control loop, live or dead (the bus is freed). */
+void rctl_free_all(eddy_rbus *bus);
+
+/* request.c */
+/* Initialises the deadline timer (eddy_rbus_new). */
+void rreq_setup(eddy_rbus *bus);
+/* Every request still waiting ends with EDDY_ERR_NO_REPLY (counted NoReply). */
+void rreq_abandon_all(eddy_rbus *bus);
+/* Ends the requests whose deadline has passed. */
+void rreq_expire(eddy_rbus *bus);
+/* Completes one request the core took out of its table (a matched reply). */
+void rreq_complete_waiter(void *waiter, eddy_status st, eddy_event *reply);
+/* For tests: requests in the core's table, request objects alive, ops on the publishing
+ * connection. */
+void eddy__rbus_request_counts(eddy_rbus *bus, size_t *in_table, size_t *alive, size_t *ops);
 
 #endif

@@ -1,15 +1,21 @@
-/* Publishing on the reactive bus: the core checks and builds each publish, this file queues
- * its commands on the bus's one publishing connection (opened on first use, and again after
- * it was lost) and hands the replies back to the core. Publishes pipeline naturally: each is
- * sent as soon as the connection is up, without waiting for the one before.
+/* The reactive bus's publishing connection: the core checks and builds each operation, this
+ * file queues its commands on the bus's one publishing connection (opened on first use, and
+ * again after it was lost) and hands the replies back. An operation is a publish, or one step
+ * of request/reply that belongs on this connection as in the blocking front end (a request's
+ * registry query and its send, a late subscription's registration, a stopping activation's
+ * leave). Operations pipeline naturally: each is sent as soon as the connection is up, without
+ * waiting for the one before.
  *
  * Invariants:
- * - Publishes are kept in the order of their commands, so each reply belongs to the oldest
- *   publish still waiting.
- * - Each `done` runs exactly once: with the outcome, with the connection's error when it was
- *   lost first, or with EDDY_ERR_CLOSED when the bus is freed first. A failed publish is never
- *   retried: a retry could store the message twice.
- * - No per-publish timer or thread: the connection's one watchdog covers them all.
+ * - Operations are kept in the order of their commands, so each reply belongs to the oldest
+ *   operation still waiting.
+ * - Each operation completes exactly once: with its replies, with the connection's error when
+ *   it was lost first, or with EDDY_ERR_CLOSED when the bus is freed first. It leaves the queue
+ *   before its completion runs, so whatever that completion calls finds a consistent queue.
+ *   A failed publish is never retried: a retry could store the message twice.
+ * - No per-operation timer or thread: the connection's one watchdog covers them all.
+ * - A started bus keeps the connection open (opened at start); a stopped one closes it once
+ *   its last op is answered, so that a stopped bus leaves nothing on the loop.
  */
 #include <stdlib.h>
 
@@ -21,26 +27,48 @@ static void pub_reply(void *owner, void *priv, redisReply *r);
 static void pub_down(void *owner, eddy_status st, const eddy_error *err);
 static const rconn_ops pub_ops = {pub_up, pub_reply, pub_down};
 
-static void complete(rpub *p, eddy_status st, const char *id) {
-    for (size_t i = 0; i < 2; i++)
+rpub *rpub_new(rpub_fn complete, void *user) {
+    rpub *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    eddy__cmdlist_init(&p->cmds);
+    p->complete = complete;
+    p->user = user;
+    return p;
+}
+
+void rpub_free(rpub *p) {
+    if (!p)
+        return;
+    for (size_t i = 0; i < RPUB_MAX_CMDS; i++)
         if (p->replies[i])
             freeReplyObject(p->replies[i]);
     eddy__cmdlist_reset(&p->cmds);
-    eddy_publish_fn done = p->done;
-    void *user = p->user;
     free(p);
-    if (done)
-        done(st, st == EDDY_OK ? id : NULL, user);
 }
 
-/* Completes every queued publish with st, in order. Callbacks may publish again: those go to
- * a new list (and a new connection). */
-static void complete_all(eddy_rbus *bus, eddy_status st) {
+/* Runs p's completion (p has left the queue), then frees it. */
+static void complete(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
+    p->complete(bus, p, st, err);
+    rpub_free(p);
+}
+
+static void close_if_idle(eddy_rbus *bus) {
+    if (bus->pub_close_idle && !bus->pub_head && bus->pub_conn) {
+        bus->pub_close_idle = false;
+        rconn_close(bus->pub_conn); /* deferred by the connection when inside its callback */
+        bus->pub_conn = NULL;
+    }
+}
+
+/* Completes every queued op with st, in order. Completions may queue new ops: those go to a
+ * new list (and, after a loss, a new connection). */
+static void complete_all(eddy_rbus *bus, eddy_status st, const eddy_error *err) {
     rpub *p = bus->pub_head;
     bus->pub_head = bus->pub_tail = bus->pub_unsent = NULL;
     while (p) {
         rpub *next = p->next;
-        complete(p, st, NULL);
+        complete(bus, p, st, err);
         p = next;
     }
 }
@@ -67,21 +95,18 @@ static void pub_reply(void *owner, void *priv, redisReply *r) {
     rpub *p = priv;
     rbus_enter(bus);
     if (p->got + 1 < p->cmds.n) {
-        /* The subject registration's reply, read together with the XADD's. Without memory
-         * for it the core counts the registration as failed; the publish still stands. */
+        /* Replies before the last are needed together with it: keep them. Without memory
+         * for one, its op reads it as a lost reply (NULL). */
         p->replies[p->got++] = rconn_keep(bus->pub_conn, r);
     } else {
         p->replies[p->got] = r;
-        char id[64];
-        size_t next;
-        eddy_error err;
-        eddy_status st = eddy__publish_result(bus->publisher, &p->cmds, 0, p->replies, &next, id,
-                                              sizeof(id), &err);
-        p->replies[p->got] = NULL; /* hiredis's or the connection's, not ours */
         bus->pub_head = p->next;
         if (!bus->pub_head)
             bus->pub_tail = NULL;
-        complete(p, st, id);
+        p->complete(bus, p, EDDY_OK, NULL);
+        p->replies[p->got] = NULL; /* hiredis's or the connection's, not ours */
+        rpub_free(p);
+        close_if_idle(bus);
     }
     rbus_leave(bus);
 }
@@ -90,46 +115,46 @@ static void pub_down(void *owner, eddy_status st, const eddy_error *err) {
     eddy_rbus *bus = owner;
     rbus_enter(bus);
     if (bus->pub_head)
-        eddy__log(&bus->s.log, EDDY_LOG_WARN, "publish: %s", err->detail);
+        eddy__log(&bus->s.log, EDDY_LOG_WARN, "publishing connection: %s", err->detail);
     rconn_close(bus->pub_conn);
-    bus->pub_conn = NULL; /* the next publish connects again */
-    complete_all(bus, st);
+    bus->pub_conn = NULL; /* the next op connects again */
+    complete_all(bus, st, err);
     rbus_leave(bus);
 }
 
 void rpub_close_all(eddy_rbus *bus) {
     rconn_close(bus->pub_conn);
     bus->pub_conn = NULL;
-    complete_all(bus, EDDY_ERR_CLOSED);
+    bus->pub_close_idle = false;
+    complete_all(bus, EDDY_ERR_CLOSED, NULL);
 }
 
-eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_event *ev,
-                              eddy_publish_fn done, void *user, eddy_error *err) {
-    if (!bus)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
-    if (bus->freeing)
-        return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
-    rpub *p = calloc(1, sizeof(*p));
-    if (!p)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    eddy__cmdlist_init(&p->cmds);
-    eddy_status st = eddy__publish_prepare(bus->publisher, subject, ev, &p->cmds, err);
-    if (st != EDDY_OK) {
-        eddy__cmdlist_reset(&p->cmds);
-        free(p);
-        return st;
-    }
-    p->done = done;
-    p->user = user;
-    rbus_enter(bus);
+void rpub_flush(eddy_rbus *bus) {
+    if (bus->pub_conn)
+        rconn_drain(bus->pub_conn);
+}
+
+eddy_status rpub_open(eddy_rbus *bus) {
+    bus->pub_close_idle = false;
     if (!bus->pub_conn &&
         rconn_open(bus->loop, &bus->s, &pub_ops, bus, &bus->pub_conn) != EDDY_OK) {
         bus->pub_conn = NULL;
-        eddy__cmdlist_reset(&p->cmds);
-        free(p);
-        rbus_leave(bus);
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory connecting");
+        return EDDY_ERR_NOMEM;
     }
+    return EDDY_OK;
+}
+
+void rpub_close_when_idle(eddy_rbus *bus) {
+    bus->pub_close_idle = true;
+    close_if_idle(bus);
+}
+
+eddy_status rpub_submit(eddy_rbus *bus, rpub *p) {
+    if (p->cmds.n == 0 || p->cmds.n > RPUB_MAX_CMDS)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    if (rpub_open(bus) != EDDY_OK)
+        return EDDY_ERR_NOMEM;
+    p->next = NULL;
     if (bus->pub_tail)
         bus->pub_tail->next = p;
     else
@@ -139,8 +164,45 @@ eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_ev
         bus->pub_unsent = p;
     if (rconn_is_up(bus->pub_conn))
         send_unsent(bus);
-    rbus_leave(bus);
     return EDDY_OK;
+}
+
+/* ---- publishing ------------------------------------------------------------------------- */
+
+static void published(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
+    char id[64] = "";
+    if (st == EDDY_OK) {
+        size_t next;
+        eddy_error e;
+        st = eddy__publish_result(bus->publisher, &p->cmds, 0, p->replies, &next, id, sizeof(id),
+                                  &e);
+    }
+    if (p->done)
+        p->done(st, st == EDDY_OK ? id : NULL, p->user);
+}
+
+eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_event *ev,
+                              eddy_publish_fn done, void *user, eddy_error *err) {
+    if (!bus)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
+    if (bus->freeing)
+        return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
+    rpub *p = rpub_new(published, user);
+    if (!p)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy_status st = eddy__publish_prepare(bus->publisher, subject, ev, &p->cmds, err);
+    if (st != EDDY_OK) {
+        rpub_free(p);
+        return st;
+    }
+    p->done = done;
+    rbus_enter(bus);
+    if ((st = rpub_submit(bus, p)) != EDDY_OK) {
+        rpub_free(p);
+        eddy__fail(err, st, "out of memory connecting");
+    }
+    rbus_leave(bus);
+    return st;
 }
 
 eddy_status eddy_rbus_publish_value(eddy_rbus *bus, const char *subject, const char *type,

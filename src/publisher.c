@@ -86,6 +86,16 @@ static void remember(eddy__publisher *p, const char *subject) {
     pthread_mutex_unlock(&p->lock);
 }
 
+void eddy__publisher_connection_lost(eddy__publisher *p) {
+    pthread_mutex_lock(&p->lock);
+    for (size_t i = 0; i < KNOWN_MAX * 2; i++) {
+        free(p->known[i]);
+        p->known[i] = NULL;
+    }
+    p->nknown = 0;
+    pthread_mutex_unlock(&p->lock);
+}
+
 eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
                                   eddy__cmdlist *out, eddy_error *err) {
     if (!subject || !ev)

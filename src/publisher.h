@@ -35,6 +35,11 @@ eddy_status eddy__request_prepare(eddy__publisher *p, const char *subject, const
                                   const char *reply_to, const char *request_id,
                                   long long deadline_ms, eddy__cmdlist *out, eddy_error *err);
 
+/* The publishing connection was lost: forget which subjects are known to be registered. A
+ * server that restarted without persistence lost its subject set, and pattern subscribers
+ * only find subjects that are in it. */
+void eddy__publisher_connection_lost(eddy__publisher *p);
+
 /* Builds the event publish_value sends: source from settings (EDDY_ERR_INVALID_SPEC when
  * there is none), a random id, the type, the current time, and the packed value as data. */
 eddy_status eddy__publish_value_event(const eddy__settings *s, const char *type, eddy_pack_fn pack,

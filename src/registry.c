@@ -159,3 +159,20 @@ void eddy__registry_cache_store(eddy__registry_cache *c, redisReply *r, long lon
     if (old)
         freeReplyObject(old);
 }
+
+eddy_status eddy__registry_ask(eddy__registry_cache *c, const char *ns, const char *subject,
+                               long long now_ms, eddy__cmdlist *out, int tag, bool *cached) {
+    if ((*cached = eddy__registry_cache_match(c, subject, now_ms)))
+        return EDDY_OK;
+    return eddy__registry_query(ns, now_ms, out, tag);
+}
+
+eddy_status eddy__registry_answer(eddy__registry_cache *c, redisReply *reply, const char *subject,
+                                  long long asked_ms, bool *any, eddy_error *err) {
+    eddy_status st = eddy__registry_matches(reply, subject, any, err);
+    if (st == EDDY_OK)
+        eddy__registry_cache_store(c, reply, asked_ms);
+    else if (reply)
+        freeReplyObject(reply);
+    return st;
+}

@@ -40,4 +40,15 @@ bool eddy__registry_cache_match(eddy__registry_cache *c, const char *subject, lo
 /* Remembers a query's reply (the cache takes it; a reply that is not a list is freed). */
 void eddy__registry_cache_store(eddy__registry_cache *c, redisReply *r, long long now_ms);
 
+/* A requester's question "is anything subscribed to subject?", as both front ends ask it.
+ * *cached true: the cache answered yes. Otherwise the query was appended to out: send it and
+ * give its reply to eddy__registry_answer. now_ms is wall-clock, taken before asking. */
+eddy_status eddy__registry_ask(eddy__registry_cache *c, const char *ns, const char *subject,
+                               long long now_ms, eddy__cmdlist *out, int tag, bool *cached);
+/* The query's reply (taken: remembered when it is a good answer, else freed; may be NULL):
+ * *any, or the reply's failure (EDDY_ERR_IO for NULL, the server's error, EDDY_ERR_PROTOCOL).
+ * asked_ms is the now_ms given to eddy__registry_ask. */
+eddy_status eddy__registry_answer(eddy__registry_cache *c, redisReply *reply, const char *subject,
+                                  long long asked_ms, bool *any, eddy_error *err);
+
 #endif

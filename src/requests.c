@@ -132,6 +132,34 @@ eddy_status eddy__request_precheck(const eddy_request_opts *opts, bool cancelled
     return EDDY_OK;
 }
 
+eddy_status eddy__request_begin(eddy__requests *r, eddy__publisher *p,
+                                const eddy_request_opts *opts, bool cancelled, bool active,
+                                unsigned caps, const char *subject, const eddy_event *ev,
+                                const char *reply_to, eddy__request_out *out, eddy_error *err) {
+    memset(out, 0, sizeof(*out));
+    eddy__cmdlist_init(&out->cmds);
+    eddy_status st = eddy__request_precheck(opts, cancelled, active, caps, ev, eddy_now_ms(), err);
+    if (st != EDDY_OK)
+        return st;
+    if (!ev)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "the request event is NULL");
+    if (!reply_to)
+        return eddy__fail(err, EDDY_ERR_NOT_READY, "the bus has no reply stream");
+    eddy__requests_new_id(r, out->id);
+    out->deadline_ms = opts->deadline_ms;
+    st = eddy__request_prepare(p, subject, ev, reply_to, out->id, opts->deadline_ms, &out->cmds,
+                               err);
+    if (st != EDDY_OK) {
+        eddy__cmdlist_reset(&out->cmds);
+        return st;
+    }
+    /* Last: an undeclared name is logged once, and only for a request that goes out. */
+    out->row = eddy__requests_row(r, opts->name);
+    return EDDY_OK;
+}
+
+void eddy__request_out_reset(eddy__request_out *o) { eddy__cmdlist_reset(&o->cmds); }
+
 eddy__req_row *eddy__requests_row(eddy__requests *r, const char *name) {
     if (!name || !name[0])
         return &r->rows[r->nnames];

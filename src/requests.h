@@ -17,6 +17,7 @@
 
 #include "cmdlist.h"
 #include "eddy/bus.h"
+#include "publisher.h"
 #include "settings.h"
 
 typedef struct eddy__requests eddy__requests;
@@ -41,6 +42,26 @@ eddy_status eddy__requests_check_names(const eddy_settings *s, eddy_error *err);
 eddy_status eddy__request_precheck(const eddy_request_opts *opts, bool cancelled, bool active,
                                    unsigned caps, const eddy_event *ev, long long now_ms,
                                    eddy_error *err);
+
+/* A request between its checks and its send, as both front ends hold it. */
+typedef struct eddy__request_out {
+    char id[48];
+    eddy__req_row *row;
+    long long deadline_ms;
+    eddy__cmdlist cmds; /* its commands for the publishing connection (eddy__publish_result) */
+} eddy__request_out;
+
+/* Everything a request does before anything is sent or counted: the refusals of
+ * eddy__request_precheck, then the publish checks (subject, event, size), so that a request
+ * refused for any reason is never counted and a front end that answers asynchronously can
+ * still return every refusal from the call; then its id, its counter row and its commands
+ * (reply_to is the activation's reply stream; it may be NULL when !active). On failure out
+ * holds nothing to free; otherwise release it with eddy__request_out_reset. */
+eddy_status eddy__request_begin(eddy__requests *r, eddy__publisher *p,
+                                const eddy_request_opts *opts, bool cancelled, bool active,
+                                unsigned caps, const char *subject, const eddy_event *ev,
+                                const char *reply_to, eddy__request_out *out, eddy_error *err);
+void eddy__request_out_reset(eddy__request_out *o);
 
 /* The counter row for a name (NULL or "" is the unnamed row; an undeclared name counts with
  * the unnamed row and is logged once, up to a few distinct names). */

@@ -66,7 +66,8 @@ typedef struct eddy_settings {
      * for the (max_deliveries + 1)-th time. Default 20. */
     unsigned max_deliveries;
     /** An AtLeastOnce entry pending this long (failed, or held by a dead process) is
-     * claimed and delivered again. Default 30000. */
+     * claimed and delivered again. Default 30000. It must exceed the longest time a handler
+     * takes: an entry still being handled past it is delivered again elsewhere. */
     unsigned redelivery_idle_ms;
     /** Entries read per round trip. Default 64. */
     unsigned read_batch;

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "memory/function.h"
 #include "memory/internal.h"
 
 /* ---- command table ------------------------------------------------------------------------ */
@@ -49,6 +50,13 @@ static const cmd_def xinfo_subs[] = {
     {"groups", 3, eddy__mcmd_xinfo_groups, NULL, "xinfo|groups"},
     {"consumers", 4, eddy__mcmd_xinfo_consumers, NULL, "xinfo|consumers"},
     {"help", 2, eddy__mcmd_xinfo_help, NULL, "xinfo|help"},
+    {NULL, 0, NULL, NULL, NULL},
+};
+
+static const cmd_def function_subs[] = {
+    {"load", -3, eddy__mcmd_function_load, NULL, "function|load"},
+    {"delete", 3, eddy__mcmd_function_delete, NULL, "function|delete"},
+    {"flush", -2, eddy__mcmd_function_flush, NULL, "function|flush"},
     {NULL, 0, NULL, NULL, NULL},
 };
 
@@ -98,6 +106,8 @@ static const cmd_def commands[] = {
     {"xautoclaim", -6, eddy__mcmd_xautoclaim, NULL, "xautoclaim"},
     {"xgroup", -2, NULL, xgroup_subs, "xgroup"},
     {"xinfo", -2, NULL, xinfo_subs, "xinfo"},
+    {"function", -2, NULL, function_subs, "function"},
+    {"fcall", -3, eddy__mcmd_fcall, NULL, "fcall"},
     {"multi", 1, cmd_multi_marker, NULL, "multi"},
     {"exec", 1, cmd_exec_marker, NULL, "exec"},
     {"discard", 1, cmd_discard_marker, NULL, "discard"},
@@ -209,6 +219,7 @@ void eddy__mem_engine_destroy(eddy__mem_engine *e) {
     if (!e)
         return;
     eddy__mkey_flush(e);
+    eddy__mfunctions_free(e);
     eddy__mskl_clear(&e->expires, NULL);
     pthread_mutex_destroy(&e->mu);
     pthread_mutex_destroy(&e->lmu);
@@ -435,7 +446,9 @@ static const cmd_def *resolve(eddy__mctx *c) {
             size_t n = ARGLEN(c, 1) > 128 ? 128 : ARGLEN(c, 1);
             eddy__mctx_errorf(c, "ERR unknown subcommand '%.*s'. Try %s HELP.",
                               eddy__mname_len(ARG(c, 1), n), ARG(c, 1),
-                              d->subs == xgroup_subs ? "XGROUP" : "XINFO");
+                              d->subs == xgroup_subs  ? "XGROUP"
+                              : d->subs == xinfo_subs ? "XINFO"
+                                                      : "FUNCTION");
             return NULL;
         }
         if (!arity_ok(sub->arity, c->argc)) {

@@ -37,6 +37,8 @@ struct eddy__mem_engine {
     uint64_t last_id_ms; /* stream-id clock: wall-clock ms that never goes backwards */
     eddy__mdict keys;    /* key -> eddy__mobj* */
     eddy__mskl expires;  /* eddy__mobj* with a TTL, ordered by (expire_at, key) */
+    /* function.c: the loaded function libraries' names; NULL before the first load */
+    eddy__mdict *functions;
 
     pthread_mutex_t lmu; /* guards the listeners; held while they run so unlisten can wait */
     eddy__mlistener *listeners;

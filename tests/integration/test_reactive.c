@@ -1077,14 +1077,18 @@ ParameterizedTest(int *backend, reactive, late_subscription_reports_ready, .time
     teardown(&t);
 }
 
-Test(reactive, late_subscription_that_cannot_be_ready_is_removed, .timeout = 30) {
+/* A start needs the backend (its reply stream): the server goes away after it. */
+Test(reactive, late_subscription_that_cannot_be_ready_is_removed, .timeout = 30,
+     .fini = kill_private_server) {
+    eddy_test_redis_start(&srv, 0);
     tctx t;
-    setup_url(&t, "redis://127.0.0.1:1");
+    setup_url(&t, srv.url);
     t.s.connect_timeout_ms = 100;
     t.s.reconnect_min_ms = 10;
     t.s.reconnect_max_ms = 20;
     eddy_rbus *b = must_rbus(&t, NULL, 0);
     must_start(&t, b);
+    eddy_test_redis_kill(&srv);
     int n = 0;
     eddy_subscription_spec sp = spec("late", "late.x", h_ok, &n);
     readyrec r = {0};
@@ -1164,6 +1168,774 @@ ParameterizedTest(int *backend, reactive, publish_value_roundtrip, .timeout = 60
     cr_assert(run_until_count(&t, &p.calls, 1, 20000));
     cr_expect_eq(p.st, EDDY_OK);
     cr_assert(run_until_count(&t, &n, 1, 20000));
+    eddy_rbus_free(b);
+    teardown(&t);
+}
+
+/* ---- request/reply ------------------------------------------------------------------------- */
+
+/* reactive/request.c, for tests: requests in the core's table, request objects alive, ops
+ * queued on the publishing connection. */
+void eddy__rbus_request_counts(eddy_rbus *bus, size_t *in_table, size_t *alive, size_t *ops);
+
+typedef struct reqrec {
+    int calls;
+    eddy_status st;
+    char reply_id[96];
+    bool in_call;        /* the call that asked for it has not returned yet */
+    bool ran_inside;     /* the callback ran inside that call */
+    eddy_rbus *free_bus; /* free this bus from inside the callback */
+    eddy_rrequest *cancel_other;
+    eddy_status request_after_free;
+} reqrec;
+
+static void on_reply(eddy_status st, eddy_event *reply, void *user) {
+    reqrec *r = user;
+    r->calls++;
+    r->ran_inside |= r->in_call;
+    r->st = st;
+    cr_expect(st == EDDY_OK ? reply != NULL : reply == NULL, "%s with%s a reply",
+              eddy_status_name(st), reply ? "" : "out");
+    snprintf(r->reply_id, sizeof(r->reply_id), "%s", reply ? eddy_event_id(reply) : "");
+    eddy_event_free(reply);
+    if (r->cancel_other) {
+        eddy_rrequest *other = r->cancel_other;
+        r->cancel_other = NULL;
+        eddy_rrequest_cancel(other);
+    }
+    if (r->free_bus) {
+        eddy_rbus *b = r->free_bus;
+        r->free_bus = NULL;
+        eddy_rbus_free(b);
+        eddy_event *ev = make_event("after-free", "t.echo");
+        eddy_request_opts o = {eddy_deadline_in(1000), NULL, NULL};
+        r->request_after_free = eddy_rbus_request(b, "rq.x", ev, &o, on_reply, r, NULL, NULL);
+        eddy_event_free(ev);
+    }
+}
+
+/* Sends a request; the callback must not run inside the call. */
+static eddy_status request(eddy_rbus *b, const char *subject, const char *id, const char *type,
+                           long long timeout_ms, reqrec *r, eddy_rrequest **handle) {
+    eddy_event *ev = make_event(id, type);
+    eddy_request_opts o = {eddy_deadline_in(timeout_ms), NULL, NULL};
+    eddy_error err = {0};
+    r->in_call = true;
+    eddy_status st = eddy_rbus_request(b, subject, ev, &o, on_reply, r, handle, &err);
+    r->in_call = false;
+    eddy_event_free(ev);
+    cr_expect_eq(r->calls, 0, "request %s: the callback ran inside the call", id);
+    return st;
+}
+
+static void must_request(eddy_rbus *b, const char *subject, const char *id, const char *type,
+                         long long timeout_ms, reqrec *r, eddy_rrequest **handle) {
+    eddy_status st = request(b, subject, id, type, timeout_ms, r, handle);
+    cr_assert_eq(st, EDDY_OK, "request %s: %s", id, eddy_status_name(st));
+}
+
+static eddy_request_stats req_stats(eddy_rbus *b, const char *name) {
+    eddy_request_stats s;
+    cr_assert_eq(eddy_rbus_request_stats(b, name, &s), EDDY_OK);
+    return s;
+}
+
+static void expect_req_identity(eddy_rbus *b) {
+    eddy_request_stats s = req_stats(b, NULL);
+    cr_expect_eq(s.sent, s.answered + s.no_responders + s.no_reply + s.failed,
+                 "sent %lu != %lu + %lu + %lu + %lu", (unsigned long)s.sent,
+                 (unsigned long)s.answered, (unsigned long)s.no_responders,
+                 (unsigned long)s.no_reply, (unsigned long)s.failed);
+}
+
+static bool nothing_in_flight(void *arg) {
+    size_t in_table, alive, ops;
+    eddy__rbus_request_counts(arg, &in_table, &alive, &ops);
+    return in_table == 0 && alive == 0 && ops == 0;
+}
+
+/* Once every request completed, nothing of them is left: no table entry, no request object,
+ * no op on the publishing connection (a send's own answer may come after the reply). */
+static void expect_nothing_in_flight(tctx *t, eddy_rbus *b) {
+    bool none = run_until(t, nothing_in_flight, b, 20000);
+    size_t in_table, alive, ops;
+    eddy__rbus_request_counts(b, &in_table, &alive, &ops);
+    cr_expect(none, "left in flight: %zu in the table, %zu alive, %zu ops", in_table, alive, ops);
+}
+
+/* A responder on the loop: "t.fail" fails, "t.hold" is answered later (answer_held), anything
+ * else is answered at once with "re-<id>". */
+typedef struct rsp {
+    int calls;
+    eddy_delivery *held[64];
+    int nheld;
+    bool finish_without_reply; /* answer_held finishes instead of replying */
+    bool reply_null;           /* answer_held replies with NULL */
+    int plain;                 /* deliveries that were plain publishes */
+} rsp;
+
+static eddy_event *reply_for(const eddy_event *req) {
+    eddy_event *r = eddy_event_new();
+    char id[96];
+    snprintf(id, sizeof(id), "re-%s", eddy_event_id(req));
+    cr_assert_eq(eddy_event_set_id(r, id), EDDY_OK);
+    cr_assert_eq(eddy_event_set_source(r, "/tests/responder"), EDDY_OK);
+    cr_assert_eq(eddy_event_set_type(r, "t.reply"), EDDY_OK);
+    return r;
+}
+
+static eddy_status r_answer(eddy_delivery *d, eddy_event **reply, void *user) {
+    rsp *r = user;
+    r->calls++;
+    r->plain += !eddy_delivery_is_request(d);
+    const char *type = eddy_event_type(eddy_delivery_event(d));
+    if (strcmp(type, "t.fail") == 0)
+        return EDDY_ERR_HANDLER_FAILED;
+    if (strcmp(type, "t.hold") == 0) {
+        cr_assert(r->nheld < 64);
+        r->held[r->nheld++] = d;
+        return EDDY_PENDING;
+    }
+    *reply = reply_for(eddy_delivery_event(d));
+    return EDDY_OK;
+}
+
+static void answer_held(struct ev_loop *loop, ev_timer *w, int revents) {
+    rsp *r = w->data;
+    for (int i = 0; i < r->nheld; i++) {
+        eddy_delivery *d = r->held[i];
+        if (r->finish_without_reply)
+            eddy_delivery_finish(d, EDDY_OK); /* a responder's "success" with no reply */
+        else
+            eddy_delivery_reply(d, r->reply_null ? NULL : reply_for(eddy_delivery_event(d)));
+    }
+    r->nheld = 0;
+}
+
+static eddy_subscription_spec responder(const char *name, const char *pattern, rsp *r) {
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = name;
+    sp.pattern = pattern;
+    sp.group = "answerers";
+    sp.delivery = EDDY_AT_MOST_ONCE;
+    sp.responder = r_answer;
+    sp.user = r;
+    return sp;
+}
+
+ParameterizedTestParameters(reactive, request_callback_runs_exactly_once_for_each_outcome) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, request_callback_runs_exactly_once_for_each_outcome,
+                  .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    rsp r = {0};
+    int silent = 0;
+    eddy_subscription_spec specs[2] = {responder("answers", "rq.ask", &r),
+                                       spec("silent", "rq.silent", h_ok, &silent)};
+    eddy_rbus *b = must_rbus(&t, specs, 2);
+    must_start(&t, b);
+    enum { OK, NOBODY, FAILED, DEADLINE, CANCEL, STOPPED, N };
+    reqrec recs[N];
+    memset(recs, 0, sizeof(recs));
+    eddy_rrequest *h = NULL;
+    must_request(b, "rq.ask", "ok", "t.echo", 600000, &recs[OK], &h);
+    cr_expect(h != NULL);
+    must_request(b, "rq.nobody", "nobody", "t.echo", 600000, &recs[NOBODY], NULL);
+    must_request(b, "rq.ask", "failed", "t.fail", 600000, &recs[FAILED], NULL);
+    must_request(b, "rq.silent", "deadline", "t.echo", 300, &recs[DEADLINE], NULL);
+    eddy_rrequest *cancel = NULL;
+    must_request(b, "rq.silent", "cancel", "t.echo", 600000, &recs[CANCEL], &cancel);
+    must_request(b, "rq.silent", "stopped", "t.echo", 600000, &recs[STOPPED], NULL);
+    /* Refused up front: a status, no handle, and no callback. */
+    reqrec refused = {0};
+    eddy_event *ev = make_event("refused", "t.echo");
+    eddy_rrequest *none = (eddy_rrequest *)&refused;
+    cr_expect_eq(eddy_rbus_request(b, "rq.ask", ev, NULL, on_reply, &refused, &none, NULL),
+                 EDDY_ERR_NO_DEADLINE);
+    cr_expect_null(none, "a refused request has no handle");
+    eddy_event_free(ev);
+
+    cr_assert(run_until_count(&t, &recs[OK].calls, 1, 20000));
+    cr_assert(run_until_count(&t, &recs[NOBODY].calls, 1, 20000));
+    cr_assert(run_until_count(&t, &recs[FAILED].calls, 1, 20000));
+    cr_assert(run_until_count(&t, &recs[DEADLINE].calls, 1, 20000));
+    cr_assert(run_until_count(&t, &silent, 3, 20000), "the silent requests were delivered");
+    eddy_rrequest_cancel(cancel);
+    cr_expect_eq(recs[CANCEL].calls, 1, "cancel completes the request before it returns");
+    eddy_rbus_stop(b);
+    cr_expect_eq(recs[STOPPED].calls, 1, "stop completes the request before it returns");
+    run_for(&t, 100); /* a second call would come now */
+    eddy_status want[N] = {EDDY_OK,           EDDY_ERR_NO_RESPONDERS, EDDY_ERR_RESPONDER_FAILED,
+                           EDDY_ERR_NO_REPLY, EDDY_ERR_NO_REPLY,      EDDY_ERR_NO_REPLY};
+    for (int i = 0; i < N; i++) {
+        cr_expect_eq(recs[i].calls, 1, "outcome %d: %d calls", i, recs[i].calls);
+        cr_expect_eq(recs[i].st, want[i], "outcome %d: %s", i, eddy_status_name(recs[i].st));
+        cr_expect(!recs[i].ran_inside);
+    }
+    cr_expect_str_eq(recs[OK].reply_id, "re-ok");
+    cr_expect_eq(refused.calls, 0);
+    eddy_request_stats s = req_stats(b, NULL);
+    cr_expect_eq(s.sent, 6);
+    cr_expect_eq(s.answered, 1);
+    cr_expect_eq(s.no_responders, 1);
+    cr_expect_eq(s.failed, 1);
+    cr_expect_eq(s.no_reply, 3);
+    expect_req_identity(b);
+    expect_nothing_in_flight(&t, b);
+    /* A stopped bus leaves nothing on the loop: ev_run returns. */
+    long long t0 = eddy_test_now_ms();
+    ev_run(t.loop, 0);
+    cr_expect_lt(eddy_test_now_ms() - t0, 5000);
+    eddy_rbus_free(b);
+    teardown(&t);
+}
+
+typedef struct flood {
+    eddy_rbus *bus;
+    int n;
+    int completed, ok, own;
+    reqrec *recs;
+    char (*ids)[16];
+} flood;
+
+static void flood_reply(eddy_status st, eddy_event *reply, void *user) {
+    reqrec *r = user;
+    r->calls++;
+    r->st = st;
+    snprintf(r->reply_id, sizeof(r->reply_id), "%s", reply ? eddy_event_id(reply) : "");
+    eddy_event_free(reply);
+}
+
+/* From inside a loop callback: every request is sent before any can complete. */
+static void send_flood(struct ev_loop *loop, ev_timer *w, int revents) {
+    flood *f = w->data;
+    for (int i = 0; i < f->n; i++) {
+        snprintf(f->ids[i], sizeof(f->ids[i]), "k%d", i);
+        eddy_event *ev = make_event(f->ids[i], "t.echo");
+        eddy_request_opts o = {eddy_deadline_in(60000), NULL, NULL};
+        eddy_error err = {0};
+        eddy_status st =
+            eddy_rbus_request(f->bus, "flood.x", ev, &o, flood_reply, &f->recs[i], NULL, &err);
+        cr_assert_eq(st, EDDY_OK, "request %d: %s", i, err.detail);
+        eddy_event_free(ev);
+    }
+    for (int i = 0; i < f->n; i++)
+        cr_assert_eq(f->recs[i].calls, 0, "request %d completed inside the loop callback", i);
+}
+
+static bool flood_done(void *arg) {
+    flood *f = arg;
+    int n = 0;
+    for (int i = 0; i < f->n; i++)
+        n += f->recs[i].calls > 0;
+    return n == f->n;
+}
+
+ParameterizedTestParameters(reactive, ten_thousand_requests_in_flight) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, ten_thousand_requests_in_flight, .timeout = 180) {
+    tctx t;
+    setup(&t, *backend);
+    rsp r = {0};
+    eddy_subscription_spec sp = responder("answers", "flood.x", &r);
+    eddy_rbus *server = must_rbus(&t, &sp, 1);
+    eddy_rbus *b = must_rbus(&t, NULL, 0);
+    must_start(&t, server);
+    must_start(&t, b);
+    enum { N = 10000 };
+    static reqrec recs[N];
+    static char ids[N][16];
+    for (int round = 0; round < 2; round++) {
+        memset(recs, 0, sizeof(recs));
+        flood f = {b, N, 0, 0, 0, recs, ids};
+        ev_timer kick;
+        ev_timer_init(&kick, send_flood, 0., 0.);
+        kick.data = &f;
+        ev_timer_start(t.loop, &kick);
+        cr_assert(run_until(&t, flood_done, &f, 120000), "round %d: not every request completed",
+                  round);
+        run_for(&t, 50); /* a second call would come now */
+        int ok = 0;
+        char want[32];
+        for (int i = 0; i < N; i++) {
+            cr_assert_eq(recs[i].calls, 1, "request %d: %d calls", i, recs[i].calls);
+            snprintf(want, sizeof(want), "re-k%d", i);
+            ok += recs[i].st == EDDY_OK && strcmp(recs[i].reply_id, want) == 0;
+        }
+        cr_expect_eq(ok, N, "round %d: %d requests got their own answer", round, ok);
+        /* Bounded: everything a request held is released once it completed. */
+        expect_nothing_in_flight(&t, b);
+    }
+    eddy_request_stats s = req_stats(b, NULL);
+    cr_expect_eq(s.sent, 2 * N);
+    cr_expect_eq(s.answered, 2 * N);
+    cr_expect_eq(s.unclaimed, 0);
+    eddy_rbus_free(b);
+    eddy_rbus_free(server);
+    teardown(&t);
+}
+
+ParameterizedTestParameters(reactive, cancel_ends_a_request_at_once) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, cancel_ends_a_request_at_once, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    rsp r = {0};
+    int silent = 0;
+    eddy_subscription_spec specs[2] = {responder("answers", "cx.x", &r),
+                                       spec("silent", "cx.silent", h_ok, &silent)};
+    eddy_rbus *server = must_rbus(&t, specs, 2);
+    eddy_rbus *b = must_rbus(&t, NULL, 0);
+    must_start(&t, server);
+    must_start(&t, b);
+    /* Cancelled before anything was answered (the registry question is still out). */
+    reqrec early = {0};
+    eddy_rrequest *h = NULL;
+    must_request(b, "cx.x", "early", "t.echo", 600000, &early, &h);
+    eddy_rrequest_cancel(h);
+    cr_expect_eq(early.calls, 1);
+    cr_expect_eq(early.st, EDDY_ERR_NO_REPLY);
+    /* Cancelled while the responder holds it: its reply comes later and is Unclaimed. */
+    reqrec held = {0};
+    must_request(b, "cx.x", "held", "t.hold", 600000, &held, &h);
+    cr_assert(run_until_count(&t, &r.calls, 1, 20000));
+    eddy_rrequest_cancel(h);
+    cr_expect_eq(held.calls, 1);
+    cr_expect_eq(held.st, EDDY_ERR_NO_REPLY);
+    answer_held(t.loop, &(ev_timer){.data = &r}, 0);
+    /* Cancelled from inside another request's callback (a responder that holds a delivery
+     * holds back the replies of its batch: the second one goes to a silent subject). */
+    reqrec first = {0}, second = {0};
+    eddy_rrequest *h2 = NULL;
+    must_request(b, "cx.silent", "second", "t.echo", 600000, &second, &h2);
+    cr_assert(run_until_count(&t, &silent, 1, 20000));
+    first.cancel_other = h2;
+    must_request(b, "cx.x", "first", "t.echo", 600000, &first, NULL);
+    cr_assert(run_until_count(&t, &first.calls, 1, 20000));
+    cr_expect_eq(first.st, EDDY_OK);
+    cr_expect_eq(second.calls, 1);
+    cr_expect_eq(second.st, EDDY_ERR_NO_REPLY);
+    eddy_rrequest_cancel(NULL); /* no-op */
+    eddy_request_stats s;
+    long long end = eddy_test_now_ms() + 20000;
+    while ((s = req_stats(b, NULL)).unclaimed < 1 && eddy_test_now_ms() < end)
+        run_for(&t, 5);
+    cr_expect_eq(s.unclaimed, 1, "the cancelled request's reply");
+    cr_expect_eq(r.calls, 2, "a request cancelled before it went out reached the responder");
+    cr_expect_eq(s.sent, 4);
+    cr_expect_eq(s.no_reply, 3);
+    cr_expect_eq(s.answered, 1);
+    cr_expect_eq(early.calls + held.calls + first.calls + second.calls, 4);
+    expect_req_identity(b);
+    expect_nothing_in_flight(&t, b);
+    eddy_rbus_free(b);
+    eddy_rbus_free(server);
+    teardown(&t);
+}
+
+static bool refused_reply(void *arg) {
+    eddy_consumer_stats cs;
+    return eddy_rbus_consumer_stats(arg, "answers", &cs) == EDDY_OK && cs.refused >= 1;
+}
+
+ParameterizedTestParameters(reactive, free_with_requests_in_flight_ends_each_with_no_reply) {
+    return cr_make_param_array(int, backends, 2);
+}
+/* Free (and stop) end every request still waiting with EDDY_ERR_NO_REPLY, counted NoReply, as
+ * the blocking front end's stop does: EDDY_ERR_CLOSED is never a request's outcome. */
+ParameterizedTest(int *backend, reactive, free_with_requests_in_flight_ends_each_with_no_reply,
+                  .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    rsp r = {0};
+    int silent = 0;
+    eddy_subscription_spec specs[2] = {responder("answers", "fr.x", &r),
+                                       spec("silent", "fr.silent", h_ok, &silent)};
+    eddy_rbus *server = must_rbus(&t, specs, 2);
+    eddy_rbus *b = must_rbus(&t, NULL, 0);
+    must_start(&t, server);
+    must_start(&t, b);
+    reqrec held = {0}, just_sent = {0};
+    must_request(b, "fr.x", "held", "t.hold", 600000, &held, NULL);
+    cr_assert(run_until_count(&t, &r.calls, 1, 20000));
+    must_request(b, "fr.x", "just-sent", "t.hold", 600000, &just_sent, NULL);
+    eddy_rbus_free(b);
+    cr_expect_eq(held.calls, 1, "free completes it before it returns");
+    cr_expect_eq(held.st, EDDY_ERR_NO_REPLY);
+    cr_expect_eq(just_sent.calls, 1);
+    cr_expect_eq(just_sent.st, EDDY_ERR_NO_REPLY);
+    /* The reply stream was deleted: the late answer is refused, not stored. */
+    answer_held(t.loop, &(ev_timer){.data = &r}, 0);
+    cr_expect(run_until(&t, refused_reply, server, 20000), "the reply stream outlived its bus");
+    cr_assert(run_until_count(&t, &r.calls, 2, 20000));
+    answer_held(t.loop, &(ev_timer){.data = &r}, 0);
+    run_for(&t, 50);
+    cr_expect_eq(held.calls, 1);
+    cr_expect_eq(just_sent.calls, 1);
+
+    /* Freed from inside a reply callback: the others end inside that free, once. */
+    b = must_rbus(&t, NULL, 0);
+    must_start(&t, b);
+    reqrec waiting = {0}, freer = {0};
+    must_request(b, "fr.silent", "waiting", "t.echo", 600000, &waiting, NULL);
+    freer.free_bus = b;
+    must_request(b, "fr.x", "freer", "t.echo", 600000, &freer, NULL);
+    cr_assert(run_until_count(&t, &freer.calls, 1, 20000));
+    cr_expect_eq(freer.st, EDDY_OK);
+    cr_expect_eq(freer.request_after_free, EDDY_ERR_CLOSED, "a request on a bus being freed");
+    cr_expect_eq(waiting.calls, 1);
+    cr_expect_eq(waiting.st, EDDY_ERR_NO_REPLY);
+    run_for(&t, 100);
+    cr_expect_eq(freer.calls, 1);
+    cr_expect_eq(waiting.calls, 1);
+    eddy_rbus_free(server);
+    teardown(&t);
+}
+
+ParameterizedTestParameters(reactive, stop_leaves_the_registry_and_a_restart_joins_it_again) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, stop_leaves_the_registry_and_a_restart_joins_it_again,
+                  .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    rsp r = {0};
+    eddy_subscription_spec sp = responder("answers", "lv.x", &r);
+    eddy_rbus *server = must_rbus(&t, &sp, 1);
+    must_start(&t, server);
+    eddy_rbus_stop(server);
+    /* A requester that never asked before (nothing remembered): nobody answers at once. */
+    eddy_rbus *b = must_rbus(&t, NULL, 0);
+    must_start(&t, b);
+    reqrec nobody = {0};
+    must_request(b, "lv.x", "nobody", "t.echo", 600000, &nobody, NULL);
+    cr_assert(run_until_count(&t, &nobody.calls, 1, 20000));
+    cr_expect_eq(nobody.st, EDDY_ERR_NO_RESPONDERS);
+    eddy_rbus_free(b);
+    /* Stopped and started again at once: the old leave cannot undo the new registration. */
+    for (int i = 0; i < 5; i++) {
+        must_start(&t, server);
+        eddy_rbus_stop(server);
+    }
+    must_start(&t, server);
+    b = must_rbus(&t, NULL, 0);
+    must_start(&t, b);
+    reqrec answered = {0};
+    must_request(b, "lv.x", "answered", "t.echo", 600000, &answered, NULL);
+    cr_assert(run_until_count(&t, &answered.calls, 1, 20000));
+    cr_expect_eq(answered.st, EDDY_OK, "%s", eddy_status_name(answered.st));
+    /* A bus with no subscription starts its control loop at once: while its previous leave
+     * is out, the loop waits for it, then becomes ready. */
+    eddy_rbus_stop(b);
+    must_start(&t, b);
+    memset(&answered, 0, sizeof(answered));
+    must_request(b, "lv.x", "again", "t.echo", 600000, &answered, NULL);
+    cr_assert(run_until_count(&t, &answered.calls, 1, 20000));
+    cr_expect_eq(answered.st, EDDY_OK, "%s", eddy_status_name(answered.st));
+    eddy_rbus_free(b);
+    eddy_rbus_free(server);
+    teardown(&t);
+}
+
+ParameterizedTestParameters(reactive, responder_answers_later_from_a_timer) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, responder_answers_later_from_a_timer, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    rsp r = {0};
+    eddy_subscription_spec sp = responder("answers", "lt.x", &r);
+    eddy_rbus *b = must_rbus(&t, &sp, 1);
+    must_start(&t, b);
+    ev_timer later;
+    ev_timer_init(&later, answer_held, 0.05, 0.05);
+    later.data = &r;
+    ev_timer_start(t.loop, &later);
+    reqrec recs[3];
+    memset(recs, 0, sizeof(recs));
+    must_request(b, "lt.x", "a", "t.hold", 600000, &recs[0], NULL);
+    must_request(b, "lt.x", "b", "t.hold", 600000, &recs[1], NULL);
+    must_request(b, "lt.x", "c", "t.hold", 600000, &recs[2], NULL);
+    /* A plain publish to a responder that answers later: its reply is Unaddressed. */
+    cr_assert_eq(publish_wait(&t, b, "lt.x", "plain"), EDDY_OK);
+    for (int i = 0; i < 3; i++) {
+        cr_assert(run_until_count(&t, &recs[i].calls, 1, 20000), "request %d", i);
+        cr_expect_eq(recs[i].st, EDDY_OK);
+    }
+    cr_expect_str_eq(recs[0].reply_id, "re-a");
+    cr_expect_str_eq(recs[1].reply_id, "re-b");
+    cr_expect_str_eq(recs[2].reply_id, "re-c");
+    cr_assert(run_until_count(&t, &r.plain, 1, 20000));
+    eddy_consumer_stats cs;
+    long long end = eddy_test_now_ms() + 20000;
+    do {
+        run_for(&t, 5);
+        cr_assert_eq(eddy_rbus_consumer_stats(b, "answers", &cs), EDDY_OK);
+    } while ((cs.replied < 3 || cs.unaddressed < 1) && eddy_test_now_ms() < end);
+    cr_expect_eq(cs.replied, 3);
+    cr_expect_eq(cs.unaddressed, 1);
+    cr_expect_eq(cs.responder_failed, 0);
+    ev_timer_stop(t.loop, &later);
+    eddy_rbus_free(b);
+    teardown(&t);
+}
+
+ParameterizedTestParameters(reactive, responder_finished_without_a_reply_fails_at_once) {
+    return cr_make_param_array(int, backends, 2);
+}
+/* The deadline is far beyond the test's timeout: only an immediate failure reply passes. */
+ParameterizedTest(int *backend, reactive, responder_finished_without_a_reply_fails_at_once,
+                  .timeout = 30) {
+    tctx t;
+    setup(&t, *backend);
+    rsp r = {0};
+    r.finish_without_reply = true;
+    eddy_subscription_spec sp = responder("answers", "nr.x", &r);
+    eddy_rbus *b = must_rbus(&t, &sp, 1);
+    must_start(&t, b);
+    ev_timer later;
+    ev_timer_init(&later, answer_held, 0.02, 0.02);
+    later.data = &r;
+    ev_timer_start(t.loop, &later);
+    reqrec finished = {0}, null_reply = {0};
+    must_request(b, "nr.x", "finished", "t.hold", 600000, &finished, NULL);
+    cr_assert(run_until_count(&t, &finished.calls, 1, 20000));
+    cr_expect_eq(finished.st, EDDY_ERR_RESPONDER_FAILED, "%s", eddy_status_name(finished.st));
+    r.finish_without_reply = false;
+    r.reply_null = true; /* eddy_delivery_reply(d, NULL) */
+    must_request(b, "nr.x", "null", "t.hold", 600000, &null_reply, NULL);
+    cr_assert(run_until_count(&t, &null_reply.calls, 1, 20000));
+    cr_expect_eq(null_reply.st, EDDY_ERR_RESPONDER_FAILED);
+    eddy_consumer_stats cs;
+    cr_assert_eq(eddy_rbus_consumer_stats(b, "answers", &cs), EDDY_OK);
+    cr_expect_eq(cs.responder_failed, 2);
+    eddy_request_stats s = req_stats(b, NULL);
+    cr_expect_eq(s.failed, 2);
+    ev_timer_stop(t.loop, &later);
+    eddy_rbus_free(b);
+    teardown(&t);
+}
+
+typedef struct late_ask {
+    tctx *t;
+    eddy_rbus *asker;
+    reqrec rec;
+    int ready_calls;
+} late_ask;
+
+/* The late responder's ready callback asks at once, from a bus that never asked before. */
+static void ask_when_ready(eddy_status st, const eddy_error *err, void *user) {
+    late_ask *l = user;
+    l->ready_calls++;
+    cr_assert_eq(st, EDDY_OK, "%s", err ? err->detail : "");
+    must_request(l->asker, "late.rq", "late", "t.echo", 600000, &l->rec, NULL);
+}
+
+ParameterizedTestParameters(reactive, late_responder_is_registered_before_its_ready_callback) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, late_responder_is_registered_before_its_ready_callback,
+                  .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    t.s.lease_ms = 600000; /* no heartbeat would come in time to register it */
+    eddy_rbus *b = must_rbus(&t, NULL, 0);
+    must_start(&t, b);
+    late_ask l = {&t, must_rbus(&t, NULL, 0), {0}, 0};
+    must_start(&t, l.asker);
+    rsp r = {0};
+    eddy_subscription_spec sp = responder("answers", "late.rq", &r);
+    cr_assert_eq(eddy_rbus_subscribe_ready(b, &sp, ask_when_ready, &l, NULL), EDDY_OK);
+    cr_assert(run_until_count(&t, &l.rec.calls, 1, 20000));
+    cr_expect_eq(l.rec.st, EDDY_OK, "%s", eddy_status_name(l.rec.st));
+    cr_expect_eq(l.ready_calls, 1);
+    eddy_rbus_free(l.asker);
+    eddy_rbus_free(b);
+    teardown(&t);
+}
+
+Test(reactive, request_refusals_and_bad_arguments, .timeout = 30) {
+    tctx t;
+    setup(&t, 0);
+    rsp r = {0};
+    eddy_subscription_spec sp = responder("answers", "bad.x", &r);
+    eddy_rbus *b = must_rbus(&t, &sp, 1);
+    eddy_event *ev = make_event("q", "t.echo");
+    eddy_request_opts o = {eddy_deadline_in(10000), NULL, NULL};
+    reqrec rec = {0};
+    eddy_rrequest *h = NULL;
+    eddy_error err = {0};
+    cr_expect_eq(eddy_rbus_request(NULL, "bad.x", ev, &o, on_reply, &rec, &h, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(
+        eddy_rbus_request_value(NULL, "bad.x", "t", pack_hello, NULL, &o, on_reply, &rec, &h, &err),
+        EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rbus_request(b, "bad.x", ev, &o, on_reply, &rec, &h, &err),
+                 EDDY_ERR_NOT_READY);
+    cr_expect_eq(
+        eddy_rbus_request_value(b, "bad.x", "t", pack_hello, NULL, &o, on_reply, &rec, &h, &err),
+        EDDY_ERR_NOT_READY);
+    /* Started, but not ready yet: still not ready. */
+    readyrec ready = {0};
+    cr_assert_eq(eddy_rbus_start(b, on_ready, &ready, NULL), EDDY_OK);
+    cr_expect_eq(eddy_rbus_request(b, "bad.x", ev, &o, on_reply, &rec, &h, &err),
+                 EDDY_ERR_NOT_READY);
+    cr_assert(run_until_count(&t, &ready.calls, 1, 20000));
+    eddy_request_opts with_token = o;
+    with_token.cancel = eddy_cancel_new();
+    cr_expect_eq(eddy_rbus_request(b, "bad.x", ev, &with_token, on_reply, &rec, &h, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    eddy_cancel_free(with_token.cancel);
+    cr_expect_eq(eddy_rbus_request(b, "bad..x", ev, &o, on_reply, &rec, &h, &err),
+                 EDDY_ERR_INVALID_SUBJECT);
+    cr_expect_eq(eddy_rbus_request(b, "bad.x", NULL, &o, on_reply, &rec, &h, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(
+        eddy_rbus_request_value(b, "bad.x", NULL, pack_hello, NULL, &o, on_reply, &rec, &h, &err),
+        EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_null(h);
+    cr_expect_eq(rec.calls, 0);
+    eddy_request_stats s;
+    cr_expect_eq(eddy_rbus_request_stats(NULL, NULL, &s), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rbus_request_stats(b, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    s = req_stats(b, NULL);
+    cr_expect_eq(s.sent, 0, "refusals are not counted");
+    /* No callback and no handle wanted: the request still goes out and is answered. */
+    cr_assert_eq(eddy_rbus_request(b, "bad.x", ev, &o, NULL, NULL, NULL, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_assert_eq(eddy_rbus_request_value(b, "bad.x", "t.val", pack_hello, NULL, &o, on_reply, &rec,
+                                         &h, &err),
+                 EDDY_OK, "%s", err.detail);
+    cr_expect(h != NULL);
+    cr_assert(run_until_count(&t, &rec.calls, 1, 20000));
+    cr_expect_eq(rec.st, EDDY_OK);
+    long long end = eddy_test_now_ms() + 20000;
+    while (req_stats(b, NULL).answered < 2 && eddy_test_now_ms() < end)
+        run_for(&t, 5);
+    cr_expect_eq(req_stats(b, NULL).answered, 2);
+    expect_nothing_in_flight(&t, b);
+    eddy_rbus_free(b);
+    eddy_event_free(ev);
+    teardown(&t);
+}
+
+Test(reactive, start_without_subscriptions_needs_its_reply_stream, .timeout = 30) {
+    tctx t;
+    setup_url(&t, "redis://127.0.0.1:1");
+    t.s.connect_timeout_ms = 100;
+    t.s.reconnect_min_ms = 10;
+    t.s.reconnect_max_ms = 20;
+    eddy_rbus *b = must_rbus(&t, NULL, 0);
+    readyrec r = {0};
+    cr_assert_eq(eddy_rbus_start(b, on_ready, &r, NULL), EDDY_OK);
+    cr_expect_eq(r.calls, 0);
+    cr_assert(run_until_count(&t, &r.calls, 1, 10000));
+    cr_expect_eq(r.st, EDDY_ERR_IO);
+    cr_expect(strstr(r.detail, "reply stream"), "%s", r.detail);
+    /* Left stopped: requests are not ready, start may be called again. */
+    reqrec rec = {0};
+    cr_expect_eq(request(b, "x.y", "q", "t.echo", 1000, &rec, NULL), EDDY_ERR_NOT_READY);
+    memset(&r, 0, sizeof(r));
+    cr_assert_eq(eddy_rbus_start(b, on_ready, &r, NULL), EDDY_OK);
+    eddy_rbus_free(b);
+    cr_expect_eq(r.calls, 1);
+    cr_expect_eq(r.st, EDDY_ERR_CLOSED);
+    teardown(&t);
+}
+
+Test(reactive, requests_survive_a_killed_control_connection, .timeout = 90,
+     .fini = kill_private_server) {
+    eddy_test_redis_start(&srv, 0);
+    tctx t;
+    setup_url(&t, srv.url);
+    t.s.reconnect_min_ms = 20;
+    t.s.reconnect_max_ms = 200;
+    t.s.connect_timeout_ms = 500;
+    rsp r = {0};
+    eddy_subscription_spec sp = responder("answers", "kc.x", &r);
+    eddy_rbus *server = must_rbus(&t, &sp, 1);
+    eddy_rbus *b = must_rbus(&t, NULL, 0);
+    must_start(&t, server);
+    must_start(&t, b);
+    reqrec before = {0};
+    must_request(b, "kc.x", "before", "t.echo", 10000, &before, NULL);
+    cr_assert(run_until_count(&t, &before.calls, 1, 20000));
+    cr_expect_eq(before.st, EDDY_OK);
+    run_for(&t, 50); /* every connection back in its blocking read */
+    cr_assert_geq(kill_clients(srv.port), 4);
+    eddy_status st = EDDY_ERR_IO;
+    for (int i = 0; i < 50 && st != EDDY_OK; i++) {
+        reqrec after = {0};
+        st = request(b, "kc.x", "after", "t.echo", 2000, &after, NULL);
+        if (st == EDDY_OK) {
+            cr_assert(run_until_count(&t, &after.calls, 1, 20000));
+            st = after.st;
+        }
+        if (st != EDDY_OK)
+            run_for(&t, 100);
+    }
+    cr_expect_eq(st, EDDY_OK, "no answer after the connections were killed: %s",
+                 eddy_status_name(st));
+    expect_req_identity(b);
+    eddy_rbus_free(b);
+    eddy_rbus_free(server);
+    eddy_test_redis_kill(&srv);
+    teardown(&t);
+}
+
+/* The memory engine fails its n-th allocation from now on, once, for n = 1, 2, ...: each
+ * request is refused, or completes exactly once (answered, or failed with a status); the
+ * counters keep their identity, and requests are answered again afterwards. */
+Test(reactive, memory_engine_out_of_memory_during_requests, .timeout = 120) {
+    tctx t;
+    setup(&t, 0);
+    t.s.reconnect_min_ms = 1;
+    t.s.reconnect_max_ms = 5;
+    t.s.block_ms = 50;
+    rsp r = {0};
+    eddy_subscription_spec sp = responder("answers", "oomrq.x", &r);
+    eddy_rbus *b = must_rbus(&t, &sp, 1);
+    must_start(&t, b);
+    int refused = 0, answered = 0, failed = 0;
+    for (long n = 1; n <= 60; n++) {
+        char id[16];
+        snprintf(id, sizeof(id), "o%ld", n);
+        reqrec rec = {0};
+        eddy__mem_fail_after(n, false);
+        eddy_status st = request(b, "oomrq.x", id, "t.echo", 1500, &rec, NULL);
+        if (st != EDDY_OK) {
+            refused++;
+        } else {
+            cr_assert(run_until_count(&t, &rec.calls, 1, 10000), "request %ld never completed", n);
+            if (rec.st == EDDY_OK)
+                answered++;
+            else
+                failed++;
+        }
+        eddy__mem_fail_after(0, false);
+        run_for(&t, 5);
+        cr_expect_eq(rec.calls, st == EDDY_OK ? 1 : 0, "request %ld: %d calls", n, rec.calls);
+    }
+    cr_expect_gt(failed + refused, 0, "no allocation failure reached a request");
+    cr_expect_gt(answered, 0);
+    expect_req_identity(b);
+    expect_nothing_in_flight(&t, b);
+    reqrec last = {0};
+    eddy_status st = EDDY_ERR_IO;
+    for (int i = 0; i < 50 && st != EDDY_OK; i++) {
+        memset(&last, 0, sizeof(last));
+        st = request(b, "oomrq.x", "last", "t.echo", 2000, &last, NULL);
+        if (st == EDDY_OK) {
+            cr_assert(run_until_count(&t, &last.calls, 1, 10000));
+            st = last.st;
+        }
+    }
+    cr_expect_eq(st, EDDY_OK, "not answered again after the failures: %s", eddy_status_name(st));
     eddy_rbus_free(b);
     teardown(&t);
 }

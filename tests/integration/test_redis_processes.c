@@ -209,7 +209,7 @@ Test(processes, killed_consumer_messages_handled_by_another, .timeout = 120) {
     rec_destroy(&r);
 }
 
-Test(processes, subscription_survives_redis_restart, .timeout = 120) {
+static void survive_restart(const char *pattern, const char *subject) {
     eddy_test_redis srv;
     eddy_test_redis_start(&srv, 0);
     char ns[96];
@@ -221,7 +221,7 @@ Test(processes, subscription_survives_redis_restart, .timeout = 120) {
     eddy_subscription_spec sp;
     eddy_subscription_spec_init(&sp);
     sp.name = "s";
-    sp.pattern = "jobs";
+    sp.pattern = pattern;
     sp.group = "g";
     sp.delivery = EDDY_AT_LEAST_ONCE;
     sp.handler = rec_handler;
@@ -230,14 +230,14 @@ Test(processes, subscription_survives_redis_restart, .timeout = 120) {
     cr_assert_eq(eddy_bus_new(&s, &sp, 1, &bus, NULL), EDDY_OK);
     cr_assert_eq(eddy_bus_start(bus, NULL), EDDY_OK);
     eddy_event *ev = make_event("before", "t");
-    cr_assert_eq(eddy_bus_publish(bus, "jobs", ev, NULL, 0, NULL), EDDY_OK);
+    cr_assert_eq(eddy_bus_publish(bus, subject, ev, NULL, 0, NULL), EDDY_OK);
     eddy_event_free(ev);
     cr_assert(rec_wait(&r, 1, 20000));
 
     eddy_test_redis_kill(&srv); /* the reader is inside a blocking read now */
     ev = make_event("while-down", "t");
     eddy_error err = {0};
-    cr_expect_eq(eddy_bus_publish(bus, "jobs", ev, NULL, 0, &err), EDDY_ERR_IO,
+    cr_expect_eq(eddy_bus_publish(bus, subject, ev, NULL, 0, &err), EDDY_ERR_IO,
                  "publishing to a dead server: %s", err.detail);
     eddy_event_free(ev);
     eddy_test_redis_start(&srv, srv.port);
@@ -247,7 +247,7 @@ Test(processes, subscription_survives_redis_restart, .timeout = 120) {
     ev = make_event("after", "t");
     eddy_status st = EDDY_ERR_IO;
     for (int i = 0; i < 100 && st != EDDY_OK; i++) {
-        st = eddy_bus_publish(bus, "jobs", ev, NULL, 0, NULL);
+        st = eddy_bus_publish(bus, subject, ev, NULL, 0, NULL);
         if (st != EDDY_OK) {
             struct timespec pause = {0, 50000000};
             nanosleep(&pause, NULL);
@@ -258,6 +258,64 @@ Test(processes, subscription_survives_redis_restart, .timeout = 120) {
     cr_assert(rec_wait(&r, 2, 30000), "nothing delivered after the restart");
     cr_expect_str_eq(r.entries[1].event_id, "after");
     eddy_bus_free(bus);
+    eddy_test_redis_kill(&srv);
+    rec_destroy(&r);
+}
+
+Test(processes, subscription_survives_redis_restart, .timeout = 120) {
+    survive_restart("jobs", "jobs");
+}
+
+Test(processes, pattern_subscription_survives_redis_restart, .timeout = 120) {
+    survive_restart("jobs.*", "jobs.eu");
+}
+
+static eddy_status publish_retrying(eddy_bus *bus, const char *subject, const char *id) {
+    eddy_event *ev = make_event(id, "t");
+    eddy_status st = EDDY_ERR_IO;
+    for (int i = 0; i < 100 && st != EDDY_OK; i++) {
+        st = eddy_bus_publish(bus, subject, ev, NULL, 0, NULL);
+        if (st != EDDY_OK) {
+            struct timespec pause = {0, 50000000};
+            nanosleep(&pause, NULL);
+        }
+    }
+    eddy_event_free(ev);
+    return st;
+}
+
+/* The restarted server lost its subject set: a publisher that knew the subject registers it
+ * again, so a pattern subscription made after the restart still finds it. */
+Test(processes, new_pattern_subscriber_finds_subjects_after_redis_restart, .timeout = 120) {
+    eddy_test_redis srv;
+    eddy_test_redis_start(&srv, 0);
+    eddy_settings s;
+    settings_for(&s, srv.url, "resubject");
+    eddy_bus *pub = NULL;
+    cr_assert_eq(eddy_bus_new(&s, NULL, 0, &pub, NULL), EDDY_OK);
+    cr_assert_eq(publish_retrying(pub, "jobs.eu", "before"), EDDY_OK);
+    eddy_test_redis_kill(&srv);
+    eddy_test_redis_start(&srv, srv.port);
+    cr_assert_eq(publish_retrying(pub, "jobs.eu", "again"), EDDY_OK);
+
+    recorder r;
+    rec_init(&r);
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = "s";
+    sp.pattern = "jobs.*";
+    sp.group = "late";
+    sp.delivery = EDDY_AT_LEAST_ONCE;
+    sp.handler = rec_handler;
+    sp.user = &r;
+    eddy_bus *sub = NULL;
+    cr_assert_eq(eddy_bus_new(&s, &sp, 1, &sub, NULL), EDDY_OK);
+    cr_assert_eq(eddy_bus_start(sub, NULL), EDDY_OK);
+    cr_assert_eq(publish_retrying(pub, "jobs.eu", "after"), EDDY_OK);
+    cr_assert(rec_wait(&r, 1, 20000), "the subject was not found after the restart");
+    cr_expect_str_eq(r.entries[0].event_id, "after");
+    eddy_bus_free(sub);
+    eddy_bus_free(pub);
     eddy_test_redis_kill(&srv);
     rec_destroy(&r);
 }

@@ -1,7 +1,10 @@
-/* Request/reply (spec/request-reply.txt) on both backends: answers, refusals before sending,
- * no responders, handler-only subjects, responder failures, late replies counted Unclaimed,
- * counters by conversation, the rules the bus enforces, cancel and stop, many threads, and
- * across processes on a real redis-server. */
+/* Request/reply (spec/request-reply.txt), one table of scenarios run on both front ends (the
+ * driver, driver.h) and both backends: answers, refusals before sending, no responders,
+ * handler-only subjects, responder failures, late replies counted Unclaimed, counters by
+ * conversation, the rules the bus enforces, stop, many threads, request_value, and across
+ * processes on a real redis-server. Cancel tokens are the blocking front end's (the reactive
+ * front end cancels through a handle: test_reactive.c). A slow responder runs on a bus of its
+ * own, so that on the reactive front end it holds up its own loop and not the requester's. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <pthread.h>
@@ -13,23 +16,34 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "driver.h"
 #include "eddy/blocking.h"
 #include "eddy_test.h"
 #include "raw.h"
 #include "recorder.h"
 #include "redis_server.h"
 
-static int backends[] = {0, 1}; /* memory, redis */
+typedef struct combo {
+    int frontend; /* 0 blocking, 1 reactive */
+    int backend;  /* 0 memory, 1 redis */
+} combo;
+
+static combo combos[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}};
+static combo memory_combos[] = {{0, 0}, {1, 0}};
+static combo redis_combos[] = {{0, 1}, {1, 1}};
+static int backends[] = {0, 1}; /* memory, redis: blocking-only scenarios */
 
 typedef struct ctx {
+    const driver *d;
     char url[128];
     char ns[96];
     eddy_settings s;
 } ctx;
 
-static void setup(ctx *c, int backend) {
+static void setup(ctx *c, const combo *p) {
+    c->d = p->frontend == 0 ? &blocking_driver : &reactive_driver;
     eddy_test_namespace(c->ns, sizeof(c->ns), "rr");
-    if (backend == 0)
+    if (p->backend == 0)
         snprintf(c->url, sizeof(c->url), "memory://%s", c->ns);
     else
         snprintf(c->url, sizeof(c->url), "%s", eddy_test_redis_url());
@@ -39,7 +53,7 @@ static void setup(ctx *c, int backend) {
     c->s.source = "/tests/reqrep";
     c->s.block_ms = 200;
     c->s.log = eddy_test_log;
-    c->s.log_user = backend ? "redis" : "memory";
+    c->s.log_user = p->backend ? "redis" : "memory";
 }
 
 static void pause_ms(long ms) {
@@ -91,27 +105,46 @@ static eddy_subscription_spec responder_spec(const char *name, const char *patte
     return sp;
 }
 
-static eddy_bus *must_bus(ctx *c, const eddy_subscription_spec *specs, size_t n) {
-    eddy_bus *b = NULL;
+static tbus *new_bus(ctx *c, const eddy_subscription_spec *specs, size_t n) {
+    tbus *b = NULL;
     eddy_error err = {0};
-    cr_assert_eq(eddy_bus_new(&c->s, specs, n, &b, &err), EDDY_OK, "%s", err.detail);
-    cr_assert_eq(eddy_bus_start(b, &err), EDDY_OK, "%s", err.detail);
+    eddy_status st = c->d->bus_new(&c->s, specs, n, &b, &err);
+    cr_assert_eq(st, EDDY_OK, "bus_new: %s (%s)", eddy_status_name(st), err.detail);
     return b;
 }
 
-static eddy_status ask(eddy_bus *b, const char *subject, const char *id, const char *type,
+static tbus *must_bus(ctx *c, const eddy_subscription_spec *specs, size_t n) {
+    tbus *b = new_bus(c, specs, n);
+    eddy_error err = {0};
+    eddy_status st = c->d->start(b, &err);
+    cr_assert_eq(st, EDDY_OK, "start: %s (%s)", eddy_status_name(st), err.detail);
+    return b;
+}
+
+static eddy_status ask(ctx *c, tbus *b, const char *subject, const char *id, const char *type,
                        long long timeout_ms, const char *name, eddy_event **reply) {
     eddy_event *ev = make_event(id, type);
     eddy_request_opts o = {eddy_deadline_in(timeout_ms), name, NULL};
     eddy_error err = {0};
-    eddy_status st = eddy_bus_request(b, subject, ev, &o, reply, &err);
+    eddy_status st = c->d->request(b, subject, ev, &o, reply, &err);
     eddy_event_free(ev);
     return st;
 }
 
-static void expect_identity(eddy_bus *b, const char *name) {
+static eddy_request_stats rstats(ctx *c, tbus *b, const char *name) {
     eddy_request_stats s;
-    eddy_bus_request_stats(b, name, &s);
+    cr_assert_eq(c->d->request_stats(b, name, &s), EDDY_OK);
+    return s;
+}
+
+static eddy_consumer_stats cstats(ctx *c, tbus *b, const char *name) {
+    eddy_consumer_stats s;
+    cr_assert_eq(c->d->stats(b, name, &s), EDDY_OK, "no subscription '%s'", name);
+    return s;
+}
+
+static void expect_identity(ctx *c, tbus *b, const char *name) {
+    eddy_request_stats s = rstats(c, b, name);
     cr_expect_eq(s.sent, s.answered + s.no_responders + s.no_reply + s.failed,
                  "%s: sent %lu != %lu + %lu + %lu + %lu", name ? name : "total",
                  (unsigned long)s.sent, (unsigned long)s.answered, (unsigned long)s.no_responders,
@@ -119,46 +152,38 @@ static void expect_identity(eddy_bus *b, const char *name) {
 }
 
 typedef struct stats_wait {
-    eddy_bus *b;
-    uint64_t unclaimed;
+    ctx *c;
+    tbus *b;
+    const char *sub;
+    uint64_t n;
 } stats_wait;
 
-typedef struct replied_wait {
-    eddy_bus *b;
-    const char *sub;
-    uint64_t replied;
-} replied_wait;
-
 static bool replied_reached(void *arg) {
-    replied_wait *w = arg;
-    eddy_consumer_stats cs;
-    eddy_bus_consumer_stats(w->b, w->sub, &cs);
-    return cs.replied >= w->replied;
+    stats_wait *w = arg;
+    return cstats(w->c, w->b, w->sub).replied >= w->n;
 }
 
 /* A reply is counted Replied when the backend confirms storing it, which may be just after
  * the requester already has it. */
-static void wait_replied(eddy_bus *b, const char *sub, uint64_t n) {
-    replied_wait w = {b, sub, n};
+static void wait_replied(ctx *c, tbus *b, const char *sub, uint64_t n) {
+    stats_wait w = {c, b, sub, n};
     cr_expect(eddy_test_wait_until(replied_reached, &w, 20000), "replies stored: fewer than %lu",
               (unsigned long)n);
 }
 
 static bool unclaimed_reached(void *arg) {
     stats_wait *w = arg;
-    eddy_request_stats s;
-    eddy_bus_request_stats(w->b, NULL, &s);
-    return s.unclaimed >= w->unclaimed;
+    return rstats(w->c, w->b, NULL).unclaimed >= w->n;
 }
 
-ParameterizedTestParameters(reqrep, answered) { return cr_make_param_array(int, backends, 2); }
-ParameterizedTest(int *backend, reqrep, answered, .timeout = 60) {
+ParameterizedTestParameters(reqrep, answered) { return cr_make_param_array(combo, combos, 4); }
+ParameterizedTest(combo *p, reqrep, answered, .timeout = 60) {
     ctx c;
-    setup(&c, *backend);
+    setup(&c, p);
     eddy_subscription_spec sp = responder_spec("setup", "tables.setup", "ingress");
-    eddy_bus *b = must_bus(&c, &sp, 1);
+    tbus *b = must_bus(&c, &sp, 1);
     eddy_event *reply = NULL;
-    cr_assert_eq(ask(b, "tables.setup", "q1", "t.echo", 10000, NULL, &reply), EDDY_OK);
+    cr_assert_eq(ask(&c, b, "tables.setup", "q1", "t.echo", 10000, NULL, &reply), EDDY_OK);
     cr_assert(reply);
     size_t len;
     const char *data = eddy_event_data(reply, &len);
@@ -166,92 +191,142 @@ ParameterizedTest(int *backend, reqrep, answered, .timeout = 60) {
     cr_expect(memcmp(data, "answer:payload-q1", len) == 0);
     cr_expect_str_eq(eddy_event_id(reply), "re-q1");
     eddy_event_free(reply);
-    eddy_request_stats s;
-    eddy_bus_request_stats(b, NULL, &s);
+    eddy_request_stats s = rstats(&c, b, NULL);
     cr_expect_eq(s.sent, 1);
     cr_expect_eq(s.answered, 1);
-    wait_replied(b, "setup", 1);
-    eddy_bus_free(b);
+    wait_replied(&c, b, "setup", 1);
+    c.d->free(b);
 }
 
 ParameterizedTestParameters(reqrep, refused_before_sending_in_order_and_not_counted) {
-    return cr_make_param_array(int, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(int *backend, reqrep, refused_before_sending_in_order_and_not_counted,
+ParameterizedTest(combo *p, reqrep, refused_before_sending_in_order_and_not_counted,
                   .timeout = 60) {
     ctx c;
-    setup(&c, *backend);
+    setup(&c, p);
     eddy_subscription_spec sp = responder_spec("setup", "tables.setup", "ingress");
-    eddy_bus *b = NULL;
+    tbus *b = new_bus(&c, &sp, 1);
     eddy_error err = {0};
-    cr_assert_eq(eddy_bus_new(&c.s, &sp, 1, &b, &err), EDDY_OK);
     eddy_event *ev = make_event("q", "t.echo");
     eddy_event *reply = NULL;
     /* Not started: but the deadline checks come first. */
-    cr_expect_eq(eddy_bus_request(b, "tables.setup", ev, NULL, &reply, &err), EDDY_ERR_NO_DEADLINE);
+    cr_expect_eq(c.d->request(b, "tables.setup", ev, NULL, &reply, &err), EDDY_ERR_NO_DEADLINE);
     eddy_request_opts o = {0, NULL, NULL};
-    cr_expect_eq(eddy_bus_request(b, "tables.setup", ev, &o, &reply, &err), EDDY_ERR_NO_DEADLINE);
+    cr_expect_eq(c.d->request(b, "tables.setup", ev, &o, &reply, &err), EDDY_ERR_NO_DEADLINE);
     o.deadline_ms = eddy_now_ms() - 1;
-    cr_expect_eq(eddy_bus_request(b, "tables.setup", ev, &o, &reply, &err), EDDY_ERR_NO_REPLY);
+    cr_expect_eq(c.d->request(b, "tables.setup", ev, &o, &reply, &err), EDDY_ERR_NO_REPLY);
     o.deadline_ms = eddy_deadline_in(10000);
-    o.cancel = eddy_cancel_new();
-    eddy_cancel_fire(o.cancel);
-    cr_expect_eq(eddy_bus_request(b, "tables.setup", ev, &o, &reply, &err), EDDY_ERR_NO_REPLY);
-    eddy_cancel_free(o.cancel);
-    o.cancel = NULL;
-    cr_expect_eq(eddy_bus_request(b, "tables.setup", ev, &o, &reply, &err), EDDY_ERR_NOT_READY);
-    cr_assert_eq(eddy_bus_start(b, &err), EDDY_OK);
+    cr_expect_eq(c.d->request(b, "tables.setup", ev, &o, &reply, &err), EDDY_ERR_NOT_READY);
+    cr_expect_eq(c.d->request(b, "tables.setup", NULL, &o, &reply, &err), EDDY_ERR_NOT_READY,
+                 "the state comes before the event");
+    eddy_error start_err = {0};
+    cr_assert_eq(c.d->start(b, &start_err), EDDY_OK, "%s", start_err.detail);
+    cr_expect_eq(c.d->request(b, "tables.setup", NULL, &o, &reply, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    /* The publish checks: refused too, even when nothing is subscribed to the subject. */
+    cr_expect_eq(c.d->request(b, "tables..setup", ev, &o, &reply, &err), EDDY_ERR_INVALID_SUBJECT);
+    eddy_event *bad = eddy_event_new();
+    cr_expect_eq(c.d->request(b, "nobody.here", bad, &o, &reply, &err), EDDY_ERR_INVALID_EVENT);
+    eddy_event_free(bad);
+    eddy_settings small = c.s;
+    small.max_event_size = 64;
     eddy_event_set_extension(ev, "messagingfailed", "true", NULL);
-    cr_expect_eq(eddy_bus_request(b, "tables.setup", ev, &o, &reply, &err),
+    cr_expect_eq(c.d->request(b, "tables.setup", ev, &o, &reply, &err),
                  EDDY_ERR_RESERVED_ATTRIBUTE);
-    cr_expect_eq(eddy_bus_publish(b, "tables.setup", ev, NULL, 0, &err),
-                 EDDY_ERR_RESERVED_ATTRIBUTE, "publish refuses it too");
+    cr_expect_eq(c.d->publish(b, "tables.setup", ev, &err), EDDY_ERR_RESERVED_ATTRIBUTE,
+                 "publish refuses it too");
+    if (p->frontend == 1) {
+        /* Cancel tokens are the blocking front end's: the reactive one cancels by handle. */
+        eddy_event *fine = make_event("tok", "t.echo");
+        o.cancel = eddy_cancel_new();
+        cr_expect_eq(c.d->request(b, "tables.setup", fine, &o, &reply, &err),
+                     EDDY_ERR_INVALID_ARGUMENT);
+        eddy_cancel_free(o.cancel);
+        o.cancel = NULL;
+        eddy_event_free(fine);
+    }
     cr_expect_null(reply);
-    eddy_request_stats s;
-    eddy_bus_request_stats(b, NULL, &s);
+    eddy_request_stats s = rstats(&c, b, NULL);
     cr_expect_eq(s.sent + s.answered + s.no_responders + s.no_reply + s.failed, 0,
                  "refusals are not counted");
     cr_expect_eq(atomic_load(&responder_calls), 0);
     eddy_event_free(ev);
-    eddy_bus_free(b);
+    c.d->free(b);
+    /* Too large, on a bus with a small limit. */
+    tbus *tiny = NULL;
+    cr_assert_eq(c.d->bus_new(&small, NULL, 0, &tiny, &err), EDDY_OK);
+    cr_assert_eq(c.d->start(tiny, &err), EDDY_OK);
+    eddy_event *big = make_event("big-request-with-a-payload-longer-than-the-limit", "t.echo");
+    cr_expect_eq(c.d->request(tiny, "tables.setup", big, &o, &reply, &err), EDDY_ERR_TOO_LARGE);
+    eddy_event_free(big);
+    s = rstats(&c, tiny, NULL);
+    cr_expect_eq(s.sent, 0);
+    c.d->free(tiny);
 }
 
-Test(reqrep, stopped_bus_is_not_ready, .timeout = 30) {
+Test(reqrep, cancel_token_fired_before_sending_is_refused, .timeout = 30) {
     ctx c;
-    setup(&c, 0);
-    eddy_bus *b = must_bus(&c, NULL, 0);
-    eddy_bus_stop(b);
+    setup(&c, &(combo){0, 0});
+    eddy_subscription_spec sp = responder_spec("setup", "tables.setup", "ingress");
+    tbus *b = must_bus(&c, &sp, 1);
+    eddy_event *ev = make_event("q", "t.echo");
+    eddy_request_opts o = {eddy_deadline_in(10000), NULL, eddy_cancel_new()};
+    eddy_cancel_fire(o.cancel);
     eddy_event *reply = NULL;
-    cr_expect_eq(ask(b, "x", "q", "t.echo", 1000, NULL, &reply), EDDY_ERR_NOT_READY);
-    eddy_bus_free(b);
+    cr_expect_eq(c.d->request(b, "tables.setup", ev, &o, &reply, NULL), EDDY_ERR_NO_REPLY);
+    eddy_cancel_free(o.cancel);
+    eddy_event_free(ev);
+    cr_expect_eq(rstats(&c, b, NULL).sent, 0);
+    c.d->free(b);
+}
+
+ParameterizedTestParameters(reqrep, stopped_bus_is_not_ready) {
+    return cr_make_param_array(combo, memory_combos, 2);
+}
+ParameterizedTest(combo *p, reqrep, stopped_bus_is_not_ready, .timeout = 30) {
+    ctx c;
+    setup(&c, p);
+    tbus *b = must_bus(&c, NULL, 0);
+    c.d->stop(b);
+    eddy_event *reply = NULL;
+    cr_expect_eq(ask(&c, b, "x", "q", "t.echo", 1000, NULL, &reply), EDDY_ERR_NOT_READY);
+    /* Started again: ready again. */
+    cr_assert_eq(c.d->start(b, NULL), EDDY_OK);
+    cr_expect_eq(ask(&c, b, "x", "q", "t.echo", 1000, NULL, &reply), EDDY_ERR_NO_RESPONDERS);
+    c.d->free(b);
 }
 
 ParameterizedTestParameters(reqrep, no_responders_answers_at_once) {
-    return cr_make_param_array(int, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
 /* The deadline is far beyond the test's timeout: only an immediate answer passes. */
-ParameterizedTest(int *backend, reqrep, no_responders_answers_at_once, .timeout = 30) {
+ParameterizedTest(combo *p, reqrep, no_responders_answers_at_once, .timeout = 30) {
     ctx c;
-    setup(&c, *backend);
+    setup(&c, p);
     eddy_subscription_spec sp = responder_spec("setup", "tables.setup", "ingress");
-    eddy_bus *b = must_bus(&c, &sp, 1);
+    tbus *b = must_bus(&c, &sp, 1);
     eddy_event *reply = NULL;
-    cr_expect_eq(ask(b, "tables.other", "q", "t.echo", 600000, NULL, &reply),
+    cr_expect_eq(ask(&c, b, "tables.other", "q", "t.echo", 600000, NULL, &reply),
                  EDDY_ERR_NO_RESPONDERS);
-    eddy_request_stats s;
-    eddy_bus_request_stats(b, NULL, &s);
-    cr_expect_eq(s.sent, 1);
-    cr_expect_eq(s.no_responders, 1);
-    eddy_bus_free(b);
+    /* Not from memory: a positive answer for one subject says nothing of another. */
+    cr_expect_eq(ask(&c, b, "tables.setup", "q", "t.echo", 600000, NULL, &reply), EDDY_OK);
+    eddy_event_free(reply);
+    cr_expect_eq(ask(&c, b, "tables.other", "q", "t.echo", 600000, NULL, &reply),
+                 EDDY_ERR_NO_RESPONDERS);
+    eddy_request_stats s = rstats(&c, b, NULL);
+    cr_expect_eq(s.sent, 3);
+    cr_expect_eq(s.no_responders, 2);
+    c.d->free(b);
 }
 
 ParameterizedTestParameters(reqrep, handler_only_subject_gets_no_reply_at_the_deadline) {
-    return cr_make_param_array(int, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(int *backend, reqrep, handler_only_subject_gets_no_reply_at_the_deadline,
+ParameterizedTest(combo *p, reqrep, handler_only_subject_gets_no_reply_at_the_deadline,
                   .timeout = 60) {
     ctx c;
-    setup(&c, *backend);
+    setup(&c, p);
     recorder r;
     rec_init(&r);
     eddy_subscription_spec sp;
@@ -262,80 +337,80 @@ ParameterizedTest(int *backend, reqrep, handler_only_subject_gets_no_reply_at_th
     sp.delivery = EDDY_AT_LEAST_ONCE;
     sp.handler = rec_handler;
     sp.user = &r;
-    eddy_bus *b = must_bus(&c, &sp, 1);
+    tbus *b = must_bus(&c, &sp, 1);
     eddy_event *reply = NULL;
     long long t0 = eddy_now_ms();
-    cr_expect_eq(ask(b, "tables.setup", "q", "t.echo", 400, NULL, &reply), EDDY_ERR_NO_REPLY);
+    cr_expect_eq(ask(&c, b, "tables.setup", "q", "t.echo", 400, NULL, &reply), EDDY_ERR_NO_REPLY);
     /* (the wait converts the wall-clock deadline to the monotonic clock: allow rounding) */
     cr_expect_geq(eddy_now_ms() - t0, 390, "answered before the deadline");
     cr_expect(rec_wait(&r, 1, 20000), "the request was delivered to the handler");
-    eddy_request_stats s;
-    eddy_bus_request_stats(b, NULL, &s);
+    eddy_request_stats s = rstats(&c, b, NULL);
     cr_expect_eq(s.sent, 1);
     cr_expect_eq(s.no_reply, 1);
-    eddy_bus_free(b);
+    c.d->free(b);
     rec_destroy(&r);
 }
 
 ParameterizedTestParameters(reqrep, responder_failure_answers_at_once) {
-    return cr_make_param_array(int, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(int *backend, reqrep, responder_failure_answers_at_once, .timeout = 30) {
+ParameterizedTest(combo *p, reqrep, responder_failure_answers_at_once, .timeout = 30) {
     ctx c;
-    setup(&c, *backend);
+    setup(&c, p);
     eddy_subscription_spec sp = responder_spec("setup", "tables.setup", "ingress");
-    eddy_bus *b = must_bus(&c, &sp, 1);
+    tbus *b = must_bus(&c, &sp, 1);
     const char *types[] = {"t.fail", "t.invalid", "t.reserved"};
     for (int i = 0; i < 3; i++) {
         eddy_event *reply = NULL;
-        cr_expect_eq(ask(b, "tables.setup", types[i], types[i], 600000, NULL, &reply),
+        cr_expect_eq(ask(&c, b, "tables.setup", types[i], types[i], 600000, NULL, &reply),
                      EDDY_ERR_RESPONDER_FAILED, "%s", types[i]);
         cr_expect_null(reply, "no event reaches the caller");
     }
-    eddy_request_stats s;
-    eddy_bus_request_stats(b, NULL, &s);
-    cr_expect_eq(s.failed, 3);
-    wait_replied(b, "setup", 3); /* the failure replies were stored */
-    eddy_consumer_stats cs;
-    eddy_bus_consumer_stats(b, "setup", &cs);
+    cr_expect_eq(rstats(&c, b, NULL).failed, 3);
+    wait_replied(&c, b, "setup", 3); /* the failure replies were stored */
+    eddy_consumer_stats cs = cstats(&c, b, "setup");
     cr_expect_eq(cs.responder_failed, 3);
     cr_expect_eq(cs.replied, 3);
-    eddy_bus_free(b);
+    c.d->free(b);
 }
 
 ParameterizedTestParameters(reqrep, late_reply_is_unclaimed_and_never_delivered_later) {
-    return cr_make_param_array(int, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(int *backend, reqrep, late_reply_is_unclaimed_and_never_delivered_later,
+ParameterizedTest(combo *p, reqrep, late_reply_is_unclaimed_and_never_delivered_later,
                   .timeout = 60) {
     ctx c;
-    setup(&c, *backend);
+    setup(&c, p);
     c.s.workers = 1;
     atomic_store(&slow_ms, 700);
     eddy_subscription_spec sp = responder_spec("setup", "tables.setup", "ingress");
-    eddy_bus *b = must_bus(&c, &sp, 1);
+    tbus *server = must_bus(&c, &sp, 1);
+    tbus *b = must_bus(&c, NULL, 0);
     eddy_event *reply = NULL;
-    cr_expect_eq(ask(b, "tables.setup", "late", "t.slow", 200, NULL, &reply), EDDY_ERR_NO_REPLY);
-    stats_wait w = {b, 1};
+    cr_expect_eq(ask(&c, b, "tables.setup", "late", "t.slow", 200, NULL, &reply),
+                 EDDY_ERR_NO_REPLY);
+    stats_wait w = {&c, b, NULL, 1};
     cr_assert(eddy_test_wait_until(unclaimed_reached, &w, 20000), "the late reply never came");
     /* The next request gets its own answer, not the late one. */
-    cr_expect_eq(ask(b, "tables.setup", "next", "t.echo", 10000, NULL, &reply), EDDY_OK);
+    cr_expect_eq(ask(&c, b, "tables.setup", "next", "t.echo", 10000, NULL, &reply), EDDY_OK);
     cr_assert(reply);
     cr_expect_str_eq(eddy_event_id(reply), "re-next");
     eddy_event_free(reply);
-    expect_identity(b, NULL);
-    eddy_request_stats s;
-    eddy_bus_request_stats(b, NULL, &s);
+    expect_identity(&c, b, NULL);
+    eddy_request_stats s = rstats(&c, b, NULL);
     cr_expect_eq(s.unclaimed, 1);
-    eddy_bus_free(b);
+    cr_expect_eq(s.no_reply, 1);
+    cr_expect_eq(s.answered, 1);
+    c.d->free(b);
+    c.d->free(server);
 }
 
 ParameterizedTestParameters(reqrep, counters_by_conversation_keep_the_identity) {
-    return cr_make_param_array(int, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(int *backend, reqrep, counters_by_conversation_keep_the_identity, .timeout = 60) {
+ParameterizedTest(combo *p, reqrep, counters_by_conversation_keep_the_identity, .timeout = 60) {
     ctx c;
-    setup(&c, *backend);
+    setup(&c, p);
     const char *names[] = {"table-setup", "audit"};
     c.s.request_names = names;
     c.s.request_name_count = 2;
@@ -349,111 +424,104 @@ ParameterizedTest(int *backend, reqrep, counters_by_conversation_keep_the_identi
     specs[1].delivery = EDDY_AT_MOST_ONCE;
     specs[1].handler = rec_handler;
     specs[1].user = &r;
-    eddy_bus *b = must_bus(&c, specs, 2);
+    tbus *b = must_bus(&c, specs, 2);
     eddy_event *reply = NULL;
-    cr_expect_eq(ask(b, "tables.setup", "a1", "t.echo", 10000, "table-setup", &reply), EDDY_OK);
+    cr_expect_eq(ask(&c, b, "tables.setup", "a1", "t.echo", 10000, "table-setup", &reply), EDDY_OK);
     eddy_event_free(reply);
-    cr_expect_eq(ask(b, "tables.setup", "a2", "t.echo", 10000, "table-setup", &reply), EDDY_OK);
+    cr_expect_eq(ask(&c, b, "tables.setup", "a2", "t.echo", 10000, "table-setup", &reply), EDDY_OK);
     eddy_event_free(reply);
-    cr_expect_eq(ask(b, "tables.setup", "f1", "t.fail", 10000, "table-setup", &reply),
+    cr_expect_eq(ask(&c, b, "tables.setup", "f1", "t.fail", 10000, "table-setup", &reply),
                  EDDY_ERR_RESPONDER_FAILED);
-    cr_expect_eq(ask(b, "nobody.here", "n1", "t.echo", 10000, "audit", &reply),
+    cr_expect_eq(ask(&c, b, "nobody.here", "n1", "t.echo", 10000, "audit", &reply),
                  EDDY_ERR_NO_RESPONDERS);
-    cr_expect_eq(ask(b, "audit.x", "r1", "t.echo", 300, "audit", &reply), EDDY_ERR_NO_REPLY);
-    cr_expect_eq(ask(b, "tables.setup", "u1", "t.echo", 10000, NULL, &reply), EDDY_OK);
+    cr_expect_eq(ask(&c, b, "audit.x", "r1", "t.echo", 300, "audit", &reply), EDDY_ERR_NO_REPLY);
+    cr_expect_eq(ask(&c, b, "tables.setup", "u1", "t.echo", 10000, NULL, &reply), EDDY_OK);
     eddy_event_free(reply);
-    cr_expect_eq(ask(b, "tables.setup", "b1", "t.echo", 10000, "bogus", &reply), EDDY_OK);
+    cr_expect_eq(ask(&c, b, "tables.setup", "b1", "t.echo", 10000, "bogus", &reply), EDDY_OK);
     eddy_event_free(reply);
 
-    eddy_request_stats s;
-    eddy_bus_request_stats(b, "table-setup", &s);
+    eddy_request_stats s = rstats(&c, b, "table-setup");
     cr_expect_eq(s.sent, 3);
     cr_expect_eq(s.answered, 2);
     cr_expect_eq(s.failed, 1);
-    eddy_bus_request_stats(b, "audit", &s);
+    s = rstats(&c, b, "audit");
     cr_expect_eq(s.sent, 2);
     cr_expect_eq(s.no_responders, 1);
     cr_expect_eq(s.no_reply, 1);
-    eddy_bus_request_stats(b, "", &s);
+    s = rstats(&c, b, "");
     cr_expect_eq(s.sent, 2, "unnamed and undeclared requests share the unnamed row");
     cr_expect_eq(s.answered, 2);
-    eddy_bus_request_stats(b, "bogus", &s);
+    s = rstats(&c, b, "bogus");
     cr_expect_eq(s.sent, 0, "an undeclared name reads as zero");
-    eddy_bus_request_stats(b, NULL, &s);
+    s = rstats(&c, b, NULL);
     cr_expect_eq(s.sent, 7);
-    expect_identity(b, NULL);
-    expect_identity(b, "table-setup");
-    expect_identity(b, "audit");
-    expect_identity(b, "");
-    eddy_bus_free(b);
+    expect_identity(&c, b, NULL);
+    expect_identity(&c, b, "table-setup");
+    expect_identity(&c, b, "audit");
+    expect_identity(&c, b, "");
+    c.d->free(b);
     rec_destroy(&r);
 }
 
 ParameterizedTestParameters(reqrep, brand_new_subject_matched_only_by_a_pattern_responder) {
-    return cr_make_param_array(int, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(int *backend, reqrep, brand_new_subject_matched_only_by_a_pattern_responder,
+ParameterizedTest(combo *p, reqrep, brand_new_subject_matched_only_by_a_pattern_responder,
                   .timeout = 60) {
     ctx c;
-    setup(&c, *backend);
+    setup(&c, p);
     eddy_subscription_spec sp = responder_spec("setup", "tables.>", "ingress");
-    eddy_bus *b = must_bus(&c, &sp, 1);
+    tbus *b = must_bus(&c, &sp, 1);
     eddy_event *reply = NULL;
-    cr_expect_eq(ask(b, "tables.never.seen.before", "q", "t.echo", 20000, NULL, &reply), EDDY_OK);
+    cr_expect_eq(ask(&c, b, "tables.never.seen.before", "q", "t.echo", 20000, NULL, &reply),
+                 EDDY_OK);
     eddy_event_free(reply);
-    eddy_bus_free(b);
+    c.d->free(b);
 }
 
 ParameterizedTestParameters(reqrep, responder_runs_for_plain_publish_reply_unaddressed) {
-    return cr_make_param_array(int, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(int *backend, reqrep, responder_runs_for_plain_publish_reply_unaddressed,
+ParameterizedTest(combo *p, reqrep, responder_runs_for_plain_publish_reply_unaddressed,
                   .timeout = 60) {
     ctx c;
-    setup(&c, *backend);
+    setup(&c, p);
     eddy_subscription_spec sp = responder_spec("setup", "tables.setup", "ingress");
-    eddy_bus *b = must_bus(&c, &sp, 1);
+    tbus *b = must_bus(&c, &sp, 1);
     eddy_event *ev = make_event("plain", "t.echo");
-    cr_assert_eq(eddy_bus_publish(b, "tables.setup", ev, NULL, 0, NULL), EDDY_OK);
+    cr_assert_eq(c.d->publish(b, "tables.setup", ev, NULL), EDDY_OK);
     eddy_event_free(ev);
     /* A request after it is answered after it (one reader, in order): then the publish ran. */
     eddy_event *reply = NULL;
-    cr_expect_eq(ask(b, "tables.setup", "q", "t.echo", 10000, NULL, &reply), EDDY_OK);
+    cr_expect_eq(ask(&c, b, "tables.setup", "q", "t.echo", 10000, NULL, &reply), EDDY_OK);
     eddy_event_free(reply);
-    wait_replied(b, "setup", 1);
-    eddy_consumer_stats cs;
-    eddy_bus_consumer_stats(b, "setup", &cs);
+    wait_replied(&c, b, "setup", 1);
+    eddy_consumer_stats cs = cstats(&c, b, "setup");
     cr_expect_eq(cs.unaddressed, 1);
     cr_expect_eq(cs.replied, 1);
-    eddy_bus_free(b);
+    c.d->free(b);
 }
 
 typedef struct stop_ask {
-    eddy_bus *b;
+    ctx *c;
+    tbus *b;
     eddy_status st;
 } stop_ask;
 
 static void *ask_silent(void *arg) {
     stop_ask *sa = arg;
     eddy_event *reply = NULL;
-    sa->st = ask(sa->b, "silent", "q2", "t.echo", 600000, NULL, &reply);
+    sa->st = ask(sa->c, sa->b, "silent", "q2", "t.echo", 600000, NULL, &reply);
     eddy_event_free(reply);
     return NULL;
 }
 
-static void *fire_later(void *arg) {
-    pause_ms(300);
-    eddy_cancel_fire(arg);
-    return NULL;
+ParameterizedTestParameters(reqrep, stop_ends_waiting_requests_with_no_reply) {
+    return cr_make_param_array(combo, combos, 4);
 }
-
-ParameterizedTestParameters(reqrep, cancel_and_stop_end_a_waiting_request_with_no_reply) {
-    return cr_make_param_array(int, backends, 2);
-}
-ParameterizedTest(int *backend, reqrep, cancel_and_stop_end_a_waiting_request_with_no_reply,
-                  .timeout = 30) {
+ParameterizedTest(combo *p, reqrep, stop_ends_waiting_requests_with_no_reply, .timeout = 30) {
     ctx c;
-    setup(&c, *backend);
+    setup(&c, p);
     recorder r;
     rec_init(&r);
     eddy_subscription_spec sp;
@@ -463,33 +531,72 @@ ParameterizedTest(int *backend, reqrep, cancel_and_stop_end_a_waiting_request_wi
     sp.group = "g";
     sp.handler = rec_handler;
     sp.user = &r;
-    eddy_bus *b = must_bus(&c, &sp, 1);
+    tbus *b = must_bus(&c, &sp, 1);
+    /* A stop ends the requests waiting in other threads. */
+    pthread_t askers[3];
+    stop_ask sa[3];
+    for (int i = 0; i < 3; i++) {
+        sa[i] = (stop_ask){&c, b, EDDY_OK};
+        pthread_create(&askers[i], NULL, ask_silent, &sa[i]);
+    }
+    cr_assert(rec_wait(&r, 3, 20000), "the requests were not sent");
+    c.d->stop(b);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(askers[i], NULL);
+        cr_expect_eq(sa[i].st, EDDY_ERR_NO_REPLY, "%s", eddy_status_name(sa[i].st));
+    }
+    eddy_request_stats s = rstats(&c, b, NULL);
+    cr_expect_eq(s.sent, 3);
+    cr_expect_eq(s.no_reply, 3);
+    expect_identity(&c, b, NULL);
+    c.d->free(b);
+    rec_destroy(&r);
+}
+
+static void *fire_later(void *arg) {
+    pause_ms(300);
+    eddy_cancel_fire(arg);
+    return NULL;
+}
+
+ParameterizedTestParameters(reqrep, cancel_token_ends_a_waiting_request_with_no_reply) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reqrep, cancel_token_ends_a_waiting_request_with_no_reply,
+                  .timeout = 30) {
+    ctx c;
+    setup(&c, &(combo){0, *backend});
+    recorder r;
+    rec_init(&r);
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = "h";
+    sp.pattern = "silent";
+    sp.group = "g";
+    sp.handler = rec_handler;
+    sp.user = &r;
+    tbus *b = must_bus(&c, &sp, 1);
     eddy_event *ev = make_event("q", "t.echo");
     eddy_request_opts o = {eddy_deadline_in(600000), NULL, eddy_cancel_new()};
     pthread_t t;
     pthread_create(&t, NULL, fire_later, o.cancel);
     eddy_event *reply = NULL;
-    cr_expect_eq(eddy_bus_request(b, "silent", ev, &o, &reply, NULL), EDDY_ERR_NO_REPLY);
+    cr_expect_eq(c.d->request(b, "silent", ev, &o, &reply, NULL), EDDY_ERR_NO_REPLY);
     pthread_join(t, NULL);
+    /* A fired token refuses every later request. */
+    cr_expect_eq(c.d->request(b, "silent", ev, &o, &reply, NULL), EDDY_ERR_NO_REPLY);
     eddy_cancel_free(o.cancel);
     eddy_event_free(ev);
-    expect_identity(b, NULL);
-
-    /* A stop ends the requests waiting in other threads. */
-    pthread_t asker_thread;
-    stop_ask sa = {b, EDDY_OK};
-    pthread_create(&asker_thread, NULL, ask_silent, &sa);
-    cr_assert(rec_wait(&r, 2, 20000), "the second request was not sent");
-    eddy_bus_stop(b);
-    pthread_join(asker_thread, NULL);
-    cr_expect_eq(sa.st, EDDY_ERR_NO_REPLY);
-    expect_identity(b, NULL);
-    eddy_bus_free(b);
+    eddy_request_stats s = rstats(&c, b, NULL);
+    cr_expect_eq(s.sent, 1);
+    cr_expect_eq(s.no_reply, 1);
+    c.d->free(b);
     rec_destroy(&r);
 }
 
 typedef struct asker {
-    eddy_bus *b;
+    ctx *c;
+    tbus *b;
     int index;
     int answered;
 } asker;
@@ -500,7 +607,7 @@ static void *ask_many(void *arg) {
         char id[32];
         snprintf(id, sizeof(id), "t%d-%d", a->index, i);
         eddy_event *reply = NULL;
-        if (ask(a->b, "tables.setup", id, "t.echo", 20000, NULL, &reply) == EDDY_OK) {
+        if (ask(a->c, a->b, "tables.setup", id, "t.echo", 20000, NULL, &reply) == EDDY_OK) {
             char want[48];
             snprintf(want, sizeof(want), "re-%s", id);
             a->answered += strcmp(eddy_event_id(reply), want) == 0;
@@ -511,17 +618,17 @@ static void *ask_many(void *arg) {
 }
 
 ParameterizedTestParameters(reqrep, many_threads_request_at_once) {
-    return cr_make_param_array(int, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(int *backend, reqrep, many_threads_request_at_once, .timeout = 60) {
+ParameterizedTest(combo *p, reqrep, many_threads_request_at_once, .timeout = 60) {
     ctx c;
-    setup(&c, *backend);
+    setup(&c, p);
     eddy_subscription_spec sp = responder_spec("setup", "tables.setup", "ingress");
-    eddy_bus *b = must_bus(&c, &sp, 1);
+    tbus *b = must_bus(&c, &sp, 1);
     asker askers[6];
     pthread_t t[6];
     for (int i = 0; i < 6; i++) {
-        askers[i] = (asker){b, i, 0};
+        askers[i] = (asker){&c, b, i, 0};
         pthread_create(&t[i], NULL, ask_many, &askers[i]);
     }
     for (int i = 0; i < 6; i++) {
@@ -529,103 +636,148 @@ ParameterizedTest(int *backend, reqrep, many_threads_request_at_once, .timeout =
         cr_expect_eq(askers[i].answered, 40, "thread %d got %d of its own answers", i,
                      askers[i].answered);
     }
-    eddy_request_stats s;
-    eddy_bus_request_stats(b, NULL, &s);
+    eddy_request_stats s = rstats(&c, b, NULL);
     cr_expect_eq(s.answered, 240);
-    expect_identity(b, NULL);
-    eddy_bus_free(b);
+    expect_identity(&c, b, NULL);
+    c.d->free(b);
 }
 
 ParameterizedTestParameters(reqrep, request_past_its_deadline_is_dropped_unrun) {
-    return cr_make_param_array(int, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(int *backend, reqrep, request_past_its_deadline_is_dropped_unrun, .timeout = 60) {
+ParameterizedTest(combo *p, reqrep, request_past_its_deadline_is_dropped_unrun, .timeout = 60) {
     ctx c;
-    setup(&c, *backend);
+    setup(&c, p);
     c.s.read_batch = 1; /* one request at a time: the second waits behind the slow first */
     atomic_store(&slow_ms, 800);
     eddy_subscription_spec sp = responder_spec("setup", "tables.setup", "ingress");
-    eddy_bus *server = must_bus(&c, &sp, 1);
-    eddy_bus *client = must_bus(&c, NULL, 0);
+    tbus *server = must_bus(&c, &sp, 1);
+    tbus *client = must_bus(&c, NULL, 0);
     eddy_event *ev = make_event("slow", "t.slow");
     /* Sent as a plain publish: it occupies the responder while the request expires. */
-    cr_assert_eq(eddy_bus_publish(client, "tables.setup", ev, NULL, 0, NULL), EDDY_OK);
+    cr_assert_eq(c.d->publish(client, "tables.setup", ev, NULL), EDDY_OK);
     eddy_event_free(ev);
     eddy_event *reply = NULL;
-    cr_expect_eq(ask(client, "tables.setup", "expires", "t.echo", 200, NULL, &reply),
+    cr_expect_eq(ask(&c, client, "tables.setup", "expires", "t.echo", 200, NULL, &reply),
                  EDDY_ERR_NO_REPLY);
-    cr_expect_eq(ask(client, "tables.setup", "after", "t.echo", 20000, NULL, &reply), EDDY_OK);
+    cr_expect_eq(ask(&c, client, "tables.setup", "after", "t.echo", 20000, NULL, &reply), EDDY_OK);
     eddy_event_free(reply);
-    wait_replied(server, "setup", 1);
-    eddy_consumer_stats cs;
-    eddy_bus_consumer_stats(server, "setup", &cs);
+    wait_replied(&c, server, "setup", 1);
+    eddy_consumer_stats cs = cstats(&c, server, "setup");
     cr_expect_eq(cs.expired, 1, "the expired request was dropped, not answered");
     cr_expect_eq(cs.replied, 1);
-    eddy_request_stats s;
-    eddy_bus_request_stats(client, NULL, &s);
-    cr_expect_eq(s.unclaimed, 0);
-    eddy_bus_free(client);
-    eddy_bus_free(server);
+    cr_expect_eq(rstats(&c, client, NULL).unclaimed, 0);
+    c.d->free(client);
+    c.d->free(server);
 }
 
-Test(reqrep, rules_refused_at_build_and_late_subscribe) {
+static eddy_status pack_name(msgpack_packer *pk, void *user) {
+    const char *s = user;
+    msgpack_pack_map(pk, 1);
+    msgpack_pack_str_with_body(pk, "name", 4);
+    return msgpack_pack_str_with_body(pk, s, strlen(s)) == 0 ? EDDY_OK : EDDY_ERR_NOMEM;
+}
+
+ParameterizedTestParameters(reqrep, request_value_answered_and_refused) {
+    return cr_make_param_array(combo, combos, 4);
+}
+ParameterizedTest(combo *p, reqrep, request_value_answered_and_refused, .timeout = 60) {
     ctx c;
-    setup(&c, 0);
+    setup(&c, p);
+    eddy_subscription_spec sp = responder_spec("setup", "tables.setup", "ingress");
+    tbus *b = new_bus(&c, &sp, 1);
+    eddy_request_opts o = {eddy_deadline_in(20000), NULL, NULL};
+    eddy_event *reply = NULL;
     eddy_error err = {0};
-    eddy_bus *b = NULL;
+    /* The refusals come before building anything. */
+    cr_expect_eq(
+        c.d->request_value(b, "tables.setup", "t.echo", pack_name, "orcs", NULL, &reply, &err),
+        EDDY_ERR_NO_DEADLINE);
+    cr_expect_eq(c.d->request_value(b, "tables.setup", NULL, NULL, NULL, &o, &reply, &err),
+                 EDDY_ERR_NOT_READY);
+    cr_assert_eq(c.d->start(b, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(c.d->request_value(b, "tables.setup", NULL, pack_name, "orcs", &o, &reply, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(
+        c.d->request_value(b, "tables.setup", "t.echo", pack_name, "orcs", &o, &reply, &err),
+        EDDY_OK, "%s", err.detail);
+    cr_assert(reply);
+    cr_expect_str_eq(eddy_event_source(reply), "/tests/responder");
+    eddy_event_free(reply);
+    eddy_request_stats s = rstats(&c, b, NULL);
+    cr_expect_eq(s.sent, 1);
+    cr_expect_eq(s.answered, 1);
+    c.d->free(b);
+    /* Without settings.source the bus cannot build the event. */
+    c.s.source = NULL;
+    b = must_bus(&c, NULL, 0);
+    cr_expect_eq(
+        c.d->request_value(b, "tables.setup", "t.echo", pack_name, "orcs", &o, &reply, &err),
+        EDDY_ERR_INVALID_SPEC);
+    c.d->free(b);
+}
+
+ParameterizedTestParameters(reqrep, rules_refused_at_build_and_late_subscribe) {
+    return cr_make_param_array(combo, memory_combos, 2);
+}
+ParameterizedTest(combo *p, reqrep, rules_refused_at_build_and_late_subscribe, .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    eddy_error err = {0};
+    tbus *b = NULL;
     eddy_subscription_spec sp = responder_spec("r", "a.b", "g");
     sp.handler = rec_handler;
-    cr_expect_eq(eddy_bus_new(&c.s, &sp, 1, &b, &err), EDDY_ERR_INVALID_SPEC, "both");
+    cr_expect_eq(c.d->bus_new(&c.s, &sp, 1, &b, &err), EDDY_ERR_INVALID_SPEC, "both");
     sp = responder_spec("r", "a.b", NULL);
     sp.shape = EDDY_FANOUT;
-    cr_expect_eq(eddy_bus_new(&c.s, &sp, 1, &b, &err), EDDY_ERR_INVALID_SPEC, "fanout");
+    cr_expect_eq(c.d->bus_new(&c.s, &sp, 1, &b, &err), EDDY_ERR_INVALID_SPEC, "fanout");
     sp = responder_spec("r", "a.b", "g");
     sp.delivery = EDDY_AT_LEAST_ONCE;
-    cr_expect_eq(eddy_bus_new(&c.s, &sp, 1, &b, &err), EDDY_ERR_INVALID_SPEC, "at least once");
+    cr_expect_eq(c.d->bus_new(&c.s, &sp, 1, &b, &err), EDDY_ERR_INVALID_SPEC, "at least once");
     cr_expect(strstr(err.detail, "'r'"), "%s", err.detail);
     eddy_subscription_spec two[2] = {responder_spec("r1", "a.*", "g1"),
                                      responder_spec("r2", "*.b", "g2")};
-    cr_expect_eq(eddy_bus_new(&c.s, two, 2, &b, &err), EDDY_ERR_INVALID_SPEC, "overlap");
+    cr_expect_eq(c.d->bus_new(&c.s, two, 2, &b, &err), EDDY_ERR_INVALID_SPEC, "overlap");
     two[1] = responder_spec("r2", "a.b.c", "g2");
-    cr_expect_eq(eddy_bus_new(&c.s, two, 2, &b, &err), EDDY_OK, "no overlap: %s", err.detail);
-    eddy_bus_free(b);
+    cr_expect_eq(c.d->bus_new(&c.s, two, 2, &b, &err), EDDY_OK, "no overlap: %s", err.detail);
+    c.d->free(b);
     two[1] = responder_spec("r2", "a.b", "g1");
-    cr_expect_eq(eddy_bus_new(&c.s, two, 2, &b, &err), EDDY_OK, "same group: %s", err.detail);
-    eddy_bus_free(b);
+    cr_expect_eq(c.d->bus_new(&c.s, two, 2, &b, &err), EDDY_OK, "same group: %s", err.detail);
+    c.d->free(b);
     two[1] = responder_spec("h", "x.y", "g1");
     two[1].responder = NULL;
     two[1].handler = rec_handler;
-    cr_expect_eq(eddy_bus_new(&c.s, two, 2, &b, &err), EDDY_ERR_INVALID_SPEC, "handler in group");
+    cr_expect_eq(c.d->bus_new(&c.s, two, 2, &b, &err), EDDY_ERR_INVALID_SPEC, "handler in group");
     eddy_settings nosource = c.s;
     nosource.source = NULL;
     sp = responder_spec("r", "a.b", "g");
-    cr_expect_eq(eddy_bus_new(&nosource, &sp, 1, &b, &err), EDDY_ERR_INVALID_SPEC, "no source");
+    cr_expect_eq(c.d->bus_new(&nosource, &sp, 1, &b, &err), EDDY_ERR_INVALID_SPEC, "no source");
     const char *empty[] = {""};
     eddy_settings names = c.s;
     names.request_names = empty;
     names.request_name_count = 1;
-    cr_expect_eq(eddy_bus_new(&names, NULL, 0, &b, &err), EDDY_ERR_INVALID_SPEC, "empty name");
+    cr_expect_eq(c.d->bus_new(&names, NULL, 0, &b, &err), EDDY_ERR_INVALID_SPEC, "empty name");
     const char *dup[] = {"x", "x"};
     names.request_names = dup;
     names.request_name_count = 2;
-    cr_expect_eq(eddy_bus_new(&names, NULL, 0, &b, &err), EDDY_ERR_INVALID_SPEC, "duplicate");
+    cr_expect_eq(c.d->bus_new(&names, NULL, 0, &b, &err), EDDY_ERR_INVALID_SPEC, "duplicate");
 
     /* The same rules on a late subscribe, on a started bus. */
     sp = responder_spec("r1", "a.*", "g1");
     b = must_bus(&c, &sp, 1);
     eddy_subscription_spec late = responder_spec("r2", "a.>", "g2");
-    cr_expect_eq(eddy_bus_subscribe(b, &late, &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect_eq(c.d->subscribe(b, &late, &err), EDDY_ERR_INVALID_SPEC);
     late = responder_spec("h", "q", "g1");
     late.responder = NULL;
     late.handler = rec_handler;
-    cr_expect_eq(eddy_bus_subscribe(b, &late, &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect_eq(c.d->subscribe(b, &late, &err), EDDY_ERR_INVALID_SPEC);
     late = responder_spec("r3", "other", "g3");
-    cr_expect_eq(eddy_bus_subscribe(b, &late, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(c.d->subscribe(b, &late, &err), EDDY_OK, "%s", err.detail);
     /* A late responder counts for requesters as soon as subscribe returns. */
     eddy_event *reply = NULL;
-    cr_expect_eq(ask(b, "other", "q", "t.echo", 10000, NULL, &reply), EDDY_OK);
+    cr_expect_eq(ask(&c, b, "other", "q", "t.echo", 10000, NULL, &reply), EDDY_OK);
     eddy_event_free(reply);
-    eddy_bus_free(b);
+    c.d->free(b);
 }
 
 /* ---- across processes, on the real server -------------------------------------------- */
@@ -647,34 +799,42 @@ static pid_t spawn_responder(ctx *c, const char *group, bool hang, int ready_fd)
         pause();
 }
 
-Test(reqrep_processes, second_group_in_another_process_is_unclaimed, .timeout = 60) {
+ParameterizedTestParameters(reqrep_processes, second_group_in_another_process_is_unclaimed) {
+    return cr_make_param_array(combo, redis_combos, 2);
+}
+ParameterizedTest(combo *p, reqrep_processes, second_group_in_another_process_is_unclaimed,
+                  .timeout = 60) {
     ctx c;
-    setup(&c, 1);
+    setup(&c, p);
     int ready[2];
     cr_assert_eq(pipe(ready), 0);
     pid_t other = spawn_responder(&c, "second-group", false, ready[1]);
     close(ready[1]); /* a child that dies early then reads as EOF, not a hang */
     char x;
     cr_assert_eq(read(ready[0], &x, 1), 1);
+    close(ready[0]);
     eddy_subscription_spec sp = responder_spec("setup", "tables.setup", "first-group");
-    eddy_bus *b = must_bus(&c, &sp, 1);
+    tbus *b = must_bus(&c, &sp, 1);
     eddy_event *reply = NULL;
-    cr_expect_eq(ask(b, "tables.setup", "q", "t.echo", 10000, NULL, &reply), EDDY_OK);
+    cr_expect_eq(ask(&c, b, "tables.setup", "q", "t.echo", 10000, NULL, &reply), EDDY_OK);
     eddy_event_free(reply);
-    stats_wait w = {b, 1};
+    stats_wait w = {&c, b, NULL, 1};
     cr_expect(eddy_test_wait_until(unclaimed_reached, &w, 20000), "the second answer");
     kill(other, SIGKILL);
     waitpid(other, NULL, 0);
-    eddy_request_stats s;
-    eddy_bus_request_stats(b, NULL, &s);
+    eddy_request_stats s = rstats(&c, b, NULL);
     cr_expect_eq(s.answered, 1);
     cr_expect_eq(s.unclaimed, 1);
-    eddy_bus_free(b);
+    c.d->free(b);
 }
 
-Test(reqrep_processes, responder_killed_mid_request_gives_no_reply, .timeout = 60) {
+ParameterizedTestParameters(reqrep_processes, responder_killed_mid_request_gives_no_reply) {
+    return cr_make_param_array(combo, redis_combos, 2);
+}
+ParameterizedTest(combo *p, reqrep_processes, responder_killed_mid_request_gives_no_reply,
+                  .timeout = 60) {
     ctx c;
-    setup(&c, 1);
+    setup(&c, p);
     c.s.lease_ms = 900;
     int ready[2];
     cr_assert_eq(pipe(ready), 0);
@@ -682,37 +842,42 @@ Test(reqrep_processes, responder_killed_mid_request_gives_no_reply, .timeout = 6
     close(ready[1]); /* a child that dies early then reads as EOF, not a hang */
     char x;
     cr_assert_eq(read(ready[0], &x, 1), 1);
-    eddy_bus *b = must_bus(&c, NULL, 0);
+    close(ready[0]);
+    tbus *b = must_bus(&c, NULL, 0);
     eddy_event *reply = NULL;
-    cr_expect_eq(ask(b, "tables.setup", "held", "t.slow", 300, NULL, &reply), EDDY_ERR_NO_REPLY,
+    cr_expect_eq(ask(&c, b, "tables.setup", "held", "t.slow", 300, NULL, &reply), EDDY_ERR_NO_REPLY,
                  "subscribed in another process, but the answer never comes");
     kill(victim, SIGKILL);
     waitpid(victim, NULL, 0);
     /* Once its lease ends, the dead process no longer counts as subscribed. */
     eddy_status st = EDDY_ERR_NO_REPLY;
     for (int i = 0; i < 100 && st != EDDY_ERR_NO_RESPONDERS; i++) {
-        st = ask(b, "tables.setup", "again", "t.echo", 100, NULL, &reply);
+        st = ask(&c, b, "tables.setup", "again", "t.echo", 100, NULL, &reply);
         eddy_event_free(reply);
     }
     cr_expect_eq(st, EDDY_ERR_NO_RESPONDERS);
-    expect_identity(b, NULL);
-    eddy_bus_free(b);
+    expect_identity(&c, b, NULL);
+    c.d->free(b);
 }
 
+typedef struct refused_wait {
+    ctx *c;
+    tbus *b;
+} refused_wait;
+
 static bool refused_one(void *arg) {
-    eddy_consumer_stats cs;
-    eddy_bus_consumer_stats(arg, "setup", &cs);
-    return cs.refused >= 1;
+    refused_wait *w = arg;
+    return cstats(w->c, w->b, "setup").refused >= 1;
 }
 
 ParameterizedTestParameters(reqrep, reply_to_outside_the_namespace_is_refused) {
-    return cr_make_param_array(int, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(int *backend, reqrep, reply_to_outside_the_namespace_is_refused, .timeout = 60) {
+ParameterizedTest(combo *p, reqrep, reply_to_outside_the_namespace_is_refused, .timeout = 60) {
     ctx c;
-    setup(&c, *backend);
+    setup(&c, p);
     eddy_subscription_spec sp = responder_spec("setup", "tables.setup", "ingress");
-    eddy_bus *b = must_bus(&c, &sp, 1);
+    tbus *b = must_bus(&c, &sp, 1);
     /* A request written by hand that asks for its reply in someone else's key. */
     char key[160], deadline[32];
     snprintf(key, sizeof(key), "{%s}:s:tables.setup", c.ns);
@@ -721,31 +886,33 @@ ParameterizedTest(int *backend, reqrep, reply_to_outside_the_namespace_is_refuse
                           "sneaky",     "source",   "/t",  "type",        "t.echo", "_reply_to",
                           "victim:key", "_request", "x.1", "_deadline",   deadline};
     freeReplyObject(raw_cmd(c.url, 17, argv));
-    cr_expect(eddy_test_wait_until(refused_one, b, 20000), "the reply-to was not refused");
-    eddy_consumer_stats cs;
-    eddy_bus_consumer_stats(b, "setup", &cs);
+    refused_wait w = {&c, b};
+    cr_expect(eddy_test_wait_until(refused_one, &w, 20000), "the reply-to was not refused");
+    eddy_consumer_stats cs = cstats(&c, b, "setup");
     cr_expect_eq(cs.refused, 1);
     cr_expect_eq(cs.replied, 0);
     cr_expect_eq(raw_int(c.url, "EXISTS victim:key"), 0, "nothing was written there");
-    eddy_bus_free(b);
+    c.d->free(b);
 }
 
-Test(reqrep_processes, redis_failing_while_sending_is_a_transport_status_not_counted,
-     .timeout = 60) {
+ParameterizedTestParameters(reqrep_processes,
+                            redis_failing_while_sending_is_a_transport_status_not_counted) {
+    return cr_make_param_array(combo, redis_combos, 2);
+}
+ParameterizedTest(combo *p, reqrep_processes,
+                  redis_failing_while_sending_is_a_transport_status_not_counted, .timeout = 60) {
     eddy_test_redis srv;
     eddy_test_redis_start(&srv, 0);
     ctx c;
-    setup(&c, 1);
+    setup(&c, p);
     c.s.url = srv.url;
     c.s.connect_timeout_ms = 500;
     eddy_subscription_spec sp = responder_spec("setup", "tables.setup", "ingress");
-    eddy_bus *b = must_bus(&c, &sp, 1);
+    tbus *b = must_bus(&c, &sp, 1);
     eddy_test_redis_kill(&srv);
     eddy_event *reply = NULL;
-    eddy_status st = ask(b, "tables.setup", "q", "t.echo", 10000, NULL, &reply);
+    eddy_status st = ask(&c, b, "tables.setup", "q", "t.echo", 10000, NULL, &reply);
     cr_expect_eq(st, EDDY_ERR_IO, "%s", eddy_status_name(st));
-    eddy_request_stats s;
-    eddy_bus_request_stats(b, NULL, &s);
-    cr_expect_eq(s.sent, 0);
-    eddy_bus_free(b);
+    cr_expect_eq(rstats(&c, b, NULL).sent, 0);
+    c.d->free(b);
 }

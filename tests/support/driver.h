@@ -1,6 +1,8 @@
 /* One scenario table, two front ends: a driver wraps a bus of either front end behind the
  * same calls, so each behaviour test is written once and run on both (and on both backends).
- * The reactive driver runs the libev loop on a thread of its own and runs each call on it. */
+ * The reactive driver runs the libev loop on a thread of its own and runs each call on it;
+ * calls that complete through a callback (start, publish, request, a late subscribe) wait for
+ * it, so every driver call returns its outcome, as the blocking front end's do. */
 #ifndef EDDY_TEST_DRIVER_H
 #define EDDY_TEST_DRIVER_H
 
@@ -17,7 +19,18 @@ typedef struct driver {
     eddy_status (*stop)(tbus *b);
     void (*free)(tbus *b);
     eddy_status (*publish)(tbus *b, const char *subject, const eddy_event *ev, eddy_error *err);
+    /* A subscription's counters, by its name (EDDY_ERR_INVALID_ARGUMENT for an unknown one). */
     eddy_status (*stats)(tbus *b, const char *name, eddy_consumer_stats *out);
+    /* A request, waited for: the reply (the caller frees it) or why there is none. Any
+     * thread, also several at once. Reactive: a refusal is the call's own status, any other
+     * outcome the callback's; opts->cancel must be NULL there. */
+    eddy_status (*request)(tbus *b, const char *subject, const eddy_event *ev,
+                           const eddy_request_opts *opts, eddy_event **reply, eddy_error *err);
+    eddy_status (*request_value)(tbus *b, const char *subject, const char *type, eddy_pack_fn pack,
+                                 void *pack_user, const eddy_request_opts *opts, eddy_event **reply,
+                                 eddy_error *err);
+    /* Request counters: name NULL the total, "" the unnamed row. */
+    eddy_status (*request_stats)(tbus *b, const char *name, eddy_request_stats *out);
 } driver;
 
 extern const driver blocking_driver;

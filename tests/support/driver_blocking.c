@@ -18,6 +18,20 @@ static eddy_status b_publish(tbus *b, const char *subject, const eddy_event *ev,
 static eddy_status b_stats(tbus *b, const char *name, eddy_consumer_stats *out) {
     return eddy_bus_consumer_stats((eddy_bus *)b, name, out);
 }
+static eddy_status b_request(tbus *b, const char *subject, const eddy_event *ev,
+                             const eddy_request_opts *opts, eddy_event **reply, eddy_error *err) {
+    return eddy_bus_request((eddy_bus *)b, subject, ev, opts, reply, err);
+}
+static eddy_status b_request_value(tbus *b, const char *subject, const char *type,
+                                   eddy_pack_fn pack, void *pack_user,
+                                   const eddy_request_opts *opts, eddy_event **reply,
+                                   eddy_error *err) {
+    return eddy_bus_request_value((eddy_bus *)b, subject, type, pack, pack_user, opts, reply, err);
+}
+static eddy_status b_request_stats(tbus *b, const char *name, eddy_request_stats *out) {
+    return eddy_bus_request_stats((eddy_bus *)b, name, out);
+}
 
-const driver blocking_driver = {"blocking", b_new,  b_subscribe, b_start,
-                                b_stop,     b_free, b_publish,   b_stats};
+const driver blocking_driver = {"blocking", b_new,           b_subscribe,    b_start,
+                                b_stop,     b_free,          b_publish,      b_stats,
+                                b_request,  b_request_value, b_request_stats};

@@ -2,7 +2,10 @@
  * thread of its own; every driver call is queued to that thread (an ev_async wakes it), runs
  * there, and the calling thread waits for the outcome: for start, until the ready callback
  * ran; for publish, until the publish callback ran; for subscribe on a started bus, until the
- * new subscription is ready. Handlers therefore run on the loop thread, as in a real program. */
+ * new subscription is ready; for a request, until its reply callback ran. Handlers therefore
+ * run on the loop thread, as in a real program, and several threads may have requests in
+ * flight on one loop at once. Every callback is checked to run exactly once, never inside the
+ * call that asked for it. */
 #include <criterion/criterion.h>
 #include <ev.h>
 #include <pthread.h>
@@ -24,9 +27,18 @@ typedef struct call {
     const eddy_event *ev;
     const char *name;
     eddy_consumer_stats *stats;
+    eddy_request_stats *rstats;
+    const eddy_request_opts *opts;
+    bool value; /* request_value rather than request */
+    const char *type;
+    eddy_pack_fn pack;
+    void *pack_user;
+    eddy_event **reply;
     eddy_error *err;
     rtbus *t;      /* for callbacks */
     bool is_start; /* on_ready: start rather than subscribe */
+    bool in_call;  /* the call that asked for the callback has not returned yet */
+    int callbacks;
     eddy_status st;
     bool done;
 } call;
@@ -163,6 +175,43 @@ static void run_stats(rtbus *t, call *c) {
     finish(t, c, eddy_rbus_consumer_stats(t->bus, c->name, c->stats));
 }
 
+static void run_request_stats(rtbus *t, call *c) {
+    finish(t, c, eddy_rbus_request_stats(t->bus, c->name, c->rstats));
+}
+
+static void on_reply(eddy_status st, eddy_event *reply, void *user) {
+    call *c = user;
+    cr_assert(!c->in_call, "a request's callback ran inside the call that asked for it");
+    cr_assert_eq(++c->callbacks, 1, "a request's callback ran twice");
+    cr_assert(st == EDDY_OK ? reply != NULL : reply == NULL, "%s with%s a reply",
+              eddy_status_name(st), reply ? "" : "out");
+    *c->reply = reply;
+    if (st != EDDY_OK && c->err) {
+        c->err->status = st;
+        snprintf(c->err->detail, sizeof(c->err->detail), "request: %s", eddy_status_name(st));
+    }
+    finish(c->t, c, st);
+}
+
+static void run_request(rtbus *t, call *c) {
+    c->t = t;
+    c->in_call = true;
+    eddy_rrequest *handle = NULL;
+    eddy_status st =
+        c->value
+            ? eddy_rbus_request_value(t->bus, c->subject, c->type, c->pack, c->pack_user, c->opts,
+                                      on_reply, c, &handle, c->err)
+            : eddy_rbus_request(t->bus, c->subject, c->ev, c->opts, on_reply, c, &handle, c->err);
+    c->in_call = false;
+    if (st != EDDY_OK) {
+        cr_assert_null(handle, "a refused request has a handle");
+        cr_assert_eq(c->callbacks, 0, "a refused request ran its callback");
+        finish(t, c, st);
+    } else {
+        cr_assert(handle, "an accepted request has no handle");
+    }
+}
+
 /* ---- the driver --------------------------------------------------------------------------- */
 
 static void destroy(rtbus *t) {
@@ -231,5 +280,36 @@ static eddy_status r_stats(tbus *b, const char *name, eddy_consumer_stats *out) 
     return submit((rtbus *)b, &c);
 }
 
-const driver reactive_driver = {"reactive", r_new,  r_subscribe, r_start,
-                                r_stop,     r_free, r_publish,   r_stats};
+static eddy_status r_request(tbus *b, const char *subject, const eddy_event *ev,
+                             const eddy_request_opts *opts, eddy_event **reply, eddy_error *err) {
+    *reply = NULL;
+    call c = {
+        .run = run_request, .subject = subject, .ev = ev, .opts = opts, .reply = reply, .err = err};
+    return submit((rtbus *)b, &c);
+}
+
+static eddy_status r_request_value(tbus *b, const char *subject, const char *type,
+                                   eddy_pack_fn pack, void *pack_user,
+                                   const eddy_request_opts *opts, eddy_event **reply,
+                                   eddy_error *err) {
+    *reply = NULL;
+    call c = {.run = run_request,
+              .subject = subject,
+              .value = true,
+              .type = type,
+              .pack = pack,
+              .pack_user = pack_user,
+              .opts = opts,
+              .reply = reply,
+              .err = err};
+    return submit((rtbus *)b, &c);
+}
+
+static eddy_status r_request_stats(tbus *b, const char *name, eddy_request_stats *out) {
+    call c = {.run = run_request_stats, .name = name, .rstats = out};
+    return submit((rtbus *)b, &c);
+}
+
+const driver reactive_driver = {"reactive", r_new,           r_subscribe,    r_start,
+                                r_stop,     r_free,          r_publish,      r_stats,
+                                r_request,  r_request_value, r_request_stats};

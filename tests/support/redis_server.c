@@ -5,7 +5,9 @@
 #include <criterion/criterion.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,6 +61,15 @@ void eddy_test_redis_start_with(eddy_test_redis *r, int port, const char *const 
         pid_t pid = fork();
         cr_assert(pid >= 0);
         if (pid == 0) {
+            /* Dies with the test process, even when a failed assertion ends it before its
+             * cleanup; and keeps no copy of the test's output pipes open. */
+            prctl(PR_SET_PDEATHSIG, SIGKILL);
+            int devnull = open("/dev/null", O_RDWR);
+            if (devnull >= 0) {
+                dup2(devnull, 0);
+                dup2(devnull, 1);
+                dup2(devnull, 2);
+            }
             char ports[16];
             snprintf(ports, sizeof(ports), "%d", p);
             const char *args[64] = {"redis-server", "--bind",    "127.0.0.1", "--port",

@@ -1,0 +1,290 @@
+/* The event store on the blocking front end: the core (src/store.c) checks, builds and reads;
+ * this file sends, on one connection behind a mutex, and makes the calling thread wait.
+ *
+ * Invariants:
+ * - The function library is loaded on every new connection before anything else is sent
+ *   (`loaded` is true only while the connection that loaded it lives), because a server that
+ *   restarted has lost it. A server that answers "Function not found" anyway gets it again
+ *   together with the same append, once.
+ * - The lock is held only while commands travel, never while a read's callback runs, so a
+ *   callback may use the store (append, read) without deadlocking.
+ * - A failed append is never sent again: the server may have run it. Reads and checkpoint
+ *   operations are idempotent, so one that failed on a connection made before the call (it may
+ *   have been dead for a while) is tried once more on a new connection. */
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "eddy/store.h"
+#include "error.h"
+#include "log.h"
+#include "settings.h"
+#include "store.h"
+
+struct eddy_store {
+    eddy__settings s;
+    eddy__store *core;
+    pthread_mutex_t lock; /* one pipeline at a time on conn; guards loaded */
+    bconn conn;
+    bool loaded;
+};
+
+/* Connects and loads the library unless done on this connection. Caller holds the lock. */
+static eddy_status ensure_loaded(eddy_store *store, eddy_error *err) {
+    if (!bconn_connected(&store->conn))
+        store->loaded = false;
+    if (store->loaded)
+        return EDDY_OK;
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    redisReply *reply = NULL;
+    eddy_status st = eddy__store_load_cmds(&cmds);
+    if (st != EDDY_OK)
+        st = eddy__fail(err, st, "out of memory");
+    else if ((st = bconn_exec(&store->conn, &cmds, -1, &reply, err)) == EDDY_OK)
+        st = eddy__store_load_result(&cmds, 0, &reply, NULL, err);
+    if (reply)
+        freeReplyObject(reply);
+    eddy__cmdlist_reset(&cmds);
+    store->loaded = st == EDDY_OK;
+    return st;
+}
+
+/* Sends cmds and reads their replies (each is the caller's to free). `retry`: the commands are
+ * idempotent and may be sent again after a connection failure. */
+static eddy_status exchange(eddy_store *store, const eddy__cmdlist *cmds, redisReply **replies,
+                            bool retry, eddy_error *err) {
+    pthread_mutex_lock(&store->lock);
+    bool was_connected = bconn_connected(&store->conn);
+    eddy_status st = ensure_loaded(store, err);
+    if (st == EDDY_OK)
+        st = bconn_exec(&store->conn, cmds, -1, replies, err);
+    if (retry && was_connected && st == EDDY_ERR_IO && (st = ensure_loaded(store, err)) == EDDY_OK)
+        st = bconn_exec(&store->conn, cmds, -1, replies, err);
+    pthread_mutex_unlock(&store->lock);
+    return st;
+}
+
+static void free_replies(redisReply **replies, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        if (replies[i])
+            freeReplyObject(replies[i]);
+        replies[i] = NULL;
+    }
+}
+
+eddy_status eddy_store_open(const eddy_settings *settings, eddy_store **out, eddy_error *err) {
+    if (!out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = NULL;
+    eddy_store *store = calloc(1, sizeof(*store));
+    if (!store)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy_status st = eddy__settings_copy(&store->s, settings, err);
+    if (st != EDDY_OK) {
+        free(store);
+        return st;
+    }
+    pthread_mutex_init(&store->lock, NULL);
+    if (bconn_init(&store->conn, &store->s) != EDDY_OK ||
+        !(store->core = eddy__store_new(&store->s)))
+        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    /* Connecting now reports a wrong URL, a dead server or a server without functions here
+     * rather than at the first append. */
+    if (st == EDDY_OK) {
+        pthread_mutex_lock(&store->lock);
+        st = ensure_loaded(store, err);
+        pthread_mutex_unlock(&store->lock);
+    }
+    if (st != EDDY_OK) {
+        eddy_store_close(store);
+        return st;
+    }
+    *out = store;
+    return EDDY_OK;
+}
+
+void eddy_store_close(eddy_store *store) {
+    if (!store)
+        return;
+    bconn_destroy(&store->conn);
+    eddy__store_free(store->core);
+    pthread_mutex_destroy(&store->lock);
+    eddy__settings_free(&store->s);
+    free(store);
+}
+
+eddy_status eddy_store_append(eddy_store *store, const char *stream_id,
+                              const eddy_event *const *evs, size_t n, const eddy_append_opts *opts,
+                              long long *new_version, eddy_error *err) {
+    if (!store)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "store is NULL");
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    eddy_status st = eddy__store_append_prepare(store->core, stream_id, evs, n, opts, &cmds, err);
+    if (st != EDDY_OK)
+        return st;
+    redisReply *reply[2] = {NULL, NULL};
+    bool reload = false;
+    if ((st = exchange(store, &cmds, reply, false, err)) == EDDY_OK)
+        st = eddy__store_append_result(&cmds, 0, reply, new_version, &reload, err);
+    free_replies(reply, 1);
+    if (reload) {
+        /* Nothing was written: load the library and send the same append behind it. */
+        eddy__log(&store->s.log, EDDY_LOG_WARN,
+                  "store: the server had lost the '" EDDY__STORE_LIBRARY
+                  "' function library (flushed or replaced); loading it again");
+        eddy__cmdlist again;
+        eddy__cmdlist_init(&again);
+        size_t next = 0;
+        if (eddy__store_load_cmds(&again) != EDDY_OK ||
+            eddy__store_append_prepare(store->core, stream_id, evs, n, opts, &again, err) !=
+                EDDY_OK)
+            st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+        else if ((st = exchange(store, &again, reply, false, err)) == EDDY_OK &&
+                 (st = eddy__store_load_result(&again, 0, reply, &next, err)) == EDDY_OK)
+            st = eddy__store_append_result(&again, next, reply, new_version, &reload, err);
+        free_replies(reply, again.n);
+        eddy__cmdlist_reset(&again);
+    }
+    eddy__cmdlist_reset(&cmds);
+    return st;
+}
+
+/* One read command, its reply in *reply (the caller frees it). */
+static eddy_status read_one(eddy_store *store, eddy__cmdlist *cmds, redisReply **reply,
+                            eddy_error *err) {
+    *reply = NULL;
+    eddy_status st = exchange(store, cmds, reply, true, err);
+    eddy__cmdlist_reset(cmds);
+    return st;
+}
+
+eddy_status eddy_store_read_stream(eddy_store *store, const char *stream_id,
+                                   long long after_version, eddy_stored_fn fn, void *user,
+                                   eddy_error *err) {
+    if (!store || !fn)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "store or fn is NULL");
+    bool more = true;
+    eddy_status st = EDDY_OK;
+    while (st == EDDY_OK && more) {
+        eddy__cmdlist cmds;
+        eddy__cmdlist_init(&cmds);
+        redisReply *reply = NULL;
+        st = eddy__store_read_stream_cmd(store->core, stream_id, after_version, &cmds, err);
+        if (st == EDDY_OK && (st = read_one(store, &cmds, &reply, err)) == EDDY_OK)
+            st = eddy__store_read_stream_page(store->core, stream_id, reply, fn, user,
+                                              &after_version, &more, err);
+        eddy__cmdlist_reset(&cmds);
+        if (reply)
+            freeReplyObject(reply);
+    }
+    return st;
+}
+
+eddy_status eddy_store_read_all(eddy_store *store, long long after_position, size_t max_entries,
+                                const eddy_filter *filter, eddy_stored_fn fn, void *user,
+                                long long *next_position, eddy_error *err) {
+    if (!store || !fn || !next_position)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "store, fn or next_position is NULL");
+    *next_position = after_position;
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    redisReply *reply = NULL;
+    eddy_status st = eddy__store_read_all_cmd(store->core, after_position, max_entries, &cmds, err);
+    if (st == EDDY_OK && (st = read_one(store, &cmds, &reply, err)) == EDDY_OK)
+        st = eddy__store_read_all_page(store->core, reply, filter, fn, user, after_position,
+                                       next_position, err);
+    eddy__cmdlist_reset(&cmds);
+    if (reply)
+        freeReplyObject(reply);
+    return st;
+}
+
+eddy_status eddy_store_head(eddy_store *store, long long *position, eddy_error *err) {
+    if (!store || !position)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "store or position is NULL");
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    redisReply *reply = NULL;
+    eddy_status st = eddy__store_head_cmd(store->core, &cmds);
+    if (st != EDDY_OK)
+        st = eddy__fail(err, st, "out of memory");
+    else if ((st = read_one(store, &cmds, &reply, err)) == EDDY_OK)
+        st = eddy__store_head_result(reply, position, err);
+    eddy__cmdlist_reset(&cmds);
+    if (reply)
+        freeReplyObject(reply);
+    return st;
+}
+
+/* ---- checkpoints ------------------------------------------------------------------------ */
+
+/* Runs one checkpoint operation; *reply is the caller's. */
+static eddy_status ckpt_run(eddy_store *store, eddy__ckpt_op op, const char *feed_id,
+                            const char *value, redisReply **reply, eddy_error *err) {
+    *reply = NULL;
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    eddy_status st = eddy__ckpt_cmd(store->core, op, feed_id, value, &cmds, err);
+    if (st == EDDY_OK)
+        st = read_one(store, &cmds, reply, err);
+    eddy__cmdlist_reset(&cmds);
+    return st;
+}
+
+static eddy_status ckpt_exists(void *self, const char *feed_id, bool *exists, eddy_error *err) {
+    if (!self || !exists)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "checkpoints or exists is NULL");
+    redisReply *reply;
+    eddy_status st = ckpt_run(self, EDDY__CKPT_EXISTS, feed_id, NULL, &reply, err);
+    if (st == EDDY_OK)
+        st = eddy__ckpt_exists_result(reply, exists, err);
+    if (reply)
+        freeReplyObject(reply);
+    return st;
+}
+
+static eddy_status ckpt_read(void *self, const char *feed_id, char *buf, size_t size, bool *found,
+                             eddy_error *err) {
+    if (!self || !buf || !size || !found)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT,
+                          "checkpoints, buf or found is NULL, or size is 0");
+    redisReply *reply;
+    eddy_status st = ckpt_run(self, EDDY__CKPT_READ, feed_id, NULL, &reply, err);
+    if (st == EDDY_OK)
+        st = eddy__ckpt_read_result(reply, buf, size, found, err);
+    if (reply)
+        freeReplyObject(reply);
+    return st;
+}
+
+static eddy_status ckpt_write(void *self, eddy__ckpt_op op, const char *feed_id, const char *value,
+                              eddy_error *err) {
+    if (!self)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "checkpoints is NULL");
+    redisReply *reply;
+    eddy_status st = ckpt_run(self, op, feed_id, value, &reply, err);
+    if (st == EDDY_OK)
+        st = eddy__ckpt_write_result(reply, op, err);
+    if (reply)
+        freeReplyObject(reply);
+    return st;
+}
+
+static eddy_status ckpt_save(void *self, const char *feed_id, const char *value, eddy_error *err) {
+    return ckpt_write(self, EDDY__CKPT_SAVE, feed_id, value, err);
+}
+
+static eddy_status ckpt_remove(void *self, const char *feed_id, eddy_error *err) {
+    return ckpt_write(self, EDDY__CKPT_REMOVE, feed_id, NULL, err);
+}
+
+static const eddy_checkpoint_ops store_checkpoint_ops = {ckpt_exists, ckpt_read, ckpt_save,
+                                                         ckpt_remove};
+
+eddy_checkpoints eddy_store_checkpoints(eddy_store *store) {
+    eddy_checkpoints cp = {&store_checkpoint_ops, store};
+    return cp;
+}

@@ -1,0 +1,733 @@
+/* The event store's core; see store.h for the key layout and the split with the front ends.
+ *
+ * An append is one server-side step, the "eddy" library's eddy_append function, so that the
+ * version check, the position counter, both streams and the optional publish happen together
+ * or not at all. The function checks every argument and reads everything it needs before its
+ * first write, and it computes ids that XADD cannot refuse (a stream's version is the ms part
+ * of its last generated id, deleted entries included, and the next position is above both the
+ * counter and the last id of {ns}:es:all), because a Redis function that fails half-way keeps
+ * the writes it made. The memory engine runs the same function natively
+ * (src/memory/es_append.c); a differential test keeps the two equal.
+ *
+ * Reads never skip: an entry that does not decode, or whose metadata does not agree with its
+ * id, stops the read with its position in the detail. */
+#include "store.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "entry.h"
+#include "error.h"
+#include "event_internal.h"
+#include "keys.h"
+#include "redis.h"
+#include "reply.h"
+#include "requests.h"
+#include "subject.h"
+
+enum { T_LOAD = 300, T_APPEND, T_READ };
+
+/* clang-format off */
+const char eddy__store_lua[] =
+    "#!lua name=" EDDY__STORE_LIBRARY "\n"
+    "-- eddy's event store (src/store.c). src/memory/es_append.c runs the same function\n"
+    "-- natively for memory://: change both together.\n"
+    "-- Numbers become text through string.format('%d'): Lua's own conversion writes\n"
+    "-- 1e+14 from 15 digits on.\n"
+    "local MAX = 999999999999999\n"
+    "local function fail(why)\n"
+    "  return redis.error_reply('ERR eddy_append: ' .. why)\n"
+    "end\n"
+    "local function count(s)\n"
+    "  if type(s) ~= 'string' or #s > 15 or not string.match(s, '^%d+$') then\n"
+    "    return nil\n"
+    "  end\n"
+    "  return tonumber(s)\n"
+    "end\n"
+    "-- The ms part of the last id the stream ever generated (0 when there is no stream).\n"
+    "local function last_added(key)\n"
+    "  if redis.call('EXISTS', key) == 0 then\n"
+    "    return 0\n"
+    "  end\n"
+    "  local info = redis.call('XINFO', 'STREAM', key)\n"
+    "  for i = 1, #info, 2 do\n"
+    "    if info[i] == 'last-generated-id' then\n"
+    "      return count(string.match(info[i + 1], '^(%d+)%-'))\n"
+    "    end\n"
+    "  end\n"
+    "  return nil\n"
+    "end\n"
+    "local WANT = {'stream', 'stream', 'string', 'stream', 'set'}\n"
+    "redis.register_function('" EDDY__STORE_APPEND_FN "', function(keys, args)\n"
+    "  local nkeys = #keys\n"
+    "  if nkeys ~= 3 and nkeys ~= 5 then\n"
+    "    return fail('wrong number of keys')\n"
+    "  end\n"
+    "  for a = 1, nkeys do\n"
+    "    for b = a + 1, nkeys do\n"
+    "      if keys[a] == keys[b] then\n"
+    "        return fail('keys must differ')\n"
+    "      end\n"
+    "    end\n"
+    "  end\n"
+    "  local expected = count(args[1])\n"
+    "  if args[1] == '-1' then\n"
+    "    expected = -1\n"
+    "  elseif not expected then\n"
+    "    return fail('bad expected version')\n"
+    "  end\n"
+    "  local stream_id = args[2]\n"
+    "  if not stream_id or stream_id == '' then\n"
+    "    return fail('bad stream id')\n"
+    "  end\n"
+    "  local n = count(args[3])\n"
+    "  if not n or n < 1 then\n"
+    "    return fail('bad event count')\n"
+    "  end\n"
+    "  local at = {}\n"
+    "  local i = 4\n"
+    "  for e = 1, n do\n"
+    "    local k = count(args[i])\n"
+    "    if not k or k < 2 or k % 2 == 1 or k > 4000 or i + k > #args - 2 then\n"
+    "      return fail('bad field count')\n"
+    "    end\n"
+    "    at[e] = i\n"
+    "    i = i + 1 + k\n"
+    "  end\n"
+    "  if #args ~= i + 1 then\n"
+    "    return fail('wrong number of arguments')\n"
+    "  end\n"
+    "  local subject = args[i]\n"
+    "  if (nkeys == 5) ~= (subject ~= '') then\n"
+    "    return fail('publish subject and keys disagree')\n"
+    "  end\n"
+    "  local maxlen = count(args[i + 1])\n"
+    "  if not maxlen then\n"
+    "    return fail('bad maxlen')\n"
+    "  end\n"
+    "  for k = 1, nkeys do\n"
+    "    local t = redis.call('TYPE', keys[k])['ok']\n"
+    "    if t ~= 'none' and t ~= WANT[k] then\n"
+    "      return redis.error_reply("
+    "'WRONGTYPE Operation against a key holding the wrong kind of value')\n"
+    "    end\n"
+    "  end\n"
+    "  local version = last_added(keys[1])\n"
+    "  local position = last_added(keys[2])\n"
+    "  if not version or not position then\n"
+    "    return fail('stream id out of range')\n"
+    "  end\n"
+    "  local counter = redis.call('GET', keys[3])\n"
+    "  if counter then\n"
+    "    counter = count(counter)\n"
+    "    if not counter then\n"
+    "      return fail('position counter is not a count')\n"
+    "    end\n"
+    "    if counter > position then\n"
+    "      position = counter\n"
+    "    end\n"
+    "  end\n"
+    "  if expected ~= -1 and expected ~= version then\n"
+    "    return redis.error_reply('VERSIONCONFLICT ' .. string.format('%d', version))\n"
+    "  end\n"
+    "  if version + n > MAX or position + n > MAX then\n"
+    "    return fail('version or position out of range')\n"
+    "  end\n"
+    "  for e = 1, n do\n"
+    "    local k = tonumber(args[at[e]])\n"
+    "    local fields = {}\n"
+    "    for j = 1, k do\n"
+    "      fields[j] = args[at[e] + j]\n"
+    "    end\n"
+    "    version = version + 1\n"
+    "    position = position + 1\n"
+    "    local v = string.format('%d', version)\n"
+    "    local p = string.format('%d', position)\n"
+    "    fields[k + 1] = '" EDDY__F_STREAM "'\n"
+    "    fields[k + 2] = stream_id\n"
+    "    fields[k + 3] = '" EDDY__F_VERSION "'\n"
+    "    fields[k + 4] = v\n"
+    "    fields[k + 5] = '" EDDY__F_POSITION "'\n"
+    "    fields[k + 6] = p\n"
+    "    redis.call('XADD', keys[2], p .. '-0', unpack(fields))\n"
+    "    redis.call('XADD', keys[1], v .. '-0', unpack(fields))\n"
+    "    if nkeys == 5 then\n"
+    "      redis.call('XADD', keys[4], '*', unpack(fields))\n"
+    "    end\n"
+    "  end\n"
+    "  redis.call('SET', keys[3], string.format('%d', position))\n"
+    "  if nkeys == 5 then\n"
+    "    if maxlen > 0 then\n"
+    "      redis.call('XTRIM', keys[4], 'MAXLEN', '~', args[i + 1])\n"
+    "    end\n"
+    "    redis.call('SADD', keys[5], subject)\n"
+    "  end\n"
+    "  return version\n"
+    "end)\n";
+/* clang-format on */
+
+struct eddy__store {
+    const eddy__settings *s;
+    char *all_key;
+    char *pos_key;
+};
+
+static char *key_join(const char *ns, const char *kind, const char *rest) {
+    size_t n = strlen(ns) + strlen(kind) + (rest ? strlen(rest) : 0) + 8;
+    char *key = malloc(n);
+    if (!key)
+        return NULL;
+    if (rest)
+        snprintf(key, n, "{%s}:%s:%s", ns, kind, rest);
+    else
+        snprintf(key, n, "{%s}:%s", ns, kind);
+    return key;
+}
+
+eddy__store *eddy__store_new(const eddy__settings *s) {
+    eddy__store *st = calloc(1, sizeof(*st));
+    if (!st)
+        return NULL;
+    st->s = s;
+    st->all_key = key_join(s->ns, "es:all", NULL);
+    st->pos_key = key_join(s->ns, "es:pos", NULL);
+    if (!st->all_key || !st->pos_key) {
+        eddy__store_free(st);
+        return NULL;
+    }
+    return st;
+}
+
+void eddy__store_free(eddy__store *st) {
+    if (!st)
+        return;
+    free(st->all_key);
+    free(st->pos_key);
+    free(st);
+}
+
+eddy_status eddy__store_check_id(const char *id, const char *what, eddy_error *err) {
+    if (!id)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "%s is NULL", what);
+    size_t n = strlen(id);
+    bool ok = n >= 1 && n <= 128;
+    for (size_t i = 0; ok && i < n; i++) {
+        unsigned char c = (unsigned char)id[i];
+        ok = c > ' ' && c < 127 && c != '{' && c != '}' && c != ':';
+    }
+    if (!ok) {
+        char shown[64];
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT,
+                          "%s '%s': 1-128 printable characters without space, '{', '}' or ':'",
+                          what, eddy__printable(shown, sizeof(shown), id, n));
+    }
+    return EDDY_OK;
+}
+
+/* A version or position as Redis gives it back: 1-18 decimal digits. */
+static bool parse_count(const char *s, size_t len, long long *out) {
+    if (len == 0 || len > 18)
+        return false;
+    long long v = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        v = v * 10 + (s[i] - '0');
+    }
+    *out = v;
+    return true;
+}
+
+/* An entry id "<n>-0", as every store stream writes them. */
+static bool parse_store_id(const char *id, size_t len, long long *n) {
+    const char *dash = memchr(id, '-', len);
+    return dash && (size_t)(dash - id) + 2 == len && dash[1] == '0' &&
+           parse_count(id, (size_t)(dash - id), n) && *n > 0;
+}
+
+static bool reply_is_str(const redisReply *r) {
+    return r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS;
+}
+
+static bool error_starts(const redisReply *r, const char *prefix) {
+    size_t n = strlen(prefix);
+    return r->type == REDIS_REPLY_ERROR && r->len >= n && memcmp(r->str, prefix, n) == 0;
+}
+
+/* ---- connecting ------------------------------------------------------------------------- */
+
+eddy_status eddy__store_load_cmds(eddy__cmdlist *out) {
+    eddy__cmd *c = eddy__cmdlist_add(out, T_LOAD, 0);
+    if (!c)
+        return EDDY_ERR_NOMEM;
+    eddy__cmd_str(c, "FUNCTION");
+    eddy__cmd_str(c, "LOAD");
+    eddy__cmd_str(c, "REPLACE");
+    eddy__cmd_arg(c, eddy__store_lua, sizeof(eddy__store_lua) - 1);
+    return eddy__cmd_status(c);
+}
+
+eddy_status eddy__store_load_result(const eddy__cmdlist *cmds, size_t first, redisReply **replies,
+                                    size_t *next, eddy_error *err) {
+    size_t i = first;
+    eddy_status st = EDDY_OK;
+    for (; i < cmds->n && cmds->tags[i] == T_LOAD; i++) {
+        const redisReply *r = replies[i];
+        if (st != EDDY_OK)
+            continue;
+        if (r && error_starts(r, "ERR unknown command"))
+            st = eddy__fail(err, EDDY_ERR_NOT_SUPPORTED,
+                            "the event store needs Redis 7 functions: %.*s", (int)r->len, r->str);
+        else if ((st = eddy__reply_status(r, "loading the store's function library", err)) !=
+                 EDDY_OK)
+            ;
+        else if (!reply_is_str(r) || strcmp(r->str, EDDY__STORE_LIBRARY) != 0)
+            st = eddy__fail(err, EDDY_ERR_PROTOCOL, "FUNCTION LOAD: unexpected reply");
+    }
+    if (next)
+        *next = i;
+    return st;
+}
+
+/* ---- append ----------------------------------------------------------------------------- */
+
+void eddy_append_opts_init(eddy_append_opts *o) {
+    if (!o)
+        return;
+    o->expected_version = EDDY_ANY_VERSION;
+    o->publish_subject = NULL;
+}
+
+/* Checks one event for the store; `publish` adds the publishing rules. */
+static eddy_status check_event(const eddy__store *st, const eddy_event *ev, size_t i, bool publish,
+                               eddy_error *err) {
+    if (!ev)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "append: event %zu is NULL", i);
+    eddy_error why = {0};
+    if (eddy_event_validate(ev, &why) != EDDY_OK)
+        return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "append: event %zu: %s", i, why.detail);
+    if (2 * eddy_event_extension_count(ev) + 18 > EDDY__STORE_MAX_FIELDS)
+        return eddy__fail(err, EDDY_ERR_TOO_LARGE,
+                          "append: event %zu ('%s') has %zu extensions; the store takes at most %d",
+                          i, eddy_event_id(ev), eddy_event_extension_count(ev),
+                          (EDDY__STORE_MAX_FIELDS - 18) / 2);
+    size_t size = eddy_event_size(ev);
+    if (size > st->s->max_event_size)
+        return eddy__fail(err, EDDY_ERR_TOO_LARGE,
+                          "append: event %zu ('%s') is %zu bytes; the limit is %zu", i,
+                          eddy_event_id(ev), size, st->s->max_event_size);
+    if (publish && eddy_event_extension(ev, EDDY__FAILED_ATTR))
+        return eddy__fail(err, EDDY_ERR_RESERVED_ATTRIBUTE,
+                          "append: event %zu carries '" EDDY__FAILED_ATTR
+                          "', which marks failure replies, and cannot be published",
+                          i);
+    return EDDY_OK;
+}
+
+/* Appends the event's field count and fields. The count comes first in the arguments, so
+ * the fields are encoded aside and copied. */
+static eddy_status add_event_fields(eddy__cmd *c, const eddy_event *ev) {
+    eddy__cmd fields;
+    eddy__cmd_init(&fields);
+    eddy_status st = eddy__entry_encode(ev, &fields);
+    if (st == EDDY_OK) {
+        eddy__cmd_fmt(c, "%d", fields.argc);
+        for (int i = 0; i < fields.argc; i++)
+            eddy__cmd_arg(c, fields.argv[i], fields.argvlen[i]);
+        st = eddy__cmd_status(c);
+    }
+    eddy__cmd_reset(&fields);
+    return st;
+}
+
+static char *stream_key(const eddy__store *st, const char *stream_id) {
+    return key_join(st->s->ns, "es:s", stream_id);
+}
+
+eddy_status eddy__store_append_prepare(const eddy__store *st, const char *stream_id,
+                                       const eddy_event *const *evs, size_t n,
+                                       const eddy_append_opts *opts, eddy__cmdlist *out,
+                                       eddy_error *err) {
+    if (!st || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "append: store is NULL");
+    eddy_status rc = eddy__store_check_id(stream_id, "stream id", err);
+    if (rc != EDDY_OK)
+        return rc;
+    if (n == 0)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "append: no events (n is 0)");
+    if (!evs)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "append: events is NULL");
+    eddy_append_opts defaults;
+    eddy_append_opts_init(&defaults);
+    if (!opts)
+        opts = &defaults;
+    if (opts->expected_version < EDDY_ANY_VERSION || opts->expected_version > EDDY__STORE_MAX_COUNT)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT,
+                          "append: expected version %lld is neither EDDY_ANY_VERSION, "
+                          "EDDY_NO_STREAM nor a version",
+                          opts->expected_version);
+    if ((unsigned long long)n > (unsigned long long)EDDY__STORE_MAX_COUNT)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "append: %zu events", n);
+    const char *subject = opts->publish_subject;
+    if (subject && (rc = eddy__subject_check(subject, err)) != EDDY_OK)
+        return rc;
+    for (size_t i = 0; i < n; i++)
+        if ((rc = check_event(st, evs[i], i, subject != NULL, err)) != EDDY_OK)
+            return rc;
+
+    size_t before = out->n;
+    eddy__cmd *c = eddy__cmdlist_add(out, T_APPEND, 0);
+    char *skey = stream_key(st, stream_id);
+    char *subject_key = subject ? eddy__key_stream(st->s->ns, subject) : NULL;
+    char *subjects_key = subject ? eddy__key_subjects(st->s->ns) : NULL;
+    rc = c && skey && (!subject || (subject_key && subjects_key)) ? EDDY_OK : EDDY_ERR_NOMEM;
+    if (rc == EDDY_OK) {
+        eddy__cmd_str(c, "FCALL");
+        eddy__cmd_str(c, EDDY__STORE_APPEND_FN);
+        eddy__cmd_str(c, subject ? "5" : "3");
+        eddy__cmd_str(c, skey);
+        eddy__cmd_str(c, st->all_key);
+        eddy__cmd_str(c, st->pos_key);
+        if (subject) {
+            eddy__cmd_str(c, subject_key);
+            eddy__cmd_str(c, subjects_key);
+        }
+        eddy__cmd_fmt(c, "%lld", opts->expected_version);
+        eddy__cmd_str(c, stream_id);
+        eddy__cmd_fmt(c, "%zu", n);
+        for (size_t i = 0; rc == EDDY_OK && i < n; i++)
+            rc = add_event_fields(c, evs[i]);
+        eddy__cmd_str(c, subject ? subject : "");
+        /* A bound past the function's range could never trim anything anyway. */
+        long long maxlen = subject ? st->s->stream_maxlen : 0;
+        eddy__cmd_fmt(c, "%lld", maxlen > EDDY__STORE_MAX_COUNT ? EDDY__STORE_MAX_COUNT : maxlen);
+        if (rc == EDDY_OK)
+            rc = eddy__cmdlist_status(out);
+    }
+    free(skey);
+    free(subject_key);
+    free(subjects_key);
+    if (rc != EDDY_OK) {
+        while (out->n > before)
+            eddy__cmd_reset(&out->cmds[--out->n]);
+        return eddy__fail(err, rc, "append: could not build the command");
+    }
+    return EDDY_OK;
+}
+
+eddy_status eddy__store_append_result(const eddy__cmdlist *cmds, size_t first, redisReply **replies,
+                                      long long *new_version, bool *reload, eddy_error *err) {
+    *reload = false;
+    if (first >= cmds->n || cmds->tags[first] != T_APPEND)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "append: no append command at %zu",
+                          first);
+    const redisReply *r = replies[first];
+    const eddy__cmd *c = &cmds->cmds[first];
+    if (r && error_starts(r, "ERR Function not found")) {
+        *reload = true;
+        return eddy__fail(err, EDDY_ERR_BACKEND, "append: the server does not know %s",
+                          EDDY__STORE_APPEND_FN);
+    }
+    if (r && error_starts(r, "VERSIONCONFLICT ")) {
+        /* The expected version is the first argument after the keys. */
+        int nkeys = atoi(c->argv[2]);
+        const char *expected = c->argv[3 + nkeys];
+        long long actual;
+        if (!parse_count(r->str + 16, r->len - 16, &actual))
+            return eddy__fail(err, EDDY_ERR_PROTOCOL, "append: unexpected reply %.*s", (int)r->len,
+                              r->str);
+        return eddy__fail(err, EDDY_ERR_VERSION_CONFLICT,
+                          "stream '%s': expected version %s, actual version %lld",
+                          c->argv[4 + nkeys], expected, actual);
+    }
+    eddy_status st = eddy__reply_status(r, "append", err);
+    if (st != EDDY_OK)
+        return st;
+    if (r->type != REDIS_REPLY_INTEGER || r->integer < 1)
+        return eddy__fail(err, EDDY_ERR_PROTOCOL, "append: unexpected reply type %d", r->type);
+    if (new_version)
+        *new_version = r->integer;
+    return EDDY_OK;
+}
+
+/* ---- reads ------------------------------------------------------------------------------ */
+
+static eddy_status reply_entries(const redisReply *r, const char *what, eddy_error *err) {
+    eddy_status st = eddy__reply_status(r, what, err);
+    if (st != EDDY_OK)
+        return st;
+    if (eddy__reply_entries(r) != EDDY_OK)
+        return eddy__fail(err, EDDY_ERR_PROTOCOL, "%s: unexpected reply", what);
+    return EDDY_OK;
+}
+
+/* A decoded stored entry. */
+typedef struct stored {
+    eddy_event *ev;
+    eddy_event_meta meta;
+    char stream_id[129];
+} stored;
+
+/* Decodes entry i of a checked XRANGE reply. `n` is what the entry id counts (a version in a
+ * stream, a position in the store); `where` names it for the detail. The metadata must agree
+ * with the id, and (stream_id not NULL) with the stream read. */
+static eddy_status decode_entry(const eddy__store *st, const redisReply *r, size_t i,
+                                bool by_version, const char *stream_id, stored *out,
+                                eddy_error *err) {
+    eddy__entry_view v = eddy__reply_entry(r, i);
+    const char *where = by_version ? "version" : "position";
+    char shown[64];
+    long long n;
+    if (!parse_store_id(v.id, v.idlen, &n))
+        return eddy__fail(err, EDDY_ERR_MALFORMED, "entry '%s' is not a store entry id",
+                          eddy__printable(shown, sizeof(shown), v.id, v.idlen));
+    if (!v.fields)
+        return eddy__fail(err, EDDY_ERR_MALFORMED, "%s %lld: entry without fields", where, n);
+    size_t nfv = v.fields->elements;
+    const char **fv = malloc((nfv ? nfv : 1) * sizeof(*fv));
+    size_t *fvlen = malloc((nfv ? nfv : 1) * sizeof(*fvlen));
+    if (!fv || !fvlen) {
+        free(fv);
+        free(fvlen);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory reading %s %lld", where, n);
+    }
+    eddy_status rc = EDDY_OK;
+    if (!eddy__entry_flatten(v.fields, fv, fvlen))
+        rc = eddy__fail(err, EDDY_ERR_PROTOCOL, "%s %lld: a field is not a string", where, n);
+    size_t slen = 0, vlen = 0, plen = 0;
+    const char *sid = NULL, *ver = NULL, *pos = NULL;
+    if (rc == EDDY_OK) {
+        sid = eddy__entry_field(fv, fvlen, nfv, EDDY__F_STREAM, &slen);
+        ver = eddy__entry_field(fv, fvlen, nfv, EDDY__F_VERSION, &vlen);
+        pos = eddy__entry_field(fv, fvlen, nfv, EDDY__F_POSITION, &plen);
+        out->meta.version = out->meta.position = 0;
+        if (!sid || !ver || !pos || slen == 0 || slen >= sizeof(out->stream_id) ||
+            memchr(sid, '\0', slen) || !parse_count(ver, vlen, &out->meta.version) ||
+            !parse_count(pos, plen, &out->meta.position) || out->meta.version < 1 ||
+            out->meta.position < 1)
+            rc = eddy__fail(err, EDDY_ERR_MALFORMED,
+                            "%s %lld: missing or bad store metadata (_stream, _version, "
+                            "_position)",
+                            where, n);
+        else if ((by_version ? out->meta.version : out->meta.position) != n ||
+                 (stream_id && (strlen(stream_id) != slen || memcmp(stream_id, sid, slen) != 0)))
+            rc = eddy__fail(err, EDDY_ERR_MALFORMED,
+                            "%s %lld: the store metadata does not match the entry", where, n);
+    }
+    if (rc == EDDY_OK) {
+        memcpy(out->stream_id, sid, slen);
+        out->stream_id[slen] = '\0';
+        out->meta.stream_id = out->stream_id;
+        eddy_error why = {0};
+        rc = eddy__entry_decode(fv, fvlen, nfv, st->s->max_event_size, &out->ev, &why);
+        if (rc != EDDY_OK)
+            rc = eddy__fail(err, rc, "stream '%s' version %lld (position %lld): %s", out->stream_id,
+                            out->meta.version, out->meta.position, why.detail);
+    }
+    free(fv);
+    free(fvlen);
+    return rc;
+}
+
+static eddy_status call(eddy_stored_fn fn, void *user, const stored *e, eddy_error *err) {
+    eddy_status st = fn(e->ev, &e->meta, user);
+    if (st != EDDY_OK)
+        return eddy__fail(err, st, "the read was stopped by its callback at position %lld (%s)",
+                          e->meta.position, eddy_status_name(st));
+    return EDDY_OK;
+}
+
+eddy_status eddy__store_read_stream_cmd(const eddy__store *st, const char *stream_id,
+                                        long long after_version, eddy__cmdlist *out,
+                                        eddy_error *err) {
+    if (!st || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "read: store is NULL");
+    eddy_status rc = eddy__store_check_id(stream_id, "stream id", err);
+    if (rc != EDDY_OK)
+        return rc;
+    if (after_version < 0)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "read: after_version %lld is negative",
+                          after_version);
+    eddy__cmd *c = eddy__cmdlist_add(out, T_READ, 0);
+    char *key = stream_key(st, stream_id);
+    if (c && key) {
+        eddy__cmd_str(c, "XRANGE");
+        eddy__cmd_str(c, key);
+        eddy__cmd_fmt(c, "(%lld-0", after_version);
+        eddy__cmd_str(c, "+");
+        eddy__cmd_str(c, "COUNT");
+        eddy__cmd_fmt(c, "%d", EDDY__STORE_PAGE);
+    }
+    free(key);
+    if (!c || !key || eddy__cmd_status(c) != EDDY_OK) {
+        if (c)
+            eddy__cmd_reset(&out->cmds[--out->n]);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    return EDDY_OK;
+}
+
+eddy_status eddy__store_read_stream_page(const eddy__store *st, const char *stream_id,
+                                         const redisReply *r, eddy_stored_fn fn, void *user,
+                                         long long *after, bool *more, eddy_error *err) {
+    *more = false;
+    eddy_status rc = reply_entries(r, "read stream", err);
+    for (size_t i = 0; rc == EDDY_OK && i < r->elements; i++) {
+        stored e = {0};
+        if ((rc = decode_entry(st, r, i, true, stream_id, &e, err)) == EDDY_OK &&
+            (rc = call(fn, user, &e, err)) == EDDY_OK)
+            *after = e.meta.version;
+        eddy_event_free(e.ev);
+    }
+    if (rc == EDDY_OK)
+        *more = r->elements == EDDY__STORE_PAGE;
+    return rc;
+}
+
+eddy_status eddy__store_read_all_cmd(const eddy__store *st, long long after_position,
+                                     size_t max_entries, eddy__cmdlist *out, eddy_error *err) {
+    if (!st || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "read: store is NULL");
+    if (after_position < 0)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "read: after_position %lld is negative",
+                          after_position);
+    if (max_entries == 0)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "read: max_entries is 0");
+    eddy__cmd *c = eddy__cmdlist_add(out, T_READ, 0);
+    if (!c)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy__cmd_str(c, "XRANGE");
+    eddy__cmd_str(c, st->all_key);
+    eddy__cmd_fmt(c, "(%lld-0", after_position);
+    eddy__cmd_str(c, "+");
+    eddy__cmd_str(c, "COUNT");
+    eddy__cmd_fmt(c, "%zu", max_entries);
+    if (eddy__cmd_status(c) != EDDY_OK) {
+        eddy__cmd_reset(&out->cmds[--out->n]);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    return EDDY_OK;
+}
+
+eddy_status eddy__store_read_all_page(const eddy__store *st, const redisReply *r,
+                                      const eddy_filter *filter, eddy_stored_fn fn, void *user,
+                                      long long after_position, long long *next_position,
+                                      eddy_error *err) {
+    *next_position = after_position;
+    eddy_status rc = reply_entries(r, "read all", err);
+    for (size_t i = 0; rc == EDDY_OK && i < r->elements; i++) {
+        stored e = {0};
+        if ((rc = decode_entry(st, r, i, false, NULL, &e, err)) == EDDY_OK &&
+            (!eddy_filter_matches(filter, e.ev) || (rc = call(fn, user, &e, err)) == EDDY_OK))
+            *next_position = e.meta.position;
+        eddy_event_free(e.ev);
+    }
+    return rc;
+}
+
+eddy_status eddy__store_head_cmd(const eddy__store *st, eddy__cmdlist *out) {
+    eddy__cmd *c = eddy__cmdlist_add(out, T_READ, 0);
+    if (!c)
+        return EDDY_ERR_NOMEM;
+    eddy__cmd_str(c, "GET");
+    eddy__cmd_str(c, st->pos_key);
+    if (eddy__cmd_status(c) != EDDY_OK) {
+        eddy__cmd_reset(&out->cmds[--out->n]);
+        return EDDY_ERR_NOMEM;
+    }
+    return EDDY_OK;
+}
+
+eddy_status eddy__store_head_result(const redisReply *r, long long *position, eddy_error *err) {
+    eddy_status st = eddy__reply_status(r, "head", err);
+    if (st != EDDY_OK)
+        return st;
+    if (r->type == REDIS_REPLY_NIL) {
+        *position = 0;
+        return EDDY_OK;
+    }
+    if (r->type != REDIS_REPLY_STRING)
+        return eddy__fail(err, EDDY_ERR_PROTOCOL, "head: unexpected reply type %d", r->type);
+    if (!parse_count(r->str, r->len, position)) {
+        char shown[64];
+        return eddy__fail(err, EDDY_ERR_MALFORMED, "head: the position counter holds '%s'",
+                          eddy__printable(shown, sizeof(shown), r->str, r->len));
+    }
+    return EDDY_OK;
+}
+
+/* ---- checkpoints ------------------------------------------------------------------------ */
+
+eddy_status eddy__ckpt_cmd(const eddy__store *st, eddy__ckpt_op op, const char *feed_id,
+                           const char *value, eddy__cmdlist *out, eddy_error *err) {
+    if (!st || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "checkpoint: store is NULL");
+    eddy_status rc = eddy__store_check_id(feed_id, "feed id", err);
+    if (rc != EDDY_OK)
+        return rc;
+    if (op == EDDY__CKPT_SAVE && !value)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "checkpoint '%s': value is NULL",
+                          feed_id);
+    static const char *const verbs[] = {"EXISTS", "GET", "SET", "DEL"};
+    eddy__cmd *c = eddy__cmdlist_add(out, T_READ, op);
+    char *key = key_join(st->s->ns, "ckpt", feed_id);
+    if (c && key) {
+        eddy__cmd_str(c, verbs[op]);
+        eddy__cmd_str(c, key);
+        if (op == EDDY__CKPT_SAVE)
+            eddy__cmd_str(c, value);
+    }
+    free(key);
+    if (!c || !key || eddy__cmd_status(c) != EDDY_OK) {
+        if (c)
+            eddy__cmd_reset(&out->cmds[--out->n]);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    return EDDY_OK;
+}
+
+eddy_status eddy__ckpt_exists_result(const redisReply *r, bool *exists, eddy_error *err) {
+    eddy_status st = eddy__reply_status(r, "checkpoint exists", err);
+    if (st != EDDY_OK)
+        return st;
+    if (r->type != REDIS_REPLY_INTEGER || r->integer < 0 || r->integer > 1)
+        return eddy__fail(err, EDDY_ERR_PROTOCOL, "checkpoint exists: unexpected reply");
+    *exists = r->integer == 1;
+    return EDDY_OK;
+}
+
+eddy_status eddy__ckpt_read_result(const redisReply *r, char *buf, size_t size, bool *found,
+                                   eddy_error *err) {
+    eddy_status st = eddy__reply_status(r, "checkpoint read", err);
+    if (st != EDDY_OK)
+        return st;
+    if (r->type == REDIS_REPLY_NIL) {
+        *found = false;
+        buf[0] = '\0';
+        return EDDY_OK;
+    }
+    if (r->type != REDIS_REPLY_STRING)
+        return eddy__fail(err, EDDY_ERR_PROTOCOL, "checkpoint read: unexpected reply type %d",
+                          r->type);
+    if (r->len >= size) {
+        buf[0] = '\0';
+        return eddy__fail(err, EDDY_ERR_TOO_LARGE,
+                          "checkpoint read: the marker is %zu bytes; the buffer holds %zu", r->len,
+                          size - 1);
+    }
+    memcpy(buf, r->str, r->len);
+    buf[r->len] = '\0';
+    *found = true;
+    return EDDY_OK;
+}
+
+eddy_status eddy__ckpt_write_result(const redisReply *r, eddy__ckpt_op op, eddy_error *err) {
+    const char *what = op == EDDY__CKPT_SAVE ? "checkpoint save" : "checkpoint remove";
+    eddy_status st = eddy__reply_status(r, what, err);
+    if (st != EDDY_OK)
+        return st;
+    bool ok = op == EDDY__CKPT_SAVE ? r->type == REDIS_REPLY_STATUS && strcmp(r->str, "OK") == 0
+                                    : r->type == REDIS_REPLY_INTEGER;
+    return ok ? EDDY_OK : eddy__fail(err, EDDY_ERR_PROTOCOL, "%s: unexpected reply", what);
+}

@@ -1,0 +1,1049 @@
+/* The event store's core with no server: the commands it builds (checked as text), the replies
+ * it reads (written as RESP and parsed by hiredis), filters, and the memory engine's FUNCTION
+ * and FCALL eddy_append run directly on an engine, including a failed allocation at every
+ * point of an append. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "entry.h"
+#include "memory/engine.h"
+#include "memory/internal.h"
+#include "settings.h"
+#include "store.h"
+
+/* ---- helpers ---------------------------------------------------------------------------- */
+
+static eddy__settings settings;
+static eddy__store *core;
+
+static void setup(void) {
+    eddy_settings s;
+    eddy_settings_init(&s);
+    s.ns = "t";
+    s.max_event_size = 4096;
+    s.stream_maxlen = 1000;
+    cr_assert_eq(eddy__settings_copy(&settings, &s, NULL), EDDY_OK);
+    core = eddy__store_new(&settings);
+    cr_assert(core);
+}
+
+static void teardown(void) {
+    eddy__store_free(core);
+    eddy__settings_free(&settings);
+}
+
+TestSuite(store_core, .init = setup, .fini = teardown);
+
+static eddy_event *ev_new(const char *id, const char *type) {
+    eddy_event *ev = eddy_event_new();
+    cr_assert(ev);
+    cr_assert_eq(eddy_event_set_id(ev, id), EDDY_OK);
+    cr_assert_eq(eddy_event_set_source(ev, "/t"), EDDY_OK);
+    cr_assert_eq(eddy_event_set_type(ev, type), EDDY_OK);
+    cr_assert_eq(eddy_event_set_data(ev, "d", 1), EDDY_OK);
+    return ev;
+}
+
+/* The command as "ARG ARG ..." (arguments are text in these tests). */
+static const char *cmd_text(const eddy__cmd *c) {
+    static char buf[8192];
+    buf[0] = '\0';
+    for (int a = 0; a < c->argc; a++) {
+        if (a)
+            strcat(buf, " ");
+        strncat(buf, c->argv[a], sizeof(buf) - strlen(buf) - 1);
+    }
+    return buf;
+}
+
+static redisReply *resp(const char *text, size_t len) {
+    redisReader *rd = redisReaderCreate();
+    void *reply = NULL;
+    cr_assert_eq(redisReaderFeed(rd, text, len), REDIS_OK);
+    cr_assert_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
+    cr_assert(reply, "incomplete RESP: %s", text);
+    redisReaderFree(rd);
+    return reply;
+}
+
+static redisReply *resps(const char *text) { return resp(text, strlen(text)); }
+
+/* A RESP writer for entry replies. */
+typedef struct rb {
+    char *p;
+    size_t len, cap;
+} rb;
+
+static void rb_put(rb *b, const char *s, size_t n) {
+    if (b->len + n + 1 > b->cap) {
+        b->cap = (b->len + n + 1) * 2;
+        b->p = realloc(b->p, b->cap);
+        cr_assert(b->p);
+    }
+    memcpy(b->p + b->len, s, n);
+    b->len += n;
+    b->p[b->len] = '\0';
+}
+
+static void rb_fmt(rb *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void rb_fmt(rb *b, const char *fmt, ...) {
+    char tmp[256];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(tmp, sizeof(tmp), fmt, ap);
+    va_end(ap);
+    rb_put(b, tmp, (size_t)n);
+}
+
+static void rb_bulk(rb *b, const char *s, size_t n) {
+    rb_fmt(b, "$%zu\r\n", n);
+    rb_put(b, s, n);
+    rb_put(b, "\r\n", 2);
+}
+
+/* One entry [id, [event fields..., extra pairs...]]; extra is NULL-terminated pairs. */
+static void rb_entry(rb *b, const char *id, const eddy_event *ev, const char *const *extra) {
+    eddy__cmd fields;
+    eddy__cmd_init(&fields);
+    if (ev)
+        cr_assert_eq(eddy__entry_encode(ev, &fields), EDDY_OK);
+    int nextra = 0;
+    while (extra && extra[nextra])
+        nextra++;
+    rb_put(b, "*2\r\n", 4);
+    rb_bulk(b, id, strlen(id));
+    rb_fmt(b, "*%d\r\n", fields.argc + nextra);
+    for (int i = 0; i < fields.argc; i++)
+        rb_bulk(b, fields.argv[i], fields.argvlen[i]);
+    for (int i = 0; i < nextra; i++)
+        rb_bulk(b, extra[i], strlen(extra[i]));
+    eddy__cmd_reset(&fields);
+}
+
+/* A stored entry as the store writes it. */
+static void rb_stored(rb *b, long long id, const char *stream, long long version,
+                      long long position, const char *type) {
+    char evid[32], ids[32], v[32], p[32];
+    snprintf(evid, sizeof(evid), "e%lld", position);
+    snprintf(ids, sizeof(ids), "%lld-0", id);
+    snprintf(v, sizeof(v), "%lld", version);
+    snprintf(p, sizeof(p), "%lld", position);
+    eddy_event *ev = ev_new(evid, type);
+    const char *extra[] = {"_stream", stream, "_version", v, "_position", p, NULL};
+    rb_entry(b, ids, ev, extra);
+    eddy_event_free(ev);
+}
+
+typedef struct seen {
+    int n;
+    char ids[300][32];
+    char streams[300][32];
+    long long versions[300], positions[300];
+    int stop_at; /* 1-based call that returns stop_status; 0 never */
+    eddy_status stop_status;
+} seen;
+
+static eddy_status record(const eddy_event *ev, const eddy_event_meta *m, void *user) {
+    seen *s = user;
+    if (s->stop_at && s->n + 1 == s->stop_at)
+        return s->stop_status;
+    cr_assert(s->n < 300);
+    snprintf(s->ids[s->n], 32, "%s", eddy_event_id(ev));
+    snprintf(s->streams[s->n], 32, "%s", m->stream_id);
+    s->versions[s->n] = m->version;
+    s->positions[s->n] = m->position;
+    s->n++;
+    return EDDY_OK;
+}
+
+/* ---- ids, filters ----------------------------------------------------------------------- */
+
+Test(store_core, ids_must_be_safe_key_parts) {
+    char long_id[200];
+    memset(long_id, 'a', 128);
+    long_id[128] = '\0';
+    cr_expect_eq(eddy__store_check_id("order-42", "stream id", NULL), EDDY_OK);
+    cr_expect_eq(eddy__store_check_id(long_id, "stream id", NULL), EDDY_OK);
+    long_id[128] = 'a';
+    long_id[129] = '\0';
+    const char *bad[] = {"", "a b", "a:b", "{a}", "a}", "tab\there", "\x7f", long_id};
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+        eddy_error err = {0};
+        cr_expect_eq(eddy__store_check_id(bad[i], "feed id", &err), EDDY_ERR_INVALID_ARGUMENT,
+                     "'%s' accepted", bad[i]);
+        cr_expect(strstr(err.detail, "feed id"), "%s", err.detail);
+    }
+    cr_expect_eq(eddy__store_check_id(NULL, "feed id", NULL), EDDY_ERR_INVALID_ARGUMENT);
+}
+
+Test(store_core, type_filters) {
+    const char *types[] = {"b", "a", "b", "c"};
+    eddy_filter *f = eddy_filter_types(types, 4);
+    cr_assert(f);
+    eddy_event *a = ev_new("1", "a"), *d = ev_new("2", "d");
+    cr_expect(eddy_filter_matches(f, a));
+    cr_expect_not(eddy_filter_matches(f, d));
+    cr_expect_not(eddy_filter_matches(f, NULL));
+    cr_expect(eddy_filter_matches(NULL, d), "no filter passes everything");
+    eddy_filter *none = eddy_filter_types(NULL, 0);
+    cr_assert(none, "an empty type set is a filter that passes nothing");
+    cr_expect_not(eddy_filter_matches(none, a));
+    const char *with_null[] = {"a", NULL};
+    cr_expect_null(eddy_filter_types(with_null, 2));
+    cr_expect_null(eddy_filter_types(NULL, 3));
+    eddy_filter_free(f);
+    eddy_filter_free(none);
+    eddy_filter_free(NULL);
+    eddy_event_free(a);
+    eddy_event_free(d);
+}
+
+/* ---- loading the library ---------------------------------------------------------------- */
+
+Test(store_core, load_command_and_replies) {
+    eddy__cmdlist l;
+    eddy__cmdlist_init(&l);
+    cr_assert_eq(eddy__store_load_cmds(&l), EDDY_OK);
+    cr_assert_eq(l.n, 1);
+    cr_expect_str_eq(l.cmds[0].argv[0], "FUNCTION");
+    cr_expect_str_eq(l.cmds[0].argv[1], "LOAD");
+    cr_expect_str_eq(l.cmds[0].argv[2], "REPLACE");
+    cr_expect_str_eq(l.cmds[0].argv[3], eddy__store_lua);
+    cr_expect(strncmp(eddy__store_lua, "#!lua name=eddy\n", 16) == 0);
+
+    struct {
+        const char *reply;
+        eddy_status want;
+    } cases[] = {
+        {"$4\r\neddy\r\n", EDDY_OK},
+        {"-ERR unknown command 'FUNCTION', with args beginning with: 'LOAD' \r\n",
+         EDDY_ERR_NOT_SUPPORTED},
+        {"-NOPERM this user has no permissions\r\n", EDDY_ERR_BACKEND},
+        {"$5\r\nother\r\n", EDDY_ERR_PROTOCOL},
+        {":1\r\n", EDDY_ERR_PROTOCOL},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        redisReply *r = resps(cases[i].reply);
+        size_t next = 99;
+        eddy_error err = {0};
+        cr_expect_eq(eddy__store_load_result(&l, 0, &r, &next, &err), cases[i].want, "%s: %s",
+                     cases[i].reply, err.detail);
+        cr_expect_eq(next, 1);
+        freeReplyObject(r);
+    }
+    redisReply *none = NULL;
+    cr_expect_eq(eddy__store_load_result(&l, 0, &none, NULL, NULL), EDDY_ERR_IO);
+    eddy__cmdlist_reset(&l);
+}
+
+/* ---- append ----------------------------------------------------------------------------- */
+
+Test(store_core, append_command_without_publishing) {
+    eddy_event *e1 = ev_new("a1", "t.one"), *e2 = ev_new("a2", "t.two");
+    const eddy_event *evs[] = {e1, e2};
+    eddy__cmdlist l;
+    eddy__cmdlist_init(&l);
+    cr_assert_eq(eddy__store_append_prepare(core, "order-1", evs, 2, NULL, &l, NULL), EDDY_OK);
+    cr_assert_eq(l.n, 1);
+    cr_expect_str_eq(cmd_text(&l.cmds[0]),
+                     "FCALL eddy_append 3 {t}:es:s:order-1 {t}:es:all {t}:es:pos -1 order-1 2 "
+                     "10 specversion 1.0 id a1 source /t type t.one data d "
+                     "10 specversion 1.0 id a2 source /t type t.two data d  0");
+    eddy__cmdlist_reset(&l);
+    eddy_event_free(e1);
+    eddy_event_free(e2);
+}
+
+Test(store_core, append_command_with_publishing_and_expected_version) {
+    eddy_event *e1 = ev_new("a1", "t.one");
+    const eddy_event *evs[] = {e1};
+    eddy_append_opts o;
+    eddy_append_opts_init(&o);
+    cr_expect_eq(o.expected_version, EDDY_ANY_VERSION);
+    cr_expect_null(o.publish_subject);
+    o.expected_version = 7;
+    o.publish_subject = "orders.placed";
+    eddy__cmdlist l;
+    eddy__cmdlist_init(&l);
+    cr_assert_eq(eddy__store_append_prepare(core, "o", evs, 1, &o, &l, NULL), EDDY_OK);
+    cr_expect_str_eq(cmd_text(&l.cmds[0]),
+                     "FCALL eddy_append 5 {t}:es:s:o {t}:es:all {t}:es:pos {t}:s:orders.placed "
+                     "{t}:subjects 7 o 1 10 specversion 1.0 id a1 source /t type t.one data d "
+                     "orders.placed 1000");
+    eddy__cmdlist_reset(&l);
+    eddy_event_free(e1);
+}
+
+Test(store_core, append_refusals_send_nothing) {
+    eddy_event *good = ev_new("g", "t");
+    eddy_event *invalid = eddy_event_new(); /* no id, source, type */
+    eddy_event *big = ev_new("big", "t");
+    char data[5000];
+    memset(data, 'x', sizeof(data));
+    cr_assert_eq(eddy_event_set_data(big, data, sizeof(data)), EDDY_OK);
+    eddy_event *failed = ev_new("f", "t");
+    cr_assert_eq(eddy_event_set_extension(failed, "messagingfailed", "true", NULL), EDDY_OK);
+    eddy_event *many = ev_new("m", "t");
+    for (int i = 0; i < 2000; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "x%d", i);
+        cr_assert_eq(eddy_event_set_extension(many, name, "", NULL), EDDY_OK);
+    }
+    eddy_append_opts publish;
+    eddy_append_opts_init(&publish);
+    publish.publish_subject = "orders.placed";
+    eddy_append_opts bad_subject = publish;
+    bad_subject.publish_subject = "orders..placed";
+    eddy_append_opts bad_version;
+    eddy_append_opts_init(&bad_version);
+    bad_version.expected_version = -2;
+
+    const eddy_event *one[] = {good};
+    const eddy_event *with_null[] = {good, NULL};
+    const eddy_event *with_invalid[] = {good, invalid};
+    const eddy_event *with_big[] = {big};
+    const eddy_event *with_failed[] = {failed};
+    const eddy_event *with_many[] = {many};
+    struct {
+        const char *stream;
+        const eddy_event *const *evs;
+        size_t n;
+        const eddy_append_opts *opts;
+        eddy_status want;
+        const char *detail;
+    } cases[] = {
+        {"s", one, 0, NULL, EDDY_ERR_INVALID_ARGUMENT, "n is 0"},
+        {"s", NULL, 1, NULL, EDDY_ERR_INVALID_ARGUMENT, "events is NULL"},
+        {NULL, one, 1, NULL, EDDY_ERR_INVALID_ARGUMENT, "stream id is NULL"},
+        {"a:b", one, 1, NULL, EDDY_ERR_INVALID_ARGUMENT, "stream id 'a:b'"},
+        {"s", with_null, 2, NULL, EDDY_ERR_INVALID_ARGUMENT, "event 1 is NULL"},
+        {"s", with_invalid, 2, NULL, EDDY_ERR_INVALID_EVENT, "event 1: "},
+        {"s", with_big, 1, NULL, EDDY_ERR_TOO_LARGE, "the limit is 4096"},
+        {"s", with_many, 1, NULL, EDDY_ERR_TOO_LARGE, "2000 extensions"},
+        {"s", with_failed, 1, &publish, EDDY_ERR_RESERVED_ATTRIBUTE, "messagingfailed"},
+        {"s", one, 1, &bad_subject, EDDY_ERR_INVALID_SUBJECT, ""},
+        {"s", one, 1, &bad_version, EDDY_ERR_INVALID_ARGUMENT, "expected version -2"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        eddy__cmdlist l;
+        eddy__cmdlist_init(&l);
+        eddy_error err = {0};
+        eddy_status st = eddy__store_append_prepare(core, cases[i].stream, cases[i].evs, cases[i].n,
+                                                    cases[i].opts, &l, &err);
+        cr_expect_eq(st, cases[i].want, "case %zu: %s (%s)", i, eddy_status_name(st), err.detail);
+        cr_expect_eq(err.status, cases[i].want, "case %zu", i);
+        cr_expect(strstr(err.detail, cases[i].detail), "case %zu: '%s'", i, err.detail);
+        cr_expect_eq(l.n, 0, "case %zu built a command", i);
+        eddy__cmdlist_reset(&l);
+    }
+    /* The reserved attribute only matters when publishing. */
+    eddy__cmdlist l;
+    eddy__cmdlist_init(&l);
+    cr_expect_eq(eddy__store_append_prepare(core, "s", with_failed, 1, NULL, &l, NULL), EDDY_OK);
+    eddy__cmdlist_reset(&l);
+    cr_expect_eq(eddy__store_append_prepare(NULL, "s", one, 1, NULL, &l, NULL),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    eddy_event_free(good);
+    eddy_event_free(invalid);
+    eddy_event_free(big);
+    eddy_event_free(failed);
+    eddy_event_free(many);
+}
+
+Test(store_core, append_replies) {
+    eddy_event *e = ev_new("a", "t");
+    const eddy_event *evs[] = {e};
+    eddy_append_opts o;
+    eddy_append_opts_init(&o);
+    o.expected_version = 3;
+    eddy__cmdlist l;
+    eddy__cmdlist_init(&l);
+    cr_assert_eq(eddy__store_append_prepare(core, "acct-9", evs, 1, &o, &l, NULL), EDDY_OK);
+
+    struct {
+        const char *reply;
+        eddy_status want;
+        bool reload;
+        long long version;
+        const char *detail;
+    } cases[] = {
+        {":4\r\n", EDDY_OK, false, 4, ""},
+        {"-VERSIONCONFLICT 5\r\n", EDDY_ERR_VERSION_CONFLICT, false, -1,
+         "stream 'acct-9': expected version 3, actual version 5"},
+        {"-VERSIONCONFLICT x\r\n", EDDY_ERR_PROTOCOL, false, -1, "VERSIONCONFLICT x"},
+        {"-ERR Function not found\r\n", EDDY_ERR_BACKEND, true, -1, "does not know"},
+        {"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n", EDDY_ERR_BACKEND,
+         false, -1, "WRONGTYPE"},
+        {"-ERR eddy_append: bad field count\r\n", EDDY_ERR_BACKEND, false, -1, "bad field"},
+        {"$1\r\n4\r\n", EDDY_ERR_PROTOCOL, false, -1, ""},
+        {":0\r\n", EDDY_ERR_PROTOCOL, false, -1, ""},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        redisReply *r = resps(cases[i].reply);
+        long long version = -1;
+        bool reload = !cases[i].reload;
+        eddy_error err = {0};
+        cr_expect_eq(eddy__store_append_result(&l, 0, &r, &version, &reload, &err), cases[i].want,
+                     "%s: %s", cases[i].reply, err.detail);
+        cr_expect_eq(reload, cases[i].reload, "%s", cases[i].reply);
+        cr_expect_eq(version, cases[i].version, "%s", cases[i].reply);
+        cr_expect(strstr(err.detail, cases[i].detail), "%s: '%s'", cases[i].reply, err.detail);
+        freeReplyObject(r);
+    }
+    redisReply *none = NULL;
+    bool reload;
+    cr_expect_eq(eddy__store_append_result(&l, 0, &none, NULL, &reload, NULL), EDDY_ERR_IO);
+    cr_expect_eq(eddy__store_append_result(&l, 1, &none, NULL, &reload, NULL),
+                 EDDY_ERR_INVALID_ARGUMENT, "no command there");
+
+    /* After a reload the append follows the load in one pipeline. */
+    eddy__cmdlist both;
+    eddy__cmdlist_init(&both);
+    cr_assert_eq(eddy__store_load_cmds(&both), EDDY_OK);
+    cr_assert_eq(eddy__store_append_prepare(core, "acct-9", evs, 1, &o, &both, NULL), EDDY_OK);
+    redisReply *rs[2] = {resps("$4\r\neddy\r\n"), resps(":4\r\n")};
+    size_t next;
+    long long version = 0;
+    cr_expect_eq(eddy__store_load_result(&both, 0, rs, &next, NULL), EDDY_OK);
+    cr_expect_eq(next, 1);
+    cr_expect_eq(eddy__store_append_result(&both, next, rs, &version, &reload, NULL), EDDY_OK);
+    cr_expect_eq(version, 4);
+    freeReplyObject(rs[0]);
+    freeReplyObject(rs[1]);
+    eddy__cmdlist_reset(&both);
+    eddy__cmdlist_reset(&l);
+    eddy_event_free(e);
+}
+
+/* ---- reads ------------------------------------------------------------------------------ */
+
+Test(store_core, read_commands) {
+    eddy__cmdlist l;
+    eddy__cmdlist_init(&l);
+    cr_assert_eq(eddy__store_read_stream_cmd(core, "o-1", 5, &l, NULL), EDDY_OK);
+    cr_assert_eq(eddy__store_read_all_cmd(core, 0, 7, &l, NULL), EDDY_OK);
+    cr_assert_eq(eddy__store_head_cmd(core, &l), EDDY_OK);
+    cr_assert_eq(l.n, 3);
+    cr_expect_str_eq(cmd_text(&l.cmds[0]), "XRANGE {t}:es:s:o-1 (5-0 + COUNT 256");
+    cr_expect_str_eq(cmd_text(&l.cmds[1]), "XRANGE {t}:es:all (0-0 + COUNT 7");
+    cr_expect_str_eq(cmd_text(&l.cmds[2]), "GET {t}:es:pos");
+    eddy_error err = {0};
+    cr_expect_eq(eddy__store_read_stream_cmd(core, "o-1", -1, &l, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect(strstr(err.detail, "negative"));
+    cr_expect_eq(eddy__store_read_stream_cmd(core, "o 1", 0, &l, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy__store_read_all_cmd(core, -1, 7, &l, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy__store_read_all_cmd(core, 0, 0, &l, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect(strstr(err.detail, "max_entries"));
+    cr_expect_eq(l.n, 3, "refusals add nothing");
+    eddy__cmdlist_reset(&l);
+}
+
+Test(store_core, read_stream_pages) {
+    rb b = {0};
+    rb_put(&b, "*3\r\n", 4);
+    rb_stored(&b, 1, "o-1", 1, 4, "t");
+    rb_stored(&b, 2, "o-1", 2, 9, "t");
+    rb_stored(&b, 3, "o-1", 3, 12, "t");
+    redisReply *r = resp(b.p, b.len);
+    seen s = {0};
+    long long after = 0;
+    bool more = true;
+    cr_assert_eq(eddy__store_read_stream_page(core, "o-1", r, record, &s, &after, &more, NULL),
+                 EDDY_OK);
+    cr_expect_eq(s.n, 3);
+    cr_expect_eq(after, 3);
+    cr_expect_not(more, "a short page is the last");
+    cr_expect_str_eq(s.ids[1], "e9");
+    cr_expect_str_eq(s.streams[1], "o-1");
+    cr_expect_eq(s.versions[1], 2);
+    cr_expect_eq(s.positions[1], 9);
+
+    /* The callback stops the read with its status; *after is the last one it took. */
+    seen stop = {.stop_at = 2, .stop_status = EDDY_ERR_HANDLER_FAILED};
+    after = 0;
+    eddy_error err = {0};
+    cr_expect_eq(eddy__store_read_stream_page(core, "o-1", r, record, &stop, &after, &more, &err),
+                 EDDY_ERR_HANDLER_FAILED);
+    cr_expect_eq(after, 1);
+    cr_expect(strstr(err.detail, "position 9"), "%s", err.detail);
+    freeReplyObject(r);
+    free(b.p);
+
+    /* A full page says more may follow. */
+    rb full = {0};
+    rb_fmt(&full, "*%d\r\n", EDDY__STORE_PAGE);
+    for (int i = 1; i <= EDDY__STORE_PAGE; i++)
+        rb_stored(&full, i, "o-1", i, i, "t");
+    r = resp(full.p, full.len);
+    seen many = {0}; /* holds 300: enough for one page */
+    after = 0;
+    cr_assert_eq(eddy__store_read_stream_page(core, "o-1", r, record, &many, &after, &more, NULL),
+                 EDDY_OK);
+    cr_expect(more);
+    cr_expect_eq(after, EDDY__STORE_PAGE);
+    freeReplyObject(r);
+    free(full.p);
+}
+
+/* One entry reply that read_stream of "o-1" (by_version) or read_all must refuse. */
+static void expect_refused(bool by_version, const char *text, size_t len, eddy_status want,
+                           const char *detail) {
+    redisReply *r = resp(text, len);
+    seen s = {0};
+    eddy_error err = {0};
+    eddy_status st;
+    if (by_version) {
+        long long after = 0;
+        bool more;
+        st = eddy__store_read_stream_page(core, "o-1", r, record, &s, &after, &more, &err);
+    } else {
+        long long next = -1;
+        st = eddy__store_read_all_page(core, r, NULL, record, &s, 0, &next, &err);
+        cr_expect_eq(next, 0, "nothing examined");
+    }
+    cr_expect_eq(st, want, "%s (%s)", eddy_status_name(st), err.detail);
+    cr_expect(strstr(err.detail, detail), "'%s' lacks '%s'", err.detail, detail);
+    cr_expect_eq(s.n, 0);
+    freeReplyObject(r);
+}
+
+Test(store_core, entries_that_do_not_decode_are_reported_with_their_place) {
+    eddy_event *ev = ev_new("x", "t");
+    struct {
+        bool by_version;
+        const char *id;
+        const char *const extra[10];
+        bool with_event;
+        eddy_status want;
+        const char *detail;
+    } cases[] = {
+        {false,
+         "3-0",
+         {"_stream", "o-1", "_version", "1", "_position", "3"},
+         false,
+         EDDY_ERR_MALFORMED,
+         "position 3): field 'specversion': missing"},
+        {false,
+         "3-0",
+         {"_stream", "o-1", "_version", "1"},
+         true,
+         EDDY_ERR_MALFORMED,
+         "position 3: missing or bad store metadata"},
+        {false,
+         "3-0",
+         {"_stream", "o-1", "_version", "x", "_position", "3"},
+         true,
+         EDDY_ERR_MALFORMED,
+         "position 3: missing"},
+        {false,
+         "3-0",
+         {"_stream", "o-1", "_version", "1", "_position", "4"},
+         true,
+         EDDY_ERR_MALFORMED,
+         "position 3: the store metadata does not match"},
+        {false,
+         "3-1",
+         {"_stream", "o-1", "_version", "1", "_position", "3"},
+         true,
+         EDDY_ERR_MALFORMED,
+         "entry '3-1' is not a store entry id"},
+        {false,
+         "0-0",
+         {"_stream", "o-1", "_version", "1", "_position", "0"},
+         true,
+         EDDY_ERR_MALFORMED,
+         "entry '0-0'"},
+        {true,
+         "2-0",
+         {"_stream", "o-2", "_version", "2", "_position", "5"},
+         true,
+         EDDY_ERR_MALFORMED,
+         "version 2: the store metadata does not match"},
+        {true,
+         "2-0",
+         {"_stream", "o-1", "_version", "3", "_position", "5"},
+         true,
+         EDDY_ERR_MALFORMED,
+         "version 2: the store metadata"},
+        {true,
+         "2-0",
+         {"_stream", "", "_version", "2", "_position", "5"},
+         true,
+         EDDY_ERR_MALFORMED,
+         "version 2: missing"},
+        {true,
+         "2-0",
+         {"_stream", "o-1", "_version", "2", "_position", "5", "bogus", "1"},
+         true,
+         EDDY_ERR_MALFORMED,
+         "stream 'o-1' version 2 (position 5): field 'bogus'"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        rb b = {0};
+        rb_put(&b, "*1\r\n", 4);
+        rb_entry(&b, cases[i].id, cases[i].with_event ? ev : NULL, cases[i].extra);
+        expect_refused(cases[i].by_version, b.p, b.len, cases[i].want, cases[i].detail);
+        free(b.p);
+    }
+    /* An event above max_event_size. */
+    eddy_event *big = ev_new("big", "t");
+    char data[5000];
+    memset(data, 'y', sizeof(data));
+    cr_assert_eq(eddy_event_set_data(big, data, sizeof(data)), EDDY_OK);
+    rb b = {0};
+    rb_put(&b, "*1\r\n", 4);
+    const char *meta[] = {"_stream", "o-1", "_version", "1", "_position", "7", NULL};
+    rb_entry(&b, "7-0", big, meta);
+    expect_refused(false, b.p, b.len, EDDY_ERR_TOO_LARGE, "position 7");
+    free(b.p);
+    /* An entry whose fields are gone, and shapes that are not XRANGE replies. */
+    const char nil_fields[] = "*1\r\n*2\r\n$3\r\n4-0\r\n*-1\r\n";
+    expect_refused(false, nil_fields, sizeof(nil_fields) - 1, EDDY_ERR_MALFORMED,
+                   "position 4: entry without fields");
+    const char int_field[] = "*1\r\n*2\r\n$3\r\n4-0\r\n*2\r\n:1\r\n:2\r\n";
+    expect_refused(false, int_field, sizeof(int_field) - 1, EDDY_ERR_PROTOCOL, "not a string");
+    expect_refused(false, ":1\r\n", 4, EDDY_ERR_PROTOCOL, "unexpected reply");
+    expect_refused(true, "-ERR boom\r\n", 11, EDDY_ERR_BACKEND, "boom");
+    long long next = -1;
+    cr_expect_eq(eddy__store_read_all_page(core, NULL, NULL, record, NULL, 5, &next, NULL),
+                 EDDY_ERR_IO);
+    cr_expect_eq(next, 5);
+    eddy_event_free(big);
+    eddy_event_free(ev);
+}
+
+Test(store_core, read_all_filters_and_advances) {
+    rb b = {0};
+    rb_put(&b, "*5\r\n", 4);
+    rb_stored(&b, 11, "a", 1, 11, "keep");
+    rb_stored(&b, 12, "b", 1, 12, "drop");
+    rb_stored(&b, 13, "a", 2, 13, "keep");
+    rb_stored(&b, 14, "c", 1, 14, "drop");
+    rb_stored(&b, 15, "c", 2, 15, "drop");
+    redisReply *r = resp(b.p, b.len);
+    const char *types[] = {"keep"};
+    eddy_filter *f = eddy_filter_types(types, 1);
+    seen s = {0};
+    long long next = 0;
+    cr_assert_eq(eddy__store_read_all_page(core, r, f, record, &s, 10, &next, NULL), EDDY_OK);
+    cr_expect_eq(s.n, 2);
+    cr_expect_eq(s.positions[0], 11);
+    cr_expect_eq(s.positions[1], 13);
+    cr_expect_str_eq(s.streams[1], "a");
+    cr_expect_eq(s.versions[1], 2);
+    cr_expect_eq(next, 15, "filtered entries advance the position too");
+
+    /* Stopped by the callback at 13: 11 and 12 were examined. */
+    seen stop = {.stop_at = 2, .stop_status = EDDY_ERR_CANCELLED};
+    cr_expect_eq(eddy__store_read_all_page(core, r, f, record, &stop, 10, &next, NULL),
+                 EDDY_ERR_CANCELLED);
+    cr_expect_eq(next, 12);
+    freeReplyObject(r);
+
+    /* An empty page leaves the position. */
+    r = resps("*0\r\n");
+    cr_assert_eq(eddy__store_read_all_page(core, r, f, record, &s, 15, &next, NULL), EDDY_OK);
+    cr_expect_eq(next, 15);
+    freeReplyObject(r);
+    eddy_filter_free(f);
+    free(b.p);
+}
+
+Test(store_core, head_replies) {
+    struct {
+        const char *reply;
+        eddy_status want;
+        long long pos;
+    } cases[] = {
+        {"$-1\r\n", EDDY_OK, 0},
+        {"$2\r\n42\r\n", EDDY_OK, 42},
+        {"$3\r\nabc\r\n", EDDY_ERR_MALFORMED, -1},
+        {":4\r\n", EDDY_ERR_PROTOCOL, -1},
+        {"-ERR x\r\n", EDDY_ERR_BACKEND, -1},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        redisReply *r = resps(cases[i].reply);
+        long long pos = -1;
+        cr_expect_eq(eddy__store_head_result(r, &pos, NULL), cases[i].want, "%s", cases[i].reply);
+        cr_expect_eq(pos, cases[i].pos, "%s", cases[i].reply);
+        freeReplyObject(r);
+    }
+    long long pos;
+    cr_expect_eq(eddy__store_head_result(NULL, &pos, NULL), EDDY_ERR_IO);
+}
+
+/* ---- checkpoints ------------------------------------------------------------------------ */
+
+Test(store_core, checkpoint_commands_and_replies) {
+    eddy__cmdlist l;
+    eddy__cmdlist_init(&l);
+    cr_assert_eq(eddy__ckpt_cmd(core, EDDY__CKPT_EXISTS, "feed-1", NULL, &l, NULL), EDDY_OK);
+    cr_assert_eq(eddy__ckpt_cmd(core, EDDY__CKPT_READ, "feed-1", NULL, &l, NULL), EDDY_OK);
+    cr_assert_eq(eddy__ckpt_cmd(core, EDDY__CKPT_SAVE, "feed-1", "42", &l, NULL), EDDY_OK);
+    cr_assert_eq(eddy__ckpt_cmd(core, EDDY__CKPT_REMOVE, "feed-1", NULL, &l, NULL), EDDY_OK);
+    cr_expect_str_eq(cmd_text(&l.cmds[0]), "EXISTS {t}:ckpt:feed-1");
+    cr_expect_str_eq(cmd_text(&l.cmds[1]), "GET {t}:ckpt:feed-1");
+    cr_expect_str_eq(cmd_text(&l.cmds[2]), "SET {t}:ckpt:feed-1 42");
+    cr_expect_str_eq(cmd_text(&l.cmds[3]), "DEL {t}:ckpt:feed-1");
+    eddy_error err = {0};
+    cr_expect_eq(eddy__ckpt_cmd(core, EDDY__CKPT_SAVE, "feed-1", NULL, &l, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy__ckpt_cmd(core, EDDY__CKPT_READ, "{feed}", NULL, &l, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect(strstr(err.detail, "feed id '{feed}'"), "%s", err.detail);
+    cr_expect_eq(l.n, 4);
+    eddy__cmdlist_reset(&l);
+
+    bool b = false;
+    redisReply *r = resps(":1\r\n");
+    cr_expect_eq(eddy__ckpt_exists_result(r, &b, NULL), EDDY_OK);
+    cr_expect(b);
+    freeReplyObject(r);
+    r = resps(":0\r\n");
+    cr_expect_eq(eddy__ckpt_exists_result(r, &b, NULL), EDDY_OK);
+    cr_expect_not(b);
+    freeReplyObject(r);
+    r = resps(":2\r\n");
+    cr_expect_eq(eddy__ckpt_exists_result(r, &b, NULL), EDDY_ERR_PROTOCOL);
+    freeReplyObject(r);
+
+    char buf[4];
+    r = resps("$3\r\n123\r\n");
+    cr_expect_eq(eddy__ckpt_read_result(r, buf, sizeof(buf), &b, NULL), EDDY_OK);
+    cr_expect(b);
+    cr_expect_str_eq(buf, "123");
+    freeReplyObject(r);
+    r = resps("$4\r\n1234\r\n");
+    cr_expect_eq(eddy__ckpt_read_result(r, buf, sizeof(buf), &b, &err), EDDY_ERR_TOO_LARGE);
+    cr_expect(strstr(err.detail, "4 bytes"), "%s", err.detail);
+    cr_expect_str_eq(buf, "");
+    freeReplyObject(r);
+    r = resps("$-1\r\n");
+    cr_expect_eq(eddy__ckpt_read_result(r, buf, sizeof(buf), &b, NULL), EDDY_OK);
+    cr_expect_not(b);
+    freeReplyObject(r);
+    r = resps(":1\r\n");
+    cr_expect_eq(eddy__ckpt_read_result(r, buf, sizeof(buf), &b, NULL), EDDY_ERR_PROTOCOL);
+    freeReplyObject(r);
+
+    r = resps("+OK\r\n");
+    cr_expect_eq(eddy__ckpt_write_result(r, EDDY__CKPT_SAVE, NULL), EDDY_OK);
+    cr_expect_eq(eddy__ckpt_write_result(r, EDDY__CKPT_REMOVE, NULL), EDDY_ERR_PROTOCOL);
+    freeReplyObject(r);
+    r = resps(":0\r\n");
+    cr_expect_eq(eddy__ckpt_write_result(r, EDDY__CKPT_REMOVE, NULL), EDDY_OK);
+    freeReplyObject(r);
+    r = resps("-READONLY You can't write against a read only replica.\r\n");
+    cr_expect_eq(eddy__ckpt_write_result(r, EDDY__CKPT_SAVE, &err), EDDY_ERR_BACKEND);
+    cr_expect(strstr(err.detail, "READONLY"));
+    freeReplyObject(r);
+    cr_expect_eq(eddy__ckpt_write_result(NULL, EDDY__CKPT_SAVE, NULL), EDDY_ERR_IO);
+}
+
+/* ---- the memory engine's functions ------------------------------------------------------ */
+
+static eddy__mem_engine *eng;
+static eddy__mem_conn *mconn;
+
+static void mem_setup(void) {
+    setup();
+    char name[64];
+    snprintf(name, sizeof(name), "store-core-%d", rand());
+    eng = eddy__mem_engine_acquire(name);
+    mconn = eddy__mem_conn_new(eng);
+    cr_assert(eng && mconn);
+}
+
+static void mem_teardown(void) {
+    eddy__mem_fail_after(0, false);
+    const char *bad = eddy__mem_engine_check(eng);
+    cr_expect_null(bad, "engine invariant: %s", bad ? bad : "");
+    eddy__mem_conn_free(mconn);
+    eddy__mem_engine_release(eng);
+    teardown();
+}
+
+TestSuite(store_memory, .init = mem_setup, .fini = mem_teardown);
+
+static redisReply *mexec(const eddy__cmd *c) {
+    long long block = -5;
+    redisReply *r = eddy__mem_exec(mconn, c->argc, eddy__cmd_argv(c), c->argvlen, &block);
+    return r;
+}
+
+/* Runs a command given as space-separated words ("" for an empty argument is written '').
+ * Returns the reply rendered as text. */
+static const char *mrun(const char *line) {
+    static char out[512];
+    eddy__cmd c;
+    eddy__cmd_init(&c);
+    char copy[2048];
+    snprintf(copy, sizeof(copy), "%s", line);
+    for (char *tok = strtok(copy, " "); tok; tok = strtok(NULL, " "))
+        eddy__cmd_str(&c, strcmp(tok, "''") == 0 ? "" : tok);
+    redisReply *r = mexec(&c);
+    cr_assert(r, "no reply to %s", line);
+    switch (r->type) {
+    case REDIS_REPLY_INTEGER:
+        snprintf(out, sizeof(out), ":%lld", r->integer);
+        break;
+    case REDIS_REPLY_ERROR:
+        snprintf(out, sizeof(out), "-%s", r->str);
+        break;
+    case REDIS_REPLY_STATUS:
+        snprintf(out, sizeof(out), "+%s", r->str);
+        break;
+    case REDIS_REPLY_STRING:
+        snprintf(out, sizeof(out), "$%s", r->str);
+        break;
+    case REDIS_REPLY_NIL:
+        snprintf(out, sizeof(out), "nil");
+        break;
+    default:
+        snprintf(out, sizeof(out), "*%zu", r->elements);
+    }
+    freeReplyObject(r);
+    eddy__cmd_reset(&c);
+    return out;
+}
+
+static void load_library(void) {
+    eddy__cmdlist l;
+    eddy__cmdlist_init(&l);
+    cr_assert_eq(eddy__store_load_cmds(&l), EDDY_OK);
+    redisReply *r = mexec(&l.cmds[0]);
+    cr_assert_eq(eddy__store_load_result(&l, 0, &r, NULL, NULL), EDDY_OK);
+    freeReplyObject(r);
+    eddy__cmdlist_reset(&l);
+}
+
+Test(store_memory, function_commands_answer_like_redis) {
+    cr_expect_str_eq(mrun("FCALL eddy_append 0"), "-ERR Function not found");
+    cr_expect_str_eq(mrun("FCALL"), "-ERR wrong number of arguments for 'fcall' command");
+    cr_expect_str_eq(mrun("FUNCTION"), "-ERR wrong number of arguments for 'function' command");
+    cr_expect_str_eq(mrun("FUNCTION nope"), "-ERR unknown subcommand 'nope'. Try FUNCTION HELP.");
+    cr_expect_str_eq(mrun("FUNCTION LOAD"),
+                     "-ERR wrong number of arguments for 'function|load' command");
+    cr_expect_str_eq(mrun("FUNCTION LOAD garbage"), "-ERR Missing library metadata");
+    cr_expect_str_eq(mrun("FUNCTION LOAD #!lua"), "-ERR Invalid library metadata");
+    cr_expect_str_eq(mrun("FUNCTION LOAD x #!lua"), "-ERR Unknown option given: x");
+    struct {
+        const char *code;
+        const char *want;
+    } loads[] = {
+        {"#!lua\nreturn 1", "-ERR Library name was not given"},
+        {"#!lua name=a x=1\nreturn 1", "-ERR Invalid metadata value given: x=1"},
+        {"#!lua name=a NAME=b\nreturn 1",
+         "-ERR Invalid metadata value, name argument was given multiple times"},
+        {"#!lua name=a-b\nreturn 1",
+         "-ERR Library names can only contain letters, numbers, or underscores(_) and must be "
+         "at least one character long"},
+        {"#!js name=ab\nreturn 1", "-ERR Engine 'js' not found"},
+        {"#! lua name=ab\nreturn 1", "-ERR Invalid metadata value given: lua"},
+        {"#!LUA name=other_lib\nreturn 1", "$other_lib"},
+        {"#!lua name=other_lib\nreturn 1", "-ERR Library 'other_lib' already exists"},
+    };
+    for (size_t i = 0; i < sizeof(loads) / sizeof(loads[0]); i++) {
+        eddy__cmd c;
+        eddy__cmd_init(&c);
+        eddy__cmd_str(&c, "FUNCTION");
+        eddy__cmd_str(&c, "LOAD");
+        eddy__cmd_str(&c, loads[i].code);
+        redisReply *r = mexec(&c);
+        cr_assert(r);
+        char got[512];
+        snprintf(got, sizeof(got), "%c%s", r->type == REDIS_REPLY_ERROR ? '-' : '$', r->str);
+        cr_expect_str_eq(got, loads[i].want, "%s", loads[i].code);
+        freeReplyObject(r);
+        eddy__cmd_reset(&c);
+    }
+    /* A library the engine cannot run is remembered; its functions are unknown. */
+    cr_expect_str_eq(mrun("FUNCTION DELETE OTHER_LIB"), "-ERR Library not found");
+    cr_expect_str_eq(mrun("FUNCTION DELETE other_lib"), "+OK");
+    cr_expect_str_eq(mrun("FUNCTION DELETE other_lib"), "-ERR Library not found");
+    load_library();
+    load_library(); /* REPLACE */
+    cr_expect_str_eq(mrun("FCALL EDDY_APPEND x"), "-ERR Bad number of keys provided");
+    cr_expect_str_eq(mrun("FCALL eddy_append 2 a"),
+                     "-ERR Number of keys can't be greater than number of args");
+    cr_expect_str_eq(mrun("FCALL eddy_append -1"), "-ERR Number of keys can't be negative");
+    cr_expect_str_eq(mrun("FUNCTION FLUSH x"),
+                     "-ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
+    cr_expect_str_eq(mrun("FUNCTION FLUSH a b"),
+                     "-ERR unknown subcommand or wrong number of arguments for 'FLUSH'. Try "
+                     "FUNCTION HELP.");
+    cr_expect_str_eq(mrun("FUNCTION FLUSH async"), "+OK");
+    cr_expect_str_eq(mrun("FCALL eddy_append 0"), "-ERR Function not found");
+    load_library();
+    cr_expect_str_eq(mrun("FLUSHALL"), "+OK");
+    cr_expect_str_eq(mrun("FCALL eddy_append 0"), "-ERR eddy_append: wrong number of keys",
+                     "FLUSHALL keeps functions");
+    cr_expect_str_eq(mrun("FUNCTION FLUSH"), "+OK");
+}
+
+Test(store_memory, eddy_append_checks_before_writing) {
+    load_library();
+    struct {
+        const char *cmd;
+        const char *want;
+    } cases[] = {
+        {"FCALL eddy_append 4 s a p x -1 o 1 2 f v '' 0", "-ERR eddy_append: wrong number of keys"},
+        {"FCALL eddy_append 3 s a s -1 o 1 2 f v '' 0", "-ERR eddy_append: keys must differ"},
+        {"FCALL eddy_append 3 s a p -2 o 1 2 f v '' 0", "-ERR eddy_append: bad expected version"},
+        {"FCALL eddy_append 3 s a p", "-ERR eddy_append: bad expected version"},
+        {"FCALL eddy_append 3 s a p 1234567890123456 o 1 2 f v '' 0",
+         "-ERR eddy_append: bad expected version"},
+        {"FCALL eddy_append 3 s a p -1 '' 1 2 f v '' 0", "-ERR eddy_append: bad stream id"},
+        {"FCALL eddy_append 3 s a p -1 o 0 '' 0", "-ERR eddy_append: bad event count"},
+        {"FCALL eddy_append 3 s a p -1 o x 2 f v '' 0", "-ERR eddy_append: bad event count"},
+        {"FCALL eddy_append 3 s a p -1 o 1 3 f v w '' 0", "-ERR eddy_append: bad field count"},
+        {"FCALL eddy_append 3 s a p -1 o 1 0 '' 0", "-ERR eddy_append: bad field count"},
+        {"FCALL eddy_append 3 s a p -1 o 1 4002 f v '' 0", "-ERR eddy_append: bad field count"},
+        {"FCALL eddy_append 3 s a p -1 o 2 2 f v '' 0", "-ERR eddy_append: bad field count"},
+        {"FCALL eddy_append 3 s a p -1 o 1 2 f v '' 0 extra",
+         "-ERR eddy_append: wrong number of arguments"},
+        {"FCALL eddy_append 3 s a p -1 o 1 2 f v subj 0",
+         "-ERR eddy_append: publish subject and keys disagree"},
+        {"FCALL eddy_append 5 s a p x y -1 o 1 2 f v '' 0",
+         "-ERR eddy_append: publish subject and keys disagree"},
+        {"FCALL eddy_append 3 s a p -1 o 1 2 f v '' -5", "-ERR eddy_append: bad maxlen"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        cr_expect_str_eq(mrun(cases[i].cmd), cases[i].want, "%s", cases[i].cmd);
+    cr_expect_str_eq(mrun("SET s x"), "+OK");
+    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p -1 o 1 2 f v '' 0"),
+                     "-WRONGTYPE Operation against a key holding the wrong kind of value");
+    cr_expect_str_eq(mrun("DEL s"), ":1");
+    cr_expect_str_eq(mrun("SET p nope"), "+OK");
+    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p -1 o 1 2 f v '' 0"),
+                     "-ERR eddy_append: position counter is not a count");
+    cr_expect_str_eq(mrun("DEL p"), ":1");
+    cr_expect_str_eq(mrun("XADD s 1000000000000000-0 f v"), "$1000000000000000-0");
+    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p -1 o 1 2 f v '' 0"),
+                     "-ERR eddy_append: stream id out of range");
+    cr_expect_str_eq(mrun("DEL s"), ":1");
+    cr_expect_str_eq(mrun("XADD s 999999999999999-0 f v"), "$999999999999999-0");
+    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p -1 o 1 2 f v '' 0"),
+                     "-ERR eddy_append: version or position out of range");
+    cr_expect_str_eq(mrun("DEL s"), ":1");
+    cr_expect_str_eq(mrun("EXISTS s a p"), ":0", "nothing was written by any refusal");
+}
+
+Test(store_memory, eddy_append_writes_and_conflicts) {
+    load_library();
+    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p 0 o 2 2 f 1 2 f 2 '' 0"), ":2");
+    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p 0 o 1 2 f 3 '' 0"), "-VERSIONCONFLICT 2");
+    cr_expect_str_eq(mrun("FCALL eddy_append 5 s2 a p subj subjects 2 o 1 2 f 3 x.y 0"),
+                     "-VERSIONCONFLICT 0");
+    cr_expect_str_eq(mrun("EXISTS subj subjects s2"), ":0");
+    cr_expect_str_eq(mrun("FCALL eddy_append 5 s a p subj subjects 2 o 1 2 f 3 x.y 0"), ":3");
+    cr_expect_str_eq(mrun("XLEN a"), ":3");
+    cr_expect_str_eq(mrun("XLEN s"), ":3");
+    cr_expect_str_eq(mrun("XLEN subj"), ":1");
+    cr_expect_str_eq(mrun("GET p"), "$3");
+    cr_expect_str_eq(mrun("SISMEMBER subjects x.y"), ":1");
+    /* Positions continue above a counter that fell behind the store's stream. */
+    cr_expect_str_eq(mrun("SET p 1"), "+OK");
+    cr_expect_str_eq(mrun("XADD a 10-0 f v"), "$10-0");
+    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p -1 o 1 2 f 4 '' 0"), ":4");
+    cr_expect_str_eq(mrun("GET p"), "$11");
+    /* A version stays above a deleted last entry. */
+    cr_expect_str_eq(mrun("XDEL s 4-0"), ":1");
+    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p 3 o 1 2 f 5 '' 0"), "-VERSIONCONFLICT 4");
+    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p 4 o 1 2 f 5 '' 0"), ":5");
+    cr_expect_str_eq(mrun("PEXPIRE p 100000"), ":1");
+    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p 5 o 1 2 f 6 '' 0"), ":6");
+    cr_expect_str_eq(mrun("PTTL p"), ":-1", "the counter is SET, which drops a TTL");
+}
+
+/* Runs one publishing two-event append with the n-th allocation failing, and checks that the
+ * engine either did all of it or nothing. Returns whether the allocation failure was hit. */
+static bool append_under_oom(long n) {
+    cr_assert_str_eq(mrun("FLUSHALL"), "+OK");
+    /* Some state to keep: a previous append with its own subject. */
+    cr_assert_str_eq(mrun("FCALL eddy_append 5 s a p subj subjects -1 o 1 2 f 0 x.y 0"), ":1");
+    eddy__cmd c;
+    eddy__cmd_init(&c);
+    const char *words[] = {"FCALL",    "eddy_append", "5", "s", "a", "p",   "subj2",
+                           "subjects", "1",           "o", "2", "4", "f",   "1",
+                           "g",        "x",           "2", "f", "2", "a.b", "1"};
+    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
+        eddy__cmd_str(&c, words[i]);
+    eddy__mem_fail_after(n, false);
+    long long block = -5;
+    redisReply *r = eddy__mem_exec(mconn, c.argc, eddy__cmd_argv(&c), c.argvlen, &block);
+    eddy__mem_fail_after(0, false);
+    eddy__cmd_reset(&c);
+    const char *bad = eddy__mem_engine_check(eng);
+    cr_assert_null(bad, "allocation %ld: %s", n, bad ? bad : "");
+    bool applied = r != NULL;
+    if (r) {
+        cr_assert_eq(r->type, REDIS_REPLY_INTEGER, "allocation %ld: %s", n, r->str);
+        cr_assert_eq(r->integer, 3);
+        freeReplyObject(r);
+    } else {
+        cr_assert_eq(block, -1, "out of memory is reported as such");
+    }
+    cr_assert_str_eq(mrun("XLEN a"), applied ? ":3" : ":1", "allocation %ld", n);
+    cr_assert_str_eq(mrun("XLEN s"), applied ? ":3" : ":1", "allocation %ld", n);
+    cr_assert_str_eq(mrun("EXISTS subj2"), applied ? ":1" : ":0", "allocation %ld", n);
+    cr_assert_str_eq(mrun("SCARD subjects"), applied ? ":2" : ":1", "allocation %ld", n);
+    cr_assert_str_eq(mrun("GET p"), applied ? "$3" : "$1", "allocation %ld", n);
+    /* The engine goes on as if nothing happened. */
+    cr_assert_str_eq(mrun("FCALL eddy_append 3 s a p -1 o 1 2 f 9 '' 0"), applied ? ":4" : ":2");
+    cr_assert_str_eq(mrun("XREVRANGE a + - COUNT 1"), "*1");
+    return !applied;
+}
+
+Test(store_memory, eddy_append_is_all_or_nothing_when_memory_runs_out) {
+    load_library();
+    unsigned long before = eddy__mem_alloc_count();
+    cr_assert_not(append_under_oom(0));
+    long total = (long)(eddy__mem_alloc_count() - before);
+    cr_assert_gt(total, 10);
+    int failed = 0;
+    for (long n = 1; n <= total; n++)
+        failed += append_under_oom(n);
+    cr_expect_gt(failed, 5, "only %d failures hit the append", failed);
+}
+
+/* Many appends crossing the emulated listpack nodes (100 entries each) with a trim, and a
+ * failed allocation in each of the next appends: the node bookkeeping an undo restores is what
+ * the trim and the invariant check read. */
+Test(store_memory, undo_restores_node_bookkeeping) {
+    load_library();
+    char want[32];
+    int version = 0;
+    for (int i = 0; i < 250; i++) {
+        snprintf(want, sizeof(want), ":%d", ++version);
+        cr_assert_str_eq(mrun("FCALL eddy_append 5 s a p subj subjects -1 o 1 2 f v x.y 150"),
+                         want);
+    }
+    cr_assert_str_eq(mrun("XLEN subj"), ":150", "approximate trim drops whole nodes");
+    for (long n = 1; n <= 40; n++) {
+        eddy__mem_fail_after(n, false);
+        const char *cmd = "FCALL eddy_append 5 s a p subj subjects -1 o 2 2 f v 2 f w x.y 150";
+        eddy__cmd c;
+        eddy__cmd_init(&c);
+        char copy[256];
+        snprintf(copy, sizeof(copy), "%s", cmd);
+        for (char *tok = strtok(copy, " "); tok; tok = strtok(NULL, " "))
+            eddy__cmd_str(&c, tok);
+        long long block;
+        redisReply *r = eddy__mem_exec(mconn, c.argc, eddy__cmd_argv(&c), c.argvlen, &block);
+        eddy__mem_fail_after(0, false);
+        eddy__cmd_reset(&c);
+        if (r) {
+            version += 2;
+            cr_assert_eq(r->integer, version);
+            freeReplyObject(r);
+        }
+        const char *bad = eddy__mem_engine_check(eng);
+        cr_assert_null(bad, "allocation %ld: %s", n, bad ? bad : "");
+        snprintf(want, sizeof(want), ":%d", version);
+        cr_assert_str_eq(mrun("XLEN a"), want, "allocation %ld", n);
+        cr_assert_str_eq(mrun("XLEN s"), want, "allocation %ld", n);
+    }
+}
