@@ -329,10 +329,10 @@ eddy_status eddy_rbus_new(struct ev_loop *loop, const eddy_settings *settings,
     if (bus->s.url.kind == EDDY__URL_MEMORY &&
         !(bus->engine = eddy__mem_engine_acquire(bus->s.url.name)))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory opening memory://%s", bus->s.url.name);
-    if (st == EDDY_OK && (!(bus->publisher = eddy__publisher_new(&bus->s)) ||
-                          !(bus->requests = eddy__requests_new(&bus->s)) ||
-                          !(bus->registry_cache = eddy__registry_cache_new(
-                                EDDY__REGISTRY_CACHE_MS))))
+    if (st == EDDY_OK &&
+        (!(bus->publisher = eddy__publisher_new(&bus->s)) ||
+         !(bus->requests = eddy__requests_new(&bus->s)) ||
+         !(bus->registry_cache = eddy__registry_cache_new(EDDY__REGISTRY_CACHE_MS))))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     for (size_t i = 0; st == EDDY_OK && i < nspecs; i++) {
         rsub *rs;

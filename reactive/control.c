@@ -208,7 +208,7 @@ static void round_done(rctl *c) {
     eddy_rbus *bus = c->bus;
     size_t n = c->plan.cmds.n;
     c->state = C_BETWEEN;
-    rreq_expire(bus); /* before matching: a reply after its deadline is Unclaimed */
+    rreq_expire(bus);         /* before matching: a reply after its deadline is Unclaimed */
     if (c->state == C_DEAD) { /* stopped from a request's callback: the replies are moot */
         c->replies[n - 1] = NULL;
         free_replies(c);
@@ -294,8 +294,7 @@ static void ctl_on_ready_timeout(struct ev_loop *loop, ev_timer *w, int revents)
 /* ---- leaving and registering, on the publishing connection ------------------------------ */
 
 /* First failure among an op's replies (EDDY_OK when there is none). */
-static eddy_status replies_status(rpub *p, eddy_status st, const eddy_error *err,
-                                  eddy_error *out) {
+static eddy_status replies_status(rpub *p, eddy_status st, const eddy_error *err, eddy_error *out) {
     if (st != EDDY_OK) {
         if (err)
             *out = *err;

@@ -127,9 +127,9 @@ struct eddy_rbus {
     unsigned caps;
     eddy__requests *requests;
     eddy__registry_cache *registry_cache;
-    rctl *ctl;        /* the live activation's control loop (control.c), NULL when stopped */
-    rctl *ctls;       /* every control loop not freed yet, live or dead */
-    unsigned leaving; /* leave ops (control.c) whose replies are still out */
+    rctl *ctl;             /* the live activation's control loop (control.c), NULL when stopped */
+    rctl *ctls;            /* every control loop not freed yet, live or dead */
+    unsigned leaving;      /* leave ops (control.c) whose replies are still out */
     ev_timer deadline;     /* the one timer for every request's deadline (request.c) */
     long long deadline_at; /* when it is armed for (wall-clock ms), -1 when it is not */
     size_t nrequests;      /* request objects alive (in the table, or with an op still out) */

@@ -220,8 +220,7 @@ eddy_status eddy_rbus_request(eddy_rbus *bus, const char *subject, const eddy_ev
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     eddy_status st =
         eddy__request_begin(bus->requests, bus->publisher, opts, false, bus->active, bus->caps,
-                            subject, ev, bus->ctl ? rctl_inbox_key(bus->ctl) : NULL,
-                            &q->out, err);
+                            subject, ev, bus->ctl ? rctl_inbox_key(bus->ctl) : NULL, &q->out, err);
     if (st != EDDY_OK) {
         free(q);
         return st;
@@ -263,8 +262,8 @@ eddy_status eddy_rbus_request_value(eddy_rbus *bus, const char *subject, const c
     if (bus->freeing)
         return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
     /* The refusals come before building anything, as for eddy_rbus_request. */
-    eddy_status st = eddy__request_precheck(opts, false, bus->active, bus->caps, NULL,
-                                            eddy_now_ms(), err);
+    eddy_status st =
+        eddy__request_precheck(opts, false, bus->active, bus->caps, NULL, eddy_now_ms(), err);
     if (st != EDDY_OK)
         return st;
     eddy_event *ev = NULL;

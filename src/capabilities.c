@@ -16,7 +16,7 @@ eddy_status eddy_backend_capabilities(const char *url, unsigned *caps, eddy_erro
 }
 
 unsigned eddy__capabilities(const eddy__url *url) {
-    unsigned caps = EDDY_CAP_GROUPS | EDDY_CAP_REQUEST_REPLY;
+    unsigned caps = EDDY_CAP_GROUPS | EDDY_CAP_REQUEST_REPLY | EDDY_CAP_EVENT_STORE;
     if (url->kind != EDDY__URL_MEMORY)
         caps |= EDDY_CAP_CROSS_PROCESS;
     return caps;

@@ -39,7 +39,7 @@ enum {
     EDDY_CAP_GROUPS = 1u << 0,        /**< competing groups, pending entries, redelivery */
     EDDY_CAP_CROSS_PROCESS = 1u << 1, /**< other processes see the same streams */
     EDDY_CAP_REQUEST_REPLY = 1u << 2, /**< request/reply (responders, requests) */
-    EDDY_CAP_EVENT_STORE = 1u << 3    /**< event store (not yet implemented: never set) */
+    EDDY_CAP_EVENT_STORE = 1u << 3    /**< event store and checkpoint storage (store.h) */
 };
 
 /** The capabilities of the backend a URL names. Thread: any. */

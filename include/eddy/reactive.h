@@ -2,19 +2,22 @@
  *
  * Nothing here blocks: calls return at once, and outcomes arrive through callbacks on the
  * loop's thread. Every completion callback runs exactly once: with the outcome, or with
- * EDDY_ERR_CLOSED when the bus is freed first. A call that is refused up front (bad input)
- * returns the refusal and does not call its callback.
+ * EDDY_ERR_CLOSED when the bus is freed first (a request: EDDY_ERR_NO_REPLY, see
+ * eddy_reply_fn). A call that is refused up front (bad input) returns the refusal and does not
+ * call its callback.
  *
  * Thread: every function must be called on the loop's thread (the one running ev_run).
  * From inside a callback or handler, every function may be called, including
  * eddy_rbus_free: the bus is then freed once the callback returns.
  *
  * Callbacks never run inside the call that asked for them (a publish's outcome, a start's
- * readiness, a handler: always later, from the loop), with one exception: teardown. Stop runs
- * pending ready callbacks with EDDY_ERR_CLOSED before it returns, and free runs those and the
- * pending publish callbacks with EDDY_ERR_CLOSED before it returns (or, called from inside a
- * callback, when that callback returns). Once eddy_rbus_free was called, the bus refuses new
- * work: publish, subscribe and start return EDDY_ERR_CLOSED, stop is a no-op.
+ * readiness, a request's reply, a handler: always later, from the loop), with two exceptions:
+ * eddy_rrequest_cancel, and teardown. Stop runs pending ready callbacks with EDDY_ERR_CLOSED
+ * and the callbacks of requests still waiting with EDDY_ERR_NO_REPLY before it returns; free
+ * does the same, and runs the pending publish callbacks with EDDY_ERR_CLOSED before it returns
+ * (or, called from inside a callback, when that callback returns). Once eddy_rbus_free was
+ * called, the bus refuses new work: publish, request, subscribe and start return
+ * EDDY_ERR_CLOSED, stop is a no-op.
  *
  * Memory: a bus on memory:// keeps its in-process store alive while it lives; its commands run
  * on the loop thread and complete from the loop.
@@ -33,8 +36,10 @@ extern "C" {
 typedef struct eddy_rbus eddy_rbus;
 
 /** Completion of eddy_rbus_start: EDDY_OK once every subscription is ready (a message
- * published after this point is delivered), EDDY_ERR_IO when the backend could not be reached
- * in time, EDDY_ERR_CLOSED when the bus was stopped or freed first. err is borrowed. */
+ * published after this point is delivered) and then the activation's reply stream is open and
+ * its subscriptions are in the namespace's registry (requests may be sent, and answered),
+ * EDDY_ERR_IO when the backend could not be reached in time, EDDY_ERR_CLOSED when the bus was
+ * stopped or freed first. err is borrowed. */
 typedef void (*eddy_ready_fn)(eddy_status st, const eddy_error *err, void *user);
 
 /** Completion of a publish: the new entry id (borrowed) on EDDY_OK, NULL otherwise. */
@@ -54,11 +59,11 @@ EDDY_EXPORT eddy_status eddy_rbus_subscribe(eddy_rbus *bus, const eddy_subscript
                                             eddy_error *err);
 
 /** As eddy_rbus_subscribe, and `ready` (may be NULL) runs once for the new subscription: on a
- * started bus, EDDY_OK when it is ready (a message published after this point is delivered)
- * or EDDY_ERR_IO when the backend could not be reached in time (the subscription is then
- * removed again, as a failed eddy_bus_subscribe leaves none); on a bus not started yet, with
- * the outcome of the next start. EDDY_ERR_CLOSED when the bus is stopped or freed first. A
- * refused subscription (bad spec) does not call it. */
+ * started bus, EDDY_OK when it is ready (a message published after this point is delivered,
+ * and requesters find it in the registry) or EDDY_ERR_IO when the backend could not be reached in
+ * time (the subscription is then removed again, as a failed eddy_bus_subscribe leaves none); on a
+ * bus not started yet, with the outcome of the next start. EDDY_ERR_CLOSED when the bus is stopped
+ * or freed first. A refused subscription (bad spec) does not call it. */
 EDDY_EXPORT eddy_status eddy_rbus_subscribe_ready(eddy_rbus *bus,
                                                   const eddy_subscription_spec *spec,
                                                   eddy_ready_fn ready, void *user, eddy_error *err);
@@ -70,13 +75,16 @@ EDDY_EXPORT eddy_status eddy_rbus_subscribe_ready(eddy_rbus *bus,
 EDDY_EXPORT eddy_status eddy_rbus_start(eddy_rbus *bus, eddy_ready_fn ready, void *user,
                                         eddy_error *err);
 
-/** Stops the activation: readers stop at once, even inside a blocking read; no handler runs
- * after stop was called (messages read but not yet handed to a handler are dropped:
- * AtLeastOnce ones come back, AtMostOnce ones are gone, as at-most-once allows).
- * Acknowledgements of handlers that already finished are still sent: they are written before
- * stop returns (memory://: applied). Deliveries whose handler returned EDDY_PENDING may still
- * be finished; their acknowledgements are sent on the stopped reader's connection, which closes
- * once the last is finished. Start may be called again at once. No-op when not started. */
+/** Stops the activation: its subscriptions leave the registry and its reply stream is deleted
+ * (best effort: commands written before stop returns when the connection is up; otherwise
+ * the leases end by themselves), requests still waiting end with EDDY_ERR_NO_REPLY, readers
+ * stop at once, even inside a blocking read; no handler runs after stop was called (messages read
+ * but not yet handed to a handler are dropped: AtLeastOnce ones come back, AtMostOnce ones are
+ * gone, as at-most-once allows). Acknowledgements of handlers that already finished are still sent:
+ * they are written before stop returns (memory://: applied). Deliveries whose handler returned
+ * EDDY_PENDING may still be finished; their acknowledgements are sent on the stopped reader's
+ * connection, which closes once the last is finished. Start may be called again at once. No-op when
+ * not started. */
 EDDY_EXPORT void eddy_rbus_stop(eddy_rbus *bus);
 
 /** Stops and frees the bus without waiting for anything; pending publishes complete with
@@ -103,22 +111,24 @@ typedef struct eddy_rrequest eddy_rrequest;
 
 /** Completion of a request, run exactly once on the loop: EDDY_OK with the reply (ownership
  * passes to the callback: eddy_event_free it), or NULL with EDDY_ERR_NO_RESPONDERS,
- * EDDY_ERR_RESPONDER_FAILED, EDDY_ERR_NO_REPLY (deadline, cancel, stop, free), or a transport
- * status when sending failed. */
+ * EDDY_ERR_RESPONDER_FAILED, EDDY_ERR_NO_REPLY (deadline, cancel, stop, free: counted NoReply;
+ * a request's outcome is never EDDY_ERR_CLOSED), or a transport status when sending failed
+ * (not counted: nothing was sent). */
 typedef void (*eddy_reply_fn)(eddy_status st, eddy_event *reply, void *user);
 
-/** Sends a request; the outcome arrives through `done`. Refusals before anything is sent
- * (same order as eddy_bus_request: EDDY_ERR_NO_DEADLINE, EDDY_ERR_NO_REPLY for a deadline
- * already passed, EDDY_ERR_NOT_READY, EDDY_ERR_NOT_SUPPORTED, EDDY_ERR_RESERVED_ATTRIBUTE, then
- * the publish checks) are returned by the call itself and `done` does not run. opts->cancel
- * is for the blocking front end and must be NULL here: cancel through *handle.
+/** Sends a request; the outcome arrives through `done` (may be NULL: the reply is then
+ * dropped). Refusals before anything is sent (same order as eddy_bus_request:
+ * EDDY_ERR_NO_DEADLINE, EDDY_ERR_NO_REPLY for a deadline already passed, EDDY_ERR_NOT_READY
+ * (not started, or its start not ready yet), EDDY_ERR_NOT_SUPPORTED,
+ * EDDY_ERR_RESERVED_ATTRIBUTE, then the publish checks; EDDY_ERR_CLOSED once free was called)
+ * are returned by the call itself and `done` does not run. opts->cancel is for the blocking
+ * front end and is refused here (EDDY_ERR_INVALID_ARGUMENT): cancel through *handle.
  * Ownership: the event is copied before the call returns; *handle (may be NULL) is the bus's.
  * Memory and time per request in flight are bounded: one table entry, no timer or key of its
  * own (one timer serves every deadline). */
-EDDY_EXPORT eddy_status eddy_rbus_request(eddy_rbus *bus, const char *subject,
-                                          const eddy_event *ev, const eddy_request_opts *opts,
-                                          eddy_reply_fn done, void *user, eddy_rrequest **handle,
-                                          eddy_error *err);
+EDDY_EXPORT eddy_status eddy_rbus_request(eddy_rbus *bus, const char *subject, const eddy_event *ev,
+                                          const eddy_request_opts *opts, eddy_reply_fn done,
+                                          void *user, eddy_rrequest **handle, eddy_error *err);
 
 /** Builds the event as eddy_rbus_publish_value does, then requests as eddy_rbus_request. */
 EDDY_EXPORT eddy_status eddy_rbus_request_value(eddy_rbus *bus, const char *subject,
