@@ -423,30 +423,28 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
     return EDDY_OK;
 }
 
-eddy_status eddy__consumer_plan(eddy__consumer *c, long long now_ms, eddy__plan *plan) {
+/* Acknowledgements, replies and dead letters first; then, unless only those are wanted, the
+ * next step of reading. */
+static eddy_status plan(eddy__consumer *c, long long now_ms, eddy__plan *p, bool with_main) {
     c->now = now_ms;
-    eddy_status st = plan_acks(c, plan);
+    eddy_status st = plan_acks(c, p);
     if (st == EDDY_OK)
-        st = plan_replies(c, plan);
+        st = plan_replies(c, p);
     if (st == EDDY_OK)
-        st = plan_dead_letters(c, plan);
+        st = plan_dead_letters(c, p);
+    if (st == EDDY_OK && with_main)
+        st = plan_main(c, now_ms, p, p->cmds.n == 0);
     if (st == EDDY_OK)
-        st = plan_main(c, now_ms, plan, plan->cmds.n == 0);
-    if (st == EDDY_OK)
-        st = eddy__cmdlist_status(&plan->cmds);
+        st = eddy__cmdlist_status(&p->cmds);
     return st;
 }
 
-eddy_status eddy__consumer_plan_flush(eddy__consumer *c, long long now_ms, eddy__plan *plan) {
-    c->now = now_ms;
-    eddy_status st = plan_acks(c, plan);
-    if (st == EDDY_OK)
-        st = plan_replies(c, plan);
-    if (st == EDDY_OK)
-        st = plan_dead_letters(c, plan);
-    if (st == EDDY_OK)
-        st = eddy__cmdlist_status(&plan->cmds);
-    return st;
+eddy_status eddy__consumer_plan(eddy__consumer *c, long long now_ms, eddy__plan *p) {
+    return plan(c, now_ms, p, true);
+}
+
+eddy_status eddy__consumer_plan_flush(eddy__consumer *c, long long now_ms, eddy__plan *p) {
+    return plan(c, now_ms, p, false);
 }
 
 /* ---- interpreting replies -------------------------------------------------------------- */

@@ -21,3 +21,11 @@ char *eddy__key_stream(const char *ns, const char *subject) { return key_join(ns
 char *eddy__key_subjects(const char *ns) { return key_join(ns, "subjects", NULL); }
 char *eddy__key_dlq(const char *ns, const char *group) { return key_join(ns, "dlq", group); }
 char *eddy__key_inbox(const char *ns, const char *id) { return key_join(ns, "inbox", id); }
+char *eddy__key_es_all(const char *ns) { return key_join(ns, "es:all", NULL); }
+char *eddy__key_es_pos(const char *ns) { return key_join(ns, "es:pos", NULL); }
+char *eddy__key_es_stream(const char *ns, const char *stream_id) {
+    return key_join(ns, "es:s", stream_id);
+}
+char *eddy__key_checkpoint(const char *ns, const char *feed_id) {
+    return key_join(ns, "ckpt", feed_id);
+}

@@ -5,6 +5,10 @@
  *   {ns}:dlq:<group>    dead-letter stream of one group
  *   {ns}:inbox:<id>     reply stream of one bus activation (expires when its process dies)
  *   {ns}:subs           registry of live subscriptions (see registry.h)
+ *   {ns}:es:all         event store, every event in global position order (id "<pos>-0")
+ *   {ns}:es:s:<stream>  event store, one stream's events in version order (id "<ver>-0")
+ *   {ns}:es:pos         event store, the last position handed out
+ *   {ns}:ckpt:<feed>    a catch-up feed's marker
  * Builders return malloc'd strings (NULL on OOM) the caller frees. */
 #ifndef EDDY_SRC_KEYS_H
 #define EDDY_SRC_KEYS_H
@@ -14,5 +18,9 @@ char *eddy__key_subjects(const char *ns);
 char *eddy__key_dlq(const char *ns, const char *group);
 /* {ns}:inbox:<id>: a bus activation's reply stream; with id "" the prefix every one shares. */
 char *eddy__key_inbox(const char *ns, const char *id);
+char *eddy__key_es_all(const char *ns);
+char *eddy__key_es_pos(const char *ns);
+char *eddy__key_es_stream(const char *ns, const char *stream_id);
+char *eddy__key_checkpoint(const char *ns, const char *feed_id);
 
 #endif

@@ -173,25 +173,13 @@ struct eddy__store {
     char *pos_key;
 };
 
-static char *key_join(const char *ns, const char *kind, const char *rest) {
-    size_t n = strlen(ns) + strlen(kind) + (rest ? strlen(rest) : 0) + 8;
-    char *key = malloc(n);
-    if (!key)
-        return NULL;
-    if (rest)
-        snprintf(key, n, "{%s}:%s:%s", ns, kind, rest);
-    else
-        snprintf(key, n, "{%s}:%s", ns, kind);
-    return key;
-}
-
 eddy__store *eddy__store_new(const eddy__settings *s) {
     eddy__store *st = calloc(1, sizeof(*st));
     if (!st)
         return NULL;
     st->s = s;
-    st->all_key = key_join(s->ns, "es:all", NULL);
-    st->pos_key = key_join(s->ns, "es:pos", NULL);
+    st->all_key = eddy__key_es_all(s->ns);
+    st->pos_key = eddy__key_es_pos(s->ns);
     if (!st->all_key || !st->pos_key) {
         eddy__store_free(st);
         return NULL;
@@ -342,7 +330,7 @@ static eddy_status add_event_fields(eddy__cmd *c, const eddy_event *ev) {
 }
 
 static char *stream_key(const eddy__store *st, const char *stream_id) {
-    return key_join(st->s->ns, "es:s", stream_id);
+    return eddy__key_es_stream(st->s->ns, stream_id);
 }
 
 eddy_status eddy__store_append_prepare(const eddy__store *st, const char *stream_id,
@@ -671,7 +659,7 @@ eddy_status eddy__ckpt_cmd(const eddy__store *st, eddy__ckpt_op op, const char *
                           feed_id);
     static const char *const verbs[] = {"EXISTS", "GET", "SET", "DEL"};
     eddy__cmd *c = eddy__cmdlist_add(out, T_READ, op);
-    char *key = key_join(st->s->ns, "ckpt", feed_id);
+    char *key = eddy__key_checkpoint(st->s->ns, feed_id);
     if (c && key) {
         eddy__cmd_str(c, verbs[op]);
         eddy__cmd_str(c, key);
