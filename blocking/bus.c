@@ -29,15 +29,17 @@ static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, bs
     eddy__sub *existing[bus->nsubs + 1];
     for (size_t i = 0; i < bus->nsubs; i++)
         existing[i] = bus->subs[i]->sub;
-    if ((st = eddy__sub_check_against(&bus->s, eddy__capabilities(&bus->s.url), sub, existing,
-                                      bus->nsubs, err)) != EDDY_OK) {
+    if ((st = eddy__sub_check_against(&bus->s, bus->caps, sub, existing, bus->nsubs, err)) !=
+        EDDY_OK) {
         eddy__sub_free(sub);
         return st;
     }
     bsub *bs = calloc(1, sizeof(*bs));
+    pthread_mutex_lock(&bus->subs_lock); /* the control thread reads the list */
     bsub **subs = realloc(bus->subs, (bus->nsubs + 1) * sizeof(*subs));
     if (subs)
         bus->subs = subs;
+    pthread_mutex_unlock(&bus->subs_lock);
     if (!bs || !subs) {
         free(bs);
         eddy__sub_free(sub);
@@ -46,11 +48,7 @@ static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, bs
     bs->bus = bus;
     bs->sub = sub;
     pthread_mutex_init(&bs->lock, NULL);
-    pthread_condattr_t attr; /* start waits on it with a monotonic deadline */
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&bs->settled, &attr);
-    pthread_condattr_destroy(&attr);
+    bcond_init_monotonic(&bs->settled); /* start waits on it with a deadline */
     if (bconn_init(&bs->conn, &bus->s) != EDDY_OK) {
         bsub_free(bs);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
@@ -74,11 +72,7 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
     pthread_mutex_init(&bus->subs_lock, NULL);
     pthread_mutex_init(&bus->pub_lock, NULL);
     pthread_mutex_init(&bus->ctl_lock, NULL);
-    pthread_condattr_t attr; /* start waits on it with a monotonic deadline */
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&bus->ctl_cond, &attr);
-    pthread_condattr_destroy(&attr);
+    bcond_init_monotonic(&bus->ctl_cond); /* start waits on it with a deadline */
     eddy_status st = eddy__settings_copy(&bus->s, settings, err);
     bool conns_ready = false;
     if (st == EDDY_OK) {

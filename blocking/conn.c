@@ -20,6 +20,14 @@
 #include "sigpipe.h"
 #include "timing.h"
 
+void bcond_init_monotonic(pthread_cond_t *cond) {
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
 long long bconn_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -30,11 +38,7 @@ eddy_status bconn_init(bconn *c, const eddy__settings *s) {
     memset(c, 0, sizeof(*c));
     c->s = s;
     pthread_mutex_init(&c->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->wake, &attr);
-    pthread_condattr_destroy(&attr);
+    bcond_init_monotonic(&c->wake);
     c->seed = (unsigned)(bconn_now_ms() ^ (long long)(uintptr_t)c ^ getpid());
     /* The engine is taken now, not at connect, so bconn_interrupt can read it unlocked. */
     if (s->url.kind == EDDY__URL_MEMORY && !(c->engine = eddy__mem_engine_acquire(s->url.name)))

@@ -55,7 +55,8 @@ bool bconn_backoff(bconn *c);
 void bconn_interrupt(bconn *c);
 void bconn_resume(bconn *c);
 
-/* CLOCK_MONOTONIC milliseconds. */
+/* CLOCK_MONOTONIC milliseconds, and a condition variable whose timed waits use that clock. */
 long long bconn_now_ms(void);
+void bcond_init_monotonic(pthread_cond_t *cond);
 
 #endif

@@ -198,11 +198,7 @@ eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_even
     }
     bwait w = {.st = EDDY_ERR_NO_REPLY};
     pthread_mutex_init(&w.m, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&w.cond, &attr);
-    pthread_condattr_destroy(&attr);
+    bcond_init_monotonic(&w.cond);
     const char *id = out.id;
     /* In the table before it is sent: the reply may arrive before the send's own answer. */
     if ((st = eddy__requests_add(bus->requests, id, &w, out.row, out.deadline_ms)) != EDDY_OK) {
