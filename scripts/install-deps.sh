@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Installs everything eddy needs to build and test on Debian 12, from Debian's packages.
 # Idempotent: packages already present are left alone. Uses sudo when not run as root.
+# Extra package names given as arguments are installed too (the fuzz run adds clang).
 set -euo pipefail
 packages=(build-essential cmake pkg-config libhiredis-dev libev-dev libmsgpack-dev
-          libcriterion-dev redis-server redis-tools clang-format clang-14 libclang-rt-14-dev)
+          libcriterion-dev redis-server redis-tools clang-format "$@")
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
