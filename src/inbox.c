@@ -54,7 +54,9 @@ const char *eddy__inbox_key(const eddy__inbox *ib) { return ib->key; }
 bool eddy__inbox_ready(const eddy__inbox *ib) { return ib->opened && ib->registered; }
 
 void eddy__inbox_reset(eddy__inbox *ib) {
-    ib->opened = false;
+    /* The reply stream is not opened again: replies that arrived while the connection was
+     * down are still in it, after last_id. The heartbeat that comes first finds out whether
+     * it survived (PEXPIRE answers 0 when the server lost it) and only then opens a new one. */
     ib->registered = false;
     ib->next_heartbeat = 0;
     ib->retry_at = 0;

@@ -33,7 +33,8 @@ eddy_status eddy__inbox_feed(eddy__inbox *ib, const eddy__plan *plan, redisReply
                              size_t n, eddy__reply_list *out);
 /* True once the reply stream exists and the subscriptions are registered. */
 bool eddy__inbox_ready(const eddy__inbox *ib);
-/* The connection was lost: open and register again on the next plan. */
+/* The connection was lost: register again on the next plan, and open a new reply stream only
+ * if the old one is gone. */
 void eddy__inbox_reset(eddy__inbox *ib);
 /* Commands for a bus that stops: its subscriptions leave the registry, its reply stream goes. */
 eddy_status eddy__inbox_close_cmds(eddy__inbox *ib, eddy__sub *const *subs, size_t n,

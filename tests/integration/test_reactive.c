@@ -1424,6 +1424,10 @@ static void send_flood(struct ev_loop *loop, ev_timer *w, int revents) {
     }
     for (int i = 0; i < f->n; i++)
         cr_assert_eq(f->recs[i].calls, 0, "request %d completed inside the loop callback", i);
+    size_t in_table, alive, ops;
+    eddy__rbus_request_counts(f->bus, &in_table, &alive, &ops);
+    cr_assert_eq(in_table, (size_t)f->n, "all of them in flight at once");
+    cr_assert_eq(alive, (size_t)f->n);
 }
 
 static bool flood_done(void *arg) {
@@ -1936,6 +1940,49 @@ Test(reactive, memory_engine_out_of_memory_during_requests, .timeout = 120) {
         }
     }
     cr_expect_eq(st, EDDY_OK, "not answered again after the failures: %s", eddy_status_name(st));
+    eddy_rbus_free(b);
+    teardown(&t);
+}
+
+ParameterizedTestParameters(reactive, registry_failures_reach_the_caller) {
+    return cr_make_param_array(int, backends, 2);
+}
+/* The registry key holds the wrong type (someone else's key): a late responder cannot be
+ * registered (its ready callback says so and it is removed), and a request cannot learn whether
+ * anything is subscribed (its callback says so; nothing was sent, nothing is counted). */
+ParameterizedTest(int *backend, reactive, registry_failures_reach_the_caller, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    eddy_rbus *b = must_rbus(&t, NULL, 0);
+    must_start(&t, b);
+    freeReplyObject(raw_cmdf(t.url, "DEL {%s}:subs", t.ns));
+    freeReplyObject(raw_cmdf(t.url, "SET {%s}:subs not-a-registry", t.ns));
+    rsp r = {0};
+    eddy_subscription_spec sp = responder("answers", "rf.x", &r);
+    readyrec ready = {0};
+    cr_assert_eq(eddy_rbus_subscribe_ready(b, &sp, on_ready, &ready, NULL), EDDY_OK);
+    cr_assert(run_until_count(&t, &ready.calls, 1, 20000));
+    cr_expect_eq(ready.st, EDDY_ERR_BACKEND, "%s (%s)", eddy_status_name(ready.st), ready.detail);
+    eddy_consumer_stats cs;
+    cr_expect_eq(eddy_rbus_consumer_stats(b, "answers", &cs), EDDY_ERR_INVALID_ARGUMENT,
+                 "the subscription was not removed");
+    reqrec rec = {0};
+    must_request(b, "rf.x", "q", "t.echo", 600000, &rec, NULL);
+    cr_assert(run_until_count(&t, &rec.calls, 1, 20000));
+    cr_expect_eq(rec.st, EDDY_ERR_BACKEND, "%s", eddy_status_name(rec.st));
+    eddy_request_stats s = req_stats(b, NULL);
+    cr_expect_eq(s.sent, 0, "nothing was sent: not counted");
+    expect_nothing_in_flight(&t, b);
+    /* Repaired: the same subscription can be added again, and is answered. */
+    freeReplyObject(raw_cmdf(t.url, "DEL {%s}:subs", t.ns));
+    memset(&ready, 0, sizeof(ready));
+    cr_assert_eq(eddy_rbus_subscribe_ready(b, &sp, on_ready, &ready, NULL), EDDY_OK);
+    cr_assert(run_until_count(&t, &ready.calls, 1, 20000));
+    cr_expect_eq(ready.st, EDDY_OK, "%s", ready.detail);
+    memset(&rec, 0, sizeof(rec));
+    must_request(b, "rf.x", "q2", "t.echo", 600000, &rec, NULL);
+    cr_assert(run_until_count(&t, &rec.calls, 1, 20000));
+    cr_expect_eq(rec.st, EDDY_OK, "%s", eddy_status_name(rec.st));
     eddy_rbus_free(b);
     teardown(&t);
 }
