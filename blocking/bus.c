@@ -86,10 +86,10 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
         bsub *bs;
         st = add_sub(bus, &specs[i], &bs, err);
     }
-    if (st == EDDY_OK && (!(bus->publisher = eddy__publisher_new(&bus->s)) ||
-                          !(bus->requests = eddy__requests_new(&bus->s)) ||
-                          !(bus->registry_cache = eddy__registry_cache_new(
-                                EDDY__REGISTRY_CACHE_MS))))
+    if (st == EDDY_OK &&
+        (!(bus->publisher = eddy__publisher_new(&bus->s)) ||
+         !(bus->requests = eddy__requests_new(&bus->s)) ||
+         !(bus->registry_cache = eddy__registry_cache_new(EDDY__REGISTRY_CACHE_MS))))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     if (st == EDDY_OK && !(bus->pool = bpool_new(bus->s.workers)))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "could not start %u worker threads", bus->s.workers);

@@ -94,12 +94,11 @@ EDDY_EXPORT bool eddy_filter_matches(const eddy_filter *f, const eddy_event *ev)
  * end is reached when *next_position == the head position. */
 EDDY_EXPORT eddy_status eddy_store_read_all(eddy_store *store, long long after_position,
                                             size_t max_entries, const eddy_filter *filter,
-                                            eddy_stored_fn fn, void *user,
-                                            long long *next_position, eddy_error *err);
+                                            eddy_stored_fn fn, void *user, long long *next_position,
+                                            eddy_error *err);
 
 /** The position of the last stored event (0 for an empty store). */
-EDDY_EXPORT eddy_status eddy_store_head(eddy_store *store, long long *position,
-                                        eddy_error *err);
+EDDY_EXPORT eddy_status eddy_store_head(eddy_store *store, long long *position, eddy_error *err);
 
 /* ---- checkpoint storage (a catch-up feed's marker) ------------------------------------ */
 

@@ -43,8 +43,8 @@ eddy__mem_engine *eddy__mem_conn_engine(eddy__mem_conn *conn);
  * out of memory (*block_ms == -1), or a blocking read that found nothing (*block_ms set to
  * the command's BLOCK argument, 0 meaning forever): wait, then call again with the same
  * command. block_ms may be NULL for callers that never send BLOCK. */
-redisReply *eddy__mem_exec(eddy__mem_conn *conn, int argc, const char **argv,
-                           const size_t *argvlen, long long *block_ms);
+redisReply *eddy__mem_exec(eddy__mem_conn *conn, int argc, const char **argv, const size_t *argvlen,
+                           long long *block_ms);
 
 /* Write sequence: increases on every command that changes data. */
 uint64_t eddy__mem_engine_seq(eddy__mem_engine *engine);
