@@ -21,6 +21,7 @@
 #include "keys.h"
 #include "reply.h"
 #include "requests.h"
+#include "store.h"
 #include "subject.h"
 
 enum {
@@ -538,6 +539,14 @@ static void take_entry(eddy__consumer *c, size_t stream, const char *id, const c
         free(d);
         eddy_event_free(ev);
         return; /* stays pending (AtLeastOnce); a request without an id is not answerable */
+    }
+    size_t slen = 0, vlen = 0, plen = 0;
+    const char *sid = eddy__entry_field(fv, fvlen, nfv, EDDY__F_STREAM, &slen);
+    const char *ver = eddy__entry_field(fv, fvlen, nfv, EDDY__F_VERSION, &vlen);
+    const char *pos = eddy__entry_field(fv, fvlen, nfv, EDDY__F_POSITION, &plen);
+    if (sid && ver && pos && vlen < 24 && plen < 24 && (d->stream_id = strndup(sid, slen))) {
+        d->version = atoll(ver);
+        d->position = atoll(pos);
     }
     if (reply_to) {
         memcpy(d->request_id, req_id, ilen);

@@ -28,6 +28,15 @@ void eddy_delivery_reply(eddy_delivery *d, eddy_event *reply) {
         eddy_event_free(reply);
 }
 
+int eddy_delivery_stored_meta(const eddy_delivery *d, eddy_event_meta *meta) {
+    if (!d || !meta || !d->stream_id)
+        return 0;
+    meta->stream_id = d->stream_id;
+    meta->version = d->version;
+    meta->position = d->position;
+    return 1;
+}
+
 int eddy_delivery_is_request(const eddy_delivery *d) { return d && d->reply_to; }
 
 long long eddy_now_ms(void) {
@@ -43,5 +52,6 @@ void eddy__delivery_free(eddy_delivery *d) {
         return;
     eddy_event_free(d->ev);
     free(d->reply_to);
+    free(d->stream_id);
     free(d);
 }

@@ -20,6 +20,10 @@ struct eddy_delivery {
     char *reply_to;
     char request_id[48];
     long long deadline;
+    /* An event published by an event-store append: its metadata (stream_id NULL otherwise). */
+    char *stream_id;
+    long long version;
+    long long position;
     /* Set by the front end; eddy_delivery_finish and eddy_delivery_reply call it. reply is
      * owned by the callee. */
     void (*finish)(eddy_delivery *d, eddy_status st, eddy_event *reply);

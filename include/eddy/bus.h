@@ -133,6 +133,18 @@ EDDY_EXPORT int eddy_delivery_is_request(const eddy_delivery *d);
  * Thread: blocking front end, any thread; reactive front end, the loop's thread. */
 EDDY_EXPORT void eddy_delivery_reply(eddy_delivery *d, eddy_event *reply);
 
+/** A stored event's metadata (see store.h). stream_id is borrowed: for the duration of the
+ * callback that received it, or as long as the delivery it came from. */
+typedef struct eddy_event_meta {
+    const char *stream_id;
+    long long version;  /**< 1 for a stream's first event */
+    long long position; /**< 1 for the store's first event */
+} eddy_event_meta;
+
+/** Fills *meta when the delivery is an event an event-store append published (the append
+ * carries stream id, version and position with it) and returns 1; returns 0 otherwise. */
+EDDY_EXPORT int eddy_delivery_stored_meta(const eddy_delivery *d, eddy_event_meta *meta);
+
 /** A handler. Return EDDY_OK when the message was handled (AtLeastOnce: it is acknowledged),
  * any error when it was not (it is redelivered after redelivery_idle_ms, up to
  * max_deliveries), or EDDY_PENDING to finish later with eddy_delivery_finish.

@@ -28,13 +28,6 @@ extern "C" {
 
 typedef struct eddy_store eddy_store;
 
-/** A stored event's metadata. stream_id is borrowed for the duration of the callback. */
-typedef struct eddy_event_meta {
-    const char *stream_id;
-    long long version;  /**< 1 for a stream's first event */
-    long long position; /**< 1 for the store's first event */
-} eddy_event_meta;
-
 /** Append whatever the stream's current version. */
 #define EDDY_ANY_VERSION (-1LL)
 /** Append only when the stream has no event yet. */

@@ -589,6 +589,9 @@ typedef struct inbox {
     int n;
     char ids[16][32];
     char entries[16][48];
+    eddy_event_meta meta[16]; /* stream_id copied into streams */
+    char streams[16][32];
+    int has_meta[16];
 } inbox;
 
 static eddy_status on_published(eddy_delivery *d, void *user) {
@@ -597,6 +600,9 @@ static eddy_status on_published(eddy_delivery *d, void *user) {
     if (in->n < 16) {
         snprintf(in->ids[in->n], 32, "%s", eddy_event_id(eddy_delivery_event(d)));
         snprintf(in->entries[in->n], 48, "%s", eddy_delivery_entry_id(d));
+        in->has_meta[in->n] = eddy_delivery_stored_meta(d, &in->meta[in->n]);
+        if (in->has_meta[in->n])
+            snprintf(in->streams[in->n], 32, "%s", in->meta[in->n].stream_id);
     }
     in->n++;
     pthread_cond_broadcast(&in->cond);
@@ -678,6 +684,11 @@ ParameterizedTest(backend *p, store, publish_in_the_same_step, .timeout = 60) {
         cr_expect_str_eq(value, i == 0 ? "1" : "2");
         entry_field(&c, key, in.entries[i], "_position", value, sizeof(value));
         cr_expect_str_eq(value, i == 0 ? "1" : "2");
+        /* ... and the subscriber sees them through the delivery. */
+        cr_expect(in.has_meta[i], "no stored metadata on the delivery");
+        cr_expect_str_eq(in.streams[i], "order-7");
+        cr_expect_eq(in.meta[i].version, i + 1);
+        cr_expect_eq(in.meta[i].position, i + 1);
     }
     cr_expect_eq(raw_int(c.url, "SISMEMBER {%s}:subjects orders.placed", c.ns), 1,
                  "pattern subscribers can discover the subject");

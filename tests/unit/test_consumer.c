@@ -121,6 +121,9 @@ Test(consumer, live_read_delivers_and_acknowledges_after_success, .fini = teardo
     cr_expect_str_eq(eddy_delivery_entry_id(d), "1-1");
     cr_expect_eq(eddy_delivery_attempt(d), 1);
     cr_expect_str_eq(eddy_delivery_subject(d), "jobs");
+    eddy_event_meta meta;
+    cr_expect_eq(eddy_delivery_stored_meta(d, &meta), 0, "a plain publish has no stored metadata");
+    cr_expect_eq(eddy_delivery_is_request(d), 0);
     cr_expect_eq(eddy__consumer_outstanding(consumer), 1);
     eddy__consumer_settle(consumer, d, EDDY_OK, NULL);
     out.n = 0;

@@ -1,0 +1,39 @@
+/* A bounded set of event ids, the feed's memory of what it applied: membership in O(1), and
+ * once it holds `capacity` ids each new one evicts the oldest (first in, first out), so a feed
+ * that runs for months keeps a fixed amount of memory. Storage grows with use up to the
+ * capacity, so a large capacity costs nothing until it is filled.
+ *
+ * Thread: none; the feed calls it under its own lock. */
+#ifndef EDDY_SRC_DEDUP_H
+#define EDDY_SRC_DEDUP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "eddy/status.h"
+
+/* Allocation of the feed core (dedup.c, feed.c): tests make the n-th one fail to check that every
+ * out-of-memory path reports EDDY_ERR_NOMEM and leaks nothing. */
+void *eddy__fmalloc(size_t size);
+void *eddy__fcalloc(size_t count, size_t size);
+void eddy__ffree(void *ptr);
+/* A copy of s, or NULL on OOM. */
+char *eddy__fstrdup(const char *s);
+/* Test hook: the n-th allocation from now fails (n >= 1), and with sticky every later one too;
+ * 0 turns injection off. Process-wide. */
+void eddy__falloc_fail_after(long n, bool sticky);
+
+typedef struct eddy__dedup eddy__dedup;
+
+/* capacity >= 1. NULL on OOM. */
+eddy__dedup *eddy__dedup_new(size_t capacity);
+void eddy__dedup_free(eddy__dedup *d);
+
+bool eddy__dedup_contains(const eddy__dedup *d, const char *id);
+/* Adds a copy of id (a no-op when present). EDDY_ERR_NOMEM leaves the set as it was. */
+eddy_status eddy__dedup_add(eddy__dedup *d, const char *id);
+/* Forgets every id (storage is kept). */
+void eddy__dedup_clear(eddy__dedup *d);
+size_t eddy__dedup_count(const eddy__dedup *d);
+
+#endif

@@ -1,0 +1,229 @@
+/* The catch-up projection feed as one state machine both front ends drive. It decides everything
+ * (holding, dropping duplicates, when to apply, refusing, failing, the marker and its retries,
+ * which projection callback runs when) and does no I/O, calls no projection callback and never
+ * waits: it takes the events of a replay page as data and answers with what to do. It calls only
+ * the user's pure functions (decode, event_id, free_event), never under its lock.
+ *
+ * Three kinds of calls:
+ *
+ * 1. Live events. eddy__feed_accept answers at once with REFUSED (err says why), DUPLICATE (an
+ *    applied id: answer EDDY_OK without applying), APPLY (apply it now on this thread, then
+ *    report with eddy__feed_live_done) or HELD: the feed keeps the entry, and the waiter given
+ *    is completed later through an out list (below) with the final status.
+ *
+ * 2. Runs. A catch-up, a go-live and (reactive) a failure are runs: eddy__feed_catch_up /
+ *    eddy__feed_go_live hand the caller a run to drive, and the front end loops
+ *        eddy__feed_run_next(f, run, &step, &out)  -> do what step says, report, repeat
+ *    until step.kind is EDDY__STEP_DONE (the run is then freed; step.st/err is the result for
+ *    the caller). Steps: WAIT (park until the run's waiter is completed, then ask again),
+ *    MARKER_EXISTS, SAVE_MARKER, DELETE_MARKER (after step.delay_ms), READ_HEAD, READ_PAGE
+ *    (read the page after step.position; hand each stored event to eddy__feed_page_event, which
+ *    answers APPLY, SKIP or STOP; then eddy__feed_page_done), APPLY (a held event, with
+ *    step.event/meta), STARTED, COMPLETED, ABANDONED (the projection callbacks). Each step but
+ *    WAIT and DONE is reported with the matching eddy__feed_*_done call before asking again.
+ *    Only one run holds the turn at a time; others wait (WAIT) for it.
+ *
+ * 3. Commands that only change state: eddy__feed_stop, eddy__feed_close, cancellations.
+ *
+ * Out lists: every call that can answer waiters takes an eddy__feed_out. The core fills it under
+ * its lock and the front end runs it afterwards, outside any lock, with eddy__feed_out_run: the
+ * complete callback the front end gives runs once per answered waiter (an accept's with its
+ * status; a parked run's with EDDY_OK: ask for the next step). out.start, when set, is a run
+ * nobody asked for (a catch-up or go-live a callback asked for, a reactive failure) that the
+ * front end must drive now, after attaching a waiter with eddy__feed_run_attach.
+ *
+ * Callbacks asking for things: a front end knows when the projection (or a completion it runs)
+ * calls it back on the feed and passes from_callback. Such calls never wait: catch-up and go-live
+ * become requests the feed runs once the callback returned (the active run carries on with
+ * them, or eddy__feed_poll_deferred hands one to the thread leaving its outermost callback).
+ *
+ * Modes: the blocking and the reactive front ends share every rule except those the spec gives
+ * each stack (EDDY__FEED_BLOCKING / EDDY__FEED_REACTIVE):
+ * - failure: blocking refuses everything at once and applies what it held only when the feed
+ *   was live before the failed catch-up; reactive runs the five steps (delete the marker, first
+ *   attempt + 3 retries then an error naming the feed id to the log; refuse later events not
+ *   from the projection; refuse listeners' held events; apply what it took in and what the
+ *   projection feeds meanwhile; then refuse everything);
+ * - reactive fails the feed when an event nothing waits for (waiter NULL) fails or is refused,
+ *   or one the projection fed during a run does; blocking callers always wait;
+ * - an accept whose caller blocks its thread (waits) is refused instead of held when it comes
+ *   from a callback: nothing could apply it while that thread waits.
+ *
+ * How the reactive front end plugs in (reactive/feed.c, later): it creates the core with
+ * EDDY__FEED_REACTIVE; its waiters are small records holding the user's completion callback,
+ * completed by eddy__feed_out_run on the loop; it drives runs on the loop: each step is a command
+ * sent on its async connection (READ_PAGE with eddy__store_read_all_cmd/_page, markers with
+ * eddy__ckpt_cmd, or a user's eddy_checkpoint_ops), the reply reported to the core and the next
+ * step asked for in the reply callback, WAIT simply returning to the loop until complete() is
+ * called for the run, delay_ms an ev_timer; an apply that finishes later (the projection returns
+ * EDDY_PENDING) is reported when it finishes. from_callback is a depth counter around projection
+ * callbacks on the loop. Nothing here changes for it.
+ *
+ * Thread: every function is safe from any thread (one lock); eddy__feed_run_next and the _done
+ * calls of one run are made by whoever drives it, one at a time. */
+#ifndef EDDY_SRC_FEED_H
+#define EDDY_SRC_FEED_H
+
+#include <stdbool.h>
+
+#include "eddy/feed.h"
+#include "log.h"
+
+typedef enum eddy__feed_mode { EDDY__FEED_BLOCKING, EDDY__FEED_REACTIVE } eddy__feed_mode;
+
+typedef struct eddy__feed eddy__feed;
+typedef struct eddy__feed_run eddy__feed_run;
+typedef struct eddy__feed_entry eddy__feed_entry;
+
+/* Marker deletion on a reactive failure: the first attempt plus this many retries. */
+#define EDDY__FEED_DELETE_RETRIES 3
+/* Pause before retry n (1-based): EDDY__FEED_RETRY_MS << (n - 1). */
+#define EDDY__FEED_RETRY_MS 50
+
+/* Checks cfg (EDDY_ERR_INVALID_SPEC naming the field, EDDY_ERR_INVALID_ARGUMENT for the id) and
+ * copies what the core needs; has_marker: a checkpoint storage exists. NULL *out on failure. */
+eddy_status eddy__feed_new(const eddy_feed_config *cfg, eddy__feed_mode mode, bool has_marker,
+                           eddy__feed **out, eddy_error *err);
+/* Frees the core. Only once nothing uses it: no run, no entry outstanding (eddy__feed_close
+ * first and let every driver and applier finish). */
+void eddy__feed_free(eddy__feed *f);
+const char *eddy__feed_id(const eddy__feed *f);
+
+/* ---- out lists ------------------------------------------------------------------------- */
+
+typedef struct eddy__feed_out {
+    eddy__feed_entry *done, *done_tail; /* answered accepts, in the order answered */
+    eddy__feed_run *woken, *woken_tail; /* parked runs to resume */
+    eddy__feed_run *start;              /* a run the caller must drive now */
+} eddy__feed_out;
+
+void eddy__feed_out_init(eddy__feed_out *o);
+/* Called once per answered waiter: st and err (NULL on EDDY_OK) are the outcome, borrowed for
+ * the call. Waiters that are NULL (nothing waits) are skipped. */
+typedef void (*eddy__feed_complete_fn)(void *waiter, eddy_status st, const eddy_error *err,
+                                       void *ctx);
+/* Completes everything in o (entries first, in order, then runs) and frees the answered
+ * entries. o.start is left for the caller. */
+void eddy__feed_out_run(eddy__feed_out *o, eddy__feed_complete_fn complete, void *ctx);
+
+/* ---- live events ----------------------------------------------------------------------- */
+
+typedef enum eddy__accept_kind {
+    EDDY__ACCEPT_REFUSED,   /* not taken: the returned status and err say why */
+    EDDY__ACCEPT_DUPLICATE, /* its id was applied already: EDDY_OK without applying */
+    EDDY__ACCEPT_APPLY,     /* apply it now, then eddy__feed_live_done(entry) */
+    EDDY__ACCEPT_HELD       /* held: the waiter is completed later */
+} eddy__accept_kind;
+
+typedef struct eddy__accept_flags {
+    bool from_callback; /* fed from a callback of this feed (the projection's) */
+    bool waits;         /* the caller blocks its thread until the waiter completes */
+} eddy__accept_flags;
+
+/* Takes a live event in. meta may be NULL (copied when not); event is the front end's and
+ * must stay valid until the entry is answered or live_done is called. Returns EDDY_OK for
+ * DUPLICATE, APPLY and HELD, the refusal otherwise. *entry is set for APPLY. */
+eddy_status eddy__feed_accept(eddy__feed *f, const eddy_event_meta *meta, void *event,
+                              void *waiter, eddy__accept_flags flags, eddy__accept_kind *kind,
+                              eddy__feed_entry **entry, eddy__feed_out *out, eddy_error *err);
+/* The outcome of an APPLY: records the id on success, frees the entry, returns st with err
+ * filled (apply_err's detail, or one naming the event). */
+eddy_status eddy__feed_live_done(eddy__feed *f, eddy__feed_entry *entry, eddy_status st,
+                                 const eddy_error *apply_err, eddy__feed_out *out,
+                                 eddy_error *err);
+/* A waiter gave up (its cancel handle fired): true when its entry was still held, which is then
+ * dropped unanswered (the caller returns EDDY_ERR_CANCELLED); false when it is being applied or
+ * already answered: the completion is on its way, wait for it. */
+bool eddy__feed_accept_cancel(eddy__feed *f, void *waiter);
+
+/* ---- runs ------------------------------------------------------------------------------ */
+
+/* Asks for a catch-up. EDDY_ERR_ILLEGAL_STATE (failed feed), EDDY_ERR_CLOSED. from_callback:
+ * recorded as a request, *run NULL, EDDY_OK. Otherwise *run is the caller's to drive; waiter is
+ * what its WAIT steps wait on. */
+eddy_status eddy__feed_catch_up(eddy__feed *f, void *waiter, bool from_callback,
+                                eddy__feed_run **run, eddy__feed_out *out, eddy_error *err);
+/* Asks for go-live: EDDY_OK with *run NULL when the feed is live and nothing runs, or from a
+ * callback (the running catch-up goes live when it ends, or a request is recorded); else a run
+ * to drive as for catch-up. */
+eddy_status eddy__feed_go_live(eddy__feed *f, void *waiter, bool from_callback,
+                               eddy__feed_run **run, eddy__feed_out *out, eddy_error *err);
+/* A request a callback made, for the thread leaving its outermost callback: a run to drive
+ * (waiter attached with eddy__feed_run_attach), or NULL. */
+eddy__feed_run *eddy__feed_poll_deferred(eddy__feed *f);
+/* Sets the waiter of a run from out.start or poll_deferred, before its first step. */
+void eddy__feed_run_attach(eddy__feed_run *run, void *waiter);
+
+/* Stops the running replay, or an idle feed that is not live (answering its held events). */
+void eddy__feed_stop(eddy__feed *f, eddy__feed_out *out);
+/* The driver's cancel handle fired. Returns true when the run had been resumed and the
+ * completion of its waiter is on its way (the driver waits for it before asking again). */
+bool eddy__feed_run_cancel(eddy__feed *f, eddy__feed_run *run);
+/* Teardown: later calls are refused with EDDY_ERR_CLOSED, held events answered with it, the
+ * running catch-up ends (EDDY_ERR_CLOSED) at its next step, parked runs are resumed. */
+void eddy__feed_close(eddy__feed *f, eddy__feed_out *out);
+
+typedef enum eddy__feed_step_kind {
+    EDDY__STEP_DONE,
+    EDDY__STEP_WAIT,
+    EDDY__STEP_MARKER_EXISTS,
+    EDDY__STEP_STARTED,
+    EDDY__STEP_READ_HEAD,
+    EDDY__STEP_READ_PAGE,
+    EDDY__STEP_COMPLETED,
+    EDDY__STEP_APPLY, /* a held event */
+    EDDY__STEP_SAVE_MARKER,
+    EDDY__STEP_ABANDONED,
+    EDDY__STEP_DELETE_MARKER
+} eddy__feed_step_kind;
+
+typedef struct eddy__feed_step {
+    eddy__feed_step_kind kind;
+    long long position;          /* READ_PAGE: read after this position */
+    size_t max;                  /* READ_PAGE: stored events to examine */
+    char marker[32];             /* SAVE_MARKER: the value */
+    unsigned delay_ms;           /* DELETE_MARKER: wait this long first */
+    void *event;                 /* APPLY */
+    const eddy_event_meta *meta; /* APPLY: NULL for an event fed without metadata */
+    eddy_status st;              /* DONE: the caller's result */
+    eddy_error err;              /* DONE: its detail when st != EDDY_OK */
+} eddy__feed_step;
+
+void eddy__feed_run_next(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
+                         eddy__feed_out *out);
+
+/* Reports a step: STARTED, COMPLETED, APPLY, SAVE_MARKER, DELETE_MARKER, ABANDONED (st
+ * EDDY_OK). err (may be NULL) is the detail of a failure. */
+void eddy__feed_step_done(eddy__feed *f, eddy__feed_run *run, eddy_status st,
+                          const eddy_error *err, eddy__feed_out *out);
+void eddy__feed_marker_checked(eddy__feed *f, eddy__feed_run *run, eddy_status st, bool exists,
+                               const eddy_error *err, eddy__feed_out *out);
+void eddy__feed_head_read(eddy__feed *f, eddy__feed_run *run, eddy_status st, long long head,
+                          const eddy_error *err, eddy__feed_out *out);
+
+typedef enum eddy__page_kind {
+    EDDY__PAGE_APPLY, /* apply step.event/meta, then eddy__feed_replay_applied */
+    EDDY__PAGE_SKIP,  /* go on with the next stored event */
+    EDDY__PAGE_STOP   /* stop reading this page; call eddy__feed_page_done */
+} eddy__page_kind;
+
+/* One stored event of the page being read (borrowed for the call): decodes it (the step holds
+ * the user's event, which the core frees in eddy__feed_replay_applied). */
+eddy__page_kind eddy__feed_page_event(eddy__feed *f, eddy__feed_run *run, const eddy_event *ev,
+                                      const eddy_event_meta *meta, eddy__feed_step *step);
+/* The outcome of a replayed apply. Returns EDDY_OK to go on reading the page, an error to stop
+ * (the run failed or was stopped). */
+eddy_status eddy__feed_replay_applied(eddy__feed *f, eddy__feed_run *run, eddy_status st,
+                                      const eddy_error *err, eddy__feed_out *out);
+/* The page was read: st is the read's status, next_position the last position examined. */
+void eddy__feed_page_done(eddy__feed *f, eddy__feed_run *run, eddy_status st,
+                          long long next_position, const eddy_error *err, eddy__feed_out *out);
+
+/* ---- state ----------------------------------------------------------------------------- */
+
+void eddy__feed_info(eddy__feed *f, eddy_feed_info *out);
+/* Copies the failure into *cause (may be NULL); false when the feed has not failed. */
+bool eddy__feed_failure(eddy__feed *f, eddy_error *cause);
+bool eddy__feed_keyed_by_metadata(const eddy__feed *f);
+
+#endif
