@@ -105,6 +105,7 @@ int main(int argc, char **argv) {
     s.ns = "example";
     s.source = "/examples/worker_blocking";
     s.log = log_to_stderr;
+    s.read_batch = 1; /* one order at a time per worker: the sharing is easy to see */
 
     bool publish = strcmp(role, "worker") != 0, work = strcmp(role, "publisher") != 0;
     eddy_bus *w1 = NULL, *w2 = NULL;
