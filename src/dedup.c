@@ -61,7 +61,7 @@ struct eddy__dedup {
     size_t capacity;
     char **ring; /* ring[(head + i) % ring_cap], i < count */
     size_t ring_cap, head, count;
-    size_t *table; /* ring slot or EMPTY */
+    size_t *table;    /* ring slot or EMPTY */
     size_t table_cap; /* a power of two */
 };
 

@@ -123,14 +123,13 @@ typedef struct eddy__accept_flags {
 /* Takes a live event in. meta may be NULL (copied when not); event is the front end's and
  * must stay valid until the entry is answered or live_done is called. Returns EDDY_OK for
  * DUPLICATE, APPLY and HELD, the refusal otherwise. *entry is set for APPLY. */
-eddy_status eddy__feed_accept(eddy__feed *f, const eddy_event_meta *meta, void *event,
-                              void *waiter, eddy__accept_flags flags, eddy__accept_kind *kind,
+eddy_status eddy__feed_accept(eddy__feed *f, const eddy_event_meta *meta, void *event, void *waiter,
+                              eddy__accept_flags flags, eddy__accept_kind *kind,
                               eddy__feed_entry **entry, eddy__feed_out *out, eddy_error *err);
 /* The outcome of an APPLY: records the id on success, frees the entry, returns st with err
  * filled (apply_err's detail, or one naming the event). */
 eddy_status eddy__feed_live_done(eddy__feed *f, eddy__feed_entry *entry, eddy_status st,
-                                 const eddy_error *apply_err, eddy__feed_out *out,
-                                 eddy_error *err);
+                                 const eddy_error *apply_err, eddy__feed_out *out, eddy_error *err);
 /* A waiter gave up (its cancel handle fired): true when its entry was still held, which is then
  * dropped unanswered (the caller returns EDDY_ERR_CANCELLED); false when it is being applied or
  * already answered: the completion is on its way, wait for it. */
@@ -194,8 +193,8 @@ void eddy__feed_run_next(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *st
 
 /* Reports a step: STARTED, COMPLETED, APPLY, SAVE_MARKER, DELETE_MARKER, ABANDONED (st
  * EDDY_OK). err (may be NULL) is the detail of a failure. */
-void eddy__feed_step_done(eddy__feed *f, eddy__feed_run *run, eddy_status st,
-                          const eddy_error *err, eddy__feed_out *out);
+void eddy__feed_step_done(eddy__feed *f, eddy__feed_run *run, eddy_status st, const eddy_error *err,
+                          eddy__feed_out *out);
 void eddy__feed_marker_checked(eddy__feed *f, eddy__feed_run *run, eddy_status st, bool exists,
                                const eddy_error *err, eddy__feed_out *out);
 void eddy__feed_head_read(eddy__feed *f, eddy__feed_run *run, eddy_status st, long long head,

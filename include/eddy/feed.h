@@ -41,8 +41,14 @@
  * eddy_error names the cause's status and detail ("...; cause: EDDY_ERR_IO: ..."), and
  * eddy_feed_failure gives the recorded failure itself.
  *
- * The reactive (libev) feed is built on the same core state machine (src/feed.h) and follows
- * the same rules, with the reactor stack's own failure rules; it is declared in a later header.
+ * The reactive (libev) feed, a later addition, is built on the same core state machine
+ * (src/feed.h), so it decides nothing differently: it takes the same eddy_feed_config and
+ * eddy_projection (its apply may also return EDDY_PENDING and finish later), answers through a
+ * completion callback on the loop where these functions wait (accept, catch-up, go-live), reads
+ * replay pages on the loop, and follows the reactor stack's own failure rules, which the core
+ * already implements: the marker is deleted (first attempt plus 3 retries, then an error naming
+ * the feed id to the log hook), listeners' events are refused while the projection's own are
+ * still applied, then everything is refused.
  *
  * Thread: every function is safe from any thread unless it says otherwise. The projection's
  * apply may run on several threads at once while the feed is live (one per caller of accept),
@@ -68,7 +74,8 @@ typedef struct eddy_projection {
      * metadata during a replay, the caller's for a live event fed with metadata, NULL for one
      * fed without. Return EDDY_OK once applied; any error (with detail in err if useful) means
      * it was not: a replayed event's failure fails the catch-up, a live event's fails only its
-     * caller. Ownership: event and meta are borrowed for the call.
+     * caller. The blocking feed needs a final status: EDDY_PENDING counts as a failure.
+     * Ownership: event and meta are borrowed for the call.
      * Thread: the thread running the catch-up, or the caller of accept. */
     eddy_status (*apply)(void *event, const eddy_event_meta *meta, eddy_error *err, void *user);
     /** A replay is about to apply the history (not called when the marker skips it). An error
@@ -86,11 +93,12 @@ typedef struct eddy_projection {
     void *user;
 } eddy_projection;
 
-/** Makes the user's event from a stored CloudEvent. meta is the stored metadata during a replay
- * and NULL for a live event decoded by eddy_feed_handler. Set *event to NULL to skip an event
- * the projection does not handle (not applied; a listener acknowledges it). An error fails the
- * catch-up, or refuses the live event. Must not call the feed. Ownership: *event is the feed's,
- * released with free_event. */
+/** Makes the user's event from a stored CloudEvent. meta is the stored metadata during a replay;
+ * for a live event decoded by eddy_feed_handler it is the delivery's (eddy_delivery_stored_meta),
+ * or NULL when the delivery carries none. Set *event to NULL to skip an event the projection
+ * does not handle (not applied; a listener acknowledges it). An error fails the catch-up, or
+ * refuses the live event. Must not call the feed. Ownership: *event is the feed's, released
+ * with free_event. */
 typedef eddy_status (*eddy_feed_decode_fn)(const eddy_event *stored, const eddy_event_meta *meta,
                                            void **event, eddy_error *err, void *user);
 /** Releases an event decode made. */
@@ -213,11 +221,12 @@ EDDY_EXPORT eddy_status eddy_feed_offer(eddy_feed *feed, const eddy_event_meta *
                                         eddy_feed_done_fn done, void *user);
 
 /** A subscription handler (eddy_handler_fn) that feeds each delivery to the feed given as
- * spec.user: decodes the delivery's event with the feed's decode (meta NULL), offers it, and lets
- * the outcome settle the delivery: applied (or skipped by decode), acknowledged; refused or
- * failed, not acknowledged, so an AtLeastOnce subscription gets it again. Returns EDDY_PENDING
- * while the feed holds the event. A projection keyed by metadata cannot be fed this way (no
- * metadata travels with a delivery): its events are refused. */
+ * spec.user: decodes the delivery's event with the feed's decode, offers it with the stored
+ * metadata when the delivery carries some (an event an event-store append published) and
+ * without otherwise, and lets the outcome settle the delivery: applied (or skipped by decode),
+ * acknowledged; refused or failed, not acknowledged, so an AtLeastOnce subscription gets it
+ * again. Returns EDDY_PENDING while the feed holds the event (no worker waits for it). A
+ * projection keyed by metadata refuses deliveries without metadata (a plain publish). */
 EDDY_EXPORT eddy_status eddy_feed_handler(eddy_delivery *d, void *user);
 
 /* ---- state ----------------------------------------------------------------------------- */
@@ -242,15 +251,16 @@ typedef enum eddy_feed_outcome {
 } eddy_feed_outcome;
 
 typedef struct eddy_feed_info {
-    bool live;           /**< applies live events directly */
-    bool stopped;        /**< refuses live events until the next catch-up or go-live */
-    bool failed;         /**< refuses everything for good */
-    bool catching_up;    /**< a catch-up or go-live is running */
-    size_t held;         /**< live events waiting for the feed to go live */
-    uint64_t replayed;   /**< events applied by replays */
-    uint64_t applied;    /**< live events applied */
-    uint64_t duplicates; /**< live events dropped: their id was already applied */
-    uint64_t refused;    /**< live events refused */
+    bool live;              /**< applies live events directly */
+    bool stopped;           /**< refuses live events until the next catch-up or go-live */
+    bool failed;            /**< refuses everything for good */
+    bool catching_up;       /**< a catch-up or go-live is running */
+    size_t waiting;         /**< catch-up and go-live calls waiting for the running one */
+    size_t held;            /**< live events waiting for the feed to go live */
+    uint64_t replayed;      /**< events applied by replays */
+    uint64_t applied;       /**< live events applied */
+    uint64_t duplicates;    /**< live events dropped: their id was already applied */
+    uint64_t refused;       /**< live events refused */
     uint64_t apply_failed;  /**< live events whose apply failed */
     long long position;     /**< the last position the running (or last) replay reached */
     long long head;         /**< where that replay ends */

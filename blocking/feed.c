@@ -1,0 +1,688 @@
+/* Catch-up projection feeds on the blocking front end. The core (src/feed.c) decides everything;
+ * this file runs what it asks for on the calling thread (the store's pages, the checkpoint
+ * storage, the projection's callbacks) and makes callers wait: each waiting call has a waiter on
+ * its own stack, completed through the core's out lists, and sleeps on the feed's condition
+ * variable until its waiter is done or its cancel handle fires.
+ *
+ * Invariants:
+ * - No lock is held while the projection, decode or a completion runs.
+ * - A thread knows whether it is inside a callback of a feed through a thread-local stack of
+ *   frames: the whole of a run's driving, a live apply and the completions it runs. Calls made
+ *   from inside never wait (the core turns them into requests or refusals), and the thread
+ *   leaving its outermost frame runs the requests (eddy__feed_poll_deferred).
+ * - `calls` counts the public calls in progress; eddy_feed_free waits for it to reach zero, or,
+ *   called from a callback, leaves the free to the last call that leaves.
+ * - A waiter that gives up on a cancel asks the core first: if its completion is already on its
+ *   way it waits for it, so a waiter on the stack is never completed after its call returned.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "eddy/feed.h"
+#include "error.h"
+#include "feed.h"
+
+/* ---- cancel handles -------------------------------------------------------------------- */
+
+typedef struct creg {
+    pthread_mutex_t *m;
+    pthread_cond_t *cond;
+    struct creg *next;
+} creg;
+
+struct eddy_feed_cancel {
+    pthread_mutex_t m;
+    atomic_bool fired;
+    creg *regs;
+};
+
+eddy_feed_cancel *eddy_feed_cancel_new(void) {
+    eddy_feed_cancel *c = calloc(1, sizeof(*c));
+    if (c)
+        pthread_mutex_init(&c->m, NULL);
+    return c;
+}
+
+void eddy_feed_cancel_fire(eddy_feed_cancel *c) {
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->m);
+    atomic_store(&c->fired, true);
+    /* Taking each waiter's mutex closes the gap between its check of `fired` and its wait. */
+    for (creg *r = c->regs; r; r = r->next) {
+        pthread_mutex_lock(r->m);
+        pthread_cond_broadcast(r->cond);
+        pthread_mutex_unlock(r->m);
+    }
+    pthread_mutex_unlock(&c->m);
+}
+
+bool eddy_feed_cancel_fired(const eddy_feed_cancel *c) { return c && atomic_load(&c->fired); }
+
+void eddy_feed_cancel_free(eddy_feed_cancel *c) {
+    if (!c)
+        return;
+    pthread_mutex_destroy(&c->m);
+    free(c);
+}
+
+static void cancel_attach(eddy_feed_cancel *c, creg *r) {
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->m);
+    r->next = c->regs;
+    c->regs = r;
+    pthread_mutex_unlock(&c->m);
+}
+
+static void cancel_detach(eddy_feed_cancel *c, creg *r) {
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->m);
+    for (creg **pp = &c->regs; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    pthread_mutex_unlock(&c->m);
+}
+
+/* ---- the feed ---------------------------------------------------------------------------- */
+
+enum { FREE_NONE, FREE_DEFERRED, FREE_WAITING };
+
+struct eddy_feed {
+    eddy__feed *core;
+    eddy_store *store;
+    eddy_projection proj;
+    eddy_checkpoints ckpt;
+    const eddy_filter *filter;
+    eddy_feed_decode_fn decode;
+    eddy_feed_free_fn free_event;
+    void *codec_user;
+    pthread_mutex_t wlock; /* waiters' state, calls, free_state */
+    pthread_cond_t wcond;
+    unsigned calls;
+    int free_state;
+};
+
+/* What a call waits on. Sync waiters live on the caller's stack; async ones (eddy_feed_offer)
+ * are allocated and freed when completed. */
+typedef struct fwaiter {
+    bool async;
+    bool done;
+    eddy_status st;
+    eddy_error err;
+    eddy_feed_done_fn fn;
+    void *user;
+} fwaiter;
+
+/* ---- frames: "this thread is inside a callback of that feed" ----------------------------- */
+
+typedef struct frame {
+    const eddy_feed *feed;
+    struct frame *next;
+} frame;
+
+static _Thread_local frame *tl_frames;
+
+static bool in_callback(const eddy_feed *feed) {
+    for (frame *f = tl_frames; f; f = f->next)
+        if (f->feed == feed)
+            return true;
+    return false;
+}
+
+static void frame_push(frame *f, const eddy_feed *feed) {
+    f->feed = feed;
+    f->next = tl_frames;
+    tl_frames = f;
+}
+
+static void frame_pop(frame *f) { tl_frames = f->next; }
+
+/* ---- completions ------------------------------------------------------------------------- */
+
+static void complete(void *waiter, eddy_status st, const eddy_error *err, void *ctx) {
+    eddy_feed *feed = ctx;
+    fwaiter *w = waiter;
+    if (w->async) {
+        eddy_feed_done_fn fn = w->fn;
+        void *user = w->user;
+        free(w);
+        frame fr;
+        frame_push(&fr, feed);
+        fn(st, err, user);
+        frame_pop(&fr);
+        return;
+    }
+    pthread_mutex_lock(&feed->wlock);
+    w->st = st;
+    if (err)
+        w->err = *err;
+    w->done = true;
+    pthread_cond_broadcast(&feed->wcond);
+    pthread_mutex_unlock(&feed->wlock);
+}
+
+static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_feed_cancel *cancel,
+                         eddy_error *err);
+
+/* Runs what a core call answered, then a run it handed over (only a reactive core does). */
+static void flush(eddy_feed *feed, eddy__feed_out *out) {
+    eddy__feed_out_run(out, complete, feed);
+    eddy__feed_run *start = out->start;
+    out->start = NULL;
+    if (start) {
+        fwaiter w = {0};
+        eddy__feed_run_attach(start, &w);
+        drive(feed, start, &w, NULL, NULL);
+    }
+}
+
+static void sync_reset(eddy_feed *feed, fwaiter *w) {
+    pthread_mutex_lock(&feed->wlock);
+    w->done = false;
+    pthread_mutex_unlock(&feed->wlock);
+}
+
+/* Waits until w is completed; true when the cancel handle fired first. */
+static bool wait_for(eddy_feed *feed, fwaiter *w, eddy_feed_cancel *cancel) {
+    creg reg = {&feed->wlock, &feed->wcond, NULL};
+    cancel_attach(cancel, &reg);
+    pthread_mutex_lock(&feed->wlock);
+    while (!w->done && !eddy_feed_cancel_fired(cancel))
+        pthread_cond_wait(&feed->wcond, &feed->wlock);
+    bool cancelled = !w->done;
+    pthread_mutex_unlock(&feed->wlock);
+    cancel_detach(cancel, &reg);
+    return cancelled;
+}
+
+static void copy_err(eddy_error *dst, eddy_status st, const eddy_error *src) {
+    if (dst && st != EDDY_OK && src)
+        *dst = *src;
+}
+
+/* ---- calls in progress ------------------------------------------------------------------- */
+
+static void destroy(eddy_feed *feed) {
+    eddy__feed_free(feed->core);
+    pthread_cond_destroy(&feed->wcond);
+    pthread_mutex_destroy(&feed->wlock);
+    free(feed);
+}
+
+static void enter(eddy_feed *feed) {
+    pthread_mutex_lock(&feed->wlock);
+    feed->calls++;
+    pthread_mutex_unlock(&feed->wlock);
+}
+
+/* Runs the requests callbacks made, when this thread is not inside a callback any more. */
+static void run_deferred(eddy_feed *feed) {
+    if (in_callback(feed))
+        return;
+    eddy__feed_run *run;
+    while ((run = eddy__feed_poll_deferred(feed->core))) {
+        fwaiter w = {0};
+        eddy__feed_run_attach(run, &w);
+        drive(feed, run, &w, NULL, NULL); /* nobody waits for it; the core logs a failure */
+    }
+}
+
+static void leave(eddy_feed *feed) {
+    run_deferred(feed);
+    pthread_mutex_lock(&feed->wlock);
+    bool last = --feed->calls == 0 && feed->free_state == FREE_DEFERRED;
+    pthread_cond_broadcast(&feed->wcond);
+    pthread_mutex_unlock(&feed->wlock);
+    if (last)
+        destroy(feed);
+}
+
+/* ---- driving a run ----------------------------------------------------------------------- */
+
+/* A fired cancel handle is told to the core before a step's outcome is reported, so a step that
+ * failed because its thread was cancelled is not recorded as the feed's failure. */
+static void note_cancel(eddy_feed *feed, eddy__feed_run *run, eddy_feed_cancel *cancel,
+                        bool *noted) {
+    if (!*noted && eddy_feed_cancel_fired(cancel)) {
+        *noted = true;
+        eddy__feed_run_cancel(feed->core, run);
+    }
+}
+
+typedef struct page_ctx {
+    eddy_feed *feed;
+    eddy__feed_run *run;
+    eddy_feed_cancel *cancel;
+    bool *noted;
+} page_ctx;
+
+static eddy_status page_event(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
+    page_ctx *pc = user;
+    eddy_feed *feed = pc->feed;
+    note_cancel(feed, pc->run, pc->cancel, pc->noted);
+    eddy__feed_step step;
+    switch (eddy__feed_page_event(feed->core, pc->run, ev, meta, &step)) {
+    case EDDY__PAGE_SKIP:
+        return EDDY_OK;
+    case EDDY__PAGE_STOP:
+        return EDDY_ERR_CANCELLED; /* ends the read; the core knows why */
+    case EDDY__PAGE_APPLY:
+        break;
+    }
+    eddy_error aerr = {0};
+    eddy_status st = feed->proj.apply(step.event, step.meta, &aerr, feed->proj.user);
+    note_cancel(feed, pc->run, pc->cancel, pc->noted);
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    st = eddy__feed_replay_applied(feed->core, pc->run, st, &aerr, &out);
+    flush(feed, &out);
+    return st;
+}
+
+static eddy_status callback_status(eddy_status (*fn)(eddy_error *, void *), eddy_error *err,
+                                   void *user) {
+    return fn ? fn(err, user) : EDDY_OK;
+}
+
+static void sleep_ms(unsigned ms) {
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        ;
+}
+
+static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_feed_cancel *cancel,
+                         eddy_error *err) {
+    eddy__feed *core = feed->core;
+    const char *id = eddy__feed_id(core);
+    frame fr;
+    frame_push(&fr, feed);
+    bool noted = false;
+    eddy_status result = EDDY_OK;
+    for (;;) {
+        note_cancel(feed, run, cancel, &noted);
+        sync_reset(feed, w);
+        eddy__feed_step step;
+        eddy__feed_out out;
+        eddy__feed_out_init(&out);
+        eddy__feed_run_next(core, run, &step, &out);
+        flush(feed, &out);
+        eddy_error e = {0};
+        eddy_status st = EDDY_OK;
+        switch (step.kind) {
+        case EDDY__STEP_DONE:
+            result = step.st;
+            copy_err(err, step.st, &step.err);
+            frame_pop(&fr);
+            return result;
+        case EDDY__STEP_WAIT:
+            if (wait_for(feed, w, noted ? NULL : cancel)) {
+                noted = true;
+                if (eddy__feed_run_cancel(core, run))
+                    wait_for(feed, w, NULL); /* resumed already: its completion is coming */
+            }
+            continue;
+        case EDDY__STEP_MARKER_EXISTS: {
+            bool exists = false;
+            st = feed->ckpt.ops->exists(feed->ckpt.self, id, &exists, &e);
+            note_cancel(feed, run, cancel, &noted);
+            eddy__feed_marker_checked(core, run, st, exists, &e, &out);
+            break;
+        }
+        case EDDY__STEP_STARTED:
+            st = callback_status(feed->proj.replay_started, &e, feed->proj.user);
+            note_cancel(feed, run, cancel, &noted);
+            eddy__feed_step_done(core, run, st, &e, &out);
+            break;
+        case EDDY__STEP_COMPLETED:
+            st = callback_status(feed->proj.replay_completed, &e, feed->proj.user);
+            note_cancel(feed, run, cancel, &noted);
+            eddy__feed_step_done(core, run, st, &e, &out);
+            break;
+        case EDDY__STEP_ABANDONED:
+            if (feed->proj.replay_abandoned)
+                feed->proj.replay_abandoned(feed->proj.user);
+            eddy__feed_step_done(core, run, EDDY_OK, NULL, &out);
+            break;
+        case EDDY__STEP_READ_HEAD: {
+            long long head = 0;
+            st = eddy_store_head(feed->store, &head, &e);
+            note_cancel(feed, run, cancel, &noted);
+            eddy__feed_head_read(core, run, st, head, &e, &out);
+            break;
+        }
+        case EDDY__STEP_READ_PAGE: {
+            page_ctx pc = {feed, run, cancel, &noted};
+            long long next = step.position;
+            st = eddy_store_read_all(feed->store, step.position, step.max, feed->filter, page_event,
+                                     &pc, &next, &e);
+            note_cancel(feed, run, cancel, &noted);
+            eddy__feed_page_done(core, run, st, next, &e, &out);
+            break;
+        }
+        case EDDY__STEP_APPLY:
+            st = feed->proj.apply(step.event, step.meta, &e, feed->proj.user);
+            eddy__feed_step_done(core, run, st, &e, &out);
+            break;
+        case EDDY__STEP_SAVE_MARKER:
+            st = feed->ckpt.ops->save(feed->ckpt.self, id, step.marker, &e);
+            eddy__feed_step_done(core, run, st, &e, &out);
+            break;
+        case EDDY__STEP_DELETE_MARKER:
+            if (step.delay_ms)
+                sleep_ms(step.delay_ms);
+            st = feed->ckpt.ops->remove(feed->ckpt.self, id, &e);
+            eddy__feed_step_done(core, run, st, &e, &out);
+            break;
+        }
+        flush(feed, &out);
+    }
+}
+
+/* ---- public API -------------------------------------------------------------------------- */
+
+void eddy_feed_config_init(eddy_feed_config *cfg) {
+    if (!cfg)
+        return;
+    memset(cfg, 0, sizeof(*cfg));
+    cfg->dedup_cache_size = 10000;
+    cfg->max_buffered_events = 100000;
+    cfg->page_size = 256;
+}
+
+eddy_status eddy_feed_new(eddy_store *store, const eddy_feed_config *cfg, eddy_feed **out,
+                          eddy_error *err) {
+    if (!out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = NULL;
+    if (!store || !cfg)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "store or cfg is NULL");
+    const eddy_checkpoints *cp = cfg->checkpoints;
+    if (cp && (!cp->ops || !cp->ops->exists || !cp->ops->save || !cp->ops->remove))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "feed '%s': the checkpoint storage lacks an operation (exists, save "
+                          "and remove are needed)",
+                          cfg->id ? cfg->id : "?");
+    eddy_feed *feed = calloc(1, sizeof(*feed));
+    if (!feed)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy_status st = eddy__feed_new(cfg, EDDY__FEED_BLOCKING, cp != NULL, &feed->core, err);
+    if (st != EDDY_OK) {
+        free(feed);
+        return st;
+    }
+    feed->store = store;
+    feed->proj = cfg->projection;
+    if (cp)
+        feed->ckpt = *cp;
+    feed->filter = cfg->filter;
+    feed->decode = cfg->decode;
+    feed->free_event = cfg->free_event;
+    feed->codec_user = cfg->codec_user;
+    pthread_mutex_init(&feed->wlock, NULL);
+    pthread_cond_init(&feed->wcond, NULL);
+    *out = feed;
+    return EDDY_OK;
+}
+
+void eddy_feed_free(eddy_feed *feed) {
+    if (!feed)
+        return;
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    eddy__feed_close(feed->core, &out);
+    frame fr;
+    frame_push(&fr, feed);
+    flush(feed, &out);
+    frame_pop(&fr);
+    pthread_mutex_lock(&feed->wlock);
+    if (in_callback(feed)) {
+        /* The call this callback runs in (and any other) frees it as the last one leaves. */
+        if (feed->free_state == FREE_NONE)
+            feed->free_state = FREE_DEFERRED;
+        pthread_mutex_unlock(&feed->wlock);
+        return;
+    }
+    feed->free_state = FREE_WAITING;
+    while (feed->calls > 0)
+        pthread_cond_wait(&feed->wcond, &feed->wlock);
+    pthread_mutex_unlock(&feed->wlock);
+    destroy(feed);
+}
+
+const char *eddy_feed_id(const eddy_feed *feed) { return feed ? eddy__feed_id(feed->core) : NULL; }
+
+/* A catch-up or go-live: asks the core, then drives the run it hands over. */
+static eddy_status run_call(eddy_feed *feed, bool go_live, eddy_feed_cancel *cancel,
+                            eddy_error *err) {
+    if (!feed)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed is NULL");
+    enter(feed);
+    fwaiter w = {0};
+    eddy__feed_run *run = NULL;
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    bool cb = in_callback(feed);
+    eddy_status st = go_live ? eddy__feed_go_live(feed->core, &w, cb, &run, &out, err)
+                             : eddy__feed_catch_up(feed->core, &w, cb, &run, &out, err);
+    flush(feed, &out);
+    if (st == EDDY_OK && run)
+        st = drive(feed, run, &w, cancel, err);
+    leave(feed);
+    return st;
+}
+
+eddy_status eddy_feed_catch_up(eddy_feed *feed, eddy_feed_cancel *cancel, eddy_error *err) {
+    return run_call(feed, false, cancel, err);
+}
+
+eddy_status eddy_feed_go_live(eddy_feed *feed, eddy_feed_cancel *cancel, eddy_error *err) {
+    return run_call(feed, true, cancel, err);
+}
+
+void eddy_feed_stop_catch_up(eddy_feed *feed) {
+    if (!feed)
+        return;
+    enter(feed);
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    eddy__feed_stop(feed->core, &out);
+    flush(feed, &out);
+    leave(feed);
+}
+
+/* Applies an event the core handed back for a direct apply, on this thread. */
+static eddy_status apply_live(eddy_feed *feed, eddy__feed_entry *entry, void *event,
+                              const eddy_event_meta *meta, eddy_error *err) {
+    frame fr;
+    frame_push(&fr, feed);
+    eddy_error aerr = {0};
+    eddy_status st = feed->proj.apply(event, meta, &aerr, feed->proj.user);
+    frame_pop(&fr);
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    st = eddy__feed_live_done(feed->core, entry, st, &aerr, &out, err);
+    flush(feed, &out);
+    return st;
+}
+
+static eddy_status accept_wait(eddy_feed *feed, const eddy_event_meta *meta, void *event,
+                               eddy_feed_cancel *cancel, eddy_error *err) {
+    enter(feed);
+    fwaiter w = {0};
+    eddy__accept_kind kind;
+    eddy__feed_entry *entry;
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    eddy__accept_flags flags = {in_callback(feed), true};
+    eddy_status st =
+        eddy__feed_accept(feed->core, meta, event, &w, flags, &kind, &entry, &out, err);
+    flush(feed, &out);
+    switch (kind) {
+    case EDDY__ACCEPT_APPLY:
+        st = apply_live(feed, entry, event, meta, err);
+        break;
+    case EDDY__ACCEPT_HELD:
+        if (wait_for(feed, &w, cancel)) {
+            if (eddy__feed_accept_cancel(feed->core, &w)) {
+                st = eddy__fail(err, EDDY_ERR_CANCELLED,
+                                "feed '%s': cancelled while the event was held; not applied",
+                                eddy__feed_id(feed->core));
+                break;
+            }
+            wait_for(feed, &w, NULL); /* being applied or answered: its outcome is coming */
+        }
+        st = w.st;
+        copy_err(err, st, &w.err);
+        break;
+    case EDDY__ACCEPT_DUPLICATE:
+    case EDDY__ACCEPT_REFUSED:
+        break;
+    }
+    leave(feed);
+    return st;
+}
+
+eddy_status eddy_feed_accept(eddy_feed *feed, void *event, eddy_feed_cancel *cancel,
+                             eddy_error *err) {
+    if (!feed)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed is NULL");
+    return accept_wait(feed, NULL, event, cancel, err);
+}
+
+eddy_status eddy_feed_accept_meta(eddy_feed *feed, const eddy_event_meta *meta, void *event,
+                                  eddy_feed_cancel *cancel, eddy_error *err) {
+    if (!feed || !meta)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed or meta is NULL");
+    return accept_wait(feed, meta, event, cancel, err);
+}
+
+static void call_done(eddy_feed *feed, eddy_feed_done_fn done, void *user, eddy_status st,
+                      const eddy_error *err) {
+    frame fr;
+    frame_push(&fr, feed);
+    done(st, st == EDDY_OK ? NULL : err, user);
+    frame_pop(&fr);
+}
+
+eddy_status eddy_feed_offer(eddy_feed *feed, const eddy_event_meta *meta, void *event,
+                            eddy_feed_done_fn done, void *user) {
+    if (!feed || !event || !done)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    enter(feed);
+    eddy_error err = {0};
+    eddy_status st;
+    fwaiter *w = calloc(1, sizeof(*w));
+    if (!w) {
+        st = eddy__fail(&err, EDDY_ERR_NOMEM, "out of memory");
+        call_done(feed, done, user, st, &err);
+        leave(feed);
+        return EDDY_OK;
+    }
+    w->async = true;
+    w->fn = done;
+    w->user = user;
+    eddy__accept_kind kind;
+    eddy__feed_entry *entry;
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    eddy__accept_flags flags = {in_callback(feed), false};
+    st = eddy__feed_accept(feed->core, meta, event, w, flags, &kind, &entry, &out, &err);
+    flush(feed, &out);
+    if (kind != EDDY__ACCEPT_HELD) {
+        free(w); /* answered here: the core will not complete it */
+        if (kind == EDDY__ACCEPT_APPLY)
+            st = apply_live(feed, entry, event, meta, &err);
+        call_done(feed, done, user, st, &err);
+    }
+    leave(feed);
+    return EDDY_OK;
+}
+
+/* ---- the listener ------------------------------------------------------------------------ */
+
+enum { L_OFFERED, L_PENDING, L_DONE };
+
+typedef struct listened {
+    eddy_feed *feed;
+    eddy_delivery *d;
+    void *event;
+    atomic_int state;
+    eddy_status st;
+} listened;
+
+static void listened_done(eddy_status st, const eddy_error *err, void *user) {
+    (void)err;
+    listened *l = user;
+    if (l->feed->free_event)
+        l->feed->free_event(l->event, l->feed->codec_user);
+    l->st = st;
+    int expected = L_OFFERED;
+    if (atomic_compare_exchange_strong(&l->state, &expected, L_DONE))
+        return; /* the handler has not returned: it returns st itself */
+    eddy_delivery_finish(l->d, st);
+    free(l);
+}
+
+eddy_status eddy_feed_handler(eddy_delivery *d, void *user) {
+    eddy_feed *feed = user;
+    if (!feed || !d)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    void *event = NULL;
+    eddy_error err = {0};
+    eddy_event_meta meta;
+    bool has_meta = eddy_delivery_stored_meta(d, &meta) != 0;
+    eddy_status st = feed->decode(eddy_delivery_event(d), has_meta ? &meta : NULL, &event, &err,
+                                  feed->codec_user);
+    if (st != EDDY_OK)
+        return st; /* not decoded: not acknowledged */
+    if (!event)
+        return EDDY_OK; /* not for this projection: acknowledged */
+    listened *l = calloc(1, sizeof(*l));
+    if (!l) {
+        if (feed->free_event)
+            feed->free_event(event, feed->codec_user);
+        return EDDY_ERR_NOMEM;
+    }
+    l->feed = feed;
+    l->d = d;
+    l->event = event;
+    atomic_init(&l->state, L_OFFERED);
+    /* The metadata (borrowed from the delivery, which outlives the offer) is copied if held. */
+    eddy_feed_offer(feed, has_meta ? &meta : NULL, event, listened_done, l);
+    int expected = L_OFFERED;
+    if (atomic_compare_exchange_strong(&l->state, &expected, L_PENDING))
+        return EDDY_PENDING; /* held: listened_done finishes the delivery */
+    st = l->st;
+    free(l);
+    return st;
+}
+
+/* ---- state ------------------------------------------------------------------------------- */
+
+eddy_status eddy_feed_get_info(eddy_feed *feed, eddy_feed_info *out) {
+    if (!feed || !out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy__feed_info(feed->core, out);
+    return EDDY_OK;
+}
+
+bool eddy_feed_ready_for_live_delivery(eddy_feed *feed) {
+    eddy_feed_info info;
+    return feed && eddy_feed_get_info(feed, &info) == EDDY_OK && info.live;
+}
+
+bool eddy_feed_refuses_permanently(eddy_feed *feed) {
+    return feed && eddy__feed_failure(feed->core, NULL);
+}
+
+bool eddy_feed_failure(eddy_feed *feed, eddy_error *cause) {
+    return feed && eddy__feed_failure(feed->core, cause);
+}

@@ -1,0 +1,1290 @@
+/* Catch-up projection feeds through the blocking front end, on memory:// and on the fixture's
+ * redis-server, with the real event store and its checkpoint storage: the main rules of
+ * spec/catch-up-feeds.txt again (the core's unit test has every one), now with real threads
+ * waiting, real pages and real markers; writers appending while a feed switches from replay to
+ * live; and a bus subscription feeding the feed through eddy_feed_handler, whose outcome decides
+ * the acknowledgement. Nothing here sleeps to let something happen: threads meet on the
+ * projection's gates and on the feed's own counters. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eddy/blocking.h"
+#include "eddy/feed.h"
+#include "eddy/store.h"
+#include "eddy_test.h"
+#include "raw.h"
+#include "recorder.h"
+
+typedef struct backend {
+    int redis;
+} backend;
+
+static backend backends[] = {{0}, {1}};
+
+/* ---- the read model --------------------------------------------------------------------- */
+
+typedef struct uev {
+    char id[64];
+} uev;
+
+#define MODEL_MAX 8192
+
+typedef enum action { ACT_NONE, ACT_STOP, ACT_CATCH_UP, ACT_GO_LIVE, ACT_ACCEPT, ACT_FREE } action;
+
+typedef struct model {
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    char (*ids)[64];
+    bool *meta;
+    char (*streams)[32];
+    long long *versions;
+    int n;
+    int started, completed, abandoned;
+    char fail_id[64];
+    int fail_times; /* -1: always */
+    /* A gate: the apply of gate_id waits until the gate opens. */
+    char gate_id[64];
+    bool at_gate, gate_open;
+    /* What the projection does on its own feed when it applies act_id. */
+    char act_id[64];
+    action act;
+    eddy_status act_st;
+    eddy_feed *feed;
+} model;
+
+static void model_init(model *md) {
+    memset(md, 0, sizeof(*md));
+    pthread_mutex_init(&md->m, NULL);
+    pthread_cond_init(&md->c, NULL);
+    md->ids = calloc(MODEL_MAX, sizeof(*md->ids));
+    md->meta = calloc(MODEL_MAX, sizeof(*md->meta));
+    md->streams = calloc(MODEL_MAX, sizeof(*md->streams));
+    md->versions = calloc(MODEL_MAX, sizeof(*md->versions));
+    md->fail_times = -1;
+    cr_assert(md->ids && md->meta && md->streams && md->versions);
+}
+
+static void model_destroy(model *md) {
+    free(md->ids);
+    free(md->meta);
+    free(md->streams);
+    free(md->versions);
+    pthread_cond_destroy(&md->c);
+    pthread_mutex_destroy(&md->m);
+}
+
+static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *user) {
+    model *md = user;
+    uev *e = event;
+    if (md->act != ACT_NONE && strcmp(e->id, md->act_id) == 0) {
+        uev own = {"own-1"};
+        switch (md->act) {
+        case ACT_STOP:
+            eddy_feed_stop_catch_up(md->feed);
+            break;
+        case ACT_CATCH_UP:
+            md->act_st = eddy_feed_catch_up(md->feed, NULL, NULL);
+            break;
+        case ACT_GO_LIVE:
+            md->act_st = eddy_feed_go_live(md->feed, NULL, NULL);
+            break;
+        case ACT_ACCEPT:
+            md->act_st = eddy_feed_accept(md->feed, &own, NULL, NULL);
+            break;
+        case ACT_FREE:
+            eddy_feed_free(md->feed);
+            break;
+        default:
+            break;
+        }
+    }
+    pthread_mutex_lock(&md->m);
+    if (md->gate_id[0] && strcmp(e->id, md->gate_id) == 0) {
+        md->at_gate = true;
+        pthread_cond_broadcast(&md->c);
+        while (!md->gate_open)
+            pthread_cond_wait(&md->c, &md->m);
+    }
+    if (md->fail_id[0] && strcmp(e->id, md->fail_id) == 0 && md->fail_times != 0) {
+        if (md->fail_times > 0)
+            md->fail_times--;
+        pthread_mutex_unlock(&md->m);
+        snprintf(err->detail, sizeof(err->detail), "the model rejects %s", e->id);
+        return EDDY_ERR_HANDLER_FAILED;
+    }
+    cr_assert(md->n < MODEL_MAX);
+    snprintf(md->ids[md->n], sizeof(md->ids[0]), "%s", e->id);
+    md->meta[md->n] = meta != NULL;
+    snprintf(md->streams[md->n], sizeof(md->streams[0]), "%s",
+             meta && meta->stream_id ? meta->stream_id : "");
+    md->versions[md->n] = meta ? meta->version : 0;
+    md->n++;
+    pthread_cond_broadcast(&md->c);
+    pthread_mutex_unlock(&md->m);
+    return EDDY_OK;
+}
+
+static eddy_status m_started(eddy_error *err, void *user) {
+    (void)err;
+    model *md = user;
+    pthread_mutex_lock(&md->m);
+    md->started++;
+    pthread_mutex_unlock(&md->m);
+    return EDDY_OK;
+}
+
+static eddy_status m_completed(eddy_error *err, void *user) {
+    (void)err;
+    model *md = user;
+    pthread_mutex_lock(&md->m);
+    md->completed++;
+    pthread_mutex_unlock(&md->m);
+    return EDDY_OK;
+}
+
+static void m_abandoned(void *user) {
+    model *md = user;
+    pthread_mutex_lock(&md->m);
+    md->abandoned++;
+    md->n = 0; /* a view that buffers discards what the replay gave it */
+    pthread_mutex_unlock(&md->m);
+}
+
+static void wait_at_gate(model *md) {
+    pthread_mutex_lock(&md->m);
+    while (!md->at_gate)
+        pthread_cond_wait(&md->c, &md->m);
+    pthread_mutex_unlock(&md->m);
+}
+
+static void open_gate(model *md) {
+    pthread_mutex_lock(&md->m);
+    md->gate_open = true;
+    pthread_cond_broadcast(&md->c);
+    pthread_mutex_unlock(&md->m);
+}
+
+/* The applied ids joined with ','. */
+static const char *applied(model *md) {
+    static char buf[8192];
+    buf[0] = '\0';
+    pthread_mutex_lock(&md->m);
+    for (int i = 0; i < md->n && strlen(buf) < sizeof(buf) - 80; i++) {
+        if (i)
+            strcat(buf, ",");
+        strcat(buf, md->ids[i]);
+    }
+    pthread_mutex_unlock(&md->m);
+    return buf;
+}
+
+static int count_of(model *md, const char *id) {
+    int k = 0;
+    pthread_mutex_lock(&md->m);
+    for (int i = 0; i < md->n; i++)
+        k += strcmp(md->ids[i], id) == 0;
+    pthread_mutex_unlock(&md->m);
+    return k;
+}
+
+static eddy_status u_decode(const eddy_event *ev, const eddy_event_meta *meta, void **out,
+                            eddy_error *err, void *user) {
+    (void)meta, (void)err, (void)user;
+    if (strcmp(eddy_event_type(ev), "order.ignored") == 0) {
+        *out = NULL;
+        return EDDY_OK;
+    }
+    uev *e = calloc(1, sizeof(*e));
+    if (!e)
+        return EDDY_ERR_NOMEM;
+    snprintf(e->id, sizeof(e->id), "%s", eddy_event_id(ev));
+    *out = e;
+    return EDDY_OK;
+}
+
+static void u_free(void *event, void *user) {
+    (void)user;
+    free(event);
+}
+
+static const char *u_id(const void *event, void *user) {
+    (void)user;
+    return ((const uev *)event)->id;
+}
+
+/* ---- context ---------------------------------------------------------------------------- */
+
+typedef struct ctx {
+    char url[128];
+    char ns[96];
+    eddy_settings s;
+    eddy_store *store;
+    eddy_checkpoints ckpt;
+    model md;
+    eddy_feed_config cfg;
+    eddy_feed *feed;
+} ctx;
+
+static void setup(ctx *c, const backend *p, const char *prefix) {
+    memset(c, 0, sizeof(*c));
+    eddy_test_namespace(c->ns, sizeof(c->ns), prefix);
+    if (p->redis)
+        snprintf(c->url, sizeof(c->url), "%s", eddy_test_redis_url());
+    else
+        snprintf(c->url, sizeof(c->url), "memory://%s", c->ns);
+    eddy_settings_init(&c->s);
+    c->s.url = c->url;
+    c->s.ns = c->ns;
+    c->s.source = "/tests";
+    c->s.block_ms = 100;
+    c->s.redelivery_idle_ms = 200;
+    c->s.log = eddy_test_log;
+    c->s.log_user = p->redis ? "redis" : "memory";
+    eddy_error err = {0};
+    cr_assert_eq(eddy_store_open(&c->s, &c->store, &err), EDDY_OK, "%s", err.detail);
+    c->ckpt = eddy_store_checkpoints(c->store);
+    model_init(&c->md);
+    eddy_feed_config_init(&c->cfg);
+    c->cfg.id = "order-status";
+    c->cfg.projection.apply = m_apply;
+    c->cfg.projection.replay_started = m_started;
+    c->cfg.projection.replay_completed = m_completed;
+    c->cfg.projection.replay_abandoned = m_abandoned;
+    c->cfg.projection.user = &c->md;
+    c->cfg.decode = u_decode;
+    c->cfg.free_event = u_free;
+    c->cfg.event_id = u_id;
+    c->cfg.checkpoints = &c->ckpt;
+    c->cfg.page_size = 3;
+    c->cfg.log = eddy_test_log;
+    c->cfg.log_user = "feed";
+}
+
+static void new_feed(ctx *c) {
+    eddy_error err = {0};
+    cr_assert_eq(eddy_feed_new(c->store, &c->cfg, &c->feed, &err), EDDY_OK, "%s", err.detail);
+    c->md.feed = c->feed;
+}
+
+static void teardown(ctx *c) {
+    eddy_feed_free(c->feed);
+    eddy_store_close(c->store);
+    model_destroy(&c->md);
+}
+
+static void append(ctx *c, const char *stream, const char *id, const char *subject) {
+    eddy_event *ev = make_event(id, "order.placed");
+    eddy_append_opts o;
+    eddy_append_opts_init(&o);
+    o.publish_subject = subject;
+    const eddy_event *evs[] = {ev};
+    eddy_error err = {0};
+    cr_assert_eq(eddy_store_append(c->store, stream, evs, 1, &o, NULL, &err), EDDY_OK, "%s",
+                 err.detail);
+    eddy_event_free(ev);
+}
+
+static void append_n(ctx *c, int n) {
+    char id[16];
+    for (int i = 1; i <= n; i++) {
+        snprintf(id, sizeof(id), "e%d", i);
+        append(c, i % 2 ? "order-1" : "order-2", id, NULL);
+    }
+}
+
+static bool marker_exists(ctx *c) {
+    bool exists = false;
+    cr_assert_eq(c->ckpt.ops->exists(c->ckpt.self, "order-status", &exists, NULL), EDDY_OK);
+    return exists;
+}
+
+static eddy_feed_info info(ctx *c) {
+    eddy_feed_info i;
+    cr_assert_eq(eddy_feed_get_info(c->feed, &i), EDDY_OK);
+    return i;
+}
+
+/* ---- a caller on a thread of its own ---------------------------------------------------- */
+
+typedef struct caller {
+    pthread_t t;
+    eddy_feed *feed;
+    int what; /* 0 accept, 1 accept with meta, 2 catch-up, 3 go-live */
+    uev ev;
+    eddy_event_meta meta;
+    eddy_feed_cancel *cancel;
+    eddy_status st;
+    eddy_error err;
+    atomic_bool done;
+} caller;
+
+static void *caller_main(void *arg) {
+    caller *k = arg;
+    switch (k->what) {
+    case 0:
+        k->st = eddy_feed_accept(k->feed, &k->ev, k->cancel, &k->err);
+        break;
+    case 1:
+        k->st = eddy_feed_accept_meta(k->feed, &k->meta, &k->ev, k->cancel, &k->err);
+        break;
+    case 2:
+        k->st = eddy_feed_catch_up(k->feed, k->cancel, &k->err);
+        break;
+    default:
+        k->st = eddy_feed_go_live(k->feed, k->cancel, &k->err);
+        break;
+    }
+    atomic_store(&k->done, true);
+    return NULL;
+}
+
+static void call_async(caller *k, eddy_feed *feed, int what, const char *id) {
+    memset(k, 0, sizeof(*k));
+    k->feed = feed;
+    k->what = what;
+    snprintf(k->ev.id, sizeof(k->ev.id), "%s", id ? id : "");
+    k->meta.stream_id = "order-9";
+    k->meta.version = 1;
+    cr_assert_eq(pthread_create(&k->t, NULL, caller_main, k), 0);
+}
+
+static eddy_status join(caller *k) {
+    pthread_join(k->t, NULL);
+    return k->st;
+}
+
+typedef struct held_cond {
+    ctx *c;
+    size_t n;
+} held_cond;
+
+static bool held_at_least(void *user) {
+    held_cond *h = user;
+    return info(h->c).held >= h->n;
+}
+
+static void wait_held(ctx *c, size_t n) {
+    held_cond h = {c, n};
+    cr_assert(eddy_test_wait_until(held_at_least, &h, 10000), "%zu events held", n);
+}
+
+static bool one_waiting(void *user) { return info(user).waiting >= 1; }
+
+static eddy_status accept_id(ctx *c, const char *id) {
+    uev e;
+    snprintf(e.id, sizeof(e.id), "%s", id);
+    return eddy_feed_accept(c->feed, &e, NULL, NULL);
+}
+
+/* ---- holding until catch-up or go-live -------------------------------------------------- */
+
+ParameterizedTestParameters(feed_blocking, held_until_catch_up_then_replayed_then_held) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, held_until_catch_up_then_replayed_then_held,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-hold");
+    append_n(&c, 7);
+    new_feed(&c);
+    caller a, b, dup;
+    call_async(&a, c.feed, 0, "x1");
+    wait_held(&c, 1);
+    call_async(&dup, c.feed, 0, "e4"); /* the live copy of a stored event */
+    wait_held(&c, 2);
+    call_async(&b, c.feed, 1, "x2");
+    wait_held(&c, 3);
+    cr_expect_not(atomic_load(&a.done), "the listener waits in its first accept");
+    cr_expect_eq(c.md.n, 0);
+    cr_expect_not(marker_exists(&c));
+    eddy_error err = {0};
+    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(join(&a), EDDY_OK);
+    cr_expect_eq(join(&dup), EDDY_OK, "a duplicate of a replayed event: acknowledge it");
+    cr_expect_eq(join(&b), EDDY_OK);
+    cr_expect_str_eq(applied(&c.md), "e1,e2,e3,e4,e5,e6,e7,x1,x2");
+    cr_expect(c.md.meta[0], "replayed with metadata");
+    cr_expect_not(c.md.meta[7], "x1 was fed without");
+    cr_expect(c.md.meta[8], "x2 was fed with");
+    cr_expect_eq(c.md.started, 1);
+    cr_expect_eq(c.md.completed, 1);
+    cr_expect(marker_exists(&c));
+    char value[32];
+    bool found = false;
+    cr_assert_eq(c.ckpt.ops->read(c.ckpt.self, "order-status", value, sizeof(value), &found, NULL),
+                 EDDY_OK);
+    cr_expect_str_eq(value, "7");
+    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
+    eddy_feed_info i = info(&c);
+    cr_expect_eq(i.last, EDDY_FEED_REPLAYED);
+    cr_expect_eq(i.replayed, 7);
+    cr_expect_eq(i.duplicates, 1);
+    cr_expect_eq(accept_id(&c, "x3"), EDDY_OK, "live: applied on the caller's thread");
+    cr_expect_eq(count_of(&c.md, "x3"), 1);
+    teardown(&c);
+}
+
+ParameterizedTestParameters(feed_blocking, held_until_go_live_which_writes_no_marker) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, held_until_go_live_which_writes_no_marker,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-golive");
+    append_n(&c, 4);
+    new_feed(&c);
+    caller a;
+    call_async(&a, c.feed, 0, "x1");
+    wait_held(&c, 1);
+    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
+    cr_expect_eq(join(&a), EDDY_OK);
+    cr_expect_str_eq(applied(&c.md), "x1", "no replay");
+    cr_expect_not(marker_exists(&c));
+    /* A later real catch-up replays the whole history while live events wait. */
+    strcpy(c.md.gate_id, "e2");
+    caller cu;
+    call_async(&cu, c.feed, 2, NULL);
+    wait_at_gate(&c.md);
+    caller live;
+    call_async(&live, c.feed, 0, "x2");
+    wait_held(&c, 1);
+    open_gate(&c.md);
+    cr_expect_eq(join(&cu), EDDY_OK);
+    cr_expect_eq(join(&live), EDDY_OK);
+    cr_expect_str_eq(applied(&c.md), "x1,e1,e2,e3,e4,x2");
+    cr_expect(marker_exists(&c));
+    teardown(&c);
+}
+
+ParameterizedTestParameters(feed_blocking, a_marker_skips_the_replay) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, a_marker_skips_the_replay, .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-marker");
+    append_n(&c, 4);
+    cr_assert_eq(c.ckpt.ops->save(c.ckpt.self, "order-status", "4", NULL), EDDY_OK);
+    new_feed(&c);
+    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, NULL), EDDY_OK);
+    cr_expect_eq(c.md.n, 0);
+    cr_expect_eq(c.md.started, 0);
+    cr_expect_eq(info(&c).last, EDDY_FEED_SKIPPED);
+    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
+    teardown(&c);
+}
+
+/* ---- stop ------------------------------------------------------------------------------- */
+
+ParameterizedTestParameters(feed_blocking, stop_on_a_running_replay_leaves_a_new_feed_stopped) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, stop_on_a_running_replay_leaves_a_new_feed_stopped,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-stop");
+    append_n(&c, 6);
+    new_feed(&c);
+    caller a;
+    call_async(&a, c.feed, 0, "x1");
+    wait_held(&c, 1);
+    strcpy(c.md.gate_id, "e3");
+    caller cu;
+    call_async(&cu, c.feed, 2, NULL);
+    wait_at_gate(&c.md);
+    eddy_feed_stop_catch_up(c.feed); /* from another thread, while e3 is being applied */
+    open_gate(&c.md);
+    cr_expect_eq(join(&cu), EDDY_OK, "a stopped replay is not a failure");
+    cr_expect_eq(c.md.abandoned, 1);
+    cr_expect_eq(c.md.completed, 0);
+    cr_expect_not(marker_exists(&c));
+    cr_expect_eq(join(&a), EDDY_ERR_ILLEGAL_STATE, "the waiting event is refused");
+    cr_expect(strstr(a.err.detail, "stopped"), "%s", a.err.detail);
+    cr_expect_eq(accept_id(&c, "x2"), EDDY_ERR_ILLEGAL_STATE, "and so is a later one");
+    eddy_feed_info i = info(&c);
+    cr_expect(i.stopped);
+    cr_expect_not(i.failed);
+    cr_expect_eq(i.last, EDDY_FEED_STOPPED);
+    cr_expect_not(eddy_feed_refuses_permanently(c.feed));
+    /* The next catch-up replays everything again. */
+    c.md.gate_id[0] = '\0';
+    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, NULL), EDDY_OK);
+    cr_expect_str_eq(applied(&c.md), "e1,e2,e3,e4,e5,e6");
+    cr_expect_eq(accept_id(&c, "x1"), EDDY_OK, "redelivered by the broker, applied now");
+    teardown(&c);
+}
+
+ParameterizedTestParameters(feed_blocking, stop_from_the_projection_on_a_live_feed_delivers) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, stop_from_the_projection_on_a_live_feed_delivers,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-stoplive");
+    append_n(&c, 6);
+    new_feed(&c);
+    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
+    eddy_feed_stop_catch_up(c.feed);
+    cr_expect(eddy_feed_ready_for_live_delivery(c.feed), "a stop on a live feed does nothing");
+    cr_expect_eq(accept_id(&c, "a"), EDDY_OK);
+    strcpy(c.md.gate_id, "e2");
+    strcpy(c.md.act_id, "e3");
+    c.md.act = ACT_STOP; /* the projection stops its own replay: no wait */
+    caller cu;
+    call_async(&cu, c.feed, 2, NULL);
+    wait_at_gate(&c.md);
+    caller b;
+    call_async(&b, c.feed, 0, "b");
+    wait_held(&c, 1);
+    open_gate(&c.md);
+    cr_expect_eq(join(&cu), EDDY_OK);
+    cr_expect_eq(join(&b), EDDY_OK, "a previously live feed delivers what waited");
+    cr_expect_str_eq(applied(&c.md), "b", "the model discarded the abandoned replay");
+    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
+    cr_expect_not(marker_exists(&c));
+    teardown(&c);
+}
+
+/* ---- go-live while a catch-up runs ---------------------------------------------------- */
+
+ParameterizedTestParameters(feed_blocking, go_live_waits_for_a_catch_up_and_carries_its_failure) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, go_live_waits_for_a_catch_up_and_carries_its_failure,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-golive-fail");
+    append_n(&c, 5);
+    new_feed(&c);
+    strcpy(c.md.gate_id, "e2");
+    strcpy(c.md.fail_id, "e4");
+    caller cu, gl;
+    call_async(&cu, c.feed, 2, NULL);
+    wait_at_gate(&c.md);
+    call_async(&gl, c.feed, 3, NULL);
+    cr_assert(eddy_test_wait_until(one_waiting, &c, 10000));
+    cr_expect_not(atomic_load(&gl.done), "go-live waits for the replay");
+    open_gate(&c.md);
+    cr_expect_eq(join(&cu), EDDY_ERR_HANDLER_FAILED);
+    cr_expect(strstr(cu.err.detail, "the model rejects e4"), "%s", cu.err.detail);
+    cr_expect_eq(join(&gl), EDDY_ERR_ILLEGAL_STATE);
+    cr_expect(strstr(gl.err.detail, "cause: EDDY_ERR_HANDLER_FAILED"), "%s", gl.err.detail);
+    eddy_error cause;
+    cr_expect(eddy_feed_failure(c.feed, &cause));
+    cr_expect_eq(cause.status, EDDY_ERR_HANDLER_FAILED);
+    teardown(&c);
+}
+
+ParameterizedTestParameters(feed_blocking, go_live_waits_for_a_catch_up_that_succeeds) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, go_live_waits_for_a_catch_up_that_succeeds,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-golive-ok");
+    append_n(&c, 5);
+    new_feed(&c);
+    strcpy(c.md.gate_id, "e2");
+    caller cu, gl;
+    call_async(&cu, c.feed, 2, NULL);
+    wait_at_gate(&c.md);
+    call_async(&gl, c.feed, 3, NULL);
+    cr_assert(eddy_test_wait_until(one_waiting, &c, 10000));
+    open_gate(&c.md);
+    cr_expect_eq(join(&cu), EDDY_OK);
+    cr_expect_eq(join(&gl), EDDY_OK);
+    cr_expect(marker_exists(&c), "still a real catch-up");
+    teardown(&c);
+}
+
+/* ---- calls from the projection's own callbacks --------------------------------------------- */
+
+typedef struct own_call {
+    action act;
+    eddy_status want;
+} own_call;
+
+static own_call own_calls[] = {
+    {ACT_CATCH_UP, EDDY_OK},
+    {ACT_GO_LIVE, EDDY_OK},
+    {ACT_ACCEPT, EDDY_ERR_ILLEGAL_STATE}, /* would wait for a drain only this thread runs */
+};
+
+typedef struct own_param {
+    int redis;
+    int call;
+} own_param;
+
+static own_param own_params[] = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}};
+
+ParameterizedTestParameters(feed_blocking, the_projection_calling_its_own_feed_does_not_wait) {
+    return cr_make_param_array(own_param, own_params, 6);
+}
+ParameterizedTest(own_param *p, feed_blocking, the_projection_calling_its_own_feed_does_not_wait,
+                  .timeout = 60) {
+    ctx c;
+    backend b = {p->redis};
+    setup(&c, &b, "feed-own");
+    append_n(&c, 3);
+    new_feed(&c);
+    strcpy(c.md.act_id, "e2");
+    c.md.act = own_calls[p->call].act;
+    c.md.act_st = (eddy_status)-1;
+    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, NULL), EDDY_OK, "no deadlock");
+    cr_expect_eq(c.md.act_st, own_calls[p->call].want, "%s", eddy_status_name(c.md.act_st));
+    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
+    cr_expect_eq(count_of(&c.md, "own-1"), 0);
+    teardown(&c);
+}
+
+ParameterizedTestParameters(feed_blocking, a_catch_up_asked_for_from_a_live_apply_runs_after_it) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, a_catch_up_asked_for_from_a_live_apply_runs_after_it,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-own-live");
+    append_n(&c, 3);
+    new_feed(&c);
+    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
+    strcpy(c.md.act_id, "x1");
+    c.md.act = ACT_CATCH_UP;
+    cr_expect_eq(accept_id(&c, "x1"), EDDY_OK);
+    cr_expect_eq(c.md.act_st, EDDY_OK);
+    cr_expect_str_eq(applied(&c.md), "x1,e1,e2,e3", "run by the caller once the apply returned");
+    cr_expect(marker_exists(&c));
+    teardown(&c);
+}
+
+/* ---- metadata, live failures ------------------------------------------------------------- */
+
+ParameterizedTestParameters(feed_blocking, keyed_by_metadata_without_metadata_is_refused) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, keyed_by_metadata_without_metadata_is_refused,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-keyed");
+    c.cfg.projection.keyed_by_metadata = true;
+    new_feed(&c);
+    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
+    eddy_error err = {0};
+    uev e = {"x1"};
+    cr_expect_eq(eddy_feed_accept(c.feed, &e, NULL, &err), EDDY_ERR_ILLEGAL_STATE);
+    cr_expect(strstr(err.detail, "keyed by metadata"), "%s", err.detail);
+    eddy_event_meta m = {"order-1", 3, 0};
+    cr_expect_eq(eddy_feed_accept_meta(c.feed, &m, &e, NULL, NULL), EDDY_OK);
+    cr_expect_str_eq(applied(&c.md), "x1");
+    cr_expect(c.md.meta[0]);
+    cr_expect_eq(eddy_feed_accept_meta(c.feed, NULL, &e, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    teardown(&c);
+}
+
+ParameterizedTestParameters(feed_blocking, a_live_failure_fails_only_its_caller) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, a_live_failure_fails_only_its_caller, .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-livefail");
+    new_feed(&c);
+    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
+    strcpy(c.md.fail_id, "bad");
+    c.md.fail_times = 1;
+    eddy_error err = {0};
+    uev e = {"bad"};
+    cr_expect_eq(eddy_feed_accept(c.feed, &e, NULL, &err), EDDY_ERR_HANDLER_FAILED);
+    cr_expect(strstr(err.detail, "the model rejects bad"), "%s", err.detail);
+    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
+    cr_expect_eq(accept_id(&c, "good"), EDDY_OK);
+    cr_expect_eq(accept_id(&c, "bad"), EDDY_OK, "redelivered: applied now");
+    teardown(&c);
+}
+
+/* ---- blocking failure rules -------------------------------------------------------------- */
+
+ParameterizedTestParameters(feed_blocking, a_failed_catch_up_refuses_everything) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, a_failed_catch_up_refuses_everything, .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-fail");
+    append_n(&c, 5);
+    new_feed(&c);
+    caller a;
+    call_async(&a, c.feed, 0, "x1");
+    wait_held(&c, 1);
+    strcpy(c.md.fail_id, "e3");
+    strcpy(c.md.act_id, "e2");
+    c.md.act = ACT_NONE;
+    eddy_error err = {0};
+    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, &err), EDDY_ERR_HANDLER_FAILED);
+    cr_expect(strstr(err.detail, "'e3'"), "%s", err.detail);
+    cr_expect_eq(join(&a), EDDY_ERR_ILLEGAL_STATE, "held while the replay ran: refused");
+    cr_expect(strstr(a.err.detail, "cause: EDDY_ERR_HANDLER_FAILED"), "%s", a.err.detail);
+    cr_expect_eq(count_of(&c.md, "x1"), 0);
+    cr_expect(eddy_feed_refuses_permanently(c.feed));
+    cr_expect_not(eddy_feed_ready_for_live_delivery(c.feed));
+    cr_expect_eq(accept_id(&c, "x2"), EDDY_ERR_ILLEGAL_STATE);
+    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, NULL), EDDY_ERR_ILLEGAL_STATE);
+    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_ERR_ILLEGAL_STATE);
+    cr_expect_eq(c.md.abandoned, 1);
+    cr_expect_not(marker_exists(&c), "a new feed with the same id replays the history");
+    teardown(&c);
+}
+
+ParameterizedTestParameters(feed_blocking, a_live_feed_applies_what_it_held_before_failing) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, a_live_feed_applies_what_it_held_before_failing,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-fail-live");
+    append_n(&c, 5);
+    new_feed(&c);
+    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
+    strcpy(c.md.gate_id, "e2");
+    strcpy(c.md.fail_id, "e3");
+    caller cu, a;
+    call_async(&cu, c.feed, 2, NULL);
+    wait_at_gate(&c.md);
+    call_async(&a, c.feed, 0, "b");
+    wait_held(&c, 1);
+    open_gate(&c.md);
+    cr_expect_eq(join(&cu), EDDY_ERR_HANDLER_FAILED);
+    cr_expect_eq(join(&a), EDDY_OK, "applied first");
+    cr_expect_eq(count_of(&c.md, "b"), 1);
+    cr_expect_eq(accept_id(&c, "c"), EDDY_ERR_ILLEGAL_STATE, "then everything is refused");
+    teardown(&c);
+}
+
+ParameterizedTestParameters(feed_blocking, a_cancelled_catch_up_is_not_a_failure) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, a_cancelled_catch_up_is_not_a_failure, .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-cancel");
+    append_n(&c, 5);
+    new_feed(&c);
+    caller a;
+    call_async(&a, c.feed, 0, "x1");
+    wait_held(&c, 1);
+    eddy_feed_cancel *cancel = eddy_feed_cancel_new();
+    cr_assert(cancel);
+    strcpy(c.md.gate_id, "e2");
+    caller cu;
+    call_async(&cu, c.feed, 2, NULL);
+    cu.cancel = NULL;
+    wait_at_gate(&c.md);
+    /* cancel a second catch-up waiting for the first's turn, then the first itself */
+    caller cu2;
+    memset(&cu2, 0, sizeof(cu2));
+    cu2.feed = c.feed;
+    cu2.what = 2;
+    cu2.cancel = cancel;
+    cr_assert_eq(pthread_create(&cu2.t, NULL, caller_main, &cu2), 0);
+    cr_assert(eddy_test_wait_until(one_waiting, &c, 10000));
+    eddy_feed_cancel_fire(cancel);
+    cr_expect_eq(join(&cu2), EDDY_ERR_CANCELLED);
+    cr_expect(eddy_feed_cancel_fired(cancel));
+    open_gate(&c.md);
+    cr_expect_eq(join(&cu), EDDY_OK);
+    cr_expect_eq(join(&a), EDDY_OK);
+    /* A catch-up cancelled while it replays: its error, no failure, a new feed keeps holding. */
+    ctx d;
+    setup(&d, p, "feed-cancel2");
+    append_n(&d, 5);
+    new_feed(&d);
+    caller h;
+    call_async(&h, d.feed, 0, "x1");
+    wait_held(&d, 1);
+    strcpy(d.md.gate_id, "e2");
+    caller run;
+    memset(&run, 0, sizeof(run));
+    run.feed = d.feed;
+    run.what = 2;
+    eddy_feed_cancel *cancel2 = eddy_feed_cancel_new();
+    run.cancel = cancel2;
+    cr_assert_eq(pthread_create(&run.t, NULL, caller_main, &run), 0);
+    wait_at_gate(&d.md);
+    eddy_feed_cancel_fire(cancel2);
+    open_gate(&d.md);
+    cr_expect_eq(join(&run), EDDY_ERR_CANCELLED);
+    cr_expect_eq(d.md.abandoned, 1);
+    cr_expect_not(eddy_feed_refuses_permanently(d.feed));
+    cr_expect_not(atomic_load(&h.done), "still held");
+    cr_expect_eq(info(&d).last, EDDY_FEED_CANCELLED);
+    cr_expect_eq(eddy_feed_catch_up(d.feed, cancel2, NULL), EDDY_ERR_CANCELLED,
+                 "a fired handle ends later calls at once");
+    d.md.gate_id[0] = '\0';
+    cr_expect_eq(eddy_feed_go_live(d.feed, NULL, NULL), EDDY_OK);
+    cr_expect_eq(join(&h), EDDY_OK);
+    teardown(&d);
+    eddy_feed_cancel_free(cancel);
+    eddy_feed_cancel_free(cancel2);
+    teardown(&c);
+}
+
+ParameterizedTestParameters(feed_blocking, a_held_accept_can_be_cancelled) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, a_held_accept_can_be_cancelled, .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-acc-cancel");
+    new_feed(&c);
+    eddy_feed_cancel *cancel = eddy_feed_cancel_new();
+    caller a;
+    call_async(&a, c.feed, 0, "x1");
+    caller b;
+    memset(&b, 0, sizeof(b));
+    b.feed = c.feed;
+    b.what = 0;
+    b.cancel = cancel;
+    strcpy(b.ev.id, "x2");
+    cr_assert_eq(pthread_create(&b.t, NULL, caller_main, &b), 0);
+    wait_held(&c, 2);
+    eddy_feed_cancel_fire(cancel);
+    cr_expect_eq(join(&b), EDDY_ERR_CANCELLED);
+    cr_expect_eq(info(&c).held, 1);
+    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
+    cr_expect_eq(join(&a), EDDY_OK);
+    cr_expect_str_eq(applied(&c.md), "x1");
+    eddy_feed_cancel_free(cancel);
+    teardown(&c);
+}
+
+/* ---- freeing ---------------------------------------------------------------------------- */
+
+static void *free_main(void *feed) {
+    eddy_feed_free(feed);
+    return NULL;
+}
+
+ParameterizedTestParameters(feed_blocking, freeing_answers_waiting_callers_with_closed) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, freeing_answers_waiting_callers_with_closed,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-free");
+    append_n(&c, 4);
+    new_feed(&c);
+    caller a;
+    call_async(&a, c.feed, 0, "x1");
+    wait_held(&c, 1);
+    strcpy(c.md.gate_id, "e2");
+    caller cu;
+    call_async(&cu, c.feed, 2, NULL);
+    wait_at_gate(&c.md);
+    caller gl;
+    call_async(&gl, c.feed, 3, NULL);
+    cr_assert(eddy_test_wait_until(one_waiting, &c, 10000));
+    /* free answers the waiting callers at once, then waits for the replay thread, which goes on
+     * once the gate opens and ends at its next event. */
+    pthread_t freer;
+    cr_assert_eq(pthread_create(&freer, NULL, free_main, c.feed), 0);
+    cr_expect_eq(join(&a), EDDY_ERR_CLOSED);
+    c.feed = NULL;
+    open_gate(&c.md);
+    pthread_join(freer, NULL);
+    cr_expect_eq(join(&cu), EDDY_ERR_CLOSED);
+    cr_expect_eq(join(&gl), EDDY_ERR_CLOSED);
+    cr_expect_not(marker_exists(&c));
+    /* Freed from the projection's own callback: done when the outermost call returns. */
+    c.md.gate_id[0] = '\0';
+    c.md.n = 0;
+    cr_assert_eq(c.ckpt.ops->remove(c.ckpt.self, "order-status", NULL), EDDY_OK);
+    new_feed(&c);
+    strcpy(c.md.act_id, "e2");
+    c.md.act = ACT_FREE;
+    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, NULL), EDDY_ERR_CLOSED);
+    c.feed = NULL; /* freed by then */
+    teardown(&c);
+}
+
+Test(feed_blocking, bad_arguments_are_refused) {
+    ctx c;
+    backend b = {0};
+    setup(&c, &b, "feed-args");
+    eddy_feed *f = (eddy_feed *)&c;
+    eddy_error err = {0};
+    c.cfg.dedup_cache_size = 0;
+    cr_expect_eq(eddy_feed_new(c.store, &c.cfg, &f, &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect_null(f);
+    cr_expect(strstr(err.detail, "dedup_cache_size"), "%s", err.detail);
+    c.cfg.dedup_cache_size = 10;
+    c.cfg.max_buffered_events = -1;
+    cr_expect_eq(eddy_feed_new(c.store, &c.cfg, &f, &err), EDDY_ERR_INVALID_SPEC);
+    c.cfg.max_buffered_events = 10;
+    eddy_checkpoint_ops half = {NULL, NULL, NULL, NULL};
+    eddy_checkpoints bad = {&half, NULL};
+    c.cfg.checkpoints = &bad;
+    cr_expect_eq(eddy_feed_new(c.store, &c.cfg, &f, &err), EDDY_ERR_INVALID_SPEC);
+    c.cfg.checkpoints = &c.ckpt;
+    cr_expect_eq(eddy_feed_new(NULL, &c.cfg, &f, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_new(c.store, NULL, &f, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_new(c.store, &c.cfg, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_catch_up(NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_go_live(NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_accept(NULL, &c, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_offer(NULL, NULL, &c, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_get_info(NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_null(eddy_feed_id(NULL));
+    cr_expect_not(eddy_feed_refuses_permanently(NULL));
+    cr_expect_not(eddy_feed_ready_for_live_delivery(NULL));
+    cr_expect_not(eddy_feed_failure(NULL, NULL));
+    cr_expect_not(eddy_feed_cancel_fired(NULL));
+    eddy_feed_cancel_fire(NULL);
+    eddy_feed_cancel_free(NULL);
+    eddy_feed_stop_catch_up(NULL);
+    eddy_feed_free(NULL);
+    cr_expect_eq(eddy_feed_handler(NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    eddy_feed_config_init(NULL);
+    new_feed(&c);
+    cr_expect_str_eq(eddy_feed_id(c.feed), "order-status");
+    cr_expect_eq(eddy_feed_accept(c.feed, NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_offer(c.feed, NULL, NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    teardown(&c);
+}
+
+/* ---- offering without waiting ------------------------------------------------------------ */
+
+typedef struct offered {
+    atomic_int calls;
+    eddy_status st;
+} offered;
+
+static void offered_done(eddy_status st, const eddy_error *err, void *user) {
+    offered *o = user;
+    cr_expect((st == EDDY_OK) == (err == NULL));
+    o->st = st;
+    atomic_fetch_add(&o->calls, 1);
+}
+
+ParameterizedTestParameters(feed_blocking, offer_completes_once_now_or_later) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, offer_completes_once_now_or_later, .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-offer");
+    new_feed(&c);
+    offered a = {0}, b = {0}, d = {0};
+    uev ea = {"a"}, eb = {"b"};
+    cr_expect_eq(eddy_feed_offer(c.feed, NULL, &ea, offered_done, &a), EDDY_OK);
+    cr_expect_eq(atomic_load(&a.calls), 0, "held: completed later");
+    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
+    cr_expect_eq(atomic_load(&a.calls), 1, "completed by the go-live");
+    cr_expect_eq(a.st, EDDY_OK);
+    cr_expect_eq(eddy_feed_offer(c.feed, NULL, &eb, offered_done, &b), EDDY_OK);
+    cr_expect_eq(atomic_load(&b.calls), 1, "live: applied before offer returns");
+    cr_expect_eq(eddy_feed_offer(c.feed, NULL, &eb, offered_done, &d), EDDY_OK);
+    cr_expect_eq(atomic_load(&d.calls), 1, "a duplicate: answered at once");
+    cr_expect_eq(d.st, EDDY_OK);
+    cr_expect_str_eq(applied(&c.md), "a,b");
+    teardown(&c);
+}
+
+/* ---- writers appending while the feed switches from replay to live ---------------------- */
+
+#define WRITERS 4
+#define PER_WRITER 150
+
+typedef struct writer {
+    pthread_t t;
+    ctx *c;
+    int n;
+} writer;
+
+static void *writer_main(void *arg) {
+    writer *w = arg;
+    char id[32], stream[32];
+    snprintf(stream, sizeof(stream), "order-w%d", w->n);
+    for (int i = 0; i < PER_WRITER; i++) {
+        /* A third before the catch-up reads where the history ends (replayed and live), the
+         * rest once its replay is under way (live only). */
+        if (i == PER_WRITER / 3)
+            wait_at_gate(&w->c->md);
+        snprintf(id, sizeof(id), "w%d-%d", w->n, i);
+        append(w->c, stream, id, "orders.events");
+    }
+    return NULL;
+}
+
+typedef struct all_cond {
+    model *md;
+    int n;
+} all_cond;
+
+typedef struct head_cond {
+    ctx *c;
+    long long n;
+} head_cond;
+
+static bool head_at_least(void *user) {
+    head_cond *h = user;
+    long long head = 0;
+    return eddy_store_head(h->c->store, &head, NULL) == EDDY_OK && head >= h->n;
+}
+
+static bool all_applied(void *user) {
+    all_cond *a = user;
+    pthread_mutex_lock(&a->md->m);
+    bool ok = a->md->n >= a->n;
+    pthread_mutex_unlock(&a->md->m);
+    return ok;
+}
+
+ParameterizedTestParameters(feed_blocking, writers_during_the_switch_lose_and_double_nothing) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, writers_during_the_switch_lose_and_double_nothing,
+                  .timeout = 120) {
+    ctx c;
+    setup(&c, p, "feed-writers");
+    c.cfg.page_size = 16;
+    c.s.workers = 4;
+    /* History from before the listener existed: only the replay has it. */
+    for (int i = 0; i < 40; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "old-%d", i);
+        append(&c, "order-old", id, "orders.events");
+    }
+    new_feed(&c);
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = "order-status";
+    sp.pattern = "orders.events";
+    sp.shape = EDDY_COMPETING;
+    sp.group = "order-status";
+    sp.delivery = EDDY_AT_LEAST_ONCE;
+    sp.handler = eddy_feed_handler;
+    sp.user = c.feed;
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_bus_new(&c.s, &sp, 1, &bus, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(eddy_bus_start(bus, &err), EDDY_OK, "%s", err.detail);
+    writer w[WRITERS];
+    for (int i = 0; i < WRITERS; i++) {
+        w[i].c = &c;
+        w[i].n = i;
+        cr_assert_eq(pthread_create(&w[i].t, NULL, writer_main, &w[i]), 0);
+    }
+    int total = 40 + WRITERS * PER_WRITER;
+    /* The catch-up starts once the writers wrote a third, and its replay pauses (at old-20,
+     * after it read where the history ends) until two thirds are written and live events are
+     * held: the old events come from the replay only, the first third both ways, the rest live
+     * only. */
+    strcpy(c.md.gate_id, "old-20");
+    head_cond hc = {&c, 40 + WRITERS * (PER_WRITER / 3)};
+    cr_assert(eddy_test_wait_until(head_at_least, &hc, 30000));
+    caller cu;
+    call_async(&cu, c.feed, 2, NULL);
+    wait_at_gate(&c.md);
+    hc.n = 40 + 2 * WRITERS * PER_WRITER / 3;
+    cr_assert(eddy_test_wait_until(head_at_least, &hc, 30000));
+    wait_held(&c, 1);
+    open_gate(&c.md);
+    cr_expect_eq(join(&cu), EDDY_OK, "%s", cu.err.detail);
+    for (int i = 0; i < WRITERS; i++)
+        pthread_join(w[i].t, NULL);
+    all_cond ac = {&c.md, total};
+    cr_expect(eddy_test_wait_until(all_applied, &ac, 60000), "applied %d of %d", c.md.n, total);
+    eddy_bus_stop(bus);
+    cr_expect_eq(c.md.n, total, "nothing applied twice");
+    for (int i = 0; i < 40; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "old-%d", i);
+        cr_expect_eq(count_of(&c.md, id), 1, "%s", id);
+    }
+    for (int k = 0; k < WRITERS; k++) {
+        for (int i = 0; i < PER_WRITER; i++) {
+            char id[32];
+            snprintf(id, sizeof(id), "w%d-%d", k, i);
+            cr_expect_eq(count_of(&c.md, id), 1, "%s applied once", id);
+        }
+    }
+    eddy_consumer_stats cs;
+    cr_assert_eq(eddy_bus_consumer_stats(bus, "order-status", &cs), EDDY_OK);
+    cr_expect_eq(cs.failed, 0);
+    eddy_feed_info i = info(&c);
+    cr_expect_geq(i.duplicates, (uint64_t)(WRITERS * (PER_WRITER / 3)),
+                  "the replay and the live feed overlapped");
+    cr_expect_leq(i.replayed, (uint64_t)(total - WRITERS * (PER_WRITER - PER_WRITER / 3)),
+                  "and events written during the replay came live only");
+    cr_expect_eq(i.replayed + i.applied, (uint64_t)total);
+    eddy_bus_free(bus);
+    teardown(&c);
+}
+
+/* ---- a listener: the outcome decides the acknowledgement -------------------------------- */
+
+static long long pending(ctx *c) {
+    redisReply *r = raw_cmdf(c->url, "XPENDING {%s}:s:orders.events order-status", c->ns);
+    long long n =
+        r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 ? r->element[0]->integer : -1;
+    if (r)
+        freeReplyObject(r);
+    return n;
+}
+
+typedef struct stats_cond {
+    eddy_bus *bus;
+    uint64_t handled;
+} stats_cond;
+
+static bool handled_at_least(void *user) {
+    stats_cond *s = user;
+    eddy_consumer_stats cs;
+    return eddy_bus_consumer_stats(s->bus, "order-status", &cs) == EDDY_OK &&
+           cs.handled >= s->handled;
+}
+
+ParameterizedTestParameters(feed_blocking, a_listener_acknowledges_only_what_was_applied) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, a_listener_acknowledges_only_what_was_applied,
+                  .timeout = 120) {
+    ctx c;
+    setup(&c, p, "feed-listener");
+    new_feed(&c);
+    eddy_feed_stop_catch_up(c.feed); /* stopped: it refuses what the listener feeds */
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = "order-status";
+    sp.pattern = "orders.events";
+    sp.shape = EDDY_COMPETING;
+    sp.group = "order-status";
+    sp.delivery = EDDY_AT_LEAST_ONCE;
+    sp.handler = eddy_feed_handler;
+    sp.user = c.feed;
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_bus_new(&c.s, &sp, 1, &bus, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(eddy_bus_start(bus, &err), EDDY_OK, "%s", err.detail);
+    strcpy(c.md.fail_id, "flaky");
+    c.md.fail_times = 1;
+    append(&c, "order-1", "refused", "orders.events");
+    append(&c, "order-1", "flaky", "orders.events");
+    eddy_event *ign = make_event("ignored", "order.ignored");
+    cr_assert_eq(eddy_bus_publish(bus, "orders.events", ign, NULL, 0, NULL), EDDY_OK);
+    eddy_event_free(ign);
+    /* Refused while stopped: not acknowledged, delivered again and again. */
+    eddy_consumer_stats cs;
+    for (int i = 0; i < 600; i++) {
+        cr_assert_eq(eddy_bus_consumer_stats(bus, "order-status", &cs), EDDY_OK);
+        if (cs.failed >= 2 && cs.redelivered >= 1)
+            break;
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    cr_expect_geq(cs.failed, 2, "refused deliveries count as failed");
+    cr_expect_geq(cs.redelivered, 1, "and come back");
+    cr_expect_eq(c.md.n, 0);
+    /* Live: the redeliveries are applied and acknowledged. */
+    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
+    stats_cond sc = {bus, 3};
+    cr_expect(eddy_test_wait_until(handled_at_least, &sc, 30000),
+              "applied (after one failure of flaky) and acknowledged");
+    cr_expect_eq(count_of(&c.md, "refused"), 1);
+    cr_expect_eq(count_of(&c.md, "flaky"), 1);
+    cr_expect_eq(count_of(&c.md, "ignored"), 0, "skipped by decode, acknowledged");
+    eddy_bus_stop(bus);
+    cr_expect_eq(pending(&c), 0, "everything acknowledged in the end");
+    eddy_bus_free(bus);
+    teardown(&c);
+}
+
+ParameterizedTestParameters(feed_blocking, a_listener_waits_for_the_catch_up_without_a_worker) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, a_listener_waits_for_the_catch_up_without_a_worker,
+                  .timeout = 120) {
+    ctx c;
+    setup(&c, p, "feed-listener-hold");
+    c.s.workers = 1;
+    append(&c, "order-1", "stored", NULL);
+    new_feed(&c);
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = "order-status";
+    sp.pattern = "orders.events";
+    sp.shape = EDDY_COMPETING;
+    sp.group = "order-status";
+    sp.delivery = EDDY_AT_LEAST_ONCE;
+    sp.handler = eddy_feed_handler;
+    sp.user = c.feed;
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_bus_new(&c.s, &sp, 1, &bus, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(eddy_bus_start(bus, &err), EDDY_OK, "%s", err.detail);
+    append(&c, "order-1", "live-1", "orders.events");
+    wait_held(&c, 1);
+    eddy_consumer_stats cs;
+    cr_assert_eq(eddy_bus_consumer_stats(bus, "order-status", &cs), EDDY_OK);
+    cr_expect_eq(cs.delivered + cs.handled + cs.failed, 0,
+                 "the handler returned EDDY_PENDING: nothing settled, no worker held");
+    cr_expect_eq(pending(&c), 1, "not acknowledged while held");
+    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, NULL), EDDY_OK);
+    stats_cond sc = {bus, 1};
+    cr_expect(eddy_test_wait_until(handled_at_least, &sc, 30000));
+    cr_expect_str_eq(applied(&c.md), "stored,live-1");
+    eddy_bus_stop(bus);
+    cr_expect_eq(pending(&c), 0);
+    eddy_bus_free(bus);
+    teardown(&c);
+}
+
+ParameterizedTestParameters(feed_blocking, a_listener_passes_the_stored_metadata) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, a_listener_passes_the_stored_metadata,
+                  .timeout = 120) {
+    ctx c;
+    setup(&c, p, "feed-listener-meta");
+    c.cfg.projection.keyed_by_metadata = true;
+    new_feed(&c);
+    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = "order-status";
+    sp.pattern = "orders.events";
+    sp.shape = EDDY_COMPETING;
+    sp.group = "order-status";
+    sp.delivery = EDDY_AT_LEAST_ONCE;
+    sp.handler = eddy_feed_handler;
+    sp.user = c.feed;
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_bus_new(&c.s, &sp, 1, &bus, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(eddy_bus_start(bus, &err), EDDY_OK, "%s", err.detail);
+    append(&c, "order-7", "m1", "orders.events");
+    append(&c, "order-7", "m2", "orders.events");
+    eddy_event *plain = make_event("plain", "order.placed");
+    cr_assert_eq(eddy_bus_publish(bus, "orders.events", plain, NULL, 0, NULL), EDDY_OK);
+    eddy_event_free(plain);
+    stats_cond sc = {bus, 2};
+    cr_expect(eddy_test_wait_until(handled_at_least, &sc, 30000));
+    eddy_consumer_stats cs;
+    for (int i = 0; i < 500; i++) {
+        cr_assert_eq(eddy_bus_consumer_stats(bus, "order-status", &cs), EDDY_OK);
+        if (cs.failed >= 1)
+            break;
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    cr_expect_geq(cs.failed, 1, "a plain publish carries no metadata: refused, not acknowledged");
+    eddy_bus_stop(bus);
+    cr_expect_eq(count_of(&c.md, "plain"), 0);
+    cr_expect_eq(count_of(&c.md, "m1") + count_of(&c.md, "m2"), 2);
+    for (int i = 0; i < c.md.n; i++) {
+        cr_expect(c.md.meta[i]);
+        cr_expect_str_eq(c.md.streams[i], "order-7");
+        cr_expect_eq(c.md.versions[i], strcmp(c.md.ids[i], "m1") == 0 ? 1 : 2);
+    }
+    cr_expect_geq(pending(&c), 1, "the plain one stays pending");
+    eddy_bus_free(bus);
+    teardown(&c);
+}
