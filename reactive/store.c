@@ -1,0 +1,690 @@
+/* The event store on the reactive front end: the core (src/store.c) checks,
+ * builds and reads; this file queues the commands on one connection on the
+ * user's loop and hands the replies back, completing each operation through its
+ * callback.
+ *
+ * Invariants:
+ * - Operations are kept in the order of their commands on the wire, so each
+ * reply belongs to the oldest operation still waiting. An operation leaves the
+ * queue before its callback runs.
+ * - The function library is loaded on every new connection before anything else
+ * is sent (an internal load op goes first); when that load fails, the
+ * operations sent behind it on that connection fail with its error, as the
+ * blocking front end's do. An append answered with "Function not found" is sent
+ * once more behind a new load.
+ * - A failed append is never sent again: the server may have run it. Reads,
+ * head and checkpoint operations lost with a connection they were sent on are
+ * sent once more on a new one.
+ * - Each callback runs exactly once. Every way into the store (a public call, a
+ * connection callback) is bracketed by enter/leave; a close only marks the
+ * store, completes the queue with EDDY_ERR_CLOSED and drops the connection, and
+ * the outermost leave frees it. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "conn.h"
+#include "eddy/rstore.h"
+#include "error.h"
+#include "log.h"
+#include "memory/engine.h"
+#include "settings.h"
+#include "store.h"
+
+#define ROP_MAX_CMDS 4
+
+typedef enum rop_kind {
+    OP_LOAD,
+    OP_APPEND,
+    OP_READ_ALL,
+    OP_READ_STREAM,
+    OP_HEAD,
+    OP_CKPT
+} rop_kind;
+
+typedef struct rop {
+    struct rop *next;
+    rop_kind kind;
+    eddy__cmdlist cmds;
+    redisReply *replies[ROP_MAX_CMDS]; /* owned, but the last one while it is read */
+    size_t got;
+    bool sent;     /* its commands went out on a connection */
+    bool retried;  /* an idempotent op already sent again after a loss */
+    bool reloaded; /* an append already sent again behind a new load */
+    size_t first;  /* index of the op's own command after a reload's load commands */
+    char *id;      /* the stream id (stream reads) */
+    long long after;
+    const eddy_filter *filter;
+    eddy__ckpt_op ckop;
+    eddy_stored_fn each;
+    eddy_rstore_append_fn on_append;
+    eddy_rstore_page_fn on_page;
+    eddy_rstore_stream_page_fn on_stream;
+    eddy_rstore_head_fn on_head;
+    eddy_rstore_exists_fn on_exists;
+    eddy_rstore_ckpt_read_fn on_read;
+    eddy_rstore_done_fn on_done;
+    void *user;
+} rop;
+
+struct eddy_rstore {
+    struct ev_loop *loop;
+    eddy__settings s;
+    eddy__store *core;
+    eddy__mem_engine *engine; /* memory://: keeps the store's data alive as long as the store */
+    rconn *conn;              /* NULL until needed again after a loss */
+    bool need_load;           /* the connection is new: the load goes out first */
+    bool load_failed;         /* the load on this connection failed (load_err) */
+    eddy_error load_err;
+    rop *head, *tail, *unsent;
+    int depth;
+    bool closing;
+};
+
+static void conn_up(void *owner);
+static void conn_reply(void *owner, void *priv, redisReply *r);
+static void conn_down(void *owner, eddy_status st, const eddy_error *err);
+static const rconn_ops store_conn_ops = {conn_up, conn_reply, conn_down};
+
+/* ---- ops
+ * ----------------------------------------------------------------------------------
+ */
+
+static rop *rop_new(rop_kind kind, void *user) {
+    rop *p = calloc(1, sizeof(*p));
+    if (!p)
+        return NULL;
+    eddy__cmdlist_init(&p->cmds);
+    p->kind = kind;
+    p->user = user;
+    return p;
+}
+
+static void rop_clear_replies(rop *p) {
+    for (size_t i = 0; i < ROP_MAX_CMDS; i++) {
+        if (p->replies[i])
+            freeReplyObject(p->replies[i]);
+        p->replies[i] = NULL;
+    }
+    p->got = 0;
+}
+
+static void rop_free(rop *p) {
+    if (!p)
+        return;
+    rop_clear_replies(p);
+    eddy__cmdlist_reset(&p->cmds);
+    free(p->id);
+    free(p);
+}
+
+/* Runs p's callback with a failure (p has left the queue); err is never NULL
+ * for the user. */
+static void rop_fail(rop *p, eddy_status st, const eddy_error *err) {
+    eddy_error e;
+    if (!err) {
+        eddy__fail(&e, st, "%s", st == EDDY_ERR_CLOSED ? "the store was closed" : "failed");
+        err = &e;
+    }
+    switch (p->kind) {
+    case OP_LOAD:
+        break;
+    case OP_APPEND:
+        if (p->on_append)
+            p->on_append(st, 0, err, p->user);
+        break;
+    case OP_READ_ALL:
+        if (p->on_page)
+            p->on_page(st, p->after, err, p->user);
+        break;
+    case OP_READ_STREAM:
+        if (p->on_stream)
+            p->on_stream(st, p->after, false, err, p->user);
+        break;
+    case OP_HEAD:
+        if (p->on_head)
+            p->on_head(st, 0, err, p->user);
+        break;
+    case OP_CKPT:
+        if (p->ckop == EDDY__CKPT_EXISTS && p->on_exists)
+            p->on_exists(st, false, err, p->user);
+        else if (p->ckop == EDDY__CKPT_READ && p->on_read)
+            p->on_read(st, NULL, false, err, p->user);
+        else if (p->on_done)
+            p->on_done(st, err, p->user);
+        break;
+    }
+}
+
+/* ---- the store's life
+ * --------------------------------------------------------------------- */
+
+static void store_free(eddy_rstore *s) {
+    eddy__store_free(s->core);
+    if (s->engine)
+        eddy__mem_engine_release(s->engine);
+    eddy__settings_free(&s->s);
+    free(s);
+}
+
+static void enter(eddy_rstore *s) { s->depth++; }
+
+static void leave(eddy_rstore *s) {
+    if (--s->depth == 0 && s->closing)
+        store_free(s);
+}
+
+/* Takes the whole queue out, so that callbacks run while it is processed see an
+ * empty one. */
+static rop *take_queue(eddy_rstore *s) {
+    rop *p = s->head;
+    s->head = s->tail = s->unsent = NULL;
+    return p;
+}
+
+static void fail_list(rop *p, eddy_status st, const eddy_error *err) {
+    while (p) {
+        rop *next = p->next;
+        rop_fail(p, st, err);
+        rop_free(p);
+        p = next;
+    }
+}
+
+/* Puts what is unsent on the wire when the connection is up, opening one when
+ * needed (the load first on a new connection). */
+static void pump(eddy_rstore *s) {
+    if (s->closing)
+        return;
+    if (!s->conn) {
+        if (!s->head)
+            return;
+        if (rconn_open(s->loop, &s->s, &store_conn_ops, s, &s->conn) != EDDY_OK) {
+            eddy_error e;
+            s->conn = NULL;
+            eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory connecting");
+            fail_list(take_queue(s), EDDY_ERR_NOMEM, &e);
+            return;
+        }
+        s->need_load = true;
+        s->load_failed = false;
+    }
+    if (!rconn_is_up(s->conn))
+        return;
+    if (s->need_load) {
+        /* Nothing was sent on this connection yet: the whole queue is unsent. */
+        rop *l = rop_new(OP_LOAD, NULL);
+        if (!l || eddy__store_load_cmds(&l->cmds) != EDDY_OK) {
+            eddy_error e;
+            rop_free(l);
+            eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory");
+            fail_list(take_queue(s), EDDY_ERR_NOMEM, &e);
+            return;
+        }
+        s->need_load = false;
+        l->next = s->head;
+        s->head = l;
+        if (!s->tail)
+            s->tail = l;
+        s->unsent = l;
+    }
+    for (rop *p = s->unsent; p; p = p->next) {
+        p->sent = true;
+        for (size_t i = 0; i < p->cmds.n; i++)
+            if (!rconn_send(s->conn, &p->cmds.cmds[i], -1, p)) {
+                s->unsent = NULL; /* down follows from the loop and settles them */
+                return;
+            }
+    }
+    s->unsent = NULL;
+}
+
+static void enqueue(eddy_rstore *s, rop *p) {
+    p->next = NULL;
+    if (s->tail)
+        s->tail->next = p;
+    else
+        s->head = p;
+    s->tail = p;
+    if (!s->unsent)
+        s->unsent = p;
+}
+
+/* Queues a new op from a public call. The op is the store's from here on. */
+static eddy_status submit(eddy_rstore *s, rop *p, eddy_error *err) {
+    if (p->cmds.n == 0 || p->cmds.n > ROP_MAX_CMDS) {
+        rop_free(p);
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "unexpected command count");
+    }
+    enter(s);
+    enqueue(s, p);
+    pump(s);
+    leave(s);
+    return EDDY_OK;
+}
+
+/* ---- the connection
+ * ----------------------------------------------------------------------- */
+
+static void conn_up(void *owner) {
+    eddy_rstore *s = owner;
+    enter(s);
+    pump(s);
+    leave(s);
+}
+
+static void conn_down(void *owner, eddy_status st, const eddy_error *err) {
+    eddy_rstore *s = owner;
+    enter(s);
+    if (s->head)
+        eddy__log(&s->s.log, EDDY_LOG_WARN, "store connection: %s", err->detail);
+    rconn_close(s->conn);
+    s->conn = NULL;
+    rop *p = take_queue(s);
+    while (p) {
+        rop *next = p->next;
+        if (p->kind == OP_LOAD) {
+            rop_free(p);
+        } else if (p->kind != OP_APPEND && p->sent && !p->retried && !s->closing) {
+            /* Idempotent: once more, on a new connection. */
+            p->retried = true;
+            p->sent = false;
+            rop_clear_replies(p);
+            enqueue(s, p);
+        } else {
+            rop_fail(p, st, err);
+            rop_free(p);
+        }
+        p = next;
+    }
+    pump(s);
+    leave(s);
+}
+
+/* Stops a page when the store was closed by one of its callbacks. */
+typedef struct each_ctx {
+    eddy_rstore *s;
+    rop *p;
+} each_ctx;
+
+static eddy_status each_guard(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
+    each_ctx *c = user;
+    if (c->s->closing)
+        return EDDY_ERR_CLOSED;
+    return c->p->each(ev, meta, c->p->user);
+}
+
+/* Makes sure a failure carries a detail for the user. */
+static const eddy_error *detail(eddy_status st, eddy_error *e) {
+    if (st == EDDY_OK)
+        return NULL;
+    if (e->status != st)
+        eddy__fail(e, st, "%s",
+                   st == EDDY_ERR_CLOSED ? "the store was closed" : "stopped by the callback");
+    return e;
+}
+
+/* An append answered "Function not found": the load, then the same FCALL, once
+ * more. */
+static bool reload_append(eddy_rstore *s, rop *p) {
+    eddy__cmdlist again;
+    eddy__cmdlist_init(&again);
+    size_t first = 0;
+    if (eddy__store_load_cmds(&again) != EDDY_OK)
+        goto oom;
+    first = again.n;
+    if (first + p->cmds.n > ROP_MAX_CMDS)
+        goto oom;
+    for (size_t i = 0; i < p->cmds.n; i++) {
+        eddy__cmd *c = eddy__cmdlist_add(&again, p->cmds.tags[i], p->cmds.args[i]);
+        if (!c)
+            goto oom;
+        *c = p->cmds.cmds[i]; /* moved: the events are not at hand any more */
+        eddy__cmd_init(&p->cmds.cmds[i]);
+    }
+    eddy__cmdlist_reset(&p->cmds);
+    p->cmds = again;
+    p->first = first;
+    p->reloaded = true;
+    p->sent = false;
+    p->replies[p->got] = NULL; /* the last reply is borrowed from the connection: not ours */
+    rop_clear_replies(p);
+    eddy__log(&s->s.log, EDDY_LOG_WARN,
+              "store: the server had lost the '" EDDY__STORE_LIBRARY
+              "' function library (flushed or replaced); loading it again");
+    enqueue(s, p);
+    pump(s);
+    return true;
+oom:
+    eddy__cmdlist_reset(&again);
+    return false;
+}
+
+/* Interprets p's replies and runs its callback; false when p was queued again
+ * instead. */
+static bool finish(eddy_rstore *s, rop *p) {
+    eddy_error e = {0};
+    eddy_status st;
+    switch (p->kind) {
+    case OP_LOAD:
+        if ((st = eddy__store_load_result(&p->cmds, 0, p->replies, NULL, &e)) != EDDY_OK) {
+            s->load_failed = true;
+            s->load_err = e;
+            eddy__log(&s->s.log, EDDY_LOG_WARN, "store: loading the function library: %s",
+                      e.detail);
+        }
+        return true;
+    case OP_APPEND: {
+        long long v = 0;
+        bool reload = false;
+        size_t first = 0;
+        st = EDDY_OK;
+        if (p->reloaded)
+            st = eddy__store_load_result(&p->cmds, 0, p->replies, &first, &e);
+        if (st == EDDY_OK)
+            st = eddy__store_append_result(&p->cmds, first, p->replies, &v, &reload, &e);
+        if (reload && !p->reloaded && !s->closing) {
+            if (reload_append(s, p))
+                return false;
+            st = eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory");
+        }
+        if (p->on_append)
+            p->on_append(st, st == EDDY_OK ? v : 0, detail(st, &e), p->user);
+        return true;
+    }
+    case OP_READ_ALL: {
+        long long next = p->after;
+        each_ctx c = {s, p};
+        st = eddy__store_read_all_page(s->core, p->replies[0], p->filter, each_guard, &c, p->after,
+                                       &next, &e);
+        if (st == EDDY_OK && s->closing)
+            st = EDDY_ERR_CLOSED;
+        if (p->on_page)
+            p->on_page(st, next, detail(st, &e), p->user);
+        return true;
+    }
+    case OP_READ_STREAM: {
+        long long after = p->after;
+        bool more = false;
+        each_ctx c = {s, p};
+        st = eddy__store_read_stream_page(s->core, p->id, p->replies[0], each_guard, &c, &after,
+                                          &more, &e);
+        if (st == EDDY_OK && s->closing)
+            st = EDDY_ERR_CLOSED;
+        if (p->on_stream)
+            p->on_stream(st, after, st == EDDY_OK && more, detail(st, &e), p->user);
+        return true;
+    }
+    case OP_HEAD: {
+        long long pos = 0;
+        st = eddy__store_head_result(p->replies[0], &pos, &e);
+        if (p->on_head)
+            p->on_head(st, st == EDDY_OK ? pos : 0, detail(st, &e), p->user);
+        return true;
+    }
+    case OP_CKPT:
+        break;
+    }
+    const redisReply *r = p->replies[0];
+    if (p->ckop == EDDY__CKPT_EXISTS) {
+        bool exists = false;
+        st = eddy__ckpt_exists_result(r, &exists, &e);
+        if (p->on_exists)
+            p->on_exists(st, st == EDDY_OK && exists, detail(st, &e), p->user);
+    } else if (p->ckop == EDDY__CKPT_READ) {
+        size_t size = r && r->type == REDIS_REPLY_STRING ? r->len + 1 : 1;
+        char *buf = malloc(size);
+        bool found = false;
+        if (!buf)
+            st = eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory");
+        else
+            st = eddy__ckpt_read_result(r, buf, size, &found, &e);
+        found = st == EDDY_OK && found;
+        if (p->on_read)
+            p->on_read(st, found ? buf : NULL, found, detail(st, &e), p->user);
+        free(buf);
+    } else {
+        st = eddy__ckpt_write_result(r, p->ckop, &e);
+        if (p->on_done)
+            p->on_done(st, detail(st, &e), p->user);
+    }
+    return true;
+}
+
+static void conn_reply(void *owner, void *priv, redisReply *r) {
+    eddy_rstore *s = owner;
+    rop *p = s->head;
+    (void)priv; /* always the head: replies come in command order */
+    enter(s);
+    if (p->got + 1 < p->cmds.n) {
+        /* Earlier replies are read together with the last: keep them. Without
+         * memory for one, its op reads it as a lost reply (NULL). */
+        p->replies[p->got++] = rconn_keep(s->conn, r);
+        leave(s);
+        return;
+    }
+    p->replies[p->got] = r;
+    s->head = p->next;
+    if (!s->head)
+        s->tail = NULL;
+    bool done;
+    if (p->kind != OP_LOAD && s->load_failed) {
+        /* The connection never got the library: fail as the blocking front end
+         * does. */
+        eddy_error e = s->load_err;
+        rop_fail(p, e.status, &e);
+        done = true;
+    } else {
+        done = finish(s, p);
+    }
+    if (done) {
+        p->replies[p->got] = NULL; /* hiredis's or the connection's, not ours */
+        rop_free(p);
+    }
+    leave(s);
+}
+
+/* ---- public API
+ * ---------------------------------------------------------------------------
+ */
+
+eddy_status eddy_rstore_open(struct ev_loop *loop, const eddy_settings *settings, eddy_rstore **out,
+                             eddy_error *err) {
+    if (!out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = NULL;
+    if (!loop)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "loop is NULL");
+    eddy_rstore *s = calloc(1, sizeof(*s));
+    if (!s)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    s->loop = loop;
+    eddy_status st = eddy__settings_copy(&s->s, settings, err);
+    if (st != EDDY_OK) {
+        free(s);
+        return st;
+    }
+    if (!(s->core = eddy__store_new(&s->s)) ||
+        (s->s.url.kind == EDDY__URL_MEMORY &&
+         !(s->engine = eddy__mem_engine_acquire(s->s.url.name))) ||
+        rconn_open(loop, &s->s, &store_conn_ops, s, &s->conn) != EDDY_OK) {
+        s->conn = NULL;
+        store_free(s);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    /* Connect and load now, so that the first operation does not wait for it. */
+    s->need_load = true;
+    enter(s);
+    pump(s);
+    leave(s);
+    *out = s;
+    return EDDY_OK;
+}
+
+void eddy_rstore_close(eddy_rstore *store) {
+    if (!store || store->closing)
+        return;
+    enter(store);
+    store->closing = true;
+    rconn_close(store->conn); /* deferred by the connection when inside its callback */
+    store->conn = NULL;
+    eddy_error e;
+    eddy__fail(&e, EDDY_ERR_CLOSED, "the store was closed");
+    fail_list(take_queue(store), EDDY_ERR_CLOSED, &e);
+    leave(store);
+}
+
+static eddy_status check_store(eddy_rstore *s, bool has_done, eddy_error *err) {
+    if (!s)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "store is NULL");
+    if (!has_done)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "done is NULL");
+    if (s->closing)
+        return eddy__fail(err, EDDY_ERR_CLOSED, "the store is closed");
+    return EDDY_OK;
+}
+
+eddy_status eddy_rstore_append(eddy_rstore *store, const char *stream_id,
+                               const eddy_event *const *evs, size_t n, const eddy_append_opts *opts,
+                               eddy_rstore_append_fn done, void *user, eddy_error *err) {
+    eddy_status st = check_store(store, done != NULL, err);
+    if (st != EDDY_OK)
+        return st;
+    rop *p = rop_new(OP_APPEND, user);
+    if (!p)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    if ((st = eddy__store_append_prepare(store->core, stream_id, evs, n, opts, &p->cmds, err)) !=
+        EDDY_OK) {
+        rop_free(p);
+        return st;
+    }
+    p->on_append = done;
+    return submit(store, p, err);
+}
+
+eddy_status eddy_rstore_read_page(eddy_rstore *store, long long after_position, size_t max_entries,
+                                  const eddy_filter *filter, eddy_stored_fn each,
+                                  eddy_rstore_page_fn done, void *user, eddy_error *err) {
+    eddy_status st = check_store(store, done != NULL, err);
+    if (st != EDDY_OK)
+        return st;
+    if (!each)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "each is NULL");
+    rop *p = rop_new(OP_READ_ALL, user);
+    if (!p)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    if ((st = eddy__store_read_all_cmd(store->core, after_position, max_entries, &p->cmds, err)) !=
+        EDDY_OK) {
+        rop_free(p);
+        return st;
+    }
+    p->after = after_position;
+    p->filter = filter;
+    p->each = each;
+    p->on_page = done;
+    return submit(store, p, err);
+}
+
+eddy_status eddy_rstore_read_stream_page(eddy_rstore *store, const char *stream_id,
+                                         long long after_version, eddy_stored_fn each,
+                                         eddy_rstore_stream_page_fn done, void *user,
+                                         eddy_error *err) {
+    eddy_status st = check_store(store, done != NULL, err);
+    if (st != EDDY_OK)
+        return st;
+    if (!each)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "each is NULL");
+    rop *p = rop_new(OP_READ_STREAM, user);
+    if (!p)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    if ((st = eddy__store_read_stream_cmd(store->core, stream_id, after_version, &p->cmds, err)) !=
+        EDDY_OK) {
+        rop_free(p);
+        return st;
+    }
+    if (!(p->id = strdup(stream_id))) {
+        rop_free(p);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    p->after = after_version;
+    p->each = each;
+    p->on_stream = done;
+    return submit(store, p, err);
+}
+
+eddy_status eddy_rstore_head(eddy_rstore *store, eddy_rstore_head_fn done, void *user,
+                             eddy_error *err) {
+    eddy_status st = check_store(store, done != NULL, err);
+    if (st != EDDY_OK)
+        return st;
+    rop *p = rop_new(OP_HEAD, user);
+    if (!p || eddy__store_head_cmd(store->core, &p->cmds) != EDDY_OK) {
+        rop_free(p);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    p->on_head = done;
+    return submit(store, p, err);
+}
+
+/* ---- checkpoints
+ * -------------------------------------------------------------------------- */
+
+static eddy_status ckpt_submit(eddy_rstore *store, eddy__ckpt_op op, const char *feed_id,
+                               const char *value, rop *p, eddy_error *err) {
+    eddy_status st = eddy__ckpt_cmd(store->core, op, feed_id, value, &p->cmds, err);
+    if (st != EDDY_OK) {
+        rop_free(p);
+        return st;
+    }
+    p->ckop = op;
+    return submit(store, p, err);
+}
+
+eddy_status eddy_rstore_ckpt_exists(eddy_rstore *store, const char *feed_id,
+                                    eddy_rstore_exists_fn done, void *user, eddy_error *err) {
+    eddy_status st = check_store(store, done != NULL, err);
+    if (st != EDDY_OK)
+        return st;
+    rop *p = rop_new(OP_CKPT, user);
+    if (!p)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    p->on_exists = done;
+    return ckpt_submit(store, EDDY__CKPT_EXISTS, feed_id, NULL, p, err);
+}
+
+eddy_status eddy_rstore_ckpt_read(eddy_rstore *store, const char *feed_id,
+                                  eddy_rstore_ckpt_read_fn done, void *user, eddy_error *err) {
+    eddy_status st = check_store(store, done != NULL, err);
+    if (st != EDDY_OK)
+        return st;
+    rop *p = rop_new(OP_CKPT, user);
+    if (!p)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    p->on_read = done;
+    return ckpt_submit(store, EDDY__CKPT_READ, feed_id, NULL, p, err);
+}
+
+eddy_status eddy_rstore_ckpt_save(eddy_rstore *store, const char *feed_id, const char *value,
+                                  eddy_rstore_done_fn done, void *user, eddy_error *err) {
+    eddy_status st = check_store(store, done != NULL, err);
+    if (st != EDDY_OK)
+        return st;
+    if (!value)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "value is NULL");
+    rop *p = rop_new(OP_CKPT, user);
+    if (!p)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    p->on_done = done;
+    return ckpt_submit(store, EDDY__CKPT_SAVE, feed_id, value, p, err);
+}
+
+eddy_status eddy_rstore_ckpt_remove(eddy_rstore *store, const char *feed_id,
+                                    eddy_rstore_done_fn done, void *user, eddy_error *err) {
+    eddy_status st = check_store(store, done != NULL, err);
+    if (st != EDDY_OK)
+        return st;
+    rop *p = rop_new(OP_CKPT, user);
+    if (!p)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    p->on_done = done;
+    return ckpt_submit(store, EDDY__CKPT_REMOVE, feed_id, NULL, p, err);
+}
