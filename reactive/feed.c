@@ -1,0 +1,680 @@
+/* Catch-up projection feeds on the reactive front end. The core (src/feed.c) decides everything;
+ * this file runs what it asks for on the loop: runs are driven step by step, each asynchronous
+ * step (head, page, marker) sent through the rstore or the checkpoint storage and the next step
+ * asked for from its completion, a retry delay an ev_timer, WAIT simply returning to the loop.
+ *
+ * Invariants:
+ * - Completions the core answers (accepts, parked runs) and the user's completions go through a
+ *   FIFO queue drained from an ev_idle on the loop, so none runs inside the call that asked;
+ *   eddy_rfeed_stop_catch_up and eddy_rfeed_free run them directly instead.
+ * - depth counts projection callbacks in progress: calls made then are from_callback, and the
+ *   requests they make are polled when depth returns to zero.
+ * - A run record (rrun) lives from the call (or the core's handing over) to its DONE step; after
+ *   eddy_rfeed_free the feed's memory lives until no run and no callback is left.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "eddy/rfeed.h"
+#include "error.h"
+#include "feed.h"
+
+typedef enum wkind { W_ACCEPT, W_RUN } wkind;
+
+typedef struct rrun {
+    wkind kind; /* W_RUN: first, so a waiter's kind can be read through either record */
+    eddy_rfeed *feed;
+    eddy__feed_run *run;
+    eddy_rfeed_done_fn done; /* NULL: nobody waits (or completed already by free) */
+    void *user;
+    ev_timer delay;
+    bool timing;
+    bool in_flight;
+    struct rrun *next; /* the feed's live runs */
+} rrun;
+
+typedef struct racc {
+    wkind kind; /* W_ACCEPT */
+    eddy_rfeed_done_fn done;
+    void *user;
+} racc;
+
+typedef struct qitem {
+    struct qitem *next;
+    rrun *resume; /* a run to drive, or NULL: a completion */
+    eddy_rfeed_done_fn done;
+    void *user;
+    eddy_status st;
+    eddy_error err;
+} qitem;
+
+struct eddy_rfeed {
+    struct ev_loop *loop;
+    eddy__feed *core;
+    eddy_rstore *store;
+    eddy_projection proj;
+    eddy_rcheckpoints ckpt;
+    bool has_ckpt;
+    const eddy_filter *filter;
+    ev_idle idle;
+    qitem *qhead, *qtail;
+    unsigned depth; /* projection callbacks and queue drains in progress */
+    unsigned runs;  /* rrun records alive */
+    rrun *rlist;
+    bool direct; /* complete accepts at once (stop, free) */
+    bool closing;
+};
+
+static void drive(rrun *r);
+
+/* ---- queue ------------------------------------------------------------------------------ */
+
+static void run_item(eddy_rfeed *feed, qitem *q);
+
+static void post(eddy_rfeed *feed, rrun *resume, eddy_rfeed_done_fn done, void *user,
+                 eddy_status st, const eddy_error *err) {
+    qitem *q = calloc(1, sizeof(*q));
+    if (!q) {
+        /* Out of memory: a completion must still run exactly once, so it runs now, inside
+         * the call that caused it, rather than never. */
+        if (resume)
+            drive(resume);
+        else if (done)
+            done(st, st == EDDY_OK ? NULL : err, user);
+        return;
+    }
+    q->resume = resume;
+    q->done = done;
+    q->user = user;
+    q->st = st;
+    if (err && st != EDDY_OK)
+        q->err = *err;
+    if (feed->closing) {
+        run_item(feed, q); /* nothing drains the queue any more */
+        return;
+    }
+    if (feed->qtail)
+        feed->qtail->next = q;
+    else
+        feed->qhead = q;
+    feed->qtail = q;
+    if (!feed->closing)
+        ev_idle_start(feed->loop, &feed->idle);
+}
+
+static void destroy_if_done(eddy_rfeed *feed) {
+    if (feed->closing && feed->depth == 0 && feed->runs == 0 && !feed->qhead) {
+        eddy__feed_free(feed->core);
+        free(feed);
+    }
+}
+
+static void run_item(eddy_rfeed *feed, qitem *q) {
+    if (q->resume)
+        drive(q->resume);
+    else if (q->done)
+        q->done(q->st, q->st == EDDY_OK ? NULL : &q->err, q->user);
+    free(q);
+}
+
+static void poll_deferred(eddy_rfeed *feed);
+
+/* Runs the queue until it is empty. */
+static void drain(eddy_rfeed *feed) {
+    feed->depth++;
+    qitem *q;
+    while ((q = feed->qhead)) {
+        feed->qhead = q->next;
+        if (!feed->qhead)
+            feed->qtail = NULL;
+        run_item(feed, q);
+    }
+    feed->depth--;
+}
+
+static void on_idle(struct ev_loop *loop, ev_idle *w, int revents) {
+    eddy_rfeed *feed = w->data;
+    ev_idle_stop(loop, w);
+    feed->depth++;
+    /* Only what is queued now: what these items queue runs on the next turn. */
+    qitem *q = feed->qhead;
+    feed->qhead = feed->qtail = NULL;
+    while (q) {
+        qitem *next = q->next;
+        run_item(feed, q);
+        q = next;
+    }
+    feed->depth--;
+    if (feed->depth == 0)
+        poll_deferred(feed);
+    destroy_if_done(feed);
+}
+
+/* ---- completions from the core ---------------------------------------------------------- */
+
+static void complete(void *waiter, eddy_status st, const eddy_error *err, void *ctx) {
+    eddy_rfeed *feed = ctx;
+    if (*(wkind *)waiter == W_RUN) {
+        post(feed, waiter, NULL, NULL, EDDY_OK, NULL); /* parked run: ask for its next step */
+        return;
+    }
+    racc *a = waiter;
+    eddy_rfeed_done_fn done = a->done;
+    void *user = a->user;
+    free(a);
+    if (feed->direct)
+        done(st, st == EDDY_OK ? NULL : err, user);
+    else
+        post(feed, NULL, done, user, st, err);
+}
+
+static rrun *rrun_new(eddy_rfeed *feed, eddy_rfeed_done_fn done, void *user) {
+    rrun *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->kind = W_RUN;
+    r->feed = feed;
+    r->done = done;
+    r->user = user;
+    r->delay.data = r;
+    feed->runs++;
+    r->next = feed->rlist;
+    feed->rlist = r;
+    return r;
+}
+
+static void rrun_free(rrun *r) {
+    eddy_rfeed *feed = r->feed;
+    for (rrun **pp = &feed->rlist; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+    feed->runs--;
+    free(r);
+}
+
+static void flush(eddy_rfeed *feed, eddy__feed_out *out) {
+    eddy__feed_out_run(out, complete, feed);
+    eddy__feed_run *start = out->start;
+    out->start = NULL;
+    if (start) {
+        rrun *r = rrun_new(feed, NULL, NULL);
+        if (!r)
+            abort(); /* the core's run must be driven to be freed */
+        r->run = start;
+        eddy__feed_run_attach(start, r);
+        post(feed, r, NULL, NULL, EDDY_OK, NULL);
+    }
+}
+
+static void poll_deferred(eddy_rfeed *feed) {
+    if (feed->closing)
+        return;
+    eddy__feed_run *run;
+    while ((run = eddy__feed_poll_deferred(feed->core))) {
+        rrun *r = rrun_new(feed, NULL, NULL);
+        if (!r)
+            abort();
+        r->run = run;
+        eddy__feed_run_attach(run, r);
+        post(feed, r, NULL, NULL, EDDY_OK, NULL);
+    }
+}
+
+/* ---- driving a run ---------------------------------------------------------------------- */
+
+static eddy_status call_status(eddy_rfeed *feed, eddy_status (*fn)(eddy_error *, void *),
+                               eddy_error *e) {
+    if (!fn)
+        return EDDY_OK;
+    feed->depth++;
+    eddy_status st = fn(e, feed->proj.user);
+    feed->depth--;
+    return st;
+}
+
+static eddy_status apply(eddy_rfeed *feed, void *event, const eddy_event_meta *meta,
+                         eddy_error *e) {
+    feed->depth++;
+    eddy_status st = feed->proj.apply(event, meta, e, feed->proj.user);
+    feed->depth--;
+    if (st == EDDY_PENDING)
+        st = eddy__fail(e, EDDY_ERR_ILLEGAL_STATE,
+                        "feed '%s': apply returned EDDY_PENDING, which this feed does not support",
+                        eddy__feed_id(feed->core));
+    return st;
+}
+
+static void async_done(rrun *r) {
+    eddy_rfeed *feed = r->feed;
+    r->in_flight = false;
+    drive(r);
+    if (feed->depth == 0) {
+        poll_deferred(feed);
+        destroy_if_done(feed);
+    }
+}
+
+static void on_exists(eddy_status st, bool exists, const eddy_error *err, void *user) {
+    rrun *r = user;
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    eddy__feed_marker_checked(r->feed->core, r->run, st, exists, err, &out);
+    flush(r->feed, &out);
+    async_done(r);
+}
+
+static void on_step_done(eddy_status st, const eddy_error *err, void *user) {
+    rrun *r = user;
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    eddy__feed_step_done(r->feed->core, r->run, st, err, &out);
+    flush(r->feed, &out);
+    async_done(r);
+}
+
+static void on_head(eddy_status st, long long head, const eddy_error *err, void *user) {
+    rrun *r = user;
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    eddy__feed_head_read(r->feed->core, r->run, st, head, err, &out);
+    flush(r->feed, &out);
+    async_done(r);
+}
+
+static eddy_status page_event(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
+    rrun *r = user;
+    eddy_rfeed *feed = r->feed;
+    eddy__feed_step step;
+    switch (eddy__feed_page_event(feed->core, r->run, ev, meta, &step)) {
+    case EDDY__PAGE_SKIP:
+        return EDDY_OK;
+    case EDDY__PAGE_STOP:
+        return EDDY_ERR_CANCELLED; /* ends the page; the core knows why */
+    case EDDY__PAGE_APPLY:
+        break;
+    }
+    eddy_error e = {0};
+    eddy_status st = apply(feed, step.event, step.meta, &e);
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    st = eddy__feed_replay_applied(feed->core, r->run, st, &e, &out);
+    flush(feed, &out);
+    return st;
+}
+
+static void on_page(eddy_status st, long long next, const eddy_error *err, void *user) {
+    rrun *r = user;
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    eddy__feed_page_done(r->feed->core, r->run, st, next, err, &out);
+    flush(r->feed, &out);
+    async_done(r);
+}
+
+static void delete_marker(rrun *r) {
+    eddy_rfeed *feed = r->feed;
+    eddy_error e = {0};
+    r->in_flight = true;
+    eddy_status st =
+        feed->ckpt.ops->remove(feed->ckpt.self, eddy__feed_id(feed->core), on_step_done, r, &e);
+    if (st != EDDY_OK) {
+        r->in_flight = false;
+        eddy__feed_out out;
+        eddy__feed_out_init(&out);
+        eddy__feed_step_done(feed->core, r->run, st, &e, &out);
+        flush(feed, &out);
+        drive(r);
+    }
+}
+
+static void on_delay(struct ev_loop *loop, ev_timer *w, int revents) {
+    rrun *r = w->data;
+    eddy_rfeed *feed = r->feed;
+    ev_timer_stop(loop, w);
+    r->timing = false;
+    feed->depth++;
+    delete_marker(r);
+    feed->depth--;
+    if (feed->depth == 0)
+        poll_deferred(feed);
+    destroy_if_done(feed);
+}
+
+/* A run ended: its result goes to whoever asked, through the queue. */
+static void run_finished(rrun *r, const eddy__feed_step *step) {
+    eddy_rfeed *feed = r->feed;
+    if (r->done) {
+        if (feed->closing)
+            r->done(step->st, step->st == EDDY_OK ? NULL : &step->err, r->user);
+        else
+            post(feed, NULL, r->done, r->user, step->st, &step->err);
+    }
+    rrun_free(r);
+}
+
+/* Asks for steps until one has to wait for the loop. Only ever entered from the loop (or from
+ * eddy_rfeed_free), never from inside another step. */
+static void drive(rrun *r) {
+    eddy_rfeed *feed = r->feed;
+    eddy__feed *core = feed->core;
+    const char *id = eddy__feed_id(core);
+    for (;;) {
+        eddy__feed_step step;
+        eddy__feed_out out;
+        eddy__feed_out_init(&out);
+        eddy__feed_run_next(core, r->run, &step, &out);
+        flush(feed, &out);
+        eddy_error e = {0};
+        eddy_status st = EDDY_OK;
+        switch (step.kind) {
+        case EDDY__STEP_DONE:
+            run_finished(r, &step);
+            return;
+        case EDDY__STEP_WAIT:
+            return; /* complete() queues it again */
+        case EDDY__STEP_MARKER_EXISTS:
+            r->in_flight = true;
+            st = feed->ckpt.ops->exists(feed->ckpt.self, id, on_exists, r, &e);
+            if (st == EDDY_OK)
+                return;
+            r->in_flight = false;
+            eddy__feed_marker_checked(core, r->run, st, false, &e, &out);
+            break;
+        case EDDY__STEP_STARTED:
+            st = call_status(feed, feed->proj.replay_started, &e);
+            eddy__feed_step_done(core, r->run, st, &e, &out);
+            break;
+        case EDDY__STEP_COMPLETED:
+            st = call_status(feed, feed->proj.replay_completed, &e);
+            eddy__feed_step_done(core, r->run, st, &e, &out);
+            break;
+        case EDDY__STEP_ABANDONED:
+            if (feed->proj.replay_abandoned) {
+                feed->depth++;
+                feed->proj.replay_abandoned(feed->proj.user);
+                feed->depth--;
+            }
+            eddy__feed_step_done(core, r->run, EDDY_OK, NULL, &out);
+            break;
+        case EDDY__STEP_READ_HEAD:
+            r->in_flight = true;
+            st = eddy_rstore_head(feed->store, on_head, r, &e);
+            if (st == EDDY_OK)
+                return;
+            r->in_flight = false;
+            eddy__feed_head_read(core, r->run, st, 0, &e, &out);
+            break;
+        case EDDY__STEP_READ_PAGE:
+            r->in_flight = true;
+            st = eddy_rstore_read_page(feed->store, step.position, step.max, feed->filter,
+                                       page_event, on_page, r, &e);
+            if (st == EDDY_OK)
+                return;
+            r->in_flight = false;
+            eddy__feed_page_done(core, r->run, st, step.position, &e, &out);
+            break;
+        case EDDY__STEP_APPLY:
+            st = apply(feed, step.event, step.meta, &e);
+            eddy__feed_step_done(core, r->run, st, &e, &out);
+            break;
+        case EDDY__STEP_SAVE_MARKER:
+            r->in_flight = true;
+            st = feed->ckpt.ops->save(feed->ckpt.self, id, step.marker, on_step_done, r, &e);
+            if (st == EDDY_OK)
+                return;
+            r->in_flight = false;
+            eddy__feed_step_done(core, r->run, st, &e, &out);
+            break;
+        case EDDY__STEP_DELETE_MARKER:
+            if (step.delay_ms && !feed->closing) {
+                ev_timer_init(&r->delay, on_delay, step.delay_ms / 1000.0, 0.);
+                r->delay.data = r;
+                r->timing = true;
+                ev_timer_start(feed->loop, &r->delay);
+                return;
+            }
+            delete_marker(r);
+            return;
+        }
+        flush(feed, &out);
+    }
+}
+
+/* ---- the rstore's checkpoint storage ----------------------------------------------------- */
+
+static eddy_status st_exists(void *self, const char *id, eddy_rstore_exists_fn done, void *user,
+                             eddy_error *err) {
+    return eddy_rstore_ckpt_exists(self, id, done, user, err);
+}
+static eddy_status st_save(void *self, const char *id, const char *value, eddy_rstore_done_fn done,
+                           void *user, eddy_error *err) {
+    return eddy_rstore_ckpt_save(self, id, value, done, user, err);
+}
+static eddy_status st_remove(void *self, const char *id, eddy_rstore_done_fn done, void *user,
+                             eddy_error *err) {
+    return eddy_rstore_ckpt_remove(self, id, done, user, err);
+}
+static const eddy_rcheckpoint_ops store_ckpt_ops = {st_exists, st_save, st_remove};
+
+eddy_rcheckpoints eddy_rfeed_store_checkpoints(eddy_rstore *store) {
+    eddy_rcheckpoints c = {&store_ckpt_ops, store};
+    return c;
+}
+
+/* ---- public API ------------------------------------------------------------------------- */
+
+eddy_status eddy_rfeed_new(struct ev_loop *loop, eddy_rstore *store, const eddy_feed_config *cfg,
+                           const eddy_rcheckpoints *ckpt, eddy_rfeed **out, eddy_error *err) {
+    if (!out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = NULL;
+    if (!loop || !store || !cfg)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "loop, store or cfg is NULL");
+    if (cfg->checkpoints)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "feed '%s': checkpoints must be NULL on the reactive feed (pass "
+                          "asynchronous eddy_rcheckpoints to eddy_rfeed_new)",
+                          cfg->id ? cfg->id : "?");
+    if (ckpt && (!ckpt->ops || !ckpt->ops->exists || !ckpt->ops->save || !ckpt->ops->remove))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "feed '%s': the checkpoint storage lacks an operation (exists, save "
+                          "and remove are needed)",
+                          cfg->id ? cfg->id : "?");
+    eddy_rfeed *feed = calloc(1, sizeof(*feed));
+    if (!feed)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy_status st = eddy__feed_new(cfg, EDDY__FEED_REACTIVE, ckpt != NULL, &feed->core, err);
+    if (st != EDDY_OK) {
+        free(feed);
+        return st;
+    }
+    feed->loop = loop;
+    feed->store = store;
+    feed->proj = cfg->projection;
+    if (ckpt) {
+        feed->ckpt = *ckpt;
+        feed->has_ckpt = true;
+    }
+    feed->filter = cfg->filter;
+    ev_idle_init(&feed->idle, on_idle);
+    feed->idle.data = feed;
+    *out = feed;
+    return EDDY_OK;
+}
+
+/* Runs waiting on a timer or a store operation at free: their callers learn now, and the core
+ * ends each at its next step (a pending retry is reported as closed at once). */
+static void close_runs(eddy_rfeed *feed) {
+    eddy_error e = {0};
+    eddy__fail(&e, EDDY_ERR_CLOSED, "feed '%s' is freed", eddy__feed_id(feed->core));
+    for (rrun *r = feed->rlist; r; r = r->next)
+        if (r->done) {
+            eddy_rfeed_done_fn done = r->done;
+            r->done = NULL;
+            done(EDDY_ERR_CLOSED, &e, r->user);
+        }
+    for (;;) {
+        rrun *r = feed->rlist;
+        while (r && !r->timing)
+            r = r->next;
+        if (!r)
+            break;
+        ev_timer_stop(feed->loop, &r->delay);
+        r->timing = false;
+        eddy__feed_out out;
+        eddy__feed_out_init(&out);
+        eddy__feed_step_done(feed->core, r->run, EDDY_ERR_CLOSED, &e, &out);
+        flush(feed, &out);
+        drive(r);
+    }
+}
+
+void eddy_rfeed_free(eddy_rfeed *feed) {
+    if (!feed || feed->closing)
+        return;
+    feed->closing = true;
+    ev_idle_stop(feed->loop, &feed->idle);
+    feed->depth++;
+    feed->direct = true;
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    eddy__feed_close(feed->core, &out);
+    flush(feed, &out);
+    drain(feed);
+    close_runs(feed);
+    feed->depth--;
+    feed->direct = false;
+    destroy_if_done(feed);
+}
+
+const char *eddy_rfeed_id(const eddy_rfeed *feed) {
+    return feed ? eddy__feed_id(feed->core) : NULL;
+}
+
+static eddy_status run_call(eddy_rfeed *feed, bool go_live, eddy_rfeed_done_fn done, void *user,
+                            eddy_error *err) {
+    if (!feed || !done)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed or done is NULL");
+    if (feed->closing)
+        return eddy__fail(err, EDDY_ERR_CLOSED, "feed '%s' is freed", eddy__feed_id(feed->core));
+    rrun *r = rrun_new(feed, done, user);
+    if (!r)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy__feed_run *run = NULL;
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    bool cb = feed->depth > 0;
+    eddy_status st = go_live ? eddy__feed_go_live(feed->core, r, cb, &run, &out, err)
+                             : eddy__feed_catch_up(feed->core, r, cb, &run, &out, err);
+    flush(feed, &out);
+    if (st != EDDY_OK || !run) {
+        rrun_free(r);
+        if (st == EDDY_OK)
+            post(feed, NULL, done, user, EDDY_OK, NULL);
+        return st;
+    }
+    r->run = run;
+    post(feed, r, NULL, NULL, EDDY_OK, NULL);
+    return EDDY_OK;
+}
+
+eddy_status eddy_rfeed_catch_up(eddy_rfeed *feed, eddy_rfeed_done_fn done, void *user,
+                                eddy_error *err) {
+    return run_call(feed, false, done, user, err);
+}
+
+eddy_status eddy_rfeed_go_live(eddy_rfeed *feed, eddy_rfeed_done_fn done, void *user,
+                               eddy_error *err) {
+    return run_call(feed, true, done, user, err);
+}
+
+void eddy_rfeed_stop_catch_up(eddy_rfeed *feed) {
+    if (!feed || feed->closing)
+        return;
+    bool was = feed->direct;
+    feed->direct = true;
+    feed->depth++;
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    eddy__feed_stop(feed->core, &out);
+    flush(feed, &out);
+    feed->depth--;
+    feed->direct = was;
+    destroy_if_done(feed);
+}
+
+static eddy_status rf_accept(eddy_rfeed *feed, const eddy_event_meta *meta, void *event,
+                             eddy_rfeed_done_fn done, void *user) {
+    if (!feed || !event || !done)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy_error err = {0};
+    if (feed->closing) {
+        eddy__fail(&err, EDDY_ERR_CLOSED, "feed '%s' is freed", eddy__feed_id(feed->core));
+        post(feed, NULL, done, user, EDDY_ERR_CLOSED, &err);
+        return EDDY_OK;
+    }
+    racc *a = calloc(1, sizeof(*a));
+    if (!a) {
+        eddy__fail(&err, EDDY_ERR_NOMEM, "out of memory");
+        post(feed, NULL, done, user, EDDY_ERR_NOMEM, &err);
+        return EDDY_OK;
+    }
+    a->kind = W_ACCEPT;
+    a->done = done;
+    a->user = user;
+    eddy__accept_kind kind;
+    eddy__feed_entry *entry = NULL;
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    eddy__accept_flags flags = {feed->depth > 0, false};
+    eddy_status st =
+        eddy__feed_accept(feed->core, meta, event, a, flags, &kind, &entry, &out, &err);
+    flush(feed, &out);
+    if (kind != EDDY__ACCEPT_HELD) {
+        free(a); /* answered here: the core will not complete it */
+        if (kind == EDDY__ACCEPT_APPLY) {
+            eddy_error aerr = {0};
+            eddy_status ast = apply(feed, event, meta, &aerr);
+            eddy__feed_out_init(&out);
+            st = eddy__feed_live_done(feed->core, entry, ast, &aerr, &out, &err);
+            flush(feed, &out);
+        }
+        post(feed, NULL, done, user, st, &err);
+    }
+    if (feed->depth == 0)
+        poll_deferred(feed);
+    return EDDY_OK;
+}
+
+eddy_status eddy_rfeed_accept(eddy_rfeed *feed, void *event, eddy_rfeed_done_fn done, void *user) {
+    return rf_accept(feed, NULL, event, done, user);
+}
+
+eddy_status eddy_rfeed_accept_meta(eddy_rfeed *feed, const eddy_event_meta *meta, void *event,
+                                   eddy_rfeed_done_fn done, void *user) {
+    if (!meta)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    return rf_accept(feed, meta, event, done, user);
+}
+
+eddy_status eddy_rfeed_get_info(eddy_rfeed *feed, eddy_feed_info *out) {
+    if (!feed || !out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy__feed_info(feed->core, out);
+    return EDDY_OK;
+}
+
+bool eddy_rfeed_ready_for_live_delivery(eddy_rfeed *feed) {
+    eddy_feed_info info;
+    return feed && eddy_rfeed_get_info(feed, &info) == EDDY_OK && info.live && !info.failed;
+}
+
+bool eddy_rfeed_refuses_permanently(eddy_rfeed *feed) {
+    return feed && eddy__feed_failure(feed->core, NULL);
+}
+
+bool eddy_rfeed_failure(eddy_rfeed *feed, eddy_error *cause) {
+    return feed && eddy__feed_failure(feed->core, cause);
+}

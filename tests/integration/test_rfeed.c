@@ -1,0 +1,575 @@
+/* The catch-up projection feed on the reactive front end, on memory:// and redis://: live events
+ * held until a catch-up or go-live, a catch-up that replays the history and then applies the held
+ * events once each in order, a stopped replay, the reactor stack's failure steps, a marker that
+ * cannot be deleted, the buffer limit, completions that run exactly once and never inside the
+ * call, and a feed freed with operations pending. Each test runs its own loop. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <ev.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eddy/rfeed.h"
+#include "eddy/rstore.h"
+#include "eddy_test.h"
+#include "recorder.h"
+
+static int backends[] = {0, 1}; /* memory, redis */
+
+/* ---- loop and store ----------------------------------------------------------------------- */
+
+typedef struct tctx {
+    struct ev_loop *loop;
+    char url[160];
+    char ns[96];
+    eddy_settings s;
+    eddy_rstore *store;
+} tctx;
+
+static void tick(struct ev_loop *loop, ev_timer *w, int revents) {}
+
+static bool run_until(tctx *t, const int *counter, int n, long long timeout_ms) {
+    ev_timer tk;
+    ev_timer_init(&tk, tick, 0.005, 0.005);
+    ev_timer_start(t->loop, &tk);
+    long long end = eddy_test_now_ms() + timeout_ms;
+    while (*counter < n && eddy_test_now_ms() < end)
+        ev_run(t->loop, EVRUN_ONCE);
+    ev_timer_stop(t->loop, &tk);
+    return *counter >= n;
+}
+
+static void run_for(tctx *t, long long ms) {
+    int never = 0;
+    run_until(t, &never, 1, ms);
+}
+
+static void setup(tctx *t, int backend, const char *prefix) {
+    t->loop = ev_loop_new(EVFLAG_AUTO);
+    cr_assert(t->loop);
+    eddy_test_namespace(t->ns, sizeof(t->ns), prefix);
+    if (backend == 0)
+        snprintf(t->url, sizeof(t->url), "memory://%s", t->ns);
+    else
+        snprintf(t->url, sizeof(t->url), "%s", eddy_test_redis_url());
+    eddy_settings_init(&t->s);
+    t->s.url = t->url;
+    t->s.ns = t->ns;
+    t->s.source = "/tests";
+    t->s.log = eddy_test_log;
+    t->s.log_user = backend ? "redis" : "memory";
+    eddy_error err = {0};
+    eddy_status rc = eddy_rstore_open(t->loop, &t->s, &t->store, &err);
+    cr_assert_eq(rc, EDDY_OK, "open: %s (%s)", eddy_status_name(rc), err.detail);
+}
+
+static void teardown(tctx *t) {
+    eddy_rstore_close(t->store);
+    ev_loop_destroy(t->loop);
+}
+
+static void on_append(eddy_status st, long long v, const eddy_error *err, void *user) {
+    cr_expect_eq(st, EDDY_OK, "append: %s", err ? err->detail : "");
+    (*(int *)user)++;
+}
+
+static void append(tctx *t, const char *const *ids, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        eddy_event *ev = make_event(ids[i], "t");
+        int done = 0;
+        eddy_error err = {0};
+        eddy_status rc = eddy_rstore_append(t->store, "order-1", (const eddy_event *const *)&ev, 1,
+                                            NULL, on_append, &done, &err);
+        eddy_event_free(ev);
+        cr_assert_eq(rc, EDDY_OK, "append: %s", err.detail);
+        cr_assert(run_until(t, &done, 1, 20000));
+    }
+}
+
+/* ---- the projection ------------------------------------------------------------------------ */
+
+typedef struct uev {
+    char id[64];
+} uev;
+
+typedef struct done_rec {
+    int calls;
+    int inside; /* set while the call that asked runs: a completion then would be inside it */
+    eddy_status st;
+    char detail[EDDY_ERROR_DETAIL_MAX];
+    int seq; /* when it completed, in the model's sequence */
+} done_rec;
+
+typedef struct model {
+    char applied[64][64];
+    int napplied;
+    int started, completed, abandoned;
+    const char *fail_on; /* apply fails on this id */
+    const char *stop_on; /* apply calls stop_catch_up on this id */
+    const char *feed_on; /* apply feeds own_ev on this id */
+    uev own_ev;
+    done_rec own_done;
+    eddy_rfeed *feed;
+    int seq;
+    char log[512];
+    int log_errors;
+} model;
+
+static model M;
+static void on_done_fn(eddy_status st, const eddy_error *err, void *user);
+
+static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *user) {
+    model *m = user;
+    uev *e = event;
+    if (m->fail_on && strcmp(e->id, m->fail_on) == 0) {
+        snprintf(err->detail, sizeof(err->detail), "cannot apply %s", e->id);
+        return EDDY_ERR_HANDLER_FAILED;
+    }
+    cr_assert(m->napplied < 64);
+    snprintf(m->applied[m->napplied++], 64, "%s", e->id);
+    m->seq++;
+    if (m->stop_on && strcmp(e->id, m->stop_on) == 0)
+        eddy_rfeed_stop_catch_up(m->feed);
+    if (m->feed_on && strcmp(e->id, m->feed_on) == 0) {
+        m->feed_on = NULL;
+        cr_expect_eq(eddy_rfeed_accept(m->feed, &m->own_ev, on_done_fn, &m->own_done), EDDY_OK);
+    }
+    return EDDY_OK;
+}
+
+static eddy_status m_started(eddy_error *err, void *user) {
+    ((model *)user)->started++;
+    return EDDY_OK;
+}
+static eddy_status m_completed(eddy_error *err, void *user) {
+    ((model *)user)->completed++;
+    return EDDY_OK;
+}
+static void m_abandoned(void *user) { ((model *)user)->abandoned++; }
+
+static eddy_status m_decode(const eddy_event *stored, const eddy_event_meta *meta, void **event,
+                            eddy_error *err, void *user) {
+    uev *e = calloc(1, sizeof(*e));
+    cr_assert(e);
+    snprintf(e->id, sizeof(e->id), "%s", eddy_event_id(stored));
+    *event = e;
+    return EDDY_OK;
+}
+static void m_free(void *event, void *user) { free(event); }
+static const char *m_id(const void *event, void *user) { return ((const uev *)event)->id; }
+
+static void m_log(eddy_log_level level, const char *msg, void *user) {
+    model *m = user;
+    if (level == EDDY_LOG_ERROR) {
+        m->log_errors++;
+        snprintf(m->log, sizeof(m->log), "%s", msg);
+    }
+}
+
+static void on_done_fn(eddy_status st, const eddy_error *err, void *user) {
+    done_rec *d = user;
+    cr_expect_not(d->inside, "a completion ran inside the call that asked for it");
+    cr_expect(st == EDDY_OK || err, "a failure without detail");
+    cr_expect(st != EDDY_OK || !err, "detail on success");
+    d->calls++;
+    d->st = st;
+    d->seq = ++M.seq;
+    snprintf(d->detail, sizeof(d->detail), "%s", err ? err->detail : "");
+}
+
+static void cfg_init(eddy_feed_config *cfg, const char *id) {
+    eddy_feed_config_init(cfg);
+    cfg->id = id;
+    cfg->projection.apply = m_apply;
+    cfg->projection.replay_started = m_started;
+    cfg->projection.replay_completed = m_completed;
+    cfg->projection.replay_abandoned = m_abandoned;
+    cfg->projection.user = &M;
+    cfg->decode = m_decode;
+    cfg->free_event = m_free;
+    cfg->event_id = m_id;
+    cfg->log = m_log;
+    cfg->log_user = &M;
+}
+
+static eddy_rfeed *must_feed(tctx *t, eddy_feed_config *cfg, const eddy_rcheckpoints *ck) {
+    eddy_rfeed *f = NULL;
+    eddy_error err = {0};
+    eddy_status rc = eddy_rfeed_new(t->loop, t->store, cfg, ck, &f, &err);
+    cr_assert_eq(rc, EDDY_OK, "new: %s (%s)", eddy_status_name(rc), err.detail);
+    M.feed = f;
+    return f;
+}
+
+static void accept_ev(eddy_rfeed *f, uev *e, done_rec *d) {
+    d->inside = 1;
+    cr_assert_eq(eddy_rfeed_accept(f, e, on_done_fn, d), EDDY_OK);
+    d->inside = 0;
+}
+
+static void catch_up(eddy_rfeed *f, done_rec *d) {
+    eddy_error err = {0};
+    d->inside = 1;
+    eddy_status rc = eddy_rfeed_catch_up(f, on_done_fn, d, &err);
+    d->inside = 0;
+    cr_assert_eq(rc, EDDY_OK, "catch_up: %s (%s)", eddy_status_name(rc), err.detail);
+}
+
+static void go_live(eddy_rfeed *f, done_rec *d) {
+    eddy_error err = {0};
+    d->inside = 1;
+    eddy_status rc = eddy_rfeed_go_live(f, on_done_fn, d, &err);
+    d->inside = 0;
+    cr_assert_eq(rc, EDDY_OK, "go_live: %s (%s)", eddy_status_name(rc), err.detail);
+}
+
+static void expect_applied(const char *const *ids, int n) {
+    cr_expect_eq(M.napplied, n, "applied %d events, expected %d", M.napplied, n);
+    for (int i = 0; i < n && i < M.napplied; i++)
+        cr_expect_str_eq(M.applied[i], ids[i], "applied[%d]", i);
+}
+
+static void reset_model(void) { memset(&M, 0, sizeof(M)); }
+
+/* ---- a checkpoint storage that counts and can fail ---------------------------------------- */
+
+typedef struct ckwrap {
+    eddy_rstore *store;
+    int removes;
+    bool remove_fails;
+    int remove_seq; /* M.seq at the first deletion */
+} ckwrap;
+
+static eddy_status w_exists(void *self, const char *id, eddy_rstore_exists_fn done, void *user,
+                            eddy_error *err) {
+    return eddy_rstore_ckpt_exists(((ckwrap *)self)->store, id, done, user, err);
+}
+static eddy_status w_save(void *self, const char *id, const char *v, eddy_rstore_done_fn done,
+                          void *user, eddy_error *err) {
+    return eddy_rstore_ckpt_save(((ckwrap *)self)->store, id, v, done, user, err);
+}
+static eddy_status w_remove(void *self, const char *id, eddy_rstore_done_fn done, void *user,
+                            eddy_error *err) {
+    ckwrap *w = self;
+    w->removes++;
+    if (!w->remove_seq)
+        w->remove_seq = ++M.seq;
+    if (w->remove_fails) {
+        snprintf(err->detail, sizeof(err->detail), "checkpoint storage unreachable");
+        err->status = EDDY_ERR_IO;
+        return EDDY_ERR_IO;
+    }
+    return eddy_rstore_ckpt_remove(w->store, id, done, user, err);
+}
+static const eddy_rcheckpoint_ops wrap_ops = {w_exists, w_save, w_remove};
+
+/* ---- tests ------------------------------------------------------------------------------- */
+
+ParameterizedTestParameters(rfeed, catch_up_replays_then_applies_held) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, catch_up_replays_then_applies_held, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-cu");
+    const char *hist[] = {"h1", "h2", "h3"};
+    append(&t, hist, 3);
+    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-cu");
+    cfg.page_size = 2;
+    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
+    uev l1 = {"l1"}, l2 = {"l2"}, dup = {"h2"}, l3 = {"l3"};
+    done_rec d1 = {0}, d2 = {0}, dd = {0}, dc = {0}, d3 = {0};
+    accept_ev(f, &l1, &d1);
+    accept_ev(f, &dup, &dd);
+    accept_ev(f, &l2, &d2);
+    run_for(&t, 100);
+    cr_expect_eq(d1.calls + dd.calls + d2.calls, 0, "held events completed before the catch-up");
+    cr_expect_eq(M.napplied, 0);
+    cr_expect_not(eddy_rfeed_ready_for_live_delivery(f));
+    catch_up(f, &dc);
+    cr_assert(run_until(&t, &dc.calls, 1, 20000), "catch-up never completed");
+    cr_expect_eq(dc.st, EDDY_OK, "%s", dc.detail);
+    run_for(&t, 50);
+    const char *want[] = {"h1", "h2", "h3", "l1", "l2"};
+    expect_applied(want, 5);
+    cr_expect_eq(M.started, 1);
+    cr_expect_eq(M.completed, 1);
+    cr_expect_eq(d1.calls, 1);
+    cr_expect_eq(d1.st, EDDY_OK);
+    cr_expect_eq(dd.calls, 1);
+    cr_expect_eq(dd.st, EDDY_OK, "the duplicate is answered OK without applying");
+    cr_expect_eq(d2.calls, 1);
+    cr_expect(d1.seq < d2.seq, "held events completed out of order");
+    cr_expect(eddy_rfeed_ready_for_live_delivery(f));
+    accept_ev(f, &l3, &d3);
+    cr_assert(run_until(&t, &d3.calls, 1, 5000));
+    cr_expect_eq(d3.st, EDDY_OK);
+    cr_expect_str_eq(M.applied[5], "l3");
+    eddy_rfeed_free(f);
+
+    /* The marker was written: a new feed with the same id skips the replay. */
+    int before = M.started;
+    f = must_feed(&t, &cfg, &ck);
+    done_rec dc2 = {0};
+    catch_up(f, &dc2);
+    cr_assert(run_until(&t, &dc2.calls, 1, 20000));
+    cr_expect_eq(dc2.st, EDDY_OK);
+    cr_expect_eq(M.started, before, "the marker did not skip the replay");
+    run_for(&t, 20);
+    cr_expect_eq(dc.calls + dc2.calls + d1.calls + d2.calls + d3.calls, 5, "exactly once");
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+ParameterizedTestParameters(rfeed, go_live_applies_held) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, go_live_applies_held, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-gl");
+    const char *hist[] = {"h1"};
+    append(&t, hist, 1);
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-gl");
+    eddy_rfeed *f = must_feed(&t, &cfg, NULL);
+    uev l1 = {"l1"};
+    done_rec d1 = {0}, dg = {0};
+    accept_ev(f, &l1, &d1);
+    run_for(&t, 50);
+    cr_expect_eq(d1.calls, 0);
+    go_live(f, &dg);
+    cr_expect_eq(d1.calls, 0, "completed inside go_live");
+    cr_assert(run_until(&t, &dg.calls, 1, 5000));
+    cr_assert(run_until(&t, &d1.calls, 1, 5000));
+    cr_expect_eq(dg.st, EDDY_OK);
+    cr_expect_eq(d1.st, EDDY_OK);
+    const char *want[] = {"l1"};
+    expect_applied(want, 1);
+    cr_expect_eq(M.started, 0, "go-live replayed");
+    cr_expect(eddy_rfeed_ready_for_live_delivery(f));
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+ParameterizedTestParameters(rfeed, stop_running_replay) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, stop_running_replay, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-stop");
+    const char *hist[] = {"h1", "h2", "h3", "h4", "h5"};
+    append(&t, hist, 5);
+    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-stop");
+    cfg.page_size = 1;
+    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
+    M.stop_on = "h2";
+    uev l1 = {"l1"};
+    done_rec d1 = {0}, dc = {0};
+    accept_ev(f, &l1, &d1);
+    catch_up(f, &dc);
+    cr_assert(run_until(&t, &dc.calls, 1, 20000));
+    cr_expect_eq(dc.st, EDDY_OK, "a stopped replay is not a failure: %s", dc.detail);
+    cr_expect_eq(M.abandoned, 1);
+    cr_expect_eq(M.completed, 0);
+    cr_expect_lt(M.napplied, 5, "the stop did not end the replay");
+    cr_assert(run_until(&t, &d1.calls, 1, 5000));
+    cr_expect_eq(d1.st, EDDY_ERR_ILLEGAL_STATE, "held event of a stopped feed: %s",
+                 eddy_status_name(d1.st));
+    cr_expect_not(eddy_rfeed_refuses_permanently(f));
+    cr_expect_not(eddy_rfeed_ready_for_live_delivery(f));
+    /* No marker: the next catch-up replays everything. */
+    M.stop_on = NULL;
+    M.napplied = 0;
+    done_rec dc2 = {0};
+    catch_up(f, &dc2);
+    cr_assert(run_until(&t, &dc2.calls, 1, 20000));
+    cr_expect_eq(dc2.st, EDDY_OK);
+    expect_applied(hist, 5);
+    run_for(&t, 20);
+    cr_expect_eq(d1.calls, 1);
+    cr_expect_eq(dc.calls, 1);
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+/* stop_catch_up on an idle feed that is not live answers the waiting events inside the call. */
+Test(rfeed, stop_idle_completes_inside_the_call, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, 0, "rfeed-stopidle");
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-stopidle");
+    eddy_rfeed *f = must_feed(&t, &cfg, NULL);
+    uev l1 = {"l1"};
+    done_rec d1 = {0};
+    accept_ev(f, &l1, &d1);
+    eddy_rfeed_stop_catch_up(f);
+    cr_expect_eq(d1.calls, 1, "the waiting event was not answered inside stop");
+    cr_expect_eq(d1.st, EDDY_ERR_ILLEGAL_STATE);
+    run_for(&t, 20);
+    cr_expect_eq(d1.calls, 1);
+    cr_expect_eq(M.napplied, 0);
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+ParameterizedTestParameters(rfeed, failing_catch_up_five_steps) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, failing_catch_up_five_steps, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-fail");
+    const char *hist[] = {"h1", "h2", "h3"};
+    append(&t, hist, 3);
+    ckwrap w = {t.store, 0, false, 0};
+    eddy_rcheckpoints ck = {&wrap_ops, &w};
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-fail");
+    cfg.page_size = 1;
+    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
+    M.fail_on = "h2";
+    M.feed_on = "h1"; /* the projection feeds its own event during the replay */
+    snprintf(M.own_ev.id, sizeof(M.own_ev.id), "p1");
+    uev l1 = {"l1"}, l2 = {"l2"};
+    done_rec d1 = {0}, d2 = {0}, dc = {0};
+    accept_ev(f, &l1, &d1);
+    catch_up(f, &dc);
+    cr_assert(run_until(&t, &dc.calls, 1, 20000));
+    cr_expect_eq(dc.st, EDDY_ERR_HANDLER_FAILED, "catch-up: %s", eddy_status_name(dc.st));
+    cr_expect(run_until(&t, &M.own_done.calls, 1, 5000));
+    cr_expect(run_until(&t, &d1.calls, 1, 5000));
+    run_for(&t, 50);
+    /* 1: the marker was deleted */
+    cr_expect_eq(w.removes, 1, "marker deletions: %d", w.removes);
+    /* 3: the listener's held event refused, not applied */
+    cr_expect_eq(d1.calls, 1);
+    cr_expect_eq(d1.st, EDDY_ERR_ILLEGAL_STATE, "%s", eddy_status_name(d1.st));
+    for (int i = 0; i < M.napplied; i++)
+        cr_expect_str_neq(M.applied[i], "l1");
+    /* 4: the projection's own event was applied */
+    cr_expect_eq(M.own_done.calls, 1);
+    cr_expect_eq(M.own_done.st, EDDY_OK, "own event: %s (%s)", eddy_status_name(M.own_done.st),
+                 M.own_done.detail);
+    bool own = false;
+    for (int i = 0; i < M.napplied; i++)
+        own = own || strcmp(M.applied[i], "p1") == 0;
+    cr_expect(own, "the projection's own event was not applied");
+    cr_expect_eq(M.abandoned, 1);
+    /* in that order: deletion, the listener's refusal, the projection's own answered */
+    cr_expect_lt(w.remove_seq, d1.seq, "the marker was deleted after the refusal");
+    cr_expect_lt(d1.seq, M.own_done.seq, "the own event was answered before the refusal");
+    /* 5: then everything is refused */
+    cr_expect(eddy_rfeed_refuses_permanently(f));
+    cr_expect_not(eddy_rfeed_ready_for_live_delivery(f));
+    accept_ev(f, &l2, &d2);
+    cr_assert(run_until(&t, &d2.calls, 1, 5000));
+    cr_expect_eq(d2.st, EDDY_ERR_ILLEGAL_STATE);
+    eddy_error err = {0};
+    done_rec dx = {0};
+    cr_expect_eq(eddy_rfeed_catch_up(f, on_done_fn, &dx, &err), EDDY_ERR_ILLEGAL_STATE);
+    eddy_error cause = {0};
+    cr_expect(eddy_rfeed_failure(f, &cause));
+    run_for(&t, 20);
+    cr_expect_eq(dx.calls, 0);
+    cr_expect_eq(dc.calls + d1.calls + d2.calls + M.own_done.calls, 4, "exactly once");
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+Test(rfeed, marker_deletion_failing_logs_feed_id, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, 0, "rfeed-del");
+    const char *hist[] = {"h1"};
+    append(&t, hist, 1);
+    ckwrap w = {t.store, 0, true, 0};
+    eddy_rcheckpoints ck = {&wrap_ops, &w};
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-del");
+    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
+    M.fail_on = "h1";
+    done_rec dc = {0};
+    long long t0 = eddy_test_now_ms();
+    catch_up(f, &dc);
+    cr_assert(run_until(&t, &dc.calls, 1, 20000));
+    cr_assert(run_until(&t, &M.log_errors, 2, 5000) || M.log_errors >= 1);
+    run_for(&t, 50);
+    cr_expect_eq(w.removes, 4, "the first attempt plus 3 retries: %d", w.removes);
+    cr_expect_geq(eddy_test_now_ms() - t0, 50 + 100 + 200, "the retries did not wait");
+    cr_expect(strstr(M.log, "could not delete") && strstr(M.log, "orders-del"),
+              "the error does not name the feed: %s", M.log);
+    cr_expect(eddy_rfeed_refuses_permanently(f));
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+Test(rfeed, buffer_limit, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, 0, "rfeed-buf");
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-buf");
+    cfg.max_buffered_events = 2;
+    eddy_rfeed *f = must_feed(&t, &cfg, NULL);
+    uev e[3] = {{"l1"}, {"l2"}, {"l3"}};
+    done_rec d[3] = {{0}};
+    for (int i = 0; i < 3; i++)
+        accept_ev(f, &e[i], &d[i]);
+    cr_assert(run_until(&t, &d[2].calls, 1, 5000));
+    cr_expect_eq(d[2].st, EDDY_ERR_ILLEGAL_STATE, "the third held event was not refused");
+    cr_expect_eq(d[0].calls + d[1].calls, 0);
+    done_rec dg = {0};
+    go_live(f, &dg);
+    cr_assert(run_until(&t, &d[1].calls, 1, 5000));
+    cr_expect_eq(d[0].st, EDDY_OK);
+    cr_expect_eq(d[1].st, EDDY_OK);
+    const char *want[] = {"l1", "l2"};
+    expect_applied(want, 2);
+    run_for(&t, 20);
+    for (int i = 0; i < 3; i++)
+        cr_expect_eq(d[i].calls, 1);
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+ParameterizedTestParameters(rfeed, free_with_operations_pending) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, free_with_operations_pending, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-free");
+    const char *hist[] = {"h1", "h2"};
+    append(&t, hist, 2);
+    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-free");
+    cfg.page_size = 1;
+    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
+    uev l1 = {"l1"};
+    done_rec d1 = {0}, dc = {0}, dg = {0};
+    accept_ev(f, &l1, &d1);
+    catch_up(f, &dc);
+    go_live(f, &dg);              /* waits for the catch-up */
+    ev_run(t.loop, EVRUN_NOWAIT); /* the catch-up is under way */
+    eddy_rfeed_free(f);
+    cr_expect_eq(d1.calls, 1, "held event not completed by free");
+    cr_expect_eq(dc.calls, 1, "catch-up not completed by free");
+    cr_expect_eq(dg.calls, 1, "go-live not completed by free");
+    cr_expect_eq(d1.st, EDDY_ERR_CLOSED);
+    run_for(&t, 100);
+    eddy_rstore_close(t.store);
+    t.store = NULL;
+    cr_expect_eq(d1.calls, 1);
+    cr_expect_eq(dc.calls, 1);
+    cr_expect_eq(dg.calls, 1);
+    ev_loop_destroy(t.loop);
+}
