@@ -47,6 +47,7 @@
 #include <stdbool.h>
 
 #include "eddy/feed.h"
+#include "eddy/reactive.h"
 #include "eddy/rstore.h"
 
 #ifdef __cplusplus
@@ -122,6 +123,13 @@ EDDY_EXPORT eddy_status eddy_rfeed_accept(eddy_rfeed *feed, void *event, eddy_rf
 /** The same with metadata (copied). */
 EDDY_EXPORT eddy_status eddy_rfeed_accept_meta(eddy_rfeed *feed, const eddy_event_meta *meta,
                                                void *event, eddy_rfeed_done_fn done, void *user);
+
+/** A subscription handler (reactive bus; spec.user = the feed) that feeds each delivery to the
+ * feed, decoded with cfg.decode and with the delivery's stored metadata when it carries some:
+ * applied, acknowledged; refused or failed, not acknowledged, so an AtLeastOnce subscription gets
+ * it again. It returns EDDY_PENDING and finishes the delivery from the feed's completion (on the
+ * loop), so the loop never waits for the feed. Thread: the loop's thread. */
+EDDY_EXPORT eddy_status eddy_rfeed_handler(eddy_delivery *d, void *user);
 
 /** True once the feed is live and has not failed. */
 EDDY_EXPORT bool eddy_rfeed_ready_for_live_delivery(eddy_rfeed *feed);

@@ -13,6 +13,7 @@
 #include "eddy/rfeed.h"
 #include "eddy/rstore.h"
 #include "eddy_test.h"
+#include "raw.h"
 #include "recorder.h"
 
 static int backends[] = {0, 1}; /* memory, redis */
@@ -572,4 +573,99 @@ ParameterizedTest(int *b, rfeed, free_with_operations_pending, .timeout = 60) {
     cr_expect_eq(dc.calls, 1);
     cr_expect_eq(dg.calls, 1);
     ev_loop_destroy(t.loop);
+}
+
+/* ---- the listener: a reactive subscription feeding the feed ------------------------------- */
+
+static void on_ready(eddy_status st, const eddy_error *err, void *user) {
+    cr_expect_eq(st, EDDY_OK, "ready: %s", err ? err->detail : "");
+    (*(int *)user)++;
+}
+
+static void on_published(eddy_status st, const char *id, void *user) {
+    cr_expect_eq(st, EDDY_OK);
+    (*(int *)user)++;
+}
+
+static void publish_ids(tctx *t, eddy_rbus *bus, const char *const *ids, int n) {
+    int done = 0;
+    for (int i = 0; i < n; i++) {
+        eddy_event *ev = make_event(ids[i], "t");
+        cr_assert_eq(eddy_rbus_publish(bus, "orders", ev, on_published, &done, NULL), EDDY_OK);
+        eddy_event_free(ev);
+    }
+    cr_assert(run_until(t, &done, n, 20000));
+}
+
+static long long pending_entries(tctx *t) {
+    redisReply *r = raw_cmdf(t->url, "XPENDING {%s}:s:orders listeners", t->ns);
+    long long n = r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                          r->element[0]->type == REDIS_REPLY_INTEGER
+                      ? r->element[0]->integer
+                      : -1;
+    freeReplyObject(r);
+    return n;
+}
+
+ParameterizedTestParameters(rfeed, listener_acknowledges_only_what_was_applied) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, listener_acknowledges_only_what_was_applied, .timeout = 60) {
+    tctx t;
+    setup(&t, *b, "rfeed-listen");
+    reset_model();
+    t.s.redelivery_idle_ms = 200;
+    t.s.block_ms = 100;
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-listen");
+    eddy_rfeed *feed = must_feed(&t, &cfg, NULL);
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = "listen";
+    sp.pattern = "orders";
+    sp.group = "listeners";
+    sp.delivery = EDDY_AT_LEAST_ONCE;
+    sp.handler = eddy_rfeed_handler;
+    sp.user = feed;
+    eddy_rbus *bus = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_rbus_new(t.loop, &t.s, &sp, 1, &bus, &err), EDDY_OK, "%s", err.detail);
+    int ready = 0;
+    cr_assert_eq(eddy_rbus_start(bus, on_ready, &ready, &err), EDDY_OK, "%s", err.detail);
+    cr_assert(run_until(&t, &ready, 1, 20000));
+
+    const char *ids[] = {"l1", "l2"};
+    publish_ids(&t, bus, ids, 2);
+    run_for(&t, 300);
+    cr_expect_eq(M.napplied, 0, "held until the feed goes live");
+    /* Read but held: pending, not acknowledged (the reader reads on only when its batch is
+     * settled, so at least the first one is read by now). */
+    cr_expect_geq(pending_entries(&t), 1, "held deliveries are not acknowledged");
+    done_rec live = {0};
+    go_live(feed, &live);
+    cr_assert(run_until(&t, &M.napplied, 2, 20000));
+    expect_applied(ids, 2);
+    for (int i = 0; i < 200 && pending_entries(&t) != 0; i++)
+        run_for(&t, 20);
+    cr_expect_eq(pending_entries(&t), 0, "applied deliveries are acknowledged");
+
+    /* An event whose apply fails is not acknowledged: it comes back. */
+    M.fail_on = "bad";
+    const char *bad[] = {"bad"};
+    publish_ids(&t, bus, bad, 1);
+    eddy_consumer_stats cs = {0};
+    for (int i = 0; i < 500 && cs.failed < 2; i++) {
+        run_for(&t, 10);
+        eddy_rbus_consumer_stats(bus, "listen", &cs);
+    }
+    cr_expect_geq(cs.failed, 2, "the failed event was delivered again");
+    cr_expect_geq(cs.redelivered, 1);
+    M.fail_on = NULL; /* now it applies, and is acknowledged */
+    for (int i = 0; i < 500 && pending_entries(&t) != 0; i++)
+        run_for(&t, 10);
+    cr_expect_eq(pending_entries(&t), 0);
+    cr_expect_str_eq(M.applied[M.napplied - 1], "bad");
+    eddy_rbus_free(bus);
+    eddy_rfeed_free(feed);
+    teardown(&t);
 }
