@@ -11,6 +11,9 @@
  *   requests they make are polled when depth returns to zero.
  * - A run record (rrun) lives from the call (or the core's handing over) to its DONE step; after
  *   eddy_rfeed_free the feed's memory lives until no run and no callback is left.
+ * - Runs the core starts by itself never wait for an allocation here: the failure run uses the
+ *   record embedded in the feed, a deferred request is only polled once its record exists (out
+ *   of memory, the request stays for the next poll), so no run is lost.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -30,6 +33,7 @@ typedef struct rrun {
     ev_timer delay;
     bool timing;
     bool in_flight;
+    bool embedded;     /* the feed's frec: not freed */
     struct rrun *next; /* the feed's live runs */
 } rrun;
 
@@ -61,6 +65,11 @@ struct eddy_rfeed {
     unsigned depth; /* projection callbacks and queue drains in progress */
     unsigned runs;  /* rrun records alive */
     rrun *rlist;
+    /* Records for runs nobody asked for, so driving them never needs an allocation that could
+     * fail: frec drives the core's failure run (it hands that over at most once, in out.start),
+     * spare a deferred request's run (allocated before the core is polled, kept when none). */
+    rrun frec;
+    rrun *spare;
     bool direct; /* complete accepts at once (stop, free) */
     bool closing;
     /* For eddy_rfeed_handler: how a delivery's CloudEvent becomes the user's event. */
@@ -109,6 +118,7 @@ static void post(eddy_rfeed *feed, rrun *resume, eddy_rfeed_done_fn done, void *
 static void destroy_if_done(eddy_rfeed *feed) {
     if (feed->closing && feed->depth == 0 && feed->runs == 0 && !feed->qhead) {
         eddy__feed_free(feed->core);
+        free(feed->spare);
         free(feed);
     }
 }
@@ -172,10 +182,10 @@ static void complete(void *waiter, eddy_status st, const eddy_error *err, void *
         post(feed, NULL, done, user, st, err);
 }
 
-static rrun *rrun_new(eddy_rfeed *feed, eddy_rfeed_done_fn done, void *user) {
-    rrun *r = calloc(1, sizeof(*r));
-    if (!r)
-        return NULL;
+static void rrun_link(eddy_rfeed *feed, rrun *r, eddy_rfeed_done_fn done, void *user) {
+    bool embedded = r->embedded;
+    memset(r, 0, sizeof(*r));
+    r->embedded = embedded;
     r->kind = W_RUN;
     r->feed = feed;
     r->done = done;
@@ -184,6 +194,12 @@ static rrun *rrun_new(eddy_rfeed *feed, eddy_rfeed_done_fn done, void *user) {
     feed->runs++;
     r->next = feed->rlist;
     feed->rlist = r;
+}
+
+static rrun *rrun_new(eddy_rfeed *feed, eddy_rfeed_done_fn done, void *user) {
+    rrun *r = calloc(1, sizeof(*r));
+    if (r)
+        rrun_link(feed, r, done, user);
     return r;
 }
 
@@ -195,7 +211,8 @@ static void rrun_free(rrun *r) {
             break;
         }
     feed->runs--;
-    free(r);
+    if (!r->embedded)
+        free(r);
 }
 
 static void flush(eddy_rfeed *feed, eddy__feed_out *out) {
@@ -203,9 +220,11 @@ static void flush(eddy_rfeed *feed, eddy__feed_out *out) {
     eddy__feed_run *start = out->start;
     out->start = NULL;
     if (start) {
-        rrun *r = rrun_new(feed, NULL, NULL);
-        if (!r)
-            abort(); /* the core's run must be driven to be freed */
+        /* The core's failure run: handed over once per feed (the feed fails once), so the
+         * embedded record is free. */
+        rrun *r = &feed->frec;
+        r->embedded = true;
+        rrun_link(feed, r, NULL, NULL);
         r->run = start;
         eddy__feed_run_attach(start, r);
         post(feed, r, NULL, NULL, EDDY_OK, NULL);
@@ -215,11 +234,18 @@ static void flush(eddy_rfeed *feed, eddy__feed_out *out) {
 static void poll_deferred(eddy_rfeed *feed) {
     if (feed->closing)
         return;
-    eddy__feed_run *run;
-    while ((run = eddy__feed_poll_deferred(feed->core))) {
-        rrun *r = rrun_new(feed, NULL, NULL);
+    for (;;) {
+        /* The record first: out of memory, the core keeps the request for the next poll. */
+        rrun *r = feed->spare ? feed->spare : calloc(1, sizeof(*r));
+        feed->spare = NULL;
         if (!r)
-            abort();
+            return;
+        eddy__feed_run *run = eddy__feed_poll_deferred(feed->core);
+        if (!run) {
+            feed->spare = r;
+            return;
+        }
+        rrun_link(feed, r, NULL, NULL);
         r->run = run;
         eddy__feed_run_attach(run, r);
         post(feed, r, NULL, NULL, EDDY_OK, NULL);

@@ -2,7 +2,11 @@
  * held until a catch-up or go-live, a catch-up that replays the history and then applies the held
  * events once each in order, a stopped replay, the reactor stack's failure steps, a marker that
  * cannot be deleted, the buffer limit, completions that run exactly once and never inside the
- * call, and a feed freed with operations pending. Each test runs its own loop. */
+ * call, a feed freed with operations pending or from inside its own callbacks, the reactor's
+ * failure paths (the projection's own event failing or refused, an event fed from
+ * replay_abandoned, listeners refused during the failure steps, go-live waiting for a failed
+ * catch-up, marker removals failing through their callback) and a catch-up asked for from an
+ * apply. Each test runs its own loop. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <ev.h>
@@ -115,6 +119,14 @@ typedef struct model {
     int seq;
     char log[512];
     int log_errors;
+    const char *feed2_on; /* apply feeds own_ev2 on this id */
+    uev own_ev2;
+    done_rec own_done2;
+    bool abandon_feeds;      /* replay_abandoned feeds own_ev */
+    const char *free_on;     /* apply frees the feed on this id */
+    bool started_frees;      /* replay_started frees the feed */
+    const char *catch_up_on; /* apply asks for a catch-up on this id */
+    done_rec inner_done;
 } model;
 
 static model M;
@@ -136,18 +148,46 @@ static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error 
         m->feed_on = NULL;
         cr_expect_eq(eddy_rfeed_accept(m->feed, &m->own_ev, on_done_fn, &m->own_done), EDDY_OK);
     }
+    if (m->feed2_on && strcmp(e->id, m->feed2_on) == 0) {
+        m->feed2_on = NULL;
+        cr_expect_eq(eddy_rfeed_accept(m->feed, &m->own_ev2, on_done_fn, &m->own_done2), EDDY_OK);
+    }
+    if (m->catch_up_on && strcmp(e->id, m->catch_up_on) == 0) {
+        m->catch_up_on = NULL;
+        eddy_error cerr = {0};
+        cr_expect_eq(eddy_rfeed_catch_up(m->feed, on_done_fn, &m->inner_done, &cerr), EDDY_OK, "%s",
+                     cerr.detail);
+    }
+    if (m->free_on && strcmp(e->id, m->free_on) == 0) {
+        m->free_on = NULL;
+        eddy_rfeed_free(m->feed);
+        m->feed = NULL;
+    }
     return EDDY_OK;
 }
 
 static eddy_status m_started(eddy_error *err, void *user) {
-    ((model *)user)->started++;
+    model *m = user;
+    m->started++;
+    if (m->started_frees) {
+        m->started_frees = false;
+        eddy_rfeed_free(m->feed);
+        m->feed = NULL;
+    }
     return EDDY_OK;
 }
 static eddy_status m_completed(eddy_error *err, void *user) {
     ((model *)user)->completed++;
     return EDDY_OK;
 }
-static void m_abandoned(void *user) { ((model *)user)->abandoned++; }
+static void m_abandoned(void *user) {
+    model *m = user;
+    m->abandoned++;
+    if (m->abandon_feeds) {
+        m->abandon_feeds = false;
+        cr_expect_eq(eddy_rfeed_accept(m->feed, &m->own_ev, on_done_fn, &m->own_done), EDDY_OK);
+    }
+}
 
 static eddy_status m_decode(const eddy_event *stored, const eddy_event_meta *meta, void **event,
                             eddy_error *err, void *user) {
@@ -239,8 +279,30 @@ typedef struct ckwrap {
     eddy_rstore *store;
     int removes;
     bool remove_fails;
-    int remove_seq; /* M.seq at the first deletion */
+    int remove_seq;  /* M.seq at the first deletion */
+    int async_fails; /* this many removals fail later, through their callback */
+    int remove_oks;  /* removals the store completed with EDDY_OK */
+    struct ev_loop *loop;
+    ev_timer tm;
+    eddy_rstore_done_fn pdone;
+    void *puser;
 } ckwrap;
+
+static void w_fire(struct ev_loop *loop, ev_timer *tm, int revents) {
+    ckwrap *w = tm->data;
+    ev_timer_stop(loop, tm);
+    eddy_error e = {0};
+    snprintf(e.detail, sizeof(e.detail), "checkpoint storage timed out");
+    e.status = EDDY_ERR_IO;
+    w->pdone(EDDY_ERR_IO, &e, w->puser);
+}
+
+static void w_removed(eddy_status st, const eddy_error *err, void *user) {
+    ckwrap *w = user;
+    if (st == EDDY_OK)
+        w->remove_oks++;
+    w->pdone(st, err, w->puser);
+}
 
 static eddy_status w_exists(void *self, const char *id, eddy_rstore_exists_fn done, void *user,
                             eddy_error *err) {
@@ -261,7 +323,16 @@ static eddy_status w_remove(void *self, const char *id, eddy_rstore_done_fn done
         err->status = EDDY_ERR_IO;
         return EDDY_ERR_IO;
     }
-    return eddy_rstore_ckpt_remove(w->store, id, done, user, err);
+    w->pdone = done;
+    w->puser = user;
+    if (w->async_fails > 0) {
+        w->async_fails--;
+        ev_timer_init(&w->tm, w_fire, 0.001, 0.);
+        w->tm.data = w;
+        ev_timer_start(w->loop, &w->tm);
+        return EDDY_OK;
+    }
+    return eddy_rstore_ckpt_remove(w->store, id, w_removed, w, err);
 }
 static const eddy_rcheckpoint_ops wrap_ops = {w_exists, w_save, w_remove};
 
@@ -430,7 +501,7 @@ ParameterizedTest(int *b, rfeed, failing_catch_up_five_steps, .timeout = 60) {
     setup(&t, *b, "rfeed-fail");
     const char *hist[] = {"h1", "h2", "h3"};
     append(&t, hist, 3);
-    ckwrap w = {t.store, 0, false, 0};
+    ckwrap w = {.store = t.store};
     eddy_rcheckpoints ck = {&wrap_ops, &w};
     eddy_feed_config cfg;
     cfg_init(&cfg, "orders-fail");
@@ -491,7 +562,7 @@ Test(rfeed, marker_deletion_failing_logs_feed_id, .timeout = 60) {
     setup(&t, 0, "rfeed-del");
     const char *hist[] = {"h1"};
     append(&t, hist, 1);
-    ckwrap w = {t.store, 0, true, 0};
+    ckwrap w = {.store = t.store, .remove_fails = true};
     eddy_rcheckpoints ck = {&wrap_ops, &w};
     eddy_feed_config cfg;
     cfg_init(&cfg, "orders-del");
@@ -667,5 +738,393 @@ ParameterizedTest(int *b, rfeed, listener_acknowledges_only_what_was_applied, .t
     cr_expect_str_eq(M.applied[M.napplied - 1], "bad");
     eddy_rbus_free(bus);
     eddy_rfeed_free(feed);
+    teardown(&t);
+}
+
+/* ---- reactor failure paths ------------------------------------------------------------------ */
+
+static bool contains(const char *hay, const char *needle) { return strstr(hay, needle) != NULL; }
+
+/* A catch-up whose replay went through fails because of the projection's own event: fed from
+ * apply during the replay, it fails (mode 0) or is refused (mode 1, no id). The projection
+ * ignores the error, yet the feed starts failing: marker deleted, later events refused. */
+static void own_event_fails_feed(int backend, int mode) {
+    reset_model();
+    tctx t;
+    setup(&t, backend, "rfeed-own");
+    const char *hist[] = {"h1", "h2"};
+    append(&t, hist, 2);
+    ckwrap w = {.store = t.store};
+    eddy_rcheckpoints ck = {&wrap_ops, &w};
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-own");
+    cfg.page_size = 1;
+    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
+    M.feed_on = "h1";
+    snprintf(M.own_ev.id, sizeof(M.own_ev.id), "%s", mode == 0 ? "p1" : "");
+    if (mode == 0)
+        M.fail_on = "p1";
+    done_rec dc = {0}, d2 = {0};
+    catch_up(f, &dc);
+    cr_assert(run_until(&t, &dc.calls, 1, 20000), "catch-up never completed");
+    cr_assert(run_until(&t, &M.own_done.calls, 1, 5000), "own event never answered");
+    run_for(&t, 100);
+    cr_expect_neq(M.own_done.st, EDDY_OK, "the own event succeeded");
+    cr_expect_eq(M.own_done.st, mode == 0 ? EDDY_ERR_HANDLER_FAILED : EDDY_ERR_INVALID_ARGUMENT,
+                 "own event: %s (%s)", eddy_status_name(M.own_done.st), M.own_done.detail);
+    cr_expect(eddy_rfeed_refuses_permanently(f), "the feed did not start failing (mode %d)", mode);
+    cr_expect_not(eddy_rfeed_ready_for_live_delivery(f));
+    cr_expect_eq(w.removes, 1, "marker deletions: %d", w.removes);
+    eddy_error cause = {0};
+    cr_expect(eddy_rfeed_failure(f, &cause));
+    cr_expect(contains(cause.detail, "orders-own"), "cause: %s", cause.detail);
+    uev l2 = {"l2"};
+    accept_ev(f, &l2, &d2);
+    cr_assert(run_until(&t, &d2.calls, 1, 5000));
+    cr_expect_eq(d2.st, EDDY_ERR_ILLEGAL_STATE);
+    for (int i = 0; i < M.napplied; i++)
+        cr_expect_str_neq(M.applied[i], "l2");
+    run_for(&t, 20);
+    cr_expect_eq(dc.calls, 1);
+    cr_expect_eq(M.own_done.calls, 1);
+    cr_expect_eq(d2.calls, 1);
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+ParameterizedTestParameters(rfeed, own_event_failing_fails_feed) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, own_event_failing_fails_feed, .timeout = 60) {
+    own_event_fails_feed(*b, 0);
+}
+
+ParameterizedTestParameters(rfeed, own_event_refused_fails_feed) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, own_event_refused_fails_feed, .timeout = 60) {
+    own_event_fails_feed(*b, 1);
+}
+
+/* A stopped replay is no failure, but the event replay_abandoned feeds (nothing waits for it)
+ * fails: the feed starts failing. */
+ParameterizedTestParameters(rfeed, abandoned_event_failing_fails_feed) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, abandoned_event_failing_fails_feed, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-aband");
+    const char *hist[] = {"h1", "h2", "h3"};
+    append(&t, hist, 3);
+    ckwrap w = {.store = t.store};
+    eddy_rcheckpoints ck = {&wrap_ops, &w};
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-aband");
+    cfg.page_size = 1;
+    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
+    M.stop_on = "h1";
+    M.abandon_feeds = true;
+    snprintf(M.own_ev.id, sizeof(M.own_ev.id), "pa");
+    M.fail_on = "pa";
+    done_rec dc = {0}, d2 = {0};
+    catch_up(f, &dc);
+    cr_assert(run_until(&t, &dc.calls, 1, 20000));
+    cr_assert(run_until(&t, &M.own_done.calls, 1, 5000), "the abandoned event never answered");
+    run_for(&t, 100);
+    cr_expect_eq(M.abandoned, 1);
+    cr_expect_neq(M.own_done.st, EDDY_OK);
+    cr_expect(eddy_rfeed_refuses_permanently(f), "the failed abandoned event did not fail it");
+    cr_expect_eq(w.removes, 1, "marker deletions: %d", w.removes);
+    uev l2 = {"l2"};
+    accept_ev(f, &l2, &d2);
+    cr_assert(run_until(&t, &d2.calls, 1, 5000));
+    cr_expect_eq(d2.st, EDDY_ERR_ILLEGAL_STATE);
+    eddy_error err = {0};
+    done_rec dx = {0};
+    cr_expect_eq(eddy_rfeed_catch_up(f, on_done_fn, &dx, &err), EDDY_ERR_ILLEGAL_STATE);
+    run_for(&t, 20);
+    cr_expect_eq(dx.calls, 0);
+    cr_expect_eq(dc.calls + M.own_done.calls + d2.calls, 3, "exactly once");
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+/* While the failure steps run (the marker deletion waiting to retry), a listener's event is
+ * refused at once, and the projection's own events (one taken in during the replay, one fed
+ * while it is applied in step 4) are applied. */
+ParameterizedTestParameters(rfeed, listener_refused_during_failure_steps) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, listener_refused_during_failure_steps, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-steps");
+    const char *hist[] = {"h1", "h2"};
+    append(&t, hist, 2);
+    ckwrap w = {.store = t.store};
+    w.loop = t.loop;
+    w.async_fails = 2; /* retries after 50 and 100 ms */
+    eddy_rcheckpoints ck = {&wrap_ops, &w};
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-steps");
+    cfg.page_size = 1;
+    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
+    M.feed_on = "h1";
+    snprintf(M.own_ev.id, sizeof(M.own_ev.id), "p1");
+    M.feed2_on = "p1";
+    snprintf(M.own_ev2.id, sizeof(M.own_ev2.id), "p2");
+    M.fail_on = "h2";
+    done_rec dc = {0}, d2 = {0};
+    catch_up(f, &dc);
+    cr_assert(run_until(&t, &w.removes, 1, 20000), "the marker deletion never started");
+    cr_expect_eq(M.own_done.calls, 0, "own event answered before the deletion");
+    uev l2 = {"l2"};
+    accept_ev(f, &l2, &d2);
+    cr_assert(run_until(&t, &d2.calls, 1, 5000));
+    cr_expect_eq(d2.st, EDDY_ERR_ILLEGAL_STATE, "%s", eddy_status_name(d2.st));
+    cr_expect_lt(w.removes, 3, "the listener's event waited for the failure steps");
+    cr_assert(run_until(&t, &M.own_done2.calls, 1, 5000));
+    cr_assert(run_until(&t, &dc.calls, 1, 5000));
+    run_for(&t, 50);
+    cr_expect_eq(w.removes, 3);
+    cr_expect_eq(w.remove_oks, 1);
+    cr_expect_eq(M.log_errors, 0, "%s", M.log);
+    cr_expect_eq(dc.st, EDDY_ERR_HANDLER_FAILED);
+    cr_expect_eq(M.own_done.st, EDDY_OK, "p1: %s", M.own_done.detail);
+    cr_expect_eq(M.own_done2.st, EDDY_OK, "p2: %s", M.own_done2.detail);
+    const char *want[] = {"h1", "p1", "p2"};
+    expect_applied(want, 3);
+    cr_expect(eddy_rfeed_refuses_permanently(f));
+    run_for(&t, 20);
+    cr_expect_eq(dc.calls + d2.calls + M.own_done.calls + M.own_done2.calls, 4, "exactly once");
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+/* go_live waiting for a catch-up that fails errors with EDDY_ERR_ILLEGAL_STATE naming it. */
+ParameterizedTestParameters(rfeed, go_live_waiting_for_failed_catch_up) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, go_live_waiting_for_failed_catch_up, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-glfail");
+    const char *hist[] = {"h1", "h2"};
+    append(&t, hist, 2);
+    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-glfail");
+    cfg.page_size = 1;
+    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
+    M.fail_on = "h2";
+    done_rec dc = {0}, dg = {0};
+    catch_up(f, &dc);
+    go_live(f, &dg);
+    cr_assert(run_until(&t, &dg.calls, 1, 20000), "go-live never completed");
+    cr_assert(run_until(&t, &dc.calls, 1, 5000));
+    cr_expect_eq(dc.st, EDDY_ERR_HANDLER_FAILED);
+    cr_expect_eq(dg.st, EDDY_ERR_ILLEGAL_STATE, "go-live: %s", eddy_status_name(dg.st));
+    cr_expect(contains(dg.detail, "cannot apply h2"), "go-live does not name the failure: %s",
+              dg.detail);
+    cr_expect_not(eddy_rfeed_ready_for_live_delivery(f));
+    run_for(&t, 20);
+    cr_expect_eq(dc.calls, 1);
+    cr_expect_eq(dg.calls, 1);
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+/* eddy_rfeed_free from inside the feed's own callbacks. */
+static void on_done_free(eddy_status st, const eddy_error *err, void *user) {
+    on_done_fn(st, err, user);
+    eddy_rfeed_free(M.feed);
+    M.feed = NULL;
+}
+
+ParameterizedTestParameters(rfeed, free_inside_completion) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, free_inside_completion, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-freecb");
+    const char *hist[] = {"h1"};
+    append(&t, hist, 1);
+    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-freecb");
+    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
+    uev l1 = {"l1"};
+    done_rec d1 = {0}, dc = {0};
+    accept_ev(f, &l1, &d1);
+    eddy_error err = {0};
+    cr_assert_eq(eddy_rfeed_catch_up(f, on_done_free, &dc, &err), EDDY_OK, "%s", err.detail);
+    cr_assert(run_until(&t, &dc.calls, 1, 20000));
+    cr_expect_eq(dc.st, EDDY_OK, "%s", dc.detail);
+    cr_expect_null(M.feed);
+    run_for(&t, 50);
+    cr_expect_eq(dc.calls, 1);
+    cr_expect_eq(d1.calls, 1, "the held event was not answered exactly once");
+    teardown(&t);
+}
+
+ParameterizedTestParameters(rfeed, free_inside_projection_callback) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, free_inside_projection_callback, .timeout = 60) {
+    for (int where = 0; where < 2; where++) { /* in apply during the replay, in replay_started */
+        reset_model();
+        tctx t;
+        setup(&t, *b, "rfeed-freeproj");
+        const char *hist[] = {"h1", "h2", "h3"};
+        append(&t, hist, 3);
+        eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+        eddy_feed_config cfg;
+        cfg_init(&cfg, "orders-freeproj");
+        cfg.page_size = 1;
+        eddy_rfeed *f = must_feed(&t, &cfg, &ck);
+        if (where == 0)
+            M.free_on = "h2";
+        else
+            M.started_frees = true;
+        uev l1 = {"l1"};
+        done_rec d1 = {0}, dc = {0}, dg = {0};
+        accept_ev(f, &l1, &d1);
+        catch_up(f, &dc);
+        go_live(f, &dg);
+        cr_assert(run_until(&t, &dc.calls, 1, 20000), "catch-up never completed (%d)", where);
+        cr_assert(run_until(&t, &dg.calls, 1, 5000));
+        cr_assert(run_until(&t, &d1.calls, 1, 5000));
+        cr_expect_null(M.feed);
+        cr_expect_eq(dc.st, EDDY_ERR_CLOSED, "catch-up (%d): %s", where, eddy_status_name(dc.st));
+        cr_expect_eq(dg.st, EDDY_ERR_CLOSED);
+        cr_expect_eq(d1.st, EDDY_ERR_CLOSED);
+        run_for(&t, 100);
+        cr_expect_leq(M.napplied, where == 0 ? 2 : 0, "applied after the free: %d", M.napplied);
+        cr_expect_eq(dc.calls + dg.calls + d1.calls, 3, "exactly once");
+        teardown(&t);
+    }
+}
+
+/* Marker removals that fail later, through their callback: 4 failures exhaust the first attempt
+ * and the 3 retries (an error naming the feed id is logged); with 3 the last retry deletes it. */
+ParameterizedTestParameters(rfeed, marker_removal_failing_asynchronously) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, marker_removal_failing_asynchronously, .timeout = 60) {
+    for (int fails = 4; fails >= 3; fails--) {
+        reset_model();
+        tctx t;
+        setup(&t, *b, "rfeed-adel");
+        const char *hist[] = {"h1"};
+        append(&t, hist, 1);
+        ckwrap w = {.store = t.store};
+        w.loop = t.loop;
+        w.async_fails = fails;
+        eddy_rcheckpoints ck = {&wrap_ops, &w};
+        eddy_feed_config cfg;
+        cfg_init(&cfg, "orders-adel");
+        eddy_rfeed *f = must_feed(&t, &cfg, &ck);
+        M.fail_on = "h1";
+        done_rec dc = {0};
+        long long t0 = eddy_test_now_ms();
+        catch_up(f, &dc);
+        cr_assert(run_until(&t, &dc.calls, 1, 20000));
+        cr_expect_eq(dc.st, EDDY_ERR_HANDLER_FAILED);
+        for (int i = 0; i < 200 && w.removes < 4; i++)
+            run_for(&t, 10);
+        run_for(&t, 100);
+        cr_expect_eq(w.removes, 4, "%d failures: %d removals", fails, w.removes);
+        cr_expect_geq(eddy_test_now_ms() - t0, 50 + 100 + 200, "the retries did not wait");
+        if (fails == 4) {
+            cr_expect_eq(w.remove_oks, 0);
+            cr_expect_geq(M.log_errors, 1, "no error logged");
+            cr_expect(contains(M.log, "orders-adel"), "the error does not name the feed: %s",
+                      M.log);
+        } else {
+            cr_expect_eq(w.remove_oks, 1, "the last retry did not delete the marker");
+            cr_expect_eq(M.log_errors, 0, "an error was logged: %s", M.log);
+        }
+        cr_expect(eddy_rfeed_refuses_permanently(f));
+        cr_expect_eq(dc.calls, 1);
+        eddy_rfeed_free(f);
+        teardown(&t);
+    }
+}
+
+/* A stop ends the replay while the projection's own event (fed during it) is held: refused as
+ * the stopped feed's held events are, it fails the feed, though a stop alone would not. */
+ParameterizedTestParameters(rfeed, own_event_refused_by_stop_fails_feed) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, own_event_refused_by_stop_fails_feed, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-ownstop");
+    const char *hist[] = {"h1", "h2", "h3"};
+    append(&t, hist, 3);
+    ckwrap w = {.store = t.store};
+    eddy_rcheckpoints ck = {&wrap_ops, &w};
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-ownstop");
+    cfg.page_size = 1;
+    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
+    M.stop_on = "h1";
+    M.feed_on = "h1";
+    snprintf(M.own_ev.id, sizeof(M.own_ev.id), "p1");
+    done_rec dc = {0}, d2 = {0};
+    catch_up(f, &dc);
+    cr_assert(run_until(&t, &dc.calls, 1, 20000));
+    cr_assert(run_until(&t, &M.own_done.calls, 1, 5000));
+    run_for(&t, 100);
+    cr_expect_neq(M.own_done.st, EDDY_OK, "own event: %s", M.own_done.detail);
+    cr_expect(eddy_rfeed_refuses_permanently(f), "the refused own event did not fail the feed");
+    cr_expect_eq(w.removes, 1, "marker deletions: %d", w.removes);
+    uev l2 = {"l2"};
+    accept_ev(f, &l2, &d2);
+    cr_assert(run_until(&t, &d2.calls, 1, 5000));
+    cr_expect_eq(d2.st, EDDY_ERR_ILLEGAL_STATE);
+    run_for(&t, 20);
+    cr_expect_eq(dc.calls + M.own_done.calls + d2.calls, 3, "exactly once");
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+/* A catch-up the projection asks for while applying a live event runs once the apply returned,
+ * driven from the loop (a request nobody waits for). */
+ParameterizedTestParameters(rfeed, catch_up_requested_from_apply_runs_later) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, catch_up_requested_from_apply_runs_later, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-defer");
+    const char *hist[] = {"h1", "h2"};
+    append(&t, hist, 2);
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-defer");
+    eddy_rfeed *f = must_feed(&t, &cfg, NULL);
+    done_rec dg = {0}, d1 = {0};
+    go_live(f, &dg);
+    cr_assert(run_until(&t, &dg.calls, 1, 5000));
+    cr_expect_eq(dg.st, EDDY_OK);
+    M.catch_up_on = "l1";
+    uev l1 = {"l1"};
+    accept_ev(f, &l1, &d1);
+    cr_expect_eq(M.started, 0, "the requested catch-up ran inside the accept");
+    cr_expect_eq(M.inner_done.calls, 0, "completed inside the apply that asked");
+    cr_assert(run_until(&t, &M.inner_done.calls, 1, 5000));
+    cr_expect_eq(M.inner_done.st, EDDY_OK, "%s", M.inner_done.detail);
+    cr_assert(run_until(&t, &M.completed, 1, 20000), "the requested catch-up never ran");
+    run_for(&t, 50);
+    cr_expect_eq(d1.calls, 1);
+    cr_expect_eq(d1.st, EDDY_OK);
+    const char *want[] = {"l1", "h1", "h2"};
+    expect_applied(want, 3);
+    cr_expect_eq(M.started, 1);
+    cr_expect_eq(M.inner_done.calls, 1);
+    cr_expect(eddy_rfeed_ready_for_live_delivery(f));
+    eddy_rfeed_free(f);
     teardown(&t);
 }
