@@ -437,6 +437,18 @@ static void hold(eddy__feed *f, eddy__feed_entry *e) {
     f->nheld++;
 }
 
+/* A catch-up counts as running from the call that asked for it (the spec's "from the moment
+ * you call catchUp()"), not from when a front end first drives it: a reactive run waits for
+ * the loop. Live events accepted in between wait for its replay (lock held). */
+static bool catch_up_asked(const eddy__feed *f) {
+    if (f->active && f->active->kind == K_CATCH_UP)
+        return true;
+    for (const eddy__feed_run *q = f->queue; q; q = q->qnext)
+        if (q->kind == K_CATCH_UP)
+            return true;
+    return false;
+}
+
 /* Decides what becomes of an accepted event (lock held). */
 static eddy_status decide(eddy__feed *f, eddy__feed_entry *e, eddy__accept_flags flags,
                           eddy__accept_kind *kind, eddy_error *err) {
@@ -444,7 +456,7 @@ static eddy_status decide(eddy__feed *f, eddy__feed_entry *e, eddy__accept_flags
         /* Reactive, steps 2 and 4: while failing, what the projection feeds is still applied. */
         if (f->mode == EDDY__FEED_BLOCKING || !f->failing || !flags.from_callback)
             return refuse_failed(f, err, "refuses every event");
-    } else if (f->live) {
+    } else if (f->live && !catch_up_asked(f)) {
         if (is_duplicate(f, e->id)) {
             f->n_duplicates++;
             *kind = EDDY__ACCEPT_DUPLICATE;

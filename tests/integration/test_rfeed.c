@@ -1128,3 +1128,269 @@ ParameterizedTest(int *b, rfeed, catch_up_requested_from_apply_runs_later, .time
     eddy_rfeed_free(f);
     teardown(&t);
 }
+
+/* ---- a live feed: catch-up, stop, metadata, live failures --------------------------------- */
+
+/* stop_catch_up on a live feed does nothing: later events are still applied. */
+ParameterizedTestParameters(rfeed, stop_on_live_feed_does_nothing) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, stop_on_live_feed_does_nothing, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-stoplive");
+    const char *hist[] = {"h1"};
+    append(&t, hist, 1);
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-stoplive");
+    eddy_rfeed *f = must_feed(&t, &cfg, NULL);
+    done_rec dg = {0}, d1 = {0}, d2 = {0};
+    go_live(f, &dg);
+    cr_assert(run_until(&t, &dg.calls, 1, 5000));
+    cr_expect_eq(dg.st, EDDY_OK);
+    eddy_rfeed_stop_catch_up(f);
+    cr_expect(eddy_rfeed_ready_for_live_delivery(f), "a stop on a live feed does nothing");
+    cr_expect_not(eddy_rfeed_refuses_permanently(f));
+    uev l1 = {"l1"}, l2 = {"l2"};
+    accept_ev(f, &l1, &d1);
+    cr_assert(run_until(&t, &d1.calls, 1, 5000));
+    cr_expect_eq(d1.st, EDDY_OK, "%s", d1.detail);
+    eddy_rfeed_stop_catch_up(f);
+    accept_ev(f, &l2, &d2);
+    cr_assert(run_until(&t, &d2.calls, 1, 5000));
+    cr_expect_eq(d2.st, EDDY_OK, "%s", d2.detail);
+    run_for(&t, 20);
+    const char *want[] = {"l1", "l2"};
+    expect_applied(want, 2);
+    cr_expect_eq(M.abandoned, 0);
+    cr_expect_eq(dg.calls + d1.calls + d2.calls, 3, "exactly once");
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+/* A projection keyed by metadata refuses an event fed without metadata (EDDY_ERR_ILLEGAL_STATE,
+ * through its completion, not applied); fed with its metadata it is applied. */
+ParameterizedTestParameters(rfeed, keyed_by_metadata_without_metadata_is_refused) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, keyed_by_metadata_without_metadata_is_refused, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-keyed");
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-keyed");
+    cfg.projection.keyed_by_metadata = true;
+    eddy_rfeed *f = must_feed(&t, &cfg, NULL);
+    done_rec dg = {0}, d1 = {0}, d2 = {0};
+    go_live(f, &dg);
+    cr_assert(run_until(&t, &dg.calls, 1, 5000));
+    cr_expect_eq(dg.st, EDDY_OK);
+    uev e = {"x1"};
+    accept_ev(f, &e, &d1);
+    cr_assert(run_until(&t, &d1.calls, 1, 5000));
+    cr_expect_eq(d1.st, EDDY_ERR_ILLEGAL_STATE, "%s", eddy_status_name(d1.st));
+    cr_expect(contains(d1.detail, "keyed by metadata"), "%s", d1.detail);
+    cr_expect_eq(M.napplied, 0, "applied without metadata");
+    cr_expect(eddy_rfeed_ready_for_live_delivery(f), "a refused event does not fail the feed");
+    eddy_event_meta m = {"order-1", 3, 0};
+    d2.inside = 1;
+    cr_assert_eq(eddy_rfeed_accept_meta(f, &m, &e, on_done_fn, &d2), EDDY_OK);
+    d2.inside = 0;
+    cr_assert(run_until(&t, &d2.calls, 1, 5000));
+    cr_expect_eq(d2.st, EDDY_OK, "%s", d2.detail);
+    const char *want[] = {"x1"};
+    expect_applied(want, 1);
+    done_rec dx = {0};
+    cr_expect_eq(eddy_rfeed_accept_meta(f, NULL, &e, on_done_fn, &dx), EDDY_ERR_INVALID_ARGUMENT);
+    run_for(&t, 20);
+    cr_expect_eq(dx.calls, 0);
+    cr_expect_eq(dg.calls + d1.calls + d2.calls, 3, "exactly once");
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+/* An event failing while the feed is live fails only its completion: the feed stays live and
+ * applies the next one (and the failed one when it comes again). */
+ParameterizedTestParameters(rfeed, live_failure_fails_only_its_caller) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, live_failure_fails_only_its_caller, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-livefail");
+    ckwrap w = {.store = t.store};
+    eddy_rcheckpoints ck = {&wrap_ops, &w};
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-livefail");
+    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
+    done_rec dg = {0}, d1 = {0}, d2 = {0}, d3 = {0};
+    go_live(f, &dg);
+    cr_assert(run_until(&t, &dg.calls, 1, 5000));
+    cr_expect_eq(dg.st, EDDY_OK);
+    M.fail_on = "bad";
+    uev bad = {"bad"}, good = {"good"};
+    accept_ev(f, &bad, &d1);
+    cr_assert(run_until(&t, &d1.calls, 1, 5000));
+    cr_expect_eq(d1.st, EDDY_ERR_HANDLER_FAILED, "%s", eddy_status_name(d1.st));
+    cr_expect(contains(d1.detail, "cannot apply bad"), "%s", d1.detail);
+    cr_expect(eddy_rfeed_ready_for_live_delivery(f));
+    cr_expect_not(eddy_rfeed_refuses_permanently(f));
+    accept_ev(f, &good, &d2);
+    cr_assert(run_until(&t, &d2.calls, 1, 5000));
+    cr_expect_eq(d2.st, EDDY_OK, "%s", d2.detail);
+    M.fail_on = NULL;
+    accept_ev(f, &bad, &d3);
+    cr_assert(run_until(&t, &d3.calls, 1, 5000));
+    cr_expect_eq(d3.st, EDDY_OK, "redelivered: applied now (%s)", d3.detail);
+    run_for(&t, 50);
+    const char *want[] = {"good", "bad"};
+    expect_applied(want, 2);
+    cr_expect_eq(w.removes, 0, "the marker was deleted");
+    cr_expect_eq(M.log_errors, 0, "%s", M.log);
+    cr_expect_eq(dg.calls + d1.calls + d2.calls + d3.calls, 4, "exactly once");
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+/* Events appended while the feed switches from replay to live: appended from the replay (its
+ * own apply), with live copies accepted at once (held) or once the append completed. Each is
+ * applied exactly once, the history too. */
+typedef struct sw_ctx {
+    tctx *t;
+    int next;     /* next new event to append */
+    int appended; /* appends completed */
+    uev live[8];  /* live copies */
+    done_rec ld[8];
+    int naccepted;
+} sw_ctx;
+
+static sw_ctx SW;
+
+static void sw_accept(int i) {
+    snprintf(SW.live[i].id, sizeof(SW.live[i].id), "n%d", i);
+    cr_expect_eq(eddy_rfeed_accept(M.feed, &SW.live[i], on_done_fn, &SW.ld[i]), EDDY_OK);
+    SW.naccepted++;
+}
+
+static void sw_appended(eddy_status st, long long v, const eddy_error *err, void *user) {
+    cr_expect_eq(st, EDDY_OK, "append: %s", err ? err->detail : "");
+    int i = (int)(intptr_t)user;
+    SW.appended++;
+    if (i % 2 == 1) /* odd ones: the live copy arrives once stored */
+        sw_accept(i);
+}
+
+static void sw_append(int i) {
+    char id[16];
+    snprintf(id, sizeof(id), "n%d", i);
+    eddy_event *ev = make_event(id, "t");
+    eddy_error err = {0};
+    eddy_status rc = eddy_rstore_append(SW.t->store, "order-1", (const eddy_event *const *)&ev, 1,
+                                        NULL, sw_appended, (void *)(intptr_t)i, &err);
+    eddy_event_free(ev);
+    cr_expect_eq(rc, EDDY_OK, "append: %s", err.detail);
+    if (i % 2 == 0) /* even ones: the live copy arrives at once */
+        sw_accept(i);
+}
+
+static eddy_status sw_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *user) {
+    eddy_status st = m_apply(event, meta, err, user);
+    const char *id = ((uev *)event)->id;
+    if (strcmp(id, "h2") == 0 || strcmp(id, "h5") == 0) /* during the replay */
+        for (int k = 0; k < 3; k++)
+            sw_append(SW.next++);
+    return st;
+}
+
+static int count_applied(const char *id) {
+    int n = 0;
+    for (int i = 0; i < M.napplied; i++)
+        n += strcmp(M.applied[i], id) == 0;
+    return n;
+}
+
+ParameterizedTestParameters(rfeed, appends_during_the_switch_applied_once) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, appends_during_the_switch_applied_once, .timeout = 60) {
+    reset_model();
+    memset(&SW, 0, sizeof(SW));
+    tctx t;
+    setup(&t, *b, "rfeed-switch");
+    SW.t = &t;
+    const char *hist[] = {"h1", "h2", "h3", "h4", "h5", "h6"};
+    append(&t, hist, 6);
+    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-switch");
+    cfg.page_size = 2;
+    cfg.projection.apply = sw_apply;
+    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
+    done_rec dc = {0};
+    catch_up(f, &dc);
+    cr_assert(run_until(&t, &dc.calls, 1, 20000), "catch-up never completed");
+    cr_expect_eq(dc.st, EDDY_OK, "%s", dc.detail);
+    cr_assert(run_until(&t, &SW.appended, 6, 20000), "appends never completed");
+    cr_assert(run_until(&t, &SW.naccepted, 6, 5000));
+    for (int i = 0; i < 6; i++)
+        cr_assert(run_until(&t, &SW.ld[i].calls, 1, 5000), "n%d never answered", i);
+    run_for(&t, 100);
+    cr_expect_eq(SW.next, 6);
+    for (int i = 0; i < 6; i++) {
+        cr_expect_eq(SW.ld[i].calls, 1, "n%d answered %d times", i, SW.ld[i].calls);
+        cr_expect_eq(SW.ld[i].st, EDDY_OK, "n%d: %s", i, SW.ld[i].detail);
+        char id[16];
+        snprintf(id, sizeof(id), "n%d", i);
+        cr_expect_eq(count_applied(id), 1, "%s applied %d times", id, count_applied(id));
+    }
+    for (int i = 0; i < 6; i++)
+        cr_expect_eq(count_applied(hist[i]), 1, "%s applied %d times", hist[i],
+                     count_applied(hist[i]));
+    for (int i = 0; i < 6; i++)
+        cr_expect_str_eq(M.applied[i], hist[i], "history in order");
+    cr_expect_eq(M.napplied, 12, "applied %d", M.napplied);
+    cr_expect_eq(M.started, 1);
+    cr_expect_eq(M.completed, 1);
+    cr_expect(eddy_rfeed_ready_for_live_delivery(f));
+    cr_expect_eq(dc.calls, 1);
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+/* After go-live, a real catch-up still replays the whole history; live events accepted from the
+ * call on wait for the replay and are applied after it, once each. */
+ParameterizedTestParameters(rfeed, later_catch_up_replays_while_live_events_wait) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, later_catch_up_replays_while_live_events_wait, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-later");
+    const char *hist[] = {"h1", "h2", "h3"};
+    append(&t, hist, 3);
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-later");
+    cfg.page_size = 1;
+    eddy_rfeed *f = must_feed(&t, &cfg, NULL);
+    done_rec dg = {0}, d0 = {0}, dc = {0}, d1 = {0}, d2 = {0};
+    go_live(f, &dg);
+    cr_assert(run_until(&t, &dg.calls, 1, 5000));
+    uev l0 = {"l0"}, l1 = {"l1"}, l2 = {"l2"};
+    accept_ev(f, &l0, &d0);
+    cr_assert(run_until(&t, &d0.calls, 1, 5000));
+    catch_up(f, &dc);
+    accept_ev(f, &l1, &d1);
+    accept_ev(f, &l2, &d2);
+    cr_assert(run_until(&t, &dc.calls, 1, 20000), "the catch-up never ended");
+    cr_assert(run_until(&t, &d2.calls, 1, 20000));
+    cr_expect_eq(dc.st, EDDY_OK, "%s", dc.detail);
+    cr_expect_eq(d1.st, EDDY_OK, "%s", d1.detail);
+    cr_expect_eq(d2.st, EDDY_OK, "%s", d2.detail);
+    const char *want[] = {"l0", "h1", "h2", "h3", "l1", "l2"};
+    expect_applied(want, 6);
+    cr_expect_eq(M.started, 1);
+    cr_expect_eq(M.completed, 1);
+    cr_expect(eddy_rfeed_ready_for_live_delivery(f));
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
