@@ -101,9 +101,6 @@ struct eddy_feed {
     eddy_projection proj;
     eddy_checkpoints ckpt;
     const eddy_filter *filter;
-    eddy_feed_decode_fn decode;
-    eddy_feed_free_fn free_event;
-    void *codec_user;
     pthread_mutex_t wlock; /* waiters' state, calls, free_state */
     pthread_cond_t wcond;
     unsigned calls;
@@ -423,9 +420,6 @@ eddy_status eddy_feed_new(eddy_store *store, const eddy_feed_config *cfg, eddy_f
     if (cp)
         feed->ckpt = *cp;
     feed->filter = cfg->filter;
-    feed->decode = cfg->decode;
-    feed->free_event = cfg->free_event;
-    feed->codec_user = cfg->codec_user;
     pthread_mutex_init(&feed->wlock, NULL);
     pthread_cond_init(&feed->wcond, NULL);
     *out = feed;
@@ -621,8 +615,7 @@ typedef struct listened {
 static void listened_done(eddy_status st, const eddy_error *err, void *user) {
     (void)err;
     listened *l = user;
-    if (l->feed->free_event)
-        l->feed->free_event(l->event, l->feed->codec_user);
+    eddy__feed_free_event(l->feed->core, l->event);
     l->st = st;
     int expected = L_OFFERED;
     if (atomic_compare_exchange_strong(&l->state, &expected, L_DONE))
@@ -635,20 +628,18 @@ eddy_status eddy_feed_handler(eddy_delivery *d, void *user) {
     eddy_feed *feed = user;
     if (!feed || !d)
         return EDDY_ERR_INVALID_ARGUMENT;
-    void *event = NULL;
+    void *event;
     eddy_error err = {0};
     eddy_event_meta meta;
-    bool has_meta = eddy_delivery_stored_meta(d, &meta) != 0;
-    eddy_status st = feed->decode(eddy_delivery_event(d), has_meta ? &meta : NULL, &event, &err,
-                                  feed->codec_user);
+    bool has_meta;
+    eddy_status st = eddy__feed_listen(feed->core, d, &event, &meta, &has_meta, &err);
     if (st != EDDY_OK)
         return st; /* not decoded: not acknowledged */
     if (!event)
         return EDDY_OK; /* not for this projection: acknowledged */
     listened *l = calloc(1, sizeof(*l));
     if (!l) {
-        if (feed->free_event)
-            feed->free_event(event, feed->codec_user);
+        eddy__feed_free_event(feed->core, event);
         return EDDY_ERR_NOMEM;
     }
     l->feed = feed;

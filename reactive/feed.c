@@ -72,10 +72,6 @@ struct eddy_rfeed {
     rrun *spare;
     bool direct; /* complete accepts at once (stop, free) */
     bool closing;
-    /* For eddy_rfeed_handler: how a delivery's CloudEvent becomes the user's event. */
-    eddy_feed_decode_fn decode;
-    eddy_feed_free_fn free_event;
-    void *codec_user;
 };
 
 static void drive(rrun *r);
@@ -528,9 +524,6 @@ eddy_status eddy_rfeed_new(struct ev_loop *loop, eddy_rstore *store, const eddy_
         feed->has_ckpt = true;
     }
     feed->filter = cfg->filter;
-    feed->decode = cfg->decode;
-    feed->free_event = cfg->free_event;
-    feed->codec_user = cfg->codec_user;
     ev_idle_init(&feed->idle, on_idle);
     feed->idle.data = feed;
     *out = feed;
@@ -723,8 +716,7 @@ typedef struct rlistened {
 static void rlistened_done(eddy_status st, const eddy_error *err, void *user) {
     rlistened *l = user;
     (void)err;
-    if (l->feed->free_event)
-        l->feed->free_event(l->event, l->feed->codec_user);
+    eddy__feed_free_event(l->feed->core, l->event);
     /* Applied (or a duplicate of an applied event): acknowledged. Anything else: not, so the
      * subscription gets it again. */
     eddy_delivery_finish(l->d, st);
@@ -735,20 +727,18 @@ eddy_status eddy_rfeed_handler(eddy_delivery *d, void *user) {
     eddy_rfeed *feed = user;
     if (!feed || !d)
         return EDDY_ERR_INVALID_ARGUMENT;
-    void *event = NULL;
+    void *event;
     eddy_error err = {0};
     eddy_event_meta meta;
-    bool has_meta = eddy_delivery_stored_meta(d, &meta) != 0;
-    eddy_status st = feed->decode(eddy_delivery_event(d), has_meta ? &meta : NULL, &event, &err,
-                                  feed->codec_user);
+    bool has_meta;
+    eddy_status st = eddy__feed_listen(feed->core, d, &event, &meta, &has_meta, &err);
     if (st != EDDY_OK)
         return st; /* not decoded: not acknowledged */
     if (!event)
         return EDDY_OK; /* not for this projection: acknowledged */
     rlistened *l = calloc(1, sizeof(*l));
     if (!l) {
-        if (feed->free_event)
-            feed->free_event(event, feed->codec_user);
+        eddy__feed_free_event(feed->core, event);
         return EDDY_ERR_NOMEM;
     }
     l->feed = feed;
@@ -757,8 +747,7 @@ eddy_status eddy_rfeed_handler(eddy_delivery *d, void *user) {
     st = has_meta ? eddy_rfeed_accept_meta(feed, &meta, event, rlistened_done, l)
                   : eddy_rfeed_accept(feed, event, rlistened_done, l);
     if (st != EDDY_OK) { /* refused up front: the completion does not run */
-        if (feed->free_event)
-            feed->free_event(event, feed->codec_user);
+        eddy__feed_free_event(feed->core, event);
         free(l);
         return st;
     }

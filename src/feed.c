@@ -1366,6 +1366,18 @@ void eddy__feed_page_done(eddy__feed *f, eddy__feed_run *run, eddy_status st,
 
 /* ---- state ----------------------------------------------------------------------------- */
 
+eddy_status eddy__feed_listen(eddy__feed *f, const eddy_delivery *d, void **event,
+                              eddy_event_meta *meta, bool *has_meta, eddy_error *err) {
+    *event = NULL;
+    *has_meta = eddy_delivery_stored_meta(d, meta) != 0;
+    return f->decode(eddy_delivery_event(d), *has_meta ? meta : NULL, event, err, f->codec_user);
+}
+
+void eddy__feed_free_event(eddy__feed *f, void *event) {
+    if (event && f->free_event)
+        f->free_event(event, f->codec_user);
+}
+
 void eddy__feed_info(eddy__feed *f, eddy_feed_info *out) {
     memset(out, 0, sizeof(*out));
     pthread_mutex_lock(&f->lock);

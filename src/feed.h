@@ -66,6 +66,7 @@
 
 #include <stdbool.h>
 
+#include "eddy/bus.h"
 #include "eddy/feed.h"
 #include "log.h"
 
@@ -217,6 +218,16 @@ eddy_status eddy__feed_replay_applied(eddy__feed *f, eddy__feed_run *run, eddy_s
 /* The page was read: st is the read's status, next_position the last position examined. */
 void eddy__feed_page_done(eddy__feed *f, eddy__feed_run *run, eddy_status st,
                           long long next_position, const eddy_error *err, eddy__feed_out *out);
+
+/* ---- listeners ------------------------------------------------------------------------- */
+
+/* What a listener does with a bus delivery: decodes its event (with the delivery's stored
+ * metadata, copied into *meta, when it carries some: *has_meta). EDDY_OK with *event NULL: not
+ * for this projection, acknowledge it. EDDY_OK with *event: feed it (the caller owns the event
+ * and releases it with eddy__feed_free_event). An error: not decoded, do not acknowledge it. */
+eddy_status eddy__feed_listen(eddy__feed *f, const eddy_delivery *d, void **event,
+                              eddy_event_meta *meta, bool *has_meta, eddy_error *err);
+void eddy__feed_free_event(eddy__feed *f, void *event);
 
 /* ---- state ----------------------------------------------------------------------------- */
 
