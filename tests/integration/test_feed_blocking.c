@@ -704,6 +704,52 @@ ParameterizedTest(backend *p, feed_blocking, a_live_failure_fails_only_its_calle
     teardown(&c);
 }
 
+/* A held event whose apply fails at the end of a catch-up fails only its own caller: the other
+ * held events are applied in arrival order, the catch-up succeeds and the feed goes live. */
+ParameterizedTestParameters(feed_blocking,
+                            a_held_failure_at_the_end_of_a_catch_up_fails_only_its_caller) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking,
+                  a_held_failure_at_the_end_of_a_catch_up_fails_only_its_caller, .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-heldfail");
+    append_n(&c, 4);
+    new_feed(&c);
+    strcpy(c.md.fail_id, "bad");
+    c.md.fail_times = 1;
+    caller a, bad, b;
+    call_async(&a, c.feed, 0, "x1");
+    wait_held(&c, 1);
+    call_async(&bad, c.feed, 0, "bad");
+    wait_held(&c, 2);
+    call_async(&b, c.feed, 1, "x2");
+    wait_held(&c, 3);
+    eddy_error err = {0};
+    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(join(&a), EDDY_OK, "%s", a.err.detail);
+    cr_expect_eq(join(&bad), EDDY_ERR_HANDLER_FAILED, "%s", eddy_status_name(bad.st));
+    cr_expect(strstr(bad.err.detail, "the model rejects bad"), "%s", bad.err.detail);
+    cr_expect_eq(join(&b), EDDY_OK, "%s", b.err.detail);
+    cr_expect_str_eq(applied(&c.md), "e1,e2,e3,e4,x1,x2");
+    cr_expect_eq(c.md.started, 1);
+    cr_expect_eq(c.md.completed, 1);
+    cr_expect_eq(c.md.abandoned, 0);
+    cr_expect(marker_exists(&c), "the catch-up succeeded: its marker is written");
+    eddy_feed_info i = info(&c);
+    cr_expect(i.live);
+    cr_expect_not(i.failed);
+    cr_expect_eq(i.held, 0);
+    cr_expect_eq(i.last, EDDY_FEED_REPLAYED);
+    cr_expect_not(eddy_feed_refuses_permanently(c.feed));
+    cr_expect_not(eddy_feed_failure(c.feed, NULL));
+    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
+    cr_expect_eq(accept_id(&c, "x3"), EDDY_OK, "live afterwards");
+    cr_expect_eq(accept_id(&c, "bad"), EDDY_OK, "redelivered: applied now");
+    cr_expect_str_eq(applied(&c.md), "e1,e2,e3,e4,x1,x2,x3,bad");
+    teardown(&c);
+}
+
 /* ---- blocking failure rules -------------------------------------------------------------- */
 
 ParameterizedTestParameters(feed_blocking, a_failed_catch_up_refuses_everything) {
