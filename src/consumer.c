@@ -7,6 +7,15 @@
  *   their reply arrives; a lost connection puts them back.
  * - A redelivered entry's attempt number is its delivery count from XPENDING after the claim;
  *   a count of 0 means another consumer took it in between, so it is not ours to handle.
+ * - A hand-back (AtLeastOnce, EDDY_ERR_UNAVAILABLE) leaves the entry pending like a failure
+ *   and sets its delivery count back to attempt - 1 with XCLAIM ... RETRYCOUNT JUSTID, so the
+ *   delivery that was handed back does not count toward max_deliveries. The count stays the
+ *   number of counted deliveries so far: every later read or claim adds one before XPENDING is
+ *   asked, so it is never 0 when counted. Hand-backs travel like acknowledgements (`holds`,
+ *   then `held_inflight` until answered, put back on a lost connection; setting a count twice
+ *   is harmless), in the same round trip and before any read, so a read never counts the
+ *   entry before its count was set back. XCLAIM also resets the entry's idle time: it comes
+ *   back redelivery_idle_ms after the hand-back.
  */
 #include "consumer.h"
 
@@ -36,7 +45,8 @@ enum {
     T_CLAIM,
     T_COUNTS,
     T_LIVE,
-    T_REPLY
+    T_REPLY,
+    T_HOLD
 };
 
 #define ID_MAX 48
@@ -63,6 +73,13 @@ typedef struct ack {
     size_t stream;
     char id[ID_MAX];
 } ack;
+
+/* A hand-back: the entry's delivery count is set back to `count`. */
+typedef struct hold {
+    size_t stream;
+    char id[ID_MAX];
+    unsigned count;
+} hold;
 
 typedef struct dlq_item {
     size_t stream;
@@ -105,13 +122,15 @@ struct eddy__consumer {
     VEC(fetched) waiting;
     bool counts_asked;
 
-    pthread_mutex_t lock; /* guards acks, replies and outstanding (settle runs on any thread) */
+    pthread_mutex_t lock; /* guards acks, holds, replies and outstanding (settle: any thread) */
     VEC(ack) acks;
+    VEC(hold) holds;
     VEC(eddy__cmd) replies; /* XADDs of replies, sent with the next round trip */
     size_t outstanding;
     char *inbox_prefix; /* "{ns}:inbox:": the only place a reply may go */
 
     VEC(ack) inflight;
+    VEC(hold) held_inflight;
     VEC(dlq_item) dlq;
 };
 
@@ -189,6 +208,8 @@ void eddy__consumer_free(eddy__consumer *c) {
     drop_dlq(c);
     free(c->dlq.v);
     free(c->acks.v);
+    free(c->holds.v);
+    free(c->held_inflight.v);
     for (size_t i = 0; i < c->replies.n; i++)
         eddy__cmd_reset(&c->replies.v[i]);
     free(c->replies.v);
@@ -251,6 +272,37 @@ static eddy_status plan_acks(eddy__consumer *c, eddy__plan *p) {
             }
             eddy__cmd_str(cmd, c->inflight.v[i].id);
         }
+    }
+    return EDDY_OK;
+}
+
+/* One XCLAIM per hand-back: RETRYCOUNT is one value per command. Minimum idle 0: the entry
+ * is this consumer's own (its handler just ran; handlers are shorter than redelivery_idle_ms,
+ * see settings), so nothing is taken from another consumer. */
+static eddy_status plan_holds(eddy__consumer *c, eddy__plan *p) {
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < c->holds.n; i++) {
+        if (!VEC_GROW(c->held_inflight)) {
+            pthread_mutex_unlock(&c->lock);
+            return EDDY_ERR_NOMEM;
+        }
+        c->held_inflight.v[c->held_inflight.n++] = c->holds.v[i];
+    }
+    c->holds.n = 0;
+    pthread_mutex_unlock(&c->lock);
+    for (size_t i = 0; i < c->held_inflight.n; i++) {
+        const hold *h = &c->held_inflight.v[i];
+        eddy__cmd *cmd = add(p, T_HOLD, (long)h->stream, "XCLAIM");
+        if (!cmd)
+            return EDDY_ERR_NOMEM;
+        eddy__cmd_str(cmd, c->streams.v[h->stream].key);
+        eddy__cmd_str(cmd, c->sub->group);
+        eddy__cmd_str(cmd, c->sub->consumer);
+        eddy__cmd_str(cmd, "0");
+        eddy__cmd_str(cmd, h->id);
+        eddy__cmd_str(cmd, "RETRYCOUNT");
+        eddy__cmd_u64(cmd, h->count);
+        eddy__cmd_str(cmd, "JUSTID");
     }
     return EDDY_OK;
 }
@@ -424,11 +476,13 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
     return EDDY_OK;
 }
 
-/* Acknowledgements, replies and dead letters first; then, unless only those are wanted, the
- * next step of reading. */
+/* Acknowledgements, hand-backs, replies and dead letters first; then, unless only those are
+ * wanted, the next step of reading. */
 static eddy_status plan(eddy__consumer *c, long long now_ms, eddy__plan *p, bool with_main) {
     c->now = now_ms;
     eddy_status st = plan_acks(c, p);
+    if (st == EDDY_OK)
+        st = plan_holds(c, p);
     if (st == EDDY_OK)
         st = plan_replies(c, p);
     if (st == EDDY_OK)
@@ -576,6 +630,20 @@ static void queue_ack(eddy__consumer *c, size_t stream, const char *id) {
     pthread_mutex_unlock(&c->lock);
 }
 
+/* False on OOM: the entry stays pending, and the hand-back counts as a failed attempt. */
+static bool queue_hold(eddy__consumer *c, size_t stream, const char *id, unsigned count) {
+    pthread_mutex_lock(&c->lock);
+    bool ok = VEC_GROW(c->holds);
+    if (ok) {
+        hold *h = &c->holds.v[c->holds.n++];
+        h->stream = stream;
+        snprintf(h->id, sizeof(h->id), "%s", id);
+        h->count = count;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return ok;
+}
+
 /* Entries straight from a reply: flatten their fields on the stack-or-heap and take them. */
 static void take_view(eddy__consumer *c, size_t stream, eddy__entry_view v, unsigned attempt,
                       eddy__delivery_list *out) {
@@ -717,7 +785,8 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
         if (!replies[i])
             return EDDY_ERR_IO;
     eddy__sub *sub = c->sub;
-    c->inflight.n = 0; /* every acknowledgement got its answer */
+    c->inflight.n = 0; /* every acknowledgement and hand-back got its answer */
+    c->held_inflight.n = 0;
     for (size_t i = 0; i < n; i++) {
         const redisReply *r = replies[i];
         long arg = plan->cmds.args[i];
@@ -726,6 +795,16 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
             if (r->type == REDIS_REPLY_ERROR)
                 eddy__log(&c->s->log, EDDY_LOG_WARN, "subscription '%s': XACK failed: %s",
                           sub->name, r->str);
+            break;
+        case T_HOLD:
+            /* An array of the ids claimed; empty when the entry was no longer pending (it was
+             * acknowledged or deleted meanwhile). On an error the hand-back counted as a
+             * failed attempt after all. */
+            if (r->type == REDIS_REPLY_ERROR)
+                eddy__log(&c->s->log, EDDY_LOG_WARN,
+                          "subscription '%s': handing back on '%s' failed (it counts as a "
+                          "failed delivery): %s",
+                          sub->name, c->streams.v[arg].subject, r->str);
             break;
         case T_DLQ_EXEC:
             if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
@@ -896,6 +975,10 @@ void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st, 
             atomic_fetch_add(&stats->handled, 1);
             if (at_least_once(c))
                 queue_ack(c, d->stream, d->entry_id);
+        } else if (st == EDDY_ERR_UNAVAILABLE && at_least_once(c) &&
+                   queue_hold(c, d->stream, d->entry_id, d->attempt - 1)) {
+            /* AtMostOnce: acknowledged when read, nothing to hand back: a plain failure. */
+            atomic_fetch_add(&stats->held, 1);
         } else {
             atomic_fetch_add(&stats->failed, 1);
         }
@@ -934,8 +1017,12 @@ void eddy__consumer_reset(eddy__consumer *c) {
     for (size_t i = 0; i < c->inflight.n; i++)
         if (VEC_GROW(c->acks))
             c->acks.v[c->acks.n++] = c->inflight.v[i];
+    for (size_t i = 0; i < c->held_inflight.n; i++)
+        if (VEC_GROW(c->holds))
+            c->holds.v[c->holds.n++] = c->held_inflight.v[i];
     pthread_mutex_unlock(&c->lock);
     c->inflight.n = 0;
+    c->held_inflight.n = 0;
     drop_waiting(c);
     drop_dlq(c);
     for (size_t s = 0; s < c->streams.n; s++) {

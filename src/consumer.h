@@ -21,8 +21,10 @@
  * XAUTOCLAIM of entries idle longer than redelivery_idle_ms, each checked against
  * max_deliveries (XPENDING gives the counts); then live reads. Entries that do not decode,
  * and entries delivered too often, go to the dead-letter stream together with their
- * acknowledgement in one MULTI/EXEC. A blocking read is never pipelined behind
- * acknowledgements or dead letters: those go in a round trip of their own.
+ * acknowledgement in one MULTI/EXEC. A handler's hand-back (EDDY_ERR_UNAVAILABLE,
+ * AtLeastOnce) leaves the entry pending and sets its delivery count back with XCLAIM
+ * RETRYCOUNT, so it does not count toward max_deliveries. A blocking read is never pipelined
+ * behind acknowledgements, hand-backs or dead letters: those go in a round trip of their own.
  *
  * Thread: plan, feed and reset from one thread at a time (the subscription's reader);
  * settle from any thread. */
@@ -69,10 +71,11 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
                                 size_t n, eddy__delivery_list *out);
 
 /* The handler's outcome: EDDY_OK acknowledges (AtLeastOnce); anything else leaves the entry
- * pending. For a responder, `reply` (owned by the callee; may be NULL) is the reply: it is
- * sent with the next round trip, or a failure reply when st is an error or the reply cannot
- * be sent, or discarded (Unaddressed) when the delivery was a plain publish. Frees the
- * delivery. Thread: any. */
+ * pending; EDDY_ERR_UNAVAILABLE (AtLeastOnce) also sets its delivery count back to
+ * attempt - 1 (a hand-back, counted in held, not failed). For a responder, `reply` (owned by the
+ * callee; may be NULL) is the reply: it is sent with the next round trip, or a failure reply when
+ * st is an error or the reply cannot be sent, or discarded (Unaddressed) when the delivery was a
+ * plain publish. Frees the delivery. Thread: any. */
 void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st, eddy_event *reply);
 
 /* True once the subscription's start point is fixed and its groups exist: every message

@@ -34,7 +34,8 @@
     X(EDDY_ERR_UNREADABLE_FILTER, "the filter needs a data field reader")                          \
     X(EDDY_ERR_VERSION_CONFLICT, "expected version does not match")                                \
     X(EDDY_ERR_HANDLER_FAILED, "the handler failed")                                               \
-    X(EDDY_ERR_CANCELLED, "cancelled")
+    X(EDDY_ERR_CANCELLED, "cancelled")                                                             \
+    X(EDDY_ERR_UNAVAILABLE, "nothing can take the message now: held, not acknowledged")
 
 #define AS_TEXT(sym, text) text,
 #define AS_NAME(sym, text) #sym,

@@ -154,6 +154,7 @@ void eddy__stats_snapshot(const eddy__stats *st, eddy_consumer_stats *out) {
     out->unaddressed = atomic_load(&st->unaddressed);
     out->responder_failed = atomic_load(&st->responder_failed);
     out->expired = atomic_load(&st->expired);
+    out->held = atomic_load(&st->held);
 }
 
 void eddy_subscription_spec_init(eddy_subscription_spec *spec) {

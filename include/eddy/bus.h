@@ -117,8 +117,9 @@ EDDY_EXPORT const char *eddy_delivery_subscription(const eddy_delivery *d);
 /** Decodes the event's data with the msgpack value codec (see value.h). */
 EDDY_EXPORT eddy_status eddy_delivery_decode_value(const eddy_delivery *d, eddy_value **out,
                                                    eddy_error *err);
-/** Finishes a delivery whose handler returned EDDY_PENDING: EDDY_OK acknowledges it, any
- * other status counts as a failure (AtLeastOnce: it stays pending and comes back). Call it
+/** Finishes a delivery whose handler returned EDDY_PENDING: EDDY_OK acknowledges it,
+ * EDDY_ERR_UNAVAILABLE hands it back (see eddy_handler_fn), any other status counts as a
+ * failure (AtLeastOnce: it stays pending and comes back). Call it
  * exactly once; the delivery is invalid afterwards.
  * Thread: blocking front end, any thread; reactive front end, the loop's thread. */
 EDDY_EXPORT void eddy_delivery_finish(eddy_delivery *d, eddy_status st);
@@ -148,6 +149,16 @@ EDDY_EXPORT int eddy_delivery_stored_meta(const eddy_delivery *d, eddy_event_met
 /** A handler. Return EDDY_OK when the message was handled (AtLeastOnce: it is acknowledged),
  * any error when it was not (it is redelivered after redelivery_idle_ms, up to
  * max_deliveries), or EDDY_PENDING to finish later with eddy_delivery_finish.
+ *
+ * EDDY_ERR_UNAVAILABLE (returned, or given to eddy_delivery_finish) hands the message back:
+ * nothing can take it now, but it is not at fault. AtLeastOnce: it is not acknowledged and is
+ * delivered again redelivery_idle_ms after the hand-back, like a failure, but the hand-back
+ * is not a failed attempt: the entry's delivery count in the group is set back (XCLAIM
+ * RETRYCOUNT), so it may be handed back any number of times without being dead-lettered, and
+ * the next delivery has the same eddy_delivery_attempt() as this one. It is counted in
+ * eddy_consumer_stats.held, not in failed. AtMostOnce: the message was acknowledged when it
+ * was read, so there is nothing to hand back: EDDY_ERR_UNAVAILABLE is a failure like any other
+ * error (counted in failed; the message is gone). A responder returning it has failed.
  * Thread: blocking, a worker thread of the bus; reactive, the loop's thread. */
 typedef eddy_status (*eddy_handler_fn)(eddy_delivery *d, void *user);
 
@@ -198,7 +209,7 @@ EDDY_EXPORT void eddy_subscription_spec_init(eddy_subscription_spec *spec);
 typedef struct eddy_consumer_stats {
     uint64_t delivered;     /**< handler calls */
     uint64_t handled;       /**< handler calls that succeeded */
-    uint64_t failed;        /**< handler calls that failed */
+    uint64_t failed;        /**< handler calls that failed (hand-backs are in held) */
     uint64_t redelivered;   /**< handler calls for an attempt > 1 */
     uint64_t dead_lettered; /**< entries moved to the dead-letter stream */
     uint64_t malformed;     /**< entries that could not be decoded (also dead-lettered) */
@@ -208,6 +219,9 @@ typedef struct eddy_consumer_stats {
     uint64_t unaddressed;      /**< a reply to a plain publish: discarded */
     uint64_t responder_failed; /**< the responder failed; a failure reply was sent */
     uint64_t expired;          /**< requests dropped unrun: their deadline had passed */
+    /** AtLeastOnce handler calls that handed the message back (EDDY_ERR_UNAVAILABLE); not
+     * counted in failed. */
+    uint64_t held;
 } eddy_consumer_stats;
 
 /* ---- requests ------------------------------------------------------------------------ */

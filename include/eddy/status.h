@@ -48,7 +48,10 @@ typedef enum eddy_status {
     EDDY_ERR_VERSION_CONFLICT,   /**< an append's expected version did not match */
     EDDY_ERR_HANDLER_FAILED,     /**< generic failure a handler may return */
     EDDY_ERR_CANCELLED,          /**< the operation was cancelled through its handle */
-    EDDY_STATUS_COUNT_           /**< not a status: the number of values above */
+    /** Nothing can take the message now: hold it (do not acknowledge). A handler returning it
+     * hands the message back without counting a failed attempt (see eddy_handler_fn). */
+    EDDY_ERR_UNAVAILABLE,
+    EDDY_STATUS_COUNT_ /**< not a status: the number of values above */
 } eddy_status;
 
 /** Static English text for a status ("invalid subject"). Never NULL. Thread: any. */

@@ -1,9 +1,10 @@
 /* Publish/subscribe behaviour, one table of scenarios run on every front end and backend:
  * competing and fanout delivery, acknowledgement after success, redelivery, dead letters,
- * malformed entries, pattern subscriptions on brand-new subjects, recovery of a consumer's
- * own pending entries, stop while blocked, and bad input. */
+ * malformed entries, hand-backs (EDDY_ERR_UNAVAILABLE), pattern subscriptions on brand-new
+ * subjects, recovery of a consumer's own pending entries, stop while blocked, and bad input. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -247,6 +248,137 @@ ParameterizedTest(combo *p, bus, failed_handler_gets_redelivered_until_success, 
     cr_expect_eq(pending_count(&c, "retry.me", "g"), 0);
     c.d->free(b);
     rec_destroy(&r);
+}
+
+/* A scripted handler for hand-backs: the first `hand_backs` calls hand the message back
+ * (EDDY_ERR_UNAVAILABLE), the next `failures` fail (-1: every later call), the rest succeed.
+ * With `pending` it returns EDDY_PENDING and gives its outcome to eddy_delivery_finish. */
+typedef struct handback {
+    pthread_mutex_t lock;
+    int hand_backs;
+    int failures;
+    bool pending;
+    int calls, ok;
+    unsigned attempts[256];
+} handback;
+
+static eddy_status handback_handler(eddy_delivery *d, void *user) {
+    handback *h = user;
+    pthread_mutex_lock(&h->lock);
+    int call = h->calls++;
+    if (call < 256)
+        h->attempts[call] = eddy_delivery_attempt(d);
+    eddy_status st = EDDY_OK;
+    if (call < h->hand_backs)
+        st = EDDY_ERR_UNAVAILABLE;
+    else if (h->failures < 0 || call < h->hand_backs + h->failures)
+        st = EDDY_ERR_HANDLER_FAILED;
+    else
+        h->ok++;
+    pthread_mutex_unlock(&h->lock);
+    if (!h->pending)
+        return st;
+    eddy_delivery_finish(d, st);
+    return EDDY_PENDING;
+}
+
+static bool handback_ok(void *arg) {
+    handback *h = arg;
+    pthread_mutex_lock(&h->lock);
+    bool done = h->ok > 0;
+    pthread_mutex_unlock(&h->lock);
+    return done;
+}
+
+static void handback_then_ok(const combo *p, bool pending) {
+    ctx c;
+    setup(&c, p);
+    c.s.max_deliveries = 2;
+    c.s.redelivery_idle_ms = 100;
+    handback h = {.hand_backs = 5, .pending = pending};
+    pthread_mutex_init(&h.lock, NULL);
+    eddy_subscription_spec sp = spec("s", "not.yet", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, NULL);
+    sp.handler = handback_handler;
+    sp.user = &h;
+    tbus *b = must_bus(&c, &sp, 1);
+    must_start(&c, b);
+    must_publish(&c, b, "not.yet", "early", "t.x");
+    cr_assert(eddy_test_wait_until(handback_ok, &h, 30000), "never handled");
+    cr_assert_eq(c.d->stop(b), EDDY_OK); /* sends the acknowledgement */
+    pthread_mutex_lock(&h.lock);
+    cr_expect_eq(h.calls, 6, "handed back 5 times, then handled once: %d calls", h.calls);
+    for (int i = 0; i < h.calls && i < 256; i++)
+        cr_expect_eq(h.attempts[i], 1, "call %d: a hand-back is not an attempt, got %u", i,
+                     h.attempts[i]);
+    pthread_mutex_unlock(&h.lock);
+    eddy_consumer_stats st;
+    cr_assert_eq(c.d->stats(b, "s", &st), EDDY_OK);
+    cr_expect_eq(st.held, 5);
+    cr_expect_eq(st.failed, 0);
+    cr_expect_eq(st.handled, 1);
+    cr_expect_eq(st.delivered, 6);
+    cr_expect_eq(st.dead_lettered, 0);
+    cr_expect_eq(dlq_len(&c, "g"), 0, "a hand-back must never dead-letter");
+    cr_expect_eq(pending_count(&c, "not.yet", "g"), 0);
+    c.d->free(b);
+    pthread_mutex_destroy(&h.lock);
+}
+
+ParameterizedTestParameters(bus, hand_back_comes_again_without_counting_an_attempt) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+/* More hand-backs than max_deliveries, then success: handled once, never dead-lettered. */
+ParameterizedTest(combo *p, bus, hand_back_comes_again_without_counting_an_attempt, .timeout = 60) {
+    handback_then_ok(p, false);
+}
+
+ParameterizedTestParameters(bus, hand_back_through_delivery_finish) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, hand_back_through_delivery_finish, .timeout = 60) {
+    handback_then_ok(p, true);
+}
+
+ParameterizedTestParameters(bus, failures_after_hand_backs_still_dead_letter) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+/* Hand-backs do not count, failures still do: 3 hand-backs, then failures only; with
+ * max_deliveries 2 the entry is dead-lettered after its second failed attempt. */
+ParameterizedTest(combo *p, bus, failures_after_hand_backs_still_dead_letter, .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    c.s.max_deliveries = 2;
+    c.s.redelivery_idle_ms = 100;
+    handback h = {.hand_backs = 3, .failures = -1};
+    pthread_mutex_init(&h.lock, NULL);
+    eddy_subscription_spec sp = spec("s", "bad.one", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, NULL);
+    sp.handler = handback_handler;
+    sp.user = &h;
+    tbus *b = must_bus(&c, &sp, 1);
+    must_start(&c, b);
+    must_publish(&c, b, "bad.one", "bad", "t.x");
+    dlq_wait w = {&c, "g", 1};
+    cr_assert(eddy_test_wait_until(dlq_has, &w, 30000), "nothing dead-lettered");
+    cr_assert_eq(c.d->stop(b), EDDY_OK);
+    pthread_mutex_lock(&h.lock);
+    cr_expect_eq(h.calls, 5, "3 hand-backs and 2 failed attempts: %d calls", h.calls);
+    static const unsigned want[] = {1, 1, 1, 1, 2};
+    for (int i = 0; i < h.calls && i < 5; i++)
+        cr_expect_eq(h.attempts[i], want[i], "call %d: attempt %u", i, h.attempts[i]);
+    pthread_mutex_unlock(&h.lock);
+    char v[64];
+    dlq_field(&c, "g", "_dlq_reason", v, sizeof(v));
+    cr_expect_str_eq(v, "max_deliveries");
+    dlq_field(&c, "g", "_dlq_deliveries", v, sizeof(v));
+    cr_expect_str_eq(v, "2");
+    eddy_consumer_stats st;
+    cr_assert_eq(c.d->stats(b, "s", &st), EDDY_OK);
+    cr_expect_eq(st.held, 3);
+    cr_expect_eq(st.failed, 2);
+    cr_expect_eq(st.dead_lettered, 1);
+    cr_expect_eq(pending_count(&c, "bad.one", "g"), 0);
+    c.d->free(b);
+    pthread_mutex_destroy(&h.lock);
 }
 
 static bool poison_done(recorder *r, void *arg) {

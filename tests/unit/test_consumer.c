@@ -270,3 +270,137 @@ Test(consumer, pattern_discovers_matching_subjects_only, .fini = teardown) {
     eddy__plan_reset(&p);
     eddy__delivery_list_free(&out);
 }
+
+#define ONE_ENTRY(id)                                                                              \
+    "*1\r\n*2\r\n$10\r\n{t}:s:jobs\r\n*1\r\n"                                                      \
+    "*2\r\n$3\r\n" id "\r\n*8\r\n$11\r\nspecversion\r\n$3\r\n1.0\r\n$2\r\nid\r\n$"                 \
+    "1\r\na\r\n$6\r\nsource\r\n$2\r\n/s\r\n$4\r\ntype\r\n$1\r\nt\r\n"
+
+Test(consumer, unavailable_status_has_a_name_and_text) {
+    cr_expect_str_eq(eddy_status_name(EDDY_ERR_UNAVAILABLE), "EDDY_ERR_UNAVAILABLE");
+    cr_expect(strstr(eddy_status_str(EDDY_ERR_UNAVAILABLE), "nothing can take the message"));
+    cr_expect_eq(EDDY_ERR_UNAVAILABLE + 1, EDDY_STATUS_COUNT_, "new statuses go at the end");
+}
+
+/* A hand-back leaves the entry pending and sets its delivery count back, in a round trip of
+ * its own (no blocking read behind it); it is counted in held, not in failed. */
+Test(consumer, hand_back_sets_the_delivery_count_back, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 2);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_live(&p, &out);
+    step(0, &p, (const char *[]){ONE_ENTRY("1-1")}, 1, &out);
+    cr_assert_eq(out.n, 1);
+    cr_expect_eq(eddy_delivery_attempt(out.v[0]), 1);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_UNAVAILABLE, NULL);
+    out.n = 0;
+    plan(10, &p);
+    cr_assert_eq(p.cmds.n, 1, "only the hand-back: %s", cmd_text(&p, p.cmds.n - 1));
+    cr_expect_str_eq(cmd_text(&p, 0), "XCLAIM {t}:s:jobs g me 0 1-1 RETRYCOUNT 0 JUSTID");
+    cr_expect_eq(p.block_ms, -1);
+    step(10, &p, (const char *[]){"*1\r\n$3\r\n1-1\r\n"}, 1, &out);
+    cr_expect_eq(atomic_load(&sub->stats.held), 1);
+    cr_expect_eq(atomic_load(&sub->stats.failed), 0);
+    cr_expect_eq(atomic_load(&sub->stats.handled), 0);
+    cr_expect_eq(atomic_load(&sub->stats.delivered), 1);
+    plan(10, &p);
+    cr_assert(strncmp(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 BLOCK", 36) == 0, "%s",
+              cmd_text(&p, 0));
+    step(10, &p, (const char *[]){"*-1\r\n"}, 1, &out);
+
+    /* Claimed again: the claim counted one delivery (count 1), so it is attempt 1 again, far
+     * from max_deliveries however often it was handed back. */
+    const char *claim = "*3\r\n$3\r\n0-0\r\n*1\r\n"
+                        "*2\r\n$3\r\n1-1\r\n*8\r\n$11\r\nspecversion\r\n$3\r\n1.0\r\n$2\r\nid\r\n$"
+                        "1\r\na\r\n$6\r\nsource\r\n$2\r\n/s\r\n$4\r\ntype\r\n$1\r\nt\r\n"
+                        "*0\r\n";
+    for (int round = 0; round < 3; round++) {
+        long long now = 2000 + round * 2000;
+        plan(now, &p);
+        cr_assert_str_eq(cmd_text(&p, 0), "XAUTOCLAIM {t}:s:jobs g me 1000 0-0 COUNT 10");
+        step(now, &p, (const char *[]){claim}, 1, &out);
+        plan(now, &p);
+        cr_assert_str_eq(cmd_text(&p, 0), "XPENDING {t}:s:jobs g 1-1 1-1 1 me");
+        step(now, &p, (const char *[]){"*1\r\n*4\r\n$3\r\n1-1\r\n$2\r\nme\r\n:0\r\n:1\r\n"}, 1,
+             &out);
+        cr_assert_eq(out.n, 1, "round %d: not dead-lettered", round);
+        cr_expect_eq(eddy_delivery_attempt(out.v[0]), 1);
+        eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_UNAVAILABLE, NULL);
+        out.n = 0;
+        plan(now, &p);
+        cr_assert_eq(p.cmds.n, 1);
+        cr_expect_str_eq(cmd_text(&p, 0), "XCLAIM {t}:s:jobs g me 0 1-1 RETRYCOUNT 0 JUSTID");
+        step(now, &p, (const char *[]){"*1\r\n$3\r\n1-1\r\n"}, 1, &out);
+        plan(now, &p);
+        step(now, &p, (const char *[]){"*-1\r\n"}, 1, &out); /* XAUTOCLAIM round over: read */
+    }
+    cr_expect_eq(atomic_load(&sub->stats.held), 4);
+    cr_expect_eq(atomic_load(&sub->stats.redelivered), 0, "attempt stays 1");
+
+    /* After a real failure (count 2), a hand-back of attempt 2 sets the count back to 1. */
+    plan(10000, &p);
+    step(10000, &p, (const char *[]){claim}, 1, &out);
+    plan(10000, &p);
+    step(10000, &p, (const char *[]){"*1\r\n*4\r\n$3\r\n1-1\r\n$2\r\nme\r\n:0\r\n:2\r\n"}, 1, &out);
+    cr_assert_eq(out.n, 1);
+    cr_expect_eq(eddy_delivery_attempt(out.v[0]), 2);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_UNAVAILABLE, NULL);
+    out.n = 0;
+    plan(10000, &p);
+    cr_expect_str_eq(cmd_text(&p, 0), "XCLAIM {t}:s:jobs g me 0 1-1 RETRYCOUNT 1 JUSTID");
+    cr_expect_eq(atomic_load(&sub->stats.failed), 0);
+    cr_expect_eq(atomic_load(&sub->stats.held), 5);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, lost_connection_resends_unconfirmed_hand_backs, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_live(&p, &out);
+    step(0, &p, (const char *[]){ONE_ENTRY("1-1")}, 1, &out);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_UNAVAILABLE, NULL);
+    out.n = 0;
+    plan(10, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XCLAIM {t}:s:jobs g me 0 1-1 RETRYCOUNT 0 JUSTID");
+    redisReply *none[1] = {NULL};
+    cr_expect_eq(eddy__consumer_feed(consumer, &p, none, p.cmds.n, &out), EDDY_ERR_IO);
+    eddy__consumer_reset(consumer);
+    plan(20, &p);
+    /* Sent again before anything reads the entry (the recovery read counts a delivery). */
+    cr_expect_str_eq(cmd_text(&p, 0), "XCLAIM {t}:s:jobs g me 0 1-1 RETRYCOUNT 0 JUSTID");
+    cr_expect_str_eq(cmd_text(&p, 1), "XGROUP CREATE {t}:s:jobs g 0 MKSTREAM");
+    step(20, &p, (const char *[]){"*1\r\n$3\r\n1-1\r\n", OK}, 2, &out);
+    plan(20, &p);
+    cr_expect_str_eq(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs 0");
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+/* AtMostOnce: the entry was acknowledged when read; a hand-back is a failure like any other. */
+Test(consumer, at_most_once_hand_back_is_a_failure, .fini = teardown) {
+    make("jobs", EDDY_AT_MOST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    plan(0, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XGROUP CREATE {t}:s:jobs g $ MKSTREAM");
+    step(0, &p, (const char *[]){OK}, 1, &out);
+    plan(0, &p);
+    cr_assert_str_eq(cmd_text(&p, 0),
+                     "XREADGROUP GROUP g me COUNT 10 BLOCK 500 NOACK STREAMS {t}:s:jobs >");
+    step(0, &p, (const char *[]){ONE_ENTRY("1-1")}, 1, &out);
+    cr_assert_eq(out.n, 1);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_UNAVAILABLE, NULL);
+    out.n = 0;
+    plan(10, &p);
+    cr_assert_eq(p.cmds.n, 1);
+    cr_expect(strncmp(cmd_text(&p, 0), "XREADGROUP", 10) == 0, "%s", cmd_text(&p, 0));
+    cr_expect_eq(atomic_load(&sub->stats.failed), 1);
+    cr_expect_eq(atomic_load(&sub->stats.held), 0);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
