@@ -20,6 +20,7 @@
 
 #include "eddy/bus.h"
 #include "eddy/event.h"
+#include "eddy/filter.h"
 #include "eddy/status.h"
 
 #ifdef __cplusplus
@@ -71,20 +72,12 @@ EDDY_EXPORT eddy_status eddy_store_read_stream(eddy_store *store, const char *st
                                                long long after_version, eddy_stored_fn fn,
                                                void *user, eddy_error *err);
 
-/** Which events a read across the store delivers. Issue 5 adds more kinds. */
-typedef struct eddy_filter eddy_filter;
-/** Events whose type is one of types[0..n). Ownership: the caller's (eddy_filter_free); the
- * strings are copied. NULL on OOM. */
-EDDY_EXPORT eddy_filter *eddy_filter_types(const char *const *types, size_t n);
-EDDY_EXPORT void eddy_filter_free(eddy_filter *f);
-/** True when ev passes f (a NULL filter passes everything). */
-EDDY_EXPORT bool eddy_filter_matches(const eddy_filter *f, const eddy_event *ev);
-
 /** Reads one page across the store: events with position > after_position, in position
  * order, examining at most max_entries stored events (filtered-out ones count: a page is
  * bounded work). fn receives those that pass the filter. *next_position is the last
  * position examined (after_position when none was): pass it as the next after_position. The
- * end is reached when *next_position == the head position. */
+ * end is reached when *next_position == the head position. Data conditions of the filter are
+ * read with eddy_msgpack_reader (eddy_filter_matches). */
 EDDY_EXPORT eddy_status eddy_store_read_all(eddy_store *store, long long after_position,
                                             size_t max_entries, const eddy_filter *filter,
                                             eddy_stored_fn fn, void *user, long long *next_position,
