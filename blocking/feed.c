@@ -25,6 +25,7 @@
 #include "eddy/feed.h"
 #include "error.h"
 #include "feed.h"
+#include "feed_hooks.h"
 
 /* ---- cancel handles -------------------------------------------------------------------- */
 
@@ -100,7 +101,6 @@ struct eddy_feed {
     eddy_store *store;
     eddy_projection proj;
     eddy_checkpoints ckpt;
-    const eddy_filter *filter;
     pthread_mutex_t wlock; /* waiters' state, calls, free_state */
     pthread_cond_t wcond;
     unsigned calls;
@@ -358,8 +358,9 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
         case EDDY__STEP_READ_PAGE: {
             page_ctx pc = {feed, run, cancel, &noted};
             long long next = step.position;
-            st = eddy_store_read_all(feed->store, step.position, step.max, feed->filter, page_event,
-                                     &pc, &next, &e);
+            /* No filter here: the core matches each stored event (eddy__feed_page_event). */
+            st = eddy_store_read_all(feed->store, step.position, step.max, NULL, page_event, &pc,
+                                     &next, &e);
             note_cancel(feed, run, cancel, &noted);
             eddy__feed_page_done(core, run, st, next, &e, &out);
             break;
@@ -419,7 +420,6 @@ eddy_status eddy_feed_new(eddy_store *store, const eddy_feed_config *cfg, eddy_f
     feed->proj = cfg->projection;
     if (cp)
         feed->ckpt = *cp;
-    feed->filter = cfg->filter;
     pthread_mutex_init(&feed->wlock, NULL);
     pthread_cond_init(&feed->wcond, NULL);
     *out = feed;
@@ -515,7 +515,7 @@ static eddy_status accept_wait(eddy_feed *feed, const eddy_event_meta *meta, voi
     eddy__feed_entry *entry;
     eddy__feed_out out;
     eddy__feed_out_init(&out);
-    eddy__accept_flags flags = {in_callback(feed), true};
+    eddy__accept_flags flags = {in_callback(feed), true, false};
     eddy_status st =
         eddy__feed_accept(feed->core, meta, event, &w, flags, &kind, &entry, &out, err);
     flush(feed, &out);
@@ -538,8 +538,32 @@ static eddy_status accept_wait(eddy_feed *feed, const eddy_event_meta *meta, voi
         break;
     case EDDY__ACCEPT_DUPLICATE:
     case EDDY__ACCEPT_REFUSED:
+    case EDDY__ACCEPT_DEFERRED: /* only with flags.defer */
         break;
     }
+    leave(feed);
+    return st;
+}
+
+eddy_status eddy__bfeed_accept_or_defer(eddy_feed *feed, const eddy_event_meta *meta, void *event,
+                                        bool *deferred, eddy_error *err) {
+    *deferred = false;
+    if (!feed)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed is NULL");
+    enter(feed);
+    fwaiter w = {0};
+    eddy__accept_kind kind;
+    eddy__feed_entry *entry;
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    eddy__accept_flags flags = {in_callback(feed), false, true};
+    eddy_status st =
+        eddy__feed_accept(feed->core, meta, event, &w, flags, &kind, &entry, &out, err);
+    flush(feed, &out);
+    if (kind == EDDY__ACCEPT_APPLY)
+        st = apply_live(feed, entry, event, meta, err);
+    else if (kind == EDDY__ACCEPT_DEFERRED)
+        *deferred = true;
     leave(feed);
     return st;
 }
@@ -587,7 +611,7 @@ eddy_status eddy_feed_offer(eddy_feed *feed, const eddy_event_meta *meta, void *
     eddy__feed_entry *entry;
     eddy__feed_out out;
     eddy__feed_out_init(&out);
-    eddy__accept_flags flags = {in_callback(feed), false};
+    eddy__accept_flags flags = {in_callback(feed), false, false};
     st = eddy__feed_accept(feed->core, meta, event, w, flags, &kind, &entry, &out, &err);
     flush(feed, &out);
     if (kind != EDDY__ACCEPT_HELD) {

@@ -21,6 +21,7 @@
 #include "eddy/rfeed.h"
 #include "error.h"
 #include "feed.h"
+#include "rfeed_hooks.h"
 
 typedef enum wkind { W_ACCEPT, W_RUN } wkind;
 
@@ -59,7 +60,6 @@ struct eddy_rfeed {
     eddy_projection proj;
     eddy_rcheckpoints ckpt;
     bool has_ckpt;
-    const eddy_filter *filter;
     ev_idle idle;
     qitem *qhead, *qtail;
     unsigned depth; /* projection callbacks and queue drains in progress */
@@ -434,8 +434,9 @@ static void drive(rrun *r) {
             break;
         case EDDY__STEP_READ_PAGE:
             r->in_flight = true;
-            st = eddy_rstore_read_page(feed->store, step.position, step.max, feed->filter,
-                                       page_event, on_page, r, &e);
+            /* No filter here: the core matches each stored event (eddy__feed_page_event). */
+            st = eddy_rstore_read_page(feed->store, step.position, step.max, NULL, page_event,
+                                       on_page, r, &e);
             if (st == EDDY_OK)
                 return;
             r->in_flight = false;
@@ -523,7 +524,6 @@ eddy_status eddy_rfeed_new(struct ev_loop *loop, eddy_rstore *store, const eddy_
         feed->ckpt = *ckpt;
         feed->has_ckpt = true;
     }
-    feed->filter = cfg->filter;
     ev_idle_init(&feed->idle, on_idle);
     feed->idle.data = feed;
     *out = feed;
@@ -631,7 +631,7 @@ void eddy_rfeed_stop_catch_up(eddy_rfeed *feed) {
     destroy_if_done(feed);
 }
 
-static eddy_status rf_accept(eddy_rfeed *feed, const eddy_event_meta *meta, void *event,
+static eddy_status rf_accept(eddy_rfeed *feed, const eddy_event_meta *meta, void *event, bool defer,
                              eddy_rfeed_done_fn done, void *user) {
     if (!feed || !event || !done)
         return EDDY_ERR_INVALID_ARGUMENT;
@@ -654,7 +654,7 @@ static eddy_status rf_accept(eddy_rfeed *feed, const eddy_event_meta *meta, void
     eddy__feed_entry *entry = NULL;
     eddy__feed_out out;
     eddy__feed_out_init(&out);
-    eddy__accept_flags flags = {feed->depth > 0, false};
+    eddy__accept_flags flags = {feed->depth > 0, false, defer};
     eddy_status st =
         eddy__feed_accept(feed->core, meta, event, a, flags, &kind, &entry, &out, &err);
     flush(feed, &out);
@@ -666,6 +666,8 @@ static eddy_status rf_accept(eddy_rfeed *feed, const eddy_event_meta *meta, void
             eddy__feed_out_init(&out);
             st = eddy__feed_live_done(feed->core, entry, ast, &aerr, &out, &err);
             flush(feed, &out);
+        } else if (kind == EDDY__ACCEPT_DEFERRED) {
+            st = EDDY_PENDING; /* eddy__rfeed_accept_or_defer's "deferred" */
         }
         post(feed, NULL, done, user, st, &err);
     }
@@ -675,14 +677,24 @@ static eddy_status rf_accept(eddy_rfeed *feed, const eddy_event_meta *meta, void
 }
 
 eddy_status eddy_rfeed_accept(eddy_rfeed *feed, void *event, eddy_rfeed_done_fn done, void *user) {
-    return rf_accept(feed, NULL, event, done, user);
+    return rf_accept(feed, NULL, event, false, done, user);
 }
 
 eddy_status eddy_rfeed_accept_meta(eddy_rfeed *feed, const eddy_event_meta *meta, void *event,
                                    eddy_rfeed_done_fn done, void *user) {
     if (!meta)
         return EDDY_ERR_INVALID_ARGUMENT;
-    return rf_accept(feed, meta, event, done, user);
+    return rf_accept(feed, meta, event, false, done, user);
+}
+
+eddy_status eddy__rfeed_accept_or_defer(eddy_rfeed *feed, const eddy_event_meta *meta, void *event,
+                                        eddy_rfeed_done_fn done, void *user) {
+    return rf_accept(feed, meta, event, true, done, user);
+}
+
+void eddy__rfeed_post(eddy_rfeed *feed, eddy_rfeed_done_fn done, void *user, eddy_status st,
+                      const eddy_error *err) {
+    post(feed, NULL, done, user, st, err);
 }
 
 eddy_status eddy_rfeed_get_info(eddy_rfeed *feed, eddy_feed_info *out) {

@@ -110,6 +110,9 @@ struct eddy__feed {
     eddy_feed_free_fn free_event;
     eddy_feed_event_id_fn event_id;
     void *codec_user;
+    eddy_filter *filter;            /* owned copy; NULL: every stored event */
+    const eddy_data_reader *reader; /* borrowed; NULL: none */
+    bool unreadable;                /* filter needs data and there is no reader */
     size_t max_held, page_size;
     eddy__logger log;
     eddy__dedup *replayed, *applied;
@@ -170,7 +173,9 @@ eddy_status eddy__feed_new(const eddy_feed_config *cfg, eddy__feed_mode mode, bo
     f->id = eddy__fstrdup(cfg->id);
     f->replayed = eddy__dedup_new((size_t)cfg->dedup_cache_size);
     f->applied = eddy__dedup_new((size_t)cfg->dedup_cache_size);
-    if (!f->id || !f->replayed || !f->applied) {
+    f->filter = cfg->filter ? eddy_filter_dup(cfg->filter) : NULL;
+    if (!f->id || !f->replayed || !f->applied || (cfg->filter && !f->filter)) {
+        eddy_filter_free(f->filter);
         eddy__dedup_free(f->replayed);
         eddy__dedup_free(f->applied);
         eddy__ffree(f->id);
@@ -185,6 +190,8 @@ eddy_status eddy__feed_new(const eddy_feed_config *cfg, eddy__feed_mode mode, bo
     f->free_event = cfg->free_event;
     f->event_id = cfg->event_id;
     f->codec_user = cfg->codec_user;
+    f->reader = cfg->reader;
+    f->unreadable = f->filter && !f->reader && eddy_filter_needs_data(f->filter);
     f->max_held = (size_t)cfg->max_buffered_events;
     f->page_size = cfg->page_size;
     f->log.fn = cfg->log;
@@ -215,6 +222,7 @@ void eddy__feed_free(eddy__feed *f) {
     eddy__ffree(f->frun.replay_id);
     eddy__dedup_free(f->replayed);
     eddy__dedup_free(f->applied);
+    eddy_filter_free(f->filter);
     pthread_mutex_destroy(&f->lock);
     eddy__ffree(f->id);
     eddy__ffree(f);
@@ -454,7 +462,7 @@ static eddy_status decide(eddy__feed *f, eddy__feed_entry *e, eddy__accept_flags
                           eddy__accept_kind *kind, eddy_error *err) {
     if (f->failed) {
         /* Reactive, steps 2 and 4: while failing, what the projection feeds is still applied. */
-        if (f->mode == EDDY__FEED_BLOCKING || !f->failing || !flags.from_callback)
+        if (f->mode == EDDY__FEED_BLOCKING || !f->failing || !flags.from_callback || flags.defer)
             return refuse_failed(f, err, "refuses every event");
     } else if (f->live && !catch_up_asked(f)) {
         if (is_duplicate(f, e->id)) {
@@ -471,6 +479,10 @@ static eddy_status decide(eddy__feed *f, eddy__feed_entry *e, eddy__accept_flags
         f->inflight = e;
         f->ninflight++;
         *kind = EDDY__ACCEPT_APPLY;
+        return EDDY_OK;
+    } else if (flags.defer) {
+        /* Not live (never was, replaying, asked to catch up, or stopped): not kept. */
+        *kind = EDDY__ACCEPT_DEFERRED;
         return EDDY_OK;
     } else if (f->stopped) {
         return eddy__fail(err, EDDY_ERR_ILLEGAL_STATE,
@@ -989,6 +1001,15 @@ static bool advance(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
     case P_STARTED:
         if (interrupted(f, run))
             return false;
+        if (f->unreadable) {
+            /* Fails before the projection hears of a replay, whatever the history holds. */
+            fail_run(f, run, EDDY_ERR_UNREADABLE_FILTER,
+                     "feed '%s': its filter has a data condition and the feed has no data field "
+                     "reader (cfg.reader), so the replay cannot tell which events it wants",
+                     f->id);
+            run->phase = P_WIND_DOWN;
+            return false;
+        }
         step->kind = run->expect = EDDY__STEP_STARTED;
         return true;
 
@@ -1269,6 +1290,23 @@ eddy__page_kind eddy__feed_page_event(eddy__feed *f, eddy__feed_run *run, const 
         return EDDY__PAGE_STOP;
     long long pos = meta ? meta->position : 0;
     const char *evid = ev ? eddy_event_id(ev) : NULL;
+    if (f->filter) {
+        bool match = false;
+        eddy_error merr = {0};
+        eddy_status mst = eddy_filter_match(f->filter, ev, f->reader, &match, &merr);
+        if (mst != EDDY_OK) {
+            pthread_mutex_lock(&f->lock);
+            fail_run(f, run, mst,
+                     "feed '%s': could not match the stored event '%s' at position %lld against "
+                     "its filter: %s",
+                     f->id, evid ? evid : "?", pos,
+                     merr.detail[0] ? merr.detail : eddy_status_str(mst));
+            pthread_mutex_unlock(&f->lock);
+            return EDDY__PAGE_STOP;
+        }
+        if (!match)
+            return EDDY__PAGE_SKIP;
+    }
     void *uev = NULL;
     eddy_error derr = {0};
     eddy_status st = f->decode(ev, meta, &uev, &derr, f->codec_user);

@@ -113,17 +113,23 @@ typedef enum eddy__accept_kind {
     EDDY__ACCEPT_REFUSED,   /* not taken: the returned status and err say why */
     EDDY__ACCEPT_DUPLICATE, /* its id was applied already: EDDY_OK without applying */
     EDDY__ACCEPT_APPLY,     /* apply it now, then eddy__feed_live_done(entry) */
-    EDDY__ACCEPT_HELD       /* held: the waiter is completed later */
+    EDDY__ACCEPT_HELD,      /* held: the waiter is completed later */
+    EDDY__ACCEPT_DEFERRED   /* flags.defer and the feed is not live: not taken, EDDY_OK */
 } eddy__accept_kind;
 
 typedef struct eddy__accept_flags {
     bool from_callback; /* fed from a callback of this feed (the projection's) */
     bool waits;         /* the caller blocks its thread until the waiter completes */
+    /* Never hold: where the feed would hold the event (not live, a catch-up asked for or
+     * replaying) or refuse it because it is stopped, answer DEFERRED instead (a domain feed's
+     * accept-or-defer and route). A failed feed still refuses it. Deciding this here, under the
+     * lock, leaves no gap between a readiness check and the accept. */
+    bool defer;
 } eddy__accept_flags;
 
 /* Takes a live event in. meta may be NULL (copied when not); event is the front end's and
  * must stay valid until the entry is answered or live_done is called. Returns EDDY_OK for
- * DUPLICATE, APPLY and HELD, the refusal otherwise. *entry is set for APPLY. */
+ * DUPLICATE, APPLY, HELD and DEFERRED, the refusal otherwise. *entry is set for APPLY. */
 eddy_status eddy__feed_accept(eddy__feed *f, const eddy_event_meta *meta, void *event, void *waiter,
                               eddy__accept_flags flags, eddy__accept_kind *kind,
                               eddy__feed_entry **entry, eddy__feed_out *out, eddy_error *err);
@@ -207,8 +213,11 @@ typedef enum eddy__page_kind {
     EDDY__PAGE_STOP   /* stop reading this page; call eddy__feed_page_done */
 } eddy__page_kind;
 
-/* One stored event of the page being read (borrowed for the call): decodes it (the step holds
- * the user's event, which the core frees in eddy__feed_replay_applied). */
+/* One stored event of the page being read (borrowed for the call): matches it against the
+ * feed's filter with its data field reader (SKIP when it does not match: never decoded; a
+ * matching error fails the run), then decodes it (the step holds the user's event, which the
+ * core frees in eddy__feed_replay_applied). Front ends read pages without a filter, so both
+ * decide which stored events a replay applies the same way. */
 eddy__page_kind eddy__feed_page_event(eddy__feed *f, eddy__feed_run *run, const eddy_event *ev,
                                       const eddy_event_meta *meta, eddy__feed_step *step);
 /* The outcome of a replayed apply. Returns EDDY_OK to go on reading the page, an error to stop

@@ -121,7 +121,9 @@ typedef struct eddy_feed_config {
      * right choice for a read model that lives in memory only). The struct is copied; its
      * implementation must outlive the feed. */
     const eddy_checkpoints *checkpoints;
-    /** Which stored events the replay reads; NULL: all. Borrowed: must outlive the feed. */
+    /** Which stored events the replay applies; NULL: all. Matched by the feed with reader
+     * (eddy_filter_match): a filter with a data condition and no reader fails the catch-up
+     * with EDDY_ERR_UNREADABLE_FILTER. Copied (eddy_filter_dup). */
     const eddy_filter *filter;
     /** Options. Ids of recently applied events kept to drop duplicates. Default 10000; zero or
      * less is refused (EDDY_ERR_INVALID_SPEC). */
@@ -134,6 +136,10 @@ typedef struct eddy_feed_config {
     /** Where the feed logs (a catch-up failure nobody waited for, ...). */
     eddy_log_fn log;
     void *log_user;
+    /** Reads the data fields a data condition of the filter names (eddy_msgpack_reader for
+     * msgpack data); NULL: none (a filter without data conditions needs none). Borrowed: its
+     * implementation must outlive the feed. */
+    const eddy_data_reader *reader;
 } eddy_feed_config;
 
 /** Fills every field with its default (no id, no callbacks). Thread: any. */

@@ -430,7 +430,8 @@ static eddy_status h_accept(tacc *a, const char *id, aopts o) {
     a->meta.stream_id = a->sid;
     a->meta.version = 7;
     a->meta.position = 0;
-    eddy__accept_flags fl = {(o.from_callback || H.depth > 0) && !o.not_from_callback, o.waits};
+    eddy__accept_flags fl = {(o.from_callback || H.depth > 0) && !o.not_from_callback, o.waits,
+                             false};
     eddy__feed_out out;
     eddy__feed_out_init(&out);
     a->st = eddy__feed_accept(H.f, o.meta ? &a->meta : NULL, &a->ev, o.nowaiter ? NULL : &a->w, fl,

@@ -1,0 +1,174 @@
+/* Domain event feeds on the blocking front end: a blocking catch-up feed (feed.c), built at
+ * register, under the decisions of src/domain.c (registry, "no projection", routing) and of the
+ * feed core (deferring instead of holding). This file only asks, calls and reports.
+ *
+ * Invariants:
+ * - `feed` is set once, before the core marks the projection registered, and freed only by
+ *   eddy_domain_free; a call that saw the registration may use it without a lock.
+ * - A routed event is released with the codec copied before it was fed, so nothing of the
+ *   domain is touched after the feed called the projection (which may free the domain).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "domain.h"
+#include "eddy/domain.h"
+#include "error.h"
+#include "feed_hooks.h"
+
+struct eddy_domain_feed {
+    eddy__domain *core;
+    eddy_store *store;
+    eddy_feed *feed; /* NULL until registered */
+};
+
+eddy_status eddy_domain_new(eddy_store *store, const eddy_feed_config *cfg, eddy_domain_feed **out,
+                            eddy_error *err) {
+    if (!out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = NULL;
+    if (!store)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "store is NULL");
+    eddy_domain_feed *d = calloc(1, sizeof(*d));
+    if (!d)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy_status st = eddy__domain_new(cfg, &d->core, err);
+    if (st != EDDY_OK) {
+        free(d);
+        return st;
+    }
+    d->store = store;
+    *out = d;
+    return EDDY_OK;
+}
+
+void eddy_domain_free(eddy_domain_feed *d) {
+    if (!d)
+        return;
+    eddy_feed_free(d->feed);
+    eddy__domain_free(d->core); /* releases the id */
+    free(d);
+}
+
+eddy_status eddy_domain_register(eddy_domain_feed *d, const char *id,
+                                 const eddy_projection *projection, const eddy_filter *filter,
+                                 eddy_error *err) {
+    if (!d)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed is NULL");
+    eddy_feed_config fc;
+    eddy_status st = eddy__domain_register_begin(d->core, id, projection, filter, &fc, err);
+    if (st != EDDY_OK)
+        return st;
+    eddy_feed *feed = NULL;
+    st = eddy_feed_new(d->store, &fc, &feed, err);
+    if (st == EDDY_OK)
+        d->feed = feed;
+    eddy__domain_register_end(d->core, st == EDDY_OK);
+    return st;
+}
+
+bool eddy_domain_has_projection(eddy_domain_feed *d) {
+    return d && eddy__domain_registered(d->core);
+}
+
+const char *eddy_domain_projection_id(eddy_domain_feed *d) {
+    return d ? eddy__domain_id(d->core) : NULL;
+}
+
+eddy_status eddy_domain_catch_up_all(eddy_domain_feed *d, eddy_feed_cancel *cancel,
+                                     eddy_error *err) {
+    eddy_status st = eddy__domain_check(d ? d->core : NULL, NULL, "catch up all", err);
+    return st != EDDY_OK ? st : eddy_feed_catch_up(d->feed, cancel, err);
+}
+
+eddy_status eddy_domain_catch_up(eddy_domain_feed *d, const char *id, eddy_feed_cancel *cancel,
+                                 eddy_error *err) {
+    if (!id)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "id is NULL");
+    eddy_status st = eddy__domain_check(d ? d->core : NULL, id, "catch up", err);
+    return st != EDDY_OK ? st : eddy_feed_catch_up(d->feed, cancel, err);
+}
+
+eddy_status eddy_domain_go_live(eddy_domain_feed *d, const char *id, eddy_feed_cancel *cancel,
+                                eddy_error *err) {
+    if (!id)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "id is NULL");
+    eddy_status st = eddy__domain_check(d ? d->core : NULL, id, "go live", err);
+    return st != EDDY_OK ? st : eddy_feed_go_live(d->feed, cancel, err);
+}
+
+void eddy_domain_stop_catch_up(eddy_domain_feed *d) {
+    if (eddy_domain_has_projection(d))
+        eddy_feed_stop_catch_up(d->feed);
+}
+
+eddy_status eddy_domain_accept(eddy_domain_feed *d, const eddy_event_meta *meta, void *event,
+                               eddy_feed_cancel *cancel, eddy_error *err) {
+    eddy_status st = eddy__domain_check(d ? d->core : NULL, NULL, "accept", err);
+    if (st != EDDY_OK)
+        return st;
+    return meta ? eddy_feed_accept_meta(d->feed, meta, event, cancel, err)
+                : eddy_feed_accept(d->feed, event, cancel, err);
+}
+
+eddy_status eddy_domain_accept_or_defer(eddy_domain_feed *d, const eddy_event_meta *meta,
+                                        void *event, eddy_route *out, eddy_error *err) {
+    if (!out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = EDDY_ROUTE_DEFERRED;
+    eddy_status st = eddy__domain_check(d ? d->core : NULL, NULL, "accept or defer", err);
+    if (st != EDDY_OK)
+        return st;
+    bool deferred = false;
+    st = eddy__bfeed_accept_or_defer(d->feed, meta, event, &deferred, err);
+    if (st == EDDY_OK)
+        *out = eddy__domain_outcome(deferred);
+    return st;
+}
+
+eddy_status eddy_domain_route(eddy_domain_feed *d, const eddy_event *ev,
+                              const eddy_event_meta *meta, eddy_route *out, eddy_error *err) {
+    if (!out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "out is NULL");
+    *out = EDDY_ROUTE_FILTERED;
+    if (!d)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed is NULL");
+    void *event = NULL;
+    eddy_route route;
+    eddy_status st = eddy__domain_route(d->core, ev, meta, &route, &event, err);
+    if (st != EDDY_OK || !event) {
+        *out = st == EDDY_OK ? route : EDDY_ROUTE_DEFERRED; /* an error: not acknowledged */
+        return st;
+    }
+    eddy_feed_free_fn free_event;
+    void *codec_user;
+    eddy__domain_codec(d->core, &free_event, &codec_user);
+    bool deferred = false;
+    st = eddy__bfeed_accept_or_defer(d->feed, meta, event, &deferred, err);
+    if (free_event)
+        free_event(event, codec_user);
+    *out = st == EDDY_OK ? eddy__domain_outcome(deferred) : EDDY_ROUTE_DEFERRED;
+    return st;
+}
+
+bool eddy_domain_ready_for_live_delivery(eddy_domain_feed *d) {
+    return eddy_domain_has_projection(d) && eddy_feed_ready_for_live_delivery(d->feed);
+}
+
+bool eddy_domain_refuses_permanently(eddy_domain_feed *d) {
+    return eddy_domain_has_projection(d) && eddy_feed_refuses_permanently(d->feed);
+}
+
+bool eddy_domain_failure(eddy_domain_feed *d, eddy_error *cause) {
+    return eddy_domain_has_projection(d) && eddy_feed_failure(d->feed, cause);
+}
+
+eddy_status eddy_domain_get_info(eddy_domain_feed *d, eddy_feed_info *out) {
+    if (!d || !out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    if (!eddy_domain_has_projection(d)) {
+        memset(out, 0, sizeof(*out));
+        return EDDY_OK;
+    }
+    return eddy_feed_get_info(d->feed, out);
+}
