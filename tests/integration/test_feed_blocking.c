@@ -1,10 +1,10 @@
 /* Catch-up projection feeds through the blocking front end, on memory:// and on the fixture's
  * redis-server, with the real event store and its checkpoint storage: the main rules of
  * spec/catch-up-feeds.txt again (the core's unit test has every one), now with real threads
- * waiting, real pages and real markers; writers appending while a feed switches from replay to
- * live; and a bus subscription feeding the feed through eddy_feed_handler, whose outcome decides
- * the acknowledgement. Nothing here sleeps to let something happen: threads meet on the
- * projection's gates and on the feed's own counters. */
+ * waiting, real pages (a replay holds one at a time) and real markers; writers appending while a
+ * feed switches from replay to live; and a bus subscription feeding the feed through
+ * eddy_feed_handler, whose outcome decides the acknowledgement. Nothing here sleeps to let
+ * something happen: threads meet on the projection's gates and on the feed's own counters. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <pthread.h>
@@ -55,6 +55,9 @@ typedef struct model {
     action act;
     eddy_status act_st;
     eddy_feed *feed;
+    /* Called first in every apply, with the event's id (NULL: none). */
+    void (*on_apply)(const char *id, void *arg);
+    void *on_apply_arg;
 } model;
 
 static void model_init(model *md) {
@@ -81,6 +84,8 @@ static void model_destroy(model *md) {
 static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *user) {
     model *md = user;
     uev *e = event;
+    if (md->on_apply)
+        md->on_apply(e->id, md->on_apply_arg);
     if (md->act != ACT_NONE && strcmp(e->id, md->act_id) == 0) {
         uev own = {"own-1"};
         switch (md->act) {
@@ -1162,6 +1167,89 @@ ParameterizedTest(backend *p, feed_blocking, writers_during_the_switch_lose_and_
                   "and events written during the replay came live only");
     cr_expect_eq(i.replayed + i.applied, (uint64_t)total);
     eddy_bus_free(bus);
+    teardown(&c);
+}
+
+/* ---- a replay holds at most one page ---------------------------------------------------- */
+
+/* Deletes the entries of positions after+1..upto from the store's global stream ({ns}:es:all,
+ * entry ids "<position>-0", src/keys.h) behind the store's back; returns how many went. */
+static long long delete_history_after(const char *url, const char *ns, long long after,
+                                      long long upto) {
+    char key[160];
+    snprintf(key, sizeof(key), "{%s}:es:all", ns);
+    long long deleted = 0;
+    for (long long pos = after + 1; pos <= upto;) {
+        char ids[60][24];
+        const char *argv[62] = {"XDEL", key};
+        int argc = 2;
+        for (; pos <= upto && argc < 62; pos++, argc++) {
+            snprintf(ids[argc - 2], sizeof(ids[0]), "%lld-0", pos);
+            argv[argc] = ids[argc - 2];
+        }
+        redisReply *r = raw_cmd(url, argc, argv);
+        cr_assert_eq(r->type, REDIS_REPLY_INTEGER, "XDEL: %s", r->str ? r->str : "?");
+        deleted += r->integer;
+        freeReplyObject(r);
+    }
+    return deleted;
+}
+
+typedef struct cut {
+    ctx *c;
+    const char *on; /* the event whose apply deletes the rest of the history */
+    long long keep, total, deleted;
+    int calls;
+} cut;
+
+static void cut_history(const char *id, void *arg) {
+    cut *k = arg;
+    if (!id || strcmp(id, k->on) != 0)
+        return;
+    k->calls++;
+    k->deleted = delete_history_after(k->c->url, k->c->ns, k->keep, k->total);
+}
+
+/* The replay reads the history page by page and holds one page at a time: the apply of the
+ * first replayed event deletes every stored entry after the first page, and the replay never
+ * sees them. One that had read the whole history up front would still apply all 50. */
+ParameterizedTestParameters(feed_blocking, a_replay_holds_at_most_one_page) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, feed_blocking, a_replay_holds_at_most_one_page, .timeout = 60) {
+    ctx c;
+    setup(&c, p, "feed-one-page");
+    c.cfg.page_size = 5;
+    append_n(&c, 50);
+    new_feed(&c);
+    cut k = {&c, "e1", 5, 50, 0, 0};
+    c.md.on_apply = cut_history;
+    c.md.on_apply_arg = &k;
+    eddy_error err = {0};
+    /* What the core does (eddy__feed_page_done): the next page, read after position 5, examines
+     * nothing before the head it read at the start (50), which it takes for the end of a history
+     * whose entries were removed. So the replay completes normally after the first page: the
+     * catch-up succeeds, the marker is written with that head, and the feed goes live. */
+    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(k.calls, 1);
+    cr_expect_eq(k.deleted, 45, "positions 6..50 deleted");
+    cr_expect_str_eq(applied(&c.md), "e1,e2,e3,e4,e5",
+                     "only the page read before the deletion was applied");
+    cr_expect_eq(c.md.started, 1);
+    cr_expect_eq(c.md.completed, 1);
+    cr_expect_eq(c.md.abandoned, 0);
+    eddy_feed_info i = info(&c);
+    cr_expect_eq(i.last, EDDY_FEED_REPLAYED);
+    cr_expect_eq(i.replayed, 5);
+    cr_expect_eq(i.head, 50);
+    cr_expect_eq(i.position, 5);
+    char value[32] = "";
+    bool found = false;
+    cr_assert_eq(c.ckpt.ops->read(c.ckpt.self, "order-status", value, sizeof(value), &found, NULL),
+                 EDDY_OK);
+    cr_expect(found);
+    cr_expect_str_eq(value, "50", "the marker names the head the replay read up front");
+    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
     teardown(&c);
 }
 

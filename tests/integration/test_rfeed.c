@@ -5,8 +5,9 @@
  * call, a feed freed with operations pending or from inside its own callbacks, the reactor's
  * failure paths (the projection's own event failing or refused, an event fed from
  * replay_abandoned, listeners refused during the failure steps, go-live waiting for a failed
- * catch-up, marker removals failing through their callback) and a catch-up asked for from an
- * apply. Each test runs its own loop. */
+ * catch-up, marker removals failing through their callback), a catch-up asked for from an
+ * apply, and a replay that holds one page at a time and lets the loop run between pages. Each
+ * test runs its own loop. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <ev.h>
@@ -127,6 +128,8 @@ typedef struct model {
     bool started_frees;      /* replay_started frees the feed */
     const char *catch_up_on; /* apply asks for a catch-up on this id */
     done_rec inner_done;
+    void (*on_apply)(const char *id, void *arg); /* called first in every apply */
+    void *on_apply_arg;
 } model;
 
 static model M;
@@ -135,6 +138,8 @@ static void on_done_fn(eddy_status st, const eddy_error *err, void *user);
 static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *user) {
     model *m = user;
     uev *e = event;
+    if (m->on_apply)
+        m->on_apply(e->id, m->on_apply_arg);
     if (m->fail_on && strcmp(e->id, m->fail_on) == 0) {
         snprintf(err->detail, sizeof(err->detail), "cannot apply %s", e->id);
         return EDDY_ERR_HANDLER_FAILED;
@@ -1472,6 +1477,186 @@ ParameterizedTest(int *b, rfeed, later_catch_up_replays_while_live_events_wait, 
     cr_expect_eq(M.started, 1);
     cr_expect_eq(M.completed, 1);
     cr_expect(eddy_rfeed_ready_for_live_delivery(f));
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+/* ---- a replay holds one page and lets the loop run between pages ------------------------- */
+
+static void append_numbered(tctx *t, int n) {
+    char ids[64][16];
+    const char *p[64];
+    cr_assert(n <= 64);
+    for (int i = 0; i < n; i++) {
+        snprintf(ids[i], sizeof(ids[i]), "h%d", i + 1);
+        p[i] = ids[i];
+    }
+    append(t, p, (size_t)n);
+}
+
+/* Deletes the entries of positions after+1..upto from the store's global stream ({ns}:es:all,
+ * entry ids "<position>-0", src/keys.h) behind the store's back; returns how many went. */
+static long long delete_history_after(const char *url, const char *ns, long long after,
+                                      long long upto) {
+    char key[160];
+    snprintf(key, sizeof(key), "{%s}:es:all", ns);
+    long long deleted = 0;
+    for (long long pos = after + 1; pos <= upto;) {
+        char ids[60][24];
+        const char *argv[62] = {"XDEL", key};
+        int argc = 2;
+        for (; pos <= upto && argc < 62; pos++, argc++) {
+            snprintf(ids[argc - 2], sizeof(ids[0]), "%lld-0", pos);
+            argv[argc] = ids[argc - 2];
+        }
+        redisReply *r = raw_cmd(url, argc, argv);
+        cr_assert_eq(r->type, REDIS_REPLY_INTEGER, "XDEL: %s", r->str ? r->str : "?");
+        deleted += r->integer;
+        freeReplyObject(r);
+    }
+    return deleted;
+}
+
+typedef struct cut {
+    tctx *t;
+    const char *on; /* the event whose apply deletes the rest of the history */
+    long long keep, total, deleted;
+    int calls;
+} cut;
+
+static void cut_history(const char *id, void *arg) {
+    cut *k = arg;
+    if (strcmp(id, k->on) != 0)
+        return;
+    k->calls++;
+    k->deleted = delete_history_after(k->t->url, k->t->ns, k->keep, k->total);
+}
+
+/* The replay reads the history page by page and holds one page at a time: the apply of the
+ * first replayed event deletes every stored entry after the first page, and the replay never
+ * sees them. One that had read the whole history up front would still apply all 50. */
+ParameterizedTestParameters(rfeed, replay_holds_at_most_one_page) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, replay_holds_at_most_one_page, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-one-page");
+    append_numbered(&t, 50);
+    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-one-page");
+    cfg.page_size = 5;
+    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
+    cut k = {&t, "h1", 5, 50, 0, 0};
+    M.on_apply = cut_history;
+    M.on_apply_arg = &k;
+    done_rec dc = {0};
+    catch_up(f, &dc);
+    cr_assert(run_until(&t, &dc.calls, 1, 20000), "catch-up never completed");
+    /* What the core does (eddy__feed_page_done): the next page, read after position 5, examines
+     * nothing before the head it read at the start (50), which it takes for the end of a history
+     * whose entries were removed. So the replay completes normally after the first page: the
+     * catch-up succeeds, the marker is written with that head, and the feed goes live. */
+    cr_expect_eq(dc.st, EDDY_OK, "%s", dc.detail);
+    cr_expect_eq(k.calls, 1);
+    cr_expect_eq(k.deleted, 45, "positions 6..50 deleted");
+    const char *want[] = {"h1", "h2", "h3", "h4", "h5"};
+    expect_applied(want, 5);
+    cr_expect_eq(M.started, 1);
+    cr_expect_eq(M.completed, 1);
+    cr_expect_eq(M.abandoned, 0);
+    eddy_feed_info i;
+    cr_assert_eq(eddy_rfeed_get_info(f, &i), EDDY_OK);
+    cr_expect_eq(i.last, EDDY_FEED_REPLAYED);
+    cr_expect_eq(i.replayed, 5);
+    cr_expect_eq(i.head, 50);
+    cr_expect_eq(i.position, 5);
+    redisReply *r = raw_cmdf(t.url, "GET {%s}:ckpt:orders-one-page", t.ns);
+    cr_expect(r->type == REDIS_REPLY_STRING && strcmp(r->str, "50") == 0,
+              "the marker names the head the replay read up front");
+    freeReplyObject(r);
+    cr_expect(eddy_rfeed_ready_for_live_delivery(f));
+    eddy_rfeed_free(f);
+    teardown(&t);
+}
+
+#define TURN_EVENTS 20
+
+typedef struct turns {
+    struct ev_loop *loop;
+    const int *done; /* the catch-up's completion count: counting stops once it ran */
+    ev_prepare prep;
+    int prepares;               /* loop iterations from the catch-up call to its completion */
+    bool seen[TURN_EVENTS + 1]; /* how many events were applied, as each iteration found it */
+    ev_timer tm;
+    int mid_fires; /* timer callbacks that ran with the replay part-way */
+} turns;
+
+static void turn_prepare(struct ev_loop *loop, ev_prepare *w, int revents) {
+    turns *tt = w->data;
+    if (*tt->done)
+        return;
+    tt->prepares++;
+    if (M.napplied <= TURN_EVENTS)
+        tt->seen[M.napplied] = true;
+}
+
+static void turn_timer(struct ev_loop *loop, ev_timer *w, int revents) {
+    if (M.napplied > 0 && M.napplied < TURN_EVENTS)
+        ((turns *)w->data)->mid_fires++;
+}
+
+/* Each apply arms a zero-delay timer unless one is still waiting: a loop that is not held runs
+ * it before the replay ends. (Re-arming a pending timer would cancel it: in libev the reply that
+ * brings the next page can run before the timer in the same iteration.) */
+static void turn_apply(const char *id, void *arg) {
+    turns *tt = arg;
+    if (ev_is_active(&tt->tm) || ev_is_pending(&tt->tm))
+        return;
+    ev_timer_set(&tt->tm, 0., 0.);
+    ev_timer_start(tt->loop, &tt->tm);
+}
+
+/* With one event a page, every page is its own round trip on the loop: the loop turns after
+ * each one (an ev_prepare sees every intermediate count of applied events) and runs other
+ * watchers meanwhile (a timer armed by an apply fires before the replay ends). */
+ParameterizedTestParameters(rfeed, loop_runs_between_pages) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *b, rfeed, loop_runs_between_pages, .timeout = 60) {
+    reset_model();
+    tctx t;
+    setup(&t, *b, "rfeed-turns");
+    append_numbered(&t, TURN_EVENTS);
+    eddy_feed_config cfg;
+    cfg_init(&cfg, "orders-turns");
+    cfg.page_size = 1;
+    eddy_rfeed *f = must_feed(&t, &cfg, NULL);
+    done_rec dc = {0};
+    turns tt;
+    memset(&tt, 0, sizeof(tt));
+    tt.loop = t.loop;
+    tt.done = &dc.calls;
+    ev_prepare_init(&tt.prep, turn_prepare);
+    tt.prep.data = &tt;
+    ev_timer_init(&tt.tm, turn_timer, 0., 0.);
+    tt.tm.data = &tt;
+    M.on_apply = turn_apply;
+    M.on_apply_arg = &tt;
+    ev_prepare_start(t.loop, &tt.prep);
+    catch_up(f, &dc);
+    cr_assert(run_until(&t, &dc.calls, 1, 20000), "catch-up never completed");
+    ev_prepare_stop(t.loop, &tt.prep);
+    ev_timer_stop(t.loop, &tt.tm);
+    cr_expect_eq(dc.st, EDDY_OK, "%s", dc.detail);
+    cr_expect_eq(M.napplied, TURN_EVENTS);
+    cr_expect_geq(tt.prepares, TURN_EVENTS, "%d loop iterations for %d pages", tt.prepares,
+                  TURN_EVENTS);
+    for (int n = 0; n < TURN_EVENTS; n++)
+        cr_expect(tt.seen[n], "the loop did not turn with %d of %d events applied", n, TURN_EVENTS);
+    cr_expect_geq(tt.mid_fires, 1, "%s: a timer never ran while the replay was part-way",
+                  *b ? "redis" : "memory");
     eddy_rfeed_free(f);
     teardown(&t);
 }
