@@ -86,34 +86,6 @@ static double eddy_publish(const char *url, const char *ns) {
     return rate;
 }
 
-static double raw_consume(int port, const char *key) {
-    redisContext *c = bench_connect(port);
-    freeReplyObject(redisCommand(c, "XGROUP CREATE %s raw 0", key));
-    int got = 0;
-    double t0 = bench_now();
-    while (got < N) {
-        redisReply *r = redisCommand(c, "XREADGROUP GROUP raw c1 COUNT 64 STREAMS %s >", key);
-        if (!r || r->type != REDIS_REPLY_ARRAY)
-            exit(1);
-        redisReply *entries = r->element[0]->element[1];
-        const char *argv[3 + 64];
-        size_t lens[3 + 64];
-        argv[0] = "XACK", argv[1] = key, argv[2] = "raw";
-        for (int i = 0; i < 3; i++)
-            lens[i] = strlen(argv[i]);
-        for (size_t i = 0; i < entries->elements; i++) {
-            argv[3 + i] = entries->element[i]->element[0]->str;
-            lens[3 + i] = entries->element[i]->element[0]->len;
-        }
-        freeReplyObject(redisCommandArgv(c, 3 + (int)entries->elements, argv, lens));
-        got += (int)entries->elements;
-        freeReplyObject(r);
-    }
-    double rate = N / (bench_now() - t0);
-    redisFree(c);
-    return rate;
-}
-
 static atomic_int handled;
 
 static eddy_status count(eddy_delivery *d, void *user) {
@@ -197,7 +169,7 @@ int main(int argc, char **argv) {
     double eddy_pub = eddy_publish(url, ns);
     bench_print("publish_pipelined", eddy_pub, raw_pub);
 
-    double raw_con = raw_consume(port, "rawbench:orders");
+    double raw_con = bench_raw_consume(port, "rawbench:orders", N);
     char ns2[80];
     snprintf(ns2, sizeof(ns2), "%s-consume", ns);
     double eddy_con = eddy_consume(url, ns2, true);

@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -77,4 +78,32 @@ void bench_print(const char *name, double eddy, double hiredis) {
     printf("bench %s eddy=%.0f hiredis=%.0f ratio=%.3f\n", name, eddy, hiredis,
            hiredis > 0 ? eddy / hiredis : 0.0);
     fflush(stdout);
+}
+
+double bench_raw_consume(int port, const char *key, int n) {
+    redisContext *c = bench_connect(port);
+    freeReplyObject(redisCommand(c, "XGROUP CREATE %s raw 0", key));
+    int got = 0;
+    double t0 = bench_now();
+    while (got < n) {
+        redisReply *r = redisCommand(c, "XREADGROUP GROUP raw c1 COUNT 64 STREAMS %s >", key);
+        if (!r || r->type != REDIS_REPLY_ARRAY)
+            exit(1);
+        redisReply *entries = r->element[0]->element[1];
+        const char *argv[3 + 64];
+        size_t lens[3 + 64];
+        argv[0] = "XACK", argv[1] = key, argv[2] = "raw";
+        for (int i = 0; i < 3; i++)
+            lens[i] = strlen(argv[i]);
+        for (size_t i = 0; i < entries->elements; i++) {
+            argv[3 + i] = entries->element[i]->element[0]->str;
+            lens[3 + i] = entries->element[i]->element[0]->len;
+        }
+        freeReplyObject(redisCommandArgv(c, 3 + (int)entries->elements, argv, lens));
+        got += (int)entries->elements;
+        freeReplyObject(r);
+    }
+    double rate = n / (bench_now() - t0);
+    redisFree(c);
+    return rate;
 }

@@ -12,6 +12,9 @@ pid_t bench_start_redis(char *url, size_t size, int *port);
 void bench_stop_redis(pid_t pid);
 /* Connects to redis://127.0.0.1:port; exits on failure. */
 redisContext *bench_connect(int port);
+/* The foundation's raw consume: a group "raw" created at 0 on key, XREADGROUP COUNT 64 then one
+ * XACK per batch, until n entries were read; returns entries per second. */
+double bench_raw_consume(int port, const char *key, int n);
 void bench_print(const char *name, double eddy, double hiredis);
 
 #endif

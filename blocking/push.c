@@ -1,0 +1,458 @@
+/* Push subscription models and push sources on the blocking front end. The core (src/push.c)
+ * decides everything: what an outcome means for the broker, the model's aggregation, the
+ * sources' states, start-all's order and the progress figures. This file only drives it: it
+ * routes through the blocking domain feeds on the calling thread (a handler's worker, the
+ * writer), runs catch-ups on the caller's thread (foreground) or on one thread per source
+ * (background), and samples the feeds for progress on one ticker thread, since a blocking
+ * catch-up occupies its own thread until it ends.
+ *
+ * Invariants:
+ * - No lock is held while a domain feed or the observer runs. A state change and its report to
+ *   the progress callback happen together under cb_lock, and so do the ticker's sample and its
+ *   report: reports never overlap and come in the order of the changes (no CATCHING_UP report
+ *   after the LIVE one). cb_lock is taken after `m`, never the other way.
+ * - Every state change is followed by a broadcast on `c` under `m`, so eddy_push_sources_wait
+ *   and the ticker never miss one; wait reads the states under cb_lock, so when it returns the
+ *   callback has been told every end it saw.
+ * - Catch-ups get the sources' cancel handle: freeing the sources cancels them (not a failure:
+ *   the feed keeps holding) and joins every thread before anything is released. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "eddy/push.h"
+#include "error.h"
+#include "push.h"
+
+/* ---- the model ------------------------------------------------------------------------ */
+
+struct eddy_push_model {
+    eddy__push_model core;
+};
+
+eddy_status eddy_push_model_new(const eddy_push_observer *observer, eddy_log_fn log, void *log_user,
+                                eddy_push_model **out, eddy_error *err) {
+    if (!out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "out is NULL");
+    eddy_push_model *m = calloc(1, sizeof(*m));
+    if (!m)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory building a push model");
+    eddy__push_model_init(&m->core, observer, log, log_user);
+    *out = m;
+    return EDDY_OK;
+}
+
+void eddy_push_model_free(eddy_push_model *model) {
+    if (!model)
+        return;
+    eddy__push_model_destroy(&model->core);
+    free(model);
+}
+
+eddy_status eddy_push_model_add(eddy_push_model *model, eddy_domain_feed *feed, eddy_error *err) {
+    if (!model)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "model is NULL");
+    return eddy__push_model_add(&model->core, feed, err);
+}
+
+/* Routes ev to every feed with a projection and aggregates the outcomes (core). */
+static eddy_status route_all(eddy_push_model *model, const eddy_event *ev,
+                             const eddy_event_meta *meta, eddy_route *route, eddy_error *err) {
+    void **feeds;
+    size_t n;
+    if (eddy__push_model_feeds(&model->core, &feeds, &n) != EDDY_OK)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory routing event %s", eddy_event_id(ev));
+    eddy__push_agg agg;
+    eddy__push_agg_init(&agg);
+    for (size_t i = 0; i < n; i++) {
+        eddy_domain_feed *f = feeds[i];
+        if (!eddy_domain_has_projection(f))
+            continue;
+        eddy_route r = EDDY_ROUTE_FILTERED;
+        eddy_error e = {EDDY_OK, ""};
+        eddy_status st = eddy_domain_route(f, ev, meta, &r, &e);
+        eddy__push_agg_add(&agg, st, r, &e);
+    }
+    free(feeds);
+    return eddy__push_agg_result(&agg, route, err);
+}
+
+eddy_status eddy_push_model_accept(eddy_push_model *model, const eddy_event *ev,
+                                   const eddy_event_meta *meta) {
+    if (!model || !ev)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy_route route = EDDY_ROUTE_FILTERED;
+    eddy_error e = {EDDY_OK, ""};
+    eddy_status st = route_all(model, ev, meta, &route, &e);
+    eddy__push_observe(&model->core, ev, st, route, &e, true);
+    return EDDY_OK;
+}
+
+eddy_status eddy_push_model_accept_or_defer(eddy_push_model *model, const eddy_event *ev,
+                                            const eddy_event_meta *meta, eddy_route *route,
+                                            eddy_error *err) {
+    if (!model || !ev)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "model or event is NULL");
+    eddy_route r = EDDY_ROUTE_FILTERED;
+    eddy_error e = {EDDY_OK, ""};
+    eddy_status st = route_all(model, ev, meta, &r, &e);
+    eddy__push_observe(&model->core, ev, st, r, &e, false);
+    if (route)
+        *route = r;
+    if (st != EDDY_OK)
+        return eddy__fail(err, st, "%s", e.detail);
+    return EDDY_OK;
+}
+
+/* ---- push sources --------------------------------------------------------------------- */
+
+typedef struct bsrc {
+    eddy_push_sources *ps;
+    eddy__push_source *src;
+    pthread_t thread;
+    bool has_thread;
+} bsrc;
+
+struct eddy_push_sources {
+    eddy_bus *bus;
+    eddy__push_set set;
+    eddy_feed_cancel *cancel;
+    pthread_mutex_t m; /* closing, the ticker, the wait */
+    pthread_cond_t c;
+    pthread_mutex_t cb_lock; /* one progress callback at a time */
+    atomic_bool closing;     /* written under m; read anywhere */
+    pthread_t ticker;
+    bool has_ticker;
+};
+
+static void wake(eddy_push_sources *ps) {
+    pthread_mutex_lock(&ps->m);
+    pthread_cond_broadcast(&ps->c);
+    pthread_mutex_unlock(&ps->m);
+}
+
+/* Under cb_lock: tells the progress callback. */
+static void tell(eddy_push_sources *ps, const eddy_push_progress *p) {
+    /* Freeing cancels the catch-ups; their ends are not news to anyone. */
+    if (ps->set.opts.progress && !atomic_load(&ps->closing))
+        ps->set.opts.progress(p, ps->set.opts.progress_user);
+}
+
+/* After a state change made and told under cb_lock: wakes the waiters. */
+static void changed(eddy_push_sources *ps) {
+    pthread_mutex_unlock(&ps->cb_lock);
+    wake(ps);
+}
+
+static void deadline_in(struct timespec *ts, long long ms) {
+    clock_gettime(CLOCK_REALTIME, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Samples every source catching up and reports its progress. */
+static void sample_all(eddy_push_sources *ps) {
+    eddy__push_source **v;
+    size_t n;
+    if (eddy__push_set_catching(&ps->set, &v, &n) != EDDY_OK)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        eddy_feed_info info;
+        eddy_push_progress p;
+        /* Sampled and told under cb_lock, so a report never follows the source's end. */
+        pthread_mutex_lock(&ps->cb_lock);
+        if (eddy_domain_get_info(v[i]->feed, &info) == EDDY_OK &&
+            eddy__push_sample(&ps->set, v[i], &info, eddy__push_now_ms(), &p))
+            tell(ps, &p);
+        pthread_mutex_unlock(&ps->cb_lock);
+    }
+    free(v);
+}
+
+/* Reports progress every progress_ms while any source catches up; sleeps otherwise. */
+static void *ticker_main(void *arg) {
+    eddy_push_sources *ps = arg;
+    pthread_mutex_lock(&ps->m);
+    while (!atomic_load(&ps->closing)) {
+        if (!eddy__push_any_catching_up(&ps->set)) {
+            pthread_cond_wait(&ps->c, &ps->m);
+            continue;
+        }
+        struct timespec until;
+        deadline_in(&until, ps->set.opts.progress_ms);
+        int rc = 0;
+        while (!atomic_load(&ps->closing) && rc != ETIMEDOUT)
+            rc = pthread_cond_timedwait(&ps->c, &ps->m, &until);
+        if (atomic_load(&ps->closing))
+            break;
+        pthread_mutex_unlock(&ps->m);
+        sample_all(ps);
+        pthread_mutex_lock(&ps->m);
+    }
+    pthread_mutex_unlock(&ps->m);
+    return NULL;
+}
+
+eddy_status eddy_push_sources_new(eddy_bus *bus, const eddy_push_options *opts,
+                                  eddy_push_sources **out, eddy_error *err) {
+    if (!bus || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or out is NULL");
+    if (opts && opts->mode != EDDY_PUSH_AUTOMATIC && opts->mode != EDDY_PUSH_MANUAL)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "push sources: unknown mode %d",
+                          (int)opts->mode);
+    if (opts && opts->startup != EDDY_PUSH_FOREGROUND && opts->startup != EDDY_PUSH_BACKGROUND)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "push sources: unknown startup %d",
+                          (int)opts->startup);
+    eddy_push_sources *ps = calloc(1, sizeof(*ps));
+    if (!ps || !(ps->cancel = eddy_feed_cancel_new())) {
+        free(ps);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory building push sources");
+    }
+    ps->bus = bus;
+    eddy__push_set_init(&ps->set, opts);
+    pthread_mutex_init(&ps->m, NULL);
+    pthread_cond_init(&ps->c, NULL);
+    pthread_mutex_init(&ps->cb_lock, NULL);
+    if (ps->set.opts.progress) {
+        if (pthread_create(&ps->ticker, NULL, ticker_main, ps) != 0) {
+            eddy_push_sources_free(ps);
+            return eddy__fail(err, EDDY_ERR_NOMEM, "cannot start the progress thread");
+        }
+        ps->has_ticker = true;
+    }
+    *out = ps;
+    return EDDY_OK;
+}
+
+void eddy_push_sources_free(eddy_push_sources *ps) {
+    if (!ps)
+        return;
+    pthread_mutex_lock(&ps->m);
+    atomic_store(&ps->closing, true);
+    pthread_cond_broadcast(&ps->c);
+    pthread_mutex_unlock(&ps->m);
+    eddy_feed_cancel_fire(ps->cancel);
+    if (ps->has_ticker)
+        pthread_join(ps->ticker, NULL);
+    for (size_t i = 0; i < ps->set.n; i++) {
+        bsrc *b = ps->set.v[i]->fe;
+        if (b && b->has_thread)
+            pthread_join(b->thread, NULL);
+        free(b);
+    }
+    eddy__push_set_destroy(&ps->set);
+    eddy_feed_cancel_free(ps->cancel);
+    pthread_mutex_destroy(&ps->cb_lock);
+    pthread_cond_destroy(&ps->c);
+    pthread_mutex_destroy(&ps->m);
+    free(ps);
+}
+
+/* The subscription's handler: routes the message into the source's feed (once its projection is
+ * registered) and settles it as the core says. */
+static eddy_status push_handler(eddy_delivery *d, void *user) {
+    bsrc *b = user;
+    eddy_push_sources *ps = b->ps;
+    eddy__push_source *src = b->src;
+    if (!eddy__push_admits(&ps->set, src))
+        return EDDY_ERR_UNAVAILABLE;
+    const eddy_event *ev = eddy_delivery_event(d);
+    eddy_event_meta meta;
+    bool has_meta = eddy_delivery_stored_meta(d, &meta) != 0;
+    eddy_route route = EDDY_ROUTE_FILTERED;
+    eddy_error e = {EDDY_OK, ""};
+    eddy_status st = eddy_domain_route(src->feed, ev, has_meta ? &meta : NULL, &route, &e);
+    bool has_projection = true, refuses = false;
+    if (st == EDDY_ERR_ILLEGAL_STATE) {
+        has_projection = eddy_domain_has_projection(src->feed);
+        refuses = eddy_domain_refuses_permanently(src->feed);
+    }
+    pthread_mutex_lock(&ps->cb_lock);
+    eddy__push_settled r = eddy__push_settle(&ps->set, src, st, route, &e, has_projection, refuses);
+    if (r.failed) {
+        eddy_push_progress p;
+        eddy__push_snapshot(&ps->set, src, &p);
+        tell(ps, &p);
+        changed(ps);
+    } else {
+        pthread_mutex_unlock(&ps->cb_lock);
+    }
+    eddy__push_notify(&ps->set.opts.observer, &ps->set.log, ev, st, route, &e);
+    return r.handler;
+}
+
+/* Catches up (or goes live) on this thread and records how it ended. */
+static eddy_status run_catch_up(bsrc *b, eddy_error *err) {
+    eddy_push_sources *ps = b->ps;
+    eddy__push_source *src = b->src;
+    eddy_error e = {EDDY_OK, ""};
+    eddy_status st = src->go_live ? eddy_domain_go_live(src->feed, src->id, ps->cancel, &e)
+                                  : eddy_domain_catch_up(src->feed, src->id, ps->cancel, &e);
+    eddy_feed_info info;
+    bool has_info = eddy_domain_get_info(src->feed, &info) == EDDY_OK;
+    eddy_push_progress p;
+    pthread_mutex_lock(&ps->cb_lock);
+    eddy__push_ended(&ps->set, src, st, &e, has_info ? &info : NULL, eddy__push_now_ms(), &p);
+    tell(ps, &p);
+    changed(ps);
+    if (st != EDDY_OK)
+        return eddy__fail(err, st, "push source '%s': %s", src->id, e.detail);
+    if (p.state == EDDY_PUSH_FAILED)
+        return eddy__fail(err, p.failure.status, "push source '%s': %s", src->id, p.failure.detail);
+    return EDDY_OK;
+}
+
+static void *catch_up_main(void *arg) {
+    run_catch_up(arg, NULL);
+    return NULL;
+}
+
+/* Registers the source's projection, then catches up here (foreground) or on its own thread
+ * (background). */
+static eddy_status start_one(eddy_push_sources *ps, eddy__push_source *src, eddy_error *err) {
+    bsrc *b = src->fe;
+    eddy_error e = {EDDY_OK, ""};
+    eddy_push_progress p;
+    eddy_status st = eddy_domain_register(src->feed, src->id, &src->projection, src->filter, &e);
+    pthread_mutex_lock(&ps->cb_lock);
+    if (st != EDDY_OK) {
+        eddy__push_fail(&ps->set, src, st, &e, &p);
+        tell(ps, &p);
+        changed(ps);
+        return eddy__fail(err, st, "push source '%s': %s", src->id, e.detail);
+    }
+    eddy__push_catching_up(&ps->set, src, eddy__push_now_ms(), &p);
+    tell(ps, &p);
+    changed(ps);
+    if (ps->set.opts.startup == EDDY_PUSH_FOREGROUND)
+        return run_catch_up(b, err);
+    if (pthread_create(&b->thread, NULL, catch_up_main, b) != 0) {
+        e.status = EDDY_ERR_NOMEM;
+        snprintf(e.detail, sizeof(e.detail), "cannot start the catch-up thread");
+        pthread_mutex_lock(&ps->cb_lock);
+        eddy__push_fail(&ps->set, src, EDDY_ERR_NOMEM, &e, &p);
+        tell(ps, &p);
+        changed(ps);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "push source '%s': %s", src->id, e.detail);
+    }
+    b->has_thread = true;
+    return EDDY_OK;
+}
+
+eddy_status eddy_push_sources_add(eddy_push_sources *ps, const eddy_push_source_spec *spec,
+                                  eddy_error *err) {
+    if (!ps || !spec)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "sources or spec is NULL");
+    bsrc *b = calloc(1, sizeof(*b));
+    if (!b)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory adding a push source");
+    eddy__push_source *src;
+    eddy_status st =
+        eddy__push_set_add(&ps->set, spec->id, spec->feed, &spec->projection, spec->filter,
+                           spec->subject, spec->group, spec->go_live, &src, err);
+    if (st != EDDY_OK) {
+        free(b);
+        return st;
+    }
+    b->ps = ps;
+    b->src = src;
+    src->fe = b;
+    eddy_subscription_spec sub;
+    eddy_subscription_spec_init(&sub);
+    sub.name = src->sub_name;
+    sub.pattern = src->subject;
+    sub.shape = EDDY_COMPETING;
+    sub.group = src->group;
+    sub.delivery = EDDY_AT_LEAST_ONCE;
+    sub.handler = push_handler;
+    sub.user = b;
+    if ((st = eddy_bus_subscribe(ps->bus, &sub, err)) != EDDY_OK) {
+        eddy__push_set_drop_last(&ps->set, src);
+        free(b);
+        return st;
+    }
+    if (ps->set.opts.mode == EDDY_PUSH_AUTOMATIC && eddy__push_set_claim_one(&ps->set, src))
+        return start_one(ps, src, err);
+    return EDDY_OK;
+}
+
+eddy_status eddy_push_sources_start_all(eddy_push_sources *ps, const char ***ids, size_t *n,
+                                        eddy_error *err) {
+    if (ids)
+        *ids = NULL;
+    if (n)
+        *n = 0;
+    if (!ps)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "sources is NULL");
+    eddy__push_source **v;
+    size_t k;
+    eddy_status st = eddy__push_set_claim(&ps->set, &v, &k, err);
+    if (st != EDDY_OK)
+        return st;
+    if (ids && eddy__push_ids(v, k, ids) != EDDY_OK) {
+        /* Nothing was started yet: give the sources back. */
+        eddy__push_set_unclaim(&ps->set, v, k);
+        free(v);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory starting the push sources");
+    }
+    eddy_status first = EDDY_OK;
+    for (size_t i = 0; i < k; i++) {
+        eddy_error e = {EDDY_OK, ""};
+        st = start_one(ps, v[i], &e);
+        if (st != EDDY_OK && first == EDDY_OK) {
+            first = st;
+            if (err)
+                *err = e;
+        }
+    }
+    if (n)
+        *n = k;
+    free(v);
+    return first;
+}
+
+eddy_status eddy_push_sources_status(eddy_push_sources *ps, const char *id,
+                                     eddy_push_progress *out) {
+    if (!ps || !id || !out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy__push_source *src = eddy__push_set_find(&ps->set, id);
+    if (!src)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy_feed_info info;
+    /* A fresh sample while it catches up, so the figures do not depend on the ticker. */
+    if (!(eddy_domain_get_info(src->feed, &info) == EDDY_OK &&
+          eddy__push_sample(&ps->set, src, &info, eddy__push_now_ms(), out)))
+        eddy__push_snapshot(&ps->set, src, out);
+    return EDDY_OK;
+}
+
+eddy_status eddy_push_sources_wait(eddy_push_sources *ps, unsigned timeout_ms) {
+    if (!ps)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    struct timespec until;
+    deadline_in(&until, timeout_ms);
+    eddy_status st = EDDY_OK;
+    bool timed_out = false;
+    pthread_mutex_lock(&ps->m);
+    for (;;) {
+        /* Under cb_lock, so the progress callback has been told every end seen here. */
+        pthread_mutex_lock(&ps->cb_lock);
+        bool any = eddy__push_any_catching_up(&ps->set);
+        pthread_mutex_unlock(&ps->cb_lock);
+        if (!any || timed_out) {
+            st = any ? EDDY_ERR_TIMEOUT : EDDY_OK;
+            break;
+        }
+        timed_out = pthread_cond_timedwait(&ps->c, &ps->m, &until) == ETIMEDOUT;
+    }
+    pthread_mutex_unlock(&ps->m);
+    return st;
+}

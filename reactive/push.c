@@ -1,0 +1,641 @@
+/* Push subscription models and push sources on the reactive (libev) front end. The core
+ * (src/push.c) decides everything; this file drives it on the loop: routes through the reactive
+ * domain feeds and settles each delivery from the route's completion (the handler returns
+ * EDDY_PENDING), starts catch-ups whose completions move the sources on, reports progress from
+ * one ev_timer while any source catches up, and completes add / start-all / accept-or-defer
+ * through callbacks.
+ *
+ * Invariants:
+ * - Every user completion runs from the loop, never inside the call that asked for it: requests
+ *   whose work is done complete from a zero ev_timer of their own.
+ * - Memory: the sources count the completions they wait for (`inflight`: routes, catch-ups,
+ *   subscription readiness); eddy_rpush_sources_free completes the user's pending requests with
+ *   EDDY_ERR_CLOSED at once and releases the memory when the count reaches zero. The model does
+ *   the same per accept-or-defer (each request counts the feeds still answering).
+ * - Everything runs on the loop's thread; the core's locks are uncontended. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eddy/rpush.h"
+#include "error.h"
+#include "push.h"
+
+/* ---- the model ------------------------------------------------------------------------ */
+
+typedef struct mreq mreq;
+
+struct eddy_rpush_model {
+    struct ev_loop *loop;
+    eddy__push_model core;
+    mreq *pending; /* accepts whose user completion has not run */
+};
+
+struct mreq {
+    eddy_rpush_model *model; /* NULL once the model was freed */
+    eddy_event *ev;          /* a copy for the observer (NULL when out of memory) */
+    bool write_path;
+    eddy_route_done_fn done;
+    void *user;
+    eddy__push_agg agg;
+    int waiting; /* feed completions still to come */
+    bool finished;
+    ev_timer t;
+    mreq *next;
+};
+
+static void mreq_unlink(mreq *r) {
+    if (!r->model)
+        return;
+    for (mreq **pp = &r->model->pending; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+}
+
+static void mreq_release(mreq *r) {
+    eddy_event_free(r->ev);
+    free(r);
+}
+
+/* Every feed answered: the observer, then the caller. */
+static void mreq_finish(mreq *r) {
+    eddy_rpush_model *m = r->model;
+    r->finished = true;
+    mreq_unlink(r);
+    eddy_route route = EDDY_ROUTE_FILTERED;
+    eddy_error e = {EDDY_OK, ""};
+    eddy_status st = eddy__push_agg_result(&r->agg, &route, &e);
+    if (m)
+        eddy__push_observe(&m->core, r->ev, st, route, &e, r->write_path);
+    if (r->done)
+        r->done(st, route, st == EDDY_OK ? NULL : &e, r->user);
+    if (r->waiting == 0)
+        mreq_release(r);
+}
+
+static void mreq_timer(struct ev_loop *loop, ev_timer *w, int revents) {
+    (void)revents;
+    mreq *r = w->data;
+    ev_timer_stop(loop, w);
+    mreq_finish(r);
+}
+
+static void mreq_routed(eddy_status st, eddy_route route, const eddy_error *err, void *user) {
+    mreq *r = user;
+    r->waiting--;
+    if (r->finished) { /* the model was freed meanwhile */
+        if (r->waiting == 0)
+            mreq_release(r);
+        return;
+    }
+    eddy__push_agg_add(&r->agg, st, route, err);
+    if (r->waiting == 0)
+        mreq_finish(r);
+}
+
+eddy_status eddy_rpush_model_new(struct ev_loop *loop, const eddy_push_observer *observer,
+                                 eddy_log_fn log, void *log_user, eddy_rpush_model **out,
+                                 eddy_error *err) {
+    if (!loop || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "loop or out is NULL");
+    eddy_rpush_model *m = calloc(1, sizeof(*m));
+    if (!m)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory building a push model");
+    m->loop = loop;
+    eddy__push_model_init(&m->core, observer, log, log_user);
+    *out = m;
+    return EDDY_OK;
+}
+
+void eddy_rpush_model_free(eddy_rpush_model *model) {
+    if (!model)
+        return;
+    while (model->pending) {
+        mreq *r = model->pending;
+        model->pending = r->next;
+        r->model = NULL;
+        r->finished = true;
+        ev_timer_stop(model->loop, &r->t);
+        eddy_error e;
+        eddy__fail(&e, EDDY_ERR_CLOSED, "the push model was freed");
+        if (r->done)
+            r->done(EDDY_ERR_CLOSED, EDDY_ROUTE_FILTERED, &e, r->user);
+        if (r->waiting == 0)
+            mreq_release(r);
+    }
+    eddy__push_model_destroy(&model->core);
+    free(model);
+}
+
+eddy_status eddy_rpush_model_add(eddy_rpush_model *model, eddy_rdomain_feed *feed,
+                                 eddy_error *err) {
+    if (!model)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "model is NULL");
+    return eddy__push_model_add(&model->core, feed, err);
+}
+
+static eddy_status route_all(eddy_rpush_model *m, const eddy_event *ev, const eddy_event_meta *meta,
+                             bool write_path, eddy_route_done_fn done, void *user,
+                             eddy_error *err) {
+    void **feeds;
+    size_t n;
+    mreq *r = calloc(1, sizeof(*r));
+    if (!r || eddy__push_model_feeds(&m->core, &feeds, &n) != EDDY_OK) {
+        free(r);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory routing event %s", eddy_event_id(ev));
+    }
+    r->model = m;
+    r->ev = eddy_event_dup(ev);
+    r->write_path = write_path;
+    r->done = done;
+    r->user = user;
+    eddy__push_agg_init(&r->agg);
+    ev_timer_init(&r->t, mreq_timer, 0., 0.);
+    r->t.data = r;
+    r->next = m->pending;
+    m->pending = r;
+    /* Counted up front, so a completion cannot finish the request while routing goes on. */
+    r->waiting = 1;
+    for (size_t i = 0; i < n; i++) {
+        eddy_rdomain_feed *f = feeds[i];
+        if (!eddy_rdomain_has_projection(f))
+            continue;
+        eddy_error e = {EDDY_OK, ""};
+        r->waiting++;
+        eddy_status st = eddy_rdomain_route(f, ev, meta, mreq_routed, r, &e);
+        if (st != EDDY_OK) { /* refused up front: its answer is the refusal */
+            r->waiting--;
+            eddy__push_agg_add(&r->agg, st, EDDY_ROUTE_FILTERED, &e);
+        }
+    }
+    free(feeds);
+    r->waiting--;
+    if (r->waiting == 0)
+        ev_timer_start(m->loop, &r->t); /* never inside the call */
+    return EDDY_OK;
+}
+
+eddy_status eddy_rpush_model_accept(eddy_rpush_model *model, const eddy_event *ev,
+                                    const eddy_event_meta *meta) {
+    if (!model || !ev)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy_error e = {EDDY_OK, ""};
+    if (route_all(model, ev, meta, true, NULL, NULL, &e) != EDDY_OK)
+        eddy__log(&model->core.log, EDDY_LOG_WARN, "push: event %s was not routed: %s",
+                  eddy_event_id(ev), e.detail);
+    return EDDY_OK;
+}
+
+eddy_status eddy_rpush_model_accept_or_defer(eddy_rpush_model *model, const eddy_event *ev,
+                                             const eddy_event_meta *meta, eddy_route_done_fn done,
+                                             void *user, eddy_error *err) {
+    if (!model || !ev || !done)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "model, event or done is NULL");
+    return route_all(model, ev, meta, false, done, user, err);
+}
+
+/* ---- push sources --------------------------------------------------------------------- */
+
+typedef struct rreq rreq;
+typedef struct rsrc rsrc;
+
+struct eddy_rpush_sources {
+    struct ev_loop *loop;
+    eddy_rbus *bus;
+    eddy__push_set set;
+    ev_timer progress; /* runs while any source catches up */
+    rreq *pending;     /* add / start-all requests whose user completion has not run */
+    size_t inflight;   /* completions of routes, catch-ups and readiness still to come */
+    bool closing;
+};
+
+/* A user's add or start-all, completed once `remaining` reaches zero. */
+struct rreq {
+    eddy_rpush_sources *ps;
+    eddy_rpush_done_fn done;
+    eddy_rpush_started_fn started;
+    void *user;
+    const char **ids;
+    size_t n;
+    int remaining;
+    eddy_status st;
+    eddy_error err;
+    ev_timer t;
+    rreq *next;
+};
+
+struct rsrc {
+    eddy_rpush_sources *ps;
+    eddy__push_source *src;
+    rreq *req; /* the request waiting for its catch-up (foreground), or NULL */
+};
+
+typedef struct rroute {
+    rsrc *b;
+    eddy_delivery *d;
+    const eddy_event *ev;
+} rroute;
+
+static void release(eddy_rpush_sources *ps) {
+    for (size_t i = 0; i < ps->set.n; i++)
+        free(ps->set.v[i]->fe);
+    eddy__push_set_destroy(&ps->set);
+    free(ps);
+}
+
+/* One awaited completion arrived; releases freed sources after the last. */
+static void landed(eddy_rpush_sources *ps) {
+    ps->inflight--;
+    if (ps->closing && ps->inflight == 0)
+        release(ps);
+}
+
+static void tell(eddy_rpush_sources *ps, const eddy_push_progress *p) {
+    if (ps->set.opts.progress && !ps->closing)
+        ps->set.opts.progress(p, ps->set.opts.progress_user);
+}
+
+static void rreq_unlink(rreq *r) {
+    for (rreq **pp = &r->ps->pending; *pp; pp = &(*pp)->next)
+        if (*pp == r) {
+            *pp = r->next;
+            break;
+        }
+}
+
+static void rreq_complete(rreq *r, eddy_status st, const eddy_error *err) {
+    if (r->started)
+        r->started(st, r->ids, r->n, st == EDDY_OK ? NULL : err, r->user);
+    else if (r->done)
+        r->done(st, st == EDDY_OK ? NULL : err, r->user);
+    free(r->ids);
+    free(r);
+}
+
+static void rreq_timer(struct ev_loop *loop, ev_timer *w, int revents) {
+    (void)revents;
+    rreq *r = w->data;
+    ev_timer_stop(loop, w);
+    rreq_unlink(r);
+    rreq_complete(r, r->st, &r->err);
+}
+
+/* One part of r ended with st. */
+static void rreq_part(rreq *r, eddy_status st, const eddy_error *err) {
+    if (!r)
+        return;
+    if (st != EDDY_OK && r->st == EDDY_OK) {
+        r->st = st;
+        r->err.status = st;
+        snprintf(r->err.detail, sizeof(r->err.detail), "%s",
+                 err && err->detail[0] ? err->detail : eddy_status_str(st));
+    }
+    if (--r->remaining == 0)
+        ev_timer_start(r->ps->loop, &r->t); /* from the loop, never inside a call */
+}
+
+static rreq *rreq_new(eddy_rpush_sources *ps, eddy_rpush_done_fn done,
+                      eddy_rpush_started_fn started, void *user) {
+    rreq *r = calloc(1, sizeof(*r));
+    if (!r)
+        return NULL;
+    r->ps = ps;
+    r->done = done;
+    r->started = started;
+    r->user = user;
+    r->st = EDDY_OK;
+    r->remaining = 1; /* the call itself; rreq_part once it set everything up */
+    ev_timer_init(&r->t, rreq_timer, 0., 0.);
+    r->t.data = r;
+    r->next = ps->pending;
+    ps->pending = r;
+    return r;
+}
+
+static void progress_tick(struct ev_loop *loop, ev_timer *w, int revents) {
+    (void)revents;
+    eddy_rpush_sources *ps = w->data;
+    eddy__push_source **v;
+    size_t n;
+    if (eddy__push_set_catching(&ps->set, &v, &n) != EDDY_OK)
+        return;
+    if (n == 0)
+        ev_timer_stop(loop, w);
+    ps->inflight++; /* the callback may free the sources */
+    for (size_t i = 0; i < n && !ps->closing; i++) {
+        eddy_feed_info info;
+        eddy_push_progress p;
+        if (eddy_rdomain_get_info(v[i]->feed, &info) == EDDY_OK &&
+            eddy__push_sample(&ps->set, v[i], &info, eddy__push_now_ms(), &p))
+            tell(ps, &p);
+    }
+    free(v);
+    landed(ps);
+}
+
+eddy_status eddy_rpush_sources_new(struct ev_loop *loop, eddy_rbus *bus,
+                                   const eddy_push_options *opts, eddy_rpush_sources **out,
+                                   eddy_error *err) {
+    if (!loop || !bus || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "loop, bus or out is NULL");
+    if (opts && opts->mode != EDDY_PUSH_AUTOMATIC && opts->mode != EDDY_PUSH_MANUAL)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "push sources: unknown mode %d",
+                          (int)opts->mode);
+    if (opts && opts->startup != EDDY_PUSH_FOREGROUND && opts->startup != EDDY_PUSH_BACKGROUND)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "push sources: unknown startup %d",
+                          (int)opts->startup);
+    eddy_rpush_sources *ps = calloc(1, sizeof(*ps));
+    if (!ps)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory building push sources");
+    ps->loop = loop;
+    ps->bus = bus;
+    eddy__push_set_init(&ps->set, opts);
+    double every = ps->set.opts.progress_ms / 1000.0;
+    ev_timer_init(&ps->progress, progress_tick, every, every);
+    ps->progress.data = ps;
+    *out = ps;
+    return EDDY_OK;
+}
+
+void eddy_rpush_sources_free(eddy_rpush_sources *ps) {
+    if (!ps || ps->closing)
+        return;
+    ps->closing = true;
+    ev_timer_stop(ps->loop, &ps->progress);
+    for (size_t i = 0; i < ps->set.n; i++)
+        ((rsrc *)ps->set.v[i]->fe)->req = NULL;
+    while (ps->pending) {
+        rreq *r = ps->pending;
+        ps->pending = r->next;
+        ev_timer_stop(ps->loop, &r->t);
+        eddy_error e;
+        eddy__fail(&e, EDDY_ERR_CLOSED, "the push sources were freed");
+        rreq_complete(r, EDDY_ERR_CLOSED, &e);
+    }
+    if (ps->inflight == 0)
+        release(ps);
+}
+
+/* Settles a routed delivery as the core says, and tells what changed. */
+static eddy_status settle(rsrc *b, const eddy_event *ev, eddy_status st, eddy_route route,
+                          const eddy_error *err) {
+    eddy_rpush_sources *ps = b->ps;
+    eddy__push_source *src = b->src;
+    bool has_projection = true, refuses = false;
+    if (st == EDDY_ERR_ILLEGAL_STATE) {
+        has_projection = eddy_rdomain_has_projection(src->feed);
+        refuses = eddy_rdomain_refuses_permanently(src->feed);
+    }
+    eddy__push_settled r =
+        eddy__push_settle(&ps->set, src, st, route, err, has_projection, refuses);
+    if (r.failed) {
+        eddy_push_progress p;
+        eddy__push_snapshot(&ps->set, src, &p);
+        tell(ps, &p);
+    }
+    if (!ps->closing)
+        eddy__push_notify(&ps->set.opts.observer, &ps->set.log, ev, st, route, err);
+    return r.handler;
+}
+
+static void routed(eddy_status st, eddy_route route, const eddy_error *err, void *user) {
+    rroute *rr = user;
+    eddy_rpush_sources *ps = rr->b->ps;
+    eddy_status h = ps->closing ? EDDY_ERR_UNAVAILABLE : settle(rr->b, rr->ev, st, route, err);
+    eddy_delivery *d = rr->d;
+    free(rr);
+    eddy_delivery_finish(d, h);
+    landed(ps);
+}
+
+static eddy_status rpush_handler(eddy_delivery *d, void *user) {
+    rsrc *b = user;
+    eddy_rpush_sources *ps = b->ps;
+    if (ps->closing || !eddy__push_admits(&ps->set, b->src))
+        return EDDY_ERR_UNAVAILABLE;
+    const eddy_event *ev = eddy_delivery_event(d);
+    eddy_event_meta meta;
+    bool has_meta = eddy_delivery_stored_meta(d, &meta) != 0;
+    rroute *rr = malloc(sizeof(*rr));
+    if (!rr)
+        return EDDY_ERR_NOMEM;
+    rr->b = b;
+    rr->d = d;
+    rr->ev = ev; /* borrowed like the delivery, until it is finished */
+    eddy_error e = {EDDY_OK, ""};
+    eddy_status st = eddy_rdomain_route(b->src->feed, ev, has_meta ? &meta : NULL, routed, rr, &e);
+    if (st != EDDY_OK) { /* refused up front: settled now */
+        free(rr);
+        ps->inflight++; /* the callbacks may free the sources */
+        eddy_status h = settle(b, ev, st, EDDY_ROUTE_FILTERED, &e);
+        landed(ps);
+        return h;
+    }
+    ps->inflight++;
+    return EDDY_PENDING;
+}
+
+static void caught_up(eddy_status st, const eddy_error *err, void *user) {
+    rsrc *b = user;
+    eddy_rpush_sources *ps = b->ps;
+    if (!ps->closing) {
+        eddy__push_source *src = b->src;
+        eddy_feed_info info;
+        bool has_info = eddy_rdomain_get_info(src->feed, &info) == EDDY_OK;
+        eddy_push_progress p;
+        eddy__push_ended(&ps->set, src, st, err, has_info ? &info : NULL, eddy__push_now_ms(), &p);
+        tell(ps, &p);
+        if (!eddy__push_any_catching_up(&ps->set))
+            ev_timer_stop(ps->loop, &ps->progress);
+        rreq *r = b->req;
+        b->req = NULL;
+        if (p.state == EDDY_PUSH_FAILED)
+            rreq_part(r, p.failure.status, &p.failure);
+        else
+            rreq_part(r, EDDY_OK, NULL);
+    }
+    landed(ps);
+}
+
+/* Registers the source's projection and begins its catch-up (or go-live). r (may be NULL)
+ * waits for the catch-up when the start is in the foreground. Returns the registration's or
+ * the up-front refusal's status. */
+static eddy_status start_one(eddy_rpush_sources *ps, eddy__push_source *src, rreq *r,
+                             eddy_error *err) {
+    rsrc *b = src->fe;
+    eddy_error e = {EDDY_OK, ""};
+    eddy_push_progress p;
+    eddy_status st = eddy_rdomain_register(src->feed, src->id, &src->projection, src->filter, &e);
+    if (st != EDDY_OK) {
+        eddy__push_fail(&ps->set, src, st, &e, &p);
+        tell(ps, &p);
+        return eddy__fail(err, st, "push source '%s': %s", src->id, e.detail);
+    }
+    eddy__push_catching_up(&ps->set, src, eddy__push_now_ms(), &p);
+    tell(ps, &p);
+    if (ps->closing) /* the callback freed the sources */
+        return eddy__fail(err, EDDY_ERR_CLOSED, "the push sources were freed");
+    if (ps->set.opts.progress)
+        ev_timer_again(ps->loop, &ps->progress);
+    st = src->go_live ? eddy_rdomain_go_live(src->feed, src->id, caught_up, b, &e)
+                      : eddy_rdomain_catch_up(src->feed, src->id, caught_up, b, &e);
+    if (st != EDDY_OK) {
+        eddy_feed_info info;
+        bool has_info = eddy_rdomain_get_info(src->feed, &info) == EDDY_OK;
+        eddy__push_ended(&ps->set, src, st, &e, has_info ? &info : NULL, eddy__push_now_ms(), &p);
+        tell(ps, &p);
+        return eddy__fail(err, st, "push source '%s': %s", src->id, e.detail);
+    }
+    ps->inflight++;
+    if (r && ps->set.opts.startup == EDDY_PUSH_FOREGROUND) {
+        b->req = r;
+        r->remaining++;
+    }
+    return EDDY_OK;
+}
+
+typedef struct ready_ctx {
+    eddy_rpush_sources *ps;
+    rreq *r;
+} ready_ctx;
+
+static void on_ready(eddy_status st, const eddy_error *err, void *user) {
+    ready_ctx *rc = user;
+    eddy_rpush_sources *ps = rc->ps;
+    if (!ps->closing)
+        rreq_part(rc->r, st, err);
+    free(rc);
+    landed(ps);
+}
+
+static eddy_status add_source(eddy_rpush_sources *ps, const eddy_rpush_source_spec *spec,
+                              eddy_rpush_done_fn done, void *user, eddy_error *err);
+
+eddy_status eddy_rpush_sources_add(eddy_rpush_sources *ps, const eddy_rpush_source_spec *spec,
+                                   eddy_rpush_done_fn done, void *user, eddy_error *err) {
+    eddy_status st;
+    if (!ps || !spec)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "sources or spec is NULL");
+    if (ps->closing)
+        return eddy__fail(err, EDDY_ERR_CLOSED, "the push sources were freed");
+    ps->inflight++; /* the progress callback may free the sources */
+    st = add_source(ps, spec, done, user, err);
+    landed(ps);
+    return st;
+}
+
+static eddy_status add_source(eddy_rpush_sources *ps, const eddy_rpush_source_spec *spec,
+                              eddy_rpush_done_fn done, void *user, eddy_error *err) {
+    eddy_status st;
+    rsrc *b = calloc(1, sizeof(*b));
+    ready_ctx *rc = calloc(1, sizeof(*rc));
+    if (!b || !rc) {
+        free(b);
+        free(rc);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory adding a push source");
+    }
+    eddy__push_source *src;
+    st = eddy__push_set_add(&ps->set, spec->id, spec->feed, &spec->projection, spec->filter,
+                            spec->subject, spec->group, spec->go_live, &src, err);
+    if (st != EDDY_OK) {
+        free(b);
+        free(rc);
+        return st;
+    }
+    b->ps = ps;
+    b->src = src;
+    src->fe = b;
+    rreq *r = rreq_new(ps, done, NULL, user);
+    if (!r) {
+        eddy__push_set_drop_last(&ps->set, src);
+        free(b);
+        free(rc);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory adding a push source");
+    }
+    eddy_subscription_spec sub;
+    eddy_subscription_spec_init(&sub);
+    sub.name = src->sub_name;
+    sub.pattern = src->subject;
+    sub.shape = EDDY_COMPETING;
+    sub.group = src->group;
+    sub.delivery = EDDY_AT_LEAST_ONCE;
+    sub.handler = rpush_handler;
+    sub.user = b;
+    rc->ps = ps;
+    rc->r = r;
+    if ((st = eddy_rbus_subscribe_ready(ps->bus, &sub, on_ready, rc, err)) != EDDY_OK) {
+        rreq_unlink(r);
+        free(r);
+        eddy__push_set_drop_last(&ps->set, src);
+        free(b);
+        free(rc);
+        return st;
+    }
+    ps->inflight++;
+    r->remaining++; /* the readiness */
+    if (ps->set.opts.mode == EDDY_PUSH_AUTOMATIC && eddy__push_set_claim_one(&ps->set, src)) {
+        eddy_error e = {EDDY_OK, ""};
+        st = start_one(ps, src, r, &e);
+        if (st != EDDY_OK && !ps->closing) {
+            r->st = st;
+            r->err = e;
+        }
+    }
+    if (!ps->closing)                /* else free completed r already */
+        rreq_part(r, EDDY_OK, NULL); /* the call's own part */
+    return EDDY_OK;
+}
+
+eddy_status eddy_rpush_sources_start_all(eddy_rpush_sources *ps, eddy_rpush_started_fn started,
+                                         void *user, eddy_error *err) {
+    if (!ps)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "sources is NULL");
+    if (ps->closing)
+        return eddy__fail(err, EDDY_ERR_CLOSED, "the push sources were freed");
+    rreq *r = rreq_new(ps, NULL, started, user);
+    if (!r)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory starting the push sources");
+    eddy__push_source **v;
+    size_t k;
+    eddy_status st = eddy__push_set_claim(&ps->set, &v, &k, err);
+    if (st == EDDY_OK && eddy__push_ids(v, k, &r->ids) != EDDY_OK) {
+        eddy__push_set_unclaim(&ps->set, v, k);
+        free(v);
+        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory starting the push sources");
+    }
+    if (st != EDDY_OK) {
+        rreq_unlink(r);
+        free(r);
+        return st;
+    }
+    r->n = k;
+    ps->inflight++; /* the progress callback may free the sources */
+    for (size_t i = 0; i < k && !ps->closing; i++) {
+        eddy_error e = {EDDY_OK, ""};
+        if (start_one(ps, v[i], r, &e) != EDDY_OK && !ps->closing && r->st == EDDY_OK) {
+            r->st = e.status;
+            r->err = e;
+        }
+    }
+    free(v);
+    if (!ps->closing)                /* else free completed r already */
+        rreq_part(r, EDDY_OK, NULL); /* the call's own part */
+    landed(ps);
+    return EDDY_OK;
+}
+
+eddy_status eddy_rpush_sources_status(eddy_rpush_sources *ps, const char *id,
+                                      eddy_push_progress *out) {
+    if (!ps || !id || !out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy__push_source *src = eddy__push_set_find(&ps->set, id);
+    if (!src)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy_feed_info info;
+    if (!(eddy_rdomain_get_info(src->feed, &info) == EDDY_OK &&
+          eddy__push_sample(&ps->set, src, &info, eddy__push_now_ms(), out)))
+        eddy__push_snapshot(&ps->set, src, out);
+    return EDDY_OK;
+}

@@ -1,0 +1,191 @@
+/* Push subscription models and push sources as one core both front ends drive. It decides
+ * everything and does no I/O, starts no thread and arms no timer:
+ *
+ * - settling: what a routed message's outcome means for the broker (eddy__push_settle: ack,
+ *   hand back or fail), and when a source stops routing (not started, failed);
+ * - the model's aggregation of the outcomes of several feeds into one (eddy__push_agg) and what
+ *   accept and accept-or-defer answer from it;
+ * - each source's state (NOT_STARTED -> CATCHING_UP -> LIVE or FAILED), its progress (replayed,
+ *   position, head, rate and time left, computed from eddy_feed_info snapshots and a clock the
+ *   front end passes in), and start-all's choice and order (eddy__push_set_claim).
+ *
+ * The front ends (blocking/push.c: threads; reactive/push.c: libev) call the domain feeds, the
+ * bus and the user's callbacks, and feed what happened back here. Feeds are opaque here (void *:
+ * an eddy_domain_feed or an eddy_rdomain_feed).
+ *
+ * Thread: every function is safe from any thread (each object has one lock); none calls a user
+ * callback but eddy__push_observe, which calls the observer without holding any lock. */
+#ifndef EDDY_SRC_PUSH_H
+#define EDDY_SRC_PUSH_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "eddy/domain.h"
+#include "eddy/push.h"
+#include "log.h"
+
+/* ---- settling a routed message -------------------------------------------------------- */
+
+/* What the route's outcome asks of the feed's source: nothing, or a failure to record. */
+typedef struct eddy__push_settled {
+    eddy_status handler; /* what the subscription handler returns / finishes the delivery with */
+    bool failed;         /* the source failed just now: report its progress */
+} eddy__push_settled;
+
+/* ---- the model ------------------------------------------------------------------------ */
+
+typedef struct eddy__push_model {
+    pthread_mutex_t lock;
+    void **feeds;
+    size_t n, cap;
+    eddy_push_observer observer;
+    eddy__logger log;
+} eddy__push_model;
+
+eddy_status eddy__push_model_init(eddy__push_model *m, const eddy_push_observer *observer,
+                                  eddy_log_fn log, void *log_user);
+void eddy__push_model_destroy(eddy__push_model *m);
+/* Adds a feed; a feed added twice is refused (EDDY_ERR_INVALID_ARGUMENT). */
+eddy_status eddy__push_model_add(eddy__push_model *m, void *feed, eddy_error *err);
+/* A copy of the feed list (the caller frees *feeds) taken under the lock, so routing runs
+ * without it. *feeds is NULL when n is 0. */
+eddy_status eddy__push_model_feeds(eddy__push_model *m, void ***feeds, size_t *n);
+
+/* Aggregates the outcomes of one event over the model's feeds. */
+typedef struct eddy__push_agg {
+    size_t registered; /* feeds with a projection the event was routed to */
+    bool any_deferred, any_delivered;
+    eddy_status first_error;
+    eddy_error err; /* the first error's detail */
+} eddy__push_agg;
+
+void eddy__push_agg_init(eddy__push_agg *a);
+/* One feed's outcome: st EDDY_OK with route, or an error with err (may be NULL). Feeds without
+ * a projection are not routed to and not added. */
+void eddy__push_agg_add(eddy__push_agg *a, eddy_status st, eddy_route route, const eddy_error *err);
+/* The model's answer for the event: EDDY_ERR_UNAVAILABLE when no feed had a projection, else
+ * the first feed's error, else EDDY_OK with *route DEFERRED when any feed deferred it,
+ * DELIVERED when any delivered it, FILTERED otherwise. err (may be NULL) gets the detail. */
+eddy_status eddy__push_agg_result(const eddy__push_agg *a, eddy_route *route, eddy_error *err);
+
+/* Tells the observer (if any) the outcome, outside every lock; an error it returns is logged
+ * and changes nothing. Then, for accept (write path, `write_path` true), logs a failure the
+ * caller will not see (nothing registered: debug; an error: warn). */
+/* Tells obs (may be NULL, or without observe) the outcome; an error it returns is logged to log
+ * and changes nothing. Call it outside every lock. */
+void eddy__push_notify(const eddy_push_observer *obs, const eddy__logger *log, const eddy_event *ev,
+                       eddy_status st, eddy_route route, const eddy_error *err);
+void eddy__push_observe(eddy__push_model *m, const eddy_event *ev, eddy_status st, eddy_route route,
+                        const eddy_error *err, bool write_path);
+
+/* ---- sources -------------------------------------------------------------------------- */
+
+typedef struct eddy__push_source {
+    char *id, *subject, *group, *sub_name;
+    void *feed;
+    eddy_projection projection;
+    eddy_filter *filter; /* owned copy; NULL: every event */
+    bool go_live;
+    void *fe; /* the front end's record for this source */
+    /* Under the set's lock. */
+    bool claimed; /* taken by an automatic add or a start-all: never started again */
+    eddy_push_state state;
+    uint64_t replayed;
+    long long position, head;
+    bool sampled; /* p0/t0 hold the first sample of this catch-up */
+    long long p0, t0_ms;
+    double rate, eta;
+    eddy_error failure;
+} eddy__push_source;
+
+typedef struct eddy__push_set {
+    pthread_mutex_t lock;
+    eddy_push_options opts;
+    eddy__logger log;
+    eddy__push_source **v;
+    size_t n, cap;
+} eddy__push_set;
+
+/* Copies the options (progress_ms 0 becomes the default). */
+eddy_status eddy__push_set_init(eddy__push_set *s, const eddy_push_options *opts);
+/* Frees every source (not the front ends' records). */
+void eddy__push_set_destroy(eddy__push_set *s);
+
+/* Checks and copies a source: EDDY_ERR_INVALID_SPEC for a missing id, feed, apply, subject or
+ * group; EDDY_ERR_INVALID_ARGUMENT for an id added already. The source is NOT_STARTED and not
+ * claimed. *out lives as the set. */
+eddy_status eddy__push_set_add(eddy__push_set *s, const char *id, void *feed,
+                               const eddy_projection *projection, const eddy_filter *filter,
+                               const char *subject, const char *group, bool go_live,
+                               eddy__push_source **out, eddy_error *err);
+/* Removes the last source added (its subscription failed). */
+void eddy__push_set_drop_last(eddy__push_set *s, eddy__push_source *src);
+/* The source with this id, or NULL. */
+eddy__push_source *eddy__push_set_find(eddy__push_set *s, const char *id);
+
+/* Claims the source for an automatic start: true when it was not claimed yet. */
+bool eddy__push_set_claim_one(eddy__push_set *s, eddy__push_source *src);
+/* Start-all: claims every source not claimed yet, in the order they were added, and returns
+ * them in *out (the caller frees the array; NULL when *n is 0). Sources already started are
+ * skipped, so a second start-all claims none. */
+eddy_status eddy__push_set_claim(eddy__push_set *s, eddy__push_source ***out, size_t *n,
+                                 eddy_error *err);
+/* Gives claimed sources back (nothing was started: the claiming call failed). */
+void eddy__push_set_unclaim(eddy__push_set *s, eddy__push_source *const *srcs, size_t n);
+/* The ids of srcs[0..n) as a NULL-terminated array the caller frees with free() (the strings
+ * live as the set). */
+eddy_status eddy__push_ids(eddy__push_source *const *srcs, size_t n, const char ***ids);
+
+/* Whether a message for src is routed at all: only once its projection is registered and while
+ * it has not failed (CATCHING_UP or LIVE). Otherwise the handler hands it back. */
+bool eddy__push_admits(eddy__push_set *s, eddy__push_source *src);
+
+/* Settles a message src routed: st/route/err from the domain feed's route; refuses_permanently
+ * from the feed after the route. DELIVERED and FILTERED: acknowledge (EDDY_OK). DEFERRED: hand
+ * back (EDDY_ERR_UNAVAILABLE). EDDY_ERR_ILLEGAL_STATE with no projection registered or from a
+ * failed feed: hand back (the message is not at fault; a failed feed also fails the source).
+ * EDDY_ERR_UNREADABLE_FILTER: the source fails (logged) and hands this and every later message
+ * back. Any other error (decode, apply, an event without the metadata its projection is keyed
+ * by): a failed attempt (redelivered, dead-lettered after max_deliveries). */
+eddy__push_settled eddy__push_settle(eddy__push_set *s, eddy__push_source *src, eddy_status st,
+                                     eddy_route route, const eddy_error *err, bool has_projection,
+                                     bool refuses_permanently);
+
+/* State transitions; each fills *out (may be NULL) with the progress to report. */
+/* The projection is registered, the catch-up (or go-live) begins: CATCHING_UP. */
+void eddy__push_catching_up(eddy__push_set *s, eddy__push_source *src, long long now_ms,
+                            eddy_push_progress *out);
+/* A snapshot of the feed while it catches up: updates replayed/position/head, rate and ETA.
+ * Returns false (and leaves *out alone) when the source is no longer catching up. */
+bool eddy__push_sample(eddy__push_set *s, eddy__push_source *src, const eddy_feed_info *info,
+                       long long now_ms, eddy_push_progress *out);
+/* The catch-up (or go-live) returned st: LIVE on EDDY_OK with the feed live, FAILED with the
+ * reason otherwise (a replay stopped by freeing the sources: EDDY_ERR_CLOSED). info (the feed
+ * after the call) may be NULL. */
+void eddy__push_ended(eddy__push_set *s, eddy__push_source *src, eddy_status st,
+                      const eddy_error *err, const eddy_feed_info *info, long long now_ms,
+                      eddy_push_progress *out);
+/* The source failed before its catch-up (its registration was refused). */
+void eddy__push_fail(eddy__push_set *s, eddy__push_source *src, eddy_status st,
+                     const eddy_error *err, eddy_push_progress *out);
+/* The source's progress now. */
+void eddy__push_snapshot(eddy__push_set *s, eddy__push_source *src, eddy_push_progress *out);
+/* The sources CATCHING_UP now, in the order they were added (the caller frees the array; NULL
+ * when *n is 0). Sources are never removed while they can be catching up, so the pointers stay
+ * valid as long as the set. */
+eddy_status eddy__push_set_catching(eddy__push_set *s, eddy__push_source ***out, size_t *n);
+/* True while any source is CATCHING_UP. */
+bool eddy__push_any_catching_up(eddy__push_set *s);
+
+/* Rate and estimated time left of a replay that went from position p0 at t0_ms to position at
+ * now_ms and ends at head: rate in positions per second (0 while unknown), *eta in seconds (0
+ * once position reached head, negative while unknown). */
+void eddy__push_estimate(long long p0, long long t0_ms, long long position, long long head,
+                         long long now_ms, double *rate, double *eta);
+
+/* Monotonic milliseconds, the clock progress is computed with. */
+long long eddy__push_now_ms(void);
+
+#endif
