@@ -70,13 +70,13 @@ void eddy__push_agg_add(eddy__push_agg *a, eddy_status st, eddy_route route, con
  * DELIVERED when any delivered it, FILTERED otherwise. err (may be NULL) gets the detail. */
 eddy_status eddy__push_agg_result(const eddy__push_agg *a, eddy_route *route, eddy_error *err);
 
-/* Tells the observer (if any) the outcome, outside every lock; an error it returns is logged
- * and changes nothing. Then, for accept (write path, `write_path` true), logs a failure the
- * caller will not see (nothing registered: debug; an error: warn). */
 /* Tells obs (may be NULL, or without observe) the outcome; an error it returns is logged to log
  * and changes nothing. Call it outside every lock. */
 void eddy__push_notify(const eddy_push_observer *obs, const eddy__logger *log, const eddy_event *ev,
                        eddy_status st, eddy_route route, const eddy_error *err);
+/* Tells the model's observer (if any) the outcome, outside every lock; an error it returns is
+ * logged and changes nothing. Then, for accept (write path, `write_path` true), logs a failure
+ * the caller will not see (nothing registered: debug; an error: warn). */
 void eddy__push_observe(eddy__push_model *m, const eddy_event *ev, eddy_status st, eddy_route route,
                         const eddy_error *err, bool write_path);
 
