@@ -6,7 +6,6 @@
  * filter. Nothing sleeps: the replay waits on a gate the test opens. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
-#include <msgpack.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,9 +13,10 @@
 
 #include "eddy/domain.h"
 #include "eddy/store.h"
-#include "eddy/value.h"
 #include "eddy_test.h"
 #include "recorder.h"
+#include "test_backend.h"
+#include "test_codec.h"
 
 typedef struct backend {
     int redis;
@@ -31,10 +31,6 @@ static backend backends[] = {{0}, {1}};
     ParameterizedTest(backend *p, domain_blocking, name, .timeout = 60)
 
 /* ---- the read model ---------------------------------------------------------------------- */
-
-typedef struct uev {
-    char id[64];
-} uev;
 
 typedef struct model {
     pthread_mutex_t m;
@@ -107,32 +103,13 @@ static const char *applied(model *md) {
  * here. */
 static eddy_status u_decode(const eddy_event *ev, const eddy_event_meta *meta, void **out,
                             eddy_error *err, void *user) {
-    (void)meta;
     model *md = user;
-    const char *type = eddy_event_type(ev);
-    if (strcmp(type, "order.placed") != 0 && strcmp(type, "order.big") != 0) {
-        snprintf(err->detail, sizeof(err->detail), "unknown type %s", type);
+    if (!uev_known_type(ev, err))
         return EDDY_ERR_MALFORMED;
-    }
     pthread_mutex_lock(&md->m);
     md->decoded++;
     pthread_mutex_unlock(&md->m);
-    uev *e = calloc(1, sizeof(*e));
-    if (!e)
-        return EDDY_ERR_NOMEM;
-    snprintf(e->id, sizeof(e->id), "%s", eddy_event_id(ev));
-    *out = e;
-    return EDDY_OK;
-}
-
-static void u_free(void *event, void *user) {
-    (void)user;
-    free(event);
-}
-
-static const char *u_id(const void *event, void *user) {
-    (void)user;
-    return ((const uev *)event)->id;
+    return uev_decode(ev, meta, out, err, user);
 }
 
 /* ---- context ----------------------------------------------------------------------------- */
@@ -151,17 +128,7 @@ typedef struct ctx {
 
 static void setup(ctx *c, const backend *p, const char *prefix) {
     memset(c, 0, sizeof(*c));
-    eddy_test_namespace(c->ns, sizeof(c->ns), prefix);
-    if (p->redis)
-        snprintf(c->url, sizeof(c->url), "%s", eddy_test_redis_url());
-    else
-        snprintf(c->url, sizeof(c->url), "memory://%s", c->ns);
-    eddy_settings_init(&c->s);
-    c->s.url = c->url;
-    c->s.ns = c->ns;
-    c->s.source = "/tests";
-    c->s.log = eddy_test_log;
-    c->s.log_user = p->redis ? "redis" : "memory";
+    eddy_test_settings(&c->s, p->redis, prefix, c->url, sizeof(c->url), c->ns, sizeof(c->ns));
     eddy_error err = {0};
     cr_assert_eq(eddy_store_open(&c->s, &c->store, &err), EDDY_OK, "%s", err.detail);
     c->ckpt = eddy_store_checkpoints(c->store);
@@ -169,8 +136,8 @@ static void setup(ctx *c, const backend *p, const char *prefix) {
     pthread_cond_init(&c->md.c, NULL);
     eddy_feed_config_init(&c->cfg);
     c->cfg.decode = u_decode;
-    c->cfg.free_event = u_free;
-    c->cfg.event_id = u_id;
+    c->cfg.free_event = uev_free;
+    c->cfg.event_id = uev_id;
     c->cfg.codec_user = &c->md;
     c->cfg.checkpoints = &c->ckpt;
     c->cfg.page_size = 2;
@@ -217,29 +184,6 @@ static void append_ev(ctx *c, eddy_event *ev) {
 }
 
 static void append(ctx *c, const char *id, const char *type) { append_ev(c, make_event(id, type)); }
-
-static eddy_status pack_amount(msgpack_packer *pk, void *user) {
-    msgpack_pack_map(pk, 1);
-    msgpack_pack_str(pk, 6);
-    msgpack_pack_str_body(pk, "amount", 6);
-    msgpack_pack_int(pk, *(int *)user);
-    return EDDY_OK;
-}
-
-/* An order.big event whose msgpack data is {"amount": amount}. */
-static eddy_event *amount_event(const char *id, int amount) {
-    eddy_event *ev = make_event(id, "order.big");
-    cr_assert(ev);
-    cr_assert_eq(eddy_event_set_value(ev, pack_amount, &amount, NULL), EDDY_OK);
-    return ev;
-}
-
-static eddy_filter *amount_over(int n) {
-    eddy_field v = eddy_field_int(n);
-    eddy_filter *f = eddy_filter_data("amount", EDDY_DATA_GT, &v);
-    cr_assert(f, "eddy_filter_data is not implemented yet (src/filter.c)");
-    return f;
-}
 
 /* Routes a fresh event of type; returns the status, *r the route. */
 static eddy_status route(ctx *c, const char *id, const char *type, eddy_route *r, eddy_error *err) {

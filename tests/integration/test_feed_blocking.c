@@ -19,6 +19,8 @@
 #include "eddy_test.h"
 #include "raw.h"
 #include "recorder.h"
+#include "test_backend.h"
+#include "test_codec.h"
 
 typedef struct backend {
     int redis;
@@ -27,10 +29,6 @@ typedef struct backend {
 static backend backends[] = {{0}, {1}};
 
 /* ---- the read model --------------------------------------------------------------------- */
-
-typedef struct uev {
-    char id[64];
-} uev;
 
 #define MODEL_MAX 8192
 
@@ -197,29 +195,14 @@ static int count_of(model *md, const char *id) {
     return k;
 }
 
+/* order.ignored decodes to nothing (the feed skips it), any other type to a uev. */
 static eddy_status u_decode(const eddy_event *ev, const eddy_event_meta *meta, void **out,
                             eddy_error *err, void *user) {
-    (void)meta, (void)err, (void)user;
     if (strcmp(eddy_event_type(ev), "order.ignored") == 0) {
         *out = NULL;
         return EDDY_OK;
     }
-    uev *e = calloc(1, sizeof(*e));
-    if (!e)
-        return EDDY_ERR_NOMEM;
-    snprintf(e->id, sizeof(e->id), "%s", eddy_event_id(ev));
-    *out = e;
-    return EDDY_OK;
-}
-
-static void u_free(void *event, void *user) {
-    (void)user;
-    free(event);
-}
-
-static const char *u_id(const void *event, void *user) {
-    (void)user;
-    return ((const uev *)event)->id;
+    return uev_decode(ev, meta, out, err, user);
 }
 
 /* ---- context ---------------------------------------------------------------------------- */
@@ -237,19 +220,9 @@ typedef struct ctx {
 
 static void setup(ctx *c, const backend *p, const char *prefix) {
     memset(c, 0, sizeof(*c));
-    eddy_test_namespace(c->ns, sizeof(c->ns), prefix);
-    if (p->redis)
-        snprintf(c->url, sizeof(c->url), "%s", eddy_test_redis_url());
-    else
-        snprintf(c->url, sizeof(c->url), "memory://%s", c->ns);
-    eddy_settings_init(&c->s);
-    c->s.url = c->url;
-    c->s.ns = c->ns;
-    c->s.source = "/tests";
+    eddy_test_settings(&c->s, p->redis, prefix, c->url, sizeof(c->url), c->ns, sizeof(c->ns));
     c->s.block_ms = 100;
     c->s.redelivery_idle_ms = 200;
-    c->s.log = eddy_test_log;
-    c->s.log_user = p->redis ? "redis" : "memory";
     eddy_error err = {0};
     cr_assert_eq(eddy_store_open(&c->s, &c->store, &err), EDDY_OK, "%s", err.detail);
     c->ckpt = eddy_store_checkpoints(c->store);
@@ -262,8 +235,8 @@ static void setup(ctx *c, const backend *p, const char *prefix) {
     c->cfg.projection.replay_abandoned = m_abandoned;
     c->cfg.projection.user = &c->md;
     c->cfg.decode = u_decode;
-    c->cfg.free_event = u_free;
-    c->cfg.event_id = u_id;
+    c->cfg.free_event = uev_free;
+    c->cfg.event_id = uev_id;
     c->cfg.checkpoints = &c->ckpt;
     c->cfg.page_size = 3;
     c->cfg.log = eddy_test_log;
@@ -1172,29 +1145,6 @@ ParameterizedTest(backend *p, feed_blocking, writers_during_the_switch_lose_and_
 
 /* ---- a replay holds at most one page ---------------------------------------------------- */
 
-/* Deletes the entries of positions after+1..upto from the store's global stream ({ns}:es:all,
- * entry ids "<position>-0", src/keys.h) behind the store's back; returns how many went. */
-static long long delete_history_after(const char *url, const char *ns, long long after,
-                                      long long upto) {
-    char key[160];
-    snprintf(key, sizeof(key), "{%s}:es:all", ns);
-    long long deleted = 0;
-    for (long long pos = after + 1; pos <= upto;) {
-        char ids[60][24];
-        const char *argv[62] = {"XDEL", key};
-        int argc = 2;
-        for (; pos <= upto && argc < 62; pos++, argc++) {
-            snprintf(ids[argc - 2], sizeof(ids[0]), "%lld-0", pos);
-            argv[argc] = ids[argc - 2];
-        }
-        redisReply *r = raw_cmd(url, argc, argv);
-        cr_assert_eq(r->type, REDIS_REPLY_INTEGER, "XDEL: %s", r->str ? r->str : "?");
-        deleted += r->integer;
-        freeReplyObject(r);
-    }
-    return deleted;
-}
-
 typedef struct cut {
     ctx *c;
     const char *on; /* the event whose apply deletes the rest of the history */
@@ -1207,7 +1157,7 @@ static void cut_history(const char *id, void *arg) {
     if (!id || strcmp(id, k->on) != 0)
         return;
     k->calls++;
-    k->deleted = delete_history_after(k->c->url, k->c->ns, k->keep, k->total);
+    k->deleted = eddy_test_delete_history_after(k->c->url, k->c->ns, k->keep, k->total);
 }
 
 /* The replay reads the history page by page and holds one page at a time: the apply of the

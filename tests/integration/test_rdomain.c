@@ -7,16 +7,16 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <ev.h>
-#include <msgpack.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "eddy/rdomain.h"
 #include "eddy/rstore.h"
-#include "eddy/value.h"
 #include "eddy_test.h"
 #include "recorder.h"
+#include "test_backend.h"
+#include "test_codec.h"
 
 static int backends[] = {0, 1}; /* memory, redis */
 
@@ -38,24 +38,11 @@ typedef struct tctx {
     eddy_rdomain_feed *feed;
 } tctx;
 
-static void tick(struct ev_loop *loop, ev_timer *w, int revents) {}
-
 static bool run_until(tctx *t, const int *counter, int n, long long timeout_ms) {
-    ev_timer tk;
-    ev_timer_init(&tk, tick, 0.005, 0.005);
-    ev_timer_start(t->loop, &tk);
-    long long end = eddy_test_now_ms() + timeout_ms;
-    while (*counter < n && eddy_test_now_ms() < end)
-        ev_run(t->loop, EVRUN_ONCE);
-    ev_timer_stop(t->loop, &tk);
-    return *counter >= n;
+    return eddy_test_run_until(t->loop, counter, n, timeout_ms);
 }
 
 /* ---- the projection ------------------------------------------------------------------------ */
-
-typedef struct uev {
-    char id[64];
-} uev;
 
 typedef struct model {
     char applied[64][64];
@@ -120,22 +107,11 @@ static eddy_status m_started(eddy_error *err, void *user) {
 
 static eddy_status m_decode(const eddy_event *ev, const eddy_event_meta *meta, void **out,
                             eddy_error *err, void *user) {
-    const char *type = eddy_event_type(ev);
-    if (strcmp(type, "order.placed") != 0 && strcmp(type, "order.big") != 0) {
-        snprintf(err->detail, sizeof(err->detail), "unknown type %s", type);
+    if (!uev_known_type(ev, err))
         return EDDY_ERR_MALFORMED;
-    }
     M.decoded++;
-    uev *e = calloc(1, sizeof(*e));
-    if (!e)
-        return EDDY_ERR_NOMEM;
-    snprintf(e->id, sizeof(e->id), "%s", eddy_event_id(ev));
-    *out = e;
-    return EDDY_OK;
+    return uev_decode(ev, meta, out, err, user);
 }
-
-static void m_free(void *event, void *user) { free(event); }
-static const char *m_id(const void *event, void *user) { return ((const uev *)event)->id; }
 
 static const char *applied(void) {
     static char buf[4096];
@@ -156,24 +132,14 @@ static void setup(tctx *t, int backend, const char *prefix) {
     memset(&started_route, 0, sizeof(started_route));
     t->loop = ev_loop_new(EVFLAG_AUTO);
     cr_assert(t->loop);
-    eddy_test_namespace(t->ns, sizeof(t->ns), prefix);
-    if (backend == 0)
-        snprintf(t->url, sizeof(t->url), "memory://%s", t->ns);
-    else
-        snprintf(t->url, sizeof(t->url), "%s", eddy_test_redis_url());
-    eddy_settings_init(&t->s);
-    t->s.url = t->url;
-    t->s.ns = t->ns;
-    t->s.source = "/tests";
-    t->s.log = eddy_test_log;
-    t->s.log_user = backend ? "redis" : "memory";
+    eddy_test_settings(&t->s, backend, prefix, t->url, sizeof(t->url), t->ns, sizeof(t->ns));
     eddy_error err = {0};
     cr_assert_eq(eddy_rstore_open(t->loop, &t->s, &t->store, &err), EDDY_OK, "%s", err.detail);
     t->ckpt = eddy_rfeed_store_checkpoints(t->store);
     eddy_feed_config_init(&t->cfg);
     t->cfg.decode = m_decode;
-    t->cfg.free_event = m_free;
-    t->cfg.event_id = m_id;
+    t->cfg.free_event = uev_free;
+    t->cfg.event_id = uev_id;
     t->cfg.page_size = 2;
     t->cfg.log = eddy_test_log;
     t->cfg.log_user = "rdomain";
@@ -225,28 +191,6 @@ static void append_ev(tctx *t, eddy_event *ev) {
 
 static void append(tctx *t, const char *id, const char *type) {
     append_ev(t, make_event(id, type));
-}
-
-static eddy_status pack_amount(msgpack_packer *pk, void *user) {
-    msgpack_pack_map(pk, 1);
-    msgpack_pack_str(pk, 6);
-    msgpack_pack_str_body(pk, "amount", 6);
-    msgpack_pack_int(pk, *(int *)user);
-    return EDDY_OK;
-}
-
-static eddy_event *amount_event(const char *id, int amount) {
-    eddy_event *ev = make_event(id, "order.big");
-    cr_assert(ev);
-    cr_assert_eq(eddy_event_set_value(ev, pack_amount, &amount, NULL), EDDY_OK);
-    return ev;
-}
-
-static eddy_filter *amount_over(int n) {
-    eddy_field v = eddy_field_int(n);
-    eddy_filter *f = eddy_filter_data("amount", EDDY_DATA_GT, &v);
-    cr_assert(f, "eddy_filter_data is not implemented yet (src/filter.c)");
-    return f;
 }
 
 /* Routes ev and runs the loop until its completion; the completion's status. */

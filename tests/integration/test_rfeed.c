@@ -20,6 +20,8 @@
 #include "eddy_test.h"
 #include "raw.h"
 #include "recorder.h"
+#include "test_backend.h"
+#include "test_codec.h"
 
 static int backends[] = {0, 1}; /* memory, redis */
 
@@ -33,38 +35,16 @@ typedef struct tctx {
     eddy_rstore *store;
 } tctx;
 
-static void tick(struct ev_loop *loop, ev_timer *w, int revents) {}
-
 static bool run_until(tctx *t, const int *counter, int n, long long timeout_ms) {
-    ev_timer tk;
-    ev_timer_init(&tk, tick, 0.005, 0.005);
-    ev_timer_start(t->loop, &tk);
-    long long end = eddy_test_now_ms() + timeout_ms;
-    while (*counter < n && eddy_test_now_ms() < end)
-        ev_run(t->loop, EVRUN_ONCE);
-    ev_timer_stop(t->loop, &tk);
-    return *counter >= n;
+    return eddy_test_run_until(t->loop, counter, n, timeout_ms);
 }
 
-static void run_for(tctx *t, long long ms) {
-    int never = 0;
-    run_until(t, &never, 1, ms);
-}
+static void run_for(tctx *t, long long ms) { eddy_test_run_for(t->loop, ms); }
 
 static void setup(tctx *t, int backend, const char *prefix) {
     t->loop = ev_loop_new(EVFLAG_AUTO);
     cr_assert(t->loop);
-    eddy_test_namespace(t->ns, sizeof(t->ns), prefix);
-    if (backend == 0)
-        snprintf(t->url, sizeof(t->url), "memory://%s", t->ns);
-    else
-        snprintf(t->url, sizeof(t->url), "%s", eddy_test_redis_url());
-    eddy_settings_init(&t->s);
-    t->s.url = t->url;
-    t->s.ns = t->ns;
-    t->s.source = "/tests";
-    t->s.log = eddy_test_log;
-    t->s.log_user = backend ? "redis" : "memory";
+    eddy_test_settings(&t->s, backend, prefix, t->url, sizeof(t->url), t->ns, sizeof(t->ns));
     eddy_error err = {0};
     eddy_status rc = eddy_rstore_open(t->loop, &t->s, &t->store, &err);
     cr_assert_eq(rc, EDDY_OK, "open: %s (%s)", eddy_status_name(rc), err.detail);
@@ -94,10 +74,6 @@ static void append(tctx *t, const char *const *ids, size_t n) {
 }
 
 /* ---- the projection ------------------------------------------------------------------------ */
-
-typedef struct uev {
-    char id[64];
-} uev;
 
 typedef struct done_rec {
     int calls;
@@ -196,14 +172,9 @@ static void m_abandoned(void *user) {
 
 static eddy_status m_decode(const eddy_event *stored, const eddy_event_meta *meta, void **event,
                             eddy_error *err, void *user) {
-    uev *e = calloc(1, sizeof(*e));
-    cr_assert(e);
-    snprintf(e->id, sizeof(e->id), "%s", eddy_event_id(stored));
-    *event = e;
+    cr_assert_eq(uev_decode(stored, meta, event, err, user), EDDY_OK);
     return EDDY_OK;
 }
-static void m_free(void *event, void *user) { free(event); }
-static const char *m_id(const void *event, void *user) { return ((const uev *)event)->id; }
 
 static void m_log(eddy_log_level level, const char *msg, void *user) {
     model *m = user;
@@ -233,8 +204,8 @@ static void cfg_init(eddy_feed_config *cfg, const char *id) {
     cfg->projection.replay_abandoned = m_abandoned;
     cfg->projection.user = &M;
     cfg->decode = m_decode;
-    cfg->free_event = m_free;
-    cfg->event_id = m_id;
+    cfg->free_event = uev_free;
+    cfg->event_id = uev_id;
     cfg->log = m_log;
     cfg->log_user = &M;
 }
@@ -1494,29 +1465,6 @@ static void append_numbered(tctx *t, int n) {
     append(t, p, (size_t)n);
 }
 
-/* Deletes the entries of positions after+1..upto from the store's global stream ({ns}:es:all,
- * entry ids "<position>-0", src/keys.h) behind the store's back; returns how many went. */
-static long long delete_history_after(const char *url, const char *ns, long long after,
-                                      long long upto) {
-    char key[160];
-    snprintf(key, sizeof(key), "{%s}:es:all", ns);
-    long long deleted = 0;
-    for (long long pos = after + 1; pos <= upto;) {
-        char ids[60][24];
-        const char *argv[62] = {"XDEL", key};
-        int argc = 2;
-        for (; pos <= upto && argc < 62; pos++, argc++) {
-            snprintf(ids[argc - 2], sizeof(ids[0]), "%lld-0", pos);
-            argv[argc] = ids[argc - 2];
-        }
-        redisReply *r = raw_cmd(url, argc, argv);
-        cr_assert_eq(r->type, REDIS_REPLY_INTEGER, "XDEL: %s", r->str ? r->str : "?");
-        deleted += r->integer;
-        freeReplyObject(r);
-    }
-    return deleted;
-}
-
 typedef struct cut {
     tctx *t;
     const char *on; /* the event whose apply deletes the rest of the history */
@@ -1529,7 +1477,7 @@ static void cut_history(const char *id, void *arg) {
     if (strcmp(id, k->on) != 0)
         return;
     k->calls++;
-    k->deleted = delete_history_after(k->t->url, k->t->ns, k->keep, k->total);
+    k->deleted = eddy_test_delete_history_after(k->t->url, k->t->ns, k->keep, k->total);
 }
 
 /* The replay reads the history page by page and holds one page at a time: the apply of the

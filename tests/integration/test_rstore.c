@@ -15,6 +15,7 @@
 #include "raw.h"
 #include "recorder.h"
 #include "redis_server.h"
+#include "test_backend.h"
 
 static int backends[] = {0, 1}; /* memory, redis */
 
@@ -28,38 +29,16 @@ typedef struct tctx {
 static void setup(tctx *t, int backend, const char *prefix) {
     t->loop = ev_loop_new(EVFLAG_AUTO);
     cr_assert(t->loop);
-    eddy_test_namespace(t->ns, sizeof(t->ns), prefix);
-    if (backend == 0)
-        snprintf(t->url, sizeof(t->url), "memory://%s", t->ns);
-    else
-        snprintf(t->url, sizeof(t->url), "%s", eddy_test_redis_url());
-    eddy_settings_init(&t->s);
-    t->s.url = t->url;
-    t->s.ns = t->ns;
-    t->s.source = "/tests";
+    eddy_test_settings(&t->s, backend, prefix, t->url, sizeof(t->url), t->ns, sizeof(t->ns));
     t->s.block_ms = 200;
-    t->s.log = eddy_test_log;
-    t->s.log_user = backend ? "redis" : "memory";
 }
-
-static void tick(struct ev_loop *loop, ev_timer *w, int revents) {}
 
 /* Runs the loop until *counter >= n or timeout_ms passes. */
 static bool run_until_count(tctx *t, const int *counter, int n, long long timeout_ms) {
-    ev_timer tk;
-    ev_timer_init(&tk, tick, 0.005, 0.005);
-    ev_timer_start(t->loop, &tk);
-    long long end = eddy_test_now_ms() + timeout_ms;
-    while (*counter < n && eddy_test_now_ms() < end)
-        ev_run(t->loop, EVRUN_ONCE);
-    ev_timer_stop(t->loop, &tk);
-    return *counter >= n;
+    return eddy_test_run_until(t->loop, counter, n, timeout_ms);
 }
 
-static void run_for(tctx *t, long long ms) {
-    int never = 0;
-    run_until_count(t, &never, 1, ms);
-}
+static void run_for(tctx *t, long long ms) { eddy_test_run_for(t->loop, ms); }
 
 static eddy_rstore *must_open(tctx *t) {
     eddy_rstore *st = NULL;
