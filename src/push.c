@@ -446,16 +446,18 @@ void eddy__push_ended(eddy__push_set *s, eddy__push_source *src, eddy_status st,
                       eddy_push_progress *out) {
     pthread_mutex_lock(&s->lock);
     bool failed_now = false;
-    if (src->state != EDDY_PUSH_FAILED) {
+    bool stopped = false;
+    if (src->state == EDDY_PUSH_CATCHING_UP) {
         if (info)
             take(src, info, now_ms);
         if (st == EDDY_OK && (!info || (info->live && !info->failed))) {
             src->state = EDDY_PUSH_LIVE;
             src->eta = 0;
-        } else if (st == EDDY_OK && info && !info->failed) {
-            /* Only freeing the sources stops a replay; the feed is then not live. */
-            failed_now = fail_locked(src, EDDY_ERR_CLOSED,
-                                     "the catch-up was stopped before the feed went live");
+        } else if ((st == EDDY_OK || st == EDDY_ERR_CANCELLED) && !(info && info->failed)) {
+            /* Stopped (eddy_domain_stop_catch_up) or cancelled (freeing the sources) before
+             * the feed went live: not the feed's failure, but this source routes no more. */
+            stopped = fail_locked(src, EDDY_ERR_CLOSED,
+                                  "the catch-up was stopped before the feed went live");
         } else {
             eddy_status why = st != EDDY_OK ? st : EDDY_ERR_ILLEGAL_STATE;
             failed_now = fail_locked(src, why, err && err->status == why ? err->detail : NULL);
@@ -466,6 +468,8 @@ void eddy__push_ended(eddy__push_set *s, eddy__push_source *src, eddy_status st,
     if (failed_now)
         eddy__log(&s->log, EDDY_LOG_ERROR, "push source '%s': the catch-up failed: %s: %s", src->id,
                   eddy_status_name(src->failure.status), src->failure.detail);
+    else if (stopped)
+        eddy__log(&s->log, EDDY_LOG_INFO, "push source '%s': %s", src->id, src->failure.detail);
 }
 
 void eddy__push_fail(eddy__push_set *s, eddy__push_source *src, eddy_status st,

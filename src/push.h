@@ -161,9 +161,11 @@ void eddy__push_catching_up(eddy__push_set *s, eddy__push_source *src, long long
  * Returns false (and leaves *out alone) when the source is no longer catching up. */
 bool eddy__push_sample(eddy__push_set *s, eddy__push_source *src, const eddy_feed_info *info,
                        long long now_ms, eddy_push_progress *out);
-/* The catch-up (or go-live) returned st: LIVE on EDDY_OK with the feed live, FAILED with the
- * reason otherwise (a replay stopped by freeing the sources: EDDY_ERR_CLOSED). info (the feed
- * after the call) may be NULL. */
+/* The catch-up (or go-live) of a CATCHING_UP source returned st: LIVE on EDDY_OK with the feed
+ * live, FAILED with the reason otherwise (logged as an error), except a replay stopped or
+ * cancelled before the feed went live (eddy_domain_stop_catch_up, freeing the sources), which is
+ * not the feed's failure: FAILED with EDDY_ERR_CLOSED, logged as info. info (the feed after the
+ * call) may be NULL. */
 void eddy__push_ended(eddy__push_set *s, eddy__push_source *src, eddy_status st,
                       const eddy_error *err, const eddy_feed_info *info, long long now_ms,
                       eddy_push_progress *out);

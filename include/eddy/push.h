@@ -108,7 +108,9 @@ typedef enum eddy_push_state {
     EDDY_PUSH_CATCHING_UP, /**< registered; its catch-up runs */
     EDDY_PUSH_LIVE,        /**< live */
     EDDY_PUSH_FAILED       /**< its registration or catch-up failed, its feed failed, or its
-                                filter cannot be read: it hands every message back */
+                                filter cannot be read: it hands every message back. Also a
+                                catch-up stopped or cancelled before the feed went live
+                                (reason EDDY_ERR_CLOSED; the feed itself has not failed) */
 } eddy_push_state;
 
 /** Where a source is. */

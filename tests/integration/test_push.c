@@ -847,3 +847,133 @@ Test(push, bad_specs_are_refused) {
     cr_expect_eq(eddy_push_sources_wait(c.ps, 0), EDDY_OK, "nothing catches up");
     teardown(&c);
 }
+
+/* ---- freeing the sources while a background catch-up replays --------------------------- */
+
+/* The sources' log, recorded to tell an error logged while freeing. */
+typedef struct errlog {
+    pthread_mutex_t m;
+    int errors;
+    char last[512];
+} errlog;
+
+static void errlog_fn(eddy_log_level level, const char *msg, void *user) {
+    errlog *l = user;
+    pthread_mutex_lock(&l->m);
+    if (level == EDDY_LOG_ERROR) {
+        l->errors++;
+        snprintf(l->last, sizeof(l->last), "%s", msg);
+    }
+    pthread_mutex_unlock(&l->m);
+    eddy_test_log(level, msg, "push");
+}
+
+typedef struct freer {
+    eddy_push_sources *ps;
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    bool entered;
+} freer;
+
+static void *free_main(void *arg) {
+    freer *fr = arg;
+    pthread_mutex_lock(&fr->m);
+    fr->entered = true;
+    pthread_cond_broadcast(&fr->c);
+    pthread_mutex_unlock(&fr->m);
+    eddy_push_sources_free(fr->ps);
+    return NULL;
+}
+
+ParameterizedTestParameters(push, free_during_background_catch_up_does_not_fail_the_feed) {
+    return cr_make_param_array(backend, backends, 2);
+}
+ParameterizedTest(backend *p, push, free_during_background_catch_up_does_not_fail_the_feed,
+                  .timeout = 120) {
+    ctx c;
+    setup(&c, p, "push-free-mid");
+    enum { N = 400 };
+    for (int i = 0; i < N; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "e%d", i);
+        append(&c, id, "order.placed", NULL);
+    }
+    start_bus(&c);
+    eddy_domain_feed *f = new_feed(&c, NULL);
+    errlog el;
+    memset(&el, 0, sizeof(el));
+    pthread_mutex_init(&el.m, NULL);
+    eddy_push_options o;
+    eddy_push_options_init(&o);
+    o.mode = EDDY_PUSH_AUTOMATIC;
+    o.startup = EDDY_PUSH_BACKGROUND;
+    o.progress = on_progress;
+    o.progress_user = &c.pg;
+    o.progress_ms = 5;
+    o.log = errlog_fn;
+    o.log_user = &el;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_push_sources_new(c.bus, &o, &c.ps, &err), EDDY_OK, "%s", err.detail);
+    strcpy(c.v[0].gate_id, "e20"); /* the replay is known to run while the apply waits here */
+    eddy_push_source_spec sp = spec_of("freed", f, &c.v[0], "freed.events", "freed-view");
+    cr_assert_eq(eddy_push_sources_add(c.ps, &sp, &err), EDDY_OK, "%s", err.detail);
+    wait_at_gate(&c.v[0]);
+    cr_expect_eq(status_of(&c, "freed").state, EDDY_PUSH_CATCHING_UP);
+    cr_expect_not(eddy_domain_ready_for_live_delivery(f), "the replay runs");
+    /* The handlers use the sources: stop the bus before freeing them (eddy_push_sources_free). */
+    eddy_bus_stop(c.bus);
+
+    /* Free on another thread: it cancels the catch-up and joins its thread, which is inside the
+     * projection's apply, so the free can only return once the gate opens. */
+    freer fr = {.ps = c.ps, .entered = false};
+    pthread_mutex_init(&fr.m, NULL);
+    pthread_cond_init(&fr.c, NULL);
+    c.ps = NULL;
+    pthread_t t;
+    cr_assert_eq(pthread_create(&t, NULL, free_main, &fr), 0);
+    pthread_mutex_lock(&fr.m);
+    while (!fr.entered)
+        pthread_cond_wait(&fr.c, &fr.m);
+    pthread_mutex_unlock(&fr.m);
+    open_gate(&c.v[0]);
+    cr_assert_eq(pthread_join(t, NULL), 0, "the free returned and its catch-up thread was joined");
+    pthread_cond_destroy(&fr.c);
+    pthread_mutex_destroy(&fr.m);
+
+    /* No catch-up runs any more, and the user's feed did not fail. */
+    eddy_feed_info info;
+    cr_assert_eq(eddy_domain_get_info(f, &info), EDDY_OK);
+    cr_expect_not(info.catching_up, "the catch-up thread ended before the free returned");
+    cr_expect_not(info.failed);
+    cr_expect_neq(info.last, EDDY_FEED_FAILED);
+    cr_expect_not(eddy_domain_refuses_permanently(f), "a cancel is not the feed's failure");
+    eddy_error cause = {0};
+    cr_expect_not(eddy_domain_failure(f, &cause), "%s", cause.detail);
+    /* The cancel normally lands while the replay runs (the feed then keeps holding); if the
+     * replay outran it, the feed went live. Either way it did not fail. */
+    bool cancelled = info.last == EDDY_FEED_CANCELLED;
+    cr_expect(cancelled || (info.live && info.replayed == N), "last %d, live %d, replayed %llu",
+              (int)info.last, (int)info.live, (unsigned long long)info.replayed);
+    if (cancelled) {
+        cr_expect_not(info.live, "a cancelled catch-up keeps the feed holding");
+        cr_expect_lt(view_count(&c.v[0]), N, "stopped mid-replay");
+    }
+    cr_log_info("push.free_during_background_catch_up (%s): %s after %d of %d events; "
+                "errors logged by the sources: %d (%s)",
+                p->redis ? "redis" : "memory", cancelled ? "cancelled" : "completed",
+                view_count(&c.v[0]), N, el.errors, el.last);
+
+    /* The feed can be caught up again, by the user, and every event reaches the view. */
+    cr_expect_eq(eddy_domain_catch_up(f, "freed", NULL, &err), EDDY_OK, "%s", err.detail);
+    cr_expect(eddy_domain_ready_for_live_delivery(f));
+    cr_expect_eq(view_count(&c.v[0]), N);
+    for (int i = 0; i < N; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "e%d", i);
+        cr_expect_geq(applies_of(&c.v[0], id), 1, "%s applied", id);
+    }
+    cr_expect_eq(prog_count(&c.pg, "freed", EDDY_PUSH_FAILED, 0), 0,
+                 "the progress callback is not told of the cancel");
+    teardown(&c);
+    pthread_mutex_destroy(&el.m);
+}
