@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eddy/domain.h"
 #include "eddy/rdomain.h"
 #include "eddy/rstore.h"
 #include "eddy_test.h"
@@ -284,6 +285,30 @@ RTEST(register_takes_one_projection_and_ids_are_unique_in_the_process) {
     cr_assert_eq(eddy_rdomain_register(other, "order-status", &t.proj, NULL, &err), EDDY_OK, "%s",
                  err.detail);
     t.feed = other;
+    teardown(&t);
+}
+
+/* The registry is the process's, not a front end's: a blocking domain feed holding an id keeps
+ * a reactive one from registering it (both would write the same checkpoint key). */
+RTEST(an_id_registered_by_a_blocking_feed_is_refused_here) {
+    tctx t;
+    setup(&t, *backend, "rdom-both");
+    eddy_error err = {0};
+    eddy_store *bstore = NULL;
+    cr_assert_eq(eddy_store_open(&t.s, &bstore, &err), EDDY_OK, "%s", err.detail);
+    eddy_domain_feed *blocking = NULL;
+    cr_assert_eq(eddy_domain_new(bstore, &t.cfg, &blocking, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(eddy_domain_register(blocking, "shared-id", &t.proj, NULL, &err), EDDY_OK, "%s",
+                 err.detail);
+    new_feed(&t);
+    cr_assert_eq(eddy_rdomain_register(t.feed, "shared-id", &t.proj, NULL, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.detail, "registered"), "%s", err.detail);
+    cr_assert_not(eddy_rdomain_has_projection(t.feed));
+    eddy_domain_free(blocking);
+    cr_assert_eq(eddy_rdomain_register(t.feed, "shared-id", &t.proj, NULL, &err), EDDY_OK, "%s",
+                 err.detail);
+    eddy_store_close(bstore);
     teardown(&t);
 }
 
