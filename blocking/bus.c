@@ -53,6 +53,7 @@ static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, bs
         bsub_free(bs);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     }
+    bs->conn.want_id = true; /* a pause may have the server drop it (bsub_kill_read) */
     pthread_mutex_lock(&bus->subs_lock);
     bus->subs[bus->nsubs++] = bs;
     pthread_mutex_unlock(&bus->subs_lock);
@@ -258,6 +259,35 @@ eddy_status eddy_bus_consumer_stats(eddy_bus *bus, const char *name, eddy_consum
         }
     pthread_mutex_unlock(&bus->subs_lock);
     return st;
+}
+
+/* The core decides what a pause means (consumer.c); here the reader is only woken. Under
+ * subs_lock, so the subscription cannot be removed meanwhile (a failed late subscribe). */
+static eddy_status set_paused(eddy_bus *bus, const char *name, bool pause, eddy_error *err) {
+    if (!bus || !name)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or name is NULL");
+    bool found = false;
+    long long kill = -1;
+    pthread_mutex_lock(&bus->subs_lock);
+    for (size_t i = 0; i < bus->nsubs && !found; i++)
+        if (strcmp(bus->subs[i]->sub->name, name) == 0) {
+            found = true;
+            kill = bsub_wake(bus->subs[i], eddy__consumer_pause(bus->subs[i]->sub, pause));
+        }
+    pthread_mutex_unlock(&bus->subs_lock);
+    if (!found)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "no subscription '%s' on this bus", name);
+    if (kill >= 0) /* the read in progress ends before this returns */
+        bsub_kill_read(bus, kill);
+    return EDDY_OK;
+}
+
+eddy_status eddy_bus_pause(eddy_bus *bus, const char *name, eddy_error *err) {
+    return set_paused(bus, name, true, err);
+}
+
+eddy_status eddy_bus_resume(eddy_bus *bus, const char *name, eddy_error *err) {
+    return set_paused(bus, name, false, err);
 }
 
 const char *eddy_bus_instance(const eddy_bus *bus) { return bus ? bus->s.instance : NULL; }

@@ -39,6 +39,7 @@ eddy_status bconn_init(bconn *c, const eddy__settings *s) {
     c->s = s;
     pthread_mutex_init(&c->lock, NULL);
     bcond_init_monotonic(&c->wake);
+    c->client_id = -1;
     c->seed = (unsigned)(bconn_now_ms() ^ (long long)(uintptr_t)c ^ getpid());
     /* The engine is taken now, not at connect, so bconn_interrupt can read it unlocked. */
     if (s->url.kind == EDDY__URL_MEMORY && !(c->engine = eddy__mem_engine_acquire(s->url.name)))
@@ -48,6 +49,7 @@ eddy_status bconn_init(bconn *c, const eddy__settings *s) {
 
 static void drop(bconn *c) {
     pthread_mutex_lock(&c->lock);
+    c->client_id = -1;
     if (c->rc) {
         redisFree(c->rc);
         c->rc = NULL;
@@ -77,6 +79,27 @@ static struct timeval tv_ms(long long ms) {
 
 static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
                               redisReply **replies, eddy_error *err);
+
+/* CLIENT ID; a server that refuses it (an ACL) leaves the id unknown: a pause then cuts a read
+ * by shutting the socket down only. */
+static eddy_status learn_id(bconn *c, eddy_error *err) {
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    eddy__client_id_cmd(&cmds);
+    eddy_status st = eddy__cmdlist_status(&cmds);
+    redisReply *reply = NULL;
+    if (st == EDDY_OK)
+        st = exec_redis(c, &cmds, -1, &reply, err);
+    if (st == EDDY_OK && reply->type == REDIS_REPLY_INTEGER) {
+        pthread_mutex_lock(&c->lock);
+        c->client_id = reply->integer;
+        pthread_mutex_unlock(&c->lock);
+    }
+    if (reply)
+        freeReplyObject(reply);
+    eddy__cmdlist_reset(&cmds);
+    return st == EDDY_ERR_NOMEM ? eddy__fail(err, st, "out of memory connecting") : st;
+}
 
 eddy_status bconn_connect(bconn *c, eddy_error *err) {
     if (bconn_connected(c))
@@ -115,6 +138,8 @@ eddy_status bconn_connect(bconn *c, eddy_error *err) {
                 freeReplyObject(replies[i]);
     }
     eddy__cmdlist_reset(&hs);
+    if (st == EDDY_OK && c->want_id)
+        st = learn_id(c, err);
     if (st != EDDY_OK) {
         drop(c);
         c->attempt++;
@@ -135,6 +160,11 @@ static void free_replies(redisReply **replies, size_t n) {
 static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
                               redisReply **replies, eddy_error *err) {
     redisContext *rc = c->rc;
+    if (block_ms >= 0) {
+        pthread_mutex_lock(&c->lock);
+        c->blocking = true;
+        pthread_mutex_unlock(&c->lock);
+    }
     redisSetTimeout(rc, tv_ms(eddy__reply_timeout_ms(c->s, block_ms)));
     for (size_t i = 0; i < cmds->n; i++)
         redisAppendCommandArgv(rc, cmds->cmds[i].argc, eddy__cmd_argv(&cmds->cmds[i]),
@@ -147,21 +177,30 @@ static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long blo
         rv = redisBufferWrite(rc, &done);
     eddy__sigpipe_restore(&guard);
     eddy_status st = EDDY_OK;
-    if (rv != REDIS_OK)
-        st = eddy__redis_context_status(rc->err, rc->errstr, err);
+    if (rv != REDIS_OK) {
+        pthread_mutex_lock(&c->lock);
+        bool cut = block_ms >= 0 && c->cut; /* the server dropped us for a pause */
+        if (cut)
+            c->cut = false;
+        pthread_mutex_unlock(&c->lock);
+        st = cut ? eddy__fail(err, EDDY_ERR_CLOSED, "interrupted")
+                 : eddy__redis_context_status(rc->err, rc->errstr, err);
+    }
     if (st == EDDY_OK && block_ms >= 0) {
         pthread_mutex_lock(&c->lock);
-        if (c->interrupted)
+        if (c->interrupted || c->cut)
             st = eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
         else
             c->in_read = true;
+        c->cut = false;
         pthread_mutex_unlock(&c->lock);
     }
     for (size_t i = 0; st == EDDY_OK && i < cmds->n; i++) {
         void *reply = NULL;
         if (redisGetReply(rc, &reply) != REDIS_OK) {
             pthread_mutex_lock(&c->lock);
-            bool interrupted = c->interrupted && c->in_read;
+            bool interrupted = (c->interrupted || c->cut) && c->in_read;
+            c->cut = false;
             pthread_mutex_unlock(&c->lock);
             st = interrupted ? eddy__fail(err, EDDY_ERR_CLOSED, "interrupted")
                              : eddy__redis_context_status(rc->err, rc->errstr, err);
@@ -171,6 +210,7 @@ static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long blo
     }
     pthread_mutex_lock(&c->lock);
     c->in_read = false;
+    c->blocking = false;
     pthread_mutex_unlock(&c->lock);
     if (st != EDDY_OK) {
         free_replies(replies, cmds->n);
@@ -179,9 +219,11 @@ static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long blo
     return st;
 }
 
+/* Consumes a cut: the memory engine has not run the read, so nothing is lost. */
 static bool interrupted(bconn *c) {
     pthread_mutex_lock(&c->lock);
-    bool v = c->interrupted;
+    bool v = c->interrupted || c->cut;
+    c->cut = false;
     pthread_mutex_unlock(&c->lock);
     return v;
 }
@@ -217,6 +259,12 @@ static eddy_status exec_memory(bconn *c, const eddy__cmdlist *cmds, long long bl
                 break;
             }
             eddy__mem_engine_wait(c->engine, seen, deadline);
+            /* Interrupted while waiting: return before reading again, so that what was written
+             * meanwhile is not taken (a pause's cut must read nothing more). */
+            if (interrupted(c)) {
+                free_replies(replies, cmds->n);
+                return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
+            }
         }
     }
     (void)block_ms;
@@ -240,10 +288,11 @@ bool bconn_sleep(bconn *c, long long ms) {
     long long deadline = bconn_now_ms() + ms;
     struct timespec ts = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
     pthread_mutex_lock(&c->lock);
-    while (!c->interrupted && bconn_now_ms() < deadline)
+    while (!c->interrupted && !c->woken && bconn_now_ms() < deadline)
         if (pthread_cond_timedwait(&c->wake, &c->lock, &ts) == ETIMEDOUT)
             break;
-    bool ok = !c->interrupted;
+    bool ok = !c->interrupted && !c->woken;
+    c->woken = false;
     pthread_mutex_unlock(&c->lock);
     return ok;
 }
@@ -263,6 +312,31 @@ void bconn_interrupt(bconn *c) {
     pthread_mutex_unlock(&c->lock);
     if (c->engine)
         eddy__mem_engine_wake(c->engine);
+}
+
+long long bconn_wake(bconn *c, bool cut) {
+    long long kill = -1;
+    pthread_mutex_lock(&c->lock);
+    c->woken = true;
+    if (cut) {
+        c->cut = true;
+        if (c->blocking && c->rc)
+            kill = c->client_id;
+        if (c->in_read && c->rc)
+            shutdown(c->rc->fd, SHUT_RDWR);
+    }
+    pthread_cond_broadcast(&c->wake);
+    pthread_mutex_unlock(&c->lock);
+    if (cut && c->engine)
+        eddy__mem_engine_wake(c->engine);
+    return kill;
+}
+
+void bconn_wake_clear(bconn *c) {
+    pthread_mutex_lock(&c->lock);
+    c->woken = false;
+    c->cut = false;
+    pthread_mutex_unlock(&c->lock);
 }
 
 void bconn_resume(bconn *c) {

@@ -24,7 +24,12 @@ typedef struct bconn {
     pthread_cond_t wake;
     bool in_read;
     bool interrupted;
-    unsigned attempt; /* consecutive failed connects, for backoff */
+    bool woken;          /* bconn_wake: the next (or current) sleep returns at once, once */
+    bool cut;            /* bconn_wake(cut): the next (or current) blocking read ends, once */
+    bool want_id;        /* a reader's connection: learn its client id (CLIENT ID) at connect */
+    bool blocking;       /* a round with a blocking read is out */
+    long long client_id; /* the server's id for this connection, -1 unknown (guarded by lock) */
+    unsigned attempt;    /* consecutive failed connects, for backoff */
     unsigned seed;
 } bconn;
 
@@ -54,6 +59,17 @@ bool bconn_backoff(bconn *c);
  * bconn_resume. Thread: any. */
 void bconn_interrupt(bconn *c);
 void bconn_resume(bconn *c);
+
+/* A one-shot interrupt (a pause or resume): ends the current or next sleep, and with cut the
+ * current or next blocking read too (EDDY_ERR_CLOSED; on redis:// the connection is dropped,
+ * as for an interrupt). The reader clears both with bconn_wake_clear just before it plans, so a
+ * wake that came before the plan does not cut the read that plan makes. Returns, when cut
+ * found a blocking read out on a redis:// connection whose client id is known (want_id), that
+ * id, else -1: the caller then has the server drop the client (CLIENT KILL ID on another
+ * connection), which, unlike our own shutdown, takes effect before anything written after it,
+ * so the cut read takes nothing published afterwards. Thread: any. */
+long long bconn_wake(bconn *c, bool cut);
+void bconn_wake_clear(bconn *c);
 
 /* CLOCK_MONOTONIC milliseconds, and a condition variable whose timed waits use that clock. */
 long long bconn_now_ms(void);

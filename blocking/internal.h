@@ -73,5 +73,13 @@ eddy_status bsub_start(bsub *bs, eddy_error *err);
 /* Waits until the reader is ready (see eddy__consumer_ready); EDDY_ERR_IO after the timeout. */
 eddy_status bsub_wait_ready(bsub *bs, eddy_error *err);
 void bsub_stop(bsub *bs);
+/* Wakes the reader after a pause or resume, as the core asks (eddy__consumer_pause). Thread:
+ * any; harmless when the reader is not running (the next activation plans afresh). Returns the
+ * reader connection's client id when a blocking read was cut on redis:// (see bconn_wake), for
+ * bsub_kill_read; else -1. */
+long long bsub_wake(bsub *bs, eddy__wake how);
+/* Has the server drop the reader connection client_id (on the publishing connection, so it is
+ * done before anything this bus publishes next). */
+void bsub_kill_read(eddy_bus *bus, long long client_id);
 
 #endif

@@ -256,14 +256,31 @@ void eddy_push_sources_free(eddy_push_sources *ps) {
     free(ps);
 }
 
+/* The source's subscription follows its state, as the core says (eddy__push_consuming):
+ * resumed once its projection is registered, paused once it failed. */
+static void follow(eddy_push_sources *ps, eddy__push_source *src) {
+    eddy_error e = {EDDY_OK, ""};
+    bool consuming = eddy__push_admits(&ps->set, src);
+    eddy_status st = consuming ? eddy_bus_resume(ps->bus, src->sub_name, &e)
+                               : eddy_bus_pause(ps->bus, src->sub_name, &e);
+    if (st != EDDY_OK)
+        eddy__log(&ps->set.log, EDDY_LOG_WARN,
+                  "push source '%s': could not %s its subscription: %s", src->id,
+                  consuming ? "resume" : "pause", e.detail);
+}
+
 /* The subscription's handler: routes the message into the source's feed (once its projection is
  * registered) and settles it as the core says. */
 static eddy_status push_handler(eddy_delivery *d, void *user) {
     bsrc *b = user;
     eddy_push_sources *ps = b->ps;
     eddy__push_source *src = b->src;
-    if (!eddy__push_admits(&ps->set, src))
+    bool stop = false;
+    if (!eddy__push_gate(&ps->set, src, &stop)) {
+        if (stop)
+            follow(ps, src);
         return EDDY_ERR_UNAVAILABLE;
+    }
     const eddy_event *ev = eddy_delivery_event(d);
     eddy_event_meta meta;
     bool has_meta = eddy_delivery_stored_meta(d, &meta) != 0;
@@ -285,6 +302,8 @@ static eddy_status push_handler(eddy_delivery *d, void *user) {
     } else {
         pthread_mutex_unlock(&ps->cb_lock);
     }
+    if (r.pause)
+        follow(ps, src);
     eddy__push_notify(&ps->set.opts.observer, &ps->set.log, ev, st, route, &e);
     return r.handler;
 }
@@ -303,6 +322,7 @@ static eddy_status run_catch_up(bsrc *b, eddy_error *err) {
     eddy__push_ended(&ps->set, src, st, &e, has_info ? &info : NULL, eddy__push_now_ms(), &p);
     tell(ps, &p);
     changed(ps);
+    follow(ps, src);
     if (st != EDDY_OK)
         return eddy__fail(err, st, "push source '%s': %s", src->id, e.detail);
     if (p.state == EDDY_PUSH_FAILED)
@@ -332,6 +352,9 @@ static eddy_status start_one(eddy_push_sources *ps, eddy__push_source *src, eddy
     eddy__push_catching_up(&ps->set, src, eddy__push_now_ms(), &p);
     tell(ps, &p);
     changed(ps);
+    /* Registered: the subscription may read now (before the catch-up, which defers what
+     * arrives meanwhile, and before a background thread could fail the source). */
+    follow(ps, src);
     if (ps->set.opts.startup == EDDY_PUSH_FOREGROUND)
         return run_catch_up(b, err);
     if (pthread_create(&b->thread, NULL, catch_up_main, b) != 0) {
@@ -366,14 +389,7 @@ eddy_status eddy_push_sources_add(eddy_push_sources *ps, const eddy_push_source_
     b->src = src;
     src->fe = b;
     eddy_subscription_spec sub;
-    eddy_subscription_spec_init(&sub);
-    sub.name = src->sub_name;
-    sub.pattern = src->subject;
-    sub.shape = EDDY_COMPETING;
-    sub.group = src->group;
-    sub.delivery = EDDY_AT_LEAST_ONCE;
-    sub.handler = push_handler;
-    sub.user = b;
+    eddy__push_sub_spec(src, push_handler, b, &sub); /* paused until registered */
     if ((st = eddy_bus_subscribe(ps->bus, &sub, err)) != EDDY_OK) {
         eddy__push_set_drop_last(&ps->set, src);
         free(b);

@@ -2,7 +2,12 @@
  * each delivery to the worker pool, and waits for the batch to be settled before it plans
  * again, so acknowledgements go out in the next pipeline and recovery never re-reads an entry
  * a handler still holds. Stopping interrupts a blocking read at once; handlers that are
- * running finish and their acknowledgements are sent before the thread ends. */
+ * running finish and their acknowledgements are sent before the thread ends. A pause or resume
+ * wakes the reader (bsub_wake): an idle wait ends, and a pause the core says to hurry cuts a
+ * blocking read short (on redis:// the server also drops the reader's connection, CLIENT KILL
+ * through the publishing connection, so the cut comes before anything published after the
+ * pause); the reader then reconnects at once, plans again, and the core decides from the new
+ * state. */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -10,6 +15,7 @@
 
 #include "error.h"
 #include "internal.h"
+#include "redis.h"
 #include "timing.h"
 
 static void finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
@@ -36,13 +42,14 @@ static void wait_settled(bsub *bs) {
     pthread_mutex_unlock(&bs->lock);
 }
 
-/* Sends one plan and feeds the replies; false when the connection failed. */
-static bool round_trip(bsub *bs, eddy__plan *plan, eddy__delivery_list *out) {
+/* Sends one plan and feeds the replies; the failure when the connection failed (EDDY_ERR_CLOSED:
+ * a stop, or a pause that cut a blocking read short). */
+static eddy_status round_trip(bsub *bs, eddy__plan *plan, eddy__delivery_list *out) {
     eddy_error err;
     redisReply *small[16];
     redisReply **replies = plan->cmds.n <= 16 ? small : calloc(plan->cmds.n, sizeof(*replies));
     if (!replies)
-        return true; /* out of memory: nothing was sent; try again later */
+        return EDDY_OK; /* out of memory: nothing was sent; try again later */
     eddy_status st = bconn_exec(&bs->conn, &plan->cmds, plan->block_ms, replies, &err);
     if (st == EDDY_OK)
         st = eddy__consumer_feed(bs->consumer, plan, replies, plan->cmds.n, out);
@@ -56,9 +63,9 @@ static bool round_trip(bsub *bs, eddy__plan *plan, eddy__delivery_list *out) {
             eddy__log(&bs->bus->s.log, EDDY_LOG_WARN, "subscription '%s': %s; reconnecting",
                       bs->sub->name, err.detail);
         eddy__consumer_reset(bs->consumer);
-        return false;
+        return st;
     }
-    return true;
+    return EDDY_OK;
 }
 
 static void dispatch(bsub *bs, eddy__delivery_list *out) {
@@ -86,6 +93,7 @@ static void *reader(void *arg) {
             continue;
         }
         eddy__plan_reset(&plan);
+        bconn_wake_clear(&bs->conn); /* this plan sees every pause and resume made so far */
         if (eddy__consumer_plan(bs->consumer, bconn_now_ms(), &plan) != EDDY_OK) {
             bconn_sleep(&bs->conn, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
             continue;
@@ -94,8 +102,10 @@ static void *reader(void *arg) {
             bconn_sleep(&bs->conn, plan.idle_ms);
             continue;
         }
-        if (!round_trip(bs, &plan, &out)) {
-            if (!atomic_load(&bs->stopping))
+        eddy_status st = round_trip(bs, &plan, &out);
+        if (st != EDDY_OK) {
+            /* A read cut short by a pause reconnects at once: nothing failed. */
+            if (!atomic_load(&bs->stopping) && st != EDDY_ERR_CLOSED)
                 bconn_backoff(&bs->conn);
             continue;
         }
@@ -166,4 +176,25 @@ void bsub_stop(bsub *bs) {
     bs->running = false;
     eddy__consumer_free(bs->consumer);
     bs->consumer = NULL;
+}
+
+long long bsub_wake(bsub *bs, eddy__wake how) {
+    if (how == EDDY__WAKE_NONE)
+        return -1;
+    return bconn_wake(&bs->conn, how == EDDY__WAKE_READ);
+}
+
+void bsub_kill_read(eddy_bus *bus, long long client_id) {
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    eddy__client_kill_cmd(&cmds, client_id);
+    redisReply *reply = NULL;
+    eddy_error err;
+    /* A failure leaves the shutdown of our own side: the read is still cut, only not in order
+     * with what is published next. */
+    if (eddy__cmdlist_status(&cmds) == EDDY_OK && bpub_exec(bus, &cmds, &reply, &err) != EDDY_OK)
+        eddy__log(&bus->s.log, EDDY_LOG_DEBUG, "pause: CLIENT KILL failed: %s", err.detail);
+    if (reply)
+        freeReplyObject(reply);
+    eddy__cmdlist_reset(&cmds);
 }

@@ -442,4 +442,30 @@ eddy_status eddy_rbus_consumer_stats(eddy_rbus *bus, const char *name, eddy_cons
     return EDDY_ERR_INVALID_ARGUMENT;
 }
 
+/* The core decides what a pause means (consumer.c); here the activation is only woken. */
+static eddy_status set_paused(eddy_rbus *bus, const char *name, bool pause, eddy_error *err) {
+    if (!bus || !name)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or name is NULL");
+    for (size_t i = 0; i < bus->nsubs; i++) {
+        rsub *rs = bus->subs[i];
+        if (strcmp(rs->sub->name, name) != 0)
+            continue;
+        eddy__wake how = eddy__consumer_pause(rs->sub, pause);
+        rbus_enter(bus);
+        if (rs->act)
+            ract_wake(rs->act, how);
+        rbus_leave(bus);
+        return EDDY_OK;
+    }
+    return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "no subscription '%s' on this bus", name);
+}
+
+eddy_status eddy_rbus_pause(eddy_rbus *bus, const char *name, eddy_error *err) {
+    return set_paused(bus, name, true, err);
+}
+
+eddy_status eddy_rbus_resume(eddy_rbus *bus, const char *name, eddy_error *err) {
+    return set_paused(bus, name, false, err);
+}
+
 const char *eddy_rbus_instance(const eddy_rbus *bus) { return bus ? bus->s.instance : NULL; }

@@ -54,8 +54,9 @@ struct rconn {
     bool connected;
     ev_io rev, wev;
     size_t handshake_left;
-    size_t pending;     /* commands written or queued in hiredis and not answered */
-    long long block_ms; /* >= 0 while a blocking read is among them */
+    long long client_id; /* the server's id for this connection (CLIENT ID), -1 unknown */
+    size_t pending;      /* commands written or queued in hiredis and not answered */
+    long long block_ms;  /* >= 0 while a blocking read is among them */
     /* memory:// */
     eddy__mem_engine *engine;
     eddy__mem_conn *mc;
@@ -69,6 +70,7 @@ struct rconn {
 };
 
 static char handshake_tag; /* priv of the AUTH/SELECT commands */
+static char id_tag;        /* priv of the CLIENT ID the handshake ends with */
 
 static void timer_after(struct ev_loop *loop, ev_timer *t, long long ms) {
     ev_timer_stop(loop, t);
@@ -275,6 +277,14 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv) {
     } else {
         watchdog_arm(c); /* progress: the silence limit starts again */
     }
+    if (priv == &id_tag) {
+        /* Refused (an ACL): the id stays unknown, which only makes a pause's cut less exact. */
+        if (reply->type == REDIS_REPLY_INTEGER)
+            c->client_id = reply->integer;
+        if (--c->handshake_left == 0 && c->connected)
+            tell_up(c);
+        return;
+    }
     if (priv == &handshake_tag) {
         eddy_error err;
         if (eddy__handshake_check(&reply, 1, &err) != EDDY_OK)
@@ -342,6 +352,11 @@ static void redis_open(rconn *c) {
         if (redis_send(c, &hs.cmds[i], -1, &handshake_tag))
             c->handshake_left++;
     eddy__cmdlist_reset(&hs); /* hiredis copied the commands */
+    eddy__client_id_cmd(&hs);
+    if (eddy__cmdlist_status(&hs) == EDDY_OK && !c->failed &&
+        redis_send(c, &hs.cmds[0], -1, &id_tag))
+        c->handshake_left++;
+    eddy__cmdlist_reset(&hs);
 }
 
 /* ---- memory:// --------------------------------------------------------------------------- */
@@ -469,6 +484,7 @@ eddy_status rconn_open(struct ev_loop *loop, const eddy__settings *s, const rcon
     if (!c)
         return EDDY_ERR_NOMEM;
     c->loop = loop;
+    c->client_id = -1;
     c->s = s;
     c->ops = ops;
     c->owner = owner;
@@ -499,6 +515,8 @@ eddy_status rconn_open(struct ev_loop *loop, const eddy__settings *s, const rcon
 }
 
 bool rconn_is_up(const rconn *c) { return c->up && !c->failed && !c->closed; }
+
+long long rconn_client_id(const rconn *c) { return c->ac ? c->client_id : -1; }
 
 bool rconn_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv) {
     if (c->closed || c->failed)

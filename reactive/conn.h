@@ -43,6 +43,10 @@ eddy_status rconn_open(struct ev_loop *loop, const eddy__settings *s, const rcon
 
 bool rconn_is_up(const rconn *c);
 
+/* The server's id for this connection (the handshake asks CLIENT ID), or -1: unknown, or
+ * memory://. A pause has the server drop a reader's connection by it (CLIENT KILL ID). */
+long long rconn_client_id(const rconn *c);
+
 /* Queues one command. `cmd` must stay valid until its reply arrives or the connection goes
  * down or is closed. block_ms >= 0 marks a blocking read of that length (it extends how long
  * the connection may stay silent). Returns false when the command cannot be queued; `down`

@@ -67,6 +67,7 @@ struct ract {
     bool stopping;
     bool ready;
     bool dispatching;
+    bool cut; /* a pause asked to cut the round's blocking read short */
     eddy__plan plan;
     redisReply **replies; /* plan's replies so far (owned, except the last while feeding) */
     size_t got, replies_cap;
@@ -149,6 +150,9 @@ void rbus_timer_after(eddy_rbus *bus, ev_timer *t, long long ms);
 eddy_status ract_start(rsub *rs); /* creates rs->act and starts it */
 /* Stops reading at once; the activation dies when what it must still send is sent. */
 void ract_stop(ract *act);
+/* After a pause or resume, as the core asks (eddy__consumer_pause): ends an idle wait, and for
+ * EDDY__WAKE_READ cuts a blocking read short (a reconnect at once; what it read stays pending). */
+void ract_wake(ract *act, eddy__wake how);
 /* Frees a dead activation (or, when the bus is freed, any): deliveries still pending are
  * detached so that eddy_delivery_finish stays valid on them. */
 void ract_free(ract *act);

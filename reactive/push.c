@@ -378,6 +378,19 @@ void eddy_rpush_sources_free(eddy_rpush_sources *ps) {
         release(ps);
 }
 
+/* The source's subscription follows its state, as the core says (eddy__push_consuming):
+ * resumed once its projection is registered, paused once it failed. */
+static void follow(eddy_rpush_sources *ps, eddy__push_source *src) {
+    eddy_error e = {EDDY_OK, ""};
+    bool consuming = eddy__push_admits(&ps->set, src);
+    eddy_status st = consuming ? eddy_rbus_resume(ps->bus, src->sub_name, &e)
+                               : eddy_rbus_pause(ps->bus, src->sub_name, &e);
+    if (st != EDDY_OK)
+        eddy__log(&ps->set.log, EDDY_LOG_WARN,
+                  "push source '%s': could not %s its subscription: %s", src->id,
+                  consuming ? "resume" : "pause", e.detail);
+}
+
 /* Settles a routed delivery as the core says, and tells what changed. */
 static eddy_status settle(rsrc *b, const eddy_event *ev, eddy_status st, eddy_route route,
                           const eddy_error *err) {
@@ -395,6 +408,8 @@ static eddy_status settle(rsrc *b, const eddy_event *ev, eddy_status st, eddy_ro
         eddy__push_snapshot(&ps->set, src, &p);
         tell(ps, &p);
     }
+    if (r.pause && !ps->closing)
+        follow(ps, src);
     if (!ps->closing)
         eddy__push_notify(&ps->set.opts.observer, &ps->set.log, ev, st, route, err);
     return r.handler;
@@ -413,8 +428,14 @@ static void routed(eddy_status st, eddy_route route, const eddy_error *err, void
 static eddy_status rpush_handler(eddy_delivery *d, void *user) {
     rsrc *b = user;
     eddy_rpush_sources *ps = b->ps;
-    if (ps->closing || !eddy__push_admits(&ps->set, b->src))
+    bool stop = false;
+    if (ps->closing)
         return EDDY_ERR_UNAVAILABLE;
+    if (!eddy__push_gate(&ps->set, b->src, &stop)) {
+        if (stop)
+            follow(ps, b->src);
+        return EDDY_ERR_UNAVAILABLE;
+    }
     const eddy_event *ev = eddy_delivery_event(d);
     eddy_event_meta meta;
     bool has_meta = eddy_delivery_stored_meta(d, &meta) != 0;
@@ -447,6 +468,8 @@ static void caught_up(eddy_status st, const eddy_error *err, void *user) {
         eddy_push_progress p;
         eddy__push_ended(&ps->set, src, st, err, has_info ? &info : NULL, eddy__push_now_ms(), &p);
         tell(ps, &p);
+        if (!ps->closing)
+            follow(ps, src);
         if (!eddy__push_any_catching_up(&ps->set))
             ev_timer_stop(ps->loop, &ps->progress);
         rreq *r = b->req;
@@ -477,6 +500,7 @@ static eddy_status start_one(eddy_rpush_sources *ps, eddy__push_source *src, rre
     tell(ps, &p);
     if (ps->closing) /* the callback freed the sources */
         return eddy__fail(err, EDDY_ERR_CLOSED, "the push sources were freed");
+    follow(ps, src); /* registered: the subscription may read now */
     if (ps->set.opts.progress)
         ev_timer_again(ps->loop, &ps->progress);
     st = src->go_live ? eddy_rdomain_go_live(src->feed, src->id, caught_up, b, &e)
@@ -486,6 +510,8 @@ static eddy_status start_one(eddy_rpush_sources *ps, eddy__push_source *src, rre
         bool has_info = eddy_rdomain_get_info(src->feed, &info) == EDDY_OK;
         eddy__push_ended(&ps->set, src, st, &e, has_info ? &info : NULL, eddy__push_now_ms(), &p);
         tell(ps, &p);
+        if (!ps->closing)
+            follow(ps, src);
         return eddy__fail(err, st, "push source '%s': %s", src->id, e.detail);
     }
     ps->inflight++;
@@ -555,14 +581,7 @@ static eddy_status add_source(eddy_rpush_sources *ps, const eddy_rpush_source_sp
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory adding a push source");
     }
     eddy_subscription_spec sub;
-    eddy_subscription_spec_init(&sub);
-    sub.name = src->sub_name;
-    sub.pattern = src->subject;
-    sub.shape = EDDY_COMPETING;
-    sub.group = src->group;
-    sub.delivery = EDDY_AT_LEAST_ONCE;
-    sub.handler = rpush_handler;
-    sub.user = b;
+    eddy__push_sub_spec(src, rpush_handler, b, &sub); /* paused until registered */
     rc->ps = ps;
     rc->r = r;
     if ((st = eddy_rbus_subscribe_ready(ps->bus, &sub, on_ready, rc, err)) != EDDY_OK) {

@@ -26,6 +26,7 @@
 #include "delivery.h"
 #include "error.h"
 #include "internal.h"
+#include "redis.h"
 #include "reply.h"
 #include "timing.h"
 
@@ -174,6 +175,7 @@ static void act_send(ract *act) {
     }
     memset(act->replies, 0, n * sizeof(*act->replies));
     act->got = 0;
+    act->cut = false;
     act->state = A_ROUND;
     for (size_t i = 0; i < n; i++)
         if (!rconn_send(act->conn, &act->plan.cmds.cmds[i], i + 1 == n ? act->plan.block_ms : -1,
@@ -331,6 +333,29 @@ static void end_stopped_round(ract *act) {
     act_kill(act);
 }
 
+/* A pause cut the round's blocking read short, with every other reply in: the read counts as
+ * timed out (the other replies are fed), the connection goes, and a new one is opened at once
+ * (no backoff: nothing failed). What the read took stays pending (AtLeastOnce only: the core
+ * asks for no cut otherwise) and is read again from the history on resume. */
+static void cut_round(ract *act) {
+    size_t n = act->plan.cmds.n;
+    act->cut = false;
+    redisReply *nil = eddy__reply_nil();
+    if (nil) {
+        act->replies[n - 1] = nil;
+        act->got = n;
+        if (eddy__consumer_feed(act->consumer, &act->plan, act->replies, n, &act->out) != EDDY_OK)
+            eddy__log(&act->bus->s.log, EDDY_LOG_WARN, "subscription '%s': unexpected replies",
+                      act->rs->sub->name);
+        abandon_out(act);
+    }
+    free_replies(act);
+    rconn_close(act->conn);
+    act->conn = NULL;
+    eddy__consumer_reset(act->consumer);
+    act_connect(act);
+}
+
 static void act_reply(void *owner, void *priv, redisReply *r) {
     ract *act = owner;
     eddy_rbus *bus = act->bus;
@@ -344,6 +369,8 @@ static void act_reply(void *owner, void *priv, redisReply *r) {
             act_lost(act, &err);
         } else if (act->stopping && act->plan.block_ms >= 0 && act->got + 1 == n) {
             end_stopped_round(act);
+        } else if (act->cut && act->plan.block_ms >= 0 && act->got + 1 == n) {
+            cut_round(act);
         }
     } else if (act->state == A_ROUND) {
         act->replies[act->got++] = r;
@@ -434,6 +461,45 @@ void ract_stop(ract *act) {
     case A_DEAD:
         break;
     }
+}
+
+static void killed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
+    (void)p;
+    if (st != EDDY_OK && st != EDDY_ERR_CLOSED)
+        eddy__log(&bus->s.log, EDDY_LOG_DEBUG, "pause: CLIENT KILL failed: %s",
+                  err ? err->detail : eddy_status_str(st));
+}
+
+/* Has the server drop the activation's connection, through the publishing connection: it is
+ * done there before anything this bus publishes next, so the cut read takes none of it (our own
+ * close reaches the server in its own time). Best effort: the close follows anyway. */
+static void kill_on_server(ract *act) {
+    long long id = act->conn ? rconn_client_id(act->conn) : -1;
+    if (id < 0)
+        return;
+    rpub *p = rpub_new(killed, NULL);
+    if (p)
+        eddy__client_kill_cmd(&p->cmds, id);
+    if (p && (eddy__cmdlist_status(&p->cmds) != EDDY_OK || rpub_submit(act->bus, p) != EDDY_OK))
+        rpub_free(p);
+}
+
+void ract_wake(ract *act, eddy__wake how) {
+    if (how == EDDY__WAKE_NONE || act->stopping || act->state == A_DEAD || act->bus->freeing)
+        return;
+    if (act->state == A_IDLE) {
+        ev_timer_stop(act->bus->loop, &act->timer);
+        act_step(act);
+    } else if (how == EDDY__WAKE_READ && act->state == A_ROUND && act->plan.block_ms >= 0) {
+        act->cut = true;
+        rconn_drain(act->conn); /* replies that already arrived count */
+        if (act->state == A_ROUND && act->cut && act->got + 1 == act->plan.cmds.n) {
+            kill_on_server(act);
+            cut_round(act);
+        }
+    }
+    /* Otherwise the activation plans again soon (after its round, its handlers or its
+     * reconnect), and the core decides from the new state then. */
 }
 
 static void orphan_finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {

@@ -138,6 +138,12 @@ static bool at_least_once(const eddy__consumer *c) {
     return c->sub->delivery == EDDY_AT_LEAST_ONCE;
 }
 
+static bool paused(const eddy__consumer *c) { return atomic_load(&c->sub->paused); }
+
+/* Not handing out what a read returns: AtLeastOnce while paused. The entries stay pending for
+ * this consumer and come back through its history on resume. */
+static bool withholding(const eddy__consumer *c) { return at_least_once(c) && paused(c); }
+
 /* A stream known when the subscription starts gets its group at "$": only what is published
  * from now on. A stream found later did not exist then (publishers register a subject before
  * its first entry), so everything in it is newer than the subscription: "0". */
@@ -193,6 +199,27 @@ static void drop_dlq(eddy__consumer *c) {
     for (size_t i = 0; i < c->dlq.n; i++)
         eddy__cmd_reset(&c->dlq.v[i].xadd);
     c->dlq.n = 0;
+}
+
+/* Paused: whatever was read and not handed out (claimed entries waiting for their counts,
+ * a history read under way) stays pending for this consumer; the history read starts over on
+ * resume and finds it, as after a restart. */
+static void rewind_history(eddy__consumer *c) {
+    drop_waiting(c);
+    for (size_t s = 0; s < c->streams.n; s++) {
+        cstream *st = &c->streams.v[s];
+        st->recovered = !at_least_once(c);
+        st->in_history = false;
+        strcpy(st->history_cursor, "0");
+    }
+}
+
+eddy__wake eddy__consumer_pause(eddy__sub *sub, bool pause) {
+    if (atomic_exchange(&sub->paused, pause) == pause)
+        return EDDY__WAKE_NONE;
+    if (!pause)
+        return EDDY__WAKE_IDLE;
+    return sub->delivery == EDDY_AT_LEAST_ONCE ? EDDY__WAKE_READ : EDDY__WAKE_NONE;
 }
 
 void eddy__consumer_free(eddy__consumer *c) {
@@ -386,6 +413,16 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
     }
     if (groups_missing)
         return EDDY_OK;
+    if (paused(c)) {
+        /* No read, no claim, no count: idle until resumed (the front end is woken then), or
+         * until the next subject discovery. */
+        rewind_history(c);
+        long long wait = c->s->block_ms;
+        if (!c->sub->literal)
+            wait = min_ll(wait, c->next_discovery - now);
+        p->idle_ms = wait < 1 ? 1 : wait;
+        return EDDY_OK;
+    }
     if (c->waiting.n > 0) {
         /* The delivery count of each claimed entry, asked one by one so that other pending
          * entries between them cannot crowd them out of the answer. */
@@ -685,7 +722,7 @@ static long stream_by_key(eddy__consumer *c, const redisReply *key) {
 }
 
 /* XREADGROUP: nil (timeout) or [[key, entries], ...]. */
-static eddy_status feed_read(eddy__consumer *c, const redisReply *r, bool history,
+static eddy_status feed_read(eddy__consumer *c, const redisReply *r, bool history, bool withhold,
                              eddy__delivery_list *out) {
     if (r->type == REDIS_REPLY_NIL)
         return EDDY_OK;
@@ -712,6 +749,8 @@ static eddy_status feed_read(eddy__consumer *c, const redisReply *r, bool histor
                 snprintf(c->streams.v[s].history_cursor, ID_MAX, "%.*s", (int)v.idlen, v.id);
             if (!v.fields) /* deleted while pending: nothing left to handle */
                 queue_ack(c, (size_t)s, v.id);
+            else if (withhold)
+                continue; /* stays pending; read again from the history on resume */
             else if (history)
                 keep_for_counts(c, (size_t)s, v);
             else
@@ -728,7 +767,7 @@ static eddy_status feed_read(eddy__consumer *c, const redisReply *r, bool histor
 }
 
 /* XAUTOCLAIM: [cursor, entries, deleted-ids]. */
-static eddy_status feed_claim(eddy__consumer *c, size_t s, const redisReply *r) {
+static eddy_status feed_claim(eddy__consumer *c, size_t s, const redisReply *r, bool withhold) {
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 2 ||
         r->element[0]->type != REDIS_REPLY_STRING || eddy__reply_entries(r->element[1]) != EDDY_OK)
         return EDDY_ERR_PROTOCOL;
@@ -738,7 +777,7 @@ static eddy_status feed_claim(eddy__consumer *c, size_t s, const redisReply *r) 
         st->claim_active = false;
     for (size_t e = 0; e < r->element[1]->elements; e++) {
         eddy__entry_view v = eddy__reply_entry(r->element[1], e);
-        if (v.fields)
+        if (v.fields && !withhold)
             keep_for_counts(c, s, v);
     }
     return EDDY_OK;
@@ -785,7 +824,8 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
         if (!replies[i])
             return EDDY_ERR_IO;
     eddy__sub *sub = c->sub;
-    c->inflight.n = 0; /* every acknowledgement and hand-back got its answer */
+    bool withhold = withholding(c); /* paused since the plan: hand nothing out */
+    c->inflight.n = 0;              /* every acknowledgement and hand-back got its answer */
     c->held_inflight.n = 0;
     for (size_t i = 0; i < n; i++) {
         const redisReply *r = replies[i];
@@ -850,21 +890,24 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
                 break;
             }
             if (r->type == REDIS_REPLY_ERROR ||
-                feed_read(c, r, plan->cmds.tags[i] == T_HISTORY, out) != EDDY_OK)
+                feed_read(c, r, plan->cmds.tags[i] == T_HISTORY, withhold, out) != EDDY_OK)
                 retry_later(c, "XREADGROUP", r);
             break;
         case T_CLAIM:
             if (is_nogroup(r)) {
                 c->streams.v[arg].group_ready = false;
                 c->streams.v[arg].group_start = "0";
-            } else if (r->type == REDIS_REPLY_ERROR || feed_claim(c, (size_t)arg, r) != EDDY_OK)
+            } else if (r->type == REDIS_REPLY_ERROR ||
+                       feed_claim(c, (size_t)arg, r, withhold) != EDDY_OK)
                 retry_later(c, "XAUTOCLAIM", r);
             break;
         default:
             break;
         }
     }
-    if (c->counts_asked)
+    if (withhold)
+        rewind_history(c); /* what was withheld stays pending: the history finds it on resume */
+    else if (c->counts_asked)
         feed_counts(c, replies, plan, out);
     return EDDY_OK;
 }

@@ -26,6 +26,14 @@
  * RETRYCOUNT, so it does not count toward max_deliveries. A blocking read is never pipelined
  * behind acknowledgements, hand-backs or dead letters: those go in a round trip of their own.
  *
+ * Pausing (eddy__consumer_pause; the state lives in the sub, so it outlives activations): a
+ * paused consumer still sends what was settled, discovers subjects and creates groups (so it
+ * becomes ready and the broker keeps its messages), but plans no read, no claim and no count:
+ * it idles. What a read returns while paused is not handed out (AtLeastOnce: it stays pending
+ * for this consumer; AtMostOnce: it left the pending list when read, so it is handed out). A
+ * paused consumer forgets where its history read was, so a resume starts with its own pending
+ * entries, as after a restart, then goes on with new ones.
+ *
  * Thread: plan, feed and reset from one thread at a time (the subscription's reader);
  * settle from any thread. */
 #ifndef EDDY_SRC_CONSUMER_H
@@ -88,6 +96,21 @@ eddy_status eddy__sub_run(const eddy__sub *sub, eddy_delivery *d, eddy_event **r
 
 /* Deliveries handed out and not yet settled. Thread: any. */
 size_t eddy__consumer_outstanding(eddy__consumer *c);
+
+/* What a front end does after a pause or resume, so that it takes effect promptly. */
+typedef enum eddy__wake {
+    EDDY__WAKE_NONE, /* nothing changed, or nothing to hurry */
+    EDDY__WAKE_IDLE, /* end an idle wait: plan again now */
+    EDDY__WAKE_READ  /* also cut a blocking read short (what it read stays pending) */
+} eddy__wake;
+
+/* Pauses (paused true) or resumes the subscription; see the comment at the top. A pause of an
+ * AtLeastOnce subscription asks to cut a blocking read short (its entries stay pending, so
+ * nothing is lost); an AtMostOnce read is left to end by itself (within block_ms), since the
+ * entries NOACK read are gone from the pending list: a read cut short could lose them. A
+ * resume ends the idle wait. Pausing a paused subscription (or resuming a running one) changes
+ * nothing: EDDY__WAKE_NONE. Thread: any (the reader sees the change at its next plan or feed). */
+eddy__wake eddy__consumer_pause(eddy__sub *sub, bool paused);
 
 /* The connection was lost: see the comment at the top. */
 void eddy__consumer_reset(eddy__consumer *c);

@@ -6,8 +6,10 @@
  *   FAILED when its registration is refused or its filter turns out unreadable); FAILED is
  *   final, and a source is claimed (started) at most once.
  * - Messages are routed only for CATCHING_UP and LIVE sources: a source that is not registered
- *   yet, or that failed, hands every message back without touching its feed, so nothing is
- *   acknowledged that no projection received.
+ *   yet, or that failed, hands back any message it is given without touching its feed, so
+ *   nothing is acknowledged that no projection received. Such a source is not given any, as a
+ *   rule: its subscription is paused while it does not route (eddy__push_consuming), so the
+ *   broker keeps its messages instead of handing them out to be handed back.
  * - No user callback runs under a lock. */
 #include "push.h"
 
@@ -322,9 +324,34 @@ eddy_status eddy__push_ids(eddy__push_source *const *srcs, size_t n, const char 
 
 bool eddy__push_admits(eddy__push_set *s, eddy__push_source *src) {
     pthread_mutex_lock(&s->lock);
-    bool ok = src->state == EDDY_PUSH_CATCHING_UP || src->state == EDDY_PUSH_LIVE;
+    bool ok = eddy__push_consuming(src->state);
     pthread_mutex_unlock(&s->lock);
     return ok;
+}
+
+bool eddy__push_consuming(eddy_push_state state) {
+    return state == EDDY_PUSH_CATCHING_UP || state == EDDY_PUSH_LIVE;
+}
+
+void eddy__push_sub_spec(const eddy__push_source *src, eddy_handler_fn handler, void *user,
+                         eddy_subscription_spec *out) {
+    eddy_subscription_spec_init(out);
+    out->name = src->sub_name;
+    out->pattern = src->subject;
+    out->shape = EDDY_COMPETING;
+    out->group = src->group;
+    out->delivery = EDDY_AT_LEAST_ONCE;
+    out->handler = handler;
+    out->user = user;
+    out->paused = true; /* until the projection is registered */
+}
+
+bool eddy__push_gate(eddy__push_set *s, eddy__push_source *src, bool *pause) {
+    pthread_mutex_lock(&s->lock);
+    eddy_push_state state = src->state;
+    pthread_mutex_unlock(&s->lock);
+    *pause = state == EDDY_PUSH_FAILED;
+    return eddy__push_consuming(state);
 }
 
 static void fill(const eddy__push_source *src, eddy_push_progress *out) {
@@ -356,7 +383,7 @@ static bool fail_locked(eddy__push_source *src, eddy_status st, const char *deta
 eddy__push_settled eddy__push_settle(eddy__push_set *s, eddy__push_source *src, eddy_status st,
                                      eddy_route route, const eddy_error *err, bool has_projection,
                                      bool refuses_permanently) {
-    eddy__push_settled r = {st, false};
+    eddy__push_settled r = {st, false, false};
     const char *detail = err && err->status == st ? err->detail : NULL;
     if (st == EDDY_OK) {
         r.handler = route == EDDY_ROUTE_DEFERRED ? EDDY_ERR_UNAVAILABLE : EDDY_OK;
@@ -368,10 +395,11 @@ eddy__push_settled eddy__push_settle(eddy__push_set *s, eddy__push_source *src, 
         pthread_mutex_unlock(&s->lock);
         if (r.failed)
             eddy__log(&s->log, EDDY_LOG_ERROR,
-                      "push source '%s' stops routing (%s: %s): every message is handed back "
-                      "until the feed is replaced",
+                      "push source '%s' stops consuming (%s: %s): its messages stay with the "
+                      "broker for the feed that replaces this one",
                       src->id, eddy_status_name(st), detail ? detail : "");
         r.handler = EDDY_ERR_UNAVAILABLE;
+        r.pause = true;
         return r;
     }
     if (st == EDDY_ERR_ILLEGAL_STATE && !has_projection) {

@@ -32,6 +32,7 @@
 typedef struct eddy__push_settled {
     eddy_status handler; /* what the subscription handler returns / finishes the delivery with */
     bool failed;         /* the source failed just now: report its progress */
+    bool pause;          /* the source has failed: pause its subscription (it stops consuming) */
 } eddy__push_settled;
 
 /* ---- the model ------------------------------------------------------------------------ */
@@ -142,13 +143,34 @@ eddy_status eddy__push_ids(eddy__push_source *const *srcs, size_t n, const char 
  * it has not failed (CATCHING_UP or LIVE). Otherwise the handler hands it back. */
 bool eddy__push_admits(eddy__push_set *s, eddy__push_source *src);
 
+/* The subscription's pause state follows the source's: it consumes only while the source routes
+ * (CATCHING_UP or LIVE, as eddy__push_admits). A source subscribes paused (eddy__push_sub_spec),
+ * so nothing is read, and nothing handed back, before its projection is registered: the front
+ * end resumes the subscription after the registration (manual mode: start-all; automatic: the
+ * add). A source that fails pauses it: it stops consuming, and the broker keeps its messages
+ * for the feed that replaces it. Front ends call eddy_bus_pause/eddy_bus_resume (or the rbus
+ * ones) with src->sub_name after every state change, as this says. */
+bool eddy__push_consuming(eddy_push_state state);
+
+/* The source's subscription: "push.<id>", Competing on the source's subject and group,
+ * AtLeastOnce (hand-backs need it), paused (see eddy__push_consuming), with handler/user. The
+ * strings are borrowed from src (the bus copies them). */
+void eddy__push_sub_spec(const eddy__push_source *src, eddy_handler_fn handler, void *user,
+                         eddy_subscription_spec *out);
+
+/* Before routing a message: true to route it; false to hand it back (EDDY_ERR_UNAVAILABLE),
+ * with *pause true when the source has failed (its subscription should be paused: a delivery
+ * still in hand when it failed). */
+bool eddy__push_gate(eddy__push_set *s, eddy__push_source *src, bool *pause);
+
 /* Settles a message src routed: st/route/err from the domain feed's route; refuses_permanently
  * from the feed after the route. DELIVERED and FILTERED: acknowledge (EDDY_OK). DEFERRED: hand
  * back (EDDY_ERR_UNAVAILABLE). EDDY_ERR_ILLEGAL_STATE with no projection registered or from a
  * failed feed: hand back (the message is not at fault; a failed feed also fails the source).
- * EDDY_ERR_UNREADABLE_FILTER: the source fails (logged) and hands this and every later message
- * back. Any other error (decode, apply, an event without the metadata its projection is keyed
- * by): a failed attempt (redelivered, dead-lettered after max_deliveries). */
+ * EDDY_ERR_UNREADABLE_FILTER: the source fails (logged), hands this message back and stops
+ * consuming (pause set: its subscription is paused). Any other error (decode, apply, an event
+ * without the metadata its projection is keyed by): a failed attempt (redelivered, dead-lettered
+ * after max_deliveries). */
 eddy__push_settled eddy__push_settle(eddy__push_set *s, eddy__push_source *src, eddy_status st,
                                      eddy_route route, const eddy_error *err, bool has_projection,
                                      bool refuses_permanently);

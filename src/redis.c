@@ -60,3 +60,21 @@ eddy_status eddy__handshake_check(redisReply **replies, size_t n, eddy_error *er
     }
     return EDDY_OK;
 }
+
+void eddy__client_id_cmd(eddy__cmdlist *out) {
+    eddy__cmd *c = eddy__cmdlist_add(out, 0, 0);
+    if (c) {
+        eddy__cmd_str(c, "CLIENT");
+        eddy__cmd_str(c, "ID");
+    }
+}
+
+void eddy__client_kill_cmd(eddy__cmdlist *out, long long client_id) {
+    eddy__cmd *c = eddy__cmdlist_add(out, 0, 0);
+    if (c) {
+        eddy__cmd_str(c, "CLIENT");
+        eddy__cmd_str(c, "KILL");
+        eddy__cmd_str(c, "ID");
+        eddy__cmd_fmt(c, "%lld", client_id);
+    }
+}

@@ -20,4 +20,11 @@ eddy_status eddy__handshake_cmds(const eddy__url *url, eddy__cmdlist *out);
 /* Checks their replies; a refused AUTH is EDDY_ERR_BACKEND without the password. */
 eddy_status eddy__handshake_check(redisReply **replies, size_t n, eddy_error *err);
 
+/* CLIENT ID: the connection's id on the server, which a pause needs to cut a blocking read
+ * (CLIENT KILL below). */
+void eddy__client_id_cmd(eddy__cmdlist *out);
+/* CLIENT KILL ID <id>: the server drops that connection before it runs anything sent after this
+ * on the sending connection (our own shutdown reaches it in its own time). */
+void eddy__client_kill_cmd(eddy__cmdlist *out, long long client_id);
+
 #endif

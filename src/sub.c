@@ -100,6 +100,7 @@ eddy_status eddy__sub_new(const eddy__settings *s, const eddy_subscription_spec 
     sub->responder = spec->responder;
     sub->user = spec->user;
     sub->literal = eddy__pattern_is_literal(spec->pattern);
+    atomic_init(&sub->paused, spec->paused);
     *out = sub;
     return EDDY_OK;
 }

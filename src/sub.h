@@ -25,6 +25,9 @@ typedef struct eddy__sub {
     eddy_responder_fn responder;
     void *user;
     bool literal; /* the pattern names one subject */
+    /* Paused (consumer.c decides what that means): set from any thread, read by the reader.
+     * It belongs to the subscription, so it holds across activations. */
+    atomic_bool paused;
     eddy__stats stats;
 } eddy__sub;
 

@@ -84,6 +84,18 @@ EDDY_EXPORT eddy_status eddy_bus_request_value(eddy_bus *bus, const char *subjec
 EDDY_EXPORT eddy_status eddy_bus_request_stats(eddy_bus *bus, const char *name,
                                                eddy_request_stats *out);
 
+/** Pauses the subscription `name` (see "pausing" in bus.h): it reads nothing until resumed;
+ * running handlers finish and are settled as usual. Works whether or not the bus is started; a
+ * blocking read in progress is cut short (AtLeastOnce), so the pause takes effect at once.
+ * Pausing a paused subscription is a no-op (EDDY_OK). EDDY_ERR_INVALID_ARGUMENT for an unknown
+ * name. Thread: any, including a handler (it waits for nothing). */
+EDDY_EXPORT eddy_status eddy_bus_pause(eddy_bus *bus, const char *name, eddy_error *err);
+
+/** Resumes the subscription `name`: it reads its own pending entries first, then new ones.
+ * Resuming a running subscription is a no-op (EDDY_OK). EDDY_ERR_INVALID_ARGUMENT for an
+ * unknown name. Thread: any, including a handler. */
+EDDY_EXPORT eddy_status eddy_bus_resume(eddy_bus *bus, const char *name, eddy_error *err);
+
 /** A subscription's counters. EDDY_ERR_INVALID_ARGUMENT for an unknown name. */
 EDDY_EXPORT eddy_status eddy_bus_consumer_stats(eddy_bus *bus, const char *name,
                                                 eddy_consumer_stats *out);

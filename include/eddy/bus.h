@@ -8,6 +8,7 @@
 #ifndef EDDY_BUS_H
 #define EDDY_BUS_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -199,10 +200,37 @@ typedef struct eddy_subscription_spec {
     eddy_handler_fn handler;
     void *user;
     eddy_responder_fn responder;
+    /** Start paused: the subscription's group is created when the bus starts (so the broker
+     * keeps every message published from then on) but nothing is read until it is resumed
+     * (eddy_bus_resume, eddy_rbus_resume). See "pausing" below. */
+    bool paused;
 } eddy_subscription_spec;
 
-/** Zeroes the spec: Competing, AtMostOnce, no handler. Thread: any. */
+/** Zeroes the spec: Competing, AtMostOnce, no handler, not paused. Thread: any. */
 EDDY_EXPORT void eddy_subscription_spec_init(eddy_subscription_spec *spec);
+
+/* ---- pausing ------------------------------------------------------------------------- *
+ *
+ * A subscription may be paused and resumed (eddy_bus_pause/eddy_bus_resume on the blocking
+ * front end, eddy_rbus_pause/eddy_rbus_resume on the reactive one), before or after the bus
+ * starts, and across stops, starts and reconnects (the state belongs to the subscription, not
+ * to an activation). A paused subscription reads no new entries and claims none: the broker
+ * keeps what is published to it (its group is still created when the bus starts, and subject
+ * discovery goes on for a pattern), so a paused subscription loses nothing. Deliveries already
+ * handed to its handler finish normally: their acknowledgements, hand-backs, dead letters and
+ * replies still go out. Resuming picks up where it left: its own pending entries first (as
+ * after a restart), then new ones.
+ *
+ * At the moment of the pause a read may be in progress. AtLeastOnce: it is cut short (on a
+ * redis:// backend the server drops the reader's connection, CLIENT KILL, through the bus's
+ * publishing connection: done before the pause returns on the blocking front end, and ahead of
+ * anything the bus publishes next on the reactive one), and whatever it had taken is not handed
+ * out but stays pending for the subscription, to be delivered after the resume (its delivery
+ * count then shows the read: the attempt may be 2).
+ * AtMostOnce: its entries left the pending list when read (NOACK), so the read is not cut
+ * short; it ends within block_ms and what it returns is still delivered.
+ * A paused responder answers nothing: requests to it end with EDDY_ERR_NO_REPLY at their
+ * deadline. */
 
 /* ---- counters ------------------------------------------------------------------------ */
 

@@ -7,29 +7,34 @@
  * outcome (the rules live in one place, src/push.c, shared with the reactive side, rpush.h):
  *
  *   DELIVERED, FILTERED            acknowledged
- *   DEFERRED, nothing registered,  handed back (the handler returns EDDY_ERR_UNAVAILABLE: not
- *   source not started yet         acknowledged, delivered again after redelivery_idle_ms, and
+ *   DEFERRED, nothing registered   handed back (the handler returns EDDY_ERR_UNAVAILABLE: not
+ *                                  acknowledged, delivered again after redelivery_idle_ms, and
  *                                  not counted toward max_deliveries, so never dead-lettered
  *                                  for it)
- *   EDDY_ERR_UNREADABLE_FILTER,    the source stops routing: it fails (its status says why, an
- *   a failed feed (its catch-up    error goes to the log) and hands back this and every later
- *   failed)                        message without routing it, so the broker keeps them for
- *                                  the feed that replaces this one
+ *   EDDY_ERR_UNREADABLE_FILTER,    the source fails (its status says why, an error goes to the
+ *   a failed feed (its catch-up    log), hands back the message in hand without routing it and
+ *   failed)                        stops consuming: its subscription is paused (eddy_bus_pause),
+ *                                  so the broker keeps this and every later message for the
+ *                                  feed that replaces this one; none is read, none dead-lettered
  *   any other error                not acknowledged (a failed attempt: redelivered, dead-lettered
  *                                  after max_deliveries): decode or apply failed, or an event
  *                                  without the metadata its projection is keyed by
  *
- * A source routes only once its projection is registered: before that (manual mode before
- * start-all, or an automatic add between the subscription and the registration) the handler
- * hands every message back without touching the feed, so nothing is acknowledged that no
- * projection received, whatever else is registered.
+ * A source consumes only while it routes: its subscription is made paused and resumed once its
+ * projection is registered (manual mode: at start-all; automatic: in the add, right after the
+ * registration), and paused again when the source fails. So before the registration the broker
+ * holds its messages: none is read, and none is handed back. Should a message reach a source
+ * that does not route (it is handed to it by a read made before a pause took effect), it is
+ * handed back without touching the feed, so nothing is acknowledged that no projection
+ * received, whatever else is registered.
  *
  * Start modes (spec/catch-up-feeds.txt, ManualStartPushSources and startupMode):
  * - EDDY_PUSH_AUTOMATIC: eddy_push_sources_add registers the projection with its feed and
  *   starts it at once.
- * - EDDY_PUSH_MANUAL: eddy_push_sources_add subscribes (so the group exists and the broker keeps
- *   every message from then on) but withholds the registration until eddy_push_sources_start_all.
- *   Messages arriving before are handed back, never lost.
+ * - EDDY_PUSH_MANUAL: eddy_push_sources_add subscribes, paused (so the group exists and the
+ *   broker keeps every message from then on), but withholds the registration until
+ *   eddy_push_sources_start_all, which resumes the subscription once the projection is
+ *   registered. Messages arriving before stay with the broker: not read, never lost.
  * Starting a source means: register its projection with its domain feed, then catch up (or go
  * live, when spec.go_live says so: the events are stored elsewhere). EDDY_PUSH_FOREGROUND runs the
  * catch-up on the calling thread; EDDY_PUSH_BACKGROUND runs it on a thread of its own, off the
@@ -108,9 +113,10 @@ typedef enum eddy_push_state {
     EDDY_PUSH_CATCHING_UP, /**< registered; its catch-up runs */
     EDDY_PUSH_LIVE,        /**< live */
     EDDY_PUSH_FAILED       /**< its registration or catch-up failed, its feed failed, or its
-                                filter cannot be read: it hands every message back. Also a
-                                catch-up stopped or cancelled before the feed went live
-                                (reason EDDY_ERR_CLOSED; the feed itself has not failed) */
+                                filter cannot be read: it stops consuming (its subscription is
+                                paused; the broker keeps its messages). Also a catch-up stopped
+                                or cancelled before the feed went live (reason EDDY_ERR_CLOSED;
+                                the feed itself has not failed) */
 } eddy_push_state;
 
 /** Where a source is. */
@@ -182,8 +188,9 @@ EDDY_EXPORT eddy_status eddy_push_sources_new(eddy_bus *bus, const eddy_push_opt
 EDDY_EXPORT void eddy_push_sources_free(eddy_push_sources *ps);
 
 /** Adds a source and subscribes it (subscription "push.<id>", Competing, AtLeastOnce, on
- * spec->subject with spec->group; on a started bus the call returns once the group reads, so a
- * message published after it is kept by the broker). EDDY_ERR_INVALID_SPEC for a missing field
+ * spec->subject with spec->group, made paused and resumed once the projection is registered; on
+ * a started bus the call returns once the group exists, so a message published after it is kept
+ * by the broker). EDDY_ERR_INVALID_SPEC for a missing field
  * (id, feed, projection.apply, subject, group), EDDY_ERR_INVALID_ARGUMENT for an id added
  * already; the bus's refusal of the subscription (nothing is added then). Automatic mode: starts
  * it (foreground: returns the registration's or the catch-up's status; background: the

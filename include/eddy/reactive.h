@@ -145,6 +145,18 @@ EDDY_EXPORT void eddy_rrequest_cancel(eddy_rrequest *req);
 EDDY_EXPORT eddy_status eddy_rbus_request_stats(eddy_rbus *bus, const char *name,
                                                 eddy_request_stats *out);
 
+/** Pauses the subscription `name` (see "pausing" in bus.h): it reads nothing until resumed;
+ * handlers that returned EDDY_PENDING still finish as usual. Works whether or not the bus is
+ * started; a blocking read in progress is cut short (AtLeastOnce) and an idle wait ends, so the
+ * pause takes effect at once. Pausing a paused subscription is a no-op (EDDY_OK).
+ * EDDY_ERR_INVALID_ARGUMENT for an unknown name. Thread: the loop's (a handler may call it). */
+EDDY_EXPORT eddy_status eddy_rbus_pause(eddy_rbus *bus, const char *name, eddy_error *err);
+
+/** Resumes the subscription `name`: it reads its own pending entries first, then new ones.
+ * Resuming a running subscription is a no-op (EDDY_OK). EDDY_ERR_INVALID_ARGUMENT for an
+ * unknown name. Thread: the loop's. */
+EDDY_EXPORT eddy_status eddy_rbus_resume(eddy_rbus *bus, const char *name, eddy_error *err);
+
 /** A subscription's counters. EDDY_ERR_INVALID_ARGUMENT for an unknown name. */
 EDDY_EXPORT eddy_status eddy_rbus_consumer_stats(eddy_rbus *bus, const char *name,
                                                  eddy_consumer_stats *out);

@@ -2,10 +2,13 @@
  *
  * The mirror of eddy/push.h over the reactive bus (eddy_rbus) and reactive domain feeds
  * (eddy_rdomain_feed), built on the same core (src/push.c), so nothing is decided differently:
- * the same outcomes settle the same way (DELIVERED and FILTERED acknowledged; DEFERRED, nothing
- * registered, a source not started and a failed source handed back with EDDY_ERR_UNAVAILABLE;
- * EDDY_ERR_UNREADABLE_FILTER fails the source; any other error is a failed attempt), the same
- * start modes, states and progress figures. It shares push.h's observer, options, states and
+ * the same outcomes settle the same way (DELIVERED and FILTERED acknowledged; DEFERRED and
+ * nothing registered handed back with EDDY_ERR_UNAVAILABLE; EDDY_ERR_UNREADABLE_FILTER or a
+ * failed feed fails the source, which hands back the message in hand and stops consuming: its
+ * subscription is paused with eddy_rbus_pause and the broker keeps its messages; any other
+ * error is a failed attempt), the same start modes (a source's subscription is made paused and
+ * resumed once its projection is registered: in manual mode nothing is read before start-all),
+ * states and progress figures. It shares push.h's observer, options, states and
  * progress types.
  *
  * Where the blocking side waits, these functions complete through callbacks on the loop:

@@ -1,15 +1,19 @@
 /* Publish/subscribe behaviour, one table of scenarios run on every front end and backend:
  * competing and fanout delivery, acknowledgement after success, redelivery, dead letters,
  * malformed entries, hand-backs (EDDY_ERR_UNAVAILABLE), pattern subscriptions on brand-new
- * subjects, recovery of a consumer's own pending entries, stop while blocked, and bad input. */
+ * subjects, recovery of a consumer's own pending entries, stop while blocked, bad input, and
+ * pausing and resuming a subscription. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "driver.h"
 #include "eddy/blocking.h"
+#include "eddy/reactive.h"
 #include "eddy_test.h"
 #include "raw.h"
 #include "recorder.h"
@@ -692,4 +696,234 @@ Test(bus, redis_down_is_an_io_error, .timeout = 30) {
     cr_expect_eq(eddy_bus_new(&s, NULL, 0, &b, &err), EDDY_ERR_IO);
     cr_expect_null(b);
     cr_expect(strlen(err.detail) > 0);
+}
+
+/* ---- pause and resume ------------------------------------------------------------------ */
+
+static long long stream_len(ctx *c, const char *subject) {
+    return raw_int(c->url, "XLEN {%s}:s:%s", c->ns, subject);
+}
+
+static uint64_t delivered_of(ctx *c, tbus *b, const char *name) {
+    eddy_consumer_stats st;
+    cr_assert_eq(c->d->stats(b, name, &st), EDDY_OK);
+    return st.delivered;
+}
+
+/* Lets a paused subscription show whether it still reads: several blocking reads and claim
+ * rounds long. Only ever used together with a positive control that did receive the messages. */
+static void settle_a_while(ctx *c) {
+    long long ms = 3 * (long long)c->s.block_ms;
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+typedef struct pending_wait {
+    ctx *c;
+    const char *subject, *group;
+    long long n;
+} pending_wait;
+
+static bool pending_is(void *arg) {
+    pending_wait *w = arg;
+    return pending_count(w->c, w->subject, w->group) == w->n;
+}
+
+static void publish_n(ctx *c, tbus *b, const char *subject, const char *prefix, int n) {
+    char id[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "%s%d", prefix, i);
+        must_publish(c, b, subject, id, "t.paused");
+    }
+}
+
+static void expect_each_once(recorder *r, const char *prefix, int n) {
+    char id[32];
+    for (int i = 0; i < n; i++) {
+        snprintf(id, sizeof(id), "%s%d", prefix, i);
+        cr_expect_eq(rec_seen(r, id), 1, "%s delivered %d times", id, rec_seen(r, id));
+        cr_expect_eq(rec_handled(r, id), 1, "%s", id);
+    }
+}
+
+ParameterizedTestParameters(bus, pause_keeps_messages_with_the_broker_until_resume) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, pause_keeps_messages_with_the_broker_until_resume,
+                  .timeout = 120) {
+    ctx c;
+    setup(&c, p);
+    recorder rp, rc;
+    rec_init(&rp);
+    rec_init(&rc);
+    /* "p" is paused and resumed; "c", another group on the same subject, is the control. */
+    eddy_subscription_spec specs[2] = {
+        spec("p", "pz.created", EDDY_COMPETING, "gp", EDDY_AT_LEAST_ONCE, &rp),
+        spec("c", "pz.created", EDDY_COMPETING, "gc", EDDY_AT_LEAST_ONCE, &rc)};
+    tbus *b = must_bus(&c, specs, 2);
+    must_start(&c, b);
+    publish_n(&c, b, "pz.created", "a", 5);
+    cr_assert(rec_wait(&rp, 5, 20000), "only %d of 5 before the pause", rec_count(&rp));
+    cr_assert(rec_wait(&rc, 5, 20000));
+    /* Once its acknowledgements are in, the reader waits in a blocking read: the pause must cut
+     * it short, or it would take what is published next. */
+    pending_wait pw = {&c, "pz.created", "gp", 0};
+    cr_assert(eddy_test_wait_until(pending_is, &pw, 20000));
+
+    eddy_error err = {0};
+    cr_assert_eq(c.d->pause(b, "p", &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(c.d->pause(b, "p", &err), EDDY_OK, "pausing a paused one is a no-op");
+    publish_n(&c, b, "pz.created", "b", 10);
+    cr_assert(rec_wait(&rc, 15, 20000), "the control got only %d", rec_count(&rc));
+    settle_a_while(&c);
+    cr_expect_eq(rec_count(&rp), 5, "delivered while paused: %d", rec_count(&rp) - 5);
+    cr_expect_eq(delivered_of(&c, b, "p"), 5);
+    cr_expect_eq(pending_count(&c, "pz.created", "gp"), 0, "nothing read while paused (%s, %s)",
+                 c.d->name, c.url);
+    cr_expect_eq(stream_len(&c, "pz.created"), 15, "the stream keeps them");
+
+    cr_assert_eq(c.d->resume(b, "p", &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(c.d->resume(b, "p", &err), EDDY_OK, "resuming a running one is a no-op");
+    cr_assert(rec_wait(&rp, 15, 20000), "only %d of 15 after the resume", rec_count(&rp));
+    cr_expect(eddy_test_wait_until(pending_is, &pw, 20000), "all acknowledged");
+    expect_each_once(&rp, "a", 5);
+    expect_each_once(&rp, "b", 10);
+    expect_each_once(&rc, "b", 10);
+    cr_expect_eq(dlq_len(&c, "gp"), 0);
+
+    /* Unknown names are refused; the control is untouched. */
+    cr_expect_eq(c.d->pause(b, "nope", &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect(strstr(err.detail, "nope"), "%s", err.detail);
+    cr_expect_eq(c.d->resume(b, "nope", &err), EDDY_ERR_INVALID_ARGUMENT);
+    c.d->free(b);
+    rec_destroy(&rp);
+    rec_destroy(&rc);
+}
+
+ParameterizedTestParameters(bus, a_subscription_may_start_paused) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, a_subscription_may_start_paused, .timeout = 120) {
+    ctx c;
+    setup(&c, p);
+    recorder rp, rc;
+    rec_init(&rp);
+    rec_init(&rc);
+    eddy_subscription_spec specs[2] = {
+        spec("p", "sp.created", EDDY_COMPETING, "gp", EDDY_AT_LEAST_ONCE, &rp),
+        spec("c", "sp.created", EDDY_COMPETING, "gc", EDDY_AT_LEAST_ONCE, &rc)};
+    specs[0].paused = true;
+    tbus *b = must_bus(&c, specs, 2);
+    must_start(&c, b);
+    /* The group exists from the start: nothing published from now on is lost. */
+    cr_expect_eq(pending_count(&c, "sp.created", "gp"), 0, "the group was created");
+    publish_n(&c, b, "sp.created", "a", 5);
+    cr_assert(rec_wait(&rc, 5, 20000));
+    settle_a_while(&c);
+    cr_expect_eq(rec_count(&rp), 0);
+    cr_expect_eq(delivered_of(&c, b, "p"), 0);
+    cr_expect_eq(pending_count(&c, "sp.created", "gp"), 0, "nothing read");
+
+    /* A stop and a start (a new activation) keep it paused. */
+    cr_assert_eq(c.d->stop(b), EDDY_OK);
+    must_start(&c, b);
+    publish_n(&c, b, "sp.created", "b", 5);
+    cr_assert(rec_wait(&rc, 10, 20000));
+    settle_a_while(&c);
+    cr_expect_eq(rec_count(&rp), 0, "still paused after a restart");
+    cr_expect_eq(pending_count(&c, "sp.created", "gp"), 0);
+    cr_expect_eq(stream_len(&c, "sp.created"), 10);
+
+    eddy_error err = {0};
+    cr_assert_eq(c.d->resume(b, "p", &err), EDDY_OK, "%s", err.detail);
+    cr_assert(rec_wait(&rp, 10, 20000), "only %d of 10 after the resume", rec_count(&rp));
+    pending_wait pw = {&c, "sp.created", "gp", 0};
+    cr_expect(eddy_test_wait_until(pending_is, &pw, 20000), "all acknowledged");
+    expect_each_once(&rp, "a", 5);
+    expect_each_once(&rp, "b", 5);
+    c.d->free(b);
+    rec_destroy(&rp);
+    rec_destroy(&rc);
+}
+
+/* A handler that is running when its subscription is paused: blocking, the test thread pauses
+ * while the handler waits at a gate; reactive (handlers run on the loop), the handler pauses
+ * its own subscription. Either way it finishes and is acknowledged. */
+typedef struct gate_handler {
+    const combo *p;
+    void *native;
+    recorder *r;
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    bool at_gate, open;
+} gate_handler;
+
+static eddy_status gated(eddy_delivery *d, void *user) {
+    gate_handler *g = user;
+    if (strcmp(eddy_event_id(eddy_delivery_event(d)), "x0") == 0) {
+        if (g->p->frontend == 1) {
+            cr_expect_eq(eddy_rbus_pause(g->native, eddy_delivery_subscription(d), NULL), EDDY_OK);
+        } else {
+            pthread_mutex_lock(&g->m);
+            g->at_gate = true;
+            pthread_cond_broadcast(&g->cv);
+            while (!g->open)
+                pthread_cond_wait(&g->cv, &g->m);
+            pthread_mutex_unlock(&g->m);
+        }
+    }
+    return rec_handler(d, g->r);
+}
+
+ParameterizedTestParameters(bus, pause_lets_a_running_handler_finish) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, pause_lets_a_running_handler_finish, .timeout = 120) {
+    ctx c;
+    setup(&c, p);
+    recorder rp, rc;
+    rec_init(&rp);
+    rec_init(&rc);
+    gate_handler g = {.p = p, .r = &rp};
+    pthread_mutex_init(&g.m, NULL);
+    pthread_cond_init(&g.cv, NULL);
+    eddy_subscription_spec specs[2] = {
+        spec("p", "ph.created", EDDY_COMPETING, "gp", EDDY_AT_LEAST_ONCE, &rp),
+        spec("c", "ph.created", EDDY_COMPETING, "gc", EDDY_AT_LEAST_ONCE, &rc)};
+    specs[0].handler = gated;
+    specs[0].user = &g;
+    tbus *b = must_bus(&c, specs, 2);
+    g.native = c.d->native(b);
+    must_start(&c, b);
+    must_publish(&c, b, "ph.created", "x0", "t.paused");
+    eddy_error err = {0};
+    if (p->frontend == 0) {
+        pthread_mutex_lock(&g.m);
+        while (!g.at_gate)
+            pthread_cond_wait(&g.cv, &g.m);
+        pthread_mutex_unlock(&g.m);
+        cr_assert_eq(c.d->pause(b, "p", &err), EDDY_OK, "%s", err.detail);
+        pthread_mutex_lock(&g.m);
+        g.open = true;
+        pthread_cond_broadcast(&g.cv);
+        pthread_mutex_unlock(&g.m);
+    }
+    cr_assert(rec_wait(&rp, 1, 20000), "the running handler finished");
+    pending_wait pw = {&c, "ph.created", "gp", 0};
+    cr_expect(eddy_test_wait_until(pending_is, &pw, 20000), "and was acknowledged while paused");
+    publish_n(&c, b, "ph.created", "y", 5);
+    cr_assert(rec_wait(&rc, 6, 20000));
+    settle_a_while(&c);
+    cr_expect_eq(rec_count(&rp), 1, "paused: nothing more");
+    cr_expect_eq(pending_count(&c, "ph.created", "gp"), 0);
+    cr_assert_eq(c.d->resume(b, "p", &err), EDDY_OK, "%s", err.detail);
+    cr_assert(rec_wait(&rp, 6, 20000), "only %d of 6 after the resume", rec_count(&rp));
+    cr_expect(eddy_test_wait_until(pending_is, &pw, 20000));
+    cr_expect_eq(rec_handled(&rp, "x0"), 1);
+    expect_each_once(&rp, "y", 5);
+    c.d->free(b);
+    pthread_cond_destroy(&g.cv);
+    pthread_mutex_destroy(&g.m);
+    rec_destroy(&rp);
+    rec_destroy(&rc);
 }

@@ -4,10 +4,10 @@
  * a catch-up runs under arriving messages); manual mode withholds the registration and the
  * broker keeps the messages; background start reports its progress and failures; the model's
  * accept / accept-or-defer, its observer and its aggregation over two feeds; an unreadable
- * filter fails the source and hands messages back. Redelivery is quick (redelivery_idle_ms 100)
- * and max_deliveries is 2, so a handed-back message that were counted as a failure would be
- * dead-lettered within the test. Nothing here sleeps to let something happen: tests wait on
- * conditions (the view, the bus's counters, the broker's pending entries). */
+ * filter fails the source, which hands back the message in hand and stops consuming. Redelivery is
+ * quick (redelivery_idle_ms 100) and max_deliveries is 2, so a handed-back message that were
+ * counted as a failure would be dead-lettered within the test. Nothing here sleeps to let something
+ * happen: tests wait on conditions (the view, the bus's counters, the broker's pending entries). */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <pthread.h>
@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "eddy/blocking.h"
 #include "eddy/domain.h"
@@ -383,6 +384,33 @@ static eddy_consumer_stats stats(ctx *c, const char *id) {
     return cs;
 }
 
+static long long stream_len(ctx *c, const char *subject) {
+    return raw_int(c->url, "XLEN {%s}:s:%s", c->ns, subject);
+}
+
+/* A positive control: a plain subscription of its own group on the subject, which receives what
+ * the source's paused subscription does not read. */
+static void control(ctx *c, const char *name, const char *subject, recorder *r) {
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = name;
+    sp.pattern = subject;
+    sp.group = name;
+    sp.delivery = EDDY_AT_LEAST_ONCE;
+    sp.handler = rec_handler;
+    sp.user = r;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_bus_subscribe(c->bus, &sp, &err), EDDY_OK, "%s", err.detail);
+}
+
+/* Lets a paused subscription show whether it still reads: several blocking reads and
+ * redelivery rounds long. Only used after a positive control received the messages. */
+static void settle_a_while(ctx *c) {
+    long long ms = 3 * (long long)(c->s.block_ms + c->s.redelivery_idle_ms);
+    struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
 static eddy_push_progress status_of(ctx *c, const char *id) {
     eddy_push_progress p;
     cr_assert_eq(eddy_push_sources_status(c->ps, id, &p), EDDY_OK, "%s", id);
@@ -536,6 +564,11 @@ ParameterizedTest(backend *p, push, manual_mode_withholds_until_start_all, .time
     cr_assert_eq(eddy_push_sources_add(c.ps, &z, &err), EDDY_OK, "%s", err.detail);
     cr_assert_eq(eddy_push_sources_add(c.ps, &a, &err), EDDY_OK, "%s", err.detail);
     cr_expect_not(eddy_domain_has_projection(fz), "the registration is withheld");
+    recorder rz, ra;
+    rec_init(&rz);
+    rec_init(&ra);
+    control(&c, "zeta-control", "zeta.events", &rz);
+    control(&c, "alpha-control", "alpha.events", &ra);
     for (int i = 0; i < 5; i++) {
         char id[16];
         snprintf(id, sizeof(id), "z%d", i);
@@ -543,12 +576,19 @@ ParameterizedTest(backend *p, push, manual_mode_withholds_until_start_all, .time
         snprintf(id, sizeof(id), "a%d", i);
         publish(&c, "alpha.events", id);
     }
-    /* Each message comes back more often than max_deliveries allows failures. */
-    held_cond hz = {&c, "zeta", 15}, ha = {&c, "alpha", 15};
-    cr_assert(eddy_test_wait_until(held_at_least, &hz, 60000));
-    cr_assert(eddy_test_wait_until(held_at_least, &ha, 60000));
+    /* Nothing is read before start-all: the sources' subscriptions are paused, and the broker
+     * keeps the messages (the control groups received them). */
+    cr_assert(rec_wait(&rz, 5, 60000));
+    cr_assert(rec_wait(&ra, 5, 60000));
+    settle_a_while(&c);
+    cr_expect_eq(stats(&c, "zeta").delivered, 0, "nothing read before start-all");
+    cr_expect_eq(stats(&c, "alpha").delivered, 0);
+    cr_expect_eq(stats(&c, "zeta").held, 0, "so nothing handed back either");
     cr_expect_eq(view_count(&c.v[0]) + view_count(&c.v[1]), 0);
-    cr_expect_eq(pending(&c, "zeta.events", "zeta-view"), 5, "not acknowledged");
+    cr_expect_eq(pending(&c, "zeta.events", "zeta-view"), 0, "not read, so not pending");
+    cr_expect_eq(pending(&c, "alpha.events", "alpha-view"), 0);
+    cr_expect_eq(stream_len(&c, "zeta.events"), 5, "kept by the broker");
+    cr_expect_eq(stream_len(&c, "alpha.events"), 5);
     cr_expect_eq(dlq_len(&c, "zeta-view"), 0, "not dead-lettered");
     cr_expect_eq(dlq_len(&c, "alpha-view"), 0);
     cr_expect_eq(status_of(&c, "zeta").state, EDDY_PUSH_NOT_STARTED);
@@ -599,7 +639,12 @@ ParameterizedTest(backend *p, push, manual_mode_withholds_until_start_all, .time
     eddy_bus_stop(c.bus);
     cr_expect_eq(dlq_len(&c, "zeta-view"), 0);
     cr_expect_eq(dlq_len(&c, "alpha-view"), 0);
+    /* Read after start-all only (a message that arrived while the feed went live was deferred:
+     * handed back and read again). */
+    cr_expect_geq(stats(&c, "zeta").delivered, 5);
     teardown(&c);
+    rec_destroy(&rz);
+    rec_destroy(&ra);
 }
 
 /* ---- (c) background start: progress, then live; a failure with its reason ---------------- */
@@ -670,13 +715,21 @@ ParameterizedTest(backend *p, push, background_start_reports_progress_and_failur
     cr_assert_geq(first, 0);
     cr_expect_eq(c.pg.state[first], EDDY_PUSH_CATCHING_UP);
     cr_expect_eq(c.pg.state[last], EDDY_PUSH_LIVE);
-    /* A failed source hands messages back, and they are not dead-lettered. */
+    /* A failed source stops consuming: the broker keeps its messages (not read, not
+     * dead-lettered) for the feed that replaces it; a control group receives them. */
+    recorder rb;
+    rec_init(&rb);
+    control(&c, "bad-control", "bad.events", &rb);
+    uint64_t before = stats(&c, "bad").delivered;
     publish(&c, "bad.events", "late-1");
-    held_cond hb = {&c, "bad", 3};
-    cr_expect(eddy_test_wait_until(held_at_least, &hb, 60000));
-    cr_expect_eq(pending(&c, "bad.events", "bad-view"), 1);
+    cr_assert(rec_wait(&rb, 1, 60000));
+    settle_a_while(&c);
+    cr_expect_eq(stats(&c, "bad").delivered, before, "the failed source reads nothing");
+    cr_expect_eq(pending(&c, "bad.events", "bad-view"), 0);
+    cr_expect_eq(stream_len(&c, "bad.events"), 1);
     cr_expect_eq(dlq_len(&c, "bad-view"), 0);
     teardown(&c);
+    rec_destroy(&rb);
 }
 
 /* ---- (d) the model --------------------------------------------------------------------- */
@@ -777,7 +830,7 @@ ParameterizedTest(backend *p, push, model_accept_accept_or_defer_observer_aggreg
     teardown(&c);
 }
 
-/* ---- (e) an unreadable filter fails the source; messages are handed back ----------------- */
+/* ---- (e) an unreadable filter fails the source; it stops consuming ---------------------- */
 
 ParameterizedTestParameters(push, unreadable_filter_fails_the_source_and_hands_back) {
     return cr_make_param_array(backend, backends, 2);
@@ -798,6 +851,9 @@ ParameterizedTest(backend *p, push, unreadable_filter_fails_the_source_and_hands
     cr_assert_eq(eddy_push_sources_add(c.ps, &sp, &err), EDDY_OK, "%s", err.detail);
     eddy_filter_free(filter);
     cr_expect_eq(status_of(&c, "tiers").state, EDDY_PUSH_LIVE);
+    recorder rt;
+    rec_init(&rt);
+    control(&c, "tier-control", "tier.events", &rt);
     publish(&c, "tier.events", "t1");
     publish(&c, "tier.events", "t2");
     state_cond sc = {&c, "tiers", EDDY_PUSH_FAILED};
@@ -806,13 +862,26 @@ ParameterizedTest(backend *p, push, unreadable_filter_fails_the_source_and_hands
     cr_expect_eq(st.failure.status, EDDY_ERR_UNREADABLE_FILTER);
     prog_cond pc = {&c.pg, "tiers", EDDY_PUSH_FAILED, 0};
     cr_expect(eddy_test_wait_until(reported, &pc, 60000), "reported");
-    held_cond hc = {&c, "tiers", 8};
-    cr_expect(eddy_test_wait_until(held_at_least, &hc, 60000), "handed back again and again");
-    cr_expect_eq(pending(&c, "tier.events", "tier-view"), 2, "never acknowledged");
+    /* The message in hand was handed back and the source stopped consuming: t2 was handed
+     * back too if it came in the same batch, else it was never read. */
+    held_cond hc = {&c, "tiers", 1};
+    cr_expect(eddy_test_wait_until(held_at_least, &hc, 60000), "handed back");
+    publish(&c, "tier.events", "t3");
+    cr_assert(rec_wait(&rt, 3, 60000), "the control group got them");
+    settle_a_while(&c);
+    eddy_consumer_stats cs = stats(&c, "tiers");
+    settle_a_while(&c); /* several redelivery rounds: nothing comes back */
+    cr_expect_eq(stats(&c, "tiers").delivered, cs.delivered, "stopped consuming");
+    cr_expect_leq(cs.delivered, 2, "t3 was never read: %llu", (unsigned long long)cs.delivered);
+    cr_expect_eq(cs.held, cs.delivered, "every message in hand was handed back");
+    long long held_back = pending(&c, "tier.events", "tier-view");
+    cr_expect(held_back >= 1 && held_back <= 2, "never acknowledged: %lld pending", held_back);
+    cr_expect_eq(stream_len(&c, "tier.events"), 3, "the broker keeps them");
     cr_expect_eq(dlq_len(&c, "tier-view"), 0, "never dead-lettered");
     cr_expect_eq(stats(&c, "tiers").failed, 0);
     cr_expect_eq(view_count(&c.v[0]), 0);
     teardown(&c);
+    rec_destroy(&rt);
 }
 
 /* ---- refusals --------------------------------------------------------------------------- */

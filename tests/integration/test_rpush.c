@@ -5,10 +5,12 @@
  * runs under arriving messages); manual mode withholds the registration and start-all completes
  * through its callback with the ids in order; background start reports its progress from the
  * loop's timer and failures with their reason; the model's accept / accept-or-defer complete on
- * the loop with the observer told; an unreadable filter fails the source. The catch-ups are
- * held at their first or last step by a checkpoint storage whose answer the test releases, so
- * "while the catch-up runs" needs no timing. Events are appended (and published in the same
- * step) through the blocking store, which shares the backend. Each test runs its own loop. */
+ * the loop with the observer told; an unreadable filter fails the source, which stops consuming
+ * (as does a failed catch-up, and as sources do before start-all: the broker keeps the
+ * messages). The catch-ups are held at their first or last step by a checkpoint storage whose
+ * answer the test releases, so "while the catch-up runs" needs no timing. Events are appended
+ * (and published in the same step) through the blocking store, which shares the backend. Each
+ * test runs its own loop. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <ev.h>
@@ -411,6 +413,50 @@ static eddy_consumer_stats stats(ctx *c, const char *id) {
     return cs;
 }
 
+static long long stream_len(ctx *c, const char *subject) {
+    return raw_int(c->url, "XLEN {%s}:s:%s", c->ns, subject);
+}
+
+/* A positive control: a plain subscription of its own group on the subject, counting what it
+ * receives (on the loop), which the source's paused subscription does not read. */
+static eddy_status count_handler(eddy_delivery *d, void *user) {
+    (void)d;
+    (*(int *)user)++;
+    return EDDY_OK;
+}
+
+static void control(ctx *c, const char *name, const char *subject, int *count) {
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = name;
+    sp.pattern = subject;
+    sp.group = name;
+    sp.delivery = EDDY_AT_LEAST_ONCE;
+    sp.handler = count_handler;
+    sp.user = count;
+    int ready = 0;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_rbus_subscribe_ready(c->bus, &sp, on_bus_ready, &ready, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_assert(run_until(c, flag_set, &ready, 30000));
+}
+
+static bool at_least(ctx *c, void *arg) {
+    (void)c;
+    return ((int *)arg)[0] >= ((int *)arg)[1];
+}
+
+static bool never(ctx *c, void *arg) {
+    (void)c, (void)arg;
+    return false;
+}
+
+/* Runs the loop long enough for a paused subscription to show whether it still reads: several
+ * blocking reads and redelivery rounds. Only used after a positive control got the messages. */
+static void settle_a_while(ctx *c) {
+    run_until(c, never, NULL, 3 * (long long)(c->s.block_ms + c->s.redelivery_idle_ms));
+}
+
 static eddy_push_progress status_of(ctx *c, const char *id) {
     eddy_push_progress p;
     cr_assert_eq(eddy_rpush_sources_status(c->ps, id, &p), EDDY_OK, "%s", id);
@@ -608,6 +654,9 @@ ParameterizedTest(backend *p, rpush, manual_mode_withholds_until_start_all, .tim
     add(&c, &z);
     add(&c, &a);
     cr_expect_not(eddy_rdomain_has_projection(fz), "the registration is withheld");
+    int cz[2] = {0, 5}, ca[2] = {0, 5}; /* received, expected */
+    control(&c, "zeta-control", "zeta.events", &cz[0]);
+    control(&c, "alpha-control", "alpha.events", &ca[0]);
     for (int i = 0; i < 5; i++) {
         char id[16];
         snprintf(id, sizeof(id), "z%d", i);
@@ -615,11 +664,19 @@ ParameterizedTest(backend *p, rpush, manual_mode_withholds_until_start_all, .tim
         snprintf(id, sizeof(id), "a%d", i);
         publish(&c, "alpha.events", id);
     }
-    held_arg hz = {"zeta", 15}, ha = {"alpha", 15};
-    cr_assert(run_until(&c, held_at_least, &hz, 60000));
-    cr_assert(run_until(&c, held_at_least, &ha, 60000));
+    /* Nothing is read before start-all: the sources' subscriptions are paused, and the broker
+     * keeps the messages (the control groups received them). */
+    cr_assert(run_until(&c, at_least, cz, 60000));
+    cr_assert(run_until(&c, at_least, ca, 60000));
+    settle_a_while(&c);
+    cr_expect_eq(stats(&c, "zeta").delivered, 0, "nothing read before start-all");
+    cr_expect_eq(stats(&c, "alpha").delivered, 0);
+    cr_expect_eq(stats(&c, "zeta").held, 0, "so nothing handed back either");
     cr_expect_eq(c.v[0].n + c.v[1].n, 0);
-    cr_expect_eq(pending(&c, "zeta.events", "zeta-view"), 5, "not acknowledged");
+    cr_expect_eq(pending(&c, "zeta.events", "zeta-view"), 0, "not read, so not pending");
+    cr_expect_eq(pending(&c, "alpha.events", "alpha-view"), 0);
+    cr_expect_eq(stream_len(&c, "zeta.events"), 5, "kept by the broker");
+    cr_expect_eq(stream_len(&c, "alpha.events"), 5);
     cr_expect_eq(dlq_len(&c, "zeta-view"), 0, "not dead-lettered");
     cr_expect_eq(dlq_len(&c, "alpha-view"), 0);
     cr_expect_eq(status_of(&c, "zeta").state, EDDY_PUSH_NOT_STARTED);
@@ -661,6 +718,9 @@ ParameterizedTest(backend *p, rpush, manual_mode_withholds_until_start_all, .tim
     eddy_rbus_stop(c.bus);
     cr_expect_eq(dlq_len(&c, "zeta-view"), 0);
     cr_expect_eq(dlq_len(&c, "alpha-view"), 0);
+    /* Read after start-all only (a message that arrived while the feed went live was deferred:
+     * handed back and read again). */
+    cr_expect_geq(stats(&c, "zeta").delivered, 5);
     teardown(&c);
 }
 
@@ -727,10 +787,17 @@ ParameterizedTest(backend *p, rpush, background_start_reports_progress_and_failu
     cr_assert_geq(first, 0);
     cr_expect_eq(c.pg.state[first], EDDY_PUSH_CATCHING_UP);
     cr_expect_eq(c.pg.state[last], EDDY_PUSH_LIVE);
+    /* A failed source stops consuming: the broker keeps its messages (not read, not
+     * dead-lettered) for the feed that replaces it; a control group receives them. */
+    int cb[2] = {0, 1};
+    control(&c, "bad-control", "bad.events", &cb[0]);
+    uint64_t before = stats(&c, "bad").delivered;
     publish(&c, "bad.events", "late-1");
-    held_arg hb = {"bad", 3};
-    cr_expect(run_until(&c, held_at_least, &hb, 60000));
-    cr_expect_eq(pending(&c, "bad.events", "bad-view"), 1);
+    cr_assert(run_until(&c, at_least, cb, 60000));
+    settle_a_while(&c);
+    cr_expect_eq(stats(&c, "bad").delivered, before, "the failed source reads nothing");
+    cr_expect_eq(pending(&c, "bad.events", "bad-view"), 0);
+    cr_expect_eq(stream_len(&c, "bad.events"), 1);
     cr_expect_eq(dlq_len(&c, "bad-view"), 0);
     teardown(&c);
 }
@@ -878,7 +945,7 @@ ParameterizedTest(backend *p, rpush, model_accept_accept_or_defer_observer_aggre
     teardown(&c);
 }
 
-/* ---- (e) an unreadable filter fails the source; messages are handed back ----------------- */
+/* ---- (e) an unreadable filter fails the source; it stops consuming ---------------------- */
 
 ParameterizedTestParameters(rpush, unreadable_filter_fails_the_source_and_hands_back) {
     return cr_make_param_array(backend, backends, 2);
@@ -898,15 +965,29 @@ ParameterizedTest(backend *p, rpush, unreadable_filter_fails_the_source_and_hand
     add(&c, &sp);
     eddy_filter_free(filter);
     cr_expect_eq(status_of(&c, "tiers").state, EDDY_PUSH_LIVE);
+    int ct[2] = {0, 3};
+    control(&c, "tier-control", "tier.events", &ct[0]);
     publish(&c, "tier.events", "t1");
     publish(&c, "tier.events", "t2");
     state_arg sa = {"tiers", EDDY_PUSH_FAILED};
     cr_assert(run_until(&c, in_state, &sa, 60000));
     cr_expect_eq(status_of(&c, "tiers").failure.status, EDDY_ERR_UNREADABLE_FILTER);
     cr_expect_gt(prog_count(&c.pg, "tiers", EDDY_PUSH_FAILED, 0), 0, "reported");
-    held_arg h = {"tiers", 8};
-    cr_expect(run_until(&c, held_at_least, &h, 60000), "handed back again and again");
-    cr_expect_eq(pending(&c, "tier.events", "tier-view"), 2, "never acknowledged");
+    /* The message in hand was handed back and the source stopped consuming: t2 was handed
+     * back too if it came in the same batch, else it was never read. */
+    held_arg h = {"tiers", 1};
+    cr_expect(run_until(&c, held_at_least, &h, 60000), "handed back");
+    publish(&c, "tier.events", "t3");
+    cr_assert(run_until(&c, at_least, ct, 60000), "the control group got them");
+    settle_a_while(&c);
+    eddy_consumer_stats cs = stats(&c, "tiers");
+    settle_a_while(&c); /* several redelivery rounds: nothing comes back */
+    cr_expect_eq(stats(&c, "tiers").delivered, cs.delivered, "stopped consuming");
+    cr_expect_leq(cs.delivered, 2, "t3 was never read: %llu", (unsigned long long)cs.delivered);
+    cr_expect_eq(cs.held, cs.delivered, "every message in hand was handed back");
+    long long held_back = pending(&c, "tier.events", "tier-view");
+    cr_expect(held_back >= 1 && held_back <= 2, "never acknowledged: %lld pending", held_back);
+    cr_expect_eq(stream_len(&c, "tier.events"), 3, "the broker keeps them");
     cr_expect_eq(dlq_len(&c, "tier-view"), 0, "never dead-lettered");
     cr_expect_eq(stats(&c, "tiers").failed, 0);
     cr_expect_eq(c.v[0].n, 0);

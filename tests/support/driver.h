@@ -31,6 +31,13 @@ typedef struct driver {
                                  eddy_error *err);
     /* Request counters: name NULL the total, "" the unnamed row. */
     eddy_status (*request_stats)(tbus *b, const char *name, eddy_request_stats *out);
+    /* Pauses / resumes a subscription by its name (reactive: on the loop thread). */
+    eddy_status (*pause)(tbus *b, const char *name, eddy_error *err);
+    eddy_status (*resume)(tbus *b, const char *name, eddy_error *err);
+    /* The front end's own bus (eddy_bus * or eddy_rbus *), for a handler that calls it from
+     * inside (reactive: handlers run on the loop thread, where the driver's calls would wait
+     * on themselves). */
+    void *(*native)(tbus *b);
 } driver;
 
 extern const driver blocking_driver;

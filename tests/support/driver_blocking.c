@@ -32,6 +32,15 @@ static eddy_status b_request_stats(tbus *b, const char *name, eddy_request_stats
     return eddy_bus_request_stats((eddy_bus *)b, name, out);
 }
 
-const driver blocking_driver = {"blocking", b_new,           b_subscribe,    b_start,
-                                b_stop,     b_free,          b_publish,      b_stats,
-                                b_request,  b_request_value, b_request_stats};
+static eddy_status b_pause(tbus *b, const char *name, eddy_error *err) {
+    return eddy_bus_pause((eddy_bus *)b, name, err);
+}
+static eddy_status b_resume(tbus *b, const char *name, eddy_error *err) {
+    return eddy_bus_resume((eddy_bus *)b, name, err);
+}
+
+static void *b_native(tbus *b) { return b; }
+
+const driver blocking_driver = {"blocking",      b_new,     b_subscribe, b_start,   b_stop,
+                                b_free,          b_publish, b_stats,     b_request, b_request_value,
+                                b_request_stats, b_pause,   b_resume,    b_native};

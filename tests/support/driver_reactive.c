@@ -29,7 +29,7 @@ typedef struct call {
     eddy_consumer_stats *stats;
     eddy_request_stats *rstats;
     const eddy_request_opts *opts;
-    bool value; /* request_value rather than request */
+    bool value; /* request_value rather than request; resume rather than pause */
     const char *type;
     eddy_pack_fn pack;
     void *pack_user;
@@ -175,6 +175,12 @@ static void run_stats(rtbus *t, call *c) {
     finish(t, c, eddy_rbus_consumer_stats(t->bus, c->name, c->stats));
 }
 
+static void run_pause(rtbus *t, call *c) {
+    finish(t, c,
+           c->value ? eddy_rbus_resume(t->bus, c->name, c->err)
+                    : eddy_rbus_pause(t->bus, c->name, c->err));
+}
+
 static void run_request_stats(rtbus *t, call *c) {
     finish(t, c, eddy_rbus_request_stats(t->bus, c->name, c->rstats));
 }
@@ -310,6 +316,18 @@ static eddy_status r_request_stats(tbus *b, const char *name, eddy_request_stats
     return submit((rtbus *)b, &c);
 }
 
-const driver reactive_driver = {"reactive", r_new,           r_subscribe,    r_start,
-                                r_stop,     r_free,          r_publish,      r_stats,
-                                r_request,  r_request_value, r_request_stats};
+static eddy_status r_pause(tbus *b, const char *name, eddy_error *err) {
+    call c = {.run = run_pause, .name = name, .err = err};
+    return submit((rtbus *)b, &c);
+}
+
+static eddy_status r_resume(tbus *b, const char *name, eddy_error *err) {
+    call c = {.run = run_pause, .name = name, .value = true, .err = err};
+    return submit((rtbus *)b, &c);
+}
+
+static void *r_native(tbus *b) { return ((rtbus *)b)->bus; }
+
+const driver reactive_driver = {"reactive",      r_new,     r_subscribe, r_start,   r_stop,
+                                r_free,          r_publish, r_stats,     r_request, r_request_value,
+                                r_request_stats, r_pause,   r_resume,    r_native};

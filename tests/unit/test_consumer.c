@@ -404,3 +404,103 @@ Test(consumer, at_most_once_hand_back_is_a_failure, .fini = teardown) {
     eddy__plan_reset(&p);
     eddy__delivery_list_free(&out);
 }
+
+/* ---- pausing ----------------------------------------------------------------------------- */
+
+Test(consumer, paused_creates_groups_reads_nothing_and_resumes_with_its_history, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    cr_expect_eq(eddy__consumer_pause(sub, true), EDDY__WAKE_READ);
+    cr_expect_eq(eddy__consumer_pause(sub, true), EDDY__WAKE_NONE, "paused already");
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    plan(0, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XGROUP CREATE {t}:s:jobs g $ MKSTREAM",
+                     "the group is created while paused");
+    step(0, &p, (const char *[]){OK}, 1, &out);
+    cr_expect(eddy__consumer_ready(consumer));
+    plan(0, &p);
+    cr_expect_eq(p.cmds.n, 0, "no read, no claim: %s", p.cmds.n ? cmd_text(&p, 0) : "");
+    cr_expect_eq(p.idle_ms, 500);
+    plan(5000, &p); /* long past the claim interval: still nothing */
+    cr_expect_eq(p.cmds.n, 0);
+
+    cr_expect_eq(eddy__consumer_pause(sub, false), EDDY__WAKE_IDLE);
+    cr_expect_eq(eddy__consumer_pause(sub, false), EDDY__WAKE_NONE, "running already");
+    plan(5000, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs 0",
+                     "its own pending entries first");
+    step(5000, &p, (const char *[]){EMPTY_READ}, 1, &out);
+    plan(5000, &p);
+    cr_assert_str_eq(cmd_text(&p, 0),
+                     "XREADGROUP GROUP g me COUNT 10 BLOCK 500 STREAMS {t}:s:jobs >");
+
+    /* Paused while that read is out: what it returns is not handed out, and stays pending for
+     * the history read after the resume. */
+    cr_expect_eq(eddy__consumer_pause(sub, true), EDDY__WAKE_READ);
+    step(5000, &p, (const char *[]){ONE_ENTRY("1-1")}, 1, &out);
+    cr_expect_eq(out.n, 0, "withheld");
+    plan(5000, &p);
+    cr_expect_eq(p.cmds.n, 0);
+    cr_expect_eq(eddy__consumer_pause(sub, false), EDDY__WAKE_IDLE);
+    plan(5000, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs 0");
+    step(5000, &p, (const char *[]){ONE_ENTRY("1-1")}, 1, &out);
+    cr_expect_eq(out.n, 0, "a history entry waits for its delivery count");
+    plan(5000, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XPENDING {t}:s:jobs g 1-1 1-1 1 me");
+    step(5000, &p, (const char *[]){"*1\r\n*4\r\n$3\r\n1-1\r\n$2\r\nme\r\n:5\r\n:2\r\n"}, 1, &out);
+    cr_assert_eq(out.n, 1, "delivered after the resume");
+    cr_expect_eq(eddy_delivery_attempt(out.v[0]), 2, "the withheld read counted");
+    eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, a_paused_consumer_still_sends_what_was_settled, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_live(&p, &out);
+    step(0, &p, (const char *[]){ONE_ENTRY("1-1")}, 1, &out);
+    cr_assert_eq(out.n, 1);
+    /* Paused while its handler runs: it finishes, and its acknowledgement goes out. */
+    eddy__consumer_pause(sub, true);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
+    out.n = 0;
+    plan(10, &p);
+    cr_assert_eq(p.cmds.n, 1, "the acknowledgement only");
+    cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-1");
+    step(10, &p, (const char *[]){":1\r\n"}, 1, &out);
+    plan(10, &p);
+    cr_expect_eq(p.cmds.n, 0);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, at_most_once_pause_lets_a_read_in_progress_deliver, .fini = teardown) {
+    make("jobs", EDDY_AT_MOST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    plan(0, &p);
+    step(0, &p, (const char *[]){OK}, 1, &out);
+    plan(0, &p);
+    cr_assert_str_eq(cmd_text(&p, 0),
+                     "XREADGROUP GROUP g me COUNT 10 BLOCK 500 NOACK STREAMS {t}:s:jobs >");
+    /* NOACK took the entries off the pending list: cutting the read could lose them. */
+    cr_expect_eq(eddy__consumer_pause(sub, true), EDDY__WAKE_NONE);
+    step(0, &p, (const char *[]){ONE_ENTRY("1-1")}, 1, &out);
+    cr_assert_eq(out.n, 1, "what the read took is still delivered");
+    eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
+    out.n = 0;
+    plan(0, &p);
+    cr_expect_eq(p.cmds.n, 0, "then nothing more");
+    cr_expect_eq(eddy__consumer_pause(sub, false), EDDY__WAKE_IDLE);
+    plan(0, &p);
+    cr_expect_str_eq(cmd_text(&p, 0),
+                     "XREADGROUP GROUP g me COUNT 10 BLOCK 500 NOACK STREAMS {t}:s:jobs >");
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}

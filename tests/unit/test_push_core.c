@@ -136,6 +136,7 @@ Test(push_core, every_outcome_settles_as_the_table_says) {
                               k->has_projection, k->refuses);
         cr_expect_eq(r.handler, k->handler, "%s: handler %s", k->what, eddy_status_name(r.handler));
         cr_expect_eq(r.failed, k->source_fails, "%s", k->what);
+        cr_expect_eq(r.pause, k->source_fails, "%s: a failed source stops consuming", k->what);
         eddy_push_progress p;
         eddy__push_snapshot(&f.set, src, &p);
         if (k->source_fails) {
@@ -149,6 +150,7 @@ Test(push_core, every_outcome_settles_as_the_table_says) {
             r = eddy__push_settle(&f.set, src, k->st, k->route, &e, k->has_projection, k->refuses);
             cr_expect_eq(r.handler, EDDY_ERR_UNAVAILABLE, "%s", k->what);
             cr_expect_not(r.failed, "%s: failed once only", k->what);
+            cr_expect(r.pause, "%s: and stays paused", k->what);
             cr_expect_eq(f.log.errors, 1, "%s", k->what);
         } else {
             cr_expect_eq(p.state, EDDY_PUSH_CATCHING_UP, "%s: the source is unchanged", k->what);
@@ -193,6 +195,40 @@ Test(push_core, only_catching_up_and_live_sources_route) {
     cr_expect(eddy__push_admits(&f.set, src));
     eddy__push_fail(&f.set, src, EDDY_ERR_IO, NULL, NULL);
     cr_expect_not(eddy__push_admits(&f.set, src), "failed: hand back");
+    eddy__push_set_destroy(&f.set);
+}
+
+static eddy_status no_handler(eddy_delivery *d, void *user) {
+    (void)d, (void)user;
+    return EDDY_OK;
+}
+
+Test(push_core, a_source_consumes_only_while_it_routes) {
+    fixture f;
+    set_up(&f);
+    eddy__push_source *src = add(&f, "s", &feed_a);
+    eddy_subscription_spec sp;
+    int user;
+    eddy__push_sub_spec(src, no_handler, &user, &sp);
+    cr_expect_str_eq(sp.name, "push.s");
+    cr_expect_eq(sp.shape, EDDY_COMPETING);
+    cr_expect_eq(sp.delivery, EDDY_AT_LEAST_ONCE);
+    cr_expect_eq(sp.handler, no_handler);
+    cr_expect_eq(sp.user, &user);
+    cr_expect(sp.paused, "subscribed paused: nothing is read before the registration");
+    cr_expect_not(eddy__push_consuming(EDDY_PUSH_NOT_STARTED));
+    cr_expect(eddy__push_consuming(EDDY_PUSH_CATCHING_UP));
+    cr_expect(eddy__push_consuming(EDDY_PUSH_LIVE));
+    cr_expect_not(eddy__push_consuming(EDDY_PUSH_FAILED));
+    bool pause = true;
+    cr_expect_not(eddy__push_gate(&f.set, src, &pause), "not started: hand back");
+    cr_expect_not(pause, "not started: its subscription is paused already");
+    eddy__push_catching_up(&f.set, src, 0, NULL);
+    cr_expect(eddy__push_gate(&f.set, src, &pause));
+    cr_expect_not(pause);
+    eddy__push_fail(&f.set, src, EDDY_ERR_IO, NULL, NULL);
+    cr_expect_not(eddy__push_gate(&f.set, src, &pause), "failed: hand back");
+    cr_expect(pause, "failed: and stop consuming");
     eddy__push_set_destroy(&f.set);
 }
 
