@@ -189,6 +189,25 @@ static void *subscribe_late(void *arg) {
     return NULL;
 }
 
+/* Pauses and resumes bus a's competing subscription from its own thread while messages flow,
+ * ending resumed (b keeps consuming meanwhile, and a takes its pending entries back on resume). */
+typedef struct pauser {
+    eddy_bus *bus;
+    atomic_bool stop;
+} pauser;
+
+static void *pause_resume(void *arg) {
+    pauser *p = arg;
+    eddy_error err;
+    for (int i = 0; !atomic_load(&p->stop) && i < 50; i++) {
+        CHECK_OK(eddy_bus_pause(p->bus, "work", &err), &err, "pause");
+        tsan_sleep_ms(5);
+        CHECK_OK(eddy_bus_resume(p->bus, "work", &err), &err, "resume");
+        tsan_sleep_ms(15);
+    }
+    return NULL;
+}
+
 static void scenario(const tsan_run *run) {
     state s = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
     char prefix[32];
@@ -218,6 +237,9 @@ static void scenario(const tsan_run *run) {
     }
     void *late_args[2] = {a, &s};
     pthread_create(&threads[PUBLISHERS], NULL, subscribe_late, late_args);
+    pauser pz = {.bus = a};
+    pthread_t pz_thread;
+    pthread_create(&pz_thread, NULL, pause_resume, &pz);
     long long deadline = tsan_mono_ms() + 20000;
     int distinct = 0;
     while (tsan_mono_ms() < deadline) {
@@ -232,6 +254,8 @@ static void scenario(const tsan_run *run) {
             break;
         tsan_sleep_ms(20);
     }
+    atomic_store(&pz.stop, true);
+    pthread_join(pz_thread, NULL);
     for (int i = 0; i <= PUBLISHERS; i++)
         pthread_join(threads[i], NULL);
     CHECK(distinct == TOTAL, "%d of %d messages handled", distinct, TOTAL);
