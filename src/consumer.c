@@ -8,7 +8,8 @@
  * - A redelivered entry's attempt number is its delivery count from XPENDING after the claim;
  *   a count of 0 means another consumer took it in between, so it is not ours to handle.
  * - A hand-back (AtLeastOnce, EDDY_ERR_UNAVAILABLE) leaves the entry pending like a failure
- *   and sets its delivery count back to attempt - 1 with XCLAIM ... RETRYCOUNT JUSTID, so the
+ *   and sets its delivery count back to attempt - 1 with XCLAIM ... RETRYCOUNT JUSTID (only
+ *   while it is still this consumer's: see plan_holds), so the
  *   delivery that was handed back does not count toward max_deliveries. The count stays the
  *   number of counted deliveries so far: every later read or claim adds one before XPENDING is
  *   asked, so it is never 0 when counted. Hand-backs travel like acknowledgements (`holds`,
@@ -32,6 +33,7 @@
 #include "requests.h"
 #include "store.h"
 #include "subject.h"
+#include "timing.h"
 
 enum {
     T_ACK = 1,
@@ -79,6 +81,7 @@ typedef struct hold {
     size_t stream;
     char id[ID_MAX];
     unsigned count;
+    long long received_ms; /* when the delivery handed back was taken from a reply */
 } hold;
 
 typedef struct dlq_item {
@@ -303,9 +306,11 @@ static eddy_status plan_acks(eddy__consumer *c, eddy__plan *p) {
     return EDDY_OK;
 }
 
-/* One XCLAIM per hand-back: RETRYCOUNT is one value per command. Minimum idle 0: the entry
- * is this consumer's own (its handler just ran; handlers are shorter than redelivery_idle_ms,
- * see settings), so nothing is taken from another consumer. */
+/* One XCLAIM per hand-back: RETRYCOUNT is one value per command. The minimum idle time is how
+ * long ago the delivery was taken from its reply (less a millisecond of rounding): the server
+ * delivered it before that, so an entry still ours has been idle at least that long, while one
+ * another consumer claimed meanwhile (after redelivery_idle_ms, when a handler overran it) was
+ * idle for less since that claim, and is left alone. */
 static eddy_status plan_holds(eddy__consumer *c, eddy__plan *p) {
     pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < c->holds.n; i++) {
@@ -317,6 +322,7 @@ static eddy_status plan_holds(eddy__consumer *c, eddy__plan *p) {
     }
     c->holds.n = 0;
     pthread_mutex_unlock(&c->lock);
+    long long now = eddy__mono_ms();
     for (size_t i = 0; i < c->held_inflight.n; i++) {
         const hold *h = &c->held_inflight.v[i];
         eddy__cmd *cmd = add(p, T_HOLD, (long)h->stream, "XCLAIM");
@@ -325,7 +331,8 @@ static eddy_status plan_holds(eddy__consumer *c, eddy__plan *p) {
         eddy__cmd_str(cmd, c->streams.v[h->stream].key);
         eddy__cmd_str(cmd, c->sub->group);
         eddy__cmd_str(cmd, c->sub->consumer);
-        eddy__cmd_str(cmd, "0");
+        long long idle = now - h->received_ms - 1;
+        eddy__cmd_fmt(cmd, "%lld", idle > 0 ? idle : 0);
         eddy__cmd_str(cmd, h->id);
         eddy__cmd_str(cmd, "RETRYCOUNT");
         eddy__cmd_u64(cmd, h->count);
@@ -650,6 +657,7 @@ static void take_entry(eddy__consumer *c, size_t stream, const char *id, const c
     snprintf(d->entry_id, sizeof(d->entry_id), "%s", id);
     d->attempt = attempt;
     d->stream = stream;
+    d->received_ms = eddy__mono_ms();
     d->consumer = c;
     out->v[out->n++] = d;
     pthread_mutex_lock(&c->lock);
@@ -668,14 +676,15 @@ static void queue_ack(eddy__consumer *c, size_t stream, const char *id) {
 }
 
 /* False on OOM: the entry stays pending, and the hand-back counts as a failed attempt. */
-static bool queue_hold(eddy__consumer *c, size_t stream, const char *id, unsigned count) {
+static bool queue_hold(eddy__consumer *c, const eddy_delivery *d) {
     pthread_mutex_lock(&c->lock);
     bool ok = VEC_GROW(c->holds);
     if (ok) {
         hold *h = &c->holds.v[c->holds.n++];
-        h->stream = stream;
-        snprintf(h->id, sizeof(h->id), "%s", id);
-        h->count = count;
+        h->stream = d->stream;
+        snprintf(h->id, sizeof(h->id), "%s", d->entry_id);
+        h->count = d->attempt - 1;
+        h->received_ms = d->received_ms;
     }
     pthread_mutex_unlock(&c->lock);
     return ok;
@@ -1018,8 +1027,7 @@ void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st, 
             atomic_fetch_add(&stats->handled, 1);
             if (at_least_once(c))
                 queue_ack(c, d->stream, d->entry_id);
-        } else if (st == EDDY_ERR_UNAVAILABLE && at_least_once(c) &&
-                   queue_hold(c, d->stream, d->entry_id, d->attempt - 1)) {
+        } else if (st == EDDY_ERR_UNAVAILABLE && at_least_once(c) && queue_hold(c, d)) {
             /* AtMostOnce: acknowledged when read, nothing to hand back: a plain failure. */
             atomic_fetch_add(&stats->held, 1);
         } else {

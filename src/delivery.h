@@ -14,7 +14,8 @@ struct eddy_delivery {
     const char *sub_name; /* borrowed from the subscription */
     char entry_id[48];
     unsigned attempt;
-    size_t stream; /* index in the consumer's stream table */
+    size_t stream;         /* index in the consumer's stream table */
+    long long received_ms; /* eddy__mono_ms() when the consumer took it from a reply */
     struct eddy__consumer *consumer;
     /* A request: where to reply, its id and deadline (wall-clock ms; 0 when none). */
     char *reply_to;

@@ -16,15 +16,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "error.h"
+#include "timing.h"
 
-long long eddy__push_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
+long long eddy__push_now_ms(void) { return eddy__mono_ms(); }
 
 void eddy_push_options_init(eddy_push_options *o) {
     if (!o)

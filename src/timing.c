@@ -1,6 +1,8 @@
 /* Waiting limits shared by the front ends; see timing.h. */
 #include "timing.h"
 
+#include <time.h>
+
 long long eddy__ready_timeout_ms(const eddy__settings *s) {
     return 2LL * s->connect_timeout_ms + 2LL * s->reconnect_max_ms;
 }
@@ -8,4 +10,10 @@ long long eddy__ready_timeout_ms(const eddy__settings *s) {
 long long eddy__reply_timeout_ms(const eddy__settings *s, long long block_ms) {
     /* A blocking read answers after block_ms; anything much later means a dead peer. */
     return (block_ms > 0 ? block_ms : 0) + s->connect_timeout_ms + 1000;
+}
+
+long long eddy__mono_ms(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }

@@ -18,4 +18,7 @@ long long eddy__ready_timeout_ms(const eddy__settings *s);
  * none is. */
 long long eddy__reply_timeout_ms(const eddy__settings *s, long long block_ms);
 
+/* Monotonic milliseconds. */
+long long eddy__mono_ms(void);
+
 #endif

@@ -6,6 +6,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -341,6 +342,64 @@ ParameterizedTestParameters(bus, hand_back_through_delivery_finish) {
 }
 ParameterizedTest(combo *p, bus, hand_back_through_delivery_finish, .timeout = 60) {
     handback_then_ok(p, true);
+}
+
+/* A handler that outlives redelivery_idle_ms may find its entry claimed by another consumer;
+ * handing it back then must not take it back from that consumer. The handler has the entry
+ * claimed by "other" itself (after a pause, so that claim comes well after the delivery), then
+ * hands it back: the entry stays other's. */
+typedef struct stolen {
+    ctx *c;
+    atomic_int calls;
+    atomic_int claimed;
+} stolen;
+
+static eddy_status steal_then_hand_back(eddy_delivery *d, void *user) {
+    stolen *s = user;
+    if (atomic_fetch_add(&s->calls, 1) == 0) {
+        struct timespec pause = {0, 50 * 1000000L};
+        nanosleep(&pause, NULL);
+        redisReply *r = raw_cmdf(s->c->url, "XCLAIM {%s}:s:steal.me g other 0 %s", s->c->ns,
+                                 eddy_delivery_entry_id(d));
+        atomic_store(&s->claimed, r->type == REDIS_REPLY_ARRAY && r->elements == 1);
+        freeReplyObject(r);
+    }
+    return EDDY_ERR_UNAVAILABLE;
+}
+
+static bool one_held(void *arg) {
+    void **a = arg;
+    eddy_consumer_stats st;
+    return ((ctx *)a[0])->d->stats(a[1], "s", &st) == EDDY_OK && st.held >= 1;
+}
+
+ParameterizedTestParameters(bus, hand_back_leaves_an_entry_another_consumer_claimed) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, hand_back_leaves_an_entry_another_consumer_claimed,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    c.s.redelivery_idle_ms = 60000; /* nothing is claimed again during the test */
+    stolen s = {.c = &c};
+    eddy_subscription_spec sp =
+        spec("s", "steal.me", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, NULL);
+    sp.handler = steal_then_hand_back;
+    sp.user = &s;
+    tbus *b = must_bus(&c, &sp, 1);
+    must_start(&c, b);
+    must_publish(&c, b, "steal.me", "e1", "t.x");
+    void *arg[2] = {&c, b};
+    cr_assert(eddy_test_wait_until(one_held, arg, 30000), "never handed back");
+    cr_assert_eq(c.d->stop(b), EDDY_OK); /* the hand-back's XCLAIM has been answered */
+    cr_assert(atomic_load(&s.claimed), "the test's own claim failed");
+    redisReply *r = raw_cmdf(c.url, "XPENDING {%s}:s:steal.me g - + 10", c.ns);
+    cr_assert(r->type == REDIS_REPLY_ARRAY && r->elements == 1, "one pending entry expected");
+    cr_expect_str_eq(r->element[0]->element[1]->str, "other", "the hand-back took the entry back");
+    cr_expect_eq(r->element[0]->element[3]->integer, 2, "delivered to us, then claimed by other");
+    freeReplyObject(r);
+    cr_expect_eq(atomic_load(&s.calls), 1);
+    c.d->free(b);
 }
 
 ParameterizedTestParameters(bus, failures_after_hand_backs_still_dead_letter) {

@@ -2,11 +2,14 @@
  * parsed by hiredis, and fed in; the commands it plans are checked as text. */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "consumer.h"
+#include "delivery.h"
 #include "settings.h"
 #include "sub.h"
+#include "timing.h"
 
 static redisReply *resp(const char *text) {
     redisReader *rd = redisReaderCreate();
@@ -27,6 +30,25 @@ static const char *cmd_text(const eddy__plan *p, size_t i) {
         if (a)
             strcat(buf, " ");
         strncat(buf, c->argv[a], sizeof(buf) - strlen(buf) - 1);
+    }
+    return buf;
+}
+
+/* cmd_text of a hand-back's XCLAIM with its minimum idle time (the time since the delivery was
+ * taken, which depends on the clock) replaced by "<idle>", after checking it is a number in
+ * [0, max_idle]. */
+static const char *hold_text(const eddy__plan *p, size_t i, long long max_idle) {
+    const eddy__cmd *c = &p->cmds.cmds[i];
+    cr_assert_geq(c->argc, 5);
+    char *end = NULL;
+    long long idle = strtoll(c->argv[4], &end, 10);
+    cr_assert(end && *end == '\0' && idle >= 0 && idle <= max_idle, "min idle %s", c->argv[4]);
+    static char buf[4096];
+    buf[0] = '\0';
+    for (int a = 0; a < c->argc; a++) {
+        if (a)
+            strcat(buf, " ");
+        strncat(buf, a == 4 ? "<idle>" : c->argv[a], sizeof(buf) - strlen(buf) - 1);
     }
     return buf;
 }
@@ -282,6 +304,31 @@ Test(consumer, unavailable_status_has_a_name_and_text) {
     cr_expect_eq(EDDY_ERR_UNAVAILABLE + 1, EDDY_STATUS_COUNT_, "new statuses go at the end");
 }
 
+/* A hand-back takes the entry back only while it is still this consumer's: its minimum idle time
+ * is how long ago the delivery was taken (so a claim by another consumer since, which resets the
+ * idle time, makes the XCLAIM a no-op). */
+Test(consumer, hand_back_min_idle_is_the_time_since_the_delivery, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 2);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_live(&p, &out);
+    step(0, &p, (const char *[]){ONE_ENTRY("1-1")}, 1, &out);
+    cr_assert_eq(out.n, 1);
+    long long taken = out.v[0]->received_ms;
+    cr_expect(taken > 0 && taken <= eddy__mono_ms(), "received_ms %lld", taken);
+    out.v[0]->received_ms = taken - 5000; /* as if the handler had run for 5 s */
+    eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_UNAVAILABLE, NULL);
+    out.n = 0;
+    plan(10, &p);
+    cr_assert_eq(p.cmds.n, 1);
+    const eddy__cmd *c = &p.cmds.cmds[0];
+    long long idle = strtoll(c->argv[4], NULL, 10);
+    cr_expect_geq(idle, 4999 - 1, "min idle %lld", idle);
+    cr_expect_leq(idle, 5000 + (eddy__mono_ms() - taken), "min idle %lld", idle);
+    eddy__plan_reset(&p);
+}
+
 /* A hand-back leaves the entry pending and sets its delivery count back, in a round trip of
  * its own (no blocking read behind it); it is counted in held, not in failed. */
 Test(consumer, hand_back_sets_the_delivery_count_back, .fini = teardown) {
@@ -297,7 +344,8 @@ Test(consumer, hand_back_sets_the_delivery_count_back, .fini = teardown) {
     out.n = 0;
     plan(10, &p);
     cr_assert_eq(p.cmds.n, 1, "only the hand-back: %s", cmd_text(&p, p.cmds.n - 1));
-    cr_expect_str_eq(cmd_text(&p, 0), "XCLAIM {t}:s:jobs g me 0 1-1 RETRYCOUNT 0 JUSTID");
+    cr_expect_str_eq(hold_text(&p, 0, 60000),
+                     "XCLAIM {t}:s:jobs g me <idle> 1-1 RETRYCOUNT 0 JUSTID");
     cr_expect_eq(p.block_ms, -1);
     step(10, &p, (const char *[]){"*1\r\n$3\r\n1-1\r\n"}, 1, &out);
     cr_expect_eq(atomic_load(&sub->stats.held), 1);
@@ -330,7 +378,8 @@ Test(consumer, hand_back_sets_the_delivery_count_back, .fini = teardown) {
         out.n = 0;
         plan(now, &p);
         cr_assert_eq(p.cmds.n, 1);
-        cr_expect_str_eq(cmd_text(&p, 0), "XCLAIM {t}:s:jobs g me 0 1-1 RETRYCOUNT 0 JUSTID");
+        cr_expect_str_eq(hold_text(&p, 0, 60000),
+                         "XCLAIM {t}:s:jobs g me <idle> 1-1 RETRYCOUNT 0 JUSTID");
         step(now, &p, (const char *[]){"*1\r\n$3\r\n1-1\r\n"}, 1, &out);
         plan(now, &p);
         step(now, &p, (const char *[]){"*-1\r\n"}, 1, &out); /* XAUTOCLAIM round over: read */
@@ -348,7 +397,8 @@ Test(consumer, hand_back_sets_the_delivery_count_back, .fini = teardown) {
     eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_UNAVAILABLE, NULL);
     out.n = 0;
     plan(10000, &p);
-    cr_expect_str_eq(cmd_text(&p, 0), "XCLAIM {t}:s:jobs g me 0 1-1 RETRYCOUNT 1 JUSTID");
+    cr_expect_str_eq(hold_text(&p, 0, 60000),
+                     "XCLAIM {t}:s:jobs g me <idle> 1-1 RETRYCOUNT 1 JUSTID");
     cr_expect_eq(atomic_load(&sub->stats.failed), 0);
     cr_expect_eq(atomic_load(&sub->stats.held), 5);
     eddy__plan_reset(&p);
@@ -365,13 +415,15 @@ Test(consumer, lost_connection_resends_unconfirmed_hand_backs, .fini = teardown)
     eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_UNAVAILABLE, NULL);
     out.n = 0;
     plan(10, &p);
-    cr_assert_str_eq(cmd_text(&p, 0), "XCLAIM {t}:s:jobs g me 0 1-1 RETRYCOUNT 0 JUSTID");
+    cr_assert_str_eq(hold_text(&p, 0, 60000),
+                     "XCLAIM {t}:s:jobs g me <idle> 1-1 RETRYCOUNT 0 JUSTID");
     redisReply *none[1] = {NULL};
     cr_expect_eq(eddy__consumer_feed(consumer, &p, none, p.cmds.n, &out), EDDY_ERR_IO);
     eddy__consumer_reset(consumer);
     plan(20, &p);
     /* Sent again before anything reads the entry (the recovery read counts a delivery). */
-    cr_expect_str_eq(cmd_text(&p, 0), "XCLAIM {t}:s:jobs g me 0 1-1 RETRYCOUNT 0 JUSTID");
+    cr_expect_str_eq(hold_text(&p, 0, 60000),
+                     "XCLAIM {t}:s:jobs g me <idle> 1-1 RETRYCOUNT 0 JUSTID");
     cr_expect_str_eq(cmd_text(&p, 1), "XGROUP CREATE {t}:s:jobs g 0 MKSTREAM");
     step(20, &p, (const char *[]){"*1\r\n$3\r\n1-1\r\n", OK}, 2, &out);
     plan(20, &p);
