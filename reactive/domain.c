@@ -228,7 +228,12 @@ eddy_status eddy_rdomain_route(eddy_rdomain_feed *d, const eddy_event *ev,
     if (st != EDDY_OK || !event) {
         /* Filtered, or not decoded: answered on the loop. */
         r->route = route;
-        eddy__rfeed_post(d->feed, route_done, r, st, &rerr);
+        if (eddy__rfeed_post(d->feed, route_done, r, st, &rerr) != EDDY_OK) {
+            if (event && r->free_event)
+                r->free_event(event, r->codec_user);
+            free(r);
+            return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+        }
         return EDDY_OK;
     }
     r->event = event;

@@ -25,7 +25,19 @@
 
 typedef enum wkind { W_ACCEPT, W_RUN } wkind;
 
-typedef struct rrun {
+typedef struct rrun rrun;
+
+typedef struct qitem {
+    struct qitem *next;
+    rrun *resume; /* a run to drive (the run's own item), or NULL: a completion */
+    eddy_rfeed_done_fn done;
+    void *user;
+    eddy_status st;
+    eddy_error err;
+    bool queued;
+} qitem;
+
+struct rrun {
     wkind kind; /* W_RUN: first, so a waiter's kind can be read through either record */
     eddy_rfeed *feed;
     eddy__feed_run *run;
@@ -36,22 +48,16 @@ typedef struct rrun {
     bool in_flight;
     bool embedded;     /* the feed's frec: not freed */
     struct rrun *next; /* the feed's live runs */
-} rrun;
+    qitem rq;          /* queues the run's next step: never allocated */
+    qitem *fin;        /* queues done; allocated with the call (NULL when done is) */
+};
 
 typedef struct racc {
     wkind kind; /* W_ACCEPT */
     eddy_rfeed_done_fn done;
     void *user;
+    qitem *q; /* queues done; allocated with the accept */
 } racc;
-
-typedef struct qitem {
-    struct qitem *next;
-    rrun *resume; /* a run to drive, or NULL: a completion */
-    eddy_rfeed_done_fn done;
-    void *user;
-    eddy_status st;
-    eddy_error err;
-} qitem;
 
 struct eddy_rfeed {
     struct ev_loop *loop;
@@ -80,28 +86,16 @@ static void drive(rrun *r);
 
 static void run_item(eddy_rfeed *feed, qitem *q);
 
-static void post(eddy_rfeed *feed, rrun *resume, eddy_rfeed_done_fn done, void *user,
-                 eddy_status st, const eddy_error *err) {
-    qitem *q = calloc(1, sizeof(*q));
-    if (!q) {
-        /* Out of memory: a completion must still run exactly once, so it runs now, inside
-         * the call that caused it, rather than never. */
-        if (resume)
-            drive(resume);
-        else if (done)
-            done(st, st == EDDY_OK ? NULL : err, user);
-        return;
-    }
-    q->resume = resume;
-    q->done = done;
-    q->user = user;
-    q->st = st;
-    if (err && st != EDDY_OK)
-        q->err = *err;
+/* Queues q. Items are allocated with the request they complete (or embedded in a run), so
+ * queueing never allocates: out of memory, the request is refused up front instead, and no
+ * completion ever has to run inside the call that asked for it. */
+static void enqueue(eddy_rfeed *feed, qitem *q) {
     if (feed->closing) {
         run_item(feed, q); /* nothing drains the queue any more */
         return;
     }
+    q->next = NULL;
+    q->queued = true;
     if (feed->qtail)
         feed->qtail->next = q;
     else
@@ -109,6 +103,26 @@ static void post(eddy_rfeed *feed, rrun *resume, eddy_rfeed_done_fn done, void *
     feed->qtail = q;
     if (!feed->closing)
         ev_idle_start(feed->loop, &feed->idle);
+}
+
+/* Queues done(st, err, user) in q (the caller's item, which the queue frees). */
+static void post_done(eddy_rfeed *feed, qitem *q, eddy_rfeed_done_fn done, void *user,
+                      eddy_status st, const eddy_error *err) {
+    q->resume = NULL;
+    q->done = done;
+    q->user = user;
+    q->st = st;
+    if (err && st != EDDY_OK)
+        q->err = *err;
+    enqueue(feed, q);
+}
+
+/* Queues the next step of r (once: an item queued already drives it). */
+static void post_resume(eddy_rfeed *feed, rrun *r) {
+    if (r->rq.queued)
+        return;
+    r->rq.resume = r;
+    enqueue(feed, &r->rq);
 }
 
 static void destroy_if_done(eddy_rfeed *feed) {
@@ -120,9 +134,12 @@ static void destroy_if_done(eddy_rfeed *feed) {
 }
 
 static void run_item(eddy_rfeed *feed, qitem *q) {
-    if (q->resume)
-        drive(q->resume);
-    else if (q->done)
+    q->queued = false;
+    if (q->resume) {
+        drive(q->resume); /* the run's own item: may be gone once the run ended */
+        return;
+    }
+    if (q->done)
         q->done(q->st, q->st == EDDY_OK ? NULL : &q->err, q->user);
     free(q);
 }
@@ -165,17 +182,20 @@ static void on_idle(struct ev_loop *loop, ev_idle *w, int revents) {
 static void complete(void *waiter, eddy_status st, const eddy_error *err, void *ctx) {
     eddy_rfeed *feed = ctx;
     if (*(wkind *)waiter == W_RUN) {
-        post(feed, waiter, NULL, NULL, EDDY_OK, NULL); /* parked run: ask for its next step */
+        post_resume(feed, waiter); /* parked run: ask for its next step */
         return;
     }
     racc *a = waiter;
     eddy_rfeed_done_fn done = a->done;
     void *user = a->user;
+    qitem *q = a->q;
     free(a);
-    if (feed->direct)
+    if (feed->direct) {
+        free(q);
         done(st, st == EDDY_OK ? NULL : err, user);
-    else
-        post(feed, NULL, done, user, st, err);
+    } else {
+        post_done(feed, q, done, user, st, err);
+    }
 }
 
 static void rrun_link(eddy_rfeed *feed, rrun *r, eddy_rfeed_done_fn done, void *user) {
@@ -194,8 +214,14 @@ static void rrun_link(eddy_rfeed *feed, rrun *r, eddy_rfeed_done_fn done, void *
 
 static rrun *rrun_new(eddy_rfeed *feed, eddy_rfeed_done_fn done, void *user) {
     rrun *r = calloc(1, sizeof(*r));
-    if (r)
-        rrun_link(feed, r, done, user);
+    qitem *fin = done ? calloc(1, sizeof(*fin)) : NULL;
+    if (!r || (done && !fin)) {
+        free(r);
+        free(fin);
+        return NULL;
+    }
+    rrun_link(feed, r, done, user);
+    r->fin = fin;
     return r;
 }
 
@@ -207,6 +233,8 @@ static void rrun_free(rrun *r) {
             break;
         }
     feed->runs--;
+    free(r->fin);
+    r->fin = NULL;
     if (!r->embedded)
         free(r);
 }
@@ -223,7 +251,7 @@ static void flush(eddy_rfeed *feed, eddy__feed_out *out) {
         rrun_link(feed, r, NULL, NULL);
         r->run = start;
         eddy__feed_run_attach(start, r);
-        post(feed, r, NULL, NULL, EDDY_OK, NULL);
+        post_resume(feed, r);
     }
 }
 
@@ -244,7 +272,7 @@ static void poll_deferred(eddy_rfeed *feed) {
         rrun_link(feed, r, NULL, NULL);
         r->run = run;
         eddy__feed_run_attach(run, r);
-        post(feed, r, NULL, NULL, EDDY_OK, NULL);
+        post_resume(feed, r);
     }
 }
 
@@ -372,10 +400,12 @@ static void on_delay(struct ev_loop *loop, ev_timer *w, int revents) {
 static void run_finished(rrun *r, const eddy__feed_step *step) {
     eddy_rfeed *feed = r->feed;
     if (r->done) {
-        if (feed->closing)
+        if (feed->closing) {
             r->done(step->st, step->st == EDDY_OK ? NULL : &step->err, r->user);
-        else
-            post(feed, NULL, r->done, r->user, step->st, &step->err);
+        } else {
+            post_done(feed, r->fin, r->done, r->user, step->st, &step->err);
+            r->fin = NULL;
+        }
     }
     rrun_free(r);
 }
@@ -596,13 +626,15 @@ static eddy_status run_call(eddy_rfeed *feed, bool go_live, eddy_rfeed_done_fn d
                              : eddy__feed_catch_up(feed->core, r, cb, &run, &out, err);
     flush(feed, &out);
     if (st != EDDY_OK || !run) {
+        if (st == EDDY_OK) {
+            post_done(feed, r->fin, done, user, EDDY_OK, NULL);
+            r->fin = NULL;
+        }
         rrun_free(r);
-        if (st == EDDY_OK)
-            post(feed, NULL, done, user, EDDY_OK, NULL);
         return st;
     }
     r->run = run;
-    post(feed, r, NULL, NULL, EDDY_OK, NULL);
+    post_resume(feed, r);
     return EDDY_OK;
 }
 
@@ -636,17 +668,20 @@ static eddy_status rf_accept(eddy_rfeed *feed, const eddy_event_meta *meta, void
     if (!feed || !event || !done)
         return EDDY_ERR_INVALID_ARGUMENT;
     eddy_error err = {0};
+    qitem *q = calloc(1, sizeof(*q)); /* the completion's: queueing it later cannot fail */
+    if (!q)
+        return EDDY_ERR_NOMEM;
     if (feed->closing) {
         eddy__fail(&err, EDDY_ERR_CLOSED, "feed '%s' is freed", eddy__feed_id(feed->core));
-        post(feed, NULL, done, user, EDDY_ERR_CLOSED, &err);
+        post_done(feed, q, done, user, EDDY_ERR_CLOSED, &err);
         return EDDY_OK;
     }
     racc *a = calloc(1, sizeof(*a));
     if (!a) {
-        eddy__fail(&err, EDDY_ERR_NOMEM, "out of memory");
-        post(feed, NULL, done, user, EDDY_ERR_NOMEM, &err);
-        return EDDY_OK;
+        free(q);
+        return EDDY_ERR_NOMEM;
     }
+    a->q = q;
     a->kind = W_ACCEPT;
     a->done = done;
     a->user = user;
@@ -669,7 +704,7 @@ static eddy_status rf_accept(eddy_rfeed *feed, const eddy_event_meta *meta, void
         } else if (kind == EDDY__ACCEPT_DEFERRED) {
             st = EDDY_PENDING; /* eddy__rfeed_accept_or_defer's "deferred" */
         }
-        post(feed, NULL, done, user, st, &err);
+        post_done(feed, q, done, user, st, &err);
     }
     if (feed->depth == 0)
         poll_deferred(feed);
@@ -692,9 +727,13 @@ eddy_status eddy__rfeed_accept_or_defer(eddy_rfeed *feed, const eddy_event_meta 
     return rf_accept(feed, meta, event, true, done, user);
 }
 
-void eddy__rfeed_post(eddy_rfeed *feed, eddy_rfeed_done_fn done, void *user, eddy_status st,
-                      const eddy_error *err) {
-    post(feed, NULL, done, user, st, err);
+eddy_status eddy__rfeed_post(eddy_rfeed *feed, eddy_rfeed_done_fn done, void *user, eddy_status st,
+                             const eddy_error *err) {
+    qitem *q = calloc(1, sizeof(*q));
+    if (!q)
+        return EDDY_ERR_NOMEM;
+    post_done(feed, q, done, user, st, err);
+    return EDDY_OK;
 }
 
 eddy_status eddy_rfeed_get_info(eddy_rfeed *feed, eddy_feed_info *out) {

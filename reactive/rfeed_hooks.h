@@ -13,8 +13,9 @@
 eddy_status eddy__rfeed_accept_or_defer(eddy_rfeed *feed, const eddy_event_meta *meta, void *event,
                                         eddy_rfeed_done_fn done, void *user);
 /* Runs done(st, err, user) on the loop through the feed's completion queue (never inside the
- * calling function; at once while the feed is being freed). */
-void eddy__rfeed_post(eddy_rfeed *feed, eddy_rfeed_done_fn done, void *user, eddy_status st,
-                      const eddy_error *err);
+ * calling function; at once while the feed is being freed). EDDY_ERR_NOMEM (done not called)
+ * when the queue's item cannot be allocated. */
+eddy_status eddy__rfeed_post(eddy_rfeed *feed, eddy_rfeed_done_fn done, void *user, eddy_status st,
+                             const eddy_error *err);
 
 #endif
