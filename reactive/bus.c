@@ -79,6 +79,13 @@ static eddy_status add_sub(eddy_rbus *bus, const eddy_subscription_spec *spec, r
         bus->subs = subs;
         bus->subs_cap = cap;
     }
+    /* The slot remove_sub may need later, reserved now: removing never allocates. */
+    rsub **gone = realloc(bus->gone, (bus->ngone + bus->nsubs + 1) * sizeof(*gone));
+    if (!gone) {
+        eddy__sub_free(sub);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    bus->gone = gone;
     rsub *rs = calloc(1, sizeof(*rs));
     if (!rs) {
         eddy__sub_free(sub);
@@ -100,15 +107,7 @@ static void remove_sub(eddy_rbus *bus, rsub *rs) {
             bus->nsubs--;
             break;
         }
-    rsub **gone = realloc(bus->gone, (bus->ngone + 1) * sizeof(*gone));
-    if (gone) {
-        bus->gone = gone;
-        bus->gone[bus->ngone++] = rs;
-    } else {
-        /* Nowhere to keep it: leak the small record rather than risk a use after free. */
-        eddy__log(&bus->s.log, EDDY_LOG_ERROR, "out of memory removing subscription '%s'",
-                  rs->sub->name);
-    }
+    bus->gone[bus->ngone++] = rs; /* the slot add_sub reserved */
 }
 
 /* ---- readiness --------------------------------------------------------------------------- */

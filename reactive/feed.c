@@ -6,7 +6,9 @@
  * Invariants:
  * - Completions the core answers (accepts, parked runs) and the user's completions go through a
  *   FIFO queue drained from an ev_idle on the loop, so none runs inside the call that asked;
- *   eddy_rfeed_stop_catch_up and eddy_rfeed_free run them directly instead.
+ *   eddy_rfeed_stop_catch_up and eddy_rfeed_free run them directly instead. Queueing never
+ *   allocates: a completion's item is allocated with the call that asks for it (refused with
+ *   EDDY_ERR_NOMEM up front otherwise), a run's next step uses the item embedded in the run.
  * - depth counts projection callbacks in progress: calls made then are from_callback, and the
  *   requests they make are polled when depth returns to zero.
  * - A run record (rrun) lives from the call (or the core's handing over) to its DONE step; after

@@ -117,7 +117,8 @@ EDDY_EXPORT void eddy_rfeed_stop_catch_up(eddy_rfeed *feed);
 /** Feeds a live event without metadata; done runs once with the outcome (EDDY_OK: applied, or
  * a duplicate of an applied event: acknowledge it; any error: not applied). Held until the feed
  * is live (up to max_buffered_events, later ones refused). EDDY_ERR_INVALID_ARGUMENT (done not
- * called) for a NULL feed, event or done. Ownership: event stays the caller's until done runs. */
+ * called) for a NULL feed, event or done; EDDY_ERR_NOMEM (done not called) out of memory.
+ * Ownership: event stays the caller's until done runs. */
 EDDY_EXPORT eddy_status eddy_rfeed_accept(eddy_rfeed *feed, void *event, eddy_rfeed_done_fn done,
                                           void *user);
 /** The same with metadata (copied). */

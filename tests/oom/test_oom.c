@@ -1,0 +1,635 @@
+/* Fault injection: every scenario runs again and again, failing the N-th allocation eddy makes
+ * (N = 1, 2, 3, ...) until a run makes no more allocations than N - 1, i.e. completes with no
+ * failure injected; then again failing every allocation from the N-th on (sticky), which
+ * reaches the cleanup paths that themselves allocate. Each run must end with every call either
+ * succeeding or returning a status, every completion run at most once (exactly once for a call that
+ * returned EDDY_OK), no crash, no hang (each wait is bounded), and, in the sanitizer build, nothing
+ * leaked.
+ *
+ * Mechanism: this binary is linked with -Wl,--wrap=malloc,calloc,realloc,strdup,strndup
+ * (tests/CMakeLists.txt). libeddy and libeddy_reactive are static libraries, so every call
+ * their objects make to those functions resolves to the __wrap_ functions below; the shared
+ * libraries (libev, hiredis, msgpack-c, Criterion, libc itself) keep the real ones. Under
+ * AddressSanitizer __real_malloc resolves to ASan's malloc, so the sanitizer still sees every
+ * allocation. The counter is armed only while a scenario runs; setup (opening the store,
+ * appending the history, building events) is done disarmed.
+ *
+ * Scenarios, all on memory:// (no Redis): (a) a reactive feed: new, a held accept, a catch-up
+ * over stored events with page size 1, go-live, a live accept, stop, free; (b) a reactive
+ * domain feed: new, register with a filter, route (filtered, deferred, delivered), catch-up,
+ * accept-or-defer, free; (c) building filters (type, types, source, subject, time range, data,
+ * and, or, dup) and a blocking domain feed's register, route and go-live; (d) a reactive push
+ * model: accept and accept-or-defer with an observer; (e) reactive push sources on a reactive
+ * bus: new, add (manual mode), start-all, status, free. */
+#include <criterion/criterion.h>
+#include <ev.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eddy/domain.h"
+#include "eddy/filter.h"
+#include "eddy/rdomain.h"
+#include "eddy/rfeed.h"
+#include "eddy/rpush.h"
+#include "eddy/rstore.h"
+#include "eddy/store.h"
+#include "eddy_test.h"
+#include "recorder.h"
+#include "test_backend.h"
+#include "test_codec.h"
+
+/* ---- the allocator wrappers -------------------------------------------------------------- */
+
+void *__real_malloc(size_t size);
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t size);
+char *__real_strdup(const char *s);
+char *__real_strndup(const char *s, size_t n);
+void *__wrap_malloc(size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t size);
+char *__wrap_strdup(const char *s);
+char *__wrap_strndup(const char *s, size_t n);
+
+static atomic_long countdown; /* > 0: armed, allocations left up to the failing one */
+static atomic_bool injected;  /* the armed failure happened */
+static atomic_ulong wrapped;  /* calls that went through the wrappers */
+static atomic_long current_n; /* the run's N, for messages */
+
+static bool sticky; /* fail every allocation from the N-th on (until disarmed) */
+
+static bool fail_now(void) {
+    atomic_fetch_add_explicit(&wrapped, 1, memory_order_relaxed);
+    if (sticky && atomic_load(&injected) && atomic_load(&countdown) == 0 &&
+        atomic_load(&current_n) > 0)
+        return true;
+    long n = atomic_load(&countdown);
+    while (n > 0) {
+        if (atomic_compare_exchange_weak(&countdown, &n, n - 1)) {
+            if (n == 1) {
+                atomic_store(&injected, true);
+                return true;
+            }
+            return false;
+        }
+    }
+    return false;
+}
+
+void *__wrap_malloc(size_t size) { return fail_now() ? NULL : __real_malloc(size); }
+void *__wrap_calloc(size_t n, size_t size) { return fail_now() ? NULL : __real_calloc(n, size); }
+void *__wrap_realloc(void *p, size_t size) { return fail_now() ? NULL : __real_realloc(p, size); }
+char *__wrap_strdup(const char *s) { return fail_now() ? NULL : __real_strdup(s); }
+char *__wrap_strndup(const char *s, size_t n) { return fail_now() ? NULL : __real_strndup(s, n); }
+
+static void arm(long n) {
+    atomic_store(&current_n, n);
+    atomic_store(&injected, false);
+    atomic_store(&countdown, n);
+}
+/* Disarms; whether the armed failure happened. */
+static bool disarm(void) {
+    atomic_store(&current_n, 0);
+    atomic_store(&countdown, 0);
+    return atomic_load(&injected);
+}
+
+#define MAX_N 20000
+#define WAIT_MS 3000
+
+/* Runs scenario(n) for n = 1, 2, ... until a run injects no failure, first failing only the
+ * n-th allocation, then (sticky) every allocation from the n-th on. */
+static void sweep(const char *name, void (*scenario)(long n, bool *clean)) {
+    for (int mode = 0; mode < 2; mode++) {
+        sticky = mode == 1;
+        unsigned long before = atomic_load(&wrapped);
+        long n = 1;
+        for (; n <= MAX_N; n++) {
+            bool clean = false;
+            scenario(n, &clean);
+            if (clean)
+                break;
+        }
+        cr_assert_leq(n, MAX_N, "%s: still failing allocations after %d runs", name, MAX_N);
+        cr_assert_gt(atomic_load(&wrapped) - before, (unsigned long)n,
+                     "%s: eddy's allocations do not go through the wrappers", name);
+        fprintf(stderr, "oom %s%s: %ld runs (the last one with no failure injected)\n", name,
+                sticky ? " (sticky)" : "", n);
+    }
+    sticky = false;
+}
+
+/* ---- completions ------------------------------------------------------------------------- */
+
+typedef struct done_rec {
+    int calls;
+    bool asked; /* the call returned EDDY_OK, so the completion must run once */
+    eddy_status st;
+    eddy_route route;
+} done_rec;
+
+static void expect_status(eddy_status st, const char *what) {
+    cr_expect(st >= EDDY_OK && st <= EDDY_ERR_UNAVAILABLE, "%s: status %d out of range", what,
+              (int)st);
+    cr_expect_neq(st, EDDY_PENDING, "%s: EDDY_PENDING is not a final status", what);
+}
+
+static void on_done(eddy_status st, const eddy_error *err, void *user) {
+    done_rec *d = user;
+    expect_status(st, "completion");
+    cr_expect(st == EDDY_OK || err, "a failure without detail");
+    d->calls++;
+    d->st = st;
+}
+
+static void on_route(eddy_status st, eddy_route route, const eddy_error *err, void *user) {
+    done_rec *d = user;
+    expect_status(st, "route completion");
+    cr_expect(st == EDDY_OK || err, "a failure without detail");
+    d->calls++;
+    d->st = st;
+    d->route = route;
+}
+
+/* Records what a call returned: asked when EDDY_OK. */
+static eddy_status asked(done_rec *d, eddy_status st, const char *what) {
+    expect_status(st, what);
+    cr_expect_eq(d->calls, 0, "%s: the completion ran inside the call (returned %s, N=%ld)", what,
+                 eddy_status_name(st), atomic_load(&current_n));
+    d->asked = st == EDDY_OK;
+    return st;
+}
+
+static void expect_once(const done_rec *d, const char *what, long n) {
+    cr_expect_eq(d->calls, d->asked ? 1 : 0, "%s (N=%ld): completion ran %d times, expected %d",
+                 what, n, d->calls, d->asked ? 1 : 0);
+}
+
+/* ---- loop and store ---------------------------------------------------------------------- */
+
+typedef struct tctx {
+    struct ev_loop *loop;
+    char url[160];
+    char ns[96];
+    eddy_settings s;
+    eddy_rstore *store;
+} tctx;
+
+static void setup(tctx *t, const char *prefix) {
+    memset(t, 0, sizeof(*t));
+    t->loop = ev_loop_new(EVFLAG_AUTO);
+    cr_assert(t->loop);
+    eddy_test_settings(&t->s, false, prefix, t->url, sizeof(t->url), t->ns, sizeof(t->ns));
+    t->s.log = NULL; /* failures are expected: keep the output quiet */
+    eddy_error err = {0};
+    cr_assert_eq(eddy_rstore_open(t->loop, &t->s, &t->store, &err), EDDY_OK, "%s", err.detail);
+}
+
+static void teardown(tctx *t) {
+    eddy_test_run_for(t->loop, 5);
+    eddy_rstore_close(t->store);
+    ev_loop_destroy(t->loop);
+}
+
+static void on_append(eddy_status st, long long v, const eddy_error *err, void *user) {
+    cr_assert_eq(st, EDDY_OK, "append: %s", err ? err->detail : "");
+    (*(int *)user)++;
+}
+
+static void append_ev(tctx *t, eddy_event *ev) {
+    int done = 0;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_rstore_append(t->store, "order-1", (const eddy_event *const *)&ev, 1, NULL,
+                                    on_append, &done, &err),
+                 EDDY_OK, "%s", err.detail);
+    eddy_event_free(ev);
+    cr_assert(eddy_test_run_until(t->loop, &done, 1, WAIT_MS));
+}
+
+/* Runs the loop until d's completion ran. Failing one allocation, it must run on the loop (not
+ * only when free completes it with EDDY_ERR_CLOSED); sticky, the loop cannot progress much while
+ * everything fails, so free may complete it. */
+static void wait_for(tctx *t, done_rec *d, const char *what) {
+    if (!d->asked)
+        return;
+    eddy_test_run_until(t->loop, &d->calls, 1, sticky ? 100 : WAIT_MS);
+    if (!sticky)
+        cr_expect_eq(d->calls, 1, "%s (N=%ld): the completion did not run on the loop", what,
+                     atomic_load(&current_n));
+}
+
+/* ---- the projection ---------------------------------------------------------------------- */
+
+static int applied;
+
+static eddy_status p_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *user) {
+    applied++;
+    return EDDY_OK;
+}
+
+static void codec(eddy_feed_config *cfg) {
+    cfg->decode = uev_decode;
+    cfg->free_event = uev_free;
+    cfg->event_id = uev_id;
+}
+
+/* ---- (a) the reactive feed --------------------------------------------------------------- */
+
+static void rfeed_scenario(long n, bool *clean) {
+    tctx t;
+    setup(&t, "oom-rfeed");
+    for (int i = 0; i < 3; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "h%d", i);
+        append_ev(&t, make_event(id, "t"));
+    }
+    uev held = {"live-held"}, live = {"live-1"};
+    done_rec d_held = {0}, d_cu = {0}, d_gl = {0}, d_live = {0};
+    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_feed_config cfg;
+    eddy_feed_config_init(&cfg);
+    cfg.id = "oom-feed";
+    cfg.projection.apply = p_apply;
+    codec(&cfg);
+    cfg.page_size = 1;
+    applied = 0;
+
+    arm(n);
+    eddy_rfeed *f = NULL;
+    eddy_error err = {0};
+    eddy_status st = eddy_rfeed_new(t.loop, t.store, &cfg, &ck, &f, &err);
+    expect_status(st, "rfeed_new");
+    if (st != EDDY_OK) {
+        cr_expect_null(f);
+        goto out;
+    }
+    asked(&d_held, eddy_rfeed_accept(f, &held, on_done, &d_held), "accept held");
+    asked(&d_cu, eddy_rfeed_catch_up(f, on_done, &d_cu, &err), "catch_up");
+    wait_for(&t, &d_cu, "d_cu");
+    asked(&d_gl, eddy_rfeed_go_live(f, on_done, &d_gl, &err), "go_live");
+    wait_for(&t, &d_gl, "d_gl");
+    wait_for(&t, &d_held, "d_held");
+    asked(&d_live, eddy_rfeed_accept(f, &live, on_done, &d_live), "accept live");
+    wait_for(&t, &d_live, "d_live");
+    eddy_rfeed_stop_catch_up(f);
+    eddy_feed_info info;
+    expect_status(eddy_rfeed_get_info(f, &info), "get_info");
+    eddy_rfeed_free(f);
+out:
+    *clean = !disarm();
+    teardown(&t);
+    expect_once(&d_held, "accept held", n);
+    expect_once(&d_cu, "catch_up", n);
+    expect_once(&d_gl, "go_live", n);
+    expect_once(&d_live, "accept live", n);
+    if (*clean) {
+        cr_expect_eq(d_cu.st, EDDY_OK);
+        cr_expect_eq(d_live.st, EDDY_OK);
+        cr_expect_eq(applied, 5, "applied %d events, expected 5", applied);
+    }
+}
+
+Test(oom, rfeed, .timeout = 600) { sweep("rfeed", rfeed_scenario); }
+
+/* ---- (b) the reactive domain feed -------------------------------------------------------- */
+
+static eddy_filter *build_filter(void) {
+    /* type order.placed, or order.big with amount > 5 */
+    eddy_field five = eddy_field_int(5);
+    eddy_filter *big = eddy_filter_and(eddy_filter_type("order.big"),
+                                       eddy_filter_data("amount", EDDY_DATA_GT, &five));
+    return eddy_filter_or(eddy_filter_type("order.placed"), big);
+}
+
+static void rdomain_scenario(long n, bool *clean) {
+    tctx t;
+    setup(&t, "oom-rdom");
+    append_ev(&t, make_event("s1", "order.placed"));
+    append_ev(&t, make_event("s2", "order.other"));
+    append_ev(&t, amount_event("s3", 9));
+    eddy_event *other = make_event("r1", "order.other");
+    eddy_event *early = make_event("r2", "order.placed");
+    eddy_event *late = amount_event("r3", 7);
+    uev direct = {"d1"};
+    done_rec d_filtered = {0}, d_early = {0}, d_cu = {0}, d_late = {0}, d_defer = {0};
+    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_feed_config cfg;
+    eddy_feed_config_init(&cfg);
+    codec(&cfg);
+    cfg.page_size = 1;
+    cfg.reader = eddy_msgpack_reader();
+    eddy_projection proj = {.apply = p_apply};
+    applied = 0;
+
+    arm(n);
+    eddy_rdomain_feed *f = NULL;
+    eddy_error err = {0};
+    eddy_filter *filter = build_filter();
+    eddy_status st = eddy_rdomain_new(t.loop, t.store, &cfg, &ck, &f, &err);
+    expect_status(st, "rdomain_new");
+    if (st != EDDY_OK) {
+        cr_expect_null(f);
+        goto out;
+    }
+    st = eddy_rdomain_register(f, "oom-rdom", &proj, filter, &err);
+    expect_status(st, "rdomain_register");
+    if (st != EDDY_OK) {
+        cr_expect_not(eddy_rdomain_has_projection(f));
+        goto free;
+    }
+    asked(&d_filtered, eddy_rdomain_route(f, other, NULL, on_route, &d_filtered, &err), "route");
+    asked(&d_early, eddy_rdomain_route(f, early, NULL, on_route, &d_early, &err), "route early");
+    wait_for(&t, &d_filtered, "d_filtered");
+    wait_for(&t, &d_early, "d_early");
+    asked(&d_cu, eddy_rdomain_catch_up_all(f, on_done, &d_cu, &err), "catch_up_all");
+    wait_for(&t, &d_cu, "d_cu");
+    asked(&d_late, eddy_rdomain_route(f, late, NULL, on_route, &d_late, &err), "route late");
+    asked(&d_defer, eddy_rdomain_accept_or_defer(f, NULL, &direct, on_route, &d_defer, &err),
+          "accept_or_defer");
+    wait_for(&t, &d_late, "d_late");
+    wait_for(&t, &d_defer, "d_defer");
+free:
+    eddy_rdomain_free(f);
+out:
+    *clean = !disarm();
+    eddy_filter_free(filter);
+    eddy_event_free(other);
+    eddy_event_free(early);
+    eddy_event_free(late);
+    teardown(&t);
+    expect_once(&d_filtered, "route filtered", n);
+    expect_once(&d_early, "route early", n);
+    expect_once(&d_cu, "catch_up_all", n);
+    expect_once(&d_late, "route late", n);
+    expect_once(&d_defer, "accept_or_defer", n);
+    if (*clean) {
+        cr_expect_eq(d_filtered.route, EDDY_ROUTE_FILTERED);
+        cr_expect_eq(d_early.route, EDDY_ROUTE_DEFERRED);
+        cr_expect_eq(d_cu.st, EDDY_OK);
+        cr_expect_eq(d_late.route, EDDY_ROUTE_DELIVERED);
+        cr_expect_eq(d_defer.route, EDDY_ROUTE_DELIVERED);
+        cr_expect_eq(applied, 4, "applied %d events, expected 4", applied);
+    }
+}
+
+Test(oom, rdomain, .timeout = 600) { sweep("rdomain", rdomain_scenario); }
+
+/* ---- (c) filters and the blocking domain feed -------------------------------------------- */
+
+static void filters_scenario(long n, bool *clean) {
+    const char *types[] = {"order.placed", "order.big"};
+    eddy_event *ev = amount_event("f1", 9);
+    eddy_field city = eddy_field_string("Lisbon");
+    arm(n);
+    eddy_filter *fs[] = {
+        eddy_filter_types(types, 2),
+        eddy_filter_source("/tests"),
+        eddy_filter_subject("order-1"),
+        eddy_filter_time_range("2026-01-01T00:00:00Z", "2027-01-01T00:00:00.5+01:00"),
+        eddy_filter_data("customer.address.city", EDDY_DATA_EQ, &city),
+        eddy_filter_data("amount", EDDY_DATA_EXISTS, NULL),
+    };
+    eddy_filter *all = eddy_filter_and(eddy_filter_or(fs[0], fs[1]), eddy_filter_or(fs[2], fs[3]));
+    eddy_filter *data = eddy_filter_or(fs[4], fs[5]);
+    eddy_filter *copy = eddy_filter_dup(all);
+    eddy_filter *copy2 = eddy_filter_dup(data);
+    bool m = false;
+    eddy_error err = {0};
+    if (copy2)
+        expect_status(eddy_filter_match(copy2, ev, eddy_msgpack_reader(), &m, &err), "match");
+    (void)eddy_filter_matches(copy, ev);
+    *clean = !disarm();
+    if (*clean) {
+        cr_expect(all && data && copy && copy2);
+        cr_expect(m);
+    }
+    eddy_filter_free(all);
+    eddy_filter_free(data);
+    eddy_filter_free(copy);
+    eddy_filter_free(copy2);
+    eddy_event_free(ev);
+}
+
+Test(oom, filters, .timeout = 600) { sweep("filters", filters_scenario); }
+
+static void domain_scenario(long n, bool *clean) {
+    char url[160], ns[96];
+    eddy_settings s;
+    eddy_test_settings(&s, false, "oom-dom", url, sizeof(url), ns, sizeof(ns));
+    s.log = NULL;
+    eddy_store *store = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_store_open(&s, &store, &err), EDDY_OK, "%s", err.detail);
+    eddy_event *other = make_event("r1", "order.other");
+    eddy_event *early = make_event("r2", "order.placed");
+    eddy_event *late = amount_event("r3", 7);
+    uev direct = {"d1"};
+    eddy_feed_config cfg;
+    eddy_feed_config_init(&cfg);
+    codec(&cfg);
+    cfg.reader = eddy_msgpack_reader();
+    eddy_projection proj = {.apply = p_apply};
+    eddy_route r[4] = {0};
+    eddy_status rs[4] = {-1, -1, -1, -1};
+    eddy_status gl = -1;
+    applied = 0;
+
+    arm(n);
+    eddy_domain_feed *f = NULL;
+    eddy_filter *filter = build_filter();
+    eddy_status st = eddy_domain_new(store, &cfg, &f, &err);
+    expect_status(st, "domain_new");
+    if (st != EDDY_OK)
+        goto out;
+    st = eddy_domain_register(f, "oom-dom", &proj, filter, &err);
+    expect_status(st, "domain_register");
+    if (st != EDDY_OK) {
+        cr_expect_not(eddy_domain_has_projection(f));
+        goto free;
+    }
+    expect_status(rs[0] = eddy_domain_route(f, other, NULL, &r[0], &err), "route");
+    expect_status(rs[1] = eddy_domain_route(f, early, NULL, &r[1], &err), "route early");
+    expect_status(gl = eddy_domain_go_live(f, "oom-dom", NULL, &err), "go_live");
+    expect_status(rs[2] = eddy_domain_route(f, late, NULL, &r[2], &err), "route late");
+    expect_status(rs[3] = eddy_domain_accept_or_defer(f, NULL, &direct, &r[3], &err),
+                  "accept_or_defer");
+free:
+    eddy_domain_free(f);
+out:
+    *clean = !disarm();
+    eddy_filter_free(filter);
+    eddy_event_free(other);
+    eddy_event_free(early);
+    eddy_event_free(late);
+    eddy_store_close(store);
+    if (*clean) {
+        cr_expect(rs[0] == EDDY_OK && r[0] == EDDY_ROUTE_FILTERED);
+        cr_expect(rs[1] == EDDY_OK && r[1] == EDDY_ROUTE_DEFERRED);
+        cr_expect_eq(gl, EDDY_OK);
+        cr_expect(rs[2] == EDDY_OK && r[2] == EDDY_ROUTE_DELIVERED);
+        cr_expect(rs[3] == EDDY_OK && r[3] == EDDY_ROUTE_DELIVERED);
+    }
+}
+
+Test(oom, domain, .timeout = 600) { sweep("domain", domain_scenario); }
+
+/* ---- (d) the reactive push model --------------------------------------------------------- */
+
+static int observed;
+
+static eddy_status observe(const eddy_event *ev, eddy_status st, eddy_route route,
+                           const eddy_error *err, void *user) {
+    expect_status(st, "observed");
+    observed++;
+    return EDDY_OK;
+}
+
+static void rpush_model_scenario(long n, bool *clean) {
+    tctx t;
+    setup(&t, "oom-rpm");
+    eddy_event *ev1 = make_event("p1", "order.placed");
+    eddy_event *ev2 = make_event("p2", "order.placed");
+    eddy_event *ev3 = make_event("p3", "order.other");
+    done_rec d_gl = {0}, d1 = {0}, d2 = {0};
+    eddy_feed_config cfg;
+    eddy_feed_config_init(&cfg);
+    codec(&cfg);
+    eddy_projection proj = {.apply = p_apply};
+    eddy_push_observer obs = {.observe = observe};
+    eddy_error err = {0};
+    eddy_rdomain_feed *f = NULL;
+    eddy_filter *filter = eddy_filter_type("order.placed");
+    cr_assert_eq(eddy_rdomain_new(t.loop, t.store, &cfg, NULL, &f, &err), EDDY_OK);
+    cr_assert_eq(eddy_rdomain_register(f, "oom-rpm", &proj, filter, &err), EDDY_OK);
+    eddy_filter_free(filter);
+    observed = 0;
+    applied = 0;
+
+    arm(n);
+    eddy_rpush_model *m = NULL;
+    eddy_status st = eddy_rpush_model_new(t.loop, &obs, NULL, NULL, &m, &err);
+    expect_status(st, "rpush_model_new");
+    if (st != EDDY_OK)
+        goto out;
+    st = eddy_rpush_model_add(m, f, &err);
+    expect_status(st, "rpush_model_add");
+    asked(&d_gl, eddy_rdomain_go_live(f, "oom-rpm", on_done, &d_gl, &err), "go_live");
+    wait_for(&t, &d_gl, "d_gl");
+    st = eddy_rpush_model_accept(m, ev1, NULL);
+    expect_status(st, "rpush_model_accept");
+    asked(&d1, eddy_rpush_model_accept_or_defer(m, ev2, NULL, on_route, &d1, &err),
+          "accept_or_defer");
+    asked(&d2, eddy_rpush_model_accept_or_defer(m, ev3, NULL, on_route, &d2, &err),
+          "accept_or_defer filtered");
+    wait_for(&t, &d1, "d1");
+    wait_for(&t, &d2, "d2");
+    eddy_test_run_for(t.loop, 2);
+    eddy_rpush_model_free(m);
+out:
+    *clean = !disarm();
+    eddy_rdomain_free(f);
+    eddy_event_free(ev1);
+    eddy_event_free(ev2);
+    eddy_event_free(ev3);
+    teardown(&t);
+    expect_once(&d_gl, "go_live", n);
+    expect_once(&d1, "accept_or_defer", n);
+    expect_once(&d2, "accept_or_defer filtered", n);
+    if (*clean) {
+        cr_expect(d1.st == EDDY_OK && d1.route == EDDY_ROUTE_DELIVERED);
+        cr_expect(d2.st == EDDY_OK && d2.route == EDDY_ROUTE_FILTERED);
+        cr_expect_eq(observed, 3, "observed %d outcomes, expected 3", observed);
+        cr_expect_eq(applied, 2);
+    }
+}
+
+Test(oom, rpush_model, .timeout = 600) { sweep("rpush_model", rpush_model_scenario); }
+
+/* ---- (e) reactive push sources on a reactive bus ----------------------------------------- */
+
+static int bus_ready;
+static void on_bus_ready(eddy_status st, const eddy_error *err, void *user) { bus_ready++; }
+
+static void on_added(eddy_status st, const eddy_error *err, void *user) { on_done(st, err, user); }
+
+static const char *started_ids[4];
+static size_t started_n;
+
+static void on_started(eddy_status st, const char *const *ids, size_t n, const eddy_error *err,
+                       void *user) {
+    on_done(st, err, user);
+    started_n = n;
+    for (size_t i = 0; i < n && i < 4; i++)
+        started_ids[i] = ids[i];
+}
+
+static void rpush_sources_scenario(long n, bool *clean) {
+    tctx t;
+    setup(&t, "oom-rps");
+    append_ev(&t, make_event("s1", "order.placed"));
+    append_ev(&t, make_event("s2", "order.other"));
+    t.s.block_ms = 20;
+    eddy_error err = {0};
+    eddy_rbus *bus = NULL;
+    cr_assert_eq(eddy_rbus_new(t.loop, &t.s, NULL, 0, &bus, &err), EDDY_OK, "%s", err.detail);
+    bus_ready = 0;
+    cr_assert_eq(eddy_rbus_start(bus, on_bus_ready, NULL, &err), EDDY_OK, "%s", err.detail);
+    cr_assert(eddy_test_run_until(t.loop, &bus_ready, 1, WAIT_MS));
+    eddy_feed_config cfg;
+    eddy_feed_config_init(&cfg);
+    codec(&cfg);
+    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_rdomain_feed *f = NULL;
+    cr_assert_eq(eddy_rdomain_new(t.loop, t.store, &cfg, &ck, &f, &err), EDDY_OK, "%s", err.detail);
+    eddy_filter *placed = eddy_filter_type("order.placed");
+    cr_assert(placed);
+    eddy_rpush_source_spec sp = {.id = "oom-rps",
+                                 .feed = f,
+                                 .projection = {.apply = p_apply},
+                                 .filter = placed,
+                                 .subject = "orders.placed",
+                                 .group = "oom-view"};
+    eddy_push_options o;
+    eddy_push_options_init(&o);
+    o.mode = EDDY_PUSH_MANUAL;
+    o.observer.observe = observe;
+    done_rec d_add = {0}, d_start = {0};
+    started_n = 0;
+    applied = 0;
+
+    arm(n);
+    eddy_rpush_sources *ps = NULL;
+    eddy_status st = eddy_rpush_sources_new(t.loop, bus, &o, &ps, &err);
+    expect_status(st, "rpush_sources_new");
+    if (st != EDDY_OK)
+        goto out;
+    st = asked(&d_add, eddy_rpush_sources_add(ps, &sp, on_added, &d_add, &err), "sources_add");
+    wait_for(&t, &d_add, "d_add");
+    if (st == EDDY_OK) {
+        asked(&d_start, eddy_rpush_sources_start_all(ps, on_started, &d_start, &err), "start_all");
+        wait_for(&t, &d_start, "d_start");
+        eddy_push_progress pg;
+        expect_status(eddy_rpush_sources_status(ps, "oom-rps", &pg), "sources_status");
+    }
+out:
+    *clean = !disarm();
+    eddy_rbus_stop(bus);
+    eddy_rpush_sources_free(ps);
+    eddy_test_run_for(t.loop, 5);
+    eddy_rdomain_free(f);
+    eddy_rbus_free(bus);
+    eddy_filter_free(placed);
+    teardown(&t);
+    expect_once(&d_add, "sources_add", n);
+    expect_once(&d_start, "start_all", n);
+    if (*clean) {
+        cr_expect_eq(d_add.st, EDDY_OK);
+        cr_expect_eq(d_start.st, EDDY_OK);
+        cr_expect_eq(started_n, 1);
+        cr_expect_eq(applied, 1, "applied %d events, expected 1", applied);
+    }
+}
+
+Test(oom, rpush_sources, .timeout = 600) { sweep("rpush_sources", rpush_sources_scenario); }
