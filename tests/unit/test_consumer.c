@@ -327,6 +327,7 @@ Test(consumer, hand_back_min_idle_is_the_time_since_the_delivery, .fini = teardo
     cr_expect_geq(idle, 4999 - 1, "min idle %lld", idle);
     cr_expect_leq(idle, 5000 + (eddy__mono_ms() - taken), "min idle %lld", idle);
     eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
 }
 
 /* A hand-back leaves the entry pending and sets its delivery count back, in a round trip of
