@@ -25,7 +25,7 @@ typedef struct bsub {
     pthread_t thread;
     bool running;
     atomic_bool stopping;
-    pthread_mutex_t lock; /* with `settled`: the reader waits for its batch's handlers, and
+    pthread_mutex_t lock; /* with `settled`: a stopping reader waits for its handlers, and
                              start waits for `ready` */
     pthread_cond_t settled;
     bool ready;

@@ -1,8 +1,12 @@
 /* The reader thread of one subscription: drives the core consumer (plan, send, feed), hands
- * each delivery to the worker pool, and waits for the batch to be settled before it plans
- * again, so acknowledgements go out in the next pipeline and recovery never re-reads an entry
- * a handler still holds. Stopping interrupts a blocking read at once; handlers that are
- * running finish and their acknowledgements are sent before the thread ends. A pause or resume
+ * each delivery to the worker pool, and plans again at once: the core decides what may be read
+ * while deliveries are outstanding (it waits a little for a round's deliveries, as one batch,
+ * then reads live beside slow ones, for the room left in the batch). When it has nothing to
+ * send the reader sleeps for the idle time, or until a settle the core asks to wake it for
+ * (finish, through bconn_wake), a pause or a resume. Settled acknowledgements go out with the
+ * next plan. Stopping interrupts a blocking read at once; handlers that are running finish
+ * and their acknowledgements are sent (on a new connection when the interrupt dropped the
+ * old one) before the thread ends. A pause or resume
  * wakes the reader (bsub_wake): an idle wait ends, and a pause the core says to hurry cuts a
  * blocking read short (on redis:// the server also drops the reader's connection, CLIENT KILL
  * through the publishing connection, so the cut comes before anything published after the
@@ -18,10 +22,15 @@
 #include "redis.h"
 #include "timing.h"
 
+/* Settles under bs->lock, so a stopping reader that sees nothing outstanding (wait_settled)
+ * cannot go on, and free the subscription, before this returns. The wake, when the core asks
+ * for it, ends the reader's idle wait: the round is settled, there is room to read again and
+ * acknowledgements to send. */
 static void finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
     bsub *bs = d->frontend;
-    eddy__consumer_settle(bs->consumer, d, st, reply);
     pthread_mutex_lock(&bs->lock);
+    if (eddy__consumer_settle(bs->consumer, d, st, reply))
+        bconn_wake(&bs->conn, false);
     pthread_cond_broadcast(&bs->settled);
     pthread_mutex_unlock(&bs->lock);
 }
@@ -116,13 +125,14 @@ static void *reader(void *arg) {
             pthread_mutex_unlock(&bs->lock);
         }
         dispatch(bs, &out);
-        wait_settled(bs);
     }
-    /* Stopping: acknowledge what the last handlers settled, if the connection still works. */
+    /* Stopping: the running handlers finish, then what they settled is acknowledged. The stop
+     * may have dropped the connection in the middle of a read: one attempt at a new one. */
+    wait_settled(bs);
     eddy__plan_reset(&plan);
-    if (bconn_connected(&bs->conn) &&
-        eddy__consumer_plan_flush(bs->consumer, bconn_now_ms(), &plan) == EDDY_OK &&
-        plan.cmds.n > 0)
+    eddy_error err;
+    if (eddy__consumer_plan_flush(bs->consumer, bconn_now_ms(), &plan) == EDDY_OK &&
+        plan.cmds.n > 0 && bconn_connect(&bs->conn, &err) == EDDY_OK)
         round_trip(bs, &plan, &out);
     eddy__plan_reset(&plan);
     eddy__delivery_list_free(&out);

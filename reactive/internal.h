@@ -43,7 +43,9 @@ typedef struct rsub {
 /* Where a handed-out delivery is tracked (delivery->frontend points here). */
 typedef struct rslot {
     ract *act;
-    eddy_delivery *d; /* NULL once settled or abandoned */
+    struct rslot *prev, *next; /* the activation's outstanding deliveries */
+    bool running;              /* its handler is on the stack (dispatch frees the slot) */
+    eddy_delivery *d;          /* NULL once settled or abandoned */
 } rslot;
 
 typedef enum astate {
@@ -51,7 +53,7 @@ typedef enum astate {
     A_BACKOFF,    /* timer: reconnect */
     A_IDLE,       /* timer: plan again (idle plan, or out of memory) */
     A_ROUND,      /* a pipeline is out; collecting its replies */
-    A_HANDLERS,   /* deliveries handed out and not all settled */
+    A_HANDLERS,   /* handing out a round's deliveries; stopping: waiting for handlers */
     A_DEAD        /* released at the next rbus_leave */
 } astate;
 
@@ -72,8 +74,9 @@ struct ract {
     redisReply **replies; /* plan's replies so far (owned, except the last while feeding) */
     size_t got, replies_cap;
     eddy__delivery_list out; /* what the last feed produced, before it is handed out */
-    rslot *slots;            /* the current batch */
-    size_t nslots, slots_cap, unsettled;
+    bool overlapped;         /* the round was sent while deliveries were outstanding */
+    rslot *slots;            /* deliveries handed out and not settled (a list) */
+    size_t unsettled;
     ev_timer timer;       /* A_BACKOFF, A_IDLE */
     ev_timer ready_timer; /* how long it may take to become ready */
     unsigned attempt;     /* consecutive failed connects, for backoff */

@@ -1,12 +1,14 @@
 /* One subscription's reading on the loop: an activation (internal.h) drives the core
  * consumer exactly as the blocking reader does (plan, send the pipeline, feed, hand the
- * deliveries to the handler, plan again once every one is settled), with timers where the
- * blocking reader sleeps and callbacks where it waits.
+ * deliveries to the handler, plan again at once), with timers where the blocking reader
+ * sleeps and callbacks where it waits. The core decides what may be read while deliveries are
+ * outstanding (a handler returned EDDY_PENDING); when it has nothing to send, the activation
+ * idles, and a settle that completes the round ends the idle wait (act_kick).
  *
  * Invariants:
- * - The consumer plans only when no pipeline is out and every delivery of the batch is
- *   settled, as the core requires; the batch is tracked in `slots`, which is also how a
- *   delivery finds its activation.
+ * - The consumer plans only when no pipeline is out. Deliveries handed out and not settled are
+ *   tracked in `slots` (a list of one allocation each, freed when settled), which is also how
+ *   a delivery finds its activation.
  * - No handler is called once stop (or free) was called. Deliveries read but not handed out by
  *   then are dropped: AtLeastOnce entries stay pending and come back; AtMostOnce entries were
  *   acknowledged by their read (NOACK) and are gone, as at-most-once allows.
@@ -15,7 +17,9 @@
  *   round carry other commands, a stop waits for their replies only (they come at once), and
  *   the read counts as timed out (nil) so that they are fed. A stop during any other round
  *   waits for its replies and feeds them. Deliveries settled after the stop (their handler
- *   returned EDDY_PENDING) are flushed on the same connection before the activation dies.
+ *   returned EDDY_PENDING) are flushed on the same connection before the activation dies; so a
+ *   blocking read sent while deliveries were outstanding (`overlapped`: the core keeps it
+ *   short) is left to end by itself, since a delivery may settle during it.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -46,21 +50,29 @@ static void free_replies(ract *act) {
 /* Deliveries the consumer produced that no handler will see. */
 static void abandon_out(ract *act) {
     for (size_t i = 0; i < act->out.n; i++)
-        eddy__delivery_free(act->out.v[i]);
+        eddy__consumer_drop(act->consumer, act->out.v[i]);
     act->out.n = 0;
 }
 
-static void settle(ract *act, rslot *sl, eddy_status st, eddy_event *reply) {
+static void slot_free(ract *act, rslot *sl) {
+    if (sl->prev)
+        sl->prev->next = sl->next;
+    else
+        act->slots = sl->next;
+    if (sl->next)
+        sl->next->prev = sl->prev;
+    free(sl);
+}
+
+/* True when the core asks an idle activation to plan again now. */
+static bool settle(ract *act, rslot *sl, eddy_status st, eddy_event *reply) {
     eddy_delivery *d = sl->d;
     sl->d = NULL;
     act->unsettled--;
-    eddy__consumer_settle(act->consumer, d, st, reply);
-}
-
-static void abandon(ract *act, rslot *sl) {
-    eddy__delivery_free(sl->d);
-    sl->d = NULL;
-    act->unsettled--;
+    bool wake = eddy__consumer_settle(act->consumer, d, st, reply);
+    if (!sl->running)
+        slot_free(act, sl);
+    return wake;
 }
 
 static void act_kill(ract *act) {
@@ -133,7 +145,7 @@ static void act_lost(ract *act, const eddy_error *err) {
                   act->rs->sub->name, err->detail);
     }
     if (act->state == A_HANDLERS)
-        return; /* reconnects once the batch is settled (act_step) */
+        return; /* handing out a round: reconnects right after (act_step) */
     act_backoff(act);
 }
 
@@ -163,6 +175,7 @@ static void act_idle(ract *act, long long ms) {
 }
 
 static void act_send(ract *act) {
+    act->overlapped = act->unsettled > 0;
     size_t n = act->plan.cmds.n;
     if (n > act->replies_cap) {
         redisReply **r = realloc(act->replies, n * sizeof(*r));
@@ -202,7 +215,8 @@ static void act_step_stopping(ract *act) {
     act_kill(act);
 }
 
-/* Plans and sends the next round. No pipeline is out and the batch is settled. */
+/* Plans and sends the next round. No pipeline is out; deliveries may be outstanding (the core
+ * decides what may be read beside them). */
 static void act_step(ract *act) {
     if (act->stopping) {
         act_step_stopping(act);
@@ -226,63 +240,76 @@ static void act_step(ract *act) {
     act_send(act);
 }
 
+/* A delivery settled outside dispatch: an idle activation plans again now when the core asks
+ * for it (wake: the round is settled, there is room to read and acknowledgements to send;
+ * otherwise its idle wait is short); a stopping one flushes it. A round that is out picks it
+ * up when it ends (the core keeps its blocking read short while deliveries are outstanding). */
+static void act_kick(ract *act, bool wake) {
+    if (act->state == A_IDLE && !act->stopping && wake) {
+        ev_timer_stop(act->bus->loop, &act->timer);
+        act_step(act);
+    } else if (act->state == A_HANDLERS && (act->unsettled == 0 || act->stopping)) {
+        act_step(act);
+    }
+}
+
 static void act_finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
     rslot *sl = d->frontend;
     ract *act = sl->act;
     eddy_rbus *bus = act->bus;
     rbus_enter(bus);
     if (sl->d == d) {
-        settle(act, sl, st == EDDY_PENDING ? EDDY_ERR_HANDLER_FAILED : st, reply);
+        bool wake = settle(act, sl, st == EDDY_PENDING ? EDDY_ERR_HANDLER_FAILED : st, reply);
         reply = NULL;
-        if (!act->dispatching && act->state == A_HANDLERS && (act->unsettled == 0 || act->stopping))
-            act_step(act);
+        if (!act->dispatching)
+            act_kick(act, wake);
     }
     eddy_event_free(reply); /* a second finish: the delivery was settled already */
     rbus_leave(bus);
 }
 
+/* Hands each delivery of the round to the handler, each with a slot of its own. */
 static void dispatch(ract *act) {
     eddy_rbus *bus = act->bus;
     eddy__sub *sub = act->rs->sub;
-    size_t n = act->out.n;
-    if (n > act->slots_cap) {
-        rslot *s = realloc(act->slots, n * sizeof(*s));
-        if (!s) {
-            eddy__log(&bus->s.log, EDDY_LOG_WARN,
-                      "subscription '%s': out of memory; %zu deliveries dropped (AtLeastOnce: "
-                      "they come back)",
-                      sub->name, n);
-            abandon_out(act);
-            return;
-        }
-        act->slots = s;
-        act->slots_cap = n;
-    }
-    act->nslots = n;
-    act->unsettled = n;
-    for (size_t i = 0; i < n; i++) {
-        act->slots[i] = (rslot){act, act->out.v[i]};
-        act->out.v[i]->frontend = &act->slots[i];
-        act->out.v[i]->finish = act_finish;
-    }
-    act->out.n = 0;
-    for (size_t i = 0; i < n; i++) {
-        rslot *sl = &act->slots[i];
-        if (!sl->d)
-            continue;
+    for (size_t i = 0; i < act->out.n; i++) {
+        eddy_delivery *d = act->out.v[i];
+        act->out.v[i] = NULL;
         if (act->stopping || bus->freeing) {
-            abandon(act, sl);
+            eddy__consumer_drop(act->consumer, d);
             continue;
         }
+        rslot *sl = malloc(sizeof(*sl));
+        if (!sl) {
+            eddy__log(&bus->s.log, EDDY_LOG_WARN,
+                      "subscription '%s': out of memory; a delivery dropped (AtLeastOnce: it "
+                      "comes back)",
+                      sub->name);
+            eddy__consumer_drop(act->consumer, d);
+            continue;
+        }
+        *sl = (rslot){.act = act, .next = act->slots, .running = true, .d = d};
+        if (act->slots)
+            act->slots->prev = sl;
+        act->slots = sl;
+        act->unsettled++;
+        d->frontend = sl;
+        d->finish = act_finish;
         eddy_event *reply = NULL;
-        eddy_status st = eddy__sub_run(sub, sl->d, &reply);
+        eddy_status st = eddy__sub_run(sub, d, &reply);
+        sl->running = false;
         /* A handler that finished its delivery itself and still returned a result: the
          * delivery is settled already, the result is ignored. */
-        if (st != EDDY_PENDING && sl->d)
-            settle(act, sl, st, reply);
-        else
+        if (!sl->d) {
             eddy_event_free(reply);
+            slot_free(act, sl);
+        } else if (st != EDDY_PENDING) {
+            settle(act, sl, st, reply);
+        } else {
+            eddy_event_free(reply);
+        }
     }
+    act->out.n = 0;
 }
 
 /* Every reply of the round is in (the last one borrowed). */
@@ -311,8 +338,8 @@ static void round_done(ract *act) {
     else
         dispatch(act);
     act->dispatching = false;
-    if (act->state == A_HANDLERS && (act->unsettled == 0 || act->stopping))
-        act_step(act);
+    if (act->state == A_HANDLERS)
+        act_step(act); /* the core decides what may be read while deliveries are outstanding */
 }
 
 /* Stopped while the round's blocking read waits, with every other reply in: the read counts
@@ -367,7 +394,8 @@ static void act_reply(void *owner, void *priv, redisReply *r) {
             eddy_error err;
             eddy__fail(&err, EDDY_ERR_NOMEM, "out of memory keeping a reply");
             act_lost(act, &err);
-        } else if (act->stopping && act->plan.block_ms >= 0 && act->got + 1 == n) {
+        } else if (act->stopping && act->plan.block_ms >= 0 && act->got + 1 == n &&
+                   !act->overlapped) {
             end_stopped_round(act);
         } else if (act->cut && act->plan.block_ms >= 0 && act->got + 1 == n) {
             cut_round(act);
@@ -446,8 +474,14 @@ void ract_stop(ract *act) {
     switch (act->state) {
     case A_CONNECTING:
     case A_BACKOFF:
+        /* With deliveries outstanding it goes on connecting, to send their acknowledgements
+         * (act_step_stopping); a failure ends it (act_lost). */
+        if (act->unsettled == 0)
+            act_kill(act);
+        break;
     case A_IDLE:
-        act_kill(act);
+        ev_timer_stop(act->bus->loop, &act->timer);
+        act_step(act); /* flushes what is settled, waits for the rest, or dies */
         break;
     case A_HANDLERS:
         act_step(act); /* flushes what is settled, or dies */
@@ -455,7 +489,8 @@ void ract_stop(ract *act) {
     case A_ROUND:
         /* Replies that already arrived count (they may complete the round right here). */
         rconn_drain(act->conn);
-        if (act->state == A_ROUND && act->plan.block_ms >= 0 && act->got + 1 == act->plan.cmds.n)
+        if (act->state == A_ROUND && act->plan.block_ms >= 0 && act->got + 1 == act->plan.cmds.n &&
+            !act->overlapped)
             end_stopped_round(act);
         break;
     case A_DEAD:
@@ -530,13 +565,16 @@ static void orphan(eddy_delivery *d) {
 void ract_free(ract *act) {
     if (act->state != A_DEAD)
         act_kill(act);
-    for (size_t i = 0; i < act->nslots; i++)
-        if (act->slots[i].d)
-            orphan(act->slots[i].d);
+    while (act->slots) {
+        rslot *sl = act->slots;
+        act->slots = sl->next;
+        if (sl->d)
+            orphan(sl->d);
+        free(sl);
+    }
     eddy__consumer_free(act->consumer);
     eddy__plan_reset(&act->plan);
     eddy__delivery_list_free(&act->out);
     free(act->replies);
-    free(act->slots);
     free(act);
 }

@@ -130,6 +130,8 @@ struct eddy__consumer {
     VEC(hold) holds;
     VEC(eddy__cmd) replies; /* XADDs of replies, sent with the next round trip */
     size_t outstanding;
+    size_t round_base;  /* outstanding when the last feed began: older than its deliveries */
+    long long round_at; /* when the round that fed was planned (reader only) */
     char *inbox_prefix; /* "{ns}:inbox:": the only place a reply may go */
 
     VEC(ack) inflight;
@@ -381,19 +383,24 @@ static eddy_status plan_dead_letters(eddy__consumer *c, eddy__plan *p) {
     return EDDY_OK;
 }
 
-static void add_group_args(eddy__consumer *c, eddy__cmd *cmd) {
+static void add_group_args(eddy__consumer *c, eddy__cmd *cmd, size_t count) {
     eddy__cmd_str(cmd, "GROUP");
     eddy__cmd_str(cmd, c->sub->group);
     eddy__cmd_str(cmd, c->sub->consumer);
     eddy__cmd_str(cmd, "COUNT");
-    eddy__cmd_u64(cmd, c->s->read_batch);
+    eddy__cmd_u64(cmd, count);
 }
 
 static long long min_ll(long long a, long long b) { return a < b ? a : b; }
 
 /* allow_block is false when acknowledgements or dead letters go first: a blocking read is
- * never sent behind them, so a stop that cuts the read short loses no reply the core needs. */
-static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bool allow_block) {
+ * never sent behind them, so a stop that cuts the read short loses no reply the core needs.
+ * outstanding: deliveries handed out and not settled when the plan began. While there are any,
+ * only live reads (">", which never return an entry a handler holds) are planned, for the room
+ * left in the batch; the history, claims and counts wait until they are settled, since those
+ * could return an entry a handler still holds. */
+static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bool allow_block,
+                             size_t outstanding) {
     eddy__cmd *cmd;
     if (now < c->retry_at) {
         p->idle_ms = c->retry_at - now;
@@ -450,12 +457,21 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
     bool history = false;
     for (size_t s = 0; s < c->streams.n; s++)
         history |= !c->streams.v[s].recovered;
+    /* Nothing new is read while the history or an overdue claim round waits for the
+     * outstanding deliveries: the idle waits are short, and it goes on once they settled. */
+    long long drain = min_ll(EDDY__OUTSTANDING_BLOCK_MS, c->s->block_ms);
+    if (!c->sub->literal)
+        drain = min_ll(drain, c->next_discovery - now);
+    if (history && outstanding > 0) {
+        p->idle_ms = drain < 1 ? 1 : drain;
+        return EDDY_OK;
+    }
     if (history) {
         /* The consumer's own pending entries (a restart with the same instance name, or a
          * lost connection) come first, from its own history. */
         if (!(cmd = add(p, T_HISTORY, -1, "XREADGROUP")))
             return EDDY_ERR_NOMEM;
-        add_group_args(c, cmd);
+        add_group_args(c, cmd, c->s->read_batch);
         eddy__cmd_str(cmd, "STREAMS");
         for (size_t s = 0; s < c->streams.n; s++)
             if ((c->streams.v[s].in_history = !c->streams.v[s].recovered))
@@ -465,7 +481,15 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
                 eddy__cmd_str(cmd, c->streams.v[s].history_cursor);
         return EDDY_OK;
     }
-    if (at_least_once(c) && now >= c->next_claim && c->streams.n > 0) {
+    bool claim_due = at_least_once(c) && now >= c->next_claim && c->streams.n > 0;
+    if (claim_due && outstanding > 0 &&
+        now - c->next_claim >= (long long)c->s->redelivery_idle_ms) {
+        /* Live reads go on past a due claim round while deliveries are outstanding, but not
+         * for ever: a steady flow of slow handlers must not put redelivery off indefinitely. */
+        p->idle_ms = drain < 1 ? 1 : drain;
+        return EDDY_OK;
+    }
+    if (claim_due && outstanding == 0) {
         bool any = false;
         for (size_t s = 0; s < c->streams.n; s++) {
             cstream *st = &c->streams.v[s];
@@ -494,19 +518,27 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
     long long wait = c->s->block_ms;
     if (!c->sub->literal)
         wait = min_ll(wait, c->next_discovery - now);
-    if (at_least_once(c))
+    if (outstanding > 0)
+        /* The acknowledgements of deliveries settling meanwhile wait for the read to end:
+         * keep it short. The claim round waits for them anyway. */
+        wait = min_ll(wait, EDDY__OUTSTANDING_BLOCK_MS);
+    else if (at_least_once(c))
         wait = min_ll(wait, c->next_claim - now);
     if (wait < 1)
         wait = 1; /* BLOCK 0 would mean forever */
     if (!allow_block)
         return EDDY_OK;
-    if (c->streams.n == 0) {
-        p->idle_ms = wait;
+    if (c->streams.n == 0 || outstanding >= c->s->read_batch) {
+        /* Nothing to read from, or no room in the batch: a short wait while deliveries are
+         * outstanding (a settle that completes the round ends it sooner). */
+        p->idle_ms = outstanding > 0 ? min_ll(drain, wait) : wait;
+        if (p->idle_ms < 1)
+            p->idle_ms = 1;
         return EDDY_OK;
     }
     if (!(cmd = add(p, T_LIVE, -1, "XREADGROUP")))
         return EDDY_ERR_NOMEM;
-    add_group_args(c, cmd);
+    add_group_args(c, cmd, c->s->read_batch - outstanding);
     eddy__cmd_str(cmd, "BLOCK");
     eddy__cmd_u64(cmd, (unsigned long long)wait);
     if (!at_least_once(c))
@@ -524,6 +556,18 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
  * wanted, the next step of reading. */
 static eddy_status plan(eddy__consumer *c, long long now_ms, eddy__plan *p, bool with_main) {
     c->now = now_ms;
+    pthread_mutex_lock(&c->lock);
+    size_t outstanding = c->outstanding; /* settles may lower it meanwhile */
+    bool round_unsettled = outstanding > c->round_base;
+    pthread_mutex_unlock(&c->lock);
+    if (with_main && round_unsettled && now_ms - c->round_at < EDDY__ROUND_WAIT_MS) {
+        /* The last round's deliveries are being handled: wait for them (the settle of the last
+         * one wakes the front end), so their acknowledgements go out together, as one batch,
+         * and the next read is a full one. Only a handler that takes longer lets the reading
+         * go on beside it. */
+        p->idle_ms = c->round_at + EDDY__ROUND_WAIT_MS - now_ms;
+        return EDDY_OK;
+    }
     eddy_status st = plan_acks(c, p);
     if (st == EDDY_OK)
         st = plan_holds(c, p);
@@ -532,7 +576,7 @@ static eddy_status plan(eddy__consumer *c, long long now_ms, eddy__plan *p, bool
     if (st == EDDY_OK)
         st = plan_dead_letters(c, p);
     if (st == EDDY_OK && with_main)
-        st = plan_main(c, now_ms, p, p->cmds.n == 0);
+        st = plan_main(c, now_ms, p, p->cmds.n == 0, outstanding);
     if (st == EDDY_OK)
         st = eddy__cmdlist_status(&p->cmds);
     return st;
@@ -833,6 +877,10 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
         if (!replies[i])
             return EDDY_ERR_IO;
     eddy__sub *sub = c->sub;
+    pthread_mutex_lock(&c->lock);
+    c->round_base = c->outstanding;
+    pthread_mutex_unlock(&c->lock);
+    c->round_at = c->now;
     bool withhold = withholding(c); /* paused since the plan: hand nothing out */
     c->inflight.n = 0;              /* every acknowledgement and hand-back got its answer */
     c->held_inflight.n = 0;
@@ -1014,7 +1062,7 @@ static void settle_responder(eddy__consumer *c, eddy_delivery *d, eddy_status st
     queue_reply(c, d, reply);
 }
 
-void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st, eddy_event *reply) {
+bool eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st, eddy_event *reply) {
     eddy__stats *stats = &c->sub->stats;
     atomic_fetch_add(&stats->delivered, 1);
     if (d->attempt > 1)
@@ -1034,6 +1082,16 @@ void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st, 
             atomic_fetch_add(&stats->failed, 1);
         }
     }
+    pthread_mutex_lock(&c->lock);
+    bool wake = --c->outstanding <= c->round_base;
+    pthread_mutex_unlock(&c->lock);
+    eddy__delivery_free(d);
+    return wake;
+}
+
+void eddy__consumer_drop(eddy__consumer *c, eddy_delivery *d) {
+    if (!d)
+        return;
     pthread_mutex_lock(&c->lock);
     c->outstanding--;
     pthread_mutex_unlock(&c->lock);

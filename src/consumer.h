@@ -7,9 +7,22 @@
  *   2. send them, collect one reply per command, then eddy__consumer_feed(c, replies, n, &out)
  *      -> deliveries to hand to the handler.
  *   3. each delivery is settled exactly once with eddy__consumer_settle (any thread), which
- *      frees it. The front end does not plan again until every delivery of the batch is
- *      settled (eddy__consumer_outstanding() == 0), so a recovery read never hands out an
- *      entry that a handler still holds.
+ *      frees it (or, never handed to a handler, dropped with eddy__consumer_drop).
+ *   The front end plans again as soon as a round is fed and dispatched, without waiting for
+ *   the handlers; when a plan has nothing to send it waits idle_ms, and a settle for which
+ *   eddy__consumer_settle returns true ends that wait. The core first waits (up to
+ *   EDDY__ROUND_WAIT_MS) for the deliveries of the last round, as one batch: their
+ *   acknowledgements then go out together and the next read is a full one. After that, while
+ *   deliveries are outstanding (a slow handler, or one that returned EDDY_PENDING), it plans
+ *   only live reads (">": they never return an entry a handler holds) for the room left in
+ *   the batch (read_batch - outstanding; none when there is none), blocking at most
+ *   EDDY__OUTSTANDING_BLOCK_MS, so the acknowledgements of deliveries settling meanwhile do
+ *   not wait long behind it; idle waits are as short. Recovery reads of its own pending
+ *   entries, XAUTOCLAIM and XPENDING counts are planned only when nothing is outstanding, as
+ *   they could return an entry a handler still holds; a claim round overdue by
+ *   redelivery_idle_ms (or a history read owed after a reconnect or a resume) stops the live
+ *   reads until the outstanding deliveries are settled, so a steady flow of slow handlers
+ *   cannot put recovery off for ever.
  *   On a lost connection: eddy__consumer_reset(c), reconnect, go on from 1. Unconfirmed
  *   acknowledgements are sent again (XACK is idempotent); groups are checked again (a
  *   restarted Redis may have lost them); the consumer's own pending entries are read again.
@@ -48,6 +61,11 @@
 
 typedef struct eddy__consumer eddy__consumer;
 
+/* The longest blocking read (or idle wait) planned while deliveries are outstanding. */
+#define EDDY__OUTSTANDING_BLOCK_MS 100
+/* How long the deliveries of a round are waited for, as one batch, before reading beside them. */
+#define EDDY__ROUND_WAIT_MS 100
+
 typedef struct eddy__plan {
     eddy__cmdlist cmds;
     long long block_ms; /* >= 0: the last command is a blocking read of this length */
@@ -83,8 +101,14 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
  * attempt - 1 (a hand-back, counted in held, not failed). For a responder, `reply` (owned by the
  * callee; may be NULL) is the reply: it is sent with the next round trip, or a failure reply when
  * st is an error or the reply cannot be sent, or discarded (Unaddressed) when the delivery was a
- * plain publish. Frees the delivery. Thread: any. */
-void eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st, eddy_event *reply);
+ * plain publish. Frees the delivery. True when a front end waiting idle should plan again now
+ * (the last round's deliveries are all settled). Thread: any. */
+bool eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st, eddy_event *reply);
+
+/* Frees a delivery no handler will see (the front end is stopping, or out of memory), without
+ * settling it: nothing is acknowledged (AtLeastOnce: it stays pending and comes back), and it
+ * no longer counts as outstanding. Thread: any. */
+void eddy__consumer_drop(eddy__consumer *c, eddy_delivery *d);
 
 /* True once the subscription's start point is fixed and its groups exist: every message
  * published from now on will be delivered. Front ends wait for it before start returns. */

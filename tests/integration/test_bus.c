@@ -986,3 +986,193 @@ ParameterizedTest(combo *p, bus, pause_lets_a_running_handler_finish, .timeout =
     rec_destroy(&rp);
     rec_destroy(&rc);
 }
+
+/* ---- a held delivery does not hold up the others ----------------------------------------- */
+
+/* The handler of event "held" does not finish until the test says so: blocking, it waits at a
+ * gate on its worker thread; reactive, it returns EDDY_PENDING and the test finishes it on the
+ * loop thread. Every other event is handled at once. */
+typedef struct held {
+    const combo *p;
+    recorder *r;
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    bool at_gate, open;
+    eddy_delivery *d; /* reactive: the held delivery */
+} held;
+
+static eddy_status hold_one(eddy_delivery *d, void *user) {
+    held *h = user;
+    if (strcmp(eddy_event_id(eddy_delivery_event(d)), "held") != 0)
+        return rec_handler(d, h->r);
+    pthread_mutex_lock(&h->m);
+    h->at_gate = true;
+    pthread_cond_broadcast(&h->cv);
+    if (h->p->frontend == 1) {
+        h->d = d;
+        pthread_mutex_unlock(&h->m);
+        return EDDY_PENDING;
+    }
+    while (!h->open)
+        pthread_cond_wait(&h->cv, &h->m);
+    pthread_mutex_unlock(&h->m);
+    return rec_handler(d, h->r);
+}
+
+/* Reactive: runs on the loop thread, where the held delivery may be finished. */
+static void finish_held(void *arg) {
+    held *h = arg;
+    pthread_mutex_lock(&h->m);
+    eddy_delivery *d = h->d;
+    h->d = NULL;
+    pthread_mutex_unlock(&h->m);
+    cr_assert(d, "the held delivery");
+    eddy_delivery_finish(d, rec_handler(d, h->r));
+}
+
+static void held_init(held *h, const combo *p, recorder *r) {
+    memset(h, 0, sizeof(*h));
+    h->p = p;
+    h->r = r;
+    pthread_mutex_init(&h->m, NULL);
+    pthread_cond_init(&h->cv, NULL);
+}
+
+static void held_destroy(held *h) {
+    pthread_cond_destroy(&h->cv);
+    pthread_mutex_destroy(&h->m);
+}
+
+static void wait_at_gate(held *h) {
+    pthread_mutex_lock(&h->m);
+    while (!h->at_gate)
+        pthread_cond_wait(&h->cv, &h->m);
+    pthread_mutex_unlock(&h->m);
+}
+
+static void open_gate(ctx *c, tbus *b, held *h) {
+    if (h->p->frontend == 1) {
+        c->d->run(b, finish_held, h);
+        return;
+    }
+    pthread_mutex_lock(&h->m);
+    h->open = true;
+    pthread_cond_broadcast(&h->cv);
+    pthread_mutex_unlock(&h->m);
+}
+
+/* A bus whose subscription "s" (AtLeastOnce, competing, group "g" on `subject`) has one
+ * delivery of event "held" held, and `more` events published after it handled. */
+static tbus *bus_with_one_held(ctx *c, const combo *p, held *h, recorder *r, const char *subject,
+                               int more) {
+    setup(c, p);
+    c->s.workers = 4;
+    /* No claim round comes due while the test runs: nothing is delivered twice. */
+    c->s.redelivery_idle_ms = 30000;
+    rec_init(r);
+    held_init(h, p, r);
+    eddy_subscription_spec sp = spec("s", subject, EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, r);
+    sp.handler = hold_one;
+    sp.user = h;
+    tbus *b = must_bus(c, &sp, 1);
+    must_start(c, b);
+    must_publish(c, b, subject, "held", "t.held");
+    /* Handed out (and held) before the others are published: they come in later reads. */
+    wait_at_gate(h);
+    publish_n(c, b, subject, "n", more);
+    cr_assert(rec_wait(r, more, 20000), "%s: only %d of %d handled while one is held", c->d->name,
+              rec_count(r), more);
+    cr_expect_eq(rec_seen(r, "held"), 0, "still held");
+    return b;
+}
+
+ParameterizedTestParameters(bus, a_held_delivery_does_not_hold_up_the_others) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+/* One handler does not finish while 20 messages published after its own are all handled (and
+ * acknowledged); then it finishes and is acknowledged too. */
+ParameterizedTest(combo *p, bus, a_held_delivery_does_not_hold_up_the_others, .timeout = 120) {
+    ctx c;
+    recorder r;
+    held h;
+    tbus *b = bus_with_one_held(&c, p, &h, &r, "hd.created", 20);
+    pending_wait pw = {&c, "hd.created", "g", 1};
+    cr_expect(eddy_test_wait_until(pending_is, &pw, 20000), "only the held one stays pending");
+    open_gate(&c, b, &h);
+    cr_assert(rec_wait(&r, 21, 20000), "the held one finished");
+    pw.n = 0;
+    cr_expect(eddy_test_wait_until(pending_is, &pw, 20000), "and was acknowledged");
+    expect_each_once(&r, "n", 20);
+    cr_expect_eq(rec_seen(&r, "held"), 1);
+    cr_expect_eq(rec_handled(&r, "held"), 1);
+    cr_assert_eq(c.d->stop(b), EDDY_OK);
+    eddy_consumer_stats st;
+    cr_assert_eq(c.d->stats(b, "s", &st), EDDY_OK);
+    cr_expect_eq(st.delivered, 21);
+    cr_expect_eq(st.handled, 21);
+    cr_expect_eq(st.failed, 0);
+    cr_expect_eq(st.redelivered, 0);
+    cr_expect_eq(pending_count(&c, "hd.created", "g"), 0);
+    c.d->free(b);
+    held_destroy(&h);
+    rec_destroy(&r);
+}
+
+typedef struct stopper {
+    ctx *c;
+    tbus *b;
+    atomic_bool calling;
+    eddy_status st;
+} stopper;
+
+static void *stop_thread(void *arg) {
+    stopper *s = arg;
+    atomic_store(&s->calling, true);
+    s->st = s->c->d->stop(s->b);
+    return NULL;
+}
+
+static bool is_calling(void *arg) { return atomic_load(&((stopper *)arg)->calling); }
+
+ParameterizedTestParameters(bus, stop_with_a_held_delivery_still_acknowledges_it) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+/* A stop while a delivery is held and the reader reads on: blocking, the stop waits for the
+ * handler and sends its acknowledgement before it returns; reactive, the stop returns at once
+ * and the acknowledgement goes out when the delivery is finished. */
+ParameterizedTest(combo *p, bus, stop_with_a_held_delivery_still_acknowledges_it, .timeout = 120) {
+    ctx c;
+    recorder r;
+    held h;
+    tbus *b = bus_with_one_held(&c, p, &h, &r, "hs.created", 3);
+    pending_wait pw = {&c, "hs.created", "g", 1};
+    cr_expect(eddy_test_wait_until(pending_is, &pw, 20000), "only the held one stays pending");
+    if (p->frontend == 0) {
+        stopper s = {.c = &c, .b = b};
+        pthread_t t;
+        cr_assert_eq(pthread_create(&t, NULL, stop_thread, &s), 0);
+        cr_assert(eddy_test_wait_until(is_calling, &s, 20000));
+        /* Most often the stop has cut the reader's read by now; either way the handler
+         * finishes and is acknowledged before the stop returns. */
+        struct timespec ts = {0, 50 * 1000000L};
+        nanosleep(&ts, NULL);
+        open_gate(&c, b, &h);
+        cr_assert_eq(pthread_join(t, NULL), 0);
+        cr_assert_eq(s.st, EDDY_OK);
+        cr_expect_eq(pending_count(&c, "hs.created", "g"), 0, "acknowledged before stop returned");
+    } else {
+        cr_assert_eq(c.d->stop(b), EDDY_OK);
+        open_gate(&c, b, &h);
+        pw.n = 0;
+        cr_expect(eddy_test_wait_until(pending_is, &pw, 20000), "acknowledged after the stop");
+    }
+    cr_expect_eq(rec_handled(&r, "held"), 1);
+    expect_each_once(&r, "n", 3);
+    eddy_consumer_stats st;
+    cr_assert_eq(c.d->stats(b, "s", &st), EDDY_OK);
+    cr_expect_eq(st.handled, 4);
+    cr_expect_eq(st.failed, 0);
+    c.d->free(b);
+    held_destroy(&h);
+    rec_destroy(&r);
+}

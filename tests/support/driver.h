@@ -38,6 +38,9 @@ typedef struct driver {
      * inside (reactive: handlers run on the loop thread, where the driver's calls would wait
      * on themselves). */
     void *(*native)(tbus *b);
+    /* Runs fn(arg) where handlers run their deliveries' finish (reactive: on the loop thread,
+     * waited for; blocking: right here), e.g. to finish a delivery held with EDDY_PENDING. */
+    void (*run)(tbus *b, void (*fn)(void *arg), void *arg);
 } driver;
 
 extern const driver blocking_driver;

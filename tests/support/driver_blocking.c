@@ -41,6 +41,11 @@ static eddy_status b_resume(tbus *b, const char *name, eddy_error *err) {
 
 static void *b_native(tbus *b) { return b; }
 
+static void b_run(tbus *b, void (*fn)(void *arg), void *arg) {
+    (void)b;
+    fn(arg);
+}
+
 const driver blocking_driver = {"blocking",      b_new,     b_subscribe, b_start,   b_stop,
                                 b_free,          b_publish, b_stats,     b_request, b_request_value,
-                                b_request_stats, b_pause,   b_resume,    b_native};
+                                b_request_stats, b_pause,   b_resume,    b_native,  b_run};

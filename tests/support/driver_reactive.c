@@ -31,6 +31,8 @@ typedef struct call {
     const eddy_request_opts *opts;
     bool value; /* request_value rather than request; resume rather than pause */
     const char *type;
+    void (*fn)(void *arg); /* r_run */
+    void *fn_arg;
     eddy_pack_fn pack;
     void *pack_user;
     eddy_event **reply;
@@ -181,6 +183,11 @@ static void run_pause(rtbus *t, call *c) {
                     : eddy_rbus_pause(t->bus, c->name, c->err));
 }
 
+static void run_fn(rtbus *t, call *c) {
+    c->fn(c->fn_arg);
+    finish(t, c, EDDY_OK);
+}
+
 static void run_request_stats(rtbus *t, call *c) {
     finish(t, c, eddy_rbus_request_stats(t->bus, c->name, c->rstats));
 }
@@ -328,6 +335,11 @@ static eddy_status r_resume(tbus *b, const char *name, eddy_error *err) {
 
 static void *r_native(tbus *b) { return ((rtbus *)b)->bus; }
 
+static void r_run(tbus *b, void (*fn)(void *arg), void *arg) {
+    call c = {.run = run_fn, .fn = fn, .fn_arg = arg};
+    submit((rtbus *)b, &c);
+}
+
 const driver reactive_driver = {"reactive",      r_new,     r_subscribe, r_start,   r_stop,
                                 r_free,          r_publish, r_stats,     r_request, r_request_value,
-                                r_request_stats, r_pause,   r_resume,    r_native};
+                                r_request_stats, r_pause,   r_resume,    r_native,  r_run};

@@ -557,3 +557,181 @@ Test(consumer, at_most_once_pause_lets_a_read_in_progress_deliver, .fini = teard
     eddy__plan_reset(&p);
     eddy__delivery_list_free(&out);
 }
+
+/* ---- planning while deliveries are outstanding ----------------------------------------- */
+
+/* A live read's reply with entries 1-first .. 1-(first + n - 1) of {t}:s:jobs. */
+static const char *live_reply(int first, int n) {
+    static char buf[16384];
+    int len = snprintf(buf, sizeof(buf), "*1\r\n*2\r\n$10\r\n{t}:s:jobs\r\n*%d\r\n", n);
+    for (int i = first; i < first + n; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "1-%d", i);
+        len += snprintf(buf + len, sizeof(buf) - (size_t)len,
+                        "*2\r\n$%zu\r\n%s\r\n*8\r\n$11\r\nspecversion\r\n$3\r\n1.0\r\n$2\r\nid\r\n"
+                        "$%zu\r\n%s\r\n$6\r\nsource\r\n$2\r\n/s\r\n$4\r\ntype\r\n$1\r\nt\r\n",
+                        strlen(id), id, strlen(id), id);
+    }
+    cr_assert_lt((size_t)len, sizeof(buf));
+    return buf;
+}
+
+Test(consumer, a_round_is_waited_for_as_one_batch, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_live(&p, &out);
+    step(0, &p, (const char *[]){live_reply(1, 3)}, 1, &out);
+    cr_assert_eq(out.n, 3);
+    plan(10, &p);
+    cr_expect_eq(p.cmds.n, 0, "planned %s", p.cmds.n ? cmd_text(&p, 0) : "");
+    cr_expect_eq(p.idle_ms, EDDY__ROUND_WAIT_MS - 10);
+    cr_expect_not(eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL), "no wake yet");
+    plan(20, &p);
+    cr_expect_eq(p.cmds.n, 0, "the acknowledgements wait for the whole round");
+    cr_expect_not(eddy__consumer_settle(consumer, out.v[1], EDDY_OK, NULL));
+    cr_expect(eddy__consumer_settle(consumer, out.v[2], EDDY_OK, NULL), "the round is settled");
+    out.n = 0;
+    plan(30, &p);
+    cr_assert_eq(p.cmds.n, 1);
+    cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-1 1-2 1-3");
+    step(30, &p, (const char *[]){":3\r\n"}, 1, &out);
+    plan(40, &p);
+    cr_expect_str_eq(cmd_text(&p, 0),
+                     "XREADGROUP GROUP g me COUNT 10 BLOCK 460 STREAMS {t}:s:jobs >");
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, outstanding_deliveries_leave_room_for_live_reads_only, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_live(&p, &out);
+    step(0, &p, (const char *[]){live_reply(1, 2)}, 1, &out);
+    cr_assert_eq(out.n, 2);
+    cr_expect_eq(eddy__consumer_outstanding(consumer), 2);
+    /* Both still held after the round's wait: a live read for the rest of the batch, with a
+     * short block. */
+    plan(EDDY__ROUND_WAIT_MS, &p);
+    cr_assert_eq(p.cmds.n, 1);
+    cr_expect_str_eq(cmd_text(&p, 0),
+                     "XREADGROUP GROUP g me COUNT 8 BLOCK 100 STREAMS {t}:s:jobs >");
+    cr_expect_eq(p.block_ms, EDDY__OUTSTANDING_BLOCK_MS);
+    step(100, &p, (const char *[]){"*-1\r\n"}, 1, &out);
+    /* One settles: its acknowledgement goes alone, then the read has one more slot. */
+    cr_expect(eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL), "wakes an idle reader");
+    plan(110, &p);
+    cr_assert_eq(p.cmds.n, 1, "no read behind the acknowledgement: %s", cmd_text(&p, 1));
+    cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-1");
+    step(110, &p, (const char *[]){":1\r\n"}, 1, &out);
+    plan(120, &p);
+    cr_expect_str_eq(cmd_text(&p, 0),
+                     "XREADGROUP GROUP g me COUNT 9 BLOCK 100 STREAMS {t}:s:jobs >");
+    step(120, &p, (const char *[]){"*-1\r\n"}, 1, &out);
+    /* The claim round is due (the interval is 500): it waits while one is outstanding. */
+    plan(600, &p);
+    cr_assert_eq(p.cmds.n, 1);
+    cr_expect_str_eq(cmd_text(&p, 0),
+                     "XREADGROUP GROUP g me COUNT 9 BLOCK 100 STREAMS {t}:s:jobs >");
+    step(600, &p, (const char *[]){"*-1\r\n"}, 1, &out);
+    /* Overdue by redelivery_idle_ms: no more live reads until it can run. */
+    plan(1500, &p);
+    cr_expect_eq(p.cmds.n, 0, "planned %s", p.cmds.n ? cmd_text(&p, 0) : "");
+    cr_expect_gt(p.idle_ms, 0);
+    cr_expect_leq(p.idle_ms, EDDY__OUTSTANDING_BLOCK_MS);
+    eddy__consumer_settle(consumer, out.v[1], EDDY_OK, NULL);
+    out.n = 0;
+    cr_expect_eq(eddy__consumer_outstanding(consumer), 0);
+    plan(1500, &p);
+    cr_assert_eq(p.cmds.n, 2);
+    cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-2");
+    cr_expect_str_eq(cmd_text(&p, 1), "XAUTOCLAIM {t}:s:jobs g me 1000 0-0 COUNT 10");
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, a_full_batch_outstanding_plans_no_read, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_live(&p, &out);
+    step(0, &p, (const char *[]){live_reply(1, 10)}, 1, &out);
+    cr_assert_eq(out.n, 10);
+    plan(EDDY__ROUND_WAIT_MS, &p);
+    cr_expect_eq(p.cmds.n, 0, "planned %s", p.cmds.n ? cmd_text(&p, 0) : "");
+    cr_expect_eq(p.block_ms, -1);
+    cr_expect_gt(p.idle_ms, 0);
+    cr_expect_leq(p.idle_ms, EDDY__OUTSTANDING_BLOCK_MS);
+    eddy__consumer_settle(consumer, out.v[9], EDDY_OK, NULL);
+    plan(110, &p);
+    cr_assert_eq(p.cmds.n, 1);
+    cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-10");
+    step(110, &p, (const char *[]){":1\r\n"}, 1, &out);
+    plan(120, &p);
+    cr_expect_str_eq(cmd_text(&p, 0),
+                     "XREADGROUP GROUP g me COUNT 1 BLOCK 100 STREAMS {t}:s:jobs >");
+    /* A delivery no handler will see is dropped: it is no longer outstanding, and not
+     * acknowledged. */
+    eddy__consumer_drop(consumer, out.v[8]);
+    cr_expect_eq(eddy__consumer_outstanding(consumer), 8);
+    for (size_t i = 0; i < 8; i++)
+        eddy__consumer_settle(consumer, out.v[i], EDDY_ERR_HANDLER_FAILED, NULL);
+    out.n = 0;
+    cr_expect_eq(eddy__consumer_outstanding(consumer), 0);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, history_after_a_reconnect_waits_for_outstanding_deliveries, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_live(&p, &out);
+    step(0, &p, (const char *[]){live_reply(1, 1)}, 1, &out);
+    cr_assert_eq(out.n, 1);
+    eddy__consumer_reset(consumer);
+    plan(EDDY__ROUND_WAIT_MS, &p);
+    cr_assert_eq(p.cmds.n, 1);
+    cr_expect_str_eq(cmd_text(&p, 0), "XGROUP CREATE {t}:s:jobs g 0 MKSTREAM");
+    step(100, &p, (const char *[]){"-BUSYGROUP Consumer Group name already exists\r\n"}, 1, &out);
+    /* Its own pending entries could include the one a handler holds: nothing is read. */
+    plan(110, &p);
+    cr_expect_eq(p.cmds.n, 0, "planned %s", p.cmds.n ? cmd_text(&p, 0) : "");
+    cr_expect_gt(p.idle_ms, 0);
+    cr_expect(eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL));
+    out.n = 0;
+    plan(120, &p);
+    cr_assert_eq(p.cmds.n, 2);
+    cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-1");
+    cr_expect_str_eq(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs 0");
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, at_most_once_reads_live_while_deliveries_are_outstanding, .fini = teardown) {
+    make("jobs", EDDY_AT_MOST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    plan(0, &p);
+    step(0, &p, (const char *[]){OK}, 1, &out);
+    plan(0, &p);
+    cr_assert_str_eq(cmd_text(&p, 0),
+                     "XREADGROUP GROUP g me COUNT 10 BLOCK 500 NOACK STREAMS {t}:s:jobs >");
+    step(0, &p, (const char *[]){live_reply(1, 3)}, 1, &out);
+    cr_assert_eq(out.n, 3);
+    plan(EDDY__ROUND_WAIT_MS, &p);
+    cr_assert_eq(p.cmds.n, 1);
+    cr_expect_str_eq(cmd_text(&p, 0),
+                     "XREADGROUP GROUP g me COUNT 7 BLOCK 100 NOACK STREAMS {t}:s:jobs >");
+    for (size_t i = 0; i < out.n; i++)
+        eddy__consumer_settle(consumer, out.v[i], EDDY_OK, NULL);
+    out.n = 0;
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
