@@ -70,7 +70,10 @@ typedef struct eddy_settings {
      * claimed and delivered again. Default 30000. It must exceed the longest time a handler
      * takes: an entry still being handled past it is delivered again elsewhere. */
     unsigned redelivery_idle_ms;
-    /** Entries read per round trip. Default 64. */
+    /** Entries read per round trip, and the most a subscription has in its handlers at once:
+     * while some are still being handled (a slow handler, one that returned EDDY_PENDING) the
+     * reader goes on reading new entries for the room left, so one slow message does not hold
+     * up the others. Default 64. */
     unsigned read_batch;
     /** How long one blocking read waits before the reader looks around (redelivery,
      * new subjects). Stop does not wait for it. Default 1000. */
