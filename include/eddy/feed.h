@@ -41,14 +41,13 @@
  * eddy_error names the cause's status and detail ("...; cause: EDDY_ERR_IO: ..."), and
  * eddy_feed_failure gives the recorded failure itself.
  *
- * The reactive (libev) feed, a later addition, is built on the same core state machine
- * (src/feed.h), so it decides nothing differently: it takes the same eddy_feed_config and
- * eddy_projection (its apply may also return EDDY_PENDING and finish later), answers through a
- * completion callback on the loop where these functions wait (accept, catch-up, go-live), reads
- * replay pages on the loop, and follows the reactor stack's own failure rules, which the core
- * already implements: the marker is deleted (first attempt plus 3 retries, then an error naming
- * the feed id to the log hook), listeners' events are refused while the projection's own are
- * still applied, then everything is refused.
+ * The reactive (libev) feed (rfeed.h) is built on the same core state machine (src/feed.h), so
+ * it decides nothing differently: it takes the same eddy_feed_config and eddy_projection,
+ * answers through a completion callback on the loop where these functions wait (accept,
+ * catch-up, go-live), reads replay pages on the loop, and follows the reactor stack's own
+ * failure rules, which the core already implements: the marker is deleted (first attempt plus 3
+ * retries, then an error naming the feed id to the log hook), listeners' events are refused
+ * while the projection's own are still applied, then everything is refused.
  *
  * Thread: every function is safe from any thread unless it says otherwise. The projection's
  * apply may run on several threads at once while the feed is live (one per caller of accept),
@@ -74,7 +73,7 @@ typedef struct eddy_projection {
      * metadata during a replay, the caller's for a live event fed with metadata, NULL for one
      * fed without. Return EDDY_OK once applied; any error (with detail in err if useful) means
      * it was not: a replayed event's failure fails the catch-up, a live event's fails only its
-     * caller. The blocking feed needs a final status: EDDY_PENDING counts as a failure.
+     * caller. Both feeds need a final status: EDDY_PENDING counts as a failure.
      * Ownership: event and meta are borrowed for the call.
      * Thread: the thread running the catch-up, or the caller of accept. */
     eddy_status (*apply)(void *event, const eddy_event_meta *meta, eddy_error *err, void *user);
