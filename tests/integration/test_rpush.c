@@ -26,6 +26,7 @@
 #include "eddy_test.h"
 #include "raw.h"
 #include "recorder.h"
+#include "test_codec.h"
 
 typedef struct backend {
     int redis;
@@ -38,15 +39,11 @@ static backend backends[] = {{0}, {1}};
 #define VIEW_MAX 1024
 
 typedef struct view {
-    char ids[VIEW_MAX][48];
+    char ids[VIEW_MAX][64];
     int applies[VIEW_MAX];
     int n;
     char fail_id[48];
 } view;
-
-typedef struct uev {
-    char id[48];
-} uev;
 
 static eddy_status v_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *user) {
     (void)meta;
@@ -80,27 +77,6 @@ static eddy_projection projection_of(view *v) {
     p.apply = v_apply;
     p.user = v;
     return p;
-}
-
-static eddy_status u_decode(const eddy_event *ev, const eddy_event_meta *meta, void **out,
-                            eddy_error *err, void *user) {
-    (void)meta, (void)err, (void)user;
-    uev *e = calloc(1, sizeof(*e));
-    if (!e)
-        return EDDY_ERR_NOMEM;
-    snprintf(e->id, sizeof(e->id), "%s", eddy_event_id(ev));
-    *out = e;
-    return EDDY_OK;
-}
-
-static void u_free(void *event, void *user) {
-    (void)user;
-    free(event);
-}
-
-static const char *u_id(const void *event, void *user) {
-    (void)user;
-    return ((const uev *)event)->id;
 }
 
 /* ---- a checkpoint storage that can hold its answers -------------------------------------- */
@@ -299,9 +275,9 @@ static void start_bus(ctx *c) {
 static eddy_rdomain_feed *new_feed(ctx *c, const eddy_data_reader *reader) {
     eddy_feed_config cfg;
     eddy_feed_config_init(&cfg);
-    cfg.decode = u_decode;
-    cfg.free_event = u_free;
-    cfg.event_id = u_id;
+    cfg.decode = uev_decode;
+    cfg.free_event = uev_free;
+    cfg.event_id = uev_id;
     cfg.page_size = 8;
     cfg.log = eddy_test_log;
     cfg.log_user = "feed";
