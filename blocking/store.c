@@ -123,8 +123,10 @@ eddy_status eddy_store_append(eddy_store *store, const char *stream_id,
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
     eddy_status st = eddy__store_append_prepare(store->core, stream_id, evs, n, opts, &cmds, err);
-    if (st != EDDY_OK)
+    if (st != EDDY_OK) {
+        eddy__cmdlist_reset(&cmds); /* a failed prepare empties the list, not its arrays */
         return st;
+    }
     redisReply *reply[2] = {NULL, NULL};
     bool reload = false;
     if ((st = exchange(store, &cmds, reply, false, err)) == EDDY_OK)

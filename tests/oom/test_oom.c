@@ -20,15 +20,31 @@
  * accept-or-defer, free; (c) building filters (type, types, source, subject, time range, data,
  * and, or, dup) and a blocking domain feed's register, route and go-live; (d) a reactive push
  * model: accept and accept-or-defer with an observer; (e) reactive push sources on a reactive
- * bus: new, add (manual mode), start-all, status, free. */
+ * bus: new, add (manual mode), start-all, status, free; (f) the blocking bus: new with a
+ * competing AtLeastOnce subscription and a fanout one, start, publish (one handler fails once,
+ * one hands back once), pause/resume, stop, free; (g) the blocking event store: append with an
+ * expected version and a publish subject, read_stream, read_all with a filter, head, checkpoints;
+ * (h) the blocking catch-up feed: new, an accept held on a thread while the catch-up runs,
+ * go-live, offer, free; (i) request/reply on the blocking bus: a responder, one request.
+ *
+ * The blocking scenarios (f) and (i) run a reader thread per subscription and worker threads, so
+ * their allocation order is not deterministic and a run is not repeatable: what each run must
+ * show is only no crash, no hang, no leak, statuses in range and completions at most once; what
+ * was asked for must all happen only in the run with no failure injected. They also take tens of
+ * milliseconds a run (threads start and stop), so they sweep N with a stride once past the
+ * construction paths (sweep_strided), to keep test_oom within about a minute under ASan. */
 #include <criterion/criterion.h>
 #include <ev.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
+#include "eddy/blocking.h"
 #include "eddy/domain.h"
+#include "eddy/feed.h"
 #include "eddy/filter.h"
 #include "eddy/rdomain.h"
 #include "eddy/rfeed.h"
@@ -100,13 +116,15 @@ static bool disarm(void) {
 #define WAIT_MS 3000
 
 /* Runs scenario(n) for n = 1, 2, ... until a run injects no failure, first failing only the
- * n-th allocation, then (sticky) every allocation from the n-th on. */
-static void sweep(const char *name, void (*scenario)(long n, bool *clean)) {
+ * n-th allocation, then (sticky) every allocation from the n-th on. Past the first `dense`
+ * values, n goes up by `stride` (1: every n). */
+static void sweep_strided(const char *name, void (*scenario)(long n, bool *clean), long dense,
+                          long stride) {
     for (int mode = 0; mode < 2; mode++) {
         sticky = mode == 1;
         unsigned long before = atomic_load(&wrapped);
         long n = 1;
-        for (; n <= MAX_N; n++) {
+        for (; n <= MAX_N; n += n < dense ? 1 : stride) {
             bool clean = false;
             scenario(n, &clean);
             if (clean)
@@ -115,10 +133,14 @@ static void sweep(const char *name, void (*scenario)(long n, bool *clean)) {
         cr_assert_leq(n, MAX_N, "%s: still failing allocations after %d runs", name, MAX_N);
         cr_assert_gt(atomic_load(&wrapped) - before, (unsigned long)n,
                      "%s: eddy's allocations do not go through the wrappers", name);
-        fprintf(stderr, "oom %s%s: %ld runs (the last one with no failure injected)\n", name,
+        fprintf(stderr, "oom %s%s: N reached %ld (the last run with no failure injected)\n", name,
                 sticky ? " (sticky)" : "", n);
     }
     sticky = false;
+}
+
+static void sweep(const char *name, void (*scenario)(long n, bool *clean)) {
+    sweep_strided(name, scenario, MAX_N, 1);
 }
 
 /* ---- completions ------------------------------------------------------------------------- */
@@ -633,3 +655,439 @@ out:
 }
 
 Test(oom, rpush_sources, .timeout = 600) { sweep("rpush_sources", rpush_sources_scenario); }
+
+/* ---- helpers for the blocking scenarios -------------------------------------------------- */
+
+static void sleep_ms(long ms) {
+    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+    nanosleep(&ts, NULL);
+}
+
+/* Polls until cond(user) holds or timeout_ms passes; whether it holds. */
+static bool poll_until(bool (*cond)(void *user), void *user, long long timeout_ms) {
+    long long end = eddy_test_now_ms() + timeout_ms;
+    while (!cond(user)) {
+        if (eddy_test_now_ms() >= end)
+            return false;
+        sleep_ms(2);
+    }
+    return true;
+}
+
+/* Settings on a fresh memory:// namespace for a blocking bus: few workers, short reads and a
+ * short redelivery delay, so that a run takes tens of milliseconds; and short connect and
+ * reconnect times, since eddy_bus_start waits for each reader for 2 * (connect_timeout_ms +
+ * reconnect_max_ms) (8 s by default), which a reader that cannot allocate never cuts short. */
+static void bus_settings(eddy_settings *s, const char *prefix, char *url, size_t url_size, char *ns,
+                         size_t ns_size) {
+    eddy_test_settings(s, false, prefix, url, url_size, ns, ns_size);
+    s->log = NULL;
+    s->workers = 2;
+    s->block_ms = 20;
+    s->redelivery_idle_ms = 30;
+    s->connect_timeout_ms = 50;
+    s->reconnect_min_ms = 5;
+    s->reconnect_max_ms = 20;
+}
+
+/* The index of a test event "e<i>", or -1. */
+static int event_index(const eddy_delivery *d) {
+    const char *id = eddy_event_id(eddy_delivery_event(d));
+    return id && id[0] == 'e' && id[1] >= '0' && id[1] <= '9' && !id[2] ? id[1] - '0' : -1;
+}
+
+/* ---- (f) the blocking bus ---------------------------------------------------------------- */
+
+#define BUS_EVENTS 3
+
+static atomic_uint work_done, fan_done; /* bit i: event e<i> handled */
+static atomic_uint work_failed, fan_handed_back;
+
+/* Competing, AtLeastOnce: fails e1's first attempt. */
+static eddy_status h_work(eddy_delivery *d, void *user) {
+    int i = event_index(d);
+    if (i < 0)
+        return EDDY_ERR_HANDLER_FAILED;
+    if (i == 1 && atomic_fetch_add(&work_failed, 1) == 0)
+        return EDDY_ERR_HANDLER_FAILED;
+    atomic_fetch_or(&work_done, 1u << i);
+    return EDDY_OK;
+}
+
+/* Fanout, AtLeastOnce: hands e2 back the first time. */
+static eddy_status h_fan(eddy_delivery *d, void *user) {
+    int i = event_index(d);
+    if (i < 0)
+        return EDDY_ERR_HANDLER_FAILED;
+    if (i == 2 && atomic_fetch_add(&fan_handed_back, 1) == 0)
+        return EDDY_ERR_UNAVAILABLE;
+    atomic_fetch_or(&fan_done, 1u << i);
+    return EDDY_OK;
+}
+
+static unsigned published_mask;
+
+static bool bus_all_handled(void *user) {
+    unsigned want = *(unsigned *)user;
+    return (atomic_load(&work_done) & want) == want && (atomic_load(&fan_done) & want) == want;
+}
+
+static void bus_scenario(long n, bool *clean) {
+    char url[160], ns[96];
+    eddy_settings s;
+    bus_settings(&s, "oom-bus", url, sizeof(url), ns, sizeof(ns));
+    eddy_subscription_spec specs[2];
+    eddy_subscription_spec_init(&specs[0]);
+    specs[0].name = "work";
+    specs[0].pattern = "oom.bus";
+    specs[0].shape = EDDY_COMPETING;
+    specs[0].group = "oom-work";
+    specs[0].delivery = EDDY_AT_LEAST_ONCE;
+    specs[0].handler = h_work;
+    eddy_subscription_spec_init(&specs[1]);
+    specs[1].name = "fan";
+    specs[1].pattern = "oom.bus";
+    specs[1].shape = EDDY_FANOUT;
+    specs[1].delivery = EDDY_AT_LEAST_ONCE;
+    specs[1].handler = h_fan;
+    eddy_event *evs[BUS_EVENTS];
+    for (int i = 0; i < BUS_EVENTS; i++) {
+        char id[8];
+        snprintf(id, sizeof(id), "e%d", i);
+        evs[i] = make_event(id, "order.placed");
+    }
+    atomic_store(&work_done, 0);
+    atomic_store(&fan_done, 0);
+    atomic_store(&work_failed, 0);
+    atomic_store(&fan_handed_back, 0);
+    published_mask = 0;
+    eddy_status started = -1, stopped = -1;
+    bool handled = false;
+    eddy_consumer_stats ws = {0}, fs = {0};
+
+    arm(n);
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    eddy_status st = eddy_bus_new(&s, specs, 2, &bus, &err);
+    expect_status(st, "bus_new");
+    if (st != EDDY_OK) {
+        cr_expect_null(bus);
+        goto out;
+    }
+    started = eddy_bus_start(bus, &err);
+    expect_status(started, "bus_start");
+    for (int i = 0; i < BUS_EVENTS; i++) {
+        char entry[64];
+        st = eddy_bus_publish(bus, "oom.bus", evs[i], entry, sizeof(entry), &err);
+        expect_status(st, "bus_publish");
+        if (st == EDDY_OK)
+            published_mask |= 1u << i;
+    }
+    if (started == EDDY_OK)
+        handled = poll_until(bus_all_handled, &published_mask, sticky ? 100 : 600);
+    expect_status(eddy_bus_pause(bus, "work", &err), "bus_pause");
+    expect_status(eddy_bus_resume(bus, "work", &err), "bus_resume");
+    expect_status(eddy_bus_consumer_stats(bus, "work", &ws), "consumer_stats");
+    expect_status(eddy_bus_consumer_stats(bus, "fan", &fs), "consumer_stats");
+    stopped = eddy_bus_stop(bus);
+    expect_status(stopped, "bus_stop");
+    eddy_bus_free(bus);
+out:
+    *clean = !disarm();
+    for (int i = 0; i < BUS_EVENTS; i++)
+        eddy_event_free(evs[i]);
+    if (*clean) {
+        cr_expect_eq(started, EDDY_OK);
+        cr_expect_eq(stopped, EDDY_OK);
+        cr_expect_eq(published_mask, (1u << BUS_EVENTS) - 1);
+        cr_expect(handled, "handled: work %x, fan %x", atomic_load(&work_done),
+                  atomic_load(&fan_done));
+        cr_expect_geq(ws.failed, 1);
+        cr_expect_geq(fs.held, 1);
+    }
+}
+
+Test(oom, bus, .timeout = 600) { sweep_strided("bus", bus_scenario, 40, 29); }
+
+/* ---- (g) the blocking event store -------------------------------------------------------- */
+
+static int stored_seen;
+
+static eddy_status on_stored(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
+    cr_expect(ev && meta && meta->stream_id);
+    stored_seen++;
+    return EDDY_OK;
+}
+
+static void store_scenario(long n, bool *clean) {
+    char url[160], ns[96];
+    eddy_settings s;
+    eddy_test_settings(&s, false, "oom-store", url, sizeof(url), ns, sizeof(ns));
+    s.log = NULL;
+    eddy_event *a = make_event("s1", "order.placed");
+    eddy_event *b = make_event("s2", "order.other");
+    eddy_event *c = amount_event("s3", 9);
+    const eddy_event *first[] = {a, b};
+    const eddy_event *second[] = {c};
+    eddy_status ap[3] = {-1, -1, -1}, rs = -1, ra = -1, hd = -1, ck[4] = {-1, -1, -1, -1};
+    long long v1 = 0, v2 = 0, next = 0, head = 0;
+    bool found = false, exists = true;
+    char marker[32] = "";
+    stored_seen = 0;
+
+    arm(n);
+    eddy_store *store = NULL;
+    eddy_error err = {0};
+    eddy_filter *placed = NULL;
+    eddy_status st = eddy_store_open(&s, &store, &err);
+    expect_status(st, "store_open");
+    if (st != EDDY_OK) {
+        cr_expect_null(store);
+        goto out;
+    }
+    eddy_append_opts o;
+    eddy_append_opts_init(&o);
+    o.expected_version = EDDY_NO_STREAM;
+    o.publish_subject = "oom.store";
+    expect_status(ap[0] = eddy_store_append(store, "order-1", first, 2, &o, &v1, &err), "append");
+    o.expected_version = 2;
+    expect_status(ap[1] = eddy_store_append(store, "order-1", second, 1, &o, &v2, &err),
+                  "append v2");
+    o.expected_version = EDDY_NO_STREAM; /* a conflict once the stream exists */
+    expect_status(ap[2] = eddy_store_append(store, "order-1", second, 1, &o, NULL, &err),
+                  "append conflict");
+    expect_status(rs = eddy_store_read_stream(store, "order-1", 0, on_stored, NULL, &err),
+                  "read_stream");
+    placed = eddy_filter_type("order.placed");
+    if (placed)
+        expect_status(ra = eddy_store_read_all(store, 0, 10, placed, on_stored, NULL, &next, &err),
+                      "read_all");
+    expect_status(hd = eddy_store_head(store, &head, &err), "head");
+    eddy_checkpoints cp = eddy_store_checkpoints(store);
+    expect_status(ck[0] = cp.ops->save(cp.self, "oom-feed", "3", &err), "checkpoint save");
+    expect_status(ck[1] = cp.ops->read(cp.self, "oom-feed", marker, sizeof(marker), &found, &err),
+                  "checkpoint read");
+    expect_status(ck[2] = cp.ops->remove(cp.self, "oom-feed", &err), "checkpoint remove");
+    expect_status(ck[3] = cp.ops->exists(cp.self, "oom-feed", &exists, &err), "checkpoint exists");
+    eddy_store_close(store);
+out:
+    *clean = !disarm();
+    eddy_filter_free(placed);
+    eddy_event_free(a);
+    eddy_event_free(b);
+    eddy_event_free(c);
+    if (*clean) {
+        cr_expect(ap[0] == EDDY_OK && v1 == 2);
+        cr_expect(ap[1] == EDDY_OK && v2 == 3);
+        cr_expect_eq(ap[2], EDDY_ERR_VERSION_CONFLICT);
+        cr_expect(rs == EDDY_OK && ra == EDDY_OK && hd == EDDY_OK);
+        cr_expect_eq(stored_seen, 4, "read %d stored events, expected 3 + 1", stored_seen);
+        cr_expect(next == 3 && head == 3);
+        cr_expect(ck[0] == EDDY_OK && ck[1] == EDDY_OK && ck[2] == EDDY_OK && ck[3] == EDDY_OK);
+        cr_expect(found && strcmp(marker, "3") == 0);
+        cr_expect_not(exists);
+    }
+}
+
+Test(oom, store, .timeout = 600) { sweep("store", store_scenario); }
+
+/* ---- (h) the blocking catch-up feed ------------------------------------------------------ */
+
+static atomic_int bapplied;
+
+static eddy_status p_apply_mt(void *event, const eddy_event_meta *meta, eddy_error *err,
+                              void *user) {
+    atomic_fetch_add(&bapplied, 1);
+    return EDDY_OK;
+}
+
+typedef struct accepter {
+    eddy_feed *feed;
+    eddy_feed_cancel *cancel;
+    uev event;
+    eddy_status st;
+    atomic_bool returned;
+} accepter;
+
+static void *accept_thread(void *arg) {
+    accepter *a = arg;
+    eddy_error err = {0};
+    a->st = eddy_feed_accept(a->feed, &a->event, a->cancel, &err);
+    atomic_store(&a->returned, true);
+    return NULL;
+}
+
+/* The accept is held by the feed, or has already returned. */
+static bool accept_settled(void *arg) {
+    accepter *a = arg;
+    eddy_feed_info info;
+    return atomic_load(&a->returned) ||
+           (eddy_feed_get_info(a->feed, &info) == EDDY_OK && info.held == 1);
+}
+
+static bool accept_returned(void *arg) { return atomic_load(&((accepter *)arg)->returned); }
+
+typedef struct offer_rec {
+    atomic_int calls;
+    eddy_status st;
+} offer_rec;
+
+static void on_offer(eddy_status st, const eddy_error *err, void *user) {
+    offer_rec *o = user;
+    expect_status(st, "offer completion");
+    o->st = st;
+    atomic_fetch_add(&o->calls, 1);
+}
+
+static void feed_scenario(long n, bool *clean) {
+    char url[160], ns[96];
+    eddy_settings s;
+    eddy_test_settings(&s, false, "oom-bfeed", url, sizeof(url), ns, sizeof(ns));
+    s.log = NULL;
+    eddy_store *store = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_store_open(&s, &store, &err), EDDY_OK, "%s", err.detail);
+    for (int i = 0; i < 3; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "h%d", i);
+        eddy_event *ev = make_event(id, "t");
+        cr_assert_eq(eddy_store_append(store, "order-1", (const eddy_event *const *)&ev, 1, NULL,
+                                       NULL, &err),
+                     EDDY_OK, "%s", err.detail);
+        eddy_event_free(ev);
+    }
+    eddy_checkpoints ck = eddy_store_checkpoints(store);
+    eddy_feed_config cfg;
+    eddy_feed_config_init(&cfg);
+    cfg.id = "oom-bfeed";
+    cfg.projection.apply = p_apply_mt;
+    codec(&cfg);
+    cfg.checkpoints = &ck;
+    cfg.page_size = 1;
+    accepter acc = {.event = {"live-held"}, .st = -1};
+    acc.cancel = eddy_feed_cancel_new();
+    cr_assert(acc.cancel);
+    uev offered = {"live-1"};
+    offer_rec off = {.st = -1};
+    eddy_status cu = -1, gl = -1, os = -1;
+    bool offer_asked = false;
+    atomic_store(&bapplied, 0);
+
+    arm(n);
+    eddy_feed *f = NULL;
+    pthread_t tid;
+    eddy_status st = eddy_feed_new(store, &cfg, &f, &err);
+    expect_status(st, "feed_new");
+    if (st != EDDY_OK) {
+        cr_expect_null(f);
+        goto out;
+    }
+    acc.feed = f;
+    cr_assert_eq(pthread_create(&tid, NULL, accept_thread, &acc), 0);
+    /* Let the accept be held before the catch-up starts (bounded: it may fail at once). */
+    cr_expect(poll_until(accept_settled, &acc, WAIT_MS),
+              "N=%ld: the accept is neither held nor done", n);
+    expect_status(cu = eddy_feed_catch_up(f, NULL, &err), "feed_catch_up");
+    expect_status(gl = eddy_feed_go_live(f, NULL, &err), "feed_go_live");
+    os = eddy_feed_offer(f, NULL, &offered, on_offer, &off);
+    expect_status(os, "feed_offer");
+    offer_asked = os == EDDY_OK;
+    /* When neither the catch-up nor the go-live took (both refused before changing anything),
+     * the accept is still held: the cancel ends it. After a go-live it has returned already. */
+    if (cu != EDDY_OK && gl != EDDY_OK)
+        eddy_feed_cancel_fire(acc.cancel);
+    cr_expect(poll_until(accept_returned, &acc, WAIT_MS),
+              "N=%ld: the accept did not return (catch-up %s, go-live %s)", n, eddy_status_name(cu),
+              eddy_status_name(gl));
+    eddy_feed_cancel_fire(acc.cancel); /* no hang even then */
+    pthread_join(tid, NULL);
+    expect_status(acc.st, "feed_accept");
+    eddy_feed_info info;
+    expect_status(eddy_feed_get_info(f, &info), "feed_get_info");
+    eddy_feed_free(f);
+out:
+    *clean = !disarm();
+    eddy_feed_cancel_free(acc.cancel);
+    eddy_store_close(store);
+    cr_expect_eq(atomic_load(&off.calls), offer_asked ? 1 : 0,
+                 "offer (N=%ld): completion ran %d times", n, atomic_load(&off.calls));
+    if (*clean) {
+        cr_expect_eq(cu, EDDY_OK);
+        cr_expect_eq(gl, EDDY_OK);
+        cr_expect_eq(acc.st, EDDY_OK);
+        cr_expect(os == EDDY_OK && off.st == EDDY_OK);
+        cr_expect_eq(atomic_load(&bapplied), 5, "applied %d events, expected 5",
+                     atomic_load(&bapplied));
+    }
+}
+
+Test(oom, feed, .timeout = 600) { sweep("feed", feed_scenario); }
+
+/* ---- (i) request/reply on the blocking bus ----------------------------------------------- */
+
+static atomic_int responded;
+
+static eddy_status respond(eddy_delivery *d, eddy_event **reply, void *user) {
+    atomic_fetch_add(&responded, 1);
+    eddy_event *r = eddy_event_new();
+    if (!r || eddy_event_set_id(r, "reply-1") != EDDY_OK ||
+        eddy_event_set_source(r, "/tests/responder") != EDDY_OK ||
+        eddy_event_set_type(r, "t.reply") != EDDY_OK ||
+        eddy_event_set_data(r, "ok", 2) != EDDY_OK) {
+        eddy_event_free(r);
+        return EDDY_ERR_NOMEM;
+    }
+    *reply = r;
+    return EDDY_OK;
+}
+
+static void reqrep_scenario(long n, bool *clean) {
+    char url[160], ns[96];
+    eddy_settings s;
+    bus_settings(&s, "oom-rr", url, sizeof(url), ns, sizeof(ns));
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = "responder";
+    sp.pattern = "oom.rr";
+    sp.shape = EDDY_COMPETING;
+    sp.group = "oom-rr";
+    sp.delivery = EDDY_AT_MOST_ONCE;
+    sp.responder = respond;
+    eddy_event *req = make_event("q1", "t.ask");
+    eddy_event *reply = NULL;
+    eddy_status started = -1, rq = -1;
+    eddy_request_stats rst = {0};
+    atomic_store(&responded, 0);
+
+    arm(n);
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    eddy_status st = eddy_bus_new(&s, &sp, 1, &bus, &err);
+    expect_status(st, "bus_new");
+    if (st != EDDY_OK) {
+        cr_expect_null(bus);
+        goto out;
+    }
+    started = eddy_bus_start(bus, &err);
+    expect_status(started, "bus_start");
+    eddy_request_opts o = {.deadline_ms = eddy_deadline_in(sticky ? 100 : 300)};
+    rq = eddy_bus_request(bus, "oom.rr", req, &o, &reply, &err);
+    expect_status(rq, "bus_request");
+    cr_expect(rq == EDDY_OK ? reply != NULL : reply == NULL, "N=%ld: request %s, reply %p", n,
+              eddy_status_name(rq), (void *)reply);
+    expect_status(eddy_bus_request_stats(bus, NULL, &rst), "request_stats");
+    expect_status(eddy_bus_stop(bus), "bus_stop");
+    eddy_bus_free(bus);
+out:
+    *clean = !disarm();
+    eddy_event_free(reply);
+    eddy_event_free(req);
+    if (*clean) {
+        cr_expect_eq(started, EDDY_OK);
+        cr_expect_eq(rq, EDDY_OK, "request: %s", eddy_status_name(rq));
+        cr_expect_eq(atomic_load(&responded), 1);
+        cr_expect(rst.sent == 1 && rst.answered == 1);
+    }
+}
+
+Test(oom, reqrep, .timeout = 600) { sweep_strided("reqrep", reqrep_scenario, 40, 17); }
