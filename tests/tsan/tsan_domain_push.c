@@ -25,10 +25,7 @@ typedef struct model {
     atomic_int replay_delay_ms;
 } model;
 
-typedef struct item {
-    char id[96];
-    int n;
-} item;
+typedef tsan_item item;
 
 static model *model_new(void) {
     model *m = calloc(1, sizeof(*m));
@@ -67,34 +64,12 @@ static int distinct(model *m) {
     return n;
 }
 
-static eddy_status decode(const eddy_event *stored, const eddy_event_meta *meta, void **event,
-                          eddy_error *err, void *user) {
-    (void)meta, (void)err, (void)user;
-    item *it = calloc(1, sizeof(*it));
-    if (!it)
-        return EDDY_ERR_NOMEM;
-    snprintf(it->id, sizeof(it->id), "%s", eddy_event_id(stored));
-    it->n = tsan_event_number(it->id);
-    *event = it;
-    return EDDY_OK;
-}
-
-static void free_item(void *event, void *user) {
-    (void)user;
-    free(event);
-}
-
-static const char *item_id(const void *event, void *user) {
-    (void)user;
-    return ((const item *)event)->id;
-}
-
 static eddy_domain_feed *new_domain(eddy_store *store) {
     eddy_feed_config cfg;
     eddy_feed_config_init(&cfg);
-    cfg.decode = decode;
-    cfg.free_event = free_item;
-    cfg.event_id = item_id;
+    cfg.decode = tsan_item_decode;
+    cfg.free_event = tsan_item_free;
+    cfg.event_id = tsan_item_id;
     cfg.page_size = 16;
     cfg.log = tsan_log;
     eddy_domain_feed *feed = NULL;

@@ -27,10 +27,7 @@ typedef struct model {
     atomic_int replay_delay_ms; /* slows the replay down so that it can be stopped mid-way */
 } model;
 
-typedef struct item {
-    char id[96];
-    int n;
-} item;
+typedef tsan_item item;
 
 static eddy_status apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *user) {
     (void)err;
@@ -70,28 +67,6 @@ static int distinct(model *m) {
     return n;
 }
 
-static eddy_status decode(const eddy_event *stored, const eddy_event_meta *meta, void **event,
-                          eddy_error *err, void *user) {
-    (void)meta, (void)err, (void)user;
-    item *it = calloc(1, sizeof(*it));
-    if (!it)
-        return EDDY_ERR_NOMEM;
-    snprintf(it->id, sizeof(it->id), "%s", eddy_event_id(stored));
-    it->n = tsan_event_number(it->id);
-    *event = it;
-    return EDDY_OK;
-}
-
-static void free_item(void *event, void *user) {
-    (void)user;
-    free(event);
-}
-
-static const char *item_id(const void *event, void *user) {
-    (void)user;
-    return ((const item *)event)->id;
-}
-
 static item *new_item(const char *prefix, int n) {
     item *it = calloc(1, sizeof(*it));
     if (it) {
@@ -111,9 +86,9 @@ static eddy_feed *new_feed(eddy_store *store, model *m, const char *id, bool che
     cfg.projection.replay_completed = completed;
     cfg.projection.replay_abandoned = abandoned;
     cfg.projection.user = m;
-    cfg.decode = decode;
-    cfg.free_event = free_item;
-    cfg.event_id = item_id;
+    cfg.decode = tsan_item_decode;
+    cfg.free_event = tsan_item_free;
+    cfg.event_id = tsan_item_id;
     eddy_checkpoints ck;
     if (checkpoints) {
         ck = eddy_store_checkpoints(store);

@@ -203,3 +203,25 @@ int tsan_main(const char *prog, const tsan_scenario *scenarios, const char *cons
         fprintf(stderr, "%s: %d check(s) failed\n", prog, failures);
     return failures ? 1 : 0;
 }
+
+eddy_status tsan_item_decode(const eddy_event *stored, const eddy_event_meta *meta, void **event,
+                             eddy_error *err, void *user) {
+    (void)meta, (void)err, (void)user;
+    tsan_item *it = calloc(1, sizeof(*it));
+    if (!it)
+        return EDDY_ERR_NOMEM;
+    snprintf(it->id, sizeof(it->id), "%s", eddy_event_id(stored));
+    it->n = tsan_event_number(it->id);
+    *event = it;
+    return EDDY_OK;
+}
+
+void tsan_item_free(void *event, void *user) {
+    (void)user;
+    free(event);
+}
+
+const char *tsan_item_id(const void *event, void *user) {
+    (void)user;
+    return ((const tsan_item *)event)->id;
+}

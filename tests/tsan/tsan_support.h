@@ -60,4 +60,16 @@ long long tsan_mono_ms(void);
  * prints every message to stderr). Thread-safe. */
 void tsan_log(eddy_log_level level, const char *msg, void *user);
 
+/* What the feed harnesses decode stored events into: the id and its number (tsan_event). */
+typedef struct tsan_item {
+    char id[96];
+    int n;
+} tsan_item;
+/* The codec callbacks of an eddy_feed_config: a new tsan_item (freed with tsan_item_free), and
+ * its id. */
+eddy_status tsan_item_decode(const eddy_event *stored, const eddy_event_meta *meta, void **event,
+                             eddy_error *err, void *user);
+void tsan_item_free(void *event, void *user);
+const char *tsan_item_id(const void *event, void *user);
+
 #endif
