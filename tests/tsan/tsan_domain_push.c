@@ -85,25 +85,7 @@ static eddy_projection projection(model *m) {
     return p;
 }
 
-static void append_history(eddy_store *store, const char *prefix, int from, int to,
-                           const char *subject) {
-    eddy_append_opts ao;
-    eddy_append_opts_init(&ao);
-    ao.publish_subject = subject;
-    for (int n = from; n < to; n++) {
-        char stream[64];
-        snprintf(stream, sizeof(stream), "order-%d", n % 13);
-        eddy_event *ev = tsan_event(prefix, n, "tsan.stored");
-        eddy_error err;
-        CHECK_OK(
-            eddy_store_append(store, stream, (const eddy_event *const *)&ev, 1, &ao, NULL, &err),
-            &err, "append");
-        eddy_event_free(ev);
-    }
-}
-
-/* ---- routing during a catch-up ----------------------------------------------------------------
- */
+/* ---- routing during a catch-up ------------------------------------------------------------ */
 
 typedef struct router {
     eddy_domain_feed *feed;
@@ -179,7 +161,7 @@ static void route_during_catch_up(const tsan_run *run) {
     CHECK_OK(eddy_store_open(&set, &store, &err), &err, "store_open");
     if (!store)
         return;
-    append_history(store, prefix, 0, HISTORY, NULL);
+    tsan_append_history(store, prefix, 0, HISTORY, NULL, 13);
     model *m = model_new();
     atomic_store(&m->replay_delay_ms, 1);
     eddy_domain_feed *feed = new_domain(store);
@@ -307,7 +289,7 @@ static void push_sources_background(const tsan_run *run) {
         eddy_store_close(store);
         return;
     }
-    append_history(store, prefix, 0, HISTORY, "push.orders");
+    tsan_append_history(store, prefix, 0, HISTORY, "push.orders", 13);
     model *m[2] = {model_new(), model_new()};
     for (int k = 0; k < 2; k++)
         atomic_store(&m[k]->replay_delay_ms, 1);
@@ -383,7 +365,7 @@ static void push_sources_free_mid_catch_up(const tsan_run *run) {
         eddy_store_close(store);
         return;
     }
-    append_history(store, prefix, 0, HISTORY, NULL);
+    tsan_append_history(store, prefix, 0, HISTORY, NULL, 13);
     model *m = model_new();
     atomic_store(&m->replay_delay_ms, 1);
     eddy_domain_feed *feed = new_domain(store);

@@ -102,23 +102,6 @@ static eddy_feed *new_feed(eddy_store *store, model *m, const char *id, bool che
     return feed;
 }
 
-static void append_history(eddy_store *store, const char *prefix, int from, int to,
-                           const char *subject) {
-    eddy_append_opts ao;
-    eddy_append_opts_init(&ao);
-    ao.publish_subject = subject;
-    for (int n = from; n < to; n++) {
-        char stream[64];
-        snprintf(stream, sizeof(stream), "order-%d", n % 17);
-        eddy_event *ev = tsan_event(prefix, n, "tsan.stored");
-        eddy_error err;
-        CHECK_OK(
-            eddy_store_append(store, stream, (const eddy_event *const *)&ev, 1, &ao, NULL, &err),
-            &err, "append");
-        eddy_event_free(ev);
-    }
-}
-
 /* ---- threads --------------------------------------------------------------------------------- */
 
 typedef struct accepter {
@@ -270,7 +253,7 @@ static void catch_up_while_accepting(const tsan_run *run) {
     CHECK_OK(eddy_store_open(&set, &store, &err), &err, "store_open");
     if (!store)
         return;
-    append_history(store, prefix, 0, HISTORY, NULL);
+    tsan_append_history(store, prefix, 0, HISTORY, NULL, 17);
     model *m = calloc(1, sizeof(*m));
     pthread_mutex_init(&m->mu, NULL);
     atomic_store(&m->replay_delay_ms, 1); /* the replay runs a while: everything else overlaps */
@@ -335,7 +318,7 @@ static void stop_cancel_go_live(const tsan_run *run) {
     CHECK_OK(eddy_store_open(&set, &store, &err), &err, "store_open");
     if (!store)
         return;
-    append_history(store, prefix, 0, HISTORY, NULL);
+    tsan_append_history(store, prefix, 0, HISTORY, NULL, 17);
     model *m = calloc(1, sizeof(*m));
     pthread_mutex_init(&m->mu, NULL);
     atomic_store(&m->replay_delay_ms, 1);
@@ -442,7 +425,7 @@ typedef struct appender {
 
 static void *append_thread(void *arg) {
     appender *a = arg;
-    append_history(a->store, a->prefix, a->from, a->to, "feed.orders");
+    tsan_append_history(a->store, a->prefix, a->from, a->to, "feed.orders", 17);
     return NULL;
 }
 
@@ -457,7 +440,7 @@ static void feed_handler_on_bus(const tsan_run *run) {
     CHECK_OK(eddy_store_open(&set, &store, &err), &err, "store_open");
     if (!store)
         return;
-    append_history(store, prefix, 0, HISTORY, "feed.orders");
+    tsan_append_history(store, prefix, 0, HISTORY, "feed.orders", 17);
     model *m = calloc(1, sizeof(*m));
     pthread_mutex_init(&m->mu, NULL);
     atomic_store(&m->replay_delay_ms, 1); /* the replay runs a while: everything else overlaps */

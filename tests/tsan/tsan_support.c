@@ -225,3 +225,20 @@ const char *tsan_item_id(const void *event, void *user) {
     (void)user;
     return ((const tsan_item *)event)->id;
 }
+
+void tsan_append_history(eddy_store *store, const char *prefix, int from, int to,
+                         const char *subject, int streams) {
+    eddy_append_opts ao;
+    eddy_append_opts_init(&ao);
+    ao.publish_subject = subject;
+    for (int n = from; n < to; n++) {
+        char stream[64];
+        snprintf(stream, sizeof(stream), "order-%d", n % streams);
+        eddy_event *ev = tsan_event(prefix, n, "tsan.stored");
+        eddy_error err;
+        CHECK_OK(
+            eddy_store_append(store, stream, (const eddy_event *const *)&ev, 1, &ao, NULL, &err),
+            &err, "append");
+        eddy_event_free(ev);
+    }
+}

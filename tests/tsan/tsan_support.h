@@ -9,6 +9,7 @@
 #include <stdbool.h>
 
 #include "eddy/blocking.h"
+#include "eddy/store.h"
 
 extern atomic_int tsan_failures;
 
@@ -59,6 +60,12 @@ long long tsan_mono_ms(void);
 /* A log hook that keeps quiet unless EDDY_TSAN_VERBOSE is set in the environment (then it
  * prints every message to stderr). Thread-safe. */
 void tsan_log(eddy_log_level level, const char *msg, void *user);
+
+/* Appends events <prefix>-from .. <prefix>-(to - 1) of type "tsan.stored", one per append, to
+ * streams "order-<n % streams>", each also published to subject (may be NULL). A failed append
+ * fails a check. */
+void tsan_append_history(eddy_store *store, const char *prefix, int from, int to,
+                         const char *subject, int streams);
 
 /* What the feed harnesses decode stored events into: the id and its number (tsan_event). */
 typedef struct tsan_item {
