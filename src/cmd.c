@@ -1,9 +1,12 @@
-/* Argument-vector commands: growable arrays of owned, binary-safe arguments. An allocation
+/* Argument-vector commands: owned, binary-safe arguments packed into one growable buffer (so a
+ * command costs a fixed number of allocations, not one per argument). An allocation
  * failure marks the command failed instead of returning at every append, so builders stay
  * linear; eddy__cmd_status is checked once before sending. */
 #include "cmd.h"
 
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,40 +14,61 @@
 void eddy__cmd_init(eddy__cmd *cmd) { memset(cmd, 0, sizeof(*cmd)); }
 
 void eddy__cmd_reset(eddy__cmd *cmd) {
-    for (int i = 0; i < cmd->argc; i++)
-        free(cmd->argv[i]);
+    free(cmd->buf);
     free(cmd->argv);
     free(cmd->argvlen);
     eddy__cmd_init(cmd);
 }
 
+static bool grow_vectors(eddy__cmd *cmd) {
+    int cap = cmd->cap ? cmd->cap * 2 : 16;
+    char **argv = realloc(cmd->argv, (size_t)cap * sizeof(*argv));
+    if (!argv)
+        return false;
+    cmd->argv = argv;
+    size_t *lens = realloc(cmd->argvlen, (size_t)cap * sizeof(*lens));
+    if (!lens)
+        return false;
+    cmd->argvlen = lens;
+    cmd->cap = cap;
+    return true;
+}
+
+/* Room for `need` more bytes; the argument pointers follow the buffer when it moves. */
+static bool grow_buffer(eddy__cmd *cmd, size_t need) {
+    if (need > SIZE_MAX / 2 - cmd->used)
+        return false;
+    size_t cap = cmd->bufcap ? cmd->bufcap * 2 : 256;
+    if (cap < cmd->used + need)
+        cap = cmd->used + need;
+    char *buf = realloc(cmd->buf, cap);
+    if (!buf)
+        return false;
+    if (buf != cmd->buf) {
+        size_t off = 0;
+        for (int i = 0; i < cmd->argc; i++) {
+            cmd->argv[i] = buf + off;
+            off += cmd->argvlen[i] + 1;
+        }
+    }
+    cmd->buf = buf;
+    cmd->bufcap = cap;
+    return true;
+}
+
 void eddy__cmd_arg(eddy__cmd *cmd, const void *bytes, size_t len) {
     if (cmd->failed)
         return;
-    if (cmd->argc == cmd->cap) {
-        int cap = cmd->cap ? cmd->cap * 2 : 8;
-        char **argv = realloc(cmd->argv, (size_t)cap * sizeof(*argv));
-        if (!argv) {
-            cmd->failed = 1;
-            return;
-        }
-        cmd->argv = argv;
-        size_t *lens = realloc(cmd->argvlen, (size_t)cap * sizeof(*lens));
-        if (!lens) {
-            cmd->failed = 1;
-            return;
-        }
-        cmd->argvlen = lens;
-        cmd->cap = cap;
-    }
-    char *copy = malloc(len + 1);
-    if (!copy) {
+    if ((cmd->argc == cmd->cap && !grow_vectors(cmd)) ||
+        (cmd->bufcap - cmd->used < len + 1 && !grow_buffer(cmd, len + 1))) {
         cmd->failed = 1;
         return;
     }
+    char *copy = cmd->buf + cmd->used;
     if (len)
         memcpy(copy, bytes, len);
     copy[len] = '\0';
+    cmd->used += len + 1;
     cmd->argv[cmd->argc] = copy;
     cmd->argvlen[cmd->argc] = len;
     cmd->argc++;

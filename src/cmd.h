@@ -1,6 +1,8 @@
 /* A Redis command as an argument vector, built by the core and sent unchanged by a front end
  * (hiredis redisCommandArgv / redisAsyncCommandArgv) or executed by the memory engine.
- * Arguments are copied into the command; it owns them. */
+ * Arguments are copied into the command; it owns them. All argument bytes live in one buffer
+ * (each NUL-terminated), so a command costs three allocations however many arguments it has:
+ * argv[i] points into that buffer and is valid until the next append or the reset. */
 #ifndef EDDY_SRC_CMD_H
 #define EDDY_SRC_CMD_H
 
@@ -14,6 +16,8 @@ typedef struct eddy__cmd {
     size_t *argvlen;
     int cap;
     int failed; /* an append ran out of memory; the command must not be sent */
+    char *buf;  /* the arguments' bytes, back to back */
+    size_t used, bufcap;
 } eddy__cmd;
 
 void eddy__cmd_init(eddy__cmd *cmd);
