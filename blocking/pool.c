@@ -6,16 +6,10 @@
 #include <signal.h>
 #include <stdlib.h>
 
-typedef struct job {
-    void (*fn)(void *arg);
-    void *arg;
-    struct job *next;
-} job;
-
 struct bpool {
     pthread_mutex_t lock;
     pthread_cond_t cond;
-    job *head, *tail;
+    bpool_job *head, *tail;
     bool closing;
     unsigned nthreads;
     pthread_t *threads;
@@ -27,7 +21,7 @@ static void *worker(void *arg) {
         pthread_mutex_lock(&p->lock);
         while (!p->head && !p->closing)
             pthread_cond_wait(&p->cond, &p->lock);
-        job *j = p->head;
+        bpool_job *j = p->head;
         if (j) {
             p->head = j->next;
             if (!p->head)
@@ -36,8 +30,7 @@ static void *worker(void *arg) {
         pthread_mutex_unlock(&p->lock);
         if (!j)
             return NULL; /* closing and nothing left */
-        j->fn(j->arg);
-        free(j);
+        j->fn(j);
     }
 }
 
@@ -84,20 +77,21 @@ void bpool_free(bpool *p) {
     free(p);
 }
 
-bool bpool_submit(bpool *p, void (*fn)(void *arg), void *arg) {
-    job *j = malloc(sizeof(*j));
-    if (!j)
-        return false;
-    j->fn = fn;
-    j->arg = arg;
-    j->next = NULL;
+unsigned bpool_threads(const bpool *p) { return p->nthreads; }
+
+void bpool_submit(bpool *p, bpool_job *first, unsigned n) {
+    if (n == 0)
+        return;
+    bpool_job *last = first;
+    while (last->next)
+        last = last->next;
     pthread_mutex_lock(&p->lock);
     if (p->tail)
-        p->tail->next = j;
+        p->tail->next = first;
     else
-        p->head = j;
-    p->tail = j;
-    pthread_cond_signal(&p->cond);
+        p->head = first;
+    p->tail = last;
+    for (unsigned i = 0; i < n && i < p->nthreads; i++)
+        pthread_cond_signal(&p->cond);
     pthread_mutex_unlock(&p->lock);
-    return true;
 }

@@ -1,5 +1,6 @@
 /* The worker pool that runs handlers in the blocking front end: a fixed set of threads and a
- * FIFO of jobs. */
+ * FIFO of jobs. Jobs are the caller's storage (nothing is allocated per job), so a reader can
+ * hand a whole round to the workers with one allocation. */
 #ifndef EDDY_BLOCKING_POOL_H
 #define EDDY_BLOCKING_POOL_H
 
@@ -7,11 +8,20 @@
 
 typedef struct bpool bpool;
 
+typedef struct bpool_job {
+    void (*fn)(struct bpool_job *job);
+    struct bpool_job *next; /* the pool's */
+} bpool_job;
+
 /* NULL when threads or memory cannot be had. */
 bpool *bpool_new(unsigned threads);
 /* Runs every job already submitted, then joins the threads. NULL is a no-op. */
 void bpool_free(bpool *p);
-/* Queues fn(arg); false on OOM (the caller runs it itself). Thread: any. */
-bool bpool_submit(bpool *p, void (*fn)(void *arg), void *arg);
+/* The number of worker threads. */
+unsigned bpool_threads(const bpool *p);
+/* Queues n jobs, linked through `next` from first (the last one's next NULL), and wakes as
+ * many workers. Ownership: each job stays the caller's and must live until its fn runs (fn may
+ * free it). Thread: any. */
+void bpool_submit(bpool *p, bpool_job *first, unsigned n);
 
 #endif

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "error.h"
@@ -26,22 +27,77 @@
  * cannot go on, and free the subscription, before this returns. The wake, when the core asks
  * for it, ends the reader's idle wait: the round is settled, there is room to read again and
  * acknowledgements to send. */
-static void finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
-    bsub *bs = d->frontend;
+static void finish_run(bsub *bs, eddy__settlement *v, size_t n) {
+    if (n == 0)
+        return;
     pthread_mutex_lock(&bs->lock);
-    if (eddy__consumer_settle(bs->consumer, d, st, reply))
+    if (eddy__consumer_settle_run(bs->consumer, v, n))
         bconn_wake(&bs->conn, false);
     pthread_cond_broadcast(&bs->settled);
     pthread_mutex_unlock(&bs->lock);
 }
 
-static void run_handler(void *arg) {
-    eddy_delivery *d = arg;
-    bsub *bs = d->frontend;
-    eddy_event *reply = NULL;
-    eddy_status st = eddy__sub_run(bs->sub, d, &reply);
-    if (st != EDDY_PENDING)
-        finish(d, st, reply);
+/* A delivery whose handler returned EDDY_PENDING, finished later (eddy_delivery_finish). */
+static void finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
+    eddy__settlement v = {.d = d, .st = st, .reply = reply};
+    finish_run(d->frontend, &v, 1);
+}
+
+/* A round's deliveries, shared out among up to `workers` jobs: each job takes the next
+ * delivery in turn, so slow handlers spread over the workers while fast ones run on whichever
+ * thread is awake, and each job settles what it handled in runs (one lock round per run, not
+ * one per message). An outcome waits in its job's run until RUN_MAX outcomes are collected,
+ * the round is done, or RUN_WAIT_MS passed when the job takes its next delivery: so at most for
+ * one more handler (redelivery_idle_ms must exceed the longest handler anyway). The last job
+ * to end frees the round. */
+#define RUN_MAX 64
+#define RUN_WAIT_MS 1
+#define SHARE_MIN 16 /* deliveries per job below which fewer jobs are woken */
+
+typedef struct bround bround;
+
+/* A job of a round (the pool's job first, so the job finds its round). */
+typedef struct bround_job {
+    bpool_job job;
+    bround *round;
+} bround_job;
+
+struct bround {
+    bsub *bs;
+    size_t n;
+    atomic_size_t next;
+    atomic_uint jobs_left;
+    eddy_delivery **v; /* after the jobs, in the same allocation */
+    bround_job jobs[];
+};
+
+static void run_round(bpool_job *job) {
+    bround *r = ((bround_job *)job)->round;
+    bsub *bs = r->bs;
+    eddy__settlement run[RUN_MAX];
+    size_t n = 0;
+    long long first_at = 0;
+    for (size_t i; (i = atomic_fetch_add(&r->next, 1)) < r->n;) {
+        if (n > 0 && bconn_now_ms() - first_at >= RUN_WAIT_MS) {
+            finish_run(bs, run, n);
+            n = 0;
+        }
+        eddy_delivery *d = r->v[i];
+        eddy_event *reply = NULL;
+        eddy_status st = eddy__sub_run(bs->sub, d, &reply);
+        if (st == EDDY_PENDING)
+            continue; /* finished later through d->finish */
+        if (n == 0)
+            first_at = bconn_now_ms();
+        run[n++] = (eddy__settlement){.d = d, .st = st, .reply = reply};
+        if (n == RUN_MAX) {
+            finish_run(bs, run, n);
+            n = 0;
+        }
+    }
+    finish_run(bs, run, n);
+    if (atomic_fetch_sub(&r->jobs_left, 1) == 1)
+        free(r);
 }
 
 static void wait_settled(bsub *bs) {
@@ -78,13 +134,40 @@ static eddy_status round_trip(bsub *bs, eddy__plan *plan, eddy__delivery_list *o
 }
 
 static void dispatch(bsub *bs, eddy__delivery_list *out) {
+    if (out->n == 0)
+        return;
     for (size_t i = 0; i < out->n; i++) {
-        eddy_delivery *d = out->v[i];
-        d->frontend = bs;
-        d->finish = finish;
-        if (!bpool_submit(bs->bus->pool, run_handler, d))
-            run_handler(d);
+        out->v[i]->frontend = bs;
+        out->v[i]->finish = finish;
     }
+    unsigned workers = bpool_threads(bs->bus->pool);
+    size_t want = (out->n + SHARE_MIN - 1) / SHARE_MIN;
+    unsigned k = want < workers ? (unsigned)want : workers;
+    bround *r = malloc(sizeof(*r) + k * sizeof(bround_job) + out->n * sizeof(*r->v));
+    if (!r) {
+        /* Out of memory: nothing was handed out, so nothing is settled; AtLeastOnce entries
+         * stay pending and come back (AtMostOnce ones are gone, as at-most-once allows). */
+        eddy__log(&bs->bus->s.log, EDDY_LOG_WARN,
+                  "subscription '%s': out of memory; %zu deliveries dropped", bs->sub->name,
+                  out->n);
+        for (size_t i = 0; i < out->n; i++)
+            eddy__consumer_drop(bs->consumer, out->v[i]);
+        out->n = 0;
+        return;
+    }
+    bround_job *jobs = r->jobs;
+    r->bs = bs;
+    r->n = out->n;
+    atomic_init(&r->next, 0);
+    atomic_init(&r->jobs_left, k);
+    r->v = (eddy_delivery **)(jobs + k);
+    memcpy(r->v, out->v, out->n * sizeof(*r->v));
+    for (unsigned j = 0; j < k; j++) {
+        jobs[j].job.fn = run_round;
+        jobs[j].job.next = j + 1 < k ? &jobs[j + 1].job : NULL;
+        jobs[j].round = r;
+    }
+    bpool_submit(bs->bus->pool, &jobs[0].job, k);
     out->n = 0;
 }
 

@@ -719,21 +719,6 @@ static void queue_ack(eddy__consumer *c, size_t stream, const char *id) {
     pthread_mutex_unlock(&c->lock);
 }
 
-/* False on OOM: the entry stays pending, and the hand-back counts as a failed attempt. */
-static bool queue_hold(eddy__consumer *c, const eddy_delivery *d) {
-    pthread_mutex_lock(&c->lock);
-    bool ok = VEC_GROW(c->holds);
-    if (ok) {
-        hold *h = &c->holds.v[c->holds.n++];
-        h->stream = d->stream;
-        snprintf(h->id, sizeof(h->id), "%s", d->entry_id);
-        h->count = d->attempt - 1;
-        h->received_ms = d->received_ms;
-    }
-    pthread_mutex_unlock(&c->lock);
-    return ok;
-}
-
 /* Entries straight from a reply: flatten their fields on the stack-or-heap and take them. */
 static void take_view(eddy__consumer *c, size_t stream, eddy__entry_view v, unsigned attempt,
                       eddy__delivery_list *out) {
@@ -987,9 +972,11 @@ static eddy_event *failure_reply(eddy__consumer *c) {
     return ev;
 }
 
-/* Queues the reply's XADD to the requester's reply stream. NOMKSTREAM: a reply stream that
- * expired with its process is not created again. Takes the reply. */
-static void queue_reply(eddy__consumer *c, eddy_delivery *d, eddy_event *reply) {
+/* Builds the reply's XADD to the requester's reply stream (NOMKSTREAM: a reply stream that
+ * expired with its process is not created again). Takes the reply. False when it cannot be
+ * sent (counted refused). */
+static bool build_reply(eddy__consumer *c, const eddy_delivery *d, eddy_event *reply,
+                        eddy__cmd *x) {
     eddy__stats *stats = &c->sub->stats;
     if (strncmp(d->reply_to, c->inbox_prefix, strlen(c->inbox_prefix)) != 0) {
         eddy__log(&c->s->log, EDDY_LOG_WARN,
@@ -998,35 +985,36 @@ static void queue_reply(eddy__consumer *c, eddy_delivery *d, eddy_event *reply) 
                   c->sub->name, d->request_id, c->s->ns);
         atomic_fetch_add(&stats->refused, 1);
         eddy_event_free(reply);
-        return;
+        return false;
     }
-    eddy__cmd x;
-    eddy__cmd_init(&x);
-    eddy__cmd_str(&x, "XADD");
-    eddy__cmd_str(&x, d->reply_to);
-    eddy__cmd_str(&x, "NOMKSTREAM");
-    eddy__cmd_str(&x, "MAXLEN");
-    eddy__cmd_str(&x, "~");
-    eddy__cmd_str(&x, "10000");
-    eddy__cmd_str(&x, "*");
-    eddy_status st = eddy__entry_encode(reply, &x);
-    eddy__cmd_str(&x, EDDY__F_REQUEST);
-    eddy__cmd_str(&x, d->request_id);
+    eddy__cmd_init(x);
+    eddy__cmd_str(x, "XADD");
+    eddy__cmd_str(x, d->reply_to);
+    eddy__cmd_str(x, "NOMKSTREAM");
+    eddy__cmd_str(x, "MAXLEN");
+    eddy__cmd_str(x, "~");
+    eddy__cmd_str(x, "10000");
+    eddy__cmd_str(x, "*");
+    eddy_status st = eddy__entry_encode(reply, x);
+    eddy__cmd_str(x, EDDY__F_REQUEST);
+    eddy__cmd_str(x, d->request_id);
     eddy_event_free(reply);
-    pthread_mutex_lock(&c->lock);
-    if (st == EDDY_OK && eddy__cmd_status(&x) == EDDY_OK && VEC_GROW(c->replies)) {
-        c->replies.v[c->replies.n++] = x;
-    } else {
-        eddy__cmd_reset(&x);
-        atomic_fetch_add(&stats->refused, 1); /* out of memory: the caller gets NO_REPLY */
-    }
-    pthread_mutex_unlock(&c->lock);
+    if (st == EDDY_OK && eddy__cmd_status(x) == EDDY_OK)
+        return true;
+    eddy__cmd_reset(x);
+    atomic_fetch_add(&stats->refused, 1); /* out of memory: the caller gets NO_REPLY */
+    return false;
 }
 
-static void settle_responder(eddy__consumer *c, eddy_delivery *d, eddy_status st,
-                             eddy_event *reply) {
+/* A responder's outcome: the reply to send (or the failure reply), built outside the lock.
+ * Takes the reply. */
+static void settle_responder(eddy__consumer *c, eddy__settlement *v) {
     eddy__stats *stats = &c->sub->stats;
+    eddy_delivery *d = v->d;
+    eddy_event *reply = v->reply;
+    eddy_status st = v->st;
     eddy_error err = {0};
+    v->reply = NULL;
     if (st == EDDY_OK) {
         if (!reply)
             st = eddy__fail(&err, EDDY_ERR_INVALID_ARGUMENT, "no reply event");
@@ -1046,11 +1034,8 @@ static void settle_responder(eddy__consumer *c, eddy_delivery *d, eddy_status st
                   c->sub->name, d->reply_to ? " on request " : "", d->reply_to ? d->request_id : "",
                   eddy_status_str(st), err.detail[0] ? ": " : "", err.detail);
         eddy_event_free(reply);
-        if (d->reply_to) {
-            eddy_event *failure = failure_reply(c);
-            if (failure)
-                queue_reply(c, d, failure);
-        }
+        eddy_event *failure = d->reply_to ? failure_reply(c) : NULL;
+        v->has_reply = failure && build_reply(c, d, failure, &v->reply_cmd);
         return;
     }
     atomic_fetch_add(&stats->handled, 1);
@@ -1059,34 +1044,82 @@ static void settle_responder(eddy__consumer *c, eddy_delivery *d, eddy_status st
         eddy_event_free(reply);
         return;
     }
-    queue_reply(c, d, reply);
+    v->has_reply = build_reply(c, d, reply, &v->reply_cmd);
 }
 
-bool eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st, eddy_event *reply) {
-    eddy__stats *stats = &c->sub->stats;
-    atomic_fetch_add(&stats->delivered, 1);
-    if (d->attempt > 1)
-        atomic_fetch_add(&stats->redelivered, 1);
+/* Under the lock: what the settlement leaves for the next round trip. Counts into *handled,
+ * *held and *failed (handlers only). */
+static void queue_outcome_locked(eddy__consumer *c, eddy__settlement *v, uint64_t *handled,
+                                 uint64_t *held, uint64_t *failed) {
+    const eddy_delivery *d = v->d;
     if (c->sub->responder) {
-        settle_responder(c, d, st, reply);
-    } else {
-        eddy_event_free(reply);
-        if (st == EDDY_OK) {
-            atomic_fetch_add(&stats->handled, 1);
-            if (at_least_once(c))
-                queue_ack(c, d->stream, d->entry_id);
-        } else if (st == EDDY_ERR_UNAVAILABLE && at_least_once(c) && queue_hold(c, d)) {
-            /* AtMostOnce: acknowledged when read, nothing to hand back: a plain failure. */
-            atomic_fetch_add(&stats->held, 1);
+        if (!v->has_reply)
+            return;
+        if (VEC_GROW(c->replies)) {
+            c->replies.v[c->replies.n++] = v->reply_cmd;
         } else {
-            atomic_fetch_add(&stats->failed, 1);
+            eddy__cmd_reset(&v->reply_cmd);
+            atomic_fetch_add(&c->sub->stats.refused, 1); /* the caller gets NO_REPLY */
+        }
+        return;
+    }
+    if (v->st == EDDY_OK) {
+        (*handled)++;
+        if (at_least_once(c) && VEC_GROW(c->acks)) { /* on OOM it stays pending: redelivered */
+            ack *a = &c->acks.v[c->acks.n++];
+            a->stream = d->stream;
+            snprintf(a->id, sizeof(a->id), "%s", d->entry_id);
+        }
+    } else if (v->st == EDDY_ERR_UNAVAILABLE && at_least_once(c) && VEC_GROW(c->holds)) {
+        /* AtMostOnce: acknowledged when read, nothing to hand back: a plain failure. Out of
+         * memory: the entry stays pending and the hand-back counts as a failed attempt. */
+        hold *h = &c->holds.v[c->holds.n++];
+        h->stream = d->stream;
+        snprintf(h->id, sizeof(h->id), "%s", d->entry_id);
+        h->count = d->attempt - 1;
+        h->received_ms = d->received_ms;
+        (*held)++;
+    } else {
+        (*failed)++;
+    }
+}
+
+bool eddy__consumer_settle_run(eddy__consumer *c, eddy__settlement *v, size_t n) {
+    eddy__stats *stats = &c->sub->stats;
+    uint64_t redelivered = 0, handled = 0, held = 0, failed = 0;
+    for (size_t i = 0; i < n; i++) {
+        v[i].has_reply = false;
+        redelivered += v[i].d->attempt > 1;
+        if (c->sub->responder) {
+            settle_responder(c, &v[i]);
+        } else {
+            eddy_event_free(v[i].reply);
+            v[i].reply = NULL;
         }
     }
     pthread_mutex_lock(&c->lock);
-    bool wake = --c->outstanding <= c->round_base;
+    for (size_t i = 0; i < n; i++)
+        queue_outcome_locked(c, &v[i], &handled, &held, &failed);
+    c->outstanding -= n;
+    bool wake = c->outstanding <= c->round_base;
     pthread_mutex_unlock(&c->lock);
-    eddy__delivery_free(d);
+    atomic_fetch_add(&stats->delivered, n);
+    if (redelivered)
+        atomic_fetch_add(&stats->redelivered, redelivered);
+    if (handled)
+        atomic_fetch_add(&stats->handled, handled);
+    if (held)
+        atomic_fetch_add(&stats->held, held);
+    if (failed)
+        atomic_fetch_add(&stats->failed, failed);
+    for (size_t i = 0; i < n; i++)
+        eddy__delivery_free(v[i].d);
     return wake;
+}
+
+bool eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st, eddy_event *reply) {
+    eddy__settlement v = {.d = d, .st = st, .reply = reply};
+    return eddy__consumer_settle_run(c, &v, 1);
 }
 
 void eddy__consumer_drop(eddy__consumer *c, eddy_delivery *d) {

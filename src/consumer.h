@@ -105,6 +105,21 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
  * (the last round's deliveries are all settled). Thread: any. */
 bool eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st, eddy_event *reply);
 
+/* One delivery's outcome, for eddy__consumer_settle_run: d, st and reply as for settle; the
+ * rest is the core's scratch space. */
+typedef struct eddy__settlement {
+    eddy_delivery *d;
+    eddy_status st;
+    eddy_event *reply;
+    bool has_reply;
+    eddy__cmd reply_cmd;
+} eddy__settlement;
+
+/* Settles a run of deliveries as one (a worker's share of a round): the same as
+ * eddy__consumer_settle on each in turn, with one lock round and one update of the counters
+ * for all of them. True as for settle (after the last). Thread: any. */
+bool eddy__consumer_settle_run(eddy__consumer *c, eddy__settlement *v, size_t n);
+
 /* Frees a delivery no handler will see (the front end is stopping, or out of memory), without
  * settling it: nothing is acknowledged (AtLeastOnce: it stays pending and comes back), and it
  * no longer counts as outstanding. Thread: any. */
