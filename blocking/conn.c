@@ -63,6 +63,8 @@ static void drop(bconn *c) {
 
 void bconn_destroy(bconn *c) {
     drop(c);
+    eddy__reply_arena_free(c->arena);
+    c->arena = NULL;
     if (c->engine)
         eddy__mem_engine_release(c->engine);
     c->engine = NULL;
@@ -95,8 +97,7 @@ static eddy_status learn_id(bconn *c, eddy_error *err) {
         c->client_id = reply->integer;
         pthread_mutex_unlock(&c->lock);
     }
-    if (reply)
-        freeReplyObject(reply);
+    bconn_release(c, &reply, 1);
     eddy__cmdlist_reset(&cmds);
     return st == EDDY_ERR_NOMEM ? eddy__fail(err, st, "out of memory connecting") : st;
 }
@@ -122,6 +123,8 @@ eddy_status bconn_connect(bconn *c, eddy_error *err) {
         c->attempt++;
         return st;
     }
+    if (c->arena)
+        eddy__reply_arena_install(c->arena, rc->reader);
     pthread_mutex_lock(&c->lock);
     c->rc = rc;
     pthread_mutex_unlock(&c->lock);
@@ -133,9 +136,7 @@ eddy_status bconn_connect(bconn *c, eddy_error *err) {
         st = exec_redis(c, &hs, -1, replies, err);
         if (st == EDDY_OK)
             st = eddy__handshake_check(replies, hs.n, err);
-        for (size_t i = 0; i < hs.n; i++)
-            if (replies[i])
-                freeReplyObject(replies[i]);
+        bconn_release(c, replies, hs.n);
     }
     eddy__cmdlist_reset(&hs);
     if (st == EDDY_OK && c->want_id)
@@ -149,7 +150,14 @@ eddy_status bconn_connect(bconn *c, eddy_error *err) {
     return EDDY_OK;
 }
 
-static void free_replies(redisReply **replies, size_t n) {
+void bconn_release(bconn *c, redisReply **replies, size_t n) {
+    if (c->arena_live) {
+        eddy__reply_arena_reset(c->arena);
+        c->arena_live = false;
+        for (size_t i = 0; i < n; i++)
+            replies[i] = NULL;
+        return;
+    }
     for (size_t i = 0; i < n; i++) {
         if (replies[i])
             freeReplyObject(replies[i]);
@@ -157,9 +165,16 @@ static void free_replies(redisReply **replies, size_t n) {
     }
 }
 
+eddy_status bconn_use_arena(bconn *c) {
+    if (!c->arena && !(c->arena = eddy__reply_arena_new()))
+        return EDDY_ERR_NOMEM;
+    return EDDY_OK;
+}
+
 static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
                               redisReply **replies, eddy_error *err) {
     redisContext *rc = c->rc;
+    c->arena_live = c->arena && rc->reader->privdata == c->arena; /* the replies below live in it */
     if (block_ms >= 0) {
         pthread_mutex_lock(&c->lock);
         c->blocking = true;
@@ -213,8 +228,8 @@ static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long blo
     c->blocking = false;
     pthread_mutex_unlock(&c->lock);
     if (st != EDDY_OK) {
-        free_replies(replies, cmds->n);
         drop(c);
+        bconn_release(c, replies, cmds->n);
     }
     return st;
 }
@@ -240,7 +255,7 @@ static eddy_status exec_memory(bconn *c, const eddy__cmdlist *cmds, long long bl
             if (replies[i])
                 break;
             if (wait < 0) {
-                free_replies(replies, cmds->n);
+                bconn_release(c, replies, cmds->n);
                 return eddy__fail(err, EDDY_ERR_NOMEM, "memory backend: out of memory");
             }
             /* A blocking read found nothing: wait for a write, the deadline or a stop. */
@@ -248,12 +263,12 @@ static eddy_status exec_memory(bconn *c, const eddy__cmdlist *cmds, long long bl
             if (deadline < 0)
                 deadline = now + (wait > 0 ? wait : 1000LL * 3600 * 24 * 365);
             if (interrupted(c)) {
-                free_replies(replies, cmds->n);
+                bconn_release(c, replies, cmds->n);
                 return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
             }
             if (now >= deadline) {
                 if (!(replies[i] = eddy__reply_nil())) {
-                    free_replies(replies, cmds->n);
+                    bconn_release(c, replies, cmds->n);
                     return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
                 }
                 break;
@@ -262,7 +277,7 @@ static eddy_status exec_memory(bconn *c, const eddy__cmdlist *cmds, long long bl
             /* Interrupted while waiting: return before reading again, so that what was written
              * meanwhile is not taken (a pause's cut must read nothing more). */
             if (interrupted(c)) {
-                free_replies(replies, cmds->n);
+                bconn_release(c, replies, cmds->n);
                 return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
             }
         }

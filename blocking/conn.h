@@ -13,6 +13,7 @@
 
 #include "cmdlist.h"
 #include "memory/engine.h"
+#include "reply_arena.h"
 #include "settings.h"
 
 typedef struct bconn {
@@ -30,6 +31,8 @@ typedef struct bconn {
     bool blocking;       /* a round with a blocking read is out */
     long long client_id; /* the server's id for this connection, -1 unknown (guarded by lock) */
     unsigned attempt;    /* consecutive failed connects, for backoff */
+    eddy__reply_arena *arena; /* bconn_use_arena: redis:// replies are built in it */
+    bool arena_live;          /* replies handed out live in the arena */
     unsigned seed;
 } bconn;
 
@@ -43,12 +46,21 @@ eddy_status bconn_connect(bconn *c, eddy_error *err);
 bool bconn_connected(const bconn *c);
 
 /* Sends every command of `cmds` as one pipeline and reads one reply each into replies (the
- * caller frees them with freeReplyObject). When block_ms >= 0 the last command is a blocking
+ * caller frees them with bconn_release). When block_ms >= 0 the last command is a blocking
  * read of about that long. On failure every reply is NULL, the connection is dropped (the next
  * bconn_connect makes a new one) and the status is EDDY_ERR_IO, or EDDY_ERR_CLOSED when
  * bconn_interrupt ended a blocking read. Connects first when needed. */
 eddy_status bconn_exec(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
                        redisReply **replies, eddy_error *err);
+
+/* Frees the replies of the last bconn_exec (and sets them NULL). Call it before the next
+ * bconn_exec on a connection that uses an arena. */
+void bconn_release(bconn *c, redisReply **replies, size_t n);
+
+/* From now on, redis:// replies are built in an arena (reply_arena.h) and all freed by the next
+ * bconn_release: for a connection whose replies are dropped after each round trip (a
+ * subscription's reader). EDDY_ERR_NOMEM when the arena cannot be made. */
+eddy_status bconn_use_arena(bconn *c);
 
 /* Sleeps ms milliseconds unless interrupted (returns false when interrupted). */
 bool bconn_sleep(bconn *c, long long ms);

@@ -118,9 +118,7 @@ static eddy_status round_trip(bsub *bs, eddy__plan *plan, eddy__delivery_list *o
     eddy_status st = bconn_exec(&bs->conn, &plan->cmds, plan->block_ms, replies, &err);
     if (st == EDDY_OK)
         st = eddy__consumer_feed(bs->consumer, plan, replies, plan->cmds.n, out);
-    for (size_t i = 0; i < plan->cmds.n; i++)
-        if (replies[i])
-            freeReplyObject(replies[i]);
+    bconn_release(&bs->conn, replies, plan->cmds.n);
     if (replies != small)
         free(replies);
     if (st == EDDY_ERR_IO || st == EDDY_ERR_CLOSED || st == EDDY_ERR_PROTOCOL) {
@@ -223,6 +221,8 @@ static void *reader(void *arg) {
 }
 
 eddy_status bsub_start(bsub *bs, eddy_error *err) {
+    if (bconn_use_arena(&bs->conn) != EDDY_OK)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     bs->consumer = eddy__consumer_new(&bs->bus->s, bs->sub);
     if (!bs->consumer)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");

@@ -1,0 +1,31 @@
+/* Reply objects from an arena: hiredis's reader builds its redisReply trees through a table of
+ * object functions; these build them in an arena instead of one malloc per element and per
+ * string, and free nothing one by one: every reply of a round trip goes at once when the
+ * arena is reset. The trees are ordinary redisReply trees (same types, same fields, strings
+ * NUL-terminated), so every reply interpreter in the core reads them unchanged; only
+ * freeReplyObject must never be called on them.
+ *
+ * Used where the replies of a round trip are interpreted and dropped before the next one (a
+ * subscription's reads): the front end resets the arena after feeding the core.
+ *
+ * Thread: one thread at a time (like the hiredis reader it is installed in). */
+#ifndef EDDY_SRC_REPLY_ARENA_H
+#define EDDY_SRC_REPLY_ARENA_H
+
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+
+typedef struct eddy__reply_arena eddy__reply_arena;
+
+/* NULL on OOM. */
+eddy__reply_arena *eddy__reply_arena_new(void);
+void eddy__reply_arena_free(eddy__reply_arena *a);
+
+/* Makes `reader` build its replies in the arena, from now on. */
+void eddy__reply_arena_install(eddy__reply_arena *a, redisReader *reader);
+
+/* Frees every reply built so far (they must no longer be used), keeping one block for the
+ * next round trip. */
+void eddy__reply_arena_reset(eddy__reply_arena *a);
+
+#endif
