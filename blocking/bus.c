@@ -90,7 +90,8 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
     if (st == EDDY_OK &&
         (!(bus->publisher = eddy__publisher_new(&bus->s)) ||
          !(bus->requests = eddy__requests_new(&bus->s)) ||
-         !(bus->registry_cache = eddy__registry_cache_new(EDDY__REGISTRY_CACHE_MS))))
+         !(bus->registry_cache = eddy__registry_cache_new(EDDY__REGISTRY_CACHE_MS)) ||
+         !(bus->discovery = eddy__discovery_new(bus->s.discovery_ms))))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     if (st == EDDY_OK && !(bus->pool = bpool_new(bus->s.workers)))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "could not start %u worker threads", bus->s.workers);
@@ -238,6 +239,7 @@ void eddy_bus_free(eddy_bus *bus) {
     eddy__publisher_free(bus->publisher);
     eddy__requests_free(bus->requests);
     eddy__registry_cache_free(bus->registry_cache);
+    eddy__discovery_free(bus->discovery);
     eddy__settings_free(&bus->s);
     pthread_cond_destroy(&bus->ctl_cond);
     pthread_mutex_destroy(&bus->ctl_lock);

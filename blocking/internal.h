@@ -7,6 +7,7 @@
 
 #include "conn.h"
 #include "consumer.h"
+#include "discovery.h"
 #include "eddy/blocking.h"
 #include "inbox.h"
 #include "pool.h"
@@ -55,6 +56,7 @@ struct eddy_bus {
     size_t nsubs;
     bool started;
     bpool *pool;
+    eddy__discovery *discovery; /* shared by the pattern subscriptions */
 };
 
 /* publish.c: runs commands on the publishing connection, one pipeline at a time. */

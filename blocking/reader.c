@@ -169,6 +169,17 @@ static void dispatch(bsub *bs, eddy__delivery_list *out) {
     out->n = 0;
 }
 
+/* The bus's discovery found subjects: the other readers that idle take them now (a reader in a
+ * blocking read takes them when it ends). */
+static void wake_others(bsub *bs) {
+    eddy_bus *bus = bs->bus;
+    pthread_mutex_lock(&bus->subs_lock);
+    for (size_t i = 0; i < bus->nsubs; i++)
+        if (bus->subs[i] != bs && !bus->subs[i]->sub->literal)
+            bconn_wake(&bus->subs[i]->conn, false);
+    pthread_mutex_unlock(&bus->subs_lock);
+}
+
 static void *reader(void *arg) {
     bsub *bs = arg;
     eddy__plan plan;
@@ -199,6 +210,8 @@ static void *reader(void *arg) {
                 bconn_backoff(&bs->conn);
             continue;
         }
+        if (eddy__consumer_found_subjects(bs->consumer))
+            wake_others(bs);
         if (!bs->ready && eddy__consumer_ready(bs->consumer)) {
             pthread_mutex_lock(&bs->lock);
             bs->ready = true;
@@ -226,6 +239,7 @@ eddy_status bsub_start(bsub *bs, eddy_error *err) {
     bs->consumer = eddy__consumer_new(&bs->bus->s, bs->sub);
     if (!bs->consumer)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy__consumer_share_discovery(bs->consumer, bs->bus->discovery);
     atomic_store(&bs->stopping, false);
     bs->ready = false;
     bconn_resume(&bs->conn);

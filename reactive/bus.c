@@ -281,6 +281,7 @@ static void destroy(eddy_rbus *bus) {
     rctl_free_all(bus);
     eddy__requests_free(bus->requests);
     eddy__registry_cache_free(bus->registry_cache);
+    eddy__discovery_free(bus->discovery);
     for (size_t i = 0; i < bus->nsubs; i++)
         rsub_free(bus->subs[i]);
     free(bus->subs);
@@ -331,7 +332,8 @@ eddy_status eddy_rbus_new(struct ev_loop *loop, const eddy_settings *settings,
     if (st == EDDY_OK &&
         (!(bus->publisher = eddy__publisher_new(&bus->s)) ||
          !(bus->requests = eddy__requests_new(&bus->s)) ||
-         !(bus->registry_cache = eddy__registry_cache_new(EDDY__REGISTRY_CACHE_MS))))
+         !(bus->registry_cache = eddy__registry_cache_new(EDDY__REGISTRY_CACHE_MS)) ||
+         !(bus->discovery = eddy__discovery_new(bus->s.discovery_ms))))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     for (size_t i = 0; st == EDDY_OK && i < nspecs; i++) {
         rsub *rs;

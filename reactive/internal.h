@@ -13,6 +13,7 @@
 
 #include "conn.h"
 #include "consumer.h"
+#include "discovery.h"
 #include "eddy/reactive.h"
 #include "inbox.h"
 #include "memory/engine.h"
@@ -131,6 +132,7 @@ struct eddy_rbus {
     unsigned caps;
     eddy__requests *requests;
     eddy__registry_cache *registry_cache;
+    eddy__discovery *discovery; /* shared by the pattern subscriptions */
     rctl *ctl;             /* the live activation's control loop (control.c), NULL when stopped */
     rctl *ctls;            /* every control loop not freed yet, live or dead */
     unsigned leaving;      /* leave ops (control.c) whose replies are still out */

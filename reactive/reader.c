@@ -312,6 +312,14 @@ static void dispatch(ract *act) {
     act->out.n = 0;
 }
 
+/* The bus's discovery found subjects: the other activations that idle take them now (one in a
+ * blocking read takes them when it ends). */
+static void wake_others(eddy_rbus *bus, ract *self) {
+    for (ract *a = bus->acts; a; a = a->next)
+        if (a != self && !a->rs->sub->literal && a->rs->act == a)
+            ract_wake(a, EDDY__WAKE_IDLE);
+}
+
 /* Every reply of the round is in (the last one borrowed). */
 static void round_done(ract *act) {
     eddy_rbus *bus = act->bus;
@@ -338,8 +346,11 @@ static void round_done(ract *act) {
     else
         dispatch(act);
     act->dispatching = false;
+    bool found = eddy__consumer_found_subjects(act->consumer);
     if (act->state == A_HANDLERS)
         act_step(act); /* the core decides what may be read while deliveries are outstanding */
+    if (found)
+        wake_others(bus, act);
 }
 
 /* Stopped while the round's blocking read waits, with every other reply in: the read counts
@@ -446,6 +457,7 @@ eddy_status ract_start(rsub *rs) {
         free(act);
         return EDDY_ERR_NOMEM;
     }
+    eddy__consumer_share_discovery(act->consumer, bus->discovery);
     act->bus = bus;
     act->rs = rs;
     eddy__plan_init(&act->plan);

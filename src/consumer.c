@@ -20,12 +20,14 @@
  */
 #include "consumer.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "discovery.h"
 #include "entry.h"
 #include "error.h"
 #include "keys.h"
@@ -37,6 +39,7 @@
 
 enum {
     T_ACK = 1,
+    T_SHARED_DISCOVER,
     T_DLQ_MULTI,
     T_DLQ_XADD,
     T_DLQ_XACK,
@@ -117,7 +120,10 @@ struct eddy__consumer {
     char *subjects_key;
     char *dlq_key;
     VEC(cstream) streams;
-    bool discovered; /* a pattern subscription looked for subjects at least once */
+    bool discovered;         /* a pattern subscription looked for subjects at least once */
+    eddy__discovery *shared; /* the bus's discovery after the first one (NULL: its own) */
+    size_t shared_seen;      /* how far into the shared list it has looked */
+    bool found_subjects;     /* a shared discovery it sent found subjects */
     long long now;
     long long next_discovery;
     long long next_claim;
@@ -227,9 +233,19 @@ eddy__wake eddy__consumer_pause(eddy__sub *sub, bool pause) {
     return sub->delivery == EDDY_AT_LEAST_ONCE ? EDDY__WAKE_READ : EDDY__WAKE_NONE;
 }
 
+void eddy__consumer_share_discovery(eddy__consumer *c, eddy__discovery *d) { c->shared = d; }
+
+bool eddy__consumer_found_subjects(eddy__consumer *c) {
+    bool found = c->found_subjects;
+    c->found_subjects = false;
+    return found;
+}
+
 void eddy__consumer_free(eddy__consumer *c) {
     if (!c)
         return;
+    if (c->shared)
+        eddy__discovery_leave(c->shared, c);
     for (size_t i = 0; i < c->streams.n; i++) {
         free(c->streams.v[i].subject);
         free(c->streams.v[i].key);
@@ -393,6 +409,31 @@ static void add_group_args(eddy__consumer *c, eddy__cmd *cmd, size_t count) {
 
 static long long min_ll(long long a, long long b) { return a < b ? a : b; }
 
+/* How long until this consumer must plan again for subject discovery. */
+static long long discovery_wait(eddy__consumer *c, long long now) {
+    if (c->sub->literal)
+        return LLONG_MAX;
+    if (c->shared && c->discovered) {
+        long long due = eddy__discovery_due(c->shared, c);
+        return due == LLONG_MAX ? LLONG_MAX : due - now;
+    }
+    return c->next_discovery - now;
+}
+
+static bool take_shared_subject(const char *subject, void *user) {
+    eddy__consumer *c = user;
+    if (!eddy__pattern_match(c->sub->pattern, subject))
+        return true;
+    /* Not known at its first discovery, so newer than the subscription: from "0". */
+    return add_stream(c, subject, "0") == EDDY_OK; /* OOM: offered again next plan */
+}
+
+/* Subjects the bus's discovery listed since this consumer last looked. */
+static void take_shared_subjects(eddy__consumer *c) {
+    if (c->shared && c->discovered)
+        eddy__discovery_each_new(c->shared, &c->shared_seen, take_shared_subject, c);
+}
+
 /* allow_block is false when acknowledgements or dead letters go first: a blocking read is
  * never sent behind them, so a stop that cuts the read short loses no reply the core needs.
  * outstanding: deliveries handed out and not settled when the plan began. While there are any,
@@ -406,11 +447,19 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
         p->idle_ms = c->retry_at - now;
         return EDDY_OK;
     }
-    if (!c->sub->literal && now >= c->next_discovery) {
-        if (!(cmd = add(p, T_DISCOVER, 0, "SMEMBERS")))
-            return EDDY_ERR_NOMEM;
-        eddy__cmd_str(cmd, c->subjects_key);
-        return EDDY_OK;
+    if (!c->sub->literal) {
+        int tag = 0;
+        if (!c->discovered || (!c->shared && now >= c->next_discovery))
+            tag = T_DISCOVER;
+        else if (c->shared && eddy__discovery_take(c->shared, c, now))
+            tag = T_SHARED_DISCOVER;
+        if (tag) {
+            if (!(cmd = add(p, tag, 0, "SMEMBERS")))
+                return EDDY_ERR_NOMEM;
+            eddy__cmd_str(cmd, c->subjects_key);
+            return EDDY_OK;
+        }
+        take_shared_subjects(c);
     }
     bool groups_missing = false;
     for (size_t s = 0; s < c->streams.n; s++) {
@@ -460,8 +509,7 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
     /* Nothing new is read while the history or an overdue claim round waits for the
      * outstanding deliveries: the idle waits are short, and it goes on once they settled. */
     long long drain = min_ll(EDDY__OUTSTANDING_BLOCK_MS, c->s->block_ms);
-    if (!c->sub->literal)
-        drain = min_ll(drain, c->next_discovery - now);
+    drain = min_ll(drain, discovery_wait(c, now));
     if (history && outstanding > 0) {
         p->idle_ms = drain < 1 ? 1 : drain;
         return EDDY_OK;
@@ -516,14 +564,13 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
             c->streams.v[s].claim_active = true;
     }
     long long wait = c->s->block_ms;
-    if (!c->sub->literal)
-        wait = min_ll(wait, c->next_discovery - now);
+    wait = min_ll(wait, discovery_wait(c, now));
     if (outstanding > 0)
         /* The acknowledgements of deliveries settling meanwhile wait for the read to end:
          * keep it short. The claim round waits for them anyway. */
         wait = min_ll(wait, EDDY__OUTSTANDING_BLOCK_MS);
-    else if (at_least_once(c))
-        wait = min_ll(wait, c->next_claim - now);
+    else if (at_least_once(c) && c->streams.n > 0)
+        wait = min_ll(wait, c->next_claim - now); /* (no stream: no claim round to wait for) */
     if (wait < 1)
         wait = 1; /* BLOCK 0 would mean forever */
     if (!allow_block)
@@ -836,22 +883,27 @@ static void feed_counts(eddy__consumer *c, redisReply **replies, const eddy__pla
     drop_waiting(c);
 }
 
+/* The consumer's own discovery. The first one fixes its start point, so it counts as done only
+ * once every matching subject was added (out of memory: it is made again, still at "$"). */
 static void feed_discovery(eddy__consumer *c, const redisReply *r) {
     c->next_discovery = c->now + c->s->discovery_ms;
     if (r->type != REDIS_REPLY_ARRAY) {
         retry_later(c, "subject discovery", r);
         return;
     }
+    bool complete = true;
     for (size_t i = 0; i < r->elements; i++) {
         const redisReply *subj = r->element[i];
         if (subj->type != REDIS_REPLY_STRING || strlen(subj->str) != subj->len ||
             eddy__subject_check(subj->str, NULL) != EDDY_OK ||
             !eddy__pattern_match(c->sub->pattern, subj->str))
             continue;
-        if (add_stream(c, subj->str, c->discovered ? "0" : "$") != EDDY_OK)
+        if (add_stream(c, subj->str, c->discovered ? "0" : "$") != EDDY_OK) {
             c->next_discovery = c->now; /* try again next round */
+            complete = false;
+        }
     }
-    c->discovered = true;
+    c->discovered |= complete;
 }
 
 eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redisReply **replies,
@@ -902,6 +954,15 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
             break;
         case T_DISCOVER:
             feed_discovery(c, r);
+            if (c->shared)
+                eddy__discovery_feed(c->shared, c, r, c->now); /* share what it found */
+            take_shared_subjects(c);
+            break;
+        case T_SHARED_DISCOVER:
+            if (r->type != REDIS_REPLY_ARRAY)
+                retry_later(c, "subject discovery", r);
+            c->found_subjects |= eddy__discovery_feed(c->shared, c, r, c->now);
+            take_shared_subjects(c);
             break;
         case T_REPLY:
             if (r->type == REDIS_REPLY_STRING) {
@@ -1155,6 +1216,8 @@ size_t eddy__consumer_outstanding(eddy__consumer *c) {
 }
 
 void eddy__consumer_reset(eddy__consumer *c) {
+    if (c->shared)
+        eddy__discovery_leave(c->shared, c); /* a discovery in flight is lost with the link */
     pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < c->inflight.n; i++)
         if (VEC_GROW(c->acks))

@@ -79,6 +79,15 @@ typedef struct eddy__delivery_list {
 
 /* Ownership: settings and sub are borrowed and must outlive the consumer. NULL on OOM. */
 eddy__consumer *eddy__consumer_new(const eddy__settings *s, eddy__sub *sub);
+
+struct eddy__discovery;
+/* A pattern subscription takes part in the bus's shared discovery (discovery.h) after its own
+ * first one, instead of looking every discovery_ms by itself. Borrowed: it must outlive the
+ * consumer. Call before the first plan. */
+void eddy__consumer_share_discovery(eddy__consumer *c, struct eddy__discovery *d);
+/* True (once) when a shared discovery this consumer sent found subjects: the front end then
+ * wakes the bus's other readers that are idle, so they take them at once. */
+bool eddy__consumer_found_subjects(eddy__consumer *c);
 void eddy__consumer_free(eddy__consumer *c);
 
 void eddy__plan_init(eddy__plan *p);

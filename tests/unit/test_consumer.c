@@ -735,3 +735,104 @@ Test(consumer, at_most_once_reads_live_while_deliveries_are_outstanding, .fini =
     eddy__plan_reset(&p);
     eddy__delivery_list_free(&out);
 }
+
+/* An AtLeastOnce pattern subscription with no subject yet idles until its next discovery: no
+ * claim round is due without a stream (it used to plan a 1 ms wait, a thousand wakeups/s). */
+Test(consumer, a_pattern_with_no_subject_idles_until_the_next_discovery, .fini = teardown) {
+    make("shop.*", EDDY_AT_LEAST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    plan(0, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "SMEMBERS {t}:subjects");
+    step(0, &p, (const char *[]){"*0\r\n"}, 1, &out);
+    cr_assert(eddy__consumer_ready(consumer));
+    plan(10, &p);
+    cr_expect_eq(p.cmds.n, 0);
+    cr_expect_eq(p.idle_ms, 240, "idle %lld ms", p.idle_ms);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+#include "discovery.h"
+
+/* Two pattern subscriptions of one bus share its discovery: after each one's own first look,
+ * one SMEMBERS per interval serves both; a subject found by it is newer than both (group at 0),
+ * and only the one that sends it bounds its waits by the next one. */
+Test(consumer, pattern_subscriptions_share_one_discovery, .fini = teardown) {
+    make("shop.*", EDDY_AT_MOST_ONCE, 5);
+    eddy__discovery *shared = eddy__discovery_new(settings.discovery_ms);
+    cr_assert(shared);
+    eddy__consumer_share_discovery(consumer, shared);
+    eddy_subscription_spec spec;
+    eddy_subscription_spec_init(&spec);
+    spec.name = "other";
+    spec.pattern = "shop.>";
+    spec.group = "g2";
+    spec.delivery = EDDY_AT_MOST_ONCE;
+    spec.handler = noop;
+    eddy__sub *sub2;
+    cr_assert_eq(eddy__sub_new(&settings, &spec, &sub2, NULL), EDDY_OK);
+    eddy__consumer *c2 = eddy__consumer_new(&settings, sub2);
+    cr_assert(c2);
+    eddy__consumer_share_discovery(c2, shared);
+    eddy__plan p, p2;
+    eddy__plan_init(&p);
+    eddy__plan_init(&p2);
+    eddy__delivery_list out = {0};
+    redisReply *r;
+
+    /* Each makes its own first discovery: shop.a exists, so both start it at "$". */
+    plan(0, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "SMEMBERS {t}:subjects");
+    step(0, &p, (const char *[]){"*1\r\n$6\r\nshop.a\r\n"}, 1, &out);
+    cr_assert_eq(eddy__consumer_plan(c2, 0, &p2), EDDY_OK);
+    cr_assert_str_eq(cmd_text(&p2, 0), "SMEMBERS {t}:subjects");
+    r = resp("*1\r\n$6\r\nshop.a\r\n");
+    cr_assert_eq(eddy__consumer_feed(c2, &p2, &r, 1, &out), EDDY_OK);
+    freeReplyObject(r);
+    plan(0, &p);
+    cr_expect_str_eq(cmd_text(&p, 0), "XGROUP CREATE {t}:s:shop.a g $ MKSTREAM");
+    step(0, &p, (const char *[]){OK}, 1, &out);
+    eddy__plan_reset(&p2);
+    cr_assert_eq(eddy__consumer_plan(c2, 0, &p2), EDDY_OK);
+    cr_expect_str_eq(cmd_text(&p2, 0), "XGROUP CREATE {t}:s:shop.a g2 $ MKSTREAM");
+    r = resp(OK);
+    cr_assert_eq(eddy__consumer_feed(c2, &p2, &r, 1, &out), EDDY_OK);
+    freeReplyObject(r);
+
+    /* The first consumer to plan once it is due sends the shared discovery, and bounds its read
+     * by the next one; the second is not asked to, and blocks for block_ms. */
+    plan(250, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "SMEMBERS {t}:subjects");
+    step(250, &p, (const char *[]){"*2\r\n$6\r\nshop.a\r\n$8\r\nshop.b.c\r\n"}, 1, &out);
+    cr_expect(eddy__consumer_found_subjects(consumer));
+    eddy__plan_reset(&p2);
+    cr_assert_eq(eddy__consumer_plan(c2, 251, &p2), EDDY_OK);
+    cr_assert_eq(p2.cmds.n, 1);
+    cr_expect_str_eq(cmd_text(&p2, 0), "XGROUP CREATE {t}:s:shop.b.c g2 0 MKSTREAM");
+    r = resp(OK);
+    cr_assert_eq(eddy__consumer_feed(c2, &p2, &r, 1, &out), EDDY_OK);
+    freeReplyObject(r);
+    eddy__plan_reset(&p2);
+    cr_assert_eq(eddy__consumer_plan(c2, 251, &p2), EDDY_OK);
+    cr_expect_eq(p2.block_ms, 500, "not the owner: blocks %lld ms", p2.block_ms);
+    plan(251, &p);
+    cr_expect_eq(p.block_ms, 249, "the owner: blocks %lld ms", p.block_ms); /* shop.b.c: no match */
+
+    /* The owner leaves: the other takes the discovery over once it is due. */
+    eddy__consumer_free(consumer);
+    consumer = NULL;
+    eddy__plan_reset(&p2);
+    cr_assert_eq(eddy__consumer_plan(c2, 499, &p2), EDDY_OK);
+    cr_expect_eq(p2.cmds.n, 1, "not due yet: a read");
+    eddy__plan_reset(&p2);
+    cr_assert_eq(eddy__consumer_plan(c2, 500, &p2), EDDY_OK);
+    cr_expect_str_eq(cmd_text(&p2, 0), "SMEMBERS {t}:subjects");
+    eddy__plan_reset(&p);
+    eddy__plan_reset(&p2);
+    eddy__delivery_list_free(&out);
+    eddy__consumer_free(c2);
+    eddy__sub_free(sub2);
+    eddy__discovery_free(shared);
+}
