@@ -78,7 +78,10 @@ typedef struct eddy_settings {
     /** How long one blocking read waits before the reader looks around (redelivery,
      * new subjects). Stop does not wait for it. Default 1000. */
     unsigned block_ms;
-    /** How often a pattern subscription looks for subjects that appeared. Default 250. */
+    /** How often the bus looks for subjects that appeared, for all its pattern subscriptions
+     * at once (one look per bus, whatever their number). A pattern subscription with no subject
+     * yet starts on a new one at once; one already reading other subjects starts on it when
+     * its current read ends (within block_ms). Default 250. */
     unsigned discovery_ms;
     /** Connect timeout, and the reconnect backoff range. Defaults 2000, 50, 2000. */
     unsigned connect_timeout_ms;
