@@ -28,6 +28,7 @@
 #include "memory/engine.h"
 #include "redis.h"
 #include "reply.h"
+#include "reply_arena.h"
 #include "sigpipe.h"
 #include "timing.h"
 
@@ -51,6 +52,7 @@ struct rconn {
     ev_timer timer; /* connect timeout, then reply watchdog; a zero delay reports down */
     /* redis:// and unix:// */
     redisAsyncContext *ac;
+    eddy__reply_arena *arena; /* replies are built in it and dropped after their callback */
     bool connected;
     ev_io rev, wev;
     size_t handshake_left;
@@ -127,6 +129,7 @@ static void destroy(rconn *c) {
     }
     if (c->ac) /* a failed write above may have freed it already (cleanup hook) */
         redisAsyncFree(c->ac);
+    eddy__reply_arena_free(c->arena);
     if (c->engine) {
         if (c->listener) /* waits for a listener running on another thread */
             eddy__mem_engine_unlisten(c->engine, c->listener);
@@ -266,8 +269,7 @@ static void on_connect(const redisAsyncContext *ac, int status) {
         tell_up(c);
 }
 
-static void on_reply(redisAsyncContext *ac, void *r, void *priv) {
-    rconn *c = ac->data;
+static void take_reply(rconn *c, void *r, void *priv) {
     if (!r || c->closed || c->failed)
         return;
     redisReply *reply = r;
@@ -294,6 +296,15 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv) {
         return;
     }
     c->ops->reply(c->owner, priv, reply);
+}
+
+/* A reply is borrowed for its callback only (rconn_keep copies it), so its arena is reset
+ * after each: hiredis parses the next reply only after this returns. */
+static void on_reply(redisAsyncContext *ac, void *r, void *priv) {
+    rconn *c = ac->data;
+    take_reply(c, r, priv);
+    if (c->arena)
+        eddy__reply_arena_reset(c->arena);
 }
 
 static bool redis_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv) {
@@ -335,6 +346,9 @@ static void redis_open(rconn *c) {
     }
     c->ac = ac;
     ac->data = c;
+    /* Without an arena (out of memory) hiredis's own reply objects serve as well. */
+    if (c->arena || (c->arena = eddy__reply_arena_new()))
+        eddy__reply_arena_install(c->arena, ac->c.reader);
     ac->ev.data = c;
     ac->ev.addRead = hook_add_read;
     ac->ev.delRead = hook_del_read;
