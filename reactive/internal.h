@@ -77,6 +77,8 @@ struct ract {
     eddy__delivery_list out; /* what the last feed produced, before it is handed out */
     bool overlapped;         /* the round was sent while deliveries were outstanding */
     rslot *slots;            /* deliveries handed out and not settled (a list) */
+    rslot *spare_slots;      /* freed slots kept for the next deliveries (through next) */
+    size_t nspare;
     size_t unsettled;
     ev_timer timer;       /* A_BACKOFF, A_IDLE */
     ev_timer ready_timer; /* how long it may take to become ready */

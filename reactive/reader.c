@@ -7,7 +7,7 @@
  *
  * Invariants:
  * - The consumer plans only when no pipeline is out. Deliveries handed out and not settled are
- *   tracked in `slots` (a list of one allocation each, freed when settled), which is also how
+ *   tracked in `slots` (a list; settled slots are kept as spares for the next), which is also how
  *   a delivery finds its activation.
  * - No handler is called once stop (or free) was called. Deliveries read but not handed out by
  *   then are dropped: AtLeastOnce entries stay pending and come back; AtMostOnce entries were
@@ -54,6 +54,19 @@ static void abandon_out(ract *act) {
     act->out.n = 0;
 }
 
+/* Slots come from a short list of spare ones: no allocation per delivery once it runs. */
+#define SPARE_SLOTS_MAX 256
+
+static rslot *slot_new(ract *act) {
+    rslot *sl = act->spare_slots;
+    if (sl) {
+        act->spare_slots = sl->next;
+        act->nspare--;
+        return sl;
+    }
+    return malloc(sizeof(*sl));
+}
+
 static void slot_free(ract *act, rslot *sl) {
     if (sl->prev)
         sl->prev->next = sl->next;
@@ -61,7 +74,13 @@ static void slot_free(ract *act, rslot *sl) {
         act->slots = sl->next;
     if (sl->next)
         sl->next->prev = sl->prev;
-    free(sl);
+    if (act->nspare < SPARE_SLOTS_MAX) {
+        sl->next = act->spare_slots;
+        act->spare_slots = sl;
+        act->nspare++;
+    } else {
+        free(sl);
+    }
 }
 
 /* True when the core asks an idle activation to plan again now. */
@@ -268,10 +287,24 @@ static void act_finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
     rbus_leave(bus);
 }
 
-/* Hands each delivery of the round to the handler, each with a slot of its own. */
+/* Settles, as one run, the deliveries whose handlers returned during dispatch. */
+#define SETTLE_RUN 64
+
+static void settle_run(ract *act, eddy__settlement *run, size_t *n) {
+    if (*n == 0)
+        return;
+    act->unsettled -= *n;
+    eddy__consumer_settle_run(act->consumer, run, *n); /* the caller plans again anyway */
+    *n = 0;
+}
+
+/* Hands each delivery of the round to the handler, each with a slot of its own (a finish from
+ * inside the handler finds it there); those that return a result settle in runs. */
 static void dispatch(ract *act) {
     eddy_rbus *bus = act->bus;
     eddy__sub *sub = act->rs->sub;
+    eddy__settlement run[SETTLE_RUN];
+    size_t nrun = 0;
     for (size_t i = 0; i < act->out.n; i++) {
         eddy_delivery *d = act->out.v[i];
         act->out.v[i] = NULL;
@@ -279,7 +312,7 @@ static void dispatch(ract *act) {
             eddy__consumer_drop(act->consumer, d);
             continue;
         }
-        rslot *sl = malloc(sizeof(*sl));
+        rslot *sl = slot_new(act);
         if (!sl) {
             eddy__log(&bus->s.log, EDDY_LOG_WARN,
                       "subscription '%s': out of memory; a delivery dropped (AtLeastOnce: it "
@@ -304,11 +337,16 @@ static void dispatch(ract *act) {
             eddy_event_free(reply);
             slot_free(act, sl);
         } else if (st != EDDY_PENDING) {
-            settle(act, sl, st, reply);
+            sl->d = NULL;
+            slot_free(act, sl);
+            run[nrun++] = (eddy__settlement){.d = d, .st = st, .reply = reply};
+            if (nrun == SETTLE_RUN)
+                settle_run(act, run, &nrun);
         } else {
             eddy_event_free(reply);
         }
     }
+    settle_run(act, run, &nrun);
     act->out.n = 0;
 }
 
@@ -582,6 +620,11 @@ void ract_free(ract *act) {
         act->slots = sl->next;
         if (sl->d)
             orphan(sl->d);
+        free(sl);
+    }
+    while (act->spare_slots) {
+        rslot *sl = act->spare_slots;
+        act->spare_slots = sl->next;
         free(sl);
     }
     eddy__consumer_free(act->consumer);
