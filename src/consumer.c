@@ -435,7 +435,8 @@ static void take_shared_subjects(eddy__consumer *c) {
 }
 
 /* allow_block is false when acknowledgements or dead letters go first: a blocking read is
- * never sent behind them, so a stop that cuts the read short loses no reply the core needs.
+ * never sent behind them, so a stop that cuts the read short loses no reply the core needs
+ * (a live read behind them is planned without BLOCK).
  * outstanding: deliveries handed out and not settled when the plan began. While there are any,
  * only live reads (">", which never return an entry a handler holds) are planned, for the room
  * left in the batch; the history, claims and counts wait until they are settled, since those
@@ -573,9 +574,9 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
         wait = min_ll(wait, c->next_claim - now); /* (no stream: no claim round to wait for) */
     if (wait < 1)
         wait = 1; /* BLOCK 0 would mean forever */
-    if (!allow_block)
-        return EDDY_OK;
     if (c->streams.n == 0 || outstanding >= c->s->read_batch) {
+        if (!allow_block)
+            return EDDY_OK; /* what was settled goes alone */
         /* Nothing to read from, or no room in the batch: a short wait while deliveries are
          * outstanding (a settle that completes the round ends it sooner). */
         p->idle_ms = outstanding > 0 ? min_ll(drain, wait) : wait;
@@ -583,11 +584,17 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
             p->idle_ms = 1;
         return EDDY_OK;
     }
+    /* Behind acknowledgements or replies the read does not block (a blocking read is never
+     * pipelined behind them): under load it finds the next batch in the same round trip;
+     * when it finds nothing, the next plan blocks. */
     if (!(cmd = add(p, T_LIVE, -1, "XREADGROUP")))
         return EDDY_ERR_NOMEM;
     add_group_args(c, cmd, c->s->read_batch - outstanding);
-    eddy__cmd_str(cmd, "BLOCK");
-    eddy__cmd_u64(cmd, (unsigned long long)wait);
+    if (allow_block) {
+        eddy__cmd_str(cmd, "BLOCK");
+        eddy__cmd_u64(cmd, (unsigned long long)wait);
+        p->block_ms = wait;
+    }
     if (!at_least_once(c))
         eddy__cmd_str(cmd, "NOACK");
     eddy__cmd_str(cmd, "STREAMS");
@@ -595,7 +602,6 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
         eddy__cmd_str(cmd, c->streams.v[s].key);
     for (size_t s = 0; s < c->streams.n; s++)
         eddy__cmd_str(cmd, ">");
-    p->block_ms = wait;
     return EDDY_OK;
 }
 

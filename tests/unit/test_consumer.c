@@ -151,9 +151,9 @@ Test(consumer, live_read_delivers_and_acknowledges_after_success, .fini = teardo
     out.n = 0;
     cr_expect_eq(eddy__consumer_outstanding(consumer), 0);
     plan(10, &p);
-    /* Acknowledgement first, then the dead letter with its ack in one transaction, then the
-     * next read. */
-    cr_assert_eq(p.cmds.n, 5, "no blocking read behind acknowledgements");
+    /* Acknowledgement first, then the dead letter with its ack in one transaction, then a read
+     * that does not block (no blocking read behind acknowledgements). */
+    cr_assert_eq(p.cmds.n, 6);
     cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-1");
     cr_expect_str_eq(cmd_text(&p, 1), "MULTI");
     cr_expect(strstr(cmd_text(&p, 2),
@@ -162,10 +162,12 @@ Test(consumer, live_read_delivers_and_acknowledges_after_success, .fini = teardo
               "%s", cmd_text(&p, 2));
     cr_expect_str_eq(cmd_text(&p, 3), "XACK {t}:s:jobs g 1-2");
     cr_expect_str_eq(cmd_text(&p, 4), "EXEC");
+    cr_expect_str_eq(cmd_text(&p, 5), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
     cr_expect_eq(p.block_ms, -1);
     step(10, &p,
-         (const char *[]){":1\r\n", OK, "+QUEUED\r\n", "+QUEUED\r\n", "*2\r\n$3\r\n9-9\r\n:1\r\n"},
-         5, &out);
+         (const char *[]){":1\r\n", OK, "+QUEUED\r\n", "+QUEUED\r\n", "*2\r\n$3\r\n9-9\r\n:1\r\n",
+                          "*-1\r\n"},
+         6, &out);
     plan(10, &p);
     cr_expect(strncmp(cmd_text(&p, 0), "XREADGROUP", 10) == 0);
     cr_expect_eq(atomic_load(&sub->stats.dead_lettered), 1);
@@ -321,7 +323,7 @@ Test(consumer, hand_back_min_idle_is_the_time_since_the_delivery, .fini = teardo
     eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_UNAVAILABLE, NULL);
     out.n = 0;
     plan(10, &p);
-    cr_assert_eq(p.cmds.n, 1);
+    cr_assert_eq(p.cmds.n, 2); /* the hand-back, and a read that does not block */
     const eddy__cmd *c = &p.cmds.cmds[0];
     long long idle = strtoll(c->argv[4], NULL, 10);
     cr_expect_geq(idle, 4999 - 1, "min idle %lld", idle);
@@ -344,11 +346,12 @@ Test(consumer, hand_back_sets_the_delivery_count_back, .fini = teardown) {
     eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_UNAVAILABLE, NULL);
     out.n = 0;
     plan(10, &p);
-    cr_assert_eq(p.cmds.n, 1, "only the hand-back: %s", cmd_text(&p, p.cmds.n - 1));
+    cr_assert_eq(p.cmds.n, 2, "the hand-back and a read: %s", cmd_text(&p, p.cmds.n - 1));
     cr_expect_str_eq(hold_text(&p, 0, 60000),
                      "XCLAIM {t}:s:jobs g me <idle> 1-1 RETRYCOUNT 0 JUSTID");
-    cr_expect_eq(p.block_ms, -1);
-    step(10, &p, (const char *[]){"*1\r\n$3\r\n1-1\r\n"}, 1, &out);
+    cr_expect_str_eq(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    cr_expect_eq(p.block_ms, -1, "no blocking read behind it");
+    step(10, &p, (const char *[]){"*1\r\n$3\r\n1-1\r\n", "*-1\r\n"}, 2, &out);
     cr_expect_eq(atomic_load(&sub->stats.held), 1);
     cr_expect_eq(atomic_load(&sub->stats.failed), 0);
     cr_expect_eq(atomic_load(&sub->stats.handled), 0);
@@ -378,10 +381,10 @@ Test(consumer, hand_back_sets_the_delivery_count_back, .fini = teardown) {
         eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_UNAVAILABLE, NULL);
         out.n = 0;
         plan(now, &p);
-        cr_assert_eq(p.cmds.n, 1);
+        cr_assert_eq(p.cmds.n, 2); /* the hand-back, and a read that does not block */
         cr_expect_str_eq(hold_text(&p, 0, 60000),
                          "XCLAIM {t}:s:jobs g me <idle> 1-1 RETRYCOUNT 0 JUSTID");
-        step(now, &p, (const char *[]){"*1\r\n$3\r\n1-1\r\n"}, 1, &out);
+        step(now, &p, (const char *[]){"*1\r\n$3\r\n1-1\r\n", "*-1\r\n"}, 2, &out);
         plan(now, &p);
         step(now, &p, (const char *[]){"*-1\r\n"}, 1, &out); /* XAUTOCLAIM round over: read */
     }
@@ -594,9 +597,10 @@ Test(consumer, a_round_is_waited_for_as_one_batch, .fini = teardown) {
     cr_expect(eddy__consumer_settle(consumer, out.v[2], EDDY_OK, NULL), "the round is settled");
     out.n = 0;
     plan(30, &p);
-    cr_assert_eq(p.cmds.n, 1);
+    cr_assert_eq(p.cmds.n, 2);
     cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-1 1-2 1-3");
-    step(30, &p, (const char *[]){":3\r\n"}, 1, &out);
+    cr_expect_str_eq(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    step(30, &p, (const char *[]){":3\r\n", "*-1\r\n"}, 2, &out);
     plan(40, &p);
     cr_expect_str_eq(cmd_text(&p, 0),
                      "XREADGROUP GROUP g me COUNT 10 BLOCK 460 STREAMS {t}:s:jobs >");
@@ -621,12 +625,14 @@ Test(consumer, outstanding_deliveries_leave_room_for_live_reads_only, .fini = te
                      "XREADGROUP GROUP g me COUNT 8 BLOCK 100 STREAMS {t}:s:jobs >");
     cr_expect_eq(p.block_ms, EDDY__OUTSTANDING_BLOCK_MS);
     step(100, &p, (const char *[]){"*-1\r\n"}, 1, &out);
-    /* One settles: its acknowledgement goes alone, then the read has one more slot. */
+    /* One settles: its acknowledgement goes with a read that does not block, for one more. */
     cr_expect(eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL), "wakes an idle reader");
     plan(110, &p);
-    cr_assert_eq(p.cmds.n, 1, "no read behind the acknowledgement: %s", cmd_text(&p, 1));
+    cr_assert_eq(p.cmds.n, 2, "%s", cmd_text(&p, 0));
     cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-1");
-    step(110, &p, (const char *[]){":1\r\n"}, 1, &out);
+    cr_expect_str_eq(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 9 STREAMS {t}:s:jobs >");
+    cr_expect_eq(p.block_ms, -1);
+    step(110, &p, (const char *[]){":1\r\n", "*-1\r\n"}, 2, &out);
     plan(120, &p);
     cr_expect_str_eq(cmd_text(&p, 0),
                      "XREADGROUP GROUP g me COUNT 9 BLOCK 100 STREAMS {t}:s:jobs >");
@@ -668,9 +674,10 @@ Test(consumer, a_full_batch_outstanding_plans_no_read, .fini = teardown) {
     cr_expect_leq(p.idle_ms, EDDY__OUTSTANDING_BLOCK_MS);
     eddy__consumer_settle(consumer, out.v[9], EDDY_OK, NULL);
     plan(110, &p);
-    cr_assert_eq(p.cmds.n, 1);
+    cr_assert_eq(p.cmds.n, 2);
     cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-10");
-    step(110, &p, (const char *[]){":1\r\n"}, 1, &out);
+    cr_expect_str_eq(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 1 STREAMS {t}:s:jobs >");
+    step(110, &p, (const char *[]){":1\r\n", "*-1\r\n"}, 2, &out);
     plan(120, &p);
     cr_expect_str_eq(cmd_text(&p, 0),
                      "XREADGROUP GROUP g me COUNT 1 BLOCK 100 STREAMS {t}:s:jobs >");
