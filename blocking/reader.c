@@ -89,7 +89,7 @@ static void run_round(bpool_job *job) {
             continue; /* finished later through d->finish */
         if (n == 0)
             first_at = bconn_now_ms();
-        run[n++] = (eddy__settlement){.d = d, .st = st, .reply = reply};
+        run[n++] = (eddy__settlement){.d = d, .st = st, .reply = reply, .reuse = true};
         if (n == RUN_MAX) {
             finish_run(bs, run, n);
             n = 0;

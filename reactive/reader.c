@@ -339,7 +339,7 @@ static void dispatch(ract *act) {
         } else if (st != EDDY_PENDING) {
             sl->d = NULL;
             slot_free(act, sl);
-            run[nrun++] = (eddy__settlement){.d = d, .st = st, .reply = reply};
+            run[nrun++] = (eddy__settlement){.d = d, .st = st, .reply = reply, .reuse = true};
             if (nrun == SETTLE_RUN)
                 settle_run(act, run, &nrun);
         } else {

@@ -56,6 +56,15 @@ enum {
 
 #define ID_MAX 48
 
+/* Copies an entry id (or cursor) into a fixed buffer of ID_MAX bytes, cut if longer (Redis
+ * ids are at most 41 bytes): snprintf("%s") showed in the profile, once per message. */
+static void copy_id(char *dst, const char *src, size_t len) {
+    if (len >= ID_MAX)
+        len = ID_MAX - 1;
+    memcpy(dst, src, len);
+    dst[len] = '\0';
+}
+
 typedef struct cstream {
     char *subject;
     char *key;
@@ -136,6 +145,8 @@ struct eddy__consumer {
     VEC(hold) holds;
     VEC(eddy__cmd) replies; /* XADDs of replies, sent with the next round trip */
     size_t outstanding;
+    eddy_delivery *spare; /* settled deliveries kept for reuse (through `frontend`) */
+    size_t nspare;
     size_t round_base;  /* outstanding when the last feed began: older than its deliveries */
     long long round_at; /* when the round that fed was planned (reader only) */
     char *inbox_prefix; /* "{ns}:inbox:": the only place a reply may go */
@@ -263,6 +274,11 @@ void eddy__consumer_free(eddy__consumer *c) {
     free(c->replies.v);
     free(c->inbox_prefix);
     free(c->inflight.v);
+    while (c->spare) {
+        eddy_delivery *d = c->spare;
+        c->spare = d->frontend;
+        free(d);
+    }
     free(c->subjects_key);
     free(c->dlq_key);
     pthread_mutex_destroy(&c->lock);
@@ -663,7 +679,7 @@ static void queue_dead_letter(eddy__consumer *c, size_t stream, const char *id, 
         return; /* stays pending; dead-lettered on a later claim */
     dlq_item *d = &c->dlq.v[c->dlq.n];
     d->stream = stream;
-    snprintf(d->id, sizeof(d->id), "%s", id);
+    copy_id(d->id, id, strlen(id));
     d->malformed = strcmp(reason, EDDY_REASON_MAX_DELIVERIES) != 0;
     eddy__cmd_init(&d->xadd);
     eddy__cmd *x = &d->xadd;
@@ -692,6 +708,25 @@ static void queue_dead_letter(eddy__consumer *c, size_t stream, const char *id, 
     eddy__log(&c->s->log, EDDY_LOG_WARN,
               "subscription '%s': entry %s of '%s' dead-lettered (%s, %u deliveries)", c->sub->name,
               id, c->streams.v[stream].subject, reason, deliveries);
+}
+
+/* Deliveries settled from their handler's return are reused: no allocation per message once
+ * it runs. One finished through eddy_delivery_finish is freed instead, so that a second finish
+ * (a misuse) meets freed memory, which sanitizers report, rather than another live delivery. */
+#define SPARE_DELIVERIES_MAX 512
+
+static eddy_delivery *new_delivery(eddy__consumer *c) {
+    pthread_mutex_lock(&c->lock);
+    eddy_delivery *d = c->spare;
+    if (d) {
+        c->spare = d->frontend;
+        c->nspare--;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (!d)
+        return calloc(1, sizeof(*d));
+    memset(d, 0, sizeof(*d));
+    return d;
 }
 
 /* Decodes an entry and hands it out, or dead-letters it. */
@@ -725,7 +760,7 @@ static void take_entry(eddy__consumer *c, size_t stream, const char *id, const c
         eddy_event_free(ev);
         return;
     }
-    eddy_delivery *d = calloc(1, sizeof(*d));
+    eddy_delivery *d = new_delivery(c);
     if (!d || (out->n == out->cap && !vec_grow((void **)&out->v, &out->cap, sizeof(*out->v))) ||
         (reply_to &&
          (!req_id || ilen >= sizeof(d->request_id) || !(d->reply_to = strndup(reply_to, rlen))))) {
@@ -751,7 +786,7 @@ static void take_entry(eddy__consumer *c, size_t stream, const char *id, const c
     d->ev = ev;
     d->subject = c->streams.v[stream].subject;
     d->sub_name = c->sub->name;
-    snprintf(d->entry_id, sizeof(d->entry_id), "%s", id);
+    copy_id(d->entry_id, id, strlen(id));
     d->attempt = attempt;
     d->stream = stream;
     d->received_ms = eddy__mono_ms();
@@ -767,7 +802,7 @@ static void queue_ack(eddy__consumer *c, size_t stream, const char *id) {
     if (VEC_GROW(c->acks)) {
         ack *a = &c->acks.v[c->acks.n++];
         a->stream = stream;
-        snprintf(a->id, sizeof(a->id), "%s", id);
+        copy_id(a->id, id, strlen(id));
     }
     pthread_mutex_unlock(&c->lock);
 }
@@ -793,7 +828,7 @@ static void keep_for_counts(eddy__consumer *c, size_t stream, eddy__entry_view v
         return; /* stays pending; claimed again later */
     fetched *f = &c->waiting.v[c->waiting.n];
     f->stream = stream;
-    snprintf(f->id, sizeof(f->id), "%.*s", (int)v.idlen, v.id);
+    copy_id(f->id, v.id, v.idlen);
     eddy__cmd_init(&f->raw);
     for (size_t i = 0; i < v.fields->elements; i++)
         eddy__cmd_arg(&f->raw, v.fields->element[i]->str, v.fields->element[i]->len);
@@ -837,7 +872,7 @@ static eddy_status feed_read(eddy__consumer *c, const redisReply *r, bool histor
         for (size_t e = 0; e < entries->elements; e++) {
             eddy__entry_view v = eddy__reply_entry(entries, e);
             if (history)
-                snprintf(c->streams.v[s].history_cursor, ID_MAX, "%.*s", (int)v.idlen, v.id);
+                copy_id(c->streams.v[s].history_cursor, v.id, v.idlen);
             if (!v.fields) /* deleted while pending: nothing left to handle */
                 queue_ack(c, (size_t)s, v.id);
             else if (withhold)
@@ -863,7 +898,7 @@ static eddy_status feed_claim(eddy__consumer *c, size_t s, const redisReply *r, 
         r->element[0]->type != REDIS_REPLY_STRING || eddy__reply_entries(r->element[1]) != EDDY_OK)
         return EDDY_ERR_PROTOCOL;
     cstream *st = &c->streams.v[s];
-    snprintf(st->claim_cursor, ID_MAX, "%s", r->element[0]->str);
+    copy_id(st->claim_cursor, r->element[0]->str, r->element[0]->len);
     if (strcmp(st->claim_cursor, "0-0") == 0)
         st->claim_active = false;
     for (size_t e = 0; e < r->element[1]->elements; e++) {
@@ -1135,14 +1170,14 @@ static void queue_outcome_locked(eddy__consumer *c, eddy__settlement *v, uint64_
         if (at_least_once(c) && VEC_GROW(c->acks)) { /* on OOM it stays pending: redelivered */
             ack *a = &c->acks.v[c->acks.n++];
             a->stream = d->stream;
-            snprintf(a->id, sizeof(a->id), "%s", d->entry_id);
+            copy_id(a->id, d->entry_id, strlen(d->entry_id));
         }
     } else if (v->st == EDDY_ERR_UNAVAILABLE && at_least_once(c) && VEC_GROW(c->holds)) {
         /* AtMostOnce: acknowledged when read, nothing to hand back: a plain failure. Out of
          * memory: the entry stays pending and the hand-back counts as a failed attempt. */
         hold *h = &c->holds.v[c->holds.n++];
         h->stream = d->stream;
-        snprintf(h->id, sizeof(h->id), "%s", d->entry_id);
+        copy_id(h->id, d->entry_id, strlen(d->entry_id));
         h->count = d->attempt - 1;
         h->received_ms = d->received_ms;
         (*held)++;
@@ -1164,9 +1199,24 @@ bool eddy__consumer_settle_run(eddy__consumer *c, eddy__settlement *v, size_t n)
             v[i].reply = NULL;
         }
     }
+    for (size_t i = 0; i < n; i++) { /* what the outcome needs is in the delivery's own fields */
+        eddy_delivery *d = v[i].d;
+        eddy_event_free(d->ev);
+        free(d->reply_to);
+        free(d->stream_id);
+        d->ev = NULL;
+        d->reply_to = d->stream_id = NULL;
+    }
     pthread_mutex_lock(&c->lock);
-    for (size_t i = 0; i < n; i++)
+    for (size_t i = 0; i < n; i++) {
         queue_outcome_locked(c, &v[i], &handled, &held, &failed);
+        if (v[i].reuse && c->nspare < SPARE_DELIVERIES_MAX) {
+            v[i].d->frontend = c->spare;
+            c->spare = v[i].d;
+            c->nspare++;
+            v[i].d = NULL;
+        }
+    }
     c->outstanding -= n;
     bool wake = c->outstanding <= c->round_base;
     pthread_mutex_unlock(&c->lock);
@@ -1180,7 +1230,7 @@ bool eddy__consumer_settle_run(eddy__consumer *c, eddy__settlement *v, size_t n)
     if (failed)
         atomic_fetch_add(&stats->failed, failed);
     for (size_t i = 0; i < n; i++)
-        eddy__delivery_free(v[i].d);
+        free(v[i].d); /* not kept: its contents were freed above */
     return wake;
 }
 

@@ -120,6 +120,8 @@ typedef struct eddy__settlement {
     eddy_delivery *d;
     eddy_status st;
     eddy_event *reply;
+    bool reuse; /* settled from its handler's return, never handed to eddy_delivery_finish: the
+                   core may reuse the delivery's memory */
     bool has_reply;
     eddy__cmd reply_cmd;
 } eddy__settlement;
