@@ -51,8 +51,14 @@ enum {
     T_COUNTS,
     T_LIVE,
     T_REPLY,
-    T_HOLD
+    T_HOLD,
+    T_RETRY
 };
+
+/* How much earlier than planned a retry's entry may be claimed: the XCLAIM that sets its idle
+ * time runs a round trip after the plan, so the claim round planned for the retry finds it
+ * ready as long as that round trip took less. */
+#define RETRY_MARGIN_MS 50
 
 #define ID_MAX 48
 
@@ -88,11 +94,14 @@ typedef struct ack {
     char id[ID_MAX];
 } ack;
 
-/* A hand-back: the entry's delivery count is set back to `count`. */
+/* A hand-back: the entry's delivery count is set back to `count`; or, retry_ms > 0, a failure
+ * whose redelivery waits retry_ms (backoff): its idle time is set so that a claim round finds
+ * it then. */
 typedef struct hold {
     size_t stream;
     char id[ID_MAX];
     unsigned count;
+    long long retry_ms;
     long long received_ms; /* when the delivery handed back was taken from a reply */
 } hold;
 
@@ -136,6 +145,8 @@ struct eddy__consumer {
     long long now;
     long long next_discovery;
     long long next_claim;
+    VEC(long long) retries;  /* when failed deliveries waiting out their backoff are due */
+    long long claim_started; /* when the claim round under way began; -1 between rounds */
     long long retry_at;
     VEC(fetched) waiting;
     bool counts_asked;
@@ -199,6 +210,7 @@ eddy__consumer *eddy__consumer_new(const eddy__settings *s, eddy__sub *sub) {
     c->s = s;
     c->sub = sub;
     pthread_mutex_init(&c->lock, NULL);
+    c->claim_started = -1;
     c->subjects_key = eddy__key_subjects(s->ns);
     c->dlq_key = eddy__key_dlq(s->ns, sub->group);
     c->inbox_prefix = eddy__key_inbox(s->ns, "");
@@ -269,6 +281,7 @@ void eddy__consumer_free(eddy__consumer *c) {
     free(c->acks.v);
     free(c->holds.v);
     free(c->held_inflight.v);
+    free(c->retries.v);
     for (size_t i = 0; i < c->replies.n; i++)
         eddy__cmd_reset(&c->replies.v[i]);
     free(c->replies.v);
@@ -359,7 +372,8 @@ static eddy_status plan_holds(eddy__consumer *c, eddy__plan *p) {
     long long now = eddy__mono_ms();
     for (size_t i = 0; i < c->held_inflight.n; i++) {
         const hold *h = &c->held_inflight.v[i];
-        eddy__cmd *cmd = add(p, T_HOLD, (long)h->stream, "XCLAIM");
+        eddy__cmd *cmd = h->retry_ms > 0 ? add(p, T_RETRY, (long)h->retry_ms, "XCLAIM")
+                                         : add(p, T_HOLD, (long)h->stream, "XCLAIM");
         if (!cmd)
             return EDDY_ERR_NOMEM;
         eddy__cmd_str(cmd, c->streams.v[h->stream].key);
@@ -368,8 +382,15 @@ static eddy_status plan_holds(eddy__consumer *c, eddy__plan *p) {
         long long idle = now - h->received_ms - 1;
         eddy__cmd_fmt(cmd, "%lld", idle > 0 ? idle : 0);
         eddy__cmd_str(cmd, h->id);
-        eddy__cmd_str(cmd, "RETRYCOUNT");
-        eddy__cmd_u64(cmd, h->count);
+        if (h->retry_ms > 0) {
+            /* JUSTID: the delivery count stays; the claim that redelivers it adds one. */
+            long long set = (long long)c->s->redelivery_idle_ms - h->retry_ms + RETRY_MARGIN_MS;
+            eddy__cmd_str(cmd, "IDLE");
+            eddy__cmd_fmt(cmd, "%lld", set > 0 ? set : 0);
+        } else {
+            eddy__cmd_str(cmd, "RETRYCOUNT");
+            eddy__cmd_u64(cmd, h->count);
+        }
         eddy__cmd_str(cmd, "JUSTID");
     }
     return EDDY_OK;
@@ -424,6 +445,23 @@ static void add_group_args(eddy__consumer *c, eddy__cmd *cmd, size_t count) {
 }
 
 static long long min_ll(long long a, long long b) { return a < b ? a : b; }
+
+/* The next claim round: the periodic one, or earlier when a failed delivery's backoff ends. */
+static long long next_claim_at(const eddy__consumer *c) {
+    long long at = c->next_claim;
+    for (size_t i = 0; i < c->retries.n; i++)
+        at = min_ll(at, c->retries.v[i]);
+    return at;
+}
+
+/* A claim round that began at `started` found every retry due by then (-1: none ran). */
+static void drop_retries_until(eddy__consumer *c, long long started) {
+    size_t kept = 0;
+    for (size_t i = 0; i < c->retries.n; i++)
+        if (started < 0 || c->retries.v[i] > started)
+            c->retries.v[kept++] = c->retries.v[i];
+    c->retries.n = kept;
+}
 
 /* How long until this consumer must plan again for subject discovery. */
 static long long discovery_wait(eddy__consumer *c, long long now) {
@@ -546,9 +584,9 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
                 eddy__cmd_str(cmd, c->streams.v[s].history_cursor);
         return EDDY_OK;
     }
-    bool claim_due = at_least_once(c) && now >= c->next_claim && c->streams.n > 0;
-    if (claim_due && outstanding > 0 &&
-        now - c->next_claim >= (long long)c->s->redelivery_idle_ms) {
+    long long claim_at = next_claim_at(c);
+    bool claim_due = at_least_once(c) && now >= claim_at && c->streams.n > 0;
+    if (claim_due && outstanding > 0 && now - claim_at >= (long long)c->s->redelivery_idle_ms) {
         /* Live reads go on past a due claim round while deliveries are outstanding, but not
          * for ever: a steady flow of slow handlers must not put redelivery off indefinitely. */
         p->idle_ms = drain < 1 ? 1 : drain;
@@ -561,6 +599,8 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
             if (!st->claim_active)
                 continue;
             any = true;
+            if (c->claim_started < 0)
+                c->claim_started = now;
             if (!(cmd = add(p, T_CLAIM, (long)s, "XAUTOCLAIM")))
                 return EDDY_ERR_NOMEM;
             eddy__cmd_str(cmd, st->key);
@@ -577,6 +617,8 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
          * every stream takes part in it. */
         unsigned interval = c->s->redelivery_idle_ms / 2 > 10 ? c->s->redelivery_idle_ms / 2 : 10;
         c->next_claim = now + interval;
+        drop_retries_until(c, c->claim_started);
+        c->claim_started = -1;
         for (size_t s = 0; s < c->streams.n; s++)
             c->streams.v[s].claim_active = true;
     }
@@ -587,7 +629,7 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
          * keep it short. The claim round waits for them anyway. */
         wait = min_ll(wait, EDDY__OUTSTANDING_BLOCK_MS);
     else if (at_least_once(c) && c->streams.n > 0)
-        wait = min_ll(wait, c->next_claim - now); /* (no stream: no claim round to wait for) */
+        wait = min_ll(wait, next_claim_at(c) - now); /* (no stream: no claim round) */
     if (wait < 1)
         wait = 1; /* BLOCK 0 would mean forever */
     if (c->streams.n == 0 || outstanding >= c->s->read_batch) {
@@ -981,6 +1023,13 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
                           "failed delivery): %s",
                           sub->name, c->streams.v[arg].subject, r->str);
             break;
+        case T_RETRY:
+            /* Claimed with its new idle time: a claim round finds it when its wait is over.
+             * Otherwise (acknowledged or deleted meanwhile, or an error) it is left as it is:
+             * at worst it comes back after redelivery_idle_ms. */
+            if (r->type == REDIS_REPLY_ARRAY && r->elements == 1 && VEC_GROW(c->retries))
+                c->retries.v[c->retries.n++] = c->now + arg;
+            break;
         case T_DLQ_EXEC:
             if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
                 r->element[0]->type == REDIS_REPLY_STRING) {
@@ -1172,18 +1221,26 @@ static void queue_outcome_locked(eddy__consumer *c, eddy__settlement *v, uint64_
             a->stream = d->stream;
             copy_id(a->id, d->entry_id, strlen(d->entry_id));
         }
-    } else if (v->st == EDDY_ERR_UNAVAILABLE && at_least_once(c) && VEC_GROW(c->holds)) {
-        /* AtMostOnce: acknowledged when read, nothing to hand back: a plain failure. Out of
-         * memory: the entry stays pending and the hand-back counts as a failed attempt. */
+        return;
+    }
+    bool hand_back = v->st == EDDY_ERR_UNAVAILABLE;
+    long long retry = hand_back ? 0 : eddy__redelivery_backoff_ms(c->s, d->attempt);
+    /* AtMostOnce: acknowledged when read, nothing to hand back or retry: a plain failure. Out
+     * of memory: the entry stays pending, the hand-back counts as a failed attempt, and a
+     * failure comes back after redelivery_idle_ms. */
+    if (at_least_once(c) && (hand_back || retry > 0) && VEC_GROW(c->holds)) {
         hold *h = &c->holds.v[c->holds.n++];
         h->stream = d->stream;
         copy_id(h->id, d->entry_id, strlen(d->entry_id));
         h->count = d->attempt - 1;
+        h->retry_ms = retry;
         h->received_ms = d->received_ms;
-        (*held)++;
-    } else {
-        (*failed)++;
+        if (hand_back) {
+            (*held)++;
+            return;
+        }
     }
+    (*failed)++;
 }
 
 bool eddy__consumer_settle_run(eddy__consumer *c, eddy__settlement *v, size_t n) {

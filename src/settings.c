@@ -28,6 +28,19 @@ void eddy_settings_init(eddy_settings *s) {
     s->reconnect_min_ms = 50;
     s->reconnect_max_ms = 2000;
     s->lease_ms = 10000;
+    s->redelivery_backoff_ms = 500;
+    s->redelivery_backoff_factor = 2;
+    s->redelivery_backoff_max_ms = 8000;
+}
+
+unsigned eddy__redelivery_backoff_ms(const eddy__settings *s, unsigned attempt) {
+    unsigned long long delay = s->redelivery_backoff_ms;
+    unsigned long long cap = s->redelivery_backoff_max_ms < s->redelivery_idle_ms
+                                 ? s->redelivery_backoff_max_ms
+                                 : s->redelivery_idle_ms;
+    for (unsigned i = 1; i < attempt && delay < cap; i++)
+        delay *= s->redelivery_backoff_factor;
+    return (unsigned)(delay < cap ? delay : cap);
 }
 
 void eddy__random_hex(char out[33]) {
@@ -108,6 +121,11 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
                           "settings.reconnect_max_ms is below reconnect_min_ms");
     if (src->stream_maxlen < 0)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "settings.stream_maxlen is negative");
+    if (src->redelivery_backoff_ms && (src->redelivery_backoff_factor == 0 ||
+                                       src->redelivery_backoff_max_ms < src->redelivery_backoff_ms))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "settings.redelivery_backoff_factor must be > 0 and "
+                          "redelivery_backoff_max_ms at least redelivery_backoff_ms");
     if (src->workers > 1024)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "settings.workers above 1024");
 
@@ -155,6 +173,9 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
     dst->log.fn = src->log;
     dst->log.user = src->log_user;
     dst->lease_ms = src->lease_ms;
+    dst->redelivery_backoff_ms = src->redelivery_backoff_ms;
+    dst->redelivery_backoff_factor = src->redelivery_backoff_factor;
+    dst->redelivery_backoff_max_ms = src->redelivery_backoff_max_ms;
     return EDDY_OK;
 }
 

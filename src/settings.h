@@ -27,7 +27,14 @@ typedef struct eddy__settings {
     char **request_names;
     size_t nrequest_names;
     unsigned lease_ms;
+    unsigned redelivery_backoff_ms;
+    unsigned redelivery_backoff_factor;
+    unsigned redelivery_backoff_max_ms;
 } eddy__settings;
+
+/* The wait before the redelivery of an AtLeastOnce delivery whose attempt-th delivery failed
+ * (see eddy_settings.redelivery_backoff_ms); 0 when backoff is off. */
+unsigned eddy__redelivery_backoff_ms(const eddy__settings *s, unsigned attempt);
 
 /* Copies and checks src (NULL means all defaults). EDDY_ERR_INVALID_SPEC naming a bad field,
  * EDDY_ERR_INVALID_URL for the URL. On failure dst holds nothing to free. */

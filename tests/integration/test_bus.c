@@ -495,6 +495,56 @@ ParameterizedTest(combo *p, bus, poison_message_dead_lettered_after_max_deliveri
     rec_destroy(&r);
 }
 
+static bool seen_4(recorder *r, void *arg) { /* called with r->lock held */
+    (void)arg;
+    return r->n >= 4;
+}
+
+/* Redelivery backoff: each failed delivery waits longer than the one before (50, 150, 450 ms),
+ * all far below redelivery_idle_ms, which without backoff would separate them. The waits are
+ * compared with each other, never with a clock limit. */
+ParameterizedTestParameters(bus, failed_deliveries_back_off_growing_per_attempt) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, failed_deliveries_back_off_growing_per_attempt, .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    c.s.redelivery_idle_ms = 20000;
+    c.s.redelivery_backoff_ms = 50;
+    c.s.redelivery_backoff_factor = 3;
+    c.s.redelivery_backoff_max_ms = 10000;
+    c.s.max_deliveries = 4;
+    recorder r;
+    rec_init(&r);
+    r.poison_type = "t.poison";
+    eddy_subscription_spec sp = spec("s", "jobs", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
+    tbus *b = must_bus(&c, &sp, 1);
+    must_start(&c, b);
+    must_publish(&c, b, "jobs", "poison", "t.poison");
+    cr_assert(rec_wait_for(&r, seen_4, NULL, 15000), "%d deliveries only: no backoff?",
+              rec_count(&r));
+    long long at[4];
+    int k = 0;
+    pthread_mutex_lock(&r.lock);
+    for (int i = 0; i < r.n && k < 4; i++)
+        if (strcmp(r.entries[i].event_id, "poison") == 0) {
+            cr_expect_eq(r.entries[i].attempt, (unsigned)k + 1);
+            at[k++] = r.entries[i].at_ms;
+        }
+    pthread_mutex_unlock(&r.lock);
+    long long gap1 = at[1] - at[0], gap2 = at[2] - at[1], gap3 = at[3] - at[2];
+    cr_expect(gap1 < gap2 && gap2 < gap3, "waits %lld, %lld, %lld ms do not grow", gap1, gap2,
+              gap3);
+    dlq_wait w = {&c, "g", 1};
+    cr_assert(eddy_test_wait_until(dlq_has, &w, 20000), "not dead-lettered after its backoff");
+    eddy_consumer_stats st;
+    c.d->stats(b, "s", &st);
+    cr_expect_eq(st.failed, 4);
+    cr_expect_eq(st.dead_lettered, 1);
+    c.d->free(b);
+    rec_destroy(&r);
+}
+
 ParameterizedTestParameters(bus, malformed_and_oversized_entries_go_to_dead_letters) {
     return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
 }

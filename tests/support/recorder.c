@@ -41,6 +41,9 @@ eddy_status rec_handler(eddy_delivery *d, void *user) {
         snprintf(e->type, sizeof(e->type), "%s", type);
         e->attempt = eddy_delivery_attempt(d);
         e->result = result;
+        struct timespec now;
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        e->at_ms = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
     }
     pthread_cond_broadcast(&r->cond);
     pthread_mutex_unlock(&r->lock);

@@ -18,6 +18,7 @@ typedef struct rec_entry {
     char type[64];
     unsigned attempt;
     eddy_status result;
+    long long at_ms; /* CLOCK_MONOTONIC milliseconds when the handler ran */
 } rec_entry;
 
 typedef struct recorder {

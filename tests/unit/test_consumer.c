@@ -179,6 +179,7 @@ Test(consumer, live_read_delivers_and_acknowledges_after_success, .fini = teardo
 
 Test(consumer, failed_delivery_is_not_acknowledged, .fini = teardown) {
     make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    settings.redelivery_backoff_ms = 0; /* off: it comes back after redelivery_idle_ms */
     eddy__plan p;
     eddy__plan_init(&p);
     eddy__delivery_list out = {0};
@@ -842,4 +843,69 @@ Test(consumer, pattern_subscriptions_share_one_discovery, .fini = teardown) {
     eddy__consumer_free(c2);
     eddy__sub_free(sub2);
     eddy__discovery_free(shared);
+}
+
+/* With backoff, a failure's entry gets an idle time that makes a claim round find it once its
+ * wait is over (XCLAIM ... IDLE, JUSTID so its delivery count stays), and that round is planned
+ * for then; the next failure waits longer, capped at redelivery_idle_ms. */
+Test(consumer, a_failure_comes_back_after_its_backoff, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5); /* backoff 500, x2 */
+    settings.redelivery_idle_ms = 10000; /* periodic claim rounds every 5 s */
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_live(&p, &out);
+    step(0, &p, (const char *[]){ONE_ENTRY("1-1")}, 1, &out);
+    cr_assert_eq(out.n, 1);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_HANDLER_FAILED, NULL);
+    out.n = 0;
+    cr_expect_eq(atomic_load(&sub->stats.failed), 1);
+    plan(10, &p);
+    cr_assert_eq(p.cmds.n, 2);
+    cr_expect_str_eq(hold_text(&p, 0, 60000), "XCLAIM {t}:s:jobs g me <idle> 1-1 IDLE 9550 JUSTID");
+    step(10, &p, (const char *[]){"*1\r\n$3\r\n1-1\r\n", "*-1\r\n"}, 2, &out);
+    /* The claim round that brings it back is due at 10 + 500 (long before the periodic one;
+     * the first round set up the streams): the read blocks until then. */
+    plan(20, &p);
+    cr_assert_eq(p.cmds.n, 1);
+    cr_expect_eq(p.block_ms, 490, "blocks %lld ms", p.block_ms);
+    step(20, &p, (const char *[]){"*-1\r\n"}, 1, &out);
+    plan(510, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XAUTOCLAIM {t}:s:jobs g me 10000 0-0 COUNT 10");
+    const char *claim = "*3\r\n$3\r\n0-0\r\n*1\r\n"
+                        "*2\r\n$3\r\n1-1\r\n*8\r\n$11\r\nspecversion\r\n$3\r\n1.0\r\n$2\r\nid\r\n$"
+                        "1\r\na\r\n$6\r\nsource\r\n$2\r\n/s\r\n$4\r\ntype\r\n$1\r\nt\r\n"
+                        "*0\r\n";
+    step(510, &p, (const char *[]){claim}, 1, &out);
+    plan(510, &p);
+    step(510, &p, (const char *[]){"*1\r\n*4\r\n$3\r\n1-1\r\n$2\r\nme\r\n:0\r\n:2\r\n"}, 1, &out);
+    cr_assert_eq(out.n, 1);
+    cr_expect_eq(eddy_delivery_attempt(out.v[0]), 2);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_HANDLER_FAILED, NULL);
+    out.n = 0;
+    plan(520, &p);
+    /* Twice as long: idle 10000 - 1000 + the margin. */
+    cr_expect_str_eq(hold_text(&p, 0, 60000), "XCLAIM {t}:s:jobs g me <idle> 1-1 IDLE 9050 JUSTID");
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, redelivery_backoff_grows_and_is_capped) {
+    eddy_settings s;
+    eddy_settings_init(&s);
+    eddy__settings st;
+    cr_assert_eq(eddy__settings_copy(&st, &s, NULL), EDDY_OK);
+    cr_expect_eq(eddy__redelivery_backoff_ms(&st, 1), 500);
+    cr_expect_eq(eddy__redelivery_backoff_ms(&st, 2), 1000);
+    cr_expect_eq(eddy__redelivery_backoff_ms(&st, 5), 8000);
+    cr_expect_eq(eddy__redelivery_backoff_ms(&st, 1000000), 8000);
+    unsigned total = 0;
+    for (unsigned a = 1; a <= st.max_deliveries; a++)
+        total += eddy__redelivery_backoff_ms(&st, a);
+    cr_expect(total >= 120000 && total <= 140000, "a poison message waits %u ms in all", total);
+    st.redelivery_backoff_ms = 0;
+    cr_expect_eq(eddy__redelivery_backoff_ms(&st, 3), 0);
+    eddy__settings_free(&st);
+    s.redelivery_backoff_max_ms = 100; /* below the initial wait */
+    cr_expect_eq(eddy__settings_copy(&st, &s, NULL), EDDY_ERR_INVALID_SPEC);
 }
