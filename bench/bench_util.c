@@ -134,10 +134,12 @@ static void redis_version(const bench_env *env, char *out, size_t size) {
     redisFree(c);
 }
 
+int bench_default_reps = 3;
+
 void bench_setup(bench_env *env, int argc, char **argv, long default_n, const char *const *extra,
                  const char *usage) {
     memset(env, 0, sizeof(*env));
-    env->reps = 3;
+    env->reps = bench_default_reps;
     env->n = default_n;
     env->argc = argc;
     env->argv = argv;
@@ -466,15 +468,19 @@ void bench_cmdstats_print(const char *label, const char *unit, const bench_cmdst
     fflush(stdout);
 }
 
-bench_usage bench_usage_now(void) {
+static bench_usage usage_of(int who) {
     struct rusage ru;
-    getrusage(RUSAGE_SELF, &ru);
+    getrusage(who, &ru);
     bench_usage u;
     u.cpu_us = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1e6 +
                (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
     u.ctxsw = (double)(ru.ru_nvcsw + ru.ru_nivcsw);
     return u;
 }
+
+bench_usage bench_usage_now(void) { return usage_of(RUSAGE_SELF); }
+
+bench_usage bench_usage_thread(void) { return usage_of(RUSAGE_THREAD); }
 
 long bench_status_field(const char *field) {
     FILE *f = fopen("/proc/self/status", "r");

@@ -37,6 +37,8 @@ typedef struct bench_env {
     char **argv;
 } bench_env;
 
+/* Repetitions when --reps is not given (3; a long bench may set it lower before bench_setup). */
+extern int bench_default_reps;
 /* Parses the command line (exits with usage on an unknown option; `extra` lists the bench's own
  * options that take a value, NULL-terminated), pins when asked, starts the private server when
  * no URL is given, and prints the header. */
@@ -125,6 +127,8 @@ typedef struct bench_usage {
     double ctxsw;  /* voluntary + involuntary context switches, every thread */
 } bench_usage;
 bench_usage bench_usage_now(void);
+/* The same for the calling thread only. */
+bench_usage bench_usage_thread(void);
 
 /* A field of /proc/self/status in its unit ("VmRSS:", "VmHWM:", "Threads:"). */
 long bench_status_field(const char *field);
