@@ -150,10 +150,7 @@ static void push_eddy(const bench_env *env, int rep, double *out, void *user) {
     char ns[96];
     bench_ns(env, ns, sizeof(ns), "eddy", rep);
     eddy_settings s;
-    eddy_settings_init(&s);
-    s.url = env->url;
-    s.ns = ns;
-    s.read_batch = BENCH_BATCH;
+    bench_settings(env, &s, ns);
     eddy_bus *bus;
     eddy_store *store;
     eddy_error err;
@@ -203,18 +200,7 @@ static void push_raw(const bench_env *env, int rep, double *out, void *user) {
     (void)user;
     char ns[96], key[128];
     bench_ns(env, ns, sizeof(ns), "raw", rep);
-    eddy_settings s;
-    eddy_settings_init(&s);
-    s.url = env->url;
-    s.ns = ns;
-    bench_fill(&s, "orders", N);
-    snprintf(key, sizeof(key), "{%s}:s:orders", ns);
-    redisContext *c = bench_connect(env);
-    redisReply *r = redisCommand(c, "XGROUP CREATE %s raw 0", key);
-    if (!r || r->type == REDIS_REPLY_ERROR)
-        bench_die("XGROUP CREATE", r ? r->str : c->errstr);
-    freeReplyObject(r);
-    redisFree(c);
+    bench_fill_for_raw(env, ns, N, key, sizeof(key));
     out[0] = (double)N / bench_raw_consume(env, key, "raw", N);
 }
 

@@ -50,14 +50,6 @@ static void specs_make(eddy_subscription_spec *specs) {
     }
 }
 
-static void settings_for(const bench_env *env, eddy_settings *s, char *ns, size_t size,
-                         const char *side, int rep) {
-    bench_ns(env, ns, size, side, rep);
-    eddy_settings_init(s);
-    s->url = env->url;
-    s->ns = ns;
-}
-
 static long connected_clients(redisContext *c) {
     redisReply *r = redisCommand(c, "INFO clients");
     const char *v = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "connected_clients:") : 0;
@@ -106,7 +98,8 @@ static void idle_blocking(const bench_env *env, int rep, double *out, void *user
     eddy_subscription_spec *specs = user;
     char ns[96];
     eddy_settings s;
-    settings_for(env, &s, ns, sizeof(ns), "blocking", rep);
+    bench_ns(env, ns, sizeof(ns), "blocking", rep);
+    bench_settings(env, &s, ns);
     eddy_bus *bus;
     eddy_error err;
     if (eddy_bus_new(&s, specs, (size_t)(2 * K), &bus, &err) != EDDY_OK ||
@@ -118,12 +111,6 @@ static void idle_blocking(const bench_env *env, int rep, double *out, void *user
     sleep_ms(SECONDS * 1000);
     window_close(&w, (double)SECONDS, true, rep, "eddy blocking idle", out);
     eddy_bus_free(bus);
-}
-
-static void on_ready(eddy_status st, const eddy_error *err, void *user) {
-    if (st != EDDY_OK)
-        bench_die("eddy_rbus_start", err ? err->detail : eddy_status_name(st));
-    ev_break(user, EVBREAK_ALL);
 }
 
 static void on_timer(struct ev_loop *loop, ev_timer *t, int revents) {
@@ -143,14 +130,10 @@ static void idle_reactive(const bench_env *env, int rep, double *out, void *user
     eddy_subscription_spec *specs = user;
     char ns[96];
     eddy_settings s;
-    settings_for(env, &s, ns, sizeof(ns), "reactive", rep);
+    bench_ns(env, ns, sizeof(ns), "reactive", rep);
+    bench_settings(env, &s, ns);
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-    eddy_rbus *bus;
-    eddy_error err;
-    if (!loop || eddy_rbus_new(loop, &s, specs, (size_t)(2 * K), &bus, &err) != EDDY_OK ||
-        eddy_rbus_start(bus, on_ready, loop, &err) != EDDY_OK)
-        bench_die("reactive bus", loop ? err.detail : "no loop");
-    ev_run(loop, 0);
+    eddy_rbus *bus = bench_rbus_started(loop, &s, specs, (size_t)(2 * K));
     run_for(loop, (double)SETTLE_MS / 1000);
     window w;
     window_open(env, &w);

@@ -45,34 +45,6 @@ static eddy_bus *bus_new(const eddy_settings *s, const eddy_subscription_spec *s
     return bus;
 }
 
-static void settings_for(const bench_env *env, eddy_settings *s, const char *ns) {
-    eddy_settings_init(s);
-    s->url = env->url;
-    s->ns = ns;
-    s->read_batch = BENCH_BATCH;
-}
-
-/* The server's counts around the first repetition of a side. */
-static void counted(const bench_env *env, int rep, redisContext **c, bench_cmdstats *before) {
-    if (rep != 0)
-        return;
-    *c = bench_connect(env);
-    bench_cmdstats_read(*c, before);
-}
-
-static void count_done(redisContext *c, const bench_cmdstats *before, const char *label,
-                       double messages) {
-    if (!c)
-        return;
-    bench_cmdstats *after = malloc(sizeof(*after));
-    if (!after)
-        bench_die("cmdstats", "out of memory");
-    bench_cmdstats_read(c, after);
-    bench_cmdstats_print(label, "message", before, after, messages);
-    free(after);
-    redisFree(c);
-}
-
 /* ---- publish --------------------------------------------------------------------------- */
 
 typedef struct publish_mode {
@@ -92,9 +64,9 @@ static void raw_publish(const bench_env *env, int rep, double *out, void *user) 
         bench_die("raw publish", "out of memory");
     for (long i = 0; i < m->n; i++)
         bench_xadd_argv(key, i, ids[i], argv + i * BENCH_XADD_ARGC, lens + i * BENCH_XADD_ARGC);
-    redisContext *c = bench_connect(env), *cc = NULL;
-    bench_cmdstats before;
-    counted(env, rep, &cc, &before);
+    redisContext *c = bench_connect(env);
+    bench_counting k;
+    bench_counting_start(env, rep, &k);
     long batch = m->pipelined ? BENCH_BATCH : 1;
     double t0 = bench_now();
     for (long i = 0; i < m->n; i += batch) {
@@ -110,7 +82,7 @@ static void raw_publish(const bench_env *env, int rep, double *out, void *user) 
         }
     }
     out[0] = (double)m->n / (bench_now() - t0);
-    count_done(cc, &before, "hiredis publish", (double)m->n);
+    bench_counting_end(&k, "hiredis publish", "message", (double)m->n);
     redisFree(c);
     free(ids);
     free(argv);
@@ -122,17 +94,16 @@ static void eddy_publish(const bench_env *env, int rep, double *out, void *user)
     char ns[96];
     bench_ns(env, ns, sizeof(ns), "eddy", rep);
     eddy_settings s;
-    settings_for(env, &s, ns);
+    bench_settings(env, &s, ns);
     eddy_bus *bus = bus_new(&s, NULL, 0);
-    redisContext *cc = NULL;
-    bench_cmdstats before;
-    counted(env, rep, &cc, &before);
+    bench_counting k;
+    bench_counting_start(env, rep, &k);
     eddy_error err;
     double t0 = bench_now();
     if (m->pipelined) {
         for (long i = 0; i < m->n; i += BENCH_BATCH) {
-            size_t k = m->n - i < BENCH_BATCH ? (size_t)(m->n - i) : BENCH_BATCH;
-            if (eddy_bus_publish_batch(bus, "orders", (const eddy_event *const *)events + i, k,
+            size_t b = m->n - i < BENCH_BATCH ? (size_t)(m->n - i) : BENCH_BATCH;
+            if (eddy_bus_publish_batch(bus, "orders", (const eddy_event *const *)events + i, b,
                                        NULL, &err) != EDDY_OK)
                 bench_die("eddy_bus_publish_batch", err.detail);
         }
@@ -142,7 +113,7 @@ static void eddy_publish(const bench_env *env, int rep, double *out, void *user)
                 bench_die("eddy_bus_publish", err.detail);
     }
     out[0] = (double)m->n / (bench_now() - t0);
-    count_done(cc, &before, "eddy publish", (double)m->n);
+    bench_counting_end(&k, "eddy publish", "message", (double)m->n);
     eddy_bus_free(bus);
 }
 
@@ -172,15 +143,6 @@ static eddy_status count(eddy_delivery *d, void *user) {
     return EDDY_OK;
 }
 
-static void consume_spec(eddy_subscription_spec *sp) {
-    eddy_subscription_spec_init(sp);
-    sp->name = "count";
-    sp->pattern = "orders";
-    sp->group = "bench";
-    sp->delivery = EDDY_AT_LEAST_ONCE;
-    sp->handler = count;
-}
-
 static void figures(double *out, double seconds, bench_usage u0, bench_usage u1, long n) {
     out[0] = (double)n / seconds;
     out[1] = (u1.cpu_us - u0.cpu_us) / (double)n;
@@ -191,23 +153,13 @@ static void raw_consume(const bench_env *env, int rep, double *out, void *user) 
     (void)user;
     char ns[96], key[128];
     bench_ns(env, ns, sizeof(ns), "raw", rep);
-    eddy_settings s;
-    settings_for(env, &s, ns);
-    bench_fill(&s, "orders", N);
-    snprintf(key, sizeof(key), "{%s}:s:orders", ns);
-    redisContext *c = bench_connect(env);
-    redisReply *r = redisCommand(c, "XGROUP CREATE %s raw 0", key);
-    if (!r || r->type == REDIS_REPLY_ERROR)
-        bench_die("XGROUP CREATE", r ? r->str : c->errstr);
-    freeReplyObject(r);
-    redisFree(c);
-    redisContext *cc = NULL;
-    bench_cmdstats before;
-    counted(env, rep, &cc, &before);
+    bench_fill_for_raw(env, ns, N, key, sizeof(key));
+    bench_counting k;
+    bench_counting_start(env, rep, &k);
     bench_usage u0 = bench_usage_now();
     double seconds = bench_raw_consume(env, key, "raw", N);
     figures(out, seconds, u0, bench_usage_now(), N);
-    count_done(cc, &before, "hiredis consume", (double)N);
+    bench_counting_end(&k, "hiredis consume", "message", (double)N);
 }
 
 static void eddy_consume(const bench_env *env, int rep, double *out, void *user) {
@@ -215,9 +167,9 @@ static void eddy_consume(const bench_env *env, int rep, double *out, void *user)
     char ns[96];
     bench_ns(env, ns, sizeof(ns), "eddy", rep);
     eddy_settings s;
-    settings_for(env, &s, ns);
+    bench_settings(env, &s, ns);
     eddy_subscription_spec sp;
-    consume_spec(&sp);
+    bench_consume_spec(&sp, count);
     eddy_bus *bus = bus_new(&s, &sp, 1);
     eddy_error err;
     /* The group first (made at the subscription's start), then the entries, then the consume. */
@@ -228,9 +180,8 @@ static void eddy_consume(const bench_env *env, int rep, double *out, void *user)
     atomic_store(&handled, 0);
     target = N;
     consume_loop = NULL;
-    redisContext *cc = NULL;
-    bench_cmdstats before;
-    counted(env, rep, &cc, &before);
+    bench_counting k;
+    bench_counting_start(env, rep, &k);
     bench_usage u0 = bench_usage_now();
     double t0 = bench_now();
     if (eddy_bus_start(bus, &err) != EDDY_OK)
@@ -240,13 +191,7 @@ static void eddy_consume(const bench_env *env, int rep, double *out, void *user)
     double seconds = bench_now() - t0;
     figures(out, seconds, u0, bench_usage_now(), N);
     eddy_bus_free(bus); /* sends the last acknowledgements before the count below */
-    count_done(cc, &before, "eddy blocking consume", (double)N);
-}
-
-static void on_ready(eddy_status st, const eddy_error *err, void *user) {
-    if (st != EDDY_OK)
-        bench_die("eddy_rbus_start", err ? err->detail : eddy_status_name(st));
-    ev_break(user, EVBREAK_ALL);
+    bench_counting_end(&k, "eddy blocking consume", "message", (double)N);
 }
 
 static void eddy_rconsume(const bench_env *env, int rep, double *out, void *user) {
@@ -254,25 +199,19 @@ static void eddy_rconsume(const bench_env *env, int rep, double *out, void *user
     char ns[96];
     bench_ns(env, ns, sizeof(ns), "eddyr", rep);
     eddy_settings s;
-    settings_for(env, &s, ns);
+    bench_settings(env, &s, ns);
     eddy_subscription_spec sp;
-    consume_spec(&sp);
+    bench_consume_spec(&sp, count);
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-    eddy_rbus *bus;
+    eddy_rbus *bus = bench_rbus_started(loop, &s, &sp, 1);
     eddy_error err;
-    if (!loop || eddy_rbus_new(loop, &s, &sp, 1, &bus, &err) != EDDY_OK)
-        bench_die("eddy_rbus_new", loop ? err.detail : "no loop");
-    if (eddy_rbus_start(bus, on_ready, loop, &err) != EDDY_OK)
-        bench_die("eddy_rbus_start", err.detail);
-    ev_run(loop, 0);
     eddy_rbus_stop(bus);
     bench_fill(&s, "orders", N);
     atomic_store(&handled, 0);
     target = N;
     consume_loop = loop;
-    redisContext *cc = NULL;
-    bench_cmdstats before;
-    counted(env, rep, &cc, &before);
+    bench_counting k;
+    bench_counting_start(env, rep, &k);
     bench_usage u0 = bench_usage_now();
     double t0 = bench_now();
     if (eddy_rbus_start(bus, NULL, NULL, &err) != EDDY_OK)
@@ -285,7 +224,7 @@ static void eddy_rconsume(const bench_env *env, int rep, double *out, void *user
     eddy_rbus_free(bus);
     ev_loop_destroy(loop);
     consume_loop = NULL;
-    count_done(cc, &before, "eddy reactive consume", (double)N);
+    bench_counting_end(&k, "eddy reactive consume", "message", (double)N);
 }
 
 static void consume(const bench_env *env) {
@@ -310,12 +249,10 @@ static void memory_publish_handle(const bench_env *env, int rep, double *out, vo
     bench_ns(env, ns, sizeof(ns), "mem", rep);
     snprintf(url, sizeof(url), "memory://%s", ns);
     eddy_settings s;
-    eddy_settings_init(&s);
+    bench_settings(env, &s, ns);
     s.url = url;
-    s.ns = ns;
-    s.read_batch = BENCH_BATCH;
     eddy_subscription_spec sp;
-    consume_spec(&sp);
+    bench_consume_spec(&sp, count);
     eddy_bus *sub = bus_new(&s, &sp, 1), *pub = bus_new(&s, NULL, 0);
     eddy_error err;
     if (eddy_bus_start(sub, &err) != EDDY_OK)

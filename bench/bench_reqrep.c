@@ -62,30 +62,25 @@ static void percentiles(double *us, long n, double *out) {
     out[1] = us[r99 > 0 ? r99 - 1 : 0];
 }
 
-/* The server's counts around a side's first repetition. */
-typedef struct counting {
-    redisContext *c;
-    bench_cmdstats before;
-} counting;
-
-static void counting_start(const bench_env *env, int rep, counting *k) {
-    k->c = NULL;
-    if (rep == 0) {
-        k->c = bench_connect(env);
-        bench_cmdstats_read(k->c, &k->before);
+/* -n requests one after another through once(ctx), after an untimed tenth: p50 and p99 of their
+ * latencies in out[0], out[1]. */
+static void sequential(const bench_env *env, int rep, const char *label, void (*once)(void *),
+                       void *ctx, double *out) {
+    for (long i = 0; i < SEQ_N / 10; i++)
+        once(ctx);
+    double *us = malloc((size_t)SEQ_N * sizeof(*us));
+    if (!us)
+        bench_die("sequential", "out of memory");
+    bench_counting k;
+    bench_counting_start(env, rep, &k);
+    for (long i = 0; i < SEQ_N; i++) {
+        double t0 = bench_now();
+        once(ctx);
+        us[i] = (bench_now() - t0) * 1e6;
     }
-}
-
-static void counting_end(counting *k, const char *label, double requests) {
-    if (!k->c)
-        return;
-    bench_cmdstats *after = malloc(sizeof(*after));
-    if (!after)
-        bench_die("cmdstats", "out of memory");
-    bench_cmdstats_read(k->c, after);
-    bench_cmdstats_print(label, "request", &k->before, after, requests);
-    free(after);
-    redisFree(k->c);
+    bench_counting_end(&k, label, "request", (double)SEQ_N);
+    percentiles(us, SEQ_N, out);
+    free(us);
 }
 
 static const redisReply *field(const redisReply *fields, const char *name) {
@@ -268,6 +263,16 @@ static void raw_request_once(raw_client *q, redisContext *c) {
     }
 }
 
+typedef struct raw_once_ctx {
+    raw_client *q;
+    redisContext *c;
+} raw_once_ctx;
+
+static void raw_once(void *ctx) {
+    raw_once_ctx *x = ctx;
+    raw_request_once(x->q, x->c);
+}
+
 static void raw_sequential(const bench_env *env, int rep, double *out, void *user) {
     (void)user;
     char prefix[96];
@@ -277,21 +282,8 @@ static void raw_sequential(const bench_env *env, int rep, double *out, void *use
     redisContext *c = bench_connect(env);
     raw_client q;
     raw_client_open(&q, c, prefix);
-    for (long i = 0; i < SEQ_N / 10; i++)
-        raw_request_once(&q, c);
-    double *us = malloc((size_t)SEQ_N * sizeof(*us));
-    if (!us)
-        bench_die("sequential", "out of memory");
-    counting k;
-    counting_start(env, rep, &k);
-    for (long i = 0; i < SEQ_N; i++) {
-        double t0 = bench_now();
-        raw_request_once(&q, c);
-        us[i] = (bench_now() - t0) * 1e6;
-    }
-    counting_end(&k, "hiredis sequential", (double)SEQ_N);
-    percentiles(us, SEQ_N, out);
-    free(us);
+    raw_once_ctx ctx = {&q, c};
+    sequential(env, rep, "hiredis sequential", raw_once, &ctx, out);
     redisFree(c);
     raw_responder_stop(&rs);
 }
@@ -381,14 +373,14 @@ static void raw_inflight(const bench_env *env, int rep, double *out, void *user)
         bench_die("libev", "no loop");
     a.pub = async_connect(env, a.loop);
     a.sub = async_connect(env, a.loop);
-    counting k;
-    counting_start(env, rep, &k);
+    bench_counting k;
+    bench_counting_start(env, rep, &k);
     a.t0 = bench_now();
     async_read(&a);
     for (int i = 0; i < INFLIGHT; i++)
         async_send(&a);
     ev_run(a.loop, 0); /* until both connections closed */
-    counting_end(&k, "hiredis libev 64 in flight", (double)a.total);
+    bench_counting_end(&k, "hiredis libev 64 in flight", "request", (double)a.total);
     out[0] = (double)(a.total - a.warm) / (a.t1 - a.t0);
     ev_loop_destroy(a.loop);
     raw_responder_stop(&rs);
@@ -417,10 +409,9 @@ static eddy_status echo(eddy_delivery *d, eddy_event **reply, void *user) {
     return EDDY_OK;
 }
 
+/* The raw responder reads 256 requests per XREADGROUP: eddy's read_batch is set to match. */
 static void eddy_settings_for(const bench_env *env, eddy_settings *s, const char *ns) {
-    eddy_settings_init(s);
-    s->url = env->url;
-    s->ns = ns;
+    bench_settings(env, s, ns);
     s->source = "/bench";
 }
 
@@ -499,28 +490,25 @@ static void eddy_request_once(eddy_bus *bus, eddy_event *ev, int index, unsigned
     eddy_event_free(reply);
 }
 
+typedef struct eddy_once_ctx {
+    eddy_bus *bus;
+    eddy_event *ev;
+    unsigned long long seq;
+} eddy_once_ctx;
+
+static void eddy_once(void *ctx) {
+    eddy_once_ctx *x = ctx;
+    eddy_request_once(x->bus, x->ev, 0, ++x->seq);
+}
+
 static void eddy_sequential(const bench_env *env, int rep, double *out, void *user) {
     (void)user;
     char ns[96];
     bench_ns(env, ns, sizeof(ns), "eddy", rep);
     eddy_pair p = eddy_open(env, ns);
     eddy_event *ev = request_event();
-    unsigned long long seq = 0;
-    for (long i = 0; i < SEQ_N / 10; i++)
-        eddy_request_once(p.requester, ev, 0, ++seq);
-    double *us = malloc((size_t)SEQ_N * sizeof(*us));
-    if (!us)
-        bench_die("sequential", "out of memory");
-    counting k;
-    counting_start(env, rep, &k);
-    for (long i = 0; i < SEQ_N; i++) {
-        double t0 = bench_now();
-        eddy_request_once(p.requester, ev, 0, ++seq);
-        us[i] = (bench_now() - t0) * 1e6;
-    }
-    counting_end(&k, "eddy blocking sequential", (double)SEQ_N);
-    percentiles(us, SEQ_N, out);
-    free(us);
+    eddy_once_ctx ctx = {p.requester, ev, 0};
+    sequential(env, rep, "eddy blocking sequential", eddy_once, &ctx, out);
     eddy_event_free(ev);
     eddy_close(&p);
 }
@@ -569,14 +557,14 @@ static void eddy_blocking_inflight(const bench_env *env, int rep, double *out, v
             bench_die("in flight", "no thread");
     }
     pthread_barrier_wait(&f.ready);
-    counting k;
-    counting_start(env, rep, &k);
+    bench_counting k;
+    bench_counting_start(env, rep, &k);
     pthread_barrier_wait(&f.go);
     double t0 = bench_now();
     pthread_barrier_wait(&f.done);
     double elapsed = bench_now() - t0;
     long total = f.per_thread * INFLIGHT;
-    counting_end(&k, "eddy blocking 64 in flight", (double)total);
+    bench_counting_end(&k, "eddy blocking 64 in flight", "request", (double)total);
     for (int i = 0; i < INFLIGHT; i++)
         pthread_join(t[i].thread, NULL);
     pthread_barrier_destroy(&f.ready);
@@ -587,12 +575,6 @@ static void eddy_blocking_inflight(const bench_env *env, int rep, double *out, v
 }
 
 /* ---- eddy reactive ---------------------------------------------------------------------- */
-
-static void on_ready(eddy_status st, const eddy_error *err, void *user) {
-    if (st != EDDY_OK)
-        bench_die("eddy_rbus_start", err ? err->detail : eddy_status_name(st));
-    ev_break(user, EVBREAK_ALL);
-}
 
 /* The reactive responder: a bus on a loop of its own thread, until stopped. */
 typedef struct rresponder {
@@ -615,12 +597,7 @@ static void *rresponder_run(void *arg) {
     eddy_settings_for(r->env, &s, r->ns);
     eddy_subscription_spec sp;
     responder_spec(&sp);
-    eddy_rbus *bus;
-    eddy_error err;
-    if (eddy_rbus_new(r->loop, &s, &sp, 1, &bus, &err) != EDDY_OK ||
-        eddy_rbus_start(bus, on_ready, r->loop, &err) != EDDY_OK)
-        bench_die("reactive responder", err.detail);
-    ev_run(r->loop, 0);
+    eddy_rbus *bus = bench_rbus_started(r->loop, &s, &sp, 1);
     sem_post(&r->ready);
     ev_run(r->loop, 0); /* until stopped */
     eddy_rbus_free(bus);
@@ -715,18 +692,14 @@ static void eddy_reactive_run(const bench_env *env, int rep, const char *side, l
     q.ev = request_event();
     eddy_settings s;
     eddy_settings_for(env, &s, ns);
-    eddy_error err;
-    if (eddy_rbus_new(q.loop, &s, NULL, 0, &q.bus, &err) != EDDY_OK ||
-        eddy_rbus_start(q.bus, on_ready, q.loop, &err) != EDDY_OK)
-        bench_die("reactive requester", err.detail);
-    ev_run(q.loop, 0);
-    counting k;
-    counting_start(env, rep, &k);
+    q.bus = bench_rbus_started(q.loop, &s, NULL, 0);
+    bench_counting k;
+    bench_counting_start(env, rep, &k);
     q.t0 = bench_now();
     for (long i = 0; i < window; i++)
         rsend(&q);
     ev_run(q.loop, 0);
-    counting_end(&k, label, (double)q.total);
+    bench_counting_end(&k, label, "request", (double)q.total);
     if (q.answered != q.total)
         bench_die("reactive requester", "the loop ended before every reply");
     if (rate)

@@ -118,33 +118,16 @@ static double growth(const samples *s) {
     return s->peak_after > s->at_warm ? (double)(s->peak_after - s->at_warm) : 0;
 }
 
-static void spec_make(eddy_subscription_spec *sp) {
-    eddy_subscription_spec_init(sp);
-    sp->name = "count";
-    sp->pattern = "orders";
-    sp->group = "bench";
-    sp->delivery = EDDY_AT_LEAST_ONCE;
-    sp->handler = count;
-}
-
-static void settings_for(const bench_env *env, eddy_settings *s, char *ns, size_t size,
-                         const char *side, int rep) {
-    bench_ns(env, ns, size, side, rep);
-    eddy_settings_init(s);
-    s->url = env->url;
-    s->ns = ns;
-    s->read_batch = BENCH_BATCH;
-}
-
 /* ---- the two front ends ----------------------------------------------------------------- */
 
 static void rss_blocking(const bench_env *env, int rep, double *out, void *user) {
     (void)user;
     char ns[96];
     eddy_settings s;
-    settings_for(env, &s, ns, sizeof(ns), "blocking", rep);
+    bench_ns(env, ns, sizeof(ns), "blocking", rep);
+    bench_settings(env, &s, ns);
     eddy_subscription_spec sp;
-    spec_make(&sp);
+    bench_consume_spec(&sp, count);
     eddy_bus *bus;
     eddy_error err;
     atomic_store(&handled, 0);
@@ -171,27 +154,17 @@ static void on_sample(struct ev_loop *loop, ev_timer *t, int revents) {
         ev_break(loop, EVBREAK_ALL);
 }
 
-static void on_ready(eddy_status st, const eddy_error *err, void *user) {
-    if (st != EDDY_OK)
-        bench_die("eddy_rbus_start", err ? err->detail : eddy_status_name(st));
-    ev_break(user, EVBREAK_ALL);
-}
-
 static void rss_reactive(const bench_env *env, int rep, double *out, void *user) {
     (void)user;
     char ns[96];
     eddy_settings s;
-    settings_for(env, &s, ns, sizeof(ns), "reactive", rep);
+    bench_ns(env, ns, sizeof(ns), "reactive", rep);
+    bench_settings(env, &s, ns);
     eddy_subscription_spec sp;
-    spec_make(&sp);
+    bench_consume_spec(&sp, count);
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
-    eddy_rbus *bus;
-    eddy_error err;
     atomic_store(&handled, 0);
-    if (!loop || eddy_rbus_new(loop, &s, &sp, 1, &bus, &err) != EDDY_OK ||
-        eddy_rbus_start(bus, on_ready, loop, &err) != EDDY_OK)
-        bench_die("reactive bus", loop ? err.detail : "no loop");
-    ev_run(loop, 0);
+    eddy_rbus *bus = bench_rbus_started(loop, &s, &sp, 1);
     publisher p;
     publisher_start(&p, env, ns);
     samples sm;

@@ -4,6 +4,8 @@
 #define _GNU_SOURCE /* sched_setaffinity, CPU_SET */
 #include "bench_util.h"
 
+#include <ev.h>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sched.h>
@@ -240,6 +242,22 @@ void bench_delete_keys(const bench_env *env) {
     redisFree(c);
 }
 
+void bench_settings(const bench_env *env, eddy_settings *s, const char *ns) {
+    eddy_settings_init(s);
+    s->url = env->url;
+    s->ns = ns;
+    s->read_batch = BENCH_BATCH;
+}
+
+void bench_consume_spec(eddy_subscription_spec *sp, eddy_handler_fn handler) {
+    eddy_subscription_spec_init(sp);
+    sp->name = "count";
+    sp->pattern = "orders";
+    sp->group = "bench";
+    sp->delivery = EDDY_AT_LEAST_ONCE;
+    sp->handler = handler;
+}
+
 /* ---- repetitions ---------------------------------------------------------------------- */
 
 static int cmp_double(const void *a, const void *b) {
@@ -382,6 +400,36 @@ void bench_fill(const eddy_settings *settings, const char *subject, long n) {
     eddy_bus_free(bus);
 }
 
+void bench_fill_for_raw(const bench_env *env, const char *ns, long n, char *key, size_t size) {
+    eddy_settings s;
+    bench_settings(env, &s, ns);
+    bench_fill(&s, "orders", n);
+    snprintf(key, size, "{%s}:s:orders", ns);
+    redisContext *c = bench_connect(env);
+    redisReply *r = redisCommand(c, "XGROUP CREATE %s raw 0", key);
+    if (!r || r->type == REDIS_REPLY_ERROR)
+        bench_die("XGROUP CREATE", r ? r->str : c->errstr);
+    freeReplyObject(r);
+    redisFree(c);
+}
+
+static void on_ready(eddy_status st, const eddy_error *err, void *loop) {
+    if (st != EDDY_OK)
+        bench_die("eddy_rbus_start", err ? err->detail : eddy_status_name(st));
+    ev_break(loop, EVBREAK_ALL);
+}
+
+eddy_rbus *bench_rbus_started(struct ev_loop *loop, const eddy_settings *s,
+                              const eddy_subscription_spec *specs, size_t n) {
+    eddy_rbus *bus;
+    eddy_error err;
+    if (!loop || eddy_rbus_new(loop, s, specs, n, &bus, &err) != EDDY_OK ||
+        eddy_rbus_start(bus, on_ready, loop, &err) != EDDY_OK)
+        bench_die("reactive bus", loop ? err.detail : "no loop");
+    ev_run(loop, 0);
+    return bus;
+}
+
 double bench_raw_consume(const bench_env *env, const char *key, const char *group, long n) {
     redisContext *c = bench_connect(env);
     const char *read_argv[] = {"XREADGROUP", "GROUP",   group, "c1", "COUNT",
@@ -466,6 +514,27 @@ void bench_cmdstats_print(const char *label, const char *unit, const bench_cmdst
     }
     printf("\n");
     fflush(stdout);
+}
+
+void bench_counting_start(const bench_env *env, int rep, bench_counting *k) {
+    k->c = NULL;
+    if (rep == 0) {
+        k->c = bench_connect(env);
+        bench_cmdstats_read(k->c, &k->before);
+    }
+}
+
+void bench_counting_end(bench_counting *k, const char *label, const char *unit, double per) {
+    if (!k->c)
+        return;
+    bench_cmdstats *after = malloc(sizeof(*after));
+    if (!after)
+        bench_die("cmdstats", "out of memory");
+    bench_cmdstats_read(k->c, after);
+    bench_cmdstats_print(label, unit, &k->before, after, per);
+    free(after);
+    redisFree(k->c);
+    k->c = NULL;
 }
 
 static bench_usage usage_of(int who) {

@@ -16,6 +16,7 @@
 #include <sys/types.h>
 
 #include "eddy/bus.h"
+#include "eddy/reactive.h"
 
 /* The batch both sides publish and read: eddy's read_batch is set to it. */
 #define BENCH_BATCH 256
@@ -57,6 +58,12 @@ redisContext *bench_connect(const bench_env *env);
 void bench_ns(const bench_env *env, char *out, size_t size, const char *side, int rep);
 /* UNLINKs every key containing this run's tag (both sides' keys of the repetitions so far). */
 void bench_delete_keys(const bench_env *env);
+
+/* Default settings on the bench's server with namespace ns and read_batch BENCH_BATCH (so eddy
+ * reads as many entries per round trip as the raw side). ns is borrowed. */
+void bench_settings(const bench_env *env, eddy_settings *s, const char *ns);
+/* A competing AtLeastOnce subscription "count" of group "bench" on subject "orders". */
+void bench_consume_spec(eddy_subscription_spec *sp, eddy_handler_fn handler);
 
 /* ---- repetitions ---------------------------------------------------------------------- */
 
@@ -100,10 +107,18 @@ int bench_xadd_argv(const char *key, long i, char *id, const char **argv, size_t
  * eddy_bus_publish_batch (untimed setup: the entries both consume sides read). */
 void bench_fill(const eddy_settings *settings, const char *subject, long n);
 
+/* The raw side's entries: n bench events published by eddy (untimed) to subject "orders" of
+ * namespace ns, and a group "raw" at 0 on its stream, whose key is written to key. */
+void bench_fill_for_raw(const bench_env *env, const char *ns, long n, char *key, size_t size);
+
 /* The raw consume at its best: XREADGROUP GROUP <group> c COUNT 256 on key until n entries were
  * read, each batch's XACK pipelined with the next read (the group must exist). Returns the
  * seconds it took. */
 double bench_raw_consume(const bench_env *env, const char *key, const char *group, long n);
+
+/* A reactive bus on loop, started, once it is ready (the loop run until then). Exits on failure. */
+eddy_rbus *bench_rbus_started(struct ev_loop *loop, const eddy_settings *s,
+                              const eddy_subscription_spec *specs, size_t n);
 
 /* ---- server command counts and process usage ------------------------------------------ */
 
@@ -121,6 +136,15 @@ long long bench_cmdstats_total(const bench_cmdstats *before, const bench_cmdstat
 /* `# <label> commands per <unit>: xadd=1.00 ...` (INFO excluded). */
 void bench_cmdstats_print(const char *label, const char *unit, const bench_cmdstats *before,
                           const bench_cmdstats *after, double per);
+
+/* The server's counts around a side's first repetition (nothing is read in later ones). */
+typedef struct bench_counting {
+    redisContext *c;
+    bench_cmdstats before;
+} bench_counting;
+void bench_counting_start(const bench_env *env, int rep, bench_counting *k);
+/* Prints the `# <label> commands per <unit>` line (first repetition only). */
+void bench_counting_end(bench_counting *k, const char *label, const char *unit, double per);
 
 typedef struct bench_usage {
     double cpu_us; /* user + system, every thread of the process */
