@@ -13,7 +13,8 @@
  *       write, the XREAD is waiting before the responder can answer), one responder thread with
  *       its own connection reading XREADGROUP COUNT 256 BLOCK NOACK and pipelining its replies
  *       with its next read. eddy: a blocking requester bus and a blocking responder bus
- *       (Competing, AtMostOnce, default workers), eddy_bus_request one at a time.
+ *       (Competing, AtMostOnce, default workers, read_batch 256 like the raw responder's COUNT),
+ *       eddy_bus_request one at a time.
  *       reqrep_p50_us_reactive, reqrep_p99_us_reactive: the same with eddy's reactive front end
  *       (requester on this thread's loop, responder on a loop of its own thread).
  *   reqrep_inflight64_reactive, reqrep_inflight64_blocking   requests per second with 64 in
