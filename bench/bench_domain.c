@@ -1,19 +1,20 @@
-/* Domain event feeds: routing rate and a push source's consume rate.
- *   route_type   eddy_domain_route of N CloudEvents (default 200,000; ~120-byte msgpack data)
- *                through a live domain feed registered with a type filter that half of them
+/* Domain event feeds: routing rate, and a push source's consume beside raw hiredis (repetitions,
+ * medians, alternating order, pinning: bench_util.h).
+ *   domain_route_type  eddy_domain_route of -n N CloudEvents (default 200,000; ~120-byte msgpack
+ *                data) through a live domain feed registered with a type filter that half of them
  *                match (the others come back FILTERED, never decoded). No Redis work, so no
- *                hiredis counterpart: printed as `bench domain_route_type eddy=<events/s>`.
- *   route_data   the same with a data-field filter (amount > 100, read by eddy_msgpack_reader)
- *                that about half of them match: `bench domain_route_data eddy=<events/s>`.
- *   push         a push source (automatic, go-live) consuming N events published to a subject
- *                on Redis, through its competing AtLeastOnce group, routing each into its domain
- *                feed and acknowledging it; beside the foundation's raw hiredis consume
- *                (XREADGROUP COUNT 64 + one XACK per batch, bench_raw_consume) of the very same
- *                stream entries with a group of its own, in the same run:
- *                `bench push_source_consume eddy=<x> hiredis=<y> ratio=<x/y>`.
- * Usage: bench_domain [redis://127.0.0.1:PORT] [events]; without a URL it starts its own
- * redis-server on a free loopback port. */
+ *                hiredis counterpart: `bench domain_route_type eddy=<events/s>`.
+ *   domain_route_data  the same with a data-field filter (amount > 100, read by
+ *                eddy_msgpack_reader) that about half of them match.
+ *   push_consume a push source (automatic, go-live; blocking front end, default workers,
+ *                read_batch 256) consuming N events that eddy published (untimed) to a fresh
+ *                subject, through its competing AtLeastOnce group, routing each into its domain
+ *                feed and acknowledging it, timed from eddy_bus_start to the N-th apply; beside
+ *                the raw consume at its best of the same kind of entries (published by eddy to a
+ *                subject of its own): XREADGROUP COUNT 256, each batch's XACK pipelined with the
+ *                next read. */
 #include <msgpack.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,12 +26,10 @@
 #include "eddy/push.h"
 #include "eddy/value.h"
 
-static int N = 200000;
-#define BATCH 100
+static long N;
 
 static void die(const char *what, const eddy_error *err) {
-    fprintf(stderr, "%s: %s\n", what, err ? err->detail : "failed");
-    exit(1);
+    bench_die(what, err ? err->detail : "failed");
 }
 
 static eddy_status pack_order(msgpack_packer *pk, void *user) {
@@ -60,13 +59,16 @@ static eddy_event *make(int i) {
     return ev;
 }
 
-/* The projection counts; the "decoded" event is the stored one itself (nothing to free). */
+/* The projection counts, and the push bench's waiter is woken at the N-th apply; the "decoded"
+ * event is the stored one itself (nothing to free). */
 static atomic_long applied;
+static sem_t all_applied;
 
 static eddy_status count_apply(void *event, const eddy_event_meta *meta, eddy_error *err,
                                void *user) {
-    (void)event, (void)meta, (void)err, (void)user;
-    atomic_fetch_add(&applied, 1);
+    (void)event, (void)meta, (void)err;
+    if (atomic_fetch_add(&applied, 1) + 1 == N && user)
+        sem_post(&all_applied);
     return EDDY_OK;
 }
 
@@ -95,49 +97,64 @@ static eddy_projection counting(void) {
     return p;
 }
 
-/* Routes every event through a live domain feed registered with filter; events per second. */
-static double route_rate(eddy_store *store, const char *id, eddy_filter *filter, eddy_event **evs) {
+/* One routing bench: the events, the store and the filter the feed is registered with. */
+typedef struct route_bench {
+    eddy_store *store;
+    eddy_event **evs;
+    const char *id;
+    const eddy_filter *filter;
+} route_bench;
+
+/* Routes every event through a live domain feed registered with the filter; events per second. */
+static void route_rate(const bench_env *env, int rep, double *out, void *user) {
+    (void)env, (void)rep;
+    const route_bench *b = user;
     eddy_feed_config cfg;
     feed_config(&cfg);
     eddy_domain_feed *feed;
     eddy_error err;
     eddy_projection p = counting();
-    if (!filter || eddy_domain_new(store, &cfg, &feed, &err) != EDDY_OK ||
-        eddy_domain_register(feed, id, &p, filter, &err) != EDDY_OK ||
-        eddy_domain_go_live(feed, id, NULL, &err) != EDDY_OK)
+    if (!b->filter || eddy_domain_new(b->store, &cfg, &feed, &err) != EDDY_OK ||
+        eddy_domain_register(feed, b->id, &p, b->filter, &err) != EDDY_OK ||
+        eddy_domain_go_live(feed, b->id, NULL, &err) != EDDY_OK)
         die("domain feed", &err);
-    eddy_filter_free(filter);
     atomic_store(&applied, 0);
     long delivered = 0;
     double t0 = bench_now();
-    for (int i = 0; i < N; i++) {
+    for (long i = 0; i < N; i++) {
         eddy_route route;
-        if (eddy_domain_route(feed, evs[i], NULL, &route, &err) != EDDY_OK)
+        if (eddy_domain_route(feed, b->evs[i], NULL, &route, &err) != EDDY_OK)
             die("route", &err);
         delivered += route == EDDY_ROUTE_DELIVERED;
     }
-    double rate = N / (bench_now() - t0);
+    out[0] = (double)N / (bench_now() - t0);
     if (delivered != atomic_load(&applied) || delivered == 0 || delivered == N) {
-        fprintf(stderr, "%s: %ld delivered, %ld applied of %d\n", id, delivered,
+        fprintf(stderr, "%s: %ld delivered, %ld applied of %ld\n", b->id, delivered,
                 atomic_load(&applied), N);
         exit(1);
     }
     eddy_domain_free(feed);
-    return rate;
 }
 
-/* Publishes evs to "orders" on ns, then lets a push source consume them; events per second. */
-static double push_rate(const char *url, const char *ns, eddy_event **evs) {
+static void route(const bench_env *env, const char *name, route_bench *b, eddy_filter *filter) {
+    b->filter = filter;
+    bench_side side = {"eddy", route_rate, b};
+    double rate;
+    bench_sides(env, &side, 1, 1, &rate);
+    bench_print1(name, rate);
+    eddy_filter_free(filter);
+}
+
+static void push_eddy(const bench_env *env, int rep, double *out, void *user) {
+    (void)user;
+    char ns[96];
+    bench_ns(env, ns, sizeof(ns), "eddy", rep);
     eddy_settings s;
-    eddy_settings_init(&s);
-    s.url = url;
-    s.ns = ns;
-    s.read_batch = 64;
-    eddy_bus *bus, *pub;
+    bench_settings(env, &s, ns);
+    eddy_bus *bus;
     eddy_store *store;
     eddy_error err;
     if (eddy_bus_new(&s, NULL, 0, &bus, &err) != EDDY_OK ||
-        eddy_bus_new(&s, NULL, 0, &pub, &err) != EDDY_OK ||
         eddy_store_open(&s, &store, &err) != EDDY_OK)
         die("bus", &err);
     eddy_feed_config cfg;
@@ -154,6 +171,7 @@ static double push_rate(const char *url, const char *ns, eddy_event **evs) {
     spec.id = "bench-push";
     spec.feed = feed;
     spec.projection = counting();
+    spec.projection.user = &all_applied; /* wakes the waiter at the N-th apply */
     spec.subject = "orders";
     spec.group = "bench";
     spec.go_live = true;
@@ -163,61 +181,47 @@ static double push_rate(const char *url, const char *ns, eddy_event **evs) {
     if (eddy_bus_start(bus, &err) != EDDY_OK)
         die("start", &err);
     eddy_bus_stop(bus);
-    for (int i = 0; i < N; i += BATCH) {
-        int n = N - i < BATCH ? N - i : BATCH;
-        if (eddy_bus_publish_batch(pub, "orders", (const eddy_event *const *)evs + i, (size_t)n,
-                                   NULL, &err) != EDDY_OK)
-            die("publish", &err);
-    }
+    bench_fill(&s, "orders", N);
     atomic_store(&applied, 0);
     double t0 = bench_now();
     if (eddy_bus_start(bus, &err) != EDDY_OK)
         die("start", &err);
-    struct timespec pause = {0, 1000000};
-    while (atomic_load(&applied) < N)
-        nanosleep(&pause, NULL);
-    double rate = N / (bench_now() - t0);
+    while (sem_wait(&all_applied) != 0)
+        ;
+    out[0] = (double)N / (bench_now() - t0);
     eddy_bus_stop(bus);
     eddy_push_sources_free(ps);
     eddy_domain_free(feed);
     eddy_store_close(store);
     eddy_bus_free(bus);
-    eddy_bus_free(pub);
-    return rate;
+}
+
+static void push_raw(const bench_env *env, int rep, double *out, void *user) {
+    (void)user;
+    char ns[96], key[128];
+    bench_ns(env, ns, sizeof(ns), "raw", rep);
+    bench_fill_for_raw(env, ns, N, key, sizeof(key));
+    out[0] = (double)N / bench_raw_consume(env, key, "raw", N);
 }
 
 int main(int argc, char **argv) {
-    char url[128];
-    int port = 0;
-    pid_t server = 0;
-    if (argc > 1) {
-        snprintf(url, sizeof(url), "%s", argv[1]);
-        if (sscanf(url, "redis://127.0.0.1:%d", &port) != 1) {
-            fprintf(stderr, "usage: %s [redis://127.0.0.1:PORT] [events]\n", argv[0]);
-            return 2;
-        }
-    } else if (!(server = bench_start_redis(url, sizeof(url), &port))) {
-        fprintf(stderr, "could not start redis-server\n");
-        return 1;
-    }
-    if (argc > 2)
-        N = atoi(argv[2]);
-    if (N < 2) {
-        fprintf(stderr, "events must be at least 2\n");
-        return 2;
-    }
-    char ns[64];
-    snprintf(ns, sizeof(ns), "bench-%ld", (long)time(NULL));
+    bench_env env;
+    bench_setup(&env, argc, argv, 200000, NULL, NULL);
+    N = env.n;
+    if (N < 2)
+        bench_die("-n", "at least 2 events");
+    sem_init(&all_applied, 0, 0);
     eddy_event **evs = calloc((size_t)N, sizeof(*evs));
-    for (int i = 0; i < N; i++)
-        if (!evs || !(evs[i] = make(i)))
+    for (long i = 0; i < N; i++)
+        if (!evs || !(evs[i] = make((int)i)))
             die("events", NULL);
 
     /* Routing needs no backend work: a store on memory:// only satisfies the feed. */
+    char ns[96], mem[128];
+    bench_ns(&env, ns, sizeof(ns), "route", 0);
+    snprintf(mem, sizeof(mem), "memory://%s", ns);
     eddy_settings s;
     eddy_settings_init(&s);
-    char mem[96];
-    snprintf(mem, sizeof(mem), "memory://%s", ns);
     s.url = mem;
     s.ns = ns;
     eddy_store *store;
@@ -225,28 +229,22 @@ int main(int argc, char **argv) {
     if (eddy_store_open(&s, &store, &err) != EDDY_OK)
         die("store", &err);
     const char *placed = "bench.order.placed.v1";
-    double by_type = route_rate(store, "bench-type", eddy_filter_types(&placed, 1), evs);
-    printf("bench domain_route_type eddy=%.0f\n", by_type);
+    route_bench by_type = {store, evs, "bench-type", NULL};
+    route(&env, "domain_route_type", &by_type, eddy_filter_types(&placed, 1));
     eddy_field hundred = eddy_field_int(100);
-    double by_data =
-        route_rate(store, "bench-data", eddy_filter_data("amount", EDDY_DATA_GT, &hundred), evs);
-    printf("bench domain_route_data eddy=%.0f\n", by_data);
-    fflush(stdout);
+    route_bench by_data = {store, evs, "bench-data", NULL};
+    route(&env, "domain_route_data", &by_data, eddy_filter_data("amount", EDDY_DATA_GT, &hundred));
     eddy_store_close(store);
-
-    double eddy_push = push_rate(url, ns, evs);
-    /* The same stream entries, read by a group of its own. */
-    char key[128];
-    snprintf(key, sizeof(key), "{%s}:s:orders", ns);
-    double raw = bench_raw_consume(port, key, N);
-    bench_print("push_source_consume", eddy_push, raw);
-
-    for (int i = 0; i < N; i++)
+    for (long i = 0; i < N; i++)
         eddy_event_free(evs[i]);
     free(evs);
-    redisContext *c = bench_connect(port);
-    freeReplyObject(redisCommand(c, "FLUSHALL"));
-    redisFree(c);
-    bench_stop_redis(server);
+
+    bench_side sides[2] = {{"hiredis", push_raw, NULL}, {"eddy", push_eddy, NULL}};
+    double m[2];
+    bench_sides(&env, sides, 2, 1, m);
+    bench_print("push_consume", m[1], m[0]);
+
+    sem_destroy(&all_applied);
+    bench_teardown(&env);
     return 0;
 }

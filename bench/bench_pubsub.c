@@ -1,189 +1,297 @@
-/* Publish/subscribe throughput, eddy beside raw hiredis doing the same Redis commands in the
- * same run:
- *   publish     200,000 events (~120-byte payload), pipelined 100 at a time: XADD with the
- *               same fields eddy writes
- *   consume     a competing group reading and acknowledging 200,000 stored events:
- *               XREADGROUP COUNT 64 then one XACK per batch
- *   memory      publish->handle through memory:// (no Redis work, so no hiredis
- *               counterpart: printed as `bench memory_publish_to_handle eddy=<x>`)
- * Usage: bench_pubsub [redis://127.0.0.1:PORT] [events]; without a URL it starts its own
- * redis-server on a free loopback port. Results are events per second. */
+/* Publish and consume, eddy beside raw hiredis doing the same Redis work at its best, in the same
+ * run (see bench_util.h for repetitions, medians, alternating order and pinning):
+ *
+ *   publish_pipelined   N events (default 200,000; id ev-<i>, source /bench, type
+ *                       bench.order.placed.v1, 120 bytes of data), 256 per round trip.
+ *                       eddy: eddy_bus_publish_batch of 256 prebuilt events. hiredis: 256
+ *                       redisAppendCommandArgv XADDs with exactly the fields and bytes eddy writes,
+ *                       then their 256 replies.
+ *   publish_single      N/10 events one round trip at a time: eddy_bus_publish against
+ *                       redisCommandArgv XADD.
+ *   consume_ack         N events published by eddy (untimed) to a fresh subject, then consumed
+ *                       and acknowledged. eddy (blocking front end, default workers): a competing
+ *                       AtLeastOnce subscription with read_batch 256, timed from eddy_bus_start to
+ *                       the N-th handler call. hiredis: XREADGROUP COUNT 256 on the same kind of
+ *                       entries, each batch's XACK pipelined with the next read.
+ *   consume_ack_reactive  the same on the reactive front end (a libev loop on this thread).
+ *   consume_cpu_us_per_msg, consume_ctxsw_per_msg (and _reactive): getrusage deltas (user +
+ *                       system CPU; voluntary + involuntary context switches; every thread of
+ *                       the process) around each side's timed phase, per message.
+ *   memory_publish_handle  memory:// publish (batches of 256) -> handled by a competing
+ *                       AtLeastOnce subscription, per second; no Redis work, no counterpart.
+ *
+ * `# ... commands per message` lines give what the server counted for each side (INFO
+ * commandstats around the first repetition), so what each side sent is measured, not assumed.
+ * Each side of each repetition has its own namespace or key. */
+#include <ev.h>
+#include <semaphore.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bench_util.h"
 #include "eddy/blocking.h"
+#include "eddy/reactive.h"
 
-static int N = 200000;
-#define BATCH 100
+static eddy_event **events; /* N prebuilt events, shared by every eddy publish */
+static long N;
 
-static eddy_event *make(int i) {
-    eddy_event *ev = eddy_event_new();
-    char id[32];
-    snprintf(id, sizeof(id), "ev-%d", i);
-    eddy_event_set_id(ev, id);
-    eddy_event_set_source(ev, "/bench");
-    eddy_event_set_type(ev, "bench.order.placed.v1");
-    char data[121];
-    memset(data, 'p', 120);
-    data[120] = '\0';
-    eddy_event_set_data(ev, data, 120);
-    return ev;
+static eddy_bus *bus_new(const eddy_settings *s, const eddy_subscription_spec *sp, size_t n) {
+    eddy_bus *bus;
+    eddy_error err;
+    if (eddy_bus_new(s, sp, n, &bus, &err) != EDDY_OK)
+        bench_die("eddy_bus_new", err.detail);
+    return bus;
 }
 
-static double raw_publish(int port, const char *key) {
-    redisContext *c = bench_connect(port);
-    char data[121];
-    memset(data, 'p', 120);
-    data[120] = '\0';
+/* ---- publish --------------------------------------------------------------------------- */
+
+typedef struct publish_mode {
+    bool pipelined;
+    long n;
+} publish_mode;
+
+static void raw_publish(const bench_env *env, int rep, double *out, void *user) {
+    const publish_mode *m = user;
+    char key[96];
+    bench_ns(env, key, sizeof(key), "raw", rep);
+    strcat(key, ":orders");
+    char(*ids)[24] = malloc((size_t)m->n * sizeof(*ids));
+    const char **argv = malloc((size_t)m->n * BENCH_XADD_ARGC * sizeof(*argv));
+    size_t *lens = malloc((size_t)m->n * BENCH_XADD_ARGC * sizeof(*lens));
+    if (!ids || !argv || !lens)
+        bench_die("raw publish", "out of memory");
+    for (long i = 0; i < m->n; i++)
+        bench_xadd_argv(key, i, ids[i], argv + i * BENCH_XADD_ARGC, lens + i * BENCH_XADD_ARGC);
+    redisContext *c = bench_connect(env);
+    bench_counting k;
+    bench_counting_start(env, rep, &k);
+    long batch = m->pipelined ? BENCH_BATCH : 1;
     double t0 = bench_now();
-    for (int i = 0; i < N; i += BATCH) {
-        for (int j = i; j < i + BATCH && j < N; j++)
-            redisAppendCommand(c,
-                               "XADD %s * specversion 1.0 id ev-%d source /bench type "
-                               "bench.order.placed.v1 data %b",
-                               key, j, data, (size_t)120);
-        for (int j = i; j < i + BATCH && j < N; j++) {
-            void *r;
-            if (redisGetReply(c, &r) != REDIS_OK)
-                exit(1);
+    for (long i = 0; i < m->n; i += batch) {
+        long end = i + batch < m->n ? i + batch : m->n;
+        for (long j = i; j < end; j++)
+            redisAppendCommandArgv(c, BENCH_XADD_ARGC, argv + j * BENCH_XADD_ARGC,
+                                   lens + j * BENCH_XADD_ARGC);
+        for (long j = i; j < end; j++) {
+            redisReply *r;
+            if (redisGetReply(c, (void **)&r) != REDIS_OK || r->type != REDIS_REPLY_STRING)
+                bench_die("raw XADD", c->errstr);
             freeReplyObject(r);
         }
     }
-    double rate = N / (bench_now() - t0);
+    out[0] = (double)m->n / (bench_now() - t0);
+    bench_counting_end(&k, "hiredis publish", "message", (double)m->n);
     redisFree(c);
-    return rate;
+    free(ids);
+    free(argv);
+    free(lens);
 }
 
-static double eddy_publish(const char *url, const char *ns) {
+static void eddy_publish(const bench_env *env, int rep, double *out, void *user) {
+    const publish_mode *m = user;
+    char ns[96];
+    bench_ns(env, ns, sizeof(ns), "eddy", rep);
     eddy_settings s;
-    eddy_settings_init(&s);
-    s.url = url;
-    s.ns = ns;
-    eddy_bus *bus;
+    bench_settings(env, &s, ns);
+    eddy_bus *bus = bus_new(&s, NULL, 0);
+    bench_counting k;
+    bench_counting_start(env, rep, &k);
     eddy_error err;
-    if (eddy_bus_new(&s, NULL, 0, &bus, &err) != EDDY_OK) {
-        fprintf(stderr, "%s\n", err.detail);
-        exit(1);
-    }
-    eddy_event *evs[BATCH];
-    for (int j = 0; j < BATCH; j++)
-        evs[j] = make(j);
     double t0 = bench_now();
-    for (int i = 0; i < N; i += BATCH)
-        if (eddy_bus_publish_batch(bus, "orders", (const eddy_event *const *)evs, BATCH, NULL,
-                                   &err) != EDDY_OK) {
-            fprintf(stderr, "%s\n", err.detail);
-            exit(1);
+    if (m->pipelined) {
+        for (long i = 0; i < m->n; i += BENCH_BATCH) {
+            size_t b = m->n - i < BENCH_BATCH ? (size_t)(m->n - i) : BENCH_BATCH;
+            if (eddy_bus_publish_batch(bus, "orders", (const eddy_event *const *)events + i, b,
+                                       NULL, &err) != EDDY_OK)
+                bench_die("eddy_bus_publish_batch", err.detail);
         }
-    double rate = N / (bench_now() - t0);
-    for (int j = 0; j < BATCH; j++)
-        eddy_event_free(evs[j]);
+    } else {
+        for (long i = 0; i < m->n; i++)
+            if (eddy_bus_publish(bus, "orders", events[i], NULL, 0, &err) != EDDY_OK)
+                bench_die("eddy_bus_publish", err.detail);
+    }
+    out[0] = (double)m->n / (bench_now() - t0);
+    bench_counting_end(&k, "eddy publish", "message", (double)m->n);
     eddy_bus_free(bus);
-    return rate;
 }
 
-static atomic_int handled;
+static void publish(const bench_env *env, const char *name, bool pipelined, long n) {
+    publish_mode m = {pipelined, n};
+    bench_side sides[2] = {{"hiredis", raw_publish, &m}, {"eddy", eddy_publish, &m}};
+    double med[2];
+    bench_sides(env, sides, 2, 1, med);
+    bench_print(name, med[1], med[0]);
+}
+
+/* ---- consume --------------------------------------------------------------------------- */
+
+static atomic_long handled;
+static long target;
+static sem_t all_handled;
+static struct ev_loop *consume_loop; /* the reactive side's loop */
 
 static eddy_status count(eddy_delivery *d, void *user) {
-    (void)d;
-    (void)user;
-    atomic_fetch_add(&handled, 1);
+    (void)d, (void)user;
+    if (atomic_fetch_add(&handled, 1) + 1 == target) {
+        if (consume_loop)
+            ev_break(consume_loop, EVBREAK_ALL);
+        else
+            sem_post(&all_handled);
+    }
     return EDDY_OK;
 }
 
-/* Subscribes first, then publishes N (through a second bus), and waits for all handled. When
- * prefilled, the events are already stored and only the consumption is timed. */
-static double eddy_consume(const char *url, const char *ns, bool prefilled_by_publish) {
+static void figures(double *out, double seconds, bench_usage u0, bench_usage u1, long n) {
+    out[0] = (double)n / seconds;
+    out[1] = (u1.cpu_us - u0.cpu_us) / (double)n;
+    out[2] = (u1.ctxsw - u0.ctxsw) / (double)n;
+}
+
+static void raw_consume(const bench_env *env, int rep, double *out, void *user) {
+    (void)user;
+    char ns[96], key[128];
+    bench_ns(env, ns, sizeof(ns), "raw", rep);
+    bench_fill_for_raw(env, ns, N, key, sizeof(key));
+    bench_counting k;
+    bench_counting_start(env, rep, &k);
+    bench_usage u0 = bench_usage_now();
+    double seconds = bench_raw_consume(env, key, "raw", N);
+    figures(out, seconds, u0, bench_usage_now(), N);
+    bench_counting_end(&k, "hiredis consume", "message", (double)N);
+}
+
+static void eddy_consume(const bench_env *env, int rep, double *out, void *user) {
+    (void)user;
+    char ns[96];
+    bench_ns(env, ns, sizeof(ns), "eddy", rep);
     eddy_settings s;
-    eddy_settings_init(&s);
-    s.url = url;
-    s.ns = ns;
-    s.read_batch = 64;
+    bench_settings(env, &s, ns);
     eddy_subscription_spec sp;
-    eddy_subscription_spec_init(&sp);
-    sp.name = "count";
-    sp.pattern = "orders";
-    sp.group = "bench";
-    sp.delivery = EDDY_AT_LEAST_ONCE;
-    sp.handler = count;
-    eddy_bus *sub, *pub;
+    bench_consume_spec(&sp, count);
+    eddy_bus *bus = bus_new(&s, &sp, 1);
     eddy_error err;
-    if (eddy_bus_new(&s, &sp, 1, &sub, &err) != EDDY_OK || eddy_bus_new(&s, NULL, 0, &pub, &err)) {
-        fprintf(stderr, "%s\n", err.detail);
-        exit(1);
-    }
+    /* The group first (made at the subscription's start), then the entries, then the consume. */
+    if (eddy_bus_start(bus, &err) != EDDY_OK)
+        bench_die("eddy_bus_start", err.detail);
+    eddy_bus_stop(bus);
+    bench_fill(&s, "orders", N);
     atomic_store(&handled, 0);
-    double t0 = 0;
-    if (prefilled_by_publish) {
-        /* Group first (at the subscription's start), then fill, then consume. */
-        eddy_bus_start(sub, &err);
-        eddy_bus_stop(sub);
-    } else {
-        eddy_bus_start(sub, &err);
-        t0 = bench_now();
+    target = N;
+    consume_loop = NULL;
+    bench_counting k;
+    bench_counting_start(env, rep, &k);
+    bench_usage u0 = bench_usage_now();
+    double t0 = bench_now();
+    if (eddy_bus_start(bus, &err) != EDDY_OK)
+        bench_die("eddy_bus_start", err.detail);
+    while (sem_wait(&all_handled) != 0)
+        ;
+    double seconds = bench_now() - t0;
+    figures(out, seconds, u0, bench_usage_now(), N);
+    eddy_bus_free(bus); /* sends the last acknowledgements before the count below */
+    bench_counting_end(&k, "eddy blocking consume", "message", (double)N);
+}
+
+static void eddy_rconsume(const bench_env *env, int rep, double *out, void *user) {
+    (void)user;
+    char ns[96];
+    bench_ns(env, ns, sizeof(ns), "eddyr", rep);
+    eddy_settings s;
+    bench_settings(env, &s, ns);
+    eddy_subscription_spec sp;
+    bench_consume_spec(&sp, count);
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    eddy_rbus *bus = bench_rbus_started(loop, &s, &sp, 1);
+    eddy_error err;
+    eddy_rbus_stop(bus);
+    bench_fill(&s, "orders", N);
+    atomic_store(&handled, 0);
+    target = N;
+    consume_loop = loop;
+    bench_counting k;
+    bench_counting_start(env, rep, &k);
+    bench_usage u0 = bench_usage_now();
+    double t0 = bench_now();
+    if (eddy_rbus_start(bus, NULL, NULL, &err) != EDDY_OK)
+        bench_die("eddy_rbus_start", err.detail);
+    ev_run(loop, 0);
+    double seconds = bench_now() - t0;
+    figures(out, seconds, u0, bench_usage_now(), N);
+    if (atomic_load(&handled) != N)
+        bench_die("reactive consume", "the loop ended before every message was handled");
+    eddy_rbus_free(bus);
+    ev_loop_destroy(loop);
+    consume_loop = NULL;
+    bench_counting_end(&k, "eddy reactive consume", "message", (double)N);
+}
+
+static void consume(const bench_env *env) {
+    bench_side sides[3] = {{"hiredis", raw_consume, NULL},
+                           {"eddy-blocking", eddy_consume, NULL},
+                           {"eddy-reactive", eddy_rconsume, NULL}};
+    double m[9]; /* per side: rate, cpu us per message, context switches per message */
+    bench_sides(env, sides, 3, 3, m);
+    bench_print("consume_ack", m[3], m[0]);
+    bench_print("consume_cpu_us_per_msg", m[4], m[1]);
+    bench_print("consume_ctxsw_per_msg", m[5], m[2]);
+    bench_print("consume_ack_reactive", m[6], m[0]);
+    bench_print("consume_cpu_us_per_msg_reactive", m[7], m[1]);
+    bench_print("consume_ctxsw_per_msg_reactive", m[8], m[2]);
+}
+
+/* ---- memory:// --------------------------------------------------------------------------- */
+
+static void memory_publish_handle(const bench_env *env, int rep, double *out, void *user) {
+    (void)user;
+    char ns[96], url[128];
+    bench_ns(env, ns, sizeof(ns), "mem", rep);
+    snprintf(url, sizeof(url), "memory://%s", ns);
+    eddy_settings s;
+    bench_settings(env, &s, ns);
+    s.url = url;
+    eddy_subscription_spec sp;
+    bench_consume_spec(&sp, count);
+    eddy_bus *sub = bus_new(&s, &sp, 1), *pub = bus_new(&s, NULL, 0);
+    eddy_error err;
+    if (eddy_bus_start(sub, &err) != EDDY_OK)
+        bench_die("eddy_bus_start", err.detail);
+    atomic_store(&handled, 0);
+    target = N;
+    consume_loop = NULL;
+    double t0 = bench_now();
+    for (long i = 0; i < N; i += BENCH_BATCH) {
+        size_t k = N - i < BENCH_BATCH ? (size_t)(N - i) : BENCH_BATCH;
+        if (eddy_bus_publish_batch(pub, "orders", (const eddy_event *const *)events + i, k, NULL,
+                                   &err) != EDDY_OK)
+            bench_die("memory publish", err.detail);
     }
-    eddy_event *evs[BATCH];
-    for (int j = 0; j < BATCH; j++)
-        evs[j] = make(j);
-    for (int i = 0; i < N; i += BATCH)
-        eddy_bus_publish_batch(pub, "orders", (const eddy_event *const *)evs, BATCH, NULL, &err);
-    for (int j = 0; j < BATCH; j++)
-        eddy_event_free(evs[j]);
-    if (prefilled_by_publish) {
-        t0 = bench_now();
-        eddy_bus_start(sub, &err);
-    }
-    struct timespec pause = {0, 1000000};
-    while (atomic_load(&handled) < N)
-        nanosleep(&pause, NULL);
-    double rate = N / (bench_now() - t0);
+    while (sem_wait(&all_handled) != 0)
+        ;
+    out[0] = (double)N / (bench_now() - t0);
     eddy_bus_free(sub);
     eddy_bus_free(pub);
-    return rate;
 }
 
 int main(int argc, char **argv) {
-    char url[128];
-    int port = 0;
-    pid_t server = 0;
-    if (argc > 1) {
-        snprintf(url, sizeof(url), "%s", argv[1]);
-        if (sscanf(url, "redis://127.0.0.1:%d", &port) != 1) {
-            fprintf(stderr, "usage: %s [redis://127.0.0.1:PORT] [events]\n", argv[0]);
-            return 2;
-        }
-    } else if (!(server = bench_start_redis(url, sizeof(url), &port))) {
-        fprintf(stderr, "could not start redis-server\n");
-        return 1;
-    }
-    if (argc > 2)
-        N = atoi(argv[2]);
-    char ns[64];
-    snprintf(ns, sizeof(ns), "bench-%ld", (long)time(NULL));
+    bench_env env;
+    bench_setup(&env, argc, argv, 200000, NULL, NULL);
+    N = env.n;
+    sem_init(&all_handled, 0, 0);
+    events = bench_events(N);
 
-    double raw_pub = raw_publish(port, "rawbench:orders");
-    double eddy_pub = eddy_publish(url, ns);
-    bench_print("publish_pipelined", eddy_pub, raw_pub);
+    publish(&env, "publish_pipelined", true, N);
+    publish(&env, "publish_single", false, N / 10 > 0 ? N / 10 : 1);
+    consume(&env);
 
-    double raw_con = bench_raw_consume(port, "rawbench:orders", N);
-    char ns2[80];
-    snprintf(ns2, sizeof(ns2), "%s-consume", ns);
-    double eddy_con = eddy_consume(url, ns2, true);
-    bench_print("consume_ack", eddy_con, raw_con);
+    bench_side mem = {"eddy", memory_publish_handle, NULL};
+    double rate;
+    bench_sides(&env, &mem, 1, 1, &rate);
+    bench_print1("memory_publish_handle", rate);
 
-    char mem[96];
-    snprintf(mem, sizeof(mem), "memory://%s", ns);
-    double mem_rate = eddy_consume(mem, ns, false);
-    /* No Redis work to compare with: the in-process backend's own rate. */
-    printf("bench memory_publish_to_handle eddy=%.0f\n", mem_rate);
-
-    redisContext *c = bench_connect(port);
-    freeReplyObject(redisCommand(c, "FLUSHALL"));
-    redisFree(c);
-    bench_stop_redis(server);
+    bench_events_free(events, N);
+    sem_destroy(&all_handled);
+    bench_teardown(&env);
     return 0;
 }

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Runs every bench of a build directory in sequence (builds nothing) and prints all their lines,
+# so one command gives the before or after figures:
+#   bench/run-all.sh BUILD_DIR [--pin] [--reps R] [--no-peers] [--rss [N]]
+# --pin and --reps go to every bench; --rss adds the long flat-memory consume (bench_rss, N
+# messages, default 5,000,000); --no-peers leaves out bench/peers/run.sh (redis-py, ioredis).
+# Each bench starts and stops its own redis-server on a free 127.0.0.1 port.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+build=${1:?usage: $0 BUILD_DIR [--pin] [--reps R] [--no-peers] [--rss [N]]}
+shift
+common=() peers=1 rss=0 rss_n=5000000
+while [ $# -gt 0 ]; do
+    case $1 in
+    --pin) common+=(--pin); shift ;;
+    --reps) common+=(--reps "$2"); shift 2 ;;
+    --no-peers) peers=0; shift ;;
+    --rss)
+        rss=1; shift
+        if [[ ${1:-} =~ ^[0-9]+$ ]]; then rss_n=$1; shift; fi ;;
+    *) echo "unknown option $1" >&2; exit 2 ;;
+    esac
+done
+for b in bench_pubsub bench_reqrep bench_replay bench_domain bench_idle; do
+    echo "== $b"
+    "$build/bench/$b" "${common[@]}"
+done
+if [ $rss = 1 ]; then
+    echo "== bench_rss"
+    "$build/bench/bench_rss" "${common[@]}" -n "$rss_n"
+fi
+if [ $peers = 1 ]; then
+    echo "== peers"
+    peer_opts=()
+    for o in "${common[@]}"; do peer_opts+=("$o"); done
+    "$here/peers/run.sh" "$build" "${peer_opts[@]}"
+fi
