@@ -65,6 +65,8 @@ void bconn_destroy(bconn *c) {
     drop(c);
     eddy__reply_arena_free(c->arena);
     c->arena = NULL;
+    free(c->out);
+    c->out = NULL;
     if (c->engine)
         eddy__mem_engine_release(c->engine);
     c->engine = NULL;
@@ -171,6 +173,26 @@ eddy_status bconn_use_arena(bconn *c) {
     return EDDY_OK;
 }
 
+/* Writes the pipeline in RESP into c->out; its length, 0 on OOM. A buffer grown for a large
+ * command is not kept. */
+static size_t format_pipeline(bconn *c, const eddy__cmdlist *cmds) {
+    size_t len = 0;
+    for (size_t i = 0; i < cmds->n; i++)
+        len += eddy__cmd_resp_size(&cmds->cmds[i]);
+    if (len > c->out_cap || (c->out_cap > (1u << 20) && len < c->out_cap / 4)) {
+        char *out = malloc(len);
+        if (!out)
+            return 0;
+        free(c->out);
+        c->out = out;
+        c->out_cap = len;
+    }
+    char *at = c->out;
+    for (size_t i = 0; i < cmds->n; i++)
+        at = eddy__cmd_resp_write(&cmds->cmds[i], at);
+    return len;
+}
+
 static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
                               redisReply **replies, eddy_error *err) {
     redisContext *rc = c->rc;
@@ -181,9 +203,16 @@ static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long blo
         pthread_mutex_unlock(&c->lock);
     }
     redisSetTimeout(rc, tv_ms(eddy__reply_timeout_ms(c->s, block_ms)));
-    for (size_t i = 0; i < cmds->n; i++)
-        redisAppendCommandArgv(rc, cmds->cmds[i].argc, eddy__cmd_argv(&cmds->cmds[i]),
-                               cmds->cmds[i].argvlen);
+    size_t len = format_pipeline(c, cmds);
+    bool appended = len > 0 && redisAppendFormattedCommand(rc, c->out, len) == REDIS_OK;
+    if (!appended) {
+        pthread_mutex_lock(&c->lock);
+        c->blocking = false;
+        pthread_mutex_unlock(&c->lock);
+        if (len > 0)
+            drop(c); /* hiredis ran out of memory: the context is unusable */
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory writing commands");
+    }
     eddy__sigpipe_guard guard;
     eddy__sigpipe_block(&guard);
     int done = 0;

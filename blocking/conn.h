@@ -33,6 +33,8 @@ typedef struct bconn {
     unsigned attempt;    /* consecutive failed connects, for backoff */
     eddy__reply_arena *arena; /* bconn_use_arena: redis:// replies are built in it */
     bool arena_live;          /* replies handed out live in the arena */
+    char *out;                /* the pipeline being written, in RESP (kept between calls) */
+    size_t out_cap;
     unsigned seed;
 } bconn;
 

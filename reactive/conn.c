@@ -53,6 +53,8 @@ struct rconn {
     /* redis:// and unix:// */
     redisAsyncContext *ac;
     eddy__reply_arena *arena; /* replies are built in it and dropped after their callback */
+    char *out;                /* a command being written, in RESP */
+    size_t out_cap;
     bool connected;
     ev_io rev, wev;
     size_t handshake_left;
@@ -130,6 +132,7 @@ static void destroy(rconn *c) {
     if (c->ac) /* a failed write above may have freed it already (cleanup hook) */
         redisAsyncFree(c->ac);
     eddy__reply_arena_free(c->arena);
+    free(c->out);
     if (c->engine) {
         if (c->listener) /* waits for a listener running on another thread */
             eddy__mem_engine_unlisten(c->engine, c->listener);
@@ -307,9 +310,25 @@ static void on_reply(redisAsyncContext *ac, void *r, void *priv) {
         eddy__reply_arena_reset(c->arena);
 }
 
+/* The command in RESP in c->out (kept between calls; not when grown for a large one). */
+static bool format_cmd(rconn *c, const eddy__cmd *cmd, size_t *len) {
+    *len = eddy__cmd_resp_size(cmd);
+    if (*len > c->out_cap || (c->out_cap > (1u << 20) && *len < c->out_cap / 4)) {
+        char *out = malloc(*len);
+        if (!out)
+            return false;
+        free(c->out);
+        c->out = out;
+        c->out_cap = *len;
+    }
+    eddy__cmd_resp_write(cmd, c->out);
+    return true;
+}
+
 static bool redis_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv) {
-    if (redisAsyncCommandArgv(c->ac, on_reply, priv, cmd->argc, eddy__cmd_argv(cmd),
-                              cmd->argvlen) != REDIS_OK) {
+    size_t len;
+    if (!format_cmd(c, cmd, &len) ||
+        redisAsyncFormattedCommand(c->ac, on_reply, priv, c->out, len) != REDIS_OK) {
         fail(c, EDDY_ERR_NOMEM, "could not queue a command");
         return false;
     }

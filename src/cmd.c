@@ -107,3 +107,50 @@ void eddy__cmd_u64(eddy__cmd *cmd, unsigned long long v) { eddy__cmd_fmt(cmd, "%
 eddy_status eddy__cmd_status(const eddy__cmd *cmd) {
     return cmd->failed ? EDDY_ERR_NOMEM : EDDY_OK;
 }
+
+static size_t digits(size_t v) {
+    size_t n = 1;
+    while (v >= 10) {
+        v /= 10;
+        n++;
+    }
+    return n;
+}
+
+/* Writes v in decimal at out; returns the end. */
+static char *put_size(char *out, size_t v) {
+    char tmp[24];
+    size_t n = 0;
+    do {
+        tmp[n++] = (char)('0' + v % 10);
+        v /= 10;
+    } while (v);
+    while (n)
+        *out++ = tmp[--n];
+    return out;
+}
+
+size_t eddy__cmd_resp_size(const eddy__cmd *cmd) {
+    size_t size = 1 + digits((size_t)cmd->argc) + 2;
+    for (int i = 0; i < cmd->argc; i++)
+        size += 1 + digits(cmd->argvlen[i]) + 2 + cmd->argvlen[i] + 2;
+    return size;
+}
+
+char *eddy__cmd_resp_write(const eddy__cmd *cmd, char *out) {
+    *out++ = '*';
+    out = put_size(out, (size_t)cmd->argc);
+    *out++ = '\r';
+    *out++ = '\n';
+    for (int i = 0; i < cmd->argc; i++) {
+        *out++ = '$';
+        out = put_size(out, cmd->argvlen[i]);
+        *out++ = '\r';
+        *out++ = '\n';
+        memcpy(out, cmd->argv[i], cmd->argvlen[i]);
+        out += cmd->argvlen[i];
+        *out++ = '\r';
+        *out++ = '\n';
+    }
+    return out;
+}

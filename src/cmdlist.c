@@ -40,8 +40,10 @@ eddy__cmd *eddy__cmdlist_add(eddy__cmdlist *l, int tag, long arg) {
     return cmd;
 }
 
-eddy_status eddy__cmdlist_status(const eddy__cmdlist *l) {
-    for (size_t i = 0; i < l->n; i++)
+eddy_status eddy__cmdlist_status(const eddy__cmdlist *l) { return eddy__cmdlist_status_from(l, 0); }
+
+eddy_status eddy__cmdlist_status_from(const eddy__cmdlist *l, size_t first) {
+    for (size_t i = first; i < l->n; i++)
         if (eddy__cmd_status(&l->cmds[i]) != EDDY_OK)
             return EDDY_ERR_NOMEM;
     return EDDY_OK;

@@ -21,5 +21,8 @@ void eddy__cmdlist_reset(eddy__cmdlist *l);
 eddy__cmd *eddy__cmdlist_add(eddy__cmdlist *l, int tag, long arg);
 /* EDDY_ERR_NOMEM if any command failed to build. */
 eddy_status eddy__cmdlist_status(const eddy__cmdlist *l);
+/* The same for the commands from index `first` on (a builder appending to a long list checks
+ * only what it added). */
+eddy_status eddy__cmdlist_status_from(const eddy__cmdlist *l, size_t first);
 
 #endif

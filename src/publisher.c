@@ -137,7 +137,7 @@ eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const
     }
     eddy__cmd_str(x, "*");
     if ((st = eddy__entry_encode(ev, x)) == EDDY_OK)
-        st = eddy__cmdlist_status(out);
+        st = eddy__cmdlist_status_from(out, before);
     if (st != EDDY_OK) {
         while (out->n > before)
             eddy__cmd_reset(&out->cmds[--out->n]);
