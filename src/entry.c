@@ -97,12 +97,36 @@ eddy_status eddy__entry_encode(const eddy_event *ev, eddy__cmd *cmd) {
     return eddy__cmd_status(cmd);
 }
 
+/* The core field called name[0..len), or -1; picked by length and first letter, then compared
+ * once: it runs for every field of every entry read. */
 static int core_field(const char *name, size_t len) {
-    for (int f = 0; f < F_COUNT; f++) {
-        if (strlen(field_names[f]) == len && memcmp(field_names[f], name, len) == 0)
-            return f;
+    int f;
+    switch (len) {
+    case 2:
+        f = F_ID;
+        break;
+    case 4:
+        f = name[0] == 't' ? (name[1] == 'y' ? F_TYPE : F_TIME) : F_DATA;
+        break;
+    case 6:
+        f = F_SOURCE;
+        break;
+    case 7:
+        f = F_SUBJECT;
+        break;
+    case 10:
+        f = F_DATASCHEMA;
+        break;
+    case 11:
+        f = F_SPECVERSION;
+        break;
+    case 15:
+        f = F_DATACONTENTTYPE;
+        break;
+    default:
+        return -1;
     }
-    return -1;
+    return memcmp(field_names[f], name, len) == 0 ? f : -1;
 }
 
 static bool is_extension_field(const char *name, size_t len) {
@@ -141,8 +165,63 @@ static eddy_status check_duplicate_extensions(const char *const *fv, const size_
     return st;
 }
 
-eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_t nfv,
-                               size_t max_size, eddy_event **out, eddy_error *err) {
+/* True when s[0..len) can be borrowed as a C string: a NUL follows it where it lies. */
+static bool terminated(const char *s, size_t len) { return !s || s[len] == '\0'; }
+
+/* Builds the checked event: borrowing every string into view when view is not NULL and they
+ * all can be borrowed, otherwise as one packed allocation. */
+static eddy_status build(const char *const *fv, const size_t *fvlen, size_t nfv,
+                         const char *const *value, const size_t *vlen, size_t next,
+                         eddy__event_view *view, eddy_event **out) {
+    bool borrow = view && next <= EDDY__VIEW_EXT;
+    size_t bytes = 0;
+    for (int f = F_ID; f < F_COUNT; f++) {
+        if (value[f]) {
+            bytes += vlen[f] + 1;
+            borrow = borrow && terminated(value[f], vlen[f]);
+        }
+    }
+    for (size_t i = 0; i < nfv && next; i += 2) {
+        if (fvlen[i] && fv[i][0] != '_' && core_field(fv[i], fvlen[i]) < 0) {
+            bytes += fvlen[i] - EXT_PREFIX_LEN + fvlen[i + 1] + 2;
+            borrow = borrow && terminated(fv[i], fvlen[i]) && terminated(fv[i + 1], fvlen[i + 1]);
+        }
+    }
+    char *cur = NULL;
+    eddy_event *ev =
+        borrow ? eddy__event_view_init(view) : eddy__event_packed_new(next, bytes, &cur);
+    if (!ev)
+        return EDDY_ERR_NOMEM;
+    /* the field order F_ID..F_DATASCHEMA is the attribute order EDDY__A_ID..EDDY__A_DATASCHEMA */
+    for (int f = F_ID; f < F_DATA; f++) {
+        if (value[f])
+            ev->attr[f - F_ID] =
+                borrow ? (char *)value[f] : eddy__event_packed_put(&cur, value[f], vlen[f]);
+    }
+    for (size_t i = 0; i < nfv && ev->next < next; i += 2) {
+        if (fvlen[i] && fv[i][0] != '_' && core_field(fv[i], fvlen[i]) < 0) {
+            const char *name = fv[i] + EXT_PREFIX_LEN, *v = fv[i + 1] ? fv[i + 1] : "";
+            size_t nlen = fvlen[i] - EXT_PREFIX_LEN;
+            struct eddy__ext *e = &ev->ext[ev->next++];
+            e->name = borrow ? (char *)name : eddy__event_packed_put(&cur, name, nlen);
+            e->value = borrow ? (char *)v : eddy__event_packed_put(&cur, v, fvlen[i + 1]);
+        }
+    }
+    if (value[F_DATA]) {
+        ev->data =
+            (unsigned char *)(borrow ? (char *)value[F_DATA]
+                                     : eddy__event_packed_put(&cur, value[F_DATA], vlen[F_DATA]));
+        ev->datalen = vlen[F_DATA];
+    }
+    if (view && !borrow)
+        view->owned = ev;
+    *out = ev;
+    return EDDY_OK;
+}
+
+/* Checks the entry, then builds it (see build). On failure nothing is left allocated. */
+static eddy_status decode(const char *const *fv, const size_t *fvlen, size_t nfv, size_t max_size,
+                          eddy__event_view *view, eddy_event **out, eddy_error *err) {
     if (out)
         *out = NULL;
     if (!out || (nfv && (!fv || !fvlen)))
@@ -154,8 +233,8 @@ eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_
      * publisher, so an event accepted at publish is never refused here because the bus added
      * '_' metadata (a dead letter's reason, a reply address). Those are never copied. */
     size_t total = 0;
-    for (size_t i = 0; i < nfv; i++) {
-        if (!fv[i] && fvlen[i])
+    for (size_t i = 0; i < nfv; i += 2) {
+        if ((!fv[i] && fvlen[i]) || (!fv[i + 1] && fvlen[i + 1]))
             return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "entry: NULL field or value");
     }
     for (size_t i = 0; i < nfv; i += 2) {
@@ -203,25 +282,16 @@ eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_
     if (next > 1 && (st = check_duplicate_extensions(fv, fvlen, nfv, next, err)) != EDDY_OK)
         return st;
 
-    eddy_event *ev = eddy_event_new();
-    if (!ev)
-        goto nomem;
-    for (int f = F_ID; f < F_DATA; f++) {
-        if (value[f] && eddy__event_set_attr_n(ev, field_names[f], value[f], vlen[f]) != EDDY_OK)
-            goto nomem;
-    }
-    for (size_t i = 0; i < nfv && next; i += 2) {
-        if (fvlen[i] && fv[i][0] != '_' && core_field(fv[i], fvlen[i]) < 0 &&
-            eddy__event_append_extension_n(ev, fv[i] + EXT_PREFIX_LEN, fvlen[i] - EXT_PREFIX_LEN,
-                                           fv[i + 1] ? fv[i + 1] : "", fvlen[i + 1]) != EDDY_OK)
-            goto nomem;
-    }
-    if (value[F_DATA] && eddy_event_set_data(ev, value[F_DATA], vlen[F_DATA]) != EDDY_OK)
-        goto nomem;
+    eddy_event *ev;
+    if (build(fv, fvlen, nfv, value, vlen, next, view, &ev) != EDDY_OK)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "entry: out of memory");
 
     eddy_error why;
     if (eddy_event_validate(ev, &why) != EDDY_OK) {
-        eddy_event_free(ev);
+        if (view)
+            eddy__event_view_release(view);
+        else
+            eddy_event_free(ev);
         /* validate's detail is "<attribute>: <reason>"; quote the name like the others */
         const char *sep = strstr(why.detail, ": ");
         if (!sep)
@@ -231,9 +301,26 @@ eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_
     }
     *out = ev;
     return EDDY_OK;
-nomem:
-    eddy_event_free(ev);
-    return eddy__fail(err, EDDY_ERR_NOMEM, "entry: out of memory");
+}
+
+eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_t nfv,
+                               size_t max_size, eddy_event **out, eddy_error *err) {
+    return decode(fv, fvlen, nfv, max_size, NULL, out, err);
+}
+
+eddy_status eddy__entry_decode_view(const char *const *fv, const size_t *fvlen, size_t nfv,
+                                    size_t max_size, eddy__event_view *view, const eddy_event **out,
+                                    eddy_error *err) {
+    if (out)
+        *out = NULL;
+    if (!view || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "entry: NULL argument");
+    view->owned = NULL;
+    eddy_event *ev;
+    eddy_status st = decode(fv, fvlen, nfv, max_size, view, &ev, err);
+    if (st == EDDY_OK)
+        *out = ev;
+    return st;
 }
 
 const char *eddy__entry_field(const char *const *fv, const size_t *fvlen, size_t nfv,
