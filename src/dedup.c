@@ -3,10 +3,11 @@
  * Ids live in a ring (oldest at `head`), and an open-addressing table with linear probing
  * points into it by ring slot. Removal uses backward-shift deletion, so the table never fills
  * with tombstones however many ids pass through. A ring slot keeps its id's hash (nothing is
- * hashed twice) and holds an id of up to INLINE_ID bytes itself, so remembering a typical id
- * (a UUID, "ev-123") allocates nothing once the ring has grown. Invariants: the table has at
- * least twice as many slots as ids (probes stay short); every ring slot in use is referenced by
- * exactly one table slot; a slot's id points at its own `inl` or at a heap copy it owns. */
+ * hashed twice) and the table slot that refers to it, and holds an id of up to INLINE_ID bytes
+ * itself, so remembering a typical id (a UUID, "ev-123") allocates nothing once the ring has grown.
+ * Invariants: the table has at least twice as many slots as ids (probes stay short); every ring
+ * slot in use is referenced by exactly one table slot, the one its `at` names; a slot's id points
+ * at its own `inl` or at a heap copy it owns. */
 #include "dedup.h"
 
 #include <stdint.h>
@@ -63,7 +64,8 @@ char *eddy__fstrdup(const char *s) {
 
 typedef struct slot {
     size_t hash;
-    char *id; /* inl, or a copy of a longer id */
+    size_t at; /* the table slot that refers to it */
+    char *id;  /* inl, or a copy of a longer id */
     char inl[INLINE_ID];
 } slot;
 
@@ -121,12 +123,13 @@ bool eddy__dedup_contains(const eddy__dedup *d, const char *id) {
     return d && id && d->count && find(d, id, hash(id, &len)) != EMPTY;
 }
 
-static void table_put(size_t *table, size_t cap, const slot *ring, size_t s) {
+static void table_put(size_t *table, size_t cap, slot *ring, size_t s) {
     size_t mask = cap - 1;
     size_t i = ring[s].hash & mask;
     while (table[i] != EMPTY)
         i = (i + 1) & mask;
     table[i] = s;
+    ring[s].at = i;
 }
 
 /* Removes table slot i, shifting later members of its cluster back. */
@@ -139,6 +142,7 @@ static void table_remove(eddy__dedup *d, size_t i) {
         bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
         if (!stays) {
             d->table[i] = d->table[j];
+            d->ring[d->table[i]].at = i;
             d->table[j] = EMPTY;
             i = j;
         }
@@ -223,7 +227,7 @@ eddy_status eddy__dedup_add(eddy__dedup *d, const char *id) {
         slot *s = &d->ring[d->head], fresh;
         if (slot_set(&fresh, id, len, h) != EDDY_OK)
             return EDDY_ERR_NOMEM;
-        table_remove(d, find(d, s->id, s->hash));
+        table_remove(d, s->at);
         slot_clear(s);
         slot_move(s, &fresh);
         table_put(d->table, d->table_cap, d->ring, d->head);
