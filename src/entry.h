@@ -39,7 +39,9 @@ eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_
 /* The same checks and refusals as eddy__entry_decode, but the event is a view: its strings are
  * the entry's own bytes and its struct is *view, so a decode allocates nothing. It falls back to
  * one packed allocation (kept in view->owned) when a string is not followed by a NUL where it
- * lies (hiredis replies always are) or the entry has more than EDDY__VIEW_EXT extensions.
+ * lies (hiredis replies always are) or the entry has more than EDDY__VIEW_EXT extensions. So
+ * the byte just past each field and value (fv[i][fvlen[i]]) must be readable, as it is in a
+ * redisReply (hiredis allocates every string with its NUL).
  * Lifetime: *out is valid until the first of
  *   - eddy__event_view_release(view), which the caller must call once per successful decode
  *     (it frees the fallback copy, if any; after a failed decode there is nothing to release),
