@@ -5,9 +5,11 @@
  * Decoding reads bytes from Redis that anyone may have written, so it is defensive and
  * bounded: it refuses an entry by the size of its event fields (the same measure) before
  * allocating anything, checks every field (known name, no duplicate, no NUL in text) before
- * building the event, and only then allocates, roughly the entry's own size. Fields starting
- * with '_' belong to the bus and are skipped. The detail of a refusal names the field, rendered
- * printable.
+ * building the event, and only then builds it: as one allocation of roughly the entry's own
+ * size (struct, extension array and strings together), or, for a view, as pointers into the
+ * entry's bytes in caller storage, with no allocation at all. Reads run this for every entry,
+ * so the checks are one pass over the fields. Fields starting with '_' belong to the bus and
+ * are skipped. The detail of a refusal names the field, rendered printable.
  */
 #include "entry.h"
 
