@@ -288,12 +288,23 @@ Test(entry, binary_data_with_nul) {
     eddy_event_free(out);
 }
 
+/* An entry whose pieces are not NUL-terminated (id "XY", source "/s", type "t", x-k "val"),
+ * though the byte past each is readable. */
+static void loose_entry(const char *fv[10], size_t len[10]) {
+    static const char blob[] = "specversion1.0idXYZsource/stypetx-kvalue";
+    static const size_t at[10] = {0, 11, 14, 16, 19, 25, 27, 31, 32, 35};
+    static const size_t n[10] = {11, 3, 2, 2, 6, 2, 4, 1, 3, 3};
+    for (int i = 0; i < 10; i++) {
+        fv[i] = blob + at[i];
+        len[i] = n[i];
+    }
+}
+
 /* Values that are not NUL-terminated: the decoder must rely on lengths only. */
 Test(entry, values_need_not_be_terminated) {
-    static const char blob[] = "specversion1.0idXYZsource/stypetx-kvalue";
-    const char *fv[] = {blob,      blob + 11, blob + 14, blob + 16, blob + 19,
-                        blob + 25, blob + 27, blob + 31, blob + 32, blob + 35};
-    size_t len[] = {11, 3, 2, 2, 6, 2, 4, 1, 3, 3};
+    const char *fv[10];
+    size_t len[10];
+    loose_entry(fv, len);
     eddy_event *out = NULL;
     eddy_error err = {0};
     cr_assert_eq(eddy__entry_decode(fv, len, 10, BIG, &out, &err), EDDY_OK, "%s", err.detail);
@@ -575,10 +586,9 @@ Test(entry, a_view_borrows_the_entry_bytes) {
 
 /* Bytes not followed by a NUL, or more extensions than a view holds: one copy instead. */
 Test(entry, a_view_falls_back_to_one_copy) {
-    static const char blob[] = "specversion1.0idXYZsource/stypetx-kvalue";
-    const char *fv[] = {blob,      blob + 11, blob + 14, blob + 16, blob + 19,
-                        blob + 25, blob + 27, blob + 31, blob + 32, blob + 35};
-    size_t len[] = {11, 3, 2, 2, 6, 2, 4, 1, 3, 3};
+    const char *fv[10];
+    size_t len[10];
+    loose_entry(fv, len);
     eddy__event_view view;
     const eddy_event *ev = NULL;
     eddy_error err = {0};
