@@ -5,9 +5,11 @@
  * Decoding reads bytes from Redis that anyone may have written, so it is defensive and
  * bounded: it refuses an entry by the size of its event fields (the same measure) before
  * allocating anything, checks every field (known name, no duplicate, no NUL in text) before
- * building the event, and only then allocates, roughly the entry's own size. Fields starting
- * with '_' belong to the bus and are skipped. The detail of a refusal names the field, rendered
- * printable.
+ * building the event, and only then builds it: as one allocation of roughly the entry's own
+ * size (struct, extension array and strings together), or, for a view, as pointers into the
+ * entry's bytes in caller storage, with no allocation at all. Reads run this for every entry,
+ * so the checks are one pass over the fields. Fields starting with '_' belong to the bus and
+ * are skipped. The detail of a refusal names the field, rendered printable.
  */
 #include "entry.h"
 
@@ -97,12 +99,40 @@ eddy_status eddy__entry_encode(const eddy_event *ev, eddy__cmd *cmd) {
     return eddy__cmd_status(cmd);
 }
 
+/* The core field called name[0..len), or -1; picked by length and first letter, then compared
+ * once: it runs for every field of every entry read. */
 static int core_field(const char *name, size_t len) {
-    for (int f = 0; f < F_COUNT; f++) {
-        if (strlen(field_names[f]) == len && memcmp(field_names[f], name, len) == 0)
-            return f;
+    int f;
+    switch (len) {
+    case 2:
+        f = F_ID;
+        break;
+    case 4:
+        f = name[0] == 't' ? (name[1] == 'y' ? F_TYPE : F_TIME) : F_DATA;
+        break;
+    case 6:
+        f = F_SOURCE;
+        break;
+    case 7:
+        f = F_SUBJECT;
+        break;
+    case 10:
+        f = F_DATASCHEMA;
+        break;
+    case 11:
+        f = F_SPECVERSION;
+        break;
+    case 15:
+        f = F_DATACONTENTTYPE;
+        break;
+    default:
+        return -1;
     }
-    return -1;
+    const char *want = field_names[f];
+    for (size_t i = 0; i < len; i++) /* a few bytes: cheaper than a call to memcmp */
+        if (want[i] != name[i])
+            return -1;
+    return f;
 }
 
 static bool is_extension_field(const char *name, size_t len) {
@@ -141,8 +171,63 @@ static eddy_status check_duplicate_extensions(const char *const *fv, const size_
     return st;
 }
 
-eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_t nfv,
-                               size_t max_size, eddy_event **out, eddy_error *err) {
+/* True when s[0..len) can be borrowed as a C string: a NUL follows it where it lies. */
+static bool terminated(const char *s, size_t len) { return !s || s[len] == '\0'; }
+
+/* Builds the checked event: borrowing every string into view when view is not NULL and they
+ * all can be borrowed, otherwise as one packed allocation. */
+static eddy_status build(const char *const *fv, const size_t *fvlen, size_t nfv,
+                         const char *const *value, const size_t *vlen, size_t next,
+                         eddy__event_view *view, eddy_event **out) {
+    bool borrow = view && next <= EDDY__VIEW_EXT;
+    size_t bytes = 0;
+    for (int f = F_ID; f < F_COUNT; f++) {
+        if (value[f]) {
+            bytes += vlen[f] + 1;
+            borrow = borrow && terminated(value[f], vlen[f]);
+        }
+    }
+    for (size_t i = 0; i < nfv && next; i += 2) {
+        if (fvlen[i] && fv[i][0] != '_' && core_field(fv[i], fvlen[i]) < 0) {
+            bytes += fvlen[i] - EXT_PREFIX_LEN + fvlen[i + 1] + 2;
+            borrow = borrow && terminated(fv[i], fvlen[i]) && terminated(fv[i + 1], fvlen[i + 1]);
+        }
+    }
+    char *cur = NULL;
+    eddy_event *ev =
+        borrow ? eddy__event_view_init(view) : eddy__event_packed_new(next, bytes, &cur);
+    if (!ev)
+        return EDDY_ERR_NOMEM;
+    /* the field order F_ID..F_DATASCHEMA is the attribute order EDDY__A_ID..EDDY__A_DATASCHEMA */
+    for (int f = F_ID; f < F_DATA; f++) {
+        if (value[f])
+            ev->attr[f - F_ID] =
+                borrow ? (char *)value[f] : eddy__event_packed_put(&cur, value[f], vlen[f]);
+    }
+    for (size_t i = 0; i < nfv && ev->next < next; i += 2) {
+        if (fvlen[i] && fv[i][0] != '_' && core_field(fv[i], fvlen[i]) < 0) {
+            const char *name = fv[i] + EXT_PREFIX_LEN, *v = fv[i + 1] ? fv[i + 1] : "";
+            size_t nlen = fvlen[i] - EXT_PREFIX_LEN;
+            struct eddy__ext *e = &ev->ext[ev->next++];
+            e->name = borrow ? (char *)name : eddy__event_packed_put(&cur, name, nlen);
+            e->value = borrow ? (char *)v : eddy__event_packed_put(&cur, v, fvlen[i + 1]);
+        }
+    }
+    if (value[F_DATA]) {
+        ev->data =
+            (unsigned char *)(borrow ? (char *)value[F_DATA]
+                                     : eddy__event_packed_put(&cur, value[F_DATA], vlen[F_DATA]));
+        ev->datalen = vlen[F_DATA];
+    }
+    if (view && !borrow)
+        view->owned = ev;
+    *out = ev;
+    return EDDY_OK;
+}
+
+/* Checks the entry, then builds it (see build). On failure nothing is left allocated. */
+static eddy_status decode(const char *const *fv, const size_t *fvlen, size_t nfv, size_t max_size,
+                          eddy__event_view *view, eddy_event **out, eddy_error *err) {
     if (out)
         *out = NULL;
     if (!out || (nfv && (!fv || !fvlen)))
@@ -150,24 +235,16 @@ eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_
     if (nfv % 2)
         return eddy__fail(err, EDDY_ERR_MALFORMED, "entry: odd number of fields and values (%zu)",
                           nfv);
-    /* The limit applies to the event's own fields, the measure eddy_event_size gives the
+    /* One pass, with the refusals' precedence of separate passes: a NULL anywhere, then an
+     * entry over the limit (whose bytes past the limit are never read), then the first bad
+     * field. The limit applies to the event's own fields, the measure eddy_event_size gives the
      * publisher, so an event accepted at publish is never refused here because the bus added
-     * '_' metadata (a dead letter's reason, a reply address). Those are never copied. */
+     * '_' metadata (a dead letter's reason, a reply address). Those are never copied. Every
+     * field is checked before anything is allocated. */
     size_t total = 0;
-    for (size_t i = 0; i < nfv; i++) {
-        if (!fv[i] && fvlen[i])
-            return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "entry: NULL field or value");
-    }
-    for (size_t i = 0; i < nfv; i += 2) {
-        if (fvlen[i] && fv[i][0] == '_')
-            continue;
-        if (fvlen[i] > max_size - total || fvlen[i + 1] > max_size - total - fvlen[i])
-            return eddy__fail(err, EDDY_ERR_TOO_LARGE, "entry: event fields exceed %zu bytes",
-                              max_size);
-        total += fvlen[i] + fvlen[i + 1];
-    }
-
-    /* Every field is checked before anything is allocated. */
+    bool too_large = false;
+    const char *bad = NULL, *bad_name = NULL; /* the first bad field: why, and its name */
+    size_t bad_len = 0;
     const char *value[F_COUNT] = {0};
     size_t vlen[F_COUNT] = {0};
     unsigned seen = 0;
@@ -175,15 +252,28 @@ eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_
     for (size_t i = 0; i < nfv; i += 2) {
         const char *name = fv[i], *v = fv[i + 1];
         size_t nlen = fvlen[i], len = fvlen[i + 1];
-        if (nlen && name[0] == '_')
+        if ((!name && nlen) || (!v && len))
+            return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "entry: NULL field or value");
+        if ((nlen && name[0] == '_') || too_large)
+            continue;
+        if (nlen > max_size - total || len > max_size - total - nlen) {
+            too_large = true;
+            continue;
+        }
+        total += nlen + len;
+        if (bad)
             continue;
         int f = core_field(name, nlen);
         if (f < 0 && !is_extension_field(name, nlen))
-            return field_fail(err, name, nlen, "unknown field");
-        if (f >= 0 && (seen & (1u << f)))
-            return field_fail(err, name, nlen, "duplicate field");
-        if (f != F_DATA && len && memchr(v, '\0', len))
-            return field_fail(err, name, nlen, "NUL byte in attribute text");
+            bad = "unknown field";
+        else if (f >= 0 && (seen & (1u << f)))
+            bad = "duplicate field";
+        else if (f != F_DATA && len && memchr(v, '\0', len))
+            bad = "NUL byte in attribute text";
+        if (bad) {
+            bad_name = name, bad_len = nlen;
+            continue;
+        }
         if (f < 0) {
             next++;
             continue;
@@ -192,7 +282,12 @@ eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_
         value[f] = v ? v : "";
         vlen[f] = len;
     }
-    for (int f = 0; f < F_COUNT; f++) {
+    if (too_large)
+        return eddy__fail(err, EDDY_ERR_TOO_LARGE, "entry: event fields exceed %zu bytes",
+                          max_size);
+    if (bad)
+        return field_fail(err, bad_name, bad_len, bad);
+    for (int f = 0; (seen & REQUIRED_FIELDS) != REQUIRED_FIELDS && f < F_COUNT; f++) {
         if ((REQUIRED_FIELDS & (1u << f)) && !(seen & (1u << f)))
             return field_fail(err, field_names[f], strlen(field_names[f]), "missing");
     }
@@ -203,25 +298,16 @@ eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_
     if (next > 1 && (st = check_duplicate_extensions(fv, fvlen, nfv, next, err)) != EDDY_OK)
         return st;
 
-    eddy_event *ev = eddy_event_new();
-    if (!ev)
-        goto nomem;
-    for (int f = F_ID; f < F_DATA; f++) {
-        if (value[f] && eddy__event_set_attr_n(ev, field_names[f], value[f], vlen[f]) != EDDY_OK)
-            goto nomem;
-    }
-    for (size_t i = 0; i < nfv && next; i += 2) {
-        if (fvlen[i] && fv[i][0] != '_' && core_field(fv[i], fvlen[i]) < 0 &&
-            eddy__event_append_extension_n(ev, fv[i] + EXT_PREFIX_LEN, fvlen[i] - EXT_PREFIX_LEN,
-                                           fv[i + 1] ? fv[i + 1] : "", fvlen[i + 1]) != EDDY_OK)
-            goto nomem;
-    }
-    if (value[F_DATA] && eddy_event_set_data(ev, value[F_DATA], vlen[F_DATA]) != EDDY_OK)
-        goto nomem;
+    eddy_event *ev;
+    if (build(fv, fvlen, nfv, value, vlen, next, view, &ev) != EDDY_OK)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "entry: out of memory");
 
     eddy_error why;
     if (eddy_event_validate(ev, &why) != EDDY_OK) {
-        eddy_event_free(ev);
+        if (view)
+            eddy__event_view_release(view);
+        else
+            eddy_event_free(ev);
         /* validate's detail is "<attribute>: <reason>"; quote the name like the others */
         const char *sep = strstr(why.detail, ": ");
         if (!sep)
@@ -231,9 +317,26 @@ eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_
     }
     *out = ev;
     return EDDY_OK;
-nomem:
-    eddy_event_free(ev);
-    return eddy__fail(err, EDDY_ERR_NOMEM, "entry: out of memory");
+}
+
+eddy_status eddy__entry_decode(const char *const *fv, const size_t *fvlen, size_t nfv,
+                               size_t max_size, eddy_event **out, eddy_error *err) {
+    return decode(fv, fvlen, nfv, max_size, NULL, out, err);
+}
+
+eddy_status eddy__entry_decode_view(const char *const *fv, const size_t *fvlen, size_t nfv,
+                                    size_t max_size, eddy__event_view *view, const eddy_event **out,
+                                    eddy_error *err) {
+    if (out)
+        *out = NULL;
+    if (!view || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "entry: NULL argument");
+    view->owned = NULL;
+    eddy_event *ev;
+    eddy_status st = decode(fv, fvlen, nfv, max_size, view, &ev, err);
+    if (st == EDDY_OK)
+        *out = ev;
+    return st;
 }
 
 const char *eddy__entry_field(const char *const *fv, const size_t *fvlen, size_t nfv,

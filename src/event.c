@@ -1,12 +1,15 @@
 /* CloudEvents v1.0 events: an owned set of attribute strings, ordered extensions and
  * binary-safe data, plus the validator for the CloudEvents 1.0 rules.
  *
- * Invariants: every stored string is a private NUL-terminated copy without inner NUL bytes;
- * extension names are valid and unique from the moment they are stored, and keep insertion
- * order (the entry encoding writes them in that order, so a round trip preserves it); data is
- * stored with one extra NUL byte not counted in its length, so text data reads as a string.
- * A setter that fails leaves the event unchanged: it allocates everything it needs before it
- * frees or replaces anything. Validation only reads and never allocates.
+ * Invariants: every stored string is NUL-terminated without inner NUL bytes; extension names
+ * are valid and unique from the moment they are stored, and keep insertion order (the entry
+ * encoding writes them in that order, so a round trip preserves it); data is stored with one
+ * extra NUL byte not counted in its length, so text data reads as a string. A string is either
+ * an allocation of its own or lies in the event's fixed range (event_internal.h): a packed
+ * event's block, or a view's borrowed bytes; only the former is ever freed, so the setters work
+ * the same on a packed event (a replaced string in the block just goes unused). A setter that
+ * fails leaves the event unchanged: it allocates everything it needs before it frees or
+ * replaces anything. Validation only reads and never allocates.
  */
 #include "eddy/event.h"
 
@@ -18,7 +21,16 @@
 #include "error.h"
 #include "event_internal.h"
 
-enum attr { A_ID, A_SOURCE, A_TYPE, A_SUBJECT, A_TIME, A_DATACONTENTTYPE, A_DATASCHEMA, A_COUNT };
+enum attr {
+    A_ID = EDDY__A_ID,
+    A_SOURCE = EDDY__A_SOURCE,
+    A_TYPE = EDDY__A_TYPE,
+    A_SUBJECT = EDDY__A_SUBJECT,
+    A_TIME = EDDY__A_TIME,
+    A_DATACONTENTTYPE = EDDY__A_DATACONTENTTYPE,
+    A_DATASCHEMA = EDDY__A_DATASCHEMA,
+    A_COUNT = EDDY__A_COUNT
+};
 
 static const char *const attr_names[A_COUNT] = {
     "id", "source", "type", "subject", "time", "datacontenttype", "dataschema",
@@ -31,21 +43,6 @@ static const char *const reserved_names[] = {
 };
 
 #define SPECVERSION "1.0"
-
-/* name and value share one allocation that starts at name. */
-struct ext {
-    char *name;
-    char *value;
-};
-
-struct eddy_event {
-    char *attr[A_COUNT];
-    struct ext *ext;
-    size_t next;
-    size_t extcap;
-    unsigned char *data; /* NULL: no data; otherwise datalen bytes plus a NUL */
-    size_t datalen;
-};
 
 static char *copy_n(const char *s, size_t len) {
     char *c = malloc(len + 1);
@@ -78,16 +75,67 @@ const char *eddy__printable(char *buf, size_t size, const char *bytes, size_t le
 
 eddy_event *eddy_event_new(void) { return calloc(1, sizeof(eddy_event)); }
 
+static bool is_view(const eddy_event *ev) { return ev->fixed_hi == UINTPTR_MAX; }
+
+/* Frees p unless it lies in the event's fixed range (it is not an allocation of its own). */
+static void release(const eddy_event *ev, void *p) {
+    uintptr_t u = (uintptr_t)p;
+    if (u < ev->fixed_lo || u >= ev->fixed_hi)
+        free(p);
+}
+
 void eddy_event_free(eddy_event *ev) {
-    if (!ev)
+    if (!ev || is_view(ev))
         return;
     for (int i = 0; i < A_COUNT; i++)
-        free(ev->attr[i]);
+        release(ev, ev->attr[i]);
     for (size_t i = 0; i < ev->next; i++)
-        free(ev->ext[i].name);
-    free(ev->ext);
-    free(ev->data);
+        release(ev, ev->ext[i].name);
+    release(ev, ev->ext);
+    release(ev, ev->data);
     free(ev);
+}
+
+eddy_event *eddy__event_packed_new(size_t next, size_t bytes, char **cursor) {
+    size_t head = sizeof(eddy_event) + next * sizeof(struct eddy__ext);
+    if (next > (SIZE_MAX - sizeof(eddy_event)) / sizeof(struct eddy__ext) ||
+        bytes > SIZE_MAX - head)
+        return NULL;
+    eddy_event *ev = malloc(head + bytes);
+    if (!ev)
+        return NULL;
+    memset(ev, 0, sizeof(*ev));
+    ev->ext = next ? (struct eddy__ext *)(ev + 1) : NULL;
+    ev->extcap = next;
+    ev->fixed_lo = (uintptr_t)ev;
+    ev->fixed_hi = ev->fixed_lo + head + bytes;
+    *cursor = (char *)ev + head;
+    return ev;
+}
+
+char *eddy__event_packed_put(char **cursor, const char *s, size_t len) {
+    char *p = *cursor;
+    if (len)
+        memcpy(p, s, len);
+    p[len] = '\0';
+    *cursor = p + len + 1;
+    return p;
+}
+
+eddy_event *eddy__event_view_init(eddy__event_view *view) {
+    memset(&view->ev, 0, sizeof(view->ev));
+    view->ev.ext = view->ext;
+    view->ev.extcap = EDDY__VIEW_EXT;
+    view->ev.fixed_hi = UINTPTR_MAX;
+    view->owned = NULL;
+    return &view->ev;
+}
+
+void eddy__event_view_release(eddy__event_view *view) {
+    if (!view)
+        return;
+    eddy_event_free(view->owned);
+    view->owned = NULL;
 }
 
 static eddy_status ext_reserve(eddy_event *ev, size_t want) {
@@ -96,16 +144,23 @@ static eddy_status ext_reserve(eddy_event *ev, size_t want) {
     size_t cap = ev->extcap ? ev->extcap : 4;
     while (cap < want)
         cap *= 2;
-    struct ext *e = realloc(ev->ext, cap * sizeof(*e));
-    if (!e)
+    struct eddy__ext *e;
+    uintptr_t u = (uintptr_t)ev->ext;
+    if (ev->ext && u >= ev->fixed_lo && u < ev->fixed_hi) {
+        /* a packed event's array cannot grow in place */
+        if (!(e = malloc(cap * sizeof(*e))))
+            return EDDY_ERR_NOMEM;
+        memcpy(e, ev->ext, ev->next * sizeof(*e));
+    } else if (!(e = realloc(ev->ext, cap * sizeof(*e)))) {
         return EDDY_ERR_NOMEM;
+    }
     ev->ext = e;
     ev->extcap = cap;
     return EDDY_OK;
 }
 
-static struct ext ext_make(const char *name, size_t nlen, const char *value, size_t vlen) {
-    struct ext e = {NULL, NULL};
+static struct eddy__ext ext_make(const char *name, size_t nlen, const char *value, size_t vlen) {
+    struct eddy__ext e = {NULL, NULL};
     char *block = malloc(nlen + 1 + vlen + 1);
     if (!block)
         return e;
@@ -123,41 +178,44 @@ eddy_status eddy__event_append_extension_n(eddy_event *ev, const char *name, siz
                                            const char *value, size_t vlen) {
     if (ext_reserve(ev, ev->next + 1) != EDDY_OK)
         return EDDY_ERR_NOMEM;
-    struct ext e = ext_make(name, nlen, value, vlen);
+    struct eddy__ext e = ext_make(name, nlen, value, vlen);
     if (!e.name)
         return EDDY_ERR_NOMEM;
     ev->ext[ev->next++] = e;
     return EDDY_OK;
 }
 
+/* One allocation, like a decoded event: what is kept gets cheap to keep. */
 eddy_event *eddy_event_dup(const eddy_event *ev) {
     if (!ev)
         return NULL;
-    eddy_event *d = eddy_event_new();
+    size_t alen[A_COUNT] = {0}, bytes = 0;
+    for (int i = 0; i < A_COUNT; i++)
+        if (ev->attr[i])
+            bytes += (alen[i] = strlen(ev->attr[i])) + 1;
+    for (size_t i = 0; i < ev->next; i++)
+        bytes += strlen(ev->ext[i].name) + strlen(ev->ext[i].value) + 2;
+    if (ev->data)
+        bytes += ev->datalen + 1;
+    char *cur;
+    eddy_event *d = eddy__event_packed_new(ev->next, bytes, &cur);
     if (!d)
         return NULL;
-    for (int i = 0; i < A_COUNT; i++) {
-        if (ev->attr[i] && !(d->attr[i] = copy_n(ev->attr[i], strlen(ev->attr[i]))))
-            goto nomem;
-    }
-    if (ext_reserve(d, ev->next) != EDDY_OK)
-        goto nomem;
+    for (int i = 0; i < A_COUNT; i++)
+        if (ev->attr[i])
+            d->attr[i] = eddy__event_packed_put(&cur, ev->attr[i], alen[i]);
     for (size_t i = 0; i < ev->next; i++) {
-        const struct ext *e = &ev->ext[i];
-        if (eddy__event_append_extension_n(d, e->name, strlen(e->name), e->value,
-                                           strlen(e->value)) != EDDY_OK)
-            goto nomem;
+        const struct eddy__ext *e = &ev->ext[i];
+        d->ext[i].name = eddy__event_packed_put(&cur, e->name, strlen(e->name));
+        d->ext[i].value = eddy__event_packed_put(&cur, e->value, strlen(e->value));
     }
+    d->next = ev->next;
     if (ev->data) {
-        if (!(d->data = malloc(ev->datalen + 1)))
-            goto nomem;
-        memcpy(d->data, ev->data, ev->datalen + 1);
+        d->data =
+            (unsigned char *)eddy__event_packed_put(&cur, (const char *)ev->data, ev->datalen);
         d->datalen = ev->datalen;
     }
     return d;
-nomem:
-    eddy_event_free(d);
-    return NULL;
 }
 
 /* ---- attributes ---- */
@@ -172,7 +230,7 @@ static eddy_status set_attr(eddy_event *ev, enum attr a, const char *value, size
         if (!(copy = copy_n(value, len)))
             return EDDY_ERR_NOMEM;
     }
-    free(ev->attr[a]);
+    release(ev, ev->attr[a]);
     ev->attr[a] = copy;
     return EDDY_OK;
 }
@@ -250,7 +308,7 @@ bool eddy__extension_name_ok(const char *name, size_t len) {
     return true;
 }
 
-static struct ext *find_ext(const eddy_event *ev, const char *name) {
+static struct eddy__ext *find_ext(const eddy_event *ev, const char *name) {
     for (size_t i = 0; i < ev->next; i++) {
         if (strcmp(ev->ext[i].name, name) == 0)
             return &ev->ext[i];
@@ -271,11 +329,11 @@ eddy_status eddy_event_set_extension(eddy_event *ev, const char *name, const cha
                           eddy__printable(shown, sizeof(shown), name, nlen),
                           EDDY_EXTENSION_NAME_MAX);
     }
-    struct ext *old = find_ext(ev, name);
+    struct eddy__ext *old = find_ext(ev, name);
     if (!value) {
         if (old) {
             size_t i = (size_t)(old - ev->ext);
-            free(old->name);
+            release(ev, old->name);
             memmove(old, old + 1, (ev->next - i - 1) * sizeof(*old));
             ev->next--;
         }
@@ -286,10 +344,10 @@ eddy_status eddy_event_set_extension(eddy_event *ev, const char *name, const cha
                    ? EDDY_OK
                    : eddy__fail(err, EDDY_ERR_NOMEM, "extension '%s': out of memory", name);
     /* Replacing keeps the original position: insertion order is the first insertion's. */
-    struct ext e = ext_make(name, nlen, value, strlen(value));
+    struct eddy__ext e = ext_make(name, nlen, value, strlen(value));
     if (!e.name)
         return eddy__fail(err, EDDY_ERR_NOMEM, "extension '%s': out of memory", name);
-    free(old->name);
+    release(ev, old->name);
     *old = e;
     return EDDY_OK;
 }
@@ -297,7 +355,7 @@ eddy_status eddy_event_set_extension(eddy_event *ev, const char *name, const cha
 const char *eddy_event_extension(const eddy_event *ev, const char *name) {
     if (!ev || !name)
         return NULL;
-    const struct ext *e = find_ext(ev, name);
+    const struct eddy__ext *e = find_ext(ev, name);
     return e ? e->value : NULL;
 }
 
@@ -336,7 +394,7 @@ eddy_status eddy_event_set_data(eddy_event *ev, const void *data, size_t len) {
      * "data" field; only NULL means "no data". */
     if (data && !(copy = copy_data(data, len)))
         return EDDY_ERR_NOMEM;
-    free(ev->data);
+    release(ev, ev->data);
     ev->data = copy;
     ev->datalen = copy ? len : 0;
     return EDDY_OK;
@@ -353,10 +411,10 @@ eddy_status eddy__event_set_data_typed(eddy_event *ev, const void *data, size_t 
         free(ct);
         return EDDY_ERR_NOMEM;
     }
-    free(ev->data);
+    release(ev, ev->data);
     ev->data = copy;
     ev->datalen = len;
-    free(ev->attr[A_DATACONTENTTYPE]);
+    release(ev, ev->attr[A_DATACONTENTTYPE]);
     ev->attr[A_DATACONTENTTYPE] = ct;
     return EDDY_OK;
 }

@@ -1308,7 +1308,9 @@ eddy__page_kind eddy__feed_page_event(eddy__feed *f, eddy__feed_run *run, const 
             return EDDY__PAGE_SKIP;
     }
     void *uev = NULL;
-    eddy_error derr = {0};
+    eddy_error derr;
+    derr.status = EDDY_OK;
+    derr.detail[0] = '\0';
     eddy_status st = f->decode(ev, meta, &uev, &derr, f->codec_user);
     if (st == EDDY_OK && !uev)
         return EDDY__PAGE_SKIP;

@@ -450,16 +450,52 @@ static eddy_status reply_entries(const redisReply *r, const char *what, eddy_err
     return EDDY_OK;
 }
 
-/* A decoded stored entry. */
+/* A decoded stored entry: a view over the reply's bytes (entry.h), valid while the reply
+ * lives and until stored_release. */
 typedef struct stored {
-    eddy_event *ev;
+    const eddy_event *ev;
+    eddy__event_view view;
     eddy_event_meta meta;
     char stream_id[129];
 } stored;
 
-/* Decodes entry i of a checked XRANGE reply. `n` is what the entry id counts (a version in a
- * stream, a position in the store); `where` names it for the detail. The metadata must agree
- * with the id, and (stream_id not NULL) with the stream read. */
+static void stored_release(stored *e) {
+    if (e->ev)
+        eddy__event_view_release(&e->view);
+    e->ev = NULL;
+}
+
+/* Fields an entry usually has: flattened on the stack, a larger entry allocates. */
+#define STACK_FIELDS 64
+
+/* The store metadata among an entry's fields, found in one pass. */
+typedef struct meta_fields {
+    const char *sid, *ver, *pos;
+    size_t slen, vlen, plen;
+} meta_fields;
+
+static void find_meta(const char *const *fv, const size_t *fvlen, size_t nfv, meta_fields *m) {
+    memset(m, 0, sizeof(*m));
+    for (size_t i = 0; i + 1 < nfv; i += 2) {
+        if (fvlen[i] < 2 || fv[i][0] != '_')
+            continue;
+        const char *name = fv[i], *v = fv[i + 1] ? fv[i + 1] : "";
+        size_t n = fvlen[i];
+        if (!m->sid && n == sizeof(EDDY__F_STREAM) - 1 && memcmp(name, EDDY__F_STREAM, n) == 0)
+            m->sid = v, m->slen = fvlen[i + 1];
+        else if (!m->ver && n == sizeof(EDDY__F_VERSION) - 1 &&
+                 memcmp(name, EDDY__F_VERSION, n) == 0)
+            m->ver = v, m->vlen = fvlen[i + 1];
+        else if (!m->pos && n == sizeof(EDDY__F_POSITION) - 1 &&
+                 memcmp(name, EDDY__F_POSITION, n) == 0)
+            m->pos = v, m->plen = fvlen[i + 1];
+    }
+}
+
+/* Decodes entry i of a checked XRANGE reply into a view over it. `n` is what the entry id
+ * counts (a version in a stream, a position in the store); `where` names it for the detail.
+ * The metadata must agree with the id, and (stream_id not NULL) with the stream read. On
+ * EDDY_OK the caller calls stored_release. */
 static eddy_status decode_entry(const eddy__store *st, const redisReply *r, size_t i,
                                 bool by_version, const char *stream_id, stored *out,
                                 eddy_error *err) {
@@ -467,54 +503,62 @@ static eddy_status decode_entry(const eddy__store *st, const redisReply *r, size
     const char *where = by_version ? "version" : "position";
     char shown[64];
     long long n;
+    out->ev = NULL;
     if (!parse_store_id(v.id, v.idlen, &n))
         return eddy__fail(err, EDDY_ERR_MALFORMED, "entry '%s' is not a store entry id",
                           eddy__printable(shown, sizeof(shown), v.id, v.idlen));
     if (!v.fields)
         return eddy__fail(err, EDDY_ERR_MALFORMED, "%s %lld: entry without fields", where, n);
     size_t nfv = v.fields->elements;
-    const char **fv = malloc((nfv ? nfv : 1) * sizeof(*fv));
-    size_t *fvlen = malloc((nfv ? nfv : 1) * sizeof(*fvlen));
-    if (!fv || !fvlen) {
-        free(fv);
-        free(fvlen);
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory reading %s %lld", where, n);
+    const char *fv_small[STACK_FIELDS];
+    size_t fvlen_small[STACK_FIELDS];
+    const char **fv = fv_small;
+    size_t *fvlen = fvlen_small;
+    if (nfv > STACK_FIELDS) {
+        fv = malloc(nfv * sizeof(*fv));
+        fvlen = malloc(nfv * sizeof(*fvlen));
+        if (!fv || !fvlen) {
+            free(fv);
+            free(fvlen);
+            return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory reading %s %lld", where, n);
+        }
     }
     eddy_status rc = EDDY_OK;
+    meta_fields m;
     if (!eddy__entry_flatten(v.fields, fv, fvlen))
         rc = eddy__fail(err, EDDY_ERR_PROTOCOL, "%s %lld: a field is not a string", where, n);
-    size_t slen = 0, vlen = 0, plen = 0;
-    const char *sid = NULL, *ver = NULL, *pos = NULL;
     if (rc == EDDY_OK) {
-        sid = eddy__entry_field(fv, fvlen, nfv, EDDY__F_STREAM, &slen);
-        ver = eddy__entry_field(fv, fvlen, nfv, EDDY__F_VERSION, &vlen);
-        pos = eddy__entry_field(fv, fvlen, nfv, EDDY__F_POSITION, &plen);
+        find_meta(fv, fvlen, nfv, &m);
         out->meta.version = out->meta.position = 0;
-        if (!sid || !ver || !pos || slen == 0 || slen >= sizeof(out->stream_id) ||
-            memchr(sid, '\0', slen) || !parse_count(ver, vlen, &out->meta.version) ||
-            !parse_count(pos, plen, &out->meta.position) || out->meta.version < 1 ||
+        if (!m.sid || !m.ver || !m.pos || m.slen == 0 || m.slen >= sizeof(out->stream_id) ||
+            memchr(m.sid, '\0', m.slen) || !parse_count(m.ver, m.vlen, &out->meta.version) ||
+            !parse_count(m.pos, m.plen, &out->meta.position) || out->meta.version < 1 ||
             out->meta.position < 1)
             rc = eddy__fail(err, EDDY_ERR_MALFORMED,
                             "%s %lld: missing or bad store metadata (_stream, _version, "
                             "_position)",
                             where, n);
         else if ((by_version ? out->meta.version : out->meta.position) != n ||
-                 (stream_id && (strlen(stream_id) != slen || memcmp(stream_id, sid, slen) != 0)))
+                 (stream_id &&
+                  (strlen(stream_id) != m.slen || memcmp(stream_id, m.sid, m.slen) != 0)))
             rc = eddy__fail(err, EDDY_ERR_MALFORMED,
                             "%s %lld: the store metadata does not match the entry", where, n);
     }
     if (rc == EDDY_OK) {
-        memcpy(out->stream_id, sid, slen);
-        out->stream_id[slen] = '\0';
+        memcpy(out->stream_id, m.sid, m.slen);
+        out->stream_id[m.slen] = '\0';
         out->meta.stream_id = out->stream_id;
-        eddy_error why = {0};
-        rc = eddy__entry_decode(fv, fvlen, nfv, st->s->max_event_size, &out->ev, &why);
+        eddy_error why; /* every refusal writes it */
+        rc = eddy__entry_decode_view(fv, fvlen, nfv, st->s->max_event_size, &out->view, &out->ev,
+                                     &why);
         if (rc != EDDY_OK)
             rc = eddy__fail(err, rc, "stream '%s' version %lld (position %lld): %s", out->stream_id,
                             out->meta.version, out->meta.position, why.detail);
     }
-    free(fv);
-    free(fvlen);
+    if (fv != fv_small) {
+        free(fv);
+        free(fvlen);
+    }
     return rc;
 }
 
@@ -562,11 +606,11 @@ eddy_status eddy__store_read_stream_page(const eddy__store *st, const char *stre
     *more = false;
     eddy_status rc = reply_entries(r, "read stream", err);
     for (size_t i = 0; rc == EDDY_OK && i < r->elements; i++) {
-        stored e = {0};
+        stored e;
         if ((rc = decode_entry(st, r, i, true, stream_id, &e, err)) == EDDY_OK &&
             (rc = call(fn, user, &e, err)) == EDDY_OK)
             *after = e.meta.version;
-        eddy_event_free(e.ev);
+        stored_release(&e);
     }
     if (rc == EDDY_OK)
         *more = r->elements == EDDY__STORE_PAGE;
@@ -605,11 +649,11 @@ eddy_status eddy__store_read_all_page(const eddy__store *st, const redisReply *r
     *next_position = after_position;
     eddy_status rc = reply_entries(r, "read all", err);
     for (size_t i = 0; rc == EDDY_OK && i < r->elements; i++) {
-        stored e = {0};
+        stored e;
         if ((rc = decode_entry(st, r, i, false, NULL, &e, err)) == EDDY_OK &&
             (!eddy_filter_matches(filter, e.ev) || (rc = call(fn, user, &e, err)) == EDDY_OK))
             *next_position = e.meta.position;
-        eddy_event_free(e.ev);
+        stored_release(&e);
     }
     return rc;
 }

@@ -25,7 +25,9 @@
  * one hands back once), pause/resume, stop, free; (g) the blocking event store: append with an
  * expected version and a publish subject, read_stream, read_all with a filter, head, checkpoints;
  * (h) the blocking catch-up feed: new, an accept held on a thread while the catch-up runs,
- * go-live, offer, free; (i) request/reply on the blocking bus: a responder, one request.
+ * go-live, offer, free; (i) request/reply on the blocking bus: a responder, one request;
+ * (j) decoding entries (no server): one block per event, views, their fallback copies, and
+ * setters and dup on a decoded event.
  *
  * The blocking scenarios (f) and (i) run a reader thread per subscription and worker threads, so
  * their allocation order is not deterministic and a run is not repeatable: what each run must
@@ -52,6 +54,7 @@
 #include "eddy/rstore.h"
 #include "eddy/store.h"
 #include "eddy_test.h"
+#include "entry.h"
 #include "recorder.h"
 #include "test_backend.h"
 #include "test_codec.h"
@@ -435,6 +438,71 @@ static void filters_scenario(long n, bool *clean) {
 }
 
 Test(oom, filters, .timeout = 600) { sweep("filters", filters_scenario); }
+
+/* ---- (j) decoding entries: one block per event, views and their fallback copies ------------ */
+
+static void decode_scenario(long n, bool *clean) {
+    /* ids not followed by a NUL cannot be borrowed: the view copies */
+    static const char blob[] = "specversion1.0idXYZsource/stypetx-kvalue";
+    const char *loose[] = {blob,      blob + 11, blob + 14, blob + 16, blob + 19,
+                           blob + 25, blob + 27, blob + 31, blob + 32, blob + 35};
+    size_t loose_len[] = {11, 3, 2, 2, 6, 2, 4, 1, 3, 3};
+    const char *fv[32] = {"specversion", "1.0",  "id", "d1",   "source",
+                          "/s",          "type", "t",  "data", "xyz"};
+    size_t nfv = 10;
+    static const char *const ext[] = {"x-a", "x-b", "x-c", "x-d", "x-e",
+                                      "x-f", "x-g", "x-h", "x-i", "x-j"};
+    for (size_t i = 0; i < sizeof(ext) / sizeof(ext[0]); i++) {
+        fv[nfv++] = ext[i];
+        fv[nfv++] = "v";
+    }
+    size_t len[32];
+    for (size_t i = 0; i < nfv; i++)
+        len[i] = strlen(fv[i]);
+    eddy__event_view v1, v2, v3;
+    const eddy_event *e1 = NULL, *e2 = NULL, *e3 = NULL;
+    eddy_event *owned = NULL, *dup = NULL;
+    eddy_status s_owned, s1, s2, s3, s_ext = EDDY_ERR_NOMEM, s_id = EDDY_ERR_NOMEM;
+    arm(n);
+    s_owned = eddy__entry_decode(fv, len, nfv, 1 << 20, &owned, NULL);
+    s1 = eddy__entry_decode_view(loose, loose_len, 10, 1 << 20, &v1, &e1, NULL);
+    s2 = eddy__entry_decode_view(fv, len, nfv, 1 << 20, &v2, &e2, NULL); /* 10 extensions */
+    s3 = eddy__entry_decode_view(fv, len, 10, 1 << 20, &v3, &e3, NULL);  /* borrowed */
+    if (owned) {
+        s_ext = eddy_event_set_extension(owned, "grown", "beyond the block", NULL);
+        s_id = eddy_event_set_id(owned, "d2");
+        dup = eddy_event_dup(owned);
+    }
+    *clean = !disarm();
+    expect_status(s_owned, "decode");
+    expect_status(s1, "decode view");
+    cr_expect_eq(s3, EDDY_OK, "a borrowed view allocates nothing");
+    cr_expect_null(v3.owned);
+    if (*clean) {
+        cr_expect(s_owned == EDDY_OK && s1 == EDDY_OK && s2 == EDDY_OK && s_ext == EDDY_OK &&
+                  s_id == EDDY_OK && dup);
+        cr_expect_str_eq(eddy_event_extension(dup, "grown"), "beyond the block");
+        cr_expect_str_eq(eddy_event_id(dup), "d2");
+        cr_expect_str_eq(eddy_event_id(e1), "XY");
+        cr_expect_eq(eddy_event_extension_count(e2), 10);
+    }
+    cr_expect((s_owned == EDDY_OK) == (owned != NULL));
+    cr_expect((s1 == EDDY_OK) == (e1 != NULL));
+    cr_expect((s2 == EDDY_OK) == (e2 != NULL));
+    if (owned)
+        cr_expect_str_eq(eddy_event_id(owned), s_id == EDDY_OK ? "d2" : "d1",
+                         "a failed setter leaves the event as it was");
+    if (e1)
+        eddy__event_view_release(&v1);
+    if (e2)
+        eddy__event_view_release(&v2);
+    if (e3)
+        eddy__event_view_release(&v3);
+    eddy_event_free(owned);
+    eddy_event_free(dup);
+}
+
+Test(oom, decode, .timeout = 600) { sweep("decode", decode_scenario); }
 
 static void domain_scenario(long n, bool *clean) {
     char url[160], ns[96];

@@ -105,6 +105,15 @@ static void expect_refused(const char *const *fv, const size_t *len, size_t n, s
     cr_expect(strstr(err.detail, names), "detail '%s' should contain '%s'", err.detail, names);
     /* and without an error struct */
     cr_expect_eq(eddy__entry_decode(fv, len, n, max, &out, NULL), st);
+    /* the view decode refuses the same way, leaving nothing to release */
+    eddy__event_view view;
+    const eddy_event *vout = (const eddy_event *)&err;
+    eddy_error verr = {0};
+    cr_expect_eq(eddy__entry_decode_view(fv, len, n, max, &view, &vout, &verr), st,
+                 "view: expected %s, detail '%s'", eddy_status_name(st), verr.detail);
+    cr_expect_null(vout);
+    cr_expect_null(view.owned);
+    cr_expect_str_eq(verr.detail, err.detail);
 }
 
 /* A field/value list given as C strings; lengths computed. */
@@ -279,12 +288,23 @@ Test(entry, binary_data_with_nul) {
     eddy_event_free(out);
 }
 
+/* An entry whose pieces are not NUL-terminated (id "XY", source "/s", type "t", x-k "val"),
+ * though the byte past each is readable. */
+static void loose_entry(const char *fv[10], size_t len[10]) {
+    static const char blob[] = "specversion1.0idXYZsource/stypetx-kvalue";
+    static const size_t at[10] = {0, 11, 14, 16, 19, 25, 27, 31, 32, 35};
+    static const size_t n[10] = {11, 3, 2, 2, 6, 2, 4, 1, 3, 3};
+    for (int i = 0; i < 10; i++) {
+        fv[i] = blob + at[i];
+        len[i] = n[i];
+    }
+}
+
 /* Values that are not NUL-terminated: the decoder must rely on lengths only. */
 Test(entry, values_need_not_be_terminated) {
-    static const char blob[] = "specversion1.0idXYZsource/stypetx-kvalue";
-    const char *fv[] = {blob,      blob + 11, blob + 14, blob + 16, blob + 19,
-                        blob + 25, blob + 27, blob + 31, blob + 32, blob + 35};
-    size_t len[] = {11, 3, 2, 2, 6, 2, 4, 1, 3, 3};
+    const char *fv[10];
+    size_t len[10];
+    loose_entry(fv, len);
     eddy_event *out = NULL;
     eddy_error err = {0};
     cr_assert_eq(eddy__entry_decode(fv, len, 10, BIG, &out, &err), EDDY_OK, "%s", err.detail);
@@ -524,4 +544,104 @@ Test(entry, field_lookup) {
     v = eddy__entry_field(e.fv, e.len, e.n, "", &len);
     cr_assert(v);
     cr_expect_eq(len, 4);
+}
+
+/* ---- views ------------------------------------------------------------------------------ */
+
+/* A view borrows every string from the entry: no copy, the same bytes. */
+Test(entry, a_view_borrows_the_entry_bytes) {
+    struct entry e = minimal_entry();
+    add(&e, "subject", "orders.42");
+    add(&e, "x-partition", "7");
+    add(&e, "x-empty", "");
+    add(&e, "_stream", "s-1");
+    add(&e, "data", "payload");
+    eddy__event_view view;
+    const eddy_event *ev = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(eddy__entry_decode_view(e.fv, e.len, e.n, BIG, &view, &ev, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_expect_null(view.owned, "nothing allocated");
+    cr_expect_eq(eddy_event_id(ev), e.fv[3], "id is the entry's own bytes");
+    cr_expect_eq(eddy_event_subject(ev), e.fv[9]);
+    size_t len;
+    cr_expect_eq(eddy_event_data(ev, &len), (const void *)e.fv[17]);
+    cr_expect_eq(len, 7);
+    cr_expect_str_eq(eddy_event_extension(ev, "partition"), "7");
+    cr_expect_str_eq(eddy_event_extension(ev, "empty"), "");
+    cr_expect_eq(eddy_event_extension_count(ev), 2);
+    /* what it decodes is what the copying decode gives */
+    eddy_event *copy = NULL;
+    cr_assert_eq(eddy__entry_decode(e.fv, e.len, e.n, BIG, &copy, &err), EDDY_OK);
+    expect_same_event(ev, copy);
+    /* a dup is an ordinary event that outlives the view */
+    eddy_event *kept = eddy_event_dup(ev);
+    cr_assert(kept);
+    eddy_event_free((eddy_event *)ev); /* ignored: a view owns nothing */
+    eddy__event_view_release(&view);
+    expect_same_event(kept, copy);
+    eddy_event_free(kept);
+    eddy_event_free(copy);
+}
+
+/* Bytes not followed by a NUL, or more extensions than a view holds: one copy instead. */
+Test(entry, a_view_falls_back_to_one_copy) {
+    const char *fv[10];
+    size_t len[10];
+    loose_entry(fv, len);
+    eddy__event_view view;
+    const eddy_event *ev = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(eddy__entry_decode_view(fv, len, 10, BIG, &view, &ev, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_expect_not_null(view.owned);
+    cr_expect_eq(ev, view.owned);
+    cr_expect_str_eq(eddy_event_id(ev), "XY");
+    cr_expect_str_eq(eddy_event_extension(ev, "k"), "val");
+    eddy__event_view_release(&view);
+    cr_expect_null(view.owned);
+
+    struct entry e = minimal_entry();
+    char names[EDDY__VIEW_EXT + 1][16];
+    for (int i = 0; i <= EDDY__VIEW_EXT; i++) {
+        snprintf(names[i], sizeof(names[i]), "x-e%d", i);
+        add(&e, names[i], "v");
+    }
+    cr_assert_eq(eddy__entry_decode_view(e.fv, e.len, e.n, BIG, &view, &ev, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_expect_not_null(view.owned, "%d extensions do not fit a view", EDDY__VIEW_EXT + 1);
+    cr_expect_eq(eddy_event_extension_count(ev), EDDY__VIEW_EXT + 1);
+    cr_expect_str_eq(eddy_event_extension(ev, "e8"), "v");
+    eddy__event_view_release(&view);
+}
+
+/* A decoded event is one block; every setter still works on it, growing out of the block. */
+Test(entry, a_decoded_event_is_an_ordinary_event) {
+    eddy__cmd cmd;
+    eddy_event *ev = full_event();
+    encode(ev, &cmd);
+    eddy_event *out = NULL;
+    cr_assert_eq(eddy__entry_decode(fv_of(&cmd), len_of(&cmd), n_of(&cmd), BIG, &out, NULL),
+                 EDDY_OK);
+    cr_expect_eq(eddy_event_set_id(out, "evt-2"), EDDY_OK);
+    cr_expect_eq(eddy_event_set_subject(out, NULL), EDDY_OK);
+    cr_expect_eq(eddy_event_set_extension(out, "partition", "8", NULL), EDDY_OK);
+    cr_expect_eq(eddy_event_set_extension(out, "empty", NULL, NULL), EDDY_OK);
+    for (int i = 0; i < 10; i++) {
+        char name[16];
+        snprintf(name, sizeof(name), "more%d", i);
+        cr_expect_eq(eddy_event_set_extension(out, name, name, NULL), EDDY_OK);
+    }
+    cr_expect_eq(eddy_event_set_data(out, "new", 3), EDDY_OK);
+    cr_expect_str_eq(eddy_event_id(out), "evt-2");
+    cr_expect_null(eddy_event_subject(out));
+    cr_expect_str_eq(eddy_event_extension(out, "partition"), "8");
+    cr_expect_null(eddy_event_extension(out, "empty"));
+    cr_expect_str_eq(eddy_event_extension(out, "more9"), "more9");
+    cr_expect_eq(eddy_event_extension_count(out), 12);
+    cr_expect_str_eq(eddy_event_source(out), "https://example.com/orders", "untouched");
+    cr_expect_eq(eddy_event_validate(out, NULL), EDDY_OK);
+    eddy_event_free(out);
+    eddy_event_free(ev);
+    eddy__cmd_reset(&cmd);
 }

@@ -1738,6 +1738,35 @@ Test(feed_core, the_id_set_keeps_the_newest_ids_up_to_its_capacity) {
     eddy__dedup_free(NULL);
 }
 
+/* Ids of every length around the inline size, evicted through a full ring, and an add that runs
+ * out of memory (a long id needs its own copy) leaving the set as it was. */
+Test(feed_core, the_id_set_keeps_long_and_short_ids_alike) {
+    eddy__dedup *d = eddy__dedup_new(50);
+    cr_assert(d);
+    char id[128];
+    for (int i = 0; i < 400; i++) {
+        int pad = i % 90; /* 0..89 bytes of padding: both sides of the inline size */
+        snprintf(id, sizeof(id), "%0*d", pad + 4, i);
+        cr_assert_eq(eddy__dedup_add(d, id), EDDY_OK);
+        for (int j = i > 60 ? i - 60 : 0; j <= i; j++) {
+            snprintf(id, sizeof(id), "%0*d", j % 90 + 4, j);
+            cr_assert_eq(eddy__dedup_contains(d, id), j > i - 50, "i=%d j=%d", i, j);
+        }
+    }
+    memset(id, 'L', 100);
+    id[100] = '\0';
+    eddy__falloc_fail_after(1, false);
+    cr_expect_eq(eddy__dedup_add(d, id), EDDY_ERR_NOMEM);
+    eddy__falloc_fail_after(0, false);
+    cr_expect_not(eddy__dedup_contains(d, id));
+    cr_expect_eq(eddy__dedup_count(d), 50);
+    snprintf(id, sizeof(id), "%0*d", 399 % 90 + 4, 399);
+    cr_expect(eddy__dedup_contains(d, id), "the newest id is still there");
+    snprintf(id, sizeof(id), "%0*d", 350 % 90 + 4, 350);
+    cr_expect(eddy__dedup_contains(d, id), "the oldest id is still there");
+    eddy__dedup_free(d);
+}
+
 Test(feed_core, the_id_set_reports_a_failed_allocation_and_stays_whole) {
     for (long n = 1; n < 12; n++) {
         eddy__falloc_fail_after(0, false);
