@@ -153,9 +153,9 @@ eddy_status bconn_connect(bconn *c, eddy_error *err) {
 }
 
 void bconn_release(bconn *c, redisReply **replies, size_t n) {
-    if (c->arena_live) {
-        eddy__reply_arena_reset(c->arena);
-        c->arena_live = false;
+    if (c->live_arena) {
+        eddy__reply_arena_reset(c->live_arena);
+        c->live_arena = NULL;
         for (size_t i = 0; i < n; i++)
             replies[i] = NULL;
         return;
@@ -196,7 +196,7 @@ static size_t format_pipeline(bconn *c, const eddy__cmdlist *cmds) {
 static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
                               redisReply **replies, eddy_error *err) {
     redisContext *rc = c->rc;
-    c->arena_live = c->arena && rc->reader->privdata == c->arena; /* the replies below live in it */
+    c->live_arena = eddy__reply_arena_of(rc->reader); /* the replies below live in it */
     if (block_ms >= 0) {
         pthread_mutex_lock(&c->lock);
         c->blocking = true;
@@ -313,6 +313,31 @@ static eddy_status exec_memory(bconn *c, const eddy__cmdlist *cmds, long long bl
     }
     (void)block_ms;
     return EDDY_OK;
+}
+
+eddy_status bconn_exec_in(bconn *c, eddy__reply_arena *arena, const eddy__cmdlist *cmds,
+                          long long block_ms, redisReply **replies, bool *in_arena,
+                          eddy_error *err) {
+    *in_arena = false;
+    for (size_t i = 0; i < cmds->n; i++)
+        replies[i] = NULL;
+    eddy_status st = bconn_connect(c, err);
+    if (st != EDDY_OK || cmds->n == 0)
+        return st;
+    if (c->mc)
+        return exec_memory(c, cmds, block_ms, replies, err);
+    redisReader *reader = c->rc->reader;
+    redisReplyObjectFunctions *fn = reader->fn;
+    void *privdata = reader->privdata;
+    eddy__reply_arena_install(arena, reader);
+    st = exec_redis(c, cmds, block_ms, replies, err);
+    c->live_arena = NULL; /* the caller's now */
+    if (c->rc) {          /* still connected (the same reader): its own objects again */
+        c->rc->reader->fn = fn;
+        c->rc->reader->privdata = privdata;
+    }
+    *in_arena = st == EDDY_OK;
+    return st;
 }
 
 eddy_status bconn_exec(bconn *c, const eddy__cmdlist *cmds, long long block_ms,

@@ -31,9 +31,9 @@ typedef struct bconn {
     bool blocking;       /* a round with a blocking read is out */
     long long client_id; /* the server's id for this connection, -1 unknown (guarded by lock) */
     unsigned attempt;    /* consecutive failed connects, for backoff */
-    eddy__reply_arena *arena; /* bconn_use_arena: redis:// replies are built in it */
-    bool arena_live;          /* replies handed out live in the arena */
-    char *out;                /* the pipeline being written, in RESP (kept between calls) */
+    eddy__reply_arena *arena;      /* bconn_use_arena: redis:// replies are built in it */
+    eddy__reply_arena *live_arena; /* the arena the replies handed out live in, or NULL */
+    char *out;                     /* the pipeline being written, in RESP (kept between calls) */
     size_t out_cap;
     unsigned seed;
 } bconn;
@@ -63,6 +63,14 @@ void bconn_release(bconn *c, redisReply **replies, size_t n);
  * bconn_release: for a connection whose replies are dropped after each round trip (a
  * subscription's reader). EDDY_ERR_NOMEM when the arena cannot be made. */
 eddy_status bconn_use_arena(bconn *c);
+
+/* As bconn_exec, with the redis:// replies of this call built in `arena` (the caller's: it resets
+ * or frees it once done with them, and no bconn_release is needed); *in_arena says whether
+ * they are (memory:// replies are not: the caller frees those with freeReplyObject). For a
+ * connection shared under a lock whose replies are read after the lock is released. */
+eddy_status bconn_exec_in(bconn *c, eddy__reply_arena *arena, const eddy__cmdlist *cmds,
+                          long long block_ms, redisReply **replies, bool *in_arena,
+                          eddy_error *err);
 
 /* Sleeps ms milliseconds unless interrupted (returns false when interrupted). */
 bool bconn_sleep(bconn *c, long long ms);

@@ -52,18 +52,47 @@ static eddy_status ensure_loaded(eddy_store *store, eddy_error *err) {
 }
 
 /* Sends cmds and reads their replies (each is the caller's to free). `retry`: the commands are
- * idempotent and may be sent again after a connection failure. */
-static eddy_status exchange(eddy_store *store, const eddy__cmdlist *cmds, redisReply **replies,
-                            bool retry, eddy_error *err) {
+ * idempotent and may be sent again after a connection failure. With an arena, the replies may
+ * be built in it (*in_arena): the caller resets it instead of freeing them. */
+static eddy_status exchange_in(eddy_store *store, const eddy__cmdlist *cmds,
+                               eddy__reply_arena *arena, redisReply **replies, bool *in_arena,
+                               bool retry, eddy_error *err) {
     pthread_mutex_lock(&store->lock);
     bool was_connected = bconn_connected(&store->conn);
     eddy_status st = ensure_loaded(store, err);
-    if (st == EDDY_OK)
-        st = bconn_exec(&store->conn, cmds, -1, replies, err);
-    if (retry && was_connected && st == EDDY_ERR_IO && (st = ensure_loaded(store, err)) == EDDY_OK)
-        st = bconn_exec(&store->conn, cmds, -1, replies, err);
+    *in_arena = false;
+    for (int attempt = 0; st == EDDY_OK && attempt < 2; attempt++) {
+        st = arena ? bconn_exec_in(&store->conn, arena, cmds, -1, replies, in_arena, err)
+                   : bconn_exec(&store->conn, cmds, -1, replies, err);
+        if (!(retry && was_connected && st == EDDY_ERR_IO && attempt == 0))
+            break;
+        st = ensure_loaded(store, err);
+    }
     pthread_mutex_unlock(&store->lock);
     return st;
+}
+
+static eddy_status exchange(eddy_store *store, const eddy__cmdlist *cmds, redisReply **replies,
+                            bool retry, eddy_error *err) {
+    bool in_arena;
+    return exchange_in(store, cmds, NULL, replies, &in_arena, retry, err);
+}
+
+/* A page of events: read into an arena (one allocation for the page's reply instead of
+ * several per entry) when one can be had. */
+static eddy_status read_page(eddy_store *store, eddy__cmdlist *cmds, eddy__reply_arena *arena,
+                             redisReply **reply, bool *in_arena, eddy_error *err) {
+    *reply = NULL;
+    eddy_status st = exchange_in(store, cmds, arena, reply, in_arena, true, err);
+    eddy__cmdlist_reset(cmds);
+    return st;
+}
+
+static void page_done(eddy__reply_arena *arena, redisReply *reply, bool in_arena) {
+    if (in_arena)
+        eddy__reply_arena_reset(arena);
+    else if (reply)
+        freeReplyObject(reply);
 }
 
 static void free_replies(redisReply **replies, size_t n) {
@@ -170,18 +199,21 @@ eddy_status eddy_store_read_stream(eddy_store *store, const char *stream_id,
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "store or fn is NULL");
     bool more = true;
     eddy_status st = EDDY_OK;
+    eddy__reply_arena *arena = eddy__reply_arena_new(); /* NULL: hiredis's objects */
     while (st == EDDY_OK && more) {
         eddy__cmdlist cmds;
         eddy__cmdlist_init(&cmds);
         redisReply *reply = NULL;
+        bool in_arena = false;
         st = eddy__store_read_stream_cmd(store->core, stream_id, after_version, &cmds, err);
-        if (st == EDDY_OK && (st = read_one(store, &cmds, &reply, err)) == EDDY_OK)
+        if (st == EDDY_OK &&
+            (st = read_page(store, &cmds, arena, &reply, &in_arena, err)) == EDDY_OK)
             st = eddy__store_read_stream_page(store->core, stream_id, reply, fn, user,
                                               &after_version, &more, err);
         eddy__cmdlist_reset(&cmds);
-        if (reply)
-            freeReplyObject(reply);
+        page_done(arena, reply, in_arena);
     }
+    eddy__reply_arena_free(arena);
     return st;
 }
 
@@ -194,13 +226,15 @@ eddy_status eddy_store_read_all(eddy_store *store, long long after_position, siz
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
     redisReply *reply = NULL;
+    bool in_arena = false;
+    eddy__reply_arena *arena = eddy__reply_arena_new(); /* NULL: hiredis's objects */
     eddy_status st = eddy__store_read_all_cmd(store->core, after_position, max_entries, &cmds, err);
-    if (st == EDDY_OK && (st = read_one(store, &cmds, &reply, err)) == EDDY_OK)
+    if (st == EDDY_OK && (st = read_page(store, &cmds, arena, &reply, &in_arena, err)) == EDDY_OK)
         st = eddy__store_read_all_page(store->core, reply, filter, fn, user, after_position,
                                        next_position, err);
     eddy__cmdlist_reset(&cmds);
-    if (reply)
-        freeReplyObject(reply);
+    page_done(arena, reply, in_arena);
+    eddy__reply_arena_free(arena);
     return st;
 }
 

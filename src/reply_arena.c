@@ -148,3 +148,7 @@ void eddy__reply_arena_install(eddy__reply_arena *a, redisReader *reader) {
     reader->fn = &arena_functions;
     reader->privdata = a;
 }
+
+eddy__reply_arena *eddy__reply_arena_of(const redisReader *reader) {
+    return reader->fn == &arena_functions ? reader->privdata : NULL;
+}

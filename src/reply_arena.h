@@ -24,6 +24,9 @@ void eddy__reply_arena_free(eddy__reply_arena *a);
 /* Makes `reader` build its replies in the arena, from now on. */
 void eddy__reply_arena_install(eddy__reply_arena *a, redisReader *reader);
 
+/* The arena `reader` builds its replies in, or NULL (hiredis's own objects). */
+eddy__reply_arena *eddy__reply_arena_of(const redisReader *reader);
+
 /* Frees every reply built so far (they must no longer be used), keeping one block for the
  * next round trip. */
 void eddy__reply_arena_reset(eddy__reply_arena *a);
