@@ -1185,6 +1185,8 @@ static void settle_responder(eddy__consumer *c, eddy__settlement *v) {
                   c->sub->name, d->reply_to ? " on request " : "", d->reply_to ? d->request_id : "",
                   eddy_status_str(st), err.detail[0] ? ": " : "", err.detail);
         eddy_event_free(reply);
+        if (!d->reply_to) /* a plain publish: the failure reply has nowhere to go */
+            atomic_fetch_add(&stats->unaddressed, 1);
         eddy_event *failure = d->reply_to ? failure_reply(c) : NULL;
         v->has_reply = failure && build_reply(c, d, failure, &v->reply_cmd);
         return;

@@ -261,7 +261,7 @@ typedef struct eddy_consumer_stats {
     /* Responders only: what became of each reply. */
     uint64_t replied;          /**< the reply was stored in the requester's reply stream */
     uint64_t refused;          /**< the backend refused it (reply stream gone, bad reply-to) */
-    uint64_t unaddressed;      /**< a reply to a plain publish: discarded */
+    uint64_t unaddressed;      /**< a plain publish: its reply (or failure) discarded */
     uint64_t responder_failed; /**< the responder failed; a failure reply was sent */
     uint64_t expired;          /**< requests dropped unrun: their deadline had passed */
     /** AtLeastOnce handler calls that handed the message back (EDDY_ERR_UNAVAILABLE); not

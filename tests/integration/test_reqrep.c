@@ -502,6 +502,35 @@ ParameterizedTest(combo *p, reqrep, responder_runs_for_plain_publish_reply_unadd
     c.d->free(b);
 }
 
+static bool unaddressed_reached(void *arg) {
+    stats_wait *w = arg;
+    return cstats(w->c, w->b, w->sub).unaddressed >= w->n;
+}
+
+/* Each delivery to a responder is exactly one of Replied, Refused, Unaddressed, also when the
+ * responder fails on a plain publish: its failure reply has nowhere to go. */
+ParameterizedTestParameters(reqrep, responder_failing_on_a_plain_publish_counts_unaddressed) {
+    return cr_make_param_array(combo, combos, 4);
+}
+ParameterizedTest(combo *p, reqrep, responder_failing_on_a_plain_publish_counts_unaddressed,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    eddy_subscription_spec sp = responder_spec("setup", "tables.setup", "ingress");
+    tbus *b = must_bus(&c, &sp, 1);
+    eddy_event *ev = make_event("plain-fail", "t.fail");
+    cr_assert_eq(c.d->publish(b, "tables.setup", ev, NULL), EDDY_OK);
+    eddy_event_free(ev);
+    stats_wait w = {&c, b, "setup", 1};
+    cr_assert(eddy_test_wait_until(unaddressed_reached, &w, 20000), "not counted unaddressed");
+    eddy_consumer_stats cs = cstats(&c, b, "setup");
+    cr_expect_eq(cs.delivered, 1);
+    cr_expect_eq(cs.failed, 1);
+    cr_expect_eq(cs.responder_failed, 1);
+    cr_expect_eq(cs.replied + cs.refused + cs.unaddressed, cs.delivered);
+    c.d->free(b);
+}
+
 typedef struct stop_ask {
     ctx *c;
     tbus *b;
