@@ -25,6 +25,7 @@
 #include <string.h>
 
 #include "eddy/blocking.h"
+#include "eddy/value.h"
 
 #define SOURCE "/examples/reqrep_blocking"
 

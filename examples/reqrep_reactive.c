@@ -29,6 +29,7 @@
 #include <string.h>
 
 #include "eddy/reactive.h"
+#include "eddy/value.h"
 
 #define SOURCE "/examples/reqrep_reactive"
 

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "eddy/blocking.h"
+#include "eddy/value.h"
 
 static atomic_int handled;
 

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "eddy/reactive.h"
+#include "eddy/value.h"
 
 typedef struct app {
     struct ev_loop *loop;

@@ -1,5 +1,6 @@
 /* Public accessors of a delivery. */
 #include "delivery.h"
+#include "eddy/value.h"
 
 #include <stdlib.h>
 #include <time.h>

@@ -2,6 +2,7 @@
  * never needs another SADD: the cache saves a command on every later publish. It is bounded;
  * past the bound SADD is simply sent every time. */
 #include "publisher.h"
+#include "eddy/value.h"
 
 #include <pthread.h>
 #include <stdbool.h>

@@ -14,11 +14,16 @@
 
 #include "eddy/event.h"
 #include "eddy/status.h"
-#include "eddy/value.h"
 
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* The msgpack value codec's types (value.h), declared here so that this header does not pull
+ * <msgpack.h> into every program: include eddy/value.h to build or read msgpack data. */
+struct msgpack_packer;
+typedef struct eddy_value eddy_value;
+typedef eddy_status (*eddy_pack_fn)(struct msgpack_packer *pk, void *user);
 
 /* ---- log hook ---------------------------------------------------------------------- */
 

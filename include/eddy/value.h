@@ -27,7 +27,7 @@ extern "C" {
 #define EDDY_VALUE_MAX_DEPTH 32
 
 /** Packs one value. Return EDDY_OK, or an error that aborts the publish. */
-typedef eddy_status (*eddy_pack_fn)(msgpack_packer *pk, void *user);
+typedef eddy_status (*eddy_pack_fn)(struct msgpack_packer *pk, void *user); /* as bus.h */
 
 /** A decoded value: a msgpack_object and the zone that owns its memory. */
 typedef struct eddy_value eddy_value;

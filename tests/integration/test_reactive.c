@@ -20,6 +20,7 @@
 
 #include "eddy/blocking.h"
 #include "eddy/reactive.h"
+#include "eddy/value.h"
 #include "eddy_test.h"
 #include "memory/util.h"
 #include "raw.h"

@@ -18,6 +18,7 @@
 
 #include "driver.h"
 #include "eddy/blocking.h"
+#include "eddy/value.h"
 #include "eddy_test.h"
 #include "raw.h"
 #include "recorder.h"

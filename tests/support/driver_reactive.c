@@ -9,6 +9,7 @@
 #include <criterion/criterion.h>
 #include <ev.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
