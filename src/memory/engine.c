@@ -9,7 +9,8 @@
  *   subcommand) are made here, before the lock, and inside MULTI they doom the transaction.
  * - seq increases (and cv is broadcast) after every command that changed data, before the
  *   lock is released; listeners run after it is released.
- * - A reply is built as RESP bytes in conn->out and parsed outside the lock. */
+ * - A reply is written as records in conn->out under the lock and turned into its redisReply
+ *   tree after the lock is released (the tree's allocations happen outside it). */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
@@ -593,6 +594,17 @@ static void dispatch(eddy__mctx *c) {
     end_locked(c);
 }
 
+/* A command inside MULTI that could not even start: an EXEC or DISCARD ends the transaction
+ * (nothing of it ran), anything else dooms it (the client believes it queued). */
+static void fail_in_multi(eddy__mem_conn *conn, int argc, const char **argv,
+                          const size_t *argvlen) {
+    if (argc > 0 && (eddy__marg_is(argv[0], argvlen[0], "exec") ||
+                     eddy__marg_is(argv[0], argvlen[0], "discard")))
+        discard_queue(conn);
+    else
+        conn->multi_failed = true;
+}
+
 redisReply *eddy__mem_exec(eddy__mem_conn *conn, int argc, const char **argv, const size_t *argvlen,
                            long long *block_ms) {
     long long ignored;
@@ -610,8 +622,16 @@ redisReply *eddy__mem_exec(eddy__mem_conn *conn, int argc, const char **argv, co
             lens[i] = strlen(argv[i]);
         argvlen = lens;
     }
+    /* Before anything runs: a command that changed data and answers with one node must not
+     * then fail for want of memory for its reply. */
+    if (!eddy__mresp_prepare(&conn->out)) {
+        if (conn->in_multi)
+            fail_in_multi(conn, argc, argv, argvlen);
+        if (lens && lens != small)
+            eddy__mem_free(lens);
+        return NULL;
+    }
 
-    eddy__mresp_reset(&conn->out);
     eddy__mctx c = {0};
     c.eng = conn->engine;
     c.conn = conn;
@@ -633,7 +653,7 @@ redisReply *eddy__mem_exec(eddy__mem_conn *conn, int argc, const char **argv, co
         eddy__mresp_reset(&conn->out);
         return NULL;
     }
-    redisReply *reply = eddy__mresp_parse(conn->out.buf, conn->out.len);
+    redisReply *reply = eddy__mresp_build(&conn->out);
     eddy__mresp_reset(&conn->out);
     return reply;
 }

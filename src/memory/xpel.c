@@ -384,9 +384,9 @@ void eddy__mcmd_xautoclaim(eddy__mctx *c) {
         eddy__mresp_id(c->out, 0, 0);
     }
     eddy__mresp_array(c->out, nclaimed);
-    eddy__mresp_raw(c->out, claimed.buf, claimed.len);
+    eddy__mresp_append(c->out, &claimed);
     eddy__mresp_array(c->out, ndeleted);
-    eddy__mresp_raw(c->out, deleted.buf, deleted.len);
+    eddy__mresp_append(c->out, &deleted);
     eddy__mresp_release(&claimed);
     eddy__mresp_release(&deleted);
     return;

@@ -230,6 +230,7 @@ static void xread_generic(eddy__mctx *c, bool xreadgroup) {
         if (!xreadgroup && !c->in_exec)
             eddy__mconn_unblock(c->conn);
     } else if (a.timeout >= 0 && !c->in_exec) {
+        eddy__mresp_truncate(c->out, mark); /* no array after all */
         if (!xreadgroup && !rerun && !eddy__mconn_block(c, ids, a.nstreams)) {
             eddy__mctx_oom(c);
             goto done;
@@ -237,6 +238,7 @@ static void xread_generic(eddy__mctx *c, bool xreadgroup) {
         c->blocked = true;
         c->block_ms = a.timeout;
     } else {
+        eddy__mresp_truncate(c->out, mark);
         eddy__mresp_nil_array(c->out);
     }
 done:
