@@ -7,13 +7,14 @@
  *   queued commands under one hold of the lock and one snapshot, so they are atomic.
  * - Rejections Redis makes before running a command (unknown command, arity, unknown
  *   subcommand) are made here, before the lock, and inside MULTI they doom the transaction.
- * - seq increases (and cv is broadcast) after every command that changed data, before the
- *   lock is released; listeners run after it is released.
+ * - seq increases after every command that changed data, before the lock is released; cv is
+ *   broadcast (when someone waits) and listeners run after it is released.
  * - A reply is written as records in conn->out under the lock and turned into its redisReply
  *   tree after the lock is released (the tree's allocations happen outside it). */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -116,8 +117,13 @@ static const cmd_def commands[] = {
 };
 
 static const cmd_def *lookup(const cmd_def *table, const char *name, size_t len) {
+    if (len == 0)
+        return NULL;
+    /* The names are lowercase letters: a first byte that differs even in ASCII case is no
+     * match, which spares the full comparison for nearly every row. */
+    char first = (char)(name[0] | 0x20);
     for (const cmd_def *d = table; d->name; d++)
-        if (eddy__marg_is(name, len, d->name))
+        if (d->name[0] == first && eddy__marg_is(name, len, d->name))
             return d;
     return NULL;
 }
@@ -231,15 +237,13 @@ void eddy__mem_engine_destroy(eddy__mem_engine *e) {
 }
 
 uint64_t eddy__mem_engine_seq(eddy__mem_engine *e) {
-    pthread_mutex_lock(&e->mu);
-    uint64_t seq = e->seq;
-    pthread_mutex_unlock(&e->mu);
-    return seq;
+    return atomic_load_explicit(&e->seq, memory_order_acquire);
 }
 
 void eddy__mem_engine_wait(eddy__mem_engine *e, uint64_t seen, long long deadline_ms) {
     pthread_mutex_lock(&e->mu);
     uint64_t gen = e->wake_gen;
+    e->waiters++;
     while (e->seq == seen && e->wake_gen == gen) {
         if (deadline_ms < 0) {
             pthread_cond_wait(&e->cv, &e->mu);
@@ -251,6 +255,7 @@ void eddy__mem_engine_wait(eddy__mem_engine *e, uint64_t seen, long long deadlin
         if (pthread_cond_timedwait(&e->cv, &e->mu, &ts) == ETIMEDOUT)
             break;
     }
+    e->waiters--;
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -297,6 +302,10 @@ void eddy__mem_engine_unlisten(eddy__mem_engine *e, unsigned id) {
 }
 
 static void notify_listeners(eddy__mem_engine *e) {
+    /* A listener registered before a command took the engine lock is seen here: the lock
+     * orders the registration before this load. */
+    if (atomic_load_explicit(&e->nlisteners, memory_order_relaxed) == 0)
+        return;
     pthread_mutex_lock(&e->lmu);
     for (size_t i = 0; i < e->nlisteners; i++)
         e->listeners[i].fn(e->listeners[i].user);
@@ -499,11 +508,16 @@ static void begin_locked(eddy__mctx *c) {
 }
 
 static void end_locked(eddy__mctx *c) {
+    bool wake = false;
     if (c->dirty) {
-        c->eng->seq++;
-        pthread_cond_broadcast(&c->eng->cv);
+        atomic_fetch_add_explicit(&c->eng->seq, 1, memory_order_release);
+        wake = c->eng->waiters > 0;
     }
     pthread_mutex_unlock(&c->eng->mu);
+    /* Broadcast after unlocking, so the woken do not block at once on the lock; a waiter
+     * checks seq under the lock before waiting, so no change goes unseen. */
+    if (wake)
+        pthread_cond_broadcast(&c->eng->cv);
     if (c->dirty)
         notify_listeners(c->eng);
 }

@@ -247,14 +247,7 @@ void eddy__mcmd_xclaim(eddy__mctx *c) {
         }
         if (!nack) {
             /* FORCE: the entry exists, so it joins the PEL as if delivered once before. */
-            nack = eddy__mem_malloc(sizeof(*nack));
-            if (!nack) {
-                eddy__mctx_oom(c);
-                return;
-            }
-            *nack = (eddy__mnack){id, NULL, c->now_ms, 1};
-            if (eddy__mskl_insert(&g->pel, nack) != 0) {
-                eddy__mem_free(nack);
+            if (!(nack = eddy__mnack_add(g, id, c->now_ms, 1))) {
                 eddy__mctx_oom(c);
                 return;
             }
