@@ -706,10 +706,15 @@ static const char *check_stream(eddy__mstream *s) {
     for (size_t i = s->head; i < s->n; i++) {
         if (i > s->head && eddy__mid_cmp(s->e[i - 1].id, s->e[i].id) >= 0)
             return "stream entries out of order";
-        if (s->e[i].deleted)
+        const eddy__mentry *e = &s->e[i];
+        if (e->deleted) {
             tombs++;
-        else
-            live++;
+            continue;
+        }
+        live++;
+        if (!e->chunk || e->chunk->live == 0 || e->data < e->chunk->data ||
+            e->data >= e->chunk->data + e->chunk->used)
+            return "entry bytes outside their chunk";
     }
     if (live != s->length || tombs != s->tombs)
         return "stream length or tombstone count wrong";
