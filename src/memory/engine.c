@@ -193,6 +193,17 @@ static long long monotonic_ms(void) {
 
 /* ---- engine lifecycle --------------------------------------------------------------------- */
 
+/* A condition variable on CLOCK_MONOTONIC, as the deadlines are. */
+static bool monotonic_cond_init(pthread_cond_t *cv) {
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0)
+        return false;
+    bool ok =
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(cv, &attr) == 0;
+    pthread_condattr_destroy(&attr);
+    return ok;
+}
+
 eddy__mem_engine *eddy__mem_engine_new(const char *name) {
     eddy__mem_engine *e = eddy__mem_calloc(1, sizeof(*e));
     if (!e)
@@ -202,14 +213,7 @@ eddy__mem_engine *eddy__mem_engine_new(const char *name) {
         eddy__mem_free(e);
         return NULL;
     }
-    pthread_condattr_t attr;
-    bool ok = pthread_condattr_init(&attr) == 0;
-    if (ok) {
-        ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
-             pthread_cond_init(&e->cv, &attr) == 0;
-        pthread_condattr_destroy(&attr);
-    }
-    if (!ok) {
+    if (!monotonic_cond_init(&e->cv)) {
         eddy__mem_free(e->name);
         eddy__mem_free(e);
         return NULL;
@@ -259,9 +263,88 @@ void eddy__mem_engine_wait(eddy__mem_engine *e, uint64_t seen, long long deadlin
     pthread_mutex_unlock(&e->mu);
 }
 
+/* Does a write since `seen` concern what conn's blocked read waits on? Under mu. */
+static bool conn_should_wake(const eddy__mem_conn *conn, uint64_t seen) {
+    eddy__mem_engine *e = conn->engine;
+    if (e->other_seq > seen || conn->wait_nkeys < 0)
+        return e->seq != seen;
+    const char *p = conn->wait_keys;
+    for (int i = 0; i < conn->wait_nkeys; i++) {
+        size_t len;
+        memcpy(&len, p, sizeof(len));
+        p += sizeof(len);
+        eddy__mdict_entry *d = eddy__mdict_find(&e->keys, p, len);
+        const eddy__mobj *o = d ? d->val : NULL;
+        if (o && o->type == EDDY__MT_STREAM && o->v.stream->wseq > seen)
+            return true;
+        p += len;
+    }
+    return false;
+}
+
+static bool conn_waits_on(const eddy__mem_conn *conn, const char *key, size_t klen) {
+    if (conn->wait_nkeys < 0)
+        return true;
+    const char *p = conn->wait_keys;
+    for (int i = 0; i < conn->wait_nkeys; i++) {
+        size_t len;
+        memcpy(&len, p, sizeof(len));
+        p += sizeof(len);
+        if (len == klen && memcmp(p, key, len) == 0)
+            return true;
+        p += len;
+    }
+    return false;
+}
+
+/* Wakes the connections a write concerns (appended: the stream an XADD added to, or NULL for
+ * every waiter). Under mu: a waiter unlinks itself under it before its memory can go. */
+static void wake_conns(eddy__mem_engine *e, const eddy__mobj *appended) {
+    for (eddy__mem_conn *w = e->conn_waiters; w; w = w->wait_next) {
+        if (w->woken || (appended && !conn_waits_on(w, appended->key, appended->klen)))
+            continue;
+        w->woken = true;
+        pthread_cond_signal(&w->cv);
+    }
+}
+
+void eddy__mem_conn_wait(eddy__mem_conn *conn, uint64_t seen, long long deadline_ms) {
+    eddy__mem_engine *e = conn->engine;
+    pthread_mutex_lock(&e->mu);
+    uint64_t gen = e->wake_gen;
+    if (!conn_should_wake(conn, seen)) {
+        conn->woken = false;
+        conn->wait_prev = NULL;
+        conn->wait_next = e->conn_waiters;
+        if (e->conn_waiters)
+            e->conn_waiters->wait_prev = conn;
+        e->conn_waiters = conn;
+        while (!conn->woken && e->wake_gen == gen) {
+            if (deadline_ms < 0) {
+                pthread_cond_wait(&conn->cv, &e->mu);
+                continue;
+            }
+            if (monotonic_ms() >= deadline_ms)
+                break;
+            struct timespec ts = {(time_t)(deadline_ms / 1000),
+                                  (long)(deadline_ms % 1000) * 1000000};
+            if (pthread_cond_timedwait(&conn->cv, &e->mu, &ts) == ETIMEDOUT)
+                break;
+        }
+        if (conn->wait_prev)
+            conn->wait_prev->wait_next = conn->wait_next;
+        else
+            e->conn_waiters = conn->wait_next;
+        if (conn->wait_next)
+            conn->wait_next->wait_prev = conn->wait_prev;
+    }
+    pthread_mutex_unlock(&e->mu);
+}
+
 void eddy__mem_engine_wake(eddy__mem_engine *e) {
     pthread_mutex_lock(&e->mu);
     e->wake_gen++;
+    wake_conns(e, NULL);
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
 }
@@ -318,7 +401,12 @@ eddy__mem_conn *eddy__mem_conn_new(eddy__mem_engine *engine) {
     eddy__mem_conn *conn = eddy__mem_calloc(1, sizeof(*conn));
     if (!conn)
         return NULL;
+    if (!monotonic_cond_init(&conn->cv)) {
+        eddy__mem_free(conn);
+        return NULL;
+    }
     conn->engine = engine;
+    conn->wait_nkeys = -1;
     eddy__mresp_init(&conn->out);
     return conn;
 }
@@ -355,7 +443,32 @@ void eddy__mem_conn_free(eddy__mem_conn *conn) {
     discard_queue(conn);
     eddy__mconn_unblock(conn);
     eddy__mresp_release(&conn->out);
+    eddy__mem_free(conn->wait_keys);
+    pthread_cond_destroy(&conn->cv);
     eddy__mem_free(conn);
+}
+
+void eddy__mconn_wait_on(eddy__mctx *c, int first, int nkeys) {
+    eddy__mem_conn *conn = c->conn;
+    size_t size = 0;
+    for (int i = 0; i < nkeys; i++)
+        size += sizeof(size_t) + ARGLEN(c, first + i);
+    conn->wait_nkeys = -1;
+    if (size > conn->wait_keys_cap) {
+        char *keys = eddy__mem_realloc(conn->wait_keys, size);
+        if (!keys)
+            return; /* no list: any write wakes it, which is only slower */
+        conn->wait_keys = keys;
+        conn->wait_keys_cap = size;
+    }
+    char *p = conn->wait_keys;
+    for (int i = 0; i < nkeys; i++) {
+        size_t len = ARGLEN(c, first + i);
+        memcpy(p, &len, sizeof(len));
+        memcpy(p + sizeof(len), ARG(c, first + i), len);
+        p += sizeof(len) + len;
+    }
+    conn->wait_nkeys = nkeys;
 }
 
 eddy__mem_engine *eddy__mem_conn_engine(eddy__mem_conn *conn) { return conn->engine; }
@@ -510,8 +623,16 @@ static void begin_locked(eddy__mctx *c) {
 static void end_locked(eddy__mctx *c) {
     bool wake = false;
     if (c->dirty) {
-        atomic_fetch_add_explicit(&c->eng->seq, 1, memory_order_release);
-        wake = c->eng->waiters > 0;
+        eddy__mem_engine *e = c->eng;
+        uint64_t seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_release) + 1;
+        const eddy__mobj *appended = c->other_write ? NULL : c->appended;
+        if (appended)
+            appended->v.stream->wseq = seq;
+        else if (!c->quiet || c->other_write)
+            e->other_seq = seq;
+        if (e->conn_waiters && (appended || !c->quiet || c->other_write))
+            wake_conns(e, appended);
+        wake = e->waiters > 0;
     }
     pthread_mutex_unlock(&c->eng->mu);
     /* Broadcast after unlocking, so the woken do not block at once on the lock; a waiter
@@ -548,6 +669,7 @@ static void run_exec(eddy__mctx *c) {
         d->fn(c);
     }
     c->in_exec = false;
+    c->other_write = true; /* several commands: whatever they wrote wakes every waiter */
     c->argc = argc;
     c->argv = argv;
     c->argvlen = argvlen;
@@ -646,6 +768,7 @@ redisReply *eddy__mem_exec(eddy__mem_conn *conn, int argc, const char **argv, co
         return NULL;
     }
 
+    conn->wait_nkeys = -1; /* until a blocked read says what it waits on */
     eddy__mctx c = {0};
     c.eng = conn->engine;
     c.conn = conn;

@@ -52,7 +52,13 @@ uint64_t eddy__mem_engine_seq(eddy__mem_engine *engine);
 /* Waits until the write sequence differs from `seen`, or deadline_ms (CLOCK_MONOTONIC
  * milliseconds; <0 waits without limit) passes, or eddy__mem_engine_wake is called. */
 void eddy__mem_engine_wait(eddy__mem_engine *engine, uint64_t seen, long long deadline_ms);
-/* Wakes every eddy__mem_engine_wait (used to stop blocked readers promptly). */
+/* Like eddy__mem_engine_wait for a connection whose last command was a blocking read that
+ * found nothing: only writes that can serve it wake it (an XADD to one of the keys it reads,
+ * or any other kind of write), so readers of other streams sleep through a publisher's
+ * appends. */
+void eddy__mem_conn_wait(eddy__mem_conn *conn, uint64_t seen, long long deadline_ms);
+/* Wakes every eddy__mem_engine_wait and eddy__mem_conn_wait (used to stop blocked readers
+ * promptly). */
 void eddy__mem_engine_wake(eddy__mem_engine *engine);
 
 /* Write listeners run after every data-changing command, on the writer's thread, outside the

@@ -31,9 +31,12 @@ struct eddy__mem_engine {
     unsigned refs;
     struct eddy__mem_engine *next;
 
-    pthread_mutex_t mu;   /* guards everything below except the listener fields */
-    pthread_cond_t cv;    /* CLOCK_MONOTONIC; broadcast on writes with waiters and on wake */
-    unsigned waiters;     /* threads in eddy__mem_engine_wait */
+    pthread_mutex_t mu; /* guards everything below except the listener fields */
+    pthread_cond_t cv;  /* CLOCK_MONOTONIC; broadcast on writes with waiters and on wake */
+    unsigned waiters;   /* threads in eddy__mem_engine_wait */
+    /* connections in eddy__mem_conn_wait, each woken on its own condition variable */
+    struct eddy__mem_conn *conn_waiters;
+    uint64_t other_seq;   /* seq of the last write that was not an XADD (wakes every waiter) */
     _Atomic uint64_t seq; /* write sequence: written under mu, read without it */
     uint64_t wake_gen;    /* bumped by eddy__mem_engine_wake */
     uint64_t last_id_ms;  /* stream-id clock: wall-clock ms that never goes backwards */
@@ -68,6 +71,15 @@ struct eddy__mem_conn {
     struct eddy__mid *blocked_ids;
     int blocked_nids;
     eddy__mresp out;
+    /* eddy__mem_conn_wait: the keys the last blocked read waits on ((size_t length, bytes)
+     * each; wait_nkeys < 0: unknown, any write wakes it), and the waiter's own state, all
+     * under engine->mu */
+    char *wait_keys;
+    size_t wait_keys_cap;
+    int wait_nkeys;
+    pthread_cond_t cv;
+    bool woken;
+    struct eddy__mem_conn *wait_next, *wait_prev;
 };
 
 /* Engine-level hooks defined in engine.c and registry.c. */
@@ -93,6 +105,13 @@ typedef struct eddy__mctx {
     bool blocked;     /* a blocking read found nothing: no reply, the caller waits */
     long long block_ms;
     bool oom;
+    /* set by XADD: the one stream this write added to, so only its waiters are woken; any
+     * other write (or several) wakes every waiter */
+    struct eddy__mobj *appended;
+    bool other_write;
+    /* the command's writes cannot serve a blocked read (deliveries, acknowledgements, claims):
+     * they bump the sequence but wake no eddy__mem_conn_wait */
+    bool quiet;
 } eddy__mctx;
 
 #define ARG(c, i) ((c)->argv[i])
@@ -236,6 +255,7 @@ struct eddy__mstream {
     eddy__mid last_id, first_id, max_deleted;
     uint64_t entries_added;
     eddy__mdict groups;  /* name -> eddy__mgroup* */
+    uint64_t wseq;       /* engine seq of the last XADD to it */
     eddy__mchunk *chunk; /* where the next entry's bytes go; NULL before the first */
 };
 
@@ -442,6 +462,9 @@ void eddy__mcmd_xinfo_help(eddy__mctx *c);
 bool eddy__mconn_blocked_match(eddy__mctx *c, const eddy__mid **ids, int *nids);
 /* Remembers this command as blocked with the given resolved ids; false on OOM. */
 bool eddy__mconn_block(eddy__mctx *c, const eddy__mid *ids, int nids);
+/* Records the keys a blocked read waits on (argv[first], nkeys of them) for
+ * eddy__mem_conn_wait; without memory for them, any write will wake it. */
+void eddy__mconn_wait_on(eddy__mctx *c, int first, int nkeys);
 void eddy__mconn_unblock(eddy__mem_conn *conn);
 
 #endif

@@ -22,7 +22,7 @@ char *eddy__mem_memdup(const void *ptr, size_t len);
 /* Test hook: the n-th allocation from now fails (n >= 1); with sticky, every later one fails
  * too. n == 0 turns injection off. Process-wide. */
 void eddy__mem_fail_after(long n, bool sticky);
-/* Number of allocations made through eddy__mem_malloc & co since the process started. */
+/* Number of allocations the calling thread made through eddy__mem_malloc & co. */
 unsigned long eddy__mem_alloc_count(void);
 
 /* ---- insertion-ordered hash table (dict.c) ------------------------------------------------ */

@@ -17,6 +17,7 @@ static void err_nogroup(eddy__mctx *c) {
 }
 
 void eddy__mcmd_xack(eddy__mctx *c) {
+    c->quiet = true; /* pending entries change hands: no blocked read is served */
     bool wrongtype;
     eddy__mobj *o = eddy__mstream_find(c, 1, &wrongtype);
     if (wrongtype)
@@ -155,6 +156,7 @@ void eddy__mcmd_xpending(eddy__mctx *c) {
 }
 
 void eddy__mcmd_xclaim(eddy__mctx *c) {
+    c->quiet = true; /* pending entries change hands: no blocked read is served */
     bool wrongtype;
     eddy__mobj *o = eddy__mstream_find(c, 1, &wrongtype);
     if (wrongtype)
@@ -276,6 +278,7 @@ void eddy__mcmd_xclaim(eddy__mctx *c) {
 }
 
 void eddy__mcmd_xautoclaim(eddy__mctx *c) {
+    c->quiet = true; /* pending entries change hands: no blocked read is served */
     long long minidle, count = 100;
     bool justid = false;
     if (!eddy__mctx_ll(c, 4, &minidle, "Invalid min-idle-time argument for XAUTOCLAIM"))

@@ -107,6 +107,7 @@ static bool serve_new(eddy__mctx *c, eddy__mstream *s, eddy__mgroup *g, eddy__mc
 }
 
 static void xread_generic(eddy__mctx *c, bool xreadgroup) {
+    c->quiet = true; /* deliveries and new consumers serve no other blocked read */
     xread_args a;
     if (!parse_args(c, xreadgroup, &a))
         return;
@@ -235,6 +236,7 @@ static void xread_generic(eddy__mctx *c, bool xreadgroup) {
             eddy__mctx_oom(c);
             goto done;
         }
+        eddy__mconn_wait_on(c, a.streams_arg, a.nstreams);
         c->blocked = true;
         c->block_ms = a.timeout;
     } else {
