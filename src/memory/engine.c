@@ -9,6 +9,10 @@
  *   subcommand) are made here, before the lock, and inside MULTI they doom the transaction.
  * - seq increases after every command that changed data, before the lock is released; cv is
  *   broadcast (when someone waits) and listeners run after it is released.
+ * - A connection in eddy__mem_conn_wait is linked in engine->conn_waiters (under mu) and woken
+ *   on its own condition variable by the writes that can serve its blocked read: an XADD to
+ *   one of its keys (the stream's wseq), or any write that is neither an XADD nor quiet
+ *   (other_seq); it checks both against `seen` before sleeping, so no such write is missed.
  * - A reply is written as records in conn->out under the lock and turned into its redisReply
  *   tree after the lock is released (the tree's allocations happen outside it). */
 #include <errno.h>

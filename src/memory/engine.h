@@ -6,10 +6,13 @@
  * Engines are named (memory://name; memory:// is the name "") and shared, reference counted,
  * by everything in the process that opens the same name. All state sits behind one mutex;
  * each command runs atomically, and MULTI ... EXEC on one connection runs atomically too.
+ * The lock covers running the command and copying its reply out; the reply's redisReply tree
+ * is allocated after it is released.
  *
  * Blocking reads: a command with BLOCK that finds nothing does not wait inside the engine.
  * It returns NULL with *block_ms set, and the front end waits in its own way (a condition
- * wait with eddy__mem_wait, or an ev_async woken by a write listener) and runs it again.
+ * wait with eddy__mem_conn_wait, or an ev_async woken by a write listener) and runs it
+ * again.
  *
  * Time: stream ids use the engine's clock (wall-clock milliseconds, never going backwards),
  * so ids look like Redis ids. Key expiry (PEXPIRE/EXPIRE) is checked on access.
