@@ -625,16 +625,18 @@ static void begin_locked(eddy__mctx *c) {
 }
 
 static void end_locked(eddy__mctx *c) {
-    bool wake = false;
+    bool wake = false, serving = false;
     if (c->dirty) {
         eddy__mem_engine *e = c->eng;
         uint64_t seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_release) + 1;
         const eddy__mobj *appended = c->other_write ? NULL : c->appended;
+        /* whether the write can serve a blocked read at all */
+        serving = appended || !c->quiet || c->other_write;
         if (appended)
             appended->v.stream->wseq = seq;
-        else if (!c->quiet || c->other_write)
+        else if (serving)
             e->other_seq = seq;
-        if (e->conn_waiters && (appended || !c->quiet || c->other_write))
+        if (e->conn_waiters && serving)
             wake_conns(e, appended);
         wake = e->waiters > 0;
     }
@@ -643,7 +645,7 @@ static void end_locked(eddy__mctx *c) {
      * checks seq under the lock before waiting, so no change goes unseen. */
     if (wake)
         pthread_cond_broadcast(&c->eng->cv);
-    if (c->dirty)
+    if (serving)
         notify_listeners(c->eng);
 }
 

@@ -1823,6 +1823,16 @@ Test(memory, listeners_run_after_writes) {
     EXPECT("XADD s 1-1 f v", "\"1-1\"");
     cr_expect_eq(a, 2);
     cr_expect_eq(b, 2);
+    /* Deliveries, acknowledgements and claims change data but serve no blocked read. */
+    EXPECT("XGROUP CREATE s g 0", "+OK");
+    cr_expect_eq(a, 3);
+    EXPECT("XREADGROUP GROUP g c STREAMS s >", "[[\"s\",[[\"1-1\",[\"f\",\"v\"]]]]]");
+    EXPECT("XCLAIM s g d 0 1-1 JUSTID", "[\"1-1\"]");
+    EXPECT("XAUTOCLAIM s g c 0 0 JUSTID", "[\"0-0\",[\"1-1\"],[]]");
+    EXPECT("XACK s g 1-1", "1");
+    cr_expect_eq(a, 3);
+    cr_expect_eq(b, 3);
+    a = b = 2;
     eddy__mem_engine_unlisten(eng, ia);
     eddy__mem_engine_unlisten(eng, 12345); /* unknown ids are ignored */
     EXPECT("DEL k", "1");
