@@ -302,7 +302,7 @@ static eddy_status exec_memory(bconn *c, const eddy__cmdlist *cmds, long long bl
                 }
                 break;
             }
-            eddy__mem_engine_wait(c->engine, seen, deadline);
+            eddy__mem_conn_wait(c->mc, seen, deadline);
             /* Interrupted while waiting: return before reading again, so that what was written
              * meanwhile is not taken (a pause's cut must read nothing more). */
             if (interrupted(c)) {

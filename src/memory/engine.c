@@ -7,12 +7,18 @@
  *   queued commands under one hold of the lock and one snapshot, so they are atomic.
  * - Rejections Redis makes before running a command (unknown command, arity, unknown
  *   subcommand) are made here, before the lock, and inside MULTI they doom the transaction.
- * - seq increases (and cv is broadcast) after every command that changed data, before the
- *   lock is released; listeners run after it is released.
- * - A reply is built as RESP bytes in conn->out and parsed outside the lock. */
+ * - seq increases after every command that changed data, before the lock is released; cv is
+ *   broadcast (when someone waits) and listeners run after it is released.
+ * - A connection in eddy__mem_conn_wait is linked in engine->conn_waiters (under mu) and woken
+ *   on its own condition variable by the writes that can serve its blocked read: an XADD to
+ *   one of its keys (the stream's wseq), or any write that is neither an XADD nor quiet
+ *   (other_seq); it checks both against `seen` before sleeping, so no such write is missed.
+ * - A reply is written as records in conn->out under the lock and turned into its redisReply
+ *   tree after the lock is released (the tree's allocations happen outside it). */
 #include <errno.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,8 +121,13 @@ static const cmd_def commands[] = {
 };
 
 static const cmd_def *lookup(const cmd_def *table, const char *name, size_t len) {
+    if (len == 0)
+        return NULL;
+    /* The names are lowercase letters: a first byte that differs even in ASCII case is no
+     * match, which spares the full comparison for nearly every row. */
+    char first = (char)(name[0] | 0x20);
     for (const cmd_def *d = table; d->name; d++)
-        if (eddy__marg_is(name, len, d->name))
+        if (d->name[0] == first && eddy__marg_is(name, len, d->name))
             return d;
     return NULL;
 }
@@ -186,6 +197,17 @@ static long long monotonic_ms(void) {
 
 /* ---- engine lifecycle --------------------------------------------------------------------- */
 
+/* A condition variable on CLOCK_MONOTONIC, as the deadlines are. */
+static bool monotonic_cond_init(pthread_cond_t *cv) {
+    pthread_condattr_t attr;
+    if (pthread_condattr_init(&attr) != 0)
+        return false;
+    bool ok =
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(cv, &attr) == 0;
+    pthread_condattr_destroy(&attr);
+    return ok;
+}
+
 eddy__mem_engine *eddy__mem_engine_new(const char *name) {
     eddy__mem_engine *e = eddy__mem_calloc(1, sizeof(*e));
     if (!e)
@@ -195,14 +217,7 @@ eddy__mem_engine *eddy__mem_engine_new(const char *name) {
         eddy__mem_free(e);
         return NULL;
     }
-    pthread_condattr_t attr;
-    bool ok = pthread_condattr_init(&attr) == 0;
-    if (ok) {
-        ok = pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 &&
-             pthread_cond_init(&e->cv, &attr) == 0;
-        pthread_condattr_destroy(&attr);
-    }
-    if (!ok) {
+    if (!monotonic_cond_init(&e->cv)) {
         eddy__mem_free(e->name);
         eddy__mem_free(e);
         return NULL;
@@ -230,15 +245,13 @@ void eddy__mem_engine_destroy(eddy__mem_engine *e) {
 }
 
 uint64_t eddy__mem_engine_seq(eddy__mem_engine *e) {
-    pthread_mutex_lock(&e->mu);
-    uint64_t seq = e->seq;
-    pthread_mutex_unlock(&e->mu);
-    return seq;
+    return atomic_load_explicit(&e->seq, memory_order_acquire);
 }
 
 void eddy__mem_engine_wait(eddy__mem_engine *e, uint64_t seen, long long deadline_ms) {
     pthread_mutex_lock(&e->mu);
     uint64_t gen = e->wake_gen;
+    e->waiters++;
     while (e->seq == seen && e->wake_gen == gen) {
         if (deadline_ms < 0) {
             pthread_cond_wait(&e->cv, &e->mu);
@@ -250,12 +263,92 @@ void eddy__mem_engine_wait(eddy__mem_engine *e, uint64_t seen, long long deadlin
         if (pthread_cond_timedwait(&e->cv, &e->mu, &ts) == ETIMEDOUT)
             break;
     }
+    e->waiters--;
+    pthread_mutex_unlock(&e->mu);
+}
+
+/* Does a write since `seen` concern what conn's blocked read waits on? Under mu. */
+static bool conn_should_wake(const eddy__mem_conn *conn, uint64_t seen) {
+    eddy__mem_engine *e = conn->engine;
+    if (e->other_seq > seen || conn->wait_nkeys < 0)
+        return e->seq != seen;
+    const char *p = conn->wait_keys;
+    for (int i = 0; i < conn->wait_nkeys; i++) {
+        size_t len;
+        memcpy(&len, p, sizeof(len));
+        p += sizeof(len);
+        eddy__mdict_entry *d = eddy__mdict_find(&e->keys, p, len);
+        const eddy__mobj *o = d ? d->val : NULL;
+        if (o && o->type == EDDY__MT_STREAM && o->v.stream->wseq > seen)
+            return true;
+        p += len;
+    }
+    return false;
+}
+
+static bool conn_waits_on(const eddy__mem_conn *conn, const char *key, size_t klen) {
+    if (conn->wait_nkeys < 0)
+        return true;
+    const char *p = conn->wait_keys;
+    for (int i = 0; i < conn->wait_nkeys; i++) {
+        size_t len;
+        memcpy(&len, p, sizeof(len));
+        p += sizeof(len);
+        if (len == klen && memcmp(p, key, len) == 0)
+            return true;
+        p += len;
+    }
+    return false;
+}
+
+/* Wakes the connections a write concerns (appended: the stream an XADD added to, or NULL for
+ * every waiter). Under mu: a waiter unlinks itself under it before its memory can go. */
+static void wake_conns(eddy__mem_engine *e, const eddy__mobj *appended) {
+    for (eddy__mem_conn *w = e->conn_waiters; w; w = w->wait_next) {
+        if (w->woken || (appended && !conn_waits_on(w, appended->key, appended->klen)))
+            continue;
+        w->woken = true;
+        pthread_cond_signal(&w->cv);
+    }
+}
+
+void eddy__mem_conn_wait(eddy__mem_conn *conn, uint64_t seen, long long deadline_ms) {
+    eddy__mem_engine *e = conn->engine;
+    pthread_mutex_lock(&e->mu);
+    uint64_t gen = e->wake_gen;
+    if (!conn_should_wake(conn, seen)) {
+        conn->woken = false;
+        conn->wait_prev = NULL;
+        conn->wait_next = e->conn_waiters;
+        if (e->conn_waiters)
+            e->conn_waiters->wait_prev = conn;
+        e->conn_waiters = conn;
+        while (!conn->woken && e->wake_gen == gen) {
+            if (deadline_ms < 0) {
+                pthread_cond_wait(&conn->cv, &e->mu);
+                continue;
+            }
+            if (monotonic_ms() >= deadline_ms)
+                break;
+            struct timespec ts = {(time_t)(deadline_ms / 1000),
+                                  (long)(deadline_ms % 1000) * 1000000};
+            if (pthread_cond_timedwait(&conn->cv, &e->mu, &ts) == ETIMEDOUT)
+                break;
+        }
+        if (conn->wait_prev)
+            conn->wait_prev->wait_next = conn->wait_next;
+        else
+            e->conn_waiters = conn->wait_next;
+        if (conn->wait_next)
+            conn->wait_next->wait_prev = conn->wait_prev;
+    }
     pthread_mutex_unlock(&e->mu);
 }
 
 void eddy__mem_engine_wake(eddy__mem_engine *e) {
     pthread_mutex_lock(&e->mu);
     e->wake_gen++;
+    wake_conns(e, NULL);
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
 }
@@ -296,6 +389,10 @@ void eddy__mem_engine_unlisten(eddy__mem_engine *e, unsigned id) {
 }
 
 static void notify_listeners(eddy__mem_engine *e) {
+    /* A listener registered before a command took the engine lock is seen here: the lock
+     * orders the registration before this load. */
+    if (atomic_load_explicit(&e->nlisteners, memory_order_relaxed) == 0)
+        return;
     pthread_mutex_lock(&e->lmu);
     for (size_t i = 0; i < e->nlisteners; i++)
         e->listeners[i].fn(e->listeners[i].user);
@@ -308,7 +405,12 @@ eddy__mem_conn *eddy__mem_conn_new(eddy__mem_engine *engine) {
     eddy__mem_conn *conn = eddy__mem_calloc(1, sizeof(*conn));
     if (!conn)
         return NULL;
+    if (!monotonic_cond_init(&conn->cv)) {
+        eddy__mem_free(conn);
+        return NULL;
+    }
     conn->engine = engine;
+    conn->wait_nkeys = -1;
     eddy__mresp_init(&conn->out);
     return conn;
 }
@@ -345,7 +447,32 @@ void eddy__mem_conn_free(eddy__mem_conn *conn) {
     discard_queue(conn);
     eddy__mconn_unblock(conn);
     eddy__mresp_release(&conn->out);
+    eddy__mem_free(conn->wait_keys);
+    pthread_cond_destroy(&conn->cv);
     eddy__mem_free(conn);
+}
+
+void eddy__mconn_wait_on(eddy__mctx *c, int first, int nkeys) {
+    eddy__mem_conn *conn = c->conn;
+    size_t size = 0;
+    for (int i = 0; i < nkeys; i++)
+        size += sizeof(size_t) + ARGLEN(c, first + i);
+    conn->wait_nkeys = -1;
+    if (size > conn->wait_keys_cap) {
+        char *keys = eddy__mem_realloc(conn->wait_keys, size);
+        if (!keys)
+            return; /* no list: any write wakes it, which is only slower */
+        conn->wait_keys = keys;
+        conn->wait_keys_cap = size;
+    }
+    char *p = conn->wait_keys;
+    for (int i = 0; i < nkeys; i++) {
+        size_t len = ARGLEN(c, first + i);
+        memcpy(p, &len, sizeof(len));
+        memcpy(p + sizeof(len), ARG(c, first + i), len);
+        p += sizeof(len) + len;
+    }
+    conn->wait_nkeys = nkeys;
 }
 
 eddy__mem_engine *eddy__mem_conn_engine(eddy__mem_conn *conn) { return conn->engine; }
@@ -498,12 +625,27 @@ static void begin_locked(eddy__mctx *c) {
 }
 
 static void end_locked(eddy__mctx *c) {
+    bool wake = false, serving = false;
     if (c->dirty) {
-        c->eng->seq++;
-        pthread_cond_broadcast(&c->eng->cv);
+        eddy__mem_engine *e = c->eng;
+        uint64_t seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_release) + 1;
+        const eddy__mobj *appended = c->other_write ? NULL : c->appended;
+        /* whether the write can serve a blocked read at all */
+        serving = appended || !c->quiet || c->other_write;
+        if (appended)
+            appended->v.stream->wseq = seq;
+        else if (serving)
+            e->other_seq = seq;
+        if (e->conn_waiters && serving)
+            wake_conns(e, appended);
+        wake = e->waiters > 0;
     }
     pthread_mutex_unlock(&c->eng->mu);
-    if (c->dirty)
+    /* Broadcast after unlocking, so the woken do not block at once on the lock; a waiter
+     * checks seq under the lock before waiting, so no change goes unseen. */
+    if (wake)
+        pthread_cond_broadcast(&c->eng->cv);
+    if (serving)
         notify_listeners(c->eng);
 }
 
@@ -533,6 +675,7 @@ static void run_exec(eddy__mctx *c) {
         d->fn(c);
     }
     c->in_exec = false;
+    c->other_write = true; /* several commands: whatever they wrote wakes every waiter */
     c->argc = argc;
     c->argv = argv;
     c->argvlen = argvlen;
@@ -593,6 +736,17 @@ static void dispatch(eddy__mctx *c) {
     end_locked(c);
 }
 
+/* A command inside MULTI that could not even start: an EXEC or DISCARD ends the transaction
+ * (nothing of it ran), anything else dooms it (the client believes it queued). */
+static void fail_in_multi(eddy__mem_conn *conn, int argc, const char **argv,
+                          const size_t *argvlen) {
+    if (argc > 0 && (eddy__marg_is(argv[0], argvlen[0], "exec") ||
+                     eddy__marg_is(argv[0], argvlen[0], "discard")))
+        discard_queue(conn);
+    else
+        conn->multi_failed = true;
+}
+
 redisReply *eddy__mem_exec(eddy__mem_conn *conn, int argc, const char **argv, const size_t *argvlen,
                            long long *block_ms) {
     long long ignored;
@@ -610,8 +764,17 @@ redisReply *eddy__mem_exec(eddy__mem_conn *conn, int argc, const char **argv, co
             lens[i] = strlen(argv[i]);
         argvlen = lens;
     }
+    /* Before anything runs: a command that changed data and answers with one node must not
+     * then fail for want of memory for its reply. */
+    if (!eddy__mresp_prepare(&conn->out)) {
+        if (conn->in_multi)
+            fail_in_multi(conn, argc, argv, argvlen);
+        if (lens && lens != small)
+            eddy__mem_free(lens);
+        return NULL;
+    }
 
-    eddy__mresp_reset(&conn->out);
+    conn->wait_nkeys = -1; /* until a blocked read says what it waits on */
     eddy__mctx c = {0};
     c.eng = conn->engine;
     c.conn = conn;
@@ -633,7 +796,7 @@ redisReply *eddy__mem_exec(eddy__mem_conn *conn, int argc, const char **argv, co
         eddy__mresp_reset(&conn->out);
         return NULL;
     }
-    redisReply *reply = eddy__mresp_parse(conn->out.buf, conn->out.len);
+    redisReply *reply = eddy__mresp_build(&conn->out);
     eddy__mresp_reset(&conn->out);
     return reply;
 }
@@ -672,10 +835,15 @@ static const char *check_stream(eddy__mstream *s) {
     for (size_t i = s->head; i < s->n; i++) {
         if (i > s->head && eddy__mid_cmp(s->e[i - 1].id, s->e[i].id) >= 0)
             return "stream entries out of order";
-        if (s->e[i].deleted)
+        const eddy__mentry *e = &s->e[i];
+        if (e->deleted) {
             tombs++;
-        else
-            live++;
+            continue;
+        }
+        live++;
+        if (!e->chunk || e->chunk->live == 0 || e->data < e->chunk->data ||
+            e->data >= e->chunk->data + e->chunk->used)
+            return "entry bytes outside their chunk";
     }
     if (live != s->length || tombs != s->tombs)
         return "stream length or tombstone count wrong";

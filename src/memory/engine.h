@@ -6,10 +6,13 @@
  * Engines are named (memory://name; memory:// is the name "") and shared, reference counted,
  * by everything in the process that opens the same name. All state sits behind one mutex;
  * each command runs atomically, and MULTI ... EXEC on one connection runs atomically too.
+ * The lock covers running the command and copying its reply out; the reply's redisReply tree
+ * is allocated after it is released.
  *
  * Blocking reads: a command with BLOCK that finds nothing does not wait inside the engine.
  * It returns NULL with *block_ms set, and the front end waits in its own way (a condition
- * wait with eddy__mem_wait, or an ev_async woken by a write listener) and runs it again.
+ * wait with eddy__mem_conn_wait, or an ev_async woken by a write listener) and runs it
+ * again.
  *
  * Time: stream ids use the engine's clock (wall-clock milliseconds, never going backwards),
  * so ids look like Redis ids. Key expiry (PEXPIRE/EXPIRE) is checked on access.
@@ -52,12 +55,19 @@ uint64_t eddy__mem_engine_seq(eddy__mem_engine *engine);
 /* Waits until the write sequence differs from `seen`, or deadline_ms (CLOCK_MONOTONIC
  * milliseconds; <0 waits without limit) passes, or eddy__mem_engine_wake is called. */
 void eddy__mem_engine_wait(eddy__mem_engine *engine, uint64_t seen, long long deadline_ms);
-/* Wakes every eddy__mem_engine_wait (used to stop blocked readers promptly). */
+/* Like eddy__mem_engine_wait for a connection whose last command was a blocking read that
+ * found nothing: only writes that can serve it wake it (an XADD to one of the keys it reads,
+ * or any other kind of write), so readers of other streams sleep through a publisher's
+ * appends. */
+void eddy__mem_conn_wait(eddy__mem_conn *conn, uint64_t seen, long long deadline_ms);
+/* Wakes every eddy__mem_engine_wait and eddy__mem_conn_wait (used to stop blocked readers
+ * promptly). */
 void eddy__mem_engine_wake(eddy__mem_engine *engine);
 
-/* Write listeners run after every data-changing command, on the writer's thread, outside the
- * engine lock; they must be quick and must not call back into the engine (ev_async_send is
- * the intended use). Returns a listener id > 0, or 0 on OOM. */
+/* Write listeners run after every data-changing command that can serve a blocked read (all
+ * but deliveries, acknowledgements and claims: XREADGROUP, XACK, XCLAIM, XAUTOCLAIM), on the
+ * writer's thread, outside the engine lock; they must be quick and must not call back into
+ * the engine (ev_async_send is the intended use). Returns a listener id > 0, or 0 on OOM. */
 typedef void (*eddy__mem_listener_fn)(void *user);
 unsigned eddy__mem_engine_listen(eddy__mem_engine *engine, eddy__mem_listener_fn fn, void *user);
 void eddy__mem_engine_unlisten(eddy__mem_engine *engine, unsigned id);

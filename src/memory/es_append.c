@@ -71,7 +71,7 @@ static undo snapshot(eddy__mstream *s) {
 /* Pops the entry appended after the snapshot (it is the stream's last). */
 static void undo_append(const undo *u) {
     eddy__mstream *s = u->s;
-    eddy__mem_free(s->e[s->n - 1].data);
+    eddy__mstream_entry_release(s, &s->e[s->n - 1]);
     s->n--;
     s->length--;
     if (s->nn - s->nhead > u->nodes_used) {

@@ -42,7 +42,7 @@ eddy__mgroup *eddy__mgroup_new(const char *name, size_t nlen, eddy__mid last_id,
 
 static void consumer_free(void *p) {
     eddy__mconsumer *consumer = p;
-    eddy__mskl_clear(&consumer->pel, NULL); /* the group PEL owns the entries */
+    eddy__mskl_release(&consumer->pel); /* the pending entries hold the nodes */
     eddy__mem_free(consumer->name);
     eddy__mem_free(consumer);
 }
@@ -52,7 +52,11 @@ void eddy__mgroup_free(void *p) {
     if (!g)
         return;
     eddy__mdict_clear(&g->consumers, consumer_free);
-    eddy__mskl_clear(&g->pel, eddy__mem_free);
+    for (eddy__mskl_node *n = eddy__mskl_first(&g->pel), *next; n; n = next) {
+        next = eddy__mskl_next(n); /* n lives inside the entry freed here */
+        eddy__mem_free(n->item);
+    }
+    eddy__mskl_release(&g->pel);
     eddy__mem_free(g->name);
     eddy__mem_free(g);
 }
@@ -91,8 +95,10 @@ eddy__mconsumer *eddy__mconsumer_get(eddy__mgroup *g, const char *name, size_t n
 }
 
 void eddy__mconsumer_delete(eddy__mgroup *g, eddy__mconsumer *consumer) {
-    for (eddy__mskl_node *n = eddy__mskl_first(&consumer->pel); n; n = eddy__mskl_next(n)) {
-        eddy__mnack *nack = eddy__mskl_remove(&g->pel, n->item);
+    for (eddy__mskl_node *n = eddy__mskl_first(&consumer->pel), *next; n; n = next) {
+        next = eddy__mskl_next(n);
+        eddy__mnack *nack = n->item;
+        eddy__mskl_unlink(&g->pel, nack);
         eddy__mem_free(nack);
     }
     eddy__mdict_del(&g->consumers, consumer->name, consumer->nlen, NULL);
@@ -105,20 +111,43 @@ eddy__mnack *eddy__mgroup_pending(eddy__mgroup *g, eddy__mid id) {
     return n ? n->item : NULL;
 }
 
+eddy__mnack *eddy__mnack_add(eddy__mgroup *g, eddy__mid id, long long delivery_time,
+                             uint64_t delivery_count) {
+    if (eddy__mskl_prepare(&g->pel) != 0)
+        return NULL;
+    int hg = eddy__mskl_draw_height(&g->pel), hc = eddy__mskl_draw_height(&g->pel);
+    size_t head = (sizeof(eddy__mnack) + sizeof(void *) - 1) / sizeof(void *) * sizeof(void *);
+    eddy__mnack *nack =
+        eddy__mem_malloc(head + eddy__mskl_node_size(hg) + eddy__mskl_node_size(hc));
+    if (!nack)
+        return NULL;
+    *nack = (eddy__mnack){
+        .id = id,
+        .delivery_time = delivery_time,
+        .delivery_count = delivery_count,
+        .in_group = (eddy__mskl_node *)((char *)nack + head),
+        .in_consumer = (eddy__mskl_node *)((char *)nack + head + eddy__mskl_node_size(hg)),
+        .consumer_height = hc,
+    };
+    eddy__mskl_link(&g->pel, nack->in_group, hg, nack);
+    return nack;
+}
+
 void eddy__mnack_drop(eddy__mgroup *g, eddy__mnack *nack) {
-    eddy__mskl_remove(&g->pel, nack);
+    eddy__mskl_unlink(&g->pel, nack);
     if (nack->consumer)
-        eddy__mskl_remove(&nack->consumer->pel, nack);
+        eddy__mskl_unlink(&nack->consumer->pel, nack);
     eddy__mem_free(nack);
 }
 
 int eddy__mnack_transfer(eddy__mnack *nack, eddy__mconsumer *to) {
     if (nack->consumer == to)
         return 0;
-    if (eddy__mskl_insert(&to->pel, nack) != 0)
+    if (eddy__mskl_prepare(&to->pel) != 0)
         return -1;
     if (nack->consumer)
-        eddy__mskl_remove(&nack->consumer->pel, nack);
+        eddy__mskl_unlink(&nack->consumer->pel, nack);
+    eddy__mskl_link(&to->pel, nack->in_consumer, nack->consumer_height, nack);
     nack->consumer = to;
     return 0;
 }
@@ -131,20 +160,9 @@ int eddy__mgroup_deliver(eddy__mgroup *g, eddy__mconsumer *consumer, eddy__mid i
         if (eddy__mnack_transfer(nack, consumer) != 0)
             return -1;
     } else {
-        nack = eddy__mem_malloc(sizeof(*nack));
-        if (!nack)
+        if (eddy__mskl_prepare(&consumer->pel) != 0 || !(nack = eddy__mnack_add(g, id, now, 1)))
             return -1;
-        nack->id = id;
-        nack->consumer = consumer;
-        if (eddy__mskl_insert(&g->pel, nack) != 0) {
-            eddy__mem_free(nack);
-            return -1;
-        }
-        if (eddy__mskl_insert(&consumer->pel, nack) != 0) {
-            eddy__mskl_remove(&g->pel, nack);
-            eddy__mem_free(nack);
-            return -1;
-        }
+        eddy__mnack_transfer(nack, consumer); /* cannot fail: the list is prepared */
     }
     nack->delivery_time = now;
     nack->delivery_count = 1;

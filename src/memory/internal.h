@@ -8,6 +8,7 @@
 #define EDDY_SRC_MEMORY_INTERNAL_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -30,19 +31,24 @@ struct eddy__mem_engine {
     unsigned refs;
     struct eddy__mem_engine *next;
 
-    pthread_mutex_t mu;  /* guards everything below except the listener fields */
-    pthread_cond_t cv;   /* CLOCK_MONOTONIC; broadcast on every write and on wake */
-    uint64_t seq;        /* write sequence */
-    uint64_t wake_gen;   /* bumped by eddy__mem_engine_wake */
-    uint64_t last_id_ms; /* stream-id clock: wall-clock ms that never goes backwards */
-    eddy__mdict keys;    /* key -> eddy__mobj* */
-    eddy__mskl expires;  /* eddy__mobj* with a TTL, ordered by (expire_at, key) */
+    pthread_mutex_t mu; /* guards everything below except the listener fields */
+    pthread_cond_t cv;  /* CLOCK_MONOTONIC; broadcast on writes with waiters and on wake */
+    unsigned waiters;   /* threads in eddy__mem_engine_wait */
+    /* connections in eddy__mem_conn_wait, each woken on its own condition variable */
+    struct eddy__mem_conn *conn_waiters;
+    uint64_t other_seq;   /* seq of the last write that was not an XADD (wakes every waiter) */
+    _Atomic uint64_t seq; /* write sequence: written under mu, read without it */
+    uint64_t wake_gen;    /* bumped by eddy__mem_engine_wake */
+    uint64_t last_id_ms;  /* stream-id clock: wall-clock ms that never goes backwards */
+    eddy__mdict keys;     /* key -> eddy__mobj* */
+    eddy__mskl expires;   /* eddy__mobj* with a TTL, ordered by (expire_at, key) */
     /* function.c: the loaded function libraries' names; NULL before the first load */
     eddy__mdict *functions;
 
     pthread_mutex_t lmu; /* guards the listeners; held while they run so unlisten can wait */
     eddy__mlistener *listeners;
-    size_t nlisteners, lcap;
+    _Atomic size_t nlisteners; /* written under lmu; read without it to skip an empty list */
+    size_t lcap;
     unsigned next_listener;
 };
 
@@ -65,6 +71,15 @@ struct eddy__mem_conn {
     struct eddy__mid *blocked_ids;
     int blocked_nids;
     eddy__mresp out;
+    /* eddy__mem_conn_wait: the keys the last blocked read waits on ((size_t length, bytes)
+     * each; wait_nkeys < 0: unknown, any write wakes it), and the waiter's own state, all
+     * under engine->mu */
+    char *wait_keys;
+    size_t wait_keys_cap;
+    int wait_nkeys;
+    pthread_cond_t cv;
+    bool woken;
+    struct eddy__mem_conn *wait_next, *wait_prev;
 };
 
 /* Engine-level hooks defined in engine.c and registry.c. */
@@ -90,6 +105,13 @@ typedef struct eddy__mctx {
     bool blocked;     /* a blocking read found nothing: no reply, the caller waits */
     long long block_ms;
     bool oom;
+    /* set by XADD: the one stream this write added to, so only its waiters are woken; any
+     * other write (or several) wakes every waiter */
+    struct eddy__mobj *appended;
+    bool other_write;
+    /* the command's writes cannot serve a blocked read (deliveries, acknowledgements, claims):
+     * they bump the sequence but wake no eddy__mem_conn_wait */
+    bool quiet;
 } eddy__mctx;
 
 #define ARG(c, i) ((c)->argv[i])
@@ -187,14 +209,24 @@ static inline int eddy__mid_cmp(eddy__mid a, eddy__mid b) {
 static inline bool eddy__mid_is_zero(eddy__mid a) { return a.ms == 0 && a.seq == 0; }
 #define EDDY__MID_MAX ((eddy__mid){UINT64_MAX, UINT64_MAX})
 
-/* One stream entry. The field-value pairs live in one allocation: 2*nfields uint32 lengths,
- * then the bytes. */
+/* A block that stream entries' bytes are carved from, so appending does not allocate per
+ * entry. It is freed when its last entry goes (the stream's current block is reused instead);
+ * a few live entries can keep a block alive, as a listpack node keeps its deleted entries. */
+typedef struct eddy__mchunk {
+    size_t used, cap;
+    size_t live; /* entries whose bytes are in it */
+    char data[];
+} eddy__mchunk;
+
+/* One stream entry. The field-value pairs are packed together: 2*nfields uint32 lengths, then
+ * the bytes, inside chunk. */
 typedef struct eddy__mentry {
     eddy__mid id;
     uint64_t node; /* serial of the emulated listpack node holding it */
     uint32_t nfields;
     bool deleted; /* tombstone: invisible to reads, still counted by its node */
     char *data;
+    eddy__mchunk *chunk;
 } eddy__mentry;
 
 /* Redis stores a stream as a radix tree of listpack nodes (at most 100 entries or 4096 bytes
@@ -222,7 +254,9 @@ struct eddy__mstream {
     uint64_t next_serial;
     eddy__mid last_id, first_id, max_deleted;
     uint64_t entries_added;
-    eddy__mdict groups; /* name -> eddy__mgroup* */
+    eddy__mdict groups;  /* name -> eddy__mgroup* */
+    uint64_t wseq;       /* engine seq of the last XADD to it */
+    eddy__mchunk *chunk; /* where the next entry's bytes go; NULL before the first */
 };
 
 eddy__mstream *eddy__mstream_new(void);
@@ -231,6 +265,8 @@ void eddy__mstream_free(eddy__mstream *s);
  * with nothing changed. */
 int eddy__mstream_append(eddy__mstream *s, eddy__mid id, int nfields, const char **fv,
                          const size_t *fvlen);
+/* Gives back an entry's bytes (tombstones, trimming, undoing an append). */
+void eddy__mstream_entry_release(eddy__mstream *s, eddy__mentry *e);
 /* Position of the first entry (live or not) with id >= the given one, in [head, n]. */
 size_t eddy__mstream_lower_bound(const eddy__mstream *s, eddy__mid id);
 /* The live entry with this id, or NULL. */
@@ -276,12 +312,16 @@ eddy__mobj *eddy__mstream_find(eddy__mctx *c, int keyarg, bool *wrongtype);
 
 typedef struct eddy__mconsumer eddy__mconsumer;
 
-/* A pending entry, shared by the group's PEL and its owner's PEL. */
+/* A pending entry, shared by the group's PEL and its owner's PEL. One allocation holds it and
+ * its skip-list nodes in both (in_consumer is linked only while consumer is set), so
+ * delivering, claiming and acknowledging allocate at most once per entry. */
 typedef struct eddy__mnack {
     eddy__mid id;
     eddy__mconsumer *consumer;
     long long delivery_time;
     uint64_t delivery_count;
+    eddy__mskl_node *in_group, *in_consumer;
+    int consumer_height;
 } eddy__mnack;
 
 struct eddy__mconsumer {
@@ -307,6 +347,10 @@ eddy__mgroup *eddy__mgroup_new(const char *name, size_t nlen, eddy__mid last_id,
 void eddy__mgroup_free(void *group);
 /* Removes a consumer and its pending entries (from the group's PEL too). */
 void eddy__mconsumer_delete(eddy__mgroup *g, eddy__mconsumer *consumer);
+/* A new pending entry in the group's PEL, owned by no consumer yet (give it one with
+ * eddy__mnack_transfer). NULL on OOM with nothing changed. */
+eddy__mnack *eddy__mnack_add(eddy__mgroup *g, eddy__mid id, long long delivery_time,
+                             uint64_t delivery_count);
 /* Removes one pending entry from both PELs and frees it. */
 void eddy__mnack_drop(eddy__mgroup *g, eddy__mnack *nack);
 /* Moves a pending entry to another consumer (no-op if it already owns it); -1 on OOM with
@@ -418,6 +462,9 @@ void eddy__mcmd_xinfo_help(eddy__mctx *c);
 bool eddy__mconn_blocked_match(eddy__mctx *c, const eddy__mid **ids, int *nids);
 /* Remembers this command as blocked with the given resolved ids; false on OOM. */
 bool eddy__mconn_block(eddy__mctx *c, const eddy__mid *ids, int nids);
+/* Records the keys a blocked read waits on (argv[first], nkeys of them) for
+ * eddy__mem_conn_wait; without memory for them, any write will wake it. */
+void eddy__mconn_wait_on(eddy__mctx *c, int first, int nkeys);
 void eddy__mconn_unblock(eddy__mem_conn *conn);
 
 #endif

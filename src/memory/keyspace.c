@@ -137,6 +137,7 @@ fail:
 void eddy__mkey_delete(eddy__mctx *c, eddy__mobj *o) {
     obj_remove(c->eng, o);
     c->dirty = true;
+    c->other_write = true; /* a blocked read of this key must see it go */
 }
 
 int eddy__mkey_set_expire(eddy__mem_engine *eng, eddy__mobj *o, long long at) {

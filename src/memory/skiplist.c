@@ -85,8 +85,32 @@ static void link_node(eddy__mskl *l, eddy__mskl_node *n) {
     l->len++;
 }
 
+int eddy__mskl_prepare(eddy__mskl *l) {
+    return l->head || (l->head = node_new(MAX_LEVEL, NULL)) ? 0 : -1;
+}
+
+int eddy__mskl_draw_height(eddy__mskl *l) { return random_level(l); }
+
+size_t eddy__mskl_node_size(int height) {
+    return sizeof(eddy__mskl_node) + (size_t)height * sizeof(eddy__mskl_node *);
+}
+
+void eddy__mskl_link(eddy__mskl *l, eddy__mskl_node *node, int height, void *item) {
+    node->item = item;
+    node->prev = NULL;
+    node->height = height;
+    for (int i = 0; i < height; i++)
+        node->next[i] = NULL;
+    link_node(l, node);
+}
+
+void eddy__mskl_release(eddy__mskl *l) {
+    eddy__mem_free(l->head);
+    eddy__mskl_init(l, l->cmp);
+}
+
 int eddy__mskl_insert(eddy__mskl *l, void *item) {
-    if (!l->head && !(l->head = node_new(MAX_LEVEL, NULL)))
+    if (eddy__mskl_prepare(l) != 0)
         return -1;
     eddy__mskl_node *n = node_new(random_level(l), item);
     if (!n)

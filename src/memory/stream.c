@@ -35,7 +35,8 @@ void eddy__mstream_free(eddy__mstream *s) {
     if (!s)
         return;
     for (size_t i = s->head; i < s->n; i++)
-        eddy__mem_free(s->e[i].data);
+        eddy__mstream_entry_release(s, &s->e[i]);
+    eddy__mem_free(s->chunk);
     eddy__mem_free(s->e);
     for (size_t i = s->nhead; i < s->nn; i++)
         eddy__mem_free(s->nodes[i].master);
@@ -62,7 +63,10 @@ static size_t lp_int_size(int64_t v) {
 
 static size_t lp_str_size(const char *p, size_t len) {
     long long v;
-    if (eddy__mparse_ll(p, len, &v)) /* listpacks store integer-looking strings as integers */
+    /* listpacks store integer-looking strings as integers (at most 20 bytes, a sign or a
+     * digit first; the test spares most text the parser) */
+    if (len && len <= 20 && (p[0] == '-' || (p[0] >= '0' && p[0] <= '9')) &&
+        eddy__mparse_ll(p, len, &v))
         return lp_int_size(v);
     size_t l = len < 64 ? 1 + len : len < 4096 ? 2 + len : 5 + len;
     return l + lp_backlen(l);
@@ -70,13 +74,14 @@ static size_t lp_str_size(const char *p, size_t len) {
 
 /* ---- packed field-value pairs ------------------------------------------------------------- */
 
-static char *pack(int nstr, const char **str, const size_t *len, int step) {
+static size_t packed_size(int nstr, const size_t *len, int step) {
     size_t total = (size_t)nstr * sizeof(uint32_t);
     for (int i = 0; i < nstr; i++)
         total += len[i * step];
-    char *data = eddy__mem_malloc(total);
-    if (!data)
-        return NULL;
+    return total;
+}
+
+static void pack_into(char *data, int nstr, const char **str, const size_t *len, int step) {
     char *p = data + (size_t)nstr * sizeof(uint32_t);
     for (int i = 0; i < nstr; i++) {
         uint32_t l = (uint32_t)len[i * step];
@@ -84,7 +89,56 @@ static char *pack(int nstr, const char **str, const size_t *len, int step) {
         memcpy(p, str[i * step], l);
         p += l;
     }
+}
+
+static char *pack(int nstr, const char **str, const size_t *len, int step) {
+    char *data = eddy__mem_malloc(packed_size(nstr, len, step));
+    if (data)
+        pack_into(data, nstr, str, len, step);
     return data;
+}
+
+/* ---- entry bytes -------------------------------------------------------------------------- */
+
+#define CHUNK_BYTES (16 * 1024)
+
+/* Room for size bytes of a new entry, counted in the chunk it returns in *owner. NULL on OOM
+ * with nothing changed (beyond a fresh current chunk). An entry above a quarter of a chunk
+ * gets a chunk of its own. */
+static char *entry_bytes(eddy__mstream *s, size_t size, eddy__mchunk **owner) {
+    eddy__mchunk *ch = s->chunk;
+    if (size > CHUNK_BYTES / 4) {
+        if (!(ch = eddy__mem_malloc(sizeof(*ch) + size)))
+            return NULL;
+        *ch = (eddy__mchunk){size, size, 1};
+        *owner = ch;
+        return ch->data;
+    }
+    if (!ch || ch->cap - ch->used < size) {
+        if (!(ch = eddy__mem_malloc(sizeof(*ch) + CHUNK_BYTES)))
+            return NULL;
+        *ch = (eddy__mchunk){0, CHUNK_BYTES, 0};
+        if (s->chunk && s->chunk->live == 0)
+            eddy__mem_free(s->chunk);
+        s->chunk = ch;
+    }
+    char *p = ch->data + ch->used;
+    ch->used += size;
+    ch->live++;
+    *owner = ch;
+    return p;
+}
+
+void eddy__mstream_entry_release(eddy__mstream *s, eddy__mentry *e) {
+    eddy__mchunk *ch = e->chunk;
+    e->data = NULL;
+    e->chunk = NULL;
+    if (!ch || --ch->live > 0)
+        return;
+    if (ch == s->chunk)
+        ch->used = 0; /* the current chunk is filled again from its start */
+    else
+        eddy__mem_free(ch);
 }
 
 /* Walks packed strings: call with *p == NULL first. */
@@ -213,9 +267,10 @@ static void normalize(eddy__mstream *s) {
 
 int eddy__mstream_append(eddy__mstream *s, eddy__mid id, int nfields, const char **fv,
                          const size_t *fvlen) {
-    char *data = pack(2 * nfields, fv, fvlen, 1);
-    if (!data)
+    eddy__mentry entry = {id, 0, (uint32_t)nfields, false, NULL, NULL};
+    if (!(entry.data = entry_bytes(s, packed_size(2 * nfields, fvlen, 1), &entry.chunk)))
         return -1;
+    pack_into(entry.data, 2 * nfields, fv, fvlen, 1);
     size_t totelelen = 0;
     for (int i = 0; i < 2 * nfields; i++)
         totelelen += fvlen[i];
@@ -227,13 +282,13 @@ int eddy__mstream_append(eddy__mstream *s, eddy__mid id, int nfields, const char
         master = pack(nfields, fv, fvlen, 2);
         if (!master || !node_reserve(s)) {
             eddy__mem_free(master);
-            eddy__mem_free(data);
+            eddy__mstream_entry_release(s, &entry);
             return -1;
         }
     }
     if (!entry_reserve(s)) {
         eddy__mem_free(master);
-        eddy__mem_free(data);
+        eddy__mstream_entry_release(s, &entry);
         return -1;
     }
     if (new_node) {
@@ -267,7 +322,8 @@ int eddy__mstream_append(eddy__mstream *s, eddy__mid id, int nfields, const char
     tail->total++;
     tail->last_id = id;
 
-    s->e[s->n++] = (eddy__mentry){id, tail->serial, (uint32_t)nfields, false, data};
+    entry.node = tail->serial;
+    s->e[s->n++] = entry;
     s->length++;
     s->entries_added++;
     s->last_id = id;
@@ -306,8 +362,7 @@ eddy__mentry *eddy__mstream_get(eddy__mstream *s, eddy__mid id) {
 
 /* Turns a live entry into a tombstone and books it in its node. */
 static void entry_kill(eddy__mstream *s, eddy__mentry *e, eddy__mnode *node) {
-    eddy__mem_free(e->data);
-    e->data = NULL;
+    eddy__mstream_entry_release(s, e);
     e->deleted = true;
     s->length--;
     s->tombs++;
@@ -358,7 +413,7 @@ long long eddy__mstream_trim(eddy__mstream *s, const eddy__mtrim *t) {
                 if (e->deleted) {
                     s->tombs--;
                 } else {
-                    eddy__mem_free(e->data);
+                    eddy__mstream_entry_release(s, e);
                     s->length--;
                 }
             }
@@ -453,8 +508,41 @@ static bool parse_ull(const char *s, unsigned long long *out) {
     return !(errno == EINVAL || errno == ERANGE || !(*s != '\0' && *end == '\0'));
 }
 
+/* Digits only, at most 19 of them (so no overflow), read into *v. */
+static bool short_decimal(const char *s, size_t len, uint64_t *v) {
+    if (len == 0 || len > 19)
+        return false;
+    uint64_t x = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] < '0' || s[i] > '9')
+            return false;
+        x = x * 10 + (uint64_t)(s[i] - '0');
+    }
+    *v = x;
+    return true;
+}
+
+/* The common spelling "<ms>-<seq>" in plain digits, which every rule below reads the same way
+ * (leading zeros included); anything else takes the general path. */
+static bool parse_plain_id(const char *s, size_t len, eddy__mid *id) {
+    const char *dash = memchr(s, '-', len);
+    if (!dash)
+        return false;
+    size_t mlen = (size_t)(dash - s);
+    uint64_t ms, seq;
+    if (!short_decimal(s, mlen, &ms) || !short_decimal(dash + 1, len - mlen - 1, &seq))
+        return false;
+    *id = (eddy__mid){ms, seq};
+    return true;
+}
+
 bool eddy__mparse_id(const char *s, size_t len, eddy__mid *id, uint64_t missing_seq, bool strict,
                      bool *seq_given) {
+    if (parse_plain_id(s, len, id)) {
+        if (seq_given)
+            *seq_given = true;
+        return true;
+    }
     char buf[128];
     if (len > sizeof(buf) - 1)
         return false;

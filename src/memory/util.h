@@ -22,7 +22,7 @@ char *eddy__mem_memdup(const void *ptr, size_t len);
 /* Test hook: the n-th allocation from now fails (n >= 1); with sticky, every later one fails
  * too. n == 0 turns injection off. Process-wide. */
 void eddy__mem_fail_after(long n, bool sticky);
-/* Number of allocations made through eddy__mem_malloc & co since the process started. */
+/* Number of allocations the calling thread made through eddy__mem_malloc & co. */
 unsigned long eddy__mem_alloc_count(void);
 
 /* ---- insertion-ordered hash table (dict.c) ------------------------------------------------ */
@@ -92,6 +92,16 @@ eddy__mskl_node *eddy__mskl_find(const eddy__mskl *l, const void *probe);
  * key and go back with eddy__mskl_relink, which cannot fail. */
 eddy__mskl_node *eddy__mskl_unlink(eddy__mskl *l, const void *probe);
 void eddy__mskl_relink(eddy__mskl *l, eddy__mskl_node *node);
+/* Nodes owned by the items (one allocation for an item and its nodes in several lists):
+ * prepare allocates the list's sentinel (0, or -1 on OOM), after which linking cannot fail;
+ * draw_height picks a new node's height and node_size its bytes; link puts a caller-owned
+ * node in place; unlink takes it out again without freeing. release frees the sentinel only,
+ * once the items (and so the nodes) are gone or are freed by the caller. */
+int eddy__mskl_prepare(eddy__mskl *l);
+int eddy__mskl_draw_height(eddy__mskl *l);
+size_t eddy__mskl_node_size(int height);
+void eddy__mskl_link(eddy__mskl *l, eddy__mskl_node *node, int height, void *item);
+void eddy__mskl_release(eddy__mskl *l);
 /* First node whose item is not before(arg), or NULL. */
 eddy__mskl_node *eddy__mskl_seek(const eddy__mskl *l, eddy__mskl_before before, const void *arg);
 static inline eddy__mskl_node *eddy__mskl_first(const eddy__mskl *l) {

@@ -172,6 +172,7 @@ void eddy__mcmd_xadd(eddy__mctx *c) {
         return;
     }
     c->dirty = true;
+    c->appended = o;
     eddy__mresp_id(c->out, id.ms, id.seq);
     eddy__mstream_trim(s, &a.trim);
 }

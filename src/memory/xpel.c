@@ -17,6 +17,7 @@ static void err_nogroup(eddy__mctx *c) {
 }
 
 void eddy__mcmd_xack(eddy__mctx *c) {
+    c->quiet = true; /* pending entries change hands: no blocked read is served */
     bool wrongtype;
     eddy__mobj *o = eddy__mstream_find(c, 1, &wrongtype);
     if (wrongtype)
@@ -155,6 +156,7 @@ void eddy__mcmd_xpending(eddy__mctx *c) {
 }
 
 void eddy__mcmd_xclaim(eddy__mctx *c) {
+    c->quiet = true; /* pending entries change hands: no blocked read is served */
     bool wrongtype;
     eddy__mobj *o = eddy__mstream_find(c, 1, &wrongtype);
     if (wrongtype)
@@ -247,14 +249,7 @@ void eddy__mcmd_xclaim(eddy__mctx *c) {
         }
         if (!nack) {
             /* FORCE: the entry exists, so it joins the PEL as if delivered once before. */
-            nack = eddy__mem_malloc(sizeof(*nack));
-            if (!nack) {
-                eddy__mctx_oom(c);
-                return;
-            }
-            *nack = (eddy__mnack){id, NULL, c->now_ms, 1};
-            if (eddy__mskl_insert(&g->pel, nack) != 0) {
-                eddy__mem_free(nack);
+            if (!(nack = eddy__mnack_add(g, id, c->now_ms, 1))) {
                 eddy__mctx_oom(c);
                 return;
             }
@@ -283,6 +278,7 @@ void eddy__mcmd_xclaim(eddy__mctx *c) {
 }
 
 void eddy__mcmd_xautoclaim(eddy__mctx *c) {
+    c->quiet = true; /* pending entries change hands: no blocked read is served */
     long long minidle, count = 100;
     bool justid = false;
     if (!eddy__mctx_ll(c, 4, &minidle, "Invalid min-idle-time argument for XAUTOCLAIM"))
@@ -384,9 +380,9 @@ void eddy__mcmd_xautoclaim(eddy__mctx *c) {
         eddy__mresp_id(c->out, 0, 0);
     }
     eddy__mresp_array(c->out, nclaimed);
-    eddy__mresp_raw(c->out, claimed.buf, claimed.len);
+    eddy__mresp_append(c->out, &claimed);
     eddy__mresp_array(c->out, ndeleted);
-    eddy__mresp_raw(c->out, deleted.buf, deleted.len);
+    eddy__mresp_append(c->out, &deleted);
     eddy__mresp_release(&claimed);
     eddy__mresp_release(&deleted);
     return;

@@ -107,6 +107,7 @@ static bool serve_new(eddy__mctx *c, eddy__mstream *s, eddy__mgroup *g, eddy__mc
 }
 
 static void xread_generic(eddy__mctx *c, bool xreadgroup) {
+    c->quiet = true; /* deliveries and new consumers serve no other blocked read */
     xread_args a;
     if (!parse_args(c, xreadgroup, &a))
         return;
@@ -230,13 +231,16 @@ static void xread_generic(eddy__mctx *c, bool xreadgroup) {
         if (!xreadgroup && !c->in_exec)
             eddy__mconn_unblock(c->conn);
     } else if (a.timeout >= 0 && !c->in_exec) {
+        eddy__mresp_truncate(c->out, mark); /* no array after all */
         if (!xreadgroup && !rerun && !eddy__mconn_block(c, ids, a.nstreams)) {
             eddy__mctx_oom(c);
             goto done;
         }
+        eddy__mconn_wait_on(c, a.streams_arg, a.nstreams);
         c->blocked = true;
         c->block_ms = a.timeout;
     } else {
+        eddy__mresp_truncate(c->out, mark);
         eddy__mresp_nil_array(c->out);
     }
 done:

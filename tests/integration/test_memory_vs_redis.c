@@ -271,6 +271,30 @@ static redisReply *mem_run(eddy__mem_conn *conn, cmdline *c) {
     }
 }
 
+/* The memory engine builds its replies itself: beyond what render shows, each node must be
+ * what hiredis makes (a NUL-terminated str for the string types and none for the others, an
+ * element vector exactly when an array is not empty) and the tree must have the server's
+ * shape. */
+static void expect_same_shape(const redisReply *m, const redisReply *r, const char *step) {
+    cr_assert_eq(m->type, r->type, "`%s`: reply type %d, redis %d", step, m->type, r->type);
+    switch (m->type) {
+    case REDIS_REPLY_STRING:
+    case REDIS_REPLY_STATUS:
+    case REDIS_REPLY_ERROR:
+        cr_assert(m->str && m->str[m->len] == '\0', "`%s`: string not NUL-terminated", step);
+        break;
+    case REDIS_REPLY_ARRAY:
+        cr_assert_eq(m->elements, r->elements, "`%s`: %zu elements, redis %zu", step, m->elements,
+                     r->elements);
+        cr_assert_eq(m->element == NULL, r->element == NULL, "`%s`: element vector", step);
+        for (size_t i = 0; i < m->elements; i++)
+            expect_same_shape(m->element[i], r->element[i], step);
+        break;
+    default:
+        cr_assert(!m->str && !m->element, "`%s`: stray pointers in a scalar reply", step);
+    }
+}
+
 static char *render_reply(redisReply *r, cmdline *c) {
     sbuf b = {0};
     if (!r) {
@@ -302,6 +326,8 @@ static void run_script(const script *s) {
         redisReply *rr = redisCommandArgv(rc, c.argc, (const char **)c.argv, c.len);
         cr_assert(rr, "redis connection failed: %s", rc->errstr);
         if (!c.ignore) {
+            if (mr)
+                expect_same_shape(mr, rr, s->steps[i]);
             char *mt = render_reply(mr, &c), *rt = render_reply(rr, &c);
             if (getenv("EDDY_TEST_TRANSCRIPT")) /* print what was compared, for reviewing */
                 fprintf(stderr, "%s | %s\n    => %s\n", s->name, s->steps[i], mt);
@@ -1151,6 +1177,51 @@ SCRIPT(s_blocking) = {
     NULL,
 };
 
+/* Reply shapes the engine builds for eddy's own traffic: CloudEvents-shaped entries read in
+ * batches from several streams (one empty), empty and binary values, integer-looking values,
+ * ids of every width and spelling, nothing to read, and a transaction's nested replies. */
+SCRIPT(s_reply_shapes) = {
+    "XGROUP CREATE @a g $ MKSTREAM",
+    "XGROUP CREATE @b g $ MKSTREAM",
+    "XADD @a 1-1 specversion 1.0 id ev-1 source /bench type t.v1 data \"pp\\r\\npp\\x00\"",
+    "XADD @a 1-2 specversion 1.0 id ev-2 source /bench type t.v1 data \"\"",
+    "XADD @a 1-* specversion 1.0 id 7 source -12 type 00 data 18446744073709551616",
+    "XADD @a 9999999999999-0 f v",
+    "XADD @a 9999999999999-18446744073709551615 f v",
+    "XREADGROUP GROUP g c COUNT 2 STREAMS @b @a > >",
+    "XREADGROUP GROUP g c COUNT 256 STREAMS @a @b > >",
+    "XREADGROUP GROUP g c COUNT 256 STREAMS @a @b > >",
+    "XREADGROUP GROUP g c COUNT 256 STREAMS @a @b 0 0",
+    "XREAD STREAMS @a @b @nokey 9999999999999-18446744073709551615 0 0",
+    "XREAD COUNT 1 STREAMS @a 0-0",
+    "XPENDING @a g",
+    "XPENDING @a g - + 10 c",
+    "XACK @a g 1-3 18446744073709551616-0",
+    "XACK @a g 0001-01 1-2 01-3 9999999999999-0 9999999999999-0",
+    "XACK @a g 1-3 x",
+    "XACK @a g 1",
+    "XPENDING @a g - + 10",
+    "XCLAIM @a g d 0 1-1 1-2 9999999999999-18446744073709551615 FORCE",
+    "XCLAIM @a g d 0 1-2 FORCE JUSTID",
+    "XAUTOCLAIM @a g e 0 0 COUNT 1",
+    "XDEL @a 1-1",
+    "XAUTOCLAIM @a g e 0 0",
+    "XPENDING @a g - + 10",
+    "XGROUP DELCONSUMER @a g e",
+    "XPENDING @a g",
+    "MULTI",
+    "XADD @b 5-1 f v",
+    "XREADGROUP GROUP g c STREAMS @a @b > >",
+    "XRANGE @a - + COUNT 0",
+    "XACK @b g 5-1",
+    "PING",
+    "EXEC",
+    "XINFO STREAM @a FULL",
+    "XGROUP DESTROY @a g",
+    "XINFO GROUPS @a",
+    NULL,
+};
+
 #define RUN(steps) run_script(&(struct script){#steps, steps})
 
 Test(memory_vs_redis, errors) { RUN(s_errors); }
@@ -1171,6 +1242,7 @@ Test(memory_vs_redis, xautoclaim) { RUN(s_xautoclaim); }
 Test(memory_vs_redis, xinfo) { RUN(s_xinfo); }
 Test(memory_vs_redis, multi) { RUN(s_multi); }
 Test(memory_vs_redis, blocking) { RUN(s_blocking); }
+Test(memory_vs_redis, reply_shapes) { RUN(s_reply_shapes); }
 
 /* ---- generated scripts: node boundaries of large streams ---------------------------------- */
 

@@ -868,6 +868,59 @@ Test(memory, xdel) {
     freeReplyObject(r);
 }
 
+/* Entries' bytes are carved from shared chunks, big ones get their own: every way an entry
+ * goes (XDEL, exact and approximate trimming, the key's deletion) gives its bytes back while
+ * the others keep theirs intact (the sanitizer build sees any overrun or leak). */
+Test(memory, entry_bytes_survive_deletes_and_trims) {
+    static char big[6000];
+    for (size_t i = 0; i < sizeof(big); i++)
+        big[i] = (char)('a' + i % 26);
+    for (int i = 1; i <= 300; i++) {
+        char id[32], val[32];
+        snprintf(id, sizeof(id), "%d-1", i);
+        snprintf(val, sizeof(val), "v%d", i);
+        bool huge = i % 7 == 0;
+        const char *argv[] = {"XADD", "s", id, "f", huge ? big : val};
+        size_t len[] = {4, 1, strlen(id), 1, huge ? sizeof(big) : strlen(val)};
+        redisReply *r = eddy__mem_exec(conn, 5, argv, len, NULL);
+        cr_assert(r && r->type == REDIS_REPLY_STRING);
+        freeReplyObject(r);
+        if (i % 3 == 0) {
+            char line[64];
+            snprintf(line, sizeof(line), "XDEL s %d-1", i - 1);
+            freeReplyObject(run(line));
+        }
+    }
+    long long len = integer("XLEN s");
+    cr_assert_eq(len, 300 - 100);
+    len -= integer("XTRIM s MAXLEN ~ 150");
+    len -= integer("XTRIM s MINID 200-1");
+    cr_assert_lt(len, 150);
+    cr_assert_eq(integer("XLEN s"), len);
+    redisReply *r = run("XRANGE s - +");
+    cr_assert_eq((long long)r->elements, len);
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *id = r->element[i]->element[0], *v = r->element[i]->element[1];
+        int n = atoi(id->str);
+        cr_assert_geq(n, 200, "%s survived MINID 200-1", id->str);
+        cr_assert_eq(v->elements, 2);
+        if (n % 7 == 0) {
+            cr_assert_eq(v->element[1]->len, sizeof(big), "%s", id->str);
+            cr_assert_eq(memcmp(v->element[1]->str, big, sizeof(big)), 0, "%s", id->str);
+        } else {
+            char want[32];
+            snprintf(want, sizeof(want), "v%d", n);
+            cr_assert_str_eq(v->element[1]->str, want);
+        }
+    }
+    freeReplyObject(r);
+    cr_assert_null(eddy__mem_engine_check(eng));
+    cr_assert_eq(integer("XTRIM s MAXLEN 0"), len);
+    EXPECT("XADD s 999-1 f again", "\"999-1\""); /* the emptied chunk is filled again */
+    EXPECT("XRANGE s - +", "[[\"999-1\",[\"f\",\"again\"]]]");
+    EXPECT("DEL s", "1");
+}
+
 Test(memory, xtrim) {
     EXPECT("XTRIM s FOO 1", "-ERR syntax error");
     EXPECT("XTRIM s MAXLEN 1 FOO", "-ERR syntax error");
@@ -1680,6 +1733,81 @@ Test(memory, wake_releases_every_waiter) {
     }
 }
 
+typedef struct conn_waiter {
+    eddy__mem_conn *conn;
+    uint64_t seen;
+} conn_waiter;
+
+static void *conn_wait_thread(void *arg) {
+    conn_waiter *w = arg;
+    eddy__mem_conn_wait(w->conn, w->seen, -1);
+    return NULL;
+}
+
+/* Whether the connection sits in eddy__mem_conn_wait, and whether a write has woken it: the
+ * decision is made inside the writing command, so it can be read right after it. */
+static bool conn_parked(eddy__mem_conn *cn, bool *woken) {
+    pthread_mutex_lock(&eng->mu);
+    bool parked = false;
+    for (eddy__mem_conn *w = eng->conn_waiters; w; w = w->wait_next)
+        parked |= w == cn;
+    *woken = cn->woken;
+    pthread_mutex_unlock(&eng->mu);
+    return parked;
+}
+
+/* Runs a blocking read on reader that finds nothing, then waits on a thread until parked. */
+static void park_reader(eddy__mem_conn *reader, const char *cmd, conn_waiter *w, pthread_t *t) {
+    w->conn = reader;
+    w->seen = eddy__mem_engine_seq(eng);
+    long long block_ms = -5;
+    cr_assert_null(run_on(reader, cmd, &block_ms));
+    cr_assert_eq(block_ms, 0);
+    pthread_create(t, NULL, conn_wait_thread, w);
+    bool woken;
+    while (!conn_parked(reader, &woken))
+        sleep_ms(1);
+}
+
+/* A reader blocked on one stream sleeps through writes that cannot serve it (appends to other
+ * streams, deliveries, acknowledgements, claims) and wakes for an append to its stream. */
+Test(memory, conn_wait_wakes_only_for_its_streams) {
+    eddy__mem_conn *reader = eddy__mem_conn_new(eng);
+    cr_assert(reader);
+    EXPECT("XGROUP CREATE a g $ MKSTREAM", "+OK");
+    EXPECT("XGROUP CREATE b g $ MKSTREAM", "+OK");
+    conn_waiter w;
+    pthread_t t;
+    park_reader(reader, "XREADGROUP GROUP g r BLOCK 0 STREAMS a >", &w, &t);
+    bool woken;
+    EXPECT("XADD b 1-1 f v", "\"1-1\"");
+    EXPECT("XREADGROUP GROUP g c STREAMS b >", "[[\"b\",[[\"1-1\",[\"f\",\"v\"]]]]]");
+    EXPECT("XACK b g 1-1", "1");
+    EXPECT("XCLAIM b g c 0 1-1", "[]");
+    cr_assert(conn_parked(reader, &woken));
+    cr_expect_not(woken, "a write to another stream woke the reader");
+    EXPECT("XADD a 1-1 f v", "\"1-1\"");
+    pthread_join(t, NULL);
+    cr_assert_not(conn_parked(reader, &woken));
+    expect_on(reader, "XREADGROUP GROUP g r BLOCK 0 STREAMS a >",
+              "[[\"a\",[[\"1-1\",[\"f\",\"v\"]]]]]");
+
+    /* A write that is not an append (here the group going away) wakes it too, as does a stop;
+     * and a relevant write between its read and its wait is not missed. */
+    park_reader(reader, "XREADGROUP GROUP g r BLOCK 0 STREAMS a >", &w, &t);
+    EXPECT("XGROUP DESTROY a g", "1");
+    pthread_join(t, NULL);
+    park_reader(reader, "XREAD BLOCK 0 STREAMS a $", &w, &t);
+    eddy__mem_engine_wake(eng);
+    pthread_join(t, NULL);
+    w.seen = eddy__mem_engine_seq(eng);
+    long long block_ms;
+    cr_assert_null(run_on(reader, "XREAD BLOCK 0 STREAMS a $", &block_ms));
+    EXPECT("XADD a 2-1 f v", "\"2-1\"");
+    eddy__mem_conn_wait(reader, w.seen, -1); /* returns at once */
+    eddy__mem_conn_free(reader);
+}
+
 static void count_calls(void *user) { (*(int *)user)++; }
 
 Test(memory, listeners_run_after_writes) {
@@ -1695,6 +1823,16 @@ Test(memory, listeners_run_after_writes) {
     EXPECT("XADD s 1-1 f v", "\"1-1\"");
     cr_expect_eq(a, 2);
     cr_expect_eq(b, 2);
+    /* Deliveries, acknowledgements and claims change data but serve no blocked read. */
+    EXPECT("XGROUP CREATE s g 0", "+OK");
+    cr_expect_eq(a, 3);
+    EXPECT("XREADGROUP GROUP g c STREAMS s >", "[[\"s\",[[\"1-1\",[\"f\",\"v\"]]]]]");
+    EXPECT("XCLAIM s g d 0 1-1 JUSTID", "[\"1-1\"]");
+    EXPECT("XAUTOCLAIM s g c 0 0 JUSTID", "[\"0-0\",[\"1-1\"],[]]");
+    EXPECT("XACK s g 1-1", "1");
+    cr_expect_eq(a, 3);
+    cr_expect_eq(b, 3);
+    a = b = 2;
     eddy__mem_engine_unlisten(eng, ia);
     eddy__mem_engine_unlisten(eng, 12345); /* unknown ids are ignored */
     EXPECT("DEL k", "1");
