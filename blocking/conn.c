@@ -111,6 +111,8 @@ eddy_status bconn_connect(bconn *c, eddy_error *err) {
     if (url->kind == EDDY__URL_MEMORY) {
         if (!(c->mc = eddy__mem_conn_new(c->engine)))
             return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory opening memory://%s", url->name);
+        if (c->arena)
+            eddy__mem_conn_set_arena(c->mc, c->arena);
         return EDDY_OK;
     }
     struct timeval tv = tv_ms(c->s->connect_timeout_ms);
@@ -170,6 +172,8 @@ void bconn_release(bconn *c, redisReply **replies, size_t n) {
 eddy_status bconn_use_arena(bconn *c) {
     if (!c->arena && !(c->arena = eddy__reply_arena_new()))
         return EDDY_ERR_NOMEM;
+    if (c->mc)
+        eddy__mem_conn_set_arena(c->mc, c->arena);
     return EDDY_OK;
 }
 
@@ -272,8 +276,19 @@ static bool interrupted(bconn *c) {
     return v;
 }
 
+/* What a blocking read that timed out answers, where the engine builds replies. */
+static redisReply *nil_reply(bconn *c) {
+    if (!c->arena)
+        return eddy__reply_nil();
+    redisReply *r = eddy__reply_arena_alloc(c->arena, sizeof(*r));
+    if (r)
+        *r = (redisReply){.type = REDIS_REPLY_NIL};
+    return r;
+}
+
 static eddy_status exec_memory(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
                                redisReply **replies, eddy_error *err) {
+    c->live_arena = c->arena; /* the engine builds this connection's replies there, if any */
     for (size_t i = 0; i < cmds->n; i++) {
         const eddy__cmd *cmd = &cmds->cmds[i];
         long long deadline = -1;
@@ -296,7 +311,7 @@ static eddy_status exec_memory(bconn *c, const eddy__cmdlist *cmds, long long bl
                 return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
             }
             if (now >= deadline) {
-                if (!(replies[i] = eddy__reply_nil())) {
+                if (!(replies[i] = nil_reply(c))) {
                     bconn_release(c, replies, cmds->n);
                     return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
                 }

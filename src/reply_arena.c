@@ -64,7 +64,7 @@ void eddy__reply_arena_free(eddy__reply_arena *a) {
     free(a);
 }
 
-static void *arena_alloc(eddy__reply_arena *a, size_t size) {
+void *eddy__reply_arena_alloc(eddy__reply_arena *a, size_t size) {
     const size_t align = sizeof(max_align_t);
     if (size > SIZE_MAX - sizeof(block) - align) {
         return NULL;
@@ -93,9 +93,22 @@ static void *arena_alloc(eddy__reply_arena *a, size_t size) {
     return b->data;
 }
 
+bool eddy__reply_arena_reserve(eddy__reply_arena *a, size_t size) {
+    if (size > BLOCK_SIZE / 4)
+        return false;
+    if (a->head->cap - a->head->used >= size + sizeof(max_align_t) * 4)
+        return true;
+    block *b = block_new(BLOCK_SIZE);
+    if (!b)
+        return false;
+    b->next = a->head;
+    a->head = b;
+    return true;
+}
+
 static redisReply *new_object(const redisReadTask *task, int type, size_t extra) {
     eddy__reply_arena *a = task->privdata;
-    redisReply *r = arena_alloc(a, sizeof(*r) + extra);
+    redisReply *r = eddy__reply_arena_alloc(a, sizeof(*r) + extra);
     if (!r)
         return NULL;
     memset(r, 0, sizeof(*r));

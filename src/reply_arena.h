@@ -24,6 +24,11 @@ void eddy__reply_arena_free(eddy__reply_arena *a);
 /* Makes `reader` build its replies in the arena, from now on. */
 void eddy__reply_arena_install(eddy__reply_arena *a, redisReader *reader);
 
+/* For other reply builders (the memory engine's): size bytes, aligned for any object, NULL on
+ * OOM; and a reserve: true once the next allocations of up to `size` bytes in all cannot fail. */
+void *eddy__reply_arena_alloc(eddy__reply_arena *a, size_t size);
+bool eddy__reply_arena_reserve(eddy__reply_arena *a, size_t size);
+
 /* The arena `reader` builds its replies in, or NULL (hiredis's own objects). */
 eddy__reply_arena *eddy__reply_arena_of(const redisReader *reader);
 

@@ -747,6 +747,10 @@ static void fail_in_multi(eddy__mem_conn *conn, int argc, const char **argv,
         conn->multi_failed = true;
 }
 
+void eddy__mem_conn_set_arena(eddy__mem_conn *conn, struct eddy__reply_arena *arena) {
+    conn->out.arena = arena;
+}
+
 redisReply *eddy__mem_exec(eddy__mem_conn *conn, int argc, const char **argv, const size_t *argvlen,
                            long long *block_ms) {
     long long ignored;

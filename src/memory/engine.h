@@ -39,6 +39,10 @@ void eddy__mem_engine_release(eddy__mem_engine *engine);
 eddy__mem_conn *eddy__mem_conn_new(eddy__mem_engine *engine);
 void eddy__mem_conn_free(eddy__mem_conn *conn);
 eddy__mem_engine *eddy__mem_conn_engine(eddy__mem_conn *conn);
+/* From now on the connection's replies are built in `arena` (reply_arena.h; NULL: back to
+ * malloc'd trees): the caller resets the arena instead of freeing them with freeReplyObject. */
+struct eddy__reply_arena;
+void eddy__mem_conn_set_arena(eddy__mem_conn *conn, struct eddy__reply_arena *arena);
 
 /* Executes one command. Returns a reply the caller frees with freeReplyObject: a Redis-like
  * error reply (REDIS_REPLY_ERROR with Redis's own text, e.g. "NOGROUP ...", "BUSYGROUP ...",

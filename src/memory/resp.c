@@ -11,6 +11,7 @@
 
 #include "memory/resp.h"
 #include "memory/util.h"
+#include "reply_arena.h"
 
 /* Buffer kept between commands; larger ones are given back. Big enough for an XREADGROUP
  * COUNT 256 of ordinary events, so a consumer's steady state does not reallocate. */
@@ -31,9 +32,12 @@ void eddy__mresp_release(eddy__mresp *r) {
 #define PREPARED_BYTES 1024
 
 bool eddy__mresp_prepare(eddy__mresp *r) {
-    if (!r->spare && !(r->spare = eddy__mem_malloc(sizeof(*r->spare))))
+    if (r->arena &&
+        !eddy__reply_arena_reserve(r->arena, sizeof(redisReply) + EDDY__MRESP_SPARE_STR + 1))
         return false;
-    if (!r->spare_str && !(r->spare_str = eddy__mem_malloc(EDDY__MRESP_SPARE_STR)))
+    if (!r->arena && !r->spare && !(r->spare = eddy__mem_malloc(sizeof(*r->spare))))
+        return false;
+    if (!r->arena && !r->spare_str && !(r->spare_str = eddy__mem_malloc(EDDY__MRESP_SPARE_STR)))
         return false;
     if (r->cap < PREPARED_BYTES) {
         char *buf = eddy__mem_realloc(r->buf, PREPARED_BYTES);
@@ -240,7 +244,18 @@ void eddy__mresp_set_array(eddy__mresp *r, size_t mark, size_t n) {
 
 typedef struct cursor {
     const char *p, *end;
+    struct eddy__reply_arena *arena; /* NULL: every node malloc'd (freeReplyObject frees it) */
 } cursor;
+
+static void *node_alloc(cursor *c, size_t size) {
+    return c->arena ? eddy__reply_arena_alloc(c->arena, size) : eddy__mem_malloc(size);
+}
+
+/* Undoes a node that could not be completed (an arena's nodes go with the arena). */
+static void node_drop(cursor *c, redisReply *r) {
+    if (!c->arena)
+        freeReplyObject(r);
+}
 
 static bool take(cursor *c, void *out, size_t n) {
     if ((size_t)(c->end - c->p) < n)
@@ -250,8 +265,8 @@ static bool take(cursor *c, void *out, size_t n) {
     return true;
 }
 
-static redisReply *node_new(int type) {
-    redisReply *r = eddy__mem_malloc(sizeof(*r));
+static redisReply *node_new(cursor *c, int type) {
+    redisReply *r = node_alloc(c, sizeof(*r));
     if (r)
         *r = (redisReply){.type = type};
     return r;
@@ -271,12 +286,12 @@ static redisReply *build_one(cursor *c) {
         return NULL;
     switch (type) {
     case T_NIL:
-        return node_new(REDIS_REPLY_NIL);
+        return node_new(c, REDIS_REPLY_NIL);
     case T_INTEGER: {
         long long v;
         if (!take(c, &v, sizeof(v)))
             return NULL;
-        redisReply *r = node_new(REDIS_REPLY_INTEGER);
+        redisReply *r = node_new(c, REDIS_REPLY_INTEGER);
         if (r)
             r->integer = v;
         return r;
@@ -287,10 +302,11 @@ static redisReply *build_one(cursor *c) {
         size_t len;
         if (!take(c, &len, sizeof(len)) || (size_t)(c->end - c->p) < len)
             return NULL;
-        redisReply *r = node_new(string_type(type));
-        char *str = r ? eddy__mem_malloc(len + 1) : NULL;
+        redisReply *r = node_new(c, string_type(type));
+        char *str = r ? node_alloc(c, len + 1) : NULL;
         if (!str) {
-            eddy__mem_free(r);
+            if (r)
+                node_drop(c, r);
             return NULL;
         }
         memcpy(str, c->p, len);
@@ -304,20 +320,20 @@ static redisReply *build_one(cursor *c) {
         size_t n;
         if (!take(c, &n, sizeof(n)) || n > (size_t)(c->end - c->p))
             return NULL; /* every element takes at least one byte */
-        redisReply *r = node_new(REDIS_REPLY_ARRAY);
+        redisReply *r = node_new(c, REDIS_REPLY_ARRAY);
         if (!r)
             return NULL;
         if (n == 0)
             return r;
-        if (!(r->element = eddy__mem_malloc(n * sizeof(*r->element)))) {
-            eddy__mem_free(r);
+        if (!(r->element = node_alloc(c, n * sizeof(*r->element)))) {
+            node_drop(c, r);
             return NULL;
         }
         /* elements counts what is built so far, so freeReplyObject undoes a partial array. */
         while (r->elements < n) {
             redisReply *e = build_one(c);
             if (!e) {
-                freeReplyObject(r);
+                node_drop(c, r);
                 return NULL;
             }
             r->element[r->elements++] = e;
@@ -359,9 +375,9 @@ static redisReply *build_spare(eddy__mresp *r) {
 redisReply *eddy__mresp_build(eddy__mresp *r) {
     if (r->oom || r->len == 0)
         return NULL;
-    redisReply *reply = build_spare(r);
+    redisReply *reply = r->arena ? NULL : build_spare(r);
     if (reply)
         return reply;
-    cursor c = {r->buf, r->buf + r->len};
+    cursor c = {r->buf, r->buf + r->len, r->arena};
     return build_one(&c);
 }

@@ -27,6 +27,8 @@ typedef struct eddy__mresp {
     /* eddy__mresp_prepare's reserve: the node and string block of a one-node reply */
     redisReply *spare;
     char *spare_str;
+    /* eddy__mem_conn_set_arena: the tree is built in it instead (nothing freed one by one) */
+    struct eddy__reply_arena *arena;
 } eddy__mresp;
 
 void eddy__mresp_init(eddy__mresp *r);
