@@ -1,0 +1,282 @@
+/* The multiplexed publishing connection; see mux.h.
+ *
+ * Rules:
+ * - A slot is pushed while write_lock is held, right before its bytes are written, so the
+ *   FIFO's order is the wire's order. The write itself holds write_lock only (not `lock`), so
+ *   the reader keeps handing out replies while a long batch is written.
+ * - Only the holder of the reader's role (`reading`) reads the socket and uses `reader`; it
+ *   parses without `lock` and takes `lock` to hand what it parsed to the FIFO.
+ * - The socket is freed or replaced only under write_lock, while broken and !reading: nobody
+ *   else can be using it then. A writer that fails shuts the socket down so that a reader in
+ *   recv() wakes and leaves.
+ * - Whoever leaves the reader's role with slots still waiting wakes the oldest slot's caller,
+ *   which takes the role (or, if that caller is still writing, takes it when it comes to
+ *   wait). */
+#include "mux.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "error.h"
+#include "redis.h"
+#include "timing.h"
+
+#define READ_CHUNK 16384
+#define PARSED_MAX 64 /* replies parsed before taking the lock to hand them out */
+
+/* One caller of bmux_exec, waiting for its slot. */
+typedef struct mwait {
+    eddy__pipe_slot slot;
+    pthread_cond_t cond;
+    bool done;
+    eddy_error err;
+} mwait;
+
+eddy_status bmux_init(bmux *m, const eddy__settings *s) {
+    memset(m, 0, sizeof(*m));
+    pthread_mutex_init(&m->write_lock, NULL);
+    pthread_mutex_init(&m->lock, NULL);
+    pthread_cond_init(&m->idle, NULL);
+    eddy__pipeline_init(&m->fifo);
+    return bconn_init(&m->conn, s);
+}
+
+void bmux_destroy(bmux *m) {
+    bconn_destroy(&m->conn);
+    if (m->reader)
+        redisReaderFree(m->reader);
+    m->reader = NULL;
+    pthread_cond_destroy(&m->idle);
+    pthread_mutex_destroy(&m->lock);
+    pthread_mutex_destroy(&m->write_lock);
+}
+
+/* Caller holds lock. */
+static void finish(mwait *w) {
+    w->done = true;
+    pthread_cond_signal(&w->cond);
+}
+
+/* The connection is lost: every slot fails with why (caller holds lock). */
+static void fail_all(bmux *m, const eddy_error *why) {
+    if (!m->broken) {
+        m->broken = true;
+        m->lost = *why;
+    }
+    eddy__pipe_slot *s;
+    while ((s = eddy__pipeline_fail_next(&m->fifo, m->lost.status))) {
+        mwait *w = s->waiter;
+        w->err = m->lost;
+        finish(w);
+    }
+}
+
+/* Caller holds write_lock: a usable connection, replacing a broken one. */
+static eddy_status ensure_connected(bmux *m, eddy_error *err) {
+    pthread_mutex_lock(&m->lock);
+    while (m->broken && m->reading)
+        pthread_cond_wait(&m->idle, &m->lock);
+    bool broken = m->broken;
+    m->broken = false;
+    pthread_mutex_unlock(&m->lock);
+    if (broken) {
+        bconn_close(&m->conn);
+        if (m->reader)
+            redisReaderFree(m->reader);
+        m->reader = NULL;
+    }
+    if (bconn_connected(&m->conn))
+        return EDDY_OK;
+    eddy_status st = bconn_connect(&m->conn, err);
+    if (st == EDDY_OK && m->conn.rc) {
+        if (!(m->reader = redisReaderCreate())) {
+            bconn_close(&m->conn);
+            return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory connecting");
+        }
+        long long ms = eddy__reply_timeout_ms(m->conn.s, -1);
+        struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+        redisSetTimeout(m->conn.rc, tv);
+    }
+    return st;
+}
+
+eddy_status bmux_connect(bmux *m, eddy_error *err) {
+    pthread_mutex_lock(&m->write_lock);
+    eddy_status st = ensure_connected(m, err);
+    pthread_mutex_unlock(&m->write_lock);
+    return st;
+}
+
+/* The wire form of cmds in one buffer (hiredis's argv formatting). */
+static char *format(const eddy__cmdlist *cmds, size_t *len) {
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    for (size_t i = 0; i < cmds->n; i++) {
+        const eddy__cmd *c = &cmds->cmds[i];
+        char *one = NULL;
+        int k = redisFormatCommandArgv(&one, c->argc, eddy__cmd_argv(c), c->argvlen);
+        if (k < 0) {
+            free(buf);
+            return NULL;
+        }
+        if (cmds->n == 1) { /* the common case: no copy */
+            *len = (size_t)k;
+            return one;
+        }
+        if (n + (size_t)k > cap) {
+            size_t ncap = cap ? cap * 2 : 4096;
+            while (ncap < n + (size_t)k)
+                ncap *= 2;
+            char *nb = realloc(buf, ncap);
+            if (!nb) {
+                redisFreeCommand(one);
+                free(buf);
+                return NULL;
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        memcpy(buf + n, one, (size_t)k);
+        n += (size_t)k;
+        redisFreeCommand(one);
+    }
+    *len = n;
+    return buf;
+}
+
+/* Caller holds write_lock. */
+static eddy_status write_all(bmux *m, const char *buf, size_t len, eddy_error *err) {
+    int fd = m->conn.rc->fd;
+    while (len > 0) {
+        ssize_t k = send(fd, buf, len, MSG_NOSIGNAL);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            return eddy__fail(err, EDDY_ERR_IO, "connection: %s",
+                              k < 0 ? strerror(errno) : "closed");
+        buf += k;
+        len -= (size_t)k;
+    }
+    return EDDY_OK;
+}
+
+/* Parses up to max replies the reader already holds, reading the socket once when it holds
+ * none. Returns how many, or -1 with err set when the connection is lost. Reader's role. */
+static int parse_some(bmux *m, redisReply **out, int max, eddy_error *err) {
+    int n = 0;
+    for (;;) {
+        while (n < max) {
+            void *r = NULL;
+            if (redisReaderGetReply(m->reader, &r) != REDIS_OK) {
+                eddy__fail(err, EDDY_ERR_IO, "connection: protocol error: %s", m->reader->errstr);
+                return -1;
+            }
+            if (!r)
+                break;
+            out[n++] = r;
+        }
+        if (n > 0)
+            return n;
+        char buf[READ_CHUNK];
+        ssize_t k = recv(m->conn.rc->fd, buf, sizeof(buf), 0);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            eddy__fail(err, EDDY_ERR_IO, "connection: %s",
+                       k < 0 ? strerror(errno) : "closed by the server");
+            return -1;
+        }
+        if (redisReaderFeed(m->reader, buf, (size_t)k) != REDIS_OK) {
+            eddy__fail(err, EDDY_ERR_IO, "connection: %s", m->reader->errstr);
+            return -1;
+        }
+    }
+}
+
+/* Reads and hands out replies until w's are in or the connection is lost. Called and returns
+ * with lock held, in the reader's role. */
+static void read_for(bmux *m, mwait *w) {
+    while (!w->done && !m->broken) {
+        pthread_mutex_unlock(&m->lock);
+        redisReply *parsed[PARSED_MAX];
+        eddy_error why;
+        int n = parse_some(m, parsed, PARSED_MAX, &why);
+        pthread_mutex_lock(&m->lock);
+        for (int i = 0; i < n; i++) {
+            bool unexpected;
+            eddy__pipe_slot *s = eddy__pipeline_feed(&m->fifo, parsed[i], &unexpected);
+            if (s)
+                finish(s->waiter);
+            if (unexpected) {
+                eddy__fail(&why, EDDY_ERR_IO, "connection: a reply that no command asked for");
+                while (++i < n)
+                    freeReplyObject(parsed[i]);
+                n = -1;
+            }
+        }
+        if (n < 0)
+            fail_all(m, &why);
+    }
+}
+
+eddy_status bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, eddy_error *err) {
+    for (size_t i = 0; i < cmds->n; i++)
+        replies[i] = NULL;
+    if (m->conn.engine) { /* memory://: the engine answers at once */
+        pthread_mutex_lock(&m->write_lock);
+        eddy_status st = bconn_exec(&m->conn, cmds, -1, replies, err);
+        pthread_mutex_unlock(&m->write_lock);
+        return st;
+    }
+    if (cmds->n == 0)
+        return bmux_connect(m, err);
+    size_t len = 0;
+    char *buf = format(cmds, &len);
+    if (!buf)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    mwait w = {.done = false};
+    pthread_cond_init(&w.cond, NULL);
+    pthread_mutex_lock(&m->write_lock);
+    eddy_status st = ensure_connected(m, err);
+    if (st == EDDY_OK) {
+        pthread_mutex_lock(&m->lock);
+        eddy__pipeline_push(&m->fifo, &w.slot, replies, cmds->n, &w);
+        pthread_mutex_unlock(&m->lock);
+        eddy_error why;
+        if (write_all(m, buf, len, &why) != EDDY_OK) {
+            pthread_mutex_lock(&m->lock);
+            fail_all(m, &why); /* what was written before may be half a command */
+            pthread_mutex_unlock(&m->lock);
+            shutdown(m->conn.rc->fd, SHUT_RDWR); /* a reader in recv() leaves */
+        }
+    }
+    pthread_mutex_unlock(&m->write_lock);
+    free(buf);
+    if (st != EDDY_OK) {
+        pthread_cond_destroy(&w.cond);
+        return st;
+    }
+    pthread_mutex_lock(&m->lock);
+    while (!w.done) {
+        if (!m->reading && !m->broken) {
+            m->reading = true;
+            read_for(m, &w);
+            m->reading = false;
+            eddy__pipe_slot *next = eddy__pipeline_head(&m->fifo);
+            if (m->broken)
+                pthread_cond_broadcast(&m->idle);
+            else if (next)
+                pthread_cond_signal(&((mwait *)next->waiter)->cond);
+        } else {
+            pthread_cond_wait(&w.cond, &m->lock);
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    pthread_cond_destroy(&w.cond);
+    st = w.slot.st;
+    if (st != EDDY_OK && err)
+        *err = w.err;
+    return st;
+}
