@@ -69,7 +69,8 @@ static eddy__req_step asked(eddy__request_flow *f, eddy_status st, redisReply **
         replies[0] = NULL;
         st = eddy__registry_answer(f->cache, reply, f->subject, f->asked_ms, &any, &e);
         err = &e;
-    }
+    } else
+        eddy__registry_unanswered(f->cache);
     if (st == EDDY_OK && !any)
         st = EDDY_ERR_NO_RESPONDERS;
     if (st != EDDY_OK)

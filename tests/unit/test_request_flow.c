@@ -210,3 +210,39 @@ Test(request_flow, refusals_leave_nothing_in_the_table_and_count_nothing) {
     cr_assert_eq(stats(&f).sent, 0);
     fixture_free(&f);
 }
+
+static eddy__req_step begin_at(fixture *f, eddy__request_flow *fl, const char *subject,
+                               long long now_ms) {
+    eddy_request_opts o = {eddy_deadline_in(10000), NULL, NULL};
+    eddy_error err;
+    cr_assert_eq(
+        eddy__request_flow_begin(fl, &f->ctx, &o, subject, f->ev, &f->waiter, now_ms, &err),
+        EDDY_OK, "begin: %s", err.detail);
+    return fl->step;
+}
+
+Test(request_flow, one_question_renews_an_old_answer_for_every_request_in_flight) {
+    fixture f;
+    fixture_init(&f);
+    long long t0 = eddy_now_ms();
+    eddy__request_flow a, b, c, d;
+    cr_assert_eq(begin_at(&f, &a, "tables.setup", t0), EDDY__REQ_ASK);
+    cr_assert_eq(answer_registry(&a, "tables.*"), EDDY__REQ_SEND);
+    long long old = t0 + EDDY__REGISTRY_CACHE_MS + 1;
+    cr_assert_eq(begin_at(&f, &b, "tables.setup", old), EDDY__REQ_ASK, "too old: asked again");
+    cr_assert_eq(begin_at(&f, &c, "tables.setup", old + 1), EDDY__REQ_SEND,
+                 "while that question is out, the old yes still counts");
+    cr_assert_eq(begin_at(&f, &d, "chairs.setup", old + 1), EDDY__REQ_ASK,
+                 "a subject it does not match is always asked: no 'no responders' from memory");
+    /* b's question fails: it does not hold the others back, the next request asks. */
+    redisReply *none[EDDY__REQUEST_MAX_CMDS] = {NULL, NULL};
+    cr_assert_eq(eddy__request_flow_feed(&b, EDDY_ERR_IO, none, NULL), EDDY__REQ_END);
+    eddy__request_flow e;
+    cr_assert_eq(begin_at(&f, &e, "tables.setup", old + 2), EDDY__REQ_ASK);
+    eddy__request_flow *all[] = {&a, &b, &c, &d, &e};
+    for (int i = 0; i < 5; i++) {
+        eddy__requests_give_up(f.requests, all[i]->out.id);
+        eddy__request_flow_reset(all[i]);
+    }
+    fixture_free(&f);
+}
