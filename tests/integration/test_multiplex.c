@@ -104,7 +104,7 @@ typedef struct worker {
     bool publisher;
     atomic_bool *stop; /* NULL: CALLS calls; else until it is set */
     /* outcomes, read by the main thread once the worker is joined */
-    int ok, io, no_reply, other, mismatched, calls;
+    int ok, io, no_reply, no_responders, other, mismatched, calls;
     eddy_status last_other;
 } worker;
 
@@ -179,6 +179,9 @@ static void *work(void *arg) {
             w->io++;
         else if (st == EDDY_ERR_NO_REPLY && !w->publisher)
             w->no_reply++;
+        else if (st == EDDY_ERR_NO_RESPONDERS && !w->publisher && w->stop)
+            w->no_responders++; /* a restarted server lost the registry until the responder
+                                   registers again */
         else {
             w->other++;
             w->last_other = st;
@@ -258,6 +261,17 @@ static void lose_connections(ctx *c, eddy_test_redis *srv, bool restart) {
     nanosleep(&ts, NULL);
 }
 
+typedef struct answered_probe {
+    ctx *c;
+    tbus *b;
+} answered_probe;
+
+static bool answered_again(void *arg) {
+    answered_probe *p = arg;
+    worker w = {.c = p->c, .b = p->b, .index = 99};
+    return request_once(&w, 0) == EDDY_OK && w.mismatched == 0;
+}
+
 static void lost_with_calls_in_flight(combo *p, bool restart) {
     eddy_test_redis srv;
     eddy_test_redis_start(&srv, 0);
@@ -273,7 +287,7 @@ static void lost_with_calls_in_flight(combo *p, bool restart) {
     }
     lose_connections(&c, &srv, restart);
     atomic_store(&stop, true);
-    int calls = 0, ok = 0, io = 0, no_reply = 0;
+    int calls = 0, ok = 0, io = 0, no_reply = 0, no_responders = 0;
     for (int i = 0; i < THREADS; i++) {
         pthread_join(t[i], NULL); /* each call returned: a hang fails by the test's timeout */
         cr_expect_eq(w[i].other, 0, "thread %d: %d calls ended with %s", i, w[i].other,
@@ -284,10 +298,16 @@ static void lost_with_calls_in_flight(combo *p, bool restart) {
         ok += w[i].ok;
         io += w[i].io;
         no_reply += w[i].no_reply;
+        no_responders += w[i].no_responders;
     }
-    cr_log_info("%d calls: %d ok, %d EDDY_ERR_IO, %d no reply", calls, ok, io, no_reply);
-    cr_expect_eq(ok + io + no_reply, calls, "every call ended once, with a clear status");
-    /* After the losses, every kind of call works again on the same bus. */
+    cr_log_info("%d calls: %d ok, %d EDDY_ERR_IO, %d no reply, %d no responders", calls, ok, io,
+                no_reply, no_responders);
+    cr_expect_eq(ok + io + no_reply + no_responders, calls,
+                 "every call ended once, with a clear status");
+    /* After the losses, every kind of call works again on the same bus (once the responder is
+     * back in the registry). */
+    answered_probe probe = {&c, b};
+    cr_expect(eddy_test_wait_until(answered_again, &probe, 20000), "no request answered again");
     w[0] = (worker){.c = &c, .b = b, .index = 100, .publisher = true};
     w[1] = (worker){.c = &c, .b = b, .index = 101};
     work(&w[0]);
