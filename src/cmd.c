@@ -1,6 +1,8 @@
 /* Argument-vector commands: growable arrays of owned, binary-safe arguments. An allocation
  * failure marks the command failed instead of returning at every append, so builders stay
- * linear; eddy__cmd_status is checked once before sending. */
+ * linear; eddy__cmd_status is checked once before sending. The arguments' bytes share one
+ * growing buffer (a publish has about 20 arguments: one allocation instead of 20); argv points
+ * into it and is moved with it when it grows. */
 #include "cmd.h"
 
 #include <stdarg.h>
@@ -11,18 +13,37 @@
 void eddy__cmd_init(eddy__cmd *cmd) { memset(cmd, 0, sizeof(*cmd)); }
 
 void eddy__cmd_reset(eddy__cmd *cmd) {
-    for (int i = 0; i < cmd->argc; i++)
-        free(cmd->argv[i]);
+    free(cmd->buf);
     free(cmd->argv);
     free(cmd->argvlen);
     eddy__cmd_init(cmd);
+}
+
+/* Room for need more bytes in buf; argv follows the buffer when it moves. */
+static int reserve(eddy__cmd *cmd, size_t need) {
+    if (cmd->used + need <= cmd->bufcap)
+        return 1;
+    size_t cap = cmd->bufcap ? cmd->bufcap * 2 : 256;
+    while (cap < cmd->used + need)
+        cap *= 2;
+    char *buf = realloc(cmd->buf, cap);
+    if (!buf)
+        return 0;
+    char *at = buf;
+    for (int i = 0; i < cmd->argc; i++) {
+        cmd->argv[i] = at;
+        at += cmd->argvlen[i] + 1;
+    }
+    cmd->buf = buf;
+    cmd->bufcap = cap;
+    return 1;
 }
 
 void eddy__cmd_arg(eddy__cmd *cmd, const void *bytes, size_t len) {
     if (cmd->failed)
         return;
     if (cmd->argc == cmd->cap) {
-        int cap = cmd->cap ? cmd->cap * 2 : 8;
+        int cap = cmd->cap ? cmd->cap * 2 : 16;
         char **argv = realloc(cmd->argv, (size_t)cap * sizeof(*argv));
         if (!argv) {
             cmd->failed = 1;
@@ -37,14 +58,15 @@ void eddy__cmd_arg(eddy__cmd *cmd, const void *bytes, size_t len) {
         cmd->argvlen = lens;
         cmd->cap = cap;
     }
-    char *copy = malloc(len + 1);
-    if (!copy) {
+    if (!reserve(cmd, len + 1)) {
         cmd->failed = 1;
         return;
     }
+    char *copy = cmd->buf + cmd->used;
     if (len)
         memcpy(copy, bytes, len);
     copy[len] = '\0';
+    cmd->used += len + 1;
     cmd->argv[cmd->argc] = copy;
     cmd->argvlen[cmd->argc] = len;
     cmd->argc++;

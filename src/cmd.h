@@ -10,10 +10,12 @@
 
 typedef struct eddy__cmd {
     int argc;
-    char **argv;
+    char **argv; /* into buf, each NUL-terminated */
     size_t *argvlen;
     int cap;
     int failed; /* an append ran out of memory; the command must not be sent */
+    char *buf;  /* every argument's bytes, one after the other: one allocation, not one each */
+    size_t used, bufcap;
 } eddy__cmd;
 
 void eddy__cmd_init(eddy__cmd *cmd);
