@@ -26,12 +26,17 @@
 #define READ_CHUNK 16384
 #define PARSED_MAX 64 /* replies parsed before taking the lock to hand them out */
 
-/* One caller of bmux_exec, waiting for its slot. */
+/* One caller of bmux_exec, waiting for its slot on a mutex of its own, so that handing out
+ * replies does not make every woken caller queue up on the mux's lock. */
 typedef struct mwait {
     eddy__pipe_slot slot;
-    pthread_cond_t cond;
-    bool done;
+    bool popped; /* out of the FIFO (guarded by the mux's lock): its completer is decided */
     eddy_error err;
+    pthread_mutex_t m; /* guards done and offered */
+    pthread_cond_t cond;
+    bool done;            /* its replies are in, or it failed: the caller may return */
+    bool offered;         /* it is next and nobody reads: take the reader's role */
+    struct mwait *next_c; /* on a list of callers to complete */
 } mwait;
 
 eddy_status bmux_init(bmux *m, const eddy__settings *s) {
@@ -53,14 +58,35 @@ void bmux_destroy(bmux *m) {
     pthread_mutex_destroy(&m->write_lock);
 }
 
-/* Caller holds lock. */
-static void finish(mwait *w) {
-    w->done = true;
+/* w left the FIFO: queued on *out, to be completed (complete_all) once the mux's lock is
+ * released. Caller holds lock. */
+static void popped(mwait *w, mwait **out) {
+    w->popped = true;
+    w->next_c = *out;
+    *out = w;
+}
+
+static void wake(mwait *w, bool done) {
+    pthread_mutex_lock(&w->m);
+    if (done)
+        w->done = true;
+    else
+        w->offered = true;
     pthread_cond_signal(&w->cond);
+    pthread_mutex_unlock(&w->m); /* w may be gone from here on when done */
+}
+
+/* Caller holds no lock of the mux. */
+static void complete_all(mwait *list) {
+    while (list) {
+        mwait *next = list->next_c;
+        wake(list, true);
+        list = next;
+    }
 }
 
 /* The connection is lost: every slot fails with why (caller holds lock). */
-static void fail_all(bmux *m, const eddy_error *why) {
+static void fail_all(bmux *m, const eddy_error *why, mwait **out) {
     if (!m->broken) {
         m->broken = true;
         m->lost = *why;
@@ -69,7 +95,7 @@ static void fail_all(bmux *m, const eddy_error *why) {
     while ((s = eddy__pipeline_fail_next(&m->fifo, m->lost.status))) {
         mwait *w = s->waiter;
         w->err = m->lost;
-        finish(w);
+        popped(w, out);
     }
 }
 
@@ -198,17 +224,18 @@ static int parse_some(bmux *m, redisReply **out, int max, eddy_error *err) {
 /* Reads and hands out replies until w's are in or the connection is lost. Called and returns
  * with lock held, in the reader's role. */
 static void read_for(bmux *m, mwait *w) {
-    while (!w->done && !m->broken) {
+    while (!w->popped && !m->broken) {
         pthread_mutex_unlock(&m->lock);
         redisReply *parsed[PARSED_MAX];
         eddy_error why;
         int n = parse_some(m, parsed, PARSED_MAX, &why);
         pthread_mutex_lock(&m->lock);
+        mwait *done = NULL;
         for (int i = 0; i < n; i++) {
             bool unexpected;
             eddy__pipe_slot *s = eddy__pipeline_feed(&m->fifo, parsed[i], &unexpected);
             if (s)
-                finish(s->waiter);
+                popped(s->waiter, &done);
             if (unexpected) {
                 eddy__fail(&why, EDDY_ERR_IO, "connection: a reply that no command asked for");
                 while (++i < n)
@@ -217,8 +244,29 @@ static void read_for(bmux *m, mwait *w) {
             }
         }
         if (n < 0)
-            fail_all(m, &why);
+            fail_all(m, &why, &done);
+        if (done) {
+            pthread_mutex_unlock(&m->lock);
+            complete_all(done);
+            pthread_mutex_lock(&m->lock);
+        }
     }
+}
+
+/* Takes the reader's role if nobody holds it and reads until w's replies are in, then passes
+ * the role on: to the oldest slot's caller, or, on a lost connection, to whoever waits to
+ * reconnect. Caller holds lock. */
+static void take_role(bmux *m, mwait *w) {
+    if (m->reading || m->broken || w->popped)
+        return;
+    m->reading = true;
+    read_for(m, w);
+    m->reading = false;
+    eddy__pipe_slot *next = eddy__pipeline_head(&m->fifo);
+    if (m->broken)
+        pthread_cond_broadcast(&m->idle);
+    else if (next) /* in the FIFO: its caller is waiting, so it is alive */
+        wake(next->waiter, false);
 }
 
 eddy_status bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, eddy_error *err) {
@@ -236,8 +284,10 @@ eddy_status bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, 
     char *buf = format(cmds, &len);
     if (!buf)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    mwait w = {.done = false};
+    mwait w = {.popped = false};
+    pthread_mutex_init(&w.m, NULL);
     pthread_cond_init(&w.cond, NULL);
+    mwait *done = NULL;
     pthread_mutex_lock(&m->write_lock);
     eddy_status st = ensure_connected(m, err);
     if (st == EDDY_OK) {
@@ -247,36 +297,37 @@ eddy_status bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, 
         eddy_error why;
         if (write_all(m, buf, len, &why) != EDDY_OK) {
             pthread_mutex_lock(&m->lock);
-            fail_all(m, &why); /* what was written before may be half a command */
+            fail_all(m, &why, &done); /* what was written before may be half a command */
             pthread_mutex_unlock(&m->lock);
             shutdown(m->conn.rc->fd, SHUT_RDWR); /* a reader in recv() leaves */
         }
     }
     pthread_mutex_unlock(&m->write_lock);
     free(buf);
-    if (st != EDDY_OK) {
-        pthread_cond_destroy(&w.cond);
-        return st;
-    }
-    pthread_mutex_lock(&m->lock);
-    while (!w.done) {
-        if (!m->reading && !m->broken) {
-            m->reading = true;
-            read_for(m, &w);
-            m->reading = false;
-            eddy__pipe_slot *next = eddy__pipeline_head(&m->fifo);
-            if (m->broken)
-                pthread_cond_broadcast(&m->idle);
-            else if (next)
-                pthread_cond_signal(&((mwait *)next->waiter)->cond);
-        } else {
-            pthread_cond_wait(&w.cond, &m->lock);
+    complete_all(done); /* w among them, when the write failed */
+    if (st == EDDY_OK) {
+        pthread_mutex_lock(&m->lock);
+        take_role(m, &w); /* nobody reads: read now, without going to sleep first */
+        pthread_mutex_unlock(&m->lock);
+        pthread_mutex_lock(&w.m);
+        while (!w.done) {
+            if (w.offered) {
+                w.offered = false;
+                pthread_mutex_unlock(&w.m);
+                pthread_mutex_lock(&m->lock);
+                take_role(m, &w);
+                pthread_mutex_unlock(&m->lock);
+                pthread_mutex_lock(&w.m);
+                continue;
+            }
+            pthread_cond_wait(&w.cond, &w.m);
         }
+        pthread_mutex_unlock(&w.m);
+        st = w.slot.st;
+        if (st != EDDY_OK && err)
+            *err = w.err;
     }
-    pthread_mutex_unlock(&m->lock);
     pthread_cond_destroy(&w.cond);
-    st = w.slot.st;
-    if (st != EDDY_OK && err)
-        *err = w.err;
+    pthread_mutex_destroy(&w.m);
     return st;
 }
