@@ -1,14 +1,15 @@
 /* The multiplexed publishing connection; see mux.h.
  *
  * Rules:
- * - A slot is pushed while write_lock is held, right before its bytes are written, so the
- *   FIFO's order is the wire's order. The write itself holds write_lock only (not `lock`), so
- *   the reader keeps handing out replies while a long batch is written.
+ * - A slot is pushed and its bytes are appended to `out` under `lock`, together, so the FIFO's
+ *   order is the wire's order. The holder of the writer's role (`writing`) swaps `out` for
+ *   `wbuf` under `lock` and writes it without, so callers keep queueing and the reader keeps
+ *   handing out replies while it writes.
  * - Only the holder of the reader's role (`reading`) reads the socket and uses `reader`; it
  *   parses without `lock` and takes `lock` to hand what it parsed to the FIFO.
- * - The socket is freed or replaced only under write_lock, while broken and !reading: nobody
- *   else can be using it then. A writer that fails shuts the socket down so that a reader in
- *   recv() wakes and leaves.
+ * - The socket is freed or replaced only under connect_lock, while broken (or not up) and
+ *   neither role is held: nobody else can be using it then. A writer that fails shuts the
+ *   socket down so that a reader in recv() wakes and leaves.
  * - Whoever leaves the reader's role with slots still waiting wakes the oldest slot's caller,
  *   which takes the role (or, if that caller is still writing, takes it when it comes to
  *   wait). */
@@ -41,7 +42,7 @@ typedef struct mwait {
 
 eddy_status bmux_init(bmux *m, const eddy__settings *s) {
     memset(m, 0, sizeof(*m));
-    pthread_mutex_init(&m->write_lock, NULL);
+    pthread_mutex_init(&m->connect_lock, NULL);
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->idle, NULL);
     eddy__pipeline_init(&m->fifo);
@@ -55,7 +56,9 @@ void bmux_destroy(bmux *m) {
     m->reader = NULL;
     pthread_cond_destroy(&m->idle);
     pthread_mutex_destroy(&m->lock);
-    pthread_mutex_destroy(&m->write_lock);
+    pthread_mutex_destroy(&m->connect_lock);
+    free(m->out.p);
+    free(m->wbuf.p);
 }
 
 /* w left the FIFO: queued on *out, to be completed (complete_all) once the mux's lock is
@@ -99,40 +102,71 @@ static void fail_all(bmux *m, const eddy_error *why, mwait **out) {
     }
 }
 
-/* Caller holds write_lock: a usable connection, replacing a broken one. */
+/* A usable connection, replacing a broken one. Caller holds no lock. */
 static eddy_status ensure_connected(bmux *m, eddy_error *err) {
     pthread_mutex_lock(&m->lock);
-    while (m->broken && m->reading)
+    bool ok = m->up && !m->broken;
+    pthread_mutex_unlock(&m->lock);
+    if (ok)
+        return EDDY_OK;
+    pthread_mutex_lock(&m->connect_lock);
+    pthread_mutex_lock(&m->lock);
+    while (m->broken && (m->reading || m->writing))
         pthread_cond_wait(&m->idle, &m->lock);
     bool broken = m->broken;
-    m->broken = false;
+    ok = m->up && !m->broken;
     pthread_mutex_unlock(&m->lock);
-    if (broken) {
-        bconn_close(&m->conn);
-        if (m->reader)
-            redisReaderFree(m->reader);
-        m->reader = NULL;
-    }
-    if (bconn_connected(&m->conn))
-        return EDDY_OK;
-    eddy_status st = bconn_connect(&m->conn, err);
-    if (st == EDDY_OK && m->conn.rc) {
-        if (!(m->reader = redisReaderCreate())) {
+    eddy_status st = EDDY_OK;
+    if (!ok) { /* nobody uses the socket: no slot is in flight, no role is held */
+        if (broken) {
             bconn_close(&m->conn);
-            return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory connecting");
+            if (m->reader)
+                redisReaderFree(m->reader);
+            m->reader = NULL;
         }
-        long long ms = eddy__reply_timeout_ms(m->conn.s, -1);
-        struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-        redisSetTimeout(m->conn.rc, tv);
+        st = bconn_connect(&m->conn, err);
+        if (st == EDDY_OK && !(m->reader = redisReaderCreate())) {
+            bconn_close(&m->conn);
+            st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory connecting");
+        }
+        if (st == EDDY_OK) {
+            long long ms = eddy__reply_timeout_ms(m->conn.s, -1);
+            struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
+            redisSetTimeout(m->conn.rc, tv);
+        }
+        pthread_mutex_lock(&m->lock);
+        m->broken = false;
+        m->up = st == EDDY_OK;
+        pthread_mutex_unlock(&m->lock);
     }
+    pthread_mutex_unlock(&m->connect_lock);
     return st;
 }
 
 eddy_status bmux_connect(bmux *m, eddy_error *err) {
-    pthread_mutex_lock(&m->write_lock);
-    eddy_status st = ensure_connected(m, err);
-    pthread_mutex_unlock(&m->write_lock);
-    return st;
+    if (m->conn.engine) {
+        pthread_mutex_lock(&m->connect_lock);
+        eddy_status st = bconn_connect(&m->conn, err);
+        pthread_mutex_unlock(&m->connect_lock);
+        return st;
+    }
+    return ensure_connected(m, err);
+}
+
+static bool buf_append(bmux_buf *b, const char *p, size_t n) {
+    if (b->len + n > b->cap) {
+        size_t cap = b->cap ? b->cap * 2 : 4096;
+        while (cap < b->len + n)
+            cap *= 2;
+        char *np = realloc(b->p, cap);
+        if (!np)
+            return false;
+        b->p = np;
+        b->cap = cap;
+    }
+    memcpy(b->p + b->len, p, n);
+    b->len += n;
+    return true;
 }
 
 /* The wire form of cmds in one buffer (hiredis's argv formatting). */
@@ -172,7 +206,7 @@ static char *format(const eddy__cmdlist *cmds, size_t *len) {
     return buf;
 }
 
-/* Caller holds write_lock. */
+/* In the writer's role. */
 static eddy_status write_all(bmux *m, const char *buf, size_t len, eddy_error *err) {
     int fd = m->conn.rc->fd;
     while (len > 0) {
@@ -269,13 +303,68 @@ static void take_role(bmux *m, mwait *w) {
         wake(next->waiter, false);
 }
 
+/* In the writer's role, lock held: writes what is queued until nothing is, then leaves the
+ * role. A failed write fails every slot (their callers are queued on *done). */
+static void write_queued(bmux *m, mwait **done) {
+    while (m->out.len > 0 && !m->broken) {
+        bmux_buf b = m->wbuf;
+        m->wbuf = m->out;
+        m->out = b;
+        m->out.len = 0;
+        pthread_mutex_unlock(&m->lock);
+        eddy_error why;
+        eddy_status st = write_all(m, m->wbuf.p, m->wbuf.len, &why);
+        pthread_mutex_lock(&m->lock);
+        m->wbuf.len = 0;
+        if (st != EDDY_OK) {
+            fail_all(m, &why, done);             /* what was written may end in half a command */
+            shutdown(m->conn.rc->fd, SHUT_RDWR); /* a reader in recv() leaves */
+        }
+    }
+    if (m->broken)
+        m->out.len = 0; /* their slots failed with the connection */
+    m->writing = false;
+    if (m->broken)
+        pthread_cond_broadcast(&m->idle);
+}
+
+/* Queues cmds (wire form in buf) with w's slot, and writes unless someone does. EDDY_OK: w is
+ * in the FIFO, or already failed with the connection. Caller holds no lock. */
+static eddy_status queue_cmds(bmux *m, const char *buf, size_t len, size_t n, redisReply **replies,
+                              mwait *w, eddy_error *err) {
+    eddy_status st = EDDY_OK;
+    for (int attempt = 0;; attempt++) {
+        if ((st = ensure_connected(m, err)) != EDDY_OK)
+            return st;
+        pthread_mutex_lock(&m->lock);
+        if (m->up && !m->broken)
+            break;
+        pthread_mutex_unlock(&m->lock); /* lost meanwhile: connect again, once */
+        if (attempt == 1)
+            return eddy__fail(err, EDDY_ERR_IO, "connection: %s", m->lost.detail);
+    }
+    if (!buf_append(&m->out, buf, len)) {
+        pthread_mutex_unlock(&m->lock);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    eddy__pipeline_push(&m->fifo, &w->slot, replies, n, w);
+    mwait *done = NULL;
+    if (!m->writing) {
+        m->writing = true;
+        write_queued(m, &done);
+    }
+    pthread_mutex_unlock(&m->lock);
+    complete_all(done); /* w among them, when a write failed */
+    return EDDY_OK;
+}
+
 eddy_status bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, eddy_error *err) {
     for (size_t i = 0; i < cmds->n; i++)
         replies[i] = NULL;
     if (m->conn.engine) { /* memory://: the engine answers at once */
-        pthread_mutex_lock(&m->write_lock);
+        pthread_mutex_lock(&m->connect_lock);
         eddy_status st = bconn_exec(&m->conn, cmds, -1, replies, err);
-        pthread_mutex_unlock(&m->write_lock);
+        pthread_mutex_unlock(&m->connect_lock);
         return st;
     }
     if (cmds->n == 0)
@@ -287,24 +376,8 @@ eddy_status bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, 
     mwait w = {.popped = false};
     pthread_mutex_init(&w.m, NULL);
     pthread_cond_init(&w.cond, NULL);
-    mwait *done = NULL;
-    pthread_mutex_lock(&m->write_lock);
-    eddy_status st = ensure_connected(m, err);
-    if (st == EDDY_OK) {
-        pthread_mutex_lock(&m->lock);
-        eddy__pipeline_push(&m->fifo, &w.slot, replies, cmds->n, &w);
-        pthread_mutex_unlock(&m->lock);
-        eddy_error why;
-        if (write_all(m, buf, len, &why) != EDDY_OK) {
-            pthread_mutex_lock(&m->lock);
-            fail_all(m, &why, &done); /* what was written before may be half a command */
-            pthread_mutex_unlock(&m->lock);
-            shutdown(m->conn.rc->fd, SHUT_RDWR); /* a reader in recv() leaves */
-        }
-    }
-    pthread_mutex_unlock(&m->write_lock);
+    eddy_status st = queue_cmds(m, buf, len, cmds->n, replies, &w, err);
     free(buf);
-    complete_all(done); /* w among them, when the write failed */
     if (st == EDDY_OK) {
         pthread_mutex_lock(&m->lock);
         take_role(m, &w); /* nobody reads: read now, without going to sleep first */

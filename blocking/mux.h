@@ -1,7 +1,9 @@
 /* The blocking bus's publishing connection, shared by every thread that publishes, requests
- * or registers: multiplexed, so that no lock is held across a round trip. A caller writes its
+ * or registers: multiplexed, so that no lock is held across a round trip. A caller queues its
  * commands under a short lock (one contiguous run on the wire: a MULTI/EXEC or a publish batch
- * stays whole) and queues a slot for their replies in the core's FIFO (src/pipeline.h); then
+ * stays whole) with a slot for their replies in the core's FIFO (src/pipeline.h); one thread
+ * at a time writes (whoever finds nobody writing writes what is queued, its own and what others
+ * queued meanwhile, so busy callers share a write instead of queueing for the socket); then
  * one thread at a time reads (leader/follower): a caller whose replies have not come takes the
  * reader's role if nobody holds it, reads replies and hands each to its slot's caller until
  * its own are in, then passes the role to the oldest caller still waiting. memory:// runs each
@@ -21,15 +23,25 @@
 #include "conn.h"
 #include "pipeline.h"
 
+/* Bytes queued for the socket. */
+typedef struct bmux_buf {
+    char *p;
+    size_t len, cap;
+} bmux_buf;
+
 typedef struct bmux {
     bconn conn;
-    pthread_mutex_t write_lock; /* one writer at a time: wire order; (re)connecting */
-    pthread_mutex_t lock;       /* fifo, reading, broken, lost */
-    pthread_cond_t idle;        /* a broken connection's reader left */
+    pthread_mutex_t connect_lock; /* one caller (re)connects at a time */
+    pthread_mutex_t lock;         /* everything below */
+    pthread_cond_t idle;          /* a broken connection's reader or writer left */
     eddy__pipeline fifo;
+    bool up;      /* connected: conn.rc is the socket */
     bool reading; /* a caller holds the reader's role */
-    bool broken;  /* lost: reconnect (under write_lock) once !reading */
+    bool writing; /* a caller holds the writer's role: it writes `out` until it is empty */
+    bool broken;  /* lost: reconnect once neither role is held */
     eddy_error lost;
+    bmux_buf out;        /* commands queued behind the writer's, in FIFO order */
+    bmux_buf wbuf;       /* what the writer is writing (its role's, unlocked) */
     redisReader *reader; /* parses what the socket gave; only the reader's role touches it */
 } bmux;
 
