@@ -339,9 +339,10 @@ static eddy_status queue_cmds(bmux *m, const char *buf, size_t len, size_t n, re
         pthread_mutex_lock(&m->lock);
         if (m->up && !m->broken)
             break;
+        eddy_error lost = m->lost;
         pthread_mutex_unlock(&m->lock); /* lost meanwhile: connect again, once */
         if (attempt == 1)
-            return eddy__fail(err, EDDY_ERR_IO, "connection: %s", m->lost.detail);
+            return eddy__fail(err, EDDY_ERR_IO, "%s", lost.detail);
     }
     if (!buf_append(&m->out, buf, len)) {
         pthread_mutex_unlock(&m->lock);
