@@ -467,3 +467,87 @@ ParameterizedTest(combo *p, multiplex, a_publish_is_written_while_another_awaits
     pthread_join(server, NULL);
     close(h.listener);
 }
+
+/* ---- a connection lost with calls in flight ---------------------------------------------- */
+
+/* Its first connection answers nothing from the first XADD on and closes once it holds four
+ * (a server lost with four publishes in flight); its second answers everything. */
+typedef struct silent {
+    int listener;
+    atomic_int xadds_unanswered;
+} silent;
+
+static void *silent_serve(void *arg) {
+    silent *h = arg;
+    for (int conn = 0; conn < 2; conn++) {
+        int fd = accept(h->listener, NULL, NULL);
+        redisReader *rd = redisReaderCreate();
+        bool stalled = false;
+        for (;;) {
+            struct pollfd pfd = {fd, POLLIN, 0};
+            if (poll(&pfd, 1, 20000) <= 0)
+                break;
+            char buf[4096];
+            ssize_t k = recv(fd, buf, sizeof(buf), 0);
+            if (k <= 0)
+                break; /* the client gave up on this connection */
+            redisReaderFeed(rd, buf, (size_t)k);
+            void *r;
+            while (redisReaderGetReply(rd, &r) == REDIS_OK && r) {
+                redisReply *cmd = r;
+                bool xadd = strcasecmp(cmd->element[0]->str, "XADD") == 0;
+                stalled = stalled || (conn == 0 && xadd);
+                if (stalled)
+                    atomic_fetch_add(&h->xadds_unanswered, xadd);
+                else
+                    answer(fd, cmd);
+                freeReplyObject(cmd);
+            }
+            if (conn == 0 && atomic_load(&h->xadds_unanswered) == 4)
+                break;
+        }
+        redisReaderFree(rd);
+        close(fd);
+    }
+    return NULL;
+}
+
+ParameterizedTestParameters(multiplex, a_connection_lost_with_publishes_in_flight_fails_each_once) {
+    return cr_make_param_array(combo, frontends, 2);
+}
+ParameterizedTest(combo *p, multiplex, a_connection_lost_with_publishes_in_flight_fails_each_once,
+                  .timeout = 60) {
+    silent h = {0};
+    holdback hb = {0};
+    holdback_listen(&hb); /* only for its listening socket */
+    h.listener = hb.listener;
+    char url[64];
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", hb.port);
+    ctx c;
+    setup(&c, p, url);
+    c.s.log = NULL;
+    c.s.connect_timeout_ms = 10000; /* the loss, not a timeout, ends the publishes */
+    pthread_t server;
+    pthread_create(&server, NULL, silent_serve, &h);
+    tbus *b = NULL;
+    eddy_error err = {0};
+    eddy_status st = c.d->bus_new(&c.s, NULL, 0, &b, &err);
+    cr_assert_eq(st, EDDY_OK, "bus_new: %s (%s)", eddy_status_name(st), err.detail);
+    one_publish pubs[4];
+    pthread_t t[4];
+    for (int i = 0; i < 4; i++) {
+        pubs[i] = (one_publish){&c, b, i, -1};
+        pthread_create(&t[i], NULL, publish_one, &pubs[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL); /* returned, once: a hang fails by the test's timeout */
+        cr_expect_eq(pubs[i].st, EDDY_ERR_IO, "publish %d: %s", i, eddy_status_name(pubs[i].st));
+    }
+    cr_expect_eq(atomic_load(&h.xadds_unanswered), 4, "all four were on the wire at once");
+    one_publish again = {&c, b, 9, -1};
+    publish_one(&again);
+    cr_expect_eq(again.st, EDDY_OK, "the next publish reconnects: %s", eddy_status_name(again.st));
+    c.d->free(b);
+    pthread_join(server, NULL);
+    close(h.listener);
+}
