@@ -7,11 +7,12 @@
  * one thread at a time reads (leader/follower): a caller whose replies have not come takes the
  * reader's role if nobody holds it, reads replies and hands each to its slot's caller until
  * its own are in, then passes the role to the oldest caller still waiting. memory:// runs each
- * command at once in the engine, under the write lock (no round trip there).
+ * command at once in the engine, under the connect lock (no round trip there).
  *
  * A lost connection (a failed write or read, a read timeout, a reply nobody waits for) fails
- * every slot in flight with EDDY_ERR_IO, each exactly once; the next call reconnects, once no
- * reader still uses the old socket. Thread: any, except init/destroy. */
+ * every slot in flight with EDDY_ERR_IO, each exactly once; the next call reconnects, once
+ * neither the reader nor the writer still uses the old socket. Thread: any, except
+ * init/destroy. */
 #ifndef EDDY_BLOCKING_MUX_H
 #define EDDY_BLOCKING_MUX_H
 
