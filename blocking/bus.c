@@ -71,14 +71,13 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     pthread_mutex_init(&bus->lock, NULL);
     pthread_mutex_init(&bus->subs_lock, NULL);
-    pthread_mutex_init(&bus->pub_lock, NULL);
     pthread_mutex_init(&bus->ctl_lock, NULL);
     bcond_init_monotonic(&bus->ctl_cond); /* start waits on it with a deadline */
     eddy_status st = eddy__settings_copy(&bus->s, settings, err);
     bool conns_ready = false;
     if (st == EDDY_OK) {
         bus->caps = eddy__capabilities(&bus->s.url);
-        if (bconn_init(&bus->pub_conn, &bus->s) != EDDY_OK ||
+        if (bmux_init(&bus->pub, &bus->s) != EDDY_OK ||
             bconn_init(&bus->ctl_conn, &bus->s) != EDDY_OK)
             st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
         conns_ready = true;
@@ -96,12 +95,11 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
     if (st == EDDY_OK && !(bus->pool = bpool_new(bus->s.workers)))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "could not start %u worker threads", bus->s.workers);
     if (st == EDDY_OK)
-        st = bconn_connect(&bus->pub_conn, err);
+        st = bmux_connect(&bus->pub, err);
     if (st != EDDY_OK) {
         if (!conns_ready) { /* the settings were refused: nothing else was made */
             pthread_cond_destroy(&bus->ctl_cond);
             pthread_mutex_destroy(&bus->ctl_lock);
-            pthread_mutex_destroy(&bus->pub_lock);
             pthread_mutex_destroy(&bus->subs_lock);
             pthread_mutex_destroy(&bus->lock);
             free(bus);
@@ -234,7 +232,7 @@ void eddy_bus_free(eddy_bus *bus) {
     for (size_t i = 0; i < bus->nsubs; i++)
         bsub_free(bus->subs[i]);
     free(bus->subs);
-    bconn_destroy(&bus->pub_conn);
+    bmux_destroy(&bus->pub);
     bconn_destroy(&bus->ctl_conn);
     eddy__publisher_free(bus->publisher);
     eddy__requests_free(bus->requests);
@@ -245,7 +243,6 @@ void eddy_bus_free(eddy_bus *bus) {
     pthread_mutex_destroy(&bus->ctl_lock);
     pthread_mutex_destroy(&bus->lock);
     pthread_mutex_destroy(&bus->subs_lock);
-    pthread_mutex_destroy(&bus->pub_lock);
     free(bus);
 }
 

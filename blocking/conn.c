@@ -61,6 +61,8 @@ static void drop(bconn *c) {
     }
 }
 
+void bconn_close(bconn *c) { drop(c); }
+
 void bconn_destroy(bconn *c) {
     drop(c);
     eddy__reply_arena_free(c->arena);

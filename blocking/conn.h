@@ -46,6 +46,8 @@ void bconn_destroy(bconn *c);
 /* Connects (with the AUTH and SELECT handshake) unless already connected. */
 eddy_status bconn_connect(bconn *c, eddy_error *err);
 bool bconn_connected(const bconn *c);
+/* Drops the connection (the next bconn_connect makes a new one). */
+void bconn_close(bconn *c);
 
 /* Sends every command of `cmds` as one pipeline and reads one reply each into replies (the
  * caller frees them with bconn_release). When block_ms >= 0 the last command is a blocking

@@ -10,6 +10,7 @@
 #include "discovery.h"
 #include "eddy/blocking.h"
 #include "inbox.h"
+#include "mux.h"
 #include "pool.h"
 #include "publisher.h"
 #include "registry.h"
@@ -47,9 +48,8 @@ struct eddy_bus {
     pthread_mutex_t ctl_lock; /* with ctl_cond: start waits for ctl_ready */
     pthread_cond_t ctl_cond;
     bool ctl_ready;
-    atomic_bool active;       /* started and ready: requests may be sent */
-    pthread_mutex_t pub_lock; /* one publish (pipeline) at a time on pub_conn */
-    bconn pub_conn;
+    atomic_bool active;        /* started and ready: requests may be sent */
+    bmux pub;                  /* the publishing connection, multiplexed */
     pthread_mutex_t lock;      /* started, and every change to subs */
     pthread_mutex_t subs_lock; /* subs and nsubs, for readers that must not wait on `lock` */
     bsub **subs;
@@ -59,7 +59,8 @@ struct eddy_bus {
     eddy__discovery *discovery; /* shared by the pattern subscriptions */
 };
 
-/* publish.c: runs commands on the publishing connection, one pipeline at a time. */
+/* publish.c: runs commands on the publishing connection (multiplexed: any thread, no lock
+ * held while waiting; cmds stay contiguous on the wire). */
 eddy_status bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
                       eddy_error *err);
 

@@ -1,6 +1,7 @@
 /* Publishing on the blocking bus: the core checks and builds, this file sends, on the bus's
- * publishing connection, one pipeline at a time. A failed send is reported, never retried:
- * a retry could store the message twice. The next publish reconnects. */
+ * publishing connection (multiplexed, mux.h: each publish's commands contiguous on the wire). A
+ * failed send is reported, never retried: a retry could store the message twice. The next publish
+ * reconnects. */
 #include <stdlib.h>
 
 #include "error.h"
@@ -8,9 +9,7 @@
 
 eddy_status bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
                       eddy_error *err) {
-    pthread_mutex_lock(&bus->pub_lock);
-    eddy_status st = bconn_exec(&bus->pub_conn, cmds, -1, replies, err);
-    pthread_mutex_unlock(&bus->pub_lock);
+    eddy_status st = bmux_exec(&bus->pub, cmds, replies, err);
     if (st == EDDY_ERR_IO)
         eddy__publisher_connection_lost(bus->publisher);
     return st;

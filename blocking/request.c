@@ -1,6 +1,8 @@
-/* Requests on the blocking bus: the core checks, counts and matches; this file sends on the
- * publishing connection and makes the calling thread wait, on a condition variable of its
- * own, for the reply, the deadline, a cancel token or the bus stopping. */
+/* Requests on the blocking bus: the core runs the sequence (request_flow.h: checks, table,
+ * registry, counting) and matches replies; this file sends each step on the publishing
+ * connection (multiplexed: other threads' requests and publishes go out meanwhile) and makes
+ * the calling thread wait, on a condition variable of its own, for the reply, the deadline, a
+ * cancel token or the bus stopping. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -9,7 +11,7 @@
 
 #include "error.h"
 #include "internal.h"
-#include "registry.h"
+#include "request_flow.h"
 
 typedef struct bwait {
     pthread_mutex_t m;
@@ -86,47 +88,22 @@ void bwait_complete(void *waiter, eddy_status st, eddy_event *reply) {
     pthread_mutex_unlock(&w->m);
 }
 
-/* Is anything, in any process, subscribed to subject? */
-static eddy_status anyone_subscribed(eddy_bus *bus, const char *subject, bool *any,
-                                     eddy_error *err) {
-    long long now = eddy_now_ms();
-    eddy__cmdlist cmds;
-    eddy__cmdlist_init(&cmds);
-    bool cached = false;
-    eddy_status st =
-        eddy__registry_ask(bus->registry_cache, bus->s.ns, subject, now, &cmds, 0, &cached);
-    if (st == EDDY_OK && cached) {
-        *any = true;
-    } else if (st == EDDY_OK) {
-        redisReply *reply = NULL;
-        pthread_mutex_lock(&bus->pub_lock);
-        st = bconn_exec(&bus->pub_conn, &cmds, -1, &reply, err);
-        pthread_mutex_unlock(&bus->pub_lock);
-        if (st == EDDY_OK)
-            st = eddy__registry_answer(bus->registry_cache, reply, subject, now, any, err);
-        else if (reply)
-            freeReplyObject(reply);
+/* Runs the flow's steps on the publishing connection until it waits or ends. */
+static eddy__req_step run_steps(eddy_bus *bus, eddy__request_flow *f) {
+    eddy__req_step step = f->step;
+    while (step == EDDY__REQ_ASK || step == EDDY__REQ_SEND) {
+        redisReply *replies[EDDY__REQUEST_MAX_CMDS] = {NULL, NULL};
+        const eddy__cmdlist *cmds = eddy__request_flow_cmds(f);
+        eddy_error err;
+        eddy_status st = cmds->n <= EDDY__REQUEST_MAX_CMDS
+                             ? bpub_exec(bus, cmds, replies, &err)
+                             : eddy__fail(&err, EDDY_ERR_INVALID_ARGUMENT, "too many commands");
+        step = eddy__request_flow_feed(f, st, replies, &err);
+        for (size_t i = 0; i < EDDY__REQUEST_MAX_CMDS; i++)
+            if (replies[i])
+                freeReplyObject(replies[i]);
     }
-    eddy__cmdlist_reset(&cmds);
-    return st;
-}
-
-/* Sends the request's commands on the publishing connection. */
-static eddy_status send_request(eddy_bus *bus, eddy__request_out *out, eddy_error *err) {
-    redisReply *replies[2] = {NULL, NULL};
-    eddy_status st = out->cmds.n <= 2 ? EDDY_OK : EDDY_ERR_INVALID_ARGUMENT;
-    if (st == EDDY_OK) {
-        pthread_mutex_lock(&bus->pub_lock);
-        st = bconn_exec(&bus->pub_conn, &out->cmds, -1, replies, err);
-        pthread_mutex_unlock(&bus->pub_lock);
-    }
-    size_t next;
-    if (st == EDDY_OK)
-        st = eddy__publish_result(bus->publisher, &out->cmds, 0, replies, &next, NULL, 0, err);
-    for (size_t i = 0; i < out->cmds.n && i < 2; i++)
-        if (replies[i])
-            freeReplyObject(replies[i]);
-    return st;
+    return step;
 }
 
 /* Waits for the outcome. The deadline is wall-clock (it travels to the responder); the wait
@@ -181,43 +158,34 @@ eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_even
     char inbox[256] = "";
     bool cancelled;
     bool active = bus_state(bus, opts, inbox, &cancelled);
-    eddy__request_out out;
-    eddy_status st = eddy__request_begin(bus->requests, bus->publisher, opts, cancelled, active,
-                                         bus->caps, subject, ev, inbox, &out, err);
-    if (st != EDDY_OK)
-        return st;
-    bool any = false;
-    if ((st = anyone_subscribed(bus, subject, &any, err)) != EDDY_OK) {
-        eddy__request_out_reset(&out);
-        return st;
-    }
-    if (!any) {
-        eddy__requests_count_no_responders(bus->requests, out.row);
-        eddy__request_out_reset(&out);
-        return eddy__fail(err, EDDY_ERR_NO_RESPONDERS, "nothing is subscribed to '%s'", subject);
-    }
+    eddy__request_ctx ctx = {
+        bus->requests, bus->registry_cache, bus->publisher,       bus->s.ns, bus->caps,
+        active,        cancelled,           active ? inbox : NULL};
     bwait w = {.st = EDDY_ERR_NO_REPLY};
     pthread_mutex_init(&w.m, NULL);
     bcond_init_monotonic(&w.cond);
-    const char *id = out.id;
-    /* In the table before it is sent: the reply may arrive before the send's own answer. */
-    if ((st = eddy__requests_add(bus->requests, id, &w, out.row, out.deadline_ms)) != EDDY_OK) {
-        eddy__fail(err, st, "out of memory");
-    } else if ((st = send_request(bus, &out, err)) != EDDY_OK) {
-        eddy__requests_unsent(bus->requests, id); /* not sent: not counted */
-    } else {
-        eddy__requests_sent(bus->requests, id);
+    eddy__request_flow f;
+    eddy_status st = eddy__request_flow_begin(&f, &ctx, opts, subject, ev, &w, eddy_now_ms(), err);
+    if (st == EDDY_OK) {
+        const char *id = f.out.id;
         cancel_attach(opts->cancel, &w);
-        wait_outcome(bus, &w, id, opts->deadline_ms, opts->cancel);
+        if (run_steps(bus, &f) == EDDY__REQ_END) {
+            st = f.st;
+            if (err)
+                *err = f.err;
+        } else { /* WAIT, or ENDED: its waiter is completed, or will be */
+            wait_outcome(bus, &w, id, opts->deadline_ms, opts->cancel);
+            st = w.st;
+            *reply = w.reply;
+            if (st == EDDY_ERR_NO_REPLY)
+                eddy__fail(err, st, "no reply to request %s before its deadline, cancel or stop",
+                           id);
+            else if (st == EDDY_ERR_RESPONDER_FAILED)
+                eddy__fail(err, st, "the responder failed on request %s", id);
+        }
         cancel_detach(opts->cancel, &w);
-        st = w.st;
-        *reply = w.reply;
-        if (st == EDDY_ERR_NO_REPLY)
-            eddy__fail(err, st, "no reply to request %s before its deadline, cancel or stop", id);
-        else if (st == EDDY_ERR_RESPONDER_FAILED)
-            eddy__fail(err, st, "the responder failed on request %s", id);
+        eddy__request_flow_reset(&f);
     }
-    eddy__request_out_reset(&out);
     pthread_cond_destroy(&w.cond);
     pthread_mutex_destroy(&w.m);
     return st;

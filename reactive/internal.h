@@ -17,6 +17,7 @@
 #include "eddy/reactive.h"
 #include "inbox.h"
 #include "memory/engine.h"
+#include "pipeline.h"
 #include "publisher.h"
 #include "registry.h"
 #include "requests.h"
@@ -98,15 +99,19 @@ typedef struct rpub rpub;
  * is freed when it returns. */
 typedef void (*rpub_fn)(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
 struct rpub {
-    struct rpub *next;
+    struct rpub *next; /* in the unsent list */
     eddy__cmdlist cmds;
+    const eddy__cmdlist *ext; /* when set, sent instead of cmds (owned by the op's user, who
+                                 outlives the op: a request's flow) */
     redisReply *replies[RPUB_MAX_CMDS];
-    size_t got;
+    eddy__pipe_slot slot; /* in the connection's FIFO once written */
     rpub_fn complete;
     eddy_publish_fn done; /* a publish's callback */
     void *user;
     unsigned seq;
 };
+/* The commands p sends (and its completion reads replies of). */
+const eddy__cmdlist *rpub_cmds(const rpub *p);
 
 struct eddy_rbus {
     struct ev_loop *loop;
@@ -127,9 +132,9 @@ struct eddy_rbus {
     void *ready_user;
     /* publishing */
     rconn *pub_conn;
-    rpub *pub_head, *pub_tail; /* in order of their commands */
-    rpub *pub_unsent;          /* the first not yet sent (the connection was not up) */
-    bool pub_close_idle;       /* stopped: close the connection once nothing is queued */
+    eddy__pipeline pub_fifo;            /* ops written, awaiting replies, in wire order */
+    rpub *pub_unsent, *pub_unsent_tail; /* ops not written yet (the connection was not up) */
+    bool pub_close_idle;                /* stopped: close the connection once nothing is queued */
     /* request/reply */
     unsigned caps;
     eddy__requests *requests;

@@ -7,8 +7,9 @@
  * waiting for the one before.
  *
  * Invariants:
- * - Operations are kept in the order of their commands, so each reply belongs to the oldest
- *   operation still waiting.
+ * - Written operations wait in the core's FIFO of reply slots (src/pipeline.h) in the order of
+ *   their commands, so each reply belongs to the oldest operation still waiting; operations
+ *   queued while the connection is not up wait in the unsent list, in order, behind them.
  * - Each operation completes exactly once: with its replies, with the connection's error when
  *   it was lost first, or with EDDY_ERR_CLOSED when the bus is freed first. It leaves the queue
  *   before its completion runs, so whatever that completion calls finds a consistent queue.
@@ -47,25 +48,36 @@ void rpub_free(rpub *p) {
     free(p);
 }
 
+const eddy__cmdlist *rpub_cmds(const rpub *p) { return p->ext ? p->ext : &p->cmds; }
+
 /* Runs p's completion (p has left the queue), then frees it. */
 static void complete(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
     p->complete(bus, p, st, err);
     rpub_free(p);
 }
 
+static bool idle(const eddy_rbus *bus) {
+    return !eddy__pipeline_head(&bus->pub_fifo) && !bus->pub_unsent;
+}
+
 static void close_if_idle(eddy_rbus *bus) {
-    if (bus->pub_close_idle && !bus->pub_head && bus->pub_conn) {
+    if (bus->pub_close_idle && idle(bus) && bus->pub_conn) {
         bus->pub_close_idle = false;
         rconn_close(bus->pub_conn); /* deferred by the connection when inside its callback */
         bus->pub_conn = NULL;
     }
 }
 
-/* Completes every queued op with st, in order. Completions may queue new ops: those go to a
- * new list (and, after a loss, a new connection). */
+/* Completes every queued op with st, in order: those written, then those not. Completions may
+ * queue new ops: those go to a new queue (and, after a loss, a new connection). */
 static void complete_all(eddy_rbus *bus, eddy_status st, const eddy_error *err) {
-    rpub *p = bus->pub_head;
-    bus->pub_head = bus->pub_tail = bus->pub_unsent = NULL;
+    eddy__pipeline written = bus->pub_fifo;
+    rpub *p = bus->pub_unsent;
+    eddy__pipeline_init(&bus->pub_fifo);
+    bus->pub_unsent = bus->pub_unsent_tail = NULL;
+    eddy__pipe_slot *s;
+    while ((s = eddy__pipeline_fail_next(&written, st)))
+        complete(bus, s->waiter, st, err);
     while (p) {
         rpub *next = p->next;
         complete(bus, p, st, err);
@@ -73,14 +85,18 @@ static void complete_all(eddy_rbus *bus, eddy_status st, const eddy_error *err) 
     }
 }
 
+/* Writes the unsent ops, each one's commands together, its slot in the FIFO first. */
 static void send_unsent(eddy_rbus *bus) {
-    for (rpub *p = bus->pub_unsent; p; p = p->next)
-        for (size_t i = 0; i < p->cmds.n; i++)
-            if (!rconn_send(bus->pub_conn, &p->cmds.cmds[i], -1, p)) {
-                bus->pub_unsent = NULL; /* down follows and fails them all */
-                return;
-            }
-    bus->pub_unsent = NULL;
+    while (bus->pub_unsent) {
+        rpub *p = bus->pub_unsent;
+        if (!(bus->pub_unsent = p->next))
+            bus->pub_unsent_tail = NULL;
+        const eddy__cmdlist *cmds = rpub_cmds(p);
+        eddy__pipeline_push(&bus->pub_fifo, &p->slot, p->replies, cmds->n, p);
+        for (size_t i = 0; i < cmds->n; i++)
+            if (!rconn_send(bus->pub_conn, &cmds->cmds[i], -1, p))
+                return; /* down follows and fails them all */
+    }
 }
 
 static void pub_up(void *owner) {
@@ -92,19 +108,19 @@ static void pub_up(void *owner) {
 
 static void pub_reply(void *owner, void *priv, redisReply *r) {
     eddy_rbus *bus = owner;
-    rpub *p = priv;
+    (void)priv; /* the FIFO knows whose it is */
     rbus_enter(bus);
-    if (p->got + 1 < p->cmds.n) {
-        /* Replies before the last are needed together with it: keep them. Without memory
-         * for one, its op reads it as a lost reply (NULL). */
-        p->replies[p->got++] = rconn_keep(bus->pub_conn, r);
-    } else {
-        p->replies[p->got] = r;
-        bus->pub_head = p->next;
-        if (!bus->pub_head)
-            bus->pub_tail = NULL;
+    const eddy__pipe_slot *head = eddy__pipeline_head(&bus->pub_fifo);
+    /* Replies before an op's last are needed together with it: keep them. Without memory for
+     * one, its op reads it as a lost reply (NULL). The last is borrowed for the completion. */
+    bool last = head && head->got + 1 == head->n;
+    bool unexpected;
+    eddy__pipe_slot *done =
+        eddy__pipeline_feed(&bus->pub_fifo, last ? r : rconn_keep(bus->pub_conn, r), &unexpected);
+    if (done) {
+        rpub *p = done->waiter;
         p->complete(bus, p, EDDY_OK, NULL);
-        p->replies[p->got] = NULL; /* hiredis's or the connection's, not ours */
+        p->replies[done->n - 1] = NULL; /* hiredis's or the connection's, not ours */
         rpub_free(p);
         close_if_idle(bus);
     }
@@ -114,7 +130,7 @@ static void pub_reply(void *owner, void *priv, redisReply *r) {
 static void pub_down(void *owner, eddy_status st, const eddy_error *err) {
     eddy_rbus *bus = owner;
     rbus_enter(bus);
-    if (bus->pub_head)
+    if (!idle(bus))
         eddy__log(&bus->s.log, EDDY_LOG_WARN, "publishing connection: %s", err->detail);
     rconn_close(bus->pub_conn);
     bus->pub_conn = NULL; /* the next op connects again */
@@ -150,18 +166,17 @@ void rpub_close_when_idle(eddy_rbus *bus) {
 }
 
 eddy_status rpub_submit(eddy_rbus *bus, rpub *p) {
-    if (p->cmds.n == 0 || p->cmds.n > RPUB_MAX_CMDS)
+    size_t n = rpub_cmds(p)->n;
+    if (n == 0 || n > RPUB_MAX_CMDS)
         return EDDY_ERR_INVALID_ARGUMENT;
     if (rpub_open(bus) != EDDY_OK)
         return EDDY_ERR_NOMEM;
     p->next = NULL;
-    if (bus->pub_tail)
-        bus->pub_tail->next = p;
+    if (bus->pub_unsent_tail)
+        bus->pub_unsent_tail->next = p;
     else
-        bus->pub_head = p;
-    bus->pub_tail = p;
-    if (!bus->pub_unsent)
         bus->pub_unsent = p;
+    bus->pub_unsent_tail = p;
     if (rconn_is_up(bus->pub_conn))
         send_unsent(bus);
     return EDDY_OK;

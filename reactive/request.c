@@ -1,33 +1,31 @@
-/* Requests on the reactive bus: the core checks, counts and matches (requests.h, registry.h);
- * this file sends each request's registry query and its entry on the publishing connection and
- * completes its callback from the loop: on the matching reply (control.c), on its deadline
- * (one ev_timer for every request, armed at the table's earliest deadline), on cancel, or when
- * the bus stops or is freed.
+/* Requests on the reactive bus: the core runs the sequence (request_flow.h: checks, table,
+ * registry, counting) and matches replies; this file sends each step the flow asks for on the
+ * publishing connection (pipelined with every other op there) and completes the callback from
+ * the loop: on the matching reply (control.c), on its deadline (one ev_timer for every
+ * request, armed at the table's earliest deadline), on cancel, or when the bus stops or is
+ * freed.
  *
  * Invariants:
  * - A request is in the core's table from the call that accepted it until exactly one of
- *   reply, deadline, cancel, stop/free, "no responders" or a failed send takes it out; whoever
- *   takes it out completes it, so its callback runs exactly once. Being in the table during
- *   the registry query too lets a deadline, a cancel or a stop end it there, counted NoReply
- *   like any request that went out (the blocking front end cannot be interrupted there).
+ *   reply, deadline, cancel, stop/free, "no responders" or a failed step takes it out; whoever
+ *   takes it out completes it, so its callback runs exactly once.
  * - Refusals (the core's checks, out of memory before anything was queued) are returned by
  *   the call and run no callback; every other outcome is delivered from the loop, never inside
  *   the call, except cancel's and teardown's, as reactive.h says.
- * - Memory per request in flight: the request object (with its entry's commands until they
- *   are sent) and one table entry. A request object outlives its completion only while an op
- *   of the publishing connection still points at it; that op frees it.
+ * - Memory per request in flight: the request object (with its flow's commands) and one table
+ *   entry. A request object outlives its completion only while an op of the publishing
+ *   connection still points at it; that op frees it.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "error.h"
 #include "internal.h"
+#include "request_flow.h"
 
 struct eddy_rrequest {
     eddy_rbus *bus;
-    eddy__request_out out; /* id, counter row, deadline, and the entry's commands */
-    char *subject;
-    long long asked_ms; /* wall-clock time of the registry question */
+    eddy__request_flow flow; /* the sequence (request_flow.h): id, row, deadline, commands */
     eddy_reply_fn done;
     void *user;
     bool completed; /* its callback ran (or is running) */
@@ -38,8 +36,7 @@ typedef struct eddy_rrequest rreq;
 
 static void rreq_free(rreq *q) {
     q->bus->nrequests--;
-    eddy__request_out_reset(&q->out);
-    free(q->subject);
+    eddy__request_flow_reset(&q->flow);
     free(q);
 }
 
@@ -58,25 +55,6 @@ static void complete(rreq *q, eddy_status st, eddy_event *reply) {
 
 void rreq_complete_waiter(void *waiter, eddy_status st, eddy_event *reply) {
     complete(waiter, st, reply);
-}
-
-/* An op that pointed at q is done with it: true when q is still waiting for its outcome. */
-static bool op_done(rreq *q) {
-    q->ops--;
-    if (!q->completed)
-        return true;
-    if (q->ops == 0)
-        rreq_free(q);
-    return false;
-}
-
-/* Ends q before it went out (nothing counted), or, for NO_RESPONDERS, counted as such. */
-static void end_unsent(rreq *q, eddy_status st) {
-    eddy_rbus *bus = q->bus;
-    eddy__requests_unsent(bus->requests, q->out.id);
-    if (st == EDDY_ERR_NO_RESPONDERS)
-        eddy__requests_count_no_responders(bus->requests, q->out.row);
-    complete(q, st, NULL);
 }
 
 /* ---- deadlines ------------------------------------------------------------------------------ */
@@ -127,78 +105,52 @@ void rreq_abandon_all(eddy_rbus *bus) {
 
 /* ---- sending ---------------------------------------------------------------------------- */
 
-static void sent(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
-    rreq *q = p->user;
-    if (st == EDDY_OK) {
-        size_t next;
-        eddy_error e;
-        st = eddy__publish_result(bus->publisher, &p->cmds, 0, p->replies, &next, NULL, 0, &e);
-    }
-    /* Counted (Sent) or taken back (not counted) even when q already ended: the core knows. */
-    if (st == EDDY_OK)
-        eddy__requests_sent(bus->requests, q->out.id);
-    if (op_done(q) && st != EDDY_OK)
-        end_unsent(q, st);
-}
+static void stepped(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
 
-/* Queues the request's entry; its commands move to the op. */
-static eddy_status send_entry(eddy_rbus *bus, rreq *q) {
-    rpub *p = rpub_new(sent, q);
+/* Queues the flow's step (ASK or SEND) on the publishing connection. */
+static eddy_status send_step(eddy_rbus *bus, rreq *q) {
+    rpub *p = rpub_new(stepped, q);
     if (!p)
         return EDDY_ERR_NOMEM;
-    p->cmds = q->out.cmds;
+    p->ext = eddy__request_flow_cmds(&q->flow); /* q outlives its ops */
     eddy_status st = rpub_submit(bus, p);
     if (st != EDDY_OK) {
-        p->cmds.n = 0; /* still q's */
-        eddy__cmdlist_init(&p->cmds);
         rpub_free(p);
         return st;
     }
-    eddy__cmdlist_init(&q->out.cmds);
     q->ops++;
     return EDDY_OK;
 }
 
-static void answered(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
+/* Does what the flow says next, from the loop: send a step, or complete q (END). */
+static void advance(eddy_rbus *bus, rreq *q, eddy__req_step step) {
+    if (step == EDDY__REQ_ASK || step == EDDY__REQ_SEND) {
+        eddy_status st = send_step(bus, q);
+        if (st == EDDY_OK)
+            return;
+        redisReply *none[EDDY__REQUEST_MAX_CMDS] = {NULL, NULL};
+        step = eddy__request_flow_feed(&q->flow, st, none, NULL);
+    }
+    if (step == EDDY__REQ_END)
+        complete(q, q->flow.st, NULL);
+    /* WAIT: the reply stream, the deadline or a cancel ends it; ENDED: it was completed */
+}
+
+static void stepped(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
     rreq *q = p->user;
-    if (!op_done(q))
-        return; /* it ended meanwhile (deadline, cancel, stop) */
-    bool any = false;
-    if (st == EDDY_OK) {
-        redisReply *reply = rconn_keep(bus->pub_conn, p->replies[0]);
-        st = reply ? eddy__registry_answer(bus->registry_cache, reply, q->subject, q->asked_ms,
-                                           &any, NULL)
-                   : EDDY_ERR_NOMEM;
+    q->ops--;
+    /* The registry's answer is taken by the flow: keep it (the last reply is borrowed). */
+    if (st == EDDY_OK && q->flow.step == EDDY__REQ_ASK &&
+        !(p->replies[0] = rconn_keep(bus->pub_conn, p->replies[0])))
+        st = EDDY_ERR_NOMEM;
+    /* Fed even when q already ended: a written entry still counts Sent (the core knows). */
+    eddy__req_step step = eddy__request_flow_feed(&q->flow, st, p->replies, err);
+    if (q->completed) {
+        if (q->ops == 0)
+            rreq_free(q);
+        return;
     }
-    if (st == EDDY_OK && !any)
-        st = EDDY_ERR_NO_RESPONDERS;
-    if (st == EDDY_OK)
-        st = send_entry(bus, q);
-    if (st != EDDY_OK)
-        end_unsent(q, st);
-}
-
-/* Asks whether anything is subscribed (the cache may know), then sends. */
-static eddy_status ask(eddy_rbus *bus, rreq *q) {
-    rpub *p = rpub_new(answered, q);
-    if (!p)
-        return EDDY_ERR_NOMEM;
-    q->asked_ms = eddy_now_ms();
-    bool cached = false;
-    eddy_status st = eddy__registry_ask(bus->registry_cache, bus->s.ns, q->subject, q->asked_ms,
-                                        &p->cmds, 0, &cached);
-    if (st == EDDY_OK && cached) {
-        rpub_free(p);
-        return send_entry(bus, q);
-    }
-    if (st == EDDY_OK)
-        st = rpub_submit(bus, p);
-    if (st != EDDY_OK) {
-        rpub_free(p);
-        return st;
-    }
-    q->ops++;
-    return EDDY_OK;
+    advance(bus, q, step);
 }
 
 /* ---- interface ---------------------------------------------------------------------------- */
@@ -218,34 +170,32 @@ eddy_status eddy_rbus_request(eddy_rbus *bus, const char *subject, const eddy_ev
     rreq *q = calloc(1, sizeof(*q));
     if (!q)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    eddy_status st =
-        eddy__request_begin(bus->requests, bus->publisher, opts, false, bus->active, bus->caps,
-                            subject, ev, bus->ctl ? rctl_inbox_key(bus->ctl) : NULL, &q->out, err);
-    if (st != EDDY_OK) {
-        free(q);
-        return st;
-    }
     q->bus = bus;
     q->done = done;
     q->user = user;
-    bus->nrequests++;
-    if (!(q->subject = strdup(subject))) {
-        rreq_free(q);
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    }
+    eddy__request_ctx ctx = {bus->requests,  bus->registry_cache,
+                             bus->publisher, bus->s.ns,
+                             bus->caps,      bus->active,
+                             false,          bus->ctl ? rctl_inbox_key(bus->ctl) : NULL};
     rbus_enter(bus);
-    if ((st = eddy__requests_add(bus->requests, q->out.id, q, q->out.row, q->out.deadline_ms)) ==
-        EDDY_OK) {
-        if ((st = ask(bus, q)) == EDDY_OK)
-            arm(bus);
-        else
-            eddy__requests_unsent(bus->requests, q->out.id); /* nothing went out: not counted */
-    }
+    eddy_status st =
+        eddy__request_flow_begin(&q->flow, &ctx, opts, subject, ev, q, eddy_now_ms(), err);
     if (st != EDDY_OK) {
+        free(q);
+        rbus_leave(bus);
+        return st;
+    }
+    bus->nrequests++;
+    if ((st = send_step(bus, q)) != EDDY_OK) {
+        /* Nothing went out: the flow takes it back (not counted); refused from the call. */
+        redisReply *none[EDDY__REQUEST_MAX_CMDS] = {NULL, NULL};
+        eddy__request_flow_feed(&q->flow, st, none, NULL);
         rreq_free(q);
         eddy__fail(err, st, "out of memory");
-    } else if (handle) {
-        *handle = q;
+    } else {
+        arm(bus);
+        if (handle)
+            *handle = q;
     }
     rbus_leave(bus);
     return st;
@@ -279,7 +229,7 @@ void eddy_rrequest_cancel(eddy_rrequest *q) {
         return;
     eddy_rbus *bus = q->bus;
     rbus_enter(bus);
-    if (eddy__requests_give_up(bus->requests, q->out.id)) {
+    if (eddy__requests_give_up(bus->requests, q->flow.out.id)) {
         complete(q, EDDY_ERR_NO_REPLY, NULL);
         arm(bus);
     }
@@ -296,8 +246,8 @@ eddy_status eddy_rbus_request_stats(eddy_rbus *bus, const char *name, eddy_reque
 void eddy__rbus_request_counts(eddy_rbus *bus, size_t *in_table, size_t *alive, size_t *ops) {
     *in_table = eddy__requests_in_flight(bus->requests);
     *alive = bus->nrequests;
-    size_t n = 0;
-    for (rpub *p = bus->pub_head; p; p = p->next)
+    size_t n = bus->pub_fifo.nslots;
+    for (rpub *p = bus->pub_unsent; p; p = p->next)
         n++;
     *ops = n;
 }

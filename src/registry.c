@@ -115,6 +115,7 @@ struct eddy__registry_cache {
     long long max_age_ms;
     redisReply *reply;
     long long at_ms;
+    long long refresh_ms; /* when the question that renews the answer went out, -1: none out */
 };
 
 eddy__registry_cache *eddy__registry_cache_new(long long max_age_ms) {
@@ -122,6 +123,7 @@ eddy__registry_cache *eddy__registry_cache_new(long long max_age_ms) {
     if (c) {
         pthread_mutex_init(&c->lock, NULL);
         c->max_age_ms = max_age_ms;
+        c->refresh_ms = -1;
     }
     return c;
 }
@@ -135,12 +137,26 @@ void eddy__registry_cache_free(eddy__registry_cache *c) {
     free(c);
 }
 
-bool eddy__registry_cache_match(eddy__registry_cache *c, const char *subject, long long now_ms) {
+/* Caller holds the lock. */
+static bool remembered_match(eddy__registry_cache *c, const char *subject) {
     bool any = false;
-    pthread_mutex_lock(&c->lock);
-    if (c->reply && now_ms - c->at_ms <= c->max_age_ms &&
-        eddy__registry_matches(c->reply, subject, &any, NULL) != EDDY_OK)
+    if (c->reply && eddy__registry_matches(c->reply, subject, &any, NULL) != EDDY_OK)
         any = false;
+    return any;
+}
+
+/* True when the remembered answer (not older than max_age_ms) has a match for subject. One
+ * question renews an answer that grew old: while it is out (not longer than max_age), the old
+ * answer, not older than twice max_age, still counts, so that requests in flight do not each
+ * ask the same question. */
+static bool cache_match_or_refresh(eddy__registry_cache *c, const char *subject, long long now_ms) {
+    pthread_mutex_lock(&c->lock);
+    long long age = now_ms - c->at_ms;
+    bool refreshing = c->refresh_ms >= 0 && now_ms - c->refresh_ms <= c->max_age_ms;
+    bool any = c->reply && (age <= c->max_age_ms || (refreshing && age <= 2 * c->max_age_ms)) &&
+               remembered_match(c, subject);
+    if (!any && !refreshing)
+        c->refresh_ms = now_ms; /* this caller asks */
     pthread_mutex_unlock(&c->lock);
     return any;
 }
@@ -155,6 +171,7 @@ void eddy__registry_cache_store(eddy__registry_cache *c, redisReply *r, long lon
     redisReply *old = c->reply;
     c->reply = r;
     c->at_ms = now_ms;
+    c->refresh_ms = -1;
     pthread_mutex_unlock(&c->lock);
     if (old)
         freeReplyObject(old);
@@ -162,17 +179,26 @@ void eddy__registry_cache_store(eddy__registry_cache *c, redisReply *r, long lon
 
 eddy_status eddy__registry_ask(eddy__registry_cache *c, const char *ns, const char *subject,
                                long long now_ms, eddy__cmdlist *out, int tag, bool *cached) {
-    if ((*cached = eddy__registry_cache_match(c, subject, now_ms)))
+    if ((*cached = cache_match_or_refresh(c, subject, now_ms)))
         return EDDY_OK;
     return eddy__registry_query(ns, now_ms, out, tag);
+}
+
+void eddy__registry_unanswered(eddy__registry_cache *c) {
+    pthread_mutex_lock(&c->lock);
+    c->refresh_ms = -1; /* the next request asks again */
+    pthread_mutex_unlock(&c->lock);
 }
 
 eddy_status eddy__registry_answer(eddy__registry_cache *c, redisReply *reply, const char *subject,
                                   long long asked_ms, bool *any, eddy_error *err) {
     eddy_status st = eddy__registry_matches(reply, subject, any, err);
-    if (st == EDDY_OK)
+    if (st == EDDY_OK) {
         eddy__registry_cache_store(c, reply, asked_ms);
-    else if (reply)
+        return st;
+    }
+    if (reply)
         freeReplyObject(reply);
+    eddy__registry_unanswered(c);
     return st;
 }

@@ -29,14 +29,14 @@ eddy_status eddy__registry_matches(const redisReply *r, const char *subject, boo
 
 /* A requester's memory of the last registry answer. Only a positive answer is taken from it
  * (a subscription seen live keeps its lease for a while anyway); a negative one is always
- * asked again, so "no responders" is never answered from memory. Thread: any. */
+ * asked again, so "no responders" is never answered from memory. When the answer grows old,
+ * one request asks again while the others in flight keep using it (up to twice its age
+ * limit), so a burst of requests sends one question, not one each. Thread: any. */
 typedef struct eddy__registry_cache eddy__registry_cache;
 /* How long a positive answer is remembered: short next to a lease, long next to a request. */
 #define EDDY__REGISTRY_CACHE_MS 250
 eddy__registry_cache *eddy__registry_cache_new(long long max_age_ms);
 void eddy__registry_cache_free(eddy__registry_cache *c);
-/* True when the remembered answer (not older than max_age_ms) has a match for subject. */
-bool eddy__registry_cache_match(eddy__registry_cache *c, const char *subject, long long now_ms);
 /* Remembers a query's reply (the cache takes it; a reply that is not a list is freed). */
 void eddy__registry_cache_store(eddy__registry_cache *c, redisReply *r, long long now_ms);
 
@@ -50,5 +50,7 @@ eddy_status eddy__registry_ask(eddy__registry_cache *c, const char *ns, const ch
  * asked_ms is the now_ms given to eddy__registry_ask. */
 eddy_status eddy__registry_answer(eddy__registry_cache *c, redisReply *reply, const char *subject,
                                   long long asked_ms, bool *any, eddy_error *err);
+/* The query got no reply (it could not be sent, or the connection was lost). */
+void eddy__registry_unanswered(eddy__registry_cache *c);
 
 #endif

@@ -257,6 +257,13 @@ static req *unlink_req(eddy__requests *r, const char *id) {
     return q;
 }
 
+static req *find(eddy__requests *r, const char *id) {
+    req *q = r->buckets[hash(id)];
+    while (q && strcmp(q->id, id) != 0)
+        q = q->next;
+    return q;
+}
+
 eddy_status eddy__requests_add(eddy__requests *r, const char *id, void *waiter, eddy__req_row *row,
                                long long deadline_ms) {
     req *q = calloc(1, sizeof(*q));
@@ -290,9 +297,7 @@ eddy_status eddy__requests_add(eddy__requests *r, const char *id, void *waiter, 
 
 void eddy__requests_sent(eddy__requests *r, const char *id) {
     pthread_mutex_lock(&r->lock);
-    req *q = r->buckets[hash(id)];
-    while (q && strcmp(q->id, id) != 0)
-        q = q->next;
+    req *q = find(r, id);
     eddy__req_row *row = NULL;
     if (q) {
         q->sent = true;
@@ -305,11 +310,19 @@ void eddy__requests_sent(eddy__requests *r, const char *id) {
         COUNT(r, row, sent);
 }
 
-void eddy__requests_unsent(eddy__requests *r, const char *id) {
+bool eddy__requests_unsent(eddy__requests *r, const char *id) {
     pthread_mutex_lock(&r->lock);
     req *q = unlink_req(r, id);
     pthread_mutex_unlock(&r->lock);
     free(q);
+    return q != NULL;
+}
+
+bool eddy__requests_waiting(eddy__requests *r, const char *id) {
+    pthread_mutex_lock(&r->lock);
+    bool found = find(r, id) != NULL;
+    pthread_mutex_unlock(&r->lock);
+    return found;
 }
 
 /* Counts the end of a request that was taken out of the table. A request taken out before

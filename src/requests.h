@@ -79,8 +79,11 @@ eddy_status eddy__requests_add(eddy__requests *r, const char *id, void *waiter, 
                                long long deadline_ms);
 /* The request was sent: counts Sent. */
 void eddy__requests_sent(eddy__requests *r, const char *id);
-/* Sending failed: removes it without counting anything (nothing was sent). */
-void eddy__requests_unsent(eddy__requests *r, const char *id);
+/* Sending failed: removes it without counting anything (nothing was sent). False when it had
+ * already ended (a deadline, cancel or stop took it out, and completes it). */
+bool eddy__requests_unsent(eddy__requests *r, const char *id);
+/* True while the request is in the table (nothing has ended it yet). */
+bool eddy__requests_waiting(eddy__requests *r, const char *id);
 
 /* Ends a request without a reply (deadline, cancel, stop): if it is still in the table,
  * removes it, counts NoReply and returns true; false when it already ended (a reply won). */

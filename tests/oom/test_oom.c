@@ -27,7 +27,8 @@
  * (h) the blocking catch-up feed: new, an accept held on a thread while the catch-up runs,
  * go-live, offer, free; (i) request/reply on the blocking bus: a responder, one request;
  * (j) decoding entries (no server): one block per event, views, their fallback copies, and
- * setters and dup on a decoded event.
+ * setters and dup on a decoded event; (k) publishes and requests in flight together on the
+ * reactive bus's publishing connection.
  *
  * The blocking scenarios (f) and (i) run a reader thread per subscription and worker threads, so
  * their allocation order is not deterministic and a run is not repeatable: what each run must
@@ -1159,3 +1160,99 @@ out:
 }
 
 Test(oom, reqrep, .timeout = 600) { sweep_strided("reqrep", reqrep_scenario, 40, 17); }
+
+/* ---- (j) the reactive publishing connection's pipeline ----------------------------------- */
+/* Publishes and requests in flight together on one reactive bus (their commands queued behind
+ * each other on the publishing connection, the requests driven through the core's request
+ * sequence): with any allocation failing, each accepted call completes exactly once, from the
+ * loop, with a status in range; with none failing, all succeed. */
+
+typedef struct pipe_rec {
+    int calls;
+    bool asked;
+    eddy_status st;
+} pipe_rec;
+
+static int pipe_completions;
+
+static void pipe_published(eddy_status st, const char *entry_id, void *user) {
+    pipe_rec *r = user;
+    expect_status(st, "publish completion");
+    cr_expect(st != EDDY_OK || entry_id, "a publish succeeded without an entry id");
+    r->calls++;
+    r->st = st;
+    pipe_completions++;
+}
+
+static void pipe_replied(eddy_status st, eddy_event *reply, void *user) {
+    pipe_rec *r = user;
+    expect_status(st, "request completion");
+    cr_expect(st == EDDY_OK ? reply != NULL : reply == NULL, "request %s with reply %p",
+              eddy_status_name(st), (void *)reply);
+    eddy_event_free(reply);
+    r->calls++;
+    r->st = st;
+    pipe_completions++;
+}
+
+#define PIPE_CALLS 6 /* alternately a publish and a request */
+
+static void rpipeline_scenario(long n, bool *clean) {
+    tctx t;
+    setup(&t, "oom-rpipe");
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = "responder";
+    sp.pattern = "oom.rpipe";
+    sp.shape = EDDY_COMPETING;
+    sp.group = "oom-rpipe";
+    sp.delivery = EDDY_AT_MOST_ONCE;
+    sp.responder = respond;
+    eddy_error err = {0};
+    eddy_rbus *bus = NULL;
+    cr_assert_eq(eddy_rbus_new(t.loop, &t.s, &sp, 1, &bus, &err), EDDY_OK, "%s", err.detail);
+    bus_ready = 0;
+    cr_assert_eq(eddy_rbus_start(bus, on_bus_ready, NULL, &err), EDDY_OK, "%s", err.detail);
+    cr_assert(eddy_test_run_until(t.loop, &bus_ready, 1, WAIT_MS));
+    eddy_event *ev[PIPE_CALLS];
+    for (int i = 0; i < PIPE_CALLS; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "p%d", i);
+        ev[i] = make_event(id, "t.ask");
+    }
+    pipe_rec rec[PIPE_CALLS] = {{0}};
+    int accepted = 0;
+    pipe_completions = 0;
+    atomic_store(&responded, 0);
+
+    arm(n);
+    for (int i = 0; i < PIPE_CALLS; i++) {
+        eddy_status st;
+        if (i % 2 == 0) {
+            st = eddy_rbus_publish(bus, "oom.rpipe.events", ev[i], pipe_published, &rec[i], &err);
+        } else {
+            eddy_request_opts o = {.deadline_ms = eddy_deadline_in(sticky ? 100 : 300)};
+            st = eddy_rbus_request(bus, "oom.rpipe", ev[i], &o, pipe_replied, &rec[i], NULL, &err);
+        }
+        expect_status(st, i % 2 == 0 ? "rbus_publish" : "rbus_request");
+        cr_expect_eq(rec[i].calls, 0, "call %d completed inside the call (N=%ld)", i, n);
+        rec[i].asked = st == EDDY_OK;
+        accepted += rec[i].asked;
+    }
+    eddy_test_run_until(t.loop, &pipe_completions, accepted, sticky ? 300 : WAIT_MS);
+    *clean = !disarm();
+    eddy_rbus_stop(bus);
+    eddy_test_run_for(t.loop, 5);
+    eddy_rbus_free(bus);
+    teardown(&t);
+    for (int i = 0; i < PIPE_CALLS; i++) {
+        cr_expect_eq(rec[i].calls, rec[i].asked ? 1 : 0,
+                     "call %d (N=%ld): completed %d times, accepted %d", i, n, rec[i].calls,
+                     rec[i].asked);
+        eddy_event_free(ev[i]);
+        if (*clean)
+            cr_expect_eq(rec[i].st, EDDY_OK, "call %d: %s", i, eddy_status_name(rec[i].st));
+    }
+}
+
+Test(oom, rpipeline, .timeout = 600) { sweep_strided("rpipeline", rpipeline_scenario, 80, 3); }

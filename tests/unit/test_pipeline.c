@@ -1,0 +1,85 @@
+/* The FIFO of reply slots a shared connection matches replies with (src/pipeline.h), with no
+ * server: replies are parsed from RESP text and fed in wire order. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "pipeline.h"
+
+static redisReply *resp(const char *text) {
+    redisReader *rd = redisReaderCreate();
+    void *reply = NULL;
+    cr_assert_eq(redisReaderFeed(rd, text, strlen(text)), REDIS_OK);
+    cr_assert_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
+    cr_assert(reply, "incomplete RESP: %s", text);
+    redisReaderFree(rd);
+    return reply;
+}
+
+static redisReply *num(long long n) {
+    char text[32];
+    snprintf(text, sizeof(text), ":%lld\r\n", n);
+    return resp(text);
+}
+
+Test(pipeline, each_reply_fills_the_oldest_slot_in_wire_order) {
+    eddy__pipeline pl;
+    eddy__pipeline_init(&pl);
+    eddy__pipe_slot a, b, c;
+    redisReply *ra[1], *rb[3], *rc[1];
+    int wa, wb, wc;
+    eddy__pipeline_push(&pl, &a, ra, 1, &wa);
+    eddy__pipeline_push(&pl, &b, rb, 3, &wb); /* a contiguous run: MULTI, XADD, EXEC */
+    eddy__pipeline_push(&pl, &c, rc, 1, &wc);
+    cr_assert_eq(pl.nslots, 3);
+    bool unexpected;
+    eddy__pipe_slot *done = eddy__pipeline_feed(&pl, num(1), &unexpected);
+    cr_assert_eq(done, &a);
+    cr_assert_eq(done->waiter, &wa);
+    cr_assert_not(unexpected);
+    cr_assert_null(eddy__pipeline_feed(&pl, num(2), &unexpected));
+    cr_assert_null(eddy__pipeline_feed(&pl, num(3), &unexpected));
+    cr_assert_eq(eddy__pipeline_head(&pl), &b, "b waits for its third reply");
+    cr_assert_eq(eddy__pipeline_feed(&pl, num(4), &unexpected), &b);
+    cr_assert_eq(eddy__pipeline_feed(&pl, num(5), &unexpected), &c);
+    cr_assert_eq(ra[0]->integer, 1);
+    cr_assert(rb[0]->integer == 2 && rb[1]->integer == 3 && rb[2]->integer == 4);
+    cr_assert_eq(rc[0]->integer, 5);
+    cr_assert_eq(a.st, EDDY_OK);
+    cr_assert_null(eddy__pipeline_head(&pl));
+    cr_assert_eq(pl.nslots, 0);
+    freeReplyObject(ra[0]);
+    for (int i = 0; i < 3; i++)
+        freeReplyObject(rb[i]);
+    freeReplyObject(rc[0]);
+}
+
+Test(pipeline, a_reply_nobody_asked_for_is_reported_and_freed) {
+    eddy__pipeline pl;
+    eddy__pipeline_init(&pl);
+    bool unexpected = false;
+    cr_assert_null(eddy__pipeline_feed(&pl, num(7), &unexpected));
+    cr_assert(unexpected);
+}
+
+Test(pipeline, a_lost_connection_fails_every_slot_once_in_order_with_partial_replies_freed) {
+    eddy__pipeline pl;
+    eddy__pipeline_init(&pl);
+    eddy__pipe_slot a, b;
+    redisReply *ra[2], *rb[1];
+    eddy__pipeline_push(&pl, &a, ra, 2, NULL);
+    eddy__pipeline_push(&pl, &b, rb, 1, NULL);
+    bool unexpected;
+    cr_assert_null(eddy__pipeline_feed(&pl, num(1), &unexpected)); /* half of a's */
+    cr_assert_eq(eddy__pipeline_fail_next(&pl, EDDY_ERR_IO), &a);
+    cr_assert_eq(a.st, EDDY_ERR_IO);
+    cr_assert(ra[0] == NULL && ra[1] == NULL, "a failed slot holds no reply");
+    cr_assert_eq(eddy__pipeline_fail_next(&pl, EDDY_ERR_IO), &b);
+    cr_assert_eq(b.st, EDDY_ERR_IO);
+    cr_assert_null(eddy__pipeline_fail_next(&pl, EDDY_ERR_IO), "each slot fails once");
+    cr_assert_eq(pl.nslots, 0);
+    /* usable again after the loss */
+    eddy__pipeline_push(&pl, &a, ra, 1, NULL);
+    cr_assert_eq(eddy__pipeline_feed(&pl, num(9), &unexpected), &a);
+    cr_assert_eq(ra[0]->integer, 9);
+    freeReplyObject(ra[0]);
+}
