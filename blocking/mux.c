@@ -169,39 +169,17 @@ static bool buf_append(bmux_buf *b, const char *p, size_t n) {
     return true;
 }
 
-/* The wire form of cmds in one buffer (hiredis's argv formatting). */
+/* The wire form of cmds in one buffer (eddy__cmd_resp_write: RESP as hiredis writes it). */
 static char *format(const eddy__cmdlist *cmds, size_t *len) {
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
-    for (size_t i = 0; i < cmds->n; i++) {
-        const eddy__cmd *c = &cmds->cmds[i];
-        char *one = NULL;
-        int k = redisFormatCommandArgv(&one, c->argc, eddy__cmd_argv(c), c->argvlen);
-        if (k < 0) {
-            free(buf);
-            return NULL;
-        }
-        if (cmds->n == 1) { /* the common case: no copy */
-            *len = (size_t)k;
-            return one;
-        }
-        if (n + (size_t)k > cap) {
-            size_t ncap = cap ? cap * 2 : 4096;
-            while (ncap < n + (size_t)k)
-                ncap *= 2;
-            char *nb = realloc(buf, ncap);
-            if (!nb) {
-                redisFreeCommand(one);
-                free(buf);
-                return NULL;
-            }
-            buf = nb;
-            cap = ncap;
-        }
-        memcpy(buf + n, one, (size_t)k);
-        n += (size_t)k;
-        redisFreeCommand(one);
-    }
+    size_t n = 0;
+    for (size_t i = 0; i < cmds->n; i++)
+        n += eddy__cmd_resp_size(&cmds->cmds[i]);
+    char *buf = malloc(n ? n : 1);
+    if (!buf)
+        return NULL;
+    char *at = buf;
+    for (size_t i = 0; i < cmds->n; i++)
+        at = eddy__cmd_resp_write(&cmds->cmds[i], at);
     *len = n;
     return buf;
 }
