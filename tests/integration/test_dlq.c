@@ -114,51 +114,21 @@ static long long stream_len(ctx *c, const char *subject) {
 /* ---- a handler that is broken, then fixed ---------------------------------------------- */
 
 typedef struct fixable {
-    pthread_mutex_t m;
-    pthread_cond_t cv;
     atomic_bool broken;
-    int failed, handled;
-    unsigned last_attempt;
+    atomic_int failed, handled;
+    atomic_uint last_attempt;
 } fixable;
 
 static eddy_status fixable_handler(eddy_delivery *d, void *user) {
     fixable *f = user;
     bool broken = atomic_load(&f->broken);
-    pthread_mutex_lock(&f->m);
-    if (broken)
-        f->failed++;
-    else
-        f->handled++;
-    f->last_attempt = eddy_delivery_attempt(d);
-    pthread_cond_broadcast(&f->cv);
-    pthread_mutex_unlock(&f->m);
+    atomic_store(&f->last_attempt, eddy_delivery_attempt(d));
+    atomic_fetch_add(broken ? &f->failed : &f->handled, 1);
     return broken ? EDDY_ERR_HANDLER_FAILED : EDDY_OK;
 }
 
-static int handled(fixable *f) {
-    pthread_mutex_lock(&f->m);
-    int n = f->handled;
-    pthread_mutex_unlock(&f->m);
-    return n;
-}
-
-static bool wait_handled(fixable *f, int n, long long timeout_ms) {
-    long long end = eddy_test_now_ms() + timeout_ms;
-    pthread_mutex_lock(&f->m);
-    while (f->handled < n && eddy_test_now_ms() < end) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 20 * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&f->cv, &f->m, &ts);
-    }
-    bool ok = f->handled >= n;
-    pthread_mutex_unlock(&f->m);
-    return ok;
-}
+static bool handled_once(void *arg) { return atomic_load(&((fixable *)arg)->handled) >= 1; }
+static bool handled_twice(void *arg) { return atomic_load(&((fixable *)arg)->handled) >= 2; }
 
 typedef struct dlq_wait {
     eddy_dlq *d;
@@ -201,10 +171,11 @@ ParameterizedTest(combo *p, dlq, replayed_dead_letter_is_handled_exactly_once, .
     setup(&c, p);
     c.s.max_deliveries = 2;
     const driver *drv = p->frontend == 0 ? &blocking_driver : &reactive_driver;
-    fixable f = {.failed = 0};
-    pthread_mutex_init(&f.m, NULL);
-    pthread_cond_init(&f.cv, NULL);
-    atomic_store(&f.broken, true);
+    fixable f;
+    atomic_init(&f.broken, true);
+    atomic_init(&f.failed, 0);
+    atomic_init(&f.handled, 0);
+    atomic_init(&f.last_attempt, 0);
     eddy_subscription_spec sp;
     eddy_subscription_spec_init(&sp);
     sp.name = "s";
@@ -266,26 +237,19 @@ ParameterizedTest(combo *p, dlq, replayed_dead_letter_is_handled_exactly_once, .
 
     /* Fixed, replayed: handled once, with a fresh delivery count. */
     atomic_store(&f.broken, false);
-    int failed_before;
-    pthread_mutex_lock(&f.m);
-    failed_before = f.failed;
-    pthread_mutex_unlock(&f.m);
-    cr_expect_eq(failed_before, 2);
+    cr_expect_eq(atomic_load(&f.failed), 2, "delivered max_deliveries times");
     char entry[EDDY_DLQ_ID_SIZE] = "";
     cr_assert_eq(eddy_dlq_replay(d, "g", eddy_dead_letter_id(dl), entry, sizeof(entry), &err),
                  EDDY_OK, "replay: %s", err.detail);
     cr_expect(entry[0] && strcmp(entry, eddy_dead_letter_entry_id(dl)) != 0, "a new entry: %s",
               entry);
-    cr_assert(wait_handled(&f, 1, 20000), "the replayed message was not handled");
+    cr_assert(eddy_test_wait_until(handled_once, &f, 20000),
+              "the replayed message was not handled");
     /* Long enough for a redelivery or a second copy to show (many redelivery_idle_ms). */
-    long long until = eddy_test_now_ms() + 1000;
-    while (eddy_test_now_ms() < until)
-        wait_handled(&f, 2, until - eddy_test_now_ms());
-    cr_expect_eq(handled(&f), 1, "handled %d times", handled(&f));
-    pthread_mutex_lock(&f.m);
-    cr_expect_eq(f.failed, 2, "no failure after the fix");
-    cr_expect_eq(f.last_attempt, 1, "a fresh delivery count");
-    pthread_mutex_unlock(&f.m);
+    cr_expect_not(eddy_test_wait_until(handled_twice, &f, 1000), "handled %d times",
+                  atomic_load(&f.handled));
+    cr_expect_eq(atomic_load(&f.failed), 2, "no failure after the fix");
+    cr_expect_eq(atomic_load(&f.last_attempt), 1, "a fresh delivery count");
     cr_expect_eq(pending_count(&c, "orders", "g"), 0, "nothing pending");
     cr_expect_eq(count(d, "g"), 0, "the dead-letter stream is empty");
     cr_expect_eq(stream_len(&c, "orders"), 2, "the original and the replay");
@@ -301,8 +265,6 @@ ParameterizedTest(combo *p, dlq, replayed_dead_letter_is_handled_exactly_once, .
     eddy_dead_letter_free(dl);
     eddy_dlq_close(d);
     drv->free(b);
-    pthread_cond_destroy(&f.cv);
-    pthread_mutex_destroy(&f.m);
 }
 
 /* ---- listing --------------------------------------------------------------------------- */
