@@ -341,10 +341,8 @@ eddy_status eddy_dlq_replay_all(eddy_dlq *dlq, const char *group, size_t *replay
         /* Those that name no valid subject stay; the rest go in one pipeline. */
         size_t k = 0;
         for (size_t i = 0; st == EDDY_OK && i < p.n; i++) {
-            eddy__cmdlist probe;
-            eddy__cmdlist_init(&probe);
             eddy_error why;
-            if (eddy__dlq_replay_cmds(&dlq->s, group, p.v[i], &probe, &why) == EDDY_ERR_MALFORMED) {
+            if (eddy__dlq_replayable(group, p.v[i], &why) != EDDY_OK) {
                 if (skipped++ == 0) {
                     snprintf(first_skipped, sizeof(first_skipped), "%s", p.v[i]->id);
                     skip_err = why;
@@ -353,7 +351,6 @@ eddy_status eddy_dlq_replay_all(eddy_dlq *dlq, const char *group, size_t *replay
             } else {
                 p.v[k++] = p.v[i];
             }
-            eddy__cmdlist_reset(&probe);
         }
         if (st == EDDY_OK) {
             p.n = k;

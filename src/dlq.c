@@ -337,8 +337,7 @@ eddy_status eddy__dlq_purge_all_cmds(const eddy__settings *s, const char *group,
     return finish(out, before, ok, err);
 }
 
-eddy_status eddy__dlq_replay_cmds(const eddy__settings *s, const char *group,
-                                  const eddy_dead_letter *dl, eddy__cmdlist *out, eddy_error *err) {
+eddy_status eddy__dlq_replayable(const char *group, const eddy_dead_letter *dl, eddy_error *err) {
     eddy_status st = check_group(group, err);
     if (st != EDDY_OK)
         return st;
@@ -351,6 +350,14 @@ eddy_status eddy__dlq_replay_cmds(const eddy__settings *s, const char *group,
         return eddy__fail(err, EDDY_ERR_MALFORMED,
                           "dead letter %s of group '%s' holds no original entry: left in place",
                           dl->id, group);
+    return EDDY_OK;
+}
+
+eddy_status eddy__dlq_replay_cmds(const eddy__settings *s, const char *group,
+                                  const eddy_dead_letter *dl, eddy__cmdlist *out, eddy_error *err) {
+    eddy_status st = eddy__dlq_replayable(group, dl, err);
+    if (st != EDDY_OK)
+        return st;
     size_t before = out->n;
     char *stream = eddy__key_stream(s->ns, dl->subject);
     char *subjects = eddy__key_subjects(s->ns);

@@ -66,9 +66,12 @@ eddy_status eddy__dlq_purge_cmd(const eddy__settings *s, const char *group, cons
 /* MULTI, XLEN, DEL, EXEC. */
 eddy_status eddy__dlq_purge_all_cmds(const eddy__settings *s, const char *group, eddy__cmdlist *out,
                                      eddy_error *err);
+/* EDDY_OK when the dead letter can be replayed; EDDY_ERR_MALFORMED (detail: why, and that it is
+ * left in place) when it names no valid subject or holds no original entry. */
+eddy_status eddy__dlq_replayable(const char *group, const eddy_dead_letter *dl, eddy_error *err);
 /* MULTI, XADD {ns}:s:<subject> [MAXLEN ~ n] * <original pairs>, SADD {ns}:subjects <subject>,
- * XDEL {ns}:dlq:<group> <id>, EXEC. EDDY_ERR_MALFORMED (nothing appended) when the dead letter
- * names no valid subject or has no original pairs. */
+ * XDEL {ns}:dlq:<group> <id>, EXEC. Refuses what eddy__dlq_replayable refuses
+ * (nothing appended). */
 eddy_status eddy__dlq_replay_cmds(const eddy__settings *s, const char *group,
                                   const eddy_dead_letter *dl, eddy__cmdlist *out, eddy_error *err);
 /* XADD {ns}:dlq:<group> * with the dead letter's fields: the write-back after a replay whose

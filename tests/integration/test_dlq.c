@@ -376,6 +376,46 @@ ParameterizedTest(combo *p, dlq, lists_in_pages_with_a_cursor, .timeout = 30) {
     eddy_dlq_close(d);
 }
 
+/* The handle's lock is not held while a listing's callback runs: the callback may replay or
+ * purge what it is shown, on the same handle. */
+typedef struct act {
+    eddy_dlq *d;
+    int n;
+} act;
+
+static eddy_status replay_or_purge(const eddy_dead_letter *dl, void *user) {
+    act *a = user;
+    eddy_error err = {0};
+    eddy_status st = a->n++ % 2
+                         ? eddy_dlq_purge(a->d, "g", eddy_dead_letter_id(dl), &err)
+                         : eddy_dlq_replay(a->d, "g", eddy_dead_letter_id(dl), NULL, 0, &err);
+    cr_expect_eq(st, EDDY_OK, "%s", err.detail);
+    return st;
+}
+
+ParameterizedTestParameters(dlq, a_listing_callback_may_use_the_handle) {
+    return cr_make_param_array(combo, backends, sizeof(backends) / sizeof(backends[0]));
+}
+ParameterizedTest(combo *p, dlq, a_listing_callback_may_use_the_handle, .timeout = 30) {
+    ctx c;
+    setup(&c, p);
+    eddy_dlq *d = must_open(&c);
+    char id[EDDY_DLQ_ID_SIZE];
+    for (int i = 0; i < 6; i++)
+        put_dead_letter(&c, "g", "orders", "e", "t.x", id);
+    eddy_dlq_cursor cur;
+    eddy_dlq_cursor_init(&cur);
+    act a = {d, 0};
+    eddy_error err = {0};
+    while (!cur.done)
+        cr_assert_eq(eddy_dlq_list(d, "g", &cur, 4, replay_or_purge, &a, &err), EDDY_OK, "%s",
+                     err.detail);
+    cr_expect_eq(a.n, 6);
+    cr_expect_eq(count(d, "g"), 0);
+    cr_expect_eq(stream_len(&c, "orders"), 3, "three replayed, three purged");
+    eddy_dlq_close(d);
+}
+
 /* ---- reading one ----------------------------------------------------------------------- */
 
 ParameterizedTestParameters(dlq, reads_one_also_when_it_does_not_decode) {
