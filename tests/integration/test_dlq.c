@@ -3,7 +3,8 @@
  * exactly once, with nothing left pending and the dead-letter stream empty; listing in pages
  * with a cursor; reading one with its reason, subject, entry id, delivery count and decoded
  * event (and one that does not decode); replaying all (more than a page, some that cannot be
- * replayed); a replay the server refuses, written back; purging one and all; bad input. */
+ * replayed); a replay the server refuses, written back; purging one and all; a listing callback
+ * that replays and purges on the same handle; threads sharing a handle; bad input. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <pthread.h>
@@ -413,6 +414,50 @@ ParameterizedTest(combo *p, dlq, a_listing_callback_may_use_the_handle, .timeout
     cr_expect_eq(a.n, 6);
     cr_expect_eq(count(d, "g"), 0);
     cr_expect_eq(stream_len(&c, "orders"), 3, "three replayed, three purged");
+    eddy_dlq_close(d);
+}
+
+/* One handle, several threads replaying at once: each replay is its own round trip on the
+ * shared connection, none lost or doubled. */
+#define THREADS 4
+#define EACH 10
+
+typedef struct worker {
+    eddy_dlq *d;
+    char ids[EACH][EDDY_DLQ_ID_SIZE];
+    int ok;
+} worker;
+
+static void *replay_mine(void *arg) {
+    worker *w = arg;
+    for (int i = 0; i < EACH; i++)
+        w->ok += eddy_dlq_replay(w->d, "g", w->ids[i], NULL, 0, NULL) == EDDY_OK;
+    return NULL;
+}
+
+ParameterizedTestParameters(dlq, threads_share_a_handle) {
+    return cr_make_param_array(combo, backends, sizeof(backends) / sizeof(backends[0]));
+}
+ParameterizedTest(combo *p, dlq, threads_share_a_handle, .timeout = 30) {
+    ctx c;
+    setup(&c, p);
+    eddy_dlq *d = must_open(&c);
+    worker w[THREADS];
+    for (int t = 0; t < THREADS; t++) {
+        w[t].d = d;
+        w[t].ok = 0;
+        for (int i = 0; i < EACH; i++)
+            put_dead_letter(&c, "g", "orders", "e", "t.x", w[t].ids[i]);
+    }
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++)
+        cr_assert_eq(pthread_create(&th[t], NULL, replay_mine, &w[t]), 0);
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(th[t], NULL);
+        cr_expect_eq(w[t].ok, EACH);
+    }
+    cr_expect_eq(count(d, "g"), 0);
+    cr_expect_eq(stream_len(&c, "orders"), THREADS * EACH);
     eddy_dlq_close(d);
 }
 
