@@ -100,8 +100,9 @@ EDDY_EXPORT eddy_status eddy_dlq_get(eddy_dlq *dlq, const char *group, const cha
  * published. EDDY_ERR_MALFORMED when the dead letter names no valid subject: it is left in
  * place. When the server refuses the publish (the subject's key is not a stream), the dead
  * letter is written back, under a new id, and the status is EDDY_ERR_BACKEND.
- * Two replays of the same dead letter at the same moment, from two handles, may both publish
- * it (the backends offer no compare-and-set inside MULTI here); the second is logged. */
+ * Two replays of the same dead letter at the same moment (two threads, or two handles) may both
+ * publish it: the dead letter is read, then the transaction runs, and nothing conditions the
+ * transaction on the read (no WATCH on the memory backend); the later one is logged. */
 EDDY_EXPORT eddy_status eddy_dlq_replay(eddy_dlq *dlq, const char *group, const char *id,
                                         char *entry_id, size_t entry_id_size, eddy_error *err);
 
