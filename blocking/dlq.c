@@ -193,9 +193,17 @@ static void restore(eddy_dlq *dlq, const char *group, eddy_dead_letter *const *d
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
     size_t which[REPLAY_PAGE], k = 0;
-    for (size_t i = 0; i < n; i++)
-        if (needs[i] && eddy__dlq_restore_cmd(&dlq->s, group, dls[i], &cmds, NULL) == EDDY_OK)
+    for (size_t i = 0; i < n; i++) {
+        if (!needs[i])
+            continue;
+        if (eddy__dlq_restore_cmd(&dlq->s, group, dls[i], &cmds, NULL) == EDDY_OK)
             which[k++] = i;
+        else
+            eddy__log(&dlq->s.log, EDDY_LOG_ERROR,
+                      "dead letters: replay of %s of group '%s' refused by the server and its "
+                      "write-back could not be built (out of memory): the message is lost",
+                      eddy_dead_letter_id(dls[i]), group);
+    }
     if (k == 0) {
         eddy__cmdlist_reset(&cmds);
         return;
@@ -246,10 +254,11 @@ static eddy_status replay_many(eddy_dlq *dlq, const char *group, eddy_dead_lette
         eddy__cmdlist_reset(&cmds);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     }
-    st = round_trip(dlq, EDDY_OK, &cmds, replies, false, err);
+    eddy_status sent = round_trip(dlq, EDDY_OK, &cmds, replies, false, err);
     bool needs[REPLAY_PAGE] = {false};
     bool any = false;
-    for (size_t i = 0; st == EDDY_OK && i < n; i++) {
+    st = sent;
+    for (size_t i = 0; sent == EDDY_OK && i < n; i++) {
         eddy_error one;
         eddy_status rst =
             eddy__dlq_replay_result(&dlq->s, group, dls[i], replies + 5 * i, entry_id,
@@ -258,7 +267,7 @@ static eddy_status replay_many(eddy_dlq *dlq, const char *group, eddy_dead_lette
         if (rst == EDDY_OK)
             (*replayed)++;
         else if (st == EDDY_OK)
-            st = rst;
+            st = rst; /* the first failure; the others' outcomes are still read */
     }
     free_replies(replies, ncmds);
     free(replies);

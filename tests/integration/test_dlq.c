@@ -664,6 +664,36 @@ ParameterizedTest(combo *p, dlq, replay_all_replays_what_was_there_in_order, .ti
     eddy_dlq_close(d);
 }
 
+/* In one page, a publish the server refuses does not stop the others: they are replayed and
+ * counted, the refused ones written back, and the status is the refusal. */
+ParameterizedTestParameters(dlq, replay_all_goes_past_a_refused_publish) {
+    return cr_make_param_array(combo, backends, sizeof(backends) / sizeof(backends[0]));
+}
+ParameterizedTest(combo *p, dlq, replay_all_goes_past_a_refused_publish, .timeout = 30) {
+    ctx c;
+    setup(&c, p);
+    eddy_dlq *d = must_open(&c);
+    char id[EDDY_DLQ_ID_SIZE];
+    for (int i = 0; i < 6; i++)
+        put_dead_letter(&c, "g", i % 3 == 1 ? "blocked" : "open", "e", "t.x", id);
+    redisReply *r = raw_cmdf(c.url, "SET {%s}:s:blocked oops", c.ns);
+    freeReplyObject(r);
+    size_t replayed = 0;
+    eddy_error err = {0};
+    cr_expect_eq(eddy_dlq_replay_all(d, "g", &replayed, &err), EDDY_ERR_BACKEND);
+    cr_expect(strstr(err.detail, "written back"), "%s", err.detail);
+    cr_expect_eq(replayed, 4);
+    cr_expect_eq(stream_len(&c, "open"), 4);
+    cr_expect_eq(count(d, "g"), 2, "the two refused are back");
+    r = raw_cmdf(c.url, "DEL {%s}:s:blocked", c.ns);
+    freeReplyObject(r);
+    cr_expect_eq(eddy_dlq_replay_all(d, "g", &replayed, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(replayed, 2);
+    cr_expect_eq(stream_len(&c, "blocked"), 2);
+    cr_expect_eq(count(d, "g"), 0);
+    eddy_dlq_close(d);
+}
+
 /* ---- purging --------------------------------------------------------------------------- */
 
 ParameterizedTestParameters(dlq, purges_one_and_all) {
