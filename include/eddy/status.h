@@ -52,7 +52,7 @@ typedef enum eddy_status {
      * hands the message back without counting a failed attempt (see eddy_handler_fn). */
     EDDY_ERR_UNAVAILABLE,
     EDDY_ERR_NOT_FOUND, /**< what the call names (a dead letter's id) is not there */
-    EDDY_STATUS_COUNT_ /**< not a status: the number of values above */
+    EDDY_STATUS_COUNT_  /**< not a status: the number of values above */
 } eddy_status;
 
 /** Static English text for a status ("invalid subject"). Never NULL. Thread: any. */
