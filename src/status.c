@@ -35,7 +35,8 @@
     X(EDDY_ERR_VERSION_CONFLICT, "expected version does not match")                                \
     X(EDDY_ERR_HANDLER_FAILED, "the handler failed")                                               \
     X(EDDY_ERR_CANCELLED, "cancelled")                                                             \
-    X(EDDY_ERR_UNAVAILABLE, "nothing can take the message now: held, not acknowledged")
+    X(EDDY_ERR_UNAVAILABLE, "nothing can take the message now: held, not acknowledged")            \
+    X(EDDY_ERR_NOT_FOUND, "not found")
 
 #define AS_TEXT(sym, text) text,
 #define AS_NAME(sym, text) #sym,

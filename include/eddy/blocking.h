@@ -8,6 +8,7 @@
 #define EDDY_BLOCKING_H
 
 #include "eddy/bus.h"
+#include "eddy/dlq.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -51,7 +51,8 @@ typedef enum eddy_status {
     /** Nothing can take the message now: hold it (do not acknowledge). A handler returning it
      * hands the message back without counting a failed attempt (see eddy_handler_fn). */
     EDDY_ERR_UNAVAILABLE,
-    EDDY_STATUS_COUNT_ /**< not a status: the number of values above */
+    EDDY_ERR_NOT_FOUND, /**< what the call names (a dead letter's id) is not there */
+    EDDY_STATUS_COUNT_  /**< not a status: the number of values above */
 } eddy_status;
 
 /** Static English text for a status ("invalid subject"). Never NULL. Thread: any. */

@@ -28,7 +28,8 @@
  * go-live, offer, free; (i) request/reply on the blocking bus: a responder, one request;
  * (j) decoding entries (no server): one block per event, views, their fallback copies, and
  * setters and dup on a decoded event; (k) publishes and requests in flight together on the
- * reactive bus's publishing connection.
+ * reactive bus's publishing connection; (l) dead letters: open, count, list (with a dup of
+ * each), get, replay one, purge one, replay all, purge all.
  *
  * The blocking scenarios (f) and (i) run a reader thread per subscription and worker threads, so
  * their allocation order is not deterministic and a run is not repeatable: what each run must
@@ -56,6 +57,7 @@
 #include "eddy/store.h"
 #include "eddy_test.h"
 #include "entry.h"
+#include "raw.h"
 #include "recorder.h"
 #include "test_backend.h"
 #include "test_codec.h"
@@ -157,7 +159,7 @@ typedef struct done_rec {
 } done_rec;
 
 static void expect_status(eddy_status st, const char *what) {
-    cr_expect(st >= EDDY_OK && st <= EDDY_ERR_UNAVAILABLE, "%s: status %d out of range", what,
+    cr_expect(st >= EDDY_OK && st < EDDY_STATUS_COUNT_, "%s: status %d out of range", what,
               (int)st);
     cr_expect_neq(st, EDDY_PENDING, "%s: EDDY_PENDING is not a final status", what);
 }
@@ -1161,7 +1163,7 @@ out:
 
 Test(oom, reqrep, .timeout = 600) { sweep_strided("reqrep", reqrep_scenario, 40, 17); }
 
-/* ---- (j) the reactive publishing connection's pipeline ----------------------------------- */
+/* ---- (k) the reactive publishing connection's pipeline ----------------------------------- */
 /* Publishes and requests in flight together on one reactive bus (their commands queued behind
  * each other on the publishing connection, the requests driven through the core's request
  * sequence): with any allocation failing, each accepted call completes exactly once, from the
@@ -1256,3 +1258,83 @@ static void rpipeline_scenario(long n, bool *clean) {
 }
 
 Test(oom, rpipeline, .timeout = 600) { sweep_strided("rpipeline", rpipeline_scenario, 80, 3); }
+
+/* ---- (l) dead letters on the blocking front end ----------------------------------------- */
+
+static int dl_listed;
+
+static eddy_status on_dead_letter(const eddy_dead_letter *dl, void *user) {
+    (void)user;
+    const eddy_event *ev = NULL;
+    expect_status(eddy_dead_letter_event(dl, &ev, NULL), "dead_letter_event");
+    eddy_dead_letter *copy = eddy_dead_letter_dup(dl);
+    eddy_dead_letter_free(copy);
+    dl_listed++;
+    return EDDY_OK;
+}
+
+/* Writes a dead letter as a subscription does, through the engine (disarmed). */
+static void put_dead_letter(const char *url, const char *ns, const char *event_id, char *id) {
+    char key[160];
+    snprintf(key, sizeof(key), "{%s}:dlq:g", ns);
+    const char *argv[] = {"XADD",         key,           "*",
+                          "_dlq_subject", "oom.dlq",     "_dlq_entry",
+                          "1-0",          "_dlq_reason", "max_deliveries",
+                          "_dlq_group",   "g",           "specversion",
+                          "1.0",          "id",          event_id,
+                          "source",       "/t",          "type",
+                          "t.x",          "data",        "d"};
+    redisReply *r = raw_cmd(url, (int)(sizeof(argv) / sizeof(argv[0])), argv);
+    cr_assert_eq(r->type, REDIS_REPLY_STRING);
+    snprintf(id, EDDY_DLQ_ID_SIZE, "%s", r->str);
+    freeReplyObject(r);
+}
+
+static void dlq_scenario(long n, bool *clean) {
+    char url[160], ns[96], ids[4][EDDY_DLQ_ID_SIZE];
+    eddy_settings s;
+    eddy_test_settings(&s, false, "oom-dlq", url, sizeof(url), ns, sizeof(ns));
+    s.log = NULL;
+    eddy_dlq *keeper = NULL; /* keeps the engine alive between raw writes and the scenario */
+    cr_assert_eq(eddy_dlq_open(&s, &keeper, NULL), EDDY_OK);
+    for (int i = 0; i < 4; i++)
+        put_dead_letter(url, ns, i % 2 ? "odd" : "even", ids[i]);
+    eddy_status ls = -1, gt = -1, rp = -1, ra = -1, pg = -1, pa = -1, ct = -1;
+    size_t counted = 0, replayed = 0, purged = 0;
+    eddy_dead_letter *dl = NULL;
+    dl_listed = 0;
+
+    arm(n);
+    eddy_dlq *d = NULL;
+    eddy_error err = {0};
+    eddy_status st = eddy_dlq_open(&s, &d, &err);
+    expect_status(st, "dlq_open");
+    if (st != EDDY_OK) {
+        cr_expect_null(d);
+        goto out;
+    }
+    expect_status(ct = eddy_dlq_count(d, "g", &counted, &err), "dlq_count");
+    eddy_dlq_cursor cur;
+    eddy_dlq_cursor_init(&cur);
+    expect_status(ls = eddy_dlq_list(d, "g", &cur, 10, on_dead_letter, NULL, &err), "dlq_list");
+    expect_status(gt = eddy_dlq_get(d, "g", ids[0], &dl, &err), "dlq_get");
+    cr_expect(gt == EDDY_OK ? dl != NULL : dl == NULL);
+    expect_status(rp = eddy_dlq_replay(d, "g", ids[1], NULL, 0, &err), "dlq_replay");
+    expect_status(pg = eddy_dlq_purge(d, "g", ids[0], &err), "dlq_purge");
+    expect_status(ra = eddy_dlq_replay_all(d, "g", &replayed, &err), "dlq_replay_all");
+    expect_status(pa = eddy_dlq_purge_all(d, "g", &purged, &err), "dlq_purge_all");
+    eddy_dlq_close(d);
+out:
+    *clean = !disarm();
+    eddy_dead_letter_free(dl);
+    eddy_dlq_close(keeper);
+    if (*clean) {
+        cr_expect(ct == EDDY_OK && counted == 4);
+        cr_expect(ls == EDDY_OK && dl_listed == 4 && cur.done);
+        cr_expect(gt == EDDY_OK && rp == EDDY_OK && pg == EDDY_OK && ra == EDDY_OK);
+        cr_expect_eq(replayed, 2);
+        cr_expect(pa == EDDY_OK && purged == 0);
+    }
+}
+
+Test(oom, dlq, .timeout = 600) { sweep("dlq", dlq_scenario); }

@@ -304,7 +304,7 @@ Test(consumer, pattern_discovers_matching_subjects_only, .fini = teardown) {
 Test(consumer, unavailable_status_has_a_name_and_text) {
     cr_expect_str_eq(eddy_status_name(EDDY_ERR_UNAVAILABLE), "EDDY_ERR_UNAVAILABLE");
     cr_expect(strstr(eddy_status_str(EDDY_ERR_UNAVAILABLE), "nothing can take the message"));
-    cr_expect_eq(EDDY_ERR_UNAVAILABLE + 1, EDDY_STATUS_COUNT_, "new statuses go at the end");
+    cr_expect_eq(EDDY_ERR_UNAVAILABLE + 1, EDDY_ERR_NOT_FOUND, "new statuses go at the end");
 }
 
 /* A hand-back takes the entry back only while it is still this consumer's: its minimum idle time
