@@ -9,6 +9,7 @@
 
 #include "eddy/bus.h"
 #include "eddy/dlq.h"
+#include "eddy/version.h"
 
 #ifdef __cplusplus
 extern "C" {

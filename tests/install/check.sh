@@ -1,19 +1,40 @@
 #!/usr/bin/env bash
-# Installs eddy into a temporary prefix, then builds a small program against it twice: with
-# pkg-config and with CMake's find_package(eddy). Run by CI.
+# Installs eddy into a temporary prefix chosen at install time (cmake --install --prefix, as a
+# packager does: the .pc files and the CMake package must not depend on the configure-time
+# prefix), then builds and runs a small program against it four ways: pkg-config and
+# find_package(eddy), each against the shared and the static libraries. Run by CI.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-cmake -S "$src" -B "$work/build" -DEDDY_TESTS=OFF -DEDDY_EXAMPLES=OFF -DEDDY_BENCH=OFF \
-    -DCMAKE_INSTALL_PREFIX="$work/prefix" >/dev/null
+cmake -S "$src" -B "$work/build" -DEDDY_TESTS=OFF -DEDDY_EXAMPLES=OFF -DEDDY_BENCH=OFF >/dev/null
 cmake --build "$work/build" -j"$(nproc)" >/dev/null
-cmake --install "$work/build" >/dev/null
-export PKG_CONFIG_PATH="$work/prefix/lib/pkgconfig:$work/prefix/lib/x86_64-linux-gnu/pkgconfig"
-cc -std=c11 -o "$work/pc-consumer" "$src/tests/install/consumer.c" \
+prefix="$work/prefix"
+cmake --install "$work/build" --prefix "$prefix" >/dev/null
+libdir=$(dirname "$(find "$prefix" -name eddy.pc)")/..
+export PKG_CONFIG_PATH="$libdir/pkgconfig"
+grep -q "pcfiledir" "$libdir/pkgconfig/eddy.pc"
+
+# pkg-config, shared: the program needs libeddy_reactive.so.0 at run time.
+cc -std=c11 -o "$work/pc-shared" "$src/tests/install/consumer.c" \
     $(pkg-config --cflags --libs eddy-reactive)
-"$work/pc-consumer"
-cmake -S "$src/tests/install" -B "$work/fp" -DCMAKE_PREFIX_PATH="$work/prefix" >/dev/null
-cmake --build "$work/fp" >/dev/null
-"$work/fp/consumer"
-echo "install check: pkg-config and find_package(eddy) both work"
+LD_LIBRARY_PATH="$libdir" ldd "$work/pc-shared" | grep -q "libeddy_reactive.so.0"
+LD_LIBRARY_PATH="$libdir" "$work/pc-shared"
+
+# pkg-config, static: eddy's own libraries linked in, nothing of eddy needed at run time.
+cc -std=c11 -o "$work/pc-static" "$src/tests/install/consumer.c" \
+    $(pkg-config --cflags eddy-reactive) -Wl,-Bstatic -leddy_reactive -leddy -Wl,-Bdynamic \
+    $(pkg-config --static --libs-only-L eddy-reactive) \
+    $(pkg-config --static --libs eddy-reactive | tr ' ' '\n' | grep -v -e '^-leddy' | tr '\n' ' ')
+! ldd "$work/pc-static" | grep -q "libeddy"
+"$work/pc-static"
+
+# find_package(eddy), shared and static targets.
+for kind in shared static; do
+    cmake -S "$src/tests/install" -B "$work/fp-$kind" -DCMAKE_PREFIX_PATH="$prefix" \
+        -DEDDY_KIND="$kind" >/dev/null
+    cmake --build "$work/fp-$kind" >/dev/null
+    LD_LIBRARY_PATH="$libdir" "$work/fp-$kind/consumer"
+done
+! ldd "$work/fp-static/consumer" | grep -q "libeddy"
+echo "install check: pkg-config and find_package(eddy), shared and static, all work"

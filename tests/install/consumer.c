@@ -3,8 +3,13 @@
 #include <eddy/blocking.h>
 #include <eddy/reactive.h>
 #include <stdio.h>
+#include <string.h>
 
 int main(void) {
+    if (strcmp(eddy_version(), EDDY_VERSION_STRING) != 0) {
+        fprintf(stderr, "headers %s, library %s\n", EDDY_VERSION_STRING, eddy_version());
+        return 1;
+    }
     eddy_settings s;
     eddy_settings_init(&s);
     eddy_bus *bus = NULL;
