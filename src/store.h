@@ -24,6 +24,7 @@
 
 #include "cmdlist.h"
 #include "eddy/store.h"
+#include "eddy/version.h"
 #include "settings.h"
 
 /* Metadata fields of a stored entry. */
@@ -31,9 +32,15 @@
 #define EDDY__F_VERSION "_version"
 #define EDDY__F_POSITION "_position"
 
-/* The library and function names, as Redis and the memory engine know them. */
-#define EDDY__STORE_LIBRARY "eddy"
-#define EDDY__STORE_APPEND_FN "eddy_append"
+/* The library and function names, as Redis and the memory engine know them. They carry eddy's
+ * version, so that two versions of eddy serving one Redis during an upgrade each load and call
+ * their own (FUNCTION LOAD REPLACE of one name would have them overwrite each other's code). */
+#define EDDY__STR_(x) #x
+#define EDDY__STR(x) EDDY__STR_(x)
+#define EDDY__STORE_LIBRARY                                                                        \
+    "eddy_" EDDY__STR(EDDY_VERSION_MAJOR) "_" EDDY__STR(EDDY_VERSION_MINOR) "_" EDDY__STR(         \
+        EDDY_VERSION_PATCH)
+#define EDDY__STORE_APPEND_FN EDDY__STORE_LIBRARY "_append"
 
 /* Entries per XRANGE when a whole stream is read. */
 #define EDDY__STORE_PAGE 256

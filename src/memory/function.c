@@ -10,6 +10,8 @@
  */
 #include "memory/function.h"
 
+#include "store.h"
+
 #include <ctype.h>
 #include <string.h>
 #include <strings.h>
@@ -21,7 +23,7 @@ typedef struct native {
 } native;
 
 static const native natives[] = {
-    {"eddy", "eddy_append", eddy__mfn_eddy_append},
+    {EDDY__STORE_LIBRARY, EDDY__STORE_APPEND_FN, eddy__mfn_eddy_append},
 };
 
 void eddy__mfunctions_free(eddy__mem_engine *e) {

@@ -18,6 +18,7 @@
 #include "raw.h"
 #include "recorder.h"
 #include "redis_server.h"
+#include "store.h"
 
 typedef struct backend {
     int redis; /* 0 memory, 1 the fixture's server */
@@ -1052,6 +1053,38 @@ ParameterizedTest(backend *p, store, bad_input_is_refused_before_sending, .timeo
 
 /* ---- the function library --------------------------------------------------------------- */
 
+/* During a rolling upgrade two versions of eddy serve one Redis: each loads its own function
+ * library (the name carries the version) and calls its own, so neither overwrites the other. */
+Test(store, two_versions_each_keep_their_own_function_library, .timeout = 60) {
+    const char *url = eddy_test_redis_url();
+    const char *older = "#!lua name=eddy_0_0_1\n"
+                        "redis.register_function('eddy_0_0_1_append', function(keys, args) "
+                        "return 'the older eddy' end)";
+    int port = 0;
+    cr_assert_eq(sscanf(url, "redis://127.0.0.1:%d", &port), 1, "%s", url);
+    redisContext *rc = redisConnect("127.0.0.1", port); /* the library's text has spaces */
+    cr_assert(rc && !rc->err);
+    redisReply *r = redisCommand(rc, "FUNCTION LOAD REPLACE %s", older);
+    cr_assert(r && r->type == REDIS_REPLY_STRING, "%s",
+              r && r->type == REDIS_REPLY_ERROR ? r->str : "");
+    freeReplyObject(r);
+    redisFree(rc);
+    ctx c;
+    backend p = {1};
+    setup(&c, &p, "es-versions");
+    eddy_store *st = must_open(&c);
+    cr_expect_eq(must_append(st, "v", "v1", "t", EDDY_NO_STREAM), 1);
+    r = raw_cmdf(url, "FCALL eddy_0_0_1_append 0");
+    cr_expect(r->type == REDIS_REPLY_STRING && strcmp(r->str, "the older eddy") == 0,
+              "the older library was replaced");
+    freeReplyObject(r);
+    r = raw_cmdf(url, "FUNCTION LIST LIBRARYNAME %s", EDDY__STORE_LIBRARY);
+    cr_expect(r->type == REDIS_REPLY_ARRAY && r->elements == 1, "this version's library");
+    freeReplyObject(r);
+    eddy_store_close(st);
+    freeReplyObject(raw_cmdf(url, "FUNCTION DELETE eddy_0_0_1"));
+}
+
 ParameterizedTestParameters(store, lost_function_library_is_loaded_again) {
     return cr_make_param_array(backend, backends, 2);
 }
@@ -1068,7 +1101,7 @@ ParameterizedTest(backend *p, store, lost_function_library_is_loaded_again, .tim
         redisReply *r = raw_cmdf(c.url, "FUNCTION FLUSH");
         freeReplyObject(r);
         cr_expect_eq(must_append(st, "f", "f2", "t", 1), 2);
-        r = raw_cmdf(c.url, "FUNCTION DELETE eddy");
+        r = raw_cmdf(c.url, "FUNCTION DELETE %s", EDDY__STORE_LIBRARY);
         cr_expect_eq(r->type, REDIS_REPLY_STATUS, "the store had loaded it again");
         freeReplyObject(r);
         cr_expect_eq(must_append(st, "f", "f3", "t", 2), 3);
@@ -1281,31 +1314,31 @@ Test(store, memory_and_redis_agree, .timeout = 120) {
 
     /* Raw calls with bad arguments answer the same. */
     const char *calls[] = {
-        "FCALL eddy_append 2 k1 k2 -1 s 1 2 f v '' 0",
-        "FCALL eddy_append 3 k1 k1 k3 -1 s 1 2 f v '' 0",
-        "FCALL eddy_append 3 k1 k2 k3 -7 s 1 2 f v '' 0",
-        "FCALL eddy_append 3 k1 k2 k3 -1 '' 1 2 f v '' 0",
-        "FCALL eddy_append 3 k1 k2 k3 -1",
-        "FCALL eddy_append 3 k1 k2 k3 -1 s 0 '' 0",
-        "FCALL eddy_append 3 k1 k2 k3 -1 s 1 3 f v w '' 0",
-        "FCALL eddy_append 3 k1 k2 k3 -1 s 2 2 f v '' 0",
-        "FCALL eddy_append 3 k1 k2 k3 -1 s 1 2 f v x 0",
-        "FCALL eddy_append 3 k1 k2 k3 -1 s 1 2 f v ''",
-        "FCALL eddy_append 5 k1 k2 k3 k4 k5 -1 s 1 2 f v x 1x",
-        "FCALL eddy_append 3 k1 k2 k3 -1 s 1 2 f v '' 0 more",
-        "FCALL eddy_append 3 k1 k2 k3 -1 s 1 2 f v '' 0",
-        "FCALL eddy_append 3 k1 k2 k3 007 s 1 2 f v '' 0",
-        "FCALL eddy_append 3 k1 k2 k3 00 s 1 2 f v '' 0",
-        "FCALL eddy_append 3 k1 k2 k3 1 s 1 2 f v '' 0",
-        "FCALL eddy_append 5 k1 k2 k3 k4 k5 2 s 2 2 f v 4 g w h x x.y 1",
-        "FCALL eddy_append 5 k1 k2 k3 k4 k5 2 s 1 2 f v x.y 1",
+        "FCALL " EDDY__STORE_APPEND_FN " 2 k1 k2 -1 s 1 2 f v '' 0",
+        "FCALL " EDDY__STORE_APPEND_FN " 3 k1 k1 k3 -1 s 1 2 f v '' 0",
+        "FCALL " EDDY__STORE_APPEND_FN " 3 k1 k2 k3 -7 s 1 2 f v '' 0",
+        "FCALL " EDDY__STORE_APPEND_FN " 3 k1 k2 k3 -1 '' 1 2 f v '' 0",
+        "FCALL " EDDY__STORE_APPEND_FN " 3 k1 k2 k3 -1",
+        "FCALL " EDDY__STORE_APPEND_FN " 3 k1 k2 k3 -1 s 0 '' 0",
+        "FCALL " EDDY__STORE_APPEND_FN " 3 k1 k2 k3 -1 s 1 3 f v w '' 0",
+        "FCALL " EDDY__STORE_APPEND_FN " 3 k1 k2 k3 -1 s 2 2 f v '' 0",
+        "FCALL " EDDY__STORE_APPEND_FN " 3 k1 k2 k3 -1 s 1 2 f v x 0",
+        "FCALL " EDDY__STORE_APPEND_FN " 3 k1 k2 k3 -1 s 1 2 f v ''",
+        "FCALL " EDDY__STORE_APPEND_FN " 5 k1 k2 k3 k4 k5 -1 s 1 2 f v x 1x",
+        "FCALL " EDDY__STORE_APPEND_FN " 3 k1 k2 k3 -1 s 1 2 f v '' 0 more",
+        "FCALL " EDDY__STORE_APPEND_FN " 3 k1 k2 k3 -1 s 1 2 f v '' 0",
+        "FCALL " EDDY__STORE_APPEND_FN " 3 k1 k2 k3 007 s 1 2 f v '' 0",
+        "FCALL " EDDY__STORE_APPEND_FN " 3 k1 k2 k3 00 s 1 2 f v '' 0",
+        "FCALL " EDDY__STORE_APPEND_FN " 3 k1 k2 k3 1 s 1 2 f v '' 0",
+        "FCALL " EDDY__STORE_APPEND_FN " 5 k1 k2 k3 k4 k5 2 s 2 2 f v 4 g w h x x.y 1",
+        "FCALL " EDDY__STORE_APPEND_FN " 5 k1 k2 k3 k4 k5 2 s 1 2 f v x.y 1",
         "FCALL EDDY_APPEND x",
-        "FCALL eddy_append 9 a",
+        "FCALL " EDDY__STORE_APPEND_FN " 9 a",
         "FCALL nope 0",
         "SET k6 x",
-        "FCALL eddy_append 3 k1 k2 k6 -1 s 1 2 f v '' 0",
-        "FCALL eddy_append 3 k6 k2 k3 -1 s 1 2 f v '' 0",
-        "FCALL eddy_append 5 k1 k2 k3 k4 k6 -1 s 1 2 f v x.y 0",
+        "FCALL " EDDY__STORE_APPEND_FN " 3 k1 k2 k6 -1 s 1 2 f v '' 0",
+        "FCALL " EDDY__STORE_APPEND_FN " 3 k6 k2 k3 -1 s 1 2 f v '' 0",
+        "FCALL " EDDY__STORE_APPEND_FN " 5 k1 k2 k3 k4 k6 -1 s 1 2 f v x.y 0",
         "XRANGE k1 - +",
         "XRANGE k2 - +",
         "XRANGE k4 - +",

@@ -3,6 +3,7 @@
  * and FCALL eddy_append run directly on an engine, including a failed allocation at every
  * point of an append. */
 #include <criterion/criterion.h>
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -211,13 +212,19 @@ Test(store_core, load_command_and_replies) {
     cr_expect_str_eq(l.cmds[0].argv[1], "LOAD");
     cr_expect_str_eq(l.cmds[0].argv[2], "REPLACE");
     cr_expect_str_eq(l.cmds[0].argv[3], eddy__store_lua);
-    cr_expect(strncmp(eddy__store_lua, "#!lua name=eddy\n", 16) == 0);
+    cr_expect(strncmp(eddy__store_lua, "#!lua name=" EDDY__STORE_LIBRARY "\n",
+                      strlen("#!lua name=" EDDY__STORE_LIBRARY "\n")) == 0);
+    char want[64];
+    snprintf(want, sizeof(want), "eddy_%d_%d_%d", EDDY_VERSION_MAJOR, EDDY_VERSION_MINOR,
+             EDDY_VERSION_PATCH);
+    cr_expect_str_eq(EDDY__STORE_LIBRARY, want, "the library name carries the version");
+    cr_assert_eq(strlen(EDDY__STORE_LIBRARY), 10, "the RESP replies below spell its length");
 
     struct {
         const char *reply;
         eddy_status want;
     } cases[] = {
-        {"$4\r\neddy\r\n", EDDY_OK},
+        {"$10\r\n" EDDY__STORE_LIBRARY "\r\n", EDDY_OK},
         {"-ERR unknown command 'FUNCTION', with args beginning with: 'LOAD' \r\n",
          EDDY_ERR_NOT_SUPPORTED},
         {"-NOPERM this user has no permissions\r\n", EDDY_ERR_BACKEND},
@@ -248,7 +255,8 @@ Test(store_core, append_command_without_publishing) {
     cr_assert_eq(eddy__store_append_prepare(core, "order-1", evs, 2, NULL, &l, NULL), EDDY_OK);
     cr_assert_eq(l.n, 1);
     cr_expect_str_eq(cmd_text(&l.cmds[0]),
-                     "FCALL eddy_append 3 {t}:es:s:order-1 {t}:es:all {t}:es:pos -1 order-1 2 "
+                     "FCALL " EDDY__STORE_APPEND_FN
+                     " 3 {t}:es:s:order-1 {t}:es:all {t}:es:pos -1 order-1 2 "
                      "10 specversion 1.0 id a1 source /t type t.one data d "
                      "10 specversion 1.0 id a2 source /t type t.two data d  0");
     eddy__cmdlist_reset(&l);
@@ -269,7 +277,8 @@ Test(store_core, append_command_with_publishing_and_expected_version) {
     eddy__cmdlist_init(&l);
     cr_assert_eq(eddy__store_append_prepare(core, "o", evs, 1, &o, &l, NULL), EDDY_OK);
     cr_expect_str_eq(cmd_text(&l.cmds[0]),
-                     "FCALL eddy_append 5 {t}:es:s:o {t}:es:all {t}:es:pos {t}:s:orders.placed "
+                     "FCALL " EDDY__STORE_APPEND_FN
+                     " 5 {t}:es:s:o {t}:es:all {t}:es:pos {t}:s:orders.placed "
                      "{t}:subjects 7 o 1 10 specversion 1.0 id a1 source /t type t.one data d "
                      "orders.placed 1000");
     eddy__cmdlist_reset(&l);
@@ -403,7 +412,7 @@ Test(store_core, append_replies) {
     eddy__cmdlist_init(&both);
     cr_assert_eq(eddy__store_load_cmds(&both), EDDY_OK);
     cr_assert_eq(eddy__store_append_prepare(core, "acct-9", evs, 1, &o, &both, NULL), EDDY_OK);
-    redisReply *rs[2] = {resps("$4\r\neddy\r\n"), resps(":4\r\n")};
+    redisReply *rs[2] = {resps("$10\r\n" EDDY__STORE_LIBRARY "\r\n"), resps(":4\r\n")};
     size_t next;
     long long version = 0;
     cr_expect_eq(eddy__store_load_result(&both, 0, rs, &next, NULL), EDDY_OK);
@@ -820,7 +829,7 @@ static void load_library(void) {
 }
 
 Test(store_memory, function_commands_answer_like_redis) {
-    cr_expect_str_eq(mrun("FCALL eddy_append 0"), "-ERR Function not found");
+    cr_expect_str_eq(mrun("FCALL " EDDY__STORE_APPEND_FN " 0"), "-ERR Function not found");
     cr_expect_str_eq(mrun("FCALL"), "-ERR wrong number of arguments for 'fcall' command");
     cr_expect_str_eq(mrun("FUNCTION"), "-ERR wrong number of arguments for 'function' command");
     cr_expect_str_eq(mrun("FUNCTION nope"), "-ERR unknown subcommand 'nope'. Try FUNCTION HELP.");
@@ -865,21 +874,27 @@ Test(store_memory, function_commands_answer_like_redis) {
     cr_expect_str_eq(mrun("FUNCTION DELETE other_lib"), "-ERR Library not found");
     load_library();
     load_library(); /* REPLACE */
-    cr_expect_str_eq(mrun("FCALL EDDY_APPEND x"), "-ERR Bad number of keys provided");
-    cr_expect_str_eq(mrun("FCALL eddy_append 2 a"),
+    char upper[64]; /* function names are not case-sensitive */
+    for (size_t i = 0; i <= strlen(EDDY__STORE_APPEND_FN); i++)
+        upper[i] = (char)toupper((unsigned char)EDDY__STORE_APPEND_FN[i]);
+    char call[96];
+    snprintf(call, sizeof(call), "FCALL %s x", upper);
+    cr_expect_str_eq(mrun(call), "-ERR Bad number of keys provided");
+    cr_expect_str_eq(mrun("FCALL " EDDY__STORE_APPEND_FN " 2 a"),
                      "-ERR Number of keys can't be greater than number of args");
-    cr_expect_str_eq(mrun("FCALL eddy_append -1"), "-ERR Number of keys can't be negative");
+    cr_expect_str_eq(mrun("FCALL " EDDY__STORE_APPEND_FN " -1"),
+                     "-ERR Number of keys can't be negative");
     cr_expect_str_eq(mrun("FUNCTION FLUSH x"),
                      "-ERR FUNCTION FLUSH only supports SYNC|ASYNC option");
     cr_expect_str_eq(mrun("FUNCTION FLUSH a b"),
                      "-ERR unknown subcommand or wrong number of arguments for 'FLUSH'. Try "
                      "FUNCTION HELP.");
     cr_expect_str_eq(mrun("FUNCTION FLUSH async"), "+OK");
-    cr_expect_str_eq(mrun("FCALL eddy_append 0"), "-ERR Function not found");
+    cr_expect_str_eq(mrun("FCALL " EDDY__STORE_APPEND_FN " 0"), "-ERR Function not found");
     load_library();
     cr_expect_str_eq(mrun("FLUSHALL"), "+OK");
-    cr_expect_str_eq(mrun("FCALL eddy_append 0"), "-ERR eddy_append: wrong number of keys",
-                     "FLUSHALL keeps functions");
+    cr_expect_str_eq(mrun("FCALL " EDDY__STORE_APPEND_FN " 0"),
+                     "-ERR eddy_append: wrong number of keys", "FLUSHALL keeps functions");
     cr_expect_str_eq(mrun("FUNCTION FLUSH"), "+OK");
 }
 
@@ -889,43 +904,54 @@ Test(store_memory, eddy_append_checks_before_writing) {
         const char *cmd;
         const char *want;
     } cases[] = {
-        {"FCALL eddy_append 4 s a p x -1 o 1 2 f v '' 0", "-ERR eddy_append: wrong number of keys"},
-        {"FCALL eddy_append 3 s a s -1 o 1 2 f v '' 0", "-ERR eddy_append: keys must differ"},
-        {"FCALL eddy_append 3 s a p -2 o 1 2 f v '' 0", "-ERR eddy_append: bad expected version"},
-        {"FCALL eddy_append 3 s a p", "-ERR eddy_append: bad expected version"},
-        {"FCALL eddy_append 3 s a p 1234567890123456 o 1 2 f v '' 0",
+        {"FCALL " EDDY__STORE_APPEND_FN " 4 s a p x -1 o 1 2 f v '' 0",
+         "-ERR eddy_append: wrong number of keys"},
+        {"FCALL " EDDY__STORE_APPEND_FN " 3 s a s -1 o 1 2 f v '' 0",
+         "-ERR eddy_append: keys must differ"},
+        {"FCALL " EDDY__STORE_APPEND_FN " 3 s a p -2 o 1 2 f v '' 0",
          "-ERR eddy_append: bad expected version"},
-        {"FCALL eddy_append 3 s a p -1 '' 1 2 f v '' 0", "-ERR eddy_append: bad stream id"},
-        {"FCALL eddy_append 3 s a p -1 o 0 '' 0", "-ERR eddy_append: bad event count"},
-        {"FCALL eddy_append 3 s a p -1 o x 2 f v '' 0", "-ERR eddy_append: bad event count"},
-        {"FCALL eddy_append 3 s a p -1 o 1 3 f v w '' 0", "-ERR eddy_append: bad field count"},
-        {"FCALL eddy_append 3 s a p -1 o 1 0 '' 0", "-ERR eddy_append: bad field count"},
-        {"FCALL eddy_append 3 s a p -1 o 1 4002 f v '' 0", "-ERR eddy_append: bad field count"},
-        {"FCALL eddy_append 3 s a p -1 o 2 2 f v '' 0", "-ERR eddy_append: bad field count"},
-        {"FCALL eddy_append 3 s a p -1 o 1 2 f v '' 0 extra",
+        {"FCALL " EDDY__STORE_APPEND_FN " 3 s a p", "-ERR eddy_append: bad expected version"},
+        {"FCALL " EDDY__STORE_APPEND_FN " 3 s a p 1234567890123456 o 1 2 f v '' 0",
+         "-ERR eddy_append: bad expected version"},
+        {"FCALL " EDDY__STORE_APPEND_FN " 3 s a p -1 '' 1 2 f v '' 0",
+         "-ERR eddy_append: bad stream id"},
+        {"FCALL " EDDY__STORE_APPEND_FN " 3 s a p -1 o 0 '' 0",
+         "-ERR eddy_append: bad event count"},
+        {"FCALL " EDDY__STORE_APPEND_FN " 3 s a p -1 o x 2 f v '' 0",
+         "-ERR eddy_append: bad event count"},
+        {"FCALL " EDDY__STORE_APPEND_FN " 3 s a p -1 o 1 3 f v w '' 0",
+         "-ERR eddy_append: bad field count"},
+        {"FCALL " EDDY__STORE_APPEND_FN " 3 s a p -1 o 1 0 '' 0",
+         "-ERR eddy_append: bad field count"},
+        {"FCALL " EDDY__STORE_APPEND_FN " 3 s a p -1 o 1 4002 f v '' 0",
+         "-ERR eddy_append: bad field count"},
+        {"FCALL " EDDY__STORE_APPEND_FN " 3 s a p -1 o 2 2 f v '' 0",
+         "-ERR eddy_append: bad field count"},
+        {"FCALL " EDDY__STORE_APPEND_FN " 3 s a p -1 o 1 2 f v '' 0 extra",
          "-ERR eddy_append: wrong number of arguments"},
-        {"FCALL eddy_append 3 s a p -1 o 1 2 f v subj 0",
+        {"FCALL " EDDY__STORE_APPEND_FN " 3 s a p -1 o 1 2 f v subj 0",
          "-ERR eddy_append: publish subject and keys disagree"},
-        {"FCALL eddy_append 5 s a p x y -1 o 1 2 f v '' 0",
+        {"FCALL " EDDY__STORE_APPEND_FN " 5 s a p x y -1 o 1 2 f v '' 0",
          "-ERR eddy_append: publish subject and keys disagree"},
-        {"FCALL eddy_append 3 s a p -1 o 1 2 f v '' -5", "-ERR eddy_append: bad maxlen"},
+        {"FCALL " EDDY__STORE_APPEND_FN " 3 s a p -1 o 1 2 f v '' -5",
+         "-ERR eddy_append: bad maxlen"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         cr_expect_str_eq(mrun(cases[i].cmd), cases[i].want, "%s", cases[i].cmd);
     cr_expect_str_eq(mrun("SET s x"), "+OK");
-    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p -1 o 1 2 f v '' 0"),
+    cr_expect_str_eq(mrun("FCALL " EDDY__STORE_APPEND_FN " 3 s a p -1 o 1 2 f v '' 0"),
                      "-WRONGTYPE Operation against a key holding the wrong kind of value");
     cr_expect_str_eq(mrun("DEL s"), ":1");
     cr_expect_str_eq(mrun("SET p nope"), "+OK");
-    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p -1 o 1 2 f v '' 0"),
+    cr_expect_str_eq(mrun("FCALL " EDDY__STORE_APPEND_FN " 3 s a p -1 o 1 2 f v '' 0"),
                      "-ERR eddy_append: position counter is not a count");
     cr_expect_str_eq(mrun("DEL p"), ":1");
     cr_expect_str_eq(mrun("XADD s 1000000000000000-0 f v"), "$1000000000000000-0");
-    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p -1 o 1 2 f v '' 0"),
+    cr_expect_str_eq(mrun("FCALL " EDDY__STORE_APPEND_FN " 3 s a p -1 o 1 2 f v '' 0"),
                      "-ERR eddy_append: stream id out of range");
     cr_expect_str_eq(mrun("DEL s"), ":1");
     cr_expect_str_eq(mrun("XADD s 999999999999999-0 f v"), "$999999999999999-0");
-    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p -1 o 1 2 f v '' 0"),
+    cr_expect_str_eq(mrun("FCALL " EDDY__STORE_APPEND_FN " 3 s a p -1 o 1 2 f v '' 0"),
                      "-ERR eddy_append: version or position out of range");
     cr_expect_str_eq(mrun("DEL s"), ":1");
     cr_expect_str_eq(mrun("EXISTS s a p"), ":0", "nothing was written by any refusal");
@@ -933,12 +959,15 @@ Test(store_memory, eddy_append_checks_before_writing) {
 
 Test(store_memory, eddy_append_writes_and_conflicts) {
     load_library();
-    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p 0 o 2 2 f 1 2 f 2 '' 0"), ":2");
-    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p 0 o 1 2 f 3 '' 0"), "-VERSIONCONFLICT 2");
-    cr_expect_str_eq(mrun("FCALL eddy_append 5 s2 a p subj subjects 2 o 1 2 f 3 x.y 0"),
-                     "-VERSIONCONFLICT 0");
+    cr_expect_str_eq(mrun("FCALL " EDDY__STORE_APPEND_FN " 3 s a p 0 o 2 2 f 1 2 f 2 '' 0"), ":2");
+    cr_expect_str_eq(mrun("FCALL " EDDY__STORE_APPEND_FN " 3 s a p 0 o 1 2 f 3 '' 0"),
+                     "-VERSIONCONFLICT 2");
+    cr_expect_str_eq(
+        mrun("FCALL " EDDY__STORE_APPEND_FN " 5 s2 a p subj subjects 2 o 1 2 f 3 x.y 0"),
+        "-VERSIONCONFLICT 0");
     cr_expect_str_eq(mrun("EXISTS subj subjects s2"), ":0");
-    cr_expect_str_eq(mrun("FCALL eddy_append 5 s a p subj subjects 2 o 1 2 f 3 x.y 0"), ":3");
+    cr_expect_str_eq(
+        mrun("FCALL " EDDY__STORE_APPEND_FN " 5 s a p subj subjects 2 o 1 2 f 3 x.y 0"), ":3");
     cr_expect_str_eq(mrun("XLEN a"), ":3");
     cr_expect_str_eq(mrun("XLEN s"), ":3");
     cr_expect_str_eq(mrun("XLEN subj"), ":1");
@@ -947,14 +976,15 @@ Test(store_memory, eddy_append_writes_and_conflicts) {
     /* Positions continue above a counter that fell behind the store's stream. */
     cr_expect_str_eq(mrun("SET p 1"), "+OK");
     cr_expect_str_eq(mrun("XADD a 10-0 f v"), "$10-0");
-    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p -1 o 1 2 f 4 '' 0"), ":4");
+    cr_expect_str_eq(mrun("FCALL " EDDY__STORE_APPEND_FN " 3 s a p -1 o 1 2 f 4 '' 0"), ":4");
     cr_expect_str_eq(mrun("GET p"), "$11");
     /* A version stays above a deleted last entry. */
     cr_expect_str_eq(mrun("XDEL s 4-0"), ":1");
-    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p 3 o 1 2 f 5 '' 0"), "-VERSIONCONFLICT 4");
-    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p 4 o 1 2 f 5 '' 0"), ":5");
+    cr_expect_str_eq(mrun("FCALL " EDDY__STORE_APPEND_FN " 3 s a p 3 o 1 2 f 5 '' 0"),
+                     "-VERSIONCONFLICT 4");
+    cr_expect_str_eq(mrun("FCALL " EDDY__STORE_APPEND_FN " 3 s a p 4 o 1 2 f 5 '' 0"), ":5");
     cr_expect_str_eq(mrun("PEXPIRE p 100000"), ":1");
-    cr_expect_str_eq(mrun("FCALL eddy_append 3 s a p 5 o 1 2 f 6 '' 0"), ":6");
+    cr_expect_str_eq(mrun("FCALL " EDDY__STORE_APPEND_FN " 3 s a p 5 o 1 2 f 6 '' 0"), ":6");
     cr_expect_str_eq(mrun("PTTL p"), ":-1", "the counter is SET, which drops a TTL");
 }
 
@@ -963,12 +993,21 @@ Test(store_memory, eddy_append_writes_and_conflicts) {
 static bool append_under_oom(long n) {
     cr_assert_str_eq(mrun("FLUSHALL"), "+OK");
     /* Some state to keep: a previous append with its own subject. */
-    cr_assert_str_eq(mrun("FCALL eddy_append 5 s a p subj subjects -1 o 1 2 f 0 x.y 0"), ":1");
+    cr_assert_str_eq(
+        mrun("FCALL " EDDY__STORE_APPEND_FN " 5 s a p subj subjects -1 o 1 2 f 0 x.y 0"), ":1");
     eddy__cmd c;
     eddy__cmd_init(&c);
-    const char *words[] = {"FCALL",    "eddy_append", "5", "s", "a", "p",   "subj2",
-                           "subjects", "1",           "o", "2", "4", "f",   "1",
-                           "g",        "x",           "2", "f", "2", "a.b", "1"};
+    const char *words[] = {"FCALL", EDDY__STORE_APPEND_FN,
+                           "5",     "s",
+                           "a",     "p",
+                           "subj2", "subjects",
+                           "1",     "o",
+                           "2",     "4",
+                           "f",     "1",
+                           "g",     "x",
+                           "2",     "f",
+                           "2",     "a.b",
+                           "1"};
     for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
         eddy__cmd_str(&c, words[i]);
     eddy__mem_fail_after(n, false);
@@ -992,7 +1031,8 @@ static bool append_under_oom(long n) {
     cr_assert_str_eq(mrun("SCARD subjects"), applied ? ":2" : ":1", "allocation %ld", n);
     cr_assert_str_eq(mrun("GET p"), applied ? "$3" : "$1", "allocation %ld", n);
     /* The engine goes on as if nothing happened. */
-    cr_assert_str_eq(mrun("FCALL eddy_append 3 s a p -1 o 1 2 f 9 '' 0"), applied ? ":4" : ":2");
+    cr_assert_str_eq(mrun("FCALL " EDDY__STORE_APPEND_FN " 3 s a p -1 o 1 2 f 9 '' 0"),
+                     applied ? ":4" : ":2");
     cr_assert_str_eq(mrun("XREVRANGE a + - COUNT 1"), "*1");
     return !applied;
 }
@@ -1018,13 +1058,15 @@ Test(store_memory, undo_restores_node_bookkeeping) {
     int version = 0;
     for (int i = 0; i < 250; i++) {
         snprintf(want, sizeof(want), ":%d", ++version);
-        cr_assert_str_eq(mrun("FCALL eddy_append 5 s a p subj subjects -1 o 1 2 f v x.y 150"),
-                         want);
+        cr_assert_str_eq(
+            mrun("FCALL " EDDY__STORE_APPEND_FN " 5 s a p subj subjects -1 o 1 2 f v x.y 150"),
+            want);
     }
     cr_assert_str_eq(mrun("XLEN subj"), ":150", "approximate trim drops whole nodes");
     for (long n = 1; n <= 40; n++) {
         eddy__mem_fail_after(n, false);
-        const char *cmd = "FCALL eddy_append 5 s a p subj subjects -1 o 2 2 f v 2 f w x.y 150";
+        const char *cmd =
+            "FCALL " EDDY__STORE_APPEND_FN " 5 s a p subj subjects -1 o 2 2 f v 2 f w x.y 150";
         eddy__cmd c;
         eddy__cmd_init(&c);
         char copy[256];
