@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh >/dev/null
 san=${EDDY_SANITIZE:-}
 dir=${EDDY_BUILD_DIR:-build${san:+-${san//,/-}}}
-cmake -S . -B "$dir" -DEDDY_WERROR=ON -DEDDY_SANITIZE="$san" >/dev/null
+cmake -S . -B "$dir" -DEDDY_WERROR=ON -DEDDY_TESTS=ON -DEDDY_BENCH=ON -DEDDY_SANITIZE="$san" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
 if [ -n "$san" ]; then
     export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1

@@ -8,6 +8,7 @@
  * ("redis://u:secret"). */
 #include "url.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,7 +19,7 @@
 #include "error.h"
 
 #define DEFAULT_PORT 6379
-#define DB_MAX 15
+#define DB_MAX INT_MAX /* the server's `databases` setting decides: a bad index is its error */
 #define QUOTE_MAX 64
 #define SCHEMES "expected memory://, redis:// or unix://"
 

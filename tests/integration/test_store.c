@@ -1053,6 +1053,28 @@ ParameterizedTest(backend *p, store, bad_input_is_refused_before_sending, .timeo
 
 /* ---- the function library --------------------------------------------------------------- */
 
+/* The database index in a URL is not capped by eddy: the server's `databases` setting decides,
+ * and an index it does not have is its own clear error, at open. */
+Test(store, a_database_index_the_server_lacks_is_its_error, .timeout = 60) {
+    int port = 0;
+    cr_assert_eq(sscanf(eddy_test_redis_url(), "redis://127.0.0.1:%d", &port), 1);
+    char url[96];
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d/16", port); /* 16 databases: 0..15 */
+    eddy_settings s;
+    eddy_settings_init(&s);
+    s.url = url;
+    eddy_store *st = NULL;
+    eddy_error err = {0};
+    eddy_status rc = eddy_store_open(&s, &st, &err);
+    cr_expect_neq(rc, EDDY_OK);
+    cr_expect(strstr(err.detail, "DB index is out of range") != NULL, "%s: %s",
+              eddy_status_name(rc), err.detail);
+    cr_expect_null(st);
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d/15", port);
+    cr_expect_eq(eddy_store_open(&s, &st, &err), EDDY_OK, "%s", err.detail);
+    eddy_store_close(st);
+}
+
 /* During a rolling upgrade two versions of eddy serve one Redis: each loads its own function
  * library (the name carries the version) and calls its own, so neither overwrites the other. */
 Test(store, two_versions_each_keep_their_own_function_library, .timeout = 60) {

@@ -154,6 +154,7 @@ static const struct good goods[] = {
     UNX("unix:///tmp/redis.sock", "/tmp/redis.sock", 0),
     UNX("unix:///tmp/redis.sock?db=5", "/tmp/redis.sock", 5),
     UNX("unix:///tmp/redis.sock?db=15", "/tmp/redis.sock", 15),
+    UNX("unix:///tmp/redis.sock?db=16", "/tmp/redis.sock", 16), /* no cap: the server decides */
     UNX("unix:///var/run/my redis/r.sock", "/var/run/my redis/r.sock", 0),
     UNX("UNIX:///a", "/a", 0),
 };
@@ -240,8 +241,8 @@ static const struct bad bads[] = {
     {"redis://h:6379 ", "junk after the port at 4"},
     {"redis://h:6379:1", "junk after the port at 4"},
     {"redis://h:6379?db=1", "junk after the port"},
-    {"redis://h/", "empty db (expected 0..15)"},
-    {"redis://h/16", "db out of range (expected 0..15)"},
+    {"redis://h/", "empty db (expected 0..2147483647)"},
+    {"redis://h/2147483648", "db out of range (expected 0..2147483647)"},
     {"redis://h/99999999999999999999999", "db out of range"},
     {"redis://h/-1", "db is not a decimal number"},
     {"redis://h/x", "db is not a decimal number"},
@@ -268,7 +269,7 @@ static const struct bad bads[] = {
     {"redis://u:99s3cret/1", "junk after the port"},
     {"redis://h/s3cret", "db is not a decimal number"},
     {"redis://u:s3cret@h:x", "port is not a decimal number"},
-    {"redis://u:s3cret@h/99", "db out of range"},
+    {"redis://u:s3cret@h/99999999999", "db out of range"},
     {"redis://u:s3cret@bad host", "host 'bad host'"},
     {"redis://u:s3cret@[::1", "closing ']'"},
 
@@ -284,7 +285,7 @@ static const struct bad bads[] = {
     {"unix:///tmp/s?database=1", "unknown query"},
     {"unix:///tmp/s?DB=1", "unknown query"},
     {"unix:///tmp/s?db=", "empty db"},
-    {"unix:///tmp/s?db=16", "db out of range"},
+    {"unix:///tmp/s?db=2147483648", "db out of range"},
     {"unix:///tmp/s?db=x", "db is not a decimal number"},
     {"unix:///tmp/s?db=1&x=2", "junk after the db at 1"},
     {"unix:///tmp/s?db=1?db=2", "junk after the db"},
