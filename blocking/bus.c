@@ -186,10 +186,50 @@ eddy_status eddy_bus_start(eddy_bus *bus, eddy_error *err) {
     return st;
 }
 
+/* A bus with a random instance takes its fanout groups with it when it stops (nobody can come
+ * back for them): the subjects, then XGROUP DESTROY on each stream their patterns match
+ * (retention.h). After the readers stopped, so none creates a group again. Best effort: what
+ * a failure leaves, the retention pass removes once the leases ended. */
+static void drop_fanout_groups(eddy_bus *bus) {
+    eddy__sub *subs[bus->nsubs + 1];
+    for (size_t i = 0; i < bus->nsubs; i++)
+        subs[i] = bus->subs[i]->sub;
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    bool need = false;
+    eddy_error err = {0};
+    redisReply *list = NULL, **replies = NULL;
+    eddy_status st = eddy__retention_stop_list(&bus->s, subs, bus->nsubs, &cmds, &need);
+    if (st == EDDY_OK && need)
+        st = bpub_exec(bus, &cmds, &list, &err);
+    eddy__cmdlist_reset(&cmds);
+    if (st == EDDY_OK && need)
+        st = eddy__retention_stop_destroy(&bus->s, subs, bus->nsubs, list, &cmds);
+    if (st == EDDY_OK && cmds.n) {
+        if (!(replies = calloc(cmds.n, sizeof(*replies))))
+            st = EDDY_ERR_NOMEM;
+        else
+            st = bpub_exec(bus, &cmds, replies, &err); /* a stream gone answers an error */
+        for (size_t i = 0; replies && i < cmds.n; i++)
+            if (replies[i])
+                freeReplyObject(replies[i]);
+    }
+    if (st != EDDY_OK)
+        eddy__log(&bus->s.log, EDDY_LOG_WARN,
+                  "stop: could not remove the fanout groups (%s); the retention pass removes "
+                  "them once the leases ended",
+                  err.detail[0] ? err.detail : eddy_status_str(st));
+    if (list)
+        freeReplyObject(list);
+    free(replies);
+    eddy__cmdlist_reset(&cmds);
+}
+
 eddy_status eddy_bus_stop(eddy_bus *bus) {
     if (!bus)
         return EDDY_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&bus->lock);
+    bool was_started = bus->started;
     if (bus->started) {
         /* Leave the registry first, so requesters see "no responders" rather than wait. */
         atomic_store(&bus->active, false);
@@ -219,6 +259,8 @@ eddy_status eddy_bus_stop(eddy_bus *bus) {
         }
     for (size_t i = 0; i < bus->nsubs; i++)
         bsub_stop(bus->subs[i]);
+    if (was_started)
+        drop_fanout_groups(bus);
     bus->started = false;
     pthread_mutex_unlock(&bus->lock);
     return EDDY_OK;

@@ -1,7 +1,7 @@
 /* The blocking bus's control thread: drives the core's inbox state machine (reply stream,
- * registry heartbeats, replies) on a connection of its own, and completes the requests whose
- * replies arrive. Start waits until the reply stream exists and the subscriptions are
- * registered, so a request sent after start returns is answerable. */
+ * registry heartbeats, replies, retention passes) on a connection of its own, and completes the
+ * requests whose replies arrive. Start waits until the reply stream exists and the subscriptions
+ * are registered, so a request sent after start returns is answerable. */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -51,8 +51,9 @@ static void *control(void *arg) {
             bconn_sleep(&bus->ctl_conn, plan.idle_ms);
             continue;
         }
-        redisReply *replies[8] = {0};
-        if (plan.cmds.n > 8) { /* the inbox plans at most 4 commands */
+        redisReply *few[8] = {0}, **replies = few;
+        if (plan.cmds.n > 8 && !(replies = calloc(plan.cmds.n, sizeof(*replies)))) {
+            eddy__inbox_reset(bus->inbox); /* the plan was not sent */
             bconn_sleep(&bus->ctl_conn, EDDY__NOMEM_RETRY_MS);
             continue;
         }
@@ -62,6 +63,8 @@ static void *control(void *arg) {
         for (size_t i = 0; i < plan.cmds.n; i++)
             if (replies[i])
                 freeReplyObject(replies[i]);
+        if (replies != few)
+            free(replies);
         if (st != EDDY_OK) {
             eddy__inbox_reset(bus->inbox);
             if (!atomic_load(&bus->ctl_stopping)) {
@@ -89,7 +92,7 @@ static void *control(void *arg) {
 }
 
 eddy_status bctl_start(eddy_bus *bus, eddy_error *err) {
-    eddy__inbox *inbox = eddy__inbox_new(&bus->s, bus->requests);
+    eddy__inbox *inbox = eddy__inbox_new(&bus->s, bus->requests, &bus->retention);
     if (!inbox)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     pthread_mutex_lock(&bus->ctl_lock);
@@ -148,4 +151,11 @@ void bctl_stop(eddy_bus *bus) {
     eddy__inbox_free(bus->inbox);
     bus->inbox = NULL;
     pthread_mutex_unlock(&bus->ctl_lock);
+}
+
+eddy_status eddy_bus_retention_stats(eddy_bus *bus, eddy_retention_stats *out) {
+    if (!bus || !out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy__retention_counters_snapshot(&bus->retention, out);
+    return EDDY_OK;
 }

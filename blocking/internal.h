@@ -56,7 +56,8 @@ struct eddy_bus {
     size_t nsubs;
     bool started;
     bpool *pool;
-    eddy__discovery *discovery; /* shared by the pattern subscriptions */
+    eddy__discovery *discovery;         /* shared by the pattern subscriptions */
+    eddy__retention_counters retention; /* of every activation's passes (retention.h) */
 };
 
 /* publish.c: runs commands on the publishing connection (multiplexed: any thread, no lock

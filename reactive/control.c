@@ -29,8 +29,6 @@
 #include "redis.h"
 #include "timing.h"
 
-#define CTL_MAX_CMDS 8 /* the inbox plans at most 4 commands */
-
 typedef enum cstate {
     C_WAITING,    /* a previous activation's leave is still out */
     C_CONNECTING, /* waiting for the connection to come up */
@@ -48,7 +46,8 @@ struct rctl {
     cstate state;
     bool ready; /* the reply stream exists and the subscriptions were registered once */
     eddy__plan plan;
-    redisReply *replies[CTL_MAX_CMDS]; /* the round's replies so far (owned) */
+    redisReply **replies; /* the round's replies so far (owned) */
+    size_t replies_cap;
     size_t got;
     eddy__sub **subs; /* the heartbeat's subscriptions */
     size_t subs_cap;
@@ -185,10 +184,19 @@ static void ctl_step(rctl *c) {
     size_t n = 0;
     eddy__plan_reset(&c->plan);
     if (!snapshot(c, &n) ||
-        eddy__inbox_plan(c->inbox, eddy_now_ms(), c->subs, n, &c->plan) != EDDY_OK ||
-        c->plan.cmds.n > CTL_MAX_CMDS) {
+        eddy__inbox_plan(c->inbox, eddy_now_ms(), c->subs, n, &c->plan) != EDDY_OK) {
         ctl_after(c, C_IDLE, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
         return;
+    }
+    if (c->plan.cmds.n > c->replies_cap) { /* a retention round may be long */
+        redisReply **v = realloc(c->replies, c->plan.cmds.n * sizeof(*v));
+        if (!v) {
+            eddy__inbox_reset(c->inbox); /* the plan is not sent */
+            ctl_after(c, C_IDLE, EDDY__NOMEM_RETRY_MS);
+            return;
+        }
+        c->replies = v;
+        c->replies_cap = c->plan.cmds.n;
     }
     if (c->plan.cmds.n == 0) {
         ctl_after(c, C_IDLE, c->plan.idle_ms);
@@ -339,11 +347,98 @@ eddy_status rctl_register(eddy_rbus *bus, rsub *rs) {
 
 /* ---- interface --------------------------------------------------------------------------- */
 
+/* ---- a random instance's fanout groups go with its bus ------------------------------------ */
+
+/* In two steps on the publishing connection: the subjects, then XGROUP DESTROY of each fanout
+ * group on the streams its pattern matches (retention.h). Best effort, like the leave: what a
+ * failure leaves behind, the retention pass removes once the leases ended. Counted in
+ * bus->leaving, so a later activation's control loop waits for them. */
+
+static void fanout_log(eddy_rbus *bus, const char *why) {
+    eddy__log(&bus->s.log, EDDY_LOG_WARN,
+              "stop: could not remove the fanout groups (%s); the retention pass removes them "
+              "once the leases ended",
+              why);
+}
+
+static void fanout_destroyed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
+    if (st != EDDY_OK && st != EDDY_ERR_CLOSED)
+        fanout_log(bus, err ? err->detail : eddy_status_str(st));
+    left(bus, p, EDDY_OK, NULL); /* errors of single destroys (a stream gone) do not matter */
+}
+
+static eddy__sub **all_subs(eddy_rbus *bus) {
+    eddy__sub **subs = malloc((bus->nsubs ? bus->nsubs : 1) * sizeof(*subs));
+    for (size_t i = 0; subs && i < bus->nsubs; i++)
+        subs[i] = bus->subs[i]->sub;
+    return subs;
+}
+
+static void fanout_listed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    eddy__sub **subs = NULL;
+    /* Started again meanwhile: the new activation uses the same groups. */
+    if (st == EDDY_OK && !bus->started && !bus->freeing) {
+        subs = all_subs(bus);
+        st = subs ? eddy__retention_stop_destroy(&bus->s, subs, bus->nsubs, p->replies[0], &cmds)
+                  : EDDY_ERR_NOMEM;
+        for (size_t i = 0; st == EDDY_OK && i < cmds.n; i += RPUB_MAX_CMDS) {
+            rpub *d = rpub_new(fanout_destroyed, NULL);
+            for (size_t j = i; d && j < cmds.n && j < i + RPUB_MAX_CMDS; j++) {
+                eddy__cmd *c = eddy__cmdlist_add(&d->cmds, 0, 0);
+                if (!c)
+                    break;
+                *c = cmds.cmds[j]; /* moved */
+                eddy__cmd_init(&cmds.cmds[j]);
+            }
+            if (!d || eddy__cmdlist_status(&d->cmds) != EDDY_OK || rpub_submit(bus, d) != EDDY_OK) {
+                rpub_free(d);
+                st = EDDY_ERR_NOMEM;
+                break;
+            }
+            bus->leaving++;
+        }
+        if (st != EDDY_OK)
+            fanout_log(bus, eddy_status_str(st));
+    } else if (st != EDDY_OK && st != EDDY_ERR_CLOSED) {
+        fanout_log(bus, err ? err->detail : eddy_status_str(st));
+    }
+    free(subs);
+    eddy__cmdlist_reset(&cmds);
+    left(bus, p, EDDY_OK, NULL);
+}
+
+static void drop_fanout_groups(eddy_rbus *bus) {
+    eddy__sub **subs = all_subs(bus);
+    rpub *p = subs ? rpub_new(fanout_listed, NULL) : NULL;
+    bool need = false;
+    eddy_status st =
+        p ? eddy__retention_stop_list(&bus->s, subs, bus->nsubs, &p->cmds, &need) : EDDY_ERR_NOMEM;
+    free(subs);
+    if (st == EDDY_OK && need)
+        st = rpub_submit(bus, p);
+    if (st != EDDY_OK || !need) {
+        rpub_free(p);
+        if (st != EDDY_OK)
+            fanout_log(bus, eddy_status_str(st));
+        return;
+    }
+    bus->leaving++;
+}
+
+eddy_status eddy_rbus_retention_stats(eddy_rbus *bus, eddy_retention_stats *out) {
+    if (!bus || !out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy__retention_counters_snapshot(&bus->retention, out);
+    return EDDY_OK;
+}
+
 eddy_status rctl_start(eddy_rbus *bus) {
     rctl *c = calloc(1, sizeof(*c));
     if (!c)
         return EDDY_ERR_NOMEM;
-    if (!(c->inbox = eddy__inbox_new(&bus->s, bus->requests))) {
+    if (!(c->inbox = eddy__inbox_new(&bus->s, bus->requests, &bus->retention))) {
         free(c);
         return EDDY_ERR_NOMEM;
     }
@@ -388,6 +483,7 @@ void rctl_stop(eddy_rbus *bus) {
         return;
     }
     bus->leaving++;
+    drop_fanout_groups(bus);
     rpub_flush(bus);
 }
 
@@ -399,6 +495,7 @@ static void rctl_free(rctl *c) {
         ctl_kill(c);
     eddy__inbox_free(c->inbox);
     eddy__plan_reset(&c->plan);
+    free(c->replies);
     free(c->subs);
     free(c);
 }

@@ -148,6 +148,7 @@ struct eddy_rbus {
     size_t nrequests;      /* request objects alive (in the table, or with an op still out) */
     int depth;
     bool freeing;
+    eddy__retention_counters retention; /* of every activation's passes (retention.h) */
 };
 
 /* bus.c */

@@ -3,7 +3,11 @@
  * The reply stream is created with an entry that is trimmed away at once (XADD MAXLEN 0), so
  * the key exists, with an expiry, before the first request names it, and reading starts after
  * that entry's id: no reply can slip between creation and the first read. Responders add with
- * NOMKSTREAM, so a reply stream that expired with its process is never created again. */
+ * NOMKSTREAM, so a reply stream that expired with its process is never created again.
+ *
+ * Retention (retention.h) runs here too, once registered, in rounds of its own: a plan is either
+ * the heartbeat, a retention round, or the blocking read (cut short when a pass is due), never
+ * two of them, so no retention command waits behind a blocking read. */
 #include "inbox.h"
 
 #include <stdio.h>
@@ -14,6 +18,7 @@
 #include "keys.h"
 #include "registry.h"
 #include "reply.h"
+#include "retention.h"
 
 enum { I_OPEN = 1, I_EXPIRE, I_RENEW, I_READ, I_OTHER };
 
@@ -26,9 +31,12 @@ struct eddy__inbox {
     char last_id[48];
     long long next_heartbeat;
     long long retry_at;
+    eddy__retention *ret;
+    bool ret_round; /* the plan out is a retention round */
 };
 
-eddy__inbox *eddy__inbox_new(const eddy__settings *s, eddy__requests *reqs) {
+eddy__inbox *eddy__inbox_new(const eddy__settings *s, eddy__requests *reqs,
+                             eddy__retention_counters *counters) {
     eddy__inbox *ib = calloc(1, sizeof(*ib));
     if (!ib)
         return NULL;
@@ -36,7 +44,9 @@ eddy__inbox *eddy__inbox_new(const eddy__settings *s, eddy__requests *reqs) {
     ib->reqs = reqs;
     char id[33];
     eddy__random_hex(id);
-    if (!(ib->key = eddy__key_inbox(s->ns, id))) {
+    if (!(ib->key = eddy__key_inbox(s->ns, id)) ||
+        !(ib->ret = eddy__retention_new(s, counters, eddy_now_ms()))) {
+        free(ib->key);
         free(ib);
         return NULL;
     }
@@ -47,6 +57,7 @@ void eddy__inbox_free(eddy__inbox *ib) {
     if (!ib)
         return;
     free(ib->key);
+    eddy__retention_free(ib->ret);
     free(ib);
 }
 
@@ -60,6 +71,8 @@ void eddy__inbox_reset(eddy__inbox *ib) {
     ib->registered = false;
     ib->next_heartbeat = 0;
     ib->retry_at = 0;
+    ib->ret_round = false;
+    eddy__retention_reset(ib->ret, eddy_now_ms());
 }
 
 void eddy__reply_list_free(eddy__reply_list *l) {
@@ -111,7 +124,18 @@ eddy_status eddy__inbox_plan(eddy__inbox *ib, long long now_ms, eddy__sub *const
         add_expire(ib, p);
         return eddy__cmdlist_status(&p->cmds);
     }
+    if (ib->registered && now_ms >= eddy__retention_due(ib->ret)) {
+        eddy_status st = eddy__retention_plan(ib->ret, now_ms, &p->cmds);
+        if (st != EDDY_OK)
+            return st;
+        if (p->cmds.n) {
+            ib->ret_round = true;
+            return EDDY_OK;
+        }
+    }
     long long wait = ib->next_heartbeat - now_ms;
+    if (ib->registered && eddy__retention_due(ib->ret) - now_ms < wait)
+        wait = eddy__retention_due(ib->ret) - now_ms;
     if (wait > ib->s->block_ms)
         wait = ib->s->block_ms;
     if (wait < 1)
@@ -182,6 +206,10 @@ eddy_status eddy__inbox_feed(eddy__inbox *ib, const eddy__plan *plan, redisReply
         if (!replies[i])
             return EDDY_ERR_IO;
     long long now = eddy_now_ms();
+    if (ib->ret_round) {
+        ib->ret_round = false;
+        return eddy__retention_feed(ib->ret, now, &plan->cmds, replies, n);
+    }
     for (size_t i = 0; i < n; i++) {
         const redisReply *r = replies[i];
         switch (plan->cmds.tags[i]) {

@@ -2,14 +2,18 @@
  * of its own: it opens the activation's reply stream ({ns}:inbox:<random id>) before any
  * request can be sent, renews the subscription registry's leases and the reply stream's
  * expiry by heartbeat (every lease_ms / 3), and reads replies, matching each to the request
- * waiting for it (see requests.h). Protocol as for the consumer: plan, send, feed; a blocking
- * read is never pipelined behind other commands.
+ * waiting for it (see requests.h); once registered it also runs the retention passes
+ * (retention.h) in rounds of their own. Protocol as for the consumer: plan, send, feed; a
+ * blocking read is never pipelined behind other commands. A plan may hold any number of
+ * commands (a retention round has some per subject stream); a plan that could not be sent is
+ * followed by eddy__inbox_reset.
  * Thread: plan, feed and reset from one thread at a time. */
 #ifndef EDDY_SRC_INBOX_H
 #define EDDY_SRC_INBOX_H
 
 #include "consumer.h"
 #include "requests.h"
+#include "retention.h"
 
 typedef struct eddy__inbox eddy__inbox;
 
@@ -18,8 +22,10 @@ typedef struct eddy__reply_list {
     size_t n, cap;
 } eddy__reply_list;
 
-/* Ownership: settings and requests are borrowed. NULL on OOM. */
-eddy__inbox *eddy__inbox_new(const eddy__settings *s, eddy__requests *reqs);
+/* Ownership: settings, requests and counters (the bus's retention counters, retention.h) are
+ * borrowed. NULL on OOM. */
+eddy__inbox *eddy__inbox_new(const eddy__settings *s, eddy__requests *reqs,
+                             eddy__retention_counters *counters);
 void eddy__inbox_free(eddy__inbox *ib);
 /* The reply stream's key (borrowed). */
 const char *eddy__inbox_key(const eddy__inbox *ib);

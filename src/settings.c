@@ -31,6 +31,9 @@ void eddy_settings_init(eddy_settings *s) {
     s->redelivery_backoff_ms = 500;
     s->redelivery_backoff_factor = 2;
     s->redelivery_backoff_max_ms = 8000;
+    s->retention_interval_ms = 60000;
+    s->retention_grace_ms = 60000;
+    s->consumer_idle_ms = 86400000;
 }
 
 unsigned eddy__redelivery_backoff_ms(const eddy__settings *s, unsigned attempt) {
@@ -126,6 +129,10 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
                           "settings.redelivery_backoff_factor must be > 0 and "
                           "redelivery_backoff_max_ms at least redelivery_backoff_ms");
+    if (src->retention_interval_ms && src->retention_grace_ms < src->discovery_ms)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "settings.retention_grace_ms must be at least discovery_ms (a pattern "
+                          "subscription must find a new subject before its entries may go)");
     if (src->workers > 1024)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "settings.workers above 1024");
 
@@ -176,6 +183,12 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
     dst->redelivery_backoff_ms = src->redelivery_backoff_ms;
     dst->redelivery_backoff_factor = src->redelivery_backoff_factor;
     dst->redelivery_backoff_max_ms = src->redelivery_backoff_max_ms;
+    dst->instance_random = !src->instance;
+    dst->retention_interval_ms = src->retention_interval_ms;
+    dst->retention_grace_ms = src->retention_grace_ms;
+    dst->retention_max_age_ms = src->retention_max_age_ms;
+    dst->retention_max_len = src->retention_max_len;
+    dst->consumer_idle_ms = src->consumer_idle_ms;
     return EDDY_OK;
 }
 

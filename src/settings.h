@@ -30,6 +30,12 @@ typedef struct eddy__settings {
     unsigned redelivery_backoff_ms;
     unsigned redelivery_backoff_factor;
     unsigned redelivery_backoff_max_ms;
+    bool instance_random; /* settings.instance was NULL */
+    unsigned retention_interval_ms;
+    unsigned retention_grace_ms;
+    unsigned long long retention_max_age_ms;
+    unsigned long long retention_max_len;
+    unsigned consumer_idle_ms;
 } eddy__settings;
 
 /* The wait before the redelivery of an AtLeastOnce delivery whose attempt-th delivery failed

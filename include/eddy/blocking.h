@@ -105,6 +105,10 @@ EDDY_EXPORT eddy_status eddy_bus_consumer_stats(eddy_bus *bus, const char *name,
 /** The consumer name this bus uses in groups (its instance). Borrowed; lives as the bus. */
 EDDY_EXPORT const char *eddy_bus_instance(const eddy_bus *bus);
 
+/** What the retention passes this bus ran did, over all its activations (see "retention" in
+ * bus.h). EDDY_ERR_INVALID_ARGUMENT for a NULL argument. Thread: any. */
+EDDY_EXPORT eddy_status eddy_bus_retention_stats(eddy_bus *bus, eddy_retention_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -92,8 +92,10 @@ typedef struct eddy_settings {
     unsigned connect_timeout_ms;
     unsigned reconnect_min_ms;
     unsigned reconnect_max_ms;
-    /** Trim subject streams to about this many entries (XADD MAXLEN ~). 0, the default,
-     * never trims: trimming can drop entries a slow group has not read. */
+    /** Trim subject streams to about this many entries on every publish (XADD MAXLEN ~).
+     * 0, the default, never trims there. It keeps its old meaning and is unsafe: it can drop
+     * entries a slow group has not read, uncounted. Prefer retention_max_len (see
+     * "retention" below), which counts and logs what it drops. */
     long long stream_maxlen;
     eddy_log_fn log;
     void *log_user;
@@ -116,6 +118,24 @@ typedef struct eddy_settings {
     unsigned redelivery_backoff_ms;
     unsigned redelivery_backoff_factor;
     unsigned redelivery_backoff_max_ms;
+    /** Retention of subject streams (see "retention" below): how often a pass runs, in one
+     * process of the namespace at a time. Default 60000; 0 turns retention and clean-up off. */
+    unsigned retention_interval_ms;
+    /** Entries younger than this are never trimmed by the safe rule, so a pattern
+     * subscription that has not found a new subject yet still finds them when it creates its
+     * group. At least discovery_ms; it should exceed the time a bus takes to start. Default
+     * 60000. */
+    unsigned retention_grace_ms;
+    /** Limits that may drop unread entries: a subject stream keeps no entry older than
+     * retention_max_age_ms and no more than retention_max_len entries, whatever its groups
+     * have read. What a limit drops is counted (eddy_retention_stats.dropped) and logged per
+     * group. 0, the default, is no limit. */
+    unsigned long long retention_max_age_ms;
+    unsigned long long retention_max_len;
+    /** The retention pass removes a group's consumer that has no pending entry, has been idle
+     * longer than this and belongs to no live bus (no lease in the registry). A consumer with
+     * pending entries is never removed. Default 86400000 (a day); 0 never removes one. */
+    unsigned consumer_idle_ms;
 } eddy_settings;
 
 /** Fills every field with its default. Thread: any. */
@@ -253,6 +273,34 @@ EDDY_EXPORT void eddy_subscription_spec_init(eddy_subscription_spec *spec);
  * short; it ends within block_ms and what it returns is still delivered.
  * A paused responder answers nothing: requests to it end with EDDY_ERR_NO_REPLY at their
  * deadline. */
+
+/* ---- retention ----------------------------------------------------------------------- *
+ *
+ * Every retention_interval_ms, one process of the namespace (the holder of a lease,
+ * "{ns}:retention", renewed by its holder) runs a pass over the subject streams
+ * ("{ns}:s:<subject>"; event-store streams are never trimmed). Each stream is trimmed (XTRIM
+ * MINID) to the oldest entry any of its groups still needs: the lowest of each group's oldest
+ * pending entry and the entry after its last-delivered one, and never above "now minus
+ * retention_grace_ms". A stream on which a live subscription of the registry matches but has
+ * no group yet (a pattern that has not found the subject) is not trimmed by that rule at all.
+ * So an entry a group has not read and acknowledged is never dropped, unless a limit
+ * (retention_max_age_ms, retention_max_len) drops it: then it is counted and logged ("dropped
+ * N entries that group G had not read and acknowledged").
+ *
+ * Clean-up: the fanout groups of a bus whose settings.instance was NULL (a random instance)
+ * are destroyed when the bus stops, and by the pass once the process died (no live lease in
+ * the registry, and its consumers idle longer than lease_ms). Consumers are removed as
+ * consumer_idle_ms says. */
+
+/** Counters of the retention passes this bus ran (as the namespace's holder). */
+typedef struct eddy_retention_stats {
+    uint64_t passes;            /**< passes completed as the holder */
+    uint64_t trimmed;           /**< entries removed from subject streams (XTRIM's count) */
+    uint64_t dropped;           /**< of those, per group, entries the group had not read and
+                                     acknowledged (limits only; summed over groups) */
+    uint64_t groups_removed;    /**< fanout groups of dead processes or stopped buses */
+    uint64_t consumers_removed; /**< idle consumers with nothing pending */
+} eddy_retention_stats;
 
 /* ---- counters ------------------------------------------------------------------------ */
 

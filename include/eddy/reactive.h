@@ -164,6 +164,10 @@ EDDY_EXPORT eddy_status eddy_rbus_consumer_stats(eddy_rbus *bus, const char *nam
 /** The consumer name this bus uses in groups. Borrowed; lives as the bus. */
 EDDY_EXPORT const char *eddy_rbus_instance(const eddy_rbus *bus);
 
+/** What the retention passes this bus ran did, over all its activations (see "retention" in
+ * bus.h). EDDY_ERR_INVALID_ARGUMENT for a NULL argument. Thread: any. */
+EDDY_EXPORT eddy_status eddy_rbus_retention_stats(eddy_rbus *bus, eddy_retention_stats *out);
+
 #ifdef __cplusplus
 }
 #endif
