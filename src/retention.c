@@ -129,6 +129,7 @@ struct eddy__retention {
     member *m;
     size_t nm;
     long long time3_ms, time4_ms;
+    bool plan_nomem; /* a command of the round being planned could not be added */
 };
 
 void eddy__retention_counters_snapshot(eddy__retention_counters *c, eddy_retention_stats *out) {
@@ -317,10 +318,14 @@ void eddy__retention_reset(eddy__retention *r, long long now_ms) {
 
 /* ---- planning ----------------------------------------------------------------------------- */
 
-static eddy__cmd *add(eddy__cmdlist *out, int tag, long arg, const char *verb) {
+/* A command that could not be added marks the round failed (r may be NULL: the caller checks). */
+static eddy__cmd *add_to(eddy__retention *r, eddy__cmdlist *out, int tag, long arg,
+                         const char *verb) {
     eddy__cmd *cmd = eddy__cmdlist_add(out, tag, arg);
     if (cmd)
         eddy__cmd_str(cmd, verb);
+    else if (r)
+        r->plan_nomem = true;
     return cmd;
 }
 
@@ -334,7 +339,7 @@ static unsigned long long lease_px(const eddy__settings *s) {
 }
 
 static void plan_lease(eddy__retention *r, eddy__cmdlist *out) {
-    eddy__cmd *c = add(out, T_SET, 0, "SET");
+    eddy__cmd *c = add_to(r, out, T_SET, 0, "SET");
     if (c) {
         eddy__cmd_str(c, r->lease_key);
         eddy__cmd_str(c, r->s->instance);
@@ -342,37 +347,37 @@ static void plan_lease(eddy__retention *r, eddy__cmdlist *out) {
         eddy__cmd_str(c, "PX");
         eddy__cmd_u64(c, lease_px(r->s));
     }
-    if ((c = add(out, T_GET, 0, "GET")))
+    if ((c = add_to(r, out, T_GET, 0, "GET")))
         eddy__cmd_str(c, r->lease_key);
 }
 
 static void plan_list(eddy__retention *r, eddy__cmdlist *out) {
     eddy__cmd *c;
-    if (r->renew && (c = add(out, T_PEXPIRE, 0, "PEXPIRE"))) {
+    if (r->renew && (c = add_to(r, out, T_PEXPIRE, 0, "PEXPIRE"))) {
         eddy__cmd_str(c, r->lease_key);
         eddy__cmd_u64(c, lease_px(r->s));
     }
-    if ((c = add(out, T_SMEMBERS, 0, "SMEMBERS")))
+    if ((c = add_to(r, out, T_SMEMBERS, 0, "SMEMBERS")))
         eddy__cmd_str(c, r->subjects_key);
 }
 
 static void plan_groups(eddy__retention *r, eddy__cmdlist *out) {
-    add(out, T_TIME, 0, "TIME");
+    add_to(r, out, T_TIME, 0, "TIME");
     for (size_t i = 0; i < r->nst; i++) {
-        eddy__cmd *c = add(out, T_GROUPS, ARG(i, 0), "XINFO");
+        eddy__cmd *c = add_to(r, out, T_GROUPS, ARG(i, 0), "XINFO");
         if (c) {
             eddy__cmd_str(c, "GROUPS");
             eddy__cmd_str(c, r->st[i].key);
         }
-        if (r->s->retention_max_len && (c = add(out, T_XLEN, ARG(i, 0), "XLEN")))
+        if (r->s->retention_max_len && (c = add_to(r, out, T_XLEN, ARG(i, 0), "XLEN")))
             eddy__cmd_str(c, r->st[i].key);
     }
 }
 
 /* "<verb> [<sub>] <stream> <group>" */
-static eddy__cmd *group_cmd(eddy__cmdlist *out, int tag, size_t i, size_t j, const char *verb,
-                            const char *sub, const rstream *st) {
-    eddy__cmd *c = add(out, tag, ARG(i, j), verb);
+static eddy__cmd *group_cmd(eddy__retention *r, eddy__cmdlist *out, int tag, size_t i, size_t j,
+                            const char *verb, const char *sub, const rstream *st) {
+    eddy__cmd *c = add_to(r, out, tag, ARG(i, j), verb);
     if (c) {
         if (sub)
             eddy__cmd_str(c, sub);
@@ -383,9 +388,9 @@ static eddy__cmd *group_cmd(eddy__cmdlist *out, int tag, size_t i, size_t j, con
 }
 
 /* XRANGE <stream> - <end> COUNT <count>; end "+" when end_id is NULL. */
-static void list_cmd(eddy__cmdlist *out, int tag, size_t i, const rstream *st, const sid *end_id,
-                     unsigned long long count) {
-    eddy__cmd *c = add(out, tag, ARG(i, 0), "XRANGE");
+static void list_cmd(eddy__retention *r, eddy__cmdlist *out, int tag, size_t i, const rstream *st,
+                     const sid *end_id, unsigned long long count) {
+    eddy__cmd *c = add_to(r, out, tag, ARG(i, 0), "XRANGE");
     if (c) {
         eddy__cmd_str(c, st->key);
         eddy__cmd_str(c, "-");
@@ -410,29 +415,29 @@ static void plan_detail(eddy__retention *r, eddy__cmdlist *out) {
         for (size_t j = 0; j < st->ng; j++) {
             rgroup *g = &st->g[j];
             if (g->pending > 0)
-                group_cmd(out, T_PSUM, i, j, "XPENDING", NULL, st);
+                group_cmd(r, out, T_PSUM, i, j, "XPENDING", NULL, st);
             if (consumers_wanted(r, g))
-                group_cmd(out, T_CONSUMERS, i, j, "XINFO", "CONSUMERS", st);
+                group_cmd(r, out, T_CONSUMERS, i, j, "XINFO", "CONSUMERS", st);
         }
         unsigned long long max_len = r->s->retention_max_len;
         if (max_len && st->len > 0 && (unsigned long long)st->len > max_len) {
             unsigned long long excess = (unsigned long long)st->len - max_len;
-            list_cmd(out, T_LIST_LEN, i, st, NULL, excess < LIST_MAX ? excess : LIST_MAX);
+            list_cmd(r, out, T_LIST_LEN, i, st, NULL, excess < LIST_MAX ? excess : LIST_MAX);
         }
         unsigned long long age = r->s->retention_max_age_ms;
         if (age && (unsigned long long)r->time3_ms > age) {
             sid last = id_prev((sid){(unsigned long long)r->time3_ms - age, 0});
-            list_cmd(out, T_LIST_AGE, i, st, &last, LIST_MAX);
+            list_cmd(r, out, T_LIST_AGE, i, st, &last, LIST_MAX);
         }
     }
     /* Last of the round: whatever registered before this read is seen (see the races). */
-    eddy__cmd *c = add(out, T_REGISTRY, 0, "ZRANGEBYSCORE");
+    eddy__cmd *c = add_to(r, out, T_REGISTRY, 0, "ZRANGEBYSCORE");
     if (c) {
         eddy__cmd_str(c, r->registry_key);
         eddy__cmd_fmt(c, "%lld", r->time4_ms); /* the caller's now, set by plan */
         eddy__cmd_str(c, "+inf");
     }
-    add(out, T_TIME, 1, "TIME");
+    add_to(r, out, T_TIME, 1, "TIME");
 }
 
 static void plan_act(eddy__retention *r, eddy__cmdlist *out) {
@@ -444,22 +449,22 @@ static void plan_act(eddy__retention *r, eddy__cmdlist *out) {
             rgroup *g = &st->g[j];
             eddy__cmd *c;
             if (g->destroy) {
-                group_cmd(out, T_DESTROY, i, j, "XGROUP", "DESTROY", st);
+                group_cmd(r, out, T_DESTROY, i, j, "XGROUP", "DESTROY", st);
                 continue;
             }
             for (size_t k = 0; k < g->ncons; k++)
                 if (g->cons[k].remove &&
-                    (c = group_cmd(out, T_DELCONSUMER, i, j, "XGROUP", "DELCONSUMER", st)))
+                    (c = group_cmd(r, out, T_DELCONSUMER, i, j, "XGROUP", "DELCONSUMER", st)))
                     eddy__cmd_str(c, g->cons[k].name);
             if (st->trim && st->nlist && g->pending > 0 && id_cmp(g->min_pending, st->cut) < 0 &&
-                (c = group_cmd(out, T_PRANGE, i, j, "XPENDING", NULL, st))) {
+                (c = group_cmd(r, out, T_PRANGE, i, j, "XPENDING", NULL, st))) {
                 cmd_id(c, st->list[0]);
                 cmd_id(c, id_prev(st->cut));
                 eddy__cmd_u64(c, st->nlist);
             }
         }
         eddy__cmd *c;
-        if (st->trim && (c = add(out, T_XTRIM, ARG(i, 0), "XTRIM"))) {
+        if (st->trim && (c = add_to(r, out, T_XTRIM, ARG(i, 0), "XTRIM"))) {
             eddy__cmd_str(c, st->key);
             eddy__cmd_str(c, "MINID");
             cmd_id(c, st->cut);
@@ -476,6 +481,7 @@ eddy_status eddy__retention_plan(eddy__retention *r, long long now_ms, eddy__cmd
         r->ph = P_LEASE;
     }
     size_t first = out->n;
+    r->plan_nomem = false;
     switch (r->ph) {
     case P_LEASE:
         plan_lease(r, out);
@@ -496,7 +502,7 @@ eddy_status eddy__retention_plan(eddy__retention *r, long long now_ms, eddy__cmd
     default:
         break;
     }
-    eddy_status st = eddy__cmdlist_status_from(out, first);
+    eddy_status st = r->plan_nomem ? EDDY_ERR_NOMEM : eddy__cmdlist_status_from(out, first);
     if (st != EDDY_OK) {
         for (size_t i = first; i < out->n; i++)
             eddy__cmd_reset(&out->cmds[i]);
@@ -918,7 +924,7 @@ eddy_status eddy__retention_stop_list(const eddy__settings *s, eddy__sub *const 
     if (!*need)
         return EDDY_OK;
     char *key = eddy__key_subjects(s->ns);
-    eddy__cmd *c = key ? add(out, 0, 0, "SMEMBERS") : NULL;
+    eddy__cmd *c = key ? add_to(NULL, out, 0, 0, "SMEMBERS") : NULL;
     if (c)
         eddy__cmd_str(c, key);
     free(key);
@@ -940,7 +946,7 @@ eddy_status eddy__retention_stop_destroy(const eddy__settings *s, eddy__sub *con
                 continue;
             if (!key && !(key = eddy__key_stream(s->ns, e->str)))
                 return EDDY_ERR_NOMEM;
-            eddy__cmd *c = add(out, 0, 0, "XGROUP");
+            eddy__cmd *c = add_to(NULL, out, 0, 0, "XGROUP");
             if (!c) {
                 free(key);
                 return EDDY_ERR_NOMEM;

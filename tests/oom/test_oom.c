@@ -29,7 +29,9 @@
  * (j) decoding entries (no server): one block per event, views, their fallback copies, and
  * setters and dup on a decoded event; (k) publishes and requests in flight together on the
  * reactive bus's publishing connection; (l) dead letters: open, count, list (with a dup of
- * each), get, replay one, purge one, replay all, purge all.
+ * each), get, replay one, purge one, replay all, purge all; (m) a retention pass of the core
+ * machine on canned replies (no server): with a failure anywhere, it trims exactly what the clean
+ * run trims or nothing, and counts what it dropped only with the trim.
  *
  * The blocking scenarios (f) and (i) run a reader thread per subscription and worker threads, so
  * their allocation order is not deterministic and a run is not repeatable: what each run must
@@ -59,6 +61,7 @@
 #include "entry.h"
 #include "raw.h"
 #include "recorder.h"
+#include "retention.h"
 #include "test_backend.h"
 #include "test_codec.h"
 
@@ -1338,3 +1341,92 @@ out:
 }
 
 Test(oom, dlq, .timeout = 600) { sweep("dlq", dlq_scenario); }
+/* ---- (m) retention ------------------------------------------------------------------------ */
+
+static const char *ret_reply(const eddy__cmd *c) {
+    const char *v = c->argv[0];
+    if (!strcmp(v, "SET"))
+        return "+OK\r\n";
+    if (!strcmp(v, "GET"))
+        return "$2\r\nme\r\n";
+    if (!strcmp(v, "SMEMBERS"))
+        return "*1\r\n$1\r\na\r\n";
+    if (!strcmp(v, "TIME"))
+        return "*2\r\n$6\r\n100000\r\n$1\r\n0\r\n";
+    if (!strcmp(v, "XINFO")) /* one group, 3 read, 2-0 pending */
+        return "*1\r\n*12\r\n$4\r\nname\r\n$1\r\ng\r\n$9\r\nconsumers\r\n:1\r\n$7\r\n"
+               "pending\r\n:1\r\n$17\r\nlast-delivered-id\r\n$3\r\n3-0\r\n$12\r\nentries-"
+               "read\r\n:3\r\n$3\r\nlag\r\n:0\r\n";
+    if (!strcmp(v, "XLEN"))
+        return ":10\r\n";
+    if (!strcmp(v, "XPENDING") && c->argc == 3)
+        return "*4\r\n:1\r\n$3\r\n2-0\r\n$3\r\n2-0\r\n*0\r\n";
+    if (!strcmp(v, "XPENDING"))
+        return "*1\r\n*4\r\n$3\r\n2-0\r\n$2\r\nme\r\n:5\r\n:1\r\n";
+#define E(id) "*2\r\n$3\r\n" id "\r\n*2\r\n$1\r\nk\r\n$1\r\nv\r\n"
+    if (!strcmp(v, "XRANGE"))
+        return "*6\r\n" E("1-0") E("2-0") E("3-0") E("4-0") E("5-0") E("6-0");
+#undef E
+    if (!strcmp(v, "XTRIM"))
+        return ":6\r\n";
+    return "*0\r\n"; /* ZRANGEBYSCORE: no live lease */
+}
+
+static void retention_scenario(long n, bool *clean) {
+    eddy_settings es;
+    eddy_settings_init(&es);
+    es.ns = "t";
+    es.instance = "me";
+    es.retention_interval_ms = 1000;
+    es.retention_grace_ms = 5000;
+    es.retention_max_len = 4;
+    eddy__settings s;
+    cr_assert_eq(eddy__settings_copy(&s, &es, NULL), EDDY_OK);
+    eddy__retention_counters counters;
+    memset(&counters, 0, sizeof(counters));
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    int trims = 0;
+    arm(n);
+    eddy__retention *r = eddy__retention_new(&s, &counters, 0);
+    for (int round = 0; r && round < 8; round++) {
+        eddy__cmdlist_reset(&cmds);
+        eddy_status st = eddy__retention_plan(r, 1000, &cmds);
+        expect_status(st, "retention plan");
+        if (cmds.n == 0)
+            break;
+        redisReply *replies[16] = {0};
+        cr_assert_leq(cmds.n, 16);
+        for (size_t i = 0; i < cmds.n; i++) {
+            if (!strcmp(cmds.cmds[i].argv[0], "XTRIM")) {
+                trims++;
+                cr_expect_str_eq(cmds.cmds[i].argv[3], "6-1", "trimmed at %s",
+                                 cmds.cmds[i].argv[3]);
+            }
+            redisReader *rd = redisReaderCreate();
+            const char *text = ret_reply(&cmds.cmds[i]);
+            void *rep = NULL;
+            cr_assert(rd && redisReaderFeed(rd, text, strlen(text)) == REDIS_OK &&
+                      redisReaderGetReply(rd, &rep) == REDIS_OK && rep);
+            redisReaderFree(rd);
+            replies[i] = rep;
+        }
+        st = eddy__retention_feed(r, 1000, &cmds, replies, cmds.n);
+        expect_status(st, "retention feed");
+        for (size_t i = 0; i < cmds.n; i++)
+            freeReplyObject(replies[i]);
+    }
+    eddy__retention_free(r);
+    eddy__cmdlist_reset(&cmds);
+    *clean = !disarm();
+    eddy_retention_stats out;
+    eddy__retention_counters_snapshot(&counters, &out);
+    cr_expect_leq(trims, 1);
+    cr_expect_eq(out.dropped, trims ? 4u : 0u, "dropped %llu", (unsigned long long)out.dropped);
+    cr_expect_eq(out.trimmed, trims ? 6u : 0u);
+    if (*clean)
+        cr_expect(trims == 1 && out.passes == 1);
+    eddy__settings_free(&s);
+}
+
+Test(oom, retention, .timeout = 600) { sweep("retention", retention_scenario); }
