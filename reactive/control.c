@@ -14,6 +14,9 @@
  *   leases end by themselves), then closes this connection at once, even inside a blocking
  *   read. A later activation's loop sends nothing until that leave is answered, so the old
  *   leave cannot remove the new registration (rctl.state C_WAITING).
+ * - A bus with a random instance also destroys its fanout groups at stop, in two ops after the
+ *   leave (the subjects, then the destroys), counted in bus->leaving like it; skipped when the
+ *   bus was started again meanwhile (the new activation uses the same groups).
  * - Replies read after their request's deadline are never delivered: due deadlines are
  *   ended before a read's replies are matched, whatever order the loop runs its watchers in.
  * - A stopped loop is only marked dead; it is freed by the outermost rbus_leave.
@@ -315,15 +318,20 @@ static eddy_status replies_status(rpub *p, eddy_status st, const eddy_error *err
     return st;
 }
 
+/* One op of a stop is answered: the next activation's loop goes on after the last. */
+static void leave_done(eddy_rbus *bus) {
+    bus->leaving--;
+    if (bus->leaving == 0 && bus->ctl && bus->ctl->state == C_WAITING)
+        ctl_step(bus->ctl);
+}
+
 static void left(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
     eddy_error e;
     if (replies_status(p, st, err, &e) != EDDY_OK && st != EDDY_ERR_CLOSED)
         eddy__log(&bus->s.log, EDDY_LOG_WARN,
                   "stop: could not leave the subscription registry (%s); the leases end in %u ms",
                   e.detail, bus->s.lease_ms);
-    bus->leaving--;
-    if (bus->leaving == 0 && bus->ctl && bus->ctl->state == C_WAITING)
-        ctl_step(bus->ctl);
+    leave_done(bus);
 }
 
 static void registered(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
@@ -364,7 +372,8 @@ static void fanout_log(eddy_rbus *bus, const char *why) {
 static void fanout_destroyed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
     if (st != EDDY_OK && st != EDDY_ERR_CLOSED)
         fanout_log(bus, err ? err->detail : eddy_status_str(st));
-    left(bus, p, EDDY_OK, NULL); /* errors of single destroys (a stream gone) do not matter */
+    (void)p; /* errors of single destroys (a stream gone) do not matter */
+    leave_done(bus);
 }
 
 static eddy__sub **all_subs(eddy_rbus *bus) {
@@ -406,7 +415,7 @@ static void fanout_listed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_er
     }
     free(subs);
     eddy__cmdlist_reset(&cmds);
-    left(bus, p, EDDY_OK, NULL);
+    leave_done(bus);
 }
 
 static void drop_fanout_groups(eddy_rbus *bus) {
