@@ -258,6 +258,12 @@ static void end_pass(eddy__retention *r, long long now_ms) {
     r->due = now_ms + r->s->retention_interval_ms;
 }
 
+/* A pass that ran to its end as the holder. */
+static void finish_pass(eddy__retention *r, long long now_ms) {
+    atomic_fetch_add(&r->counters->passes, 1);
+    end_pass(r, now_ms);
+}
+
 static eddy_status fail_pass(eddy__retention *r, long long now_ms, const char *what,
                              const redisReply *rep) {
     eddy__log(&r->s->log, EDDY_LOG_WARN, "retention: %s: %s; the pass ends, nothing more trimmed",
@@ -511,7 +517,7 @@ eddy_status eddy__retention_plan(eddy__retention *r, long long now_ms, eddy__cmd
         return st;
     }
     if (out->n == first) /* P_ACT with nothing to do */
-        end_pass(r, now_ms);
+        finish_pass(r, now_ms);
     return EDDY_OK;
 }
 
@@ -848,7 +854,7 @@ eddy_status eddy__retention_feed(eddy__retention *r, long long now_ms, const edd
                 return fail_pass(r, now_ms, "listing the subjects",
                                  is_list(replies[i]) ? NULL : replies[i]);
         if (r->nst == 0)
-            end_pass(r, now_ms);
+            finish_pass(r, now_ms);
         else
             r->ph = P_GROUPS;
         return EDDY_OK;
@@ -902,8 +908,7 @@ eddy_status eddy__retention_feed(eddy__retention *r, long long now_ms, const edd
         return EDDY_OK;
     case P_ACT:
         feed_act(r, cmds, replies, n);
-        atomic_fetch_add(&r->counters->passes, 1);
-        end_pass(r, now_ms);
+        finish_pass(r, now_ms);
         return EDDY_OK;
     default:
         return EDDY_OK;

@@ -294,7 +294,7 @@ EDDY_EXPORT void eddy_subscription_spec_init(eddy_subscription_spec *spec);
 
 /** Counters of the retention passes this bus ran (as the namespace's holder). */
 typedef struct eddy_retention_stats {
-    uint64_t passes;            /**< passes completed as the holder */
+    uint64_t passes;            /**< passes run to their end as the namespace's holder */
     uint64_t trimmed;           /**< entries removed from subject streams (XTRIM's count) */
     uint64_t dropped;           /**< of those, per group, entries the group had not read and
                                      acknowledged (limits only; summed over groups) */

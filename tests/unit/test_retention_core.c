@@ -258,6 +258,9 @@ Test(retention, unreadable_streams_are_untouched) {
     plan(1000);
     cr_assert_eq(cmds.n, 0);
     cr_assert_eq(eddy__retention_due(ret), 2000);
+    eddy_retention_stats st;
+    eddy__retention_counters_snapshot(&counters, &st);
+    cr_assert_eq(st.passes, 1, "a pass with nothing to do still counts");
 }
 
 Test(retention, a_lost_connection_abandons_the_pass) {
@@ -416,4 +419,37 @@ Test(retention, grace_below_discovery_is_refused) {
     eddy_error err;
     cr_assert_eq(eddy__settings_copy(&tmp, &s, &err), EDDY_ERR_INVALID_SPEC);
     cr_assert(strstr(err.detail, "retention_grace_ms"));
+}
+
+/* An age limit lists the entries older than "TIME - max age" and cuts there (not at the last
+ * listed entry: nothing lies between), counting what the group had not read. */
+Test(retention, an_age_limit_cuts_at_the_age) {
+    eddy_settings s;
+    eddy_settings_init(&s);
+    s.ns = "t";
+    s.instance = "me";
+    s.retention_interval_ms = 1000;
+    s.retention_grace_ms = 5000;
+    s.retention_max_age_ms = 60000;
+    s.consumer_idle_ms = 0;
+    cr_assert_eq(eddy__settings_copy(&settings, &s, NULL), EDDY_OK);
+    memset(&counters, 0, sizeof(counters));
+    ret = eddy__retention_new(&settings, &counters, 0);
+    eddy__cmdlist_init(&cmds);
+    to_groups(1000, arr(1, bulk("a")));
+    cr_assert_eq(feed(1000, 2, time_of(100000), arr(1, group("g", 1, 0, "30000-0"))), EDDY_OK);
+    plan(1000);
+    cr_assert_eq(cmds.n, 3);
+    cr_assert_str_eq(cmd_text(&cmds, 0), "XRANGE {t}:s:a - 39999-18446744073709551615 COUNT 10000");
+    cr_assert_eq(
+        feed(1000, 3, arr(2, entry("20000-0"), entry("35000-0")), empty(), time_of(100000)),
+        EDDY_OK);
+    plan(1000);
+    cr_assert_eq(cmds.n, 1);
+    cr_assert_str_eq(cmd_text(&cmds, 0), "XTRIM {t}:s:a MINID 40000-0");
+    cr_assert_eq(feed(1000, 1, num(2)), EDDY_OK);
+    eddy_retention_stats st;
+    eddy__retention_counters_snapshot(&counters, &st);
+    cr_assert_eq(st.dropped, 1); /* 35000-0: after the group's last delivered */
+    cr_assert_eq(st.trimmed, 2);
 }
