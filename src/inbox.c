@@ -45,7 +45,7 @@ eddy__inbox *eddy__inbox_new(const eddy__settings *s, eddy__requests *reqs,
     char id[33];
     eddy__random_hex(id);
     if (!(ib->key = eddy__key_inbox(s->ns, id)) ||
-        !(ib->ret = eddy__retention_new(s, counters, eddy_now_ms()))) {
+        !(ib->ret = eddy__retention_new(s, counters, ib->key, eddy_now_ms()))) {
         free(ib->key);
         free(ib);
         return NULL;

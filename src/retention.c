@@ -38,8 +38,9 @@
  *   instance (a live bus, even paused, keeps its consumers). XGROUP DELCONSUMER answers how
  *   many entries the consumer had pending: should one have read in between (a dead instance's
  *   name reused within one round trip), the count is logged.
- * - One holder: the lease is taken with SET NX PX and renewed by its holder (GET, then
- *   PEXPIRE) for 3 intervals. Two holders at once (a holder stalled past its lease) would cut
+ * - One holder: the lease is taken with SET NX PX (its value is the activation's reply stream
+ *   key: unique, and it names the holder) and renewed by its holder (GET, then PEXPIRE) for 3
+ *   intervals. Two holders at once (a holder stalled past its lease) would cut
  *   at the same safe points, so even then nothing unread is lost. */
 #include "retention.h"
 
@@ -120,7 +121,7 @@ typedef struct member {
 struct eddy__retention {
     const eddy__settings *s;
     eddy__retention_counters *counters;
-    char *lease_key, *subjects_key, *registry_key;
+    char *holder, *lease_key, *subjects_key, *registry_key;
     phase ph;
     long long due;
     bool renew;
@@ -284,16 +285,17 @@ static char *key_of(const char *ns, const char *suffix) {
 }
 
 eddy__retention *eddy__retention_new(const eddy__settings *s, eddy__retention_counters *counters,
-                                     long long now_ms) {
+                                     const char *holder, long long now_ms) {
     eddy__retention *r = calloc(1, sizeof(*r));
     if (!r)
         return NULL;
     r->s = s;
     r->counters = counters;
+    r->holder = strdup(holder);
     r->lease_key = key_of(s->ns, "retention");
     r->subjects_key = eddy__key_subjects(s->ns);
     r->registry_key = key_of(s->ns, "subs");
-    if (!r->lease_key || !r->subjects_key || !r->registry_key) {
+    if (!r->holder || !r->lease_key || !r->subjects_key || !r->registry_key) {
         eddy__retention_free(r);
         return NULL;
     }
@@ -305,6 +307,7 @@ void eddy__retention_free(eddy__retention *r) {
     if (!r)
         return;
     free_pass(r);
+    free(r->holder);
     free(r->lease_key);
     free(r->subjects_key);
     free(r->registry_key);
@@ -348,7 +351,7 @@ static void plan_lease(eddy__retention *r, eddy__cmdlist *out) {
     eddy__cmd *c = add_to(r, out, T_SET, 0, "SET");
     if (c) {
         eddy__cmd_str(c, r->lease_key);
-        eddy__cmd_str(c, r->s->instance);
+        eddy__cmd_str(c, r->holder);
         eddy__cmd_str(c, "NX");
         eddy__cmd_str(c, "PX");
         eddy__cmd_u64(c, lease_px(r->s));
@@ -838,7 +841,7 @@ eddy_status eddy__retention_feed(eddy__retention *r, long long now_ms, const edd
         const redisReply *set = replies[0], *get = n > 1 ? replies[1] : NULL;
         if (is_str(set) && strcmp(set->str, "OK") == 0) {
             r->ph = P_LIST;
-        } else if (get && is_str(get) && strcmp(get->str, r->s->instance) == 0) {
+        } else if (get && is_str(get) && strcmp(get->str, r->holder) == 0) {
             r->renew = true;
             r->ph = P_LIST;
         } else if (set->type == REDIS_REPLY_ERROR) {

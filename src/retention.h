@@ -32,10 +32,12 @@ void eddy__retention_counters_snapshot(eddy__retention_counters *c, eddy_retenti
 
 typedef struct eddy__retention eddy__retention;
 
-/* Ownership: settings and counters are borrowed and must outlive the machine. NULL on OOM.
- * The first pass is due retention_interval_ms after now_ms; none with an interval of 0. */
+/* holder: the lease's value, unique to this activation (two buses of one instance are two
+ * holders). Ownership: settings and counters are borrowed and must outlive the machine; holder
+ * is copied. NULL on OOM. The first pass is due retention_interval_ms after now_ms; none with
+ * an interval of 0. */
 eddy__retention *eddy__retention_new(const eddy__settings *s, eddy__retention_counters *counters,
-                                     long long now_ms);
+                                     const char *holder, long long now_ms);
 void eddy__retention_free(eddy__retention *r);
 
 /* When the next round is due (wall-clock ms); LLONG_MAX when retention is off. */

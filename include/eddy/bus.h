@@ -276,8 +276,8 @@ EDDY_EXPORT void eddy_subscription_spec_init(eddy_subscription_spec *spec);
 
 /* ---- retention ----------------------------------------------------------------------- *
  *
- * Every retention_interval_ms, one process of the namespace (the holder of a lease,
- * "{ns}:retention", renewed by its holder) runs a pass over the subject streams
+ * Every retention_interval_ms, one bus activation of the namespace (the holder of a
+ * lease, "{ns}:retention", renewed by its holder) runs a pass over the subject streams
  * ("{ns}:s:<subject>"; event-store streams are never trimmed). Each stream is trimmed (XTRIM
  * MINID) to the oldest entry any of its groups still needs: the lowest of each group's oldest
  * pending entry and the entry after its last-delivered one, and never above "now minus

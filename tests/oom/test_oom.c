@@ -1388,7 +1388,7 @@ static void retention_scenario(long n, bool *clean) {
     eddy__cmdlist_init(&cmds);
     int trims = 0;
     arm(n);
-    eddy__retention *r = eddy__retention_new(&s, &counters, 0);
+    eddy__retention *r = eddy__retention_new(&s, &counters, "me", 0);
     for (int round = 0; r && round < 8; round++) {
         eddy__cmdlist_reset(&cmds);
         eddy_status st = eddy__retention_plan(r, 1000, &cmds);

@@ -99,7 +99,7 @@ static void setup_with(unsigned long long max_len, unsigned consumer_idle) {
     s.lease_ms = 3000;
     cr_assert_eq(eddy__settings_copy(&settings, &s, NULL), EDDY_OK);
     memset(&counters, 0, sizeof(counters));
-    ret = eddy__retention_new(&settings, &counters, 0);
+    ret = eddy__retention_new(&settings, &counters, "me", 0);
     cr_assert(ret);
     eddy__cmdlist_init(&cmds);
 }
@@ -434,7 +434,7 @@ Test(retention, an_age_limit_cuts_at_the_age) {
     s.consumer_idle_ms = 0;
     cr_assert_eq(eddy__settings_copy(&settings, &s, NULL), EDDY_OK);
     memset(&counters, 0, sizeof(counters));
-    ret = eddy__retention_new(&settings, &counters, 0);
+    ret = eddy__retention_new(&settings, &counters, "me", 0);
     eddy__cmdlist_init(&cmds);
     to_groups(1000, arr(1, bulk("a")));
     cr_assert_eq(feed(1000, 2, time_of(100000), arr(1, group("g", 1, 0, "30000-0"))), EDDY_OK);
