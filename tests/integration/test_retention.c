@@ -370,3 +370,35 @@ ParameterizedTest(combo *p, retention, a_dead_process_s_fanout_group_goes_after_
     c.d->stop(c.b);
     c.d->free(c.b);
 }
+
+/* The stop's clean-up never takes the group of the next activation: a bus without an instance
+ * stopped and started again at once still gets what is published after the restart. */
+ParameterizedTestParameters(retention, a_restart_after_the_stop_clean_up_keeps_delivering) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, retention, a_restart_after_the_stop_clean_up_keeps_delivering,
+                  .timeout = 120) {
+    ctx c;
+    setup(&c, p);
+    recorder r;
+    rec_init(&r);
+    eddy_subscription_spec sp = spec("f", "pings", EDDY_FANOUT, NULL, &r);
+    c.b = must_bus(&c, &sp, 1);
+    publish_n(&c, c.b, "pings", 1);
+    cr_assert(rec_wait(&r, 1, 30000));
+    for (int round = 0; round < 3; round++) {
+        cr_assert_eq(c.d->stop(c.b), EDDY_OK);
+        eddy_error err = {0};
+        eddy_status st = c.d->start(c.b, &err);
+        cr_assert_eq(st, EDDY_OK, "start: %s (%s)", eddy_status_name(st), err.detail);
+        char id[32];
+        snprintf(id, sizeof(id), "after-%d", round);
+        eddy_event *ev = make_event(id, "t.ret");
+        cr_assert_eq(c.d->publish(c.b, "pings", ev, &err), EDDY_OK, "%s", err.detail);
+        eddy_event_free(ev);
+        cr_assert(rec_wait(&r, 2 + round, 30000), "%s not delivered after restart %d", id, round);
+    }
+    c.d->stop(c.b);
+    c.d->free(c.b);
+    rec_destroy(&r);
+}
