@@ -84,7 +84,7 @@ static struct timeval tv_ms(long long ms) {
 }
 
 static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
-                              redisReply **replies, eddy_error *err);
+                              bool cuttable, redisReply **replies, eddy_error *err);
 
 /* CLIENT ID; a server that refuses it (an ACL) leaves the id unknown: a pause then cuts a read
  * by shutting the socket down only. */
@@ -95,7 +95,7 @@ static eddy_status learn_id(bconn *c, eddy_error *err) {
     eddy_status st = eddy__cmdlist_status(&cmds);
     redisReply *reply = NULL;
     if (st == EDDY_OK)
-        st = exec_redis(c, &cmds, -1, &reply, err);
+        st = exec_redis(c, &cmds, -1, false, &reply, err);
     if (st == EDDY_OK && reply->type == REDIS_REPLY_INTEGER) {
         pthread_mutex_lock(&c->lock);
         c->client_id = reply->integer;
@@ -139,7 +139,7 @@ eddy_status bconn_connect(bconn *c, eddy_error *err) {
     eddy_status st = eddy__handshake_cmds(url, &hs);
     if (st == EDDY_OK && hs.n > 0) {
         redisReply *replies[2] = {NULL, NULL};
-        st = exec_redis(c, &hs, -1, replies, err);
+        st = exec_redis(c, &hs, -1, false, replies, err);
         if (st == EDDY_OK)
             st = eddy__handshake_check(replies, hs.n, err);
         bconn_release(c, replies, hs.n);
@@ -200,10 +200,10 @@ static size_t format_pipeline(bconn *c, const eddy__cmdlist *cmds) {
 }
 
 static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
-                              redisReply **replies, eddy_error *err) {
+                              bool cuttable, redisReply **replies, eddy_error *err) {
     redisContext *rc = c->rc;
     c->live_arena = eddy__reply_arena_of(rc->reader); /* the replies below live in it */
-    if (block_ms >= 0) {
+    if (cuttable) {
         pthread_mutex_lock(&c->lock);
         c->blocking = true;
         pthread_mutex_unlock(&c->lock);
@@ -229,14 +229,14 @@ static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long blo
     eddy_status st = EDDY_OK;
     if (rv != REDIS_OK) {
         pthread_mutex_lock(&c->lock);
-        bool cut = block_ms >= 0 && c->cut; /* the server dropped us for a pause */
+        bool cut = cuttable && c->cut; /* the server dropped us for a pause */
         if (cut)
             c->cut = false;
         pthread_mutex_unlock(&c->lock);
         st = cut ? eddy__fail(err, EDDY_ERR_CLOSED, "interrupted")
                  : eddy__redis_context_status(rc->err, rc->errstr, err);
     }
-    if (st == EDDY_OK && block_ms >= 0) {
+    if (st == EDDY_OK && cuttable) {
         pthread_mutex_lock(&c->lock);
         if (c->interrupted || c->cut)
             st = eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
@@ -289,10 +289,14 @@ static redisReply *nil_reply(bconn *c) {
 }
 
 static eddy_status exec_memory(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
-                               redisReply **replies, eddy_error *err) {
+                               bool cuttable, redisReply **replies, eddy_error *err) {
     c->live_arena = c->arena; /* the engine builds this connection's replies there, if any */
     for (size_t i = 0; i < cmds->n; i++) {
         const eddy__cmd *cmd = &cmds->cmds[i];
+        if (cuttable && i + 1 == cmds->n && interrupted(c)) { /* a pause before the read ran */
+            bconn_release(c, replies, cmds->n);
+            return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
+        }
         long long deadline = -1;
         for (;;) {
             uint64_t seen = eddy__mem_engine_seq(c->engine);
@@ -342,12 +346,12 @@ eddy_status bconn_exec_in(bconn *c, eddy__reply_arena *arena, const eddy__cmdlis
     if (st != EDDY_OK || cmds->n == 0)
         return st;
     if (c->mc)
-        return exec_memory(c, cmds, block_ms, replies, err);
+        return exec_memory(c, cmds, block_ms, block_ms >= 0, replies, err);
     redisReader *reader = c->rc->reader;
     redisReplyObjectFunctions *fn = reader->fn;
     void *privdata = reader->privdata;
     eddy__reply_arena_install(arena, reader);
-    st = exec_redis(c, cmds, block_ms, replies, err);
+    st = exec_redis(c, cmds, block_ms, block_ms >= 0, replies, err);
     c->live_arena = NULL; /* the caller's now */
     if (c->rc) {          /* still connected (the same reader): its own objects again */
         c->rc->reader->fn = fn;
@@ -357,8 +361,8 @@ eddy_status bconn_exec_in(bconn *c, eddy__reply_arena *arena, const eddy__cmdlis
     return st;
 }
 
-eddy_status bconn_exec(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
-                       redisReply **replies, eddy_error *err) {
+eddy_status bconn_exec_read(bconn *c, const eddy__cmdlist *cmds, long long block_ms, bool cuttable,
+                            redisReply **replies, eddy_error *err) {
     for (size_t i = 0; i < cmds->n; i++)
         replies[i] = NULL;
     eddy_status st = bconn_connect(c, err);
@@ -366,8 +370,13 @@ eddy_status bconn_exec(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
         return st;
     if (cmds->n == 0)
         return EDDY_OK;
-    return c->mc ? exec_memory(c, cmds, block_ms, replies, err)
-                 : exec_redis(c, cmds, block_ms, replies, err);
+    return c->mc ? exec_memory(c, cmds, block_ms, cuttable, replies, err)
+                 : exec_redis(c, cmds, block_ms, cuttable, replies, err);
+}
+
+eddy_status bconn_exec(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
+                       redisReply **replies, eddy_error *err) {
+    return bconn_exec_read(c, cmds, block_ms, block_ms >= 0, replies, err);
 }
 
 bool bconn_sleep(bconn *c, long long ms) {

@@ -56,6 +56,11 @@ void bconn_close(bconn *c);
  * bconn_interrupt ended a blocking read. Connects first when needed. */
 eddy_status bconn_exec(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
                        redisReply **replies, eddy_error *err);
+/* The same, where `cuttable` says the last command is a read that bconn_wake(cut) must be able to
+ * cut short even when it does not block (a subscription's live read behind acknowledgements):
+ * the same CLIENT KILL and cut checks as for a blocking read. */
+eddy_status bconn_exec_read(bconn *c, const eddy__cmdlist *cmds, long long block_ms, bool cuttable,
+                            redisReply **replies, eddy_error *err);
 
 /* Frees the replies of the last bconn_exec (and sets them NULL). Call it before the next
  * bconn_exec on a connection that uses an arena. */

@@ -302,12 +302,14 @@ void eddy__plan_init(eddy__plan *p) {
     eddy__cmdlist_init(&p->cmds);
     p->block_ms = -1;
     p->idle_ms = 0;
+    p->live_read = false;
 }
 
 void eddy__plan_reset(eddy__plan *p) {
     eddy__cmdlist_reset(&p->cmds);
     p->block_ms = -1;
     p->idle_ms = 0;
+    p->live_read = false;
 }
 
 void eddy__delivery_list_free(eddy__delivery_list *l) {
@@ -660,6 +662,7 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
         eddy__cmd_str(cmd, c->streams.v[s].key);
     for (size_t s = 0; s < c->streams.n; s++)
         eddy__cmd_str(cmd, ">");
+    p->live_read = true;
     return EDDY_OK;
 }
 
