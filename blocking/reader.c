@@ -47,11 +47,13 @@ static void finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
  * delivery in turn, so slow handlers spread over the workers while fast ones run on whichever
  * thread is awake, and each job settles what it handled in runs (one lock round per run, not
  * one per message). An outcome waits in its job's run until RUN_MAX outcomes are collected,
- * the round is done, or RUN_WAIT_MS passed when the job takes its next delivery: so at most for
- * one more handler (redelivery_idle_ms must exceed the longest handler anyway). The last job
+ * the round is done, or RUN_WAIT_MS passed when the job takes its next delivery (looked at every
+ * RUN_CLOCK_EVERY outcomes): so behind at most one slow handler and a few fast ones
+ * (redelivery_idle_ms must exceed the longest handler anyway). The last job
  * to end frees the round. */
 #define RUN_MAX 64
 #define RUN_WAIT_MS 1
+#define RUN_CLOCK_EVERY 8
 #define SHARE_MIN 16 /* deliveries per job below which fewer jobs are woken */
 
 typedef struct bround bround;
@@ -78,7 +80,8 @@ static void run_round(bpool_job *job) {
     size_t n = 0;
     long long first_at = 0;
     for (size_t i; (i = atomic_fetch_add(&r->next, 1)) < r->n;) {
-        if (n > 0 && bconn_now_ms() - first_at >= RUN_WAIT_MS) {
+        /* The clock is read every RUN_CLOCK_EVERY outcomes (it showed in the profile). */
+        if (n > 0 && n % RUN_CLOCK_EVERY == 0 && bconn_now_ms() - first_at >= RUN_WAIT_MS) {
             finish_run(bs, run, n);
             n = 0;
         }
