@@ -20,7 +20,7 @@
 #include "reply.h"
 #include "retention.h"
 
-enum { I_OPEN = 1, I_EXPIRE, I_RENEW, I_READ, I_OTHER };
+enum { I_OPEN = 1, I_EXPIRE, I_RENEW, I_PEERS, I_READ, I_OTHER };
 
 struct eddy__inbox {
     const eddy__settings *s;
@@ -33,6 +33,12 @@ struct eddy__inbox {
     long long retry_at;
     eddy__retention *ret;
     bool ret_round; /* the plan out is a retention round */
+    /* Responders of other buses that overlap this bus's (registry.h): the subscriptions the
+     * last heartbeat looked at them for, and the pairs already warned about ("name\tmember"). */
+    eddy__sub **peer_subs;
+    size_t npeer_subs;
+    char **warned;
+    size_t nwarned, warned_cap;
 };
 
 eddy__inbox *eddy__inbox_new(const eddy__settings *s, eddy__requests *reqs,
@@ -58,7 +64,64 @@ void eddy__inbox_free(eddy__inbox *ib) {
         return;
     free(ib->key);
     eddy__retention_free(ib->ret);
+    free(ib->peer_subs);
+    for (size_t i = 0; i < ib->nwarned; i++)
+        free(ib->warned[i]);
+    free(ib->warned);
     free(ib);
+}
+
+/* Once per pair: a warning naming both groups, and the responder's count. On OOM the pair is
+ * warned about again at the next heartbeat rather than never. */
+static void overlap_found(eddy__sub *sub, const char *group, const char *instance,
+                          const char *member, void *user) {
+    eddy__inbox *ib = user;
+    size_t len = strlen(sub->name) + 1 + strlen(member) + 1;
+    char *key = malloc(len);
+    if (!key)
+        return;
+    snprintf(key, len, "%s\t%s", sub->name, member);
+    for (size_t i = 0; i < ib->nwarned; i++)
+        if (strcmp(ib->warned[i], key) == 0) {
+            free(key);
+            return;
+        }
+    if (ib->nwarned == ib->warned_cap) {
+        size_t cap = ib->warned_cap ? ib->warned_cap * 2 : 8;
+        char **v = realloc(ib->warned, cap * sizeof(*v));
+        if (!v) {
+            free(key);
+            return;
+        }
+        ib->warned = v;
+        ib->warned_cap = cap;
+    }
+    ib->warned[ib->nwarned++] = key;
+    atomic_fetch_add(&sub->stats.overlapping, 1);
+    eddy__log(&ib->s->log, EDDY_LOG_WARN,
+              "responder '%s' (group '%s', pattern '%s') and a responder of group '%s' in bus "
+              "'%s' can answer the same subjects: each request reaches both groups, the caller "
+              "takes the first reply and the other's count as unclaimed",
+              sub->name, sub->group, sub->pattern, group, instance);
+}
+
+/* Keeps the responders among subs for the peer check of this heartbeat; false when there are
+ * none (or no memory): no check then. */
+static bool keep_peer_subs(eddy__inbox *ib, eddy__sub *const *subs, size_t n) {
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        k += subs[i]->responder != NULL;
+    ib->npeer_subs = 0;
+    if (k == 0)
+        return false;
+    eddy__sub **v = realloc(ib->peer_subs, k * sizeof(*v));
+    if (!v)
+        return false;
+    ib->peer_subs = v;
+    for (size_t i = 0; i < n; i++)
+        if (subs[i]->responder)
+            v[ib->npeer_subs++] = subs[i];
+    return true;
 }
 
 const char *eddy__inbox_key(const eddy__inbox *ib) { return ib->key; }
@@ -122,6 +185,9 @@ eddy_status eddy__inbox_plan(eddy__inbox *ib, long long now_ms, eddy__sub *const
         if (st != EDDY_OK)
             return st;
         add_expire(ib, p);
+        if (keep_peer_subs(ib, subs, n) &&
+            (st = eddy__registry_query(ib->s->ns, now_ms, &p->cmds, I_PEERS)) != EDDY_OK)
+            return st;
         return eddy__cmdlist_status(&p->cmds);
     }
     if (ib->registered && now_ms >= eddy__retention_due(ib->ret)) {
@@ -237,6 +303,10 @@ eddy_status eddy__inbox_feed(eddy__inbox *ib, const eddy__plan *plan, redisReply
                 ib->registered = true;
                 ib->next_heartbeat = now + ib->s->lease_ms / 3;
             }
+            break;
+        case I_PEERS:
+            eddy__registry_overlaps(r, ib->peer_subs, ib->npeer_subs, ib->s->instance,
+                                    overlap_found, ib);
             break;
         case I_READ:
             feed_read(ib, r, out);

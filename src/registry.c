@@ -202,3 +202,46 @@ eddy_status eddy__registry_answer(eddy__registry_cache *c, redisReply *reply, co
     eddy__registry_unanswered(c);
     return st;
 }
+
+/* One member's fields: kind, group, instance, name, pattern (tab-separated, see the top). */
+static bool split_member(const char *m, size_t len, const char *out[5], size_t outlen[5]) {
+    size_t k = 0, start = 0;
+    for (size_t i = 0; i <= len && k < 5; i++)
+        if (i == len || (m[i] == '\t' && k < 4)) {
+            out[k] = m + start;
+            outlen[k++] = i - start;
+            start = i + 1;
+        }
+    return k == 5;
+}
+
+void eddy__registry_overlaps(const redisReply *r, eddy__sub *const *subs, size_t n,
+                             const char *self,
+                             void (*fn)(eddy__sub *sub, const char *group, const char *instance,
+                                        const char *member, void *user),
+                             void *user) {
+    if (!r || r->type != REDIS_REPLY_ARRAY)
+        return;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *m = r->element[i];
+        const char *f[5];
+        size_t fl[5];
+        char group[256], instance[256], pattern[512];
+        if (m->type != REDIS_REPLY_STRING || !split_member(m->str, m->len, f, fl) || fl[0] != 1 ||
+            f[0][0] != 'r' || fl[1] >= sizeof(group) || fl[2] >= sizeof(instance) ||
+            fl[4] >= sizeof(pattern))
+            continue;
+        memcpy(group, f[1], fl[1]);
+        group[fl[1]] = '\0';
+        memcpy(instance, f[2], fl[2]);
+        instance[fl[2]] = '\0';
+        memcpy(pattern, f[4], fl[4]);
+        pattern[fl[4]] = '\0';
+        if (strcmp(instance, self) == 0 || eddy__pattern_check(pattern, NULL) != EDDY_OK)
+            continue;
+        for (size_t s = 0; s < n; s++)
+            if (subs[s]->responder && strcmp(subs[s]->group, group) != 0 &&
+                eddy__pattern_overlap(subs[s]->pattern, pattern))
+                fn(subs[s], group, instance, m->str, user);
+    }
+}

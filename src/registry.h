@@ -27,6 +27,15 @@ eddy_status eddy__registry_query(const char *ns, long long now_ms, eddy__cmdlist
 eddy_status eddy__registry_matches(const redisReply *r, const char *subject, bool *any,
                                    eddy_error *err);
 
+/* From the query's reply: for each responder of subs (this bus's, instance `self`), the live
+ * responders of other buses (another instance) in another group whose patterns overlap its
+ * pattern. fn(sub, other_group, other_instance, member, user) runs for each such pair. */
+void eddy__registry_overlaps(const redisReply *r, eddy__sub *const *subs, size_t n,
+                             const char *self,
+                             void (*fn)(eddy__sub *sub, const char *group, const char *instance,
+                                        const char *member, void *user),
+                             void *user);
+
 /* A requester's memory of the last registry answer. Only a positive answer is taken from it
  * (a subscription seen live keeps its lease for a while anyway); a negative one is always
  * asked again, so "no responders" is never answered from memory. When the answer grows old,

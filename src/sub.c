@@ -156,6 +156,7 @@ void eddy__stats_snapshot(const eddy__stats *st, eddy_consumer_stats *out) {
     out->responder_failed = atomic_load(&st->responder_failed);
     out->expired = atomic_load(&st->expired);
     out->held = atomic_load(&st->held);
+    out->overlapping = atomic_load(&st->overlapping);
 }
 
 void eddy_subscription_spec_init(eddy_subscription_spec *spec) {

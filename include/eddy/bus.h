@@ -320,6 +320,11 @@ typedef struct eddy_consumer_stats {
     /** AtLeastOnce handler calls that handed the message back (EDDY_ERR_UNAVAILABLE); not
      * counted in failed. */
     uint64_t held;
+    /** Responders only: live responders of another group, in another bus of the namespace
+     * (another process, by the registry), whose patterns can select a subject this one's can.
+     * Both are accepted, as the rules allow; each such pair is logged once as a warning, naming
+     * both groups, and counted here once. */
+    uint64_t overlapping;
 } eddy_consumer_stats;
 
 /* ---- requests ------------------------------------------------------------------------ */

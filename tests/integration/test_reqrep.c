@@ -532,6 +532,44 @@ ParameterizedTest(combo *p, reqrep, responder_failing_on_a_plain_publish_counts_
     c.d->free(b);
 }
 
+typedef struct overlap_wait {
+    ctx *c;
+    tbus *a, *b;
+} overlap_wait;
+
+static bool both_overlapping(void *arg) {
+    overlap_wait *w = arg;
+    return cstats(w->c, w->a, "a").overlapping >= 1 && cstats(w->c, w->b, "b").overlapping >= 1;
+}
+
+/* Responders of different groups in different buses (processes, by the registry) whose patterns
+ * can select one subject are both accepted, and each pair is warned about and counted once;
+ * the same group is a competing member, and patterns that cannot meet are no pair. */
+ParameterizedTestParameters(reqrep, overlapping_responders_of_other_buses_are_counted_once) {
+    return cr_make_param_array(combo, combos, 4);
+}
+ParameterizedTest(combo *p, reqrep, overlapping_responders_of_other_buses_are_counted_once,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    c.s.lease_ms = 600; /* heartbeats, and so the checks, every 200 ms */
+    eddy_subscription_spec sa = responder_spec("a", "ov.*", "ga");
+    eddy_subscription_spec sb = responder_spec("b", "ov.x", "gb");
+    eddy_subscription_spec sc = responder_spec("c", "ov.y", "ga");
+    tbus *a = must_bus(&c, &sa, 1), *b = must_bus(&c, &sb, 1), *cb = must_bus(&c, &sc, 1);
+    overlap_wait w = {&c, a, b};
+    cr_assert(eddy_test_wait_until(both_overlapping, &w, 20000), "a: %lu, b: %lu",
+              (unsigned long)cstats(&c, a, "a").overlapping,
+              (unsigned long)cstats(&c, b, "b").overlapping);
+    pause_ms(3 * 200); /* a few more heartbeats look again */
+    cr_expect_eq(cstats(&c, a, "a").overlapping, 1, "once per pair");
+    cr_expect_eq(cstats(&c, b, "b").overlapping, 1);
+    cr_expect_eq(cstats(&c, cb, "c").overlapping, 0, "same group as a; cannot meet b");
+    c.d->free(cb);
+    c.d->free(b);
+    c.d->free(a);
+}
+
 typedef struct stop_ask {
     ctx *c;
     tbus *b;
