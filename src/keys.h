@@ -9,6 +9,7 @@
  *   {ns}:es:s:<stream>  event store, one stream's events in version order (id "<ver>-0")
  *   {ns}:es:pos         event store, the last position handed out
  *   {ns}:ckpt:<feed>    a catch-up feed's marker
+ *   {ns}:retention      the lease of the process running the retention pass (retention.h)
  * Builders return malloc'd strings (NULL on OOM) the caller frees. */
 #ifndef EDDY_SRC_KEYS_H
 #define EDDY_SRC_KEYS_H
