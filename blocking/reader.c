@@ -118,8 +118,8 @@ static eddy_status round_trip(bsub *bs, eddy__plan *plan, eddy__delivery_list *o
     redisReply **replies = plan->cmds.n <= 16 ? small : calloc(plan->cmds.n, sizeof(*replies));
     if (!replies)
         return EDDY_OK; /* out of memory: nothing was sent; try again later */
-    eddy_status st = bconn_exec_read(&bs->conn, &plan->cmds, plan->block_ms,
-                                     plan->block_ms >= 0 || plan->live_read, replies, &err);
+    eddy_status st =
+        bconn_exec_read(&bs->conn, &plan->cmds, plan->block_ms, plan->live_read, replies, &err);
     if (st == EDDY_OK)
         st = eddy__consumer_feed(bs->consumer, plan, replies, plan->cmds.n, out);
     bconn_release(&bs->conn, replies, plan->cmds.n);

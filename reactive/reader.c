@@ -446,8 +446,7 @@ static void act_reply(void *owner, void *priv, redisReply *r) {
         } else if (act->stopping && act->plan.block_ms >= 0 && act->got + 1 == n &&
                    !act->overlapped) {
             end_stopped_round(act);
-        } else if (act->cut && (act->plan.block_ms >= 0 || act->plan.live_read) &&
-                   act->got + 1 == n) {
+        } else if (act->cut && act->plan.live_read && act->got + 1 == n) {
             cut_round(act);
         }
     } else if (act->state == A_ROUND) {
@@ -576,8 +575,7 @@ void ract_wake(ract *act, eddy__wake how) {
     if (act->state == A_IDLE) {
         ev_timer_stop(act->bus->loop, &act->timer);
         act_step(act);
-    } else if (how == EDDY__WAKE_READ && act->state == A_ROUND &&
-               (act->plan.block_ms >= 0 || act->plan.live_read)) {
+    } else if (how == EDDY__WAKE_READ && act->state == A_ROUND && act->plan.live_read) {
         act->cut = true;
         rconn_drain(act->conn); /* replies that already arrived count */
         if (act->state == A_ROUND && act->cut && act->got + 1 == act->plan.cmds.n) {

@@ -69,8 +69,8 @@ typedef struct eddy__consumer eddy__consumer;
 typedef struct eddy__plan {
     eddy__cmdlist cmds;
     long long block_ms; /* >= 0: the last command is a blocking read of this length */
-    bool live_read;     /* the last command is a live read, blocking or not: a pause may cut it
-                           short like a blocking one (so it takes nothing published after) */
+    bool live_read;     /* the last command is a live read, blocking (block_ms >= 0) or not: a
+                           pause may cut it short (so it takes nothing published after) */
     long long idle_ms;  /* no commands: wait this long (or until woken), then plan again */
 } eddy__plan;
 
