@@ -495,6 +495,18 @@ ParameterizedTest(combo *p, bus, poison_message_dead_lettered_after_max_deliveri
     rec_destroy(&r);
 }
 
+typedef struct stats_dead {
+    ctx *c;
+    tbus *b;
+    const char *sub;
+} stats_dead;
+
+static bool dead_lettered_counted(void *arg) {
+    stats_dead *w = arg;
+    eddy_consumer_stats st;
+    return w->c->d->stats(w->b, w->sub, &st) == EDDY_OK && st.dead_lettered >= 1;
+}
+
 static bool seen_4(recorder *r, void *arg) { /* called with r->lock held */
     (void)arg;
     return r->n >= 4;
@@ -537,6 +549,9 @@ ParameterizedTest(combo *p, bus, failed_deliveries_back_off_growing_per_attempt,
               gap3);
     dlq_wait w = {&c, "g", 1};
     cr_assert(eddy_test_wait_until(dlq_has, &w, 20000), "not dead-lettered after its backoff");
+    /* The dead letter is in the stream a moment before its transaction's reply is counted. */
+    stats_dead w2 = {&c, b, "s"};
+    cr_expect(eddy_test_wait_until(dead_lettered_counted, &w2, 20000), "not counted");
     eddy_consumer_stats st;
     c.d->stats(b, "s", &st);
     cr_expect_eq(st.failed, 4);
