@@ -1251,6 +1251,8 @@ static void queue_outcome_locked(eddy__consumer *c, eddy__settlement *v, uint64_
 bool eddy__consumer_settle_run(eddy__consumer *c, eddy__settlement *v, size_t n) {
     eddy__stats *stats = &c->sub->stats;
     uint64_t redelivered = 0, handled = 0, held = 0, failed = 0;
+    /* Counted before any outcome so that a reader who sees an outcome also sees its delivery. */
+    atomic_fetch_add(&stats->delivered, n);
     for (size_t i = 0; i < n; i++) {
         v[i].has_reply = false;
         redelivered += v[i].d->attempt > 1;
@@ -1282,7 +1284,6 @@ bool eddy__consumer_settle_run(eddy__consumer *c, eddy__settlement *v, size_t n)
     c->outstanding -= n;
     bool wake = c->outstanding <= c->round_base;
     pthread_mutex_unlock(&c->lock);
-    atomic_fetch_add(&stats->delivered, n);
     if (redelivered)
         atomic_fetch_add(&stats->redelivered, redelivered);
     if (handled)

@@ -143,8 +143,9 @@ eddy_status eddy__sub_check_against(const eddy__settings *s, unsigned caps, cons
     return EDDY_OK;
 }
 
+/* Outcomes are read before the deliveries they follow (which are counted first), so that no
+ * snapshot shows more outcomes than deliveries. */
 void eddy__stats_snapshot(const eddy__stats *st, eddy_consumer_stats *out) {
-    out->delivered = atomic_load(&st->delivered);
     out->handled = atomic_load(&st->handled);
     out->failed = atomic_load(&st->failed);
     out->redelivered = atomic_load(&st->redelivered);
@@ -157,6 +158,7 @@ void eddy__stats_snapshot(const eddy__stats *st, eddy_consumer_stats *out) {
     out->expired = atomic_load(&st->expired);
     out->held = atomic_load(&st->held);
     out->overlapping = atomic_load(&st->overlapping);
+    out->delivered = atomic_load(&st->delivered);
 }
 
 void eddy_subscription_spec_init(eddy_subscription_spec *spec) {
