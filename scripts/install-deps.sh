@@ -3,8 +3,11 @@
 # Idempotent: packages already present are left alone. Uses sudo when not run as root.
 # Extra package names given as arguments are installed too (the fuzz run adds clang).
 set -euo pipefail
-packages=(build-essential cmake pkg-config libhiredis-dev libev-dev libmsgpack-dev
-          libcriterion-dev redis-server redis-tools clang-format "$@")
+# libssl-dev: TLS (rediss://); openssl: the TLS tests make their own certificates; libjansson-dev:
+# the eddy tool's JSON; doxygen: the API reference; python3-redis: the wire-format test's peer.
+packages=(build-essential cmake pkg-config libhiredis-dev libev-dev libmsgpack-dev libssl-dev
+          libcriterion-dev redis-server redis-tools redis-sentinel clang-format openssl
+          libjansson-dev doxygen python3 python3-redis "$@")
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
