@@ -36,7 +36,9 @@
     X(EDDY_ERR_HANDLER_FAILED, "the handler failed")                                               \
     X(EDDY_ERR_CANCELLED, "cancelled")                                                             \
     X(EDDY_ERR_UNAVAILABLE, "nothing can take the message now: held, not acknowledged")            \
-    X(EDDY_ERR_NOT_FOUND, "not found")
+    X(EDDY_ERR_NOT_FOUND, "not found")                                                             \
+    X(EDDY_ERR_AUTH, "authentication failed")                                                      \
+    X(EDDY_ERR_TLS, "TLS failed")
 
 #define AS_TEXT(sym, text) text,
 #define AS_NAME(sym, text) #sym,

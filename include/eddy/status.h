@@ -22,19 +22,22 @@ typedef enum eddy_status {
     EDDY_OK = 0,
     /** Not an error: a handler or responder that returns it finishes later (see bus.h). */
     EDDY_PENDING,
-    EDDY_ERR_INVALID_ARGUMENT,   /**< a NULL or out-of-range argument */
-    EDDY_ERR_NOMEM,              /**< an allocation failed; nothing was changed */
-    EDDY_ERR_INVALID_EVENT,      /**< a CloudEvent attribute is missing or malformed */
-    EDDY_ERR_INVALID_SUBJECT,    /**< not a dot-separated subject of non-empty tokens */
-    EDDY_ERR_INVALID_PATTERN,    /**< not a valid subject pattern ('*' token, trailing '>') */
-    EDDY_ERR_INVALID_URL,        /**< a backend URL eddy cannot parse or does not know */
-    EDDY_ERR_INVALID_SPEC,       /**< a subscription spec or setting breaks a rule */
-    EDDY_ERR_TOO_LARGE,          /**< an event or entry exceeds the configured maximum */
-    EDDY_ERR_MALFORMED,          /**< bytes that do not decode (bad entry, bad msgpack) */
-    EDDY_ERR_IO,                 /**< the connection to the backend failed */
-    EDDY_ERR_PROTOCOL,           /**< the backend answered something eddy did not expect */
-    EDDY_ERR_BACKEND,            /**< the backend answered with an error reply */
-    EDDY_ERR_TIMEOUT,            /**< a deadline passed before the operation finished */
+    EDDY_ERR_INVALID_ARGUMENT, /**< a NULL or out-of-range argument */
+    EDDY_ERR_NOMEM,            /**< an allocation failed; nothing was changed */
+    EDDY_ERR_INVALID_EVENT,    /**< a CloudEvent attribute is missing or malformed */
+    EDDY_ERR_INVALID_SUBJECT,  /**< not a dot-separated subject of non-empty tokens */
+    EDDY_ERR_INVALID_PATTERN,  /**< not a valid subject pattern ('*' token, trailing '>') */
+    EDDY_ERR_INVALID_URL,      /**< a backend URL eddy cannot parse or does not know */
+    EDDY_ERR_INVALID_SPEC,     /**< a subscription spec or setting breaks a rule */
+    EDDY_ERR_TOO_LARGE,        /**< an event or entry exceeds the configured maximum */
+    EDDY_ERR_MALFORMED,        /**< bytes that do not decode (bad entry, bad msgpack) */
+    EDDY_ERR_IO,               /**< the connection to the backend failed */
+    EDDY_ERR_PROTOCOL,         /**< the backend answered something eddy did not expect */
+    EDDY_ERR_BACKEND,          /**< the backend answered with an error reply */
+    /** A deadline passed before the operation finished. For a command to Redis: it was sent but
+     * no reply came by its deadline, so its outcome is unknown (it may have been applied);
+     * EDDY_ERR_IO means it was not sent. */
+    EDDY_ERR_TIMEOUT,
     EDDY_ERR_CLOSED,             /**< the object was closed; pending work completes with it */
     EDDY_ERR_NOT_READY,          /**< the bus has no live activation */
     EDDY_ERR_NOT_SUPPORTED,      /**< the backend lacks the capability this needs */
@@ -52,6 +55,8 @@ typedef enum eddy_status {
      * hands the message back without counting a failed attempt (see eddy_handler_fn). */
     EDDY_ERR_UNAVAILABLE,
     EDDY_ERR_NOT_FOUND, /**< what the call names (a dead letter's id) is not there */
+    EDDY_ERR_AUTH,      /**< the server refused the credentials (WRONGPASS, NOAUTH, NOPERM) */
+    EDDY_ERR_TLS,       /**< the TLS handshake failed or the server's certificate was refused */
     EDDY_STATUS_COUNT_  /**< not a status: the number of values above */
 } eddy_status;
 
