@@ -32,6 +32,7 @@ static const scenario scenarios[] = {
     {"responder_killed", fx_responder_killed, 0, NULL},
     {"feed_killed",      fx_feed_killed,      3, "exact replay dedup (issue 10 item 9, h-feed)"},
     {"redis_stopped",    fx_redis_stopped,    1, "blocking deadlines (issue 10 item 3, h-link)"},
+    {"auth_changed",     fx_auth_changed,     3, "connection state (issue 10 item 5, h-state)"},
 };
 // clang-format on
 

@@ -37,6 +37,7 @@ typedef struct fx_redis {
     char url[64];
     char dir[160];
     const char *extra[16]; /* extra redis-server arguments, NULL-terminated */
+    const char *password;  /* fx_cmd authenticates with it when set */
 } fx_redis;
 
 /* Starts redis-server on a free loopback port with its data in a fresh directory; extra

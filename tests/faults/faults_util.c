@@ -189,6 +189,9 @@ static redisReply *vcmd(const fx_redis *r, const char *fmt, va_list ap) {
     redisReply *reply = NULL;
     if (c && !c->err) {
         redisSetTimeout(c, (struct timeval){10, 0});
+        redisReply *auth = r->password ? redisCommand(c, "AUTH %s", r->password) : NULL;
+        if (auth)
+            freeReplyObject(auth);
         reply = redisvCommand(c, fmt, ap);
     }
     if (c)
