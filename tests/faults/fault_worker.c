@@ -111,12 +111,7 @@ static int consume(const driver *dr, char **a) {
         return 1;
     }
     eddy_subscription_spec sp;
-    eddy_subscription_spec_init(&sp);
-    sp.name = "consume";
-    sp.pattern = a[3];
-    sp.shape = EDDY_COMPETING;
-    sp.group = a[4];
-    sp.delivery = EDDY_AT_LEAST_ONCE;
+    fx_competing(&sp, "consume", a[3], a[4], EDDY_AT_LEAST_ONCE);
     sp.handler = record_handled;
     sp.user = &c;
     return run_bus(dr, a[1], a[2], &sp);
@@ -160,12 +155,7 @@ static int respond(const driver *dr, char **a) {
     r.ns = a[2];
     r.delay_ms = atoll(a[5]);
     eddy_subscription_spec sp;
-    eddy_subscription_spec_init(&sp);
-    sp.name = "respond";
-    sp.pattern = a[3];
-    sp.shape = EDDY_COMPETING;
-    sp.group = a[4];
-    sp.delivery = EDDY_AT_MOST_ONCE;
+    fx_competing(&sp, "respond", a[3], a[4], EDDY_AT_MOST_ONCE);
     sp.responder = respond_once;
     sp.user = &r;
     return run_bus(dr, a[1], a[2], &sp);

@@ -94,10 +94,41 @@ size_t fx_tally_extra(const fx_tally *t);   /* records beyond the first of each 
 size_t fx_tally_seen(const fx_tally *t);    /* ids recorded at least once */
 void fx_tally_free(fx_tally *t);
 
+/* ---- acknowledged publishes and what was consumed of them ------------------------------------ */
+
+/* Publish i (event id "<prefix><i>") acknowledged (set by the publisher) and consumed how often
+ * (counted by the handler, fx_acks_consumed, from any thread). */
+typedef struct fx_acks {
+    size_t n;
+    char prefix;
+    unsigned char *acked;
+    _Atomic unsigned *seen;
+} fx_acks;
+
+typedef struct fx_acks_outcome {
+    size_t acked;             /* publishes acknowledged */
+    size_t lost;              /* acknowledged, never consumed */
+    size_t dup;               /* consumptions beyond the first */
+    size_t failed_but_stored; /* not acknowledged, consumed all the same */
+    long long pending;        /* the group's pending count */
+} fx_acks_outcome;
+
+void fx_acks_init(fx_acks *a, size_t n, char prefix);
+void fx_acks_free(fx_acks *a);
+/* A handler's record of a delivered event id; ids of another form are ignored. */
+void fx_acks_consumed(fx_acks *a, const char *event_id);
+/* Waits up to wait_ms until every acknowledged publish was consumed and nothing is pending in
+ * the group, then says how it stands. */
+void fx_acks_settle(const fx_acks *a, const fx_redis *r, const char *ns, const char *subject,
+                    const char *group, long long wait_ms, fx_acks_outcome *out);
+
 /* ---- settings and the scenarios' environment ----------------------------------------------- */
 
 /* Settings for a scenario's bus: short reads, a short redelivery, quick reconnects. */
 void fx_settings(eddy_settings *s, const char *url, const char *ns);
+/* A Competing subscription named `name` on pattern, in group, with the given delivery. */
+void fx_competing(eddy_subscription_spec *sp, const char *name, const char *pattern,
+                  const char *group, eddy_delivery_mode delivery);
 /* A log hook that writes eddy's warnings and errors to stderr with `user` (a name) in front, at
  * most 20 lines per process (a fault makes many), and counts them all. */
 void fx_log(eddy_log_level level, const char *msg, void *user);

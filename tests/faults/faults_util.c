@@ -429,3 +429,55 @@ void fx_settings(eddy_settings *s, const char *url, const char *ns) {
     s->max_deliveries = 1000; /* a fault is no reason to dead-letter anything */
     s->log = fx_log;
 }
+
+void fx_competing(eddy_subscription_spec *sp, const char *name, const char *pattern,
+                  const char *group, eddy_delivery_mode delivery) {
+    eddy_subscription_spec_init(sp);
+    sp->name = name;
+    sp->pattern = pattern;
+    sp->shape = EDDY_COMPETING;
+    sp->group = group;
+    sp->delivery = delivery;
+}
+
+/* ---- acknowledged publishes ------------------------------------------------------------------ */
+
+void fx_acks_init(fx_acks *a, size_t n, char prefix) {
+    a->n = n;
+    a->prefix = prefix;
+    a->acked = calloc(n ? n : 1, 1);
+    a->seen = calloc(n ? n : 1, sizeof(*a->seen));
+    if (!a->acked || !a->seen)
+        exit(2);
+}
+
+void fx_acks_free(fx_acks *a) {
+    free(a->acked);
+    free((void *)a->seen);
+}
+
+void fx_acks_consumed(fx_acks *a, const char *event_id) {
+    char *end;
+    unsigned long i = event_id && event_id[0] == a->prefix ? strtoul(event_id + 1, &end, 10) : 0;
+    if (event_id && event_id[0] == a->prefix && end != event_id + 1 && i < a->n)
+        atomic_fetch_add(&a->seen[i], 1);
+}
+
+void fx_acks_settle(const fx_acks *a, const fx_redis *r, const char *ns, const char *subject,
+                    const char *group, long long wait_ms, fx_acks_outcome *out) {
+    long long deadline = fx_now_ms() + wait_ms;
+    for (;;) {
+        memset(out, 0, sizeof(*out));
+        for (size_t i = 0; i < a->n; i++) {
+            unsigned n = atomic_load(&a->seen[i]);
+            out->acked += a->acked[i];
+            out->lost += a->acked[i] && n == 0;
+            out->dup += n > 1 ? n - 1 : 0;
+            out->failed_but_stored += !a->acked[i] && n > 0;
+        }
+        out->pending = fx_pending(r, ns, subject, group);
+        if ((out->lost == 0 && out->pending == 0) || fx_now_ms() > deadline)
+            return;
+        fx_sleep_ms(100);
+    }
+}

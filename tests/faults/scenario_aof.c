@@ -20,31 +20,25 @@
 typedef struct aof_run {
     const driver *dr;
     tbus *bus;
-    size_t total;
-    unsigned char *acked;   /* publish i returned EDDY_OK */
-    _Atomic unsigned *seen; /* consumed i, times */
+    fx_acks acks;
     atomic_size_t published, failed;
     atomic_bool done;
 } aof_run;
 
 static eddy_status consume(eddy_delivery *d, void *user) {
-    aof_run *u = user;
-    const char *id = eddy_event_id(eddy_delivery_event(d));
-    unsigned long i = strtoul(id + 1, NULL, 10);
-    if (id[0] == 'a' && i < u->total)
-        atomic_fetch_add(&u->seen[i], 1);
+    fx_acks_consumed(&((aof_run *)user)->acks, eddy_event_id(eddy_delivery_event(d)));
     return EDDY_OK;
 }
 
 static void *publisher(void *arg) {
     aof_run *u = arg;
-    for (size_t i = 0; i < u->total; i++) {
+    for (size_t i = 0; i < u->acks.n; i++) {
         eddy_event *ev = fx_event('a', i, "faults.aof", "x");
         eddy_error err = {0};
         eddy_status st = u->dr->publish(u->bus, SUBJECT, ev, &err);
         eddy_event_free(ev);
         if (st == EDDY_OK) {
-            u->acked[i] = 1;
+            u->acks.acked[i] = 1;
             atomic_fetch_add(&u->published, 1);
         } else {
             atomic_fetch_add(&u->failed, 1);
@@ -57,10 +51,11 @@ static void *publisher(void *arg) {
 
 void fx_aof_restart(const driver *dr) {
     static const char *const aof[] = {"--appendonly", "yes", "--appendfsync", "always", NULL};
-    aof_run u = {.dr = dr, .total = fx_long_profile() ? 20000 : 5000};
+    static aof_run u;
+    memset(&u, 0, sizeof(u));
+    u.dr = dr;
+    fx_acks_init(&u.acks, fx_long_profile() ? 20000 : 5000, 'a');
     const int restarts = fx_long_profile() ? 4 : 2;
-    u.acked = calloc(u.total, 1);
-    u.seen = calloc(u.total, sizeof(*u.seen));
     fx_redis r;
     fx_redis_start(&r, aof);
     char ns[64];
@@ -69,12 +64,7 @@ void fx_aof_restart(const driver *dr) {
     fx_settings(&s, r.url, ns);
     s.log_user = "aof";
     eddy_subscription_spec sp;
-    eddy_subscription_spec_init(&sp);
-    sp.name = "consume";
-    sp.pattern = SUBJECT;
-    sp.shape = EDDY_COMPETING;
-    sp.group = GROUP;
-    sp.delivery = EDDY_AT_LEAST_ONCE;
+    fx_competing(&sp, "consume", SUBJECT, GROUP, EDDY_AT_LEAST_ONCE);
     sp.handler = consume;
     sp.user = &u;
     eddy_error err = {0};
@@ -85,7 +75,7 @@ void fx_aof_restart(const driver *dr) {
     pthread_t t;
     pthread_create(&t, NULL, publisher, &u);
     for (int k = 0; k < restarts; k++) {
-        size_t at = u.total * (size_t)(k + 1) / (size_t)(restarts + 2);
+        size_t at = u.acks.n * (size_t)(k + 1) / (size_t)(restarts + 2);
         while (atomic_load(&u.published) < at && !atomic_load(&u.done))
             fx_sleep_ms(5);
         fx_redis_kill(&r);
@@ -95,34 +85,18 @@ void fx_aof_restart(const driver *dr) {
     pthread_join(t, NULL);
 
     /* Every acknowledged publish must be consumed; nothing may stay pending. */
-    long long deadline = fx_now_ms() + 60000;
-    size_t lost = 0, dup = 0, failed_but_stored = 0;
-    long long pending = -1;
-    for (;;) {
-        lost = dup = failed_but_stored = 0;
-        for (size_t i = 0; i < u.total; i++) {
-            unsigned n = atomic_load(&u.seen[i]);
-            lost += u.acked[i] && n == 0;
-            dup += n > 1 ? n - 1 : 0;
-            failed_but_stored += !u.acked[i] && n > 0;
-        }
-        pending = fx_pending(&r, ns, SUBJECT, GROUP);
-        if ((lost == 0 && pending == 0) || fx_now_ms() > deadline)
-            break;
-        fx_sleep_ms(100);
-    }
+    fx_acks_outcome o;
+    fx_acks_settle(&u.acks, &r, ns, SUBJECT, GROUP, 60000, &o);
     dr->stop(u.bus);
     dr->free(u.bus);
-    size_t acked = atomic_load(&u.published);
     printf("FIG aof_restart frontend=%s lost=%zu/%zu dup=%zu pending=%lld restarts=%d "
            "failed=%zu failed_but_stored=%zu appendfsync=always\n",
-           dr->name, lost, acked, dup, pending, restarts, atomic_load(&u.failed),
-           failed_but_stored);
-    FX_CHECK(lost == 0, "aof_restart: %zu acknowledged publishes never consumed", lost);
-    FX_CHECK(pending == 0, "aof_restart: %lld entries still pending", pending);
-    FX_CHECK(acked > u.total / 2, "aof_restart: only %zu of %zu publishes succeeded", acked,
-             u.total);
-    free(u.acked);
-    free(u.seen);
+           dr->name, o.lost, o.acked, o.dup, o.pending, restarts, atomic_load(&u.failed),
+           o.failed_but_stored);
+    FX_CHECK(o.lost == 0, "aof_restart: %zu acknowledged publishes never consumed", o.lost);
+    FX_CHECK(o.pending == 0, "aof_restart: %lld entries still pending", o.pending);
+    FX_CHECK(o.acked > u.acks.n / 2, "aof_restart: only %zu of %zu publishes succeeded", o.acked,
+             u.acks.n);
+    fx_acks_free(&u.acks);
     fx_redis_stop(&r);
 }

@@ -18,15 +18,12 @@
 #define OUTAGE_MS 4000
 
 typedef struct auth_run {
-    _Atomic unsigned seen[MESSAGES];
+    fx_acks acks;
     atomic_int auth_failed, reconnected;
 } auth_run;
 
 static eddy_status consume(eddy_delivery *d, void *user) {
-    auth_run *u = user;
-    unsigned long i = strtoul(eddy_event_id(eddy_delivery_event(d)) + 1, NULL, 10);
-    if (i < MESSAGES)
-        atomic_fetch_add(&u->seen[i], 1);
+    fx_acks_consumed(&((auth_run *)user)->acks, eddy_event_id(eddy_delivery_event(d)));
     return EDDY_OK;
 }
 
@@ -45,6 +42,7 @@ void fx_auth_changed(const driver *dr) {
     static const char *const pass[] = {"--requirepass", "first-pw", NULL};
     static auth_run u;
     memset(&u, 0, sizeof(u));
+    fx_acks_init(&u.acks, MESSAGES, 'a');
     fx_redis r;
     fx_redis_start(&r, pass);
     r.password = "first-pw";
@@ -59,12 +57,7 @@ void fx_auth_changed(const driver *dr) {
     s.on_connection_user = &u;
 #endif
     eddy_subscription_spec sp;
-    eddy_subscription_spec_init(&sp);
-    sp.name = "consume";
-    sp.pattern = SUBJECT;
-    sp.shape = EDDY_COMPETING;
-    sp.group = "auth";
-    sp.delivery = EDDY_AT_LEAST_ONCE;
+    fx_competing(&sp, "consume", SUBJECT, "auth", EDDY_AT_LEAST_ONCE);
     sp.handler = consume;
     sp.user = &u;
     tbus *bus = NULL;
@@ -91,40 +84,32 @@ void fx_auth_changed(const driver *dr) {
     r.password = "first-pw";
 
     /* Back: what is published now is consumed. */
-    size_t published = 0;
     long long deadline = fx_now_ms() + 30000;
     for (unsigned long i = 0; i < MESSAGES && fx_now_ms() < deadline;) {
         eddy_event *ev = fx_event('a', i, "faults.auth", "x");
         eddy_status st = dr->publish(bus, SUBJECT, ev, &err);
         eddy_event_free(ev);
         if (st == EDDY_OK) {
-            published++;
-            i++;
+            u.acks.acked[i++] = 1;
         } else {
             fx_sleep_ms(50); /* not reconnected yet */
         }
     }
-    size_t lost = MESSAGES;
-    while (fx_now_ms() < deadline) {
-        lost = 0;
-        for (size_t i = 0; i < MESSAGES; i++)
-            lost += atomic_load(&u.seen[i]) == 0;
-        if (lost == 0)
-            break;
-        fx_sleep_ms(50);
-    }
+    fx_acks_outcome o;
+    fx_acks_settle(&u.acks, &r, ns, SUBJECT, "auth", deadline - fx_now_ms(), &o);
     dr->stop(bus);
     dr->free(bus);
-    printf("FIG auth_changed frontend=%s lost=%zu/%d dup=0 auth_failed_states=%d log_lines=%ld "
+    printf("FIG auth_changed frontend=%s lost=%zu/%zu dup=0 auth_failed_states=%d log_lines=%ld "
            "outage_ms=%d reconnected=%s\n",
-           dr->name, lost, MESSAGES, atomic_load(&u.auth_failed), lines, OUTAGE_MS,
+           dr->name, o.lost, o.acked, atomic_load(&u.auth_failed), lines, OUTAGE_MS,
            atomic_load(&u.reconnected) > connected_before ? "yes" : "no");
-    FX_CHECK(lost == 0 && published == MESSAGES, "auth_changed: %zu lost, %zu published", lost,
-             published);
+    FX_CHECK(o.lost == 0 && o.acked == MESSAGES, "auth_changed: %zu lost, %zu published", o.lost,
+             o.acked);
     FX_CHECK(atomic_load(&u.auth_failed) == 1, "auth_changed: %d authentication-failure states",
              atomic_load(&u.auth_failed));
     FX_CHECK(lines <= 4, "auth_changed: %ld log lines during the outage (one per retry?)", lines);
     FX_CHECK(atomic_load(&u.reconnected) > connected_before,
              "auth_changed: no reconnected state after the password was set back");
+    fx_acks_free(&u.acks);
     fx_redis_stop(&r);
 }

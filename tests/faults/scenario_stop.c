@@ -28,8 +28,7 @@ typedef struct stop_run {
     tbus *bus;
     atomic_bool stop;
     atomic_llong resumed_at; /* eddy_now_ms of SIGCONT, 0 before */
-    unsigned char *acked;
-    _Atomic unsigned *seen;
+    fx_acks acks;
     atomic_ulong published, publish_failed;
     atomic_llong publish_worst_ms, publish_late_ms;
     atomic_ulong requests, answered, no_reply, other;
@@ -44,11 +43,7 @@ static void raise_max(atomic_llong *v, long long x) {
 }
 
 static eddy_status consume(eddy_delivery *d, void *user) {
-    stop_run *u = user;
-    const char *id = eddy_event_id(eddy_delivery_event(d));
-    unsigned long i = strtoul(id + 1, NULL, 10);
-    if (id[0] == 'p' && i < MAX_PUBLISHES)
-        atomic_fetch_add(&u->seen[i], 1);
+    fx_acks_consumed(&((stop_run *)user)->acks, eddy_event_id(eddy_delivery_event(d)));
     return EDDY_OK;
 }
 
@@ -70,7 +65,7 @@ static void *publisher(void *arg) {
         raise_max(&u->publish_worst_ms, t1 - t0);
         raise_max(&u->publish_late_ms, t1 - (t0 + COMMAND_MS));
         if (st == EDDY_OK) {
-            u->acked[i] = 1;
+            u->acks.acked[i] = 1;
             atomic_fetch_add(&u->published, 1);
             long long resumed = atomic_load(&u->resumed_at);
             if (resumed && t0 > resumed)
@@ -115,8 +110,7 @@ void fx_redis_stopped(const driver *dr) {
     static stop_run u;
     memset(&u, 0, sizeof(u));
     u.dr = dr;
-    u.acked = calloc(MAX_PUBLISHES, 1);
-    u.seen = calloc(MAX_PUBLISHES, sizeof(*u.seen));
+    fx_acks_init(&u.acks, MAX_PUBLISHES, 'p');
     atomic_store(&u.publish_late_ms, -1000000);
     atomic_store(&u.request_late_ms, -1000000);
     fx_redis r;
@@ -130,19 +124,10 @@ void fx_redis_stopped(const driver *dr) {
     s.command_timeout_ms = COMMAND_MS;
 #endif
     eddy_subscription_spec sp[2];
-    eddy_subscription_spec_init(&sp[0]);
-    sp[0].name = "consume";
-    sp[0].pattern = SUBJECT;
-    sp[0].shape = EDDY_COMPETING;
-    sp[0].group = "stop-consume";
-    sp[0].delivery = EDDY_AT_LEAST_ONCE;
+    fx_competing(&sp[0], "consume", SUBJECT, "stop-consume", EDDY_AT_LEAST_ONCE);
     sp[0].handler = consume;
     sp[0].user = &u;
-    eddy_subscription_spec_init(&sp[1]);
-    sp[1].name = "respond";
-    sp[1].pattern = ASK;
-    sp[1].shape = EDDY_COMPETING;
-    sp[1].group = "stop-respond";
+    fx_competing(&sp[1], "respond", ASK, "stop-respond", EDDY_AT_MOST_ONCE);
     sp[1].responder = answer;
     eddy_error err = {0};
     if (dr->bus_new(&s, sp, 2, &u.bus, &err) != EDDY_OK || dr->start(u.bus, &err) != EDDY_OK) {
@@ -164,21 +149,8 @@ void fx_redis_stopped(const driver *dr) {
     for (int i = 0; i < 2; i++)
         pthread_join(rt[i], NULL);
 
-    long long deadline = fx_now_ms() + 30000, pending = -1;
-    size_t lost = 0, dup = 0, failed_but_stored = 0;
-    for (;;) {
-        lost = dup = failed_but_stored = 0;
-        for (size_t i = 0; i < MAX_PUBLISHES; i++) {
-            unsigned n = atomic_load(&u.seen[i]);
-            lost += u.acked[i] && n == 0;
-            dup += n > 1 ? n - 1 : 0;
-            failed_but_stored += !u.acked[i] && n > 0;
-        }
-        pending = fx_pending(&r, ns, SUBJECT, "stop-consume");
-        if ((lost == 0 && pending == 0) || fx_now_ms() > deadline)
-            break;
-        fx_sleep_ms(100);
-    }
+    fx_acks_outcome o;
+    fx_acks_settle(&u.acks, &r, ns, SUBJECT, "stop-consume", 30000, &o);
     dr->stop(u.bus);
     dr->free(u.bus);
 #ifdef EDDY_HAVE_COMMAND_TIMEOUT
@@ -190,14 +162,14 @@ void fx_redis_stopped(const driver *dr) {
            "publish_failed=%lu failed_but_stored=%zu publish_worst_ms=%lld "
            "publish_late_ms=%lld%s requests=%lu answered=%lu no_reply=%lu other=%lu "
            "request_late_ms=%lld resumed=%s\n",
-           dr->name, lost, atomic_load(&u.published), dup, pending, STOP_MS,
-           atomic_load(&u.publish_failed), failed_but_stored, atomic_load(&u.publish_worst_ms),
-           atomic_load(&u.publish_late_ms), publish_deadline ? "" : "(no command_timeout_ms)",
-           atomic_load(&u.requests), atomic_load(&u.answered), atomic_load(&u.no_reply),
-           atomic_load(&u.other), atomic_load(&u.request_late_ms),
+           dr->name, o.lost, o.acked, o.dup, o.pending, STOP_MS, atomic_load(&u.publish_failed),
+           o.failed_but_stored, atomic_load(&u.publish_worst_ms), atomic_load(&u.publish_late_ms),
+           publish_deadline ? "" : "(no command_timeout_ms)", atomic_load(&u.requests),
+           atomic_load(&u.answered), atomic_load(&u.no_reply), atomic_load(&u.other),
+           atomic_load(&u.request_late_ms),
            atomic_load(&u.published_after) && atomic_load(&u.answered_after) ? "yes" : "no");
-    FX_CHECK(lost == 0, "redis_stopped: %zu acknowledged publishes never consumed", lost);
-    FX_CHECK(pending == 0, "redis_stopped: %lld entries still pending", pending);
+    FX_CHECK(o.lost == 0, "redis_stopped: %zu acknowledged publishes never consumed", o.lost);
+    FX_CHECK(o.pending == 0, "redis_stopped: %lld entries still pending", o.pending);
     FX_CHECK(atomic_load(&u.request_late_ms) <= LATE_MS,
              "redis_stopped: a request returned %lld ms after its deadline",
              atomic_load(&u.request_late_ms));
@@ -206,7 +178,6 @@ void fx_redis_stopped(const driver *dr) {
              atomic_load(&u.publish_late_ms));
     FX_CHECK(atomic_load(&u.published_after) && atomic_load(&u.answered_after),
              "redis_stopped: publishes or requests did not resume after SIGCONT");
-    free(u.acked);
-    free(u.seen);
+    fx_acks_free(&u.acks);
     fx_redis_stop(&r);
 }

@@ -88,20 +88,21 @@ static eddy_status f_apply(void *event, const eddy_event_meta *meta, eddy_error 
     return EDDY_OK;
 }
 
-static eddy_status f_started(eddy_error *err, void *user) {
-    (void)err, (void)user;
+static eddy_status set_replaying(bool replaying) {
     pthread_mutex_lock(&m.lock);
-    m.replaying = true;
+    m.replaying = replaying;
     pthread_mutex_unlock(&m.lock);
     return EDDY_OK;
 }
 
+static eddy_status f_started(eddy_error *err, void *user) {
+    (void)err, (void)user;
+    return set_replaying(true);
+}
+
 static eddy_status f_completed(eddy_error *err, void *user) {
     (void)err, (void)user;
-    pthread_mutex_lock(&m.lock);
-    m.replaying = false;
-    pthread_mutex_unlock(&m.lock);
-    return EDDY_OK;
+    return set_replaying(false);
 }
 
 static int dump(const char *path, const eddy_feed_info *info) {
@@ -133,12 +134,7 @@ static void config(eddy_feed_config *cfg, long dedup) {
 }
 
 static void spec(eddy_subscription_spec *sp, char **a, eddy_handler_fn handler, void *feed) {
-    eddy_subscription_spec_init(sp);
-    sp->name = "feed";
-    sp->pattern = a[3];
-    sp->shape = EDDY_COMPETING;
-    sp->group = a[4];
-    sp->delivery = EDDY_AT_LEAST_ONCE;
+    fx_competing(sp, "feed", a[3], a[4], EDDY_AT_LEAST_ONCE);
     sp->handler = handler;
     sp->user = feed;
 }
