@@ -33,6 +33,7 @@ static const scenario scenarios[] = {
     {"feed_killed",      fx_feed_killed,      3, "exact replay dedup (issue 10 item 9, h-feed)"},
     {"redis_stopped",    fx_redis_stopped,    1, "blocking deadlines (issue 10 item 3, h-link)"},
     {"auth_changed",     fx_auth_changed,     3, "connection state (issue 10 item 5, h-state)"},
+    {"tls_restart",      fx_tls_restart,      3, "rediss:// (issue 10 item 2, h-link)"},
 };
 // clang-format on
 

@@ -40,6 +40,8 @@ typedef struct fx_redis {
     const char *password;  /* fx_cmd authenticates with it when set */
 } fx_redis;
 
+/* A free TCP port on 127.0.0.1 (bound and released). */
+int fx_free_port(void);
 /* Starts redis-server on a free loopback port with its data in a fresh directory; extra
  * arguments (NULL-terminated, may be NULL) are kept for restarts. Exits the suite on failure. */
 void fx_redis_start(fx_redis *r, const char *const *extra);

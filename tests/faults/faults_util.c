@@ -62,7 +62,7 @@ void fx_scratch(char *buf, size_t size, const char *name) {
 
 /* ---- redis-server -------------------------------------------------------------------------- */
 
-static int free_port(void) {
+int fx_free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {0};
     a.sin_family = AF_INET;
@@ -143,7 +143,7 @@ void fx_redis_start(fx_redis *r, const char *const *extra) {
     for (int i = 0; extra && extra[i] && i < 15; i++)
         r->extra[i] = extra[i];
     for (int attempt = 0; attempt < 20; attempt++) {
-        r->port = free_port();
+        r->port = fx_free_port();
         char name[32];
         snprintf(name, sizeof(name), "redis-%d", r->port);
         fx_scratch(r->dir, sizeof(r->dir), name);
