@@ -16,20 +16,6 @@
 #define SUBJECT "faults.kill"
 #define GROUP "kill"
 
-static size_t handled_lines(char files[][224], int nfiles) {
-    size_t n = 0;
-    for (int i = 0; i < nfiles; i++) {
-        FILE *f = fopen(files[i], "r");
-        if (!f)
-            continue;
-        int c;
-        while ((c = getc(f)) != EOF)
-            n += c == '\n';
-        fclose(f);
-    }
-    return n;
-}
-
 static void start_consumer(fx_worker *w, const driver *dr, const fx_redis *r, const char *ns,
                            const char *file) {
     const char *argv[] = {"consume", dr->name, r->url, ns, SUBJECT, GROUP, file, "200", NULL};
@@ -44,12 +30,44 @@ typedef struct run {
     fx_redis r;
     char ns[64], dir[160];
     char files[CONSUMERS + 16][224];
+    long offset[CONSUMERS + 16]; /* how much of each file handled_lines has read */
+    size_t lines;                /* lines read so far, in all files */
     int nfiles;
     fx_worker w[CONSUMERS];
     size_t total;
     int kills, killed;
     long long held_at_kills;
 } run;
+
+/* Messages handled so far (duplicates included): the lines in the consumers' files, read
+ * from where the last call stopped. */
+static size_t handled_lines(run *u) {
+    for (int i = 0; i < u->nfiles; i++) {
+        FILE *f = fopen(u->files[i], "r");
+        if (!f)
+            continue;
+        fseek(f, u->offset[i], SEEK_SET);
+        char buf[8192];
+        size_t got;
+        while ((got = fread(buf, 1, sizeof(buf), f)) > 0) {
+            /* Count only whole lines: a partial one is read again next time. */
+            size_t whole = 0;
+            for (size_t j = 0; j < got; j++)
+                if (buf[j] == '\n') {
+                    u->lines++;
+                    whole = j + 1;
+                }
+            u->offset[i] += (long)whole;
+            if (whole < got) {
+                fseek(f, u->offset[i], SEEK_SET);
+                if (whole == 0)
+                    break;
+            }
+        }
+        fclose(f);
+    }
+    return u->lines;
+}
 
 static void add_consumer(run *u, int k) {
     snprintf(u->files[u->nfiles], sizeof(u->files[0]), "%s/c%d.log", u->dir, u->nfiles);
@@ -60,7 +78,7 @@ static void add_consumer(run *u, int k) {
 static void maybe_kill(run *u) {
     if (u->killed >= u->kills)
         return;
-    size_t handled = handled_lines(u->files, u->nfiles);
+    size_t handled = handled_lines(u);
     if (handled < u->total * (size_t)(u->killed + 1) / (size_t)(u->kills + 1))
         return;
     int k = u->killed % CONSUMERS;
@@ -117,7 +135,7 @@ void fx_kill_consumers(const driver *dr) {
         if (st != EDDY_OK)
             break;
         i += n;
-        while (handled_lines(u.files, u.nfiles) + AHEAD < i && fx_now_ms() < deadline) {
+        while (handled_lines(&u) + AHEAD < i && fx_now_ms() < deadline) {
             maybe_kill(&u);
             fx_sleep_ms(10);
         }
@@ -127,7 +145,7 @@ void fx_kill_consumers(const driver *dr) {
         fx_sleep_ms(10);
     }
     FX_CHECK(u.killed == u.kills, "kill_consumers: only %d kills (handled %zu of %zu)", u.killed,
-             handled_lines(u.files, u.nfiles), u.total);
+             handled_lines(&u), u.total);
 
     /* Wait until every message was handled and nothing is pending. */
     fx_tally t;
