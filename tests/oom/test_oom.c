@@ -36,7 +36,8 @@
  * The blocking scenarios (f) and (i) run a reader thread per subscription and worker threads, so
  * their allocation order is not deterministic and a run is not repeatable: what each run must
  * show is only no crash, no hang, no leak, statuses in range and completions at most once; what
- * was asked for must all happen only in the run with no failure injected. They also take tens of
+ * was asked for must all happen only in a last run with no failure injected and generous waits
+ * (the patient run, below: a loaded machine must not fail it). They also take tens of
  * milliseconds a run (threads start and stop), so they sweep N with a stride once past the
  * construction paths (sweep_strided), to keep test_oom within about a minute under ASan. */
 #include <criterion/criterion.h>
