@@ -115,6 +115,10 @@ struct eddy__feed {
     bool unreadable;                /* filter needs data and there is no reader */
     size_t max_held, page_size;
     eddy__logger log;
+    /* Duplicates: every stored event at or below replayed_to was examined by a replay whose
+     * work stands, which settles any live copy carrying its position, exactly and at no cost
+     * per event; the id sets (dedup_cache_size each) are for copies that carry none. */
+    long long replayed_to;
     eddy__dedup *replayed, *applied;
 
     bool live, stopped, failed, failing, closed;
@@ -421,8 +425,17 @@ static eddy__feed_entry *entry_new(const char *id, const eddy_event_meta *meta, 
     return e;
 }
 
-static bool is_duplicate(eddy__feed *f, const char *id) {
-    return eddy__dedup_contains(f->replayed, id) || eddy__dedup_contains(f->applied, id);
+/* An applied event, or one the replay examined (lock held). */
+static bool is_duplicate(const eddy__feed *f, const eddy__feed_entry *e) {
+    if (e->has_meta && e->meta.position > 0 && e->meta.position <= f->replayed_to)
+        return true;
+    return eddy__dedup_contains(f->replayed, e->id) || eddy__dedup_contains(f->applied, e->id);
+}
+
+/* The replay's work no longer stands (a new replay starts, or the projection discards it). */
+static void forget_replay(eddy__feed *f) {
+    eddy__dedup_clear(f->replayed);
+    f->replayed_to = 0;
 }
 
 static void remember_applied(eddy__feed *f, eddy__dedup *d, const char *id) {
@@ -465,7 +478,7 @@ static eddy_status decide(eddy__feed *f, eddy__feed_entry *e, eddy__accept_flags
         if (f->mode == EDDY__FEED_BLOCKING || !f->failing || !flags.from_callback || flags.defer)
             return refuse_failed(f, err, "refuses every event");
     } else if (f->live && !catch_up_asked(f)) {
-        if (is_duplicate(f, e->id)) {
+        if (is_duplicate(f, e)) {
             f->n_duplicates++;
             *kind = EDDY__ACCEPT_DUPLICATE;
             return EDDY_OK;
@@ -831,7 +844,7 @@ static bool next_held(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
         if (!f->held)
             f->held_tail = NULL;
         f->nheld--;
-        if (is_duplicate(f, e->id)) {
+        if (is_duplicate(f, e)) {
             f->n_duplicates++;
             answer(f, e, EDDY_OK, NULL, out);
             continue;
@@ -993,7 +1006,7 @@ static bool advance(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
             step->kind = EDDY__STEP_WAIT;
             return true;
         }
-        eddy__dedup_clear(f->replayed);
+        forget_replay(f);
         f->position = f->head = 0;
         run->phase = P_STARTED;
         return false;
@@ -1069,7 +1082,7 @@ static bool advance(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
     case P_ABANDON:
         /* Forgotten before the projection discards the replay's work, so a live copy of a
          * replayed event is applied rather than dropped. */
-        eddy__dedup_clear(f->replayed);
+        forget_replay(f);
         step->kind = run->expect = EDDY__STEP_ABANDONED;
         return true;
 
@@ -1396,7 +1409,9 @@ void eddy__feed_page_done(eddy__feed *f, eddy__feed_run *run, eddy_status st,
             /* Nothing left to examine before the head (entries were removed): the end. */
             run->position = run->head;
         } else {
-            run->position = next_position;
+            /* The page examined every stored event up to next_position (a page is read whole
+             * or the run ends, which forgets it). */
+            run->position = f->replayed_to = next_position;
             if (next_position > f->position)
                 f->position = next_position;
         }

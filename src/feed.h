@@ -6,10 +6,14 @@
  *
  * Three kinds of calls:
  *
- * 1. Live events. eddy__feed_accept answers at once with REFUSED (err says why), DUPLICATE (an
- *    applied id: answer EDDY_OK without applying), APPLY (apply it now on this thread, then
- *    report with eddy__feed_live_done) or HELD: the feed keeps the entry, and the waiter given
- *    is completed later through an out list (below) with the final status.
+ * 1. Live events. eddy__feed_accept answers at once with REFUSED (err says why), DUPLICATE
+ *    (applied already: answer EDDY_OK without applying), APPLY (apply it now on this thread,
+ *    then report with eddy__feed_live_done) or HELD: the feed keeps the entry, and the waiter
+ *    given is completed later through an out list (below) with the final status. Duplicates,
+ *    here and when held events are applied: an event whose metadata carries a store position at
+ *    or below the position the standing replay reached is one, exactly, whatever the backlog;
+ *    one without a position (or above it) is one when its id is among the last
+ *    dedup_cache_size ids replayed or the last dedup_cache_size applied live.
  *
  * 2. Runs. A catch-up, a go-live and (reactive) a failure are runs: eddy__feed_catch_up /
  *    eddy__feed_go_live hand the caller a run to drive, and the front end loops
@@ -111,7 +115,7 @@ void eddy__feed_out_run(eddy__feed_out *o, eddy__feed_complete_fn complete, void
 
 typedef enum eddy__accept_kind {
     EDDY__ACCEPT_REFUSED,   /* not taken: the returned status and err say why */
-    EDDY__ACCEPT_DUPLICATE, /* its id was applied already: EDDY_OK without applying */
+    EDDY__ACCEPT_DUPLICATE, /* applied already (see 1. above): EDDY_OK without applying */
     EDDY__ACCEPT_APPLY,     /* apply it now, then eddy__feed_live_done(entry) */
     EDDY__ACCEPT_HELD,      /* held: the waiter is completed later */
     EDDY__ACCEPT_DEFERRED   /* flags.defer and the feed is not live: not taken, EDDY_OK */

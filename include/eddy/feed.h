@@ -37,6 +37,23 @@
  *   example after a stop or a failure); an accept that would have to wait is refused with
  *   EDDY_ERR_ILLEGAL_STATE, since nothing could apply it while the caller waits.
  *
+ * Duplicates: a live event is dropped without being applied (its caller gets EDDY_OK, so the
+ * message is acknowledged) when it was applied already:
+ * - When its metadata carries a store position (position >= 1, as eddy_delivery_stored_meta
+ *   gives it for an event a store append published) at or below the position the replay
+ *   reached: exactly, however many events were held or redelivered. The replay meant is the
+ *   last one that completed, as long as no other has started since; one that is stopped,
+ *   cancelled or fails counts for nothing (the projection discarded its work), and a catch-up
+ *   the marker skips or a go-live replays nothing. That replay examined every stored event up
+ *   to its position and applied each one, unless the filter or decode skipped it, in which case
+ *   the live copy is not applied either.
+ * - Otherwise (fed without metadata, position 0, or a position above the replay's), by its id
+ *   (event_id): when the id is among the last dedup_cache_size ids the replay applied or the
+ *   last dedup_cache_size ids applied live. An older one is applied again, so a projection fed
+ *   events without positions must tolerate a repeat beyond that window.
+ * The position must be the event's position in the store this feed replays; a caller feeding
+ * metadata from elsewhere sets position to 0.
+ *
  * Error detail: where Java chains a cause to an IllegalStateException, the detail of the
  * eddy_error names the cause's status and detail ("...; cause: EDDY_ERR_IO: ..."), and
  * eddy_feed_failure gives the recorded failure itself.
@@ -102,9 +119,9 @@ typedef eddy_status (*eddy_feed_decode_fn)(const eddy_event *stored, const eddy_
                                            void **event, eddy_error *err, void *user);
 /** Releases an event decode made. */
 typedef void (*eddy_feed_free_fn)(void *event, void *user);
-/** The event's id, used to drop the live copy of an event the replay (or an earlier live
- * delivery) already applied. NULL or "" is refused. Ownership: borrowed from the event. Must not
- * call the feed. */
+/** The event's id, used to drop the live copy of an event already applied when that copy
+ * carries no store position (see "Duplicates" above). NULL or "" is refused. Ownership: borrowed
+ * from the event. Must not call the feed. */
 typedef const char *(*eddy_feed_event_id_fn)(const void *event, void *user);
 
 typedef struct eddy_feed_config {
@@ -124,8 +141,10 @@ typedef struct eddy_feed_config {
      * (eddy_filter_match): a filter with a data condition and no reader fails the catch-up
      * with EDDY_ERR_UNREADABLE_FILTER. Copied (eddy_filter_dup). */
     const eddy_filter *filter;
-    /** Options. Ids of recently applied events kept to drop duplicates. Default 10000; zero or
-     * less is refused (EDDY_ERR_INVALID_SPEC). */
+    /** Options. How many ids of replayed events, and how many of live events applied, the
+     * feed keeps to drop live copies that carry no store position or one above the replay's
+     * (see "Duplicates" above); the others need none. Default 10000; zero or less is refused
+     * (EDDY_ERR_INVALID_SPEC). */
     long dedup_cache_size;
     /** Most live events held before the feed is live; later ones are refused with
      * EDDY_ERR_ILLEGAL_STATE. Default 100000; zero or less is refused. */
@@ -264,7 +283,7 @@ typedef struct eddy_feed_info {
     size_t held;            /**< live events waiting for the feed to go live */
     uint64_t replayed;      /**< events applied by replays */
     uint64_t applied;       /**< live events applied */
-    uint64_t duplicates;    /**< live events dropped: their id was already applied */
+    uint64_t duplicates;    /**< live events dropped as already applied (see "Duplicates") */
     uint64_t refused;       /**< live events refused */
     uint64_t apply_failed;  /**< live events whose apply failed */
     long long position;     /**< the last position the running (or last) replay reached */

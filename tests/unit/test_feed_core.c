@@ -47,8 +47,8 @@ typedef struct tacc {
     eddy_error err;
 } tacc;
 
-#define MAX_EV 128
-#define MAX_APPLIED 512
+#define MAX_EV 1024
+#define MAX_APPLIED 2048
 #define MAX_LOG 16
 
 typedef void (*hook_fn)(const char *id);
@@ -420,7 +420,8 @@ typedef struct aopts {
     bool not_from_callback;
     bool waits;
     bool nowaiter;
-    bool hold_apply; /* APPLY: leave it in flight (h_live_done later) */
+    bool hold_apply;    /* APPLY: leave it in flight (h_live_done later) */
+    long long position; /* with meta: the event's store position (0: none) */
 } aopts;
 
 static eddy_status h_accept(tacc *a, const char *id, aopts o) {
@@ -429,7 +430,7 @@ static eddy_status h_accept(tacc *a, const char *id, aopts o) {
     snprintf(a->sid, sizeof(a->sid), "stream-of-%s", id);
     a->meta.stream_id = a->sid;
     a->meta.version = 7;
-    a->meta.position = 0;
+    a->meta.position = o.position;
     eddy__accept_flags fl = {(o.from_callback || H.depth > 0) && !o.not_from_callback, o.waits,
                              false};
     eddy__feed_out out;
@@ -440,7 +441,7 @@ static eddy_status h_accept(tacc *a, const char *id, aopts o) {
     snprintf(a->sid, sizeof(a->sid), "scribbled");
     flush(&out);
     if (a->kind == EDDY__ACCEPT_APPLY && !o.hold_apply) {
-        eddy_event_meta m = {"live-stream", 7, 0};
+        eddy_event_meta m = {"live-stream", 7, o.position};
         eddy_status st = h_apply(&a->ev, o.meta ? &m : NULL);
         eddy__feed_out_init(&out);
         a->st = eddy__feed_live_done(H.f, a->entry, st, NULL, &out, &a->err);
@@ -708,6 +709,77 @@ Test(feed_core, a_full_dedup_cache_forgets_the_oldest_ids) {
     cr_expect_eq(a.kind, EDDY__ACCEPT_APPLY, "e1 was evicted by e2 and e3");
     h_accept(&b, "e3", (aopts){0});
     cr_expect_eq(b.kind, EDDY__ACCEPT_DUPLICATE);
+}
+
+/* A dead listener's pending entries, redelivered while the next one replays: a live copy of
+ * every stored event, each with its store position, held far beyond what the id cache keeps. */
+#define BACKLOG 1000
+#define FRESH 10
+
+Test(feed_core, a_held_backlog_far_larger_than_the_dedup_cache_is_dropped_by_position) {
+    h_new((hopts){.dedup = 8, .page = 64});
+    h_store(BACKLOG);
+    static tacc backlog[BACKLOG], fresh[FRESH];
+    for (int i = 0; i < BACKLOG; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "e%d", i + 1);
+        h_accept(&backlog[i], id, (aopts){.meta = true, .position = i + 1});
+        cr_assert_eq(backlog[i].kind, EDDY__ACCEPT_HELD);
+    }
+    /* Stored after the replay read where the history ends: only the live copy brings them. */
+    for (int i = 0; i < FRESH; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "n%d", i + 1);
+        h_accept(&fresh[i], id, (aopts){.meta = true, .position = BACKLOG + 1 + i});
+    }
+    trun r;
+    cr_expect_eq(catch_up(&r), EDDY_OK);
+    cr_expect_eq(H.napplied, BACKLOG + FRESH, "%d events applied twice",
+                 H.napplied - (BACKLOG + FRESH));
+    for (int i = 0; i < H.napplied && i < BACKLOG + FRESH; i++) {
+        char want[16];
+        if (i < BACKLOG)
+            snprintf(want, sizeof(want), "e%d", i + 1);
+        else
+            snprintf(want, sizeof(want), "n%d", i - BACKLOG + 1);
+        cr_assert_str_eq(H.applied[i], want, "apply %d", i);
+    }
+    for (int i = 0; i < BACKLOG; i++) {
+        cr_assert_eq(backlog[i].w.done, 1, "e%d answered once", i + 1);
+        cr_assert_eq(backlog[i].w.st, EDDY_OK, "e%d: applied by the replay, acknowledge it", i + 1);
+    }
+    for (int i = 0; i < FRESH; i++)
+        cr_expect_eq(fresh[i].w.st, EDDY_OK);
+    cr_expect_eq(info().duplicates, BACKLOG);
+    /* Live: a redelivery at or below the replay's position is still dropped, however old. */
+    tacc late;
+    h_accept(&late, "e1", (aopts){.meta = true, .position = 1});
+    cr_expect_eq(late.kind, EDDY__ACCEPT_DUPLICATE);
+    /* Without a position only the id cache can tell: it keeps the last 8 replayed ids. */
+    h_accept(&late, "e1000", (aopts){0});
+    cr_expect_eq(late.kind, EDDY__ACCEPT_DUPLICATE, "still in the id cache");
+    h_accept(&late, "e1", (aopts){0});
+    cr_expect_eq(late.kind, EDDY__ACCEPT_APPLY, "forgotten by the id cache: applied again");
+}
+
+static void stop_at_e3(const char *id) {
+    if (strcmp(id, "e3") == 0)
+        h_stop();
+}
+
+Test(feed_core, a_stopped_replay_drops_no_live_copy_by_position) {
+    h_new((hopts){0});
+    h_store(4);
+    trun r;
+    go_live(&r);
+    H.on_apply = stop_at_e3; /* the first page (e1, e2) was read whole */
+    cr_expect_eq(catch_up(&r), EDDY_OK);
+    cr_expect_str_eq(applied(), "e1,e2,e3");
+    cr_expect_eq(H.abandoned, 1);
+    H.on_apply = NULL;
+    tacc a;
+    h_accept(&a, "e2", (aopts){.meta = true, .position = 2});
+    cr_expect_eq(a.kind, EDDY__ACCEPT_APPLY, "the view discarded the stopped replay's work");
 }
 
 Test(feed_core, the_same_event_applied_by_two_callers_at_once_is_refused_to_the_second) {
