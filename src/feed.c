@@ -94,6 +94,7 @@ struct eddy__feed_run {
     eddy_error result_err;
     long long head, position;
     unsigned delete_failures;
+    long long retry_at; /* when the next marker deletion may be tried (0: not decided) */
     eddy__feed_entry *cur;
     void *replay_event;
     long long replay_pos;
@@ -953,8 +954,9 @@ static bool done_unqueued(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *s
     return true;
 }
 
-/* One transition; true when step holds something for the front end. */
-static bool advance(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
+/* One transition at time now (the caller's clock); true when step holds something for the
+ * front end. */
+static bool advance(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
                     eddy__feed_out *out) {
     switch (run->phase) {
     case P_TURN:
@@ -1114,9 +1116,11 @@ static bool advance(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
         }
 
     case P_FAIL_DELETE:
+        /* Each retry waits from the moment the failed attempt was reported. */
+        if (run->delete_failures && !run->retry_at)
+            run->retry_at = now + ((long long)EDDY__FEED_RETRY_MS << (run->delete_failures - 1));
         step->kind = run->expect = EDDY__STEP_DELETE_MARKER;
-        step->delay_ms =
-            run->delete_failures ? EDDY__FEED_RETRY_MS << (run->delete_failures - 1) : 0;
+        step->not_before_ms = run->delete_failures ? run->retry_at : 0;
         return true;
 
     case P_FAIL_REFUSE:
@@ -1154,13 +1158,13 @@ static bool advance(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
     return false;
 }
 
-void eddy__feed_run_next(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
-                         eddy__feed_out *out) {
+void eddy__feed_run_next(eddy__feed *f, eddy__feed_run *run, long long now_ms,
+                         eddy__feed_step *step, eddy__feed_out *out) {
     memset(step, 0, sizeof(*step));
     pthread_mutex_lock(&f->lock);
     run->woken = false;
     run->expect = EDDY__STEP_DONE;
-    while (!advance(f, run, step, out))
+    while (!advance(f, run, now_ms, step, out))
         ;
     pthread_mutex_unlock(&f->lock);
     if (step->kind == EDDY__STEP_DONE)
@@ -1223,6 +1227,7 @@ void eddy__feed_step_done(eddy__feed *f, eddy__feed_run *run, eddy_status st, co
         run->phase = P_WIND_DOWN;
         break;
     case EDDY__STEP_DELETE_MARKER:
+        run->retry_at = 0; /* the next run_next decides it from its now */
         if (st == EDDY_OK) {
             run->phase = P_FAIL_REFUSE;
         } else if (++run->delete_failures > EDDY__FEED_DELETE_RETRIES) {

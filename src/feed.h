@@ -17,12 +17,12 @@
  *
  * 2. Runs. A catch-up, a go-live and (reactive) a failure are runs: eddy__feed_catch_up /
  *    eddy__feed_go_live hand the caller a run to drive, and the front end loops
- *        eddy__feed_run_next(f, run, &step, &out)  -> do what step says, report, repeat
+ *        eddy__feed_run_next(f, run, now, &step, &out)  -> do what step says, report, repeat
  *    until step.kind is EDDY__STEP_DONE (the run is then freed; step.st/err is the result for
  *    the caller). Steps: WAIT (park until the run's waiter is completed, then ask again),
- *    MARKER_EXISTS, SAVE_MARKER, DELETE_MARKER (after step.delay_ms), READ_HEAD, READ_PAGE
- *    (read the page after step.position; hand each stored event to eddy__feed_page_event, which
- *    answers APPLY, SKIP or STOP; then eddy__feed_page_done), APPLY (a held event, with
+ *    MARKER_EXISTS, SAVE_MARKER, DELETE_MARKER (not before step.not_before_ms), READ_HEAD,
+ * READ_PAGE (read the page after step.position; hand each stored event to eddy__feed_page_event,
+ * which answers APPLY, SKIP or STOP; then eddy__feed_page_done), APPLY (a held event, with
  *    step.event/meta), STARTED, COMPLETED, ABANDONED (the projection callbacks). Each step but
  *    WAIT and DONE is reported with the matching eddy__feed_*_done call before asking again.
  *    Only one run holds the turn at a time; others wait (WAIT) for it.
@@ -59,9 +59,9 @@
  * sent on its async connection (READ_PAGE with eddy__store_read_all_cmd/_page, markers with
  * eddy__ckpt_cmd, or a user's eddy_checkpoint_ops), the reply reported to the core and the next
  * step asked for in the reply callback, WAIT simply returning to the loop until complete() is
- * called for the run, delay_ms an ev_timer; an apply that finishes later (the projection returns
- * EDDY_PENDING) is reported when it finishes. from_callback is a depth counter around projection
- * callbacks on the loop. Nothing here changes for it.
+ * called for the run, not_before_ms an ev_timer; an apply that finishes later (the projection
+ * returns EDDY_PENDING) is reported when it finishes. from_callback is a depth counter around
+ * projection callbacks on the loop. Nothing here changes for it.
  *
  * Thread: every function is safe from any thread (one lock); eddy__feed_run_next and the _done
  * calls of one run are made by whoever drives it, one at a time. */
@@ -82,7 +82,8 @@ typedef struct eddy__feed_entry eddy__feed_entry;
 
 /* Marker deletion on a reactive failure: the first attempt plus this many retries. */
 #define EDDY__FEED_DELETE_RETRIES 3
-/* Pause before retry n (1-based): EDDY__FEED_RETRY_MS << (n - 1). */
+/* Retry n (1-based) comes EDDY__FEED_RETRY_MS << (n - 1) after attempt n failed, measured from
+ * the now of the first eddy__feed_run_next after its report. */
 #define EDDY__FEED_RETRY_MS 50
 
 /* Checks cfg (EDDY_ERR_INVALID_SPEC naming the field, EDDY_ERR_INVALID_ARGUMENT for the id) and
@@ -192,15 +193,17 @@ typedef struct eddy__feed_step {
     long long position;          /* READ_PAGE: read after this position */
     size_t max;                  /* READ_PAGE: stored events to examine */
     char marker[32];             /* SAVE_MARKER: the value */
-    unsigned delay_ms;           /* DELETE_MARKER: wait this long first */
+    long long not_before_ms;     /* DELETE_MARKER: not before this time (now's clock; 0: now) */
     void *event;                 /* APPLY */
     const eddy_event_meta *meta; /* APPLY: NULL for an event fed without metadata */
     eddy_status st;              /* DONE: the caller's result */
     eddy_error err;              /* DONE: its detail when st != EDDY_OK */
 } eddy__feed_step;
 
-void eddy__feed_run_next(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
-                         eddy__feed_out *out);
+/* now_ms: the caller's monotonic clock in milliseconds; the core reads no clock of its own, so
+ * it decides times (the marker deletion's retries) only from what it is given. */
+void eddy__feed_run_next(eddy__feed *f, eddy__feed_run *run, long long now_ms,
+                         eddy__feed_step *step, eddy__feed_out *out);
 
 /* Reports a step: STARTED, COMPLETED, APPLY, SAVE_MARKER, DELETE_MARKER, ABANDONED (st
  * EDDY_OK). err (may be NULL) is the detail of a failure. */

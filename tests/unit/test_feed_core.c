@@ -70,6 +70,7 @@ static struct {
     int exists_fail, save_fail, remove_fail;
     int exists_calls, save_calls, remove_calls;
     unsigned delays[8];
+    long long now; /* the clock the harness gives the core */
     /* the projection */
     char applied[MAX_APPLIED][48];
     bool applied_meta[MAX_APPLIED];
@@ -262,7 +263,7 @@ static bool drive(trun *r) {
         eddy__feed_step s;
         eddy__feed_out o;
         eddy__feed_out_init(&o);
-        eddy__feed_run_next(H.f, r->run, &s, &o);
+        eddy__feed_run_next(H.f, r->run, H.now, &s, &o);
         flush(&o);
         eddy_error e = {0};
         eddy_status st = EDDY_OK;
@@ -321,7 +322,10 @@ static bool drive(trun *r) {
             break;
         case EDDY__STEP_DELETE_MARKER:
             cr_assert(H.remove_calls < 8);
-            H.delays[H.remove_calls] = s.delay_ms;
+            /* Waits until the time the core names, on the clock it was given. */
+            H.delays[H.remove_calls] = s.not_before_ms ? (unsigned)(s.not_before_ms - H.now) : 0;
+            if (s.not_before_ms > H.now)
+                H.now = s.not_before_ms;
             st = ckpt.ops->remove(ckpt.self, "orders", &e);
             eddy__feed_step_done(H.f, r->run, st, &e, &o);
             break;
@@ -343,6 +347,7 @@ static void h_new(hopts o) {
     H.page_fail_after = -1;
     H.decode_fail_pos = -1;
     H.fail_times = -1;
+    H.now = 1000000; /* any clock: the core only compares times it is given */
     H.mode = o.mode;
     eddy_feed_config cfg;
     eddy_feed_config_init(&cfg);
@@ -876,7 +881,7 @@ Test(feed_core, a_second_catch_up_waits_for_the_first_then_finds_the_marker) {
     cr_assert_eq(eddy__feed_catch_up(H.f, &a.w, false, &a.run, &o, NULL), EDDY_OK);
     cr_assert_eq(eddy__feed_catch_up(H.f, &b.w, false, &b.run, &o, NULL), EDDY_OK);
     eddy__feed_step s;
-    eddy__feed_run_next(H.f, a.run, &s, &o); /* a takes the turn */
+    eddy__feed_run_next(H.f, a.run, H.now, &s, &o); /* a takes the turn */
     cr_assert_eq(s.kind, EDDY__STEP_MARKER_EXISTS);
     cr_expect_not(drive(&b), "b waits for a's turn to end");
     cr_expect(info().catching_up);
@@ -1495,7 +1500,7 @@ Test(feed_core, a_run_cancelled_while_it_waits_for_its_turn_ends_at_once) {
     /* a takes the turn and parks nowhere; b waits behind it */
     H.on_started = NULL;
     eddy__feed_step s;
-    eddy__feed_run_next(H.f, a.run, &s, &o);
+    eddy__feed_run_next(H.f, a.run, H.now, &s, &o);
     cr_expect_eq(s.kind, EDDY__STEP_MARKER_EXISTS);
     cr_expect_not(drive(&b));
     cr_expect_not(eddy__feed_run_cancel(H.f, b.run), "parked: no completion is coming");
