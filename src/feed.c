@@ -459,9 +459,9 @@ static void hold(eddy__feed *f, eddy__feed_entry *e) {
     f->nheld++;
 }
 
-/* A catch-up counts as running from the call that asked for it (the spec's "from the moment
- * you call catchUp()"), not from when a front end first drives it: a reactive run waits for
- * the loop. Live events accepted in between wait for its replay (lock held). */
+/* A catch-up counts as running from the call that asked for it, not from when a front end
+ * first drives it: a reactive run waits for the loop. Live events accepted in between wait for
+ * its replay (lock held). */
 static bool catch_up_asked(const eddy__feed *f) {
     if (f->active && f->active->kind == K_CATCH_UP)
         return true;

@@ -41,8 +41,8 @@
  * become requests the feed runs once the callback returned (the active run carries on with
  * them, or eddy__feed_poll_deferred hands one to the thread leaving its outermost callback).
  *
- * Modes: the blocking and the reactive front ends share every rule except those the spec gives
- * each stack (EDDY__FEED_BLOCKING / EDDY__FEED_REACTIVE):
+ * Modes: the blocking and the reactive front ends share every rule except these, which
+ * include/eddy/feed.h and rfeed.h give each (EDDY__FEED_BLOCKING / EDDY__FEED_REACTIVE):
  * - failure: blocking refuses everything at once and applies what it held only when the feed
  *   was live before the failed catch-up; reactive runs the five steps (delete the marker, first
  *   attempt + 3 retries then an error naming the feed id to the log; refuse later events not

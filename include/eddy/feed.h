@@ -6,10 +6,23 @@
  * eddy_feed_go_live is called: until then it holds every live event, and a caller of
  * eddy_feed_accept waits. The catch-up checks the feed's marker in the checkpoint storage;
  * without one it replays the history, applies the events it held once each in arrival order
- * (dropping those the replay already applied, by event id), writes the marker and goes live.
- * With a marker it skips the replay. eddy_feed_go_live skips the replay and writes no marker.
+ * (dropping those the replay already applied, see "Duplicates"), writes the marker and goes
+ * live. With a marker it skips the replay. eddy_feed_go_live skips the replay and writes no
+ * marker.
  *
- * The rules (spec/catch-up-feeds.txt, "blocking stack"):
+ * The marker means "this feed caught up once", and nothing more. It is a small value the feed
+ * writes to its checkpoint storage, under its id, when a catch-up has replayed the whole history
+ * and applied what it held. From then on every catch-up of a feed with that id, in this process
+ * or a later one, skips the replay and relies on the listener's subscription (its consumer
+ * group keeps what was not acknowledged) to bring every later event. The value written is the
+ * position the replay reached, for whoever inspects the storage; the feed never reads it back.
+ * It is not a consumer offset: it does not advance as live events are applied, and no catch-up
+ * resumes from it. To rebuild a read model (lost, or kept in memory only) the feed must replay
+ * the whole history: delete its marker first, or give the feed no checkpoint storage
+ * (cfg.checkpoints NULL) so that every catch-up replays. A failing reactive feed deletes its
+ * own marker (eddy/rfeed.h).
+ *
+ * The rules (the reactive feed, eddy/rfeed.h, differs only where it says):
  * - A stopped replay (eddy_feed_stop_catch_up) writes no marker and is not a failure; the
  *   projection's replay_abandoned runs. A feed that was live before the catch-up (or that
  *   eddy_feed_go_live was called for meanwhile) delivers what it held and goes on live; one
@@ -22,8 +35,8 @@
  *   catch-up and go-live. The events held while the replay ran are refused too, unless the feed
  *   was live before that catch-up started: then they are applied first. Replace a failed feed
  *   with a new one with the same id (see examples/order_status.c).
- * - A catch-up ended through its cancel handle (the C form of an interrupted thread) returns
- *   EDDY_ERR_CANCELLED but is not recorded as a failure: a feed that was not live keeps
+ * - A catch-up ended through its cancel handle (eddy_feed_cancel_fire, from another thread)
+ *   returns EDDY_ERR_CANCELLED but is not recorded as a failure: a feed that was not live keeps
  *   holding, one that was live delivers what it held and goes on live.
  * - A live event whose apply fails fails only its caller (do not acknowledge it: the broker
  *   delivers it again). So does a held event that fails when applied after a catch-up.
@@ -54,17 +67,17 @@
  * The position must be the event's position in the store this feed replays; a caller feeding
  * metadata from elsewhere sets position to 0.
  *
- * Error detail: where Java chains a cause to an IllegalStateException, the detail of the
- * eddy_error names the cause's status and detail ("...; cause: EDDY_ERR_IO: ..."), and
- * eddy_feed_failure gives the recorded failure itself.
+ * Error detail: a refusal that an earlier failure causes (EDDY_ERR_ILLEGAL_STATE from a failed
+ * feed, or from a go-live whose catch-up failed) names that failure's status and detail in its
+ * own ("...; cause: EDDY_ERR_IO: ..."), and eddy_feed_failure gives the recorded failure itself.
  *
- * The reactive (libev) feed (rfeed.h) is built on the same core state machine (src/feed.h), so
+ * The reactive (libev) feed (eddy/rfeed.h) runs on the same core state machine as this one, so
  * it decides nothing differently: it takes the same eddy_feed_config and eddy_projection,
  * answers through a completion callback on the loop where these functions wait (accept,
- * catch-up, go-live), reads replay pages on the loop, and follows the reactor stack's own
- * failure rules, which the core already implements: the marker is deleted (first attempt plus 3
- * retries, then an error naming the feed id to the log hook), listeners' events are refused
- * while the projection's own are still applied, then everything is refused.
+ * catch-up, go-live), reads replay pages on the loop, and has failure rules of its own: the
+ * marker is deleted (first attempt plus 3 retries, then an error naming the feed id to the log
+ * hook), listeners' events are refused while the projection's own are still applied, then
+ * everything is refused.
  *
  * Thread: every function is safe from any thread unless it says otherwise. The projection's
  * apply may run on several threads at once while the feed is live (one per caller of accept),
@@ -179,7 +192,7 @@ EDDY_EXPORT void eddy_feed_free(eddy_feed *feed);
 /** The id (borrowed; lives as the feed). */
 EDDY_EXPORT const char *eddy_feed_id(const eddy_feed *feed);
 
-/* ---- cancel handles (the C form of interrupting a thread) ----------------------------- */
+/* ---- cancel handles: ending a wait from another thread -------------------------------- */
 
 /** Fired from any thread, it ends what the calls given it wait for: a catch-up or go-live
  * returns EDDY_ERR_CANCELLED (see the rules above), an accept still held returns
