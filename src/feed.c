@@ -12,6 +12,9 @@
  *   is live nothing is held, so a drain that empties `held` and sets `live` in one step under
  *   the lock loses nothing and keeps the arrival order.
  * - `failed` only goes from false to true. The failure recorded is the first.
+ * - Every stored event at or below `replayed_to` was examined by a replay whose work stands: it
+ *   grows only when a page was read whole, and goes back to 0 with the replayed ids when a
+ *   replay starts or is abandoned. Held and live copies are decided only outside a replay.
  * - A run parked in WAIT is woken (put on an out list) at most once per WAIT: `waiting` is
  *   cleared by the waker. Waiters and events are the front end's; the core never calls a
  *   front end or a projection callback, and calls the user's decode, event_id and free_event
@@ -116,9 +119,8 @@ struct eddy__feed {
     bool unreadable;                /* filter needs data and there is no reader */
     size_t max_held, page_size;
     eddy__logger log;
-    /* Duplicates: every stored event at or below replayed_to was examined by a replay whose
-     * work stands, which settles any live copy carrying its position, exactly and at no cost
-     * per event; the id sets (dedup_cache_size each) are for copies that carry none. */
+    /* Duplicates: a copy carrying a position at or below replayed_to is one (exactly, and with
+     * no memory per event); the id sets (dedup_cache_size each) judge the others. */
     long long replayed_to;
     eddy__dedup *replayed, *applied;
 
