@@ -124,7 +124,8 @@ static eddy_status feed_subjects(eddy__admin_scan *s, const redisReply *r, eddy_
             return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
         s->nsubjects++;
     }
-    qsort(s->subjects, s->nsubjects, sizeof(*s->subjects), cmp_subject);
+    if (s->nsubjects > 1) /* qsort's base must not be NULL, even for none */
+        qsort(s->subjects, s->nsubjects, sizeof(*s->subjects), cmp_subject);
     return EDDY_OK;
 }
 
@@ -176,7 +177,8 @@ static eddy_status feed_groups(eddy__admin_scan *s, eddy_subject_info *si, const
         g->lag = field_int(rec, "lag", -1);
         g->oldest_pending_ms = -1;
     }
-    qsort(groups, si->ngroups, sizeof(*groups), cmp_group);
+    if (si->ngroups > 1)
+        qsort(groups, si->ngroups, sizeof(*groups), cmp_group);
     return EDDY_OK;
 }
 
@@ -206,7 +208,8 @@ static eddy_status collect_names(eddy__admin_scan *s) {
     for (size_t i = 0; i < s->nsubjects; i++)
         for (size_t j = 0; j < s->subjects[i].ngroups; j++)
             s->names[s->nnames++] = (char *)s->subjects[i].groups[j].group; /* borrowed for now */
-    qsort(s->names, s->nnames, sizeof(*s->names), cmp_name);
+    if (s->nnames > 1)
+        qsort(s->names, s->nnames, sizeof(*s->names), cmp_name);
     size_t n = 0;
     for (size_t i = 0; i < s->nnames; i++)
         if (n == 0 || strcmp(s->names[n - 1], s->names[i]) != 0)
@@ -329,7 +332,8 @@ eddy_status eddy__admin_scan_feed(eddy__admin_scan *s, const eddy__cmdlist *cmds
             for (size_t j = 0; j < s->subjects[i].ngroups; j++) {
                 eddy_group_info *g = (eddy_group_info *)&s->subjects[i].groups[j];
                 char *const *found =
-                    bsearch(&g->group, s->names, s->nnames, sizeof(*s->names), cmp_name);
+                    s->nnames ? bsearch(&g->group, s->names, s->nnames, sizeof(*s->names), cmp_name)
+                              : NULL;
                 g->dead_letters = found ? s->dead_letters[found - s->names] : 0;
             }
     }

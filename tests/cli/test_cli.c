@@ -128,6 +128,12 @@ static json_t *run_json(const char *ns, const char *const *args) {
     return v;
 }
 
+/* Pace for polls that start a process each time (not a threshold: a poll only waits longer). */
+static void pause_a_little(void) {
+    struct timespec pause = {0, 50000000};
+    nanosleep(&pause, NULL);
+}
+
 static const char *ns_new(char *buf, size_t size) { return eddy_test_namespace(buf, size, "cli"); }
 
 /* True once the registry lists a subscription named `name`. */
@@ -144,6 +150,8 @@ static bool registered(void *user) {
     json_array_foreach(list, i, r) found |=
         strcmp(json_string_value(json_object_get(r, "name")), w->name) == 0;
     json_decref(list);
+    if (!found)
+        pause_a_little();
     return found;
 }
 
@@ -323,6 +331,8 @@ static bool has_dead_letters(void *user) {
     json_t *list = run_json(w->ns, ARGS("dlq", "list", w->group, "--json"));
     bool enough = json_array_size(list) >= w->want;
     json_decref(list);
+    if (!enough)
+        pause_a_little();
     return enough;
 }
 
@@ -537,8 +547,7 @@ Test(cli, store_append_read_and_tail) {
         release(&p);
         if (exited(&tail))
             break;
-        struct timespec pause = {0, 100000000}; /* a poll's pace, not a threshold */
-        nanosleep(&pause, NULL);
+        pause_a_little();
     }
     finish(&tail);
     cr_assert_eq(tail.code, 0, "store tail: %s", tail.err);
