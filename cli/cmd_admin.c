@@ -14,17 +14,24 @@ static int open_admin(cli *c, eddy_admin **out) {
     return st == EDDY_OK ? -1 : cli_fail(c, "cannot connect", st, &err);
 }
 
-/* The namespace's stats document, parsed. */
-static int stats_doc(cli *c, const char *pattern, json_t **out) {
+/* The namespace's stats document as the library writes it (the caller frees it). */
+static int stats_text(cli *c, const char *pattern, char **out) {
     eddy_admin *a;
     int rc = open_admin(c, &a);
     if (rc >= 0)
         return rc;
     eddy_error err = {0};
-    char *text = eddy_admin_stats_json(a, pattern, &err);
+    *out = eddy_admin_stats_json(a, pattern, &err);
     eddy_admin_close(a);
-    if (!text)
-        return cli_fail(c, "cannot read the namespace", err.status, &err);
+    return *out ? -1 : cli_fail(c, "cannot read the namespace", err.status, &err);
+}
+
+/* The namespace's stats document, parsed. */
+static int stats_doc(cli *c, const char *pattern, json_t **out) {
+    char *text;
+    int rc = stats_text(c, pattern, &text);
+    if (rc >= 0)
+        return rc;
     json_error_t je;
     *out = json_loads(text, 0, &je);
     free(text);
@@ -205,12 +212,17 @@ int cmd_stats(cli *c, int argc, char **argv) {
         return rc;
     if (c->help)
         return cli_help(stats_help);
+    if (c->json) { /* the library's document is compact JSON already: printed as it is */
+        char *text;
+        if ((rc = stats_text(c, npos ? pos[0] : NULL, &text)) >= 0)
+            return rc;
+        puts(text);
+        free(text);
+        return CLI_OK;
+    }
     json_t *doc;
     if ((rc = stats_doc(c, npos ? pos[0] : NULL, &doc)) >= 0)
         return rc;
-    if (c->json)
-        cli_print_line(doc);
-    else
-        cli_print_pretty(doc);
+    cli_print_pretty(doc);
     return CLI_OK;
 }

@@ -21,7 +21,7 @@ static const char usage[] =
     "  pub SUBJECT          publish an event (data as JSON, sent as msgpack, or a file's bytes)\n"
     "  tail PATTERN         print events published to matching subjects, as JSON lines\n"
     "  request SUBJECT      send a request and print the reply\n"
-    "  respond SUBJECT      answer requests (echo, or a fixed reply), for testing\n"
+    "  respond PATTERN      answer requests (echo, or a fixed reply), for testing\n"
     "  groups [PATTERN]     groups per subject: consumers, pending, lag, oldest pending, dead\n"
     "                       letters, and each group summed over the pattern's subjects\n"
     "  dlq list|show|replay|purge   a group's dead letters\n"

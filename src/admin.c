@@ -411,16 +411,19 @@ static eddy_status json_registration(const eddy_registration *reg, void *user) {
     return EDDY_OK;
 }
 
+/* t has one row per distinct group name, in the order of s->names (sorted). */
 static void json_totals(eddy__json *j, const eddy__admin_scan *s, total *t) {
-    size_t nt = 0;
+    size_t nt = s->nnames;
+    for (size_t i = 0; i < nt; i++)
+        t[i] = (total){.group = s->names[i], .oldest = -1};
     for (size_t i = 0; i < s->nsubjects; i++)
         for (size_t k = 0; k < s->subjects[i].ngroups; k++) {
             const eddy_group_info *g = &s->subjects[i].groups[k];
-            size_t at = 0;
-            while (at < nt && strcmp(t[at].group, g->group) != 0)
-                at++;
-            if (at == nt)
-                t[nt++] = (total){.group = g->group, .oldest = -1, .dead_letters = g->dead_letters};
+            char *const *found = bsearch(&g->group, s->names, nt, sizeof(*s->names), cmp_name);
+            if (!found)
+                continue; /* not possible: every group's name is in names */
+            size_t at = (size_t)(found - s->names);
+            t[at].dead_letters = g->dead_letters;
             t[at].subjects++;
             t[at].consumers += g->consumers;
             t[at].pending += g->pending;
@@ -448,10 +451,7 @@ static void json_totals(eddy__json *j, const eddy__admin_scan *s, total *t) {
 
 char *eddy__admin_stats_json(const char *ns, const eddy__admin_scan *s, const redisReply *registry,
                              eddy_error *err) {
-    size_t ngroups = 0;
-    for (size_t i = 0; i < s->nsubjects; i++)
-        ngroups += s->subjects[i].ngroups;
-    total *t = calloc(ngroups ? ngroups : 1, sizeof(*t));
+    total *t = calloc(s->nnames ? s->nnames : 1, sizeof(*t));
     if (!t) {
         eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
         return NULL;
