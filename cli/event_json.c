@@ -118,7 +118,9 @@ static json_t *to_json(const msgpack_object *o) {
     case MSGPACK_OBJECT_FLOAT64:
         return json_real(o->via.f64);
     case MSGPACK_OBJECT_STR: {
-        json_t *s = json_stringn(o->via.str.ptr, o->via.str.size); /* NULL: not UTF-8 */
+        /* NULL: not UTF-8. An empty string's ptr may be NULL. */
+        json_t *s =
+            o->via.str.size ? json_stringn(o->via.str.ptr, o->via.str.size) : json_string("");
         return s ? s : base64_object(o->via.str.ptr, o->via.str.size);
     }
     case MSGPACK_OBJECT_BIN:
@@ -141,7 +143,8 @@ static json_t *to_json(const msgpack_object *o) {
             const msgpack_object_kv *kv = &o->via.map.ptr[i];
             json_t *val = to_json(&kv->val);
             if (kv->key.type == MSGPACK_OBJECT_STR) {
-                char *k = strndup(kv->key.via.str.ptr, kv->key.via.str.size);
+                char *k = kv->key.via.str.size ? strndup(kv->key.via.str.ptr, kv->key.via.str.size)
+                                               : strdup(""); /* ptr may be NULL */
                 if (k && strlen(k) == kv->key.via.str.size && json_object_set_new(m, k, val) == 0)
                     val = NULL;
                 free(k);

@@ -29,7 +29,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     json_t *shown = cli_msgpack_to_json(data, size);
     if (shown) {
         char *text = json_dumps(shown, JSON_COMPACT | JSON_ENCODE_ANY);
-        json_t *back = text ? json_loads(text, JSON_DECODE_ANY, NULL) : NULL;
+        json_t *back = text ? json_loads(text, JSON_DECODE_ANY | JSON_ALLOW_NUL, NULL) : NULL;
         if (text && !back)
             abort(); /* shown as text that is not JSON */
         json_decref(back);
