@@ -86,10 +86,12 @@ json_t *cli_msgpack_to_json(const void *bytes, size_t len);
 /* The event: its attributes, extensions, and data (decoded from msgpack, parsed as JSON for
  * application/json, a string for text, {"base64": ...} otherwise). New reference. */
 json_t *cli_event_json(const eddy_event *ev);
-/* Prints the value as one line on stdout (compact) and flushes, then drops the reference. */
-void cli_print_line(json_t *v);
-/* Prints the value indented on stdout, then drops the reference. */
-void cli_print_pretty(json_t *v);
+/* Prints the value as one line on stdout (compact) and flushes, then drops the reference. False
+ * when it could not be written (or v is NULL: out of memory): a subscription must then not
+ * acknowledge what it did not show. */
+bool cli_print_line(json_t *v);
+/* Prints the value indented on stdout, then drops the reference; false as above. */
+bool cli_print_pretty(json_t *v);
 /* Base64 of bytes (malloc'd text). */
 char *cli_base64(const void *bytes, size_t len);
 

@@ -107,8 +107,9 @@ static eddy_status answer(eddy_delivery *d, eddy_event **reply, void *user) {
     if (st == EDDY_OK && data)
         st = eddy_event_set_data(ev, data, len);
     if (st == EDDY_OK) {
-        cli_print_line(json_pack("{s:s,s:s,s:o*}", "subject", eddy_delivery_subject(d), "entry_id",
-                                 eddy_delivery_entry_id(d), "event", cli_event_json(req)));
+        (void)cli_print_line(json_pack("{s:s,s:s,s:o*}", "subject", eddy_delivery_subject(d),
+                                       "entry_id", eddy_delivery_entry_id(d), "event",
+                                       cli_event_json(req)));
         *reply = ev;
         if (++r->answered == r->count)
             cli_wait_done();

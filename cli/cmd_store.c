@@ -27,7 +27,8 @@ typedef struct printer {
     long long max, printed;
     long long last; /* the last version (one stream) or position (all) printed */
     bool by_version;
-    bool quiet; /* only learn where the end is */
+    bool quiet;        /* only learn where the end is */
+    bool write_failed; /* stdout is gone or full: the read stopped */
     cli_progress *bar;
 } printer;
 
@@ -35,10 +36,13 @@ static eddy_status print_stored(const eddy_event *ev, const eddy_event_meta *met
     printer *p = user;
     if (p->max > 0 && p->printed >= p->max)
         return EDDY_ERR_CANCELLED; /* enough */
-    if (!p->quiet)
-        cli_print_line(json_pack("{s:s,s:I,s:I,s:o*}", "stream_id", meta->stream_id, "version",
-                                 (json_int_t)meta->version, "position", (json_int_t)meta->position,
-                                 "event", cli_event_json(ev)));
+    if (!p->quiet &&
+        !cli_print_line(json_pack("{s:s,s:I,s:I,s:o*}", "stream_id", meta->stream_id, "version",
+                                  (json_int_t)meta->version, "position", (json_int_t)meta->position,
+                                  "event", cli_event_json(ev)))) {
+        p->write_failed = true;
+        return EDDY_ERR_CANCELLED; /* stops the read: what is not shown is not skipped */
+    }
     p->printed++;
     p->last = p->by_version ? meta->version : meta->position;
     return EDDY_OK;
@@ -69,6 +73,10 @@ static int do_read(cli *c, eddy_store *store, const char *stream, long long afte
     printer p = {.max = max, .last = after, .by_version = stream != NULL, .bar = &bar};
     eddy_error err = {0};
     eddy_status st = read_on(store, stream, &p, &err);
+    if (p.write_failed) {
+        fprintf(stderr, "eddy store: cannot write to stdout; stopped\n");
+        return CLI_FAILED;
+    }
     if (st == EDDY_ERR_CANCELLED)
         st = EDDY_OK;
     return st == EDDY_OK ? CLI_OK : cli_fail(c, "read", st, &err);
@@ -99,6 +107,10 @@ static int do_tail(cli *c, eddy_store *store, const char *stream, long long coun
         if (cli_wait(poll_ms) == 0)
             return CLI_OK; /* Ctrl-C */
         waited += poll_ms;
+    }
+    if (p.write_failed) {
+        fprintf(stderr, "eddy store: cannot write to stdout; stopped\n");
+        return CLI_FAILED;
     }
     if (st == EDDY_ERR_CANCELLED)
         st = EDDY_OK;

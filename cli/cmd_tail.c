@@ -22,19 +22,25 @@ static const char help[] =
 typedef struct tail_state {
     pthread_mutex_t lock;
     long long count, printed; /* count 0: no limit */
+    bool failed;              /* an event could not be written out */
 } tail_state;
 
 static eddy_status on_event(eddy_delivery *d, void *user) {
     tail_state *t = user;
     pthread_mutex_lock(&t->lock);
-    if (t->count > 0 && t->printed >= t->count) {
+    if (t->failed || (t->count > 0 && t->printed >= t->count)) {
         pthread_mutex_unlock(&t->lock);
         return EDDY_ERR_UNAVAILABLE; /* not ours to take: handed back to the group */
     }
     json_t *line = json_pack("{s:s,s:s,s:i,s:o*}", "subject", eddy_delivery_subject(d), "entry_id",
                              eddy_delivery_entry_id(d), "attempt", (int)eddy_delivery_attempt(d),
                              "event", cli_event_json(eddy_delivery_event(d)));
-    cli_print_line(line);
+    if (!cli_print_line(line)) { /* stdout is gone or full: keep the event, stop */
+        t->failed = true;
+        cli_wait_done();
+        pthread_mutex_unlock(&t->lock);
+        return EDDY_ERR_UNAVAILABLE;
+    }
     if (++t->printed == t->count)
         cli_wait_done();
     pthread_mutex_unlock(&t->lock);
@@ -87,6 +93,10 @@ int cmd_tail(cli *c, int argc, char **argv) {
     int waited = cli_wait(timeout);
     eddy_bus_free(bus); /* stops: a handler running now finishes first */
     pthread_mutex_destroy(&t.lock);
+    if (t.failed) {
+        fprintf(stderr, "eddy tail: cannot write to stdout; stopped (the event is handed back)\n");
+        return CLI_FAILED;
+    }
     if (waited < 0 && count > 0 && t.printed < count) {
         fprintf(stderr, "eddy tail: %lld of %lld events before the timeout\n", t.printed, count);
         return CLI_NO_REPLY;

@@ -227,20 +227,14 @@ json_t *cli_event_json(const eddy_event *ev) {
     return o;
 }
 
-void cli_print_line(json_t *v) {
-    if (v) {
-        json_dumpf(v, stdout, JSON_COMPACT | JSON_ENCODE_ANY);
-        json_decref(v);
-    }
-    fputc('\n', stdout);
-    fflush(stdout);
+bool cli_print_line(json_t *v) {
+    bool ok = v && json_dumpf(v, stdout, JSON_COMPACT | JSON_ENCODE_ANY) == 0;
+    json_decref(v);
+    return fputc('\n', stdout) != EOF && fflush(stdout) == 0 && ok;
 }
 
-void cli_print_pretty(json_t *v) {
-    if (v) {
-        json_dumpf(v, stdout, JSON_INDENT(2) | JSON_ENCODE_ANY);
-        json_decref(v);
-    }
-    fputc('\n', stdout);
-    fflush(stdout);
+bool cli_print_pretty(json_t *v) {
+    bool ok = v && json_dumpf(v, stdout, JSON_INDENT(2) | JSON_ENCODE_ANY) == 0;
+    json_decref(v);
+    return fputc('\n', stdout) != EOF && fflush(stdout) == 0 && ok;
 }

@@ -40,8 +40,10 @@ static const char *cli_path(void) {
     return path;
 }
 
-/* Starts `eddy --url URL --ns NS args...` (args NULL-terminated; url NULL: the fixture's). */
-static void spawn_url(proc *p, const char *url, const char *ns, const char *const *args) {
+/* Starts `eddy --url URL --ns NS args...` (args NULL-terminated; url NULL: the fixture's), its
+ * stdout to stdout_to when not NULL (then p->out stays empty). */
+static void spawn_full(proc *p, const char *url, const char *stdout_to, const char *ns,
+                       const char *const *args) {
     memset(p, 0, sizeof(*p));
     snprintf(p->out_path, sizeof(p->out_path), "/tmp/eddy-cli-out-XXXXXX");
     snprintf(p->err_path, sizeof(p->err_path), "/tmp/eddy-cli-err-XXXXXX");
@@ -59,6 +61,8 @@ static void spawn_url(proc *p, const char *url, const char *ns, const char *cons
     p->pid = fork();
     cr_assert(p->pid >= 0);
     if (p->pid == 0) {
+        if (stdout_to)
+            out = open(stdout_to, O_WRONLY);
         dup2(out, STDOUT_FILENO);
         dup2(err, STDERR_FILENO);
         int devnull = open("/dev/null", O_RDONLY);
@@ -68,6 +72,10 @@ static void spawn_url(proc *p, const char *url, const char *ns, const char *cons
     }
     close(out);
     close(err);
+}
+
+static void spawn_url(proc *p, const char *url, const char *ns, const char *const *args) {
+    spawn_full(p, url, NULL, ns, args);
 }
 
 static char *slurp(const char *path) {
@@ -235,6 +243,27 @@ Test(cli, tail_with_a_group_acknowledges_what_it_printed) {
     cr_assert_str_eq(json_string_value(json_object_get(group, "group")), "workers");
     cr_assert_eq(json_integer_value(json_object_get(group, "pending")), 0, "acknowledged");
     cr_assert_eq(json_integer_value(json_object_get(group, "lag")), 0);
+    json_decref(g);
+}
+
+Test(cli, tail_that_cannot_print_hands_the_event_back) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc tail;
+    spawn_full(&tail, NULL, "/dev/full", ns, ARGS("tail", "jobs.run", "--group", "workers"));
+    wait_registered(ns, "eddy-tail");
+    proc p = RUN(ns, "pub", "jobs.run", "--data", "1");
+    cr_assert_eq(p.code, 0, "pub: %s", p.err);
+    release(&p);
+    finish(&tail);
+    cr_assert_eq(tail.code, 1, "exit %d: %s", tail.code, tail.err);
+    cr_assert(strstr(tail.err, "cannot write to stdout"), "%s", tail.err);
+    release(&tail);
+    json_t *g = run_json(ns, ARGS("groups", "jobs.run", "--json"));
+    json_t *group = json_array_get(
+        json_object_get(json_array_get(json_object_get(g, "subjects"), 0), "groups"), 0);
+    cr_assert_eq(json_integer_value(json_object_get(group, "pending")), 1,
+                 "not acknowledged: the group keeps it");
     json_decref(g);
 }
 
