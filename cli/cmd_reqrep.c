@@ -10,7 +10,8 @@ static const char request_help[] =
     "usage: eddy request SUBJECT [--timeout MS] [--type TYPE] [--source SOURCE] [--id ID]\n"
     "                    [--data JSON | --data-file PATH [--content-type TYPE]]\n"
     "\n"
-    "Sends a request and prints the reply as one JSON line: {\"subject\", \"event\": {...}}.\n"
+    "Sends a request and prints the reply as one JSON line: {\"subject\", \"event\": {...}};\n"
+    "with --json, no reply is a line too: {\"subject\", \"status\": \"EDDY_ERR_NO_REPLY\", ...}.\n"
     "  --timeout MS  the deadline (default 5000)\n"
     "  (the event options as for eddy pub)\n"
     "Exit 5 when nothing subscribes to SUBJECT (no responders) or no reply came in time; exit 1\n"
@@ -49,7 +50,10 @@ int cmd_request(cli *c, int argc, char **argv) {
     st = eddy_bus_request(bus, pos[0], ev, &ro, &reply, &err);
     if (st == EDDY_OK)
         cli_print_line(json_pack("{s:s,s:o*}", "subject", pos[0], "event", cli_event_json(reply)));
-    else
+    else if (c->json) /* scripts read the outcome where they read a reply */
+        cli_print_line(json_pack("{s:s,s:s,s:s}", "subject", pos[0], "status", eddy_status_name(st),
+                                 "error", eddy_status_str(st)));
+    if (st != EDDY_OK)
         rc = cli_fail(c, "request", st, &err);
     eddy_event_free(reply);
     eddy_event_free(ev);

@@ -300,6 +300,12 @@ Test(cli, request_without_responders_exits_5) {
     cr_assert_eq(p.code, 5, "exit %d: %s", p.code, p.err);
     cr_assert(strstr(p.err, "nothing is subscribed"), "%s", p.err);
     release(&p);
+    p = RUN(ns, "request", "nobody.here", "--timeout", "30000", "--json");
+    cr_assert_eq(p.code, 5);
+    json_t *out = line(p.out, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(out, "status")), "EDDY_ERR_NO_RESPONDERS");
+    json_decref(out);
+    release(&p);
 }
 
 Test(cli, respond_with_a_fixed_reply) {
