@@ -31,7 +31,8 @@
  * reactive bus's publishing connection; (l) dead letters: open, count, list (with a dup of
  * each), get, replay one, purge one, replay all, purge all; (m) a retention pass of the core
  * machine on canned replies (no server): with a failure anywhere, it trims exactly what the clean
- * run trims or nothing, and counts what it dropped only with the trim.
+ * run trims or nothing, and counts what it dropped only with the trim; (n) an admin handle's
+ * subjects, registry and stats document, and a reactive bus's stats document.
  *
  * The blocking scenarios (f) and (i) run a reader thread per subscription and worker threads, so
  * their allocation order is not deterministic and a run is not repeatable: what each run must
@@ -54,6 +55,7 @@
 #include "eddy/feed.h"
 #include "eddy/filter.h"
 #include "eddy/rdomain.h"
+#include "eddy/reactive.h"
 #include "eddy/rfeed.h"
 #include "eddy/rpush.h"
 #include "eddy/rstore.h"
@@ -1454,3 +1456,101 @@ static void retention_scenario(long n, bool *clean) {
 }
 
 Test(oom, retention, .timeout = 600) { sweep("retention", retention_scenario); }
+
+/* ---- (n) admin and stats documents -------------------------------------------------------- */
+
+static int subjects_seen;
+
+static eddy_status on_subject_info(const eddy_subject_info *si, void *user) {
+    (void)si;
+    (void)user;
+    subjects_seen++;
+    return EDDY_OK;
+}
+
+static eddy_status on_registration(const eddy_registration *r, void *user) {
+    (void)r;
+    (void)user;
+    return EDDY_OK;
+}
+
+static eddy_status on_deliver_ok(eddy_delivery *d, void *user) {
+    (void)d;
+    (void)user;
+    return EDDY_OK;
+}
+
+static void raw(const char *url, int argc, const char **argv) {
+    redisReply *r = raw_cmd(url, argc, argv);
+    cr_assert(r && r->type != REDIS_REPLY_ERROR, "%s: %s", argv[0], r ? r->str : "no reply");
+    freeReplyObject(r);
+}
+
+/* An admin handle over two subjects with groups, pending entries and dead letters, and a
+ * reactive bus's stats document: with a failure anywhere, each call returns a status (NULL with
+ * one for a document) and leaks nothing. */
+static void admin_scenario(long n, bool *clean) {
+    char url[160], ns[96], key[2][160], subjects[160], dlq[160], subs[160];
+    eddy_settings s;
+    eddy_test_settings(&s, false, "oom-admin", url, sizeof(url), ns, sizeof(ns));
+    s.log = NULL;
+    eddy_admin *keeper = NULL; /* keeps the engine alive between raw writes and the scenario */
+    cr_assert_eq(eddy_admin_open(&s, &keeper, NULL), EDDY_OK);
+    snprintf(subjects, sizeof(subjects), "{%s}:subjects", ns);
+    snprintf(dlq, sizeof(dlq), "{%s}:dlq:g", ns);
+    snprintf(subs, sizeof(subs), "{%s}:subs", ns);
+    for (int i = 0; i < 2; i++) {
+        snprintf(key[i], sizeof(key[i]), "{%s}:s:oom.s%d", ns, i);
+        raw(url, 3, (const char *[]){"SADD", subjects, key[i] + strlen(ns) + 5});
+        raw(url, 5, (const char *[]){"XADD", key[i], "*", "id", "x"});
+        raw(url, 5, (const char *[]){"XGROUP", "CREATE", key[i], "g", "0"});
+        raw(url, 7, (const char *[]){"XREADGROUP", "GROUP", "g", "c1", "STREAMS", key[i], ">"});
+    }
+    raw(url, 5, (const char *[]){"XADD", dlq, "*", "_dlq_group", "g"});
+    raw(url, 4, (const char *[]){"ZADD", subs, "99999999999999", "r\tg\ti-1\tname\toom.*"});
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    eddy_subscription_spec spec;
+    eddy_subscription_spec_init(&spec);
+    spec.name = "w";
+    spec.pattern = "oom.*";
+    spec.group = "g";
+    spec.handler = on_deliver_ok;
+    eddy_rbus *rbus = NULL;
+    cr_assert_eq(eddy_rbus_new(loop, &s, &spec, 1, &rbus, NULL), EDDY_OK);
+    eddy_status so = -1, ss = -1, sr = -1;
+    char *doc = NULL, *rdoc = NULL;
+    subjects_seen = 0;
+
+    arm(n);
+    eddy_error err = {0};
+    eddy_admin *a = NULL;
+    expect_status(so = eddy_admin_open(&s, &a, &err), "admin_open");
+    if (so == EDDY_OK) {
+        expect_status(ss = eddy_admin_subjects(a, "oom.*", on_subject_info, NULL, &err),
+                      "admin_subjects");
+        expect_status(sr = eddy_admin_registry(a, on_registration, NULL, &err), "admin_registry");
+        err.status = EDDY_OK;
+        doc = eddy_admin_stats_json(a, NULL, &err);
+        cr_expect(doc || err.status != EDDY_OK, "a document or a status");
+        eddy_admin_close(a);
+    } else {
+        cr_expect_null(a);
+    }
+    err.status = EDDY_OK;
+    rdoc = eddy_rbus_stats_json(rbus, &err);
+    cr_expect(rdoc || err.status == EDDY_ERR_NOMEM, "a document or out of memory");
+    *clean = !disarm();
+    eddy_rbus_free(rbus);
+    ev_loop_destroy(loop);
+    eddy_admin_close(keeper);
+    if (*clean) {
+        cr_expect(so == EDDY_OK && ss == EDDY_OK && sr == EDDY_OK && subjects_seen == 2);
+        cr_expect(doc && strstr(doc, "\"dead_letters\":1") && strstr(doc, "\"pending\":1"), "%s",
+                  doc ? doc : "(none)");
+        cr_expect(rdoc && strstr(rdoc, "\"subscriptions\""));
+    }
+    free(doc);
+    free(rdoc);
+}
+
+Test(oom, admin, .timeout = 600) { sweep("admin", admin_scenario); }
