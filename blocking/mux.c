@@ -1,15 +1,20 @@
 /* The multiplexed publishing connection; see mux.h.
  *
  * Rules:
- * - A slot is pushed and its bytes are appended to `out` under `lock`, together, so the FIFO's
- *   order is the wire's order. The holder of the writer's role (`writing`) swaps `out` for
- *   `wbuf` under `lock` and writes it without, so callers keep queueing and the reader keeps
- *   handing out replies while it writes.
- * - Only the holder of the reader's role (`reading`) reads the socket and uses `reader`; it
- *   parses without `lock` and takes `lock` to hand what it parsed to the FIFO.
+ * - A slot is pushed and its commands are queued in the link under `lock`, together, so the
+ *   FIFO's order is the wire's order. Every call into the link is made under `io` (short,
+ *   non-blocking calls: TLS allows one thread in a session at a time); nobody waits in poll()
+ *   holding a lock. The holder of the writer's role (`writing`) flushes the link until nothing
+ *   is left unwritten (checked under `lock`, so bytes queued meanwhile are not stranded).
+ * - Only the holder of the reader's role (`reading`) takes replies from the link; it parses
+ *   without `lock` and takes `lock` to hand what it parsed to the FIFO.
+ * - Deadlines: the writer and the reader wait in poll() until their own caller's deadline; any
+ *   caller whose deadline passes gives the connection up (expire: every slot fails, timed out
+ *   when its commands were all written, EDDY_ERR_IO when not) and shuts the socket down so that
+ *   whoever waits in poll() wakes.
  * - The socket is freed or replaced only under connect_lock, while broken (or not up) and
  *   neither role is held: nobody else can be using it then. A writer that fails shuts the
- *   socket down so that a reader in recv() wakes and leaves.
+ *   socket down so that a reader in poll() wakes and leaves.
  * - Whoever leaves the reader's role with slots still waiting wakes the oldest slot's caller,
  *   which takes the role (or, if that caller is still writing, takes it when it comes to
  *   wait). */

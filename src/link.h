@@ -75,8 +75,8 @@ eddy_status eddy__link_connect(eddy__link *l, long long now_ms, eddy_error *err)
 void eddy__link_close(eddy__link *l);
 
 eddy__link_phase eddy__link_phase_of(const eddy__link *l);
-/* The socket, -1 when there is none (IDLE, FAILED). It changes only in eddy__link_connect and
- * eddy__link_close/free. */
+/* The socket, -1 when there is none (IDLE). A FAILED link keeps its socket open, unused, until
+ * eddy__link_close/connect/free, so that the number stays valid for eddy__link_shutdown. */
 int eddy__link_fd(const eddy__link *l);
 /* EDDY__LINK_READ and/or EDDY__LINK_WRITE: what to wait for before calling eddy__link_io. READ
  * while connected (replies, or the server closing) and during a TLS handshake that wants to
