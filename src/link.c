@@ -502,6 +502,14 @@ static eddy_status parse(eddy__link *l, redisReply **out, eddy_error *err) {
                            : eddy__fail(err, EDDY_ERR_PROTOCOL, "%s does not speak RESP: %s",
                                         l->peer, l->reader->errstr));
     *out = r;
+    /* hiredis keeps a buffer grown for a large reply until the next feed; drop it now, so that
+     * an oversized entry is not held twice while it is handled (dead-lettered). */
+    redisReader *rd = l->reader;
+    if (r && rd->buf && rd->len == 0 && sdsalloc(rd->buf) > KEEP_OUT_CAP) {
+        sdsfree(rd->buf);
+        rd->buf = sdsempty(); /* NULL on OOM: read_in makes one before the next feed */
+        rd->pos = 0;
+    }
     return EDDY_OK;
 }
 
