@@ -279,11 +279,19 @@ static void write_queued(bmux *m, mwait *w, mwait **done) {
         }
         if (!pending) /* checked under lock: nobody queued behind it unwritten */
             break;
+        /* Bytes are unwritten, so their slot is in the FIFO: wait until the writer's own
+         * deadline while its slot is there, else the oldest slot's (its waiter is alive while
+         * in the FIFO, and lock is held here). */
+        eddy__pipe_slot *head = eddy__pipeline_head(&m->fifo);
+        long long until = !w->popped || !head ? w->deadline : ((mwait *)head->waiter)->deadline;
         pthread_mutex_unlock(&m->lock);
-        bool in_time = wait_fd(m, POLLOUT, w->deadline);
+        bool in_time = wait_fd(m, POLLOUT, until);
         pthread_mutex_lock(&m->lock);
-        if (!in_time)
+        head = eddy__pipeline_head(&m->fifo);
+        if (!in_time && !w->popped)
             expire(m, w, done);
+        else if (!in_time && head && ((mwait *)head->waiter)->deadline <= bconn_now_ms())
+            expire(m, head->waiter, done);
     }
     m->writing = false;
     if (m->broken)
