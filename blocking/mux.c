@@ -186,19 +186,20 @@ static bool wait_fd(bmux *m, short events, long long deadline) {
  * no lock. */
 static int parse_some(bmux *m, mwait *w, redisReply **out, int max, bool *lost, eddy_error *err) {
     eddy__link *l = m->conn.link;
-    for (;;) {
+    /* First what is parsed already; then wait for the socket and read: a reply just asked for
+     * is rarely there yet, so poll() comes before recv() (no recv() that would block). */
+    for (bool readable = false;; readable = true) {
         int n = 0;
         pthread_mutex_lock(&m->io);
-        eddy_status st = EDDY_OK;
-        for (int pass = 0; st == EDDY_OK && pass < 2 && n == 0; pass++) {
-            if (pass == 1) /* nothing parsed: read what arrived */
-                st = eddy__link_io(l, EDDY__LINK_READ, err);
-            while (st == EDDY_OK && n < max) {
-                redisReply *r = NULL;
-                if ((st = eddy__link_reply(l, &r, err)) != EDDY_OK || !r)
-                    break;
-                out[n++] = r;
-            }
+        eddy_status st = readable ? eddy__link_io(l, EDDY__LINK_READ, err) : EDDY_OK;
+        while (n < max) {
+            redisReply *r = NULL;
+            eddy_status got = eddy__link_reply(l, &r, err);
+            if (got != EDDY_OK && st == EDDY_OK)
+                st = got;
+            if (got != EDDY_OK || !r)
+                break;
+            out[n++] = r;
         }
         pthread_mutex_unlock(&m->io);
         *lost = st != EDDY_OK;
