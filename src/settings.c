@@ -176,6 +176,7 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
     COPY_OPT(tls_cert)
     COPY_OPT(tls_key)
     COPY_OPT(tls_sni)
+    COPY_OPT(sentinel_password)
 #undef COPY_OPT
     if (!dst->url_text || !dst->ns || !dst->instance || (src->source && !dst->source) || !tls_ok) {
         eddy__settings_free(dst);
@@ -222,6 +223,7 @@ void eddy__settings_free(eddy__settings *s) {
     free(s->tls_cert);
     free(s->tls_key);
     free(s->tls_sni);
+    free(s->sentinel_password);
     for (size_t i = 0; i < s->nrequest_names; i++)
         free(s->request_names[i]);
     free(s->request_names);

@@ -39,6 +39,7 @@ typedef struct eddy__settings {
     unsigned command_timeout_ms;
     char *tls_cacert, *tls_cacertdir, *tls_cert, *tls_key, *tls_sni; /* NULL when not set */
     bool tls_insecure;
+    char *sentinel_password; /* NULL when not set */
 } eddy__settings;
 
 /* The wait before the redelivery of an AtLeastOnce delivery whose attempt-th delivery failed

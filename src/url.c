@@ -1,5 +1,7 @@
 /* Backend URL parsing: memory://[name], redis://[user:password@]host[:port][/db] (rediss://
- * the same over TLS) and unix:///path[?db=N], into an eddy__url the caller owns.
+ * the same over TLS), unix:///path[?db=N] and
+ * redis-sentinel://[user:password@]host[:port][,host[:port]...]/master-name[/db] (and
+ * rediss-sentinel://), into an eddy__url the caller owns.
  *
  * Invariants: on failure *out is all zero and nothing is allocated; no detail ever contains
  * the password. The second holds because details quote only pieces that cannot hold it (the
@@ -19,9 +21,11 @@
 #include "error.h"
 
 #define DEFAULT_PORT 6379
+#define DEFAULT_SENTINEL_PORT 26379
 #define DB_MAX INT_MAX /* the server's `databases` setting decides: a bad index is its error */
 #define QUOTE_MAX 64
-#define SCHEMES "expected memory://, redis://, rediss:// or unix://"
+#define SCHEMES                                                                                    \
+    "expected memory://, redis://, rediss://, unix://, redis-sentinel:// or rediss-sentinel://"
 
 /* Largest socket path connect() takes, leaving room for the terminating NUL. */
 #define UNIX_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
@@ -131,7 +135,8 @@ static bool has_scheme(const char *text, const char *scheme, const char **rest) 
 }
 
 static bool is_known(const char *scheme, size_t len) {
-    static const char *const known[] = {"memory", "redis", "rediss", "unix"};
+    static const char *const known[] = {"memory",         "redis", "rediss",
+                                        "redis-sentinel", "unix",  "rediss-sentinel"};
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
         if (strlen(known[i]) == len && strncasecmp(scheme, known[i], len) == 0)
             return true;
@@ -156,7 +161,7 @@ static eddy_status parse_memory(const char *name, eddy__url *out, eddy_error *er
     return out->name ? EDDY_OK : eddy__fail(err, EDDY_ERR_NOMEM, "out of memory copying the URL");
 }
 
-static eddy_status parse_host(const char *s, size_t len, eddy__url *out, eddy_error *err) {
+static eddy_status parse_host(const char *s, size_t len, char **host, eddy_error *err) {
     char q[QUOTE_MAX * 4 + 8];
     if (len == 0)
         return invalid(err, "empty host");
@@ -176,15 +181,44 @@ static eddy_status parse_host(const char *s, size_t len, eddy__url *out, eddy_er
         if (!colon)
             return invalid(err, "IPv6 host '%s' is not an IPv6 address",
                            quote(q, sizeof(q), s, len));
-        out->host = dup_range(a, alen);
+        *host = dup_range(a, alen);
     } else {
         for (size_t i = 0; i < len; i++)
             if (!is_alnum(s[i]) && s[i] != '-' && s[i] != '.' && s[i] != '_')
                 return invalid(err, "host '%s': bad character at %zu", quote(q, sizeof(q), s, len),
                                i);
-        out->host = dup_range(s, len);
+        *host = dup_range(s, len);
     }
-    return out->host ? EDDY_OK : eddy__fail(err, EDDY_ERR_NOMEM, "out of memory copying the URL");
+    return *host ? EDDY_OK : eddy__fail(err, EDDY_ERR_NOMEM, "out of memory copying the URL");
+}
+
+/* Parses host[:port] or [v6]:port filling all of [s, s+len); positions in details count from
+ * s. *port keeps its default when no port is written. */
+static eddy_status parse_hostport(const char *s, size_t len, char **host, int *port,
+                                  eddy_error *err) {
+    const char *end, *lim = s + len; /* end of the host */
+    if (len > 0 && s[0] == '[') {
+        const char *close = memchr(s, ']', len);
+        if (!close)
+            return invalid(err, "IPv6 host without a closing ']'");
+        if (close == s + 1)
+            return invalid(err, "empty host");
+        end = close + 1;
+        if (end < lim && *end != ':')
+            return invalid(err, "junk after the IPv6 host at %zu", (size_t)(end - s));
+    } else {
+        const char *colon = memchr(s, ':', len);
+        end = colon ? colon : lim;
+    }
+    eddy_status st = parse_host(s, (size_t)(end - s), host, err);
+    if (st != EDDY_OK || end == lim)
+        return st;
+    const char *p = end + 1;
+    long v;
+    if (!parse_uint(p, (size_t)(lim - p), 1, 65535, &v))
+        return bad_number(err, "port", p, (size_t)(lim - p), 1, 65535);
+    *port = (int)v;
+    return EDDY_OK;
 }
 
 static eddy_status parse_userinfo(const char *s, size_t len, eddy__url *out, eddy_error *err) {
@@ -202,6 +236,15 @@ static eddy_status parse_userinfo(const char *s, size_t len, eddy__url *out, edd
     return EDDY_OK;
 }
 
+static eddy_status parse_db(const char *s, eddy__url *out, eddy_error *err) {
+    size_t len = strlen(s);
+    long db;
+    if (!parse_uint(s, len, 0, DB_MAX, &db))
+        return bad_number(err, "db", s, len, 0, DB_MAX);
+    out->db = (int)db;
+    return EDDY_OK;
+}
+
 static eddy_status parse_redis(const char *s, eddy__url *out, eddy_error *err) {
     out->kind = EDDY__URL_TCP;
     out->port = DEFAULT_PORT;
@@ -216,42 +259,72 @@ static eddy_status parse_redis(const char *s, eddy__url *out, eddy_error *err) {
         s = at + 1;
     }
 
-    const char *end; /* end of the host */
-    if (s[0] == '[') {
-        const char *close = strchr(s, ']');
-        if (!close)
-            return invalid(err, "IPv6 host without a closing ']'");
-        if (close == s + 1)
-            return invalid(err, "empty host");
-        end = close + 1;
-        if (*end != '\0' && *end != ':' && *end != '/')
-            return invalid(err, "junk after the IPv6 host at %zu", (size_t)(end - s));
-    } else {
-        end = s + strcspn(s, ":/");
-    }
-    eddy_status st = parse_host(s, (size_t)(end - s), out, err);
+    size_t len = strcspn(s, "/");
+    eddy_status st = parse_hostport(s, len, &out->host, &out->port, err);
     if (st != EDDY_OK)
         return st;
+    s += len;
+    return *s == '/' ? parse_db(s + 1, out, err) : EDDY_OK;
+}
 
-    s = end;
-    if (*s == ':') {
-        s++;
-        size_t len = strcspn(s, "/");
-        long port;
-        if (!parse_uint(s, len, 1, 65535, &port))
-            return bad_number(err, "port", s, len, 1, 65535);
-        out->port = (int)port;
-        s += len;
+/* The master's name: what `sentinel monitor` was given, so letters, digits and - _ . : only. */
+static eddy_status parse_master_name(const char *s, size_t len, eddy__url *out, eddy_error *err) {
+    char q[QUOTE_MAX * 4 + 8];
+    if (len == 0)
+        return invalid(err, "missing master name (expected redis-sentinel://host:port/master-name)");
+    for (size_t i = 0; i < len; i++)
+        if (!is_alnum(s[i]) && !strchr("-_.:", s[i]))
+            return invalid(err, "master name: bad character at %zu after '%s'", i,
+                           quote(q, sizeof(q), s, i));
+    out->name = dup_range(s, len);
+    return out->name ? EDDY_OK : eddy__fail(err, EDDY_ERR_NOMEM, "out of memory copying the URL");
+}
+
+/* [user:password@]host[:port][,host[:port]...]/master-name[/db]: the credentials and db are
+ * the master's (as redis-cli and redis-py take them); settings.sentinel_password is the
+ * sentinels'. */
+static eddy_status parse_sentinel(const char *s, eddy__url *out, eddy_error *err) {
+    out->kind = EDDY__URL_SENTINEL;
+    const char *at = strrchr(s, '@'); /* the last '@', as for redis:// */
+    if (at) {
+        eddy_status st = parse_userinfo(s, (size_t)(at - s), out, err);
+        if (st != EDDY_OK)
+            return st;
+        s = at + 1;
     }
-    if (*s == '/') {
-        s++;
-        size_t len = strlen(s);
-        long db;
-        if (!parse_uint(s, len, 0, DB_MAX, &db))
-            return bad_number(err, "db", s, len, 0, DB_MAX);
-        out->db = (int)db;
+    size_t list = strcspn(s, "/"), n = 1;
+    for (size_t i = 0; i < list; i++)
+        n += s[i] == ',';
+    if (!(out->sentinels = malloc(n * sizeof(*out->sentinels))))
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory copying the URL");
+    const char *p = s;
+    for (size_t i = 0; i < n; i++) {
+        size_t len = strcspn(p, ",/");
+        eddy__hostport *hp = &out->sentinels[out->nsentinels++];
+        *hp = (eddy__hostport){.port = DEFAULT_SENTINEL_PORT};
+        eddy_status st = parse_hostport(p, len, &hp->host, &hp->port, err);
+        if (st != EDDY_OK && n > 1 && err) { /* which one: its positions count from its start */
+            char why[sizeof(err->detail)];
+            memcpy(why, err->detail, sizeof(why));
+            int k = snprintf(err->detail, sizeof(err->detail), "sentinel %zu of %zu: ", i + 1, n);
+            if (k > 0 && (size_t)k < sizeof(err->detail))
+                snprintf(err->detail + k, sizeof(err->detail) - (size_t)k, "%.*s",
+                         (int)(sizeof(err->detail) - (size_t)k - 1), why);
+        }
+        if (st != EDDY_OK)
+            return st;
+        p += len + 1;
     }
-    return EDDY_OK;
+    s += list;
+    if (*s != '/')
+        return invalid(err, "missing master name (expected redis-sentinel://host:port/master-name)");
+    s++;
+    size_t len = strcspn(s, "/");
+    eddy_status st = parse_master_name(s, len, out, err);
+    if (st != EDDY_OK)
+        return st;
+    s += len;
+    return *s == '/' ? parse_db(s + 1, out, err) : EDDY_OK;
 }
 
 static eddy_status parse_unix(const char *s, eddy__url *out, eddy_error *err) {
@@ -309,6 +382,11 @@ eddy_status eddy__url_parse(const char *text, eddy__url *out, eddy_error *err) {
         out->tls = true;
     } else if (has_scheme(text, "unix", &rest)) {
         st = parse_unix(rest, out, err);
+    } else if (has_scheme(text, "redis-sentinel", &rest)) {
+        st = parse_sentinel(rest, out, err);
+    } else if (has_scheme(text, "rediss-sentinel", &rest)) {
+        st = parse_sentinel(rest, out, err);
+        out->tls = true;
     } else {
         /* Text before the first ':' cannot hold the password (it follows a ':'), so it is safe
          * to quote when it looks like a scheme; otherwise it is not named at all. */
@@ -347,5 +425,8 @@ void eddy__url_free(eddy__url *url) {
     free(url->path);
     free(url->user);
     free(url->password);
+    for (size_t i = 0; i < url->nsentinels; i++)
+        free(url->sentinels[i].host);
+    free(url->sentinels);
     memset(url, 0, sizeof(*url));
 }

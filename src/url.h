@@ -1,26 +1,42 @@
 /* Backend URLs: memory://[name], redis://[user:password@]host[:port][/db] (rediss://: the same
- * over TLS), unix:///path[?db=N]
+ * over TLS), unix:///path[?db=N],
+ * redis-sentinel://[user:password@]host[:port][,host[:port]...]/master-name[/db] (port 26379 by
+ * default; the credentials and db are the master's; rediss-sentinel:// is TLS to the sentinels
+ * and the master)
  * (also redis+unix:// is not accepted: one spelling each). Percent-escapes are not decoded
  * except %40 (@), %3A (:) and %25 (%) in user and password. */
 #ifndef EDDY_SRC_URL_H
 #define EDDY_SRC_URL_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "eddy/status.h"
 
-typedef enum { EDDY__URL_MEMORY, EDDY__URL_TCP, EDDY__URL_UNIX } eddy__url_kind;
+typedef enum {
+    EDDY__URL_MEMORY,
+    EDDY__URL_TCP,
+    EDDY__URL_UNIX,
+    EDDY__URL_SENTINEL
+} eddy__url_kind;
+
+typedef struct eddy__hostport {
+    char *host;
+    int port;
+} eddy__hostport;
 
 typedef struct eddy__url {
     eddy__url_kind kind;
-    char *name;     /* memory: store name ("" for memory://) */
+    char *name;     /* memory: store name ("" for memory://); sentinel: the master's name */
     char *host;     /* tcp */
     int port;       /* tcp, default 6379 */
     char *path;     /* unix */
     char *user;     /* NULL when absent */
     char *password; /* NULL when absent */
     int db;         /* default 0 */
-    bool tls;       /* rediss:// */
+    bool tls;       /* rediss://, rediss-sentinel:// */
+    eddy__hostport *sentinels; /* sentinel: the sentinels to ask, in order (host, port NULL, 0) */
+    size_t nsentinels;
 } eddy__url;
 
 /* EDDY_ERR_INVALID_URL naming what is wrong; on success the caller frees with eddy__url_free. */

@@ -55,8 +55,16 @@ EDDY_EXPORT eddy_status eddy_backend_capabilities(const char *url, unsigned *cap
 
 typedef struct eddy_settings {
     /** Backend: "memory://[name]", "redis://[user:password@]host[:port][/db]",
-     * "rediss://..." (the same over TLS: see tls_* below), "unix:///path[?db=N]". Default
-     * "memory://". */
+     * "rediss://..." (the same over TLS: see tls_* below), "unix:///path[?db=N]", or
+     * "redis-sentinel://[user:password@]host[:port][,host[:port]...]/master-name[/db]" for a
+     * master that Sentinel watches (port 26379 by default; "rediss-sentinel://" is TLS to the
+     * sentinels and the master). With Sentinel, every connect asks the sentinels in the order
+     * given for the master's address (SENTINEL get-master-addr-by-name), connects there and
+     * checks that ROLE says master, trying the next sentinel otherwise; a lost connection or a
+     * READONLY reply (the master became a replica: EDDY_ERR_IO) makes the next connect ask
+     * again. connect_timeout_ms bounds the whole of it. The user:password and db are the
+     * master's, as redis-cli and redis-py take them; sentinel_password is the sentinels'.
+     * Default "memory://". */
     const char *url;
     /** Namespace: every key of this bus is "{ns}:...". Default "eddy". */
     const char *ns;
@@ -156,6 +164,9 @@ typedef struct eddy_settings {
     const char *tls_key;
     const char *tls_sni;
     bool tls_insecure;
+    /** redis-sentinel:// only: the password the sentinels want (AUTH, requirepass of the
+     * sentinels), copied; NULL, the default, sends none. */
+    const char *sentinel_password;
 } eddy_settings;
 
 /** Fills every field with its default. Thread: any. */

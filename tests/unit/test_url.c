@@ -272,6 +272,23 @@ static const struct bad bads[] = {
     {"redis://u:s3cret@bad host", "host 'bad host'"},
     {"redis://u:s3cret@[::1", "closing ']'"},
 
+    {"redis-sentinel://h:26379", "missing master name"},
+    {"redis-sentinel://h:26379/", "missing master name"},
+    {"redis-sentinel://a:1,b:2", "missing master name"},
+    {"redis-sentinel://:s3cret@h", "missing master name"},
+    {"redis-sentinel://h/m y", "master name: bad character at 1 after 'm'"},
+    {"redis-sentinel://h:0/m", "port out of range"},
+    {"redis-sentinel://a:1,b:x/m", "sentinel 2 of 2: port is not a decimal number"},
+    {"redis-sentinel://a:1,,c/m", "sentinel 2 of 3: empty host"},
+    {"redis-sentinel://a:1,/m", "sentinel 2 of 2: empty host"},
+    {"redis-sentinel:///m", "empty host"},
+    {"redis-sentinel://h/m/x", "db is not a decimal number"},
+    {"redis-sentinel://h/m/1/2", "junk after the db at 1"},
+    {"redis-sentinel://u@h/m", "credentials need a ':'"},
+    {"redis-sentinel://u:s3cret/m", "port is not a decimal number"},
+    {"redis-sentinel:h/m", "scheme 'redis-sentinel' must be followed by '://'"},
+    {"redis-sentinels://h/m", "unknown scheme 'redis-sentinels'"},
+
     {"unix://", "missing socket path"},
     {"unix:///", "missing socket path"},
     {"unix:///?db=1", "missing socket path"},
@@ -370,7 +387,7 @@ Test(url, allocation_failures) {
     } cases[] = {
         {"memory://", 1},          {"memory://x", 1},       {"redis://h", 1},
         {"redis://:pw@h", 2},      {"redis://u:pw@h/1", 3}, {"redis://u:pw@[::1]:1", 3},
-        {"unix:///tmp/s?db=1", 1},
+        {"unix:///tmp/s?db=1", 1}, {"redis-sentinel://:pw@a:1,b/m", 5},
     };
     for (size_t i = 0; i < N(cases); i++) {
         const char *text = cases[i].text;
@@ -415,5 +432,39 @@ Test(url, rediss_is_redis_over_tls) {
     eddy__url_free(&u);
     cr_assert_eq(eddy__url_parse("redis://h", &u, &err), EDDY_OK);
     cr_expect(!u.tls);
+    eddy__url_free(&u);
+}
+
+/* Several sentinels, ports defaulting to 26379, the master's name, credentials and db. */
+Test(url, sentinel) {
+    eddy__url u;
+    eddy_error err;
+    cr_assert_eq(eddy__url_parse("redis-sentinel://u:pw@s1:26380,[::1],s3.local:7/mymaster/2", &u,
+                                 &err),
+                 EDDY_OK, "%s", err.detail);
+    cr_expect_eq(u.kind, EDDY__URL_SENTINEL);
+    cr_expect(!u.tls);
+    cr_assert_eq(u.nsentinels, 3);
+    cr_expect_str_eq(u.sentinels[0].host, "s1");
+    cr_expect_eq(u.sentinels[0].port, 26380);
+    cr_expect_str_eq(u.sentinels[1].host, "::1");
+    cr_expect_eq(u.sentinels[1].port, 26379);
+    cr_expect_str_eq(u.sentinels[2].host, "s3.local");
+    cr_expect_eq(u.sentinels[2].port, 7);
+    cr_expect_str_eq(u.name, "mymaster");
+    cr_expect_str_eq(u.user, "u");
+    cr_expect_str_eq(u.password, "pw");
+    cr_expect_eq(u.db, 2);
+    cr_expect_null(u.host);
+    eddy__url_free(&u);
+    cr_expect(is_zero(&u));
+
+    cr_assert_eq(eddy__url_parse("rediss-sentinel://h/m", &u, &err), EDDY_OK, "%s", err.detail);
+    cr_expect(u.tls);
+    cr_expect_eq(u.nsentinels, 1);
+    cr_expect_eq(u.sentinels[0].port, 26379);
+    cr_expect_str_eq(u.name, "m");
+    cr_expect_null(u.password);
+    cr_expect_eq(u.db, 0);
     eddy__url_free(&u);
 }
