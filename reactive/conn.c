@@ -342,6 +342,12 @@ static bool redis_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void 
 
 static void redis_open(rconn *c) {
     const eddy__url *url = &c->s->url;
+    if (url->kind == EDDY__URL_SENTINEL) { /* Sentinel lives in the link (src/link.c) */
+        fail(c, EDDY_ERR_INVALID_ARGUMENT,
+             "redis-sentinel:// needs the reactive front end on "
+             "the core's link");
+        return;
+    }
     eddy__cmdlist hs;
     eddy__cmdlist_init(&hs);
     if (eddy__handshake_cmds(url, &hs) != EDDY_OK) {

@@ -27,6 +27,7 @@
 #include "link_tls.h"
 #include "redis.h"
 #include "reply_arena.h"
+#include "sentinel.h"
 
 #include <hiredis/sds.h>
 
@@ -61,7 +62,24 @@ struct eddy__link {
     bool peer_closed;    /* EOF or reset seen: replies already read are still handed out */
     eddy_error closed_why;
     char peer[128];
+    const char *host; /* tcp: the URL's, or the master a sentinel named */
+    int port;
+    /* redis-sentinel://: finds the master before each connect; ROLE ends the handshake, and
+     * commands wait in the buffer until it said master (hs_end: where the handshake's bytes
+     * end), so that none reaches a replica. */
+    eddy__sentinel *sen;
+    bool hs_role_last;
+    uint64_t hs_end;
 };
+
+static void set_peer(eddy__link *l) {
+    if (l->s->url.kind == EDDY__URL_UNIX)
+        snprintf(l->peer, sizeof(l->peer), "%s", l->s->url.path);
+    else if (!l->host)
+        snprintf(l->peer, sizeof(l->peer), "the master '%s'", l->s->url.name);
+    else
+        snprintf(l->peer, sizeof(l->peer), "%s:%d", l->host, l->port);
+}
 
 eddy__link *eddy__link_new(const eddy__settings *s, bool want_client_id) {
     eddy__link *l = calloc(1, sizeof(*l));
@@ -76,10 +94,14 @@ eddy__link *eddy__link_new(const eddy__settings *s, bool want_client_id) {
     l->fd = -1;
     l->deadline = -1;
     l->client_id = -1;
-    if (s->url.kind == EDDY__URL_UNIX)
-        snprintf(l->peer, sizeof(l->peer), "%s", s->url.path);
-    else
-        snprintf(l->peer, sizeof(l->peer), "%s:%d", s->url.host ? s->url.host : "?", s->url.port);
+    l->host = s->url.host;
+    l->port = s->url.port;
+    if (s->url.kind == EDDY__URL_SENTINEL && !(l->sen = eddy__sentinel_new(s))) {
+        redisReaderFree(l->reader);
+        free(l);
+        return NULL;
+    }
+    set_peer(l);
     return l;
 }
 
@@ -124,6 +146,8 @@ void eddy__link_close(eddy__link *l) {
     l->client_id = -1;
     l->peer_closed = false;
     drop_queue(l);
+    if (l->sen)
+        eddy__sentinel_stop(l->sen);
 }
 
 void eddy__link_free(eddy__link *l) {
@@ -132,6 +156,7 @@ void eddy__link_free(eddy__link *l) {
     eddy__link_close(l);
     if (l->reader)
         redisReaderFree(l->reader);
+    eddy__sentinel_free(l->sen);
     free(l->out);
     free(l->marks);
     free(l);
@@ -144,7 +169,9 @@ static eddy_status fail(eddy__link *l, eddy_status st) {
 }
 
 eddy__link_phase eddy__link_phase_of(const eddy__link *l) { return l->phase; }
-int eddy__link_fd(const eddy__link *l) { return l->fd; }
+int eddy__link_fd(const eddy__link *l) {
+    return l->sen && eddy__sentinel_asking(l->sen) ? eddy__sentinel_fd(l->sen) : l->fd;
+}
 long long eddy__link_deadline(const eddy__link *l) { return l->deadline; }
 uint64_t eddy__link_queued(const eddy__link *l) { return l->queued; }
 uint64_t eddy__link_sent(const eddy__link *l) { return l->sent; }
@@ -159,7 +186,17 @@ void eddy__link_shutdown(eddy__link *l) {
         shutdown(fd, SHUT_RDWR);
 }
 
+/* Where writing must stop for now: the handshake's end while a sentinel's master has not said
+ * ROLE master yet, the buffer's end otherwise. */
+static size_t write_end(const eddy__link *l) {
+    if (l->sen && l->hs_left > 0 && l->hs_end - l->wrote < l->len - l->off)
+        return l->off + (size_t)(l->hs_end - l->wrote);
+    return l->len;
+}
+
 unsigned eddy__link_wants(const eddy__link *l) {
+    if (l->sen && eddy__sentinel_asking(l->sen))
+        return l->phase == EDDY__LINK_CONNECTING ? eddy__sentinel_wants(l->sen) : 0;
     switch (l->phase) {
     case EDDY__LINK_CONNECTING:
         return EDDY__LINK_WRITE;
@@ -167,7 +204,7 @@ unsigned eddy__link_wants(const eddy__link *l) {
         return l->tls_want;
     case EDDY__LINK_HANDSHAKE:
     case EDDY__LINK_READY: /* after EOF, READ: poll() says ready at once, and io fails */
-        return EDDY__LINK_READ | (l->off < l->len && !l->peer_closed ? EDDY__LINK_WRITE : 0) |
+        return EDDY__LINK_READ | (l->off < write_end(l) && !l->peer_closed ? EDDY__LINK_WRITE : 0) |
                l->tls_want;
     default:
         return 0;
@@ -275,17 +312,18 @@ static void pass_marks(eddy__link *l) {
 }
 
 static eddy_status write_out(eddy__link *l, eddy_error *err) {
-    while (l->off < l->len) {
+    size_t end;
+    while (l->off < (end = write_end(l))) {
         ssize_t k;
         if (l->tls) {
             unsigned want = 0;
-            k = eddy__tls_write(l->tls, l->out + l->off, l->len - l->off, &want, err);
+            k = eddy__tls_write(l->tls, l->out + l->off, end - l->off, &want, err);
             if (k < 0)
                 return fail(l, err ? err->status : EDDY_ERR_IO);
             if (k == 0)
                 break; /* TLS writes want only writability here */
         } else {
-            k = send(l->fd, l->out + l->off, l->len - l->off, MSG_NOSIGNAL);
+            k = send(l->fd, l->out + l->off, end - l->off, MSG_NOSIGNAL);
             if (k < 0 && errno == EINTR)
                 continue;
             if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
@@ -317,6 +355,8 @@ static eddy_status queue_handshake(eddy__link *l, eddy_error *err) {
     eddy_status st = eddy__handshake_cmds(&l->s->url, &hs);
     if (st == EDDY_OK && l->want_id)
         eddy__client_id_cmd(&hs);
+    if (st == EDDY_OK && l->sen)
+        eddy__sentinel_role_cmd(&hs);
     if (st == EDDY_OK)
         st = eddy__cmdlist_status(&hs);
     if (st == EDDY_OK && hs.n > 0)
@@ -325,6 +365,8 @@ static eddy_status queue_handshake(eddy__link *l, eddy_error *err) {
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory connecting");
     l->hs_left = (unsigned)hs.n;
     l->hs_id_last = l->want_id;
+    l->hs_role_last = l->sen != NULL;
+    l->hs_end = l->queued_bytes;
     eddy__cmdlist_reset(&hs);
     return st;
 }
@@ -335,7 +377,7 @@ static eddy_status connected(eddy__link *l, eddy_error *err) {
         freeaddrinfo(l->addrs);
     l->addrs = l->next_addr = NULL;
     if (l->s->url.tls && !l->tls) {
-        eddy_status st = eddy__tls_new(l->s, l->s->url.host, l->fd, &l->tls, err);
+        eddy_status st = eddy__tls_new(l->s, l->host, l->fd, &l->tls, err);
         if (st != EDDY_OK)
             return fail(l, st);
         l->phase = EDDY__LINK_TLS;
@@ -394,6 +436,18 @@ static eddy_status connect_unix(eddy__link *l, eddy_error *err) {
     return fail(l, eddy__fail(err, EDDY_ERR_IO, "connect to %s: %s", l->peer, strerror(errno)));
 }
 
+static eddy_status connect_tcp(eddy__link *l, eddy_error *err) {
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    char port[16];
+    snprintf(port, sizeof(port), "%d", l->port);
+    int rc = getaddrinfo(l->host, port, &hints, &l->addrs);
+    if (rc != 0)
+        return fail(l, eddy__fail(err, rc == EAI_MEMORY ? EDDY_ERR_NOMEM : EDDY_ERR_IO,
+                                  "resolve %s: %s", l->host, gai_strerror(rc)));
+    l->next_addr = l->addrs;
+    return try_next(l, ENOENT, err);
+}
+
 eddy_status eddy__link_connect(eddy__link *l, long long now_ms, eddy_error *err) {
     eddy__link_close(l);
     l->deadline = now_ms + l->s->connect_timeout_ms;
@@ -403,15 +457,29 @@ eddy_status eddy__link_connect(eddy__link *l, long long now_ms, eddy_error *err)
         return fail(l, st);
     if (l->s->url.kind == EDDY__URL_UNIX)
         return connect_unix(l, err);
-    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
-    char port[16];
-    snprintf(port, sizeof(port), "%d", l->s->url.port);
-    int rc = getaddrinfo(l->s->url.host, port, &hints, &l->addrs);
-    if (rc != 0)
-        return fail(l, eddy__fail(err, rc == EAI_MEMORY ? EDDY_ERR_NOMEM : EDDY_ERR_IO,
-                                  "resolve %s: %s", l->s->url.host, gai_strerror(rc)));
-    l->next_addr = l->addrs;
-    return try_next(l, ENOENT, err);
+    if (l->sen) { /* the master's address first: eddy__link_io goes on with ask_step */
+        l->host = NULL;
+        set_peer(l);
+        if ((st = eddy__sentinel_start(l->sen, l->deadline, err)) != EDDY_OK)
+            return fail(l, st);
+        return EDDY_OK;
+    }
+    return connect_tcp(l, err);
+}
+
+/* A sentinel is being asked: steps it, and connects to the master once one is named. */
+static eddy_status ask_step(eddy__link *l, unsigned ready, eddy_error *err) {
+    const char *host = NULL;
+    int port = 0;
+    eddy_status st = eddy__sentinel_io(l->sen, ready, &host, &port, err);
+    if (st != EDDY_OK)
+        return fail(l, st);
+    if (!host)
+        return EDDY_OK;
+    l->host = host;
+    l->port = port;
+    set_peer(l);
+    return connect_tcp(l, err);
 }
 
 /* CONNECTING and the socket said writable (or failed): done, or the next address. */
@@ -524,9 +592,12 @@ static eddy_status take_handshake(eddy__link *l, eddy_error *err) {
         eddy_status st = parse(l, &r, err);
         if (st != EDDY_OK || !r)
             return st;
-        bool id = l->hs_left == 1 && l->hs_id_last;
+        bool role = l->hs_left == 1 && l->hs_role_last;
+        bool id = l->hs_left == (l->hs_role_last ? 2u : 1u) && l->hs_id_last;
         l->hs_left--;
-        if (id) { /* refused (an ACL): the id stays unknown */
+        if (role) {
+            st = eddy__sentinel_check_role(l->sen, r, l->peer, err);
+        } else if (id) { /* refused (an ACL): the id stays unknown */
             if (r->type == REDIS_REPLY_INTEGER)
                 l->client_id = r->integer;
         } else {
@@ -539,6 +610,8 @@ static eddy_status take_handshake(eddy__link *l, eddy_error *err) {
     if (l->phase == EDDY__LINK_HANDSHAKE) {
         l->phase = EDDY__LINK_READY;
         l->deadline = -1;
+        if (l->sen)
+            eddy__sentinel_ready(l->sen);
     }
     return EDDY_OK;
 }
@@ -558,6 +631,13 @@ eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err)
         return st;
     if (!*reply)
         return l->peer_closed ? closed(l, err) : EDDY_OK;
+    if (l->sen && eddy__sentinel_readonly(*reply)) { /* a failover: the next connect asks */
+        free_reply(l, *reply);
+        *reply = NULL;
+        return fail(l, eddy__fail(err, EDDY_ERR_IO,
+                                  "%s is a replica now (READONLY): the master '%s' moved", l->peer,
+                                  l->s->url.name));
+    }
     if (l->answered == l->sent && l->answered == l->queued) {
         free_reply(l, *reply);
         *reply = NULL;
@@ -571,6 +651,8 @@ eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err)
 /* ---- driving ----------------------------------------------------------------------------- */
 
 eddy_status eddy__link_flush(eddy__link *l, eddy_error *err) {
+    if (l->sen && eddy__sentinel_asking(l->sen) && l->phase == EDDY__LINK_CONNECTING)
+        return EDDY_OK; /* nothing can be written before the master is known */
     switch (l->phase) {
     case EDDY__LINK_CONNECTING:
         return finish_connect(l, err);
@@ -587,6 +669,8 @@ eddy_status eddy__link_flush(eddy__link *l, eddy_error *err) {
 }
 
 eddy_status eddy__link_io(eddy__link *l, unsigned ready, eddy_error *err) {
+    if (l->sen && eddy__sentinel_asking(l->sen) && l->phase == EDDY__LINK_CONNECTING)
+        return ask_step(l, ready, err); /* the master's connect, if started, waits to be writable */
     eddy__link_phase before = l->phase;
     eddy_status st = EDDY_OK;
     if (before == EDDY__LINK_CONNECTING || before == EDDY__LINK_TLS) {

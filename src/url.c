@@ -271,7 +271,8 @@ static eddy_status parse_redis(const char *s, eddy__url *out, eddy_error *err) {
 static eddy_status parse_master_name(const char *s, size_t len, eddy__url *out, eddy_error *err) {
     char q[QUOTE_MAX * 4 + 8];
     if (len == 0)
-        return invalid(err, "missing master name (expected redis-sentinel://host:port/master-name)");
+        return invalid(err,
+                       "missing master name (expected redis-sentinel://host:port/master-name)");
     for (size_t i = 0; i < len; i++)
         if (!is_alnum(s[i]) && !strchr("-_.:", s[i]))
             return invalid(err, "master name: bad character at %zu after '%s'", i,
@@ -317,7 +318,8 @@ static eddy_status parse_sentinel(const char *s, eddy__url *out, eddy_error *err
     }
     s += list;
     if (*s != '/')
-        return invalid(err, "missing master name (expected redis-sentinel://host:port/master-name)");
+        return invalid(err,
+                       "missing master name (expected redis-sentinel://host:port/master-name)");
     s++;
     size_t len = strcspn(s, "/");
     eddy_status st = parse_master_name(s, len, out, err);

@@ -13,12 +13,7 @@
 
 #include "eddy/status.h"
 
-typedef enum {
-    EDDY__URL_MEMORY,
-    EDDY__URL_TCP,
-    EDDY__URL_UNIX,
-    EDDY__URL_SENTINEL
-} eddy__url_kind;
+typedef enum { EDDY__URL_MEMORY, EDDY__URL_TCP, EDDY__URL_UNIX, EDDY__URL_SENTINEL } eddy__url_kind;
 
 typedef struct eddy__hostport {
     char *host;

@@ -385,8 +385,9 @@ Test(url, allocation_failures) {
         const char *text;
         long allocs;
     } cases[] = {
-        {"memory://", 1},          {"memory://x", 1},       {"redis://h", 1},
-        {"redis://:pw@h", 2},      {"redis://u:pw@h/1", 3}, {"redis://u:pw@[::1]:1", 3},
+        {"memory://", 1},          {"memory://x", 1},
+        {"redis://h", 1},          {"redis://:pw@h", 2},
+        {"redis://u:pw@h/1", 3},   {"redis://u:pw@[::1]:1", 3},
         {"unix:///tmp/s?db=1", 1}, {"redis-sentinel://:pw@a:1,b/m", 5},
     };
     for (size_t i = 0; i < N(cases); i++) {
@@ -439,9 +440,9 @@ Test(url, rediss_is_redis_over_tls) {
 Test(url, sentinel) {
     eddy__url u;
     eddy_error err;
-    cr_assert_eq(eddy__url_parse("redis-sentinel://u:pw@s1:26380,[::1],s3.local:7/mymaster/2", &u,
-                                 &err),
-                 EDDY_OK, "%s", err.detail);
+    cr_assert_eq(
+        eddy__url_parse("redis-sentinel://u:pw@s1:26380,[::1],s3.local:7/mymaster/2", &u, &err),
+        EDDY_OK, "%s", err.detail);
     cr_expect_eq(u.kind, EDDY__URL_SENTINEL);
     cr_expect(!u.tls);
     cr_assert_eq(u.nsentinels, 3);

@@ -1,0 +1,198 @@
+/* Asking the sentinels for the master; see sentinel.h.
+ *
+ * Invariants: `child` is the link to the sentinel being asked (index `at`), NULL when none is;
+ * its settings are child_s, a shallow copy of the bus's settings whose URL points at that
+ * sentinel (borrowed strings: child_s is never freed as settings). A round asks each sentinel
+ * at most once; `why` collects what each one that failed said, for the round's detail. */
+#include "sentinel.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "link.h"
+
+struct eddy__sentinel {
+    const eddy__settings *s;
+    eddy__settings child_s;
+    eddy__link *child;
+    size_t start, at, tried; /* this round: first asked, being asked, how many asked */
+    size_t named_by;         /* the sentinel that named this round's master */
+    bool found, ready;       /* this round named a master; it became READY */
+    long long deadline;
+    char host[256];
+    int port;
+    eddy_status why_st;
+    char why[EDDY_ERROR_DETAIL_MAX];
+};
+
+eddy__sentinel *eddy__sentinel_new(const eddy__settings *s) {
+    eddy__sentinel *sn = calloc(1, sizeof(*sn));
+    if (sn)
+        sn->s = s;
+    return sn;
+}
+
+void eddy__sentinel_stop(eddy__sentinel *sn) {
+    eddy__link_free(sn->child);
+    sn->child = NULL;
+}
+
+void eddy__sentinel_free(eddy__sentinel *sn) {
+    if (!sn)
+        return;
+    eddy__sentinel_stop(sn);
+    free(sn);
+}
+
+bool eddy__sentinel_asking(const eddy__sentinel *sn) { return sn->child != NULL; }
+int eddy__sentinel_fd(const eddy__sentinel *sn) { return eddy__link_fd(sn->child); }
+unsigned eddy__sentinel_wants(const eddy__sentinel *sn) { return eddy__link_wants(sn->child); }
+void eddy__sentinel_ready(eddy__sentinel *sn) { sn->ready = true; }
+
+/* Notes why the sentinel being asked gave no master, and closes its link. */
+static void note(eddy__sentinel *sn, eddy_status st, const char *detail) {
+    const eddy__hostport *hp = &sn->s->url.sentinels[sn->at];
+    size_t n = strlen(sn->why);
+    snprintf(sn->why + n, sizeof(sn->why) - n, "%s%s:%d: %s", n ? "; " : "", hp->host, hp->port,
+             detail);
+    sn->why_st = st;
+    eddy__sentinel_stop(sn);
+}
+
+/* Asks the next sentinel not asked yet this round. */
+static eddy_status ask_next(eddy__sentinel *sn, eddy_error *err) {
+    const eddy__url *url = &sn->s->url;
+    while (sn->tried < url->nsentinels) {
+        sn->at = (sn->start + sn->tried++) % url->nsentinels;
+        sn->child_s = *sn->s;
+        sn->child_s.url = (eddy__url){.kind = EDDY__URL_TCP,
+                                      .host = url->sentinels[sn->at].host,
+                                      .port = url->sentinels[sn->at].port,
+                                      .password = sn->s->sentinel_password,
+                                      .tls = url->tls};
+        if (!(sn->child = eddy__link_new(&sn->child_s, false)))
+            return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory asking a sentinel");
+        eddy__cmdlist q;
+        eddy__cmdlist_init(&q);
+        eddy__cmd *c = eddy__cmdlist_add(&q, 0, 0);
+        if (c) {
+            eddy__cmd_str(c, "SENTINEL");
+            eddy__cmd_str(c, "get-master-addr-by-name");
+            eddy__cmd_str(c, url->name);
+        }
+        eddy_error e;
+        /* Its deadline is the round's: the link's clock is only known through it. */
+        eddy_status st =
+            eddy__link_connect(sn->child, sn->deadline - sn->s->connect_timeout_ms, &e);
+        if (st == EDDY_OK && eddy__cmdlist_status(&q) != EDDY_OK)
+            st = eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory asking a sentinel");
+        if (st == EDDY_OK)
+            st = eddy__link_send(sn->child, &q, NULL, &e);
+        eddy__cmdlist_reset(&q);
+        if (st == EDDY_OK)
+            return EDDY_OK;
+        if (st == EDDY_ERR_NOMEM) {
+            eddy__sentinel_stop(sn);
+            return eddy__fail(err, st, "%s", e.detail);
+        }
+        note(sn, st, e.detail);
+    }
+    eddy_status st = eddy__fail(err, sn->why_st ? sn->why_st : EDDY_ERR_IO,
+                                "no sentinel named the master '%s': %s", url->name, sn->why);
+    eddy__log(&sn->s->log, EDDY_LOG_WARN, "%s", err ? err->detail : "no sentinel named the master");
+    return st;
+}
+
+eddy_status eddy__sentinel_start(eddy__sentinel *sn, long long deadline, eddy_error *err) {
+    eddy__sentinel_stop(sn);
+    if (sn->found && !sn->ready) /* its answer did not lead to a master: start after it */
+        sn->start = (sn->named_by + 1) % sn->s->url.nsentinels;
+    sn->found = sn->ready = false;
+    sn->tried = 0;
+    sn->why[0] = '\0';
+    sn->why_st = EDDY_OK;
+    sn->deadline = deadline;
+    return ask_next(sn, err);
+}
+
+/* What get-master-addr-by-name answered: [host, port], nil for a name it does not know. */
+static eddy_status take_answer(eddy__sentinel *sn, const redisReply *r, eddy_error *e) {
+    if (r->type == REDIS_REPLY_NIL)
+        return eddy__fail(e, EDDY_ERR_BACKEND, "does not know the master '%s'", sn->s->url.name);
+    if (r->type == REDIS_REPLY_ERROR)
+        return eddy__fail(e, EDDY_ERR_BACKEND, "refused: %.*s", (int)r->len, r->str);
+    char *end = NULL;
+    long port = 0;
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&
+        r->element[0]->type == REDIS_REPLY_STRING && r->element[1]->type == REDIS_REPLY_STRING &&
+        r->element[0]->len > 0 && r->element[0]->len < sizeof(sn->host))
+        port = strtol(r->element[1]->str, &end, 10);
+    if (port < 1 || port > 65535 || !end || *end)
+        return eddy__fail(e, EDDY_ERR_PROTOCOL, "answered something that is not an address");
+    memcpy(sn->host, r->element[0]->str, r->element[0]->len);
+    sn->host[r->element[0]->len] = '\0';
+    sn->port = (int)port;
+    return EDDY_OK;
+}
+
+eddy_status eddy__sentinel_io(eddy__sentinel *sn, unsigned ready, const char **host, int *port,
+                              eddy_error *err) {
+    *host = NULL;
+    eddy_error e;
+    redisReply *r = NULL;
+    eddy_status st = eddy__link_io(sn->child, ready, &e);
+    if (st == EDDY_OK)
+        st = eddy__link_reply(sn->child, &r, &e);
+    if (st == EDDY_OK && !r)
+        return EDDY_OK;
+    if (st == EDDY_OK) {
+        st = take_answer(sn, r, &e);
+        freeReplyObject(r);
+    }
+    if (st == EDDY_OK) {
+        eddy__log(&sn->s->log, EDDY_LOG_DEBUG, "sentinel %s: the master '%s' is at %s:%d",
+                  eddy__link_peer(sn->child), sn->s->url.name, sn->host, sn->port);
+        eddy__sentinel_stop(sn);
+        sn->found = true;
+        sn->named_by = sn->at;
+        *host = sn->host;
+        *port = sn->port;
+        return EDDY_OK;
+    }
+    if (st == EDDY_ERR_NOMEM) {
+        eddy__sentinel_stop(sn);
+        return eddy__fail(err, st, "%s", e.detail);
+    }
+    note(sn, st, e.detail);
+    return ask_next(sn, err);
+}
+
+void eddy__sentinel_role_cmd(eddy__cmdlist *out) {
+    eddy__cmd *c = eddy__cmdlist_add(out, 0, 0);
+    if (c)
+        eddy__cmd_str(c, "ROLE");
+}
+
+eddy_status eddy__sentinel_check_role(const eddy__sentinel *sn, const redisReply *r,
+                                      const char *peer, eddy_error *err) {
+    if (r->type == REDIS_REPLY_ERROR)
+        return eddy__fail(err, EDDY_ERR_BACKEND, "ROLE refused by %s: %.*s", peer, (int)r->len,
+                          r->str);
+    if (r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+        r->element[0]->type == REDIS_REPLY_STRING && strcmp(r->element[0]->str, "master") == 0)
+        return EDDY_OK;
+    const char *role =
+        r->type == REDIS_REPLY_ARRAY && r->elements > 0 && r->element[0]->type == REDIS_REPLY_STRING
+            ? r->element[0]->str
+            : "unknown";
+    return eddy__fail(err, EDDY_ERR_IO,
+                      "%s, named by a sentinel as the master '%s', has the role %s (a failover "
+                      "is under way: the next connect asks again)",
+                      peer, sn->s->url.name, role);
+}
+
+bool eddy__sentinel_readonly(const redisReply *r) {
+    return r && r->type == REDIS_REPLY_ERROR && r->len >= 8 && memcmp(r->str, "READONLY", 8) == 0;
+}

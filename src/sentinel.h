@@ -1,0 +1,55 @@
+/* Finding a Sentinel-watched master for a link (redis-sentinel:// URLs), without I/O waits of
+ * its own, as the link: a round asks the URL's sentinels in turn, starting with `start`, for
+ * SENTINEL get-master-addr-by-name <name> over a link of its own (AUTH with
+ * settings.sentinel_password first, when set), until one answers with an address. The link
+ * then connects there and checks ROLE in its handshake (eddy__sentinel_check_role).
+ *
+ * Rotation: when a round's master did not become READY (refused, not a master, handshake
+ * refused), the next round starts with the sentinel after the one that named it, so that a
+ * sentinel with a stale answer cannot hold every connect. Nothing is cached: every round asks.
+ *
+ * Thread: the link's. */
+#ifndef EDDY_SRC_SENTINEL_H
+#define EDDY_SRC_SENTINEL_H
+
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+
+#include "cmdlist.h"
+#include "settings.h"
+
+typedef struct eddy__sentinel eddy__sentinel;
+
+/* s: a redis-sentinel:// URL's settings, borrowed (they outlive the object). NULL on OOM. */
+eddy__sentinel *eddy__sentinel_new(const eddy__settings *s);
+void eddy__sentinel_free(eddy__sentinel *sn);
+
+/* Starts a round that must end by `deadline` (the link's clock). EDDY_OK while a sentinel is
+ * being asked; otherwise no sentinel could be asked, with the round's summary in err. */
+eddy_status eddy__sentinel_start(eddy__sentinel *sn, long long deadline, eddy_error *err);
+/* Ends the round's ask, if one is in progress (closes its socket). */
+void eddy__sentinel_stop(eddy__sentinel *sn);
+/* True while a sentinel is being asked: the link then waits on eddy__sentinel_fd/wants. */
+bool eddy__sentinel_asking(const eddy__sentinel *sn);
+int eddy__sentinel_fd(const eddy__sentinel *sn);
+unsigned eddy__sentinel_wants(const eddy__sentinel *sn);
+
+/* Steps the ask with what its socket is ready for (as eddy__link_io). EDDY_OK with *host set
+ * (and *port) once a sentinel named the master (the strings live until the next round), *host
+ * NULL while still asking; a failing sentinel makes it ask the next one. Any other status:
+ * none answered, with the summary in err (also logged). */
+eddy_status eddy__sentinel_io(eddy__sentinel *sn, unsigned ready, const char **host, int *port,
+                              eddy_error *err);
+/* The master this round found is READY: the next round starts with the same sentinel. */
+void eddy__sentinel_ready(eddy__sentinel *sn);
+
+/* Appends ROLE to a master's handshake. */
+void eddy__sentinel_role_cmd(eddy__cmdlist *out);
+/* EDDY_OK when ROLE's reply says master; EDDY_ERR_IO naming what peer is otherwise (the next
+ * round asks again: a failover is under way), EDDY_ERR_BACKEND when ROLE was refused. */
+eddy_status eddy__sentinel_check_role(const eddy__sentinel *sn, const redisReply *r,
+                                      const char *peer, eddy_error *err);
+/* True for a READONLY error reply: the master became a replica. */
+bool eddy__sentinel_readonly(const redisReply *r);
+
+#endif
