@@ -26,6 +26,7 @@
 #include "eddy_test.h"
 #include "recorder.h"
 #include "redis_server.h"
+#include "tls_server.h"
 
 #define MASTER "mymaster"
 #define NSENT 3
@@ -91,7 +92,8 @@ static size_t known(int sentinel_port, const char *what) {
     return n;
 }
 
-static void sentinel_start(sentinel_proc *sp, int master_port) {
+/* tls_conf: extra configuration lines (TLS), or "". */
+static void sentinel_start_conf(sentinel_proc *sp, int master_port, const char *tls_conf) {
     sp->port = eddy_test_free_port();
     snprintf(sp->dir, sizeof(sp->dir), "/tmp/eddy-test-sentinel-%d-%d", (int)getpid(), sp->port);
     char path[192];
@@ -101,12 +103,13 @@ static void sentinel_start(sentinel_proc *sp, int master_port) {
     FILE *f = fopen(path, "w");
     cr_assert(f);
     fprintf(f,
-            "port %d\nbind 127.0.0.1\ndir %s\nlogfile sentinel.log\n"
+            "%s %d\nbind 127.0.0.1\ndir %s\nlogfile sentinel.log\n%s"
             "sentinel monitor %s 127.0.0.1 %d 2\n"
             "sentinel down-after-milliseconds %s 1000\n"
             "sentinel failover-timeout %s 10000\n"
             "sentinel parallel-syncs %s 1\n",
-            sp->port, sp->dir, MASTER, master_port, MASTER, MASTER, MASTER);
+            *tls_conf ? "port 0\ntls-port" : "port", sp->port, sp->dir, tls_conf, MASTER,
+            master_port, MASTER, MASTER, MASTER);
     fclose(f);
     pid_t pid = fork();
     cr_assert(pid >= 0);
@@ -122,6 +125,10 @@ static void sentinel_start(sentinel_proc *sp, int master_port) {
         _exit(127);
     }
     sp->pid = pid;
+}
+
+static void sentinel_start(sentinel_proc *sp, int master_port) {
+    sentinel_start_conf(sp, master_port, "");
 }
 
 static void sentinel_kill(sentinel_proc *sp) {
@@ -467,4 +474,53 @@ Test(sentinel, connect_fails_clearly_when_no_sentinel_names_the_master, .timeout
     cr_expect_eq(publish(bus, "x-2", &err), EDDY_OK, "%s", err.detail);
     eddy_bus_free(bus);
     cluster_stop(&c);
+}
+
+/* rediss-sentinel://: TLS to the sentinel and to the master it names (an address: the
+ * certificate's IP name is checked). */
+Test(sentinel, tls_to_the_sentinel_and_the_master, .timeout = 200) {
+    eddy_test_tls_files files;
+    eddy_test_tls_certs(&files);
+    eddy_test_redis master;
+    eddy_test_tls_redis_start(&master, &files, files.server_cert, 0);
+    char conf[1024];
+    snprintf(conf, sizeof(conf),
+             "tls-cert-file %s\ntls-key-file %s\ntls-ca-cert-file %s\ntls-replication yes\n",
+             files.server_cert, files.server_key, files.ca);
+    sentinel_proc sp;
+    sentinel_start_conf(&sp, master.port, conf);
+    char url[128];
+    snprintf(url, sizeof(url), "rediss-sentinel://127.0.0.1:%d/%s", sp.port, MASTER);
+    eddy_settings st;
+    eddy_settings_init(&st);
+    st.url = url;
+    char ns[96];
+    st.ns = eddy_test_namespace(ns, sizeof(ns), "sentls");
+    st.tls_cacert = files.ca;
+    st.tls_cert = files.client_cert;
+    st.tls_key = files.client_key;
+    st.log = eddy_test_log;
+    st.log_user = "sentinel-tls";
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    eddy_status rc;
+    long long until = eddy_test_now_ms() + WAIT_MS;
+    while ((rc = eddy_bus_new(&st, NULL, 0, &bus, &err)) != EDDY_OK && eddy_test_now_ms() < until) {
+        struct timespec pause = {0, 100000000}; /* the sentinel is starting */
+        nanosleep(&pause, NULL);
+    }
+    cr_assert_eq(rc, EDDY_OK, "%s", err.detail);
+    cr_expect_eq(publish(bus, "t-1", &err), EDDY_OK, "%s", err.detail);
+    eddy_bus_free(bus);
+
+    /* Without the CA, the sentinel's certificate is refused: the detail says so. */
+    st.tls_cacert = NULL;
+    cr_expect_neq(eddy_bus_new(&st, NULL, 0, &bus, &err), EDDY_OK);
+    cr_expect(strstr(err.detail, "certificate"), "%s", err.detail);
+    sentinel_kill(&sp);
+    eddy_test_redis_kill(&master);
+    eddy_test_tls_certs_remove(&files);
+    char rm[256];
+    snprintf(rm, sizeof(rm), "rm -rf %s", sp.dir);
+    (void)!system(rm);
 }
