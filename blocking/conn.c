@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "conn_state.h"
 #include "error.h"
 #include "redis.h"
 #include "reply.h"
@@ -48,6 +49,7 @@ eddy_status bconn_init(bconn *c, const eddy__settings *s) {
 }
 
 static void drop(bconn *c) {
+    c->state_epoch = 0; /* a loss was reported before, or this is a close */
     pthread_mutex_lock(&c->lock);
     c->client_id = -1;
     if (c->rc) {
@@ -86,8 +88,9 @@ static struct timeval tv_ms(long long ms) {
 static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
                               bool cuttable, redisReply **replies, eddy_error *err);
 
-/* CLIENT ID; a server that refuses it (an ACL) leaves the id unknown: a pause then cuts a read
- * by shutting the socket down only. */
+/* CLIENT ID, the handshake's last command on every connection, so that a peer that does not
+ * speak RESP fails at connect; a server that refuses it (an ACL) leaves the id unknown: a pause
+ * then cuts a read by shutting the socket down only. */
 static eddy_status learn_id(bconn *c, eddy_error *err) {
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
@@ -96,14 +99,22 @@ static eddy_status learn_id(bconn *c, eddy_error *err) {
     redisReply *reply = NULL;
     if (st == EDDY_OK)
         st = exec_redis(c, &cmds, -1, false, &reply, err);
-    if (st == EDDY_OK && reply->type == REDIS_REPLY_INTEGER) {
+    long long id = -1;
+    if (st == EDDY_OK && (st = eddy__client_id_check(reply, &id, err)) == EDDY_OK) {
         pthread_mutex_lock(&c->lock);
-        c->client_id = reply->integer;
+        c->client_id = id;
         pthread_mutex_unlock(&c->lock);
     }
     bconn_release(c, &reply, 1);
     eddy__cmdlist_reset(&cmds);
     return st == EDDY_ERR_NOMEM ? eddy__fail(err, st, "out of memory connecting") : st;
+}
+
+/* err may be the caller's NULL: the tracker then names the status only. */
+static eddy_status connect_failed(bconn *c, eddy_status st, const eddy_error *err) {
+    eddy__conn_failed(c->s->conn_state, st, err);
+    c->attempt = eddy__conn_next_attempt(c->attempt, st);
+    return st;
 }
 
 eddy_status bconn_connect(bconn *c, eddy_error *err) {
@@ -115,6 +126,7 @@ eddy_status bconn_connect(bconn *c, eddy_error *err) {
             return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory opening memory://%s", url->name);
         if (c->arena)
             eddy__mem_conn_set_arena(c->mc, c->arena);
+        eddy__conn_up(c->s->conn_state, &c->state_epoch);
         return EDDY_OK;
     }
     struct timeval tv = tv_ms(c->s->connect_timeout_ms);
@@ -126,8 +138,7 @@ eddy_status bconn_connect(bconn *c, eddy_error *err) {
     if (rc->err) {
         eddy_status st = eddy__redis_context_status(rc->err, rc->errstr, err);
         redisFree(rc);
-        c->attempt++;
-        return st;
+        return connect_failed(c, st, err);
     }
     if (c->arena)
         eddy__reply_arena_install(c->arena, rc->reader);
@@ -145,14 +156,14 @@ eddy_status bconn_connect(bconn *c, eddy_error *err) {
         bconn_release(c, replies, hs.n);
     }
     eddy__cmdlist_reset(&hs);
-    if (st == EDDY_OK && c->want_id)
+    if (st == EDDY_OK)
         st = learn_id(c, err);
     if (st != EDDY_OK) {
         drop(c);
-        c->attempt++;
-        return st;
+        return connect_failed(c, st, err);
     }
     c->attempt = 0;
+    eddy__conn_up(c->s->conn_state, &c->state_epoch);
     return EDDY_OK;
 }
 
@@ -263,6 +274,7 @@ static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long blo
     c->blocking = false;
     pthread_mutex_unlock(&c->lock);
     if (st != EDDY_OK) {
+        eddy__conn_lost(c->s->conn_state, &c->state_epoch, st, err);
         drop(c);
         bconn_release(c, replies, cmds->n);
     }

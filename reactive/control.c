@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "conn_state.h"
 #include "error.h"
 #include "internal.h"
 #include "redis.h"
@@ -125,11 +126,17 @@ static void ctl_lost(rctl *c, const eddy_error *err) {
     c->conn = NULL;
     eddy__inbox_reset(c->inbox);
     c->last_err = *err;
-    if (was_connecting)
-        c->attempt++;
-    eddy__log(&c->bus->s.log, EDDY_LOG_WARN, "control connection: %s%s", err->detail,
+    /* The bus's tracker logs the state this makes, once. */
+    eddy__log(&c->bus->s.log, EDDY_LOG_DEBUG, "control connection: %s%s", err->detail,
               was_connecting ? "" : "; reconnecting");
+    if (was_connecting)
+        c->attempt = eddy__conn_next_attempt(c->attempt, err->status);
     ctl_backoff(c);
+    if (was_connecting && eddy__conn_refused(err->status) && !c->ready &&
+        ev_is_active(&c->ready_timer)) {
+        ev_timer_stop(c->bus->loop, &c->ready_timer); /* a start need not wait it out */
+        rbus_ctl_ready(c->bus, err);
+    }
 }
 
 static void ctl_up(void *owner) {
@@ -440,6 +447,13 @@ eddy_status eddy_rbus_retention_stats(eddy_rbus *bus, eddy_retention_stats *out)
     if (!bus || !out)
         return EDDY_ERR_INVALID_ARGUMENT;
     eddy__retention_counters_snapshot(&bus->retention, out);
+    return EDDY_OK;
+}
+
+eddy_status eddy_rbus_connection_stats(eddy_rbus *bus, eddy_connection_stats *out) {
+    if (!bus || !out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy__conn_stats(bus->s.conn_state, out);
     return EDDY_OK;
 }
 

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "conn_state.h"
 #include "delivery.h"
 #include "error.h"
 #include "internal.h"
@@ -155,13 +156,16 @@ static void act_lost(ract *act, const eddy_error *err) {
             act->state = A_HANDLERS; /* their acknowledgements have no connection left */
         return;
     }
-    if (was_connecting) {
-        act->attempt++;
-        eddy__log(&bus->s.log, EDDY_LOG_WARN, "subscription '%s': %s", act->rs->sub->name,
-                  err->detail);
-    } else {
-        eddy__log(&bus->s.log, EDDY_LOG_WARN, "subscription '%s': %s; reconnecting",
-                  act->rs->sub->name, err->detail);
+    /* The bus's tracker logs the state this makes, once. */
+    eddy__log(&bus->s.log, EDDY_LOG_DEBUG, "subscription '%s': %s%s", act->rs->sub->name,
+              err->detail, was_connecting ? "" : "; reconnecting");
+    if (was_connecting)
+        act->attempt = eddy__conn_next_attempt(act->attempt, err->status);
+    if (was_connecting && eddy__conn_refused(err->status) && ev_is_active(&act->ready_timer)) {
+        ev_timer_stop(bus->loop, &act->ready_timer); /* a start need not wait it out */
+        rbus_act_ready(bus, act, err);
+        if (act->state == A_DEAD)
+            return;
     }
     if (act->state == A_HANDLERS)
         return; /* handing out a round: reconnects right after (act_step) */

@@ -2,6 +2,7 @@
 #ifndef EDDY_SRC_SETTINGS_H
 #define EDDY_SRC_SETTINGS_H
 
+#include "conn_state.h"
 #include "eddy/bus.h"
 #include "log.h"
 #include "url.h"
@@ -36,6 +37,9 @@ typedef struct eddy__settings {
     unsigned long long retention_max_age_ms;
     unsigned long long retention_max_len;
     unsigned consumer_idle_ms;
+    /* The state of this handle's connections (conn_state.h): each connection reports here. The
+     * settings own it; it is NULL only in a copy that failed. */
+    eddy__conn_state *conn_state;
 } eddy__settings;
 
 /* The wait before the redelivery of an AtLeastOnce delivery whose attempt-th delivery failed

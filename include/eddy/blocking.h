@@ -109,6 +109,11 @@ EDDY_EXPORT const char *eddy_bus_instance(const eddy_bus *bus);
  * bus.h). EDDY_ERR_INVALID_ARGUMENT for a NULL argument. Thread: any. */
 EDDY_EXPORT eddy_status eddy_bus_retention_stats(eddy_bus *bus, eddy_retention_stats *out);
 
+/** The state of the bus's connections and their counters (see "connection state" in bus.h).
+ * EDDY_ERR_INVALID_ARGUMENT for a NULL argument. Thread: any, also from inside
+ * settings.on_connection. */
+EDDY_EXPORT eddy_status eddy_bus_connection_stats(eddy_bus *bus, eddy_connection_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

@@ -51,6 +51,48 @@ enum {
 /** The capabilities of the backend a URL names. Thread: any. */
 EDDY_EXPORT eddy_status eddy_backend_capabilities(const char *url, unsigned *caps, eddy_error *err);
 
+/* ---- connection state ---------------------------------------------------------------- *
+ *
+ * A bus (likewise a store or a dead-letter reader: each handle built from settings keeps its
+ * own) follows all its connections as one state, and tells settings.on_connection of each
+ * change once, however many connections notice it and however often they retry; each change
+ * is also logged once. */
+
+typedef enum eddy_connection_state {
+    EDDY_CONN_CONNECTING, /**< nothing learnt yet (only in eddy_connection_stats) */
+    EDDY_CONN_CONNECTED,  /**< the first connection came up */
+    /** A connection was lost (why: the reason), or the very first attempt failed; eddy keeps
+     * reconnecting with backoff. One outage is one change, whatever the number of connections. */
+    EDDY_CONN_DISCONNECTED,
+    EDDY_CONN_RECONNECTED, /**< a connection came up again after one of the others */
+    /** The server refused the credentials (WRONGPASS, NOAUTH, NOPERM; why->status is
+     * EDDY_ERR_AUTH). eddy keeps trying, every reconnect_max_ms (a password may be restored). */
+    EDDY_CONN_AUTH_FAILED,
+    /** The peer does not speak RESP: not a Redis server (why->status EDDY_ERR_PROTOCOL). Starting
+     * fails at once with EDDY_ERR_PROTOCOL; a running bus keeps trying. */
+    EDDY_CONN_NOT_REDIS
+} eddy_connection_state;
+
+/** Told of each change of the connection state. `why` is NULL for CONNECTED and RECONNECTED,
+ * else the failure that made the change (its status and detail, never a password).
+ * Thread: blocking front end, whichever of the bus's threads (or of the callers of its
+ * functions) saw the change, one call at a time and in the order of the changes; reactive
+ * front end, the loop's thread, possibly from inside a call made into the bus (such as
+ * eddy_rbus_start). Re-entrancy: it must not call the bus or its objects, except
+ * eddy_bus_connection_stats / eddy_rbus_connection_stats; hand the news to another thread (or
+ * a timer) to act on it. Ownership: why is borrowed for the call. */
+typedef void (*eddy_connection_fn)(eddy_connection_state state, const eddy_error *why, void *user);
+
+/** Connection counters of a bus (eddy_bus_connection_stats, eddy_rbus_connection_stats). */
+typedef struct eddy_connection_stats {
+    eddy_connection_state state; /**< the current state */
+    uint64_t connects;           /**< connections that came up (handshake done), all of the bus's */
+    uint64_t connect_failures;   /**< attempts that failed (connect, handshake, refused) */
+    uint64_t disconnects;        /**< connections lost after they came up (not closed by eddy) */
+    uint64_t disconnected_ms;    /**< time spent in a state other than (RE)CONNECTED, once
+                                      something was learnt, the current period included */
+} eddy_connection_stats;
+
 /* ---- settings ------------------------------------------------------------------------ */
 
 typedef struct eddy_settings {
@@ -136,6 +178,9 @@ typedef struct eddy_settings {
      * longer than this and belongs to no live bus (no lease in the registry). A consumer with
      * pending entries is never removed. Default 86400000 (a day); 0 never removes one. */
     unsigned consumer_idle_ms;
+    /** Told of each connection state change (see "connection state" above). Default none. */
+    eddy_connection_fn on_connection;
+    void *on_connection_user;
 } eddy_settings;
 
 /** Fills every field with its default. Thread: any. */

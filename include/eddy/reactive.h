@@ -168,6 +168,11 @@ EDDY_EXPORT const char *eddy_rbus_instance(const eddy_rbus *bus);
  * bus.h). EDDY_ERR_INVALID_ARGUMENT for a NULL argument. Thread: any. */
 EDDY_EXPORT eddy_status eddy_rbus_retention_stats(eddy_rbus *bus, eddy_retention_stats *out);
 
+/** The state of the bus's connections and their counters (see "connection state" in bus.h).
+ * EDDY_ERR_INVALID_ARGUMENT for a NULL argument. Thread: any, also from inside
+ * settings.on_connection. */
+EDDY_EXPORT eddy_status eddy_rbus_connection_stats(eddy_rbus *bus, eddy_connection_stats *out);
+
 #ifdef __cplusplus
 }
 #endif
