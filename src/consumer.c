@@ -34,6 +34,7 @@
 #include "reply.h"
 #include "requests.h"
 #include "store.h"
+#include "stream_look.h"
 #include "subject.h"
 #include "timing.h"
 
@@ -52,7 +53,8 @@ enum {
     T_LIVE,
     T_REPLY,
     T_HOLD,
-    T_RETRY
+    T_RETRY,
+    T_LOOK
 };
 
 /* How much earlier than planned a retry's entry may be claimed: the XCLAIM that sets its idle
@@ -79,6 +81,9 @@ typedef struct cstream {
     bool in_history; /* asked for in the current history read */
     bool claim_active;
     const char *group_start; /* where a group created on it starts: "$" or "0" */
+    bool had_group;          /* its group existed in this activation: creating it again means
+                                the server lost it (or the stream) */
+    eddy__stream_look look;  /* what was read of it, to tell when the server is behind */
     char history_cursor[ID_MAX];
     char claim_cursor[ID_MAX];
 } cstream;
@@ -198,6 +203,9 @@ static eddy_status add_stream(eddy__consumer *c, const char *subject, const char
     strcpy(st->history_cursor, "0");
     strcpy(st->claim_cursor, "0-0");
     st->group_start = group_start;
+    /* The first look is made when the group is created again; until then the baseline is an
+     * empty stream, which what is read live can only exceed (a lower bound, stream_look.h). */
+    st->look.looked = true;
     st->recovered = !at_least_once(c); /* NOACK reads leave nothing pending */
     c->streams.n++;
     return EDDY_OK;
@@ -531,6 +539,15 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
         eddy__cmd_str(cmd, c->streams.v[s].group_start);
         eddy__cmd_str(cmd, "MKSTREAM");
     }
+    for (size_t s = 0; groups_missing && s < c->streams.n; s++) {
+        /* A group created again: is the server behind what was read (stream_look.h)? */
+        if (c->streams.v[s].group_ready || !c->streams.v[s].had_group)
+            continue;
+        if (!(cmd = add(p, T_LOOK, (long)s, "XINFO")))
+            return EDDY_ERR_NOMEM;
+        eddy__cmd_str(cmd, "STREAM");
+        eddy__cmd_str(cmd, c->streams.v[s].key);
+    }
     if (groups_missing)
         return EDDY_OK;
     if (paused(c)) {
@@ -713,8 +730,13 @@ static void retry_later(eddy__consumer *c, const char *what, const redisReply *r
     c->retry_at = c->now + c->s->reconnect_max_ms;
 }
 
+/* The stream or its group is gone: NOGROUP, or (Redis 7) a blocked read ended because its
+ * stream was deleted under it. */
 static bool is_nogroup(const redisReply *r) {
-    return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOGROUP", 7) == 0;
+    static const char unblocked[] = "UNBLOCKED the stream key no longer exists";
+    return r && r->type == REDIS_REPLY_ERROR &&
+           (strncmp(r->str, "NOGROUP", 7) == 0 ||
+            strncmp(r->str, unblocked, sizeof(unblocked) - 1) == 0);
 }
 
 static void queue_dead_letter(eddy__consumer *c, size_t stream, const char *id, const char **fv,
@@ -918,6 +940,8 @@ static eddy_status feed_read(eddy__consumer *c, const redisReply *r, bool histor
             eddy__entry_view v = eddy__reply_entry(entries, e);
             if (history)
                 copy_id(c->streams.v[s].history_cursor, v.id, v.idlen);
+            else
+                eddy__stream_look_read(&c->streams.v[s].look, v.id, v.idlen);
             if (!v.fields) /* deleted while pending: nothing left to handle */
                 queue_ack(c, (size_t)s, v.id);
             else if (withhold)
@@ -990,6 +1014,37 @@ static void feed_discovery(eddy__consumer *c, const redisReply *r) {
         }
     }
     c->discovered |= complete;
+}
+
+/* The group is there (created now when `made`, else it existed). Made again in this activation:
+ * the server lost the group or the whole stream; said once per recovery. */
+static void group_created(eddy__consumer *c, cstream *st, bool made) {
+    if (made && st->had_group) {
+        atomic_fetch_add(&c->sub->stats.recreated, 1);
+        eddy__log(&c->s->log, EDDY_LOG_WARN,
+                  "subscription '%s': group '%s' of subject '%s' was gone (the server lost it: "
+                  "FLUSHALL, a deleted stream, or a restart without its data); created again "
+                  "from the stream's start",
+                  c->sub->name, c->sub->group, st->subject);
+    }
+    st->group_ready = true;
+    st->had_group = true;
+}
+
+/* XINFO STREAM after a group was created again (an error: not allowed, or no such command;
+ * the look is skipped). */
+static void looked(eddy__consumer *c, cstream *st, const redisReply *r) {
+    eddy__stream_behind b;
+    if (!eddy__stream_look_feed(&st->look, r, &b) || !b.behind)
+        return;
+    atomic_fetch_add(&c->sub->stats.lost_writes, b.lost);
+    eddy__log(&c->s->log, EDDY_LOG_WARN,
+              "subscription '%s': the server is behind on subject '%s' (group '%s'): its last id "
+              "is %s where %s was seen, and %llu entries were added where at least %llu were: "
+              "%llu writes lost (a restart from an older snapshot, or a FLUSHALL)",
+              c->sub->name, st->subject, c->sub->group, b.last_id, b.max_read_id,
+              (unsigned long long)b.added, (unsigned long long)b.expected,
+              (unsigned long long)b.lost);
 }
 
 eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redisReply **replies,
@@ -1070,9 +1125,12 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
             break;
         case T_GROUP:
             if (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0)
-                c->streams.v[arg].group_ready = true;
+                group_created(c, &c->streams.v[arg], r->type != REDIS_REPLY_ERROR);
             else
                 retry_later(c, "XGROUP CREATE", r);
+            break;
+        case T_LOOK:
+            looked(c, &c->streams.v[arg], r);
             break;
         case T_HISTORY:
         case T_LIVE:

@@ -370,6 +370,18 @@ typedef struct eddy_consumer_stats {
      * Both are accepted, as the rules allow; each such pair is logged once as a warning, naming
      * both groups, and counted here once. */
     uint64_t overlapping;
+    /** Groups created again because the server lost them under the subscription (FLUSHALL, a
+     * deleted stream, a restart without its data): each is logged once, naming subject and
+     * group, and read again from the stream's start. */
+    uint64_t recreated;
+    /** Writes the server lost that this subscription had read, found when it created a group
+     * again (after a reconnect, or after the group was lost): per stream, the entries it read
+     * live since its previous look at the stream, plus the stream's entries-added then (0
+     * before the first look), minus the stream's entries-added now (XINFO STREAM), when that
+     * is positive. Each such finding, and one where only the stream's last-generated-id is
+     * below an id this subscription saw, is logged once as "the server is behind". Entries
+     * other consumers of a competing group read are not seen here: a lower bound then. */
+    uint64_t lost_writes;
 } eddy_consumer_stats;
 
 /* ---- requests ------------------------------------------------------------------------ */
