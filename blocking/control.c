@@ -69,21 +69,21 @@ static void *control(void *arg) {
         }
         redisReply *few[8] = {0}, **replies = few;
         if (plan.cmds.n > 8 && !(replies = calloc(plan.cmds.n, sizeof(*replies)))) {
-            eddy__inbox_reset(bus->inbox); /* the plan was not sent */
+            eddy__inbox_reset(bus->inbox, eddy_now_ms()); /* the plan was not sent */
             bconn_sleep(&bus->ctl_conn, EDDY__NOMEM_RETRY_MS);
             continue;
         }
         st = bconn_exec(&bus->ctl_conn, &plan.cmds, plan.block_ms, replies, &err);
         bool lost = st != EDDY_OK; /* the connection's failure: the bus's tracker logged it */
         if (st == EDDY_OK)
-            st = eddy__inbox_feed(bus->inbox, &plan, replies, plan.cmds.n, &done);
+            st = eddy__inbox_feed(bus->inbox, eddy_now_ms(), &plan, replies, plan.cmds.n, &done);
         for (size_t i = 0; i < plan.cmds.n; i++)
             if (replies[i])
                 freeReplyObject(replies[i]);
         if (replies != few)
             free(replies);
         if (st != EDDY_OK) {
-            eddy__inbox_reset(bus->inbox);
+            eddy__inbox_reset(bus->inbox, eddy_now_ms());
             if (!atomic_load(&bus->ctl_stopping)) {
                 eddy__log(&bus->s.log, lost ? EDDY_LOG_DEBUG : EDDY_LOG_WARN,
                           "control connection: %s; reconnecting", err.detail);
@@ -109,7 +109,7 @@ static void *control(void *arg) {
 }
 
 eddy_status bctl_start(eddy_bus *bus, eddy_error *err) {
-    eddy__inbox *inbox = eddy__inbox_new(&bus->s, bus->requests, &bus->retention);
+    eddy__inbox *inbox = eddy__inbox_new(&bus->s, bus->requests, &bus->retention, eddy_now_ms());
     if (!inbox)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     pthread_mutex_lock(&bus->ctl_lock);

@@ -123,7 +123,8 @@ static eddy_status round_trip(bsub *bs, eddy__plan *plan, eddy__delivery_list *o
         bconn_exec_read(&bs->conn, &plan->cmds, plan->block_ms, plan->live_read, replies, &err);
     bool lost = st != EDDY_OK; /* the connection's failure: the bus's tracker logged it */
     if (st == EDDY_OK)
-        st = eddy__consumer_feed(bs->consumer, plan, replies, plan->cmds.n, out);
+        st = eddy__consumer_feed(bs->consumer, bconn_now_ms(), eddy_now_ms(), plan, replies,
+                                 plan->cmds.n, out);
     bconn_release(&bs->conn, replies, plan->cmds.n);
     if (replies != small)
         free(replies);

@@ -124,7 +124,7 @@ static void ctl_lost(rctl *c, const eddy_error *err) {
     free_replies(c);
     rconn_close(c->conn);
     c->conn = NULL;
-    eddy__inbox_reset(c->inbox);
+    eddy__inbox_reset(c->inbox, eddy_now_ms());
     c->last_err = *err;
     /* The bus's tracker logs the state this makes, once. */
     eddy__log(&c->bus->s.log, EDDY_LOG_DEBUG, "control connection: %s%s", err->detail,
@@ -201,7 +201,7 @@ static void ctl_step(rctl *c) {
     if (c->plan.cmds.n > c->replies_cap) { /* a retention round may be long */
         redisReply **v = realloc(c->replies, c->plan.cmds.n * sizeof(*v));
         if (!v) {
-            eddy__inbox_reset(c->inbox); /* the plan is not sent */
+            eddy__inbox_reset(c->inbox, eddy_now_ms()); /* the plan is not sent */
             ctl_after(c, C_IDLE, EDDY__NOMEM_RETRY_MS);
             return;
         }
@@ -233,7 +233,7 @@ static void round_done(rctl *c) {
         return;
     }
     eddy__reply_list done = {0};
-    eddy_status st = eddy__inbox_feed(c->inbox, &c->plan, c->replies, n, &done);
+    eddy_status st = eddy__inbox_feed(c->inbox, eddy_now_ms(), &c->plan, c->replies, n, &done);
     c->replies[n - 1] = NULL;
     free_replies(c);
     if (st != EDDY_OK) {
@@ -461,7 +461,7 @@ eddy_status rctl_start(eddy_rbus *bus) {
     rctl *c = calloc(1, sizeof(*c));
     if (!c)
         return EDDY_ERR_NOMEM;
-    if (!(c->inbox = eddy__inbox_new(&bus->s, bus->requests, &bus->retention))) {
+    if (!(c->inbox = eddy__inbox_new(&bus->s, bus->requests, &bus->retention, eddy_now_ms()))) {
         free(c);
         return EDDY_ERR_NOMEM;
     }

@@ -366,7 +366,8 @@ static void wake_others(eddy_rbus *bus, ract *self) {
 static void round_done(ract *act) {
     eddy_rbus *bus = act->bus;
     size_t n = act->plan.cmds.n;
-    eddy_status st = eddy__consumer_feed(act->consumer, &act->plan, act->replies, n, &act->out);
+    eddy_status st = eddy__consumer_feed(act->consumer, rbus_now_ms(), eddy_now_ms(), &act->plan,
+                                         act->replies, n, &act->out);
     act->replies[n - 1] = NULL;
     free_replies(act);
     if (st != EDDY_OK) {
@@ -404,7 +405,8 @@ static void end_stopped_round(ract *act) {
     if (nil) {
         act->replies[n - 1] = nil;
         act->got = n;
-        if (eddy__consumer_feed(act->consumer, &act->plan, act->replies, n, &act->out) != EDDY_OK)
+        if (eddy__consumer_feed(act->consumer, rbus_now_ms(), eddy_now_ms(), &act->plan,
+                                act->replies, n, &act->out) != EDDY_OK)
             eddy__log(&act->bus->s.log, EDDY_LOG_WARN, "subscription '%s': unexpected replies",
                       act->rs->sub->name);
         abandon_out(act);
@@ -424,7 +426,8 @@ static void cut_round(ract *act) {
     if (nil) {
         act->replies[n - 1] = nil;
         act->got = n;
-        if (eddy__consumer_feed(act->consumer, &act->plan, act->replies, n, &act->out) != EDDY_OK)
+        if (eddy__consumer_feed(act->consumer, rbus_now_ms(), eddy_now_ms(), &act->plan,
+                                act->replies, n, &act->out) != EDDY_OK)
             eddy__log(&act->bus->s.log, EDDY_LOG_WARN, "subscription '%s': unexpected replies",
                       act->rs->sub->name);
         abandon_out(act);

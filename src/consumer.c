@@ -36,7 +36,6 @@
 #include "store.h"
 #include "stream_look.h"
 #include "subject.h"
-#include "timing.h"
 
 enum {
     T_ACK = 1,
@@ -147,7 +146,9 @@ struct eddy__consumer {
     eddy__discovery *shared; /* the bus's discovery after the first one (NULL: its own) */
     size_t shared_seen;      /* how far into the shared list it has looked */
     bool found_subjects;     /* a shared discovery it sent found subjects */
-    long long now;
+    long long now;           /* the plan's clock (CLOCK_MONOTONIC), given by the front end */
+    long long fed_ms;        /* the feed's clocks, given by the front end after the replies came */
+    long long fed_wall_ms;   /* (wall-clock, for request deadlines) */
     long long next_discovery;
     long long next_claim;
     VEC(long long) retries;  /* when failed deliveries waiting out their backoff are due */
@@ -379,7 +380,7 @@ static eddy_status plan_holds(eddy__consumer *c, eddy__plan *p) {
     }
     c->holds.n = 0;
     pthread_mutex_unlock(&c->lock);
-    long long now = eddy__mono_ms();
+    long long now = c->now; /* the plan's: the command goes out right after */
     for (size_t i = 0; i < c->held_inflight.n; i++) {
         const hold *h = &c->held_inflight.v[i];
         eddy__cmd *cmd = h->retry_ms > 0 ? add(p, T_RETRY, (long)h->retry_ms, "XCLAIM")
@@ -821,7 +822,7 @@ static void take_entry(eddy__consumer *c, size_t stream, const char *id, const c
     const char *req_id = eddy__entry_field(fv, fvlen, nfv, EDDY__F_REQUEST, &ilen);
     const char *deadline = eddy__entry_field(fv, fvlen, nfv, EDDY__F_DEADLINE, &dlen);
     long long deadline_ms = deadline && dlen < 24 ? atoll(deadline) : 0;
-    if (c->sub->responder && reply_to && deadline_ms > 0 && eddy_now_ms() > deadline_ms) {
+    if (c->sub->responder && reply_to && deadline_ms > 0 && c->fed_wall_ms > deadline_ms) {
         /* Nobody waits for it any more: answering would only produce an Unclaimed reply. */
         atomic_fetch_add(&c->sub->stats.expired, 1);
         eddy_event_free(ev);
@@ -856,7 +857,7 @@ static void take_entry(eddy__consumer *c, size_t stream, const char *id, const c
     copy_id(d->entry_id, id, strlen(id));
     d->attempt = attempt;
     d->stream = stream;
-    d->received_ms = eddy__mono_ms();
+    d->received_ms = c->fed_ms;
     d->consumer = c;
     out->v[out->n++] = d;
     pthread_mutex_lock(&c->lock);
@@ -1047,10 +1048,13 @@ static void looked(eddy__consumer *c, cstream *st, const redisReply *r) {
               (unsigned long long)b.lost);
 }
 
-eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redisReply **replies,
-                                size_t n, eddy__delivery_list *out) {
+eddy_status eddy__consumer_feed(eddy__consumer *c, long long now_ms, long long wall_ms,
+                                const eddy__plan *plan, redisReply **replies, size_t n,
+                                eddy__delivery_list *out) {
     if (n != plan->cmds.n)
         return EDDY_ERR_INVALID_ARGUMENT;
+    c->fed_ms = now_ms;
+    c->fed_wall_ms = wall_ms;
     for (size_t i = 0; i < n; i++)
         if (!replies[i])
             return EDDY_ERR_IO;
