@@ -89,8 +89,8 @@ static void run_round(bpool_job *job) {
         eddy_delivery *d = r->v[i];
         eddy_event *reply = NULL;
         eddy_status st = eddy__sub_run(bs->sub, d, &reply);
-        if (st == EDDY_PENDING)
-            continue; /* finished later through d->finish */
+        if (st == EDDY_PENDING || eddy__consumer_finished(d))
+            continue; /* finished later through d->finish, or already from inside */
         if (n == 0)
             first_at = bconn_now_ms();
         run[n++] = (eddy__settlement){.d = d, .st = st, .reply = reply, .reuse = true};

@@ -276,18 +276,17 @@ static void act_kick(ract *act, bool wake) {
     }
 }
 
+/* Reached only while the delivery is outstanding (its slot holds it): settling it sets its
+ * finish to the core's catch of a second finish (eddy__consumer_finished), so a second
+ * eddy_delivery_finish never gets here to read a slot that may be another delivery's now. */
 static void act_finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
     rslot *sl = d->frontend;
     ract *act = sl->act;
     eddy_rbus *bus = act->bus;
     rbus_enter(bus);
-    if (sl->d == d) {
-        bool wake = settle(act, sl, st == EDDY_PENDING ? EDDY_ERR_HANDLER_FAILED : st, reply);
-        reply = NULL;
-        if (!act->dispatching)
-            act_kick(act, wake);
-    }
-    eddy_event_free(reply); /* a second finish: the delivery was settled already */
+    bool wake = settle(act, sl, st == EDDY_PENDING ? EDDY_ERR_HANDLER_FAILED : st, reply);
+    if (!act->dispatching)
+        act_kick(act, wake);
     rbus_leave(bus);
 }
 

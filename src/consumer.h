@@ -138,6 +138,11 @@ typedef struct eddy__settlement {
  * for all of them. True as for settle (after the last). Thread: any. */
 bool eddy__consumer_settle_run(eddy__consumer *c, eddy__settlement *v, size_t n);
 
+/* True when the delivery was settled through its finish already (eddy_delivery_finish from
+ * inside its handler): the handler's result is then ignored. A later finish is logged and
+ * ignored (see consumer.c). Thread: any. */
+bool eddy__consumer_finished(const eddy_delivery *d);
+
 /* Frees a delivery no handler will see (the front end is stopping, or out of memory), without
  * settling it: nothing is acknowledged (AtLeastOnce: it stays pending and comes back), and it
  * no longer counts as outstanding. Thread: any. */

@@ -208,7 +208,9 @@ EDDY_EXPORT eddy_status eddy_delivery_decode_value(const eddy_delivery *d, eddy_
 /** Finishes a delivery whose handler returned EDDY_PENDING: EDDY_OK acknowledges it,
  * EDDY_ERR_UNAVAILABLE hands it back (see eddy_handler_fn), any other status counts as a
  * failure (AtLeastOnce: it stays pending and comes back). Call it
- * exactly once; the delivery is invalid afterwards.
+ * exactly once; the delivery is invalid afterwards. A second call soon after (or a call on a
+ * delivery whose handler returned a result) is caught: logged as an error and ignored; later,
+ * the delivery's memory may be gone or serve another delivery.
  * Thread: blocking front end, any thread; reactive front end, the loop's thread. */
 EDDY_EXPORT void eddy_delivery_finish(eddy_delivery *d, eddy_status st);
 
