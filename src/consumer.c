@@ -1020,6 +1020,8 @@ static eddy_status feed_read(eddy__consumer *c, const redisReply *r, bool histor
         if (s < 0)
             continue;
         const redisReply *entries = kv->element[1];
+        if (!history)
+            eddy__stream_look_read(&c->streams.v[s].look, entries);
         if (history) {
             c->streams.v[s].in_history = false;
             if (entries->elements == 0)
@@ -1029,8 +1031,6 @@ static eddy_status feed_read(eddy__consumer *c, const redisReply *r, bool histor
             eddy__entry_view v = eddy__reply_entry(entries, e);
             if (history)
                 copy_id(c->streams.v[s].history_cursor, v.id, v.idlen);
-            else
-                eddy__stream_look_read(&c->streams.v[s].look, v.id, v.idlen);
             if (!v.fields) /* deleted while pending: nothing left to handle */
                 queue_ack(c, (size_t)s, v.id);
             else if (withhold)

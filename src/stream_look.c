@@ -5,6 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "reply.h"
+
 /* "ms-seq" (or "ms"); false when it is not an id. */
 static bool parse_id(const char *s, size_t len, eddy__xid *out) {
     uint64_t v[2] = {0, 0};
@@ -35,14 +37,27 @@ static int cmp_id(eddy__xid a, eddy__xid b) {
     return a.seq < b.seq ? -1 : a.seq > b.seq;
 }
 
-void eddy__stream_look_read(eddy__stream_look *l, const char *id, size_t len) {
-    eddy__xid x;
-    if (!parse_id(id, len, &x))
+static bool entry_id(const redisReply *entries, size_t i, eddy__xid *out) {
+    eddy__entry_view v = eddy__reply_entry(entries, i);
+    return parse_id(v.id, v.idlen, out);
+}
+
+void eddy__stream_look_read(eddy__stream_look *l, const redisReply *entries) {
+    size_t n = entries->elements;
+    eddy__xid first, last;
+    if (n == 0 || !entry_id(entries, 0, &first) || !entry_id(entries, n - 1, &last))
         return;
-    if (cmp_id(x, l->look_id) > 0)
-        l->read_after++;
-    if (cmp_id(x, l->max_read) > 0)
-        l->max_read = x;
+    if (cmp_id(first, l->look_id) > 0) {
+        l->read_after += n; /* all above it, ascending */
+    } else {
+        for (size_t i = 0; i < n; i++) {
+            eddy__xid x;
+            if (entry_id(entries, i, &x) && cmp_id(x, l->look_id) > 0)
+                l->read_after++;
+        }
+    }
+    if (cmp_id(last, l->max_read) > 0)
+        l->max_read = last;
 }
 
 /* The value of `field` in a flat [field, value, ...] reply, or NULL. */

@@ -34,8 +34,10 @@ typedef struct eddy__stream_look {
     eddy__xid max_read;  /* the newest id seen: look_id, or one read live since */
 } eddy__stream_look;
 
-/* An entry read live (id as Redis writes it, "ms-seq"). */
-void eddy__stream_look_read(eddy__stream_look *l, const char *id, size_t len);
+/* The entries one live read (">") returned from the stream: a checked entries array
+ * (eddy__reply_entries), in ascending id order as Redis returns them. Per read, not per entry:
+ * its first and last ids are enough, but right after a look. */
+void eddy__stream_look_read(eddy__stream_look *l, const redisReply *entries);
 
 /* What a look found. */
 typedef struct eddy__stream_behind {
