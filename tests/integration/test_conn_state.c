@@ -142,12 +142,9 @@ static bool admin(int port, const char *pw, const char *cmd) {
     return ok;
 }
 
-static void password_changed(const driver *d) {
-    const char *const extra[] = {"--requirepass", "pw1", NULL};
-    eddy_test_redis srv;
-    eddy_test_redis_start_with(&srv, 0, extra);
-    char url[128], ns[64];
-    snprintf(url, sizeof(url), "redis://:pw1@127.0.0.1:%d", srv.port);
+/* A bus with one subscription on url, started. */
+static tbus *started_bus(const driver *d, const char *url) {
+    char ns[64];
     eddy_settings s;
     settings_for(&s, url, eddy_test_namespace(ns, sizeof(ns), "connstate"));
     eddy_subscription_spec sp;
@@ -156,6 +153,16 @@ static void password_changed(const driver *d) {
     eddy_error err;
     cr_assert_eq(d->bus_new(&s, &sp, 1, &b, &err), EDDY_OK, "%s", err.detail);
     cr_assert_eq(d->start(b, &err), EDDY_OK, "%s", err.detail);
+    return b;
+}
+
+static void password_changed(const driver *d) {
+    const char *const extra[] = {"--requirepass", "pw1", NULL};
+    eddy_test_redis srv;
+    eddy_test_redis_start_with(&srv, 0, extra);
+    char url[128];
+    snprintf(url, sizeof(url), "redis://:pw1@127.0.0.1:%d", srv.port);
+    tbus *b = started_bus(d, url);
     waiting w = {.state = EDDY_CONN_CONNECTED, .d = d, .b = b};
     cr_assert(eddy_test_wait_until(saw_state, &w, 20000));
     eddy_connection_stats before = stats_of(d, b);
@@ -293,16 +300,9 @@ Test(conn_state, not_redis_reactive, .timeout = 60) { not_redis(&reactive_driver
 /* ---- memory:// -------------------------------------------------------------------------- */
 
 static void memory_connects_once(const driver *d) {
-    char url[64], ns[64];
+    char url[64];
     snprintf(url, sizeof(url), "memory://connstate-%d", (int)getpid());
-    eddy_settings s;
-    settings_for(&s, url, eddy_test_namespace(ns, sizeof(ns), "connstate"));
-    eddy_subscription_spec sp;
-    spec_for(&sp);
-    tbus *b = NULL;
-    eddy_error err;
-    cr_assert_eq(d->bus_new(&s, &sp, 1, &b, &err), EDDY_OK, "%s", err.detail);
-    cr_assert_eq(d->start(b, &err), EDDY_OK, "%s", err.detail);
+    tbus *b = started_bus(d, url);
     cr_expect_eq(count_state(EDDY_CONN_CONNECTED), 1);
     pthread_mutex_lock(&rec.lock);
     cr_expect_eq(rec.n, 1);
