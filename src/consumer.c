@@ -31,6 +31,7 @@
 #include "entry.h"
 #include "error.h"
 #include "keys.h"
+#include "redis.h"
 #include "reply.h"
 #include "requests.h"
 #include "store.h"
@@ -157,6 +158,7 @@ struct eddy__consumer {
     VEC(long long) retries;  /* when failed deliveries waiting out their backoff are due */
     long long claim_started; /* when the claim round under way began; -1 between rounds */
     long long retry_at;
+    bool refusal_told; /* a command refused for its credentials was logged (retry_later) */
     VEC(fetched) waiting;
     bool counts_asked;
 
@@ -785,10 +787,18 @@ eddy_status eddy__consumer_plan_flush(eddy__consumer *c, long long now_ms, eddy_
 
 /* ---- interpreting replies -------------------------------------------------------------- */
 
+/* A command failed: plan again after the longest reconnect backoff. Refused credentials
+ * (NOPERM: an ACL that no longer allows it; NOAUTH) are said once, until a read succeeds again:
+ * retrying cannot help until someone changes the server. */
 static void retry_later(eddy__consumer *c, const char *what, const redisReply *r) {
-    eddy__log(&c->s->log, EDDY_LOG_WARN, "subscription '%s': %s failed: %.*s", c->sub->name, what,
-              r && r->type == REDIS_REPLY_ERROR ? (int)r->len : 10,
-              r && r->type == REDIS_REPLY_ERROR ? r->str : "bad answer");
+    bool refused = eddy__reply_refuses_credentials(r);
+    if (!refused || !c->refusal_told)
+        eddy__log(&c->s->log, refused ? EDDY_LOG_ERROR : EDDY_LOG_WARN,
+                  "subscription '%s': %s failed: %.*s%s", c->sub->name, what,
+                  r && r->type == REDIS_REPLY_ERROR ? (int)r->len : 10,
+                  r && r->type == REDIS_REPLY_ERROR ? r->str : "bad answer",
+                  refused ? "; retrying, not logged again until it works" : "");
+    c->refusal_told |= refused;
     c->retry_at = c->now + c->s->reconnect_max_ms;
 }
 
@@ -1238,6 +1248,8 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, long long now_ms, long long w
             if (r->type == REDIS_REPLY_ERROR ||
                 feed_read(c, r, plan->cmds.tags[i] == T_HISTORY, withhold, out) != EDDY_OK)
                 retry_later(c, "XREADGROUP", r);
+            else
+                c->refusal_told = false;
             break;
         case T_CLAIM:
             if (is_nogroup(r)) {

@@ -50,10 +50,10 @@ eddy_status eddy__handshake_cmds(const eddy__url *url, eddy__cmdlist *out) {
     return eddy__cmdlist_status(out);
 }
 
-/* An error reply that refuses the credentials: a wrong password, none given, or a user not
- * allowed the command. */
-static bool refuses_credentials(const redisReply *r) {
+bool eddy__reply_refuses_credentials(const redisReply *r) {
     static const char *const codes[] = {"WRONGPASS", "NOAUTH", "NOPERM"};
+    if (!r || r->type != REDIS_REPLY_ERROR)
+        return false;
     for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
         size_t n = strlen(codes[i]);
         if (r->len >= n && memcmp(r->str, codes[i], n) == 0 && (r->len == n || r->str[n] == ' '))
@@ -68,9 +68,9 @@ eddy_status eddy__handshake_check(redisReply **replies, size_t n, eddy_error *er
             return eddy__fail(err, EDDY_ERR_IO, "connection lost during handshake");
         if (replies[i]->type == REDIS_REPLY_ERROR)
             /* The server's text for a refused AUTH names no secret ("WRONGPASS ..."). */
-            return eddy__fail(err,
-                              refuses_credentials(replies[i]) ? EDDY_ERR_AUTH : EDDY_ERR_BACKEND,
-                              "handshake refused: %.*s", (int)replies[i]->len, replies[i]->str);
+            return eddy__fail(
+                err, eddy__reply_refuses_credentials(replies[i]) ? EDDY_ERR_AUTH : EDDY_ERR_BACKEND,
+                "handshake refused: %.*s", (int)replies[i]->len, replies[i]->str);
     }
     return EDDY_OK;
 }

@@ -4,6 +4,7 @@
 #define EDDY_SRC_REDIS_H
 
 #include <hiredis/hiredis.h>
+#include <stdbool.h>
 
 #include "cmdlist.h"
 #include "url.h"
@@ -14,6 +15,10 @@ eddy_status eddy__redis_context_status(int hiredis_err, const char *errstr, eddy
 /* EDDY_OK for a non-error reply; EDDY_ERR_BACKEND with the server's text for an error reply;
  * EDDY_ERR_IO for NULL (the connection failed). `what` names the operation in the detail. */
 eddy_status eddy__reply_status(const redisReply *r, const char *what, eddy_error *err);
+
+/* True for an error reply that refuses the credentials: a wrong password (WRONGPASS), none
+ * given (NOAUTH), or a user not allowed the command (NOPERM). */
+bool eddy__reply_refuses_credentials(const redisReply *r);
 
 /* Appends the handshake commands for a URL (possibly none). */
 eddy_status eddy__handshake_cmds(const eddy__url *url, eddy__cmdlist *out);

@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include "eddy/blocking.h"
 #include "eddy/reactive.h"
 #include "eddy_test.h"
+#include "recorder.h"
 #include "redis_server.h"
 
 #define MAX_SEEN 64
@@ -29,6 +31,7 @@ typedef struct seen {
     size_t n;
     int wrongpass_lines; /* log lines at INFO or above naming WRONGPASS */
     int not_redis_lines;
+    int noperm_lines; /* log lines at INFO or above naming NOPERM */
 } seen;
 
 static seen rec = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -51,6 +54,8 @@ static void on_log(eddy_log_level level, const char *msg, void *user) {
         s->wrongpass_lines++;
     if (level >= EDDY_LOG_INFO && strstr(msg, "not a Redis server"))
         s->not_redis_lines++;
+    if (level >= EDDY_LOG_INFO && strstr(msg, "NOPERM"))
+        s->noperm_lines++;
     pthread_mutex_unlock(&s->lock);
     eddy_test_log(level, msg, NULL);
 }
@@ -124,14 +129,19 @@ static void spec_for(eddy_subscription_spec *sp) {
     sp->handler = handler;
 }
 
-/* Runs a command on the server as the default user with password pw; true when it succeeded. */
+/* Runs a command on the server as the default user, with password pw (NULL: none); true when
+ * it succeeded. */
 static bool admin(int port, const char *pw, const char *cmd) {
     redisContext *c = redisConnect("127.0.0.1", port);
     cr_assert(c && !c->err);
-    redisReply *r = redisCommand(c, "AUTH %s", pw);
-    bool ok = r && r->type != REDIS_REPLY_ERROR;
-    if (r)
-        freeReplyObject(r);
+    bool ok = true;
+    redisReply *r;
+    if (pw) {
+        r = redisCommand(c, "AUTH %s", pw);
+        ok = r && r->type != REDIS_REPLY_ERROR;
+        if (r)
+            freeReplyObject(r);
+    }
     if (ok) {
         r = redisCommand(c, cmd);
         ok = r && r->type != REDIS_REPLY_ERROR;
@@ -209,6 +219,78 @@ static void password_changed(const driver *d) {
 
 Test(conn_state, password_changed_blocking, .timeout = 120) { password_changed(&blocking_driver); }
 Test(conn_state, password_changed_reactive, .timeout = 120) { password_changed(&reactive_driver); }
+
+/* ---- an ACL that stops allowing the subscription's reads --------------------------------- */
+
+/* rejected_calls of XREADGROUP in INFO commandstats (Redis 7). */
+static long long rejected_reads(int port) {
+    redisContext *c = redisConnect("127.0.0.1", port);
+    cr_assert(c && !c->err);
+    redisReply *r = redisCommand(c, "INFO commandstats");
+    cr_assert(r && r->type == REDIS_REPLY_STRING);
+    const char *at = strstr(r->str, "cmdstat_xreadgroup:");
+    const char *rej = at ? strstr(at, "rejected_calls=") : NULL;
+    long long n = rej ? atoll(rej + strlen("rejected_calls=")) : 0;
+    freeReplyObject(r);
+    redisFree(c);
+    return n;
+}
+
+typedef struct rejecting {
+    int port;
+    long long want;
+} rejecting;
+
+static bool rejected_enough(void *user) {
+    rejecting *r = user;
+    return rejected_reads(r->port) >= r->want;
+}
+
+static int handled_count;
+static eddy_status counting(eddy_delivery *d, void *user) {
+    (void)d;
+    (void)user;
+    __atomic_add_fetch(&handled_count, 1, __ATOMIC_SEQ_CST);
+    return EDDY_OK;
+}
+
+static bool handled_one(void *user) {
+    (void)user;
+    return __atomic_load_n(&handled_count, __ATOMIC_SEQ_CST) >= 1;
+}
+
+static void permission_taken(const driver *d) {
+    eddy_test_redis srv;
+    eddy_test_redis_start(&srv, 0);
+    char ns[64];
+    eddy_settings s;
+    settings_for(&s, srv.url, eddy_test_namespace(ns, sizeof(ns), "connstate"));
+    eddy_subscription_spec sp;
+    spec_for(&sp);
+    sp.handler = counting;
+    tbus *b = NULL;
+    eddy_error err;
+    cr_assert_eq(d->bus_new(&s, &sp, 1, &b, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(d->start(b, &err), EDDY_OK, "%s", err.detail);
+    cr_assert(admin(srv.port, NULL, "ACL SETUSER default -xreadgroup"));
+    rejecting rj = {.port = srv.port, .want = 4}; /* several refused reads */
+    cr_assert(eddy_test_wait_until(rejected_enough, &rj, 30000));
+    pthread_mutex_lock(&rec.lock);
+    int lines = rec.noperm_lines;
+    pthread_mutex_unlock(&rec.lock);
+    cr_expect_eq(lines, 1, "the refusal is logged once, not per retry (%d lines)", lines);
+    cr_assert(admin(srv.port, NULL, "ACL SETUSER default +xreadgroup"));
+    eddy_event *ev = make_event("after", "t");
+    cr_assert_eq(d->publish(b, "jobs", ev, &err), EDDY_OK, "%s", err.detail);
+    eddy_event_free(ev);
+    cr_assert(eddy_test_wait_until(handled_one, NULL, 20000), "reading did not resume");
+    cr_expect_eq(d->stop(b), EDDY_OK);
+    d->free(b);
+    eddy_test_redis_kill(&srv);
+}
+
+Test(conn_state, permission_taken_blocking, .timeout = 90) { permission_taken(&blocking_driver); }
+Test(conn_state, permission_taken_reactive, .timeout = 90) { permission_taken(&reactive_driver); }
 
 /* ---- a TCP server that is not Redis: it answers every connection with HTTP ---------------- */
 
