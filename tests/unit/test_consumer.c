@@ -325,7 +325,7 @@ Test(consumer, hand_back_min_idle_is_the_time_since_the_delivery, .fini = teardo
     cr_expect_eq(out.v[0]->received_ms, 1000, "the feed's clock, given by the front end");
     eddy__consumer_settle(consumer, out.v[0], EDDY_ERR_UNAVAILABLE, NULL);
     out.n = 0;
-    plan(6000, &p); /* as if the handler had run for 5 s */
+    plan(6000, &p);            /* as if the handler had run for 5 s */
     cr_assert_eq(p.cmds.n, 2); /* the hand-back, and a read that does not block */
     const eddy__cmd *c = &p.cmds.cmds[0];
     cr_expect_eq(strtoll(c->argv[4], NULL, 10), 4999, "min idle %s", c->argv[4]);
