@@ -526,9 +526,8 @@ static eddy_status take_handshake(eddy__link *l, eddy_error *err) {
             return st;
         bool id = l->hs_left == 1 && l->hs_id_last;
         l->hs_left--;
-        if (id) { /* refused (an ACL): the id stays unknown */
-            if (r->type == REDIS_REPLY_INTEGER)
-                l->client_id = r->integer;
+        if (id) { /* refused by an ACL: the id stays unknown; NOAUTH: credentials wanted */
+            st = eddy__client_id_check(r, &l->client_id, err);
         } else {
             st = eddy__handshake_check(&r, 1, err);
         }

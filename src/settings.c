@@ -206,6 +206,11 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
     dst->consumer_idle_ms = src->consumer_idle_ms;
     dst->command_timeout_ms = src->command_timeout_ms;
     dst->tls_insecure = src->tls_insecure;
+    if (!(dst->conn_state = eddy__conn_state_new(&dst->url, &dst->log, src->on_connection,
+                                                 src->on_connection_user, dst->reconnect_max_ms))) {
+        eddy__settings_free(dst);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory copying settings");
+    }
     return EDDY_OK;
 }
 
@@ -225,5 +230,6 @@ void eddy__settings_free(eddy__settings *s) {
     for (size_t i = 0; i < s->nrequest_names; i++)
         free(s->request_names[i]);
     free(s->request_names);
+    eddy__conn_state_free(s->conn_state);
     memset(s, 0, sizeof(*s));
 }

@@ -126,6 +126,11 @@ EDDY_EXPORT eddy_status eddy_bus_retention_stats(eddy_bus *bus, eddy_retention_s
  * Thread: any, including a handler. */
 EDDY_EXPORT char *eddy_bus_stats_json(eddy_bus *bus, eddy_error *err);
 
+/** The state of the bus's connections and their counters (see "connection state" in bus.h).
+ * EDDY_ERR_INVALID_ARGUMENT for a NULL argument. Thread: any, also from inside
+ * settings.on_connection. */
+EDDY_EXPORT eddy_status eddy_bus_connection_stats(eddy_bus *bus, eddy_connection_stats *out);
+
 #ifdef __cplusplus
 }
 #endif

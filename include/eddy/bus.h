@@ -51,6 +51,48 @@ enum {
 /** The capabilities of the backend a URL names. Thread: any. */
 EDDY_EXPORT eddy_status eddy_backend_capabilities(const char *url, unsigned *caps, eddy_error *err);
 
+/* ---- connection state ---------------------------------------------------------------- *
+ *
+ * A bus (likewise a store or a dead-letter reader: each handle built from settings keeps its
+ * own) follows all its connections as one state, and tells settings.on_connection of each
+ * change once, however many connections notice it and however often they retry; each change
+ * is also logged once. */
+
+typedef enum eddy_connection_state {
+    EDDY_CONN_CONNECTING, /**< nothing learnt yet (only in eddy_connection_stats) */
+    EDDY_CONN_CONNECTED,  /**< the first connection came up */
+    /** A connection was lost (why: the reason), or the very first attempt failed; eddy keeps
+     * reconnecting with backoff. One outage is one change, whatever the number of connections. */
+    EDDY_CONN_DISCONNECTED,
+    EDDY_CONN_RECONNECTED, /**< a connection came up again after one of the others */
+    /** The server refused the credentials (WRONGPASS, NOAUTH, NOPERM; why->status is
+     * EDDY_ERR_AUTH). eddy keeps trying, every reconnect_max_ms (a password may be restored). */
+    EDDY_CONN_AUTH_FAILED,
+    /** The peer does not speak RESP: not a Redis server (why->status EDDY_ERR_PROTOCOL). Starting
+     * fails at once with EDDY_ERR_PROTOCOL; a running bus keeps trying. */
+    EDDY_CONN_NOT_REDIS
+} eddy_connection_state;
+
+/** Told of each change of the connection state. `why` is NULL for CONNECTED and RECONNECTED,
+ * else the failure that made the change (its status and detail, never a password).
+ * Thread: blocking front end, whichever of the bus's threads (or of the callers of its
+ * functions) saw the change, one call at a time and in the order of the changes; reactive
+ * front end, the loop's thread, possibly from inside a call made into the bus (such as
+ * eddy_rbus_start). Re-entrancy: it must not call the bus or its objects, except
+ * eddy_bus_connection_stats / eddy_rbus_connection_stats; hand the news to another thread (or
+ * a timer) to act on it. Ownership: why is borrowed for the call. */
+typedef void (*eddy_connection_fn)(eddy_connection_state state, const eddy_error *why, void *user);
+
+/** Connection counters of a bus (eddy_bus_connection_stats, eddy_rbus_connection_stats). */
+typedef struct eddy_connection_stats {
+    eddy_connection_state state; /**< the current state */
+    uint64_t connects;           /**< connections that came up (handshake done), all of the bus's */
+    uint64_t connect_failures;   /**< attempts that failed (connect, handshake, refused) */
+    uint64_t disconnects;        /**< connections lost after they came up (not closed by eddy) */
+    uint64_t disconnected_ms;    /**< time spent in a state other than (RE)CONNECTED, once
+                                      something was learnt, the current period included */
+} eddy_connection_stats;
+
 /* ---- settings ------------------------------------------------------------------------ */
 
 typedef struct eddy_settings {
@@ -156,6 +198,10 @@ typedef struct eddy_settings {
     const char *tls_key;
     const char *tls_sni;
     bool tls_insecure;
+
+    /** Told of each connection state change (see "connection state" above). Default none. */
+    eddy_connection_fn on_connection;
+    void *on_connection_user;
 } eddy_settings;
 
 /** Fills every field with its default. Thread: any. */
@@ -183,7 +229,9 @@ EDDY_EXPORT eddy_status eddy_delivery_decode_value(const eddy_delivery *d, eddy_
 /** Finishes a delivery whose handler returned EDDY_PENDING: EDDY_OK acknowledges it,
  * EDDY_ERR_UNAVAILABLE hands it back (see eddy_handler_fn), any other status counts as a
  * failure (AtLeastOnce: it stays pending and comes back). Call it
- * exactly once; the delivery is invalid afterwards.
+ * exactly once; the delivery is invalid afterwards. A second call soon after (or a call on a
+ * delivery whose handler returned a result) is caught: logged as an error and ignored; later,
+ * the delivery's memory may be gone or serve another delivery.
  * Thread: blocking front end, any thread; reactive front end, the loop's thread. */
 EDDY_EXPORT void eddy_delivery_finish(eddy_delivery *d, eddy_status st);
 
@@ -345,6 +393,18 @@ typedef struct eddy_consumer_stats {
      * Both are accepted, as the rules allow; each such pair is logged once as a warning, naming
      * both groups, and counted here once. */
     uint64_t overlapping;
+    /** Groups created again because the server lost them under the subscription (FLUSHALL, a
+     * deleted stream, a restart without its data): each is logged once, naming subject and
+     * group, and read again from the stream's start. */
+    uint64_t recreated;
+    /** Writes the server lost that this subscription had read, found when it created a group
+     * again (after a reconnect, or after the group was lost): per stream, the entries it read
+     * live since its previous look at the stream, plus the stream's entries-added then (0
+     * before the first look), minus the stream's entries-added now (XINFO STREAM), when that
+     * is positive. Each such finding, and one where only the stream's last-generated-id is
+     * below an id this subscription saw, is logged once as "the server is behind". Entries
+     * other consumers of a competing group read are not seen here: a lower bound then. */
+    uint64_t lost_writes;
 } eddy_consumer_stats;
 
 /* ---- requests ------------------------------------------------------------------------ */

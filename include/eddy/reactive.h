@@ -175,6 +175,11 @@ EDDY_EXPORT eddy_status eddy_rbus_retention_stats(eddy_rbus *bus, eddy_retention
  * Thread: the loop's. */
 EDDY_EXPORT char *eddy_rbus_stats_json(eddy_rbus *bus, eddy_error *err);
 
+/** The state of the bus's connections and their counters (see "connection state" in bus.h).
+ * EDDY_ERR_INVALID_ARGUMENT for a NULL argument. Thread: any, also from inside
+ * settings.on_connection. */
+EDDY_EXPORT eddy_status eddy_rbus_connection_stats(eddy_rbus *bus, eddy_connection_stats *out);
+
 #ifdef __cplusplus
 }
 #endif
