@@ -34,6 +34,7 @@ void eddy_settings_init(eddy_settings *s) {
     s->retention_interval_ms = 60000;
     s->retention_grace_ms = 60000;
     s->consumer_idle_ms = 86400000;
+    s->publish_dedup_ms = 0; /* off: publishing twice appends twice */
 }
 
 unsigned eddy__redelivery_backoff_ms(const eddy__settings *s, unsigned attempt) {
@@ -133,6 +134,13 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
                           "settings.retention_grace_ms must be at least discovery_ms (a pattern "
                           "subscription must find a new subject before its entries may go)");
+    if (src->publish_dedup_ms && (src->publish_dedup_ms < EDDY__PUBLISH_DEDUP_MIN_MS ||
+                                  src->publish_dedup_ms > EDDY__PUBLISH_DEDUP_MAX_MS))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "settings.publish_dedup_ms %u: 0 (off) or %d to %d (a day); a shorter "
+                          "window would not cover a retry after a timeout",
+                          src->publish_dedup_ms, EDDY__PUBLISH_DEDUP_MIN_MS,
+                          EDDY__PUBLISH_DEDUP_MAX_MS);
     if (src->workers > 1024)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "settings.workers above 1024");
 
@@ -189,6 +197,7 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
     dst->retention_max_age_ms = src->retention_max_age_ms;
     dst->retention_max_len = src->retention_max_len;
     dst->consumer_idle_ms = src->consumer_idle_ms;
+    dst->publish_dedup_ms = src->publish_dedup_ms;
     return EDDY_OK;
 }
 

@@ -36,7 +36,12 @@ typedef struct eddy__settings {
     unsigned long long retention_max_age_ms;
     unsigned long long retention_max_len;
     unsigned consumer_idle_ms;
+    unsigned publish_dedup_ms; /* 0: publish without deduplication */
 } eddy__settings;
+
+/* The range of a publish_dedup_ms that is not 0. */
+#define EDDY__PUBLISH_DEDUP_MIN_MS 1000
+#define EDDY__PUBLISH_DEDUP_MAX_MS 86400000
 
 /* The wait before the redelivery of an AtLeastOnce delivery whose attempt-th delivery failed
  * (see eddy_settings.redelivery_backoff_ms); 0 when backoff is off. */

@@ -136,6 +136,17 @@ typedef struct eddy_settings {
      * longer than this and belongs to no live bus (no lease in the registry). A consumer with
      * pending entries is never removed. Default 86400000 (a day); 0 never removes one. */
     unsigned consumer_idle_ms;
+    /** Idempotent publish: 0, the default, is off. Otherwise the event id is the key of a
+     * publish for this many ms: publishing an event whose id was already published to the same
+     * subject within the window appends nothing and succeeds with the first entry's id
+     * (eddy_bus_publish's entry_id), decided atomically by the server (one Redis function per
+     * event; the memory engine the same). With it on, publishing again after EDDY_ERR_TIMEOUT
+     * (sent, outcome unknown) or EDDY_ERR_IO is safe, as long as it happens within the window.
+     * It holds for publish, publish_batch (each event on its own, duplicates inside one batch
+     * included) and the event store's append with publish; requests are never deduplicated.
+     * Each published id keeps a small key for the window. 1000 to 86400000 (a day): a shorter
+     * window would not cover a retry after a timeout. Redis 7 (functions) is needed. */
+    unsigned publish_dedup_ms;
 } eddy_settings;
 
 /** Fills every field with its default. Thread: any. */
