@@ -133,7 +133,8 @@ static void pub_down(void *owner, eddy_status st, const eddy_error *err) {
     if (!idle(bus))
         eddy__log(&bus->s.log, EDDY_LOG_WARN, "publishing connection: %s", err->detail);
     rconn_close(bus->pub_conn);
-    bus->pub_conn = NULL; /* the next op connects again */
+    bus->pub_conn = NULL;                            /* the next op connects again */
+    eddy__publisher_connection_lost(bus->publisher); /* a new server may lack what this one had */
     complete_all(bus, st, err);
     rbus_leave(bus);
 }
@@ -184,8 +185,27 @@ eddy_status rpub_submit(eddy_rbus *bus, rpub *p) {
 
 /* ---- publishing ------------------------------------------------------------------------- */
 
+static void published(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
+
+/* Sends p's publishes once more behind a load of the function library, when the core says the
+ * server had lost it (nothing of them was written): true when that op now owns the outcome. */
+static bool publish_again(eddy_rbus *bus, rpub *p) {
+    rpub *q = rpub_new(published, p->user);
+    if (!q)
+        return false;
+    q->done = p->done;
+    if (!eddy__publish_again(bus->publisher, &p->cmds, p->replies, &q->cmds) ||
+        rpub_submit(bus, q) != EDDY_OK) {
+        rpub_free(q);
+        return false;
+    }
+    return true;
+}
+
 static void published(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
     char id[64] = "";
+    if (st == EDDY_OK && publish_again(bus, p))
+        return;
     if (st == EDDY_OK) {
         size_t next;
         eddy_error e;
