@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "error.h"
+#include "event_internal.h"
 #include "internal.h"
 
 eddy_status bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
@@ -101,6 +102,14 @@ eddy_status eddy_bus_publish(eddy_bus *bus, const char *subject, const eddy_even
     sent_free(&s);
     eddy__cmdlist_reset(&cmds);
     return st;
+}
+
+eddy_status eddy_bus_new_event(eddy_bus *bus, const char *type, eddy_event **out, eddy_error *err) {
+    if (out)
+        *out = NULL;
+    if (!bus || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or out is NULL");
+    return eddy__event_create_for(bus->s.source, type, "eddy_bus_new_event", out, err);
 }
 
 eddy_status eddy_bus_publish_value(eddy_bus *bus, const char *subject, const char *type,

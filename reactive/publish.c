@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "error.h"
+#include "event_internal.h"
 #include "internal.h"
 
 static void pub_up(void *owner);
@@ -238,6 +239,15 @@ eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_ev
     }
     rbus_leave(bus);
     return st;
+}
+
+eddy_status eddy_rbus_new_event(eddy_rbus *bus, const char *type, eddy_event **out,
+                                eddy_error *err) {
+    if (out)
+        *out = NULL;
+    if (!bus || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or out is NULL");
+    return eddy__event_create_for(bus->s.source, type, "eddy_rbus_new_event", out, err);
 }
 
 eddy_status eddy_rbus_publish_value(eddy_rbus *bus, const char *subject, const char *type,

@@ -1108,6 +1108,8 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
     return EDDY_OK;
 }
 
+const char *eddy__consumer_source(const eddy__consumer *c) { return c ? c->s->source : NULL; }
+
 /* ---- settling and resetting ------------------------------------------------------------ */
 
 /* Builds the failure reply: an event of the bus's own, marked with the reserved attribute.
@@ -1169,6 +1171,10 @@ static void settle_responder(eddy__consumer *c, eddy__settlement *v) {
     eddy_status st = v->st;
     eddy_error err = {0};
     v->reply = NULL;
+    /* A reply joins its request's trace unless the responder put it in one of its own. Out of
+     * memory (or a malformed context on the request) only leaves it without. */
+    if (reply && !eddy_event_extension(reply, EDDY_TRACEPARENT))
+        (void)eddy_event_continue_trace(reply, d->ev, NULL);
     if (st == EDDY_OK) {
         if (!reply)
             st = eddy__fail(&err, EDDY_ERR_INVALID_ARGUMENT, "no reply event");

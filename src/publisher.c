@@ -18,10 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "entry.h"
 #include "error.h"
+#include "event_internal.h"
 #include "keys.h"
 #include "redis.h"
 #include "requests.h"
@@ -149,7 +149,8 @@ static eddy_status prepare(eddy__publisher *p, const char *subject, const eddy_e
     eddy_status st = eddy__subject_check(subject, err);
     if (st != EDDY_OK)
         return st;
-    if ((st = eddy_event_validate(ev, err)) != EDDY_OK)
+    if ((st = eddy_event_validate(ev, err)) != EDDY_OK ||
+        (st = eddy__event_check_trace(ev, err)) != EDDY_OK)
         return st;
     if (eddy_event_extension(ev, EDDY__FAILED_ATTR))
         return eddy__fail(err, EDDY_ERR_RESERVED_ATTRIBUTE,
@@ -283,35 +284,14 @@ eddy_status eddy__publish_value_event(const eddy__settings *s, const char *type,
                           "publish_value needs settings.source for the event's source");
     if (!type || !pack)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "publish_value: type or pack is NULL");
-    eddy_event *ev = eddy_event_new();
-    if (!ev)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    char id[33];
-    eddy__random_hex(id);
-    char now[64];
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    snprintf(now, sizeof(now), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
-    eddy_status st = eddy_event_set_id(ev, id);
-    if (st == EDDY_OK)
-        st = eddy_event_set_source(ev, s->source);
-    if (st == EDDY_OK)
-        st = eddy_event_set_type(ev, type);
-    if (st == EDDY_OK)
-        st = eddy_event_set_time(ev, now);
-    if (st != EDDY_OK) {
+    eddy_event *ev = NULL;
+    eddy_status st = eddy_event_create(s->source, type, &ev, err);
+    if (st == EDDY_OK && (st = eddy_event_set_value(ev, pack, user, err)) != EDDY_OK) {
         eddy_event_free(ev);
-        return eddy__fail(err, st, "publish_value: could not build the event");
-    }
-    if ((st = eddy_event_set_value(ev, pack, user, err)) != EDDY_OK) {
-        eddy_event_free(ev);
-        return st;
+        ev = NULL;
     }
     *out = ev;
-    return EDDY_OK;
+    return st;
 }
 
 eddy_status eddy__request_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,

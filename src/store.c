@@ -381,7 +381,7 @@ static eddy_status check_event(const eddy__store *st, const eddy_event *ev, size
     if (!ev)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "append: event %zu is NULL", i);
     eddy_error why = {0};
-    if (eddy_event_validate(ev, &why) != EDDY_OK)
+    if (eddy_event_validate(ev, &why) != EDDY_OK || eddy__event_check_trace(ev, &why) != EDDY_OK)
         return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "append: event %zu: %s", i, why.detail);
     if (2 * eddy_event_extension_count(ev) + 18 > EDDY__STORE_MAX_FIELDS)
         return eddy__fail(err, EDDY_ERR_TOO_LARGE,

@@ -59,7 +59,13 @@ EDDY_EXPORT eddy_status eddy_bus_publish_batch(eddy_bus *bus, const char *subjec
                                                const eddy_event *const *evs, size_t n,
                                                size_t *published, eddy_error *err);
 
-/** Builds an event (source from settings: EDDY_ERR_INVALID_SPEC without one; a fresh random
+/** A new event for this bus to publish: a fresh UUIDv7 id, settings.source as its source
+ * (EDDY_ERR_INVALID_SPEC without one), the given type and the current time (eddy_event_create).
+ * Ownership: on EDDY_OK *out is the caller's (eddy_event_free). Thread: any. */
+EDDY_EXPORT eddy_status eddy_bus_new_event(eddy_bus *bus, const char *type, eddy_event **out,
+                                           eddy_error *err);
+
+/** Builds an event (source from settings: EDDY_ERR_INVALID_SPEC without one; a fresh UUIDv7
  * id; the given type) whose data is the value `pack` writes, and publishes it. */
 EDDY_EXPORT eddy_status eddy_bus_publish_value(eddy_bus *bus, const char *subject, const char *type,
                                                eddy_pack_fn pack, void *user, eddy_error *err);

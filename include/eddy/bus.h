@@ -188,6 +188,14 @@ EDDY_EXPORT int eddy_delivery_is_request(const eddy_delivery *d);
  * Thread: blocking front end, any thread; reactive front end, the loop's thread. */
 EDDY_EXPORT void eddy_delivery_reply(eddy_delivery *d, eddy_event *reply);
 
+/** Builds a reply to the delivery's event: a fresh UUIDv7 id, the bus's settings.source
+ * (EDDY_ERR_INVALID_SPEC without one), the given type, the current time and the request's trace
+ * context (traceparent and tracestate, when well-formed). Add data and return it from the
+ * responder, or pass it to eddy_delivery_reply. Ownership: on EDDY_OK *out is the caller's until
+ * handed to the bus. Thread: whichever may use the delivery. */
+EDDY_EXPORT eddy_status eddy_delivery_new_reply(const eddy_delivery *d, const char *type,
+                                                eddy_event **out, eddy_error *err);
+
 /** A stored event's metadata (see store.h). stream_id is borrowed: for the duration of the
  * callback that received it, or as long as the delivery it came from. */
 typedef struct eddy_event_meta {
@@ -217,12 +225,13 @@ EDDY_EXPORT int eddy_delivery_stored_meta(const eddy_delivery *d, eddy_event_met
 typedef eddy_status (*eddy_handler_fn)(eddy_delivery *d, void *user);
 
 /** A responder: the event it returns is the reply. On EDDY_OK, *reply must be set; the bus
- * owns it afterwards. A refusal is a reply (say so in its data). Any error status means the
- * responder failed: the bus sends a failure reply (the caller gets EDDY_ERR_RESPONDER_FAILED
- * at once) and the failure is logged and counted here; nothing of it reaches the caller.
- * EDDY_PENDING: answer later with eddy_delivery_reply.
- * A responder also runs for a plain publish on its subject; its reply is then discarded and
- * counted Unaddressed. Thread: as for handlers. */
+ * owns it afterwards. A reply without a traceparent gets the request's trace context (see
+ * EDDY_TRACEPARENT); eddy_delivery_new_reply builds one with it. A refusal is a reply (say so in
+ * its data). Any error status means the responder failed: the bus sends a failure reply (the caller
+ * gets EDDY_ERR_RESPONDER_FAILED at once) and the failure is logged and counted here; nothing of it
+ * reaches the caller. EDDY_PENDING: answer later with eddy_delivery_reply. A responder also runs
+ * for a plain publish on its subject; its reply is then discarded and counted Unaddressed. Thread:
+ * as for handlers. */
 typedef eddy_status (*eddy_responder_fn)(eddy_delivery *d, eddy_event **reply, void *user);
 
 /* ---- subscriptions ------------------------------------------------------------------- */

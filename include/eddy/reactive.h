@@ -102,6 +102,11 @@ EDDY_EXPORT void eddy_rbus_free(eddy_rbus *bus);
 EDDY_EXPORT eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_event *ev,
                                           eddy_publish_fn done, void *user, eddy_error *err);
 
+/** A new event for this bus to publish, as eddy_bus_new_event builds it. Thread: any (it
+ * only reads the bus's settings). */
+EDDY_EXPORT eddy_status eddy_rbus_new_event(eddy_rbus *bus, const char *type, eddy_event **out,
+                                            eddy_error *err);
+
 /** Builds the event as eddy_bus_publish_value does and publishes it. */
 EDDY_EXPORT eddy_status eddy_rbus_publish_value(eddy_rbus *bus, const char *subject,
                                                 const char *type, eddy_pack_fn pack,
