@@ -50,7 +50,6 @@ static eddy_status send_once(eddy_bus *bus, const eddy__cmdlist *cmds, sent *s, 
 static eddy_status send_publishes(eddy_bus *bus, eddy__cmdlist *cmds, sent *s, eddy_error *err) {
     eddy_status st = send_once(bus, cmds, s, err);
     eddy__cmdlist again;
-    eddy__cmdlist_init(&again);
     if (st == EDDY_OK && eddy__publish_again(bus->publisher, cmds, s->replies, &again)) {
         sent_free(s);
         eddy__cmdlist_reset(cmds);

@@ -191,12 +191,17 @@ static void published(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error 
 /* Sends p's publishes once more behind a load of the function library, when the core says the
  * server had lost it (nothing of them was written): true when that op now owns the outcome. */
 static bool publish_again(eddy_rbus *bus, rpub *p) {
-    rpub *q = rpub_new(published, p->user);
-    if (!q)
+    eddy__cmdlist again;
+    if (!eddy__publish_again(bus->publisher, &p->cmds, p->replies, &again))
         return false;
+    rpub *q = rpub_new(published, p->user);
+    if (!q) {
+        eddy__cmdlist_reset(&again);
+        return false; /* p completes with the server's refusal: nothing was published */
+    }
+    q->cmds = again; /* rpub_new's list is empty and owns nothing */
     q->done = p->done;
-    if (!eddy__publish_again(bus->publisher, &p->cmds, p->replies, &q->cmds) ||
-        rpub_submit(bus, q) != EDDY_OK) {
+    if (rpub_submit(bus, q) != EDDY_OK) {
         rpub_free(q);
         return false;
     }

@@ -208,7 +208,8 @@ eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, 
                                  redisReply **replies, size_t *next, char *id, size_t idsize,
                                  eddy_error *err) {
     size_t i = first;
-    eddy_status load_st = eddy__store_load_result(cmds, i, replies, &i, err);
+    eddy_status load_st =
+        eddy__store_is_load(cmds, i) ? eddy__store_load_result(cmds, i, replies, &i, err) : EDDY_OK;
     if (load_st != EDDY_OK) {
         atomic_store(&p->loaded, false);
         if (load_st == EDDY_ERR_NOT_SUPPORTED)
@@ -249,13 +250,14 @@ eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, 
 bool eddy__publish_again(eddy__publisher *p, const eddy__cmdlist *sent, redisReply *const *replies,
                          eddy__cmdlist *again) {
     bool lost = false;
-    if (eddy__store_is_load(sent, 0))
+    if (!p->s->publish_dedup_ms || eddy__store_is_load(sent, 0))
         return false; /* it loaded the library itself: another try would not do better */
     for (size_t i = 0; !lost && i < sent->n; i++)
         lost = sent->tags[i] == P_FCALL && function_not_found(replies[i]);
     if (!lost)
         return false;
     atomic_store(&p->loaded, true);
+    eddy__cmdlist_init(again);
     eddy_status st = eddy__store_load_cmds(again);
     for (size_t i = 0; st == EDDY_OK && i < sent->n; i++) {
         eddy__cmd *c = eddy__cmdlist_add(again, sent->tags[i], sent->args[i]);

@@ -35,8 +35,9 @@ eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, 
  * when those publishes should be sent once more, as the commands this put in `again` (the
  * library's load, then a copy of sent's commands). Send `again` instead and read its replies
  * with eddy__publish_result exactly as sent's would have been read; publishes of `sent` that
- * went through are deduplicated by it. False, `again` left empty, when nothing needs sending
- * again, when `sent` loaded the library itself, or on OOM. */
+ * went through are deduplicated by it (`again` is initialised here, the caller resets it). False,
+ * `again` untouched, when nothing needs sending again, when `sent` loaded the library itself, or
+ * on OOM. */
 bool eddy__publish_again(eddy__publisher *p, const eddy__cmdlist *sent, redisReply *const *replies,
                          eddy__cmdlist *again);
 

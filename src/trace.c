@@ -155,6 +155,8 @@ eddy_status eddy__trace_check_value(const char *name, const char *value, eddy_er
 }
 
 eddy_status eddy__event_check_trace(const eddy_event *ev, eddy_error *err) {
+    if (eddy_event_extension_count(ev) == 0)
+        return EDDY_OK; /* the common case, on every publish */
     const char *tp = eddy_event_extension(ev, EDDY_TRACEPARENT);
     const char *ts = eddy_event_extension(ev, EDDY_TRACESTATE);
     eddy_status st = tp ? eddy_traceparent_check(tp, err) : EDDY_OK;
