@@ -1171,8 +1171,9 @@ static void settle_responder(eddy__consumer *c, eddy__settlement *v) {
     eddy_status st = v->st;
     eddy_error err = {0};
     v->reply = NULL;
-    /* A reply joins its request's trace unless the responder put it in one of its own. Out of
-     * memory (or a malformed context on the request) only leaves it without. */
+    /* A reply (a failure reply too, below) joins its request's trace unless the responder put
+     * it in one of its own. Out of memory (or a malformed context on the request) only leaves
+     * it without. */
     if (reply && !eddy_event_extension(reply, EDDY_TRACEPARENT))
         (void)eddy_event_continue_trace(reply, d->ev, NULL);
     if (st == EDDY_OK) {
@@ -1197,6 +1198,8 @@ static void settle_responder(eddy__consumer *c, eddy__settlement *v) {
         if (!d->reply_to) /* a plain publish: the failure reply has nowhere to go */
             atomic_fetch_add(&stats->unaddressed, 1);
         eddy_event *failure = d->reply_to ? failure_reply(c) : NULL;
+        if (failure)
+            (void)eddy_event_continue_trace(failure, d->ev, NULL);
         v->has_reply = failure && build_reply(c, d, failure, &v->reply_cmd);
         return;
     }

@@ -128,8 +128,8 @@ static void rollback(run *r) {
     for (int k = 0; k < r->nkeys; k++)
         if (r->created[k])
             eddy__mkey_delete(r->c, r->obj[k]);
-    while (r->ndedup)
-        eddy__mkey_delete(r->c, r->dobj[--r->ndedup]);
+    for (size_t i = r->ndedup; i > 0; i--) /* their values go in run_free */
+        eddy__mkey_delete(r->c, r->dobj[i - 1]);
 }
 
 static void run_free(run *r) {
