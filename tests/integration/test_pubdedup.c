@@ -1,13 +1,14 @@
 /* Idempotent publish (settings.publish_dedup_ms) on both front ends and both backends: an event
  * id published twice to a subject within the window is one entry, consumed once, and the second
  * call succeeds with the first entry's id; after the window it is appended again; other subjects
- * are apart; publish_batch deduplicates each event (inside one batch and across batches); the
- * store's append with publish is deduplicated as a whole on both store front ends; a server that
- * lost the function library is loaded again; the settings are checked; and the memory engine's
- * functions answer as the Lua does. */
+ * are apart; threads racing to publish one id make one entry; publish_batch deduplicates each
+ * event (inside one batch and across batches); the store's append with publish is deduplicated
+ * as a whole on both store front ends; a server that lost the function library is loaded again;
+ * the settings are checked; and the memory engine's functions answer as the Lua does. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <ev.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -224,6 +225,47 @@ ParameterizedTest(combo *p, pubdedup, batch_deduplicates_each_event, .timeout = 
         cr_expect(id && strcmp(id, want[i]) == 0, "entry %zu is %s", i, want[i]);
     }
     freeReplyObject(r);
+    eddy_bus_free(bus);
+}
+
+/* Threads racing to publish one id: the server decides, one entry, one id for all. */
+typedef struct racer {
+    eddy_bus *bus;
+    char id[64];
+    eddy_status st;
+} racer;
+
+static void *race(void *arg) {
+    racer *r = arg;
+    eddy_event *ev = make_event("same", "t");
+    eddy_error err = {0};
+    r->st = eddy_bus_publish(r->bus, "race", ev, r->id, sizeof(r->id), &err);
+    eddy_event_free(ev);
+    return NULL;
+}
+
+ParameterizedTestParameters(pubdedup, racing_publishes_of_one_id_are_one_entry) {
+    return cr_make_param_array(combo, backends, sizeof(backends) / sizeof(backends[0]));
+}
+ParameterizedTest(combo *p, pubdedup, racing_publishes_of_one_id_are_one_entry, .timeout = 60) {
+    ctx c;
+    setup(&c, p, 60000);
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_bus_new(&c.s, NULL, 0, &bus, &err), EDDY_OK, "%s", err.detail);
+    racer r[8];
+    pthread_t t[8];
+    for (int i = 0; i < 8; i++) {
+        r[i] = (racer){.bus = bus};
+        cr_assert_eq(pthread_create(&t[i], NULL, race, &r[i]), 0);
+    }
+    for (int i = 0; i < 8; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < 8; i++) {
+        cr_expect_eq(r[i].st, EDDY_OK, "%s", eddy_status_name(r[i].st));
+        cr_expect_str_eq(r[i].id, r[0].id);
+    }
+    cr_expect_eq(xlen(&c, "race"), 1);
     eddy_bus_free(bus);
 }
 
