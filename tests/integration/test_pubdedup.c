@@ -4,11 +4,13 @@
  * are apart; threads racing to publish one id make one entry; publish_batch deduplicates each
  * event (inside one batch and across batches); the store's append with publish is deduplicated
  * as a whole on both store front ends; a server that lost the function library is loaded again;
- * the settings are checked; and the memory engine's functions answer as the Lua does. */
+ * publishing again after EDDY_ERR_TIMEOUT (Redis stopped) stores once; the settings are checked;
+ * and the memory engine's functions answer as the Lua does. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <ev.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
@@ -20,6 +22,7 @@
 #include "eddy_test.h"
 #include "raw.h"
 #include "recorder.h"
+#include "redis_server.h"
 #include "store.h"
 #include "test_backend.h"
 
@@ -179,6 +182,39 @@ ParameterizedTest(combo *p, pubdedup, a_lost_function_library_is_loaded_again, .
     cr_expect_str_neq(other, first);
     cr_expect_eq(xlen(&c, "a.b"), 2);
     c.d->free(b);
+}
+
+/* The case the setting is for: Redis stops with the publish on the wire, the call ends with
+ * EDDY_ERR_TIMEOUT (sent, outcome unknown), the server runs it when it goes on, and the caller
+ * publishes the same event again: stored once. (Blocking front end: its deadlines.) */
+Test(pubdedup, publishing_again_after_a_timeout_stores_once, .timeout = 120) {
+    eddy_test_redis srv;
+    eddy_test_redis_start(&srv, 0);
+    ctx c;
+    combo p = {0, 1};
+    setup(&c, &p, 60000);
+    c.s.url = srv.url;
+    c.s.command_timeout_ms = 500;
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_bus_new(&c.s, NULL, 0, &bus, &err), EDDY_OK, "%s", err.detail);
+    eddy_event *warm = make_event("warm", "t"), *ev = make_event("e1", "t");
+    cr_assert_eq(eddy_bus_publish(bus, "pub", warm, NULL, 0, &err), EDDY_OK, "%s", err.detail);
+
+    cr_assert_eq(kill(srv.pid, SIGSTOP), 0);
+    eddy_status st = eddy_bus_publish(bus, "pub", ev, NULL, 0, &err);
+    cr_expect_eq(st, EDDY_ERR_TIMEOUT, "%s: %s", eddy_status_name(st), err.detail);
+    cr_assert_eq(kill(srv.pid, SIGCONT), 0);
+    /* Again until it goes through, as a caller would. */
+    for (int attempt = 0; attempt < 50; attempt++)
+        if ((st = eddy_bus_publish(bus, "pub", ev, NULL, 0, &err)) == EDDY_OK)
+            break;
+    cr_assert_eq(st, EDDY_OK, "%s: %s", eddy_status_name(st), err.detail);
+    cr_expect_eq(eddy_test_redis_int(srv.url, "XLEN {%s}:s:pub", c.ns), 2, "warm, then e1 once");
+    eddy_event_free(warm);
+    eddy_event_free(ev);
+    eddy_bus_free(bus);
+    eddy_test_redis_kill(&srv);
 }
 
 /* ---- publish_batch (the blocking front end's) --------------------------------------------- */
