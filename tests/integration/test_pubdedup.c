@@ -210,7 +210,8 @@ Test(pubdedup, publishing_again_after_a_timeout_stores_once, .timeout = 120) {
         if ((st = eddy_bus_publish(bus, "pub", ev, NULL, 0, &err)) == EDDY_OK)
             break;
     cr_assert_eq(st, EDDY_OK, "%s: %s", eddy_status_name(st), err.detail);
-    cr_expect_eq(eddy_test_redis_int(srv.url, "XLEN {%s}:s:pub", c.ns), 2, "warm, then e1 once");
+    long long n = eddy_test_redis_int(srv.url, "XLEN {%s}:s:pub", c.ns);
+    cr_expect_eq(n, 2, "warm, then e1 once: %lld entries", n);
     eddy_event_free(warm);
     eddy_event_free(ev);
     eddy_bus_free(bus);
