@@ -1270,6 +1270,8 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, long long now_ms, long long w
     return EDDY_OK;
 }
 
+const char *eddy__consumer_source(const eddy__consumer *c) { return c ? c->s->source : NULL; }
+
 /* ---- settling and resetting ------------------------------------------------------------ */
 
 /* Builds the failure reply: an event of the bus's own, marked with the reserved attribute.
@@ -1331,6 +1333,11 @@ static void settle_responder(eddy__consumer *c, eddy__settlement *v) {
     eddy_status st = v->st;
     eddy_error err = {0};
     v->reply = NULL;
+    /* A reply (a failure reply too, below) joins its request's trace unless the responder put
+     * it in one of its own. Out of memory (or a malformed context on the request) only leaves
+     * it without. */
+    if (reply && !eddy_event_extension(reply, EDDY_TRACEPARENT))
+        (void)eddy_event_continue_trace(reply, d->ev, NULL);
     if (st == EDDY_OK) {
         if (!reply)
             st = eddy__fail(&err, EDDY_ERR_INVALID_ARGUMENT, "no reply event");
@@ -1353,6 +1360,8 @@ static void settle_responder(eddy__consumer *c, eddy__settlement *v) {
         if (!d->reply_to) /* a plain publish: the failure reply has nowhere to go */
             atomic_fetch_add(&stats->unaddressed, 1);
         eddy_event *failure = d->reply_to ? failure_reply(c) : NULL;
+        if (failure)
+            (void)eddy_event_continue_trace(failure, d->ev, NULL);
         v->has_reply = failure && build_reply(c, d, failure, &v->reply_cmd);
         return;
     }

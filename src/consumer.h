@@ -92,6 +92,8 @@ void eddy__consumer_share_discovery(eddy__consumer *c, struct eddy__discovery *d
  * wakes the bus's other readers that are idle, so they take them at once. */
 bool eddy__consumer_found_subjects(eddy__consumer *c);
 void eddy__consumer_free(eddy__consumer *c);
+/* The bus's settings.source (NULL when not set), for what a handler builds. */
+const char *eddy__consumer_source(const eddy__consumer *c);
 
 void eddy__plan_init(eddy__plan *p);
 void eddy__plan_reset(eddy__plan *p);

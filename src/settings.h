@@ -43,7 +43,12 @@ typedef struct eddy__settings {
     /* The state of this handle's connections (conn_state.h): each connection reports here. The
      * settings own it; it is NULL only in a copy that failed. */
     eddy__conn_state *conn_state;
+    unsigned publish_dedup_ms; /* 0: publish without deduplication */
 } eddy__settings;
+
+/* The range of a publish_dedup_ms that is not 0. */
+#define EDDY__PUBLISH_DEDUP_MIN_MS 1000
+#define EDDY__PUBLISH_DEDUP_MAX_MS 86400000
 
 /* The wait before the redelivery of an AtLeastOnce delivery whose attempt-th delivery failed
  * (see eddy_settings.redelivery_backoff_ms); 0 when backoff is off. */

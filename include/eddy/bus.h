@@ -202,6 +202,17 @@ typedef struct eddy_settings {
     /** Told of each connection state change (see "connection state" above). Default none. */
     eddy_connection_fn on_connection;
     void *on_connection_user;
+    /** Idempotent publish: 0, the default, is off. Otherwise the event id is the key of a
+     * publish for this many ms: publishing an event whose id was already published to the same
+     * subject within the window appends nothing and succeeds with the first entry's id
+     * (eddy_bus_publish's entry_id), decided atomically by the server (one Redis function per
+     * event; the memory engine the same). With it on, publishing again after EDDY_ERR_TIMEOUT
+     * (sent, outcome unknown) or EDDY_ERR_IO is safe, as long as it happens within the window.
+     * It holds for publish, publish_batch (each event on its own, duplicates inside one batch
+     * included) and the event store's append with publish; requests are never deduplicated.
+     * Each published id keeps a small key for the window. 1000 to 86400000 (a day): a shorter
+     * window would not cover a retry after a timeout. Redis 7 (functions) is needed. */
+    unsigned publish_dedup_ms;
 } eddy_settings;
 
 /** Fills every field with its default. Thread: any. */
@@ -245,6 +256,14 @@ EDDY_EXPORT int eddy_delivery_is_request(const eddy_delivery *d);
  * Thread: blocking front end, any thread; reactive front end, the loop's thread. */
 EDDY_EXPORT void eddy_delivery_reply(eddy_delivery *d, eddy_event *reply);
 
+/** Builds a reply to the delivery's event: a fresh UUIDv7 id, the bus's settings.source
+ * (EDDY_ERR_INVALID_SPEC without one), the given type, the current time and the request's trace
+ * context (traceparent and tracestate, when well-formed). Add data and return it from the
+ * responder, or pass it to eddy_delivery_reply. Ownership: on EDDY_OK *out is the caller's until
+ * handed to the bus. Thread: whichever may use the delivery. */
+EDDY_EXPORT eddy_status eddy_delivery_new_reply(const eddy_delivery *d, const char *type,
+                                                eddy_event **out, eddy_error *err);
+
 /** A stored event's metadata (see store.h). stream_id is borrowed: for the duration of the
  * callback that received it, or as long as the delivery it came from. */
 typedef struct eddy_event_meta {
@@ -274,12 +293,13 @@ EDDY_EXPORT int eddy_delivery_stored_meta(const eddy_delivery *d, eddy_event_met
 typedef eddy_status (*eddy_handler_fn)(eddy_delivery *d, void *user);
 
 /** A responder: the event it returns is the reply. On EDDY_OK, *reply must be set; the bus
- * owns it afterwards. A refusal is a reply (say so in its data). Any error status means the
- * responder failed: the bus sends a failure reply (the caller gets EDDY_ERR_RESPONDER_FAILED
- * at once) and the failure is logged and counted here; nothing of it reaches the caller.
- * EDDY_PENDING: answer later with eddy_delivery_reply.
- * A responder also runs for a plain publish on its subject; its reply is then discarded and
- * counted Unaddressed. Thread: as for handlers. */
+ * owns it afterwards. A reply without a traceparent gets the request's trace context (see
+ * EDDY_TRACEPARENT); eddy_delivery_new_reply builds one with it. A refusal is a reply (say so in
+ * its data). Any error status means the responder failed: the bus sends a failure reply (the caller
+ * gets EDDY_ERR_RESPONDER_FAILED at once) and the failure is logged and counted here; nothing of it
+ * reaches the caller. EDDY_PENDING: answer later with eddy_delivery_reply. A responder also runs
+ * for a plain publish on its subject; its reply is then discarded and counted Unaddressed. Thread:
+ * as for handlers. */
 typedef eddy_status (*eddy_responder_fn)(eddy_delivery *d, eddy_event **reply, void *user);
 
 /* ---- subscriptions ------------------------------------------------------------------- */
