@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "conn_state.h"
 #include "error.h"
 #include "reply.h"
 #include "timing.h"
@@ -50,6 +51,7 @@ eddy_status bconn_init(bconn *c, const eddy__settings *s) {
 }
 
 static void drop(bconn *c) {
+    c->state_epoch = 0; /* a loss was reported before, or this is a close */
     pthread_mutex_lock(&c->lock);
     c->client_id = -1;
     c->up = false;
@@ -102,6 +104,13 @@ static eddy_status drive(bconn *c, long long deadline, eddy_error *err) {
     return eddy__link_io(l, ready, err);
 }
 
+/* err may be the caller's NULL: the tracker then names the status only. */
+static eddy_status connect_failed(bconn *c, eddy_status st, const eddy_error *err) {
+    eddy__conn_failed(c->s->conn_state, st, err);
+    c->attempt = eddy__conn_next_attempt(c->attempt, st);
+    return st;
+}
+
 eddy_status bconn_connect(bconn *c, eddy_error *err) {
     if (bconn_connected(c))
         return EDDY_OK;
@@ -111,10 +120,11 @@ eddy_status bconn_connect(bconn *c, eddy_error *err) {
             return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory opening memory://%s", url->name);
         if (c->arena)
             eddy__mem_conn_set_arena(c->mc, c->arena);
+        eddy__conn_up(c->s->conn_state, &c->state_epoch);
         return EDDY_OK;
     }
     if (!c->link) {
-        if (!(c->link = eddy__link_new(c->s, c->want_id)))
+        if (!(c->link = eddy__link_new(c->s, true)))
             return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory connecting");
         if (c->arena)
             eddy__reply_arena_install(c->arena, eddy__link_reader(c->link));
@@ -128,14 +138,14 @@ eddy_status bconn_connect(bconn *c, eddy_error *err) {
     }
     if (st != EDDY_OK) {
         drop(c);
-        c->attempt++;
-        return st;
+        return connect_failed(c, st, err);
     }
     pthread_mutex_lock(&c->lock);
     c->up = true;
     c->client_id = eddy__link_client_id(c->link);
     pthread_mutex_unlock(&c->lock);
     c->attempt = 0;
+    eddy__conn_up(c->s->conn_state, &c->state_epoch);
     return EDDY_OK;
 }
 
@@ -220,6 +230,7 @@ static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long blo
         st = eddy__link_expire(l, last, "command", err);
     set_flags(c, false, false);
     if (st != EDDY_OK) {
+        eddy__conn_lost(c->s->conn_state, &c->state_epoch, st, err);
         drop(c);
         bconn_release(c, replies, cmds->n);
     }

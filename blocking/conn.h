@@ -31,12 +31,12 @@ typedef struct bconn {
     pthread_cond_t wake;
     bool in_read;
     bool interrupted;
-    bool woken;          /* bconn_wake: the next (or current) sleep returns at once, once */
-    bool cut;            /* bconn_wake(cut): the next (or current) blocking read ends, once */
-    bool want_id;        /* a reader's connection: learn its client id (CLIENT ID) at connect */
-    bool blocking;       /* a round with a blocking read is out */
-    long long client_id; /* the server's id for this connection, -1 unknown (guarded by lock) */
-    unsigned attempt;    /* consecutive failed connects, for backoff */
+    bool woken;           /* bconn_wake: the next (or current) sleep returns at once, once */
+    bool cut;             /* bconn_wake(cut): the next (or current) blocking read ends, once */
+    bool blocking;        /* a round with a blocking read is out */
+    long long client_id;  /* the server's id for this connection, -1 unknown (guarded by lock) */
+    unsigned attempt;     /* consecutive failed connects, for backoff */
+    unsigned state_epoch; /* conn_state.h: nonzero while up (reported to the bus's tracker) */
     eddy__reply_arena *arena;      /* bconn_use_arena: redis:// replies are built in it */
     eddy__reply_arena *live_arena; /* the arena the replies handed out live in, or NULL */
     unsigned seed;
@@ -99,7 +99,7 @@ void bconn_resume(bconn *c);
  * current or next blocking read too (EDDY_ERR_CLOSED; on redis:// the connection is dropped,
  * as for an interrupt). The reader clears both with bconn_wake_clear just before it plans, so a
  * wake that came before the plan does not cut the read that plan makes. Returns, when cut
- * found a blocking read out on a redis:// connection whose client id is known (want_id), that
+ * found a blocking read out on a redis:// connection whose client id is known (CLIENT ID), that
  * id, else -1: the caller then has the server drop the client (CLIENT KILL ID on another
  * connection), which, unlike our own shutdown, takes effect before anything written after it,
  * so the cut read takes nothing published afterwards. Thread: any. */

@@ -31,6 +31,7 @@ typedef struct bsub {
                              start waits for `ready` */
     pthread_cond_t settled;
     bool ready;
+    eddy_error refused; /* a refused connect (eddy__conn_refused) start need not wait out */
 } bsub;
 
 struct eddy_bus {
@@ -48,6 +49,7 @@ struct eddy_bus {
     pthread_mutex_t ctl_lock; /* with ctl_cond: start waits for ctl_ready */
     pthread_cond_t ctl_cond;
     bool ctl_ready;
+    eddy_error ctl_refused;    /* a refused connect (eddy__conn_refused) start need not wait out */
     atomic_bool active;        /* started and ready: requests may be sent */
     bmux pub;                  /* the publishing connection, multiplexed */
     pthread_mutex_t lock;      /* started, and every change to subs */

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn_state.h"
 #include "error.h"
 #include "timing.h"
 
@@ -143,12 +144,15 @@ static eddy_status ensure_connected(bmux *m, eddy_error *err) {
     while (m->broken && (m->reading || m->writing))
         pthread_cond_wait(&m->idle, &m->lock);
     bool broken = m->broken;
+    eddy_error lost = m->lost;
     ok = m->up && !m->broken;
     pthread_mutex_unlock(&m->lock);
     eddy_status st = EDDY_OK;
     if (!ok) { /* nobody uses the socket: no slot is in flight, no role is held */
-        if (broken)
+        if (broken) {
+            eddy__conn_lost(m->conn.s->conn_state, &m->conn.state_epoch, lost.status, &lost);
             bconn_close(&m->conn);
+        }
         st = bconn_connect(&m->conn, err);
         pthread_mutex_lock(&m->lock);
         m->broken = false;

@@ -597,9 +597,8 @@ static eddy_status take_handshake(eddy__link *l, eddy_error *err) {
         l->hs_left--;
         if (role) {
             st = eddy__sentinel_check_role(l->sen, r, l->peer, err);
-        } else if (id) { /* refused (an ACL): the id stays unknown */
-            if (r->type == REDIS_REPLY_INTEGER)
-                l->client_id = r->integer;
+        } else if (id) { /* refused by an ACL: the id stays unknown; NOAUTH: credentials wanted */
+            st = eddy__client_id_check(r, &l->client_id, err);
         } else {
             st = eddy__handshake_check(&r, 1, err);
         }

@@ -12,6 +12,7 @@
 
 #include "error.h"
 #include "link.h"
+#include "redis.h"
 
 struct eddy__sentinel {
     const eddy__settings *s;
@@ -121,8 +122,9 @@ eddy_status eddy__sentinel_start(eddy__sentinel *sn, long long deadline, eddy_er
 static eddy_status take_answer(eddy__sentinel *sn, const redisReply *r, eddy_error *e) {
     if (r->type == REDIS_REPLY_NIL)
         return eddy__fail(e, EDDY_ERR_BACKEND, "does not know the master '%s'", sn->s->url.name);
-    if (r->type == REDIS_REPLY_ERROR)
-        return eddy__fail(e, EDDY_ERR_BACKEND, "refused: %.*s", (int)r->len, r->str);
+    if (r->type == REDIS_REPLY_ERROR) /* NOAUTH: settings.sentinel_password is wanted */
+        return eddy__fail(e, eddy__reply_refuses_credentials(r) ? EDDY_ERR_AUTH : EDDY_ERR_BACKEND,
+                          "refused: %.*s", (int)r->len, r->str);
     char *end = NULL;
     long port = 0;
     if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 &&

@@ -35,6 +35,7 @@ void eddy_settings_init(eddy_settings *s) {
     s->retention_grace_ms = 60000;
     s->consumer_idle_ms = 86400000;
     s->command_timeout_ms = 5000;
+    s->publish_dedup_ms = 0; /* off: publishing twice appends twice */
 }
 
 unsigned eddy__redelivery_backoff_ms(const eddy__settings *s, unsigned attempt) {
@@ -138,6 +139,13 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
     if ((src->tls_cert != NULL) != (src->tls_key != NULL))
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
                           "settings.tls_cert and tls_key go together (a certificate and its key)");
+    if (src->publish_dedup_ms && (src->publish_dedup_ms < EDDY__PUBLISH_DEDUP_MIN_MS ||
+                                  src->publish_dedup_ms > EDDY__PUBLISH_DEDUP_MAX_MS))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "settings.publish_dedup_ms %u: 0 (off) or %d to %d (a day); a shorter "
+                          "window would not cover a retry after a timeout",
+                          src->publish_dedup_ms, EDDY__PUBLISH_DEDUP_MIN_MS,
+                          EDDY__PUBLISH_DEDUP_MAX_MS);
     if (src->workers > 1024)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "settings.workers above 1024");
 
@@ -207,6 +215,12 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
     dst->consumer_idle_ms = src->consumer_idle_ms;
     dst->command_timeout_ms = src->command_timeout_ms;
     dst->tls_insecure = src->tls_insecure;
+    dst->publish_dedup_ms = src->publish_dedup_ms;
+    if (!(dst->conn_state = eddy__conn_state_new(&dst->url, &dst->log, src->on_connection,
+                                                 src->on_connection_user, dst->reconnect_max_ms))) {
+        eddy__settings_free(dst);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory copying settings");
+    }
     return EDDY_OK;
 }
 
@@ -227,5 +241,6 @@ void eddy__settings_free(eddy__settings *s) {
     for (size_t i = 0; i < s->nrequest_names; i++)
         free(s->request_names[i]);
     free(s->request_names);
+    eddy__conn_state_free(s->conn_state);
     memset(s, 0, sizeof(*s));
 }

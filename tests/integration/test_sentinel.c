@@ -92,8 +92,8 @@ static size_t known(int sentinel_port, const char *what) {
     return n;
 }
 
-/* tls_conf: extra configuration lines (TLS), or "". */
-static void sentinel_start_conf(sentinel_proc *sp, int master_port, const char *tls_conf) {
+/* extra: more configuration lines, or ""; tls: its port is a tls-port (extra names the files). */
+static void sentinel_start_conf(sentinel_proc *sp, int master_port, bool tls, const char *extra) {
     sp->port = eddy_test_free_port();
     snprintf(sp->dir, sizeof(sp->dir), "/tmp/eddy-test-sentinel-%d-%d", (int)getpid(), sp->port);
     char path[192];
@@ -108,8 +108,8 @@ static void sentinel_start_conf(sentinel_proc *sp, int master_port, const char *
             "sentinel down-after-milliseconds %s 1000\n"
             "sentinel failover-timeout %s 10000\n"
             "sentinel parallel-syncs %s 1\n",
-            *tls_conf ? "port 0\ntls-port" : "port", sp->port, sp->dir, tls_conf, MASTER,
-            master_port, MASTER, MASTER, MASTER);
+            tls ? "port 0\ntls-port" : "port", sp->port, sp->dir, extra, MASTER, master_port,
+            MASTER, MASTER, MASTER);
     fclose(f);
     pid_t pid = fork();
     cr_assert(pid >= 0);
@@ -128,7 +128,7 @@ static void sentinel_start_conf(sentinel_proc *sp, int master_port, const char *
 }
 
 static void sentinel_start(sentinel_proc *sp, int master_port) {
-    sentinel_start_conf(sp, master_port, "");
+    sentinel_start_conf(sp, master_port, false, "");
 }
 
 static void sentinel_kill(sentinel_proc *sp) {
@@ -488,7 +488,7 @@ Test(sentinel, tls_to_the_sentinel_and_the_master, .timeout = 200) {
              "tls-cert-file %s\ntls-key-file %s\ntls-ca-cert-file %s\ntls-replication yes\n",
              files.server_cert, files.server_key, files.ca);
     sentinel_proc sp;
-    sentinel_start_conf(&sp, master.port, conf);
+    sentinel_start_conf(&sp, master.port, true, conf);
     char url[128];
     snprintf(url, sizeof(url), "rediss-sentinel://127.0.0.1:%d/%s", sp.port, MASTER);
     eddy_settings st;
@@ -520,6 +520,47 @@ Test(sentinel, tls_to_the_sentinel_and_the_master, .timeout = 200) {
     sentinel_kill(&sp);
     eddy_test_redis_kill(&master);
     eddy_test_tls_certs_remove(&files);
+    char rm[256];
+    snprintf(rm, sizeof(rm), "rm -rf %s", sp.dir);
+    (void)!system(rm);
+}
+
+/* A sentinel with a password (requirepass): refused without settings.sentinel_password
+ * (EDDY_ERR_AUTH), used with it; the URL's credentials are the master's, which has none. */
+Test(sentinel, sentinel_password_is_the_sentinels, .timeout = 120) {
+    eddy_test_redis master;
+    eddy_test_redis_start(&master, 0);
+    sentinel_proc sp;
+    sentinel_start_conf(&sp, master.port, false, "requirepass s3cret-sentinel\n");
+    char url[128];
+    snprintf(url, sizeof(url), "redis-sentinel://127.0.0.1:%d/%s", sp.port, MASTER);
+    eddy_settings st;
+    eddy_settings_init(&st);
+    st.url = url;
+    char ns[96];
+    st.ns = eddy_test_namespace(ns, sizeof(ns), "sentpw");
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    eddy_status rc;
+    long long until = eddy_test_now_ms() + WAIT_MS;
+    while ((rc = eddy_bus_new(&st, NULL, 0, &bus, &err)) == EDDY_ERR_IO &&
+           eddy_test_now_ms() < until) {
+        struct timespec pause = {0, 100000000}; /* the sentinel is starting */
+        nanosleep(&pause, NULL);
+    }
+    cr_expect_eq(rc, EDDY_ERR_AUTH, "%s: %s", eddy_status_name(rc), err.detail);
+    cr_expect(strstr(err.detail, "NOAUTH"), "%s", err.detail);
+    if (rc == EDDY_OK)
+        eddy_bus_free(bus);
+    st.sentinel_password = "s3cret-sentinel";
+    cr_assert_eq(eddy_bus_new(&st, NULL, 0, &bus, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(publish(bus, "p-1", &err), EDDY_OK, "%s", err.detail);
+    eddy_bus_free(bus);
+    st.sentinel_password = "not-the-pw";
+    cr_expect_eq(eddy_bus_new(&st, NULL, 0, &bus, &err), EDDY_ERR_AUTH, "%s", err.detail);
+    cr_expect(!strstr(err.detail, "not-the-pw"), "no password in the detail: %s", err.detail);
+    sentinel_kill(&sp);
+    eddy_test_redis_kill(&master);
     char rm[256];
     snprintf(rm, sizeof(rm), "rm -rf %s", sp.dir);
     (void)!system(rm);
