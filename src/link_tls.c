@@ -21,7 +21,20 @@
 struct eddy__tls {
     SSL_CTX *ctx;
     SSL *ssl;
+    /* The server asked for a client certificate and none is set: with TLS 1.3 its refusal comes
+     * after the handshake, as an alert or (when it closes first) a reset; either is said so. */
+    bool cert_wanted;
 };
+
+/* OpenSSL calls it only when the server asks for a certificate and none was set. */
+static int no_client_cert(SSL *ssl, X509 **x509, EVP_PKEY **pkey) {
+    (void)x509;
+    (void)pkey;
+    eddy__tls *t = SSL_get_app_data(ssl);
+    if (t)
+        t->cert_wanted = true;
+    return 0;
+}
 
 /* OpenSSL's reason for the last failure, with the certificate's when verification failed. */
 static eddy_status tls_fail(eddy__tls *t, const char *what, eddy_error *err) {
@@ -61,6 +74,7 @@ static eddy_status configure(const eddy__settings *s, eddy__tls *t, eddy_error *
             return tls_fail(t, "client key (tls_key)", err);
     }
     SSL_CTX_set_verify(t->ctx, s->tls_insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
+    SSL_CTX_set_client_cert_cb(t->ctx, no_client_cert);
     return EDDY_OK;
 }
 
@@ -81,6 +95,8 @@ eddy_status eddy__tls_new(const eddy__settings *s, const char *host, int fd, edd
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory starting TLS");
     if (st == EDDY_OK && SSL_set_fd(t->ssl, fd) != 1)
         st = tls_fail(t, "setup", err);
+    if (st == EDDY_OK)
+        SSL_set_app_data(t->ssl, t);
     /* SNI takes a host name only (not an address); the certificate must name the same host, or
      * the address (an IP SAN) when the URL gives one. */
     unsigned char bin[sizeof(struct in6_addr)];
@@ -127,7 +143,12 @@ int eddy__tls_handshake(eddy__tls *t, eddy_error *err) {
 /* The status of a failed read or write: a closed or reset connection is plain I/O. */
 static ssize_t io_fail(eddy__tls *t, int rc, const char *what, eddy_error *err) {
     int e = SSL_get_error(t->ssl, rc);
-    if (e == SSL_ERROR_ZERO_RETURN || e == SSL_ERROR_SYSCALL)
+    if (t->cert_wanted)
+        eddy__fail(err, EDDY_ERR_TLS,
+                   "TLS %s: the server asked for a client certificate and none is set "
+                   "(tls_cert, tls_key)",
+                   what);
+    else if (e == SSL_ERROR_ZERO_RETURN || e == SSL_ERROR_SYSCALL)
         eddy__fail(err, EDDY_ERR_IO, "connection: %s", "closed or reset (TLS)");
     else
         tls_fail(t, what, err);

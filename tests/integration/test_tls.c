@@ -173,7 +173,7 @@ Test(tls, a_missing_client_certificate_is_refused) {
     tls_settings(&s, srv.url, ns, sizeof(ns));
     s.tls_cert = NULL;
     s.tls_key = NULL;
-    expect_refused(&s, "TLS");
+    expect_refused(&s, "client certificate");
 }
 
 Test(tls, plain_redis_to_a_tls_port_fails_cleanly) {
