@@ -28,7 +28,7 @@
 #include "store.h"
 #include "subject.h"
 
-enum { P_SADD = 100, P_XADD, P_FCALL };
+enum { P_SADD = 100, P_XADD, P_FCALL, P_WAIT };
 
 #define KNOWN_MAX 4096
 
@@ -195,7 +195,38 @@ static eddy_status prepare(eddy__publisher *p, const char *subject, const eddy_e
 
 eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
                                   eddy__cmdlist *out, eddy_error *err) {
-    return prepare(p, subject, ev, p->s->publish_dedup_ms != 0, out, err);
+    size_t before = out->n;
+    eddy_status st = prepare(p, subject, ev, p->s->publish_dedup_ms != 0, out, err);
+    if (st != EDDY_OK || !p->s->wait_replicas)
+        return st;
+    eddy__cmd *w = eddy__cmdlist_add(out, P_WAIT, 0);
+    if (w) {
+        eddy__cmd_str(w, "WAIT");
+        eddy__cmd_fmt(w, "%u", p->s->wait_replicas);
+        eddy__cmd_fmt(w, "%u", p->s->wait_timeout_ms);
+    }
+    if (eddy__cmdlist_status_from(out, before) == EDDY_OK)
+        return EDDY_OK;
+    if (eddy__store_is_load(out, before))
+        atomic_store(&p->loaded, false); /* not sent: the next publish loads */
+    while (out->n > before)
+        eddy__cmd_reset(&out->cmds[--out->n]);
+    return eddy__fail(err, EDDY_ERR_NOMEM, "publish: could not build the command");
+}
+
+/* WAIT's reply: how many replicas have the publish. */
+static eddy_status wait_result(eddy__publisher *p, const redisReply *r, eddy_error *err) {
+    eddy_status st = eddy__reply_status(r, "WAIT", err);
+    if (st != EDDY_OK)
+        return st;
+    if (r->type != REDIS_REPLY_INTEGER)
+        return eddy__fail(err, EDDY_ERR_PROTOCOL, "WAIT: unexpected reply type %d", r->type);
+    if (r->integer < (long long)p->s->wait_replicas)
+        return eddy__fail(err, EDDY_ERR_TIMEOUT,
+                          "publish: stored on the master, but %lld of the %u replicas wanted "
+                          "had it within %u ms (a failover may lose it)",
+                          r->integer, p->s->wait_replicas, p->s->wait_timeout_ms);
+    return EDDY_OK;
 }
 
 static bool function_not_found(const redisReply *r) {
@@ -222,7 +253,8 @@ eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, 
             remember(p, cmds->cmds[i].argv[2]);
         i++;
     }
-    *next = i + 1;
+    bool waits = i + 1 < cmds->n && cmds->tags[i + 1] == P_WAIT;
+    *next = i + 1 + waits;
     if (load_st != EDDY_OK)
         return load_st;
     if (cmds->tags[i] == P_FCALL && function_not_found(replies[i])) {
@@ -240,6 +272,8 @@ eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, 
                           replies[i]->type);
     if (id && idsize)
         snprintf(id, idsize, "%s", replies[i]->str);
+    if (waits && (st = wait_result(p, replies[i + 1], err)) != EDDY_OK)
+        return st;
     /* The message is stored; a failed SADD only delays discovery by pattern subscribers
      * until a later publish adds the subject. */
     if (sadd_st != EDDY_OK)

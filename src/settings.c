@@ -36,6 +36,7 @@ void eddy_settings_init(eddy_settings *s) {
     s->consumer_idle_ms = 86400000;
     s->command_timeout_ms = 5000;
     s->publish_dedup_ms = 0; /* off: publishing twice appends twice */
+    s->wait_timeout_ms = 1000;
 }
 
 unsigned eddy__redelivery_backoff_ms(const eddy__settings *s, unsigned attempt) {
@@ -148,12 +149,25 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
                           EDDY__PUBLISH_DEDUP_MAX_MS);
     if (src->workers > 1024)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "settings.workers above 1024");
+    /* WAIT 0 would wait for ever, and past command_timeout_ms the connection is given up. */
+    if (src->wait_replicas &&
+        (src->wait_timeout_ms == 0 || src->wait_timeout_ms >= src->command_timeout_ms))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "settings.wait_timeout_ms %u: with wait_replicas, 1 to below "
+                          "command_timeout_ms (%u)",
+                          src->wait_timeout_ms, src->command_timeout_ms);
 
     eddy_status st = eddy__requests_check_names(src, err);
     if (st != EDDY_OK)
         return st;
     if ((st = eddy__url_parse(url, &dst->url, err)) != EDDY_OK)
         return st;
+    if (src->wait_replicas && dst->url.kind == EDDY__URL_MEMORY) {
+        eddy__url_free(&dst->url);
+        return eddy__fail(
+            err, EDDY_ERR_INVALID_SPEC,
+            "settings.wait_replicas needs a Redis server (memory:// has no replicas)");
+    }
     if (src->request_name_count) {
         dst->request_names = calloc(src->request_name_count, sizeof(char *));
         for (size_t i = 0; dst->request_names && i < src->request_name_count; i++) {
@@ -215,6 +229,8 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
     dst->consumer_idle_ms = src->consumer_idle_ms;
     dst->command_timeout_ms = src->command_timeout_ms;
     dst->tls_insecure = src->tls_insecure;
+    dst->wait_replicas = src->wait_replicas;
+    dst->wait_timeout_ms = src->wait_timeout_ms;
     dst->publish_dedup_ms = src->publish_dedup_ms;
     if (!(dst->conn_state = eddy__conn_state_new(&dst->url, &dst->log, src->on_connection,
                                                  src->on_connection_user, dst->reconnect_max_ms))) {

@@ -44,7 +44,9 @@ typedef struct eddy__settings {
      * settings own it; it is NULL only in a copy that failed. */
     eddy__conn_state *conn_state;
     unsigned publish_dedup_ms; /* 0: publish without deduplication */
-    char *sentinel_password; /* NULL when not set */
+    char *sentinel_password;   /* NULL when not set */
+    unsigned wait_replicas;    /* 0: publish without WAIT */
+    unsigned wait_timeout_ms;
 } eddy__settings;
 
 /* The range of a publish_dedup_ms that is not 0. */

@@ -224,6 +224,17 @@ typedef struct eddy_settings {
     /** redis-sentinel:// only: the password the sentinels want (AUTH, requirepass of the
      * sentinels), copied; NULL, the default, sends none. */
     const char *sentinel_password;
+    /** Publishes that must survive a failover: with wait_replicas N > 0, every publish
+     * (publish, publish_batch's each event, publish_value; not requests, not the event store's
+     * appends) is followed on its connection by WAIT N wait_timeout_ms, and succeeds only once N
+     * replicas have it. Fewer within wait_timeout_ms is EDDY_ERR_TIMEOUT: the master stored it,
+     * and a failover may lose it (publish again; with publish_dedup_ms that is safe). Redis
+     * only (EDDY_ERR_INVALID_SPEC with memory://). Cost: the master's round trip to its
+     * replicas on every publish, during which the connection's later commands wait (bench
+     * publish_wait). wait_timeout_ms: 1 to below command_timeout_ms; default 1000. Default
+     * wait_replicas 0: no WAIT. */
+    unsigned wait_replicas;
+    unsigned wait_timeout_ms;
 } eddy_settings;
 
 /** Fills every field with its default. Thread: any. */

@@ -226,7 +226,7 @@ static eddy_status respond(eddy_delivery *d, eddy_event **reply, void *user) {
     return EDDY_OK;
 }
 
-static eddy_bus *bus_open(const char *url, char *ns, size_t nslen, seen *s) {
+static eddy_bus *bus_open(const char *url, char *ns, size_t nslen, seen *s, unsigned wait) {
     eddy_settings st;
     eddy_settings_init(&st);
     st.url = url;
@@ -237,6 +237,8 @@ static eddy_bus *bus_open(const char *url, char *ns, size_t nslen, seen *s) {
     st.command_timeout_ms = 3000;
     st.reconnect_max_ms = 500;
     st.redelivery_idle_ms = 3000;
+    st.wait_replicas = wait;
+    st.wait_timeout_ms = 1000;
     st.log = eddy_test_log;
     st.log_user = "sentinel";
     eddy_subscription_spec sp[2];
@@ -348,9 +350,26 @@ static bool failed_over(void *arg) {
     return !a->old_alive || has_role(a->c->master.port, "slave") == 1;
 }
 
+/* Marks in kept[] the "d-N" events the stream on the server at `port` holds. */
+static void mark_kept(int port, const char *ns, bool *kept) {
+    redisReply *r = cmd_at(port, "XRANGE {%s}:s:orders - +", ns);
+    cr_assert(r && r->type == REDIS_REPLY_ARRAY, "XRANGE on the new master");
+    for (size_t e = 0; e < r->elements; e++) {
+        redisReply *fields = r->element[e]->element[1];
+        for (size_t f = 0; f + 1 < fields->elements; f += 2) {
+            const char *k = fields->element[f]->str, *v = fields->element[f + 1]->str;
+            if (strcmp(k, "id") == 0 && v[0] == 'd' && v[1] == '-' && atoi(v + 2) < DURING_MAX)
+                kept[atoi(v + 2)] = true;
+        }
+    }
+    freeReplyObject(r);
+}
+
 enum how { BY_COMMAND, BY_KILL };
 
-static void failover_scenario(enum how how) {
+/* wait: settings.wait_replicas (0: none). With 1, a publish is acknowledged only once the one
+ * replica has it: none acknowledged can be missing from the stream once it is the master. */
+static void failover_scenario(enum how how, unsigned wait) {
     cluster c;
     memset(&c, 0, sizeof(c));
     cluster_start(&c);
@@ -359,7 +378,7 @@ static void failover_scenario(enum how how) {
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     char ns[96];
-    eddy_bus *bus = bus_open(c.url, ns, sizeof(ns), s);
+    eddy_bus *bus = bus_open(c.url, ns, sizeof(ns), s, wait);
 
     for (int i = 0; i < BEFORE; i++) {
         char id[16];
@@ -393,6 +412,12 @@ static void failover_scenario(enum how how) {
 
     atomic_store(&p->stop, true);
     pthread_join(th, NULL);
+    if (wait && how == BY_KILL) { /* WAIT 1 needs a replica again: a new one joins */
+        char nport[16];
+        snprintf(nport, sizeof(nport), "%d", c.replica.port);
+        const char *const extra[] = {"--replicaof", "127.0.0.1", nport, NULL};
+        eddy_test_redis_start_with(&c.master, 0, extra);
+    }
     for (int i = 0; i < AFTER; i++) {
         char id[16];
         snprintf(id, sizeof(id), "a-%d", i);
@@ -402,21 +427,31 @@ static void failover_scenario(enum how how) {
     cr_expect(before_and_after_consumed(s),
               "every message published before (replicated) and after the failover is consumed");
 
-    /* During: what was acknowledged but lost with the old master, as a figure. */
-    int acked = 0, lost = 0, extra = 0;
+    /* During: what was acknowledged but is not in the new master's stream (the old master
+     * took it, after the replica was promoted or before it had it), and of those what no
+     * consumer saw either. */
+    bool *kept = calloc(DURING_MAX, sizeof(bool));
+    cr_assert(kept);
+    mark_kept(c.replica.port, ns, kept);
+    int acked = 0, lost = 0, unseen = 0, extra = 0;
     pthread_mutex_lock(&s->lock);
     for (int i = 0; i < p->tried; i++) {
         acked += p->acked[i];
-        lost += p->acked[i] && !s->during[i];
+        lost += p->acked[i] && !kept[i];
+        unseen += p->acked[i] && !kept[i] && !s->during[i];
         extra += !p->acked[i] && s->during[i]; /* failed, but it had been written */
     }
+    free(kept);
     int deliveries = s->deliveries;
     pthread_mutex_unlock(&s->lock);
-    printf("sentinel %s: during the failover %d publishes, %d acknowledged, %d failed, "
-           "%d acknowledged and lost, %d failed but delivered; %d deliveries in all\n",
-           how == BY_COMMAND ? "FAILOVER" : "kill -9", p->tried, acked, p->failed, lost, extra,
-           deliveries);
+    printf("sentinel %s wait_replicas=%u: during the failover %d publishes, %d acknowledged, %d "
+           "failed; %d acknowledged but not on the new master (%d of them never consumed); %d "
+           "failed but delivered; %d deliveries in all\n",
+           how == BY_COMMAND ? "FAILOVER" : "kill -9", wait, p->tried, acked, p->failed, lost,
+           unseen, extra, deliveries);
     fflush(stdout);
+    if (wait)
+        cr_expect_eq(lost, 0, "with WAIT, every acknowledged publish is on the new master");
 
     eddy_bus_free(bus);
     free(p);
@@ -427,10 +462,60 @@ static void failover_scenario(enum how how) {
 }
 
 Test(sentinel, failover_by_command_during_publish_consume_request, .timeout = 400) {
-    failover_scenario(BY_COMMAND);
+    failover_scenario(BY_COMMAND, 0);
 }
 
-Test(sentinel, failover_after_kill_9_of_the_master, .timeout = 400) { failover_scenario(BY_KILL); }
+Test(sentinel, failover_after_kill_9_of_the_master, .timeout = 400) {
+    failover_scenario(BY_KILL, 0);
+}
+
+Test(sentinel, failover_by_command_with_wait_keeps_every_acknowledged_publish, .timeout = 400) {
+    failover_scenario(BY_COMMAND, 1);
+}
+
+Test(sentinel, failover_after_kill_9_with_wait_keeps_every_acknowledged_publish, .timeout = 400) {
+    failover_scenario(BY_KILL, 1);
+}
+
+Test(sentinel, wait_settings_are_validated) {
+    eddy_settings st;
+    eddy_settings_init(&st);
+    cr_expect_eq(st.wait_replicas, 0);
+    cr_expect_eq(st.wait_timeout_ms, 1000);
+    st.wait_replicas = 1;
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    cr_expect_eq(eddy_bus_new(&st, NULL, 0, &bus, &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect(strstr(err.detail, "memory:// has no replicas"), "%s", err.detail);
+    st.url = "redis://127.0.0.1:1";
+    st.wait_timeout_ms = st.command_timeout_ms;
+    cr_expect_eq(eddy_bus_new(&st, NULL, 0, &bus, &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect(strstr(err.detail, "wait_timeout_ms"), "%s", err.detail);
+    st.wait_timeout_ms = 0;
+    cr_expect_eq(eddy_bus_new(&st, NULL, 0, &bus, &err), EDDY_ERR_INVALID_SPEC);
+}
+
+/* Without a replica, WAIT 1 cannot be met: the publish is stored but says EDDY_ERR_TIMEOUT. */
+Test(sentinel, wait_without_a_replica_is_a_timeout, .timeout = 120) {
+    eddy_test_redis srv;
+    eddy_test_redis_start(&srv, 0);
+    eddy_settings st;
+    eddy_settings_init(&st);
+    st.url = srv.url;
+    char ns[96];
+    st.ns = eddy_test_namespace(ns, sizeof(ns), "wait");
+    st.wait_replicas = 1;
+    st.wait_timeout_ms = 100;
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_bus_new(&st, NULL, 0, &bus, &err), EDDY_OK, "%s", err.detail);
+    eddy_status rc = publish(bus, "w-1", &err);
+    cr_expect_eq(rc, EDDY_ERR_TIMEOUT, "%s: %s", eddy_status_name(rc), err.detail);
+    cr_expect(strstr(err.detail, "0 of the 1 replicas"), "%s", err.detail);
+    cr_expect_eq(eddy_test_redis_int(srv.url, "XLEN {%s}:s:orders", ns), 1, "stored all the same");
+    eddy_bus_free(bus);
+    eddy_test_redis_kill(&srv);
+}
 
 /* No sentinel can be asked, or none knows the name: a clear status naming each sentinel. */
 Test(sentinel, connect_fails_clearly_when_no_sentinel_names_the_master, .timeout = 120) {
