@@ -64,6 +64,10 @@ struct eddy_bus {
  * held while waiting; cmds stay contiguous on the wire). */
 eddy_status bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
                       eddy_error *err);
+/* The same with a deadline of the caller's (monotonic ms, bconn_now_ms) instead of
+ * settings.command_timeout_ms (a request's). */
+eddy_status bpub_exec_until(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
+                            redisReply **replies, eddy_error *err);
 
 /* control.c */
 eddy_status bctl_start(eddy_bus *bus, eddy_error *err);

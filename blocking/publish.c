@@ -6,13 +6,20 @@
 
 #include "error.h"
 #include "internal.h"
+#include "timing.h"
+
+eddy_status bpub_exec_until(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
+                            redisReply **replies, eddy_error *err) {
+    eddy_status st = bmux_exec_until(&bus->pub, cmds, deadline, replies, err);
+    if (st == EDDY_ERR_IO || st == EDDY_ERR_TIMEOUT)
+        eddy__publisher_connection_lost(bus->publisher);
+    return st;
+}
 
 eddy_status bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
                       eddy_error *err) {
-    eddy_status st = bmux_exec(&bus->pub, cmds, replies, err);
-    if (st == EDDY_ERR_IO)
-        eddy__publisher_connection_lost(bus->publisher);
-    return st;
+    long long deadline = bconn_now_ms() + eddy__command_timeout_ms(&bus->s, -1);
+    return bpub_exec_until(bus, cmds, deadline, replies, err);
 }
 
 eddy_status eddy_bus_publish_batch(eddy_bus *bus, const char *subject, const eddy_event *const *evs,

@@ -36,6 +36,9 @@ typedef struct eddy__settings {
     unsigned long long retention_max_age_ms;
     unsigned long long retention_max_len;
     unsigned consumer_idle_ms;
+    unsigned command_timeout_ms;
+    char *tls_cacert, *tls_cacertdir, *tls_cert, *tls_key, *tls_sni; /* NULL when not set */
+    bool tls_insecure;
 } eddy__settings;
 
 /* The wait before the redelivery of an AtLeastOnce delivery whose attempt-th delivery failed

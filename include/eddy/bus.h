@@ -136,6 +136,25 @@ typedef struct eddy_settings {
      * longer than this and belongs to no live bus (no lease in the registry). A consumer with
      * pending entries is never removed. Default 86400000 (a day); 0 never removes one. */
     unsigned consumer_idle_ms;
+    /** How long a call that waits on the backend and has no deadline of its own (publish,
+     * publish_batch, store appends and reads, checkpoints, start) may wait for its replies; a
+     * blocking read may take block_ms more. Past it the call returns EDDY_ERR_IO when its
+     * commands were not all written (the server did not run them) or EDDY_ERR_TIMEOUT when
+     * they were (sent, outcome unknown), and the connection is closed and made again. Requests
+     * keep their own deadline. Default 5000. */
+    unsigned command_timeout_ms;
+    /** TLS, for rediss:// URLs (names as redis-cli's options). The server certificate is
+     * verified, host name included (tls_sni, or the URL's host), against tls_cacert and/or
+     * tls_cacertdir, or the system store when both are NULL. tls_cert and tls_key: a client
+     * certificate and its key (PEM files) for servers that ask for one (tls-auth-clients).
+     * tls_insecure: skip verification (tests only). Strings are copied; NULL is none. A
+     * refused handshake or certificate is EDDY_ERR_TLS with OpenSSL's reason. */
+    const char *tls_cacert;
+    const char *tls_cacertdir;
+    const char *tls_cert;
+    const char *tls_key;
+    const char *tls_sni;
+    bool tls_insecure;
 } eddy_settings;
 
 /** Fills every field with its default. Thread: any. */
