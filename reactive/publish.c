@@ -14,7 +14,9 @@
  *   it was lost first, or with EDDY_ERR_CLOSED when the bus is freed first. It leaves the queue
  *   before its completion runs, so whatever that completion calls finds a consistent queue.
  *   A failed publish is never retried: a retry could store the message twice.
- * - No per-operation timer or thread: the connection's one watchdog covers them all.
+ * - No per-operation timer or thread: the connection's deadlines (conn.h) cover them all. When
+ *   one passes, an op the connection had written fails with EDDY_ERR_TIMEOUT (sent, outcome
+ *   unknown), one it had not with EDDY_ERR_IO (not sent).
  * - A started bus keeps the connection open (opened at start); a stopped one closes it once
  *   its last op is answered, so that a stopped bus leaves nothing on the loop.
  */
@@ -68,19 +70,34 @@ static void close_if_idle(eddy_rbus *bus) {
     }
 }
 
-/* Completes every queued op with st, in order: those written, then those not. Completions may
- * queue new ops: those go to a new queue (and, after a loss, a new connection). */
-static void complete_all(eddy_rbus *bus, eddy_status st, const eddy_error *err) {
+/* Completes p after its connection failed with st. A deadline that passed (EDDY_ERR_TIMEOUT:
+ * sent, outcome unknown) is p's own outcome only when some of p reached the server; an op of
+ * which no command was written whole was not sent (EDDY_ERR_IO). */
+static void complete_failed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err,
+                            uint64_t sent) {
+    if (st == EDDY_ERR_TIMEOUT && (p->first == 0 || p->first > sent)) {
+        eddy_error e;
+        eddy__fail(&e, EDDY_ERR_IO, "not sent: %s", err->detail);
+        complete(bus, p, EDDY_ERR_IO, &e);
+        return;
+    }
+    complete(bus, p, st, err);
+}
+
+/* Completes every queued op with st, in order: those written, then those not (sent: the last
+ * command the connection wrote whole). Completions may queue new ops: those go to a new queue
+ * (and, after a loss, a new connection). */
+static void complete_all(eddy_rbus *bus, eddy_status st, const eddy_error *err, uint64_t sent) {
     eddy__pipeline written = bus->pub_fifo;
     rpub *p = bus->pub_unsent;
     eddy__pipeline_init(&bus->pub_fifo);
     bus->pub_unsent = bus->pub_unsent_tail = NULL;
     eddy__pipe_slot *s;
     while ((s = eddy__pipeline_fail_next(&written, st)))
-        complete(bus, s->waiter, st, err);
+        complete_failed(bus, s->waiter, st, err, sent);
     while (p) {
         rpub *next = p->next;
-        complete(bus, p, st, err);
+        complete_failed(bus, p, st, err, sent);
         p = next;
     }
 }
@@ -93,9 +110,13 @@ static void send_unsent(eddy_rbus *bus) {
             bus->pub_unsent_tail = NULL;
         const eddy__cmdlist *cmds = rpub_cmds(p);
         eddy__pipeline_push(&bus->pub_fifo, &p->slot, p->replies, cmds->n, p);
-        for (size_t i = 0; i < cmds->n; i++)
-            if (!rconn_send(bus->pub_conn, &cmds->cmds[i], -1, p))
+        for (size_t i = 0; i < cmds->n; i++) {
+            uint64_t num = rconn_send(bus->pub_conn, &cmds->cmds[i], -1, p);
+            if (!num)
                 return; /* down follows and fails them all */
+            if (i == 0)
+                p->first = num;
+        }
     }
 }
 
@@ -132,9 +153,10 @@ static void pub_down(void *owner, eddy_status st, const eddy_error *err) {
     rbus_enter(bus);
     if (!idle(bus))
         eddy__log(&bus->s.log, EDDY_LOG_WARN, "publishing connection: %s", err->detail);
+    uint64_t sent = rconn_sent(bus->pub_conn);
     rconn_close(bus->pub_conn);
     bus->pub_conn = NULL; /* the next op connects again */
-    complete_all(bus, st, err);
+    complete_all(bus, st, err, sent);
     rbus_leave(bus);
 }
 
@@ -142,7 +164,7 @@ void rpub_close_all(eddy_rbus *bus) {
     rconn_close(bus->pub_conn);
     bus->pub_conn = NULL;
     bus->pub_close_idle = false;
-    complete_all(bus, EDDY_ERR_CLOSED, NULL);
+    complete_all(bus, EDDY_ERR_CLOSED, NULL, 0);
 }
 
 void rpub_flush(eddy_rbus *bus) {
