@@ -100,7 +100,8 @@ static void drop_queue(eddy__link *l) {
     if (r->reply && r->fn && r->fn->freeObject)
         r->fn->freeObject(r->reply);
     r->reply = NULL;
-    sdsclear(r->buf);
+    if (r->buf) /* NULL after a protocol error (hiredis frees it); read_in makes a new one */
+        sdsclear(r->buf);
     r->pos = r->len = 0;
     r->ridx = -1;
     r->err = 0;
@@ -479,6 +480,8 @@ static eddy_status read_in(eddy__link *l, eddy_error *err) {
                 return EDDY_OK;
             }
         }
+        if (!l->reader->buf && !(l->reader->buf = sdsempty()))
+            return fail(l, eddy__fail(err, EDDY_ERR_NOMEM, "out of memory reading replies"));
         if (redisReaderFeed(l->reader, buf, (size_t)k) != REDIS_OK)
             return fail(l, eddy__fail(err, EDDY_ERR_NOMEM, "out of memory reading replies"));
         total += (size_t)k;
@@ -499,6 +502,14 @@ static eddy_status parse(eddy__link *l, redisReply **out, eddy_error *err) {
                            : eddy__fail(err, EDDY_ERR_PROTOCOL, "%s does not speak RESP: %s",
                                         l->peer, l->reader->errstr));
     *out = r;
+    /* hiredis keeps a buffer grown for a large reply until the next feed; drop it now, so that
+     * an oversized entry is not held twice while it is handled (dead-lettered). */
+    redisReader *rd = l->reader;
+    if (r && rd->buf && rd->len == 0 && sdsalloc(rd->buf) > KEEP_OUT_CAP) {
+        sdsfree(rd->buf);
+        rd->buf = sdsempty(); /* NULL on OOM: read_in makes one before the next feed */
+        rd->pos = 0;
+    }
     return EDDY_OK;
 }
 

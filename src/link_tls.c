@@ -6,9 +6,11 @@
  * SIGPIPE blocked in this thread (sigpipe.h). */
 #include "link_tls.h"
 
+#include <arpa/inet.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -79,11 +81,15 @@ eddy_status eddy__tls_new(const eddy__settings *s, const char *host, int fd, edd
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory starting TLS");
     if (st == EDDY_OK && SSL_set_fd(t->ssl, fd) != 1)
         st = tls_fail(t, "setup", err);
-    /* SNI: a host name only (an address in SNI is not allowed); the name checked is the same. */
-    if (st == EDDY_OK && strspn(name, "0123456789.:") != strlen(name) &&
-        SSL_set_tlsext_host_name(t->ssl, name) != 1)
+    /* SNI takes a host name only (not an address); the certificate must name the same host, or
+     * the address (an IP SAN) when the URL gives one. */
+    unsigned char bin[sizeof(struct in6_addr)];
+    bool address = inet_pton(AF_INET, name, bin) == 1 || inet_pton(AF_INET6, name, bin) == 1;
+    if (st == EDDY_OK && !address && SSL_set_tlsext_host_name(t->ssl, name) != 1)
         st = tls_fail(t, "server name (SNI)", err);
-    if (st == EDDY_OK && !s->tls_insecure && SSL_set1_host(t->ssl, name) != 1)
+    if (st == EDDY_OK && !s->tls_insecure &&
+        (address ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(t->ssl), name)
+                 : SSL_set1_host(t->ssl, name)) != 1)
         st = tls_fail(t, "host name check", err);
     if (st != EDDY_OK) {
         eddy__tls_free(t);
