@@ -66,6 +66,14 @@ uint64_t rconn_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *pr
  * never reached the server whole. */
 uint64_t rconn_sent(const rconn *c);
 
+/* An operation whose last command is numbered `last` (0: never given to the connection) failed
+ * with the connection's st (EDDY_ERR_CLOSED: err may be NULL): what it is told. A passed deadline
+ * (EDDY_ERR_TIMEOUT, sent, outcome unknown) is its own outcome only when its last command was
+ * written whole (last <= sent, rconn_sent); otherwise the server never ran it: EDDY_ERR_IO, and
+ * *out explains. Returns the status and sets *detail to err or to out. */
+eddy_status rconn_outcome(eddy_status st, const eddy_error *err, uint64_t last, uint64_t sent,
+                          eddy_error *out, const eddy_error **detail);
+
 /* During `reply`: an owned reply equal to `reply` (freeReplyObject it), or NULL on OOM. */
 redisReply *rconn_keep(rconn *c, redisReply *reply);
 

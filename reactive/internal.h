@@ -90,7 +90,7 @@ struct rpub {
                                  outlives the op: a request's flow) */
     redisReply *replies[RPUB_MAX_CMDS];
     eddy__pipe_slot slot; /* in the connection's FIFO once written */
-    uint64_t first;       /* the connection's number for its first command, 0 until given */
+    uint64_t last;        /* the connection's number for its last command, 0 until given */
     rpub_fn complete;
     eddy_publish_fn done; /* a publish's callback */
     void *user;

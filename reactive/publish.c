@@ -70,18 +70,14 @@ static void close_if_idle(eddy_rbus *bus) {
     }
 }
 
-/* Completes p after its connection failed with st. A deadline that passed (EDDY_ERR_TIMEOUT:
- * sent, outcome unknown) is p's own outcome only when some of p reached the server; an op of
- * which no command was written whole was not sent (EDDY_ERR_IO). */
+/* Completes p after its connection failed with st: EDDY_ERR_TIMEOUT (sent, outcome unknown)
+ * only when its commands were written, EDDY_ERR_IO when not (rconn_outcome). */
 static void complete_failed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err,
                             uint64_t sent) {
-    if (st == EDDY_ERR_TIMEOUT && (p->first == 0 || p->first > sent)) {
-        eddy_error e;
-        eddy__fail(&e, EDDY_ERR_IO, "not sent: %s", err->detail);
-        complete(bus, p, EDDY_ERR_IO, &e);
-        return;
-    }
-    complete(bus, p, st, err);
+    eddy_error e;
+    const eddy_error *d;
+    st = rconn_outcome(st, err, p->last, sent, &e, &d);
+    complete(bus, p, st, d);
 }
 
 /* Completes every queued op with st, in order: those written, then those not (sent: the last
@@ -110,13 +106,9 @@ static void send_unsent(eddy_rbus *bus) {
             bus->pub_unsent_tail = NULL;
         const eddy__cmdlist *cmds = rpub_cmds(p);
         eddy__pipeline_push(&bus->pub_fifo, &p->slot, p->replies, cmds->n, p);
-        for (size_t i = 0; i < cmds->n; i++) {
-            uint64_t num = rconn_send(bus->pub_conn, &cmds->cmds[i], -1, p);
-            if (!num)
+        for (size_t i = 0; i < cmds->n; i++)
+            if (!(p->last = rconn_send(bus->pub_conn, &cmds->cmds[i], -1, p)))
                 return; /* down follows and fails them all */
-            if (i == 0)
-                p->first = num;
-        }
     }
 }
 
