@@ -54,11 +54,11 @@ struct rconn {
     eddy_error fail_err;
     uint64_t fail_sent; /* rconn_sent when it failed */
     ev_timer timer;     /* the next deadline; a zero delay reports down */
+    long long timer_at; /* when it fires (eddy__mono_ms), while it is active */
     /* The commands awaiting replies, in order (a ring). memory://: executed ones first
      * (ndone), then the parked or unrun ones. */
     pending *q;
     size_t qhead, qn, qcap;
-    long long timer_at;  /* when it fires (eddy__mono_ms), while it is active */
     redisReply *lending; /* the reply the owner is looking at, when rconn_keep may take it */
     /* redis://, rediss://, unix:// */
     eddy__link *link;
