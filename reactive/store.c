@@ -296,7 +296,8 @@ static void conn_down(void *owner, eddy_status st, const eddy_error *err) {
         } else {
             eddy_error e;
             const eddy_error *d;
-            rop_fail(p, rconn_outcome(st, err, p->last, sent, &e, &d), d);
+            eddy_status pst = rconn_outcome(st, err, p->last, sent, &e, &d);
+            rop_fail(p, pst, d);
             rop_free(p);
         }
         p = next;
