@@ -186,19 +186,20 @@ static bool wait_fd(bmux *m, short events, long long deadline) {
  * no lock. */
 static int parse_some(bmux *m, mwait *w, redisReply **out, int max, bool *lost, eddy_error *err) {
     eddy__link *l = m->conn.link;
-    for (;;) {
+    /* First what is parsed already; then wait for the socket and read: a reply just asked for
+     * is rarely there yet, so poll() comes before recv() (no recv() that would block). */
+    for (bool readable = false;; readable = true) {
         int n = 0;
         pthread_mutex_lock(&m->io);
-        eddy_status st = EDDY_OK;
-        for (int pass = 0; st == EDDY_OK && pass < 2 && n == 0; pass++) {
-            if (pass == 1) /* nothing parsed: read what arrived */
-                st = eddy__link_io(l, EDDY__LINK_READ, err);
-            while (st == EDDY_OK && n < max) {
-                redisReply *r = NULL;
-                if ((st = eddy__link_reply(l, &r, err)) != EDDY_OK || !r)
-                    break;
-                out[n++] = r;
-            }
+        eddy_status st = readable ? eddy__link_io(l, EDDY__LINK_READ, err) : EDDY_OK;
+        while (n < max) {
+            redisReply *r = NULL;
+            eddy_status got = eddy__link_reply(l, &r, err);
+            if (got != EDDY_OK && st == EDDY_OK)
+                st = got;
+            if (got != EDDY_OK || !r)
+                break;
+            out[n++] = r;
         }
         pthread_mutex_unlock(&m->io);
         *lost = st != EDDY_OK;
@@ -279,11 +280,19 @@ static void write_queued(bmux *m, mwait *w, mwait **done) {
         }
         if (!pending) /* checked under lock: nobody queued behind it unwritten */
             break;
+        /* Bytes are unwritten, so their slot is in the FIFO: wait until the writer's own
+         * deadline while its slot is there, else the oldest slot's (its waiter is alive while
+         * in the FIFO, and lock is held here). */
+        eddy__pipe_slot *head = eddy__pipeline_head(&m->fifo);
+        long long until = !w->popped || !head ? w->deadline : ((mwait *)head->waiter)->deadline;
         pthread_mutex_unlock(&m->lock);
-        bool in_time = wait_fd(m, POLLOUT, w->deadline);
+        bool in_time = wait_fd(m, POLLOUT, until);
         pthread_mutex_lock(&m->lock);
-        if (!in_time)
+        head = eddy__pipeline_head(&m->fifo);
+        if (!in_time && !w->popped)
             expire(m, w, done);
+        else if (!in_time && head && ((mwait *)head->waiter)->deadline <= bconn_now_ms())
+            expire(m, head->waiter, done);
     }
     m->writing = false;
     if (m->broken)

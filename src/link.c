@@ -485,6 +485,10 @@ static eddy_status read_in(eddy__link *l, eddy_error *err) {
         if (redisReaderFeed(l->reader, buf, (size_t)k) != REDIS_OK)
             return fail(l, eddy__fail(err, EDDY_ERR_NOMEM, "out of memory reading replies"));
         total += (size_t)k;
+        /* A short read drained the socket (poll() says when more comes); TLS reads on until
+         * OpenSSL would block, as it may hold decrypted bytes poll() cannot see. */
+        if (!l->tls && (size_t)k < sizeof(buf))
+            break;
     }
     return EDDY_OK;
 }

@@ -55,7 +55,8 @@ EDDY_EXPORT eddy_status eddy_backend_capabilities(const char *url, unsigned *cap
 
 typedef struct eddy_settings {
     /** Backend: "memory://[name]", "redis://[user:password@]host[:port][/db]",
-     * "unix:///path[?db=N]". Default "memory://". */
+     * "rediss://..." (the same over TLS: see tls_* below), "unix:///path[?db=N]". Default
+     * "memory://". */
     const char *url;
     /** Namespace: every key of this bus is "{ns}:...". Default "eddy". */
     const char *ns;

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "eddy/blocking.h"
+#include "eddy/store.h"
 #include "eddy_test.h"
 #include "recorder.h"
 #include "redis_server.h"
@@ -125,4 +126,50 @@ Test(deadlines, command_timeout_ms_is_validated) {
     eddy_error err = {0};
     cr_expect_eq(eddy_bus_new(&s, NULL, 0, &bus, &err), EDDY_ERR_INVALID_SPEC);
     cr_expect(strstr(err.detail, "command_timeout_ms"), "%s", err.detail);
+}
+
+static eddy_status noop(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
+    (void)ev;
+    (void)meta;
+    (void)user;
+    return EDDY_OK;
+}
+
+Test(deadlines, store_calls_return_by_the_command_timeout_while_redis_is_stopped, .timeout = 120) {
+    eddy_test_redis srv;
+    eddy_test_redis_start(&srv, 0);
+    char ns[96];
+    eddy_settings s;
+    eddy_settings_init(&s);
+    s.url = srv.url;
+    s.ns = eddy_test_namespace(ns, sizeof(ns), "dls");
+    s.command_timeout_ms = COMMAND_TIMEOUT_MS;
+    s.connect_timeout_ms = 1000;
+    eddy_store *store = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_store_open(&s, &store, &err), EDDY_OK, "%s", err.detail);
+    eddy_event *ev = make_event("s1", "t.stored");
+    const eddy_event *evs[] = {ev};
+    cr_assert_eq(eddy_store_append(store, "acct-1", evs, 1, NULL, NULL, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_assert_eq(kill(srv.pid, SIGSTOP), 0);
+    long long t0 = eddy_test_now_ms();
+    eddy_status st = eddy_store_append(store, "acct-1", evs, 1, NULL, NULL, &err);
+    long long took = eddy_test_now_ms() - t0;
+    cr_expect(st == EDDY_ERR_TIMEOUT || st == EDDY_ERR_IO, "%s: %s", eddy_status_name(st),
+              err.detail);
+    cr_expect_lt(took, COMMAND_TIMEOUT_MS + SLACK_MS, "append took %lld ms", took);
+    t0 = eddy_test_now_ms();
+    st = eddy_store_read_stream(store, "acct-1", 0, noop, NULL, &err);
+    took = eddy_test_now_ms() - t0;
+    cr_expect(st == EDDY_ERR_TIMEOUT || st == EDDY_ERR_IO, "%s: %s", eddy_status_name(st),
+              err.detail);
+    cr_expect_lt(took, 1000 + COMMAND_TIMEOUT_MS + SLACK_MS, "read took %lld ms", took);
+    cr_assert_eq(kill(srv.pid, SIGCONT), 0);
+    long long head = 0;
+    cr_expect_eq(eddy_store_head(store, &head, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_geq(head, 1);
+    eddy_event_free(ev);
+    eddy_store_close(store);
+    eddy_test_redis_kill(&srv);
 }

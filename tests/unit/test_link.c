@@ -4,7 +4,9 @@
  * answered), or that accepts and answers something that is not RESP. */
 #include <arpa/inet.h>
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <poll.h>
 #include <stdio.h>
 #include <string.h>
@@ -79,6 +81,14 @@ Test(link, talks_to_redis_and_counts_commands) {
     cr_expect_eq(eddy__link_phase_of(l), EDDY__LINK_READY);
     cr_expect_gt(eddy__link_client_id(l), 0, "CLIENT ID learnt in the handshake");
     cr_expect_eq(eddy__link_deadline(l), -1);
+    int on = 0;
+    socklen_t len = sizeof(on);
+    cr_expect_eq(getsockopt(eddy__link_fd(l), IPPROTO_TCP, TCP_NODELAY, &on, &len), 0);
+    cr_expect(on, "TCP_NODELAY");
+    on = 0;
+    cr_expect_eq(getsockopt(eddy__link_fd(l), SOL_SOCKET, SO_KEEPALIVE, &on, &len), 0);
+    cr_expect(on, "SO_KEEPALIVE");
+    cr_expect(fcntl(eddy__link_fd(l), F_GETFL) & O_NONBLOCK, "non-blocking");
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
     add_cmd(&cmds, "PING", NULL);
