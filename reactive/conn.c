@@ -319,7 +319,7 @@ static void link_deadline(rconn *c) {
 }
 
 static uint64_t link_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv) {
-    long long deadline = eddy__mono_ms() + c->s->command_timeout_ms + (block_ms > 0 ? block_ms : 0);
+    long long deadline = eddy__mono_ms() + eddy__command_timeout_ms(c->s, block_ms);
     if (c->qn > 0 && q_at(c, c->qn - 1)->deadline > deadline)
         deadline = q_at(c, c->qn - 1)->deadline; /* it waits behind that one */
     eddy__cmdlist one = {.cmds = (eddy__cmd *)cmd, .n = 1, .cap = 1};
