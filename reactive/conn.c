@@ -66,7 +66,8 @@ struct rconn {
     eddy__link *link;
     eddy__reply_arena *arena; /* replies are built in it and dropped after their callback */
     ev_io io;
-    unsigned io_wants; /* what io watches for (EDDY__LINK_READ / WRITE), 0 when stopped */
+    unsigned io_wants;  /* what io watches for (EDDY__LINK_READ / WRITE), 0 when stopped */
+    unsigned io_socket; /* the link's socket io was set on (eddy__link_socket_id) */
     /* memory:// */
     uint64_t mem_numbered; /* commands given so far */
     eddy__mem_engine *engine;
@@ -216,10 +217,12 @@ static void tell_down(rconn *c) {
 /* Watches the socket for what the link wants now. */
 static void watch(rconn *c) {
     unsigned w = c->failed ? 0 : eddy__link_wants(c->link);
-    if (w == c->io_wants)
-        return;
+    unsigned sock = eddy__link_socket_id(c->link);
+    if (w == c->io_wants && (!w || sock == c->io_socket))
+        return; /* a new socket, even one with a closed one's number, is set again */
     ev_io_stop(c->loop, &c->io);
     c->io_wants = w;
+    c->io_socket = sock;
     if (!w)
         return;
     ev_io_set(&c->io, eddy__link_fd(c->link),

@@ -16,6 +16,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,7 +71,10 @@ struct eddy__link {
     eddy__sentinel *sen;
     bool hs_role_last;
     uint64_t hs_end;
+    unsigned socket_id; /* this socket's number among every link's (eddy__link_socket_id) */
 };
+
+static atomic_uint sockets_made;
 
 static void set_peer(eddy__link *l) {
     if (l->s->url.kind == EDDY__URL_UNIX)
@@ -171,6 +175,10 @@ static eddy_status fail(eddy__link *l, eddy_status st) {
 eddy__link_phase eddy__link_phase_of(const eddy__link *l) { return l->phase; }
 int eddy__link_fd(const eddy__link *l) {
     return l->sen && eddy__sentinel_asking(l->sen) ? eddy__sentinel_fd(l->sen) : l->fd;
+}
+unsigned eddy__link_socket_id(const eddy__link *l) {
+    return l->sen && eddy__sentinel_asking(l->sen) ? eddy__sentinel_socket_id(l->sen)
+                                                   : l->socket_id;
 }
 long long eddy__link_deadline(const eddy__link *l) { return l->deadline; }
 uint64_t eddy__link_queued(const eddy__link *l) { return l->queued; }
@@ -390,7 +398,8 @@ static eddy_status connected(eddy__link *l, eddy_error *err) {
     return EDDY_OK;
 }
 
-static int new_socket(int family) {
+static int new_socket(eddy__link *l, int family) {
+    l->socket_id = atomic_fetch_add(&sockets_made, 1) + 1;
     int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd >= 0 && family != AF_UNIX) {
         int one = 1;
@@ -407,7 +416,7 @@ static eddy_status try_next(eddy__link *l, int why, eddy_error *err) {
         l->next_addr = a->ai_next;
         if (l->fd >= 0)
             close(l->fd);
-        if ((l->fd = new_socket(a->ai_family)) < 0) {
+        if ((l->fd = new_socket(l, a->ai_family)) < 0) {
             why = errno;
             continue;
         }
@@ -425,7 +434,7 @@ static eddy_status try_next(eddy__link *l, int why, eddy_error *err) {
 static eddy_status connect_unix(eddy__link *l, eddy_error *err) {
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", l->s->url.path);
-    if ((l->fd = new_socket(AF_UNIX)) < 0)
+    if ((l->fd = new_socket(l, AF_UNIX)) < 0)
         return fail(l, eddy__fail(err, EDDY_ERR_IO, "socket: %s", strerror(errno)));
     if (connect(l->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
         return connected(l, err);

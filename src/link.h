@@ -78,6 +78,10 @@ eddy__link_phase eddy__link_phase_of(const eddy__link *l);
 /* The socket, -1 when there is none (IDLE). A FAILED link keeps its socket open, unused, until
  * eddy__link_close/connect/free, so that the number stays valid for eddy__link_shutdown. */
 int eddy__link_fd(const eddy__link *l);
+/* Changes whenever eddy__link_fd is a new socket, also one with the number of a closed one (a
+ * next address, a next sentinel, the master a sentinel named): a driver watching the fd (an
+ * ev_io) sets its watcher again then. Unique among every link's sockets; 0 before the first. */
+unsigned eddy__link_socket_id(const eddy__link *l);
 /* EDDY__LINK_READ and/or EDDY__LINK_WRITE: what to wait for before calling eddy__link_io. READ
  * while connected (replies, or the server closing) and during a TLS handshake that wants to
  * read; WRITE while connecting, while bytes are queued, and during a TLS handshake (or a TLS

@@ -49,6 +49,9 @@ void eddy__sentinel_free(eddy__sentinel *sn) {
 
 bool eddy__sentinel_asking(const eddy__sentinel *sn) { return sn->child != NULL; }
 int eddy__sentinel_fd(const eddy__sentinel *sn) { return eddy__link_fd(sn->child); }
+unsigned eddy__sentinel_socket_id(const eddy__sentinel *sn) {
+    return eddy__link_socket_id(sn->child);
+}
 unsigned eddy__sentinel_wants(const eddy__sentinel *sn) { return eddy__link_wants(sn->child); }
 void eddy__sentinel_ready(eddy__sentinel *sn) { sn->ready = true; }
 

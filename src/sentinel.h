@@ -32,6 +32,7 @@ void eddy__sentinel_stop(eddy__sentinel *sn);
 /* True while a sentinel is being asked: the link then waits on eddy__sentinel_fd/wants. */
 bool eddy__sentinel_asking(const eddy__sentinel *sn);
 int eddy__sentinel_fd(const eddy__sentinel *sn);
+unsigned eddy__sentinel_socket_id(const eddy__sentinel *sn);
 unsigned eddy__sentinel_wants(const eddy__sentinel *sn);
 
 /* Steps the ask with what its socket is ready for (as eddy__link_io). EDDY_OK with *host set

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "driver.h"
 #include "eddy/blocking.h"
 #include "eddy_test.h"
 #include "recorder.h"
@@ -226,7 +227,14 @@ static eddy_status respond(eddy_delivery *d, eddy_event **reply, void *user) {
     return EDDY_OK;
 }
 
-static eddy_bus *bus_open(const char *url, char *ns, size_t nslen, seen *s, unsigned wait) {
+/* A bus of either front end (tests/support/driver.h). */
+typedef struct front {
+    const driver *d;
+    tbus *b;
+} front;
+
+static front bus_open(const driver *d, const char *url, char *ns, size_t nslen, seen *s,
+                      unsigned wait) {
     eddy_settings st;
     eddy_settings_init(&st);
     st.url = url;
@@ -253,13 +261,21 @@ static eddy_bus *bus_open(const char *url, char *ns, size_t nslen, seen *s, unsi
     sp[1].pattern = "svc";
     sp[1].group = "svc";
     sp[1].responder = respond;
-    eddy_bus *bus = NULL;
+    front f = {d, NULL};
     eddy_error err = {0};
-    cr_assert_eq(eddy_bus_new(&st, sp, 2, &bus, &err), EDDY_OK, "%s", err.detail);
-    cr_assert_eq(eddy_bus_start(bus, &err), EDDY_OK, "%s", err.detail);
-    return bus;
+    cr_assert_eq(d->bus_new(&st, sp, 2, &f.b, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(d->start(f.b, &err), EDDY_OK, "%s", err.detail);
+    return f;
 }
 
+static eddy_status fpublish(const front *f, const char *id, eddy_error *err) {
+    eddy_event *ev = make_event(id, "t.order");
+    eddy_status st = f->d->publish(f->b, "orders", ev, err);
+    eddy_event_free(ev);
+    return st;
+}
+
+/* The blocking front end's own publish, for the tests of connecting. */
 static eddy_status publish(eddy_bus *bus, const char *id, eddy_error *err) {
     eddy_event *ev = make_event(id, "t.order");
     eddy_status st = eddy_bus_publish(bus, "orders", ev, NULL, 0, err);
@@ -268,10 +284,10 @@ static eddy_status publish(eddy_bus *bus, const char *id, eddy_error *err) {
 }
 
 /* Publishes until it is acknowledged (a failover makes some attempts fail). */
-static bool publish_until_ok(eddy_bus *bus, const char *id) {
+static bool publish_until_ok(const front *f, const char *id) {
     long long until = eddy_test_now_ms() + WAIT_MS;
     eddy_error err = {0};
-    while (publish(bus, id, &err) != EDDY_OK)
+    while (fpublish(f, id, &err) != EDDY_OK)
         if (eddy_test_now_ms() > until) {
             cr_log_error("publish %s: %s", id, err.detail);
             return false;
@@ -279,19 +295,20 @@ static bool publish_until_ok(eddy_bus *bus, const char *id) {
     return true;
 }
 
-static bool answered(void *bus) {
+static bool answered(void *arg) {
+    const front *f = arg;
     eddy_event *ev = make_event("q", "t.ask");
     eddy_request_opts o = {eddy_deadline_in(2000), NULL, NULL};
     eddy_event *reply = NULL;
     eddy_error err;
-    eddy_status st = eddy_bus_request(bus, "svc", ev, &o, &reply, &err);
+    eddy_status st = f->d->request(f->b, "svc", ev, &o, &reply, &err);
     eddy_event_free(reply);
     eddy_event_free(ev);
     return st == EDDY_OK;
 }
 
 typedef struct pub_thread {
-    eddy_bus *bus;
+    const front *f;
     atomic_bool stop;
     bool acked[DURING_MAX];
     int tried, failed;
@@ -303,7 +320,7 @@ static void *publish_during(void *arg) {
         char id[16];
         snprintf(id, sizeof(id), "d-%d", i);
         eddy_error err;
-        p->acked[i] = publish(p->bus, id, &err) == EDDY_OK;
+        p->acked[i] = fpublish(p->f, id, &err) == EDDY_OK;
         p->failed += !p->acked[i];
         p->tried = i + 1;
         struct timespec pace = {0, 2000000}; /* keeps the ids within DURING_MAX */
@@ -369,7 +386,7 @@ enum how { BY_COMMAND, BY_KILL };
 
 /* wait: settings.wait_replicas (0: none). With 1, a publish is acknowledged only once the one
  * replica has it: none acknowledged can be missing from the stream once it is the master. */
-static void failover_scenario(enum how how, unsigned wait) {
+static void failover_scenario(const driver *d, enum how how, unsigned wait) {
     cluster c;
     memset(&c, 0, sizeof(c));
     cluster_start(&c);
@@ -378,14 +395,14 @@ static void failover_scenario(enum how how, unsigned wait) {
     pthread_mutex_init(&s->lock, NULL);
     pthread_cond_init(&s->cond, NULL);
     char ns[96];
-    eddy_bus *bus = bus_open(c.url, ns, sizeof(ns), s, wait);
+    front f = bus_open(d, c.url, ns, sizeof(ns), s, wait);
 
     for (int i = 0; i < BEFORE; i++) {
         char id[16];
         snprintf(id, sizeof(id), "b-%d", i);
-        cr_assert(publish_until_ok(bus, id));
+        cr_assert(publish_until_ok(&f, id));
     }
-    cr_assert(eddy_test_wait_until(answered, bus, WAIT_MS), "a request is answered");
+    cr_assert(eddy_test_wait_until(answered, &f, WAIT_MS), "a request is answered");
     /* Everything so far is on the replica too: it survives the failover. */
     redisReply *w = cmd_at(c.master.port, "WAIT 1 %d", WAIT_MS);
     cr_assert(w && w->type == REDIS_REPLY_INTEGER && w->integer >= 1, "WAIT 1");
@@ -393,7 +410,7 @@ static void failover_scenario(enum how how, unsigned wait) {
 
     pub_thread *p = calloc(1, sizeof(*p));
     cr_assert(p);
-    p->bus = bus;
+    p->f = &f;
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, publish_during, p), 0);
     struct timespec some = {0, 200000000}; /* let some publishes flow first (not asserted) */
@@ -421,9 +438,9 @@ static void failover_scenario(enum how how, unsigned wait) {
     for (int i = 0; i < AFTER; i++) {
         char id[16];
         snprintf(id, sizeof(id), "a-%d", i);
-        cr_assert(publish_until_ok(bus, id));
+        cr_assert(publish_until_ok(&f, id));
     }
-    cr_expect(eddy_test_wait_until(answered, bus, WAIT_MS), "requests are answered again");
+    cr_expect(eddy_test_wait_until(answered, &f, WAIT_MS), "requests are answered again");
     cr_expect(before_and_after_consumed(s),
               "every message published before (replicated) and after the failover is consumed");
 
@@ -444,16 +461,16 @@ static void failover_scenario(enum how how, unsigned wait) {
     free(kept);
     int deliveries = s->deliveries;
     pthread_mutex_unlock(&s->lock);
-    printf("sentinel %s wait_replicas=%u: during the failover %d publishes, %d acknowledged, %d "
+    printf("sentinel %s %s wait_replicas=%u: during the failover %d publishes, %d acknowledged, %d "
            "failed; %d acknowledged but not on the new master (%d of them never consumed); %d "
            "failed but delivered; %d deliveries in all\n",
-           how == BY_COMMAND ? "FAILOVER" : "kill -9", wait, p->tried, acked, p->failed, lost,
-           unseen, extra, deliveries);
+           d->name, how == BY_COMMAND ? "FAILOVER" : "kill -9", wait, p->tried, acked, p->failed,
+           lost, unseen, extra, deliveries);
     fflush(stdout);
     if (wait)
         cr_expect_eq(lost, 0, "with WAIT, every acknowledged publish is on the new master");
 
-    eddy_bus_free(bus);
+    d->free(f.b);
     free(p);
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
@@ -461,21 +478,26 @@ static void failover_scenario(enum how how, unsigned wait) {
     cluster_stop(&c);
 }
 
-Test(sentinel, failover_by_command_during_publish_consume_request, .timeout = 400) {
-    failover_scenario(BY_COMMAND, 0);
-}
+/* Every failover scenario on both front ends. */
+#define SCENARIOS(front_end, drv)                                                                  \
+    Test(sentinel, front_end##_failover_by_command_during_publish_consume_request,                 \
+         .timeout = 400) {                                                                         \
+        failover_scenario(&drv, BY_COMMAND, 0);                                                    \
+    }                                                                                              \
+    Test(sentinel, front_end##_failover_after_kill_9_of_the_master, .timeout = 400) {              \
+        failover_scenario(&drv, BY_KILL, 0);                                                       \
+    }                                                                                              \
+    Test(sentinel, front_end##_failover_by_command_with_wait_keeps_acknowledged_publishes,         \
+         .timeout = 400) {                                                                         \
+        failover_scenario(&drv, BY_COMMAND, 1);                                                    \
+    }                                                                                              \
+    Test(sentinel, front_end##_failover_after_kill_9_with_wait_keeps_acknowledged_publishes,       \
+         .timeout = 400) {                                                                         \
+        failover_scenario(&drv, BY_KILL, 1);                                                       \
+    }
 
-Test(sentinel, failover_after_kill_9_of_the_master, .timeout = 400) {
-    failover_scenario(BY_KILL, 0);
-}
-
-Test(sentinel, failover_by_command_with_wait_keeps_every_acknowledged_publish, .timeout = 400) {
-    failover_scenario(BY_COMMAND, 1);
-}
-
-Test(sentinel, failover_after_kill_9_with_wait_keeps_every_acknowledged_publish, .timeout = 400) {
-    failover_scenario(BY_KILL, 1);
-}
+SCENARIOS(blocking, blocking_driver)
+SCENARIOS(reactive, reactive_driver)
 
 Test(sentinel, wait_settings_are_validated) {
     eddy_settings st;
@@ -649,4 +671,49 @@ Test(sentinel, sentinel_password_is_the_sentinels, .timeout = 120) {
     char rm[256];
     snprintf(rm, sizeof(rm), "rm -rf %s", sp.dir);
     (void)!system(rm);
+}
+
+/* The first sentinel is down, the second names the master: both front ends go on to it (the
+ * reactive one watches the next sentinel's socket, which may reuse the closed one's number). */
+static void dead_sentinel_first(const driver *d) {
+    eddy_test_redis master;
+    eddy_test_redis_start(&master, 0);
+    sentinel_proc sp;
+    sentinel_start(&sp, master.port);
+    char url[160];
+    snprintf(url, sizeof(url), "redis-sentinel://127.0.0.1:%d,127.0.0.1:%d/%s",
+             eddy_test_free_port(), sp.port, MASTER);
+    seen *s = calloc(1, sizeof(*s));
+    cr_assert(s);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    char ns[96];
+    long long until = eddy_test_now_ms() + WAIT_MS;
+    while (named_port(sp.port) != master.port && eddy_test_now_ms() < until) {
+        struct timespec pause = {0, 50000000}; /* the sentinel is starting */
+        nanosleep(&pause, NULL);
+    }
+    front f = bus_open(d, url, ns, sizeof(ns), s, 0);
+    for (int i = 0; i < AFTER; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "a-%d", i);
+        cr_assert(publish_until_ok(&f, id));
+    }
+    cr_expect(eddy_test_wait_until(answered, &f, WAIT_MS), "a request is answered");
+    d->free(f.b);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+    free(s);
+    sentinel_kill(&sp);
+    eddy_test_redis_kill(&master);
+    char rm[256];
+    snprintf(rm, sizeof(rm), "rm -rf %s", sp.dir);
+    (void)!system(rm);
+}
+
+Test(sentinel, blocking_dead_sentinel_first, .timeout = 120) {
+    dead_sentinel_first(&blocking_driver);
+}
+Test(sentinel, reactive_dead_sentinel_first, .timeout = 120) {
+    dead_sentinel_first(&reactive_driver);
 }
