@@ -1,13 +1,16 @@
 /* redis-sentinel:// on real servers: 1 master, 1 replica and 3 redis-sentinel processes on free
- * loopback ports, started and stopped here. Through the sentinel URL a bus publishes, consumes
- * and answers requests; then a failover (SENTINEL FAILOVER, or kill -9 of the master) happens
- * while a thread publishes, and everything resumes on the new master.
+ * loopback ports, started and stopped here. Through the sentinel URL a bus of either front end
+ * publishes, consumes and answers requests; then a failover (SENTINEL FAILOVER, or kill -9 of
+ * the master) happens while a thread publishes, and everything resumes on the new master.
  *
  * What is asserted is deterministic: every message published and replicated (WAIT 1) before
  * the failover and every one published once the sentinels name the new master (and the old
  * one, when alive, is a replica) is consumed. Replication is asynchronous, so a publish
- * acknowledged during the failover may be lost with the old master: that figure is printed,
- * not asserted. Waits have generous deadlines; nothing asserts a duration. */
+ * acknowledged during the failover may be missing from the new master: without
+ * settings.wait_replicas that figure is printed, not asserted; with wait_replicas 1 it must be
+ * 0. Also: TLS (rediss-sentinel://), the sentinels' password, a dead first sentinel, clear
+ * statuses when no sentinel names the master. Waits have generous deadlines; nothing asserts a
+ * duration. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
