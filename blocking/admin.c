@@ -34,10 +34,10 @@ eddy_status eddy_admin_open(const eddy_settings *settings, eddy_admin **out, edd
         return st;
     }
     pthread_mutex_init(&a->lock, NULL);
-    if (bconn_init(&a->conn, &a->s) != EDDY_OK)
+    if (eddy__bconn_init(&a->conn, &a->s) != EDDY_OK)
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     if (st == EDDY_OK) /* a wrong URL or a dead server is reported here, not at the first call */
-        st = bconn_connect(&a->conn, err);
+        st = eddy__bconn_connect(&a->conn, err);
     if (st != EDDY_OK) {
         eddy_admin_close(a);
         return st;
@@ -49,7 +49,7 @@ eddy_status eddy_admin_open(const eddy_settings *settings, eddy_admin **out, edd
 void eddy_admin_close(eddy_admin *a) {
     if (!a)
         return;
-    bconn_destroy(&a->conn);
+    eddy__bconn_destroy(&a->conn);
     pthread_mutex_destroy(&a->lock);
     eddy__settings_free(&a->s);
     free(a);
@@ -60,10 +60,10 @@ static eddy_status exchange(void *ctx, const eddy__cmdlist *cmds, redisReply **r
                             eddy_error *err) {
     eddy_admin *a = ctx;
     pthread_mutex_lock(&a->lock);
-    bool was_connected = bconn_connected(&a->conn);
+    bool was_connected = eddy__bconn_connected(&a->conn);
     eddy_status st = EDDY_OK;
     for (int attempt = 0; attempt < 2; attempt++) {
-        st = bconn_exec(&a->conn, cmds, -1, replies, err);
+        st = eddy__bconn_exec(&a->conn, cmds, -1, replies, err);
         if (!(was_connected && st == EDDY_ERR_IO && attempt == 0))
             break;
     }
@@ -78,7 +78,7 @@ static void free_replies(redisReply **replies, size_t n) {
     free(replies);
 }
 
-eddy_status bscan_run(eddy__admin_scan *s, bscan_exec_fn exec, void *ctx, eddy_error *err) {
+eddy_status eddy__bscan_run(eddy__admin_scan *s, bscan_exec_fn exec, void *ctx, eddy_error *err) {
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
     eddy_status st = EDDY_OK;
@@ -108,7 +108,7 @@ static eddy_status scan_new(eddy_admin *a, const char *pattern, eddy__admin_scan
         return st;
     if (!(*out = eddy__admin_scan_new(a->s.ns, pattern)))
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    if ((st = bscan_run(*out, exchange, a, err)) != EDDY_OK) {
+    if ((st = eddy__bscan_run(*out, exchange, a, err)) != EDDY_OK) {
         eddy__admin_scan_free(*out);
         *out = NULL;
     }

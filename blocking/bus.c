@@ -12,7 +12,7 @@
 static void bsub_free(bsub *bs) {
     if (!bs)
         return;
-    bconn_destroy(&bs->conn);
+    eddy__bconn_destroy(&bs->conn);
     pthread_mutex_destroy(&bs->lock);
     pthread_cond_destroy(&bs->settled);
     eddy__sub_free(bs->sub);
@@ -48,8 +48,8 @@ static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, bs
     bs->bus = bus;
     bs->sub = sub;
     pthread_mutex_init(&bs->lock, NULL);
-    bcond_init_monotonic(&bs->settled); /* start waits on it with a deadline */
-    if (bconn_init(&bs->conn, &bus->s) != EDDY_OK) {
+    eddy__bcond_init_monotonic(&bs->settled); /* start waits on it with a deadline */
+    if (eddy__bconn_init(&bs->conn, &bus->s) != EDDY_OK) {
         bsub_free(bs);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     }
@@ -71,13 +71,13 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
     pthread_mutex_init(&bus->lock, NULL);
     pthread_mutex_init(&bus->subs_lock, NULL);
     pthread_mutex_init(&bus->ctl_lock, NULL);
-    bcond_init_monotonic(&bus->ctl_cond); /* start waits on it with a deadline */
+    eddy__bcond_init_monotonic(&bus->ctl_cond); /* start waits on it with a deadline */
     eddy_status st = eddy__settings_copy(&bus->s, settings, err);
     bool conns_ready = false;
     if (st == EDDY_OK) {
         bus->caps = eddy__capabilities(&bus->s.url);
-        if (bmux_init(&bus->pub, &bus->s) != EDDY_OK ||
-            bconn_init(&bus->ctl_conn, &bus->s) != EDDY_OK)
+        if (eddy__bmux_init(&bus->pub, &bus->s) != EDDY_OK ||
+            eddy__bconn_init(&bus->ctl_conn, &bus->s) != EDDY_OK)
             st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
         conns_ready = true;
     }
@@ -91,10 +91,10 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
          !(bus->registry_cache = eddy__registry_cache_new(EDDY__REGISTRY_CACHE_MS)) ||
          !(bus->discovery = eddy__discovery_new(bus->s.discovery_ms))))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    if (st == EDDY_OK && !(bus->pool = bpool_new(bus->s.workers)))
+    if (st == EDDY_OK && !(bus->pool = eddy__bpool_new(bus->s.workers)))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "could not start %u worker threads", bus->s.workers);
     if (st == EDDY_OK)
-        st = bmux_connect(&bus->pub, err);
+        st = eddy__bmux_connect(&bus->pub, err);
     if (st != EDDY_OK) {
         if (!conns_ready) { /* the settings were refused: nothing else was made */
             pthread_cond_destroy(&bus->ctl_cond);
@@ -116,7 +116,7 @@ static eddy_status run(eddy_bus *bus, eddy__cmdlist *cmds, eddy_error *err) {
     redisReply *replies[8] = {0};
     eddy_status st = cmds->n <= 8 ? EDDY_OK : EDDY_ERR_INVALID_ARGUMENT;
     if (st == EDDY_OK)
-        st = bpub_exec(bus, cmds, replies, err);
+        st = eddy__bpub_exec(bus, cmds, replies, err);
     for (size_t i = 0; i < cmds->n; i++) {
         if (st == EDDY_OK)
             st = eddy__reply_status(replies[i], "registry", err);
@@ -145,10 +145,11 @@ eddy_status eddy_bus_subscribe(eddy_bus *bus, const eddy_subscription_spec *spec
     bsub *bs;
     eddy_status st = add_sub(bus, spec, &bs, err);
     if (st == EDDY_OK && bus->started) {
-        if ((st = bsub_start(bs, err)) == EDDY_OK && (st = bsub_wait_ready(bs, err)) == EDDY_OK)
+        if ((st = eddy__bsub_start(bs, err)) == EDDY_OK &&
+            (st = eddy__bsub_wait_ready(bs, err)) == EDDY_OK)
             st = register_now(bus, bs->sub, err);
         if (st != EDDY_OK) {
-            bsub_stop(bs);
+            eddy__bsub_stop(bs);
             pthread_mutex_lock(&bus->subs_lock);
             bus->nsubs--;
             pthread_mutex_unlock(&bus->subs_lock);
@@ -167,19 +168,19 @@ eddy_status eddy_bus_start(eddy_bus *bus, eddy_error *err) {
     if (bus->started)
         st = eddy__fail(err, EDDY_ERR_ILLEGAL_STATE, "the bus is already started");
     for (size_t i = 0; st == EDDY_OK && i < bus->nsubs; i++)
-        st = bsub_start(bus->subs[i], err);
+        st = eddy__bsub_start(bus->subs[i], err);
     for (size_t i = 0; st == EDDY_OK && i < bus->nsubs; i++)
-        st = bsub_wait_ready(bus->subs[i], err);
+        st = eddy__bsub_wait_ready(bus->subs[i], err);
     /* Then the reply stream and the registry: a requester that sees these subscriptions
      * finds their groups in place. */
     if (st == EDDY_OK)
-        st = bctl_start(bus, err);
+        st = eddy__bctl_start(bus, err);
     if (st == EDDY_OK) {
         bus->started = true;
         atomic_store(&bus->active, true);
     } else if (st != EDDY_ERR_ILLEGAL_STATE) {
         for (size_t i = 0; i < bus->nsubs; i++)
-            bsub_stop(bus->subs[i]);
+            eddy__bsub_stop(bus->subs[i]);
     }
     pthread_mutex_unlock(&bus->lock);
     return st;
@@ -200,7 +201,7 @@ static void drop_fanout_groups(eddy_bus *bus) {
     redisReply *list = NULL, **replies = NULL;
     eddy_status st = eddy__retention_stop_list(&bus->s, subs, bus->nsubs, &cmds, &need);
     if (st == EDDY_OK && need)
-        st = bpub_exec(bus, &cmds, &list, &err);
+        st = eddy__bpub_exec(bus, &cmds, &list, &err);
     eddy__cmdlist_reset(&cmds);
     if (st == EDDY_OK && need)
         st = eddy__retention_stop_destroy(&bus->s, subs, bus->nsubs, list, &cmds);
@@ -208,7 +209,7 @@ static void drop_fanout_groups(eddy_bus *bus) {
         if (!(replies = calloc(cmds.n, sizeof(*replies))))
             st = EDDY_ERR_NOMEM;
         else
-            st = bpub_exec(bus, &cmds, replies, &err); /* a stream gone answers an error */
+            st = eddy__bpub_exec(bus, &cmds, replies, &err); /* a stream gone answers an error */
         for (size_t i = 0; replies && i < cmds.n; i++)
             if (replies[i])
                 freeReplyObject(replies[i]);
@@ -248,16 +249,16 @@ eddy_status eddy_bus_stop(eddy_bus *bus) {
                       "stop: could not leave the subscription registry; the leases end in %u ms",
                       bus->s.lease_ms);
         eddy__cmdlist_reset(&cmds);
-        bctl_stop(bus);
+        eddy__bctl_stop(bus);
     }
     /* Interrupt every reader first, then wait for each: stopping takes one wait, not n. */
     for (size_t i = 0; i < bus->nsubs; i++)
         if (bus->subs[i]->running) {
             atomic_store(&bus->subs[i]->stopping, true);
-            bconn_interrupt(&bus->subs[i]->conn);
+            eddy__bconn_interrupt(&bus->subs[i]->conn);
         }
     for (size_t i = 0; i < bus->nsubs; i++)
-        bsub_stop(bus->subs[i]);
+        eddy__bsub_stop(bus->subs[i]);
     if (was_started)
         drop_fanout_groups(bus);
     bus->started = false;
@@ -269,12 +270,12 @@ void eddy_bus_free(eddy_bus *bus) {
     if (!bus)
         return;
     eddy_bus_stop(bus);
-    bpool_free(bus->pool);
+    eddy__bpool_free(bus->pool);
     for (size_t i = 0; i < bus->nsubs; i++)
         bsub_free(bus->subs[i]);
     free(bus->subs);
-    bmux_destroy(&bus->pub);
-    bconn_destroy(&bus->ctl_conn);
+    eddy__bmux_destroy(&bus->pub);
+    eddy__bconn_destroy(&bus->ctl_conn);
     eddy__publisher_free(bus->publisher);
     eddy__requests_free(bus->requests);
     eddy__registry_cache_free(bus->registry_cache);
@@ -312,13 +313,13 @@ static eddy_status set_paused(eddy_bus *bus, const char *name, bool pause, eddy_
     for (size_t i = 0; i < bus->nsubs && !found; i++)
         if (strcmp(bus->subs[i]->sub->name, name) == 0) {
             found = true;
-            kill = bsub_wake(bus->subs[i], eddy__consumer_pause(bus->subs[i]->sub, pause));
+            kill = eddy__bsub_wake(bus->subs[i], eddy__consumer_pause(bus->subs[i]->sub, pause));
         }
     pthread_mutex_unlock(&bus->subs_lock);
     if (!found)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "no subscription '%s' on this bus", name);
     if (kill >= 0) /* the read in progress ends before this returns */
-        bsub_kill_read(bus, kill);
+        eddy__bsub_kill_read(bus, kill);
     return EDDY_OK;
 }
 

@@ -23,7 +23,7 @@
 #include "reply.h"
 #include "timing.h"
 
-void bcond_init_monotonic(pthread_cond_t *cond) {
+void eddy__bcond_init_monotonic(pthread_cond_t *cond) {
     pthread_condattr_t attr;
     pthread_condattr_init(&attr);
     pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
@@ -31,20 +31,20 @@ void bcond_init_monotonic(pthread_cond_t *cond) {
     pthread_condattr_destroy(&attr);
 }
 
-long long bconn_now_ms(void) {
+long long eddy__bconn_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-eddy_status bconn_init(bconn *c, const eddy__settings *s) {
+eddy_status eddy__bconn_init(bconn *c, const eddy__settings *s) {
     memset(c, 0, sizeof(*c));
     c->s = s;
     pthread_mutex_init(&c->lock, NULL);
-    bcond_init_monotonic(&c->wake);
+    eddy__bcond_init_monotonic(&c->wake);
     c->client_id = -1;
-    c->seed = (unsigned)(bconn_now_ms() ^ (long long)(uintptr_t)c ^ getpid());
-    /* The engine is taken now, not at connect, so bconn_interrupt can read it unlocked. */
+    c->seed = (unsigned)(eddy__bconn_now_ms() ^ (long long)(uintptr_t)c ^ getpid());
+    /* The engine is taken now, not at connect, so eddy__bconn_interrupt can read it unlocked. */
     if (s->url.kind == EDDY__URL_MEMORY && !(c->engine = eddy__mem_engine_acquire(s->url.name)))
         return EDDY_ERR_NOMEM;
     return EDDY_OK;
@@ -64,9 +64,9 @@ static void drop(bconn *c) {
     }
 }
 
-void bconn_close(bconn *c) { drop(c); }
+void eddy__bconn_close(bconn *c) { drop(c); }
 
-void bconn_destroy(bconn *c) {
+void eddy__bconn_destroy(bconn *c) {
     drop(c);
     eddy__link_free(c->link);
     c->link = NULL;
@@ -79,13 +79,13 @@ void bconn_destroy(bconn *c) {
     pthread_cond_destroy(&c->wake);
 }
 
-bool bconn_connected(const bconn *c) { return c->up || c->mc; }
+bool eddy__bconn_connected(const bconn *c) { return c->up || c->mc; }
 
 /* Waits (poll) until the link's socket is ready for what it wants, or the deadline, and
  * advances the link. EDDY_ERR_TIMEOUT (err untouched) when the deadline passed first. */
 static eddy_status drive(bconn *c, long long deadline, eddy_error *err) {
     eddy__link *l = c->link;
-    long long left = deadline - bconn_now_ms();
+    long long left = deadline - eddy__bconn_now_ms();
     if (left <= 0)
         return EDDY_ERR_TIMEOUT;
     unsigned wants = eddy__link_wants(l);
@@ -111,10 +111,12 @@ static eddy_status connect_failed(bconn *c, eddy_status st, const eddy_error *er
     return st;
 }
 
-eddy_status bconn_connect(bconn *c, eddy_error *err) { return bconn_connect_until(c, -1, err); }
+eddy_status eddy__bconn_connect(bconn *c, eddy_error *err) {
+    return eddy__bconn_connect_until(c, -1, err);
+}
 
-eddy_status bconn_connect_until(bconn *c, long long until, eddy_error *err) {
-    if (bconn_connected(c))
+eddy_status eddy__bconn_connect_until(bconn *c, long long until, eddy_error *err) {
+    if (eddy__bconn_connected(c))
         return EDDY_OK;
     const eddy__url *url = &c->s->url;
     if (url->kind == EDDY__URL_MEMORY) {
@@ -131,7 +133,7 @@ eddy_status bconn_connect_until(bconn *c, long long until, eddy_error *err) {
         if (c->arena)
             eddy__reply_arena_install(c->arena, eddy__link_reader(c->link));
     }
-    long long now = bconn_now_ms();
+    long long now = eddy__bconn_now_ms();
     eddy_status st = eddy__link_connect(c->link, now, err);
     long long deadline = eddy__link_deadline(c->link);
     bool callers = until >= 0 && until < deadline; /* the caller's deadline comes first */
@@ -145,7 +147,7 @@ eddy_status bconn_connect_until(bconn *c, long long until, eddy_error *err) {
                               eddy__link_peer(c->link));
         }
         if (st == EDDY_ERR_TIMEOUT)
-            st = eddy__link_tick(c->link, bconn_now_ms(), err);
+            st = eddy__link_tick(c->link, eddy__bconn_now_ms(), err);
     }
     if (st != EDDY_OK) {
         drop(c);
@@ -160,7 +162,7 @@ eddy_status bconn_connect_until(bconn *c, long long until, eddy_error *err) {
     return EDDY_OK;
 }
 
-void bconn_release(bconn *c, redisReply **replies, size_t n) {
+void eddy__bconn_release(bconn *c, redisReply **replies, size_t n) {
     if (c->live_arena) {
         eddy__reply_arena_reset(c->live_arena);
         c->live_arena = NULL;
@@ -175,7 +177,7 @@ void bconn_release(bconn *c, redisReply **replies, size_t n) {
     }
 }
 
-eddy_status bconn_use_arena(bconn *c) {
+eddy_status eddy__bconn_use_arena(bconn *c) {
     if (!c->arena && !(c->arena = eddy__reply_arena_new()))
         return EDDY_ERR_NOMEM;
     if (c->mc)
@@ -205,7 +207,7 @@ static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long blo
                               bool cuttable, redisReply **replies, eddy_error *err) {
     eddy__link *l = c->link;
     c->live_arena = eddy__reply_arena_of(eddy__link_reader(l)); /* the replies below live in it */
-    long long deadline = bconn_now_ms() + eddy__command_timeout_ms(c->s, block_ms);
+    long long deadline = eddy__bconn_now_ms() + eddy__command_timeout_ms(c->s, block_ms);
     uint64_t last = 0;
     eddy_status st = eddy__link_send(l, cmds, &last, err);
     if (st != EDDY_OK)
@@ -243,7 +245,7 @@ static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long blo
     if (st != EDDY_OK) {
         eddy__conn_lost(c->s->conn_state, &c->state_epoch, st, err);
         drop(c);
-        bconn_release(c, replies, cmds->n);
+        eddy__bconn_release(c, replies, cmds->n);
     }
     return st;
 }
@@ -273,7 +275,7 @@ static eddy_status exec_memory(bconn *c, const eddy__cmdlist *cmds, long long bl
     for (size_t i = 0; i < cmds->n; i++) {
         const eddy__cmd *cmd = &cmds->cmds[i];
         if (cuttable && i + 1 == cmds->n && interrupted(c)) { /* a pause before the read ran */
-            bconn_release(c, replies, cmds->n);
+            eddy__bconn_release(c, replies, cmds->n);
             return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
         }
         long long deadline = -1;
@@ -284,20 +286,20 @@ static eddy_status exec_memory(bconn *c, const eddy__cmdlist *cmds, long long bl
             if (replies[i])
                 break;
             if (wait < 0) {
-                bconn_release(c, replies, cmds->n);
+                eddy__bconn_release(c, replies, cmds->n);
                 return eddy__fail(err, EDDY_ERR_NOMEM, "memory backend: out of memory");
             }
             /* A blocking read found nothing: wait for a write, the deadline or a stop. */
-            long long now = bconn_now_ms();
+            long long now = eddy__bconn_now_ms();
             if (deadline < 0)
                 deadline = now + (wait > 0 ? wait : 1000LL * 3600 * 24 * 365);
             if (interrupted(c)) {
-                bconn_release(c, replies, cmds->n);
+                eddy__bconn_release(c, replies, cmds->n);
                 return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
             }
             if (now >= deadline) {
                 if (!(replies[i] = nil_reply(c))) {
-                    bconn_release(c, replies, cmds->n);
+                    eddy__bconn_release(c, replies, cmds->n);
                     return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
                 }
                 break;
@@ -306,7 +308,7 @@ static eddy_status exec_memory(bconn *c, const eddy__cmdlist *cmds, long long bl
             /* Interrupted while waiting: return before reading again, so that what was written
              * meanwhile is not taken (a pause's cut must read nothing more). */
             if (interrupted(c)) {
-                bconn_release(c, replies, cmds->n);
+                eddy__bconn_release(c, replies, cmds->n);
                 return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
             }
         }
@@ -315,13 +317,13 @@ static eddy_status exec_memory(bconn *c, const eddy__cmdlist *cmds, long long bl
     return EDDY_OK;
 }
 
-eddy_status bconn_exec_in(bconn *c, eddy__reply_arena *arena, const eddy__cmdlist *cmds,
-                          long long block_ms, redisReply **replies, bool *in_arena,
-                          eddy_error *err) {
+eddy_status eddy__bconn_exec_in(bconn *c, eddy__reply_arena *arena, const eddy__cmdlist *cmds,
+                                long long block_ms, redisReply **replies, bool *in_arena,
+                                eddy_error *err) {
     *in_arena = false;
     for (size_t i = 0; i < cmds->n; i++)
         replies[i] = NULL;
-    eddy_status st = bconn_connect(c, err);
+    eddy_status st = eddy__bconn_connect(c, err);
     if (st != EDDY_OK || cmds->n == 0)
         return st;
     if (c->mc)
@@ -338,11 +340,11 @@ eddy_status bconn_exec_in(bconn *c, eddy__reply_arena *arena, const eddy__cmdlis
     return st;
 }
 
-eddy_status bconn_exec_read(bconn *c, const eddy__cmdlist *cmds, long long block_ms, bool cuttable,
-                            redisReply **replies, eddy_error *err) {
+eddy_status eddy__bconn_exec_read(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
+                                  bool cuttable, redisReply **replies, eddy_error *err) {
     for (size_t i = 0; i < cmds->n; i++)
         replies[i] = NULL;
-    eddy_status st = bconn_connect(c, err);
+    eddy_status st = eddy__bconn_connect(c, err);
     if (st != EDDY_OK)
         return st;
     if (cmds->n == 0)
@@ -351,16 +353,16 @@ eddy_status bconn_exec_read(bconn *c, const eddy__cmdlist *cmds, long long block
                  : exec_redis(c, cmds, block_ms, cuttable, replies, err);
 }
 
-eddy_status bconn_exec(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
-                       redisReply **replies, eddy_error *err) {
-    return bconn_exec_read(c, cmds, block_ms, block_ms >= 0, replies, err);
+eddy_status eddy__bconn_exec(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
+                             redisReply **replies, eddy_error *err) {
+    return eddy__bconn_exec_read(c, cmds, block_ms, block_ms >= 0, replies, err);
 }
 
-bool bconn_sleep(bconn *c, long long ms) {
-    long long deadline = bconn_now_ms() + ms;
+bool eddy__bconn_sleep(bconn *c, long long ms) {
+    long long deadline = eddy__bconn_now_ms() + ms;
     struct timespec ts = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
     pthread_mutex_lock(&c->lock);
-    while (!c->interrupted && !c->woken && bconn_now_ms() < deadline)
+    while (!c->interrupted && !c->woken && eddy__bconn_now_ms() < deadline)
         if (pthread_cond_timedwait(&c->wake, &c->lock, &ts) == ETIMEDOUT)
             break;
     bool ok = !c->interrupted && !c->woken;
@@ -369,13 +371,13 @@ bool bconn_sleep(bconn *c, long long ms) {
     return ok;
 }
 
-bool bconn_backoff(bconn *c) {
+bool eddy__bconn_backoff(bconn *c) {
     unsigned attempt = c->attempt ? c->attempt - 1 : 0;
-    return bconn_sleep(c, eddy__backoff_delay_ms(attempt, c->s->reconnect_min_ms,
-                                                 c->s->reconnect_max_ms, &c->seed));
+    return eddy__bconn_sleep(c, eddy__backoff_delay_ms(attempt, c->s->reconnect_min_ms,
+                                                       c->s->reconnect_max_ms, &c->seed));
 }
 
-void bconn_interrupt(bconn *c) {
+void eddy__bconn_interrupt(bconn *c) {
     pthread_mutex_lock(&c->lock);
     c->interrupted = true;
     if (c->in_read && c->up)
@@ -386,7 +388,7 @@ void bconn_interrupt(bconn *c) {
         eddy__mem_engine_wake(c->engine);
 }
 
-long long bconn_wake(bconn *c, bool cut) {
+long long eddy__bconn_wake(bconn *c, bool cut) {
     long long kill = -1;
     pthread_mutex_lock(&c->lock);
     c->woken = true;
@@ -404,14 +406,14 @@ long long bconn_wake(bconn *c, bool cut) {
     return kill;
 }
 
-void bconn_wake_clear(bconn *c) {
+void eddy__bconn_wake_clear(bconn *c) {
     pthread_mutex_lock(&c->lock);
     c->woken = false;
     c->cut = false;
     pthread_mutex_unlock(&c->lock);
 }
 
-void bconn_resume(bconn *c) {
+void eddy__bconn_resume(bconn *c) {
     pthread_mutex_lock(&c->lock);
     c->interrupted = false;
     pthread_mutex_unlock(&c->lock);

@@ -44,13 +44,13 @@ static void *control(void *arg) {
     while (!atomic_load(&bus->ctl_stopping)) {
         eddy_error err;
         eddy_status cst = EDDY_OK;
-        if (!bconn_connected(&bus->ctl_conn) &&
-            (cst = bconn_connect(&bus->ctl_conn, &err)) != EDDY_OK) {
+        if (!eddy__bconn_connected(&bus->ctl_conn) &&
+            (cst = eddy__bconn_connect(&bus->ctl_conn, &err)) != EDDY_OK) {
             /* The bus's tracker logs the state this makes, once. */
             eddy__log(&bus->s.log, EDDY_LOG_DEBUG, "control connection: %s", err.detail);
             if (eddy__conn_refused(cst))
                 note_refused(bus, &err);
-            bconn_backoff(&bus->ctl_conn);
+            eddy__bconn_backoff(&bus->ctl_conn);
             continue;
         }
         eddy__sub **subs;
@@ -60,20 +60,20 @@ static void *control(void *arg) {
             subs ? eddy__inbox_plan(bus->inbox, eddy_now_ms(), subs, n, &plan) : EDDY_ERR_NOMEM;
         free(subs);
         if (st != EDDY_OK) {
-            bconn_sleep(&bus->ctl_conn, EDDY__NOMEM_RETRY_MS);
+            eddy__bconn_sleep(&bus->ctl_conn, EDDY__NOMEM_RETRY_MS);
             continue;
         }
         if (plan.cmds.n == 0) {
-            bconn_sleep(&bus->ctl_conn, plan.idle_ms);
+            eddy__bconn_sleep(&bus->ctl_conn, plan.idle_ms);
             continue;
         }
         redisReply *few[8] = {0}, **replies = few;
         if (plan.cmds.n > 8 && !(replies = calloc(plan.cmds.n, sizeof(*replies)))) {
             eddy__inbox_reset(bus->inbox, eddy_now_ms()); /* the plan was not sent */
-            bconn_sleep(&bus->ctl_conn, EDDY__NOMEM_RETRY_MS);
+            eddy__bconn_sleep(&bus->ctl_conn, EDDY__NOMEM_RETRY_MS);
             continue;
         }
-        st = bconn_exec(&bus->ctl_conn, &plan.cmds, plan.block_ms, replies, &err);
+        st = eddy__bconn_exec(&bus->ctl_conn, &plan.cmds, plan.block_ms, replies, &err);
         bool lost = st != EDDY_OK; /* the connection's failure: the bus's tracker logged it */
         if (st == EDDY_OK)
             st = eddy__inbox_feed(bus->inbox, eddy_now_ms(), &plan, replies, plan.cmds.n, &done);
@@ -87,12 +87,12 @@ static void *control(void *arg) {
             if (!atomic_load(&bus->ctl_stopping)) {
                 eddy__log(&bus->s.log, lost ? EDDY_LOG_DEBUG : EDDY_LOG_WARN,
                           "control connection: %s; reconnecting", err.detail);
-                bconn_backoff(&bus->ctl_conn);
+                eddy__bconn_backoff(&bus->ctl_conn);
             }
             continue;
         }
         for (size_t i = 0; i < done.n; i++) {
-            bwait_complete(done.v[i].waiter, done.v[i].st, done.v[i].reply);
+            eddy__bwait_complete(done.v[i].waiter, done.v[i].st, done.v[i].reply);
             done.v[i].reply = NULL;
         }
         done.n = 0;
@@ -108,7 +108,7 @@ static void *control(void *arg) {
     return NULL;
 }
 
-eddy_status bctl_start(eddy_bus *bus, eddy_error *err) {
+eddy_status eddy__bctl_start(eddy_bus *bus, eddy_error *err) {
     eddy__inbox *inbox = eddy__inbox_new(&bus->s, bus->requests, &bus->retention, eddy_now_ms());
     if (!inbox)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
@@ -118,7 +118,7 @@ eddy_status bctl_start(eddy_bus *bus, eddy_error *err) {
     atomic_store(&bus->ctl_stopping, false);
     bus->ctl_ready = false;
     bus->ctl_refused.status = EDDY_OK;
-    bconn_resume(&bus->ctl_conn);
+    eddy__bconn_resume(&bus->ctl_conn);
     sigset_t block, old;
     sigemptyset(&block);
     sigaddset(&block, SIGPIPE);
@@ -134,7 +134,7 @@ eddy_status bctl_start(eddy_bus *bus, eddy_error *err) {
     }
     bus->ctl_running = true;
     const eddy__settings *s = &bus->s;
-    long long deadline = bconn_now_ms() + eddy__ready_timeout_ms(s);
+    long long deadline = eddy__bconn_now_ms() + eddy__ready_timeout_ms(s);
     struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
     pthread_mutex_lock(&bus->ctl_lock);
     while (!bus->ctl_ready && bus->ctl_refused.status == EDDY_OK)
@@ -144,11 +144,11 @@ eddy_status bctl_start(eddy_bus *bus, eddy_error *err) {
     eddy_error refused = bus->ctl_refused;
     pthread_mutex_unlock(&bus->ctl_lock);
     if (!ready && refused.status != EDDY_OK) {
-        bctl_stop(bus);
+        eddy__bctl_stop(bus);
         return eddy__fail(err, refused.status, "the reply stream: %s", refused.detail);
     }
     if (!ready) {
-        bctl_stop(bus);
+        eddy__bctl_stop(bus);
         return eddy__fail(err, EDDY_ERR_IO,
                           "the backend could not be reached to open the "
                           "reply stream");
@@ -158,14 +158,14 @@ eddy_status bctl_start(eddy_bus *bus, eddy_error *err) {
 
 static void abandon(void *waiter, void *user) {
     (void)user;
-    bwait_complete(waiter, EDDY_ERR_NO_REPLY, NULL);
+    eddy__bwait_complete(waiter, EDDY_ERR_NO_REPLY, NULL);
 }
 
-void bctl_stop(eddy_bus *bus) {
+void eddy__bctl_stop(eddy_bus *bus) {
     if (!bus->ctl_running)
         return;
     atomic_store(&bus->ctl_stopping, true);
-    bconn_interrupt(&bus->ctl_conn);
+    eddy__bconn_interrupt(&bus->ctl_conn);
     pthread_join(bus->ctl_thread, NULL);
     bus->ctl_running = false;
     /* Requests still waiting end now: nothing will read their replies. */

@@ -33,10 +33,10 @@ struct eddy_dlq {
 static eddy_status exchange(eddy_dlq *dlq, const eddy__cmdlist *cmds, redisReply **replies,
                             bool retry, eddy_error *err) {
     pthread_mutex_lock(&dlq->lock);
-    bool was_connected = bconn_connected(&dlq->conn);
+    bool was_connected = eddy__bconn_connected(&dlq->conn);
     eddy_status st = EDDY_OK;
     for (int attempt = 0; attempt < 2; attempt++) {
-        st = bconn_exec(&dlq->conn, cmds, -1, replies, err);
+        st = eddy__bconn_exec(&dlq->conn, cmds, -1, replies, err);
         if (!(retry && was_connected && st == EDDY_ERR_IO && attempt == 0))
             break;
     }
@@ -77,11 +77,11 @@ eddy_status eddy_dlq_open(const eddy_settings *settings, eddy_dlq **out, eddy_er
         return st;
     }
     pthread_mutex_init(&dlq->lock, NULL);
-    if (bconn_init(&dlq->conn, &dlq->s) != EDDY_OK)
+    if (eddy__bconn_init(&dlq->conn, &dlq->s) != EDDY_OK)
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     /* Connecting now reports a wrong URL or a dead server here rather than at the first call. */
     if (st == EDDY_OK)
-        st = bconn_connect(&dlq->conn, err);
+        st = eddy__bconn_connect(&dlq->conn, err);
     if (st != EDDY_OK) {
         eddy_dlq_close(dlq);
         return st;
@@ -93,7 +93,7 @@ eddy_status eddy_dlq_open(const eddy_settings *settings, eddy_dlq **out, eddy_er
 void eddy_dlq_close(eddy_dlq *dlq) {
     if (!dlq)
         return;
-    bconn_destroy(&dlq->conn);
+    eddy__bconn_destroy(&dlq->conn);
     pthread_mutex_destroy(&dlq->lock);
     eddy__settings_free(&dlq->s);
     free(dlq);

@@ -64,32 +64,32 @@ struct eddy_bus {
 
 /* publish.c: runs commands on the publishing connection (multiplexed: any thread, no lock
  * held while waiting; cmds stay contiguous on the wire). */
-eddy_status bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
-                      eddy_error *err);
-/* The same with a deadline of the caller's (monotonic ms, bconn_now_ms) instead of
+eddy_status eddy__bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
+                            eddy_error *err);
+/* The same with a deadline of the caller's (monotonic ms, eddy__bconn_now_ms) instead of
  * settings.command_timeout_ms (a request's). */
-eddy_status bpub_exec_until(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
-                            redisReply **replies, eddy_error *err);
+eddy_status eddy__bpub_exec_until(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
+                                  redisReply **replies, eddy_error *err);
 
 /* control.c */
-eddy_status bctl_start(eddy_bus *bus, eddy_error *err);
-void bctl_stop(eddy_bus *bus);
+eddy_status eddy__bctl_start(eddy_bus *bus, eddy_error *err);
+void eddy__bctl_stop(eddy_bus *bus);
 
 /* request.c: completes a blocking request's waiter (any thread). */
-void bwait_complete(void *waiter, eddy_status st, eddy_event *reply);
+void eddy__bwait_complete(void *waiter, eddy_status st, eddy_event *reply);
 
 /* reader.c */
-eddy_status bsub_start(bsub *bs, eddy_error *err);
+eddy_status eddy__bsub_start(bsub *bs, eddy_error *err);
 /* Waits until the reader is ready (see eddy__consumer_ready); EDDY_ERR_IO after the timeout. */
-eddy_status bsub_wait_ready(bsub *bs, eddy_error *err);
-void bsub_stop(bsub *bs);
+eddy_status eddy__bsub_wait_ready(bsub *bs, eddy_error *err);
+void eddy__bsub_stop(bsub *bs);
 /* Wakes the reader after a pause or resume, as the core asks (eddy__consumer_pause). Thread:
  * any; harmless when the reader is not running (the next activation plans afresh). Returns the
- * reader connection's client id when a blocking read was cut on redis:// (see bconn_wake), for
- * bsub_kill_read; else -1. */
-long long bsub_wake(bsub *bs, eddy__wake how);
+ * reader connection's client id when a blocking read was cut on redis:// (see eddy__bconn_wake),
+ * for eddy__bsub_kill_read; else -1. */
+long long eddy__bsub_wake(bsub *bs, eddy__wake how);
 /* Has the server drop the reader connection client_id (on the publishing connection, so it is
  * done before anything this bus publishes next). */
-void bsub_kill_read(eddy_bus *bus, long long client_id);
+void eddy__bsub_kill_read(eddy_bus *bus, long long client_id);
 
 #endif

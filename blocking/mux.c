@@ -33,7 +33,7 @@
 
 #define PARSED_MAX 64 /* replies parsed before taking the lock to hand them out */
 
-/* One caller of bmux_exec, waiting for its slot on a mutex of its own, so that handing out
+/* One caller of eddy__bmux_exec, waiting for its slot on a mutex of its own, so that handing out
  * replies does not make every woken caller queue up on the mux's lock. */
 typedef struct mwait {
     eddy__pipe_slot slot;
@@ -48,18 +48,18 @@ typedef struct mwait {
     struct mwait *next_c; /* on a list of callers to complete */
 } mwait;
 
-eddy_status bmux_init(bmux *m, const eddy__settings *s) {
+eddy_status eddy__bmux_init(bmux *m, const eddy__settings *s) {
     memset(m, 0, sizeof(*m));
     pthread_mutex_init(&m->connect_lock, NULL);
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->idle, NULL);
     pthread_mutex_init(&m->io, NULL);
     eddy__pipeline_init(&m->fifo);
-    return bconn_init(&m->conn, s);
+    return eddy__bconn_init(&m->conn, s);
 }
 
-void bmux_destroy(bmux *m) {
-    bconn_destroy(&m->conn);
+void eddy__bmux_destroy(bmux *m) {
+    eddy__bconn_destroy(&m->conn);
     pthread_cond_destroy(&m->idle);
     pthread_mutex_destroy(&m->io);
     pthread_mutex_destroy(&m->lock);
@@ -141,7 +141,7 @@ static eddy_status lock_connect(bmux *m, long long until, eddy_error *err) {
         return EDDY_OK;
     }
     /* pthread_mutex_timedlock takes CLOCK_REALTIME: the monotonic deadline as a wait from now. */
-    long long left = until - bconn_now_ms();
+    long long left = until - eddy__bconn_now_ms();
     struct timespec at;
     clock_gettime(CLOCK_REALTIME, &at);
     if (left > 0) {
@@ -178,9 +178,9 @@ static eddy_status ensure_connected(bmux *m, long long until, eddy_error *err) {
     if (!ok) { /* nobody uses the socket: no slot is in flight, no role is held */
         if (broken) {
             eddy__conn_lost(m->conn.s->conn_state, &m->conn.state_epoch, lost.status, &lost);
-            bconn_close(&m->conn);
+            eddy__bconn_close(&m->conn);
         }
-        st = bconn_connect_until(&m->conn, until, err);
+        st = eddy__bconn_connect_until(&m->conn, until, err);
         pthread_mutex_lock(&m->lock);
         m->broken = false;
         m->up = st == EDDY_OK;
@@ -190,10 +190,10 @@ static eddy_status ensure_connected(bmux *m, long long until, eddy_error *err) {
     return st;
 }
 
-eddy_status bmux_connect(bmux *m, eddy_error *err) {
+eddy_status eddy__bmux_connect(bmux *m, eddy_error *err) {
     if (m->conn.engine) {
         pthread_mutex_lock(&m->connect_lock);
-        eddy_status st = bconn_connect(&m->conn, err);
+        eddy_status st = eddy__bconn_connect(&m->conn, err);
         pthread_mutex_unlock(&m->connect_lock);
         return st;
     }
@@ -203,7 +203,7 @@ eddy_status bmux_connect(bmux *m, eddy_error *err) {
 /* Waits in poll() for the link's socket to be ready for `events`, until deadline. false when
  * the deadline passed. Caller holds no lock (the socket cannot change while a role is held). */
 static bool wait_fd(bmux *m, short events, long long deadline) {
-    long long left = deadline - bconn_now_ms();
+    long long left = deadline - eddy__bconn_now_ms();
     if (left <= 0)
         return false;
     struct pollfd p = {.fd = eddy__link_fd(m->conn.link), .events = events};
@@ -322,7 +322,7 @@ static void write_queued(bmux *m, mwait *w, mwait **done) {
         head = eddy__pipeline_head(&m->fifo);
         if (!in_time && !w->popped)
             expire(m, w, done);
-        else if (!in_time && head && ((mwait *)head->waiter)->deadline <= bconn_now_ms())
+        else if (!in_time && head && ((mwait *)head->waiter)->deadline <= eddy__bconn_now_ms())
             expire(m, head->waiter, done);
     }
     m->writing = false;
@@ -371,13 +371,13 @@ static eddy_status queue_cmds(bmux *m, const eddy__cmdlist *cmds, redisReply **r
     return EDDY_OK;
 }
 
-eddy_status bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long deadline,
-                            redisReply **replies, eddy_error *err) {
+eddy_status eddy__bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long deadline,
+                                  redisReply **replies, eddy_error *err) {
     for (size_t i = 0; i < cmds->n; i++)
         replies[i] = NULL;
     if (m->conn.engine) { /* memory://: the engine answers at once */
         pthread_mutex_lock(&m->connect_lock);
-        eddy_status st = bconn_exec(&m->conn, cmds, -1, replies, err);
+        eddy_status st = eddy__bconn_exec(&m->conn, cmds, -1, replies, err);
         pthread_mutex_unlock(&m->connect_lock);
         return st;
     }
@@ -385,7 +385,7 @@ eddy_status bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long deadli
         return ensure_connected(m, deadline, err);
     mwait w = {.popped = false, .deadline = deadline};
     pthread_mutex_init(&w.m, NULL);
-    bcond_init_monotonic(&w.cond);
+    eddy__bcond_init_monotonic(&w.cond);
     eddy_status st = queue_cmds(m, cmds, replies, &w, err);
     if (st == EDDY_OK) {
         pthread_mutex_lock(&m->lock);
@@ -422,7 +422,8 @@ eddy_status bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long deadli
     return st;
 }
 
-eddy_status bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, eddy_error *err) {
-    long long deadline = bconn_now_ms() + eddy__command_timeout_ms(m->conn.s, -1);
-    return bmux_exec_until(m, cmds, deadline, replies, err);
+eddy_status eddy__bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies,
+                            eddy_error *err) {
+    long long deadline = eddy__bconn_now_ms() + eddy__command_timeout_ms(m->conn.s, -1);
+    return eddy__bmux_exec_until(m, cmds, deadline, replies, err);
 }

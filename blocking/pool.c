@@ -34,7 +34,7 @@ static void *worker(void *arg) {
     }
 }
 
-bpool *bpool_new(unsigned threads) {
+bpool *eddy__bpool_new(unsigned threads) {
     bpool *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
@@ -42,7 +42,7 @@ bpool *bpool_new(unsigned threads) {
     pthread_cond_init(&p->cond, NULL);
     p->threads = calloc(threads, sizeof(*p->threads));
     if (!p->threads) {
-        bpool_free(p);
+        eddy__bpool_free(p);
         return NULL;
     }
     sigset_t block, old;
@@ -56,13 +56,13 @@ bpool *bpool_new(unsigned threads) {
     }
     pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (p->nthreads != threads) {
-        bpool_free(p);
+        eddy__bpool_free(p);
         return NULL;
     }
     return p;
 }
 
-void bpool_free(bpool *p) {
+void eddy__bpool_free(bpool *p) {
     if (!p)
         return;
     pthread_mutex_lock(&p->lock);
@@ -77,9 +77,9 @@ void bpool_free(bpool *p) {
     free(p);
 }
 
-unsigned bpool_threads(const bpool *p) { return p->nthreads; }
+unsigned eddy__bpool_threads(const bpool *p) { return p->nthreads; }
 
-void bpool_submit(bpool *p, bpool_job *first, unsigned n) {
+void eddy__bpool_submit(bpool *p, bpool_job *first, unsigned n) {
     if (n == 0)
         return;
     bpool_job *last = first;

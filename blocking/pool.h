@@ -14,14 +14,14 @@ typedef struct bpool_job {
 } bpool_job;
 
 /* NULL when threads or memory cannot be had. */
-bpool *bpool_new(unsigned threads);
+bpool *eddy__bpool_new(unsigned threads);
 /* Runs every job already submitted, then joins the threads. NULL is a no-op. */
-void bpool_free(bpool *p);
+void eddy__bpool_free(bpool *p);
 /* The number of worker threads. */
-unsigned bpool_threads(const bpool *p);
+unsigned eddy__bpool_threads(const bpool *p);
 /* Queues n jobs, linked through `next` from first (the last one's next NULL), and wakes as
  * many workers. Ownership: each job stays the caller's and must live until its fn runs (fn may
  * free it). Thread: any. */
-void bpool_submit(bpool *p, bpool_job *first, unsigned n);
+void eddy__bpool_submit(bpool *p, bpool_job *first, unsigned n);
 
 #endif

@@ -11,18 +11,18 @@
 #include "internal.h"
 #include "timing.h"
 
-eddy_status bpub_exec_until(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
-                            redisReply **replies, eddy_error *err) {
-    eddy_status st = bmux_exec_until(&bus->pub, cmds, deadline, replies, err);
+eddy_status eddy__bpub_exec_until(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
+                                  redisReply **replies, eddy_error *err) {
+    eddy_status st = eddy__bmux_exec_until(&bus->pub, cmds, deadline, replies, err);
     if (st == EDDY_ERR_IO || st == EDDY_ERR_TIMEOUT)
         eddy__publisher_connection_lost(bus->publisher);
     return st;
 }
 
-eddy_status bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
-                      eddy_error *err) {
-    long long deadline = bconn_now_ms() + eddy__command_timeout_ms(&bus->s, -1);
-    return bpub_exec_until(bus, cmds, deadline, replies, err);
+eddy_status eddy__bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
+                            eddy_error *err) {
+    long long deadline = eddy__bconn_now_ms() + eddy__command_timeout_ms(&bus->s, -1);
+    return eddy__bpub_exec_until(bus, cmds, deadline, replies, err);
 }
 
 /* One send's replies: on the stack for a single publish, allocated for a batch. */
@@ -50,14 +50,14 @@ static eddy_status send_once(eddy_bus *bus, const eddy__cmdlist *cmds, long long
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < s->n; i++)
         s->replies[i] = NULL;
-    return bpub_exec_until(bus, cmds, deadline, s->replies, err);
+    return eddy__bpub_exec_until(bus, cmds, deadline, s->replies, err);
 }
 
 /* Sends cmds; when the core says so, sends them again (cmds then holds what was sent), by the
  * same deadline: the call as a whole keeps command_timeout_ms. The replies in s belong to
  * cmds. */
 static eddy_status send_publishes(eddy_bus *bus, eddy__cmdlist *cmds, sent *s, eddy_error *err) {
-    long long deadline = bconn_now_ms() + eddy__command_timeout_ms(&bus->s, -1);
+    long long deadline = eddy__bconn_now_ms() + eddy__command_timeout_ms(&bus->s, -1);
     eddy_status st = send_once(bus, cmds, deadline, s, err);
     eddy__cmdlist again;
     if (st == EDDY_OK && eddy__publish_again(bus->publisher, cmds, s->replies, &again)) {

@@ -3,11 +3,11 @@
  * while deliveries are outstanding (it waits a little for a round's deliveries, as one batch,
  * then reads live beside slow ones, for the room left in the batch). When it has nothing to
  * send the reader sleeps for the idle time, or until a settle the core asks to wake it for
- * (finish, through bconn_wake), a pause or a resume. Settled acknowledgements go out with the
+ * (finish, through eddy__bconn_wake), a pause or a resume. Settled acknowledgements go out with the
  * next plan. Stopping interrupts a blocking read at once; handlers that are running finish
  * and their acknowledgements are sent (on a new connection when the interrupt dropped the
  * old one) before the thread ends. A pause or resume
- * wakes the reader (bsub_wake): an idle wait ends, and a pause the core says to hurry cuts a
+ * wakes the reader (eddy__bsub_wake): an idle wait ends, and a pause the core says to hurry cuts a
  * blocking read short (on redis:// the server also drops the reader's connection, CLIENT KILL
  * through the publishing connection, so the cut comes before anything published after the
  * pause); the reader then reconnects at once, plans again, and the core decides from the new
@@ -33,7 +33,7 @@ static void finish_run(bsub *bs, eddy__settlement *v, size_t n) {
         return;
     pthread_mutex_lock(&bs->lock);
     if (eddy__consumer_settle_run(bs->consumer, v, n))
-        bconn_wake(&bs->conn, false);
+        eddy__bconn_wake(&bs->conn, false);
     pthread_cond_broadcast(&bs->settled);
     pthread_mutex_unlock(&bs->lock);
 }
@@ -82,7 +82,7 @@ static void run_round(bpool_job *job) {
     long long first_at = 0;
     for (size_t i; (i = atomic_fetch_add(&r->next, 1)) < r->n;) {
         /* The clock is read every RUN_CLOCK_EVERY outcomes (it showed in the profile). */
-        if (n > 0 && n % RUN_CLOCK_EVERY == 0 && bconn_now_ms() - first_at >= RUN_WAIT_MS) {
+        if (n > 0 && n % RUN_CLOCK_EVERY == 0 && eddy__bconn_now_ms() - first_at >= RUN_WAIT_MS) {
             finish_run(bs, run, n);
             n = 0;
         }
@@ -92,7 +92,7 @@ static void run_round(bpool_job *job) {
         if (st == EDDY_PENDING || eddy__consumer_finished(d))
             continue; /* finished later through d->finish, or already from inside */
         if (n == 0)
-            first_at = bconn_now_ms();
+            first_at = eddy__bconn_now_ms();
         run[n++] = (eddy__settlement){.d = d, .st = st, .reply = reply, .reuse = true};
         if (n == RUN_MAX) {
             finish_run(bs, run, n);
@@ -119,13 +119,13 @@ static eddy_status round_trip(bsub *bs, eddy__plan *plan, eddy__delivery_list *o
     redisReply **replies = plan->cmds.n <= 16 ? small : calloc(plan->cmds.n, sizeof(*replies));
     if (!replies)
         return EDDY_OK; /* out of memory: nothing was sent; try again later */
-    eddy_status st =
-        bconn_exec_read(&bs->conn, &plan->cmds, plan->block_ms, plan->live_read, replies, &err);
+    eddy_status st = eddy__bconn_exec_read(&bs->conn, &plan->cmds, plan->block_ms, plan->live_read,
+                                           replies, &err);
     bool lost = st != EDDY_OK; /* the connection's failure: the bus's tracker logged it */
     if (st == EDDY_OK)
-        st = eddy__consumer_feed(bs->consumer, bconn_now_ms(), eddy_now_ms(), plan, replies,
+        st = eddy__consumer_feed(bs->consumer, eddy__bconn_now_ms(), eddy_now_ms(), plan, replies,
                                  plan->cmds.n, out);
-    bconn_release(&bs->conn, replies, plan->cmds.n);
+    eddy__bconn_release(&bs->conn, replies, plan->cmds.n);
     if (replies != small)
         free(replies);
     if (st == EDDY_ERR_IO || st == EDDY_ERR_CLOSED || st == EDDY_ERR_PROTOCOL) {
@@ -145,7 +145,7 @@ static void dispatch(bsub *bs, eddy__delivery_list *out) {
         out->v[i]->frontend = bs;
         out->v[i]->finish = finish;
     }
-    unsigned workers = bpool_threads(bs->bus->pool);
+    unsigned workers = eddy__bpool_threads(bs->bus->pool);
     size_t want = (out->n + SHARE_MIN - 1) / SHARE_MIN;
     unsigned k = want < workers ? (unsigned)want : workers;
     bround *r = malloc(sizeof(*r) + k * sizeof(bround_job) + out->n * sizeof(*r->v));
@@ -172,7 +172,7 @@ static void dispatch(bsub *bs, eddy__delivery_list *out) {
         jobs[j].job.next = j + 1 < k ? &jobs[j + 1].job : NULL;
         jobs[j].round = r;
     }
-    bpool_submit(bs->bus->pool, &jobs[0].job, k);
+    eddy__bpool_submit(bs->bus->pool, &jobs[0].job, k);
     out->n = 0;
 }
 
@@ -183,7 +183,7 @@ static void wake_others(bsub *bs) {
     pthread_mutex_lock(&bus->subs_lock);
     for (size_t i = 0; i < bus->nsubs; i++)
         if (bus->subs[i] != bs && !bus->subs[i]->sub->literal)
-            bconn_wake(&bus->subs[i]->conn, false);
+            eddy__bconn_wake(&bus->subs[i]->conn, false);
     pthread_mutex_unlock(&bus->subs_lock);
 }
 
@@ -205,30 +205,32 @@ static void *reader(void *arg) {
     while (!atomic_load(&bs->stopping)) {
         eddy_error err;
         eddy_status cst = EDDY_OK;
-        if (!bconn_connected(&bs->conn) && (cst = bconn_connect(&bs->conn, &err)) != EDDY_OK) {
+        if (!eddy__bconn_connected(&bs->conn) &&
+            (cst = eddy__bconn_connect(&bs->conn, &err)) != EDDY_OK) {
             /* The bus's tracker logs the state this makes, once. */
             eddy__log(&bs->bus->s.log, EDDY_LOG_DEBUG, "subscription '%s': %s", bs->sub->name,
                       err.detail);
             if (eddy__conn_refused(cst))
                 note_refused(bs, &err);
-            bconn_backoff(&bs->conn);
+            eddy__bconn_backoff(&bs->conn);
             continue;
         }
         eddy__plan_reset(&plan);
-        bconn_wake_clear(&bs->conn); /* this plan sees every pause and resume made so far */
-        if (eddy__consumer_plan(bs->consumer, bconn_now_ms(), &plan) != EDDY_OK) {
-            bconn_sleep(&bs->conn, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
+        eddy__bconn_wake_clear(&bs->conn); /* this plan sees every pause and resume made so far */
+        if (eddy__consumer_plan(bs->consumer, eddy__bconn_now_ms(), &plan) != EDDY_OK) {
+            eddy__bconn_sleep(&bs->conn,
+                              EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
             continue;
         }
         if (plan.cmds.n == 0) {
-            bconn_sleep(&bs->conn, plan.idle_ms);
+            eddy__bconn_sleep(&bs->conn, plan.idle_ms);
             continue;
         }
         eddy_status st = round_trip(bs, &plan, &out);
         if (st != EDDY_OK) {
             /* A read cut short by a pause reconnects at once: nothing failed. */
             if (!atomic_load(&bs->stopping) && st != EDDY_ERR_CLOSED)
-                bconn_backoff(&bs->conn);
+                eddy__bconn_backoff(&bs->conn);
             continue;
         }
         if (eddy__consumer_found_subjects(bs->consumer))
@@ -246,16 +248,16 @@ static void *reader(void *arg) {
     wait_settled(bs);
     eddy__plan_reset(&plan);
     eddy_error err;
-    if (eddy__consumer_plan_flush(bs->consumer, bconn_now_ms(), &plan) == EDDY_OK &&
-        plan.cmds.n > 0 && bconn_connect(&bs->conn, &err) == EDDY_OK)
+    if (eddy__consumer_plan_flush(bs->consumer, eddy__bconn_now_ms(), &plan) == EDDY_OK &&
+        plan.cmds.n > 0 && eddy__bconn_connect(&bs->conn, &err) == EDDY_OK)
         round_trip(bs, &plan, &out);
     eddy__plan_reset(&plan);
     eddy__delivery_list_free(&out);
     return NULL;
 }
 
-eddy_status bsub_start(bsub *bs, eddy_error *err) {
-    if (bconn_use_arena(&bs->conn) != EDDY_OK)
+eddy_status eddy__bsub_start(bsub *bs, eddy_error *err) {
+    if (eddy__bconn_use_arena(&bs->conn) != EDDY_OK)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     bs->consumer = eddy__consumer_new(&bs->bus->s, bs->sub);
     if (!bs->consumer)
@@ -264,7 +266,7 @@ eddy_status bsub_start(bsub *bs, eddy_error *err) {
     atomic_store(&bs->stopping, false);
     bs->ready = false;
     bs->refused.status = EDDY_OK;
-    bconn_resume(&bs->conn);
+    eddy__bconn_resume(&bs->conn);
     sigset_t block, old;
     sigemptyset(&block);
     sigaddset(&block, SIGPIPE);
@@ -280,9 +282,9 @@ eddy_status bsub_start(bsub *bs, eddy_error *err) {
     return EDDY_OK;
 }
 
-eddy_status bsub_wait_ready(bsub *bs, eddy_error *err) {
+eddy_status eddy__bsub_wait_ready(bsub *bs, eddy_error *err) {
     const eddy__settings *s = &bs->bus->s;
-    long long deadline = bconn_now_ms() + eddy__ready_timeout_ms(s);
+    long long deadline = eddy__bconn_now_ms() + eddy__ready_timeout_ms(s);
     struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
     pthread_mutex_lock(&bs->lock);
     while (!bs->ready && bs->refused.status == EDDY_OK)
@@ -300,24 +302,24 @@ eddy_status bsub_wait_ready(bsub *bs, eddy_error *err) {
     return EDDY_OK;
 }
 
-void bsub_stop(bsub *bs) {
+void eddy__bsub_stop(bsub *bs) {
     if (!bs->running)
         return;
     atomic_store(&bs->stopping, true);
-    bconn_interrupt(&bs->conn);
+    eddy__bconn_interrupt(&bs->conn);
     pthread_join(bs->thread, NULL);
     bs->running = false;
     eddy__consumer_free(bs->consumer);
     bs->consumer = NULL;
 }
 
-long long bsub_wake(bsub *bs, eddy__wake how) {
+long long eddy__bsub_wake(bsub *bs, eddy__wake how) {
     if (how == EDDY__WAKE_NONE)
         return -1;
-    return bconn_wake(&bs->conn, how == EDDY__WAKE_READ);
+    return eddy__bconn_wake(&bs->conn, how == EDDY__WAKE_READ);
 }
 
-void bsub_kill_read(eddy_bus *bus, long long client_id) {
+void eddy__bsub_kill_read(eddy_bus *bus, long long client_id) {
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
     eddy__client_kill_cmd(&cmds, client_id);
@@ -325,7 +327,8 @@ void bsub_kill_read(eddy_bus *bus, long long client_id) {
     eddy_error err;
     /* A failure leaves the shutdown of our own side: the read is still cut, only not in order
      * with what is published next. */
-    if (eddy__cmdlist_status(&cmds) == EDDY_OK && bpub_exec(bus, &cmds, &reply, &err) != EDDY_OK)
+    if (eddy__cmdlist_status(&cmds) == EDDY_OK &&
+        eddy__bpub_exec(bus, &cmds, &reply, &err) != EDDY_OK)
         eddy__log(&bus->s.log, EDDY_LOG_DEBUG, "pause: CLIENT KILL failed: %s", err.detail);
     if (reply)
         freeReplyObject(reply);

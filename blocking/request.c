@@ -79,7 +79,7 @@ static void cancel_detach(eddy_cancel *c, bwait *w) {
     pthread_mutex_unlock(&c->m);
 }
 
-void bwait_complete(void *waiter, eddy_status st, eddy_event *reply) {
+void eddy__bwait_complete(void *waiter, eddy_status st, eddy_event *reply) {
     bwait *w = waiter;
     pthread_mutex_lock(&w->m);
     w->done = true;
@@ -92,7 +92,7 @@ void bwait_complete(void *waiter, eddy_status st, eddy_event *reply) {
 /* Runs the flow's steps on the publishing connection until it waits or ends, each by the
  * request's deadline (wall-clock ms) when that comes before the command timeout. */
 static eddy__req_step run_steps(eddy_bus *bus, eddy__request_flow *f, long long deadline) {
-    long long now = bconn_now_ms();
+    long long now = eddy__bconn_now_ms();
     long long until = now + eddy__command_timeout_ms(&bus->s, -1);
     if (deadline > 0 && now + (deadline - eddy_now_ms()) < until)
         until = now + (deadline - eddy_now_ms());
@@ -102,7 +102,7 @@ static eddy__req_step run_steps(eddy_bus *bus, eddy__request_flow *f, long long 
         const eddy__cmdlist *cmds = eddy__request_flow_cmds(f);
         eddy_error err;
         eddy_status st = cmds->n <= EDDY__REQUEST_MAX_CMDS
-                             ? bpub_exec_until(bus, cmds, until, replies, &err)
+                             ? eddy__bpub_exec_until(bus, cmds, until, replies, &err)
                              : eddy__fail(&err, EDDY_ERR_INVALID_ARGUMENT, "too many commands");
         step = eddy__request_flow_feed(f, st, replies, &err);
         for (size_t i = 0; i < EDDY__REQUEST_MAX_CMDS; i++)
@@ -116,7 +116,7 @@ static eddy__req_step run_steps(eddy_bus *bus, eddy__request_flow *f, long long 
  * runs on the monotonic clock from the time left. */
 static void wait_outcome(eddy_bus *bus, bwait *w, const char *id, long long deadline,
                          eddy_cancel *cancel) {
-    long long mono_deadline = bconn_now_ms() + (deadline - eddy_now_ms());
+    long long mono_deadline = eddy__bconn_now_ms() + (deadline - eddy_now_ms());
     struct timespec at = {(time_t)(mono_deadline / 1000), (long)(mono_deadline % 1000) * 1000000};
     bool timed_out = false;
     pthread_mutex_lock(&w->m);
@@ -169,7 +169,7 @@ eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_even
         active,        cancelled,           active ? inbox : NULL};
     bwait w = {.st = EDDY_ERR_NO_REPLY};
     pthread_mutex_init(&w.m, NULL);
-    bcond_init_monotonic(&w.cond);
+    eddy__bcond_init_monotonic(&w.cond);
     eddy__request_flow f;
     eddy_status st = eddy__request_flow_begin(&f, &ctx, opts, subject, ev, &w, eddy_now_ms(), err);
     if (st == EDDY_OK) {

@@ -11,6 +11,6 @@
 typedef eddy_status (*bscan_exec_fn)(void *ctx, const eddy__cmdlist *cmds, redisReply **replies,
                                      eddy_error *err);
 
-eddy_status bscan_run(eddy__admin_scan *s, bscan_exec_fn exec, void *ctx, eddy_error *err);
+eddy_status eddy__bscan_run(eddy__admin_scan *s, bscan_exec_fn exec, void *ctx, eddy_error *err);
 
 #endif

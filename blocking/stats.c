@@ -11,7 +11,7 @@
 
 static eddy_status on_publisher(void *ctx, const eddy__cmdlist *cmds, redisReply **replies,
                                 eddy_error *err) {
-    return bpub_exec(ctx, cmds, replies, err);
+    return eddy__bpub_exec(ctx, cmds, replies, err);
 }
 
 char *eddy_bus_stats_json(eddy_bus *bus, eddy_error *err) {
@@ -23,7 +23,7 @@ char *eddy_bus_stats_json(eddy_bus *bus, eddy_error *err) {
     eddy__admin_scan *scan = eddy__admin_scan_new(bus->s.ns, NULL);
     if (!scan)
         eddy__fail(&scan_err, EDDY_ERR_NOMEM, "out of memory");
-    else if (bscan_run(scan, on_publisher, bus, &scan_err) != EDDY_OK) {
+    else if (eddy__bscan_run(scan, on_publisher, bus, &scan_err) != EDDY_OK) {
         eddy__admin_scan_free(scan);
         scan = NULL;
     }

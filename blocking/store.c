@@ -32,7 +32,7 @@ struct eddy_store {
 
 /* Connects and loads the library unless done on this connection. Caller holds the lock. */
 static eddy_status ensure_loaded(eddy_store *store, eddy_error *err) {
-    if (!bconn_connected(&store->conn))
+    if (!eddy__bconn_connected(&store->conn))
         store->loaded = false;
     if (store->loaded)
         return EDDY_OK;
@@ -42,7 +42,7 @@ static eddy_status ensure_loaded(eddy_store *store, eddy_error *err) {
     eddy_status st = eddy__store_load_cmds(&cmds);
     if (st != EDDY_OK)
         st = eddy__fail(err, st, "out of memory");
-    else if ((st = bconn_exec(&store->conn, &cmds, -1, &reply, err)) == EDDY_OK)
+    else if ((st = eddy__bconn_exec(&store->conn, &cmds, -1, &reply, err)) == EDDY_OK)
         st = eddy__store_load_result(&cmds, 0, &reply, NULL, err);
     if (reply)
         freeReplyObject(reply);
@@ -58,12 +58,12 @@ static eddy_status exchange_in(eddy_store *store, const eddy__cmdlist *cmds,
                                eddy__reply_arena *arena, redisReply **replies, bool *in_arena,
                                bool retry, eddy_error *err) {
     pthread_mutex_lock(&store->lock);
-    bool was_connected = bconn_connected(&store->conn);
+    bool was_connected = eddy__bconn_connected(&store->conn);
     eddy_status st = ensure_loaded(store, err);
     *in_arena = false;
     for (int attempt = 0; st == EDDY_OK && attempt < 2; attempt++) {
-        st = arena ? bconn_exec_in(&store->conn, arena, cmds, -1, replies, in_arena, err)
-                   : bconn_exec(&store->conn, cmds, -1, replies, err);
+        st = arena ? eddy__bconn_exec_in(&store->conn, arena, cmds, -1, replies, in_arena, err)
+                   : eddy__bconn_exec(&store->conn, cmds, -1, replies, err);
         if (!(retry && was_connected && st == EDDY_ERR_IO && attempt == 0))
             break;
         st = ensure_loaded(store, err);
@@ -116,7 +116,7 @@ eddy_status eddy_store_open(const eddy_settings *settings, eddy_store **out, edd
         return st;
     }
     pthread_mutex_init(&store->lock, NULL);
-    if (bconn_init(&store->conn, &store->s) != EDDY_OK ||
+    if (eddy__bconn_init(&store->conn, &store->s) != EDDY_OK ||
         !(store->core = eddy__store_new(&store->s)))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     /* Connecting now reports a wrong URL, a dead server or a server without functions here
@@ -137,7 +137,7 @@ eddy_status eddy_store_open(const eddy_settings *settings, eddy_store **out, edd
 void eddy_store_close(eddy_store *store) {
     if (!store)
         return;
-    bconn_destroy(&store->conn);
+    eddy__bconn_destroy(&store->conn);
     eddy__store_free(store->core);
     pthread_mutex_destroy(&store->lock);
     eddy__settings_free(&store->s);

@@ -2,9 +2,9 @@
  * deferred teardown that makes every call legal from inside a callback.
  *
  * Invariants:
- * - depth > 0 while any frame of ours is on the stack (rbus_enter/rbus_leave). Dead
+ * - depth > 0 while any frame of ours is on the stack (eddy__rbus_enter/eddy__rbus_leave). Dead
  *   activations and control loops, and the bus itself once freed, are released by the
- *   outermost rbus_leave only.
+ *   outermost eddy__rbus_leave only.
  * - Every completion callback runs exactly once: start's `ready` and each subscription's
  *   `ready` run with the outcome, or with EDDY_ERR_CLOSED from stop or free; a publish's
  *   `done` with its outcome or EDDY_ERR_CLOSED from free (publish.c); a request's with its
@@ -28,13 +28,13 @@
 #include "error.h"
 #include "internal.h"
 
-long long rbus_now_ms(void) {
+long long eddy__rbus_now_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-void rbus_timer_after(eddy_rbus *bus, ev_timer *t, long long ms) {
+void eddy__rbus_timer_after(eddy_rbus *bus, ev_timer *t, long long ms) {
     ev_timer_stop(bus->loop, t);
     ev_timer_set(t, (double)(ms > 0 ? ms : 0) / 1000.0, 0.);
     ev_timer_start(bus->loop, t);
@@ -151,14 +151,14 @@ static void stop_all(eddy_rbus *bus, eddy_status st, const eddy_error *err) {
         return;
     bus->started = false;
     bus->active = false;
-    rctl_stop(bus);
-    rpub_close_when_idle(bus);
+    eddy__rctl_stop(bus);
+    eddy__rpub_close_when_idle(bus);
     for (size_t i = 0; i < bus->nsubs; i++) {
         rsub *rs = bus->subs[i];
         rs->listed = false;
         rs->registering = false; /* a registration still out is stale now */
         if (rs->act)
-            ract_stop(rs->act);
+            eddy__ract_stop(rs->act);
     }
     /* The start's callback is taken first: a callback below may start the bus again. */
     bool pending = bus->ready_pending;
@@ -169,7 +169,7 @@ static void stop_all(eddy_rbus *bus, eddy_status st, const eddy_error *err) {
     fire_subs_ready(bus, st, err);
     if (pending && fn)
         fn(st, err, user);
-    rreq_abandon_all(bus);
+    eddy__rreq_abandon_all(bus);
 }
 
 /* Fires the start's callback once every subscription and then the control loop are ready;
@@ -178,14 +178,14 @@ static void maybe_ready(eddy_rbus *bus) {
     if (!bus->started || !bus->ready_pending || !all_ready(bus))
         return;
     if (!bus->ctl) {
-        if (rctl_start(bus) != EDDY_OK) {
+        if (eddy__rctl_start(bus) != EDDY_OK) {
             eddy_error err;
             eddy__fail(&err, EDDY_ERR_NOMEM, "out of memory starting the control loop");
             stop_all(bus, EDDY_ERR_NOMEM, &err);
         }
         return;
     }
-    if (rctl_ready(bus->ctl)) {
+    if (eddy__rctl_ready(bus->ctl)) {
         bus->active = true;
         fire_bus_ready(bus, EDDY_OK, NULL);
     }
@@ -203,13 +203,13 @@ static void sub_failed(eddy_rbus *bus, rsub *rs, eddy_status st, const eddy_erro
         stop_all(bus, st, err);
     } else {
         if (rs->act)
-            ract_stop(rs->act);
+            eddy__ract_stop(rs->act);
         remove_sub(bus, rs);
         fire_sub_ready(rs, st, err);
     }
 }
 
-void rbus_act_ready(eddy_rbus *bus, ract *act, const eddy_error *err) {
+void eddy__rbus_act_ready(eddy_rbus *bus, ract *act, const eddy_error *err) {
     rsub *rs = act->rs;
     if (err) {
         sub_failed(bus, rs, err->status, err);
@@ -218,7 +218,7 @@ void rbus_act_ready(eddy_rbus *bus, ract *act, const eddy_error *err) {
          * on its own, before it counts for the bus or for its own callback. */
         rs->registering = true;
         rs->reg_seq++;
-        if (rctl_register(bus, rs) != EDDY_OK) {
+        if (eddy__rctl_register(bus, rs) != EDDY_OK) {
             rs->registering = false;
             eddy_error e;
             eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory registering subscription '%s'",
@@ -230,8 +230,8 @@ void rbus_act_ready(eddy_rbus *bus, ract *act, const eddy_error *err) {
     }
 }
 
-void rbus_sub_registered(eddy_rbus *bus, rsub *rs, unsigned seq, eddy_status st,
-                         const eddy_error *err) {
+void eddy__rbus_sub_registered(eddy_rbus *bus, rsub *rs, unsigned seq, eddy_status st,
+                               const eddy_error *err) {
     if (!rs->registering || seq != rs->reg_seq)
         return; /* stopped meanwhile */
     rs->registering = false;
@@ -241,7 +241,7 @@ void rbus_sub_registered(eddy_rbus *bus, rsub *rs, unsigned seq, eddy_status st,
         sub_failed(bus, rs, st, err);
 }
 
-void rbus_ctl_ready(eddy_rbus *bus, const eddy_error *err) {
+void eddy__rbus_ctl_ready(eddy_rbus *bus, const eddy_error *err) {
     if (!err)
         maybe_ready(bus);
     else if (bus->ready_pending)
@@ -251,12 +251,12 @@ void rbus_ctl_ready(eddy_rbus *bus, const eddy_error *err) {
 /* ---- teardown ------------------------------------------------------------------------------ */
 
 static void reap(eddy_rbus *bus) {
-    rctl_reap(bus);
+    eddy__rctl_reap(bus);
     for (ract **p = &bus->acts; *p;) {
         ract *act = *p;
         if (act->r.state == R_DEAD) {
             *p = act->next;
-            ract_free(act);
+            eddy__ract_free(act);
         } else {
             p = &act->next;
         }
@@ -269,16 +269,16 @@ static void destroy(eddy_rbus *bus) {
     while (bus->acts) {
         ract *act = bus->acts;
         bus->acts = act->next;
-        ract_free(act);
+        eddy__ract_free(act);
     }
     ev_timer_stop(bus->loop, &bus->deadline);
     eddy_error err;
     eddy__fail(&err, EDDY_ERR_CLOSED, "the bus was freed");
     /* Ops still out complete here; the requests among them ended already (stop_all). */
-    rpub_close_all(bus);
+    eddy__rpub_close_all(bus);
     fire_subs_ready(bus, EDDY_ERR_CLOSED, &err);
     fire_bus_ready(bus, EDDY_ERR_CLOSED, &err);
-    rctl_free_all(bus);
+    eddy__rctl_free_all(bus);
     eddy__requests_free(bus->requests);
     eddy__registry_cache_free(bus->registry_cache);
     eddy__discovery_free(bus->discovery);
@@ -295,9 +295,9 @@ static void destroy(eddy_rbus *bus) {
     free(bus);
 }
 
-void rbus_enter(eddy_rbus *bus) { bus->depth++; }
+void eddy__rbus_enter(eddy_rbus *bus) { bus->depth++; }
 
-void rbus_leave(eddy_rbus *bus) {
+void eddy__rbus_leave(eddy_rbus *bus) {
     if (--bus->depth > 0)
         return;
     reap(bus);
@@ -324,7 +324,7 @@ eddy_status eddy_rbus_new(struct ev_loop *loop, const eddy_settings *settings,
         return st;
     }
     bus->loop = loop;
-    rreq_setup(bus);
+    eddy__rreq_setup(bus);
     bus->caps = eddy__capabilities(&bus->s.url);
     if (bus->s.url.kind == EDDY__URL_MEMORY &&
         !(bus->engine = eddy__mem_engine_acquire(bus->s.url.name)))
@@ -353,19 +353,19 @@ eddy_status eddy_rbus_subscribe_ready(eddy_rbus *bus, const eddy_subscription_sp
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or spec is NULL");
     if (bus->freeing)
         return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
-    rbus_enter(bus);
+    eddy__rbus_enter(bus);
     rsub *rs = NULL;
     eddy_status st = add_sub(bus, spec, &rs, err);
     if (st == EDDY_OK) {
         rs->ready = ready;
         rs->ready_user = user;
-        if (bus->started && (st = ract_start(rs)) != EDDY_OK) {
+        if (bus->started && (st = eddy__ract_start(rs)) != EDDY_OK) {
             bus->nsubs--; /* refused: its callback does not run */
             rsub_free(rs);
             eddy__fail(err, st, "out of memory");
         }
     }
-    rbus_leave(bus);
+    eddy__rbus_leave(bus);
     return st;
 }
 
@@ -381,15 +381,15 @@ eddy_status eddy_rbus_start(eddy_rbus *bus, eddy_ready_fn ready, void *user, edd
         return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
     if (bus->started)
         return eddy__fail(err, EDDY_ERR_ILLEGAL_STATE, "the bus is already started");
-    rbus_enter(bus);
+    eddy__rbus_enter(bus);
     /* The publishing connection first: a stop's leave then goes out at once. */
-    eddy_status st = rpub_open(bus);
+    eddy_status st = eddy__rpub_open(bus);
     size_t i = 0;
     for (; st == EDDY_OK && i < bus->nsubs; i++)
-        st = ract_start(bus->subs[i]);
+        st = eddy__ract_start(bus->subs[i]);
     if (st != EDDY_OK) {
         for (size_t j = 0; j + 1 < i; j++)
-            ract_stop(bus->subs[j]->act);
+            eddy__ract_stop(bus->subs[j]->act);
     } else {
         bus->started = true;
         bus->ready_pending = true;
@@ -397,27 +397,27 @@ eddy_status eddy_rbus_start(eddy_rbus *bus, eddy_ready_fn ready, void *user, edd
         bus->ready_user = user;
         /* No subscription to wait for: the control loop starts now; it is ready from the
          * loop, never inside this call. */
-        if (bus->nsubs == 0 && (st = rctl_start(bus)) != EDDY_OK) {
+        if (bus->nsubs == 0 && (st = eddy__rctl_start(bus)) != EDDY_OK) {
             bus->started = bus->ready_pending = false;
             bus->ready = NULL;
         }
     }
     if (st != EDDY_OK) {
-        rpub_close_when_idle(bus);
+        eddy__rpub_close_when_idle(bus);
         eddy__fail(err, st, "out of memory");
     }
-    rbus_leave(bus);
+    eddy__rbus_leave(bus);
     return st;
 }
 
 void eddy_rbus_stop(eddy_rbus *bus) {
     if (!bus || bus->freeing)
         return;
-    rbus_enter(bus);
+    eddy__rbus_enter(bus);
     eddy_error err;
     eddy__fail(&err, EDDY_ERR_CLOSED, "the bus was stopped");
     stop_all(bus, EDDY_ERR_CLOSED, &err);
-    rbus_leave(bus);
+    eddy__rbus_leave(bus);
 }
 
 void eddy_rbus_free(eddy_rbus *bus) {
@@ -425,11 +425,11 @@ void eddy_rbus_free(eddy_rbus *bus) {
         return;
     /* Freeing first: callbacks run from here on cannot start or add work. */
     bus->freeing = true;
-    rbus_enter(bus);
+    eddy__rbus_enter(bus);
     eddy_error err;
     eddy__fail(&err, EDDY_ERR_CLOSED, "the bus was freed");
     stop_all(bus, EDDY_ERR_CLOSED, &err);
-    rbus_leave(bus);
+    eddy__rbus_leave(bus);
 }
 
 eddy_status eddy_rbus_consumer_stats(eddy_rbus *bus, const char *name, eddy_consumer_stats *out) {
@@ -452,10 +452,10 @@ static eddy_status set_paused(eddy_rbus *bus, const char *name, bool pause, eddy
         if (strcmp(rs->sub->name, name) != 0)
             continue;
         eddy__wake how = eddy__consumer_pause(rs->sub, pause);
-        rbus_enter(bus);
+        eddy__rbus_enter(bus);
         if (rs->act)
-            ract_wake(rs->act, how);
-        rbus_leave(bus);
+            eddy__ract_wake(rs->act, how);
+        eddy__rbus_leave(bus);
         return EDDY_OK;
     }
     return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "no subscription '%s' on this bus", name);

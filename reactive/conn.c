@@ -4,9 +4,9 @@
  *
  * Invariants:
  * - `depth` counts this file's frames on the stack that may reach the owner (event callbacks,
- *   rconn_drain). A close while depth > 0 only marks the connection closed; it is destroyed
+ *   eddy__rconn_drain). A close while depth > 0 only marks the connection closed; it is destroyed
  *   when the outermost frame returns, so no frame of ours ever sees freed memory.
- * - `down` is reported once, from the loop, never after rconn_close, and never from inside a
+ * - `down` is reported once, from the loop, never after eddy__rconn_close, and never from inside a
  *   call the owner made into this file (then a zero-delay timer reports it).
  * - Every command given to a link has a deadline: its queueing time plus command_timeout_ms
  *   (plus its block_ms for a blocking read), but never before the deadline of the command
@@ -54,14 +54,14 @@ struct rconn {
     bool down_told;
     unsigned state_epoch; /* conn_state.h: nonzero while up (reported to the bus's tracker) */
     eddy_error fail_err;
-    uint64_t fail_sent; /* rconn_sent when it failed */
+    uint64_t fail_sent; /* eddy__rconn_sent when it failed */
     ev_timer timer;     /* the next deadline; a zero delay reports down */
     long long timer_at; /* when it fires (eddy__mono_ms), while it is active */
     /* The commands awaiting replies, in order (a ring). memory://: executed ones first
      * (ndone), then the parked or unrun ones. */
     pending *q;
     size_t qhead, qn, qcap;
-    redisReply *lending; /* the reply the owner is looking at, when rconn_keep may take it */
+    redisReply *lending; /* the reply the owner is looking at, when eddy__rconn_keep may take it */
     /* redis://, rediss://, unix:// */
     eddy__link *link;
     eddy__reply_arena *arena; /* replies are built in it and dropped after their callback */
@@ -474,8 +474,8 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
     leave_loop(c); /* reports a loss that is due */
 }
 
-eddy_status rconn_open(struct ev_loop *loop, const eddy__settings *s, const rconn_ops *ops,
-                       void *owner, rconn **out) {
+eddy_status eddy__rconn_open(struct ev_loop *loop, const eddy__settings *s, const rconn_ops *ops,
+                             void *owner, rconn **out) {
     rconn *c = calloc(1, sizeof(*c));
     if (!c)
         return EDDY_ERR_NOMEM;
@@ -509,24 +509,26 @@ eddy_status rconn_open(struct ev_loop *loop, const eddy__settings *s, const rcon
     return EDDY_OK;
 }
 
-bool rconn_is_up(const rconn *c) { return c->up && !c->failed && !c->closed; }
+bool eddy__rconn_is_up(const rconn *c) { return c->up && !c->failed && !c->closed; }
 
-long long rconn_client_id(const rconn *c) { return c->link ? eddy__link_client_id(c->link) : -1; }
+long long eddy__rconn_client_id(const rconn *c) {
+    return c->link ? eddy__link_client_id(c->link) : -1;
+}
 
-uint64_t rconn_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv) {
+uint64_t eddy__rconn_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv) {
     if (c->closed || c->failed)
         return 0;
     return c->mc ? mem_send(c, cmd, priv) : link_send(c, cmd, block_ms, priv);
 }
 
-uint64_t rconn_sent(const rconn *c) {
+uint64_t eddy__rconn_sent(const rconn *c) {
     if (c->failed)
         return c->fail_sent;
     return c->link ? eddy__link_sent(c->link) : c->mem_numbered;
 }
 
-eddy_status rconn_outcome(eddy_status st, const eddy_error *err, uint64_t last, uint64_t sent,
-                          eddy_error *out, const eddy_error **detail) {
+eddy_status eddy__rconn_outcome(eddy_status st, const eddy_error *err, uint64_t last, uint64_t sent,
+                                eddy_error *out, const eddy_error **detail) {
     *detail = err;
     if (st != EDDY_ERR_TIMEOUT || (last > 0 && last <= sent))
         return st;
@@ -572,7 +574,7 @@ static redisReply *clone_reply(const redisReply *r) {
     return o;
 }
 
-redisReply *rconn_keep(rconn *c, redisReply *reply) {
+redisReply *eddy__rconn_keep(rconn *c, redisReply *reply) {
     if (reply == c->lending) {
         c->lending = NULL;
         return reply;
@@ -581,7 +583,7 @@ redisReply *rconn_keep(rconn *c, redisReply *reply) {
     return clone_reply(reply);
 }
 
-void rconn_drain(rconn *c) {
+void eddy__rconn_drain(rconn *c) {
     if (!c || c->closed || c->failed || c->depth > 0)
         return;
     c->depth++;
@@ -597,7 +599,7 @@ void rconn_drain(rconn *c) {
     leave_owner(c);
 }
 
-void rconn_close(rconn *c) {
+void eddy__rconn_close(rconn *c) {
     if (!c)
         return;
     c->closed = true;

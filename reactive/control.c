@@ -8,7 +8,7 @@
  * - Started once every subscription of a start is ready (a requester that finds them in the
  *   registry finds their groups in place); the bus's start is ready once this loop is.
  * - The heartbeat renews only listed subscriptions (rsub.listed): ready ones, and late ones
- *   once their own registration (rctl_register, on the publishing connection) came back.
+ *   once their own registration (eddy__rctl_register, on the publishing connection) came back.
  * - Stopping leaves the registry and deletes the reply stream with commands on the publishing
  *   connection, put on the wire before stop returns when that connection is up (best effort:
  *   leases end by themselves), then closes this connection at once, even inside a blocking
@@ -19,7 +19,7 @@
  *   bus was started again meanwhile (the new activation uses the same groups).
  * - Replies read after their request's deadline are never delivered: due deadlines are
  *   ended before a read's replies are matched, whatever order the loop runs its watchers in.
- * - A stopped loop is only marked dead; it is freed by the outermost rbus_leave.
+ * - A stopped loop is only marked dead; it is freed by the outermost eddy__rbus_leave.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -82,19 +82,19 @@ static void ctl_step(void *owner) {
         return;
     }
     if (!r->conn) {
-        rround_connect(r);
+        eddy__rround_connect(r);
         return;
     }
     size_t n = 0;
     eddy__plan_reset(&r->plan);
     if (!snapshot(c, &n) ||
         eddy__inbox_plan(c->inbox, eddy_now_ms(), c->subs, n, &r->plan) != EDDY_OK) {
-        rround_idle(r, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
+        eddy__rround_idle(r, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
         return;
     }
     if (r->plan.cmds.n == 0)
-        rround_idle(r, r->plan.idle_ms);
-    else if (!rround_send(r))
+        eddy__rround_idle(r, r->plan.idle_ms);
+    else if (!eddy__rround_send(r))
         eddy__inbox_reset(c->inbox, eddy_now_ms()); /* the plan is not sent */
 }
 
@@ -103,32 +103,32 @@ static void ctl_done(void *owner) {
     rctl *c = owner;
     rround *r = &c->r;
     eddy_rbus *bus = c->bus;
-    rreq_expire(bus);       /* before matching: a reply after its deadline is Unclaimed */
+    eddy__rreq_expire(bus); /* before matching: a reply after its deadline is Unclaimed */
     if (r->state == R_DEAD) /* stopped from a request's callback: the replies are moot */
         return;
     eddy__reply_list done = {0};
     eddy_status st =
         eddy__inbox_feed(c->inbox, eddy_now_ms(), &r->plan, r->replies, r->plan.cmds.n, &done);
-    rround_replies_done(r);
+    eddy__rround_replies_done(r);
     if (st != EDDY_OK) {
         eddy__reply_list_free(&done);
         eddy_error err;
         eddy__fail(&err, st, "unexpected replies");
-        rround_lose(r, &err);
+        eddy__rround_lose(r, &err);
         return;
     }
     r->state = R_HELD;
     if (!c->ready && eddy__inbox_ready(c->inbox)) {
         c->ready = true;
-        rround_stop_deadline(r);
-        rbus_ctl_ready(bus, NULL);
+        eddy__rround_stop_deadline(r);
+        eddy__rbus_ctl_ready(bus, NULL);
     }
     /* Matched requests were taken out of the table: each is completed here, whatever the
      * callbacks before it did to the bus. */
     for (size_t i = 0; i < done.n; i++) {
         eddy_event *reply = done.v[i].reply;
         done.v[i].reply = NULL;
-        rreq_complete_waiter(done.v[i].waiter, done.v[i].st, reply);
+        eddy__rreq_complete_waiter(done.v[i].waiter, done.v[i].st, reply);
     }
     eddy__reply_list_free(&done);
     if (r->state == R_HELD)
@@ -140,8 +140,9 @@ static void ctl_late(void *owner) {
     if (c->ready)
         return;
     eddy_error err;
-    rround_late_error(&c->r, &err, "the backend could not be reached to open the reply stream");
-    rbus_ctl_ready(c->bus, &err);
+    eddy__rround_late_error(&c->r, &err,
+                            "the backend could not be reached to open the reply stream");
+    eddy__rbus_ctl_ready(c->bus, &err);
 }
 
 static const rround_ops ctl_round_ops = {ctl_step, NULL, ctl_done, ctl_lost, ctl_late};
@@ -181,19 +182,19 @@ static void left(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err)
 static void registered(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
     eddy_error e;
     st = replies_status(p, st, err, &e);
-    rbus_sub_registered(bus, p->user, p->seq, st, st == EDDY_OK ? NULL : &e);
+    eddy__rbus_sub_registered(bus, p->user, p->seq, st, st == EDDY_OK ? NULL : &e);
 }
 
-eddy_status rctl_register(eddy_rbus *bus, rsub *rs) {
-    rpub *p = rpub_new(registered, rs);
+eddy_status eddy__rctl_register(eddy_rbus *bus, rsub *rs) {
+    rpub *p = eddy__rpub_new(registered, rs);
     if (!p)
         return EDDY_ERR_NOMEM;
     p->seq = rs->reg_seq;
     eddy_status st = eddy__inbox_register_cmds(bus->ctl->inbox, rs->sub, eddy_now_ms(), &p->cmds);
     if (st == EDDY_OK)
-        st = rpub_submit(bus, p);
+        st = eddy__rpub_submit(bus, p);
     if (st != EDDY_OK)
-        rpub_free(p);
+        eddy__rpub_free(p);
     return st;
 }
 
@@ -237,7 +238,7 @@ static void fanout_listed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_er
         st = subs ? eddy__retention_stop_destroy(&bus->s, subs, bus->nsubs, p->replies[0], &cmds)
                   : EDDY_ERR_NOMEM;
         for (size_t i = 0; st == EDDY_OK && i < cmds.n; i += RPUB_MAX_CMDS) {
-            rpub *d = rpub_new(fanout_destroyed, NULL);
+            rpub *d = eddy__rpub_new(fanout_destroyed, NULL);
             for (size_t j = i; d && j < cmds.n && j < i + RPUB_MAX_CMDS; j++) {
                 eddy__cmd *c = eddy__cmdlist_add(&d->cmds, 0, 0);
                 if (!c)
@@ -245,8 +246,9 @@ static void fanout_listed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_er
                 *c = cmds.cmds[j]; /* moved */
                 eddy__cmd_init(&cmds.cmds[j]);
             }
-            if (!d || eddy__cmdlist_status(&d->cmds) != EDDY_OK || rpub_submit(bus, d) != EDDY_OK) {
-                rpub_free(d);
+            if (!d || eddy__cmdlist_status(&d->cmds) != EDDY_OK ||
+                eddy__rpub_submit(bus, d) != EDDY_OK) {
+                eddy__rpub_free(d);
                 st = EDDY_ERR_NOMEM;
                 break;
             }
@@ -264,15 +266,15 @@ static void fanout_listed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_er
 
 static void drop_fanout_groups(eddy_rbus *bus) {
     eddy__sub **subs = all_subs(bus);
-    rpub *p = subs ? rpub_new(fanout_listed, NULL) : NULL;
+    rpub *p = subs ? eddy__rpub_new(fanout_listed, NULL) : NULL;
     bool need = false;
     eddy_status st =
         p ? eddy__retention_stop_list(&bus->s, subs, bus->nsubs, &p->cmds, &need) : EDDY_ERR_NOMEM;
     free(subs);
     if (st == EDDY_OK && need)
-        st = rpub_submit(bus, p);
+        st = eddy__rpub_submit(bus, p);
     if (st != EDDY_OK || !need) {
-        rpub_free(p);
+        eddy__rpub_free(p);
         if (st != EDDY_OK)
             fanout_log(bus, eddy_status_str(st));
         return;
@@ -294,7 +296,7 @@ eddy_status eddy_rbus_connection_stats(eddy_rbus *bus, eddy_connection_stats *ou
     return EDDY_OK;
 }
 
-eddy_status rctl_start(eddy_rbus *bus) {
+eddy_status eddy__rctl_start(eddy_rbus *bus) {
     rctl *c = calloc(1, sizeof(*c));
     if (!c)
         return EDDY_ERR_NOMEM;
@@ -303,7 +305,7 @@ eddy_status rctl_start(eddy_rbus *bus) {
         return EDDY_ERR_NOMEM;
     }
     c->bus = bus;
-    rround_init(&c->r, bus, &ctl_round_ops, c, "control connection", NULL);
+    eddy__rround_init(&c->r, bus, &ctl_round_ops, c, "control connection", NULL);
     c->next = bus->ctls;
     bus->ctls = c;
     bus->ctl = c;
@@ -311,15 +313,15 @@ eddy_status rctl_start(eddy_rbus *bus) {
     return EDDY_OK;
 }
 
-void rctl_stop(eddy_rbus *bus) {
+void eddy__rctl_stop(eddy_rbus *bus) {
     rctl *c = bus->ctl;
     if (!c)
         return;
     bus->ctl = NULL;
-    rround_kill(&c->r);
+    eddy__rround_kill(&c->r);
     /* Leave the registry first thing on the publishing connection, so requesters see "no
      * responders" rather than wait, and delete the reply stream. */
-    rpub *p = rpub_new(left, NULL);
+    rpub *p = eddy__rpub_new(left, NULL);
     eddy__sub **subs = malloc((bus->nsubs ? bus->nsubs : 1) * sizeof(*subs));
     eddy_status st = p && subs ? EDDY_OK : EDDY_ERR_NOMEM;
     for (size_t i = 0; st == EDDY_OK && i < bus->nsubs; i++)
@@ -327,10 +329,10 @@ void rctl_stop(eddy_rbus *bus) {
     if (st == EDDY_OK)
         st = eddy__inbox_close_cmds(c->inbox, subs, bus->nsubs, &p->cmds);
     if (st == EDDY_OK)
-        st = rpub_submit(bus, p);
+        st = eddy__rpub_submit(bus, p);
     free(subs);
     if (st != EDDY_OK) {
-        rpub_free(p);
+        eddy__rpub_free(p);
         eddy__log(&bus->s.log, EDDY_LOG_WARN,
                   "stop: could not leave the subscription registry; the leases end in %u ms",
                   bus->s.lease_ms);
@@ -338,20 +340,20 @@ void rctl_stop(eddy_rbus *bus) {
     }
     bus->leaving++;
     drop_fanout_groups(bus);
-    rpub_flush(bus);
+    eddy__rpub_flush(bus);
 }
 
-bool rctl_ready(const rctl *c) { return c->ready; }
-const char *rctl_inbox_key(const rctl *c) { return eddy__inbox_key(c->inbox); }
+bool eddy__rctl_ready(const rctl *c) { return c->ready; }
+const char *eddy__rctl_inbox_key(const rctl *c) { return eddy__inbox_key(c->inbox); }
 
 static void rctl_free(rctl *c) {
-    rround_free(&c->r);
+    eddy__rround_free(&c->r);
     eddy__inbox_free(c->inbox);
     free(c->subs);
     free(c);
 }
 
-void rctl_reap(eddy_rbus *bus) {
+void eddy__rctl_reap(eddy_rbus *bus) {
     for (rctl **p = &bus->ctls; *p;) {
         rctl *c = *p;
         if (c->r.state == R_DEAD && c != bus->ctl) {
@@ -363,7 +365,7 @@ void rctl_reap(eddy_rbus *bus) {
     }
 }
 
-void rctl_free_all(eddy_rbus *bus) {
+void eddy__rctl_free_all(eddy_rbus *bus) {
     while (bus->ctls) {
         rctl *c = bus->ctls;
         bus->ctls = c->next;

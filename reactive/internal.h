@@ -2,9 +2,9 @@
  * control.c, request.c).
  *
  * Re-entrancy: every way into the bus (a public call, a libev or connection callback) is
- * bracketed by rbus_enter/rbus_leave. User code (handlers, ready and publish callbacks) only
- * runs inside such a bracket, so whatever it frees or stops is only marked: objects that die
- * (activations, the bus itself) are released by the outermost rbus_leave, when no frame of
+ * bracketed by eddy__rbus_enter/eddy__rbus_leave. User code (handlers, ready and publish callbacks)
+ * only runs inside such a bracket, so whatever it frees or stops is only marked: objects that die
+ * (activations, the bus itself) are released by the outermost eddy__rbus_leave, when no frame of
  * ours uses them any more. */
 #ifndef EDDY_REACTIVE_INTERNAL_H
 #define EDDY_REACTIVE_INTERNAL_H
@@ -79,7 +79,7 @@ struct ract {
 typedef struct rpub rpub;
 #define RPUB_MAX_CMDS 4
 /* Runs once, after the op left the queue: st EDDY_OK with every reply in p->replies (the last
- * one borrowed: rconn_keep(bus->pub_conn, ...) keeps it), or why there are none (the
+ * one borrowed: eddy__rconn_keep(bus->pub_conn, ...) keeps it), or why there are none (the
  * connection's error in err, or EDDY_ERR_CLOSED with err NULL when the bus is freed). The op
  * is freed when it returns. */
 typedef void (*rpub_fn)(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
@@ -97,7 +97,7 @@ struct rpub {
     unsigned seq;
 };
 /* The commands p sends (and its completion reads replies of). */
-const eddy__cmdlist *rpub_cmds(const rpub *p);
+const eddy__cmdlist *eddy__rpub_cmds(const rpub *p);
 
 struct eddy_rbus {
     struct ev_loop *loop;
@@ -138,74 +138,75 @@ struct eddy_rbus {
 };
 
 /* bus.c */
-void rbus_enter(eddy_rbus *bus);
-void rbus_leave(eddy_rbus *bus);
+void eddy__rbus_enter(eddy_rbus *bus);
+void eddy__rbus_leave(eddy_rbus *bus);
 /* An activation became ready, or could not in time (err set). */
-void rbus_act_ready(eddy_rbus *bus, ract *act, const eddy_error *err);
-long long rbus_now_ms(void);
-void rbus_timer_after(eddy_rbus *bus, ev_timer *t, long long ms);
+void eddy__rbus_act_ready(eddy_rbus *bus, ract *act, const eddy_error *err);
+long long eddy__rbus_now_ms(void);
+void eddy__rbus_timer_after(eddy_rbus *bus, ev_timer *t, long long ms);
 
 /* reader.c */
-eddy_status ract_start(rsub *rs); /* creates rs->act and starts it */
+eddy_status eddy__ract_start(rsub *rs); /* creates rs->act and starts it */
 /* Stops reading at once; the activation dies when what it must still send is sent. */
-void ract_stop(ract *act);
+void eddy__ract_stop(ract *act);
 /* After a pause or resume, as the core asks (eddy__consumer_pause): ends an idle wait, and for
  * EDDY__WAKE_READ cuts a blocking read short (a reconnect at once; what it read stays pending). */
-void ract_wake(ract *act, eddy__wake how);
+void eddy__ract_wake(ract *act, eddy__wake how);
 /* Frees a dead activation (or, when the bus is freed, any): deliveries still pending are
  * detached so that eddy_delivery_finish stays valid on them. */
-void ract_free(ract *act);
+void eddy__ract_free(ract *act);
 
 /* A late subscription's registration finished (control.c), with the seq it was sent with. */
-void rbus_sub_registered(eddy_rbus *bus, rsub *rs, unsigned seq, eddy_status st,
-                         const eddy_error *err);
+void eddy__rbus_sub_registered(eddy_rbus *bus, rsub *rs, unsigned seq, eddy_status st,
+                               const eddy_error *err);
 /* The control loop became ready, or could not in time (err set). */
-void rbus_ctl_ready(eddy_rbus *bus, const eddy_error *err);
+void eddy__rbus_ctl_ready(eddy_rbus *bus, const eddy_error *err);
 
 /* publish.c */
 /* Completes every op with EDDY_ERR_CLOSED and drops the connection. */
-void rpub_close_all(eddy_rbus *bus);
-/* A new op with no commands yet (NULL on OOM); free it with rpub_free unless submitted. */
-rpub *rpub_new(rpub_fn complete, void *user);
-void rpub_free(rpub *p);
+void eddy__rpub_close_all(eddy_rbus *bus);
+/* A new op with no commands yet (NULL on OOM); free it with eddy__rpub_free unless submitted. */
+rpub *eddy__rpub_new(rpub_fn complete, void *user);
+void eddy__rpub_free(rpub *p);
 /* Queues p (at most RPUB_MAX_CMDS commands) on the publishing connection, opened on first use;
  * its completion runs later, from the loop. EDDY_ERR_NOMEM when no connection could be made:
  * p is then not taken. */
-eddy_status rpub_submit(eddy_rbus *bus, rpub *p);
+eddy_status eddy__rpub_submit(eddy_rbus *bus, rpub *p);
 /* Puts what is queued on the wire now (stop: leaving the registry goes out before it returns). */
-void rpub_flush(eddy_rbus *bus);
+void eddy__rpub_flush(eddy_rbus *bus);
 /* Opens the connection ahead of use (start: a stop's leave then goes out at once). */
-eddy_status rpub_open(eddy_rbus *bus);
+eddy_status eddy__rpub_open(eddy_rbus *bus);
 /* The bus stopped: the connection closes once nothing is queued, so that a stopped bus holds
  * no connection (the loop may end); the next op opens it again. */
-void rpub_close_when_idle(eddy_rbus *bus);
+void eddy__rpub_close_when_idle(eddy_rbus *bus);
 
 /* control.c */
-/* Creates bus->ctl and starts it: the reply stream, then the registry; rbus_ctl_ready follows. */
-eddy_status rctl_start(eddy_rbus *bus);
+/* Creates bus->ctl and starts it: the reply stream, then the registry; eddy__rbus_ctl_ready
+ * follows. */
+eddy_status eddy__rctl_start(eddy_rbus *bus);
 /* Stops bus->ctl: its subscriptions leave the registry and its reply stream is deleted (on the
  * publishing connection, best effort), and its connection closes at once. */
-void rctl_stop(eddy_rbus *bus);
+void eddy__rctl_stop(eddy_rbus *bus);
 /* True once its reply stream exists and the subscriptions were registered. */
-bool rctl_ready(const rctl *c);
+bool eddy__rctl_ready(const rctl *c);
 /* Its reply stream's key (borrowed; lives as the control loop). */
-const char *rctl_inbox_key(const rctl *c);
-/* Registers a late subscription now; rbus_sub_registered follows. */
-eddy_status rctl_register(eddy_rbus *bus, rsub *rs);
-/* Frees the dead control loops (rbus_leave). */
-void rctl_reap(eddy_rbus *bus);
+const char *eddy__rctl_inbox_key(const rctl *c);
+/* Registers a late subscription now; eddy__rbus_sub_registered follows. */
+eddy_status eddy__rctl_register(eddy_rbus *bus, rsub *rs);
+/* Frees the dead control loops (eddy__rbus_leave). */
+void eddy__rctl_reap(eddy_rbus *bus);
 /* Frees every control loop, live or dead (the bus is freed). */
-void rctl_free_all(eddy_rbus *bus);
+void eddy__rctl_free_all(eddy_rbus *bus);
 
 /* request.c */
 /* Initialises the deadline timer (eddy_rbus_new). */
-void rreq_setup(eddy_rbus *bus);
+void eddy__rreq_setup(eddy_rbus *bus);
 /* Every request still waiting ends with EDDY_ERR_NO_REPLY (counted NoReply). */
-void rreq_abandon_all(eddy_rbus *bus);
+void eddy__rreq_abandon_all(eddy_rbus *bus);
 /* Ends the requests whose deadline has passed. */
-void rreq_expire(eddy_rbus *bus);
+void eddy__rreq_expire(eddy_rbus *bus);
 /* Completes one request the core took out of its table (a matched reply). */
-void rreq_complete_waiter(void *waiter, eddy_status st, eddy_event *reply);
+void eddy__rreq_complete_waiter(void *waiter, eddy_status st, eddy_event *reply);
 /* For tests: requests in the core's table, request objects alive, ops on the publishing
  * connection. */
 void eddy__rbus_request_counts(eddy_rbus *bus, size_t *in_table, size_t *alive, size_t *ops);

@@ -31,7 +31,7 @@ static void pub_reply(void *owner, void *priv, redisReply *r);
 static void pub_down(void *owner, eddy_status st, const eddy_error *err);
 static const rconn_ops pub_ops = {pub_up, pub_reply, pub_down};
 
-rpub *rpub_new(rpub_fn complete, void *user) {
+rpub *eddy__rpub_new(rpub_fn complete, void *user) {
     rpub *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
@@ -41,7 +41,7 @@ rpub *rpub_new(rpub_fn complete, void *user) {
     return p;
 }
 
-void rpub_free(rpub *p) {
+void eddy__rpub_free(rpub *p) {
     if (!p)
         return;
     for (size_t i = 0; i < RPUB_MAX_CMDS; i++)
@@ -51,12 +51,12 @@ void rpub_free(rpub *p) {
     free(p);
 }
 
-const eddy__cmdlist *rpub_cmds(const rpub *p) { return p->ext ? p->ext : &p->cmds; }
+const eddy__cmdlist *eddy__rpub_cmds(const rpub *p) { return p->ext ? p->ext : &p->cmds; }
 
 /* Runs p's completion (p has left the queue), then frees it. */
 static void complete(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
     p->complete(bus, p, st, err);
-    rpub_free(p);
+    eddy__rpub_free(p);
 }
 
 static bool idle(const eddy_rbus *bus) {
@@ -66,18 +66,18 @@ static bool idle(const eddy_rbus *bus) {
 static void close_if_idle(eddy_rbus *bus) {
     if (bus->pub_close_idle && idle(bus) && bus->pub_conn) {
         bus->pub_close_idle = false;
-        rconn_close(bus->pub_conn); /* deferred by the connection when inside its callback */
+        eddy__rconn_close(bus->pub_conn); /* deferred by the connection when inside its callback */
         bus->pub_conn = NULL;
     }
 }
 
 /* Completes p after its connection failed with st: EDDY_ERR_TIMEOUT (sent, outcome unknown)
- * only when its commands were written, EDDY_ERR_IO when not (rconn_outcome). */
+ * only when its commands were written, EDDY_ERR_IO when not (eddy__rconn_outcome). */
 static void complete_failed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err,
                             uint64_t sent) {
     eddy_error e;
     const eddy_error *d;
-    st = rconn_outcome(st, err, p->last, sent, &e, &d);
+    st = eddy__rconn_outcome(st, err, p->last, sent, &e, &d);
     complete(bus, p, st, d);
 }
 
@@ -105,87 +105,87 @@ static void send_unsent(eddy_rbus *bus) {
         rpub *p = bus->pub_unsent;
         if (!(bus->pub_unsent = p->next))
             bus->pub_unsent_tail = NULL;
-        const eddy__cmdlist *cmds = rpub_cmds(p);
+        const eddy__cmdlist *cmds = eddy__rpub_cmds(p);
         eddy__pipeline_push(&bus->pub_fifo, &p->slot, p->replies, cmds->n, p);
         for (size_t i = 0; i < cmds->n; i++)
-            if (!(p->last = rconn_send(bus->pub_conn, &cmds->cmds[i], -1, p)))
+            if (!(p->last = eddy__rconn_send(bus->pub_conn, &cmds->cmds[i], -1, p)))
                 return; /* down follows and fails them all */
     }
 }
 
 static void pub_up(void *owner) {
     eddy_rbus *bus = owner;
-    rbus_enter(bus);
+    eddy__rbus_enter(bus);
     send_unsent(bus);
-    rbus_leave(bus);
+    eddy__rbus_leave(bus);
 }
 
 static void pub_reply(void *owner, void *priv, redisReply *r) {
     eddy_rbus *bus = owner;
     (void)priv; /* the FIFO knows whose it is */
-    rbus_enter(bus);
+    eddy__rbus_enter(bus);
     const eddy__pipe_slot *head = eddy__pipeline_head(&bus->pub_fifo);
     /* Replies before an op's last are needed together with it: keep them. Without memory for
      * one, its op reads it as a lost reply (NULL). The last is borrowed for the completion. */
     bool last = head && head->got + 1 == head->n;
     bool unexpected;
-    eddy__pipe_slot *done =
-        eddy__pipeline_feed(&bus->pub_fifo, last ? r : rconn_keep(bus->pub_conn, r), &unexpected);
+    eddy__pipe_slot *done = eddy__pipeline_feed(
+        &bus->pub_fifo, last ? r : eddy__rconn_keep(bus->pub_conn, r), &unexpected);
     if (done) {
         rpub *p = done->waiter;
         p->complete(bus, p, EDDY_OK, NULL);
         p->replies[done->n - 1] = NULL; /* hiredis's or the connection's, not ours */
-        rpub_free(p);
+        eddy__rpub_free(p);
         close_if_idle(bus);
     }
-    rbus_leave(bus);
+    eddy__rbus_leave(bus);
 }
 
 static void pub_down(void *owner, eddy_status st, const eddy_error *err) {
     eddy_rbus *bus = owner;
-    rbus_enter(bus);
+    eddy__rbus_enter(bus);
     if (!idle(bus))
         eddy__log(&bus->s.log, EDDY_LOG_WARN, "publishing connection: %s", err->detail);
-    uint64_t sent = rconn_sent(bus->pub_conn);
-    rconn_close(bus->pub_conn);
+    uint64_t sent = eddy__rconn_sent(bus->pub_conn);
+    eddy__rconn_close(bus->pub_conn);
     bus->pub_conn = NULL;                            /* the next op connects again */
     eddy__publisher_connection_lost(bus->publisher); /* a new server may lack what this one had */
     complete_all(bus, st, err, sent);
-    rbus_leave(bus);
+    eddy__rbus_leave(bus);
 }
 
-void rpub_close_all(eddy_rbus *bus) {
-    rconn_close(bus->pub_conn);
+void eddy__rpub_close_all(eddy_rbus *bus) {
+    eddy__rconn_close(bus->pub_conn);
     bus->pub_conn = NULL;
     bus->pub_close_idle = false;
     complete_all(bus, EDDY_ERR_CLOSED, NULL, 0);
 }
 
-void rpub_flush(eddy_rbus *bus) {
+void eddy__rpub_flush(eddy_rbus *bus) {
     if (bus->pub_conn)
-        rconn_drain(bus->pub_conn);
+        eddy__rconn_drain(bus->pub_conn);
 }
 
-eddy_status rpub_open(eddy_rbus *bus) {
+eddy_status eddy__rpub_open(eddy_rbus *bus) {
     bus->pub_close_idle = false;
     if (!bus->pub_conn &&
-        rconn_open(bus->loop, &bus->s, &pub_ops, bus, &bus->pub_conn) != EDDY_OK) {
+        eddy__rconn_open(bus->loop, &bus->s, &pub_ops, bus, &bus->pub_conn) != EDDY_OK) {
         bus->pub_conn = NULL;
         return EDDY_ERR_NOMEM;
     }
     return EDDY_OK;
 }
 
-void rpub_close_when_idle(eddy_rbus *bus) {
+void eddy__rpub_close_when_idle(eddy_rbus *bus) {
     bus->pub_close_idle = true;
     close_if_idle(bus);
 }
 
-eddy_status rpub_submit(eddy_rbus *bus, rpub *p) {
-    size_t n = rpub_cmds(p)->n;
+eddy_status eddy__rpub_submit(eddy_rbus *bus, rpub *p) {
+    size_t n = eddy__rpub_cmds(p)->n;
     if (n == 0 || n > RPUB_MAX_CMDS)
         return EDDY_ERR_INVALID_ARGUMENT;
-    if (rpub_open(bus) != EDDY_OK)
+    if (eddy__rpub_open(bus) != EDDY_OK)
         return EDDY_ERR_NOMEM;
     p->next = NULL;
     if (bus->pub_unsent_tail)
@@ -193,7 +193,7 @@ eddy_status rpub_submit(eddy_rbus *bus, rpub *p) {
     else
         bus->pub_unsent = p;
     bus->pub_unsent_tail = p;
-    if (rconn_is_up(bus->pub_conn))
+    if (eddy__rconn_is_up(bus->pub_conn))
         send_unsent(bus);
     return EDDY_OK;
 }
@@ -208,15 +208,15 @@ static bool publish_again(eddy_rbus *bus, rpub *p) {
     eddy__cmdlist again;
     if (!eddy__publish_again(bus->publisher, &p->cmds, p->replies, &again))
         return false;
-    rpub *q = rpub_new(published, p->user);
+    rpub *q = eddy__rpub_new(published, p->user);
     if (!q) {
         eddy__cmdlist_reset(&again);
         return false; /* p completes with the server's refusal: nothing was published */
     }
-    q->cmds = again; /* rpub_new's list is empty and owns nothing */
+    q->cmds = again; /* eddy__rpub_new's list is empty and owns nothing */
     q->done = p->done;
-    if (rpub_submit(bus, q) != EDDY_OK) {
-        rpub_free(q);
+    if (eddy__rpub_submit(bus, q) != EDDY_OK) {
+        eddy__rpub_free(q);
         return false;
     }
     return true;
@@ -242,21 +242,21 @@ eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_ev
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
     if (bus->freeing)
         return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
-    rpub *p = rpub_new(published, user);
+    rpub *p = eddy__rpub_new(published, user);
     if (!p)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     eddy_status st = eddy__publish_prepare(bus->publisher, subject, ev, &p->cmds, err);
     if (st != EDDY_OK) {
-        rpub_free(p);
+        eddy__rpub_free(p);
         return st;
     }
     p->done = done;
-    rbus_enter(bus);
-    if ((st = rpub_submit(bus, p)) != EDDY_OK) {
-        rpub_free(p);
+    eddy__rbus_enter(bus);
+    if ((st = eddy__rpub_submit(bus, p)) != EDDY_OK) {
+        eddy__rpub_free(p);
         eddy__fail(err, st, "out of memory connecting");
     }
-    rbus_leave(bus);
+    eddy__rbus_leave(bus);
     return st;
 }
 

@@ -84,7 +84,7 @@ static bool settle(ract *act, rslot *sl, eddy_status st, eddy_event *reply) {
 }
 
 static void act_kill(ract *act) {
-    rround_kill(&act->r);
+    eddy__rround_kill(&act->r);
     if (act->rs->act == act)
         act->rs->act = NULL;
     abandon_out(act);
@@ -114,19 +114,19 @@ static bool act_lost(void *owner) {
 static void act_send(ract *act) {
     act->overlapped = act->unsettled > 0;
     act->cut = false;
-    rround_send(&act->r);
+    eddy__rround_send(&act->r);
 }
 
 /* Stopping: send what was settled, then die once nothing is pending. */
 static void act_step_stopping(ract *act) {
     rround *r = &act->r;
-    if (r->conn && rconn_is_up(r->conn)) {
+    if (r->conn && eddy__rconn_is_up(r->conn)) {
         eddy__plan_reset(&r->plan);
-        if (eddy__consumer_plan_flush(act->consumer, rbus_now_ms(), &r->plan) == EDDY_OK &&
+        if (eddy__consumer_plan_flush(act->consumer, eddy__rbus_now_ms(), &r->plan) == EDDY_OK &&
             r->plan.cmds.n > 0) {
             act_send(act);
             if (r->state == R_ROUND) /* on the wire before stop returns */
-                rround_drain(r);
+                eddy__rround_drain(r);
             return;
         }
     }
@@ -149,16 +149,16 @@ static void act_step(void *owner) {
     if (act->bus->freeing)
         return; /* the bus kills this activation before the current callback returns */
     if (!r->conn) {
-        rround_connect(r);
+        eddy__rround_connect(r);
         return;
     }
     eddy__plan_reset(&r->plan);
-    if (eddy__consumer_plan(act->consumer, rbus_now_ms(), &r->plan) != EDDY_OK) {
-        rround_idle(r, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
+    if (eddy__consumer_plan(act->consumer, eddy__rbus_now_ms(), &r->plan) != EDDY_OK) {
+        eddy__rround_idle(r, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
         return;
     }
     if (r->plan.cmds.n == 0) {
-        rround_idle(r, r->plan.idle_ms);
+        eddy__rround_idle(r, r->plan.idle_ms);
         return;
     }
     act_send(act);
@@ -184,11 +184,11 @@ static void act_finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
     rslot *sl = d->frontend;
     ract *act = sl->act;
     eddy_rbus *bus = act->bus;
-    rbus_enter(bus);
+    eddy__rbus_enter(bus);
     bool wake = settle(act, sl, st == EDDY_PENDING ? EDDY_ERR_HANDLER_FAILED : st, reply);
     if (!act->dispatching)
         act_kick(act, wake);
-    rbus_leave(bus);
+    eddy__rbus_leave(bus);
 }
 
 /* Settles, as one run, the deliveries whose handlers returned during dispatch. */
@@ -259,7 +259,7 @@ static void dispatch(ract *act) {
 static void wake_others(eddy_rbus *bus, ract *self) {
     for (ract *a = bus->acts; a; a = a->next)
         if (a != self && !a->rs->sub->literal && a->rs->act == a)
-            ract_wake(a, EDDY__WAKE_IDLE);
+            eddy__ract_wake(a, EDDY__WAKE_IDLE);
 }
 
 /* Every reply of the round is in (the last one lent by the connection). */
@@ -267,22 +267,22 @@ static void act_done(void *owner) {
     ract *act = owner;
     eddy_rbus *bus = act->bus;
     rround *r = &act->r;
-    eddy_status st = eddy__consumer_feed(act->consumer, rbus_now_ms(), eddy_now_ms(), &r->plan,
-                                         r->replies, r->plan.cmds.n, &act->out);
-    rround_replies_done(r);
+    eddy_status st = eddy__consumer_feed(act->consumer, eddy__rbus_now_ms(), eddy_now_ms(),
+                                         &r->plan, r->replies, r->plan.cmds.n, &act->out);
+    eddy__rround_replies_done(r);
     if (st != EDDY_OK) {
         abandon_out(act);
         eddy_error err;
         eddy__fail(&err, st, "unexpected replies");
-        rround_lose(r, &err);
+        eddy__rround_lose(r, &err);
         return;
     }
     r->state = R_HELD;
     act->dispatching = true; /* a stop or finish from a callback below only marks */
     if (!act->stopping && !act->ready && eddy__consumer_ready(act->consumer)) {
         act->ready = true;
-        rround_stop_deadline(r);
-        rbus_act_ready(bus, act, NULL);
+        eddy__rround_stop_deadline(r);
+        eddy__rbus_act_ready(bus, act, NULL);
     }
     if (act->stopping || bus->freeing)
         abandon_out(act);
@@ -306,13 +306,13 @@ static void end_read_as_nil(ract *act) {
     if (nil) {
         r->replies[n - 1] = nil;
         r->got = n;
-        if (eddy__consumer_feed(act->consumer, rbus_now_ms(), eddy_now_ms(), &r->plan, r->replies,
-                                n, &act->out) != EDDY_OK)
+        if (eddy__consumer_feed(act->consumer, eddy__rbus_now_ms(), eddy_now_ms(), &r->plan,
+                                r->replies, n, &act->out) != EDDY_OK)
             eddy__log(&act->bus->s.log, EDDY_LOG_WARN, "subscription '%s': unexpected replies",
                       act->rs->sub->name);
         abandon_out(act);
     }
-    rround_replies_done(r);
+    eddy__rround_replies_done(r);
 }
 
 /* Stopped while the round's blocking read waits, with every other reply in: the connection
@@ -329,10 +329,10 @@ static void end_stopped_round(ract *act) {
 static void cut_round(ract *act) {
     act->cut = false;
     end_read_as_nil(act);
-    rconn_close(act->r.conn);
+    eddy__rconn_close(act->r.conn);
     act->r.conn = NULL;
     eddy__consumer_reset(act->consumer);
-    rround_connect(&act->r);
+    eddy__rround_connect(&act->r);
 }
 
 /* True when only the round's blocking read is still out, and the stop may end it. */
@@ -358,15 +358,15 @@ static void act_late(void *owner) {
     snprintf(what, sizeof(what), "subscription '%s' could not reach the backend",
              act->rs->sub->name);
     eddy_error err;
-    rround_late_error(&act->r, &err, what);
-    rbus_act_ready(act->bus, act, &err);
+    eddy__rround_late_error(&act->r, &err, what);
+    eddy__rbus_act_ready(act->bus, act, &err);
 }
 
 static const rround_ops act_round_ops = {act_step, act_kept, act_done, act_lost, act_late};
 
 /* ---- interface ------------------------------------------------------------------------------ */
 
-eddy_status ract_start(rsub *rs) {
+eddy_status eddy__ract_start(rsub *rs) {
     eddy_rbus *bus = rs->bus;
     ract *act = calloc(1, sizeof(*act));
     if (!act)
@@ -378,20 +378,20 @@ eddy_status ract_start(rsub *rs) {
     eddy__consumer_share_discovery(act->consumer, bus->discovery);
     act->bus = bus;
     act->rs = rs;
-    rround_init(&act->r, bus, &act_round_ops, act, "subscription", rs->sub->name);
+    eddy__rround_init(&act->r, bus, &act_round_ops, act, "subscription", rs->sub->name);
     act->next = bus->acts;
     bus->acts = act;
     rs->act = act;
-    rround_connect(&act->r);
+    eddy__rround_connect(&act->r);
     return EDDY_OK;
 }
 
-void ract_stop(ract *act) {
+void eddy__ract_stop(ract *act) {
     rround *r = &act->r;
     if (r->state == R_DEAD || act->stopping)
         return;
     act->stopping = true;
-    rround_stop_deadline(r);
+    eddy__rround_stop_deadline(r);
     if (act->rs->act == act)
         act->rs->act = NULL;
     if (act->dispatching)
@@ -413,7 +413,7 @@ void ract_stop(ract *act) {
         break;
     case R_ROUND:
         /* Replies that already arrived count (they may complete the round right here). */
-        rround_drain(r);
+        eddy__rround_drain(r);
         if (only_read_left(act) && r->plan.block_ms >= 0 && !act->overlapped)
             end_stopped_round(act);
         break;
@@ -433,17 +433,18 @@ static void killed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *er
  * done there before anything this bus publishes next, so the cut read takes none of it (our own
  * close reaches the server in its own time). Best effort: the close follows anyway. */
 static void kill_on_server(ract *act) {
-    long long id = act->r.conn ? rconn_client_id(act->r.conn) : -1;
+    long long id = act->r.conn ? eddy__rconn_client_id(act->r.conn) : -1;
     if (id < 0)
         return;
-    rpub *p = rpub_new(killed, NULL);
+    rpub *p = eddy__rpub_new(killed, NULL);
     if (p)
         eddy__client_kill_cmd(&p->cmds, id);
-    if (p && (eddy__cmdlist_status(&p->cmds) != EDDY_OK || rpub_submit(act->bus, p) != EDDY_OK))
-        rpub_free(p);
+    if (p &&
+        (eddy__cmdlist_status(&p->cmds) != EDDY_OK || eddy__rpub_submit(act->bus, p) != EDDY_OK))
+        eddy__rpub_free(p);
 }
 
-void ract_wake(ract *act, eddy__wake how) {
+void eddy__ract_wake(ract *act, eddy__wake how) {
     rround *r = &act->r;
     if (how == EDDY__WAKE_NONE || act->stopping || r->state == R_DEAD || act->bus->freeing)
         return;
@@ -452,7 +453,7 @@ void ract_wake(ract *act, eddy__wake how) {
         act_step(act);
     } else if (how == EDDY__WAKE_READ && r->state == R_ROUND && r->plan.live_read) {
         act->cut = true;
-        rround_drain(r); /* replies that already arrived count */
+        eddy__rround_drain(r); /* replies that already arrived count */
         if (act->cut && only_read_left(act)) {
             kill_on_server(act);
             cut_round(act);
@@ -487,7 +488,7 @@ static void orphan(eddy_delivery *d) {
     d->finish = orphan_finish;
 }
 
-void ract_free(ract *act) {
+void eddy__ract_free(ract *act) {
     if (act->r.state != R_DEAD)
         act_kill(act);
     while (act->slots) {
@@ -503,7 +504,7 @@ void ract_free(ract *act) {
         free(sl);
     }
     eddy__consumer_free(act->consumer);
-    rround_free(&act->r);
+    eddy__rround_free(&act->r);
     eddy__delivery_list_free(&act->out);
     free(act);
 }

@@ -53,7 +53,7 @@ static void complete(rreq *q, eddy_status st, eddy_event *reply) {
         eddy_event_free(reply);
 }
 
-void rreq_complete_waiter(void *waiter, eddy_status st, eddy_event *reply) {
+void eddy__rreq_complete_waiter(void *waiter, eddy_status st, eddy_event *reply) {
     complete(waiter, st, reply);
 }
 
@@ -70,10 +70,10 @@ static void arm(eddy_rbus *bus) {
         return;
     }
     long long left = next - eddy_now_ms();
-    rbus_timer_after(bus, &bus->deadline, left > 0 ? left : 0);
+    eddy__rbus_timer_after(bus, &bus->deadline, left > 0 ? left : 0);
 }
 
-void rreq_expire(eddy_rbus *bus) {
+void eddy__rreq_expire(eddy_rbus *bus) {
     long long now = eddy_now_ms();
     void *w;
     while ((w = eddy__requests_pop_expired(bus->requests, now)))
@@ -83,13 +83,13 @@ void rreq_expire(eddy_rbus *bus) {
 
 static void on_deadline(struct ev_loop *loop, ev_timer *w, int revents) {
     eddy_rbus *bus = w->data;
-    rbus_enter(bus);
+    eddy__rbus_enter(bus);
     bus->deadline_at = -1; /* fired: not armed any more */
-    rreq_expire(bus);
-    rbus_leave(bus);
+    eddy__rreq_expire(bus);
+    eddy__rbus_leave(bus);
 }
 
-void rreq_setup(eddy_rbus *bus) {
+void eddy__rreq_setup(eddy_rbus *bus) {
     ev_init(&bus->deadline, on_deadline);
     bus->deadline.data = bus;
     bus->deadline_at = -1;
@@ -97,7 +97,7 @@ void rreq_setup(eddy_rbus *bus) {
 
 static void abandoned(void *waiter, void *user) { complete(waiter, EDDY_ERR_NO_REPLY, NULL); }
 
-void rreq_abandon_all(eddy_rbus *bus) {
+void eddy__rreq_abandon_all(eddy_rbus *bus) {
     ev_timer_stop(bus->loop, &bus->deadline);
     bus->deadline_at = -1;
     eddy__requests_abandon_all(bus->requests, abandoned, NULL);
@@ -109,13 +109,13 @@ static void stepped(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *e
 
 /* Queues the flow's step (ASK or SEND) on the publishing connection. */
 static eddy_status send_step(eddy_rbus *bus, rreq *q) {
-    rpub *p = rpub_new(stepped, q);
+    rpub *p = eddy__rpub_new(stepped, q);
     if (!p)
         return EDDY_ERR_NOMEM;
     p->ext = eddy__request_flow_cmds(&q->flow); /* q outlives its ops */
-    eddy_status st = rpub_submit(bus, p);
+    eddy_status st = eddy__rpub_submit(bus, p);
     if (st != EDDY_OK) {
-        rpub_free(p);
+        eddy__rpub_free(p);
         return st;
     }
     q->ops++;
@@ -141,7 +141,7 @@ static void stepped(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *e
     q->ops--;
     /* The registry's answer is taken by the flow: keep it (the last reply is borrowed). */
     if (st == EDDY_OK && q->flow.step == EDDY__REQ_ASK &&
-        !(p->replies[0] = rconn_keep(bus->pub_conn, p->replies[0])))
+        !(p->replies[0] = eddy__rconn_keep(bus->pub_conn, p->replies[0])))
         st = EDDY_ERR_NOMEM;
     /* Fed even when q already ended: a written entry still counts Sent (the core knows). */
     eddy__req_step step = eddy__request_flow_feed(&q->flow, st, p->replies, err);
@@ -176,13 +176,13 @@ eddy_status eddy_rbus_request(eddy_rbus *bus, const char *subject, const eddy_ev
     eddy__request_ctx ctx = {bus->requests,  bus->registry_cache,
                              bus->publisher, bus->s.ns,
                              bus->caps,      bus->active,
-                             false,          bus->ctl ? rctl_inbox_key(bus->ctl) : NULL};
-    rbus_enter(bus);
+                             false,          bus->ctl ? eddy__rctl_inbox_key(bus->ctl) : NULL};
+    eddy__rbus_enter(bus);
     eddy_status st =
         eddy__request_flow_begin(&q->flow, &ctx, opts, subject, ev, q, eddy_now_ms(), err);
     if (st != EDDY_OK) {
         free(q);
-        rbus_leave(bus);
+        eddy__rbus_leave(bus);
         return st;
     }
     bus->nrequests++;
@@ -197,7 +197,7 @@ eddy_status eddy_rbus_request(eddy_rbus *bus, const char *subject, const eddy_ev
         if (handle)
             *handle = q;
     }
-    rbus_leave(bus);
+    eddy__rbus_leave(bus);
     return st;
 }
 
@@ -228,12 +228,12 @@ void eddy_rrequest_cancel(eddy_rrequest *q) {
     if (!q || q->completed)
         return;
     eddy_rbus *bus = q->bus;
-    rbus_enter(bus);
+    eddy__rbus_enter(bus);
     if (eddy__requests_give_up(bus->requests, q->flow.out.id)) {
         complete(q, EDDY_ERR_NO_REPLY, NULL);
         arm(bus);
     }
-    rbus_leave(bus);
+    eddy__rbus_leave(bus);
 }
 
 eddy_status eddy_rbus_request_stats(eddy_rbus *bus, const char *name, eddy_request_stats *out) {

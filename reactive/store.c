@@ -199,7 +199,7 @@ static void pump(eddy_rstore *s) {
     if (!s->conn) {
         if (!s->head)
             return;
-        if (rconn_open(s->loop, &s->s, &store_conn_ops, s, &s->conn) != EDDY_OK) {
+        if (eddy__rconn_open(s->loop, &s->s, &store_conn_ops, s, &s->conn) != EDDY_OK) {
             eddy_error e;
             s->conn = NULL;
             eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory connecting");
@@ -209,7 +209,7 @@ static void pump(eddy_rstore *s) {
         s->need_load = true;
         s->load_failed = false;
     }
-    if (!rconn_is_up(s->conn))
+    if (!eddy__rconn_is_up(s->conn))
         return;
     if (s->need_load) {
         /* Nothing was sent on this connection yet: the whole queue is unsent. */
@@ -231,7 +231,7 @@ static void pump(eddy_rstore *s) {
     for (rop *p = s->unsent; p; p = p->next) {
         p->sent = true;
         for (size_t i = 0; i < p->cmds.n; i++)
-            if (!(p->last = rconn_send(s->conn, &p->cmds.cmds[i], -1, p))) {
+            if (!(p->last = eddy__rconn_send(s->conn, &p->cmds.cmds[i], -1, p))) {
                 s->unsent = NULL; /* down follows from the loop and settles them */
                 return;
             }
@@ -278,8 +278,8 @@ static void conn_down(void *owner, eddy_status st, const eddy_error *err) {
     enter(s);
     if (s->head)
         eddy__log(&s->s.log, EDDY_LOG_WARN, "store connection: %s", err->detail);
-    uint64_t sent = rconn_sent(s->conn);
-    rconn_close(s->conn);
+    uint64_t sent = eddy__rconn_sent(s->conn);
+    eddy__rconn_close(s->conn);
     s->conn = NULL;
     rop *p = take_queue(s);
     while (p) {
@@ -296,7 +296,7 @@ static void conn_down(void *owner, eddy_status st, const eddy_error *err) {
         } else {
             eddy_error e;
             const eddy_error *d;
-            eddy_status pst = rconn_outcome(st, err, p->last, sent, &e, &d);
+            eddy_status pst = eddy__rconn_outcome(st, err, p->last, sent, &e, &d);
             rop_fail(p, pst, d);
             rop_free(p);
         }
@@ -465,7 +465,7 @@ static void conn_reply(void *owner, void *priv, redisReply *r) {
     if (p->got + 1 < p->cmds.n) {
         /* Earlier replies are read together with the last: keep them. Without
          * memory for one, its op reads it as a lost reply (NULL). */
-        p->replies[p->got++] = rconn_keep(s->conn, r);
+        p->replies[p->got++] = eddy__rconn_keep(s->conn, r);
         leave(s);
         return;
     }
@@ -513,7 +513,7 @@ eddy_status eddy_rstore_open(struct ev_loop *loop, const eddy_settings *settings
     if (!(s->core = eddy__store_new(&s->s)) ||
         (s->s.url.kind == EDDY__URL_MEMORY &&
          !(s->engine = eddy__mem_engine_acquire(s->s.url.name))) ||
-        rconn_open(loop, &s->s, &store_conn_ops, s, &s->conn) != EDDY_OK) {
+        eddy__rconn_open(loop, &s->s, &store_conn_ops, s, &s->conn) != EDDY_OK) {
         s->conn = NULL;
         store_free(s);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
@@ -532,7 +532,7 @@ void eddy_rstore_close(eddy_rstore *store) {
         return;
     enter(store);
     store->closing = true;
-    rconn_close(store->conn); /* deferred by the connection when inside its callback */
+    eddy__rconn_close(store->conn); /* deferred by the connection when inside its callback */
     store->conn = NULL;
     eddy_error e;
     eddy__fail(&e, EDDY_ERR_CLOSED, "the store was closed");

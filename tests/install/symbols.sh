@@ -2,7 +2,9 @@
 # The shared libraries export exactly the public API: every function a public header declares
 # EDDY_EXPORT, and nothing else (internal eddy__ names, front-end helpers, the libraries eddy
 # uses stay hidden). libeddy.so has the core and blocking headers' functions, libeddy_reactive.so
-# those of every header. Usage: tests/install/symbols.sh BUILD_DIR. Run by CI.
+# those of every header. The static libraries cannot hide anything, so every global name they
+# define carries the eddy_ or eddy__ prefix (a program's own names never collide with them).
+# Usage: tests/install/symbols.sh BUILD_DIR. Run by CI.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:?usage: $0 BUILD_DIR}
@@ -33,3 +35,16 @@ for h in "$src"/include/eddy/*.h; do
 done
 check "$build/libeddy.so" "${blocking_headers[@]}"
 check "$build/libeddy_reactive.so" "$src"/include/eddy/*.h
+prefixed() { # a static library's global definitions all start with eddy_ (eddy__ included)
+    local bad
+    bad=$(nm --defined-only -g "$1" | awk 'NF == 3 && $2 ~ /^[TDBRCW]$/ {print $3}' |
+        grep -v '^eddy_' | sort -u || true)
+    if [ -n "$bad" ]; then
+        echo "$1: global names without the eddy_ prefix:" >&2
+        echo "$bad" | sed 's/^/  /' >&2
+        exit 1
+    fi
+    echo "$(basename "$1"): every global name carries the eddy_ prefix"
+}
+prefixed "$build/libeddy.a"
+prefixed "$build/libeddy_reactive.a"
