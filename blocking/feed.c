@@ -26,6 +26,7 @@
 #include "error.h"
 #include "feed.h"
 #include "feed_hooks.h"
+#include "timing.h"
 
 /* ---- cancel handles -------------------------------------------------------------------- */
 
@@ -309,7 +310,7 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
         eddy__feed_step step;
         eddy__feed_out out;
         eddy__feed_out_init(&out);
-        eddy__feed_run_next(core, run, &step, &out);
+        eddy__feed_run_next(core, run, eddy__mono_ms(), &step, &out);
         flush(feed, &out);
         eddy_error e = {0};
         eddy_status st = EDDY_OK;
@@ -373,12 +374,14 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
             st = feed->ckpt.ops->save(feed->ckpt.self, id, step.marker, &e);
             eddy__feed_step_done(core, run, st, &e, &out);
             break;
-        case EDDY__STEP_DELETE_MARKER:
-            if (step.delay_ms)
-                sleep_ms(step.delay_ms);
+        case EDDY__STEP_DELETE_MARKER: {
+            long long wait = step.not_before_ms - eddy__mono_ms();
+            if (step.not_before_ms && wait > 0)
+                sleep_ms((unsigned)wait);
             st = feed->ckpt.ops->remove(feed->ckpt.self, id, &e);
             eddy__feed_step_done(core, run, st, &e, &out);
             break;
+        }
         }
         flush(feed, &out);
     }

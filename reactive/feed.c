@@ -24,6 +24,7 @@
 #include "error.h"
 #include "feed.h"
 #include "rfeed_hooks.h"
+#include "timing.h"
 
 typedef enum wkind { W_ACCEPT, W_RUN } wkind;
 
@@ -422,7 +423,7 @@ static void drive(rrun *r) {
         eddy__feed_step step;
         eddy__feed_out out;
         eddy__feed_out_init(&out);
-        eddy__feed_run_next(core, r->run, &step, &out);
+        eddy__feed_run_next(core, r->run, eddy__mono_ms(), &step, &out);
         flush(feed, &out);
         eddy_error e = {0};
         eddy_status st = EDDY_OK;
@@ -486,9 +487,10 @@ static void drive(rrun *r) {
             r->in_flight = false;
             eddy__feed_step_done(core, r->run, st, &e, &out);
             break;
-        case EDDY__STEP_DELETE_MARKER:
-            if (step.delay_ms && !feed->closing) {
-                ev_timer_init(&r->delay, on_delay, step.delay_ms / 1000.0, 0.);
+        case EDDY__STEP_DELETE_MARKER: {
+            long long wait = step.not_before_ms - eddy__mono_ms();
+            if (step.not_before_ms && wait > 0 && !feed->closing) {
+                ev_timer_init(&r->delay, on_delay, (double)wait / 1000.0, 0.);
                 r->delay.data = r;
                 r->timing = true;
                 ev_timer_start(feed->loop, &r->delay);
@@ -496,6 +498,7 @@ static void drive(rrun *r) {
             }
             delete_marker(r);
             return;
+        }
         }
         flush(feed, &out);
     }

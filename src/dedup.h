@@ -1,4 +1,5 @@
-/* A bounded set of event ids, the feed's memory of what it applied: membership in O(1), and
+/* A bounded set of event ids, the feed's memory of the ids it applied (it needs them only for
+ * events that carry no store position, see feed.h): membership in O(1), and
  * once it holds `capacity` ids each new one evicts the oldest (first in, first out), so a feed
  * that runs for months keeps a fixed amount of memory. Storage grows with use up to the
  * capacity, so a large capacity costs nothing until it is filled.

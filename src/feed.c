@@ -12,6 +12,9 @@
  *   is live nothing is held, so a drain that empties `held` and sets `live` in one step under
  *   the lock loses nothing and keeps the arrival order.
  * - `failed` only goes from false to true. The failure recorded is the first.
+ * - Every stored event at or below `replayed_to` was examined by a replay whose work stands: it
+ *   grows only when a page was read whole, and goes back to 0 with the replayed ids when a
+ *   replay starts or is abandoned. Held and live copies are decided only outside a replay.
  * - A run parked in WAIT is woken (put on an out list) at most once per WAIT: `waiting` is
  *   cleared by the waker. Waiters and events are the front end's; the core never calls a
  *   front end or a projection callback, and calls the user's decode, event_id and free_event
@@ -94,6 +97,7 @@ struct eddy__feed_run {
     eddy_error result_err;
     long long head, position;
     unsigned delete_failures;
+    long long retry_at; /* when the next marker deletion may be tried (0: not decided) */
     eddy__feed_entry *cur;
     void *replay_event;
     long long replay_pos;
@@ -115,6 +119,9 @@ struct eddy__feed {
     bool unreadable;                /* filter needs data and there is no reader */
     size_t max_held, page_size;
     eddy__logger log;
+    /* Duplicates: a copy carrying a position at or below replayed_to is one (exactly, and with
+     * no memory per event); the id sets (dedup_cache_size each) judge the others. */
+    long long replayed_to;
     eddy__dedup *replayed, *applied;
 
     bool live, stopped, failed, failing, closed;
@@ -421,8 +428,17 @@ static eddy__feed_entry *entry_new(const char *id, const eddy_event_meta *meta, 
     return e;
 }
 
-static bool is_duplicate(eddy__feed *f, const char *id) {
-    return eddy__dedup_contains(f->replayed, id) || eddy__dedup_contains(f->applied, id);
+/* An applied event, or one the replay examined (lock held). */
+static bool is_duplicate(const eddy__feed *f, const eddy__feed_entry *e) {
+    if (e->has_meta && e->meta.position > 0 && e->meta.position <= f->replayed_to)
+        return true;
+    return eddy__dedup_contains(f->replayed, e->id) || eddy__dedup_contains(f->applied, e->id);
+}
+
+/* The replay's work no longer stands (a new replay starts, or the projection discards it). */
+static void forget_replay(eddy__feed *f) {
+    eddy__dedup_clear(f->replayed);
+    f->replayed_to = 0;
 }
 
 static void remember_applied(eddy__feed *f, eddy__dedup *d, const char *id) {
@@ -445,9 +461,9 @@ static void hold(eddy__feed *f, eddy__feed_entry *e) {
     f->nheld++;
 }
 
-/* A catch-up counts as running from the call that asked for it (the spec's "from the moment
- * you call catchUp()"), not from when a front end first drives it: a reactive run waits for
- * the loop. Live events accepted in between wait for its replay (lock held). */
+/* A catch-up counts as running from the call that asked for it, not from when a front end
+ * first drives it: a reactive run waits for the loop. Live events accepted in between wait for
+ * its replay (lock held). */
 static bool catch_up_asked(const eddy__feed *f) {
     if (f->active && f->active->kind == K_CATCH_UP)
         return true;
@@ -465,7 +481,7 @@ static eddy_status decide(eddy__feed *f, eddy__feed_entry *e, eddy__accept_flags
         if (f->mode == EDDY__FEED_BLOCKING || !f->failing || !flags.from_callback || flags.defer)
             return refuse_failed(f, err, "refuses every event");
     } else if (f->live && !catch_up_asked(f)) {
-        if (is_duplicate(f, e->id)) {
+        if (is_duplicate(f, e)) {
             f->n_duplicates++;
             *kind = EDDY__ACCEPT_DUPLICATE;
             return EDDY_OK;
@@ -831,7 +847,7 @@ static bool next_held(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
         if (!f->held)
             f->held_tail = NULL;
         f->nheld--;
-        if (is_duplicate(f, e->id)) {
+        if (is_duplicate(f, e)) {
             f->n_duplicates++;
             answer(f, e, EDDY_OK, NULL, out);
             continue;
@@ -940,8 +956,9 @@ static bool done_unqueued(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *s
     return true;
 }
 
-/* One transition; true when step holds something for the front end. */
-static bool advance(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
+/* One transition at time now (the caller's clock); true when step holds something for the
+ * front end. */
+static bool advance(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
                     eddy__feed_out *out) {
     switch (run->phase) {
     case P_TURN:
@@ -993,7 +1010,7 @@ static bool advance(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
             step->kind = EDDY__STEP_WAIT;
             return true;
         }
-        eddy__dedup_clear(f->replayed);
+        forget_replay(f);
         f->position = f->head = 0;
         run->phase = P_STARTED;
         return false;
@@ -1069,7 +1086,7 @@ static bool advance(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
     case P_ABANDON:
         /* Forgotten before the projection discards the replay's work, so a live copy of a
          * replayed event is applied rather than dropped. */
-        eddy__dedup_clear(f->replayed);
+        forget_replay(f);
         step->kind = run->expect = EDDY__STEP_ABANDONED;
         return true;
 
@@ -1101,9 +1118,11 @@ static bool advance(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
         }
 
     case P_FAIL_DELETE:
+        /* Each retry waits from the moment the failed attempt was reported. */
+        if (run->delete_failures && !run->retry_at)
+            run->retry_at = now + ((long long)EDDY__FEED_RETRY_MS << (run->delete_failures - 1));
         step->kind = run->expect = EDDY__STEP_DELETE_MARKER;
-        step->delay_ms =
-            run->delete_failures ? EDDY__FEED_RETRY_MS << (run->delete_failures - 1) : 0;
+        step->not_before_ms = run->delete_failures ? run->retry_at : 0;
         return true;
 
     case P_FAIL_REFUSE:
@@ -1141,13 +1160,13 @@ static bool advance(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
     return false;
 }
 
-void eddy__feed_run_next(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
-                         eddy__feed_out *out) {
+void eddy__feed_run_next(eddy__feed *f, eddy__feed_run *run, long long now_ms,
+                         eddy__feed_step *step, eddy__feed_out *out) {
     memset(step, 0, sizeof(*step));
     pthread_mutex_lock(&f->lock);
     run->woken = false;
     run->expect = EDDY__STEP_DONE;
-    while (!advance(f, run, step, out))
+    while (!advance(f, run, now_ms, step, out))
         ;
     pthread_mutex_unlock(&f->lock);
     if (step->kind == EDDY__STEP_DONE)
@@ -1210,6 +1229,7 @@ void eddy__feed_step_done(eddy__feed *f, eddy__feed_run *run, eddy_status st, co
         run->phase = P_WIND_DOWN;
         break;
     case EDDY__STEP_DELETE_MARKER:
+        run->retry_at = 0; /* the next run_next decides it from its now */
         if (st == EDDY_OK) {
             run->phase = P_FAIL_REFUSE;
         } else if (++run->delete_failures > EDDY__FEED_DELETE_RETRIES) {
@@ -1396,7 +1416,9 @@ void eddy__feed_page_done(eddy__feed *f, eddy__feed_run *run, eddy_status st,
             /* Nothing left to examine before the head (entries were removed): the end. */
             run->position = run->head;
         } else {
-            run->position = next_position;
+            /* The page examined every stored event up to next_position (a page is read whole
+             * or the run ends, which forgets it). */
+            run->position = f->replayed_to = next_position;
             if (next_position > f->position)
                 f->position = next_position;
         }

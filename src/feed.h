@@ -6,19 +6,23 @@
  *
  * Three kinds of calls:
  *
- * 1. Live events. eddy__feed_accept answers at once with REFUSED (err says why), DUPLICATE (an
- *    applied id: answer EDDY_OK without applying), APPLY (apply it now on this thread, then
- *    report with eddy__feed_live_done) or HELD: the feed keeps the entry, and the waiter given
- *    is completed later through an out list (below) with the final status.
+ * 1. Live events. eddy__feed_accept answers at once with REFUSED (err says why), DUPLICATE
+ *    (applied already: answer EDDY_OK without applying), APPLY (apply it now on this thread,
+ *    then report with eddy__feed_live_done) or HELD: the feed keeps the entry, and the waiter
+ *    given is completed later through an out list (below) with the final status. Duplicates,
+ *    here and when held events are applied: an event whose metadata carries a store position at
+ *    or below the position the standing replay reached is one, exactly, whatever the backlog;
+ *    one without a position (or above it) is one when its id is among the last
+ *    dedup_cache_size ids replayed or the last dedup_cache_size applied live.
  *
  * 2. Runs. A catch-up, a go-live and (reactive) a failure are runs: eddy__feed_catch_up /
  *    eddy__feed_go_live hand the caller a run to drive, and the front end loops
- *        eddy__feed_run_next(f, run, &step, &out)  -> do what step says, report, repeat
+ *        eddy__feed_run_next(f, run, now, &step, &out)  -> do what step says, report, repeat
  *    until step.kind is EDDY__STEP_DONE (the run is then freed; step.st/err is the result for
  *    the caller). Steps: WAIT (park until the run's waiter is completed, then ask again),
- *    MARKER_EXISTS, SAVE_MARKER, DELETE_MARKER (after step.delay_ms), READ_HEAD, READ_PAGE
- *    (read the page after step.position; hand each stored event to eddy__feed_page_event, which
- *    answers APPLY, SKIP or STOP; then eddy__feed_page_done), APPLY (a held event, with
+ *    MARKER_EXISTS, SAVE_MARKER, DELETE_MARKER (not before step.not_before_ms), READ_HEAD,
+ * READ_PAGE (read the page after step.position; hand each stored event to eddy__feed_page_event,
+ * which answers APPLY, SKIP or STOP; then eddy__feed_page_done), APPLY (a held event, with
  *    step.event/meta), STARTED, COMPLETED, ABANDONED (the projection callbacks). Each step but
  *    WAIT and DONE is reported with the matching eddy__feed_*_done call before asking again.
  *    Only one run holds the turn at a time; others wait (WAIT) for it.
@@ -37,8 +41,8 @@
  * become requests the feed runs once the callback returned (the active run carries on with
  * them, or eddy__feed_poll_deferred hands one to the thread leaving its outermost callback).
  *
- * Modes: the blocking and the reactive front ends share every rule except those the spec gives
- * each stack (EDDY__FEED_BLOCKING / EDDY__FEED_REACTIVE):
+ * Modes: the blocking and the reactive front ends share every rule except these, which
+ * include/eddy/feed.h and rfeed.h give each (EDDY__FEED_BLOCKING / EDDY__FEED_REACTIVE):
  * - failure: blocking refuses everything at once and applies what it held only when the feed
  *   was live before the failed catch-up; reactive runs the five steps (delete the marker, first
  *   attempt + 3 retries then an error naming the feed id to the log; refuse later events not
@@ -55,9 +59,9 @@
  * sent on its async connection (READ_PAGE with eddy__store_read_all_cmd/_page, markers with
  * eddy__ckpt_cmd, or a user's eddy_checkpoint_ops), the reply reported to the core and the next
  * step asked for in the reply callback, WAIT simply returning to the loop until complete() is
- * called for the run, delay_ms an ev_timer; an apply that finishes later (the projection returns
- * EDDY_PENDING) is reported when it finishes. from_callback is a depth counter around projection
- * callbacks on the loop. Nothing here changes for it.
+ * called for the run, not_before_ms an ev_timer; an apply that finishes later (the projection
+ * returns EDDY_PENDING) is reported when it finishes. from_callback is a depth counter around
+ * projection callbacks on the loop. Nothing here changes for it.
  *
  * Thread: every function is safe from any thread (one lock); eddy__feed_run_next and the _done
  * calls of one run are made by whoever drives it, one at a time. */
@@ -78,7 +82,8 @@ typedef struct eddy__feed_entry eddy__feed_entry;
 
 /* Marker deletion on a reactive failure: the first attempt plus this many retries. */
 #define EDDY__FEED_DELETE_RETRIES 3
-/* Pause before retry n (1-based): EDDY__FEED_RETRY_MS << (n - 1). */
+/* Retry n (1-based) comes EDDY__FEED_RETRY_MS << (n - 1) after attempt n failed, measured from
+ * the now of the first eddy__feed_run_next after its report. */
 #define EDDY__FEED_RETRY_MS 50
 
 /* Checks cfg (EDDY_ERR_INVALID_SPEC naming the field, EDDY_ERR_INVALID_ARGUMENT for the id) and
@@ -111,7 +116,7 @@ void eddy__feed_out_run(eddy__feed_out *o, eddy__feed_complete_fn complete, void
 
 typedef enum eddy__accept_kind {
     EDDY__ACCEPT_REFUSED,   /* not taken: the returned status and err say why */
-    EDDY__ACCEPT_DUPLICATE, /* its id was applied already: EDDY_OK without applying */
+    EDDY__ACCEPT_DUPLICATE, /* applied already (see 1. above): EDDY_OK without applying */
     EDDY__ACCEPT_APPLY,     /* apply it now, then eddy__feed_live_done(entry) */
     EDDY__ACCEPT_HELD,      /* held: the waiter is completed later */
     EDDY__ACCEPT_DEFERRED   /* flags.defer and the feed is not live: not taken, EDDY_OK */
@@ -188,15 +193,17 @@ typedef struct eddy__feed_step {
     long long position;          /* READ_PAGE: read after this position */
     size_t max;                  /* READ_PAGE: stored events to examine */
     char marker[32];             /* SAVE_MARKER: the value */
-    unsigned delay_ms;           /* DELETE_MARKER: wait this long first */
+    long long not_before_ms;     /* DELETE_MARKER: not before this time (now's clock; 0: now) */
     void *event;                 /* APPLY */
     const eddy_event_meta *meta; /* APPLY: NULL for an event fed without metadata */
     eddy_status st;              /* DONE: the caller's result */
     eddy_error err;              /* DONE: its detail when st != EDDY_OK */
 } eddy__feed_step;
 
-void eddy__feed_run_next(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *step,
-                         eddy__feed_out *out);
+/* now_ms: the caller's monotonic clock in milliseconds; the core reads no clock of its own, so
+ * it decides times (the marker deletion's retries) only from what it is given. */
+void eddy__feed_run_next(eddy__feed *f, eddy__feed_run *run, long long now_ms,
+                         eddy__feed_step *step, eddy__feed_out *out);
 
 /* Reports a step: STARTED, COMPLETED, APPLY, SAVE_MARKER, DELETE_MARKER, ABANDONED (st
  * EDDY_OK). err (may be NULL) is the detail of a failure. */

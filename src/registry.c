@@ -90,6 +90,14 @@ eddy_status eddy__registry_query(const char *ns, long long now_ms, eddy__cmdlist
     return eddy__cmdlist_status(out);
 }
 
+eddy_status eddy__registry_list(const char *ns, long long now_ms, eddy__cmdlist *out, int tag) {
+    size_t first = out->n;
+    eddy_status st = eddy__registry_query(ns, now_ms, out, tag);
+    if (st == EDDY_OK)
+        eddy__cmd_str(&out->cmds[first], "WITHSCORES");
+    return st == EDDY_OK ? eddy__cmdlist_status_from(out, first) : st;
+}
+
 eddy_status eddy__registry_matches(const redisReply *r, const char *subject, bool *any,
                                    eddy_error *err) {
     *any = false;
@@ -203,8 +211,7 @@ eddy_status eddy__registry_answer(eddy__registry_cache *c, redisReply *reply, co
     return st;
 }
 
-/* One member's fields: kind, group, instance, name, pattern (tab-separated, see the top). */
-static bool split_member(const char *m, size_t len, const char *out[5], size_t outlen[5]) {
+bool eddy__registry_split_member(const char *m, size_t len, const char *out[5], size_t outlen[5]) {
     size_t k = 0, start = 0;
     for (size_t i = 0; i <= len && k < 5; i++)
         if (i == len || (m[i] == '\t' && k < 4)) {
@@ -227,8 +234,8 @@ void eddy__registry_overlaps(const redisReply *r, eddy__sub *const *subs, size_t
         const char *f[5];
         size_t fl[5];
         char group[256], instance[256], pattern[512];
-        if (m->type != REDIS_REPLY_STRING || !split_member(m->str, m->len, f, fl) || fl[0] != 1 ||
-            f[0][0] != 'r' || fl[1] >= sizeof(group) || fl[2] >= sizeof(instance) ||
+        if (m->type != REDIS_REPLY_STRING || !eddy__registry_split_member(m->str, m->len, f, fl) ||
+            fl[0] != 1 || f[0][0] != 'r' || fl[1] >= sizeof(group) || fl[2] >= sizeof(instance) ||
             fl[4] >= sizeof(pattern))
             continue;
         memcpy(group, f[1], fl[1]);

@@ -8,6 +8,7 @@
 #ifndef EDDY_BLOCKING_H
 #define EDDY_BLOCKING_H
 
+#include "eddy/admin.h"
 #include "eddy/bus.h"
 #include "eddy/dlq.h"
 #include "eddy/version.h"
@@ -109,6 +110,22 @@ EDDY_EXPORT const char *eddy_bus_instance(const eddy_bus *bus);
 /** What the retention passes this bus ran did, over all its activations (see "retention" in
  * bus.h). EDDY_ERR_INVALID_ARGUMENT for a NULL argument. Thread: any. */
 EDDY_EXPORT eddy_status eddy_bus_retention_stats(eddy_bus *bus, eddy_retention_stats *out);
+
+/** The bus's whole state as one JSON document (UTF-8, no trailing newline), for scraping:
+ *   {"version", "ns", "instance", "time_ms", "started",
+ *    "subscriptions": [{"name", "pattern", "group", "shape", "delivery", "kind", "paused",
+ *      "counters": {eddy_consumer_stats' fields by name},
+ *      "broker": {"subjects", "pending", "lag", "oldest_pending_ms", "dead_letters"}}],
+ *    "requests": {"total": {eddy_request_stats' fields}, "unnamed": {...},
+ *      "named": {"<name>": {...}, ...}},
+ *    "retention": {eddy_retention_stats' fields}}
+ * "broker" is read from the backend at the call, on the publishing connection (a few round
+ * trips, as eddy_admin_subjects): the subscription's group summed over the subjects its
+ * pattern matches (lag null when the server cannot tell). When it cannot be read, every
+ * "broker" is left out and "broker_error" says why; the counters are there either way.
+ * Ownership: the caller's, released with free(). NULL only for a NULL bus or out of memory.
+ * Thread: any, including a handler. */
+EDDY_EXPORT char *eddy_bus_stats_json(eddy_bus *bus, eddy_error *err);
 
 #ifdef __cplusplus
 }

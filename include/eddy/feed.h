@@ -6,10 +6,23 @@
  * eddy_feed_go_live is called: until then it holds every live event, and a caller of
  * eddy_feed_accept waits. The catch-up checks the feed's marker in the checkpoint storage;
  * without one it replays the history, applies the events it held once each in arrival order
- * (dropping those the replay already applied, by event id), writes the marker and goes live.
- * With a marker it skips the replay. eddy_feed_go_live skips the replay and writes no marker.
+ * (dropping those the replay already applied, see "Duplicates"), writes the marker and goes
+ * live. With a marker it skips the replay. eddy_feed_go_live skips the replay and writes no
+ * marker.
  *
- * The rules (spec/catch-up-feeds.txt, "blocking stack"):
+ * The marker means "this feed caught up once", and nothing more. It is a small value the feed
+ * writes to its checkpoint storage, under its id, when a catch-up has replayed the whole history
+ * and applied what it held. From then on every catch-up of a feed with that id, in this process
+ * or a later one, skips the replay and relies on the listener's subscription (its consumer
+ * group keeps what was not acknowledged) to bring every later event. The value written is the
+ * position the replay reached, for whoever inspects the storage; the feed never reads it back.
+ * It is not a consumer offset: it does not advance as live events are applied, and no catch-up
+ * resumes from it. To rebuild a read model (lost, or kept in memory only) the feed must replay
+ * the whole history: delete its marker first, or give the feed no checkpoint storage
+ * (cfg.checkpoints NULL) so that every catch-up replays. A failing reactive feed deletes its
+ * own marker (eddy/rfeed.h).
+ *
+ * The rules (the reactive feed, eddy/rfeed.h, differs only where it says):
  * - A stopped replay (eddy_feed_stop_catch_up) writes no marker and is not a failure; the
  *   projection's replay_abandoned runs. A feed that was live before the catch-up (or that
  *   eddy_feed_go_live was called for meanwhile) delivers what it held and goes on live; one
@@ -22,8 +35,8 @@
  *   catch-up and go-live. The events held while the replay ran are refused too, unless the feed
  *   was live before that catch-up started: then they are applied first. Replace a failed feed
  *   with a new one with the same id (see examples/order_status.c).
- * - A catch-up ended through its cancel handle (the C form of an interrupted thread) returns
- *   EDDY_ERR_CANCELLED but is not recorded as a failure: a feed that was not live keeps
+ * - A catch-up ended through its cancel handle (eddy_feed_cancel_fire, from another thread)
+ *   returns EDDY_ERR_CANCELLED but is not recorded as a failure: a feed that was not live keeps
  *   holding, one that was live delivers what it held and goes on live.
  * - A live event whose apply fails fails only its caller (do not acknowledge it: the broker
  *   delivers it again). So does a held event that fails when applied after a catch-up.
@@ -37,17 +50,34 @@
  *   example after a stop or a failure); an accept that would have to wait is refused with
  *   EDDY_ERR_ILLEGAL_STATE, since nothing could apply it while the caller waits.
  *
- * Error detail: where Java chains a cause to an IllegalStateException, the detail of the
- * eddy_error names the cause's status and detail ("...; cause: EDDY_ERR_IO: ..."), and
- * eddy_feed_failure gives the recorded failure itself.
+ * Duplicates: a live event is dropped without being applied (its caller gets EDDY_OK, so the
+ * message is acknowledged) when it was applied already:
+ * - When its metadata carries a store position (position >= 1, as eddy_delivery_stored_meta
+ *   gives it for an event a store append published) at or below the position the replay
+ *   reached: exactly, however many events were held or redelivered. The replay meant is the
+ *   last one that completed, as long as no other has started since; one that is stopped,
+ *   cancelled or fails counts for nothing (the projection discarded its work), and a catch-up
+ *   the marker skips or a go-live replays nothing. That replay examined every stored event up
+ *   to its position and applied each one, unless the filter or decode skipped it, in which case
+ *   the live copy is not applied either.
+ * - Otherwise (fed without metadata, position 0, or a position above the replay's), by its id
+ *   (event_id): when the id is among the last dedup_cache_size ids the replay applied or the
+ *   last dedup_cache_size ids applied live. An older one is applied again, so a projection fed
+ *   events without positions must tolerate a repeat beyond that window.
+ * The position must be the event's position in the store this feed replays; a caller feeding
+ * metadata from elsewhere sets position to 0.
  *
- * The reactive (libev) feed (rfeed.h) is built on the same core state machine (src/feed.h), so
+ * Error detail: a refusal that an earlier failure causes (EDDY_ERR_ILLEGAL_STATE from a failed
+ * feed, or from a go-live whose catch-up failed) names that failure's status and detail in its
+ * own ("...; cause: EDDY_ERR_IO: ..."), and eddy_feed_failure gives the recorded failure itself.
+ *
+ * The reactive (libev) feed (eddy/rfeed.h) runs on the same core state machine as this one, so
  * it decides nothing differently: it takes the same eddy_feed_config and eddy_projection,
  * answers through a completion callback on the loop where these functions wait (accept,
- * catch-up, go-live), reads replay pages on the loop, and follows the reactor stack's own
- * failure rules, which the core already implements: the marker is deleted (first attempt plus 3
- * retries, then an error naming the feed id to the log hook), listeners' events are refused
- * while the projection's own are still applied, then everything is refused.
+ * catch-up, go-live), reads replay pages on the loop, and has failure rules of its own: the
+ * marker is deleted (first attempt plus 3 retries, then an error naming the feed id to the log
+ * hook), listeners' events are refused while the projection's own are still applied, then
+ * everything is refused.
  *
  * Thread: every function is safe from any thread unless it says otherwise. The projection's
  * apply may run on several threads at once while the feed is live (one per caller of accept),
@@ -102,9 +132,9 @@ typedef eddy_status (*eddy_feed_decode_fn)(const eddy_event *stored, const eddy_
                                            void **event, eddy_error *err, void *user);
 /** Releases an event decode made. */
 typedef void (*eddy_feed_free_fn)(void *event, void *user);
-/** The event's id, used to drop the live copy of an event the replay (or an earlier live
- * delivery) already applied. NULL or "" is refused. Ownership: borrowed from the event. Must not
- * call the feed. */
+/** The event's id, used to drop the live copy of an event already applied when that copy
+ * carries no store position (see "Duplicates" above). NULL or "" is refused. Ownership: borrowed
+ * from the event. Must not call the feed. */
 typedef const char *(*eddy_feed_event_id_fn)(const void *event, void *user);
 
 typedef struct eddy_feed_config {
@@ -124,8 +154,10 @@ typedef struct eddy_feed_config {
      * (eddy_filter_match): a filter with a data condition and no reader fails the catch-up
      * with EDDY_ERR_UNREADABLE_FILTER. Copied (eddy_filter_dup). */
     const eddy_filter *filter;
-    /** Options. Ids of recently applied events kept to drop duplicates. Default 10000; zero or
-     * less is refused (EDDY_ERR_INVALID_SPEC). */
+    /** Options. How many ids of replayed events, and how many of live events applied, the
+     * feed keeps to drop live copies that carry no store position or one above the replay's
+     * (see "Duplicates" above); the others need none. Default 10000; zero or less is refused
+     * (EDDY_ERR_INVALID_SPEC). */
     long dedup_cache_size;
     /** Most live events held before the feed is live; later ones are refused with
      * EDDY_ERR_ILLEGAL_STATE. Default 100000; zero or less is refused. */
@@ -160,7 +192,7 @@ EDDY_EXPORT void eddy_feed_free(eddy_feed *feed);
 /** The id (borrowed; lives as the feed). */
 EDDY_EXPORT const char *eddy_feed_id(const eddy_feed *feed);
 
-/* ---- cancel handles (the C form of interrupting a thread) ----------------------------- */
+/* ---- cancel handles: ending a wait from another thread -------------------------------- */
 
 /** Fired from any thread, it ends what the calls given it wait for: a catch-up or go-live
  * returns EDDY_ERR_CANCELLED (see the rules above), an accept still held returns
@@ -264,7 +296,7 @@ typedef struct eddy_feed_info {
     size_t held;            /**< live events waiting for the feed to go live */
     uint64_t replayed;      /**< events applied by replays */
     uint64_t applied;       /**< live events applied */
-    uint64_t duplicates;    /**< live events dropped: their id was already applied */
+    uint64_t duplicates;    /**< live events dropped as already applied (see "Duplicates") */
     uint64_t refused;       /**< live events refused */
     uint64_t apply_failed;  /**< live events whose apply failed */
     long long position;     /**< the last position the running (or last) replay reached */

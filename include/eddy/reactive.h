@@ -169,6 +169,13 @@ EDDY_EXPORT const char *eddy_rbus_instance(const eddy_rbus *bus);
  * bus.h). EDDY_ERR_INVALID_ARGUMENT for a NULL argument. Thread: any. */
 EDDY_EXPORT eddy_status eddy_rbus_retention_stats(eddy_rbus *bus, eddy_retention_stats *out);
 
+/** The bus's counters as one JSON document, as eddy_bus_stats_json writes it, without the
+ * "broker" parts: reading them takes round trips, and this call does not wait on the loop
+ * ("broker_error" says so; read them with an admin handle, eddy/admin.h, on another thread).
+ * Ownership: the caller's, released with free(). NULL only for a NULL bus or out of memory.
+ * Thread: the loop's. */
+EDDY_EXPORT char *eddy_rbus_stats_json(eddy_rbus *bus, eddy_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -7,7 +7,7 @@
  * arrival order, writes the marker and goes live. Where the blocking feed waits, this one
  * answers through a completion callback on the loop.
  *
- * The rules (spec/catch-up-feeds.txt, "reactor stack"), as eddy/feed.h says, except:
+ * The rules are those of eddy/feed.h (duplicates and the marker's meaning included), except:
  * - The feed starts failing when a catch-up fails, when an event the projection fed during a
  *   replay or from a callback (replay_started, ...) fails or is refused, or when an event
  *   nothing waits for fails. It then (1) deletes its marker (the first attempt plus 3 retries,
@@ -20,21 +20,23 @@
  * - A listener's event that fails while the feed is live fails only its completion.
  * - Before the feed is live, events are held up to cfg.max_buffered_events; later ones are
  *   refused with EDDY_ERR_ILLEGAL_STATE.
- * - Where Java counts a catch-up as running from the subscription to its Mono, the C call
- *   counts it as running from the call itself (eddy_rfeed_catch_up / eddy_rfeed_go_live).
+ * - A catch-up counts as running from the call itself (eddy_rfeed_catch_up /
+ *   eddy_rfeed_go_live), not from when the loop first drives it: live events accepted in
+ *   between wait for its replay.
  *
- * Marker: cfg.checkpoints must be NULL (its operations block); the marker is kept through the
- * asynchronous eddy_rcheckpoints given to eddy_rfeed_new (eddy_rfeed_store_checkpoints: the
- * rstore's own storage, key "{ns}:ckpt:F"), or not at all when that is NULL.
+ * Marker ("caught up once", not a position to resume from; see eddy/feed.h): cfg.checkpoints
+ * must be NULL (its operations block); the marker is kept through the asynchronous
+ * eddy_rcheckpoints given to eddy_rfeed_new (eddy_rfeed_store_checkpoints: the rstore's own
+ * storage, key "{ns}:ckpt:F"), or not at all when that is NULL.
  *
  * Projection: its callbacks run on the loop; apply must return a final status (EDDY_PENDING
  * counts as a failure, as on the blocking feed).
  *
  * Callbacks: every completion runs exactly once, on the loop's thread, never inside the call
  * that asked for it, except: eddy_rfeed_stop_catch_up completes the events it refuses before it
- * returns (on the calling thread, as the spec says), and eddy_rfeed_free completes everything
- * still pending with EDDY_ERR_CLOSED before it returns. A call refused up front returns the
- * refusal and does not call its callback.
+ * returns (on the calling thread), and eddy_rfeed_free completes everything still pending with
+ * EDDY_ERR_CLOSED before it returns. A call refused up front returns the refusal and does not
+ * call its callback.
  *
  * Thread: every function must be called on the loop's thread. From inside a callback of the
  * feed (the projection's or a completion) every function may be called, eddy_rfeed_free

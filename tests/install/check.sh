@@ -12,6 +12,8 @@ cmake --build "$work/build" -j"$(nproc)" >/dev/null
 prefix="$work/prefix"
 cmake --install "$work/build" --prefix "$prefix" >/dev/null
 libdir=$(dirname "$(find "$prefix" -name eddy.pc)")/..
+# The command-line tool is installed with the libraries and runs from the prefix.
+"$prefix/bin/eddy" version | grep -q "^eddy [0-9]"
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 grep -q "pcfiledir" "$libdir/pkgconfig/eddy.pc"
 

@@ -66,7 +66,10 @@ Test(dlq_core, public_reasons_are_the_ones_the_consumer_writes) {
     cr_expect_str_eq(EDDY_DLQ_REASON_TOO_LARGE, EDDY_REASON_TOO_LARGE);
     cr_expect_str_eq(eddy_status_name(EDDY_ERR_NOT_FOUND), "EDDY_ERR_NOT_FOUND");
     cr_expect_str_eq(eddy_status_str(EDDY_ERR_NOT_FOUND), "not found");
-    cr_expect_eq(EDDY_ERR_NOT_FOUND + 1, EDDY_STATUS_COUNT_, "new statuses go at the end");
+    cr_expect_eq(EDDY_ERR_UNAVAILABLE + 1, EDDY_ERR_NOT_FOUND, "new statuses go at the end");
+    cr_expect_eq(EDDY_ERR_NOT_FOUND + 1, EDDY_ERR_AUTH, "new statuses go at the end");
+    cr_expect_eq(EDDY_ERR_AUTH + 1, EDDY_ERR_TLS, "new statuses go at the end");
+    cr_expect_str_eq(eddy_status_name(EDDY_ERR_TLS), "EDDY_ERR_TLS");
 }
 
 Test(dlq_core, a_dead_letter_reads_its_fields_by_name) {

@@ -47,8 +47,8 @@ typedef struct tacc {
     eddy_error err;
 } tacc;
 
-#define MAX_EV 128
-#define MAX_APPLIED 512
+#define MAX_EV 1024
+#define MAX_APPLIED 2048
 #define MAX_LOG 16
 
 typedef void (*hook_fn)(const char *id);
@@ -70,6 +70,7 @@ static struct {
     int exists_fail, save_fail, remove_fail;
     int exists_calls, save_calls, remove_calls;
     unsigned delays[8];
+    long long now; /* the clock the harness gives the core */
     /* the projection */
     char applied[MAX_APPLIED][48];
     bool applied_meta[MAX_APPLIED];
@@ -262,7 +263,7 @@ static bool drive(trun *r) {
         eddy__feed_step s;
         eddy__feed_out o;
         eddy__feed_out_init(&o);
-        eddy__feed_run_next(H.f, r->run, &s, &o);
+        eddy__feed_run_next(H.f, r->run, H.now, &s, &o);
         flush(&o);
         eddy_error e = {0};
         eddy_status st = EDDY_OK;
@@ -321,7 +322,10 @@ static bool drive(trun *r) {
             break;
         case EDDY__STEP_DELETE_MARKER:
             cr_assert(H.remove_calls < 8);
-            H.delays[H.remove_calls] = s.delay_ms;
+            /* Waits until the time the core names, on the clock it was given. */
+            H.delays[H.remove_calls] = s.not_before_ms ? (unsigned)(s.not_before_ms - H.now) : 0;
+            if (s.not_before_ms > H.now)
+                H.now = s.not_before_ms;
             st = ckpt.ops->remove(ckpt.self, "orders", &e);
             eddy__feed_step_done(H.f, r->run, st, &e, &o);
             break;
@@ -343,6 +347,7 @@ static void h_new(hopts o) {
     H.page_fail_after = -1;
     H.decode_fail_pos = -1;
     H.fail_times = -1;
+    H.now = 1000000; /* any clock: the core only compares times it is given */
     H.mode = o.mode;
     eddy_feed_config cfg;
     eddy_feed_config_init(&cfg);
@@ -420,7 +425,8 @@ typedef struct aopts {
     bool not_from_callback;
     bool waits;
     bool nowaiter;
-    bool hold_apply; /* APPLY: leave it in flight (h_live_done later) */
+    bool hold_apply;    /* APPLY: leave it in flight (h_live_done later) */
+    long long position; /* with meta: the event's store position (0: none) */
 } aopts;
 
 static eddy_status h_accept(tacc *a, const char *id, aopts o) {
@@ -429,7 +435,7 @@ static eddy_status h_accept(tacc *a, const char *id, aopts o) {
     snprintf(a->sid, sizeof(a->sid), "stream-of-%s", id);
     a->meta.stream_id = a->sid;
     a->meta.version = 7;
-    a->meta.position = 0;
+    a->meta.position = o.position;
     eddy__accept_flags fl = {(o.from_callback || H.depth > 0) && !o.not_from_callback, o.waits,
                              false};
     eddy__feed_out out;
@@ -440,7 +446,7 @@ static eddy_status h_accept(tacc *a, const char *id, aopts o) {
     snprintf(a->sid, sizeof(a->sid), "scribbled");
     flush(&out);
     if (a->kind == EDDY__ACCEPT_APPLY && !o.hold_apply) {
-        eddy_event_meta m = {"live-stream", 7, 0};
+        eddy_event_meta m = {"live-stream", 7, o.position};
         eddy_status st = h_apply(&a->ev, o.meta ? &m : NULL);
         eddy__feed_out_init(&out);
         a->st = eddy__feed_live_done(H.f, a->entry, st, NULL, &out, &a->err);
@@ -710,6 +716,77 @@ Test(feed_core, a_full_dedup_cache_forgets_the_oldest_ids) {
     cr_expect_eq(b.kind, EDDY__ACCEPT_DUPLICATE);
 }
 
+/* A dead listener's pending entries, redelivered while the next one replays: a live copy of
+ * every stored event, each with its store position, held far beyond what the id cache keeps. */
+#define BACKLOG 1000
+#define FRESH 10
+
+Test(feed_core, a_held_backlog_far_larger_than_the_dedup_cache_is_dropped_by_position) {
+    h_new((hopts){.dedup = 8, .page = 64});
+    h_store(BACKLOG);
+    static tacc backlog[BACKLOG], fresh[FRESH];
+    for (int i = 0; i < BACKLOG; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "e%d", i + 1);
+        h_accept(&backlog[i], id, (aopts){.meta = true, .position = i + 1});
+        cr_assert_eq(backlog[i].kind, EDDY__ACCEPT_HELD);
+    }
+    /* Stored after the replay read where the history ends: only the live copy brings them. */
+    for (int i = 0; i < FRESH; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "n%d", i + 1);
+        h_accept(&fresh[i], id, (aopts){.meta = true, .position = BACKLOG + 1 + i});
+    }
+    trun r;
+    cr_expect_eq(catch_up(&r), EDDY_OK);
+    cr_expect_eq(H.napplied, BACKLOG + FRESH, "%d events applied twice",
+                 H.napplied - (BACKLOG + FRESH));
+    for (int i = 0; i < H.napplied && i < BACKLOG + FRESH; i++) {
+        char want[16];
+        if (i < BACKLOG)
+            snprintf(want, sizeof(want), "e%d", i + 1);
+        else
+            snprintf(want, sizeof(want), "n%d", i - BACKLOG + 1);
+        cr_assert_str_eq(H.applied[i], want, "apply %d", i);
+    }
+    for (int i = 0; i < BACKLOG; i++) {
+        cr_assert_eq(backlog[i].w.done, 1, "e%d answered once", i + 1);
+        cr_assert_eq(backlog[i].w.st, EDDY_OK, "e%d: applied by the replay, acknowledge it", i + 1);
+    }
+    for (int i = 0; i < FRESH; i++)
+        cr_expect_eq(fresh[i].w.st, EDDY_OK);
+    cr_expect_eq(info().duplicates, BACKLOG);
+    /* Live: a redelivery at or below the replay's position is still dropped, however old. */
+    tacc late;
+    h_accept(&late, "e1", (aopts){.meta = true, .position = 1});
+    cr_expect_eq(late.kind, EDDY__ACCEPT_DUPLICATE);
+    /* Without a position only the id cache can tell: it keeps the last 8 replayed ids. */
+    h_accept(&late, "e1000", (aopts){0});
+    cr_expect_eq(late.kind, EDDY__ACCEPT_DUPLICATE, "still in the id cache");
+    h_accept(&late, "e1", (aopts){0});
+    cr_expect_eq(late.kind, EDDY__ACCEPT_APPLY, "forgotten by the id cache: applied again");
+}
+
+static void stop_at_e3(const char *id) {
+    if (strcmp(id, "e3") == 0)
+        h_stop();
+}
+
+Test(feed_core, a_stopped_replay_drops_no_live_copy_by_position) {
+    h_new((hopts){0});
+    h_store(4);
+    trun r;
+    go_live(&r);
+    H.on_apply = stop_at_e3; /* the first page (e1, e2) was read whole */
+    cr_expect_eq(catch_up(&r), EDDY_OK);
+    cr_expect_str_eq(applied(), "e1,e2,e3");
+    cr_expect_eq(H.abandoned, 1);
+    H.on_apply = NULL;
+    tacc a;
+    h_accept(&a, "e2", (aopts){.meta = true, .position = 2});
+    cr_expect_eq(a.kind, EDDY__ACCEPT_APPLY, "the view discarded the stopped replay's work");
+}
+
 Test(feed_core, the_same_event_applied_by_two_callers_at_once_is_refused_to_the_second) {
     h_new((hopts){0});
     trun r;
@@ -804,7 +881,7 @@ Test(feed_core, a_second_catch_up_waits_for_the_first_then_finds_the_marker) {
     cr_assert_eq(eddy__feed_catch_up(H.f, &a.w, false, &a.run, &o, NULL), EDDY_OK);
     cr_assert_eq(eddy__feed_catch_up(H.f, &b.w, false, &b.run, &o, NULL), EDDY_OK);
     eddy__feed_step s;
-    eddy__feed_run_next(H.f, a.run, &s, &o); /* a takes the turn */
+    eddy__feed_run_next(H.f, a.run, H.now, &s, &o); /* a takes the turn */
     cr_assert_eq(s.kind, EDDY__STEP_MARKER_EXISTS);
     cr_expect_not(drive(&b), "b waits for a's turn to end");
     cr_expect(info().catching_up);
@@ -1423,7 +1500,7 @@ Test(feed_core, a_run_cancelled_while_it_waits_for_its_turn_ends_at_once) {
     /* a takes the turn and parks nowhere; b waits behind it */
     H.on_started = NULL;
     eddy__feed_step s;
-    eddy__feed_run_next(H.f, a.run, &s, &o);
+    eddy__feed_run_next(H.f, a.run, H.now, &s, &o);
     cr_expect_eq(s.kind, EDDY__STEP_MARKER_EXISTS);
     cr_expect_not(drive(&b));
     cr_expect_not(eddy__feed_run_cancel(H.f, b.run), "parked: no completion is coming");

@@ -1,0 +1,50 @@
+/* eddy_bus_stats_json on the blocking front end: the broker's view is scanned on the publishing
+ * connection (multiplexed: no lock held while it travels), then the counters are read under
+ * subs_lock and the core writes the document (src/bus_stats.c). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "bus_stats.h"
+#include "error.h"
+#include "internal.h"
+#include "scan.h"
+
+static eddy_status on_publisher(void *ctx, const eddy__cmdlist *cmds, redisReply **replies,
+                                eddy_error *err) {
+    return bpub_exec(ctx, cmds, replies, err);
+}
+
+char *eddy_bus_stats_json(eddy_bus *bus, eddy_error *err) {
+    if (!bus) {
+        eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
+        return NULL;
+    }
+    eddy_error scan_err = {0};
+    eddy__admin_scan *scan = eddy__admin_scan_new(bus->s.ns, NULL);
+    if (!scan)
+        eddy__fail(&scan_err, EDDY_ERR_NOMEM, "out of memory");
+    else if (bscan_run(scan, on_publisher, bus, &scan_err) != EDDY_OK) {
+        eddy__admin_scan_free(scan);
+        scan = NULL;
+    }
+    eddy__bus_stats_in in = {
+        .s = &bus->s, .requests = bus->requests, .scan = scan, .scan_err = &scan_err};
+    eddy_bus_retention_stats(bus, &in.retention);
+    in.started = atomic_load(&bus->active); /* not bus->lock: a start holds it for a while */
+    pthread_mutex_lock(&bus->subs_lock);
+    eddy__sub **subs = bus->nsubs ? calloc(bus->nsubs, sizeof(*subs)) : NULL;
+    char *doc = NULL;
+    if (bus->nsubs && !subs) {
+        eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    } else {
+        for (size_t i = 0; i < bus->nsubs; i++)
+            subs[i] = bus->subs[i]->sub;
+        in.subs = subs;
+        in.nsubs = bus->nsubs;
+        doc = eddy__bus_stats_json(&in, err);
+    }
+    pthread_mutex_unlock(&bus->subs_lock);
+    free(subs);
+    eddy__admin_scan_free(scan);
+    return doc;
+}

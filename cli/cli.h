@@ -1,0 +1,132 @@
+/* The eddy command-line tool: what its commands share (options, exit codes, output, events as
+ * JSON). Each command lives in a file of its own (cmd_*.c) and is a function
+ * int cmd_x(cli *c, int argc, char **argv) that returns the process's exit code. */
+#ifndef EDDY_CLI_H
+#define EDDY_CLI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "eddy/blocking.h"
+#include "eddy/store.h"
+
+/* Exit codes (documented in `eddy --help`). */
+enum {
+    CLI_OK = 0,
+    CLI_FAILED = 1,      /* the operation failed (the backend refused it, a handler failed...) */
+    CLI_USAGE = 2,       /* bad command line or input: unknown option, bad JSON, bad subject */
+    CLI_UNREACHABLE = 3, /* the backend cannot be reached (connection, authentication, TLS) */
+    CLI_NOT_FOUND = 4,   /* what was named is not there (a dead letter's id) */
+    CLI_NO_REPLY = 5,    /* no responders, no reply in time, or tail/respond --timeout ended */
+};
+
+typedef struct cli {
+    const char *url; /* --url, $EDDY_URL, or redis://127.0.0.1:6379 */
+    const char *ns;  /* --ns, $EDDY_NS, or "eddy" */
+    bool json;       /* --json: machine-readable output */
+    bool help;       /* --help was given */
+    const char *command;
+} cli;
+
+/* One option of a command: --name VALUE (or --name=VALUE), or a flag. Kinds: 'f' a flag (bool *),
+ * 's' a string (const char **), 'n' a non-negative number (long long *). */
+typedef struct cli_opt {
+    const char *name;
+    char kind;
+    void *dst;
+} cli_opt;
+
+/* Parses argv[0..argc) (the command's arguments, after its name) against opts (terminated by a
+ * {NULL} entry; may be NULL) and the global options, collecting at most maxpos positional
+ * arguments. Returns -1 when parsing succeeded, or the exit code after printing why not. */
+int cli_parse(cli *c, int argc, char **argv, const cli_opt *opts, char **pos, int maxpos,
+              int *npos);
+
+/* Prints "eddy <command>: <message>" on stderr and returns CLI_USAGE. */
+int cli_usage(cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Prints "eddy <command>: <what>: <status text>: <detail>" and returns the status's exit
+ * code (cli_exit_code). */
+int cli_fail(cli *c, const char *what, eddy_status st, const eddy_error *err);
+int cli_exit_code(eddy_status st);
+/* Prints the help text on stdout and returns CLI_OK. */
+int cli_help(const char *text);
+
+/* Settings for the URL and namespace (and a log hook that prints warnings on stderr). */
+void cli_settings(const cli *c, eddy_settings *s);
+
+/* A fresh random event id (UUID v4 text). */
+void cli_random_id(char out[37]);
+
+/* ---- events as JSON ---------------------------------------------------------------------- */
+
+/* Options that build an event (pub, request, store append, respond --reply). */
+typedef struct cli_event_opts {
+    const char *type, *source, *data, *data_file, *content_type, *id;
+} cli_event_opts;
+/* The options for them, to splice into a command's table (6 entries). */
+#define CLI_EVENT_OPTS(o)                                                                          \
+    {"type", 's', &(o).type}, {"source", 's', &(o).source}, {"data", 's', &(o).data},              \
+        {"data-file", 's', &(o).data_file}, {"content-type", 's', &(o).content_type}, {            \
+        "id", 's', &(o).id                                                                         \
+    }
+
+/* Builds the event: --data is JSON sent as msgpack ("application/msgpack"), --data-file the raw
+ * bytes of a file (--content-type, default "application/octet-stream"). default_type is the type
+ * when --type is not given. Returns -1 with *out set, or an exit code after printing why. */
+int cli_build_event(cli *c, const cli_event_opts *o, const char *default_type, eddy_event **out);
+
+/* JSON text to msgpack bytes (malloc'd, the caller's). False with why (line and column) when
+ * the text is not JSON. */
+bool cli_json_to_msgpack(const char *text, char **bytes, size_t *len, char *why, size_t whysize);
+/* A msgpack value to JSON: maps with string keys become objects, binary becomes
+ * {"base64": ...}. NULL when the bytes are not one msgpack value. New reference. */
+json_t *cli_msgpack_to_json(const void *bytes, size_t len);
+/* The event: its attributes, extensions, and data (decoded from msgpack, parsed as JSON for
+ * application/json, a string for text, {"base64": ...} otherwise). New reference. */
+json_t *cli_event_json(const eddy_event *ev);
+/* Prints the value as one line on stdout (compact) and flushes, then drops the reference. False
+ * when it could not be written (or v is NULL: out of memory): a subscription must then not
+ * acknowledge what it did not show. */
+bool cli_print_line(json_t *v);
+/* Prints the value indented on stdout, then drops the reference; false as above. */
+bool cli_print_pretty(json_t *v);
+/* Base64 of bytes (malloc'd text). */
+char *cli_base64(const void *bytes, size_t len);
+
+/* ---- waiting ------------------------------------------------------------------------------ */
+
+/* Blocks SIGINT and SIGTERM in the calling thread (call before any bus exists, so every thread
+ * of the bus inherits the mask) and waits until `done` is set (by cli_wait_done), a signal
+ * arrives, or timeout_ms (0: forever) passes. Returns 1 done, 0 signal, -1 timeout. */
+void cli_block_signals(void);
+int cli_wait(long long timeout_ms);
+void cli_wait_done(void);
+
+/* ---- progress bars (stderr, only on a terminal) ------------------------------------------ */
+
+typedef struct cli_progress {
+    bool on;
+    const char *label;
+    unsigned long long total;
+    int last_width;
+} cli_progress;
+void cli_progress_start(cli_progress *p, const char *label, unsigned long long total);
+void cli_progress_update(cli_progress *p, unsigned long long done);
+void cli_progress_end(cli_progress *p);
+
+/* ---- the commands ------------------------------------------------------------------------- */
+
+int cmd_pub(cli *c, int argc, char **argv);
+int cmd_tail(cli *c, int argc, char **argv);
+int cmd_request(cli *c, int argc, char **argv);
+int cmd_respond(cli *c, int argc, char **argv);
+int cmd_groups(cli *c, int argc, char **argv);
+int cmd_dlq(cli *c, int argc, char **argv);
+int cmd_store(cli *c, int argc, char **argv);
+int cmd_feed(cli *c, int argc, char **argv);
+int cmd_registry(cli *c, int argc, char **argv);
+int cmd_stats(cli *c, int argc, char **argv);
+
+#endif

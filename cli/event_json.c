@@ -1,0 +1,240 @@
+/* Events and their data as JSON, through jansson and msgpack-c: JSON given on the command line
+ * is sent as msgpack, and msgpack data read back is shown as JSON. Numbers keep their kind
+ * (integers stay integers); what JSON cannot show (binary, non-UTF-8 strings, extension types,
+ * non-string map keys) is shown as {"base64": ...}, or with its key written as JSON text. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "eddy/value.h"
+
+/* ---- JSON to msgpack ---------------------------------------------------------------------- */
+
+static void pack_json(msgpack_packer *pk, const json_t *v) {
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        msgpack_pack_map(pk, json_object_size(v));
+        const char *key;
+        json_t *item;
+        json_object_foreach((json_t *)v, key, item) {
+            size_t n = strlen(key);
+            msgpack_pack_str(pk, n);
+            msgpack_pack_str_body(pk, key, n);
+            pack_json(pk, item);
+        }
+        break;
+    }
+    case JSON_ARRAY: {
+        size_t i;
+        json_t *item;
+        msgpack_pack_array(pk, json_array_size(v));
+        json_array_foreach(v, i, item) pack_json(pk, item);
+        break;
+    }
+    case JSON_STRING:
+        msgpack_pack_str(pk, json_string_length(v));
+        msgpack_pack_str_body(pk, json_string_value(v), json_string_length(v));
+        break;
+    case JSON_INTEGER:
+        msgpack_pack_int64(pk, json_integer_value(v));
+        break;
+    case JSON_REAL:
+        msgpack_pack_double(pk, json_real_value(v));
+        break;
+    case JSON_TRUE:
+        msgpack_pack_true(pk);
+        break;
+    case JSON_FALSE:
+        msgpack_pack_false(pk);
+        break;
+    case JSON_NULL:
+        msgpack_pack_nil(pk);
+        break;
+    }
+}
+
+bool cli_json_to_msgpack(const char *text, char **bytes, size_t *len, char *why, size_t whysize) {
+    json_error_t e;
+    json_t *v = json_loads(text, JSON_DECODE_ANY, &e);
+    if (!v) {
+        snprintf(why, whysize, "line %d, column %d: %s", e.line, e.column, e.text);
+        return false;
+    }
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    pack_json(&pk, v);
+    json_decref(v);
+    *bytes = sb.data; /* msgpack_sbuffer_destroy frees it with free() */
+    *len = sb.size;
+    if (!sb.data) {
+        snprintf(why, whysize, "out of memory");
+        return false;
+    }
+    return true;
+}
+
+/* ---- msgpack to JSON ---------------------------------------------------------------------- */
+
+char *cli_base64(const void *bytes, size_t len) {
+    static const char tab[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    const unsigned char *b = bytes;
+    char *out = malloc((len + 2) / 3 * 4 + 1), *o = out;
+    if (!out)
+        return NULL;
+    for (size_t i = 0; i < len; i += 3) {
+        unsigned v = (unsigned)b[i] << 16 | (i + 1 < len ? (unsigned)b[i + 1] << 8 : 0) |
+                     (i + 2 < len ? b[i + 2] : 0);
+        *o++ = tab[v >> 18 & 63];
+        *o++ = tab[v >> 12 & 63];
+        *o++ = i + 1 < len ? tab[v >> 6 & 63] : '=';
+        *o++ = i + 2 < len ? tab[v & 63] : '=';
+    }
+    *o = '\0';
+    return out;
+}
+
+static json_t *base64_object(const void *bytes, size_t len) {
+    char *b64 = cli_base64(bytes, len);
+    json_t *o = b64 ? json_pack("{s:s}", "base64", b64) : NULL;
+    free(b64);
+    return o;
+}
+
+static json_t *to_json(const msgpack_object *o) {
+    switch (o->type) {
+    case MSGPACK_OBJECT_NIL:
+        return json_null();
+    case MSGPACK_OBJECT_BOOLEAN:
+        return json_boolean(o->via.boolean);
+    case MSGPACK_OBJECT_POSITIVE_INTEGER:
+        return o->via.u64 > (uint64_t)INT64_MAX ? json_real((double)o->via.u64)
+                                                : json_integer((json_int_t)o->via.u64);
+    case MSGPACK_OBJECT_NEGATIVE_INTEGER:
+        return json_integer((json_int_t)o->via.i64);
+    case MSGPACK_OBJECT_FLOAT32:
+    case MSGPACK_OBJECT_FLOAT64:
+        return json_real(o->via.f64);
+    case MSGPACK_OBJECT_STR: {
+        /* NULL: not UTF-8. An empty string's ptr may be NULL. */
+        json_t *s =
+            o->via.str.size ? json_stringn(o->via.str.ptr, o->via.str.size) : json_string("");
+        return s ? s : base64_object(o->via.str.ptr, o->via.str.size);
+    }
+    case MSGPACK_OBJECT_BIN:
+        return base64_object(o->via.bin.ptr, o->via.bin.size);
+    case MSGPACK_OBJECT_EXT: {
+        json_t *e = base64_object(o->via.ext.ptr, o->via.ext.size);
+        if (e)
+            json_object_set_new(e, "ext", json_integer(o->via.ext.type));
+        return e;
+    }
+    case MSGPACK_OBJECT_ARRAY: {
+        json_t *a = json_array();
+        for (uint32_t i = 0; a && i < o->via.array.size; i++)
+            json_array_append_new(a, to_json(&o->via.array.ptr[i]));
+        return a;
+    }
+    case MSGPACK_OBJECT_MAP: {
+        json_t *m = json_object();
+        for (uint32_t i = 0; m && i < o->via.map.size; i++) {
+            const msgpack_object_kv *kv = &o->via.map.ptr[i];
+            json_t *val = to_json(&kv->val);
+            if (kv->key.type == MSGPACK_OBJECT_STR) {
+                char *k = kv->key.via.str.size ? strndup(kv->key.via.str.ptr, kv->key.via.str.size)
+                                               : strdup(""); /* ptr may be NULL */
+                if (k && strlen(k) == kv->key.via.str.size && json_object_set_new(m, k, val) == 0)
+                    val = NULL;
+                free(k);
+            }
+            if (val) { /* a key JSON cannot name: written as JSON text */
+                json_t *kj = to_json(&kv->key);
+                char *k = kj ? json_dumps(kj, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
+                json_decref(kj);
+                if (k)
+                    json_object_set_new(m, k, val);
+                else
+                    json_decref(val);
+                free(k);
+            }
+        }
+        return m;
+    }
+    }
+    return json_null();
+}
+
+json_t *cli_msgpack_to_json(const void *bytes, size_t len) {
+    eddy_value *v;
+    if (eddy_value_decode(bytes, len, &v, NULL) != EDDY_OK)
+        return NULL;
+    json_t *j = to_json(eddy_value_object(v));
+    eddy_value_free(v);
+    return j;
+}
+
+/* ---- events ------------------------------------------------------------------------------- */
+
+static void set_attr(json_t *o, const char *name, const char *value) {
+    if (value) {
+        json_t *s = json_string(value); /* NULL: not UTF-8 */
+        json_object_set_new(o, name, s ? s : base64_object(value, strlen(value)));
+    }
+}
+
+/* The data as JSON, by its content type. */
+static json_t *data_json(const eddy_event *ev, const void *data, size_t len) {
+    const char *ct = eddy_event_datacontenttype(ev);
+    if (ct && strcmp(ct, EDDY_MSGPACK_CONTENT_TYPE) == 0) {
+        json_t *j = cli_msgpack_to_json(data, len);
+        if (j)
+            return j;
+    } else if (ct && (strcmp(ct, "application/json") == 0 || strstr(ct, "+json"))) {
+        json_t *j = json_loadb(data, len, JSON_DECODE_ANY, NULL);
+        if (j)
+            return j;
+    } else if (ct && strncmp(ct, "text/", 5) == 0) {
+        json_t *j = json_stringn(data, len);
+        if (j)
+            return j;
+    }
+    return base64_object(data, len);
+}
+
+json_t *cli_event_json(const eddy_event *ev) {
+    json_t *o = json_object();
+    if (!o)
+        return NULL;
+    set_attr(o, "id", eddy_event_id(ev));
+    set_attr(o, "source", eddy_event_source(ev));
+    set_attr(o, "specversion", eddy_event_specversion(ev));
+    set_attr(o, "type", eddy_event_type(ev));
+    set_attr(o, "subject", eddy_event_subject(ev));
+    set_attr(o, "time", eddy_event_time(ev));
+    set_attr(o, "datacontenttype", eddy_event_datacontenttype(ev));
+    set_attr(o, "dataschema", eddy_event_dataschema(ev));
+    for (size_t i = 0; i < eddy_event_extension_count(ev); i++) {
+        const char *name, *value;
+        if (eddy_event_extension_at(ev, i, &name, &value) == EDDY_OK && !json_object_get(o, name))
+            set_attr(o, name, value);
+    }
+    size_t len;
+    const void *data = eddy_event_data(ev, &len);
+    if (data)
+        json_object_set_new(o, "data", data_json(ev, data, len));
+    return o;
+}
+
+bool cli_print_line(json_t *v) {
+    bool ok = v && json_dumpf(v, stdout, JSON_COMPACT | JSON_ENCODE_ANY) == 0;
+    json_decref(v);
+    return fputc('\n', stdout) != EOF && fflush(stdout) == 0 && ok;
+}
+
+bool cli_print_pretty(json_t *v) {
+    bool ok = v && json_dumpf(v, stdout, JSON_INDENT(2) | JSON_ENCODE_ANY) == 0;
+    json_decref(v);
+    return fputc('\n', stdout) != EOF && fflush(stdout) == 0 && ok;
+}

@@ -1,0 +1,111 @@
+/* eddy — the command-line tool: global options, the list of commands, exit codes. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage[] =
+    "usage: eddy [--url URL] [--ns NS] [--json] COMMAND [ARGS...]\n"
+    "\n"
+    "Publish, tail, request and answer CloudEvents on eddy's Redis Streams, and look at a\n"
+    "namespace: groups, dead letters, the event store, feed markers, the registry, stats.\n"
+    "\n"
+    "Global options (before or after the command):\n"
+    "  --url URL   the backend: redis://[user:password@]host[:port][/db], unix:///path\n"
+    "              (default $EDDY_URL, else redis://127.0.0.1:6379)\n"
+    "  --ns NS     the namespace: every key is {NS}:... (default $EDDY_NS, else eddy)\n"
+    "  --json      machine-readable output (one JSON document, or JSON lines)\n"
+    "  --help      help for eddy, or for a command: eddy COMMAND --help\n"
+    "\n"
+    "Commands:\n"
+    "  pub SUBJECT          publish an event (data as JSON, sent as msgpack, or a file's bytes)\n"
+    "  tail PATTERN         print events published to matching subjects, as JSON lines\n"
+    "  request SUBJECT      send a request and print the reply\n"
+    "  respond PATTERN      answer requests (echo, or a fixed reply), for testing\n"
+    "  groups [PATTERN]     groups per subject: consumers, pending, lag, oldest pending, dead\n"
+    "                       letters, and each group summed over the pattern's subjects\n"
+    "  dlq list|show|replay|purge   a group's dead letters\n"
+    "  store read|tail|append       the event store, one stream or all\n"
+    "  feed status|reset FEED       a catch-up feed's marker (\"caught up once\")\n"
+    "  registry             live subscriptions and responders, with their leases\n"
+    "  stats [PATTERN]      the namespace as one JSON document (subjects, groups, registry)\n"
+    "  version              the library's version\n"
+    "\n"
+    "Exit codes:\n"
+    "  0  done\n"
+    "  1  the operation failed (the backend refused it, a responder failed, ...)\n"
+    "  2  usage: an unknown command or option, a bad argument, bad JSON, a bad subject\n"
+    "  3  the backend cannot be reached (connection refused or lost, authentication, TLS)\n"
+    "  4  not found (a dead letter's id)\n"
+    "  5  no reply: no responders, no reply by the deadline, or --timeout ended a wait\n";
+
+typedef struct command {
+    const char *name;
+    int (*run)(cli *c, int argc, char **argv);
+} command;
+
+static int cmd_version(cli *c, int argc, char **argv) {
+    char *pos[1];
+    int npos, rc = cli_parse(c, argc, argv, NULL, pos, 0, &npos);
+    if (rc >= 0)
+        return rc;
+    if (c->help)
+        return cli_help("usage: eddy version\n\nPrints the library's version.\n");
+    if (c->json)
+        cli_print_line(json_pack("{s:s}", "version", eddy_version()));
+    else
+        printf("eddy %s\n", eddy_version());
+    return CLI_OK;
+}
+
+static const command commands[] = {
+    {"pub", cmd_pub},         {"tail", cmd_tail},       {"request", cmd_request},
+    {"respond", cmd_respond}, {"groups", cmd_groups},   {"dlq", cmd_dlq},
+    {"store", cmd_store},     {"feed", cmd_feed},       {"registry", cmd_registry},
+    {"stats", cmd_stats},     {"version", cmd_version}, {NULL, NULL},
+};
+
+/* Takes the global options before the command: the index of the command's name, or -1 (with
+ * *rc an exit code, or -1 when there is no command). */
+static int global_options(cli *c, int argc, char **argv, int *rc) {
+    *rc = -1;
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-')
+            return i;
+        int npos;
+        bool takes_value = strcmp(a, "--url") == 0 || strcmp(a, "--ns") == 0;
+        int n = takes_value && i + 1 < argc ? 2 : 1;
+        if ((*rc = cli_parse(c, n, argv + i, NULL, NULL, 0, &npos)) >= 0)
+            return -1;
+        i += n - 1;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv) {
+    cli c = {.url = getenv("EDDY_URL"), .ns = getenv("EDDY_NS")};
+    int rc;
+    int at = global_options(&c, argc, argv, &rc);
+    if (rc >= 0)
+        return rc;
+    if (at < 0) {
+        fputs(usage, c.help ? stdout : stderr);
+        return c.help ? CLI_OK : CLI_USAGE;
+    }
+    if (!c.url || !*c.url)
+        c.url = "redis://127.0.0.1:6379";
+    if (!c.ns || !*c.ns)
+        c.ns = "eddy";
+    if (strcmp(argv[at], "help") == 0) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    for (const command *cmd = commands; cmd->name; cmd++)
+        if (strcmp(cmd->name, argv[at]) == 0) {
+            c.command = cmd->name;
+            return cmd->run(&c, argc - at - 1, argv + at + 1);
+        }
+    fprintf(stderr, "eddy: unknown command '%s' (eddy --help lists them)\n", argv[at]);
+    return CLI_USAGE;
+}

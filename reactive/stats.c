@@ -1,0 +1,35 @@
+/* eddy_rbus_stats_json on the reactive front end: the counters, written by the core
+ * (src/bus_stats.c) at once on the loop's thread. The broker's part is left out: reading it takes
+ * round trips, and a call on the loop does not wait for them (an admin handle, eddy/admin.h, reads
+ * it from any other thread, as `eddy stats` does). */
+#include <stdlib.h>
+
+#include "bus_stats.h"
+#include "error.h"
+#include "internal.h"
+
+char *eddy_rbus_stats_json(eddy_rbus *bus, eddy_error *err) {
+    if (!bus) {
+        eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
+        return NULL;
+    }
+    eddy_error why = {.status = EDDY_ERR_NOT_SUPPORTED,
+                      .detail = "not read on the loop: see eddy_admin_stats_json"};
+    eddy__bus_stats_in in = {.s = &bus->s,
+                             .started = bus->active,
+                             .nsubs = bus->nsubs,
+                             .requests = bus->requests,
+                             .scan_err = &why};
+    eddy_rbus_retention_stats(bus, &in.retention);
+    eddy__sub **subs = bus->nsubs ? calloc(bus->nsubs, sizeof(*subs)) : NULL;
+    if (bus->nsubs && !subs) {
+        eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < bus->nsubs; i++)
+        subs[i] = bus->subs[i]->sub;
+    in.subs = subs;
+    char *doc = eddy__bus_stats_json(&in, err);
+    free(subs);
+    return doc;
+}

@@ -1,0 +1,44 @@
+/* What an admin handle reads (include/eddy/admin.h), as a sans-IO scan the blocking front end
+ * drives: plan a round, send it as one pipeline, feed its replies, until a plan appends nothing.
+ *   1. SMEMBERS {ns}:subjects, TIME
+ *   2. per subject the pattern matches: XLEN and XINFO GROUPS of its stream
+ *   3. per group with pending entries: XPENDING summary (the oldest pending id); per group name:
+ *      XLEN of its dead-letter stream
+ * and the registry's JSON, which the stats document embeds. */
+#ifndef EDDY_SRC_ADMIN_H
+#define EDDY_SRC_ADMIN_H
+
+#include <hiredis/hiredis.h>
+
+#include "cmdlist.h"
+#include "eddy/admin.h"
+
+typedef struct eddy__admin_scan eddy__admin_scan;
+
+/* pattern NULL: every subject (a bad pattern is the caller's to refuse). Copies both. NULL on
+ * OOM. */
+eddy__admin_scan *eddy__admin_scan_new(const char *ns, const char *pattern);
+void eddy__admin_scan_free(eddy__admin_scan *s);
+
+/* Appends the next round's commands; none once the scan is complete. */
+eddy_status eddy__admin_scan_plan(eddy__admin_scan *s, eddy__cmdlist *out);
+/* The replies to the round last planned, one per command (borrowed). A failed reply ends the
+ * scan with its status: the server's error (EDDY_ERR_BACKEND), EDDY_ERR_PROTOCOL, ... */
+eddy_status eddy__admin_scan_feed(eddy__admin_scan *s, const eddy__cmdlist *cmds,
+                                  redisReply **replies, size_t n, eddy_error *err);
+
+/* Once complete: the subjects in name order (owned by the scan), and the server's clock. */
+const eddy_subject_info *eddy__admin_scan_result(const eddy__admin_scan *s, size_t *n);
+long long eddy__admin_scan_time_ms(const eddy__admin_scan *s);
+
+/* Calls fn for each live member of a registry listing (eddy__registry_list's reply, borrowed),
+ * skipping members eddy did not write; stops at fn's first error and returns it. */
+eddy_status eddy__admin_registry_each(const redisReply *r, eddy_registration_fn fn, void *user,
+                                      eddy_error *err);
+
+/* The stats document of eddy_admin_stats_json from a complete scan and a registry listing
+ * (borrowed). NULL with err set on OOM or a registry reply it cannot read. */
+char *eddy__admin_stats_json(const char *ns, const eddy__admin_scan *s, const redisReply *registry,
+                             eddy_error *err);
+
+#endif

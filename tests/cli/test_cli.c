@@ -1,0 +1,701 @@
+/* The eddy command-line tool, driven as a subprocess against the fixture's redis-server: each
+ * test runs the built tool (EDDY_TEST_BIN_DIR/../cli/eddy) with its own namespace, reads its
+ * stdout, stderr and exit code, and parses --json output back with jansson. Background commands
+ * (tail, respond) are waited for through the registry, never through a sleep. */
+#include <criterion/criterion.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "eddy/blocking.h"
+#include "eddy/store.h"
+#include "eddy_test.h"
+#include "redis_server.h"
+
+#define MAX_ARGS 32
+
+typedef struct proc {
+    pid_t pid;
+    char out_path[64], err_path[64];
+    int code;
+    bool reaped; /* exited() saw it end: status holds how */
+    int status;
+    char *out, *err;
+} proc;
+
+static const char *cli_path(void) {
+    static char path[1024];
+    const char *bin = getenv("EDDY_TEST_BIN_DIR");
+    cr_assert(bin, "EDDY_TEST_BIN_DIR is not set: run the tests through ctest");
+    snprintf(path, sizeof(path), "%s/../cli/eddy", bin);
+    cr_assert(access(path, X_OK) == 0, "no eddy tool at %s", path);
+    return path;
+}
+
+/* Starts `eddy --url URL --ns NS args...` (args NULL-terminated; url NULL: the fixture's), its
+ * stdout to stdout_to when not NULL (then p->out stays empty). */
+static void spawn_full(proc *p, const char *url, const char *stdout_to, const char *ns,
+                       const char *const *args) {
+    memset(p, 0, sizeof(*p));
+    snprintf(p->out_path, sizeof(p->out_path), "/tmp/eddy-cli-out-XXXXXX");
+    snprintf(p->err_path, sizeof(p->err_path), "/tmp/eddy-cli-err-XXXXXX");
+    int out = mkstemp(p->out_path), err = mkstemp(p->err_path);
+    cr_assert(out >= 0 && err >= 0);
+    const char *argv[MAX_ARGS + 6] = {cli_path(), "--url", url ? url : eddy_test_redis_url(),
+                                      "--ns", ns};
+    int n = 5;
+    for (int i = 0; args[i]; i++) {
+        cr_assert(i < MAX_ARGS);
+        argv[n++] = args[i];
+    }
+    argv[n] = NULL;
+    fflush(NULL);
+    p->pid = fork();
+    cr_assert(p->pid >= 0);
+    if (p->pid == 0) {
+        if (stdout_to)
+            out = open(stdout_to, O_WRONLY);
+        dup2(out, STDOUT_FILENO);
+        dup2(err, STDERR_FILENO);
+        int devnull = open("/dev/null", O_RDONLY);
+        dup2(devnull, STDIN_FILENO);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(out);
+    close(err);
+}
+
+static void spawn_url(proc *p, const char *url, const char *ns, const char *const *args) {
+    spawn_full(p, url, NULL, ns, args);
+}
+
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    cr_assert(f);
+    size_t cap = 4096, n = 0;
+    char *b = malloc(cap);
+    for (size_t got; (got = fread(b + n, 1, cap - n - 1, f)) > 0;) {
+        n += got;
+        if (n + 1 == cap)
+            b = realloc(b, cap *= 2);
+    }
+    b[n] = '\0';
+    fclose(f);
+    unlink(path);
+    return b;
+}
+
+/* True once the process ended (reaped: finish then only reads its output). */
+static bool exited(proc *p) {
+    if (!p->reaped && waitpid(p->pid, &p->status, WNOHANG) == p->pid)
+        p->reaped = true;
+    return p->reaped;
+}
+
+static void finish(proc *p) {
+    int status = p->status;
+    cr_assert(p->reaped || waitpid(p->pid, &status, 0) == p->pid);
+    p->code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    p->out = slurp(p->out_path);
+    p->err = slurp(p->err_path);
+}
+
+static void release(proc *p) {
+    free(p->out);
+    free(p->err);
+}
+
+/* Runs the tool to its end. */
+static proc run_url(const char *url, const char *ns, const char *const *args) {
+    proc p;
+    spawn_url(&p, url, ns, args);
+    finish(&p);
+    return p;
+}
+
+#define ARGS(...) ((const char *const[]){__VA_ARGS__, NULL})
+#define RUN(ns, ...) run_url(NULL, ns, ARGS(__VA_ARGS__))
+
+/* Runs and expects exit 0, returning stdout parsed as JSON. */
+static json_t *run_json(const char *ns, const char *const *args) {
+    proc p = run_url(NULL, ns, args);
+    cr_assert_eq(p.code, 0, "%s exited %d: %s", args[0], p.code, p.err);
+    json_error_t e;
+    json_t *v = json_loads(p.out, 0, &e);
+    cr_assert(v, "%s: not JSON (%s): %s", args[0], e.text, p.out);
+    release(&p);
+    return v;
+}
+
+/* Pace for polls that start a process each time (not a threshold: a poll only waits longer). */
+static void pause_a_little(void) {
+    struct timespec pause = {0, 50000000};
+    nanosleep(&pause, NULL);
+}
+
+static const char *ns_new(char *buf, size_t size) { return eddy_test_namespace(buf, size, "cli"); }
+
+/* True once the registry lists a subscription named `name`. */
+typedef struct reg_wait {
+    const char *ns, *name;
+} reg_wait;
+
+static bool registered(void *user) {
+    reg_wait *w = user;
+    json_t *list = run_json(w->ns, ARGS("registry", "--json"));
+    bool found = false;
+    size_t i;
+    json_t *r;
+    json_array_foreach(list, i, r) found |=
+        strcmp(json_string_value(json_object_get(r, "name")), w->name) == 0;
+    json_decref(list);
+    if (!found)
+        pause_a_little();
+    return found;
+}
+
+static void wait_registered(const char *ns, const char *name) {
+    reg_wait w = {ns, name};
+    cr_assert(eddy_test_wait_until(registered, &w, 30000), "%s never registered", name);
+}
+
+/* Each line of out parsed as JSON (n of them expected). */
+static json_t *line(const char *out, int index) {
+    const char *s = out;
+    for (int i = 0; i < index; i++) {
+        s = strchr(s, '\n');
+        cr_assert(s, "fewer than %d lines: %s", index + 1, out);
+        s++;
+    }
+    json_error_t e;
+    json_t *v = json_loadb(s, strcspn(s, "\n"), 0, &e);
+    cr_assert(v, "line %d is not JSON (%s): %s", index, e.text, out);
+    return v;
+}
+
+/* ---- publish and tail ------------------------------------------------------------------------ */
+
+Test(cli, pub_then_tail_prints_json_lines_with_data_decoded) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc tail;
+    spawn_url(&tail, NULL, ns, ARGS("tail", "orders.>", "--count", "2", "--timeout", "60000"));
+    wait_registered(ns, "eddy-tail");
+    proc p = RUN(ns, "pub", "orders.created", "--type", "order.created", "--data",
+                 "{\"id\":42,\"items\":[\"a\",1.5,true,null]}");
+    cr_assert_eq(p.code, 0, "pub: %s", p.err);
+    cr_assert(strchr(p.out, '-'), "pub prints the entry id: %s", p.out);
+    release(&p);
+    p = RUN(ns, "pub", "orders.eu.shipped", "--data-file", "/dev/null", "--content-type",
+            "text/plain", "--json");
+    cr_assert_eq(p.code, 0, "pub: %s", p.err);
+    json_t *pub = line(p.out, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(pub, "subject")), "orders.eu.shipped");
+    json_decref(pub);
+    release(&p);
+    finish(&tail);
+    cr_assert_eq(tail.code, 0, "tail: %s", tail.err);
+    /* Two subjects are two streams: the tail reads them together, in no promised order. */
+    json_t *first = line(tail.out, 0), *second = line(tail.out, 1);
+    if (strcmp(json_string_value(json_object_get(first, "subject")), "orders.created") != 0) {
+        json_t *swap = first;
+        first = second;
+        second = swap;
+    }
+    cr_assert_str_eq(json_string_value(json_object_get(first, "subject")), "orders.created");
+    json_t *ev = json_object_get(first, "event");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "type")), "order.created");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "datacontenttype")),
+                     "application/msgpack");
+    json_t *want = json_loads("{\"id\":42,\"items\":[\"a\",1.5,true,null]}", 0, NULL);
+    cr_assert(json_equal(json_object_get(ev, "data"), want), "data decoded from msgpack");
+    cr_assert_str_eq(json_string_value(json_object_get(second, "subject")), "orders.eu.shipped");
+    json_decref(want);
+    json_decref(first);
+    json_decref(second);
+    release(&tail);
+}
+
+Test(cli, tail_with_a_group_acknowledges_what_it_printed) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc tail;
+    spawn_url(&tail, NULL, ns, ARGS("tail", "jobs.run", "--group", "workers", "--count", "1"));
+    wait_registered(ns, "eddy-tail");
+    proc p = RUN(ns, "pub", "jobs.run", "--data", "1");
+    cr_assert_eq(p.code, 0, "pub: %s", p.err);
+    release(&p);
+    finish(&tail);
+    cr_assert_eq(tail.code, 0, "tail: %s", tail.err);
+    release(&tail);
+    json_t *g = run_json(ns, ARGS("groups", "jobs.run", "--json"));
+    json_t *group = json_array_get(
+        json_object_get(json_array_get(json_object_get(g, "subjects"), 0), "groups"), 0);
+    cr_assert_str_eq(json_string_value(json_object_get(group, "group")), "workers");
+    cr_assert_eq(json_integer_value(json_object_get(group, "pending")), 0, "acknowledged");
+    cr_assert_eq(json_integer_value(json_object_get(group, "lag")), 0);
+    json_decref(g);
+}
+
+Test(cli, tail_that_cannot_print_hands_the_event_back) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc tail;
+    spawn_full(&tail, NULL, "/dev/full", ns, ARGS("tail", "jobs.run", "--group", "workers"));
+    wait_registered(ns, "eddy-tail");
+    proc p = RUN(ns, "pub", "jobs.run", "--data", "1");
+    cr_assert_eq(p.code, 0, "pub: %s", p.err);
+    release(&p);
+    finish(&tail);
+    cr_assert_eq(tail.code, 1, "exit %d: %s", tail.code, tail.err);
+    cr_assert(strstr(tail.err, "cannot write to stdout"), "%s", tail.err);
+    release(&tail);
+    json_t *g = run_json(ns, ARGS("groups", "jobs.run", "--json"));
+    json_t *group = json_array_get(
+        json_object_get(json_array_get(json_object_get(g, "subjects"), 0), "groups"), 0);
+    cr_assert_eq(json_integer_value(json_object_get(group, "pending")), 1,
+                 "not acknowledged: the group keeps it");
+    json_decref(g);
+}
+
+/* ---- request and respond --------------------------------------------------------------------- */
+
+Test(cli, request_respond_round_trip) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc resp;
+    spawn_url(&resp, NULL, ns, ARGS("respond", "calc.>", "--count", "2"));
+    wait_registered(ns, "eddy-respond");
+    proc p = RUN(ns, "request", "calc.echo", "--type", "calc.q", "--data", "{\"x\":[1,2]}",
+                 "--timeout", "30000");
+    cr_assert_eq(p.code, 0, "request: %s", p.err);
+    json_t *reply = line(p.out, 0), *ev = json_object_get(reply, "event");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "type")), "calc.q.reply");
+    json_t *want = json_loads("{\"x\":[1,2]}", 0, NULL);
+    cr_assert(json_equal(json_object_get(ev, "data"), want), "the echo: %s", p.out);
+    json_decref(want);
+    json_decref(reply);
+    release(&p);
+    p = RUN(ns, "request", "calc.add", "--data", "3", "--timeout", "30000");
+    cr_assert_eq(p.code, 0, "request: %s", p.err);
+    release(&p);
+    finish(&resp);
+    cr_assert_eq(resp.code, 0, "respond: %s", resp.err);
+    release(&resp);
+}
+
+Test(cli, request_without_responders_exits_5) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc p = RUN(ns, "request", "nobody.here", "--timeout", "30000");
+    cr_assert_eq(p.code, 5, "exit %d: %s", p.code, p.err);
+    cr_assert(strstr(p.err, "nothing is subscribed"), "%s", p.err);
+    release(&p);
+    p = RUN(ns, "request", "nobody.here", "--timeout", "30000", "--json");
+    cr_assert_eq(p.code, 5);
+    json_t *out = line(p.out, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(out, "status")), "EDDY_ERR_NO_RESPONDERS");
+    json_decref(out);
+    release(&p);
+}
+
+Test(cli, respond_with_a_fixed_reply) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc resp;
+    spawn_url(&resp, NULL, ns,
+              ARGS("respond", "fixed.q", "--reply", "{\"ok\":true}", "--count", "1", "--type",
+                   "fixed.answer"));
+    wait_registered(ns, "eddy-respond");
+    proc p = RUN(ns, "request", "fixed.q", "--data", "\"anything\"", "--timeout", "30000");
+    cr_assert_eq(p.code, 0, "request: %s", p.err);
+    json_t *reply = line(p.out, 0), *ev = json_object_get(reply, "event");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "type")), "fixed.answer");
+    cr_assert(json_is_true(json_object_get(json_object_get(ev, "data"), "ok")));
+    json_decref(reply);
+    release(&p);
+    finish(&resp);
+    release(&resp);
+}
+
+/* ---- groups, registry, stats ----------------------------------------------------------------- */
+
+static eddy_status never_done(eddy_delivery *d, void *user) { return EDDY_ERR_HANDLER_FAILED; }
+
+/* A bus in the test process whose handler always fails: max_deliveries 1 dead-letters each
+ * message at its second delivery, which comes back at once (no backoff, a short idle time). */
+static eddy_bus *failing_bus(const char *ns, const char *group, const char *pattern) {
+    eddy_settings s;
+    eddy_settings_init(&s);
+    s.url = eddy_test_redis_url();
+    s.ns = ns;
+    s.max_deliveries = 1;
+    s.redelivery_idle_ms = 50;
+    s.redelivery_backoff_ms = 0;
+    s.block_ms = 50;
+    s.log = eddy_test_log;
+    eddy_subscription_spec spec;
+    eddy_subscription_spec_init(&spec);
+    spec.name = "failing";
+    spec.pattern = pattern;
+    spec.group = group;
+    spec.delivery = EDDY_AT_LEAST_ONCE;
+    spec.handler = never_done;
+    eddy_bus *bus;
+    cr_assert_eq(eddy_bus_new(&s, &spec, 1, &bus, NULL), EDDY_OK);
+    cr_assert_eq(eddy_bus_start(bus, NULL), EDDY_OK);
+    return bus;
+}
+
+typedef struct dlq_wait {
+    const char *ns, *group;
+    size_t want;
+} dlq_wait;
+
+static bool has_dead_letters(void *user) {
+    dlq_wait *w = user;
+    json_t *list = run_json(w->ns, ARGS("dlq", "list", w->group, "--json"));
+    bool enough = json_array_size(list) >= w->want;
+    json_decref(list);
+    if (!enough)
+        pause_a_little();
+    return enough;
+}
+
+Test(cli, groups_sum_a_pattern_and_show_pending_and_lag) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    eddy_bus *bus = failing_bus(ns, "billing", "bill.>");
+    for (int i = 0; i < 2; i++) {
+        proc p = RUN(ns, "pub", i ? "bill.eu" : "bill.us", "--data", "{}");
+        cr_assert_eq(p.code, 0, "pub: %s", p.err);
+        release(&p);
+    }
+    dlq_wait w = {ns, "billing", 2};
+    cr_assert(eddy_test_wait_until(has_dead_letters, &w, 60000));
+    eddy_bus_free(bus);
+    json_t *g = run_json(ns, ARGS("groups", "bill.*", "--json"));
+    json_t *subjects = json_object_get(g, "subjects"), *totals = json_object_get(g, "groups");
+    cr_assert_eq(json_array_size(subjects), 2);
+    cr_assert_str_eq(json_string_value(json_object_get(json_array_get(subjects, 0), "subject")),
+                     "bill.eu", "sorted by name");
+    cr_assert_eq(json_array_size(totals), 1);
+    json_t *t = json_array_get(totals, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(t, "group")), "billing");
+    cr_assert_eq(json_integer_value(json_object_get(t, "subjects")), 2);
+    cr_assert_eq(json_integer_value(json_object_get(t, "pending")), 0, "dead-lettered is acked");
+    cr_assert_eq(json_integer_value(json_object_get(t, "lag")), 0);
+    cr_assert_eq(json_integer_value(json_object_get(t, "dead_letters")), 2);
+    json_decref(g);
+    /* the table form names the group and the totals */
+    proc p = RUN(ns, "groups", "bill.>");
+    cr_assert_eq(p.code, 0);
+    cr_assert(strstr(p.out, "billing") && strstr(p.out, "GROUP (over the subjects)"), "%s", p.out);
+    release(&p);
+    /* a bad pattern is a usage error */
+    p = RUN(ns, "groups", "bill.>.x");
+    cr_assert_eq(p.code, 2, "exit %d: %s", p.code, p.err);
+    cr_assert(strstr(p.err, "pattern"), "%s", p.err);
+    release(&p);
+}
+
+Test(cli, groups_show_pending_entries_and_their_age) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    /* An entry read by a group's consumer and never acknowledged: pending, with an age. */
+    eddy_settings s;
+    eddy_settings_init(&s);
+    s.url = eddy_test_redis_url();
+    s.ns = ns;
+    proc p = RUN(ns, "pub", "held.one", "--data", "1");
+    cr_assert_eq(p.code, 0);
+    release(&p);
+    char key[160];
+    snprintf(key, sizeof(key), "{%s}:s:held.one", ns);
+    eddy_test_redis_int(s.url, "XGROUP CREATE %s keepers 0", key);
+    eddy_test_redis_int(s.url, "XREADGROUP GROUP keepers c1 COUNT 1 STREAMS %s >", key);
+    json_t *g = run_json(ns, ARGS("groups", "--json"));
+    json_t *group = json_array_get(
+        json_object_get(json_array_get(json_object_get(g, "subjects"), 0), "groups"), 0);
+    cr_assert_eq(json_integer_value(json_object_get(group, "pending")), 1);
+    cr_assert_eq(json_integer_value(json_object_get(group, "consumers")), 1);
+    cr_assert(json_is_integer(json_object_get(group, "oldest_pending_ms")));
+    cr_assert_geq(json_integer_value(json_object_get(group, "oldest_pending_ms")), 0);
+    json_decref(g);
+}
+
+Test(cli, registry_and_stats_show_a_live_responder) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc resp;
+    spawn_url(&resp, NULL, ns, ARGS("respond", "live.q", "--group", "answerers", "--count", "1"));
+    wait_registered(ns, "eddy-respond");
+    json_t *list = run_json(ns, ARGS("registry", "--json"));
+    cr_assert_eq(json_array_size(list), 1);
+    json_t *r = json_array_get(list, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(r, "kind")), "responder");
+    cr_assert_str_eq(json_string_value(json_object_get(r, "group")), "answerers");
+    cr_assert_str_eq(json_string_value(json_object_get(r, "pattern")), "live.q");
+    cr_assert_gt(json_integer_value(json_object_get(r, "lease_until_ms")), eddy_now_ms() - 1000);
+    json_decref(list);
+    json_t *stats = run_json(ns, ARGS("stats", "--json"));
+    cr_assert_str_eq(json_string_value(json_object_get(stats, "ns")), ns);
+    cr_assert_eq(json_array_size(json_object_get(stats, "registry")), 1);
+    cr_assert(json_is_array(json_object_get(stats, "subjects")));
+    cr_assert(json_is_array(json_object_get(stats, "groups")));
+    json_decref(stats);
+    proc p = RUN(ns, "request", "live.q", "--timeout", "30000");
+    cr_assert_eq(p.code, 0, "request: %s", p.err);
+    release(&p);
+    finish(&resp);
+    release(&resp);
+    p = RUN(ns, "registry");
+    cr_assert_eq(p.code, 0);
+    cr_assert(strstr(p.out, "nothing subscribed"), "a stopped bus leaves the registry: %s", p.out);
+    release(&p);
+}
+
+/* ---- dead letters ---------------------------------------------------------------------------- */
+
+Test(cli, dlq_list_show_replay_purge) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    eddy_bus *bus = failing_bus(ns, "payments", "pay.due");
+    for (int i = 0; i < 3; i++) {
+        char data[32];
+        snprintf(data, sizeof(data), "{\"n\":%d}", i);
+        proc p = RUN(ns, "pub", "pay.due", "--data", data);
+        cr_assert_eq(p.code, 0);
+        release(&p);
+    }
+    dlq_wait w = {ns, "payments", 3};
+    cr_assert(eddy_test_wait_until(has_dead_letters, &w, 60000));
+    eddy_bus_free(bus); /* nothing fails them again while they are replayed */
+
+    json_t *list = run_json(ns, ARGS("dlq", "list", "payments", "--json"));
+    cr_assert_eq(json_array_size(list), 3);
+    json_t *d0 = json_array_get(list, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(d0, "subject")), "pay.due");
+    cr_assert_str_eq(json_string_value(json_object_get(d0, "reason")), "max_deliveries");
+    char id0[64], id1[64];
+    snprintf(id0, sizeof(id0), "%s", json_string_value(json_object_get(d0, "id")));
+    snprintf(id1, sizeof(id1), "%s",
+             json_string_value(json_object_get(json_array_get(list, 1), "id")));
+    json_decref(list);
+
+    json_t *groups = run_json(ns, ARGS("dlq", "list", "--json"));
+    cr_assert_eq(json_array_size(groups), 1);
+    cr_assert_eq(json_integer_value(json_object_get(json_array_get(groups, 0), "dead_letters")), 3);
+    json_decref(groups);
+
+    json_t *shown = run_json(ns, ARGS("dlq", "show", "payments", id0, "--json"));
+    cr_assert_eq(json_integer_value(json_object_get(
+                     json_object_get(json_object_get(shown, "event"), "data"), "n")),
+                 0);
+    json_decref(shown);
+    proc p = RUN(ns, "dlq", "show", "payments", "1-1");
+    cr_assert_eq(p.code, 4, "an id that is not there: exit %d: %s", p.code, p.err);
+    release(&p);
+
+    p = RUN(ns, "dlq", "replay", "payments", id0, "--json");
+    cr_assert_eq(p.code, 0, "replay: %s", p.err);
+    release(&p);
+    p = RUN(ns, "dlq", "purge", "payments", id1);
+    cr_assert_eq(p.code, 0, "purge: %s", p.err);
+    release(&p);
+    json_t *left = run_json(ns, ARGS("dlq", "list", "payments", "--json"));
+    cr_assert_eq(json_array_size(left), 1);
+    json_decref(left);
+    p = RUN(ns, "dlq", "replay", "payments", "--all", "--json");
+    cr_assert_eq(p.code, 0, "replay --all: %s", p.err);
+    json_t *done = line(p.out, 0);
+    cr_assert_eq(json_integer_value(json_object_get(done, "replayed")), 1);
+    json_decref(done);
+    release(&p);
+    /* the stream got the two replayed entries back: 3 published + 2 replays */
+    json_t *g = run_json(ns, ARGS("groups", "pay.due", "--json"));
+    cr_assert_eq(json_integer_value(
+                     json_object_get(json_array_get(json_object_get(g, "subjects"), 0), "length")),
+                 5);
+    json_decref(g);
+    p = RUN(ns, "dlq", "purge", "payments", "--all");
+    cr_assert_eq(p.code, 0, "purge --all: %s", p.err);
+    release(&p);
+}
+
+/* ---- store and feed -------------------------------------------------------------------------- */
+
+Test(cli, store_append_read_and_tail) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc p = RUN(ns, "store", "append", "order-7", "--type", "order.placed", "--data",
+                 "{\"total\":12}", "--no-stream");
+    cr_assert_eq(p.code, 0, "append: %s", p.err);
+    cr_assert_str_eq(p.out, "1\n");
+    release(&p);
+    p = RUN(ns, "store", "append", "order-7", "--data", "2", "--expect-version", "1", "--json");
+    cr_assert_eq(p.code, 0, "append: %s", p.err);
+    release(&p);
+    p = RUN(ns, "store", "append", "order-7", "--data", "3", "--expect-version", "1");
+    cr_assert_eq(p.code, 1, "a version conflict fails: exit %d", p.code);
+    cr_assert(strstr(p.err, "expected version"), "%s", p.err);
+    release(&p);
+    p = RUN(ns, "store", "append", "other-1", "--data", "4");
+    cr_assert_eq(p.code, 0);
+    release(&p);
+
+    p = RUN(ns, "store", "read", "order-7");
+    cr_assert_eq(p.code, 0, "read: %s", p.err);
+    json_t *e1 = line(p.out, 0), *e2 = line(p.out, 1);
+    cr_assert_eq(json_integer_value(json_object_get(e1, "version")), 1);
+    cr_assert_eq(json_integer_value(json_object_get(
+                     json_object_get(json_object_get(e1, "event"), "data"), "total")),
+                 12);
+    cr_assert_eq(json_integer_value(json_object_get(e2, "version")), 2);
+    json_decref(e1);
+    json_decref(e2);
+    release(&p);
+    p = RUN(ns, "store", "read", "--after", "1");
+    cr_assert_eq(p.code, 0, "read all: %s", p.err);
+    json_t *a = line(p.out, 1);
+    cr_assert_eq(json_integer_value(json_object_get(a, "position")), 3);
+    cr_assert_str_eq(json_string_value(json_object_get(a, "stream_id")), "other-1");
+    json_decref(a);
+    release(&p);
+
+    /* tail from now on: what is stored before it starts is not shown; the poll finds the rest */
+    proc tail;
+    spawn_url(&tail, NULL, ns, ARGS("store", "tail", "--count", "1", "--timeout", "60000"));
+    /* Appends until tail has seen one (it may start after some of them): each is new to it. */
+    for (int i = 0; i < 600; i++) {
+        p = RUN(ns, "store", "append", "order-8", "--data", "5");
+        cr_assert_eq(p.code, 0);
+        release(&p);
+        if (exited(&tail))
+            break;
+        pause_a_little();
+    }
+    finish(&tail);
+    cr_assert_eq(tail.code, 0, "store tail: %s", tail.err);
+    json_t *t = line(tail.out, 0);
+    cr_assert_str_eq(json_string_value(json_object_get(t, "stream_id")), "order-8");
+    json_decref(t);
+    release(&tail);
+}
+
+Test(cli, feed_status_and_reset) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    eddy_settings s;
+    eddy_settings_init(&s);
+    s.url = eddy_test_redis_url();
+    s.ns = ns;
+    eddy_store *store;
+    cr_assert_eq(eddy_store_open(&s, &store, NULL), EDDY_OK);
+    eddy_checkpoints cp = eddy_store_checkpoints(store);
+    cr_assert_eq(cp.ops->save(cp.self, "orders-view", "done", NULL), EDDY_OK);
+
+    json_t *st = run_json(ns, ARGS("feed", "status", "orders-view", "--json"));
+    cr_assert(json_is_true(json_object_get(st, "marker")));
+    cr_assert_str_eq(json_string_value(json_object_get(st, "value")), "done");
+    json_decref(st);
+    json_t *r = run_json(ns, ARGS("feed", "reset", "orders-view", "--json"));
+    cr_assert(json_is_true(json_object_get(r, "had_marker")));
+    json_decref(r);
+    bool exists = true;
+    cr_assert_eq(cp.ops->exists(cp.self, "orders-view", &exists, NULL), EDDY_OK);
+    cr_assert(!exists, "reset deleted the marker");
+    proc p = RUN(ns, "feed", "status", "orders-view");
+    cr_assert_eq(p.code, 0);
+    cr_assert(strstr(p.out, "no marker"), "%s", p.out);
+    release(&p);
+    eddy_store_close(store);
+}
+
+/* ---- bad input ------------------------------------------------------------------------------- */
+
+Test(cli, bad_json_is_a_usage_error_naming_where) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc p = RUN(ns, "pub", "a.b", "--data", "{\"x\": tru}");
+    cr_assert_eq(p.code, 2, "exit %d", p.code);
+    cr_assert(strstr(p.err, "--data is not JSON") && strstr(p.err, "column"), "%s", p.err);
+    cr_assert_str_eq(p.out, "");
+    release(&p);
+}
+
+Test(cli, bad_subject_is_a_usage_error) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc p = RUN(ns, "pub", "a..b", "--data", "1");
+    cr_assert_eq(p.code, 2, "exit %d", p.code);
+    cr_assert(strstr(p.err, "invalid subject"), "%s", p.err);
+    release(&p);
+}
+
+Test(cli, unknown_command_and_option_are_usage_errors) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc p = RUN(ns, "publish", "a.b");
+    cr_assert_eq(p.code, 2);
+    cr_assert(strstr(p.err, "unknown command 'publish'"), "%s", p.err);
+    release(&p);
+    p = RUN(ns, "pub", "a.b", "--colour", "red");
+    cr_assert_eq(p.code, 2);
+    cr_assert(strstr(p.err, "unknown option '--colour'"), "%s", p.err);
+    release(&p);
+    p = RUN(ns, "tail", "x.y", "--count", "many");
+    cr_assert_eq(p.code, 2);
+    release(&p);
+}
+
+Test(cli, help_on_every_command_documents_exit_codes) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc p = RUN(ns, "--help");
+    cr_assert_eq(p.code, 0);
+    cr_assert(strstr(p.out, "Exit codes") && strstr(p.out, "3  the backend cannot be reached"));
+    release(&p);
+    const char *cmds[] = {"pub",   "tail", "request",  "respond", "groups", "dlq",
+                          "store", "feed", "registry", "stats",   "version"};
+    for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+        /* --help needs no server: a dead URL proves nothing is contacted */
+        proc h = run_url("redis://127.0.0.1:1", ns, ARGS(cmds[i], "--help"));
+        cr_assert_eq(h.code, 0, "%s --help: %d %s", cmds[i], h.code, h.err);
+        cr_assert(strstr(h.out, "usage: eddy"), "%s --help: %s", cmds[i], h.out);
+        release(&h);
+    }
+}
+
+Test(cli, redis_down_exits_3_with_a_clear_message) {
+    char ns[96], url[64];
+    ns_new(ns, sizeof(ns));
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", eddy_test_free_port());
+    const char *const *cases[] = {
+        ARGS("pub", "a.b", "--data", "1"),
+        ARGS("groups"),
+        ARGS("registry"),
+        ARGS("dlq", "list", "g"),
+        ARGS("store", "read"),
+        ARGS("feed", "status", "f"),
+        ARGS("stats"),
+        ARGS("tail", "a.b"),
+        ARGS("request", "a.b"),
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        proc p = run_url(url, ns, cases[i]);
+        cr_assert_eq(p.code, 3, "%s: exit %d: %s", cases[i][0], p.code, p.err);
+        cr_assert(strstr(p.err, "connection") && strstr(p.err, url), "%s: %s", cases[i][0], p.err);
+        cr_assert_str_eq(p.out, "", "%s printed: %s", cases[i][0], p.out);
+        release(&p);
+    }
+}

@@ -1,0 +1,241 @@
+/* feed_killed: a catch-up feed listener process (fault_worker feed, worker_feed.c: a read model
+ * that checks versions, so applying an event twice is seen) is killed with SIGKILL in the middle
+ * of its replay, twice, while a writer thread appends to the store and publishes in the same
+ * step (eddy_store_append with publish_subject). The events each dead listener held unacknowledged
+ * (its subscription is Competing, AtLeastOnce) are redelivered to the next one while it replays:
+ * a large held backlog, most of it at or below the position the replay reaches, against a small
+ * dedup_cache_size. The last listener runs to the end; its model must equal a reference fold of
+ * the store (read back with eddy_store_read_all), with no event applied twice (dup) and none
+ * skipped (gap, lost). */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eddy/store.h"
+#include "faults.h"
+#include "faults_feed.h"
+#include "scenarios.h"
+
+#define SUBJECT "faults.feed"
+#define GROUP "feed-listeners"
+#define DEDUP "500" /* dedup_cache_size, far below the held backlog */
+
+typedef struct writer {
+    eddy_store *store;
+    atomic_bool stop;
+    atomic_ulong appended;
+    atomic_ulong failed;
+} writer;
+
+static eddy_status append_batch(eddy_store *store, unsigned long first, int n, bool publish,
+                                eddy_error *err) {
+    eddy_event *evs[100];
+    char stream[16], data[24];
+    snprintf(stream, sizeof(stream), "o%lu", (first / 100) % FX_FEED_STREAMS);
+    for (int j = 0; j < n; j++) {
+        snprintf(data, sizeof(data), "%lu", (first + (unsigned long)j) * 7 % 1000);
+        evs[j] = fx_event('e', first + (unsigned long)j, "faults.feed", data);
+    }
+    eddy_append_opts o;
+    eddy_append_opts_init(&o);
+    o.publish_subject = publish ? SUBJECT : NULL;
+    eddy_status st =
+        eddy_store_append(store, stream, (const eddy_event *const *)evs, (size_t)n, &o, NULL, err);
+    for (int j = 0; j < n; j++)
+        eddy_event_free(evs[j]);
+    return st;
+}
+
+/* Appends and publishes batches of 100 events to one stream after another until stopped. */
+static void *write_live(void *arg) {
+    writer *w = arg;
+    unsigned long next = 10000000; /* ids apart from the history's */
+    while (!atomic_load(&w->stop)) {
+        eddy_error err = {0};
+        if (append_batch(w->store, next, 100, true, &err) == EDDY_OK) {
+            atomic_fetch_add(&w->appended, 100);
+            next += 100; /* the next stream (append_batch picks the stream from first / 100) */
+        } else {
+            atomic_fetch_add(&w->failed, 1);
+        }
+        fx_sleep_ms(1);
+    }
+    return NULL;
+}
+
+typedef struct reference {
+    long long last[FX_FEED_STREAMS];
+    uint64_t fold[FX_FEED_STREAMS];
+    unsigned long events;
+} reference;
+
+static eddy_status ref_add(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
+    reference *ref = user;
+    int k = atoi(meta->stream_id + 1);
+    size_t len = 0;
+    const char *data = eddy_event_data(ev, &len);
+    char text[32];
+    snprintf(text, sizeof(text), "%.*s", (int)(len < 31 ? len : 31), data ? data : "");
+    ref->last[k] = meta->version;
+    ref->fold[k] = fx_feed_fold(ref->fold[k], meta->version, atoll(text));
+    ref->events++;
+    return EDDY_OK;
+}
+
+static bool start_listener(fx_worker *w, const driver *dr, const fx_redis *r, const char *ns,
+                           const char *file) {
+    const char *argv[] = {"feed", dr->name, r->url, ns, SUBJECT, GROUP, DEDUP, file, NULL};
+    return fx_worker_start(w, argv, 20000);
+}
+
+/* Waits for "replay <n>" with n >= at (true), or for "live" or the end (false). */
+static bool replayed(fx_worker *w, unsigned long at, long long wait_ms) {
+    char line[128];
+    while (fx_worker_line(w, line, sizeof(line), wait_ms)) {
+        unsigned long n;
+        if (sscanf(line, "replay %lu", &n) == 1 && n >= at)
+            return true;
+        if (strcmp(line, "live") == 0)
+            return false;
+    }
+    return false;
+}
+
+/* The group's pending count and lag (entries not read yet), -1 each when unknown. */
+static void group_counts(const fx_redis *r, const char *ns, long long *pending, long long *lag) {
+    redisReply *g = fx_cmd(r, "XINFO GROUPS {%s}:s:%s", ns, SUBJECT);
+    *pending = *lag = -1;
+    if (g && g->type == REDIS_REPLY_ARRAY && g->elements == 1) {
+        redisReply *f = g->element[0];
+        for (size_t i = 0; i + 1 < f->elements; i += 2) {
+            if (!strcmp(f->element[i]->str, "pending"))
+                *pending = f->element[i + 1]->integer;
+            if (!strcmp(f->element[i]->str, "lag") &&
+                f->element[i + 1]->type == REDIS_REPLY_INTEGER)
+                *lag = f->element[i + 1]->integer;
+        }
+    }
+    if (g)
+        freeReplyObject(g);
+}
+
+/* The group has nothing pending and nothing unread. */
+static bool group_idle(const fx_redis *r, const char *ns) {
+    long long pending, lag;
+    group_counts(r, ns, &pending, &lag);
+    return pending == 0 && lag == 0;
+}
+
+void fx_feed_killed(const driver *dr) {
+    const unsigned long history = fx_long_profile() ? 200000 : 60000;
+    const int kills = fx_long_profile() ? 4 : 2;
+    fx_redis r;
+    fx_redis_start(&r, NULL);
+    char ns[64], dir[160], file[224];
+    snprintf(ns, sizeof(ns), "faults-feed-%s", dr->name);
+    fx_scratch(dir, sizeof(dir), ns);
+    snprintf(file, sizeof(file), "%s/model.txt", dir);
+    eddy_settings s;
+    fx_settings(&s, r.url, ns);
+    s.log_user = "writer";
+    writer wr = {0};
+    eddy_error err = {0};
+    if (eddy_store_open(&s, &wr.store, &err) != EDDY_OK) {
+        fx_fail("feed_killed: store: %s", err.detail);
+        return;
+    }
+    for (unsigned long i = 0; i < history; i += 100)
+        if (append_batch(wr.store, i, 100, false, &err) != EDDY_OK) {
+            fx_fail("feed_killed: history: %s", err.detail);
+            return;
+        }
+    pthread_t t;
+    pthread_create(&t, NULL, write_live, &wr);
+
+    fx_worker w;
+    int killed = 0;
+    long long inherited = 0; /* entries the dead listeners left pending */
+    for (; killed < kills; killed++) {
+        if (!start_listener(&w, dr, &r, ns, file)) {
+            fx_fail("feed_killed: listener %d did not start", killed + 1);
+            break;
+        }
+        if (!replayed(&w, history * 3 / 4, 60000)) {
+            fx_fail("feed_killed: listener %d finished its replay before the kill", killed + 1);
+            fx_worker_kill(&w);
+            break;
+        }
+        fx_worker_kill(&w);
+    }
+    inherited = fx_pending(&r, ns, SUBJECT, GROUP);
+    bool live = start_listener(&w, dr, &r, ns, file);
+    char line[128];
+    while (live && fx_worker_line(&w, line, sizeof(line), 120000) && strcmp(line, "live") != 0)
+        ;
+    fx_sleep_ms(500); /* the writer goes on a little while the listener is live */
+    atomic_store(&wr.stop, true);
+    pthread_join(t, NULL);
+    long long deadline = fx_now_ms() + 60000;
+    while (!group_idle(&r, ns) && fx_now_ms() < deadline)
+        fx_sleep_ms(100);
+    FX_CHECK(group_idle(&r, ns), "feed_killed: the listener did not drain its subscription");
+    FX_CHECK(fx_worker_stop(&w, 20000) == 0, "feed_killed: the last listener did not end cleanly");
+
+    /* The reference: the store's history, read back in position order and folded. */
+    reference ref = {0};
+    long long pos = 0, next = 0, head = -1;
+    eddy_store_head(wr.store, &head, &err);
+    while (pos < head &&
+           eddy_store_read_all(wr.store, pos, 1000, NULL, ref_add, &ref, &next, &err) == EDDY_OK)
+        pos = next;
+    /* The listener's model. */
+    long long mlast[FX_FEED_STREAMS] = {0};
+    unsigned long long mfold[FX_FEED_STREAMS] = {0};
+    unsigned long applied = 0, dup = 0, gap = 0, feed_dups = 0;
+    FILE *f = fopen(file, "r");
+    FX_CHECK(f != NULL, "feed_killed: no model written");
+    while (f && fgets(line, sizeof(line), f)) {
+        int k;
+        long long last;
+        unsigned long long fold;
+        if (sscanf(line, "stream o%d %lld %llu", &k, &last, &fold) == 3 && k >= 0 &&
+            k < FX_FEED_STREAMS) {
+            mlast[k] = last;
+            mfold[k] = fold;
+        }
+        sscanf(line, "applied %lu", &applied);
+        sscanf(line, "dup %lu", &dup);
+        sscanf(line, "gap %lu", &gap);
+        sscanf(line, "feed_duplicates %lu", &feed_dups);
+    }
+    if (f)
+        fclose(f);
+    long long behind = 0;
+    int differ = 0;
+    for (int k = 0; k < FX_FEED_STREAMS; k++) {
+        behind += ref.last[k] > mlast[k] ? ref.last[k] - mlast[k] : 0;
+        differ += ref.last[k] != mlast[k] || ref.fold[k] != mfold[k];
+    }
+    /* The held events at or below the replay's position: those the feed dropped as duplicates
+     * and those it applied again. */
+    unsigned long held_below = dup + feed_dups;
+    printf("FIG feed_killed frontend=%s lost=%lld/%lu dup=%lu gap=%lu streams_differ=%d kills=%d "
+           "held_below_replay=%lu inherited_pending=%lld dedup_cache_size=%s live_appended=%lu "
+           "feed_dropped_dups=%lu\n",
+           dr->name, behind, ref.events, dup, gap, differ, killed, held_below, inherited, DEDUP,
+           atomic_load(&wr.appended), feed_dups);
+    FX_CHECK(killed == kills, "feed_killed: %d kills of %d", killed, kills);
+    FX_CHECK(dup == 0, "feed_killed: %lu events applied twice", dup);
+    FX_CHECK(gap == 0 && behind == 0, "feed_killed: events skipped (gap %lu, behind %lld)", gap,
+             behind);
+    FX_CHECK(differ == 0, "feed_killed: %d streams differ from the reference fold", differ);
+    FX_CHECK(held_below > (unsigned long)atol(DEDUP),
+             "feed_killed: %lu held events below the replay's position do not exceed the dedup "
+             "cache",
+             held_below);
+    eddy_store_close(wr.store);
+    fx_redis_stop(&r);
+}

@@ -1,0 +1,258 @@
+/* fault_worker feed: a catch-up feed listener whose read model is NOT idempotent. The model
+ * keeps, per store stream "o<k>", the last version applied and a fold of every applied event
+ * (each changes it, so applying one twice would change the result). apply checks the version:
+ * one at or below the last applied is a double apply (counted in dup and not applied again),
+ * one past the next is a gap (counted; it is applied). The feed has no marker, so every listener
+ * process replays the whole history while its subscription (Competing, AtLeastOnce, the suite's
+ * group) holds the live events, the redeliveries of what a killed listener left pending among
+ * them (one worker thread on the blocking front end, so live events are applied in their order).
+ * It prints "replay <n>" every 1000 replayed events, "live" once caught up, and on SIGTERM
+ * writes the model to its file: "stream o<k> <last> <fold>" lines, then applied, dup and gap. */
+#include <ev.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eddy/blocking.h"
+#include "eddy/feed.h"
+#include "eddy/reactive.h"
+#include "eddy/rfeed.h"
+#include "eddy/rstore.h"
+#include "eddy/store.h"
+#include "fault_worker.h"
+#include "faults.h"
+#include "faults_feed.h"
+
+typedef struct model {
+    pthread_mutex_t lock;
+    long long last[FX_FEED_STREAMS];
+    uint64_t fold[FX_FEED_STREAMS];
+    unsigned long applied, dup, gap, replayed;
+    bool replaying;
+} model;
+
+static model m = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+typedef struct fevent {
+    char id[48];
+    long long value;
+} fevent;
+
+static eddy_status f_decode(const eddy_event *ev, const eddy_event_meta *meta, void **out,
+                            eddy_error *err, void *user) {
+    (void)meta, (void)err, (void)user;
+    fevent *e = calloc(1, sizeof(*e));
+    if (!e)
+        return EDDY_ERR_NOMEM;
+    size_t len = 0;
+    const char *data = eddy_event_data(ev, &len);
+    char text[32];
+    snprintf(text, sizeof(text), "%.*s", (int)(len < 31 ? len : 31), data ? data : "");
+    e->value = atoll(text);
+    snprintf(e->id, sizeof(e->id), "%s", eddy_event_id(ev));
+    *out = e;
+    return EDDY_OK;
+}
+
+static void f_free(void *event, void *user) {
+    (void)user;
+    free(event);
+}
+
+static const char *f_id(const void *event, void *user) {
+    (void)user;
+    return ((const fevent *)event)->id;
+}
+
+static eddy_status f_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *user) {
+    (void)err, (void)user;
+    const fevent *e = event;
+    int k = meta && meta->stream_id[0] == 'o' ? atoi(meta->stream_id + 1) : -1;
+    if (k < 0 || k >= FX_FEED_STREAMS)
+        return EDDY_ERR_ILLEGAL_STATE;
+    pthread_mutex_lock(&m.lock);
+    if (meta->version <= m.last[k]) {
+        m.dup++; /* applied already: a second apply would corrupt the fold */
+    } else {
+        if (meta->version != m.last[k] + 1)
+            m.gap++;
+        m.last[k] = meta->version;
+        m.fold[k] = fx_feed_fold(m.fold[k], meta->version, e->value);
+        m.applied++;
+        if (m.replaying && ++m.replayed % 1000 == 0)
+            fw_say("replay %lu", m.replayed);
+    }
+    pthread_mutex_unlock(&m.lock);
+    return EDDY_OK;
+}
+
+static eddy_status set_replaying(bool replaying) {
+    pthread_mutex_lock(&m.lock);
+    m.replaying = replaying;
+    pthread_mutex_unlock(&m.lock);
+    return EDDY_OK;
+}
+
+static eddy_status f_started(eddy_error *err, void *user) {
+    (void)err, (void)user;
+    return set_replaying(true);
+}
+
+static eddy_status f_completed(eddy_error *err, void *user) {
+    (void)err, (void)user;
+    return set_replaying(false);
+}
+
+static int dump(const char *path, const eddy_feed_info *info) {
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return 1;
+    pthread_mutex_lock(&m.lock);
+    for (int k = 0; k < FX_FEED_STREAMS; k++)
+        fprintf(f, "stream o%d %lld %llu\n", k, m.last[k], (unsigned long long)m.fold[k]);
+    fprintf(f, "applied %lu\ndup %lu\ngap %lu\nfeed_duplicates %llu\n", m.applied, m.dup, m.gap,
+            (unsigned long long)info->duplicates);
+    pthread_mutex_unlock(&m.lock);
+    return fclose(f) == 0 ? 0 : 1;
+}
+
+static void config(eddy_feed_config *cfg, long dedup) {
+    eddy_feed_config_init(cfg);
+    cfg->id = "faults-feed";
+    cfg->projection.apply = f_apply;
+    cfg->projection.replay_started = f_started;
+    cfg->projection.replay_completed = f_completed;
+    cfg->projection.keyed_by_metadata = true;
+    cfg->decode = f_decode;
+    cfg->free_event = f_free;
+    cfg->event_id = f_id;
+    cfg->dedup_cache_size = dedup;
+    cfg->log = fx_log;
+    cfg->log_user = "feed";
+}
+
+static void spec(eddy_subscription_spec *sp, char **a, eddy_handler_fn handler, void *feed) {
+    fx_competing(sp, "feed", a[3], a[4], EDDY_AT_LEAST_ONCE);
+    sp->handler = handler;
+    sp->user = feed;
+}
+
+static int fail(const char *what, const eddy_error *err) {
+    fprintf(stderr, "feed worker: %s: %s\n", what, err->detail);
+    return 1;
+}
+
+/* ---- blocking ------------------------------------------------------------------------------ */
+
+static int run_blocking(char **a, const eddy_settings *s, const eddy_feed_config *cfg) {
+    eddy_error err = {0};
+    eddy_store *store = NULL;
+    eddy_feed *feed = NULL;
+    eddy_bus *bus = NULL;
+    if (eddy_store_open(s, &store, &err) != EDDY_OK)
+        return fail("store", &err);
+    if (eddy_feed_new(store, cfg, &feed, &err) != EDDY_OK)
+        return fail("feed", &err);
+    eddy_subscription_spec sp;
+    spec(&sp, a, eddy_feed_handler, feed);
+    if (eddy_bus_new(s, &sp, 1, &bus, &err) != EDDY_OK || eddy_bus_start(bus, &err) != EDDY_OK)
+        return fail("bus", &err);
+    fw_say("ready");
+    if (eddy_feed_catch_up(feed, NULL, &err) != EDDY_OK)
+        return fail("catch-up", &err);
+    fw_say("live");
+    while (!fw_stop_asked())
+        fx_sleep_ms(20);
+    eddy_bus_stop(bus);
+    eddy_feed_info info;
+    eddy_feed_get_info(feed, &info);
+    int rc = dump(a[6], &info);
+    eddy_bus_free(bus);
+    eddy_feed_free(feed);
+    eddy_store_close(store);
+    return rc;
+}
+
+/* ---- reactive ------------------------------------------------------------------------------ */
+
+typedef struct rworker {
+    struct ev_loop *loop;
+    eddy_rbus *bus;
+    eddy_rfeed *feed;
+    const char *path;
+    ev_timer poll;
+    int rc;
+} rworker;
+
+static void on_live(eddy_status st, const eddy_error *err, void *user) {
+    rworker *w = user;
+    if (st != EDDY_OK) {
+        w->rc = fail("catch-up", err);
+        ev_break(w->loop, EVBREAK_ALL);
+        return;
+    }
+    fw_say("live");
+}
+
+static void on_ready(eddy_status st, const eddy_error *err, void *user) {
+    rworker *w = user;
+    eddy_error e2 = {0};
+    if (st != EDDY_OK || eddy_rfeed_catch_up(w->feed, on_live, w, &e2) != EDDY_OK) {
+        w->rc = fail("start", st != EDDY_OK ? err : &e2);
+        ev_break(w->loop, EVBREAK_ALL);
+        return;
+    }
+    fw_say("ready");
+}
+
+static void on_poll(struct ev_loop *loop, ev_timer *t, int revents) {
+    (void)revents;
+    rworker *w = t->data;
+    if (!fw_stop_asked())
+        return;
+    eddy_rbus_stop(w->bus);
+    eddy_feed_info info;
+    eddy_rfeed_get_info(w->feed, &info);
+    w->rc = dump(w->path, &info);
+    ev_break(loop, EVBREAK_ALL);
+}
+
+static int run_reactive(char **a, const eddy_settings *s, const eddy_feed_config *cfg) {
+    rworker w = {.loop = ev_loop_new(EVFLAG_AUTO), .path = a[6]};
+    eddy_error err = {0};
+    eddy_rstore *store = NULL;
+    if (eddy_rstore_open(w.loop, s, &store, &err) != EDDY_OK)
+        return fail("store", &err);
+    if (eddy_rfeed_new(w.loop, store, cfg, NULL, &w.feed, &err) != EDDY_OK)
+        return fail("feed", &err);
+    eddy_subscription_spec sp;
+    spec(&sp, a, eddy_rfeed_handler, w.feed);
+    if (eddy_rbus_new(w.loop, s, &sp, 1, &w.bus, &err) != EDDY_OK ||
+        eddy_rbus_start(w.bus, on_ready, &w, &err) != EDDY_OK)
+        return fail("bus", &err);
+    ev_timer_init(&w.poll, on_poll, 0.02, 0.02);
+    w.poll.data = &w;
+    ev_timer_start(w.loop, &w.poll);
+    ev_run(w.loop, 0);
+    ev_timer_stop(w.loop, &w.poll);
+    eddy_rbus_free(w.bus);
+    eddy_rfeed_free(w.feed);
+    eddy_rstore_close(store);
+    ev_loop_destroy(w.loop);
+    return w.rc;
+}
+
+int fw_feed(bool reactive, char **a) {
+    eddy_settings s;
+    fx_settings(&s, a[1], a[2]);
+    s.log_user = "feed";
+    /* One handler thread: live events are applied in the order they are read (with several,
+     * the blocking feed applies live events concurrently, so versions could arrive out of
+     * order, which this model would count as gaps and double applies). */
+    s.workers = 1;
+    eddy_feed_config cfg;
+    config(&cfg, atol(a[5]));
+    return reactive ? run_reactive(a, &s, &cfg) : run_blocking(a, &s, &cfg);
+}

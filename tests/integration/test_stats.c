@@ -1,0 +1,185 @@
+/* Stats for scraping: eddy_bus_stats_json, eddy_rbus_stats_json and an admin handle
+ * (eddy/admin.h), on both backends; every document is parsed back with jansson. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <ev.h>
+#include <jansson.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eddy/blocking.h"
+#include "eddy/reactive.h"
+#include "eddy_test.h"
+#include "test_backend.h"
+
+static atomic_int handled;
+
+static eddy_status count_it(eddy_delivery *d, void *user) {
+    atomic_fetch_add(&handled, 1);
+    return EDDY_OK;
+}
+
+static eddy_status pong(eddy_delivery *d, eddy_event **reply, void *user) {
+    *reply = eddy_event_dup(eddy_delivery_event(d));
+    return *reply ? EDDY_OK : EDDY_ERR_NOMEM;
+}
+
+static bool three_handled(void *user) { return atomic_load(&handled) >= 3; }
+
+static json_t *parse(char *doc) {
+    cr_assert(doc, "no document");
+    json_error_t e;
+    json_t *v = json_loads(doc, 0, &e);
+    cr_assert(v, "not JSON (%s): %s", e.text, doc);
+    free(doc);
+    return v;
+}
+
+static json_t *by_name(json_t *list, const char *key, const char *name) {
+    size_t i;
+    json_t *v;
+    json_array_foreach(list, i, v) if (strcmp(json_string_value(json_object_get(v, key)), name) ==
+                                       0) return v;
+    cr_assert_fail("no %s '%s'", key, name);
+    return NULL;
+}
+
+typedef struct seen {
+    int subjects, registrations;
+    uint64_t group_pending;
+    long long group_lag;
+} seen;
+
+static eddy_status on_subject(const eddy_subject_info *si, void *user) {
+    seen *s = user;
+    s->subjects++;
+    cr_assert_str_eq(si->subject, "st.a");
+    cr_assert_eq(si->length, 3);
+    for (size_t i = 0; i < si->ngroups; i++)
+        if (strcmp(si->groups[i].group, "workers") == 0) {
+            s->group_pending = si->groups[i].pending;
+            s->group_lag = si->groups[i].lag;
+        }
+    return EDDY_OK;
+}
+
+static eddy_status on_registration(const eddy_registration *r, void *user) {
+    ((seen *)user)->registrations++;
+    return EDDY_OK;
+}
+
+static void bus_stats(bool redis) {
+    char url[128], ns[96];
+    eddy_settings s;
+    eddy_test_settings(&s, redis, "stats", url, sizeof(url), ns, sizeof(ns));
+    const char *names[] = {"ping"};
+    s.request_names = names;
+    s.request_name_count = 1;
+    eddy_subscription_spec specs[2];
+    eddy_subscription_spec_init(&specs[0]);
+    specs[0].name = "work";
+    specs[0].pattern = "st.*";
+    specs[0].group = "workers";
+    specs[0].delivery = EDDY_AT_LEAST_ONCE;
+    specs[0].handler = count_it;
+    eddy_subscription_spec_init(&specs[1]);
+    specs[1].name = "pinger";
+    specs[1].pattern = "ping";
+    specs[1].group = "pingers";
+    specs[1].responder = pong;
+    atomic_store(&handled, 0);
+    eddy_bus *bus;
+    cr_assert_eq(eddy_bus_new(&s, specs, 2, &bus, NULL), EDDY_OK);
+    cr_assert_eq(eddy_bus_start(bus, NULL), EDDY_OK);
+    for (int i = 0; i < 3; i++) {
+        eddy_event *ev = eddy_event_new();
+        eddy_event_set_id(ev, i == 0 ? "e0" : i == 1 ? "e1" : "e2");
+        eddy_event_set_source(ev, "/tests");
+        eddy_event_set_type(ev, "t");
+        cr_assert_eq(eddy_bus_publish(bus, "st.a", ev, NULL, 0, NULL), EDDY_OK);
+        eddy_event_free(ev);
+    }
+    cr_assert(eddy_test_wait_until(three_handled, NULL, 30000));
+    eddy_consumer_stats cs;
+    cr_assert_eq(eddy_bus_consumer_stats(bus, "work", &cs), EDDY_OK);
+
+    json_t *doc = parse(eddy_bus_stats_json(bus, NULL));
+    cr_assert(json_is_true(json_object_get(doc, "started")));
+    cr_assert_str_eq(json_string_value(json_object_get(doc, "ns")), ns);
+    json_t *work = by_name(json_object_get(doc, "subscriptions"), "name", "work");
+    cr_assert_str_eq(json_string_value(json_object_get(work, "group")), "workers");
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(work, "counters"), "handled")),
+                 3);
+    json_t *broker = json_object_get(work, "broker");
+    cr_assert(broker, "the broker's view: %s", json_dumps(doc, 0));
+    cr_assert_eq(json_integer_value(json_object_get(broker, "subjects")), 1);
+    cr_assert(json_is_null(json_object_get(broker, "oldest_pending_ms")) ||
+              json_integer_value(json_object_get(broker, "pending")) > 0);
+    json_t *pinger = by_name(json_object_get(doc, "subscriptions"), "name", "pinger");
+    cr_assert_str_eq(json_string_value(json_object_get(pinger, "kind")), "responder");
+    cr_assert(json_object_get(json_object_get(pinger, "counters"), "replied"));
+    json_t *requests = json_object_get(doc, "requests");
+    cr_assert(json_object_get(json_object_get(requests, "named"), "ping"));
+    cr_assert(json_object_get(json_object_get(requests, "total"), "sent"));
+    cr_assert(json_object_get(json_object_get(doc, "retention"), "passes"));
+    json_decref(doc);
+
+    /* The same namespace through an admin handle: its subjects, groups and registry. */
+    eddy_admin *a;
+    cr_assert_eq(eddy_admin_open(&s, &a, NULL), EDDY_OK);
+    seen sn = {0};
+    cr_assert_eq(eddy_admin_subjects(a, "st.*", on_subject, &sn, NULL), EDDY_OK);
+    cr_assert_eq(sn.subjects, 1);
+    cr_assert_eq(eddy_admin_registry(a, on_registration, &sn, NULL), EDDY_OK);
+    cr_assert_eq(sn.registrations, 2, "both subscriptions hold a lease");
+    eddy_error err = {0};
+    cr_assert_eq(eddy_admin_subjects(a, "st.>.x", on_subject, &sn, &err), EDDY_ERR_INVALID_PATTERN);
+    json_t *ns_doc = parse(eddy_admin_stats_json(a, NULL, NULL));
+    cr_assert_eq(json_array_size(json_object_get(ns_doc, "registry")), 2);
+    json_t *workers = by_name(json_object_get(ns_doc, "groups"), "group", "workers");
+    cr_assert_eq(json_integer_value(json_object_get(workers, "subjects")), 1);
+    json_decref(ns_doc);
+    eddy_admin_close(a);
+    eddy_bus_free(bus);
+}
+
+Test(stats, bus_document_memory) { bus_stats(false); }
+Test(stats, bus_document_redis) { bus_stats(true); }
+
+Test(stats, reactive_document_has_the_counters_without_the_broker) {
+    char url[128], ns[96];
+    eddy_settings s;
+    eddy_test_settings(&s, false, "rstats", url, sizeof(url), ns, sizeof(ns));
+    eddy_subscription_spec spec;
+    eddy_subscription_spec_init(&spec);
+    spec.name = "work";
+    spec.pattern = "st.*";
+    spec.group = "workers";
+    spec.handler = count_it;
+    struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
+    eddy_rbus *bus;
+    cr_assert_eq(eddy_rbus_new(loop, &s, &spec, 1, &bus, NULL), EDDY_OK);
+    json_t *doc = parse(eddy_rbus_stats_json(bus, NULL));
+    cr_assert(json_is_false(json_object_get(doc, "started")));
+    json_t *work = by_name(json_object_get(doc, "subscriptions"), "name", "work");
+    cr_assert(json_object_get(work, "counters"));
+    cr_assert_null(json_object_get(work, "broker"));
+    cr_assert(json_is_string(json_object_get(doc, "broker_error")));
+    json_decref(doc);
+    eddy_rbus_free(bus);
+    ev_loop_destroy(loop);
+}
+
+Test(stats, admin_on_a_dead_server_is_an_io_error) {
+    eddy_settings s;
+    eddy_settings_init(&s);
+    char url[64];
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", 1);
+    s.url = url;
+    s.connect_timeout_ms = 1000;
+    eddy_admin *a = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_admin_open(&s, &a, &err), EDDY_ERR_IO);
+    cr_assert_null(a);
+}
