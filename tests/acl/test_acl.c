@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eddy/admin.h"
 #include "eddy/blocking.h"
 #include "eddy/dlq.h"
 #include "eddy/feed.h"
@@ -258,6 +259,16 @@ static bool fed(void *user) {
     return atomic_load(w->applied) == w->want;
 }
 
+static eddy_status count_subject(const eddy_subject_info *info, void *user) {
+    (*(int *)user)++;
+    return EDDY_OK;
+}
+
+static eddy_status count_registration(const eddy_registration *reg, void *user) {
+    (*(int *)user)++;
+    return EDDY_OK;
+}
+
 static eddy_status count_letter(const eddy_dead_letter *dl, void *user) {
     (*(int *)user)++;
     return EDDY_OK;
@@ -454,6 +465,21 @@ Test(acl, main_flows_run_with_the_documented_rules) {
     /* The retention pass: lease, groups and consumers inspected, acknowledged entries trimmed,
      * the idle consumer removed. */
     cr_assert(eddy_test_wait_until(retention_ran, &w, WAIT_MS));
+
+    /* What an operator's tool reads (eddy_admin, the eddy command's groups, registry, stats). */
+    eddy_admin *admin;
+    cr_assert_eq(eddy_admin_open(&s, &admin, &err), EDDY_OK, "%s", err.detail);
+    int subjects = 0, registrations = 0;
+    cr_assert_eq(eddy_admin_subjects(admin, NULL, count_subject, &subjects, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_assert_eq(eddy_admin_registry(admin, count_registration, &registrations, &err), EDDY_OK,
+                 "%s", err.detail);
+    cr_assert_geq(subjects, 3);
+    cr_assert_geq(registrations, 4);
+    char *json = eddy_admin_stats_json(admin, NULL, &err);
+    cr_assert(json, "%s", err.detail);
+    free(json);
+    eddy_admin_close(admin);
 
     /* The reply stream carries its expiry (PEXPIRE), so it goes when its process does. */
     cr_assert_gt(admin_int("PTTL", ns, "inbox:*"), 0);
