@@ -155,12 +155,16 @@ def decode_event(fields):
         if k.startswith("_"):
             ev["meta"][k] = v.decode()
         elif k == "data":
-            ev["data"] = unpack(v) if ev.get("datacontenttype", "application/msgpack") == \
-                "application/msgpack" else v.decode()
+            ev["data"] = v  # decoded below: the fields may come in any order
         elif k.startswith("x-"):
             ev["ext"][k[2:]] = v.decode()
         else:
             ev[k] = v.decode()
+    if "data" in ev:
+        if ev.get("datacontenttype") == "application/msgpack":
+            ev["data"] = unpack(ev["data"])
+        else:
+            ev["data"] = ev["data"].decode(errors="replace")
     return ev
 
 
