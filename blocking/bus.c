@@ -53,7 +53,6 @@ static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, bs
         bsub_free(bs);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     }
-    bs->conn.want_id = true; /* a pause may have the server drop it (bsub_kill_read) */
     pthread_mutex_lock(&bus->subs_lock);
     bus->subs[bus->nsubs++] = bs;
     pthread_mutex_unlock(&bus->subs_lock);

@@ -1,23 +1,26 @@
-/* Blocking transport; see conn.h.
+/* Blocking transport; see conn.h. The link (src/link.h) speaks to the server; this file only
+ * waits for it with poll() until a deadline.
  *
  * Interrupting a blocking read: the reader marks itself in_read only after its whole pipeline
  * was written, so when another thread shuts the socket down to wake it, every acknowledgement
- * queued ahead of the read has already reached the server. The memory engine is woken
- * instead, through its condition variable. */
+ * queued ahead of the read has already reached the server. The link's socket changes only
+ * under lock (connect and drop set `up` there) and is shut down only while in_read, when it
+ * cannot change. The memory engine is woken instead, through its condition variable. */
 #include "conn.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "backoff.h"
+#include "conn_state.h"
 #include "error.h"
-#include "redis.h"
 #include "reply.h"
-#include "sigpipe.h"
 #include "timing.h"
 
 void bcond_init_monotonic(pthread_cond_t *cond) {
@@ -48,12 +51,12 @@ eddy_status bconn_init(bconn *c, const eddy__settings *s) {
 }
 
 static void drop(bconn *c) {
+    c->state_epoch = 0; /* a loss was reported before, or this is a close */
     pthread_mutex_lock(&c->lock);
     c->client_id = -1;
-    if (c->rc) {
-        redisFree(c->rc);
-        c->rc = NULL;
-    }
+    c->up = false;
+    if (c->link)
+        eddy__link_close(c->link);
     pthread_mutex_unlock(&c->lock);
     if (c->mc) {
         eddy__mem_conn_free(c->mc);
@@ -65,10 +68,10 @@ void bconn_close(bconn *c) { drop(c); }
 
 void bconn_destroy(bconn *c) {
     drop(c);
+    eddy__link_free(c->link);
+    c->link = NULL;
     eddy__reply_arena_free(c->arena);
     c->arena = NULL;
-    free(c->out);
-    c->out = NULL;
     if (c->engine)
         eddy__mem_engine_release(c->engine);
     c->engine = NULL;
@@ -76,34 +79,36 @@ void bconn_destroy(bconn *c) {
     pthread_cond_destroy(&c->wake);
 }
 
-bool bconn_connected(const bconn *c) { return c->rc || c->mc; }
+bool bconn_connected(const bconn *c) { return c->up || c->mc; }
 
-static struct timeval tv_ms(long long ms) {
-    struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-    return tv;
+/* Waits (poll) until the link's socket is ready for what it wants, or the deadline, and
+ * advances the link. EDDY_ERR_TIMEOUT (err untouched) when the deadline passed first. */
+static eddy_status drive(bconn *c, long long deadline, eddy_error *err) {
+    eddy__link *l = c->link;
+    long long left = deadline - bconn_now_ms();
+    if (left <= 0)
+        return EDDY_ERR_TIMEOUT;
+    unsigned wants = eddy__link_wants(l);
+    struct pollfd p = {.fd = eddy__link_fd(l),
+                       .events = (short)(((wants & EDDY__LINK_READ) ? POLLIN : 0) |
+                                         ((wants & EDDY__LINK_WRITE) ? POLLOUT : 0))};
+    int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
+    if (n < 0 && errno != EINTR)
+        return eddy__fail(err, EDDY_ERR_IO, "poll: %s", strerror(errno));
+    if (n <= 0)
+        return EDDY_OK; /* EINTR, or the deadline: the caller looks again */
+    unsigned ready = ((p.revents & POLLIN) ? EDDY__LINK_READ : 0) |
+                     ((p.revents & POLLOUT) ? EDDY__LINK_WRITE : 0);
+    if (p.revents & (POLLERR | POLLHUP | POLLNVAL))
+        ready = EDDY__LINK_READ | EDDY__LINK_WRITE;
+    return eddy__link_io(l, ready, err);
 }
 
-static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
-                              bool cuttable, redisReply **replies, eddy_error *err);
-
-/* CLIENT ID; a server that refuses it (an ACL) leaves the id unknown: a pause then cuts a read
- * by shutting the socket down only. */
-static eddy_status learn_id(bconn *c, eddy_error *err) {
-    eddy__cmdlist cmds;
-    eddy__cmdlist_init(&cmds);
-    eddy__client_id_cmd(&cmds);
-    eddy_status st = eddy__cmdlist_status(&cmds);
-    redisReply *reply = NULL;
-    if (st == EDDY_OK)
-        st = exec_redis(c, &cmds, -1, false, &reply, err);
-    if (st == EDDY_OK && reply->type == REDIS_REPLY_INTEGER) {
-        pthread_mutex_lock(&c->lock);
-        c->client_id = reply->integer;
-        pthread_mutex_unlock(&c->lock);
-    }
-    bconn_release(c, &reply, 1);
-    eddy__cmdlist_reset(&cmds);
-    return st == EDDY_ERR_NOMEM ? eddy__fail(err, st, "out of memory connecting") : st;
+/* err may be the caller's NULL: the tracker then names the status only. */
+static eddy_status connect_failed(bconn *c, eddy_status st, const eddy_error *err) {
+    eddy__conn_failed(c->s->conn_state, st, err);
+    c->attempt = eddy__conn_next_attempt(c->attempt, st);
+    return st;
 }
 
 eddy_status bconn_connect(bconn *c, eddy_error *err) {
@@ -115,44 +120,32 @@ eddy_status bconn_connect(bconn *c, eddy_error *err) {
             return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory opening memory://%s", url->name);
         if (c->arena)
             eddy__mem_conn_set_arena(c->mc, c->arena);
+        eddy__conn_up(c->s->conn_state, &c->state_epoch);
         return EDDY_OK;
     }
-    struct timeval tv = tv_ms(c->s->connect_timeout_ms);
-    redisContext *rc = url->kind == EDDY__URL_TCP
-                           ? redisConnectWithTimeout(url->host, url->port, tv)
-                           : redisConnectUnixWithTimeout(url->path, tv);
-    if (!rc)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory connecting");
-    if (rc->err) {
-        eddy_status st = eddy__redis_context_status(rc->err, rc->errstr, err);
-        redisFree(rc);
-        c->attempt++;
-        return st;
+    if (!c->link) {
+        if (!(c->link = eddy__link_new(c->s, true)))
+            return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory connecting");
+        if (c->arena)
+            eddy__reply_arena_install(c->arena, eddy__link_reader(c->link));
     }
-    if (c->arena)
-        eddy__reply_arena_install(c->arena, rc->reader);
-    pthread_mutex_lock(&c->lock);
-    c->rc = rc;
-    pthread_mutex_unlock(&c->lock);
-    eddy__cmdlist hs;
-    eddy__cmdlist_init(&hs);
-    eddy_status st = eddy__handshake_cmds(url, &hs);
-    if (st == EDDY_OK && hs.n > 0) {
-        redisReply *replies[2] = {NULL, NULL};
-        st = exec_redis(c, &hs, -1, false, replies, err);
-        if (st == EDDY_OK)
-            st = eddy__handshake_check(replies, hs.n, err);
-        bconn_release(c, replies, hs.n);
+    long long now = bconn_now_ms();
+    eddy_status st = eddy__link_connect(c->link, now, err);
+    long long deadline = eddy__link_deadline(c->link);
+    while (st == EDDY_OK && eddy__link_phase_of(c->link) != EDDY__LINK_READY) {
+        if ((st = drive(c, deadline, err)) == EDDY_ERR_TIMEOUT)
+            st = eddy__link_tick(c->link, bconn_now_ms(), err);
     }
-    eddy__cmdlist_reset(&hs);
-    if (st == EDDY_OK && c->want_id)
-        st = learn_id(c, err);
     if (st != EDDY_OK) {
         drop(c);
-        c->attempt++;
-        return st;
+        return connect_failed(c, st, err);
     }
+    pthread_mutex_lock(&c->lock);
+    c->up = true;
+    c->client_id = eddy__link_client_id(c->link);
+    pthread_mutex_unlock(&c->lock);
     c->attempt = 0;
+    eddy__conn_up(c->s->conn_state, &c->state_epoch);
     return EDDY_OK;
 }
 
@@ -176,66 +169,46 @@ eddy_status bconn_use_arena(bconn *c) {
         return EDDY_ERR_NOMEM;
     if (c->mc)
         eddy__mem_conn_set_arena(c->mc, c->arena);
+    if (c->link)
+        eddy__reply_arena_install(c->arena, eddy__link_reader(c->link));
     return EDDY_OK;
 }
 
-/* Writes the pipeline in RESP into c->out; its length, 0 on OOM. A buffer grown for a large
- * command is not kept. */
-static size_t format_pipeline(bconn *c, const eddy__cmdlist *cmds) {
-    size_t len = 0;
-    for (size_t i = 0; i < cmds->n; i++)
-        len += eddy__cmd_resp_size(&cmds->cmds[i]);
-    if (len > c->out_cap || (c->out_cap > (1u << 20) && len < c->out_cap / 4)) {
-        char *out = malloc(len);
-        if (!out)
-            return 0;
-        free(c->out);
-        c->out = out;
-        c->out_cap = len;
-    }
-    char *at = c->out;
-    for (size_t i = 0; i < cmds->n; i++)
-        at = eddy__cmd_resp_write(&cmds->cmds[i], at);
-    return len;
+/* Under lock: a cut or an interrupt ended what was out (consumed). */
+static bool take_cut(bconn *c, bool need_read) {
+    pthread_mutex_lock(&c->lock);
+    bool v = (c->interrupted || c->cut) && (!need_read || c->in_read);
+    c->cut = false;
+    pthread_mutex_unlock(&c->lock);
+    return v;
+}
+
+static void set_flags(bconn *c, bool blocking, bool in_read) {
+    pthread_mutex_lock(&c->lock);
+    c->blocking = blocking;
+    c->in_read = in_read;
+    pthread_mutex_unlock(&c->lock);
 }
 
 static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
                               bool cuttable, redisReply **replies, eddy_error *err) {
-    redisContext *rc = c->rc;
-    c->live_arena = eddy__reply_arena_of(rc->reader); /* the replies below live in it */
-    if (cuttable) {
-        pthread_mutex_lock(&c->lock);
-        c->blocking = true;
-        pthread_mutex_unlock(&c->lock);
+    eddy__link *l = c->link;
+    c->live_arena = eddy__reply_arena_of(eddy__link_reader(l)); /* the replies below live in it */
+    long long deadline = bconn_now_ms() + eddy__command_timeout_ms(c->s, block_ms);
+    uint64_t last = 0;
+    eddy_status st = eddy__link_send(l, cmds, &last, err);
+    if (st != EDDY_OK)
+        return st; /* out of memory: nothing was queued, the link is as it was */
+    if (cuttable)
+        set_flags(c, true, false);
+    /* Write it all first: a blocking read is marked in_read only once every command ahead of
+     * it reached the server (see the top of this file). */
+    while (st == EDDY_OK && eddy__link_sent(l) < last) {
+        if ((st = eddy__link_flush(l, err)) == EDDY_OK && eddy__link_sent(l) < last)
+            st = drive(c, deadline, err);
     }
-    redisSetTimeout(rc, tv_ms(eddy__reply_timeout_ms(c->s, block_ms)));
-    size_t len = format_pipeline(c, cmds);
-    bool appended = len > 0 && redisAppendFormattedCommand(rc, c->out, len) == REDIS_OK;
-    if (!appended) {
-        pthread_mutex_lock(&c->lock);
-        c->blocking = false;
-        pthread_mutex_unlock(&c->lock);
-        if (len > 0)
-            drop(c); /* hiredis ran out of memory: the context is unusable */
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory writing commands");
-    }
-    eddy__sigpipe_guard guard;
-    eddy__sigpipe_block(&guard);
-    int done = 0;
-    int rv = REDIS_OK;
-    while (!done && rv == REDIS_OK)
-        rv = redisBufferWrite(rc, &done);
-    eddy__sigpipe_restore(&guard);
-    eddy_status st = EDDY_OK;
-    if (rv != REDIS_OK) {
-        pthread_mutex_lock(&c->lock);
-        bool cut = cuttable && c->cut; /* the server dropped us for a pause */
-        if (cut)
-            c->cut = false;
-        pthread_mutex_unlock(&c->lock);
-        st = cut ? eddy__fail(err, EDDY_ERR_CLOSED, "interrupted")
-                 : eddy__redis_context_status(rc->err, rc->errstr, err);
-    }
+    if (st != EDDY_OK && st != EDDY_ERR_TIMEOUT && cuttable && take_cut(c, false))
+        st = eddy__fail(err, EDDY_ERR_CLOSED, "interrupted"); /* the server dropped us: a pause */
     if (st == EDDY_OK && cuttable) {
         pthread_mutex_lock(&c->lock);
         if (c->interrupted || c->cut)
@@ -245,24 +218,19 @@ static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long blo
         c->cut = false;
         pthread_mutex_unlock(&c->lock);
     }
-    for (size_t i = 0; st == EDDY_OK && i < cmds->n; i++) {
-        void *reply = NULL;
-        if (redisGetReply(rc, &reply) != REDIS_OK) {
-            pthread_mutex_lock(&c->lock);
-            bool interrupted = (c->interrupted || c->cut) && c->in_read;
-            c->cut = false;
-            pthread_mutex_unlock(&c->lock);
-            st = interrupted ? eddy__fail(err, EDDY_ERR_CLOSED, "interrupted")
-                             : eddy__redis_context_status(rc->err, rc->errstr, err);
-            break;
-        }
-        replies[i] = reply;
+    for (size_t i = 0; st == EDDY_OK && i < cmds->n;) {
+        if ((st = eddy__link_reply(l, &replies[i], err)) == EDDY_OK && replies[i])
+            i++;
+        else if (st == EDDY_OK)
+            st = drive(c, deadline, err);
+        if (st != EDDY_OK && st != EDDY_ERR_TIMEOUT && take_cut(c, true))
+            st = eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
     }
-    pthread_mutex_lock(&c->lock);
-    c->in_read = false;
-    c->blocking = false;
-    pthread_mutex_unlock(&c->lock);
+    if (st == EDDY_ERR_TIMEOUT)
+        st = eddy__link_expire(l, last, "command", err);
+    set_flags(c, false, false);
     if (st != EDDY_OK) {
+        eddy__conn_lost(c->s->conn_state, &c->state_epoch, st, err);
         drop(c);
         bconn_release(c, replies, cmds->n);
     }
@@ -347,16 +315,14 @@ eddy_status bconn_exec_in(bconn *c, eddy__reply_arena *arena, const eddy__cmdlis
         return st;
     if (c->mc)
         return exec_memory(c, cmds, block_ms, block_ms >= 0, replies, err);
-    redisReader *reader = c->rc->reader;
+    redisReader *reader = eddy__link_reader(c->link);
     redisReplyObjectFunctions *fn = reader->fn;
     void *privdata = reader->privdata;
     eddy__reply_arena_install(arena, reader);
     st = exec_redis(c, cmds, block_ms, block_ms >= 0, replies, err);
     c->live_arena = NULL; /* the caller's now */
-    if (c->rc) {          /* still connected (the same reader): its own objects again */
-        c->rc->reader->fn = fn;
-        c->rc->reader->privdata = privdata;
-    }
+    reader->fn = fn;      /* the same reader, connected or not: its own objects again */
+    reader->privdata = privdata;
     *in_arena = st == EDDY_OK;
     return st;
 }
@@ -401,8 +367,8 @@ bool bconn_backoff(bconn *c) {
 void bconn_interrupt(bconn *c) {
     pthread_mutex_lock(&c->lock);
     c->interrupted = true;
-    if (c->in_read && c->rc)
-        shutdown(c->rc->fd, SHUT_RDWR); /* wakes the reader blocked in recv() */
+    if (c->in_read && c->up)
+        eddy__link_shutdown(c->link); /* wakes the reader waiting in poll() */
     pthread_cond_broadcast(&c->wake);
     pthread_mutex_unlock(&c->lock);
     if (c->engine)
@@ -415,10 +381,10 @@ long long bconn_wake(bconn *c, bool cut) {
     c->woken = true;
     if (cut) {
         c->cut = true;
-        if (c->blocking && c->rc)
+        if (c->blocking && c->up)
             kill = c->client_id;
-        if (c->in_read && c->rc)
-            shutdown(c->rc->fd, SHUT_RDWR);
+        if (c->in_read && c->up)
+            eddy__link_shutdown(c->link);
     }
     pthread_cond_broadcast(&c->wake);
     pthread_mutex_unlock(&c->lock);

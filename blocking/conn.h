@@ -1,6 +1,10 @@
-/* A blocking connection to the backend: a hiredis synchronous context for redis:// and
- * unix://, an engine connection for memory://. It only moves commands and replies; what to
- * send and what replies mean is decided in the core.
+/* A blocking connection to the backend: the core's link (src/link.h) driven with poll() for
+ * redis://, rediss:// and unix://, an engine connection for memory://. It only waits; what to
+ * send, what replies mean and how the socket is spoken are decided in the core. Every call that
+ * waits on the server has a deadline: settings.command_timeout_ms, plus block_ms for a
+ * blocking read; past it the call fails with EDDY_ERR_IO (not all sent) or EDDY_ERR_TIMEOUT
+ * (sent, outcome unknown) and the connection is dropped (its replies are no longer accounted
+ * for, so it is not used again).
  *
  * Thread: one thread uses a connection at a time (callers lock), except bconn_interrupt and
  * bconn_resume, which any thread may call to stop a blocking read or a backoff sleep. */
@@ -12,29 +16,29 @@
 #include <stdbool.h>
 
 #include "cmdlist.h"
+#include "link.h"
 #include "memory/engine.h"
 #include "reply_arena.h"
 #include "settings.h"
 
 typedef struct bconn {
     const eddy__settings *s;
-    redisContext *rc;
+    eddy__link *link; /* redis: made at the first connect, kept across reconnects */
+    bool up;          /* the link is READY (guarded by lock, as the link's socket) */
     eddy__mem_engine *engine;
     eddy__mem_conn *mc;
-    pthread_mutex_t lock; /* guards in_read, interrupted and rc's fd against interrupt */
+    pthread_mutex_t lock; /* guards in_read, interrupted and the link's socket against interrupt */
     pthread_cond_t wake;
     bool in_read;
     bool interrupted;
-    bool woken;          /* bconn_wake: the next (or current) sleep returns at once, once */
-    bool cut;            /* bconn_wake(cut): the next (or current) blocking read ends, once */
-    bool want_id;        /* a reader's connection: learn its client id (CLIENT ID) at connect */
-    bool blocking;       /* a round with a blocking read is out */
-    long long client_id; /* the server's id for this connection, -1 unknown (guarded by lock) */
-    unsigned attempt;    /* consecutive failed connects, for backoff */
+    bool woken;           /* bconn_wake: the next (or current) sleep returns at once, once */
+    bool cut;             /* bconn_wake(cut): the next (or current) blocking read ends, once */
+    bool blocking;        /* a round with a blocking read is out */
+    long long client_id;  /* the server's id for this connection, -1 unknown (guarded by lock) */
+    unsigned attempt;     /* consecutive failed connects, for backoff */
+    unsigned state_epoch; /* conn_state.h: nonzero while up (reported to the bus's tracker) */
     eddy__reply_arena *arena;      /* bconn_use_arena: redis:// replies are built in it */
     eddy__reply_arena *live_arena; /* the arena the replies handed out live in, or NULL */
-    char *out;                     /* the pipeline being written, in RESP (kept between calls) */
-    size_t out_cap;
     unsigned seed;
 } bconn;
 
@@ -43,7 +47,8 @@ eddy_status bconn_init(bconn *c, const eddy__settings *s);
 /* Closes the connection and frees what bconn_init and connecting allocated. */
 void bconn_destroy(bconn *c);
 
-/* Connects (with the AUTH and SELECT handshake) unless already connected. */
+/* Connects (with the AUTH and SELECT handshake) unless already connected, within
+ * settings.connect_timeout_ms. */
 eddy_status bconn_connect(bconn *c, eddy_error *err);
 bool bconn_connected(const bconn *c);
 /* Drops the connection (the next bconn_connect makes a new one). */
@@ -52,8 +57,9 @@ void bconn_close(bconn *c);
 /* Sends every command of `cmds` as one pipeline and reads one reply each into replies (the
  * caller frees them with bconn_release). When block_ms >= 0 the last command is a blocking
  * read of about that long. On failure every reply is NULL, the connection is dropped (the next
- * bconn_connect makes a new one) and the status is EDDY_ERR_IO, or EDDY_ERR_CLOSED when
- * bconn_interrupt ended a blocking read. Connects first when needed. */
+ * bconn_connect makes a new one) and the status is EDDY_ERR_IO, EDDY_ERR_TIMEOUT (the deadline
+ * passed after everything was sent), or EDDY_ERR_CLOSED when bconn_interrupt ended a blocking
+ * read. Connects first when needed. */
 eddy_status bconn_exec(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
                        redisReply **replies, eddy_error *err);
 /* The same, where `cuttable` says the last command is a read that bconn_wake(cut) must be able to
@@ -93,7 +99,7 @@ void bconn_resume(bconn *c);
  * current or next blocking read too (EDDY_ERR_CLOSED; on redis:// the connection is dropped,
  * as for an interrupt). The reader clears both with bconn_wake_clear just before it plans, so a
  * wake that came before the plan does not cut the read that plan makes. Returns, when cut
- * found a blocking read out on a redis:// connection whose client id is known (want_id), that
+ * found a blocking read out on a redis:// connection whose client id is known (CLIENT ID), that
  * id, else -1: the caller then has the server drop the client (CLIENT KILL ID on another
  * connection), which, unlike our own shutdown, takes effect before anything written after it,
  * so the cut read takes nothing published afterwards. Thread: any. */

@@ -8,6 +8,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "conn_state.h"
 #include "error.h"
 #include "internal.h"
 #include "timing.h"
@@ -25,6 +26,16 @@ static size_t snapshot_subs(eddy_bus *bus, eddy__sub ***out) {
     return v ? n : 0;
 }
 
+/* A start waiting for the control thread need not wait out a refusal. */
+static void note_refused(eddy_bus *bus, const eddy_error *err) {
+    pthread_mutex_lock(&bus->ctl_lock);
+    if (!bus->ctl_ready) {
+        bus->ctl_refused = *err;
+        pthread_cond_broadcast(&bus->ctl_cond);
+    }
+    pthread_mutex_unlock(&bus->ctl_lock);
+}
+
 static void *control(void *arg) {
     eddy_bus *bus = arg;
     eddy__plan plan;
@@ -32,8 +43,13 @@ static void *control(void *arg) {
     eddy__reply_list done = {0};
     while (!atomic_load(&bus->ctl_stopping)) {
         eddy_error err;
-        if (!bconn_connected(&bus->ctl_conn) && bconn_connect(&bus->ctl_conn, &err) != EDDY_OK) {
-            eddy__log(&bus->s.log, EDDY_LOG_WARN, "control connection: %s", err.detail);
+        eddy_status cst = EDDY_OK;
+        if (!bconn_connected(&bus->ctl_conn) &&
+            (cst = bconn_connect(&bus->ctl_conn, &err)) != EDDY_OK) {
+            /* The bus's tracker logs the state this makes, once. */
+            eddy__log(&bus->s.log, EDDY_LOG_DEBUG, "control connection: %s", err.detail);
+            if (eddy__conn_refused(cst))
+                note_refused(bus, &err);
             bconn_backoff(&bus->ctl_conn);
             continue;
         }
@@ -53,23 +69,24 @@ static void *control(void *arg) {
         }
         redisReply *few[8] = {0}, **replies = few;
         if (plan.cmds.n > 8 && !(replies = calloc(plan.cmds.n, sizeof(*replies)))) {
-            eddy__inbox_reset(bus->inbox); /* the plan was not sent */
+            eddy__inbox_reset(bus->inbox, eddy_now_ms()); /* the plan was not sent */
             bconn_sleep(&bus->ctl_conn, EDDY__NOMEM_RETRY_MS);
             continue;
         }
         st = bconn_exec(&bus->ctl_conn, &plan.cmds, plan.block_ms, replies, &err);
+        bool lost = st != EDDY_OK; /* the connection's failure: the bus's tracker logged it */
         if (st == EDDY_OK)
-            st = eddy__inbox_feed(bus->inbox, &plan, replies, plan.cmds.n, &done);
+            st = eddy__inbox_feed(bus->inbox, eddy_now_ms(), &plan, replies, plan.cmds.n, &done);
         for (size_t i = 0; i < plan.cmds.n; i++)
             if (replies[i])
                 freeReplyObject(replies[i]);
         if (replies != few)
             free(replies);
         if (st != EDDY_OK) {
-            eddy__inbox_reset(bus->inbox);
+            eddy__inbox_reset(bus->inbox, eddy_now_ms());
             if (!atomic_load(&bus->ctl_stopping)) {
-                eddy__log(&bus->s.log, EDDY_LOG_WARN, "control connection: %s; reconnecting",
-                          err.detail);
+                eddy__log(&bus->s.log, lost ? EDDY_LOG_DEBUG : EDDY_LOG_WARN,
+                          "control connection: %s; reconnecting", err.detail);
                 bconn_backoff(&bus->ctl_conn);
             }
             continue;
@@ -92,7 +109,7 @@ static void *control(void *arg) {
 }
 
 eddy_status bctl_start(eddy_bus *bus, eddy_error *err) {
-    eddy__inbox *inbox = eddy__inbox_new(&bus->s, bus->requests, &bus->retention);
+    eddy__inbox *inbox = eddy__inbox_new(&bus->s, bus->requests, &bus->retention, eddy_now_ms());
     if (!inbox)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     pthread_mutex_lock(&bus->ctl_lock);
@@ -100,6 +117,7 @@ eddy_status bctl_start(eddy_bus *bus, eddy_error *err) {
     pthread_mutex_unlock(&bus->ctl_lock);
     atomic_store(&bus->ctl_stopping, false);
     bus->ctl_ready = false;
+    bus->ctl_refused.status = EDDY_OK;
     bconn_resume(&bus->ctl_conn);
     sigset_t block, old;
     sigemptyset(&block);
@@ -119,11 +137,16 @@ eddy_status bctl_start(eddy_bus *bus, eddy_error *err) {
     long long deadline = bconn_now_ms() + eddy__ready_timeout_ms(s);
     struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
     pthread_mutex_lock(&bus->ctl_lock);
-    while (!bus->ctl_ready)
+    while (!bus->ctl_ready && bus->ctl_refused.status == EDDY_OK)
         if (pthread_cond_timedwait(&bus->ctl_cond, &bus->ctl_lock, &at) == ETIMEDOUT)
             break;
     bool ready = bus->ctl_ready;
+    eddy_error refused = bus->ctl_refused;
     pthread_mutex_unlock(&bus->ctl_lock);
+    if (!ready && refused.status != EDDY_OK) {
+        bctl_stop(bus);
+        return eddy__fail(err, refused.status, "the reply stream: %s", refused.detail);
+    }
     if (!ready) {
         bctl_stop(bus);
         return eddy__fail(err, EDDY_ERR_IO,
@@ -157,5 +180,12 @@ eddy_status eddy_bus_retention_stats(eddy_bus *bus, eddy_retention_stats *out) {
     if (!bus || !out)
         return EDDY_ERR_INVALID_ARGUMENT;
     eddy__retention_counters_snapshot(&bus->retention, out);
+    return EDDY_OK;
+}
+
+eddy_status eddy_bus_connection_stats(eddy_bus *bus, eddy_connection_stats *out) {
+    if (!bus || !out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy__conn_stats(bus->s.conn_state, out);
     return EDDY_OK;
 }

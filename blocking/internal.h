@@ -31,6 +31,7 @@ typedef struct bsub {
                              start waits for `ready` */
     pthread_cond_t settled;
     bool ready;
+    eddy_error refused; /* a refused connect (eddy__conn_refused) start need not wait out */
 } bsub;
 
 struct eddy_bus {
@@ -48,6 +49,7 @@ struct eddy_bus {
     pthread_mutex_t ctl_lock; /* with ctl_cond: start waits for ctl_ready */
     pthread_cond_t ctl_cond;
     bool ctl_ready;
+    eddy_error ctl_refused;    /* a refused connect (eddy__conn_refused) start need not wait out */
     atomic_bool active;        /* started and ready: requests may be sent */
     bmux pub;                  /* the publishing connection, multiplexed */
     pthread_mutex_t lock;      /* started, and every change to subs */
@@ -64,6 +66,10 @@ struct eddy_bus {
  * held while waiting; cmds stay contiguous on the wire). */
 eddy_status bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
                       eddy_error *err);
+/* The same with a deadline of the caller's (monotonic ms, bconn_now_ms) instead of
+ * settings.command_timeout_ms (a request's). */
+eddy_status bpub_exec_until(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
+                            redisReply **replies, eddy_error *err);
 
 /* control.c */
 eddy_status bctl_start(eddy_bus *bus, eddy_error *err);

@@ -1,37 +1,44 @@
 /* The multiplexed publishing connection; see mux.h.
  *
  * Rules:
- * - A slot is pushed and its bytes are appended to `out` under `lock`, together, so the FIFO's
- *   order is the wire's order. The holder of the writer's role (`writing`) swaps `out` for
- *   `wbuf` under `lock` and writes it without, so callers keep queueing and the reader keeps
- *   handing out replies while it writes.
- * - Only the holder of the reader's role (`reading`) reads the socket and uses `reader`; it
- *   parses without `lock` and takes `lock` to hand what it parsed to the FIFO.
+ * - A slot is pushed and its commands are queued in the link under `lock`, together, so the
+ *   FIFO's order is the wire's order. Every call into the link is made under `io` (short,
+ *   non-blocking calls: TLS allows one thread in a session at a time); nobody waits in poll()
+ *   holding a lock. The holder of the writer's role (`writing`) flushes the link until nothing
+ *   is left unwritten (checked under `lock`, so bytes queued meanwhile are not stranded).
+ * - Only the holder of the reader's role (`reading`) takes replies from the link; it parses
+ *   without `lock` and takes `lock` to hand what it parsed to the FIFO.
+ * - Deadlines: the writer and the reader wait in poll() until their own caller's deadline; any
+ *   caller whose deadline passes gives the connection up (expire: every slot fails, timed out
+ *   when its commands were all written, EDDY_ERR_IO when not) and shuts the socket down so that
+ *   whoever waits in poll() wakes.
  * - The socket is freed or replaced only under connect_lock, while broken (or not up) and
  *   neither role is held: nobody else can be using it then. A writer that fails shuts the
- *   socket down so that a reader in recv() wakes and leaves.
+ *   socket down so that a reader in poll() wakes and leaves.
  * - Whoever leaves the reader's role with slots still waiting wakes the oldest slot's caller,
  *   which takes the role (or, if that caller is still writing, takes it when it comes to
  *   wait). */
 #include "mux.h"
 
 #include <errno.h>
+#include <limits.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
+#include "conn_state.h"
 #include "error.h"
-#include "redis.h"
 #include "timing.h"
 
-#define READ_CHUNK 16384
 #define PARSED_MAX 64 /* replies parsed before taking the lock to hand them out */
 
 /* One caller of bmux_exec, waiting for its slot on a mutex of its own, so that handing out
  * replies does not make every woken caller queue up on the mux's lock. */
 typedef struct mwait {
     eddy__pipe_slot slot;
-    bool popped; /* out of the FIFO (guarded by the mux's lock): its completer is decided */
+    uint64_t last;      /* the link's number of its last command */
+    long long deadline; /* monotonic ms */
+    bool popped;        /* out of the FIFO (guarded by the mux's lock): its completer is decided */
     eddy_error err;
     pthread_mutex_t m; /* guards done and offered */
     pthread_cond_t cond;
@@ -45,20 +52,17 @@ eddy_status bmux_init(bmux *m, const eddy__settings *s) {
     pthread_mutex_init(&m->connect_lock, NULL);
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->idle, NULL);
+    pthread_mutex_init(&m->io, NULL);
     eddy__pipeline_init(&m->fifo);
     return bconn_init(&m->conn, s);
 }
 
 void bmux_destroy(bmux *m) {
     bconn_destroy(&m->conn);
-    if (m->reader)
-        redisReaderFree(m->reader);
-    m->reader = NULL;
     pthread_cond_destroy(&m->idle);
+    pthread_mutex_destroy(&m->io);
     pthread_mutex_destroy(&m->lock);
     pthread_mutex_destroy(&m->connect_lock);
-    free(m->out.p);
-    free(m->wbuf.p);
 }
 
 /* w left the FIFO: queued on *out, to be completed (complete_all) once the mux's lock is
@@ -88,18 +92,44 @@ static void complete_all(mwait *list) {
     }
 }
 
-/* The connection is lost: every slot fails with why (caller holds lock). */
-static void fail_all(bmux *m, const eddy_error *why, mwait **out) {
+/* The connection is lost: every slot fails with why (caller holds lock). When a deadline
+ * broke it (by_deadline), a slot whose commands were all written fails with EDDY_ERR_TIMEOUT
+ * instead (sent, outcome unknown). */
+static void fail_slots(bmux *m, const eddy_error *why, bool by_deadline, mwait **out) {
     if (!m->broken) {
         m->broken = true;
         m->lost = *why;
     }
+    pthread_mutex_lock(&m->io);
+    uint64_t sent = eddy__link_sent(m->conn.link);
+    pthread_mutex_unlock(&m->io);
     eddy__pipe_slot *s;
     while ((s = eddy__pipeline_fail_next(&m->fifo, m->lost.status))) {
         mwait *w = s->waiter;
         w->err = m->lost;
+        if (by_deadline && w->last <= sent && m->lost.status == EDDY_ERR_IO) {
+            s->st = EDDY_ERR_TIMEOUT;
+            eddy__fail(&w->err, EDDY_ERR_TIMEOUT,
+                       "no reply by the deadline (sent, outcome unknown): %s", m->lost.detail);
+        }
         popped(w, out);
     }
+}
+
+static void fail_all(bmux *m, const eddy_error *why, mwait **out) {
+    fail_slots(m, why, false, out);
+}
+
+/* w's deadline passed before its replies came: the connection is given up (its replies are no
+ * longer accounted for), and whoever waits in poll() on it wakes. Caller holds lock. */
+static void expire(bmux *m, mwait *w, mwait **out) {
+    if (w->popped || m->broken)
+        return;
+    eddy_error why;
+    eddy__fail(&why, EDDY_ERR_IO, "connection: not sent by the deadline (%u ms)",
+               m->conn.s->command_timeout_ms);
+    fail_slots(m, &why, true, out);
+    eddy__link_shutdown(m->conn.link);
 }
 
 /* A usable connection, replacing a broken one. Caller holds no lock. */
@@ -114,26 +144,16 @@ static eddy_status ensure_connected(bmux *m, eddy_error *err) {
     while (m->broken && (m->reading || m->writing))
         pthread_cond_wait(&m->idle, &m->lock);
     bool broken = m->broken;
+    eddy_error lost = m->lost;
     ok = m->up && !m->broken;
     pthread_mutex_unlock(&m->lock);
     eddy_status st = EDDY_OK;
     if (!ok) { /* nobody uses the socket: no slot is in flight, no role is held */
         if (broken) {
+            eddy__conn_lost(m->conn.s->conn_state, &m->conn.state_epoch, lost.status, &lost);
             bconn_close(&m->conn);
-            if (m->reader)
-                redisReaderFree(m->reader);
-            m->reader = NULL;
         }
         st = bconn_connect(&m->conn, err);
-        if (st == EDDY_OK && !(m->reader = redisReaderCreate())) {
-            bconn_close(&m->conn);
-            st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory connecting");
-        }
-        if (st == EDDY_OK) {
-            long long ms = eddy__reply_timeout_ms(m->conn.s, -1);
-            struct timeval tv = {(time_t)(ms / 1000), (suseconds_t)((ms % 1000) * 1000)};
-            redisSetTimeout(m->conn.rc, tv);
-        }
         pthread_mutex_lock(&m->lock);
         m->broken = false;
         m->up = st == EDDY_OK;
@@ -153,83 +173,44 @@ eddy_status bmux_connect(bmux *m, eddy_error *err) {
     return ensure_connected(m, err);
 }
 
-static bool buf_append(bmux_buf *b, const char *p, size_t n) {
-    if (b->len + n > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 4096;
-        while (cap < b->len + n)
-            cap *= 2;
-        char *np = realloc(b->p, cap);
-        if (!np)
-            return false;
-        b->p = np;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->len, p, n);
-    b->len += n;
+/* Waits in poll() for the link's socket to be ready for `events`, until deadline. false when
+ * the deadline passed. Caller holds no lock (the socket cannot change while a role is held). */
+static bool wait_fd(bmux *m, short events, long long deadline) {
+    long long left = deadline - bconn_now_ms();
+    if (left <= 0)
+        return false;
+    struct pollfd p = {.fd = eddy__link_fd(m->conn.link), .events = events};
+    poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
     return true;
 }
 
-/* The wire form of cmds in one buffer (eddy__cmd_resp_write: RESP as hiredis writes it). */
-static char *format(const eddy__cmdlist *cmds, size_t *len) {
-    size_t n = 0;
-    for (size_t i = 0; i < cmds->n; i++)
-        n += eddy__cmd_resp_size(&cmds->cmds[i]);
-    char *buf = malloc(n ? n : 1);
-    if (!buf)
-        return NULL;
-    char *at = buf;
-    for (size_t i = 0; i < cmds->n; i++)
-        at = eddy__cmd_resp_write(&cmds->cmds[i], at);
-    *len = n;
-    return buf;
-}
-
-/* In the writer's role. */
-static eddy_status write_all(bmux *m, const char *buf, size_t len, eddy_error *err) {
-    int fd = m->conn.rc->fd;
-    while (len > 0) {
-        ssize_t k = send(fd, buf, len, MSG_NOSIGNAL);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return eddy__fail(err, EDDY_ERR_IO, "connection: %s",
-                              k < 0 ? strerror(errno) : "closed");
-        buf += k;
-        len -= (size_t)k;
-    }
-    return EDDY_OK;
-}
-
-/* Parses up to max replies the reader already holds, reading the socket once when it holds
- * none. Returns how many, or -1 with err set when the connection is lost. Reader's role. */
-static int parse_some(bmux *m, redisReply **out, int max, eddy_error *err) {
-    int n = 0;
-    for (;;) {
+/* Parses up to max replies the link already holds, waiting for the socket (until w's deadline)
+ * and reading when it holds none. Returns how many, 0 when w's deadline passed; *lost (with err)
+ * when the connection was lost, after the replies that came before (returned). Reader's role,
+ * no lock. */
+static int parse_some(bmux *m, mwait *w, redisReply **out, int max, bool *lost, eddy_error *err) {
+    eddy__link *l = m->conn.link;
+    /* First what is parsed already; then wait for the socket and read: a reply just asked for
+     * is rarely there yet, so poll() comes before recv() (no recv() that would block). */
+    for (bool readable = false;; readable = true) {
+        int n = 0;
+        pthread_mutex_lock(&m->io);
+        eddy_status st = readable ? eddy__link_io(l, EDDY__LINK_READ, err) : EDDY_OK;
         while (n < max) {
-            void *r = NULL;
-            if (redisReaderGetReply(m->reader, &r) != REDIS_OK) {
-                eddy__fail(err, EDDY_ERR_IO, "connection: protocol error: %s", m->reader->errstr);
-                return -1;
-            }
-            if (!r)
+            redisReply *r = NULL;
+            eddy_status got = eddy__link_reply(l, &r, err);
+            if (got != EDDY_OK && st == EDDY_OK)
+                st = got;
+            if (got != EDDY_OK || !r)
                 break;
             out[n++] = r;
         }
-        if (n > 0)
+        pthread_mutex_unlock(&m->io);
+        *lost = st != EDDY_OK;
+        if (n > 0 || *lost) /* what came before a failure is handed out all the same */
             return n;
-        char buf[READ_CHUNK];
-        ssize_t k = recv(m->conn.rc->fd, buf, sizeof(buf), 0);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0) {
-            eddy__fail(err, EDDY_ERR_IO, "connection: %s",
-                       k < 0 ? strerror(errno) : "closed by the server");
-            return -1;
-        }
-        if (redisReaderFeed(m->reader, buf, (size_t)k) != REDIS_OK) {
-            eddy__fail(err, EDDY_ERR_IO, "connection: %s", m->reader->errstr);
-            return -1;
-        }
+        if (!wait_fd(m, POLLIN, w->deadline))
+            return 0;
     }
 }
 
@@ -240,9 +221,12 @@ static void read_for(bmux *m, mwait *w) {
         pthread_mutex_unlock(&m->lock);
         redisReply *parsed[PARSED_MAX];
         eddy_error why;
-        int n = parse_some(m, parsed, PARSED_MAX, &why);
+        bool lost = false;
+        int n = parse_some(m, w, parsed, PARSED_MAX, &lost, &why);
         pthread_mutex_lock(&m->lock);
         mwait *done = NULL;
+        if (n == 0 && !lost)
+            expire(m, w, &done);
         for (int i = 0; i < n; i++) {
             bool unexpected;
             eddy__pipe_slot *s = eddy__pipeline_feed(&m->fifo, parsed[i], &unexpected);
@@ -252,10 +236,11 @@ static void read_for(bmux *m, mwait *w) {
                 eddy__fail(&why, EDDY_ERR_IO, "connection: a reply that no command asked for");
                 while (++i < n)
                     freeReplyObject(parsed[i]);
-                n = -1;
+                lost = true;
+                break;
             }
         }
-        if (n < 0)
+        if (lost)
             fail_all(m, &why, &done);
         if (done) {
             pthread_mutex_unlock(&m->lock);
@@ -281,35 +266,47 @@ static void take_role(bmux *m, mwait *w) {
         wake(next->waiter, false);
 }
 
-/* In the writer's role, lock held: writes what is queued until nothing is, then leaves the
+/* In the writer's role, lock held: writes what is queued (its own and what others queue
+ * meanwhile) until nothing is, waiting for the socket until w's deadline, then leaves the
  * role. A failed write fails every slot (their callers are queued on *done). */
-static void write_queued(bmux *m, mwait **done) {
-    while (m->out.len > 0 && !m->broken) {
-        bmux_buf b = m->wbuf;
-        m->wbuf = m->out;
-        m->out = b;
-        m->out.len = 0;
-        pthread_mutex_unlock(&m->lock);
+static void write_queued(bmux *m, mwait *w, mwait **done) {
+    eddy__link *l = m->conn.link;
+    while (!m->broken) {
+        pthread_mutex_lock(&m->io);
         eddy_error why;
-        eddy_status st = write_all(m, m->wbuf.p, m->wbuf.len, &why);
-        pthread_mutex_lock(&m->lock);
-        m->wbuf.len = 0;
+        eddy_status st = eddy__link_flush(l, &why);
+        bool pending = eddy__link_sent(l) < eddy__link_queued(l);
+        pthread_mutex_unlock(&m->io);
         if (st != EDDY_OK) {
-            fail_all(m, &why, done);             /* what was written may end in half a command */
-            shutdown(m->conn.rc->fd, SHUT_RDWR); /* a reader in recv() leaves */
+            fail_all(m, &why, done); /* what was written may end in half a command */
+            eddy__link_shutdown(l);  /* a reader in poll() leaves */
+            break;
         }
+        if (!pending) /* checked under lock: nobody queued behind it unwritten */
+            break;
+        /* Bytes are unwritten, so their slot is in the FIFO: wait until the writer's own
+         * deadline while its slot is there, else the oldest slot's (its waiter is alive while
+         * in the FIFO, and lock is held here). */
+        eddy__pipe_slot *head = eddy__pipeline_head(&m->fifo);
+        long long until = !w->popped || !head ? w->deadline : ((mwait *)head->waiter)->deadline;
+        pthread_mutex_unlock(&m->lock);
+        bool in_time = wait_fd(m, POLLOUT, until);
+        pthread_mutex_lock(&m->lock);
+        head = eddy__pipeline_head(&m->fifo);
+        if (!in_time && !w->popped)
+            expire(m, w, done);
+        else if (!in_time && head && ((mwait *)head->waiter)->deadline <= bconn_now_ms())
+            expire(m, head->waiter, done);
     }
-    if (m->broken)
-        m->out.len = 0; /* their slots failed with the connection */
     m->writing = false;
     if (m->broken)
         pthread_cond_broadcast(&m->idle);
 }
 
-/* Queues cmds (wire form in buf) with w's slot, and writes unless someone does. EDDY_OK: w is
- * in the FIFO, or already failed with the connection. Caller holds no lock. */
-static eddy_status queue_cmds(bmux *m, const char *buf, size_t len, size_t n, redisReply **replies,
-                              mwait *w, eddy_error *err) {
+/* Queues cmds with w's slot, and writes unless someone does. EDDY_OK: w is in the FIFO, or
+ * already failed with the connection. Caller holds no lock. */
+static eddy_status queue_cmds(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, mwait *w,
+                              eddy_error *err) {
     eddy_status st = EDDY_OK;
     for (int attempt = 0;; attempt++) {
         if ((st = ensure_connected(m, err)) != EDDY_OK)
@@ -322,22 +319,33 @@ static eddy_status queue_cmds(bmux *m, const char *buf, size_t len, size_t n, re
         if (attempt == 1)
             return eddy__fail(err, EDDY_ERR_IO, "%s", lost.detail);
     }
-    if (!buf_append(&m->out, buf, len)) {
+    eddy_error why;
+    pthread_mutex_lock(&m->io);
+    st = eddy__link_send(m->conn.link, cmds, &w->last, &why);
+    pthread_mutex_unlock(&m->io);
+    if (st != EDDY_OK) { /* nothing queued: out of memory, or the link failed unnoticed */
+        mwait *done = NULL;
+        if (st != EDDY_ERR_NOMEM)
+            fail_all(m, &why, &done); /* the slots in flight fail with it; next call reconnects */
         pthread_mutex_unlock(&m->lock);
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+        complete_all(done);
+        if (err)
+            *err = why;
+        return st;
     }
-    eddy__pipeline_push(&m->fifo, &w->slot, replies, n, w);
+    eddy__pipeline_push(&m->fifo, &w->slot, replies, cmds->n, w);
     mwait *done = NULL;
     if (!m->writing) {
         m->writing = true;
-        write_queued(m, &done);
+        write_queued(m, w, &done);
     }
     pthread_mutex_unlock(&m->lock);
     complete_all(done); /* w among them, when a write failed */
     return EDDY_OK;
 }
 
-eddy_status bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, eddy_error *err) {
+eddy_status bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long deadline,
+                            redisReply **replies, eddy_error *err) {
     for (size_t i = 0; i < cmds->n; i++)
         replies[i] = NULL;
     if (m->conn.engine) { /* memory://: the engine answers at once */
@@ -348,31 +356,34 @@ eddy_status bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, 
     }
     if (cmds->n == 0)
         return bmux_connect(m, err);
-    size_t len = 0;
-    char *buf = format(cmds, &len);
-    if (!buf)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    mwait w = {.popped = false};
+    mwait w = {.popped = false, .deadline = deadline};
     pthread_mutex_init(&w.m, NULL);
-    pthread_cond_init(&w.cond, NULL);
-    eddy_status st = queue_cmds(m, buf, len, cmds->n, replies, &w, err);
-    free(buf);
+    bcond_init_monotonic(&w.cond);
+    eddy_status st = queue_cmds(m, cmds, replies, &w, err);
     if (st == EDDY_OK) {
         pthread_mutex_lock(&m->lock);
         take_role(m, &w); /* nobody reads: read now, without going to sleep first */
         pthread_mutex_unlock(&m->lock);
+        struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
         pthread_mutex_lock(&w.m);
         while (!w.done) {
-            if (w.offered) {
-                w.offered = false;
-                pthread_mutex_unlock(&w.m);
-                pthread_mutex_lock(&m->lock);
+            bool late = false;
+            if (!w.offered && pthread_cond_timedwait(&w.cond, &w.m, &at) == ETIMEDOUT)
+                late = !w.done;
+            if (w.done)
+                break;
+            bool offered = w.offered;
+            w.offered = false;
+            pthread_mutex_unlock(&w.m);
+            mwait *done = NULL;
+            pthread_mutex_lock(&m->lock);
+            if (offered)
                 take_role(m, &w);
-                pthread_mutex_unlock(&m->lock);
-                pthread_mutex_lock(&w.m);
-                continue;
-            }
-            pthread_cond_wait(&w.cond, &w.m);
+            else if (late) /* the reader's role is someone else's: give the connection up */
+                expire(m, &w, &done);
+            pthread_mutex_unlock(&m->lock);
+            complete_all(done); /* w among them */
+            pthread_mutex_lock(&w.m);
         }
         pthread_mutex_unlock(&w.m);
         st = w.slot.st;
@@ -382,4 +393,9 @@ eddy_status bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, 
     pthread_cond_destroy(&w.cond);
     pthread_mutex_destroy(&w.m);
     return st;
+}
+
+eddy_status bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, eddy_error *err) {
+    long long deadline = bconn_now_ms() + eddy__command_timeout_ms(m->conn.s, -1);
+    return bmux_exec_until(m, cmds, deadline, replies, err);
 }

@@ -24,26 +24,18 @@
 #include "conn.h"
 #include "pipeline.h"
 
-/* Bytes queued for the socket. */
-typedef struct bmux_buf {
-    char *p;
-    size_t len, cap;
-} bmux_buf;
-
 typedef struct bmux {
     bconn conn;
     pthread_mutex_t connect_lock; /* one caller (re)connects at a time */
     pthread_mutex_t lock;         /* everything below */
+    pthread_mutex_t io;           /* the link's calls (after lock when both are taken) */
     pthread_cond_t idle;          /* a broken connection's reader or writer left */
     eddy__pipeline fifo;
-    bool up;      /* connected: conn.rc is the socket */
+    bool up;      /* connected: conn.link is the socket */
     bool reading; /* a caller holds the reader's role */
     bool writing; /* a caller holds the writer's role: it writes `out` until it is empty */
     bool broken;  /* lost: reconnect once neither role is held */
     eddy_error lost;
-    bmux_buf out;        /* commands queued behind the writer's, in FIFO order */
-    bmux_buf wbuf;       /* what the writer is writing (its role's, unlocked) */
-    redisReader *reader; /* parses what the socket gave; only the reader's role touches it */
 } bmux;
 
 /* EDDY_ERR_NOMEM (then bmux_destroy all the same). */
@@ -52,7 +44,14 @@ void bmux_destroy(bmux *m);
 /* Connects now unless connected (bus start fails early on a wrong URL). */
 eddy_status bmux_connect(bmux *m, eddy_error *err);
 /* Sends cmds as one contiguous run and waits for their replies (as bconn_exec, without a
- * blocking read: the caller frees the replies; on failure each is NULL). */
+ * blocking read: the caller frees the replies; on failure each is NULL), for at most
+ * settings.command_timeout_ms. */
 eddy_status bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, eddy_error *err);
+/* The same until `deadline` (monotonic ms, bconn_now_ms): past it EDDY_ERR_IO when its commands
+ * were not all written, EDDY_ERR_TIMEOUT when they were (sent, outcome unknown), and the
+ * connection is given up for every caller in flight (each failing the same way: timed out if
+ * sent, EDDY_ERR_IO if not); the next call reconnects. */
+eddy_status bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long deadline,
+                            redisReply **replies, eddy_error *err);
 
 #endif

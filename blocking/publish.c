@@ -1,17 +1,71 @@
 /* Publishing on the blocking bus: the core checks and builds, this file sends, on the bus's
  * publishing connection (multiplexed, mux.h: each publish's commands contiguous on the wire). A
  * failed send is reported, never retried: a retry could store the message twice. The next publish
- * reconnects. */
+ * reconnects. The one exception is the core's (eddy__publish_again): deduplicated publishes the
+ * server refused unwritten because it had lost eddy's function library go once more behind a
+ * load of it. */
 #include <stdlib.h>
 
 #include "error.h"
+#include "event_internal.h"
 #include "internal.h"
+#include "timing.h"
+
+eddy_status bpub_exec_until(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
+                            redisReply **replies, eddy_error *err) {
+    eddy_status st = bmux_exec_until(&bus->pub, cmds, deadline, replies, err);
+    if (st == EDDY_ERR_IO || st == EDDY_ERR_TIMEOUT)
+        eddy__publisher_connection_lost(bus->publisher);
+    return st;
+}
 
 eddy_status bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
                       eddy_error *err) {
-    eddy_status st = bmux_exec(&bus->pub, cmds, replies, err);
-    if (st == EDDY_ERR_IO)
-        eddy__publisher_connection_lost(bus->publisher);
+    long long deadline = bconn_now_ms() + eddy__command_timeout_ms(&bus->s, -1);
+    return bpub_exec_until(bus, cmds, deadline, replies, err);
+}
+
+/* One send's replies: on the stack for a single publish, allocated for a batch. */
+typedef struct sent {
+    redisReply *small[4];
+    redisReply **replies;
+    size_t n;
+} sent;
+
+static void sent_free(sent *s) {
+    for (size_t i = 0; s->replies && i < s->n; i++)
+        if (s->replies[i])
+            freeReplyObject(s->replies[i]);
+    if (s->replies != s->small)
+        free(s->replies);
+    s->replies = NULL;
+    s->n = 0;
+}
+
+static eddy_status send_once(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline, sent *s,
+                             eddy_error *err) {
+    s->n = cmds->n;
+    s->replies = cmds->n <= 4 ? s->small : calloc(cmds->n, sizeof(*s->replies));
+    if (!s->replies)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < s->n; i++)
+        s->replies[i] = NULL;
+    return bpub_exec_until(bus, cmds, deadline, s->replies, err);
+}
+
+/* Sends cmds; when the core says so, sends them again (cmds then holds what was sent), by the
+ * same deadline: the call as a whole keeps command_timeout_ms. The replies in s belong to
+ * cmds. */
+static eddy_status send_publishes(eddy_bus *bus, eddy__cmdlist *cmds, sent *s, eddy_error *err) {
+    long long deadline = bconn_now_ms() + eddy__command_timeout_ms(&bus->s, -1);
+    eddy_status st = send_once(bus, cmds, deadline, s, err);
+    eddy__cmdlist again;
+    if (st == EDDY_OK && eddy__publish_again(bus->publisher, cmds, s->replies, &again)) {
+        sent_free(s);
+        eddy__cmdlist_reset(cmds);
+        *cmds = again;
+        st = send_once(bus, cmds, deadline, s, err);
+    }
     return st;
 }
 
@@ -26,22 +80,16 @@ eddy_status eddy_bus_publish_batch(eddy_bus *bus, const char *subject, const edd
     eddy_status st = EDDY_OK;
     for (size_t i = 0; st == EDDY_OK && i < n; i++)
         st = eddy__publish_prepare(bus->publisher, subject, evs[i], &cmds, err);
-    redisReply **replies = NULL;
-    if (st == EDDY_OK && cmds.n > 0 && !(replies = calloc(cmds.n, sizeof(*replies))))
-        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    sent s = {.n = 0};
     if (st == EDDY_OK && cmds.n > 0)
-        st = bpub_exec(bus, &cmds, replies, err);
+        st = send_publishes(bus, &cmds, &s, err);
     size_t next = 0;
     for (size_t i = 0; st == EDDY_OK && i < n; i++) {
-        st = eddy__publish_result(bus->publisher, &cmds, next, replies, &next, NULL, 0, err);
+        st = eddy__publish_result(bus->publisher, &cmds, next, s.replies, &next, NULL, 0, err);
         if (st == EDDY_OK && published)
             (*published)++;
     }
-    if (replies)
-        for (size_t i = 0; i < cmds.n; i++)
-            if (replies[i])
-                freeReplyObject(replies[i]);
-    free(replies);
+    sent_free(&s);
     eddy__cmdlist_reset(&cmds);
     return st;
 }
@@ -52,19 +100,25 @@ eddy_status eddy_bus_publish(eddy_bus *bus, const char *subject, const eddy_even
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
-    redisReply *replies[2] = {NULL, NULL};
+    sent s = {.n = 0};
     eddy_status st = eddy__publish_prepare(bus->publisher, subject, ev, &cmds, err);
     if (st == EDDY_OK)
-        st = bpub_exec(bus, &cmds, replies, err);
+        st = send_publishes(bus, &cmds, &s, err);
     size_t next;
     if (st == EDDY_OK)
-        st = eddy__publish_result(bus->publisher, &cmds, 0, replies, &next, entry_id, entry_id_size,
-                                  err);
-    for (size_t i = 0; i < cmds.n; i++)
-        if (replies[i])
-            freeReplyObject(replies[i]);
+        st = eddy__publish_result(bus->publisher, &cmds, 0, s.replies, &next, entry_id,
+                                  entry_id_size, err);
+    sent_free(&s);
     eddy__cmdlist_reset(&cmds);
     return st;
+}
+
+eddy_status eddy_bus_new_event(eddy_bus *bus, const char *type, eddy_event **out, eddy_error *err) {
+    if (out)
+        *out = NULL;
+    if (!bus || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or out is NULL");
+    return eddy__event_create_for(bus->s.source, type, "eddy_bus_new_event", out, err);
 }
 
 eddy_status eddy_bus_publish_value(eddy_bus *bus, const char *subject, const char *type,

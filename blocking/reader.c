@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "conn_state.h"
 #include "error.h"
 #include "internal.h"
 #include "redis.h"
@@ -88,8 +89,8 @@ static void run_round(bpool_job *job) {
         eddy_delivery *d = r->v[i];
         eddy_event *reply = NULL;
         eddy_status st = eddy__sub_run(bs->sub, d, &reply);
-        if (st == EDDY_PENDING)
-            continue; /* finished later through d->finish */
+        if (st == EDDY_PENDING || eddy__consumer_finished(d))
+            continue; /* finished later through d->finish, or already from inside */
         if (n == 0)
             first_at = bconn_now_ms();
         run[n++] = (eddy__settlement){.d = d, .st = st, .reply = reply, .reuse = true};
@@ -120,15 +121,17 @@ static eddy_status round_trip(bsub *bs, eddy__plan *plan, eddy__delivery_list *o
         return EDDY_OK; /* out of memory: nothing was sent; try again later */
     eddy_status st =
         bconn_exec_read(&bs->conn, &plan->cmds, plan->block_ms, plan->live_read, replies, &err);
+    bool lost = st != EDDY_OK; /* the connection's failure: the bus's tracker logged it */
     if (st == EDDY_OK)
-        st = eddy__consumer_feed(bs->consumer, plan, replies, plan->cmds.n, out);
+        st = eddy__consumer_feed(bs->consumer, bconn_now_ms(), eddy_now_ms(), plan, replies,
+                                 plan->cmds.n, out);
     bconn_release(&bs->conn, replies, plan->cmds.n);
     if (replies != small)
         free(replies);
     if (st == EDDY_ERR_IO || st == EDDY_ERR_CLOSED || st == EDDY_ERR_PROTOCOL) {
         if (st != EDDY_ERR_CLOSED)
-            eddy__log(&bs->bus->s.log, EDDY_LOG_WARN, "subscription '%s': %s; reconnecting",
-                      bs->sub->name, err.detail);
+            eddy__log(&bs->bus->s.log, lost ? EDDY_LOG_DEBUG : EDDY_LOG_WARN,
+                      "subscription '%s': %s; reconnecting", bs->sub->name, err.detail);
         eddy__consumer_reset(bs->consumer);
         return st;
     }
@@ -184,6 +187,16 @@ static void wake_others(bsub *bs) {
     pthread_mutex_unlock(&bus->subs_lock);
 }
 
+/* A start waiting for this reader need not wait out a refusal. */
+static void note_refused(bsub *bs, const eddy_error *err) {
+    pthread_mutex_lock(&bs->lock);
+    if (!bs->ready) {
+        bs->refused = *err;
+        pthread_cond_broadcast(&bs->settled);
+    }
+    pthread_mutex_unlock(&bs->lock);
+}
+
 static void *reader(void *arg) {
     bsub *bs = arg;
     eddy__plan plan;
@@ -191,9 +204,13 @@ static void *reader(void *arg) {
     eddy__delivery_list out = {0};
     while (!atomic_load(&bs->stopping)) {
         eddy_error err;
-        if (!bconn_connected(&bs->conn) && bconn_connect(&bs->conn, &err) != EDDY_OK) {
-            eddy__log(&bs->bus->s.log, EDDY_LOG_WARN, "subscription '%s': %s", bs->sub->name,
+        eddy_status cst = EDDY_OK;
+        if (!bconn_connected(&bs->conn) && (cst = bconn_connect(&bs->conn, &err)) != EDDY_OK) {
+            /* The bus's tracker logs the state this makes, once. */
+            eddy__log(&bs->bus->s.log, EDDY_LOG_DEBUG, "subscription '%s': %s", bs->sub->name,
                       err.detail);
+            if (eddy__conn_refused(cst))
+                note_refused(bs, &err);
             bconn_backoff(&bs->conn);
             continue;
         }
@@ -246,6 +263,7 @@ eddy_status bsub_start(bsub *bs, eddy_error *err) {
     eddy__consumer_share_discovery(bs->consumer, bs->bus->discovery);
     atomic_store(&bs->stopping, false);
     bs->ready = false;
+    bs->refused.status = EDDY_OK;
     bconn_resume(&bs->conn);
     sigset_t block, old;
     sigemptyset(&block);
@@ -267,11 +285,15 @@ eddy_status bsub_wait_ready(bsub *bs, eddy_error *err) {
     long long deadline = bconn_now_ms() + eddy__ready_timeout_ms(s);
     struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
     pthread_mutex_lock(&bs->lock);
-    while (!bs->ready)
+    while (!bs->ready && bs->refused.status == EDDY_OK)
         if (pthread_cond_timedwait(&bs->settled, &bs->lock, &at) == ETIMEDOUT)
             break;
     bool ready = bs->ready;
+    eddy_error refused = bs->refused;
     pthread_mutex_unlock(&bs->lock);
+    if (!ready && refused.status != EDDY_OK)
+        return eddy__fail(err, refused.status, "subscription '%s': %s", bs->sub->name,
+                          refused.detail);
     if (!ready)
         return eddy__fail(err, EDDY_ERR_IO, "subscription '%s' could not reach the backend",
                           bs->sub->name);

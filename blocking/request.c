@@ -12,6 +12,7 @@
 #include "error.h"
 #include "internal.h"
 #include "request_flow.h"
+#include "timing.h"
 
 typedef struct bwait {
     pthread_mutex_t m;
@@ -88,15 +89,20 @@ void bwait_complete(void *waiter, eddy_status st, eddy_event *reply) {
     pthread_mutex_unlock(&w->m);
 }
 
-/* Runs the flow's steps on the publishing connection until it waits or ends. */
-static eddy__req_step run_steps(eddy_bus *bus, eddy__request_flow *f) {
+/* Runs the flow's steps on the publishing connection until it waits or ends, each by the
+ * request's deadline (wall-clock ms) when that comes before the command timeout. */
+static eddy__req_step run_steps(eddy_bus *bus, eddy__request_flow *f, long long deadline) {
+    long long now = bconn_now_ms();
+    long long until = now + eddy__command_timeout_ms(&bus->s, -1);
+    if (deadline > 0 && now + (deadline - eddy_now_ms()) < until)
+        until = now + (deadline - eddy_now_ms());
     eddy__req_step step = f->step;
     while (step == EDDY__REQ_ASK || step == EDDY__REQ_SEND) {
         redisReply *replies[EDDY__REQUEST_MAX_CMDS] = {NULL, NULL};
         const eddy__cmdlist *cmds = eddy__request_flow_cmds(f);
         eddy_error err;
         eddy_status st = cmds->n <= EDDY__REQUEST_MAX_CMDS
-                             ? bpub_exec(bus, cmds, replies, &err)
+                             ? bpub_exec_until(bus, cmds, until, replies, &err)
                              : eddy__fail(&err, EDDY_ERR_INVALID_ARGUMENT, "too many commands");
         step = eddy__request_flow_feed(f, st, replies, &err);
         for (size_t i = 0; i < EDDY__REQUEST_MAX_CMDS; i++)
@@ -169,7 +175,7 @@ eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_even
     if (st == EDDY_OK) {
         const char *id = f.out.id;
         cancel_attach(opts->cancel, &w);
-        if (run_steps(bus, &f) == EDDY__REQ_END) {
+        if (run_steps(bus, &f, opts ? opts->deadline_ms : 0) == EDDY__REQ_END) {
             st = f.st;
             if (err)
                 *err = f.err;

@@ -212,7 +212,7 @@ static void sub_failed(eddy_rbus *bus, rsub *rs, eddy_status st, const eddy_erro
 void rbus_act_ready(eddy_rbus *bus, ract *act, const eddy_error *err) {
     rsub *rs = act->rs;
     if (err) {
-        sub_failed(bus, rs, EDDY_ERR_IO, err);
+        sub_failed(bus, rs, err->status, err);
     } else if (bus->ctl) {
         /* The control loop may have registered the others already: this one is registered
          * on its own, before it counts for the bus or for its own callback. */
@@ -245,7 +245,7 @@ void rbus_ctl_ready(eddy_rbus *bus, const eddy_error *err) {
     if (!err)
         maybe_ready(bus);
     else if (bus->ready_pending)
-        stop_all(bus, EDDY_ERR_IO, err);
+        stop_all(bus, err->status, err);
 }
 
 /* ---- teardown ------------------------------------------------------------------------------ */

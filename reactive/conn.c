@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn_state.h"
 #include "error.h"
 #include "memory/engine.h"
 #include "redis.h"
@@ -48,6 +49,7 @@ struct rconn {
     bool up;
     bool failed; /* a loss was seen; down is due or was told */
     bool down_told;
+    unsigned state_epoch; /* conn_state.h: nonzero while up (reported to the bus's tracker) */
     eddy_error fail_err;
     ev_timer timer; /* connect timeout, then reply watchdog; a zero delay reports down */
     /* redis:// and unix:// */
@@ -170,6 +172,7 @@ static void leave_owner(rconn *c) {
 
 static void tell_down(rconn *c) {
     c->down_told = true;
+    eddy__conn_down(c->s->conn_state, &c->state_epoch, c->fail_err.status, &c->fail_err);
     kill_transport(c);
     c->depth++;
     c->ops->down(c->owner, c->fail_err.status, &c->fail_err);
@@ -257,6 +260,7 @@ static void watchdog_arm(rconn *c) {
 
 static void tell_up(rconn *c) {
     c->up = true;
+    eddy__conn_up(c->s->conn_state, &c->state_epoch);
     c->ops->up(c->owner);
 }
 
@@ -284,9 +288,10 @@ static void take_reply(rconn *c, void *r, void *priv) {
     }
     if (priv == &id_tag) {
         /* Refused (an ACL): the id stays unknown, which only makes a pause's cut less exact. */
-        if (reply->type == REDIS_REPLY_INTEGER)
-            c->client_id = reply->integer;
-        if (--c->handshake_left == 0 && c->connected)
+        eddy_error err;
+        if (eddy__client_id_check(reply, &c->client_id, &err) != EDDY_OK)
+            fail_with(c, &err);
+        else if (--c->handshake_left == 0 && c->connected)
             tell_up(c);
         return;
     }
@@ -543,6 +548,7 @@ eddy_status rconn_open(struct ev_loop *loop, const eddy__settings *s, const rcon
         return EDDY_ERR_NOMEM;
     }
     c->up = true;
+    eddy__conn_up(s->conn_state, &c->state_epoch);
     *out = c;
     return EDDY_OK;
 }

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "conn_state.h"
 #include "error.h"
 #include "internal.h"
 #include "redis.h"
@@ -123,13 +124,19 @@ static void ctl_lost(rctl *c, const eddy_error *err) {
     free_replies(c);
     rconn_close(c->conn);
     c->conn = NULL;
-    eddy__inbox_reset(c->inbox);
+    eddy__inbox_reset(c->inbox, eddy_now_ms());
     c->last_err = *err;
-    if (was_connecting)
-        c->attempt++;
-    eddy__log(&c->bus->s.log, EDDY_LOG_WARN, "control connection: %s%s", err->detail,
+    /* The bus's tracker logs the state this makes, once. */
+    eddy__log(&c->bus->s.log, EDDY_LOG_DEBUG, "control connection: %s%s", err->detail,
               was_connecting ? "" : "; reconnecting");
+    if (was_connecting)
+        c->attempt = eddy__conn_next_attempt(c->attempt, err->status);
     ctl_backoff(c);
+    if (was_connecting && eddy__conn_refused(err->status) && !c->ready &&
+        ev_is_active(&c->ready_timer)) {
+        ev_timer_stop(c->bus->loop, &c->ready_timer); /* a start need not wait it out */
+        rbus_ctl_ready(c->bus, err);
+    }
 }
 
 static void ctl_up(void *owner) {
@@ -194,7 +201,7 @@ static void ctl_step(rctl *c) {
     if (c->plan.cmds.n > c->replies_cap) { /* a retention round may be long */
         redisReply **v = realloc(c->replies, c->plan.cmds.n * sizeof(*v));
         if (!v) {
-            eddy__inbox_reset(c->inbox); /* the plan is not sent */
+            eddy__inbox_reset(c->inbox, eddy_now_ms()); /* the plan is not sent */
             ctl_after(c, C_IDLE, EDDY__NOMEM_RETRY_MS);
             return;
         }
@@ -226,7 +233,7 @@ static void round_done(rctl *c) {
         return;
     }
     eddy__reply_list done = {0};
-    eddy_status st = eddy__inbox_feed(c->inbox, &c->plan, c->replies, n, &done);
+    eddy_status st = eddy__inbox_feed(c->inbox, eddy_now_ms(), &c->plan, c->replies, n, &done);
     c->replies[n - 1] = NULL;
     free_replies(c);
     if (st != EDDY_OK) {
@@ -443,11 +450,18 @@ eddy_status eddy_rbus_retention_stats(eddy_rbus *bus, eddy_retention_stats *out)
     return EDDY_OK;
 }
 
+eddy_status eddy_rbus_connection_stats(eddy_rbus *bus, eddy_connection_stats *out) {
+    if (!bus || !out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy__conn_stats(bus->s.conn_state, out);
+    return EDDY_OK;
+}
+
 eddy_status rctl_start(eddy_rbus *bus) {
     rctl *c = calloc(1, sizeof(*c));
     if (!c)
         return EDDY_ERR_NOMEM;
-    if (!(c->inbox = eddy__inbox_new(&bus->s, bus->requests, &bus->retention))) {
+    if (!(c->inbox = eddy__inbox_new(&bus->s, bus->requests, &bus->retention, eddy_now_ms()))) {
         free(c);
         return EDDY_ERR_NOMEM;
     }

@@ -21,6 +21,7 @@
 #include <stdlib.h>
 
 #include "error.h"
+#include "event_internal.h"
 #include "internal.h"
 
 static void pub_up(void *owner);
@@ -133,7 +134,8 @@ static void pub_down(void *owner, eddy_status st, const eddy_error *err) {
     if (!idle(bus))
         eddy__log(&bus->s.log, EDDY_LOG_WARN, "publishing connection: %s", err->detail);
     rconn_close(bus->pub_conn);
-    bus->pub_conn = NULL; /* the next op connects again */
+    bus->pub_conn = NULL;                            /* the next op connects again */
+    eddy__publisher_connection_lost(bus->publisher); /* a new server may lack what this one had */
     complete_all(bus, st, err);
     rbus_leave(bus);
 }
@@ -184,8 +186,32 @@ eddy_status rpub_submit(eddy_rbus *bus, rpub *p) {
 
 /* ---- publishing ------------------------------------------------------------------------- */
 
+static void published(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
+
+/* Sends p's publishes once more behind a load of the function library, when the core says the
+ * server had lost it (nothing of them was written): true when that op now owns the outcome. */
+static bool publish_again(eddy_rbus *bus, rpub *p) {
+    eddy__cmdlist again;
+    if (!eddy__publish_again(bus->publisher, &p->cmds, p->replies, &again))
+        return false;
+    rpub *q = rpub_new(published, p->user);
+    if (!q) {
+        eddy__cmdlist_reset(&again);
+        return false; /* p completes with the server's refusal: nothing was published */
+    }
+    q->cmds = again; /* rpub_new's list is empty and owns nothing */
+    q->done = p->done;
+    if (rpub_submit(bus, q) != EDDY_OK) {
+        rpub_free(q);
+        return false;
+    }
+    return true;
+}
+
 static void published(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
     char id[64] = "";
+    if (st == EDDY_OK && publish_again(bus, p))
+        return;
     if (st == EDDY_OK) {
         size_t next;
         eddy_error e;
@@ -218,6 +244,15 @@ eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_ev
     }
     rbus_leave(bus);
     return st;
+}
+
+eddy_status eddy_rbus_new_event(eddy_rbus *bus, const char *type, eddy_event **out,
+                                eddy_error *err) {
+    if (out)
+        *out = NULL;
+    if (!bus || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or out is NULL");
+    return eddy__event_create_for(bus->s.source, type, "eddy_rbus_new_event", out, err);
 }
 
 eddy_status eddy_rbus_publish_value(eddy_rbus *bus, const char *subject, const char *type,

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "backoff.h"
+#include "conn_state.h"
 #include "delivery.h"
 #include "error.h"
 #include "internal.h"
@@ -155,13 +156,16 @@ static void act_lost(ract *act, const eddy_error *err) {
             act->state = A_HANDLERS; /* their acknowledgements have no connection left */
         return;
     }
-    if (was_connecting) {
-        act->attempt++;
-        eddy__log(&bus->s.log, EDDY_LOG_WARN, "subscription '%s': %s", act->rs->sub->name,
-                  err->detail);
-    } else {
-        eddy__log(&bus->s.log, EDDY_LOG_WARN, "subscription '%s': %s; reconnecting",
-                  act->rs->sub->name, err->detail);
+    /* The bus's tracker logs the state this makes, once. */
+    eddy__log(&bus->s.log, EDDY_LOG_DEBUG, "subscription '%s': %s%s", act->rs->sub->name,
+              err->detail, was_connecting ? "" : "; reconnecting");
+    if (was_connecting)
+        act->attempt = eddy__conn_next_attempt(act->attempt, err->status);
+    if (was_connecting && eddy__conn_refused(err->status) && ev_is_active(&act->ready_timer)) {
+        ev_timer_stop(bus->loop, &act->ready_timer); /* a start need not wait it out */
+        rbus_act_ready(bus, act, err);
+        if (act->state == A_DEAD)
+            return;
     }
     if (act->state == A_HANDLERS)
         return; /* handing out a round: reconnects right after (act_step) */
@@ -272,18 +276,17 @@ static void act_kick(ract *act, bool wake) {
     }
 }
 
+/* Reached only while the delivery is outstanding (its slot holds it): settling it sets its
+ * finish to the core's catch of a second finish (eddy__consumer_finished), so a second
+ * eddy_delivery_finish never gets here to read a slot that may be another delivery's now. */
 static void act_finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
     rslot *sl = d->frontend;
     ract *act = sl->act;
     eddy_rbus *bus = act->bus;
     rbus_enter(bus);
-    if (sl->d == d) {
-        bool wake = settle(act, sl, st == EDDY_PENDING ? EDDY_ERR_HANDLER_FAILED : st, reply);
-        reply = NULL;
-        if (!act->dispatching)
-            act_kick(act, wake);
-    }
-    eddy_event_free(reply); /* a second finish: the delivery was settled already */
+    bool wake = settle(act, sl, st == EDDY_PENDING ? EDDY_ERR_HANDLER_FAILED : st, reply);
+    if (!act->dispatching)
+        act_kick(act, wake);
     rbus_leave(bus);
 }
 
@@ -362,7 +365,8 @@ static void wake_others(eddy_rbus *bus, ract *self) {
 static void round_done(ract *act) {
     eddy_rbus *bus = act->bus;
     size_t n = act->plan.cmds.n;
-    eddy_status st = eddy__consumer_feed(act->consumer, &act->plan, act->replies, n, &act->out);
+    eddy_status st = eddy__consumer_feed(act->consumer, rbus_now_ms(), eddy_now_ms(), &act->plan,
+                                         act->replies, n, &act->out);
     act->replies[n - 1] = NULL;
     free_replies(act);
     if (st != EDDY_OK) {
@@ -400,7 +404,8 @@ static void end_stopped_round(ract *act) {
     if (nil) {
         act->replies[n - 1] = nil;
         act->got = n;
-        if (eddy__consumer_feed(act->consumer, &act->plan, act->replies, n, &act->out) != EDDY_OK)
+        if (eddy__consumer_feed(act->consumer, rbus_now_ms(), eddy_now_ms(), &act->plan,
+                                act->replies, n, &act->out) != EDDY_OK)
             eddy__log(&act->bus->s.log, EDDY_LOG_WARN, "subscription '%s': unexpected replies",
                       act->rs->sub->name);
         abandon_out(act);
@@ -420,7 +425,8 @@ static void cut_round(ract *act) {
     if (nil) {
         act->replies[n - 1] = nil;
         act->got = n;
-        if (eddy__consumer_feed(act->consumer, &act->plan, act->replies, n, &act->out) != EDDY_OK)
+        if (eddy__consumer_feed(act->consumer, rbus_now_ms(), eddy_now_ms(), &act->plan,
+                                act->replies, n, &act->out) != EDDY_OK)
             eddy__log(&act->bus->s.log, EDDY_LOG_WARN, "subscription '%s': unexpected replies",
                       act->rs->sub->name);
         abandon_out(act);

@@ -31,11 +31,12 @@
 #include "entry.h"
 #include "error.h"
 #include "keys.h"
+#include "redis.h"
 #include "reply.h"
 #include "requests.h"
 #include "store.h"
+#include "stream_look.h"
 #include "subject.h"
-#include "timing.h"
 
 enum {
     T_ACK = 1,
@@ -52,7 +53,8 @@ enum {
     T_LIVE,
     T_REPLY,
     T_HOLD,
-    T_RETRY
+    T_RETRY,
+    T_LOOK
 };
 
 /* How much earlier than planned a retry's entry may be claimed: the XCLAIM that sets its idle
@@ -61,6 +63,9 @@ enum {
 #define RETRY_MARGIN_MS 50
 
 #define ID_MAX 48
+
+/* How many deliveries finished through eddy_delivery_finish are kept to catch a second finish. */
+#define FINISHED_KEPT 64
 
 /* Copies an entry id (or cursor) into a fixed buffer of ID_MAX bytes, cut if longer (Redis
  * ids are at most 41 bytes): snprintf("%s") showed in the profile, once per message. */
@@ -79,6 +84,9 @@ typedef struct cstream {
     bool in_history; /* asked for in the current history read */
     bool claim_active;
     const char *group_start; /* where a group created on it starts: "$" or "0" */
+    bool had_group;          /* its group existed in this activation: creating it again means
+                                the server lost it (or the stream) */
+    eddy__stream_look look;  /* what was read of it, to tell when the server is behind */
     char history_cursor[ID_MAX];
     char claim_cursor[ID_MAX];
 } cstream;
@@ -142,12 +150,15 @@ struct eddy__consumer {
     eddy__discovery *shared; /* the bus's discovery after the first one (NULL: its own) */
     size_t shared_seen;      /* how far into the shared list it has looked */
     bool found_subjects;     /* a shared discovery it sent found subjects */
-    long long now;
+    long long now;           /* the plan's clock (CLOCK_MONOTONIC), given by the front end */
+    long long fed_ms;        /* the feed's clocks, given by the front end after the replies came */
+    long long fed_wall_ms;   /* (wall-clock, for request deadlines) */
     long long next_discovery;
     long long next_claim;
     VEC(long long) retries;  /* when failed deliveries waiting out their backoff are due */
     long long claim_started; /* when the claim round under way began; -1 between rounds */
     long long retry_at;
+    bool refusal_told; /* a command refused for its credentials was logged (retry_later) */
     VEC(fetched) waiting;
     bool counts_asked;
 
@@ -157,6 +168,8 @@ struct eddy__consumer {
     VEC(eddy__cmd) replies; /* XADDs of replies, sent with the next round trip */
     size_t outstanding;
     eddy_delivery *spare; /* settled deliveries kept for reuse (through `frontend`) */
+    eddy_delivery *finished[FINISHED_KEPT]; /* finished through eddy_delivery_finish (ring) */
+    size_t finished_next;
     size_t nspare;
     size_t round_base;  /* outstanding when the last feed began: older than its deliveries */
     long long round_at; /* when the round that fed was planned (reader only) */
@@ -198,6 +211,9 @@ static eddy_status add_stream(eddy__consumer *c, const char *subject, const char
     strcpy(st->history_cursor, "0");
     strcpy(st->claim_cursor, "0-0");
     st->group_start = group_start;
+    /* The first look is made when the group is created again; until then the baseline is an
+     * empty stream, which what is read live can only exceed (a lower bound, stream_look.h). */
+    st->look.looked = true;
     st->recovered = !at_least_once(c); /* NOACK reads leave nothing pending */
     c->streams.n++;
     return EDDY_OK;
@@ -292,6 +308,8 @@ void eddy__consumer_free(eddy__consumer *c) {
         c->spare = d->frontend;
         free(d);
     }
+    for (size_t i = 0; i < FINISHED_KEPT; i++)
+        free(c->finished[i]);
     free(c->subjects_key);
     free(c->dlq_key);
     pthread_mutex_destroy(&c->lock);
@@ -371,7 +389,7 @@ static eddy_status plan_holds(eddy__consumer *c, eddy__plan *p) {
     }
     c->holds.n = 0;
     pthread_mutex_unlock(&c->lock);
-    long long now = eddy__mono_ms();
+    long long now = c->now; /* the plan's: the command goes out right after */
     for (size_t i = 0; i < c->held_inflight.n; i++) {
         const hold *h = &c->held_inflight.v[i];
         eddy__cmd *cmd = h->retry_ms > 0 ? add(p, T_RETRY, (long)h->retry_ms, "XCLAIM")
@@ -490,140 +508,172 @@ static void take_shared_subjects(eddy__consumer *c) {
         eddy__discovery_each_new(c->shared, &c->shared_seen, take_shared_subject, c);
 }
 
-/* allow_block is false when acknowledgements or dead letters go first: a blocking read is
- * never sent behind them, so a stop that cuts the read short loses no reply the core needs
- * (a live read behind them is planned without BLOCK).
- * outstanding: deliveries handed out and not settled when the plan began. While there are any,
- * only live reads (">", which never return an entry a handler holds) are planned, for the room
- * left in the batch; the history, claims and counts wait until they are settled, since those
- * could return an entry a handler still holds. */
-static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bool allow_block,
-                             size_t outstanding) {
-    eddy__cmd *cmd;
-    if (now < c->retry_at) {
-        p->idle_ms = c->retry_at - now;
-        return EDDY_OK;
-    }
-    if (!c->sub->literal) {
-        int tag = 0;
-        if (!c->discovered || (!c->shared && now >= c->next_discovery))
-            tag = T_DISCOVER;
-        else if (c->shared && eddy__discovery_take(c->shared, c, now))
-            tag = T_SHARED_DISCOVER;
-        if (tag) {
-            if (!(cmd = add(p, tag, 0, "SMEMBERS")))
-                return EDDY_ERR_NOMEM;
-            eddy__cmd_str(cmd, c->subjects_key);
-            return EDDY_OK;
-        }
+/* ---- the steps of reading, in order -------------------------------------------------------
+ *
+ * Each step either plans what the round sends (or an idle wait) and so ends the plan, or
+ * leaves the plan to the next one: discovery, groups, paused, counts, history, claims, live. */
+
+typedef enum step { STEP_ON, STEP_PLANNED, STEP_NOMEM } step;
+
+static step planned(eddy__plan *p, long long idle_ms) {
+    p->idle_ms = idle_ms < 1 ? 1 : idle_ms;
+    return STEP_PLANNED;
+}
+
+/* A pattern subscription's subject discovery: its own at first (it fixes the start point), then
+ * its share of the bus's. */
+static step plan_discovery(eddy__consumer *c, long long now, eddy__plan *p) {
+    if (c->sub->literal)
+        return STEP_ON;
+    int tag = 0;
+    if (!c->discovered || (!c->shared && now >= c->next_discovery))
+        tag = T_DISCOVER;
+    else if (c->shared && eddy__discovery_take(c->shared, c, now))
+        tag = T_SHARED_DISCOVER;
+    if (!tag) {
         take_shared_subjects(c);
+        return STEP_ON;
     }
-    bool groups_missing = false;
+    eddy__cmd *cmd = add(p, tag, 0, "SMEMBERS");
+    if (!cmd)
+        return STEP_NOMEM;
+    eddy__cmd_str(cmd, c->subjects_key);
+    return STEP_PLANNED;
+}
+
+/* The groups not known to exist (a new stream, a reconnect, a lost group), then a look at each
+ * stream whose group is made again: is the server behind what was read (stream_look.h)? */
+static step plan_groups(eddy__consumer *c, eddy__plan *p) {
+    bool missing = false;
+    eddy__cmd *cmd;
     for (size_t s = 0; s < c->streams.n; s++) {
         if (c->streams.v[s].group_ready)
             continue;
-        groups_missing = true;
+        missing = true;
         if (!(cmd = add(p, T_GROUP, (long)s, "XGROUP")))
-            return EDDY_ERR_NOMEM;
+            return STEP_NOMEM;
         eddy__cmd_str(cmd, "CREATE");
         eddy__cmd_str(cmd, c->streams.v[s].key);
         eddy__cmd_str(cmd, c->sub->group);
         eddy__cmd_str(cmd, c->streams.v[s].group_start);
         eddy__cmd_str(cmd, "MKSTREAM");
     }
-    if (groups_missing)
-        return EDDY_OK;
-    if (paused(c)) {
-        /* No read, no claim, no count: idle until resumed (the front end is woken then), or
-         * until the next subject discovery. */
-        rewind_history(c);
-        long long wait = c->s->block_ms;
-        if (!c->sub->literal)
-            wait = min_ll(wait, c->next_discovery - now);
-        p->idle_ms = wait < 1 ? 1 : wait;
-        return EDDY_OK;
+    for (size_t s = 0; missing && s < c->streams.n; s++) {
+        if (c->streams.v[s].group_ready || !c->streams.v[s].had_group)
+            continue;
+        if (!(cmd = add(p, T_LOOK, (long)s, "XINFO")))
+            return STEP_NOMEM;
+        eddy__cmd_str(cmd, "STREAM");
+        eddy__cmd_str(cmd, c->streams.v[s].key);
     }
-    if (c->waiting.n > 0) {
-        /* The delivery count of each claimed entry, asked one by one so that other pending
-         * entries between them cannot crowd them out of the answer. */
-        for (size_t i = 0; i < c->waiting.n; i++) {
-            fetched *f = &c->waiting.v[i];
-            if (!(cmd = add(p, T_COUNTS, (long)i, "XPENDING")))
-                return EDDY_ERR_NOMEM;
-            eddy__cmd_str(cmd, c->streams.v[f->stream].key);
-            eddy__cmd_str(cmd, c->sub->group);
-            eddy__cmd_str(cmd, f->id);
-            eddy__cmd_str(cmd, f->id);
-            eddy__cmd_str(cmd, "1");
-            eddy__cmd_str(cmd, c->sub->consumer);
-        }
-        c->counts_asked = true;
-        return EDDY_OK;
+    return missing ? STEP_PLANNED : STEP_ON;
+}
+
+/* Paused: no read, no claim, no count; idle until resumed (the front end is woken then), or
+ * until the next subject discovery. */
+static step plan_paused(eddy__consumer *c, long long now, eddy__plan *p) {
+    if (!paused(c))
+        return STEP_ON;
+    rewind_history(c);
+    long long wait = c->s->block_ms;
+    if (!c->sub->literal)
+        wait = min_ll(wait, c->next_discovery - now);
+    return planned(p, wait);
+}
+
+/* The delivery count of each entry the history or a claim fetched, asked one by one so that
+ * other pending entries between them cannot crowd them out of the answer. */
+static step plan_counts(eddy__consumer *c, eddy__plan *p) {
+    if (c->waiting.n == 0)
+        return STEP_ON;
+    for (size_t i = 0; i < c->waiting.n; i++) {
+        fetched *f = &c->waiting.v[i];
+        eddy__cmd *cmd = add(p, T_COUNTS, (long)i, "XPENDING");
+        if (!cmd)
+            return STEP_NOMEM;
+        eddy__cmd_str(cmd, c->streams.v[f->stream].key);
+        eddy__cmd_str(cmd, c->sub->group);
+        eddy__cmd_str(cmd, f->id);
+        eddy__cmd_str(cmd, f->id);
+        eddy__cmd_str(cmd, "1");
+        eddy__cmd_str(cmd, c->sub->consumer);
     }
+    c->counts_asked = true;
+    return STEP_PLANNED;
+}
+
+/* The consumer's own pending entries (a restart with the same instance name, or a lost
+ * connection) come first, from its own history; not while deliveries are outstanding (it
+ * could return an entry a handler holds): then it idles `drain`, short, until they settled. */
+static step plan_history(eddy__consumer *c, eddy__plan *p, size_t outstanding, long long drain) {
     bool history = false;
     for (size_t s = 0; s < c->streams.n; s++)
         history |= !c->streams.v[s].recovered;
-    /* Nothing new is read while the history or an overdue claim round waits for the
-     * outstanding deliveries: the idle waits are short, and it goes on once they settled. */
-    long long drain = min_ll(EDDY__OUTSTANDING_BLOCK_MS, c->s->block_ms);
-    drain = min_ll(drain, discovery_wait(c, now));
-    if (history && outstanding > 0) {
-        p->idle_ms = drain < 1 ? 1 : drain;
-        return EDDY_OK;
-    }
-    if (history) {
-        /* The consumer's own pending entries (a restart with the same instance name, or a
-         * lost connection) come first, from its own history. */
-        if (!(cmd = add(p, T_HISTORY, -1, "XREADGROUP")))
-            return EDDY_ERR_NOMEM;
-        add_group_args(c, cmd, c->s->read_batch);
-        eddy__cmd_str(cmd, "STREAMS");
-        for (size_t s = 0; s < c->streams.n; s++)
-            if ((c->streams.v[s].in_history = !c->streams.v[s].recovered))
-                eddy__cmd_str(cmd, c->streams.v[s].key);
-        for (size_t s = 0; s < c->streams.n; s++)
-            if (c->streams.v[s].in_history)
-                eddy__cmd_str(cmd, c->streams.v[s].history_cursor);
-        return EDDY_OK;
-    }
+    if (!history)
+        return STEP_ON;
+    if (outstanding > 0)
+        return planned(p, drain);
+    eddy__cmd *cmd = add(p, T_HISTORY, -1, "XREADGROUP");
+    if (!cmd)
+        return STEP_NOMEM;
+    add_group_args(c, cmd, c->s->read_batch);
+    eddy__cmd_str(cmd, "STREAMS");
+    for (size_t s = 0; s < c->streams.n; s++)
+        if ((c->streams.v[s].in_history = !c->streams.v[s].recovered))
+            eddy__cmd_str(cmd, c->streams.v[s].key);
+    for (size_t s = 0; s < c->streams.n; s++)
+        if (c->streams.v[s].in_history)
+            eddy__cmd_str(cmd, c->streams.v[s].history_cursor);
+    return STEP_PLANNED;
+}
+
+/* AtLeastOnce: a claim round (XAUTOCLAIM on every stream still in it) when one is due and
+ * nothing is outstanding. Live reads go on past a due round while deliveries are outstanding,
+ * but not for ever: overdue by redelivery_idle_ms, it idles `drain` until they settled, so a
+ * steady flow of slow handlers cannot put redelivery off indefinitely. */
+static step plan_claims(eddy__consumer *c, long long now, eddy__plan *p, size_t outstanding,
+                        long long drain) {
     long long claim_at = next_claim_at(c);
-    bool claim_due = at_least_once(c) && now >= claim_at && c->streams.n > 0;
-    if (claim_due && outstanding > 0 && now - claim_at >= (long long)c->s->redelivery_idle_ms) {
-        /* Live reads go on past a due claim round while deliveries are outstanding, but not
-         * for ever: a steady flow of slow handlers must not put redelivery off indefinitely. */
-        p->idle_ms = drain < 1 ? 1 : drain;
-        return EDDY_OK;
+    if (!at_least_once(c) || now < claim_at || c->streams.n == 0)
+        return STEP_ON;
+    if (outstanding > 0)
+        return now - claim_at >= (long long)c->s->redelivery_idle_ms ? planned(p, drain) : STEP_ON;
+    bool any = false;
+    for (size_t s = 0; s < c->streams.n; s++) {
+        cstream *st = &c->streams.v[s];
+        if (!st->claim_active)
+            continue;
+        any = true;
+        if (c->claim_started < 0)
+            c->claim_started = now;
+        eddy__cmd *cmd = add(p, T_CLAIM, (long)s, "XAUTOCLAIM");
+        if (!cmd)
+            return STEP_NOMEM;
+        eddy__cmd_str(cmd, st->key);
+        eddy__cmd_str(cmd, c->sub->group);
+        eddy__cmd_str(cmd, c->sub->consumer);
+        eddy__cmd_u64(cmd, c->s->redelivery_idle_ms);
+        eddy__cmd_str(cmd, st->claim_cursor);
+        eddy__cmd_str(cmd, "COUNT");
+        eddy__cmd_u64(cmd, c->s->read_batch);
     }
-    if (claim_due && outstanding == 0) {
-        bool any = false;
-        for (size_t s = 0; s < c->streams.n; s++) {
-            cstream *st = &c->streams.v[s];
-            if (!st->claim_active)
-                continue;
-            any = true;
-            if (c->claim_started < 0)
-                c->claim_started = now;
-            if (!(cmd = add(p, T_CLAIM, (long)s, "XAUTOCLAIM")))
-                return EDDY_ERR_NOMEM;
-            eddy__cmd_str(cmd, st->key);
-            eddy__cmd_str(cmd, c->sub->group);
-            eddy__cmd_str(cmd, c->sub->consumer);
-            eddy__cmd_u64(cmd, c->s->redelivery_idle_ms);
-            eddy__cmd_str(cmd, st->claim_cursor);
-            eddy__cmd_str(cmd, "COUNT");
-            eddy__cmd_u64(cmd, c->s->read_batch);
-        }
-        if (any)
-            return EDDY_OK;
-        /* A claim round over every stream ended: the next one starts after the interval, and
-         * every stream takes part in it. */
-        unsigned interval = c->s->redelivery_idle_ms / 2 > 10 ? c->s->redelivery_idle_ms / 2 : 10;
-        c->next_claim = now + interval;
-        drop_retries_until(c, c->claim_started);
-        c->claim_started = -1;
-        for (size_t s = 0; s < c->streams.n; s++)
-            c->streams.v[s].claim_active = true;
-    }
+    if (any)
+        return STEP_PLANNED;
+    /* A claim round over every stream ended: the next one starts after the interval, and
+     * every stream takes part in it. */
+    unsigned interval = c->s->redelivery_idle_ms / 2 > 10 ? c->s->redelivery_idle_ms / 2 : 10;
+    c->next_claim = now + interval;
+    drop_retries_until(c, c->claim_started);
+    c->claim_started = -1;
+    for (size_t s = 0; s < c->streams.n; s++)
+        c->streams.v[s].claim_active = true;
+    return STEP_ON;
+}
+
+/* The live read (">") for the room left in the batch, blocking unless allow_block is false;
+ * or, with nothing to read from or no room, an idle wait. */
+static step plan_live(eddy__consumer *c, long long now, eddy__plan *p, bool allow_block,
+                      size_t outstanding, long long drain) {
     long long wait = c->s->block_ms;
     wait = min_ll(wait, discovery_wait(c, now));
     if (outstanding > 0)
@@ -636,19 +686,17 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
         wait = 1; /* BLOCK 0 would mean forever */
     if (c->streams.n == 0 || outstanding >= c->s->read_batch) {
         if (!allow_block)
-            return EDDY_OK; /* what was settled goes alone */
+            return STEP_PLANNED; /* what was settled goes alone */
         /* Nothing to read from, or no room in the batch: a short wait while deliveries are
          * outstanding (a settle that completes the round ends it sooner). */
-        p->idle_ms = outstanding > 0 ? min_ll(drain, wait) : wait;
-        if (p->idle_ms < 1)
-            p->idle_ms = 1;
-        return EDDY_OK;
+        return planned(p, outstanding > 0 ? min_ll(drain, wait) : wait);
     }
     /* Behind acknowledgements or replies the read does not block (a blocking read is never
      * pipelined behind them): under load it finds the next batch in the same round trip;
      * when it finds nothing, the next plan blocks. */
-    if (!(cmd = add(p, T_LIVE, -1, "XREADGROUP")))
-        return EDDY_ERR_NOMEM;
+    eddy__cmd *cmd = add(p, T_LIVE, -1, "XREADGROUP");
+    if (!cmd)
+        return STEP_NOMEM;
     add_group_args(c, cmd, c->s->read_batch - outstanding);
     if (allow_block) {
         eddy__cmd_str(cmd, "BLOCK");
@@ -663,7 +711,40 @@ static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bo
     for (size_t s = 0; s < c->streams.n; s++)
         eddy__cmd_str(cmd, ">");
     p->live_read = true;
-    return EDDY_OK;
+    return STEP_PLANNED;
+}
+
+/* The steps in order, until one plans. allow_block is false when acknowledgements or dead
+ * letters go first: a blocking read is never sent behind them, so a stop that cuts the read
+ * short loses no reply the core needs (a live read behind them is planned without BLOCK).
+ * outstanding: deliveries handed out and not settled when the plan began. While there are any,
+ * only live reads (">", which never return an entry a handler holds) are planned, for the room
+ * left in the batch; the history, claims and counts wait until they are settled, since those
+ * could return an entry a handler still holds. */
+static eddy_status plan_main(eddy__consumer *c, long long now, eddy__plan *p, bool allow_block,
+                             size_t outstanding) {
+    if (now < c->retry_at) {
+        p->idle_ms = c->retry_at - now;
+        return EDDY_OK;
+    }
+    step st = plan_discovery(c, now, p);
+    /* How long to idle while the history or an overdue claim round waits for the outstanding
+     * deliveries: short, and it goes on once they settled. */
+    long long drain = min_ll(EDDY__OUTSTANDING_BLOCK_MS, c->s->block_ms);
+    drain = min_ll(drain, discovery_wait(c, now));
+    if (st == STEP_ON)
+        st = plan_groups(c, p);
+    if (st == STEP_ON)
+        st = plan_paused(c, now, p);
+    if (st == STEP_ON)
+        st = plan_counts(c, p);
+    if (st == STEP_ON)
+        st = plan_history(c, p, outstanding, drain);
+    if (st == STEP_ON)
+        st = plan_claims(c, now, p, outstanding, drain);
+    if (st == STEP_ON)
+        st = plan_live(c, now, p, allow_block, outstanding, drain);
+    return st == STEP_NOMEM ? EDDY_ERR_NOMEM : EDDY_OK;
 }
 
 /* Acknowledgements, hand-backs, replies and dead letters first; then, unless only those are
@@ -706,15 +787,28 @@ eddy_status eddy__consumer_plan_flush(eddy__consumer *c, long long now_ms, eddy_
 
 /* ---- interpreting replies -------------------------------------------------------------- */
 
+/* A command failed: plan again after the longest reconnect backoff. Refused credentials
+ * (NOPERM: an ACL that no longer allows it; NOAUTH) are said once, until a read succeeds again:
+ * retrying cannot help until someone changes the server. */
 static void retry_later(eddy__consumer *c, const char *what, const redisReply *r) {
-    eddy__log(&c->s->log, EDDY_LOG_WARN, "subscription '%s': %s failed: %.*s", c->sub->name, what,
-              r && r->type == REDIS_REPLY_ERROR ? (int)r->len : 10,
-              r && r->type == REDIS_REPLY_ERROR ? r->str : "bad answer");
+    bool refused = eddy__reply_refuses_credentials(r);
+    if (!refused || !c->refusal_told)
+        eddy__log(&c->s->log, refused ? EDDY_LOG_ERROR : EDDY_LOG_WARN,
+                  "subscription '%s': %s failed: %.*s%s", c->sub->name, what,
+                  r && r->type == REDIS_REPLY_ERROR ? (int)r->len : 10,
+                  r && r->type == REDIS_REPLY_ERROR ? r->str : "bad answer",
+                  refused ? "; retrying, not logged again until it works" : "");
+    c->refusal_told |= refused;
     c->retry_at = c->now + c->s->reconnect_max_ms;
 }
 
+/* The stream or its group is gone: NOGROUP, or (Redis 7) a blocked read ended because its
+ * stream was deleted under it. */
 static bool is_nogroup(const redisReply *r) {
-    return r && r->type == REDIS_REPLY_ERROR && strncmp(r->str, "NOGROUP", 7) == 0;
+    static const char unblocked[] = "UNBLOCKED the stream key no longer exists";
+    return r && r->type == REDIS_REPLY_ERROR &&
+           (strncmp(r->str, "NOGROUP", 7) == 0 ||
+            strncmp(r->str, unblocked, sizeof(unblocked) - 1) == 0);
 }
 
 static void queue_dead_letter(eddy__consumer *c, size_t stream, const char *id, const char **fv,
@@ -756,9 +850,36 @@ static void queue_dead_letter(eddy__consumer *c, size_t stream, const char *id, 
 }
 
 /* Deliveries settled from their handler's return are reused: no allocation per message once
- * it runs. One finished through eddy_delivery_finish is freed instead, so that a second finish
- * (a misuse) meets freed memory, which sanitizers report, rather than another live delivery. */
+ * it runs. One finished through eddy_delivery_finish is never reused: it is kept, finished, among
+ * the last FINISHED_KEPT such deliveries of the consumer, where a second finish (a misuse) finds
+ * finished_again instead of a live delivery, and is logged and ignored; once pushed out, it is
+ * freed, so that a finish later still meets freed memory, which sanitizers report. A spare
+ * delivery carries finished_again too until it is handed out again. */
 #define SPARE_DELIVERIES_MAX 512
+
+static void finished_again(eddy_delivery *d, eddy_status st, eddy_event *reply) {
+    (void)st;
+    eddy_event_free(reply);
+    const eddy__consumer *c = d->consumer;
+    eddy__log(&c->s->log, EDDY_LOG_ERROR,
+              "subscription '%s': entry %s of '%s' was finished again (eddy_delivery_finish or "
+              "eddy_delivery_reply called twice, or after its handler returned a result); the "
+              "call is ignored",
+              d->sub_name, d->entry_id, d->subject);
+}
+
+bool eddy__consumer_finished(const eddy_delivery *d) { return d->finish == finished_again; }
+
+/* Under the lock: keeps a delivery its finish settled; returns the one it pushes out (to free),
+ * or NULL. */
+static eddy_delivery *keep_finished_locked(eddy__consumer *c, eddy_delivery *d) {
+    d->finish = finished_again;
+    d->frontend = NULL;
+    eddy_delivery *out = c->finished[c->finished_next];
+    c->finished[c->finished_next] = d;
+    c->finished_next = (c->finished_next + 1) % FINISHED_KEPT;
+    return out;
+}
 
 static eddy_delivery *new_delivery(eddy__consumer *c) {
     pthread_mutex_lock(&c->lock);
@@ -799,7 +920,7 @@ static void take_entry(eddy__consumer *c, size_t stream, const char *id, const c
     const char *req_id = eddy__entry_field(fv, fvlen, nfv, EDDY__F_REQUEST, &ilen);
     const char *deadline = eddy__entry_field(fv, fvlen, nfv, EDDY__F_DEADLINE, &dlen);
     long long deadline_ms = deadline && dlen < 24 ? atoll(deadline) : 0;
-    if (c->sub->responder && reply_to && deadline_ms > 0 && eddy_now_ms() > deadline_ms) {
+    if (c->sub->responder && reply_to && deadline_ms > 0 && c->fed_wall_ms > deadline_ms) {
         /* Nobody waits for it any more: answering would only produce an Unclaimed reply. */
         atomic_fetch_add(&c->sub->stats.expired, 1);
         eddy_event_free(ev);
@@ -834,7 +955,7 @@ static void take_entry(eddy__consumer *c, size_t stream, const char *id, const c
     copy_id(d->entry_id, id, strlen(id));
     d->attempt = attempt;
     d->stream = stream;
-    d->received_ms = eddy__mono_ms();
+    d->received_ms = c->fed_ms;
     d->consumer = c;
     out->v[out->n++] = d;
     pthread_mutex_lock(&c->lock);
@@ -909,6 +1030,8 @@ static eddy_status feed_read(eddy__consumer *c, const redisReply *r, bool histor
         if (s < 0)
             continue;
         const redisReply *entries = kv->element[1];
+        if (!history)
+            eddy__stream_look_read(&c->streams.v[s].look, entries);
         if (history) {
             c->streams.v[s].in_history = false;
             if (entries->elements == 0)
@@ -992,10 +1115,44 @@ static void feed_discovery(eddy__consumer *c, const redisReply *r) {
     c->discovered |= complete;
 }
 
-eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redisReply **replies,
-                                size_t n, eddy__delivery_list *out) {
+/* The group is there (created now when `made`, else it existed). Made again in this activation:
+ * the server lost the group or the whole stream; said once per recovery. */
+static void group_created(eddy__consumer *c, cstream *st, bool made) {
+    if (made && st->had_group) {
+        atomic_fetch_add(&c->sub->stats.recreated, 1);
+        eddy__log(&c->s->log, EDDY_LOG_WARN,
+                  "subscription '%s': group '%s' of subject '%s' was gone (the server lost it: "
+                  "FLUSHALL, a deleted stream, or a restart without its data); created again "
+                  "from the stream's start",
+                  c->sub->name, c->sub->group, st->subject);
+    }
+    st->group_ready = true;
+    st->had_group = true;
+}
+
+/* XINFO STREAM after a group was created again (an error: not allowed, or no such command;
+ * the look is skipped). */
+static void looked(eddy__consumer *c, cstream *st, const redisReply *r) {
+    eddy__stream_behind b;
+    if (!eddy__stream_look_feed(&st->look, r, &b) || !b.behind)
+        return;
+    atomic_fetch_add(&c->sub->stats.lost_writes, b.lost);
+    eddy__log(&c->s->log, EDDY_LOG_WARN,
+              "subscription '%s': the server is behind on subject '%s' (group '%s'): its last id "
+              "is %s where %s was seen, and %llu entries were added where at least %llu were: "
+              "%llu writes lost (a restart from an older snapshot, or a FLUSHALL)",
+              c->sub->name, st->subject, c->sub->group, b.last_id, b.max_read_id,
+              (unsigned long long)b.added, (unsigned long long)b.expected,
+              (unsigned long long)b.lost);
+}
+
+eddy_status eddy__consumer_feed(eddy__consumer *c, long long now_ms, long long wall_ms,
+                                const eddy__plan *plan, redisReply **replies, size_t n,
+                                eddy__delivery_list *out) {
     if (n != plan->cmds.n)
         return EDDY_ERR_INVALID_ARGUMENT;
+    c->fed_ms = now_ms;
+    c->fed_wall_ms = wall_ms;
     for (size_t i = 0; i < n; i++)
         if (!replies[i])
             return EDDY_ERR_IO;
@@ -1070,9 +1227,12 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
             break;
         case T_GROUP:
             if (r->type != REDIS_REPLY_ERROR || strncmp(r->str, "BUSYGROUP", 9) == 0)
-                c->streams.v[arg].group_ready = true;
+                group_created(c, &c->streams.v[arg], r->type != REDIS_REPLY_ERROR);
             else
                 retry_later(c, "XGROUP CREATE", r);
+            break;
+        case T_LOOK:
+            looked(c, &c->streams.v[arg], r);
             break;
         case T_HISTORY:
         case T_LIVE:
@@ -1088,6 +1248,8 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
             if (r->type == REDIS_REPLY_ERROR ||
                 feed_read(c, r, plan->cmds.tags[i] == T_HISTORY, withhold, out) != EDDY_OK)
                 retry_later(c, "XREADGROUP", r);
+            else
+                c->refusal_told = false;
             break;
         case T_CLAIM:
             if (is_nogroup(r)) {
@@ -1107,6 +1269,8 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redis
         feed_counts(c, replies, plan, out);
     return EDDY_OK;
 }
+
+const char *eddy__consumer_source(const eddy__consumer *c) { return c ? c->s->source : NULL; }
 
 /* ---- settling and resetting ------------------------------------------------------------ */
 
@@ -1169,6 +1333,11 @@ static void settle_responder(eddy__consumer *c, eddy__settlement *v) {
     eddy_status st = v->st;
     eddy_error err = {0};
     v->reply = NULL;
+    /* A reply (a failure reply too, below) joins its request's trace unless the responder put
+     * it in one of its own. Out of memory (or a malformed context on the request) only leaves
+     * it without. */
+    if (reply && !eddy_event_extension(reply, EDDY_TRACEPARENT))
+        (void)eddy_event_continue_trace(reply, d->ev, NULL);
     if (st == EDDY_OK) {
         if (!reply)
             st = eddy__fail(&err, EDDY_ERR_INVALID_ARGUMENT, "no reply event");
@@ -1191,6 +1360,8 @@ static void settle_responder(eddy__consumer *c, eddy__settlement *v) {
         if (!d->reply_to) /* a plain publish: the failure reply has nowhere to go */
             atomic_fetch_add(&stats->unaddressed, 1);
         eddy_event *failure = d->reply_to ? failure_reply(c) : NULL;
+        if (failure)
+            (void)eddy_event_continue_trace(failure, d->ev, NULL);
         v->has_reply = failure && build_reply(c, d, failure, &v->reply_cmd);
         return;
     }
@@ -1275,10 +1446,13 @@ bool eddy__consumer_settle_run(eddy__consumer *c, eddy__settlement *v, size_t n)
     for (size_t i = 0; i < n; i++) {
         queue_outcome_locked(c, &v[i], &handled, &held, &failed);
         if (v[i].reuse && c->nspare < SPARE_DELIVERIES_MAX) {
+            v[i].d->finish = finished_again; /* a finish after its handler's result: caught */
             v[i].d->frontend = c->spare;
             c->spare = v[i].d;
             c->nspare++;
             v[i].d = NULL;
+        } else if (!v[i].reuse) {
+            v[i].d = keep_finished_locked(c, v[i].d);
         }
     }
     c->outstanding -= n;
@@ -1293,7 +1467,7 @@ bool eddy__consumer_settle_run(eddy__consumer *c, eddy__settlement *v, size_t n)
     if (failed)
         atomic_fetch_add(&stats->failed, failed);
     for (size_t i = 0; i < n; i++)
-        free(v[i].d); /* not kept: its contents were freed above */
+        free(v[i].d); /* not kept, or pushed out: its contents were freed above */
     return wake;
 }
 

@@ -4,7 +4,8 @@
  *   1. eddy__consumer_plan(c, now, &plan)   -> commands to send as one pipeline on the
  *      subscription's own connection; the last may be a blocking read (plan.block_ms >= 0),
  *      or there may be nothing to send and a pause (plan.idle_ms) to wait, interruptibly.
- *   2. send them, collect one reply per command, then eddy__consumer_feed(c, replies, n, &out)
+ *   2. send them, collect one reply per command, then eddy__consumer_feed(c, now, wall, plan,
+ *      replies, n, &out)
  *      -> deliveries to hand to the handler.
  *   3. each delivery is settled exactly once with eddy__consumer_settle (any thread), which
  *      frees it (or, never handed to a handler, dropped with eddy__consumer_drop).
@@ -91,11 +92,14 @@ void eddy__consumer_share_discovery(eddy__consumer *c, struct eddy__discovery *d
  * wakes the bus's other readers that are idle, so they take them at once. */
 bool eddy__consumer_found_subjects(eddy__consumer *c);
 void eddy__consumer_free(eddy__consumer *c);
+/* The bus's settings.source (NULL when not set), for what a handler builds. */
+const char *eddy__consumer_source(const eddy__consumer *c);
 
 void eddy__plan_init(eddy__plan *p);
 void eddy__plan_reset(eddy__plan *p);
 
-/* now_ms: CLOCK_MONOTONIC milliseconds. Fills plan (reset it first). */
+/* now_ms: CLOCK_MONOTONIC milliseconds, read by the caller (the core reads no clock). Fills
+ * plan (reset it first). */
 eddy_status eddy__consumer_plan(eddy__consumer *c, long long now_ms, eddy__plan *plan);
 
 /* Only the settled acknowledgements and dead letters, for a reader that is stopping. */
@@ -103,9 +107,12 @@ eddy_status eddy__consumer_plan_flush(eddy__consumer *c, long long now_ms, eddy_
 
 /* replies[i] answers plan->cmds.cmds[i]; a NULL reply means the connection failed (the
  * front end then calls reset). Appends deliveries to out (the caller owns the list, not the
- * deliveries: each is settled). */
-eddy_status eddy__consumer_feed(eddy__consumer *c, const eddy__plan *plan, redisReply **replies,
-                                size_t n, eddy__delivery_list *out);
+ * deliveries: each is settled). now_ms (CLOCK_MONOTONIC) and wall_ms (eddy_now_ms: request
+ * deadlines are wall-clock) are read by the caller after the replies arrived: the core reads
+ * no clock. */
+eddy_status eddy__consumer_feed(eddy__consumer *c, long long now_ms, long long wall_ms,
+                                const eddy__plan *plan, redisReply **replies, size_t n,
+                                eddy__delivery_list *out);
 
 /* The handler's outcome: EDDY_OK acknowledges (AtLeastOnce); anything else leaves the entry
  * pending; EDDY_ERR_UNAVAILABLE (AtLeastOnce) also sets its delivery count back to
@@ -132,6 +139,11 @@ typedef struct eddy__settlement {
  * eddy__consumer_settle on each in turn, with one lock round and one update of the counters
  * for all of them. True as for settle (after the last). Thread: any. */
 bool eddy__consumer_settle_run(eddy__consumer *c, eddy__settlement *v, size_t n);
+
+/* True when the delivery was settled through its finish already (eddy_delivery_finish from
+ * inside its handler): the handler's result is then ignored. A later finish is logged and
+ * ignored (see consumer.c). Thread: any. */
+bool eddy__consumer_finished(const eddy_delivery *d);
 
 /* Frees a delivery no handler will see (the front end is stopping, or out of memory), without
  * settling it: nothing is acknowledged (AtLeastOnce: it stays pending and comes back), and it

@@ -5,6 +5,10 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "consumer.h"
+#include "error.h"
+#include "event_internal.h"
+
 const eddy_event *eddy_delivery_event(const eddy_delivery *d) { return d ? d->ev : NULL; }
 const char *eddy_delivery_subject(const eddy_delivery *d) { return d ? d->subject : NULL; }
 const char *eddy_delivery_entry_id(const eddy_delivery *d) { return d ? d->entry_id : NULL; }
@@ -39,6 +43,27 @@ int eddy_delivery_stored_meta(const eddy_delivery *d, eddy_event_meta *meta) {
 }
 
 int eddy_delivery_is_request(const eddy_delivery *d) { return d && d->reply_to; }
+
+eddy_status eddy_delivery_new_reply(const eddy_delivery *d, const char *type, eddy_event **out,
+                                    eddy_error *err) {
+    if (out)
+        *out = NULL;
+    if (!d || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "new_reply: delivery or out is NULL");
+    eddy_event *reply;
+    eddy_status st = eddy__event_create_for(eddy__consumer_source(d->consumer), type,
+                                            "eddy_delivery_new_reply", &reply, err);
+    if (st == EDDY_OK && (st = eddy_event_continue_trace(reply, d->ev, NULL)) == EDDY_ERR_NOMEM)
+        eddy__fail(err, st, "new_reply: out of memory");
+    if (st == EDDY_ERR_INVALID_EVENT)
+        st = EDDY_OK; /* the request's context was malformed: the reply starts without one */
+    if (st != EDDY_OK) {
+        eddy_event_free(reply);
+        return st;
+    }
+    *out = reply;
+    return EDDY_OK;
+}
 
 long long eddy_now_ms(void) {
     struct timespec ts;

@@ -15,7 +15,7 @@ struct eddy_delivery {
     char entry_id[48];
     unsigned attempt;
     size_t stream;         /* index in the consumer's stream table */
-    long long received_ms; /* eddy__mono_ms() when the consumer took it from a reply */
+    long long received_ms; /* CLOCK_MONOTONIC ms of the feed that took it from a reply */
     struct eddy__consumer *consumer;
     /* A request: where to reply, its id and deadline (wall-clock ms; 0 when none). */
     char *reply_to;

@@ -185,6 +185,41 @@ eddy_status eddy__event_append_extension_n(eddy_event *ev, const char *name, siz
     return EDDY_OK;
 }
 
+static struct eddy__ext *find_ext(const eddy_event *ev, const char *name);
+
+eddy_status eddy__event_set_extensions(eddy_event *ev, size_t n, const char *const *names,
+                                       const char *const *values) {
+    struct eddy__ext made[4];
+    if (n > sizeof(made) / sizeof(made[0]) || ext_reserve(ev, ev->next + n) != EDDY_OK)
+        return EDDY_ERR_NOMEM;
+    size_t k = 0;
+    for (; k < n; k++) {
+        made[k] = values[k] ? ext_make(names[k], strlen(names[k]), values[k], strlen(values[k]))
+                            : (struct eddy__ext){NULL, NULL};
+        if (values[k] && !made[k].name)
+            break;
+    }
+    if (k < n) {
+        while (k--)
+            free(made[k].name);
+        return EDDY_ERR_NOMEM;
+    }
+    for (k = 0; k < n; k++) {
+        struct eddy__ext *old = find_ext(ev, names[k]);
+        if (old && !values[k]) {
+            release(ev, old->name);
+            memmove(old, old + 1, (ev->next - (size_t)(old - ev->ext) - 1) * sizeof(*old));
+            ev->next--;
+        } else if (old) {
+            release(ev, old->name);
+            *old = made[k];
+        } else if (values[k]) {
+            ev->ext[ev->next++] = made[k];
+        }
+    }
+    return EDDY_OK;
+}
+
 /* One allocation, like a decoded event: what is kept gets cheap to keep. */
 eddy_event *eddy_event_dup(const eddy_event *ev) {
     if (!ev)
@@ -329,6 +364,9 @@ eddy_status eddy_event_set_extension(eddy_event *ev, const char *name, const cha
                           eddy__printable(shown, sizeof(shown), name, nlen),
                           EDDY_EXTENSION_NAME_MAX);
     }
+    eddy_status st = value ? eddy__trace_check_value(name, value, err) : EDDY_OK;
+    if (st != EDDY_OK)
+        return st;
     struct eddy__ext *old = find_ext(ev, name);
     if (!value) {
         if (old) {

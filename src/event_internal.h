@@ -78,6 +78,18 @@ eddy_status eddy__event_set_attr_n(eddy_event *ev, const char *attr, const char 
  * name and ruled out duplicates (which makes decoding many extensions linear). */
 eddy_status eddy__event_append_extension_n(eddy_event *ev, const char *name, size_t nlen,
                                            const char *value, size_t vlen);
+/* Sets (value NULL: removes) up to 4 extensions of checked names together, or changes
+ * nothing (EDDY_ERR_NOMEM). */
+eddy_status eddy__event_set_extensions(eddy_event *ev, size_t n, const char *const *names,
+                                       const char *const *values);
+/* trace.c: the check of a traceparent or tracestate value (EDDY_OK for any other name), and
+ * of an event's trace context as publish and append require it. */
+eddy_status eddy__trace_check_value(const char *name, const char *value, eddy_error *err);
+eddy_status eddy__event_check_trace(const eddy_event *ev, eddy_error *err);
+/* event_build.c: eddy_event_create with the source of a bus's settings; without one
+ * EDDY_ERR_INVALID_SPEC naming `what` (the call that needs it). */
+eddy_status eddy__event_create_for(const char *source, const char *type, const char *what,
+                                   eddy_event **out, eddy_error *err);
 /* Replaces data and datacontenttype together, or changes neither. */
 eddy_status eddy__event_set_data_typed(eddy_event *ev, const void *data, size_t len,
                                        const char *content_type);

@@ -42,7 +42,7 @@ struct eddy__inbox {
 };
 
 eddy__inbox *eddy__inbox_new(const eddy__settings *s, eddy__requests *reqs,
-                             eddy__retention_counters *counters) {
+                             eddy__retention_counters *counters, long long now_ms) {
     eddy__inbox *ib = calloc(1, sizeof(*ib));
     if (!ib)
         return NULL;
@@ -51,7 +51,7 @@ eddy__inbox *eddy__inbox_new(const eddy__settings *s, eddy__requests *reqs,
     char id[33];
     eddy__random_hex(id);
     if (!(ib->key = eddy__key_inbox(s->ns, id)) ||
-        !(ib->ret = eddy__retention_new(s, counters, ib->key, eddy_now_ms()))) {
+        !(ib->ret = eddy__retention_new(s, counters, ib->key, now_ms))) {
         free(ib->key);
         free(ib);
         return NULL;
@@ -127,7 +127,7 @@ static bool keep_peer_subs(eddy__inbox *ib, eddy__sub *const *subs, size_t n) {
 const char *eddy__inbox_key(const eddy__inbox *ib) { return ib->key; }
 bool eddy__inbox_ready(const eddy__inbox *ib) { return ib->opened && ib->registered; }
 
-void eddy__inbox_reset(eddy__inbox *ib) {
+void eddy__inbox_reset(eddy__inbox *ib, long long now_ms) {
     /* The reply stream is not opened again: replies that arrived while the connection was
      * down are still in it, after last_id. The heartbeat that comes first finds out whether
      * it survived (PEXPIRE answers 0 when the server lost it) and only then opens a new one. */
@@ -135,7 +135,7 @@ void eddy__inbox_reset(eddy__inbox *ib) {
     ib->next_heartbeat = 0;
     ib->retry_at = 0;
     ib->ret_round = false;
-    eddy__retention_reset(ib->ret, eddy_now_ms());
+    eddy__retention_reset(ib->ret, now_ms);
 }
 
 void eddy__reply_list_free(eddy__reply_list *l) {
@@ -225,13 +225,14 @@ static void retry_later(eddy__inbox *ib, long long now_ms, const char *what, con
     ib->retry_at = now_ms + ib->s->reconnect_max_ms;
 }
 
-static void feed_read(eddy__inbox *ib, const redisReply *r, eddy__reply_list *out) {
+static void feed_read(eddy__inbox *ib, long long now_ms, const redisReply *r,
+                      eddy__reply_list *out) {
     if (r->type == REDIS_REPLY_NIL)
         return;
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 1 ||
         r->element[0]->type != REDIS_REPLY_ARRAY || r->element[0]->elements != 2 ||
         eddy__reply_entries(r->element[0]->element[1]) != EDDY_OK) {
-        retry_later(ib, eddy_now_ms(), "XREAD", r);
+        retry_later(ib, now_ms, "XREAD", r);
         return;
     }
     const redisReply *entries = r->element[0]->element[1];
@@ -264,14 +265,14 @@ static void feed_read(eddy__inbox *ib, const redisReply *r, eddy__reply_list *ou
     }
 }
 
-eddy_status eddy__inbox_feed(eddy__inbox *ib, const eddy__plan *plan, redisReply **replies,
-                             size_t n, eddy__reply_list *out) {
+eddy_status eddy__inbox_feed(eddy__inbox *ib, long long now_ms, const eddy__plan *plan,
+                             redisReply **replies, size_t n, eddy__reply_list *out) {
     if (n != plan->cmds.n)
         return EDDY_ERR_INVALID_ARGUMENT;
     for (size_t i = 0; i < n; i++)
         if (!replies[i])
             return EDDY_ERR_IO;
-    long long now = eddy_now_ms();
+    long long now = now_ms;
     if (ib->ret_round) {
         ib->ret_round = false;
         return eddy__retention_feed(ib->ret, now, &plan->cmds, replies, n);
@@ -309,7 +310,7 @@ eddy_status eddy__inbox_feed(eddy__inbox *ib, const eddy__plan *plan, redisReply
                                     overlap_found, ib);
             break;
         case I_READ:
-            feed_read(ib, r, out);
+            feed_read(ib, now, r, out);
             break;
         default:
             break;

@@ -25,23 +25,24 @@ typedef struct eddy__reply_list {
 /* Ownership: settings, requests and counters (the bus's retention counters, retention.h) are
  * borrowed. NULL on OOM. */
 eddy__inbox *eddy__inbox_new(const eddy__settings *s, eddy__requests *reqs,
-                             eddy__retention_counters *counters);
+                             eddy__retention_counters *counters, long long now_ms);
 void eddy__inbox_free(eddy__inbox *ib);
 /* The reply stream's key (borrowed). */
 const char *eddy__inbox_key(const eddy__inbox *ib);
 
-/* now_ms is wall-clock (eddy_now_ms): leases are wall-clock. subs are the bus's current
+/* Every now_ms here is wall-clock (eddy_now_ms), read by the caller: leases are wall-clock.
+ * subs are the bus's current
  * subscriptions, registered and renewed by the heartbeat. */
 eddy_status eddy__inbox_plan(eddy__inbox *ib, long long now_ms, eddy__sub *const *subs, size_t n,
                              eddy__plan *plan);
 /* Appends completed requests to out (the receiver completes each waiter, owns each reply). */
-eddy_status eddy__inbox_feed(eddy__inbox *ib, const eddy__plan *plan, redisReply **replies,
-                             size_t n, eddy__reply_list *out);
+eddy_status eddy__inbox_feed(eddy__inbox *ib, long long now_ms, const eddy__plan *plan,
+                             redisReply **replies, size_t n, eddy__reply_list *out);
 /* True once the reply stream exists and the subscriptions are registered. */
 bool eddy__inbox_ready(const eddy__inbox *ib);
 /* The connection was lost: register again on the next plan, and open a new reply stream only
  * if the old one is gone. */
-void eddy__inbox_reset(eddy__inbox *ib);
+void eddy__inbox_reset(eddy__inbox *ib, long long now_ms);
 /* Commands for a bus that stops: its subscriptions leave the registry, its reply stream goes. */
 eddy_status eddy__inbox_close_cmds(eddy__inbox *ib, eddy__sub *const *subs, size_t n,
                                    eddy__cmdlist *out);

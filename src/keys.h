@@ -10,6 +10,9 @@
  *   {ns}:es:pos         event store, the last position handed out
  *   {ns}:ckpt:<feed>    a catch-up feed's marker
  *   {ns}:retention      the lease of the process running the retention pass (retention.h)
+ *   {ns}:pubid:<n>:<subject>:<id>  with publish_dedup_ms: the entry id an event id was first
+ *                       published to a subject as, expiring after the window; <n> is the
+ *                       subject's length, since subjects may hold ':' themselves
  * Builders return malloc'd strings (NULL on OOM) the caller frees. */
 #ifndef EDDY_SRC_KEYS_H
 #define EDDY_SRC_KEYS_H
@@ -23,5 +26,6 @@ char *eddy__key_es_all(const char *ns);
 char *eddy__key_es_pos(const char *ns);
 char *eddy__key_es_stream(const char *ns, const char *stream_id);
 char *eddy__key_checkpoint(const char *ns, const char *feed_id);
+char *eddy__key_pubid(const char *ns, const char *subject, const char *event_id);
 
 #endif

@@ -1,24 +1,34 @@
 /* Publishing; see publisher.h. The subject set only grows, so a subject known to be in it
  * never needs another SADD: the cache saves a command on every later publish. It is bounded;
- * past the bound SADD is simply sent every time. */
+ * past the bound SADD is simply sent every time.
+ *
+ * With publish_dedup_ms a publish is FCALL of the function library's publish (store.c holds
+ * the Lua; src/memory/pub_dedup.c runs it natively) instead of XADD. The library is loaded
+ * ahead of the first publish on a connection: `loaded` is set when a load is queued (every
+ * later command on the one publishing connection runs after it) and cleared when the
+ * connection is lost or the load failed. A server that lost the library anyway answers
+ * "Function not found" having written nothing, and eddy__publish_again sends it all again
+ * behind a load: what did go through is deduplicated by the resend. */
 #include "publisher.h"
 #include "eddy/value.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "entry.h"
 #include "error.h"
+#include "event_internal.h"
 #include "keys.h"
 #include "redis.h"
 #include "requests.h"
+#include "store.h"
 #include "subject.h"
 
-enum { P_SADD = 100, P_XADD };
+enum { P_SADD = 100, P_XADD, P_FCALL };
 
 #define KNOWN_MAX 4096
 
@@ -28,6 +38,7 @@ struct eddy__publisher {
     pthread_mutex_t lock;
     char **known; /* open addressing, KNOWN_MAX * 2 slots */
     size_t nknown;
+    atomic_bool loaded; /* the function library's load was queued on this connection */
 };
 
 static size_t hash(const char *s) {
@@ -95,16 +106,51 @@ void eddy__publisher_connection_lost(eddy__publisher *p) {
     }
     p->nknown = 0;
     pthread_mutex_unlock(&p->lock);
+    atomic_store(&p->loaded, false);
 }
 
-eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
-                                  eddy__cmdlist *out, eddy_error *err) {
+/* The entry's command: XADD, or with dedup FCALL of the publish function (keys the stream and
+ * the event's dedup key; args the window and the trim bound), then the event's fields. */
+static eddy_status add_entry_cmd(eddy__publisher *p, const char *subject, const eddy_event *ev,
+                                 bool dedup, eddy__cmdlist *out) {
+    eddy__cmd *x = eddy__cmdlist_add(out, dedup ? P_FCALL : P_XADD, 0);
+    char *key = eddy__key_stream(p->s->ns, subject);
+    char *idkey = dedup ? eddy__key_pubid(p->s->ns, subject, eddy_event_id(ev)) : NULL;
+    eddy_status st = x && key && (!dedup || idkey) ? EDDY_OK : EDDY_ERR_NOMEM;
+    if (st == EDDY_OK && dedup) {
+        long long maxlen = p->s->stream_maxlen;
+        eddy__cmd_str(x, "FCALL");
+        eddy__cmd_str(x, EDDY__PUBLISH_FN);
+        eddy__cmd_str(x, "2");
+        eddy__cmd_str(x, key);
+        eddy__cmd_str(x, idkey);
+        eddy__cmd_fmt(x, "%u", p->s->publish_dedup_ms);
+        /* A bound past the function's range could never trim anything anyway. */
+        eddy__cmd_fmt(x, "%lld", maxlen > EDDY__STORE_MAX_COUNT ? EDDY__STORE_MAX_COUNT : maxlen);
+    } else if (st == EDDY_OK) {
+        eddy__cmd_str(x, "XADD");
+        eddy__cmd_str(x, key);
+        if (p->s->stream_maxlen > 0) {
+            eddy__cmd_str(x, "MAXLEN");
+            eddy__cmd_str(x, "~");
+            eddy__cmd_fmt(x, "%lld", p->s->stream_maxlen);
+        }
+        eddy__cmd_str(x, "*");
+    }
+    free(key);
+    free(idkey);
+    return st == EDDY_OK ? eddy__entry_encode(ev, x) : st;
+}
+
+static eddy_status prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
+                           bool dedup, eddy__cmdlist *out, eddy_error *err) {
     if (!subject || !ev)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "publish: subject or event is NULL");
     eddy_status st = eddy__subject_check(subject, err);
     if (st != EDDY_OK)
         return st;
-    if ((st = eddy_event_validate(ev, err)) != EDDY_OK)
+    if ((st = eddy_event_validate(ev, err)) != EDDY_OK ||
+        (st = eddy__event_check_trace(ev, err)) != EDDY_OK)
         return st;
     if (eddy_event_extension(ev, EDDY__FAILED_ATTR))
         return eddy__fail(err, EDDY_ERR_RESERVED_ATTRIBUTE,
@@ -113,33 +159,33 @@ eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const
     if (size > p->s->max_event_size)
         return eddy__fail(err, EDDY_ERR_TOO_LARGE, "event '%s' is %zu bytes; the limit is %zu",
                           eddy_event_id(ev), size, p->s->max_event_size);
+    /* The function passes the fields to XADD as Lua call arguments, as the store does. */
+    if (dedup && 2 * eddy_event_extension_count(ev) + 18 > EDDY__STORE_MAX_FIELDS)
+        return eddy__fail(err, EDDY_ERR_TOO_LARGE,
+                          "event '%s' has %zu extensions; with publish_dedup_ms at most %d",
+                          eddy_event_id(ev), eddy_event_extension_count(ev),
+                          (EDDY__STORE_MAX_FIELDS - 18) / 2);
     size_t before = out->n;
-    if (!is_known(p, subject)) {
+    bool loads = dedup && !atomic_exchange(&p->loaded, true);
+    if (loads)
+        st = eddy__store_load_cmds(out);
+    if (st == EDDY_OK && !is_known(p, subject)) {
         eddy__cmd *sadd = eddy__cmdlist_add(out, P_SADD, 0);
-        if (!sadd)
-            return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-        eddy__cmd_str(sadd, "SADD");
-        eddy__cmd_str(sadd, p->subjects_key);
-        eddy__cmd_str(sadd, subject);
+        if (sadd) {
+            eddy__cmd_str(sadd, "SADD");
+            eddy__cmd_str(sadd, p->subjects_key);
+            eddy__cmd_str(sadd, subject);
+        } else {
+            st = EDDY_ERR_NOMEM;
+        }
     }
-    eddy__cmd *x = eddy__cmdlist_add(out, P_XADD, 0);
-    char *key = eddy__key_stream(p->s->ns, subject);
-    if (!x || !key) {
-        free(key);
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    }
-    eddy__cmd_str(x, "XADD");
-    eddy__cmd_str(x, key);
-    free(key);
-    if (p->s->stream_maxlen > 0) {
-        eddy__cmd_str(x, "MAXLEN");
-        eddy__cmd_str(x, "~");
-        eddy__cmd_fmt(x, "%lld", p->s->stream_maxlen);
-    }
-    eddy__cmd_str(x, "*");
-    if ((st = eddy__entry_encode(ev, x)) == EDDY_OK)
+    if (st == EDDY_OK)
+        st = add_entry_cmd(p, subject, ev, dedup, out);
+    if (st == EDDY_OK)
         st = eddy__cmdlist_status_from(out, before);
     if (st != EDDY_OK) {
+        if (loads)
+            atomic_store(&p->loaded, false); /* not sent: the next publish loads */
         while (out->n > before)
             eddy__cmd_reset(&out->cmds[--out->n]);
         return eddy__fail(err, st, "publish: could not build the command");
@@ -147,10 +193,28 @@ eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const
     return EDDY_OK;
 }
 
+eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
+                                  eddy__cmdlist *out, eddy_error *err) {
+    return prepare(p, subject, ev, p->s->publish_dedup_ms != 0, out, err);
+}
+
+static bool function_not_found(const redisReply *r) {
+    static const char text[] = "ERR Function not found";
+    return r && r->type == REDIS_REPLY_ERROR && r->len >= sizeof(text) - 1 &&
+           memcmp(r->str, text, sizeof(text) - 1) == 0;
+}
+
 eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, size_t first,
                                  redisReply **replies, size_t *next, char *id, size_t idsize,
                                  eddy_error *err) {
     size_t i = first;
+    eddy_status load_st =
+        eddy__store_is_load(cmds, i) ? eddy__store_load_result(cmds, i, replies, &i, err) : EDDY_OK;
+    if (load_st != EDDY_OK) {
+        atomic_store(&p->loaded, false);
+        if (load_st == EDDY_ERR_NOT_SUPPORTED)
+            eddy__fail(err, load_st, "publish_dedup_ms needs a server with functions (Redis 7)");
+    }
     eddy_status sadd_st = EDDY_OK;
     if (i < cmds->n && cmds->tags[i] == P_SADD) {
         sadd_st = eddy__reply_status(replies[i], "SADD", err);
@@ -159,11 +223,20 @@ eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, 
         i++;
     }
     *next = i + 1;
-    eddy_status st = eddy__reply_status(replies[i], "XADD", err);
+    if (load_st != EDDY_OK)
+        return load_st;
+    if (cmds->tags[i] == P_FCALL && function_not_found(replies[i])) {
+        atomic_store(&p->loaded, false);
+        return eddy__fail(err, EDDY_ERR_BACKEND,
+                          "publish: the server does not know " EDDY__PUBLISH_FN
+                          " (its function library was flushed); nothing was published");
+    }
+    eddy_status st =
+        eddy__reply_status(replies[i], cmds->tags[i] == P_FCALL ? "publish" : "XADD", err);
     if (st != EDDY_OK)
         return st;
     if (replies[i]->type != REDIS_REPLY_STRING)
-        return eddy__fail(err, EDDY_ERR_PROTOCOL, "XADD: unexpected reply type %d",
+        return eddy__fail(err, EDDY_ERR_PROTOCOL, "publish: unexpected reply type %d",
                           replies[i]->type);
     if (id && idsize)
         snprintf(id, idsize, "%s", replies[i]->str);
@@ -174,6 +247,38 @@ eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, 
     return EDDY_OK;
 }
 
+bool eddy__publish_again(eddy__publisher *p, const eddy__cmdlist *sent, redisReply *const *replies,
+                         eddy__cmdlist *again) {
+    bool lost = false;
+    if (!p->s->publish_dedup_ms || eddy__store_is_load(sent, 0))
+        return false; /* it loaded the library itself: another try would not do better */
+    for (size_t i = 0; !lost && i < sent->n; i++)
+        lost = sent->tags[i] == P_FCALL && function_not_found(replies[i]);
+    if (!lost)
+        return false;
+    atomic_store(&p->loaded, true);
+    eddy__cmdlist_init(again);
+    eddy_status st = eddy__store_load_cmds(again);
+    for (size_t i = 0; st == EDDY_OK && i < sent->n; i++) {
+        eddy__cmd *c = eddy__cmdlist_add(again, sent->tags[i], sent->args[i]);
+        if (!c)
+            st = EDDY_ERR_NOMEM;
+        for (int a = 0; c && a < sent->cmds[i].argc; a++)
+            eddy__cmd_arg(c, sent->cmds[i].argv[a], sent->cmds[i].argvlen[a]);
+    }
+    if (st == EDDY_OK)
+        st = eddy__cmdlist_status(again);
+    if (st != EDDY_OK) {
+        atomic_store(&p->loaded, false);
+        eddy__cmdlist_reset(again);
+        return false;
+    }
+    eddy__log(&p->s->log, EDDY_LOG_WARN,
+              "publish: the server had lost the '" EDDY__STORE_LIBRARY
+              "' function library (flushed or replaced); loading it and publishing again");
+    return true;
+}
+
 eddy_status eddy__publish_value_event(const eddy__settings *s, const char *type, eddy_pack_fn pack,
                                       void *user, eddy_event **out, eddy_error *err) {
     if (!s->source)
@@ -181,41 +286,21 @@ eddy_status eddy__publish_value_event(const eddy__settings *s, const char *type,
                           "publish_value needs settings.source for the event's source");
     if (!type || !pack)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "publish_value: type or pack is NULL");
-    eddy_event *ev = eddy_event_new();
-    if (!ev)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    char id[33];
-    eddy__random_hex(id);
-    char now[64];
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    struct tm tm;
-    gmtime_r(&ts.tv_sec, &tm);
-    snprintf(now, sizeof(now), "%04d-%02d-%02dT%02d:%02d:%02d.%03ldZ", tm.tm_year + 1900,
-             tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000000);
-    eddy_status st = eddy_event_set_id(ev, id);
-    if (st == EDDY_OK)
-        st = eddy_event_set_source(ev, s->source);
-    if (st == EDDY_OK)
-        st = eddy_event_set_type(ev, type);
-    if (st == EDDY_OK)
-        st = eddy_event_set_time(ev, now);
-    if (st != EDDY_OK) {
+    eddy_event *ev = NULL;
+    eddy_status st = eddy_event_create(s->source, type, &ev, err);
+    if (st == EDDY_OK && (st = eddy_event_set_value(ev, pack, user, err)) != EDDY_OK) {
         eddy_event_free(ev);
-        return eddy__fail(err, st, "publish_value: could not build the event");
-    }
-    if ((st = eddy_event_set_value(ev, pack, user, err)) != EDDY_OK) {
-        eddy_event_free(ev);
-        return st;
+        ev = NULL;
     }
     *out = ev;
-    return EDDY_OK;
+    return st;
 }
 
 eddy_status eddy__request_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
                                   const char *reply_to, const char *request_id,
                                   long long deadline_ms, eddy__cmdlist *out, eddy_error *err) {
-    eddy_status st = eddy__publish_prepare(p, subject, ev, out, err);
+    /* Never deduplicated: each request is a new conversation with its own request id. */
+    eddy_status st = prepare(p, subject, ev, false, out, err);
     if (st != EDDY_OK)
         return st;
     eddy__cmd *x = &out->cmds[out->n - 1]; /* the XADD: the request travels with the event */

@@ -1,7 +1,8 @@
 /* Publishing, as both front ends do it: checks (subject, CloudEvent, size), the commands
- * (XADD to the subject's stream, and SADD of the subject to the namespace's subject set the
- * first time this bus publishes to it, so pattern subscribers discover it), and the reading
- * of their replies. Thread: any; the known-subject cache is locked. */
+ * (XADD to the subject's stream, or with publish_dedup_ms the function library's deduplicating
+ * publish, loaded first on a new connection; and SADD of the subject to the namespace's subject set
+ * the first time this bus publishes to it, so pattern subscribers discover it), and the reading of
+ * their replies. Thread: any; the known-subject cache is locked. */
 #ifndef EDDY_SRC_PUBLISHER_H
 #define EDDY_SRC_PUBLISHER_H
 
@@ -28,6 +29,17 @@ eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const
 eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, size_t first,
                                  redisReply **replies, size_t *next, char *id, size_t idsize,
                                  eddy_error *err);
+
+/* With publish_dedup_ms, after eddy__publish_result read the replies of `sent` (a server that
+ * lost eddy's function library answers "Function not found", having written nothing): true
+ * when those publishes should be sent once more, as the commands this put in `again` (the
+ * library's load, then a copy of sent's commands). Send `again` instead and read its replies
+ * with eddy__publish_result exactly as sent's would have been read; publishes of `sent` that
+ * went through are deduplicated by it (`again` is initialised here, the caller resets it). False,
+ * `again` untouched, when nothing needs sending again, when `sent` loaded the library itself, or
+ * on OOM. */
+bool eddy__publish_again(eddy__publisher *p, const eddy__cmdlist *sent, redisReply *const *replies,
+                         eddy__cmdlist *again);
 
 /* A request: the publish's commands, with the reply stream, the request id and the deadline
  * (wall-clock ms) added to the entry as '_' fields. Same checks as a publish. */

@@ -1,6 +1,7 @@
 /* hiredis error mapping and the connection handshake. Detail never includes a password. */
 #include "redis.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "error.h"
@@ -49,16 +50,37 @@ eddy_status eddy__handshake_cmds(const eddy__url *url, eddy__cmdlist *out) {
     return eddy__cmdlist_status(out);
 }
 
+bool eddy__reply_refuses_credentials(const redisReply *r) {
+    static const char *const codes[] = {"WRONGPASS", "NOAUTH", "NOPERM"};
+    if (!r || r->type != REDIS_REPLY_ERROR)
+        return false;
+    for (size_t i = 0; i < sizeof(codes) / sizeof(codes[0]); i++) {
+        size_t n = strlen(codes[i]);
+        if (r->len >= n && memcmp(r->str, codes[i], n) == 0 && (r->len == n || r->str[n] == ' '))
+            return true;
+    }
+    return false;
+}
+
 eddy_status eddy__handshake_check(redisReply **replies, size_t n, eddy_error *err) {
     for (size_t i = 0; i < n; i++) {
         if (!replies[i])
             return eddy__fail(err, EDDY_ERR_IO, "connection lost during handshake");
         if (replies[i]->type == REDIS_REPLY_ERROR)
             /* The server's text for a refused AUTH names no secret ("WRONGPASS ..."). */
-            return eddy__fail(err, EDDY_ERR_BACKEND, "handshake refused: %.*s",
-                              (int)replies[i]->len, replies[i]->str);
+            return eddy__fail(
+                err, eddy__reply_refuses_credentials(replies[i]) ? EDDY_ERR_AUTH : EDDY_ERR_BACKEND,
+                "handshake refused: %.*s", (int)replies[i]->len, replies[i]->str);
     }
     return EDDY_OK;
+}
+
+eddy_status eddy__client_id_check(const redisReply *r, long long *id, eddy_error *err) {
+    if (r->type == REDIS_REPLY_INTEGER)
+        *id = r->integer;
+    else if (r->type == REDIS_REPLY_ERROR && r->len >= 6 && memcmp(r->str, "NOAUTH", 6) == 0)
+        return eddy__fail(err, EDDY_ERR_AUTH, "handshake refused: %.*s", (int)r->len, r->str);
+    return EDDY_OK; /* refused otherwise (an ACL): the id stays unknown */
 }
 
 void eddy__client_id_cmd(eddy__cmdlist *out) {

@@ -4,6 +4,7 @@
 #define EDDY_SRC_REDIS_H
 
 #include <hiredis/hiredis.h>
+#include <stdbool.h>
 
 #include "cmdlist.h"
 #include "url.h"
@@ -15,14 +16,23 @@ eddy_status eddy__redis_context_status(int hiredis_err, const char *errstr, eddy
  * EDDY_ERR_IO for NULL (the connection failed). `what` names the operation in the detail. */
 eddy_status eddy__reply_status(const redisReply *r, const char *what, eddy_error *err);
 
+/* True for an error reply that refuses the credentials: a wrong password (WRONGPASS), none
+ * given (NOAUTH), or a user not allowed the command (NOPERM). */
+bool eddy__reply_refuses_credentials(const redisReply *r);
+
 /* Appends the handshake commands for a URL (possibly none). */
 eddy_status eddy__handshake_cmds(const eddy__url *url, eddy__cmdlist *out);
-/* Checks their replies; a refused AUTH is EDDY_ERR_BACKEND without the password. */
+/* Checks their replies: refused credentials (WRONGPASS, NOAUTH, NOPERM) are EDDY_ERR_AUTH, any
+ * other error reply EDDY_ERR_BACKEND, with the server's text (never the password). */
 eddy_status eddy__handshake_check(redisReply **replies, size_t n, eddy_error *err);
 
 /* CLIENT ID: the connection's id on the server, which a pause needs to cut a blocking read
  * (CLIENT KILL below). */
 void eddy__client_id_cmd(eddy__cmdlist *out);
+/* Its reply, which ends the handshake, so that a peer that does not speak RESP fails there: the
+ * id into *id (left alone when refused: an ACL), EDDY_ERR_AUTH for NOAUTH (the server wants a
+ * password the URL does not give). */
+eddy_status eddy__client_id_check(const redisReply *r, long long *id, eddy_error *err);
 /* CLIENT KILL ID <id>: the server drops that connection before it runs anything sent after this
  * on the sending connection (our own shutdown reaches it in its own time). */
 void eddy__client_kill_cmd(eddy__cmdlist *out, long long client_id);

@@ -19,7 +19,7 @@ eddy_status eddy__request_flow_begin(eddy__request_flow *f, const eddy__request_
     f->publisher = ctx->publisher;
     eddy_status st =
         eddy__request_begin(ctx->requests, ctx->publisher, opts, ctx->cancelled, ctx->active,
-                            ctx->caps, subject, ev, ctx->reply_to, &f->out, err);
+                            ctx->caps, subject, ev, ctx->reply_to, now_ms, &f->out, err);
     if (st != EDDY_OK)
         return st;
     bool cached = false;

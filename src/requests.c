@@ -135,10 +135,11 @@ eddy_status eddy__request_precheck(const eddy_request_opts *opts, bool cancelled
 eddy_status eddy__request_begin(eddy__requests *r, eddy__publisher *p,
                                 const eddy_request_opts *opts, bool cancelled, bool active,
                                 unsigned caps, const char *subject, const eddy_event *ev,
-                                const char *reply_to, eddy__request_out *out, eddy_error *err) {
+                                const char *reply_to, long long now_ms, eddy__request_out *out,
+                                eddy_error *err) {
     memset(out, 0, sizeof(*out));
     eddy__cmdlist_init(&out->cmds);
-    eddy_status st = eddy__request_precheck(opts, cancelled, active, caps, ev, eddy_now_ms(), err);
+    eddy_status st = eddy__request_precheck(opts, cancelled, active, caps, ev, now_ms, err);
     if (st != EDDY_OK)
         return st;
     if (!ev)

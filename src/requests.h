@@ -60,7 +60,8 @@ typedef struct eddy__request_out {
 eddy_status eddy__request_begin(eddy__requests *r, eddy__publisher *p,
                                 const eddy_request_opts *opts, bool cancelled, bool active,
                                 unsigned caps, const char *subject, const eddy_event *ev,
-                                const char *reply_to, eddy__request_out *out, eddy_error *err);
+                                const char *reply_to, long long now_ms, eddy__request_out *out,
+                                eddy_error *err);
 void eddy__request_out_reset(eddy__request_out *o);
 
 /* The counter row for a name (NULL or "" is the unnamed row; an undeclared name counts with

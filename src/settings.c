@@ -34,6 +34,8 @@ void eddy_settings_init(eddy_settings *s) {
     s->retention_interval_ms = 60000;
     s->retention_grace_ms = 60000;
     s->consumer_idle_ms = 86400000;
+    s->command_timeout_ms = 5000;
+    s->publish_dedup_ms = 0; /* off: publishing twice appends twice */
 }
 
 unsigned eddy__redelivery_backoff_ms(const eddy__settings *s, unsigned attempt) {
@@ -118,6 +120,7 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
     NEED_POSITIVE(connect_timeout_ms)
     NEED_POSITIVE(reconnect_min_ms)
     NEED_POSITIVE(lease_ms)
+    NEED_POSITIVE(command_timeout_ms)
 #undef NEED_POSITIVE
     if (src->reconnect_max_ms < src->reconnect_min_ms)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
@@ -133,6 +136,16 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
                           "settings.retention_grace_ms must be at least discovery_ms (a pattern "
                           "subscription must find a new subject before its entries may go)");
+    if ((src->tls_cert != NULL) != (src->tls_key != NULL))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "settings.tls_cert and tls_key go together (a certificate and its key)");
+    if (src->publish_dedup_ms && (src->publish_dedup_ms < EDDY__PUBLISH_DEDUP_MIN_MS ||
+                                  src->publish_dedup_ms > EDDY__PUBLISH_DEDUP_MAX_MS))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "settings.publish_dedup_ms %u: 0 (off) or %d to %d (a day); a shorter "
+                          "window would not cover a retry after a timeout",
+                          src->publish_dedup_ms, EDDY__PUBLISH_DEDUP_MIN_MS,
+                          EDDY__PUBLISH_DEDUP_MAX_MS);
     if (src->workers > 1024)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "settings.workers above 1024");
 
@@ -162,7 +175,17 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
     dst->ns = strdup(ns);
     dst->source = src->source ? strdup(src->source) : NULL;
     dst->instance = strdup(src->instance ? src->instance : random_instance);
-    if (!dst->url_text || !dst->ns || !dst->instance || (src->source && !dst->source)) {
+    bool tls_ok = true;
+#define COPY_OPT(field)                                                                            \
+    if (src->field && !(dst->field = strdup(src->field)))                                          \
+        tls_ok = false;
+    COPY_OPT(tls_cacert)
+    COPY_OPT(tls_cacertdir)
+    COPY_OPT(tls_cert)
+    COPY_OPT(tls_key)
+    COPY_OPT(tls_sni)
+#undef COPY_OPT
+    if (!dst->url_text || !dst->ns || !dst->instance || (src->source && !dst->source) || !tls_ok) {
         eddy__settings_free(dst);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory copying settings");
     }
@@ -189,6 +212,14 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
     dst->retention_max_age_ms = src->retention_max_age_ms;
     dst->retention_max_len = src->retention_max_len;
     dst->consumer_idle_ms = src->consumer_idle_ms;
+    dst->command_timeout_ms = src->command_timeout_ms;
+    dst->tls_insecure = src->tls_insecure;
+    dst->publish_dedup_ms = src->publish_dedup_ms;
+    if (!(dst->conn_state = eddy__conn_state_new(&dst->url, &dst->log, src->on_connection,
+                                                 src->on_connection_user, dst->reconnect_max_ms))) {
+        eddy__settings_free(dst);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory copying settings");
+    }
     return EDDY_OK;
 }
 
@@ -200,8 +231,14 @@ void eddy__settings_free(eddy__settings *s) {
     free(s->ns);
     free(s->source);
     free(s->instance);
+    free(s->tls_cacert);
+    free(s->tls_cacertdir);
+    free(s->tls_cert);
+    free(s->tls_key);
+    free(s->tls_sni);
     for (size_t i = 0; i < s->nrequest_names; i++)
         free(s->request_names[i]);
     free(s->request_names);
+    eddy__conn_state_free(s->conn_state);
     memset(s, 0, sizeof(*s));
 }

@@ -2,6 +2,7 @@
 #ifndef EDDY_SRC_SETTINGS_H
 #define EDDY_SRC_SETTINGS_H
 
+#include "conn_state.h"
 #include "eddy/bus.h"
 #include "log.h"
 #include "url.h"
@@ -36,7 +37,18 @@ typedef struct eddy__settings {
     unsigned long long retention_max_age_ms;
     unsigned long long retention_max_len;
     unsigned consumer_idle_ms;
+    unsigned command_timeout_ms;
+    char *tls_cacert, *tls_cacertdir, *tls_cert, *tls_key, *tls_sni; /* NULL when not set */
+    bool tls_insecure;
+    /* The state of this handle's connections (conn_state.h): each connection reports here. The
+     * settings own it; it is NULL only in a copy that failed. */
+    eddy__conn_state *conn_state;
+    unsigned publish_dedup_ms; /* 0: publish without deduplication */
 } eddy__settings;
+
+/* The range of a publish_dedup_ms that is not 0. */
+#define EDDY__PUBLISH_DEDUP_MIN_MS 1000
+#define EDDY__PUBLISH_DEDUP_MAX_MS 86400000
 
 /* The wait before the redelivery of an AtLeastOnce delivery whose attempt-th delivery failed
  * (see eddy_settings.redelivery_backoff_ms); 0 when backoff is off. */

@@ -58,9 +58,11 @@ const char eddy__store_lua[] =
     "  end\n"
     "  return nil\n"
     "end\n"
+    "local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'\n"
     "local WANT = {'stream', 'stream', 'string', 'stream', 'set'}\n"
-    "redis.register_function('" EDDY__STORE_APPEND_FN "', function(keys, args)\n"
-    "  local nkeys = #keys\n"
+    "-- The append: keys[1..nkeys] and args[1..nargs] as eddy_append takes them; with a window\n"
+    "-- (publish_dedup_ms, as text) keys[5 + e] is event e's dedup key ({ns}:pubid:...).\n"
+    "local function append(keys, nkeys, args, nargs, window)\n"
     "  if nkeys ~= 3 and nkeys ~= 5 then\n"
     "    return fail('wrong number of keys')\n"
     "  end\n"
@@ -89,13 +91,13 @@ const char eddy__store_lua[] =
     "  local i = 4\n"
     "  for e = 1, n do\n"
     "    local k = count(args[i])\n"
-    "    if not k or k < 2 or k % 2 == 1 or k > 4000 or i + k > #args - 2 then\n"
+    "    if not k or k < 2 or k % 2 == 1 or k > 4000 or i + k > nargs - 2 then\n"
     "      return fail('bad field count')\n"
     "    end\n"
     "    at[e] = i\n"
     "    i = i + 1 + k\n"
     "  end\n"
-    "  if #args ~= i + 1 then\n"
+    "  if nargs ~= i + 1 then\n"
     "    return fail('wrong number of arguments')\n"
     "  end\n"
     "  local subject = args[i]\n"
@@ -109,8 +111,30 @@ const char eddy__store_lua[] =
     "  for k = 1, nkeys do\n"
     "    local t = redis.call('TYPE', keys[k])['ok']\n"
     "    if t ~= 'none' and t ~= WANT[k] then\n"
-    "      return redis.error_reply("
-    "'WRONGTYPE Operation against a key holding the wrong kind of value')\n"
+    "      return redis.error_reply(WRONGTYPE)\n"
+    "    end\n"
+    "  end\n"
+    "  if window then\n"
+    "    for e = 1, n do\n"
+    "      local t = redis.call('TYPE', keys[5 + e])['ok']\n"
+    "      if t ~= 'none' and t ~= 'string' then\n"
+    "        return redis.error_reply(WRONGTYPE)\n"
+    "      end\n"
+    "    end\n"
+    "    -- All published within the window: this append ran before; its reply again.\n"
+    "    local seen = 0\n"
+    "    for e = 1, n do\n"
+    "      seen = seen + redis.call('EXISTS', keys[5 + e])\n"
+    "    end\n"
+    "    if seen == n then\n"
+    "      local v = string.match(redis.call('GET', keys[5 + n]), '^%S+ (%d+)$')\n"
+    "      if v then\n"
+    "        return tonumber(v)\n"
+    "      end\n"
+    "    end\n"
+    "    if seen > 0 then\n"
+    "      return fail(string.format('%d of the %d events were already published to the '\n"
+    "        .. 'subject within publish_dedup_ms', seen, n))\n"
     "    end\n"
     "  end\n"
     "  local version = last_added(keys[1])\n"
@@ -153,7 +177,10 @@ const char eddy__store_lua[] =
     "    redis.call('XADD', keys[2], p .. '-0', unpack(fields))\n"
     "    redis.call('XADD', keys[1], v .. '-0', unpack(fields))\n"
     "    if nkeys == 5 then\n"
-    "      redis.call('XADD', keys[4], '*', unpack(fields))\n"
+    "      local id = redis.call('XADD', keys[4], '*', unpack(fields))\n"
+    "      if window then\n"
+    "        redis.call('SET', keys[5 + e], id .. ' ' .. v, 'PX', window)\n"
+    "      end\n"
     "    end\n"
     "  end\n"
     "  redis.call('SET', keys[3], string.format('%d', position))\n"
@@ -164,6 +191,63 @@ const char eddy__store_lua[] =
     "    redis.call('SADD', keys[5], subject)\n"
     "  end\n"
     "  return version\n"
+    "end\n"
+    "redis.register_function('" EDDY__STORE_APPEND_FN "', function(keys, args)\n"
+    "  return append(keys, #keys, args, #args, nil)\n"
+    "end)\n"
+    "-- The append with publish, deduplicated: eddy_append's 5 keys then one dedup key per\n"
+    "-- event; its arguments then the window in ms.\n"
+    "redis.register_function('" EDDY__STORE_APPEND_DEDUP_FN "', function(keys, args)\n"
+    "  local window = count(args[#args])\n"
+    "  if not window or window < 1 then\n"
+    "    return fail('bad dedup window')\n"
+    "  end\n"
+    "  local n = count(args[3])\n"
+    "  if not n or #keys ~= 5 + n then\n"
+    "    return fail('wrong number of keys')\n"
+    "  end\n"
+    "  return append(keys, 5, args, #args - 1, args[#args])\n"
+    "end)\n"
+    "-- Publish, deduplicated by event id: keys the subject's stream and the event's dedup key;\n"
+    "-- args the window in ms, the MAXLEN ~ bound (0: none), then the entry's fields. The reply\n"
+    "-- is the entry id, the first publish's when the id was published within the window.\n"
+    "local function pfail(why)\n"
+    "  return redis.error_reply('ERR eddy_publish: ' .. why)\n"
+    "end\n"
+    "local PWANT = {'stream', 'string'}\n"
+    "redis.register_function('" EDDY__PUBLISH_FN "', function(keys, args)\n"
+    "  if #keys ~= 2 then\n"
+    "    return pfail('wrong number of keys')\n"
+    "  end\n"
+    "  local window = count(args[1])\n"
+    "  if not window or window < 1 then\n"
+    "    return pfail('bad dedup window')\n"
+    "  end\n"
+    "  local maxlen = count(args[2])\n"
+    "  if not maxlen then\n"
+    "    return pfail('bad maxlen')\n"
+    "  end\n"
+    "  if #args < 4 or #args % 2 == 1 then\n"
+    "    return pfail('wrong number of arguments')\n"
+    "  end\n"
+    "  for k = 1, 2 do\n"
+    "    local t = redis.call('TYPE', keys[k])['ok']\n"
+    "    if t ~= 'none' and t ~= PWANT[k] then\n"
+    "      return redis.error_reply(WRONGTYPE)\n"
+    "    end\n"
+    "  end\n"
+    "  local first = redis.call('GET', keys[2])\n"
+    "  if first then\n"
+    "    return string.match(first, '^%S+')\n"
+    "  end\n"
+    "  local id\n"
+    "  if maxlen > 0 then\n"
+    "    id = redis.call('XADD', keys[1], 'MAXLEN', '~', args[2], '*', unpack(args, 3))\n"
+    "  else\n"
+    "    id = redis.call('XADD', keys[1], '*', unpack(args, 3))\n"
+    "  end\n"
+    "  redis.call('SET', keys[2], id, 'PX', args[1])\n"
+    "  return id\n"
     "end)\n";
 /* clang-format on */
 
@@ -256,6 +340,10 @@ eddy_status eddy__store_load_cmds(eddy__cmdlist *out) {
     return eddy__cmd_status(c);
 }
 
+bool eddy__store_is_load(const eddy__cmdlist *cmds, size_t i) {
+    return i < cmds->n && cmds->tags[i] == T_LOAD;
+}
+
 eddy_status eddy__store_load_result(const eddy__cmdlist *cmds, size_t first, redisReply **replies,
                                     size_t *next, eddy_error *err) {
     size_t i = first;
@@ -293,7 +381,7 @@ static eddy_status check_event(const eddy__store *st, const eddy_event *ev, size
     if (!ev)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "append: event %zu is NULL", i);
     eddy_error why = {0};
-    if (eddy_event_validate(ev, &why) != EDDY_OK)
+    if (eddy_event_validate(ev, &why) != EDDY_OK || eddy__event_check_trace(ev, &why) != EDDY_OK)
         return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "append: event %zu: %s", i, why.detail);
     if (2 * eddy_event_extension_count(ev) + 18 > EDDY__STORE_MAX_FIELDS)
         return eddy__fail(err, EDDY_ERR_TOO_LARGE,
@@ -326,6 +414,31 @@ static eddy_status add_event_fields(eddy__cmd *c, const eddy_event *ev) {
         st = eddy__cmd_status(c);
     }
     eddy__cmd_reset(&fields);
+    return st;
+}
+
+static int by_id(const void *a, const void *b) {
+    return strcmp(eddy_event_id(*(const eddy_event *const *)a),
+                  eddy_event_id(*(const eddy_event *const *)b));
+}
+
+/* With publish_dedup_ms an event id is the key of its publish, so an append publishing two
+ * events of one id would publish one: refused rather than half done. Sorted, so a long append
+ * costs n log n. */
+static eddy_status check_distinct_ids(const eddy_event *const *evs, size_t n, eddy_error *err) {
+    const eddy_event **sorted = malloc(n * sizeof(*sorted));
+    if (!sorted)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    memcpy(sorted, evs, n * sizeof(*sorted));
+    qsort(sorted, n, sizeof(*sorted), by_id);
+    eddy_status st = EDDY_OK;
+    for (size_t i = 1; st == EDDY_OK && i < n; i++)
+        if (by_id(&sorted[i - 1], &sorted[i]) == 0)
+            st = eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT,
+                            "append: two events share the id '%s'; with publish_dedup_ms they "
+                            "would be published once",
+                            eddy_event_id(sorted[i]));
+    free(sorted);
     return st;
 }
 
@@ -363,6 +476,9 @@ eddy_status eddy__store_append_prepare(const eddy__store *st, const char *stream
     for (size_t i = 0; i < n; i++)
         if ((rc = check_event(st, evs[i], i, subject != NULL, err)) != EDDY_OK)
             return rc;
+    bool dedup = subject && st->s->publish_dedup_ms;
+    if (dedup && (rc = check_distinct_ids(evs, n, err)) != EDDY_OK)
+        return rc;
 
     size_t before = out->n;
     eddy__cmd *c = eddy__cmdlist_add(out, T_APPEND, 0);
@@ -372,14 +488,22 @@ eddy_status eddy__store_append_prepare(const eddy__store *st, const char *stream
     rc = c && skey && (!subject || (subject_key && subjects_key)) ? EDDY_OK : EDDY_ERR_NOMEM;
     if (rc == EDDY_OK) {
         eddy__cmd_str(c, "FCALL");
-        eddy__cmd_str(c, EDDY__STORE_APPEND_FN);
-        eddy__cmd_str(c, subject ? "5" : "3");
+        eddy__cmd_str(c, dedup ? EDDY__STORE_APPEND_DEDUP_FN : EDDY__STORE_APPEND_FN);
+        eddy__cmd_fmt(c, "%zu", subject ? 5 + (dedup ? n : 0) : 3);
         eddy__cmd_str(c, skey);
         eddy__cmd_str(c, st->all_key);
         eddy__cmd_str(c, st->pos_key);
         if (subject) {
             eddy__cmd_str(c, subject_key);
             eddy__cmd_str(c, subjects_key);
+        }
+        for (size_t i = 0; dedup && rc == EDDY_OK && i < n; i++) {
+            char *key = eddy__key_pubid(st->s->ns, subject, eddy_event_id(evs[i]));
+            if (key)
+                eddy__cmd_str(c, key);
+            else
+                rc = EDDY_ERR_NOMEM;
+            free(key);
         }
         eddy__cmd_fmt(c, "%lld", opts->expected_version);
         eddy__cmd_str(c, stream_id);
@@ -390,6 +514,8 @@ eddy_status eddy__store_append_prepare(const eddy__store *st, const char *stream
         /* A bound past the function's range could never trim anything anyway. */
         long long maxlen = subject ? st->s->stream_maxlen : 0;
         eddy__cmd_fmt(c, "%lld", maxlen > EDDY__STORE_MAX_COUNT ? EDDY__STORE_MAX_COUNT : maxlen);
+        if (dedup)
+            eddy__cmd_fmt(c, "%u", st->s->publish_dedup_ms);
         if (rc == EDDY_OK)
             rc = eddy__cmdlist_status(out);
     }

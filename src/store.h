@@ -41,6 +41,10 @@
     "eddy_" EDDY__STR(EDDY_VERSION_MAJOR) "_" EDDY__STR(EDDY_VERSION_MINOR) "_" EDDY__STR(         \
         EDDY_VERSION_PATCH)
 #define EDDY__STORE_APPEND_FN EDDY__STORE_LIBRARY "_append"
+/* The append with publish when publish_dedup_ms is on, and the deduplicated publish
+ * (publisher.h). */
+#define EDDY__STORE_APPEND_DEDUP_FN EDDY__STORE_LIBRARY "_append_dedup"
+#define EDDY__PUBLISH_FN EDDY__STORE_LIBRARY "_publish"
 
 /* Entries per XRANGE when a whole stream is read. */
 #define EDDY__STORE_PAGE 256
@@ -67,6 +71,8 @@ eddy_status eddy__store_check_id(const char *id, const char *what, eddy_error *e
 
 /* Appends FUNCTION LOAD REPLACE of the library. */
 eddy_status eddy__store_load_cmds(eddy__cmdlist *out);
+/* Whether command i of cmds is one eddy__store_load_cmds appended. */
+bool eddy__store_is_load(const eddy__cmdlist *cmds, size_t i);
 /* Reads the replies of the commands eddy__store_load_cmds appended, starting at `first`;
  * *next (may be NULL) is the index after them. A server without functions (before Redis 7)
  * is EDDY_ERR_NOT_SUPPORTED. */

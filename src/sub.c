@@ -159,6 +159,8 @@ void eddy__stats_snapshot(const eddy__stats *st, eddy_consumer_stats *out) {
     out->held = atomic_load(&st->held);
     out->overlapping = atomic_load(&st->overlapping);
     out->delivered = atomic_load(&st->delivered);
+    out->recreated = atomic_load(&st->recreated);
+    out->lost_writes = atomic_load(&st->lost_writes);
 }
 
 void eddy_subscription_spec_init(eddy_subscription_spec *spec) {

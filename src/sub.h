@@ -12,7 +12,7 @@
 typedef struct eddy__stats {
     atomic_uint_fast64_t delivered, handled, failed, redelivered, dead_lettered, malformed;
     atomic_uint_fast64_t replied, refused, unaddressed, responder_failed, expired, held;
-    atomic_uint_fast64_t overlapping;
+    atomic_uint_fast64_t overlapping, recreated, lost_writes;
 } eddy__stats;
 
 typedef struct eddy__sub {

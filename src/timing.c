@@ -12,6 +12,10 @@ long long eddy__reply_timeout_ms(const eddy__settings *s, long long block_ms) {
     return (block_ms > 0 ? block_ms : 0) + s->connect_timeout_ms + 1000;
 }
 
+long long eddy__command_timeout_ms(const eddy__settings *s, long long block_ms) {
+    return (block_ms > 0 ? block_ms : 0) + (long long)s->command_timeout_ms;
+}
+
 long long eddy__mono_ms(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);

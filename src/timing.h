@@ -18,6 +18,10 @@ long long eddy__ready_timeout_ms(const eddy__settings *s);
  * none is. */
 long long eddy__reply_timeout_ms(const eddy__settings *s, long long block_ms);
 
+/* How long a call may wait for the replies of its commands (settings.command_timeout_ms), a
+ * blocking read of block_ms (>= 0; -1 for none) included: block_ms more. */
+long long eddy__command_timeout_ms(const eddy__settings *s, long long block_ms);
+
 /* Monotonic milliseconds. */
 long long eddy__mono_ms(void);
 

@@ -1,5 +1,5 @@
-/* Backend URL parsing: memory://[name], redis://[user:password@]host[:port][/db] and
- * unix:///path[?db=N], into an eddy__url the caller owns.
+/* Backend URL parsing: memory://[name], redis://[user:password@]host[:port][/db] (rediss://
+ * the same over TLS) and unix:///path[?db=N], into an eddy__url the caller owns.
  *
  * Invariants: on failure *out is all zero and nothing is allocated; no detail ever contains
  * the password. The second holds because details quote only pieces that cannot hold it (the
@@ -21,7 +21,7 @@
 #define DEFAULT_PORT 6379
 #define DB_MAX INT_MAX /* the server's `databases` setting decides: a bad index is its error */
 #define QUOTE_MAX 64
-#define SCHEMES "expected memory://, redis:// or unix://"
+#define SCHEMES "expected memory://, redis://, rediss:// or unix://"
 
 /* Largest socket path connect() takes, leaving room for the terminating NUL. */
 #define UNIX_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
@@ -131,7 +131,7 @@ static bool has_scheme(const char *text, const char *scheme, const char **rest) 
 }
 
 static bool is_known(const char *scheme, size_t len) {
-    static const char *const known[] = {"memory", "redis", "unix"};
+    static const char *const known[] = {"memory", "redis", "rediss", "unix"};
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
         if (strlen(known[i]) == len && strncasecmp(scheme, known[i], len) == 0)
             return true;
@@ -304,6 +304,9 @@ eddy_status eddy__url_parse(const char *text, eddy__url *out, eddy_error *err) {
         st = parse_memory(rest, out, err);
     } else if (has_scheme(text, "redis", &rest)) {
         st = parse_redis(rest, out, err);
+    } else if (has_scheme(text, "rediss", &rest)) {
+        st = parse_redis(rest, out, err);
+        out->tls = true;
     } else if (has_scheme(text, "unix", &rest)) {
         st = parse_unix(rest, out, err);
     } else {

@@ -1,8 +1,11 @@
-/* Backend URLs: memory://[name], redis://[user:password@]host[:port][/db], unix:///path[?db=N]
+/* Backend URLs: memory://[name], redis://[user:password@]host[:port][/db] (rediss://: the same
+ * over TLS), unix:///path[?db=N]
  * (also redis+unix:// is not accepted: one spelling each). Percent-escapes are not decoded
  * except %40 (@), %3A (:) and %25 (%) in user and password. */
 #ifndef EDDY_SRC_URL_H
 #define EDDY_SRC_URL_H
+
+#include <stdbool.h>
 
 #include "eddy/status.h"
 
@@ -17,6 +20,7 @@ typedef struct eddy__url {
     char *user;     /* NULL when absent */
     char *password; /* NULL when absent */
     int db;         /* default 0 */
+    bool tls;       /* rediss:// */
 } eddy__url;
 
 /* EDDY_ERR_INVALID_URL naming what is wrong; on success the caller frees with eddy__url_free. */

@@ -45,18 +45,29 @@ EDDY_EXPORT void eddy_bus_free(eddy_bus *bus);
 /** Publishes an event to a subject. Validates the event (EDDY_ERR_INVALID_EVENT), the subject
  * (EDDY_ERR_INVALID_SUBJECT) and the size (EDDY_ERR_TOO_LARGE) first. Works whether or not
  * the bus is started. On success and when entry_id is not NULL, copies the new entry id
- * (at most entry_id_size bytes including the NUL). Ownership: the event stays the caller's. */
+ * (at most entry_id_size bytes including the NUL). With settings.publish_dedup_ms, an event
+ * whose id was published to the subject within the window is not appended again: EDDY_OK with
+ * the first entry's id. So after EDDY_ERR_TIMEOUT (sent, outcome unknown) publishing the same
+ * event again is safe: it is stored once either way. Ownership: the event stays the caller's. */
 EDDY_EXPORT eddy_status eddy_bus_publish(eddy_bus *bus, const char *subject, const eddy_event *ev,
                                          char *entry_id, size_t entry_id_size, eddy_error *err);
 
 /** Publishes n events to one subject in one pipelined round trip. All are checked before
  * anything is sent; when sending fails part-way, *published (if not NULL) says how many
- * were accepted by the backend. */
+ * were accepted by the backend. With settings.publish_dedup_ms each event is deduplicated on
+ * its own, as by eddy_bus_publish (a second event of one id in the same batch included), and
+ * counts as published: the whole batch may be sent again after EDDY_ERR_TIMEOUT. */
 EDDY_EXPORT eddy_status eddy_bus_publish_batch(eddy_bus *bus, const char *subject,
                                                const eddy_event *const *evs, size_t n,
                                                size_t *published, eddy_error *err);
 
-/** Builds an event (source from settings: EDDY_ERR_INVALID_SPEC without one; a fresh random
+/** A new event for this bus to publish: a fresh UUIDv7 id, settings.source as its source
+ * (EDDY_ERR_INVALID_SPEC without one), the given type and the current time (eddy_event_create).
+ * Ownership: on EDDY_OK *out is the caller's (eddy_event_free). Thread: any. */
+EDDY_EXPORT eddy_status eddy_bus_new_event(eddy_bus *bus, const char *type, eddy_event **out,
+                                           eddy_error *err);
+
+/** Builds an event (source from settings: EDDY_ERR_INVALID_SPEC without one; a fresh UUIDv7
  * id; the given type) whose data is the value `pack` writes, and publishes it. */
 EDDY_EXPORT eddy_status eddy_bus_publish_value(eddy_bus *bus, const char *subject, const char *type,
                                                eddy_pack_fn pack, void *user, eddy_error *err);
@@ -126,6 +137,11 @@ EDDY_EXPORT eddy_status eddy_bus_retention_stats(eddy_bus *bus, eddy_retention_s
  * Ownership: the caller's, released with free(). NULL only for a NULL bus or out of memory.
  * Thread: any, including a handler. */
 EDDY_EXPORT char *eddy_bus_stats_json(eddy_bus *bus, eddy_error *err);
+
+/** The state of the bus's connections and their counters (see "connection state" in bus.h).
+ * EDDY_ERR_INVALID_ARGUMENT for a NULL argument. Thread: any, also from inside
+ * settings.on_connection. */
+EDDY_EXPORT eddy_status eddy_bus_connection_stats(eddy_bus *bus, eddy_connection_stats *out);
 
 #ifdef __cplusplus
 }

@@ -52,11 +52,54 @@ enum {
 /** The capabilities of the backend a URL names. Thread: any. */
 EDDY_EXPORT eddy_status eddy_backend_capabilities(const char *url, unsigned *caps, eddy_error *err);
 
+/* ---- connection state ---------------------------------------------------------------- *
+ *
+ * A bus (likewise a store or a dead-letter reader: each handle built from settings keeps its
+ * own) follows all its connections as one state, and tells settings.on_connection of each
+ * change once, however many connections notice it and however often they retry; each change
+ * is also logged once. */
+
+typedef enum eddy_connection_state {
+    EDDY_CONN_CONNECTING, /**< nothing learnt yet (only in eddy_connection_stats) */
+    EDDY_CONN_CONNECTED,  /**< the first connection came up */
+    /** A connection was lost (why: the reason), or the very first attempt failed; eddy keeps
+     * reconnecting with backoff. One outage is one change, whatever the number of connections. */
+    EDDY_CONN_DISCONNECTED,
+    EDDY_CONN_RECONNECTED, /**< a connection came up again after one of the others */
+    /** The server refused the credentials (WRONGPASS, NOAUTH, NOPERM; why->status is
+     * EDDY_ERR_AUTH). eddy keeps trying, every reconnect_max_ms (a password may be restored). */
+    EDDY_CONN_AUTH_FAILED,
+    /** The peer does not speak RESP: not a Redis server (why->status EDDY_ERR_PROTOCOL). Starting
+     * fails at once with EDDY_ERR_PROTOCOL; a running bus keeps trying. */
+    EDDY_CONN_NOT_REDIS
+} eddy_connection_state;
+
+/** Told of each change of the connection state. `why` is NULL for CONNECTED and RECONNECTED,
+ * else the failure that made the change (its status and detail, never a password).
+ * Thread: blocking front end, whichever of the bus's threads (or of the callers of its
+ * functions) saw the change, one call at a time and in the order of the changes; reactive
+ * front end, the loop's thread, possibly from inside a call made into the bus (such as
+ * eddy_rbus_start). Re-entrancy: it must not call the bus or its objects, except
+ * eddy_bus_connection_stats / eddy_rbus_connection_stats; hand the news to another thread (or
+ * a timer) to act on it. Ownership: why is borrowed for the call. */
+typedef void (*eddy_connection_fn)(eddy_connection_state state, const eddy_error *why, void *user);
+
+/** Connection counters of a bus (eddy_bus_connection_stats, eddy_rbus_connection_stats). */
+typedef struct eddy_connection_stats {
+    eddy_connection_state state; /**< the current state */
+    uint64_t connects;           /**< connections that came up (handshake done), all of the bus's */
+    uint64_t connect_failures;   /**< attempts that failed (connect, handshake, refused) */
+    uint64_t disconnects;        /**< connections lost after they came up (not closed by eddy) */
+    uint64_t disconnected_ms;    /**< time spent in a state other than (RE)CONNECTED, once
+                                      something was learnt, the current period included */
+} eddy_connection_stats;
+
 /* ---- settings ------------------------------------------------------------------------ */
 
 typedef struct eddy_settings {
     /** Backend: "memory://[name]", "redis://[user:password@]host[:port][/db]",
-     * "unix:///path[?db=N]". Default "memory://". */
+     * "rediss://..." (the same over TLS: see tls_* below), "unix:///path[?db=N]". Default
+     * "memory://". */
     const char *url;
     /** Namespace: every key of this bus is "{ns}:...". Default "eddy". */
     const char *ns;
@@ -137,6 +180,40 @@ typedef struct eddy_settings {
      * longer than this and belongs to no live bus (no lease in the registry). A consumer with
      * pending entries is never removed. Default 86400000 (a day); 0 never removes one. */
     unsigned consumer_idle_ms;
+    /** How long a call that waits on the backend and has no deadline of its own (publish,
+     * publish_batch, store appends and reads, checkpoints, start) may wait for its replies; a
+     * blocking read may take block_ms more. Past it the call returns EDDY_ERR_IO when its
+     * commands were not all written (the server did not run them) or EDDY_ERR_TIMEOUT when
+     * they were (sent, outcome unknown), and the connection is closed and made again. Requests
+     * keep their own deadline. Default 5000. */
+    unsigned command_timeout_ms;
+    /** TLS, for rediss:// URLs (names as redis-cli's options). The server certificate is
+     * verified, host name included (tls_sni, or the URL's host), against tls_cacert and/or
+     * tls_cacertdir, or the system store when both are NULL. tls_cert and tls_key: a client
+     * certificate and its key (PEM files) for servers that ask for one (tls-auth-clients).
+     * tls_insecure: skip verification (tests only). Strings are copied; NULL is none. A
+     * refused handshake or certificate is EDDY_ERR_TLS with OpenSSL's reason. */
+    const char *tls_cacert;
+    const char *tls_cacertdir;
+    const char *tls_cert;
+    const char *tls_key;
+    const char *tls_sni;
+    bool tls_insecure;
+
+    /** Told of each connection state change (see "connection state" above). Default none. */
+    eddy_connection_fn on_connection;
+    void *on_connection_user;
+    /** Idempotent publish: 0, the default, is off. Otherwise the event id is the key of a
+     * publish for this many ms: publishing an event whose id was already published to the same
+     * subject within the window appends nothing and succeeds with the first entry's id
+     * (eddy_bus_publish's entry_id), decided atomically by the server (one Redis function per
+     * event; the memory engine the same). With it on, publishing again after EDDY_ERR_TIMEOUT
+     * (sent, outcome unknown) or EDDY_ERR_IO is safe, as long as it happens within the window.
+     * It holds for publish, publish_batch (each event on its own, duplicates inside one batch
+     * included) and the event store's append with publish; requests are never deduplicated.
+     * Each published id keeps a small key for the window. 1000 to 86400000 (a day): a shorter
+     * window would not cover a retry after a timeout. Redis 7 (functions) is needed. */
+    unsigned publish_dedup_ms;
 } eddy_settings;
 
 /** Fills every field with its default. Thread: any. */
@@ -164,7 +241,9 @@ EDDY_EXPORT eddy_status eddy_delivery_decode_value(const eddy_delivery *d, eddy_
 /** Finishes a delivery whose handler returned EDDY_PENDING: EDDY_OK acknowledges it,
  * EDDY_ERR_UNAVAILABLE hands it back (see eddy_handler_fn), any other status counts as a
  * failure (AtLeastOnce: it stays pending and comes back). Call it
- * exactly once; the delivery is invalid afterwards.
+ * exactly once; the delivery is invalid afterwards. A second call soon after (or a call on a
+ * delivery whose handler returned a result) is caught: logged as an error and ignored; later,
+ * the delivery's memory may be gone or serve another delivery.
  * Thread: blocking front end, any thread; reactive front end, the loop's thread. */
 EDDY_EXPORT void eddy_delivery_finish(eddy_delivery *d, eddy_status st);
 
@@ -177,6 +256,14 @@ EDDY_EXPORT int eddy_delivery_is_request(const eddy_delivery *d);
  * with an error (the responder failed), exactly once.
  * Thread: blocking front end, any thread; reactive front end, the loop's thread. */
 EDDY_EXPORT void eddy_delivery_reply(eddy_delivery *d, eddy_event *reply);
+
+/** Builds a reply to the delivery's event: a fresh UUIDv7 id, the bus's settings.source
+ * (EDDY_ERR_INVALID_SPEC without one), the given type, the current time and the request's trace
+ * context (traceparent and tracestate, when well-formed). Add data and return it from the
+ * responder, or pass it to eddy_delivery_reply. Ownership: on EDDY_OK *out is the caller's until
+ * handed to the bus. Thread: whichever may use the delivery. */
+EDDY_EXPORT eddy_status eddy_delivery_new_reply(const eddy_delivery *d, const char *type,
+                                                eddy_event **out, eddy_error *err);
 
 /** A stored event's metadata (see store.h). stream_id is borrowed: for the duration of the
  * callback that received it, or as long as the delivery it came from. */
@@ -207,12 +294,13 @@ EDDY_EXPORT int eddy_delivery_stored_meta(const eddy_delivery *d, eddy_event_met
 typedef eddy_status (*eddy_handler_fn)(eddy_delivery *d, void *user);
 
 /** A responder: the event it returns is the reply. On EDDY_OK, *reply must be set; the bus
- * owns it afterwards. A refusal is a reply (say so in its data). Any error status means the
- * responder failed: the bus sends a failure reply (the caller gets EDDY_ERR_RESPONDER_FAILED
- * at once) and the failure is logged and counted here; nothing of it reaches the caller.
- * EDDY_PENDING: answer later with eddy_delivery_reply.
- * A responder also runs for a plain publish on its subject; its reply is then discarded and
- * counted Unaddressed. Thread: as for handlers. */
+ * owns it afterwards. A reply without a traceparent gets the request's trace context (see
+ * EDDY_TRACEPARENT); eddy_delivery_new_reply builds one with it. A refusal is a reply (say so in
+ * its data). Any error status means the responder failed: the bus sends a failure reply (the caller
+ * gets EDDY_ERR_RESPONDER_FAILED at once) and the failure is logged and counted here; nothing of it
+ * reaches the caller. EDDY_PENDING: answer later with eddy_delivery_reply. A responder also runs
+ * for a plain publish on its subject; its reply is then discarded and counted Unaddressed. Thread:
+ * as for handlers. */
 typedef eddy_status (*eddy_responder_fn)(eddy_delivery *d, eddy_event **reply, void *user);
 
 /* ---- subscriptions ------------------------------------------------------------------- */
@@ -326,6 +414,18 @@ typedef struct eddy_consumer_stats {
      * Both are accepted, as the rules allow; each such pair is logged once as a warning, naming
      * both groups, and counted here once. */
     uint64_t overlapping;
+    /** Groups created again because the server lost them under the subscription (FLUSHALL, a
+     * deleted stream, a restart without its data): each is logged once, naming subject and
+     * group, and read again from the stream's start. */
+    uint64_t recreated;
+    /** Writes the server lost that this subscription had read, found when it created a group
+     * again (after a reconnect, or after the group was lost): per stream, the entries it read
+     * live since its previous look at the stream, plus the stream's entries-added then (0
+     * before the first look), minus the stream's entries-added now (XINFO STREAM), when that
+     * is positive. Each such finding, and one where only the stream's last-generated-id is
+     * below an id this subscription saw, is logged once as "the server is behind". Entries
+     * other consumers of a competing group read are not seen here: a lower bound then. */
+    uint64_t lost_writes;
 } eddy_consumer_stats;
 
 /* ---- requests ------------------------------------------------------------------------ */

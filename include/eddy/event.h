@@ -73,6 +73,51 @@ EDDY_EXPORT eddy_status eddy_event_set_data(eddy_event *ev, const void *data, si
 /** Data owned by the event, and its length; NULL with *len 0 when there is none. */
 EDDY_EXPORT const void *eddy_event_data(const eddy_event *ev, size_t *len);
 
+/* ---- builders -------------------------------------------------------------------------- */
+
+/** Size of a UUID's text with its NUL. */
+#define EDDY_UUID_SIZE 37
+
+/** Writes a fresh UUIDv7 (RFC 9562: the Unix time in ms, then random bits) as 36 lowercase
+ * characters with hyphens and a NUL. Ids written later by one process sort after earlier ones,
+ * within the same millisecond too (a counter in the random part). Thread: any. */
+EDDY_EXPORT void eddy_uuid7(char out[EDDY_UUID_SIZE]);
+
+/** A new event with a fresh UUIDv7 id (eddy_uuid7), the given source and type, and the
+ * current time. EDDY_ERR_INVALID_ARGUMENT when source or type is NULL, EDDY_ERR_INVALID_EVENT
+ * when source is not a URI reference or type is empty. Ownership: on EDDY_OK *out is the
+ * caller's (eddy_event_free); the strings are copied. Thread: any. The buses' own builders
+ * (eddy_bus_new_event, eddy_rbus_new_event) take the source from their settings. */
+EDDY_EXPORT eddy_status eddy_event_create(const char *source, const char *type, eddy_event **out,
+                                          eddy_error *err);
+
+/* ---- W3C trace context ----------------------------------------------------------------- */
+
+/** The Distributed Tracing extension's attributes: a W3C traceparent
+ * ("00-<32 hex trace-id>-<16 hex parent-id>-<2 hex flags>", lowercase, ids not all zero) and
+ * its tracestate (up to 32 "key=value" members, 512 characters). eddy_event_set_extension
+ * refuses a malformed value of either with EDDY_ERR_INVALID_EVENT saying what is wrong, and
+ * publish and append refuse an event carrying one; an event read from a stream keeps what its
+ * producer wrote (a receiver ignores a bad context rather than refusing the message). */
+#define EDDY_TRACEPARENT "traceparent"
+#define EDDY_TRACESTATE "tracestate"
+
+/** Checks a traceparent value: EDDY_OK, or EDDY_ERR_INVALID_EVENT naming the field at fault
+ * (EDDY_ERR_INVALID_ARGUMENT for NULL). A version above 00 (never ff) may carry more fields
+ * after the four, as the specification allows. Thread: any. */
+EDDY_EXPORT eddy_status eddy_traceparent_check(const char *value, eddy_error *err);
+/** Checks a tracestate value in the same way. */
+EDDY_EXPORT eddy_status eddy_tracestate_check(const char *value, eddy_error *err);
+
+/** Puts dst in src's trace: src's traceparent, and its tracestate when that is valid, replace
+ * dst's (dst's tracestate goes when src has none). Nothing changes when src carries no
+ * traceparent (EDDY_OK) or a malformed one (EDDY_ERR_INVALID_EVENT), or on EDDY_ERR_NOMEM.
+ * For a handler that publishes on behalf of the event it handles:
+ * eddy_event_continue_trace(out, eddy_delivery_event(d), &err). A responder's reply gets its
+ * request's context without this (see eddy_responder_fn). Thread: dst is being changed. */
+EDDY_EXPORT eddy_status eddy_event_continue_trace(eddy_event *dst, const eddy_event *src,
+                                                  eddy_error *err);
+
 /** Checks the whole event against CloudEvents v1.0: required attributes present and
  * non-empty, time in RFC 3339, datacontenttype of the form type/subtype, dataschema an
  * absolute URI, source a URI reference. EDDY_ERR_INVALID_EVENT with the attribute's name

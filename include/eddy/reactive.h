@@ -96,9 +96,17 @@ EDDY_EXPORT void eddy_rbus_stop(eddy_rbus *bus);
 EDDY_EXPORT void eddy_rbus_free(eddy_rbus *bus);
 
 /** Publishes an event (checked first, as in eddy_bus_publish). `done` (may be NULL) runs once
- * with the outcome. The event is copied before the call returns. */
+ * with the outcome. The event is copied before the call returns. With
+ * settings.publish_dedup_ms, a repeat of an id within the window completes with EDDY_OK and the
+ * first entry's id, as in eddy_bus_publish: publishing again after EDDY_ERR_TIMEOUT or
+ * EDDY_ERR_IO is safe. */
 EDDY_EXPORT eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_event *ev,
                                           eddy_publish_fn done, void *user, eddy_error *err);
+
+/** A new event for this bus to publish, as eddy_bus_new_event builds it. Thread: any (it
+ * only reads the bus's settings). */
+EDDY_EXPORT eddy_status eddy_rbus_new_event(eddy_rbus *bus, const char *type, eddy_event **out,
+                                            eddy_error *err);
 
 /** Builds the event as eddy_bus_publish_value does and publishes it. */
 EDDY_EXPORT eddy_status eddy_rbus_publish_value(eddy_rbus *bus, const char *subject,
@@ -175,6 +183,11 @@ EDDY_EXPORT eddy_status eddy_rbus_retention_stats(eddy_rbus *bus, eddy_retention
  * Ownership: the caller's, released with free(). NULL only for a NULL bus or out of memory.
  * Thread: the loop's. */
 EDDY_EXPORT char *eddy_rbus_stats_json(eddy_rbus *bus, eddy_error *err);
+
+/** The state of the bus's connections and their counters (see "connection state" in bus.h).
+ * EDDY_ERR_INVALID_ARGUMENT for a NULL argument. Thread: any, also from inside
+ * settings.on_connection. */
+EDDY_EXPORT eddy_status eddy_rbus_connection_stats(eddy_rbus *bus, eddy_connection_stats *out);
 
 #ifdef __cplusplus
 }

@@ -39,7 +39,13 @@ typedef struct eddy_append_opts {
     /** EDDY_ANY_VERSION, EDDY_NO_STREAM, or the version the stream must be at. */
     long long expected_version;
     /** When not NULL, the events are also published to this subject in the same atomic
-     * step (a bus subscribed to it receives them as published events). */
+     * step (a bus subscribed to it receives them as published events). With
+     * settings.publish_dedup_ms the append is deduplicated as a whole by its events' ids: when
+     * all of them were published to the subject within the window it is a repeat, writes
+     * nothing and succeeds with the version the first append gave (whatever expected_version
+     * says), so an append sent again after EDDY_ERR_TIMEOUT is stored once; when only some
+     * were, it is refused (EDDY_ERR_BACKEND, nothing written); two events of one id are
+     * refused before sending (EDDY_ERR_INVALID_ARGUMENT). */
     const char *publish_subject;
 } eddy_append_opts;
 

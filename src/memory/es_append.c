@@ -25,10 +25,8 @@ static void fail(eddy__mctx *c, const char *why) {
     eddy__mctx_errorf(c, "ERR eddy_append: %s", why);
 }
 
-/* The Lua's count(): 1-15 decimal digits. `i` is a 0-based argument index; a missing
- * argument is Lua's nil. */
-static bool count(int nargs, const char *const *args, const size_t *alen, long long i,
-                  unsigned long long *out) {
+bool eddy__mfn_count(int nargs, const char *const *args, const size_t *alen, long long i,
+                     unsigned long long *out) {
     if (i < 0 || i >= nargs || alen[i] == 0 || alen[i] > 15)
         return false;
     unsigned long long v = 0;
@@ -96,6 +94,16 @@ static void undo_append(const undo *u) {
 
 enum { K_STREAM, K_ALL, K_POS, K_SUBJECT, K_SUBJECTS, NKEYS };
 
+/* The deduplicated append's extra: the window and one dedup key per event. */
+typedef struct dedup {
+    unsigned long long window;
+    const char *const *keys;
+    const size_t *klen;
+} dedup;
+
+/* Room for "<ms>-<seq> <version>". */
+#define DEDUP_VALUE_MAX 64
+
 typedef struct run {
     eddy__mctx *c;
     int nkeys;
@@ -106,6 +114,11 @@ typedef struct run {
     const char **fv;
     size_t *fvlen;
     char *counter;
+    /* with dedup: the events' dedup keys, created (with their expiry) before any append, and
+     * their values, written once the entry ids are known */
+    eddy__mobj **dobj;
+    char **dval;
+    size_t ndedup;
 } run;
 
 /* Undoes every write and frees what the run allocated. */
@@ -115,6 +128,8 @@ static void rollback(run *r) {
     for (int k = 0; k < r->nkeys; k++)
         if (r->created[k])
             eddy__mkey_delete(r->c, r->obj[k]);
+    for (size_t i = r->ndedup; i > 0; i--) /* their values go in run_free */
+        eddy__mkey_delete(r->c, r->dobj[i - 1]);
 }
 
 static void run_free(run *r) {
@@ -122,6 +137,70 @@ static void run_free(run *r) {
     eddy__mem_free(r->fv);
     eddy__mem_free(r->fvlen);
     eddy__mem_free(r->counter);
+    for (size_t i = 0; r->dval && i < r->ndedup; i++)
+        eddy__mem_free(r->dval[i]);
+    eddy__mem_free(r->dval);
+    eddy__mem_free(r->dobj);
+}
+
+/* The Lua's check of the dedup keys: true (and replied) when the append is settled here, as a
+ * repeat of one that ran within the window, or refused because only some of its events were
+ * published within it. */
+static bool dedup_settled(eddy__mctx *c, const dedup *dd, unsigned long long n) {
+    unsigned long long seen = 0;
+    eddy__mobj *last = NULL;
+    for (unsigned long long e = 0; e < n; e++) {
+        eddy__mobj *o = eddy__mkey_find(c, dd->keys[e], dd->klen[e]);
+        if (o && o->type != EDDY__MT_STRING) {
+            eddy__mctx_err_wrongtype(c);
+            return true;
+        }
+        seen += o != NULL;
+        last = o;
+    }
+    if (seen == n) {
+        /* "<entry id> <version>": the version the first append replied */
+        const char *v = last->v.str.ptr, *end = v + last->v.str.len;
+        const char *sp = memchr(v, ' ', last->v.str.len);
+        unsigned long long version = 0;
+        bool ok = sp && sp > v && end - sp > 1 && end - sp <= 19;
+        for (const char *d = sp ? sp + 1 : end; ok && d < end; d++)
+            ok = *d >= '0' && *d <= '9' && ((version = version * 10 + (unsigned)(*d - '0')), true);
+        if (ok) {
+            eddy__mresp_int(c->out, (long long)version);
+            return true;
+        }
+    }
+    if (seen > 0) {
+        eddy__mctx_errorf(c,
+                          "ERR eddy_append: %llu of the %llu events were already published to the "
+                          "subject within publish_dedup_ms",
+                          seen, n);
+        return true;
+    }
+    return false;
+}
+
+/* Creates the dedup keys, expiring after the window, with room for their values. */
+static bool dedup_prepare(run *r, const dedup *dd, unsigned long long n) {
+    eddy__mctx *c = r->c;
+    r->dobj = eddy__mem_calloc((size_t)n, sizeof(*r->dobj));
+    r->dval = eddy__mem_calloc((size_t)n, sizeof(*r->dval));
+    if (!r->dobj || !r->dval)
+        return false;
+    for (unsigned long long e = 0; e < n; e++) {
+        char *v = eddy__mem_malloc(DEDUP_VALUE_MAX);
+        eddy__mobj *o = v ? eddy__mkey_add(c, dd->keys[e], dd->klen[e], EDDY__MT_STRING) : NULL;
+        if (!o) {
+            eddy__mem_free(v);
+            return false;
+        }
+        r->dobj[r->ndedup] = o;
+        r->dval[r->ndedup++] = v;
+        if (eddy__mkey_set_expire(c->eng, o, c->now_ms + (long long)dd->window) != 0)
+            return false;
+    }
+    return true;
 }
 
 static bool append(run *r, eddy__mstream *s, eddy__mid id, size_t nfv) {
@@ -146,8 +225,8 @@ static bool auto_id(eddy__mctx *c, const eddy__mstream *s, eddy__mid *id) {
     return eddy__mid_incr(id);
 }
 
-void eddy__mfn_eddy_append(eddy__mctx *c, int nkeys, const char *const *keys, const size_t *klen,
-                           int nargs, const char *const *args, const size_t *alen) {
+static void append_fn(eddy__mctx *c, int nkeys, const char *const *keys, const size_t *klen,
+                      int nargs, const char *const *args, const size_t *alen, const dedup *dd) {
     /* ---- checks, in the Lua's order ---- */
     if (nkeys != 3 && nkeys != 5) {
         fail(c, "wrong number of keys");
@@ -161,7 +240,7 @@ void eddy__mfn_eddy_append(eddy__mctx *c, int nkeys, const char *const *keys, co
             }
     unsigned long long expected = 0;
     bool any = nargs >= 1 && alen[0] == 2 && memcmp(args[0], "-1", 2) == 0;
-    if (!any && !count(nargs, args, alen, 0, &expected)) {
+    if (!any && !eddy__mfn_count(nargs, args, alen, 0, &expected)) {
         fail(c, "bad expected version");
         return;
     }
@@ -170,7 +249,7 @@ void eddy__mfn_eddy_append(eddy__mctx *c, int nkeys, const char *const *keys, co
         return;
     }
     unsigned long long n;
-    if (!count(nargs, args, alen, 2, &n) || n < 1) {
+    if (!eddy__mfn_count(nargs, args, alen, 2, &n) || n < 1) {
         fail(c, "bad event count");
         return;
     }
@@ -178,7 +257,7 @@ void eddy__mfn_eddy_append(eddy__mctx *c, int nkeys, const char *const *keys, co
     size_t kmax = 0;
     for (unsigned long long e = 0; e < n; e++) {
         unsigned long long k;
-        if (!count(nargs, args, alen, i, &k) || k < 2 || k % 2 == 1 || k > MAX_FIELDS ||
+        if (!eddy__mfn_count(nargs, args, alen, i, &k) || k < 2 || k % 2 == 1 || k > MAX_FIELDS ||
             (i + 1) + (long long)k > nargs - 2) {
             fail(c, "bad field count");
             return;
@@ -198,7 +277,7 @@ void eddy__mfn_eddy_append(eddy__mctx *c, int nkeys, const char *const *keys, co
         return;
     }
     unsigned long long maxlen;
-    if (!count(nargs, args, alen, i + 1, &maxlen)) {
+    if (!eddy__mfn_count(nargs, args, alen, i + 1, &maxlen)) {
         fail(c, "bad maxlen");
         return;
     }
@@ -212,6 +291,8 @@ void eddy__mfn_eddy_append(eddy__mctx *c, int nkeys, const char *const *keys, co
             return;
         }
     }
+    if (dd && dedup_settled(c, dd, n))
+        return;
     unsigned long long version = r.obj[K_STREAM] ? r.obj[K_STREAM]->v.stream->last_id.ms : 0;
     unsigned long long position = r.obj[K_ALL] ? r.obj[K_ALL]->v.stream->last_id.ms : 0;
     if (version > MAX_COUNT || position > MAX_COUNT) {
@@ -222,7 +303,7 @@ void eddy__mfn_eddy_append(eddy__mctx *c, int nkeys, const char *const *keys, co
         const char *v = r.obj[K_POS]->v.str.ptr;
         size_t vlen = r.obj[K_POS]->v.str.len;
         unsigned long long counter;
-        if (!count(1, &v, &vlen, 0, &counter)) {
+        if (!eddy__mfn_count(1, &v, &vlen, 0, &counter)) {
             fail(c, "position counter is not a count");
             return;
         }
@@ -246,7 +327,7 @@ void eddy__mfn_eddy_append(eddy__mctx *c, int nkeys, const char *const *keys, co
     r.undo = eddy__mem_malloc(sizeof(*r.undo) * (size_t)n * (nkeys == 5 ? 3 : 2));
     r.fv = eddy__mem_malloc(sizeof(*r.fv) * (kmax + 6));
     r.fvlen = eddy__mem_malloc(sizeof(*r.fvlen) * (kmax + 6));
-    bool ok = r.counter && r.undo && r.fv && r.fvlen;
+    bool ok = r.counter && r.undo && r.fv && r.fvlen && (!dd || dedup_prepare(&r, dd, n));
     for (int k = 0; ok && k < nkeys; k++) {
         if (r.obj[k])
             continue;
@@ -257,7 +338,7 @@ void eddy__mfn_eddy_append(eddy__mctx *c, int nkeys, const char *const *keys, co
     long long at = 3;
     for (unsigned long long e = 0; ok && e < n; e++) {
         unsigned long long kk = 0;
-        count(nargs, args, alen, at, &kk); /* checked above */
+        eddy__mfn_count(nargs, args, alen, at, &kk); /* checked above */
         size_t k = (size_t)kk;
         memcpy(r.fv, &args[at + 1], k * sizeof(*r.fv));
         memcpy(r.fvlen, &alen[at + 1], k * sizeof(*r.fvlen));
@@ -280,6 +361,9 @@ void eddy__mfn_eddy_append(eddy__mctx *c, int nkeys, const char *const *keys, co
                 return;
             }
             ok = append(&r, subject_stream, id, k + 6);
+            if (ok && dd)
+                snprintf(r.dval[e], DEDUP_VALUE_MAX, "%llu-%llu %llu", (unsigned long long)id.ms,
+                         (unsigned long long)id.seq, v);
         }
         at += 1 + (long long)k;
     }
@@ -307,7 +391,35 @@ void eddy__mfn_eddy_append(eddy__mctx *c, int nkeys, const char *const *keys, co
     pos->v.str.len = (size_t)counter_len;
     r.counter = NULL;
     eddy__mkey_set_expire(c->eng, pos, -1); /* SET drops a TTL; removing one never fails */
+    for (size_t e = 0; e < r.ndedup; e++) {
+        eddy__mobj *o = r.dobj[e];
+        eddy__mem_free(o->v.str.ptr);
+        o->v.str.ptr = r.dval[e];
+        o->v.str.len = strlen(r.dval[e]);
+        r.dval[e] = NULL;
+    }
     c->dirty = true;
     eddy__mresp_int(c->out, (long long)(version + n));
     run_free(&r);
+}
+
+void eddy__mfn_eddy_append(eddy__mctx *c, int nkeys, const char *const *keys, const size_t *klen,
+                           int nargs, const char *const *args, const size_t *alen) {
+    append_fn(c, nkeys, keys, klen, nargs, args, alen, NULL);
+}
+
+void eddy__mfn_eddy_append_dedup(eddy__mctx *c, int nkeys, const char *const *keys,
+                                 const size_t *klen, int nargs, const char *const *args,
+                                 const size_t *alen) {
+    dedup dd = {0, keys + 5, klen + 5};
+    if (!eddy__mfn_count(nargs, args, alen, nargs - 1, &dd.window) || dd.window < 1) {
+        fail(c, "bad dedup window");
+        return;
+    }
+    unsigned long long n;
+    if (!eddy__mfn_count(nargs, args, alen, 2, &n) || (unsigned long long)nkeys != 5 + n) {
+        fail(c, "wrong number of keys");
+        return;
+    }
+    append_fn(c, 5, keys, klen, nargs - 1, args, alen, &dd);
 }

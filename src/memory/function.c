@@ -24,6 +24,8 @@ typedef struct native {
 
 static const native natives[] = {
     {EDDY__STORE_LIBRARY, EDDY__STORE_APPEND_FN, eddy__mfn_eddy_append},
+    {EDDY__STORE_LIBRARY, EDDY__STORE_APPEND_DEDUP_FN, eddy__mfn_eddy_append_dedup},
+    {EDDY__STORE_LIBRARY, EDDY__PUBLISH_FN, eddy__mfn_eddy_publish},
 };
 
 void eddy__mfunctions_free(eddy__mem_engine *e) {

@@ -21,8 +21,20 @@ typedef void (*eddy__mnative_fn)(eddy__mctx *c, int nkeys, const char *const *ke
                                  const size_t *klen, int nargs, const char *const *args,
                                  const size_t *alen);
 
-/* es_append.c: the "eddy" library's eddy_append (src/store.c holds the Lua). */
+/* es_append.c: the "eddy" library's eddy_append, and its deduplicated form for
+ * publish_dedup_ms (src/store.c holds the Lua). */
 void eddy__mfn_eddy_append(eddy__mctx *c, int nkeys, const char *const *keys, const size_t *klen,
                            int nargs, const char *const *args, const size_t *alen);
+void eddy__mfn_eddy_append_dedup(eddy__mctx *c, int nkeys, const char *const *keys,
+                                 const size_t *klen, int nargs, const char *const *args,
+                                 const size_t *alen);
+/* pub_dedup.c: the library's deduplicating publish. */
+void eddy__mfn_eddy_publish(eddy__mctx *c, int nkeys, const char *const *keys, const size_t *klen,
+                            int nargs, const char *const *args, const size_t *alen);
+
+/* The Lua's count(): 1-15 decimal digits. `i` is a 0-based argument index; a missing argument
+ * (i outside [0, nargs)) is Lua's nil. */
+bool eddy__mfn_count(int nargs, const char *const *args, const size_t *alen, long long i,
+                     unsigned long long *out);
 
 #endif

@@ -832,7 +832,8 @@ Test(reactive, handshake_with_password_and_db, .timeout = 60, .fini = kill_priva
     freeReplyObject(len);
     redisFree(rc);
     eddy_rbus_free(b);
-    /* A wrong password: publishing and starting fail, with the server's word in the detail. */
+    /* A wrong password: publishing and starting fail (EDDY_ERR_AUTH), with the server's word in
+     * the detail. */
     snprintf(t.url, sizeof(t.url), "redis://:wrong@127.0.0.1:%d", srv.port);
     t.s.connect_timeout_ms = 200;
     t.s.reconnect_max_ms = 50;
@@ -840,11 +841,11 @@ Test(reactive, handshake_with_password_and_db, .timeout = 60, .fini = kill_priva
     pubrec p = {0};
     publish(b, "auth.x", "refused", &p);
     cr_assert(run_until_count(&t, &p.calls, 1, 10000));
-    cr_expect_eq(p.st, EDDY_ERR_BACKEND);
+    cr_expect_eq(p.st, EDDY_ERR_AUTH);
     readyrec r = {0};
     cr_assert_eq(eddy_rbus_start(b, on_ready, &r, NULL), EDDY_OK);
     cr_assert(run_until_count(&t, &r.calls, 1, 10000));
-    cr_expect_eq(r.st, EDDY_ERR_IO);
+    cr_expect_eq(r.st, EDDY_ERR_AUTH, "refused credentials fail the start at once");
     cr_expect(strstr(r.detail, "handshake"), "%s", r.detail);
     cr_expect_null(strstr(r.detail, "wrong"), "the password leaked: %s", r.detail);
     eddy_rbus_free(b);

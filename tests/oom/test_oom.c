@@ -469,6 +469,37 @@ static void filters_scenario(long n, bool *clean) {
 
 Test(oom, filters, .timeout = 600) { sweep("filters", filters_scenario); }
 
+/* ---- conveniences: the event builder and carrying a trace context ------------------------ */
+
+#define OOM_TP "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+
+static void trace_scenario(long n, bool *clean) {
+    eddy_event *src = make_event("src", "t"), *dst = make_event("dst", "t");
+    cr_assert_eq(eddy_event_set_extension(src, "traceparent", OOM_TP, NULL), EDDY_OK);
+    cr_assert_eq(eddy_event_set_extension(src, "tracestate", "rojo=1", NULL), EDDY_OK);
+    cr_assert_eq(eddy_event_set_extension(dst, "tracestate", "old=1", NULL), EDDY_OK);
+    eddy_event *built = NULL;
+    arm(n);
+    eddy_status made = eddy_event_create("/tests", "t", &built, NULL);
+    eddy_status carried = eddy_event_continue_trace(dst, src, NULL);
+    *clean = !disarm();
+    cr_expect(made == EDDY_OK ? built != NULL : made == EDDY_ERR_NOMEM && !built, "create: %s",
+              eddy_status_name(made));
+    /* All of the context or none of it. */
+    const char *tp = eddy_event_extension(dst, "traceparent");
+    const char *ts = eddy_event_extension(dst, "tracestate");
+    if (carried == EDDY_OK)
+        cr_expect(tp && strcmp(tp, OOM_TP) == 0 && ts && strcmp(ts, "rojo=1") == 0);
+    else
+        cr_expect(carried == EDDY_ERR_NOMEM && !tp && ts && strcmp(ts, "old=1") == 0, "n %ld: %s",
+                  n, eddy_status_name(carried));
+    eddy_event_free(built);
+    eddy_event_free(src);
+    eddy_event_free(dst);
+}
+
+Test(oom, conveniences, .timeout = 600) { sweep("conveniences", trace_scenario); }
+
 /* ---- (j) decoding entries: one block per event, views and their fallback copies ------------ */
 
 static void decode_scenario(long n, bool *clean) {

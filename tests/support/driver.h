@@ -41,6 +41,9 @@ typedef struct driver {
     /* Runs fn(arg) where handlers run their deliveries' finish (reactive: on the loop thread,
      * waited for; blocking: right here), e.g. to finish a delivery held with EDDY_PENDING. */
     void (*run)(tbus *b, void (*fn)(void *arg), void *arg);
+    /* publish, copying the entry id the front end gives back into id. */
+    eddy_status (*publish_id)(tbus *b, const char *subject, const eddy_event *ev, char *id,
+                              size_t id_size, eddy_error *err);
 } driver;
 
 extern const driver blocking_driver;

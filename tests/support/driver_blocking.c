@@ -15,6 +15,10 @@ static void b_free(tbus *b) { eddy_bus_free((eddy_bus *)b); }
 static eddy_status b_publish(tbus *b, const char *subject, const eddy_event *ev, eddy_error *err) {
     return eddy_bus_publish((eddy_bus *)b, subject, ev, NULL, 0, err);
 }
+static eddy_status b_publish_id(tbus *b, const char *subject, const eddy_event *ev, char *id,
+                                size_t id_size, eddy_error *err) {
+    return eddy_bus_publish((eddy_bus *)b, subject, ev, id, id_size, err);
+}
 static eddy_status b_stats(tbus *b, const char *name, eddy_consumer_stats *out) {
     return eddy_bus_consumer_stats((eddy_bus *)b, name, out);
 }
@@ -46,6 +50,7 @@ static void b_run(tbus *b, void (*fn)(void *arg), void *arg) {
     fn(arg);
 }
 
-const driver blocking_driver = {"blocking",      b_new,     b_subscribe, b_start,   b_stop,
-                                b_free,          b_publish, b_stats,     b_request, b_request_value,
-                                b_request_stats, b_pause,   b_resume,    b_native,  b_run};
+const driver blocking_driver = {"blocking", b_new,           b_subscribe,     b_start,
+                                b_stop,     b_free,          b_publish,       b_stats,
+                                b_request,  b_request_value, b_request_stats, b_pause,
+                                b_resume,   b_native,        b_run,           b_publish_id};

@@ -37,6 +37,8 @@ typedef struct call {
     eddy_pack_fn pack;
     void *pack_user;
     eddy_event **reply;
+    char *entry_id; /* publish_id: where the entry id goes */
+    size_t entry_id_size;
     eddy_error *err;
     rtbus *t;      /* for callbacks */
     bool is_start; /* on_ready: start rather than subscribe */
@@ -164,6 +166,8 @@ static void run_free(rtbus *t, call *c) {
 static void on_published(eddy_status st, const char *id, void *user) {
     call *c = user;
     cr_assert(st != EDDY_OK || id, "a successful publish has an entry id");
+    if (st == EDDY_OK && c->entry_id)
+        snprintf(c->entry_id, c->entry_id_size, "%s", id);
     finish(c->t, c, st);
 }
 
@@ -289,6 +293,17 @@ static eddy_status r_publish(tbus *b, const char *subject, const eddy_event *ev,
     return submit((rtbus *)b, &c);
 }
 
+static eddy_status r_publish_id(tbus *b, const char *subject, const eddy_event *ev, char *id,
+                                size_t id_size, eddy_error *err) {
+    call c = {.run = run_publish,
+              .subject = subject,
+              .ev = ev,
+              .entry_id = id,
+              .entry_id_size = id_size,
+              .err = err};
+    return submit((rtbus *)b, &c);
+}
+
 static eddy_status r_stats(tbus *b, const char *name, eddy_consumer_stats *out) {
     call c = {.run = run_stats, .name = name, .stats = out};
     return submit((rtbus *)b, &c);
@@ -341,6 +356,7 @@ static void r_run(tbus *b, void (*fn)(void *arg), void *arg) {
     submit((rtbus *)b, &c);
 }
 
-const driver reactive_driver = {"reactive",      r_new,     r_subscribe, r_start,   r_stop,
-                                r_free,          r_publish, r_stats,     r_request, r_request_value,
-                                r_request_stats, r_pause,   r_resume,    r_native,  r_run};
+const driver reactive_driver = {"reactive", r_new,           r_subscribe,     r_start,
+                                r_stop,     r_free,          r_publish,       r_stats,
+                                r_request,  r_request_value, r_request_stats, r_pause,
+                                r_resume,   r_native,        r_run,           r_publish_id};

@@ -22,7 +22,10 @@ static eddy_event *full_event(void) {
     cr_assert_eq(eddy_event_set_time(ev, "2026-11-30T02:11:20.5+01:00"), EDDY_OK);
     cr_assert_eq(eddy_event_set_datacontenttype(ev, "application/octet-stream"), EDDY_OK);
     cr_assert_eq(eddy_event_set_dataschema(ev, "urn:schema:order"), EDDY_OK);
-    cr_assert_eq(eddy_event_set_extension(ev, "traceparent", "00-abc-def-01", NULL), EDDY_OK);
+    cr_assert_eq(eddy_event_set_extension(ev, "traceparent",
+                                          "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
+                                          NULL),
+                 EDDY_OK);
     cr_assert_eq(eddy_event_set_extension(ev, "partition", "7", NULL), EDDY_OK);
     cr_assert_eq(eddy_event_set_extension(ev, "empty", "", NULL), EDDY_OK);
     static const unsigned char data[] = {0x00, 0x01, 'x', 0x00, 0xff, 0x00};

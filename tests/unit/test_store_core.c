@@ -988,6 +988,26 @@ Test(store_memory, eddy_append_writes_and_conflicts) {
     cr_expect_str_eq(mrun("PTTL p"), ":-1", "the counter is SET, which drops a TTL");
 }
 
+/* Runs words as one command on the engine with its n-th allocation failing (0: none) and checks
+ * the engine's invariants after it. NULL (with *block -1) when memory ran out. */
+static redisReply *mexec_failing(const char *const *words, size_t nwords, long n,
+                                 long long *block) {
+    eddy__cmd c;
+    eddy__cmd_init(&c);
+    for (size_t i = 0; i < nwords; i++)
+        eddy__cmd_str(&c, words[i]);
+    eddy__mem_fail_after(n, false);
+    *block = -5;
+    redisReply *r = eddy__mem_exec(mconn, c.argc, eddy__cmd_argv(&c), c.argvlen, block);
+    eddy__mem_fail_after(0, false);
+    eddy__cmd_reset(&c);
+    const char *bad = eddy__mem_engine_check(eng);
+    cr_assert_null(bad, "allocation %ld: %s", n, bad ? bad : "");
+    if (!r)
+        cr_assert_eq(*block, -1, "out of memory is reported as such");
+    return r;
+}
+
 /* Runs one publishing two-event append with the n-th allocation failing, and checks that the
  * engine either did all of it or nothing. Returns whether the allocation failure was hit. */
 static bool append_under_oom(long n) {
@@ -995,8 +1015,6 @@ static bool append_under_oom(long n) {
     /* Some state to keep: a previous append with its own subject. */
     cr_assert_str_eq(
         mrun("FCALL " EDDY__STORE_APPEND_FN " 5 s a p subj subjects -1 o 1 2 f 0 x.y 0"), ":1");
-    eddy__cmd c;
-    eddy__cmd_init(&c);
     const char *words[] = {"FCALL", EDDY__STORE_APPEND_FN,
                            "5",     "s",
                            "a",     "p",
@@ -1008,22 +1026,13 @@ static bool append_under_oom(long n) {
                            "2",     "f",
                            "2",     "a.b",
                            "1"};
-    for (size_t i = 0; i < sizeof(words) / sizeof(words[0]); i++)
-        eddy__cmd_str(&c, words[i]);
-    eddy__mem_fail_after(n, false);
-    long long block = -5;
-    redisReply *r = eddy__mem_exec(mconn, c.argc, eddy__cmd_argv(&c), c.argvlen, &block);
-    eddy__mem_fail_after(0, false);
-    eddy__cmd_reset(&c);
-    const char *bad = eddy__mem_engine_check(eng);
-    cr_assert_null(bad, "allocation %ld: %s", n, bad ? bad : "");
+    long long block;
+    redisReply *r = mexec_failing(words, sizeof(words) / sizeof(words[0]), n, &block);
     bool applied = r != NULL;
     if (r) {
         cr_assert_eq(r->type, REDIS_REPLY_INTEGER, "allocation %ld: %s", n, r->str);
         cr_assert_eq(r->integer, 3);
         freeReplyObject(r);
-    } else {
-        cr_assert_eq(block, -1, "out of memory is reported as such");
     }
     cr_assert_str_eq(mrun("XLEN a"), applied ? ":3" : ":1", "allocation %ld", n);
     cr_assert_str_eq(mrun("XLEN s"), applied ? ":3" : ":1", "allocation %ld", n);
@@ -1088,4 +1097,102 @@ Test(store_memory, undo_restores_node_bookkeeping) {
         cr_assert_str_eq(mrun("XLEN a"), want, "allocation %ld", n);
         cr_assert_str_eq(mrun("XLEN s"), want, "allocation %ld", n);
     }
+}
+
+/* ---- publish_dedup_ms: the deduplicating publish and append ------------------------------ */
+
+Test(store_memory, dedup_publish_answers_with_the_first_id) {
+    load_library();
+    const char *first = mrun("FCALL " EDDY__PUBLISH_FN " 2 st dk 60000 0 f v");
+    char id[64];
+    snprintf(id, sizeof(id), "%s", first);
+    cr_assert(id[0] == '$' && strchr(id, '-'), "%s", id);
+    cr_expect_str_eq(mrun("FCALL " EDDY__PUBLISH_FN " 2 st dk 60000 0 f w"), id);
+    cr_expect_str_eq(mrun("XLEN st"), ":1");
+    cr_expect_str_eq(mrun("GET dk"), id);
+    const char *ttl = mrun("PTTL dk");
+    cr_expect(ttl[0] == ':' && atol(ttl + 1) > 0 && atol(ttl + 1) <= 60000, "%s", ttl);
+    cr_expect_str_neq(mrun("FCALL " EDDY__PUBLISH_FN " 2 st dk2 60000 0 f v"), id);
+    cr_expect_str_eq(mrun("XLEN st"), ":2", "another id is another entry");
+}
+
+/* One deduplicated publish with the n-th allocation failing: all of it or nothing. Returns
+ * whether the failure hit it. */
+static bool dedup_publish_under_oom(long n) {
+    cr_assert_str_eq(mrun("FLUSHALL"), "+OK");
+    cr_assert_str_eq(mrun("XADD st 1-1 f v"), "$1-1");
+    const char *words[] = {"FCALL", EDDY__PUBLISH_FN, "2", "st", "dk", "60000", "5", "f", "v"};
+    long long block;
+    redisReply *r = mexec_failing(words, sizeof(words) / sizeof(words[0]), n, &block);
+    bool applied = r != NULL;
+    if (r) {
+        cr_assert_eq(r->type, REDIS_REPLY_STRING, "allocation %ld: %s", n, r->str);
+        freeReplyObject(r);
+    }
+    cr_assert_str_eq(mrun("XLEN st"), applied ? ":2" : ":1", "allocation %ld", n);
+    cr_assert_str_eq(mrun("EXISTS dk"), applied ? ":1" : ":0", "allocation %ld", n);
+    return !applied;
+}
+
+Test(store_memory, dedup_publish_is_all_or_nothing_when_memory_runs_out) {
+    load_library();
+    unsigned long before = eddy__mem_alloc_count();
+    cr_assert_not(dedup_publish_under_oom(0));
+    long total = (long)(eddy__mem_alloc_count() - before);
+    int failed = 0;
+    for (long n = 1; n <= total; n++)
+        failed += dedup_publish_under_oom(n);
+    cr_expect_gt(failed, 3, "only %d failures hit the publish", failed);
+}
+
+/* A deduplicated two-event append with publish, with the n-th allocation failing. */
+static bool dedup_append_under_oom(long n) {
+    cr_assert_str_eq(mrun("FLUSHALL"), "+OK");
+    cr_assert_str_eq(mrun("FCALL " EDDY__STORE_APPEND_DEDUP_FN
+                          " 6 s a p subj subjects d0 -1 o 1 2 f 0 x.y 0 "
+                          "60000"),
+                     ":1");
+    const char *words[] = {"FCALL", EDDY__STORE_APPEND_DEDUP_FN,
+                           "7",     "s",
+                           "a",     "p",
+                           "subj",  "subjects",
+                           "d1",    "d2",
+                           "1",     "o",
+                           "2",     "4",
+                           "f",     "1",
+                           "g",     "x",
+                           "2",     "f",
+                           "2",     "x.y",
+                           "0",     "60000"};
+    size_t nwords = sizeof(words) / sizeof(words[0]);
+    long long block;
+    redisReply *r = mexec_failing(words, nwords, n, &block);
+    bool applied = r != NULL;
+    if (r) {
+        cr_assert_eq(r->type, REDIS_REPLY_INTEGER, "allocation %ld: %s", n, r->str);
+        cr_assert_eq(r->integer, 3);
+        freeReplyObject(r);
+    }
+    cr_assert_str_eq(mrun("XLEN s"), applied ? ":3" : ":1", "allocation %ld", n);
+    cr_assert_str_eq(mrun("XLEN subj"), applied ? ":3" : ":1", "allocation %ld", n);
+    cr_assert_str_eq(mrun("EXISTS d1 d2"), applied ? ":2" : ":0", "allocation %ld", n);
+    if (applied) {
+        /* The repeat: the first outcome, nothing written. */
+        r = mexec_failing(words, nwords, 0, &block);
+        cr_assert(r && r->type == REDIS_REPLY_INTEGER && r->integer == 3);
+        freeReplyObject(r);
+        cr_assert_str_eq(mrun("XLEN s"), ":3");
+    }
+    return !applied;
+}
+
+Test(store_memory, dedup_append_is_all_or_nothing_when_memory_runs_out) {
+    load_library();
+    unsigned long before = eddy__mem_alloc_count();
+    cr_assert_not(dedup_append_under_oom(0));
+    long total = (long)(eddy__mem_alloc_count() - before);
+    int failed = 0;
+    for (long n = 1; n <= total; n++)
+        failed += dedup_append_under_oom(n);
+    cr_expect_gt(failed, 5, "only %d failures hit the append", failed);
 }

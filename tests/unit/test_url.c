@@ -200,7 +200,6 @@ static const struct bad bads[] = {
     {"", "URL is empty"},
     {"localhost:6379", "unknown scheme 'localhost'"},
     {"http://h", "unknown scheme 'http'"},
-    {"rediss://h", "unknown scheme 'rediss'"},
     {"redis+unix:///tmp/s", "unknown scheme 'redis+unix'"},
     {"tcp://h:6379", "unknown scheme 'tcp'"},
     {"redis:h", "scheme 'redis' must be followed by '://'"},
@@ -400,4 +399,21 @@ Test(url, allocation_failures) {
         }
         cr_expect_eq(n, cases[i].allocs, "%s: %ld allocations, want %ld", text, n, cases[i].allocs);
     }
+}
+
+Test(url, rediss_is_redis_over_tls) {
+    eddy__url u;
+    eddy_error err;
+    cr_assert_eq(eddy__url_parse("rediss://u:pw@cache.example:6380/2", &u, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_expect_eq(u.kind, EDDY__URL_TCP);
+    cr_expect(u.tls);
+    cr_expect_str_eq(u.host, "cache.example");
+    cr_expect_eq(u.port, 6380);
+    cr_expect_str_eq(u.password, "pw");
+    cr_expect_eq(u.db, 2);
+    eddy__url_free(&u);
+    cr_assert_eq(eddy__url_parse("redis://h", &u, &err), EDDY_OK);
+    cr_expect(!u.tls);
+    eddy__url_free(&u);
 }

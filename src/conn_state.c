@@ -1,0 +1,236 @@
+/* The connection state of a bus; see conn_state.h.
+ *
+ * A bus has many connections (readers, control, publishers, on several threads in the blocking
+ * front end), so the state is the bus's, not a connection's, and the rules are:
+ * - CONNECTED (the first time) or RECONNECTED when a connection comes up while the bus is not
+ *   connected; further connections coming up change nothing.
+ * - DISCONNECTED when a connection that came up during the current connected period is lost,
+ *   or when the very first attempt fails: one outage, however many connections notice it, is
+ *   one change. The period is the epoch: leaving CONNECTED starts a new one, so a connection
+ *   that notices an old outage late (a pooled connection used again) changes nothing.
+ * - AUTH_FAILED when the server refuses the credentials, NOT_REDIS when the peer does not speak
+ *   RESP: from any state, once (a retry that fails the same way changes nothing).
+ * - Any other failed attempt changes nothing: the state says what was learnt last.
+ * Counters count connections, not changes; disconnected_ms is the time spent outside
+ * CONNECTED/RECONNECTED after the first report. */
+#include "conn_state.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "timing.h"
+
+/* Past the cap of any reconnect range (eddy__backoff_delay_ms stops doubling there). */
+#define ATTEMPT_LONGEST 64
+
+struct eddy__conn_state {
+    pthread_mutex_t notify; /* held across a change and its callback: callbacks in order */
+    pthread_mutex_t lock;   /* guards the fields below; never held across the callback */
+    eddy_connection_state state;
+    bool ever_connected;
+    unsigned epoch;              /* the current connected period, from 1 */
+    long long down_since;        /* monotonic ms the bus left CONNECTED, -1 while connected */
+    unsigned long long down_sum; /* ms of the periods that ended */
+    unsigned long long connects, connect_failures, disconnects;
+    eddy__logger log;
+    eddy_connection_fn fn;
+    void *user;
+    unsigned reconnect_max_ms;
+    char where[160]; /* the server, without credentials */
+};
+
+eddy__conn_state *eddy__conn_state_new(const eddy__url *url, const eddy__logger *log,
+                                       eddy_connection_fn fn, void *user,
+                                       unsigned reconnect_max_ms) {
+    eddy__conn_state *cs = calloc(1, sizeof(*cs));
+    if (!cs)
+        return NULL;
+    pthread_mutex_init(&cs->notify, NULL);
+    pthread_mutex_init(&cs->lock, NULL);
+    cs->state = EDDY_CONN_CONNECTING;
+    cs->epoch = 1;
+    cs->down_since = -1;
+    cs->log = *log;
+    cs->fn = fn;
+    cs->user = user;
+    cs->reconnect_max_ms = reconnect_max_ms;
+    if (url->kind == EDDY__URL_TCP)
+        snprintf(cs->where, sizeof(cs->where), "%s:%d", url->host, url->port);
+    else if (url->kind == EDDY__URL_UNIX)
+        snprintf(cs->where, sizeof(cs->where), "unix:%s", url->path);
+    else
+        snprintf(cs->where, sizeof(cs->where), "memory://%s", url->name ? url->name : "");
+    return cs;
+}
+
+void eddy__conn_state_free(eddy__conn_state *cs) {
+    if (!cs)
+        return;
+    pthread_mutex_destroy(&cs->lock);
+    pthread_mutex_destroy(&cs->notify);
+    free(cs);
+}
+
+static bool is_connected(eddy_connection_state s) {
+    return s == EDDY_CONN_CONNECTED || s == EDDY_CONN_RECONNECTED;
+}
+
+/* Under lock: moves to `to`, keeping the epoch and the time disconnected. */
+static void move_to(eddy__conn_state *cs, eddy_connection_state to, long long now) {
+    bool was = is_connected(cs->state), will = is_connected(to);
+    if (was && !will) {
+        cs->epoch++;
+        cs->down_since = now;
+    } else if (!was && will && cs->down_since >= 0) {
+        cs->down_sum += (unsigned long long)(now - cs->down_since);
+        cs->down_since = -1;
+    } else if (!was && !will && cs->down_since < 0) {
+        cs->down_since = now; /* the first report was a failure */
+    }
+    cs->state = to;
+}
+
+/* Outside lock, under notify: the one log line and the callback of a change. */
+static void tell(eddy__conn_state *cs, eddy_connection_state to, const eddy_error *why,
+                 long long down_ms) {
+    const char *reason = why ? why->detail : "";
+    switch (to) {
+    case EDDY_CONN_CONNECTED:
+        eddy__log(&cs->log, EDDY_LOG_INFO, "connected to %s", cs->where);
+        break;
+    case EDDY_CONN_RECONNECTED:
+        eddy__log(&cs->log, EDDY_LOG_INFO, "reconnected to %s after %lld ms", cs->where, down_ms);
+        break;
+    case EDDY_CONN_DISCONNECTED:
+        eddy__log(&cs->log, EDDY_LOG_WARN, "connection to %s %s: %s; reconnecting", cs->where,
+                  cs->ever_connected ? "lost" : "failed", reason);
+        break;
+    case EDDY_CONN_AUTH_FAILED:
+        eddy__log(&cs->log, EDDY_LOG_ERROR,
+                  "%s refused the credentials (%s); retrying every %u ms, not logged again",
+                  cs->where, reason, cs->reconnect_max_ms);
+        break;
+    case EDDY_CONN_NOT_REDIS:
+        eddy__log(&cs->log, EDDY_LOG_ERROR, "%s is not a Redis server (%s)", cs->where, reason);
+        break;
+    case EDDY_CONN_CONNECTING:
+        break;
+    }
+    if (cs->fn)
+        cs->fn(to, why, cs->user);
+}
+
+typedef enum { UP, FAILED, LOST } report_kind;
+
+/* The state a report asks for, or CONNECTING for none (under lock). */
+static eddy_connection_state decide(const eddy__conn_state *cs, report_kind kind, eddy_status st,
+                                    unsigned epoch) {
+    switch (kind) {
+    case UP:
+        if (is_connected(cs->state))
+            return EDDY_CONN_CONNECTING;
+        return cs->ever_connected ? EDDY_CONN_RECONNECTED : EDDY_CONN_CONNECTED;
+    case FAILED:
+        if (st == EDDY_ERR_AUTH)
+            return EDDY_CONN_AUTH_FAILED;
+        if (st == EDDY_ERR_PROTOCOL)
+            return EDDY_CONN_NOT_REDIS;
+        return cs->state == EDDY_CONN_CONNECTING ? EDDY_CONN_DISCONNECTED : EDDY_CONN_CONNECTING;
+    case LOST:
+        return epoch == cs->epoch && is_connected(cs->state) ? EDDY_CONN_DISCONNECTED
+                                                             : EDDY_CONN_CONNECTING;
+    }
+    return EDDY_CONN_CONNECTING;
+}
+
+/* Counts one report and applies the change it makes, if any; returns the epoch after it. */
+static unsigned report(eddy__conn_state *cs, report_kind kind, eddy_status st, unsigned epoch,
+                       const eddy_error *why) {
+    pthread_mutex_lock(&cs->notify);
+    pthread_mutex_lock(&cs->lock);
+    if (kind == UP)
+        cs->connects++;
+    else if (kind == FAILED)
+        cs->connect_failures++;
+    else
+        cs->disconnects++;
+    long long now = eddy__mono_ms();
+    long long down_ms = cs->down_since >= 0 ? now - cs->down_since : 0;
+    eddy_connection_state to = decide(cs, kind, st, epoch);
+    bool change = to != EDDY_CONN_CONNECTING && to != cs->state;
+    if (change) {
+        move_to(cs, to, now);
+        cs->ever_connected |= is_connected(to);
+    }
+    unsigned now_epoch = cs->epoch;
+    pthread_mutex_unlock(&cs->lock);
+    if (change)
+        tell(cs, to, why, down_ms);
+    pthread_mutex_unlock(&cs->notify);
+    return now_epoch;
+}
+
+void eddy__conn_up(eddy__conn_state *cs, unsigned *epoch) {
+    if (cs) /* after the change: this connection belongs to the new period */
+        *epoch = report(cs, UP, EDDY_OK, 0, NULL);
+}
+
+/* why, or the status's text when there is none. */
+static const eddy_error *reason(eddy_status st, const eddy_error *why, eddy_error *own) {
+    if (why && why->detail[0])
+        return why;
+    own->status = st;
+    snprintf(own->detail, sizeof(own->detail), "%s", eddy_status_str(st));
+    return own;
+}
+
+/* A stop, or this process's memory: nothing about the server. */
+static bool says_nothing(eddy_status st) { return st == EDDY_ERR_CLOSED || st == EDDY_ERR_NOMEM; }
+
+void eddy__conn_failed(eddy__conn_state *cs, eddy_status st, const eddy_error *why) {
+    if (!cs || says_nothing(st))
+        return;
+    eddy_error own;
+    report(cs, FAILED, st, 0, reason(st, why, &own));
+}
+
+void eddy__conn_lost(eddy__conn_state *cs, unsigned *epoch, eddy_status st, const eddy_error *why) {
+    unsigned mine = *epoch;
+    *epoch = 0;
+    if (!cs || mine == 0 || says_nothing(st))
+        return;
+    eddy_error own;
+    report(cs, LOST, st, mine, reason(st, why, &own));
+}
+
+void eddy__conn_down(eddy__conn_state *cs, unsigned *epoch, eddy_status st, const eddy_error *why) {
+    if (*epoch)
+        eddy__conn_lost(cs, epoch, st, why);
+    else
+        eddy__conn_failed(cs, st, why);
+}
+
+unsigned eddy__conn_next_attempt(unsigned attempt, eddy_status st) {
+    if (st == EDDY_ERR_AUTH)
+        return ATTEMPT_LONGEST;
+    return attempt < ATTEMPT_LONGEST ? attempt + 1 : attempt;
+}
+
+bool eddy__conn_refused(eddy_status st) { return st == EDDY_ERR_AUTH || st == EDDY_ERR_PROTOCOL; }
+
+void eddy__conn_stats(eddy__conn_state *cs, eddy_connection_stats *out) {
+    memset(out, 0, sizeof(*out));
+    if (!cs)
+        return;
+    pthread_mutex_lock(&cs->lock);
+    out->state = cs->state;
+    out->connects = cs->connects;
+    out->connect_failures = cs->connect_failures;
+    out->disconnects = cs->disconnects;
+    out->disconnected_ms = cs->down_sum;
+    if (cs->down_since >= 0)
+        out->disconnected_ms += (unsigned long long)(eddy__mono_ms() - cs->down_since);
+    pthread_mutex_unlock(&cs->lock);
+}

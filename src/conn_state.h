@@ -1,0 +1,50 @@
+/* The connection state of one bus (or store, or dead-letter reader): every connection it opens
+ * reports here when it came up, when connecting failed and when it was lost, and this decides
+ * what the owner of the settings is told (eddy_connection_state), logs each change once, keeps
+ * the counters (eddy_connection_stats) and says how a failed attempt is retried.
+ *
+ * Connections report through three calls; `epoch` is the connection's own word (zero while it
+ * is not up), written by these calls only:
+ *   eddy__conn_up      the handshake succeeded;
+ *   eddy__conn_failed  connecting or the handshake failed (never up);
+ *   eddy__conn_lost    an up connection failed (a no-op when *epoch is 0).
+ * A connection the owner closes on purpose reports nothing (it only sets its epoch to 0).
+ *
+ * Thread: any; the tracker has its own lock, and the user's callback runs outside it but
+ * serialised, in the order of the changes. */
+#ifndef EDDY_SRC_CONN_STATE_H
+#define EDDY_SRC_CONN_STATE_H
+
+#include <stdbool.h>
+
+#include "eddy/bus.h"
+#include "log.h"
+#include "url.h"
+
+typedef struct eddy__conn_state eddy__conn_state;
+
+/* NULL on OOM. Ownership: url and log are copied (the server's name without its password). */
+eddy__conn_state *eddy__conn_state_new(const eddy__url *url, const eddy__logger *log,
+                                       eddy_connection_fn fn, void *user,
+                                       unsigned reconnect_max_ms);
+void eddy__conn_state_free(eddy__conn_state *cs);
+
+/* The hooks; every one accepts a NULL tracker. `why` may be NULL (the status's text serves). */
+void eddy__conn_up(eddy__conn_state *cs, unsigned *epoch);
+void eddy__conn_failed(eddy__conn_state *cs, eddy_status st, const eddy_error *why);
+void eddy__conn_lost(eddy__conn_state *cs, unsigned *epoch, eddy_status st, const eddy_error *why);
+/* eddy__conn_lost when the connection was up, eddy__conn_failed otherwise. */
+void eddy__conn_down(eddy__conn_state *cs, unsigned *epoch, eddy_status st, const eddy_error *why);
+
+/* The backoff step (eddy__backoff_delay_ms's attempt, plus one) after an attempt that failed
+ * with st: the next one, or, for refused credentials, the longest (retrying sooner cannot
+ * help and only fills the server's log). */
+unsigned eddy__conn_next_attempt(unsigned attempt, eddy_status st);
+
+/* True for a connect failure that starting does not wait out (it would only time out later
+ * with a vaguer status): the server refused the credentials, or it does not speak RESP. */
+bool eddy__conn_refused(eddy_status st);
+
+void eddy__conn_stats(eddy__conn_state *cs, eddy_connection_stats *out);
+
+#endif

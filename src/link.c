@@ -1,0 +1,623 @@
+/* The sans-IO connection; see link.h.
+ *
+ * Invariants:
+ * - Output bytes live in out[off, len). Bytes are counted since the link was made (`wrote`,
+ *   `queued_bytes`), and each queued run of commands leaves a mark (the byte count at its end,
+ *   the number of its last command), so `sent` moves to a run's last command once every byte
+ *   up to its mark was written. A connect or close drops unwritten bytes and their marks.
+ * - The handshake's commands go first in the output at connect; their replies are taken by the
+ *   link itself (hs_left of them) before any reply is handed to the driver.
+ * - The socket is closed only by eddy__link_close/connect/free, never on a failure, so the fd
+ *   number stays valid for eddy__link_shutdown from another thread until then. */
+#include "link.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "error.h"
+#include "link_tls.h"
+#include "redis.h"
+#include "reply_arena.h"
+
+#include <hiredis/sds.h>
+
+#define READ_CHUNK 16384
+#define READ_MAX_PER_CALL (1u << 20)
+#define KEEP_OUT_CAP (1u << 20) /* a drained buffer larger than this is freed */
+
+typedef struct mark {
+    uint64_t end_byte; /* queued_bytes after the run */
+    uint64_t last_cmd;
+} mark;
+
+struct eddy__link {
+    const eddy__settings *s;
+    bool want_id;
+    eddy__link_phase phase;
+    int fd;
+    eddy__tls *tls;
+    unsigned tls_want; /* during TLS: what the handshake waits for; after: a read wants write */
+    struct addrinfo *addrs, *next_addr;
+    long long deadline;
+    redisReader *reader;
+    char *out;
+    size_t off, len, cap;
+    uint64_t queued_bytes, wrote;
+    mark *marks;
+    size_t mhead, mn, mcap; /* ring of marks not yet passed */
+    uint64_t queued, sent, answered;
+    unsigned hs_left;    /* handshake replies still to take */
+    bool hs_id_last;     /* the last handshake command is CLIENT ID */
+    long long client_id; /* -1 unknown */
+    bool peer_closed;    /* EOF or reset seen: replies already read are still handed out */
+    eddy_error closed_why;
+    char peer[128];
+};
+
+eddy__link *eddy__link_new(const eddy__settings *s, bool want_client_id) {
+    eddy__link *l = calloc(1, sizeof(*l));
+    if (!l)
+        return NULL;
+    if (!(l->reader = redisReaderCreate())) {
+        free(l);
+        return NULL;
+    }
+    l->s = s;
+    l->want_id = want_client_id;
+    l->fd = -1;
+    l->deadline = -1;
+    l->client_id = -1;
+    if (s->url.kind == EDDY__URL_UNIX)
+        snprintf(l->peer, sizeof(l->peer), "%s", s->url.path);
+    else
+        snprintf(l->peer, sizeof(l->peer), "%s:%d", s->url.host ? s->url.host : "?", s->url.port);
+    return l;
+}
+
+/* Drops queued bytes and unanswered replies; keeps the counters. */
+static void drop_queue(eddy__link *l) {
+    l->off = l->len = 0;
+    l->wrote = l->queued_bytes;
+    l->mhead = l->mn = 0;
+    l->sent = l->answered = l->queued;
+    if (l->cap > KEEP_OUT_CAP) {
+        free(l->out);
+        l->out = NULL;
+        l->cap = 0;
+    }
+    /* Emptied in place, so it keeps its object functions (an installed arena stays): as
+     * hiredis's own reset would, had 0.14 one. */
+    redisReader *r = l->reader;
+    if (r->reply && r->fn && r->fn->freeObject)
+        r->fn->freeObject(r->reply);
+    r->reply = NULL;
+    if (r->buf) /* NULL after a protocol error (hiredis frees it); read_in makes a new one */
+        sdsclear(r->buf);
+    r->pos = r->len = 0;
+    r->ridx = -1;
+    r->err = 0;
+    r->errstr[0] = '\0';
+}
+
+void eddy__link_close(eddy__link *l) {
+    eddy__tls_free(l->tls);
+    l->tls = NULL;
+    l->tls_want = 0;
+    if (l->fd >= 0)
+        close(l->fd);
+    l->fd = -1;
+    if (l->addrs)
+        freeaddrinfo(l->addrs);
+    l->addrs = l->next_addr = NULL;
+    l->phase = EDDY__LINK_IDLE;
+    l->deadline = -1;
+    l->hs_left = 0;
+    l->client_id = -1;
+    l->peer_closed = false;
+    drop_queue(l);
+}
+
+void eddy__link_free(eddy__link *l) {
+    if (!l)
+        return;
+    eddy__link_close(l);
+    if (l->reader)
+        redisReaderFree(l->reader);
+    free(l->out);
+    free(l->marks);
+    free(l);
+}
+
+static eddy_status fail(eddy__link *l, eddy_status st) {
+    l->phase = EDDY__LINK_FAILED;
+    l->deadline = -1;
+    return st;
+}
+
+eddy__link_phase eddy__link_phase_of(const eddy__link *l) { return l->phase; }
+int eddy__link_fd(const eddy__link *l) { return l->fd; }
+long long eddy__link_deadline(const eddy__link *l) { return l->deadline; }
+uint64_t eddy__link_queued(const eddy__link *l) { return l->queued; }
+uint64_t eddy__link_sent(const eddy__link *l) { return l->sent; }
+uint64_t eddy__link_answered(const eddy__link *l) { return l->answered; }
+redisReader *eddy__link_reader(eddy__link *l) { return l->reader; }
+long long eddy__link_client_id(const eddy__link *l) { return l->client_id; }
+const char *eddy__link_peer(const eddy__link *l) { return l->peer; }
+
+void eddy__link_shutdown(eddy__link *l) {
+    int fd = l->fd;
+    if (fd >= 0)
+        shutdown(fd, SHUT_RDWR);
+}
+
+unsigned eddy__link_wants(const eddy__link *l) {
+    switch (l->phase) {
+    case EDDY__LINK_CONNECTING:
+        return EDDY__LINK_WRITE;
+    case EDDY__LINK_TLS:
+        return l->tls_want;
+    case EDDY__LINK_HANDSHAKE:
+    case EDDY__LINK_READY: /* after EOF, READ: poll() says ready at once, and io fails */
+        return EDDY__LINK_READ | (l->off < l->len && !l->peer_closed ? EDDY__LINK_WRITE : 0) |
+               l->tls_want;
+    default:
+        return 0;
+    }
+}
+
+eddy_status eddy__link_tick(eddy__link *l, long long now_ms, eddy_error *err) {
+    if (l->deadline < 0 || now_ms < l->deadline)
+        return EDDY_OK;
+    eddy_status st = eddy__fail(err, EDDY_ERR_IO, "connect to %s timed out after %u ms", l->peer,
+                                l->s->connect_timeout_ms);
+    return fail(l, st);
+}
+
+/* ---- output ------------------------------------------------------------------------------ */
+
+static bool reserve_out(eddy__link *l, size_t n) {
+    if (l->off > 0 && l->off == l->len)
+        l->off = l->len = 0;
+    if (l->len + n <= l->cap)
+        return true;
+    if (l->off > 0) { /* compact first */
+        memmove(l->out, l->out + l->off, l->len - l->off);
+        l->len -= l->off;
+        l->off = 0;
+        if (l->len + n <= l->cap)
+            return true;
+    }
+    size_t cap = l->cap ? l->cap : 4096;
+    while (cap < l->len + n)
+        cap *= 2;
+    char *p = realloc(l->out, cap);
+    if (!p)
+        return false;
+    l->out = p;
+    l->cap = cap;
+    return true;
+}
+
+static bool push_mark(eddy__link *l, uint64_t end_byte, uint64_t last_cmd) {
+    if (l->mn == l->mcap) {
+        size_t cap = l->mcap ? l->mcap * 2 : 16;
+        mark *m = malloc(cap * sizeof(*m));
+        if (!m)
+            return false;
+        for (size_t i = 0; i < l->mn; i++)
+            m[i] = l->marks[(l->mhead + i) % l->mcap];
+        free(l->marks);
+        l->marks = m;
+        l->mcap = cap;
+        l->mhead = 0;
+    }
+    l->marks[(l->mhead + l->mn) % l->mcap] = (mark){end_byte, last_cmd};
+    l->mn++;
+    return true;
+}
+
+/* Appends raw bytes: ncmds > 0 numbers them as commands (with a mark), 0 is the handshake's. */
+static eddy_status append(eddy__link *l, const eddy__cmdlist *cmds, const char *resp, size_t len,
+                          size_t ncmds, uint64_t *last, eddy_error *err) {
+    if (l->phase == EDDY__LINK_IDLE || l->phase == EDDY__LINK_FAILED)
+        return eddy__fail(err, EDDY_ERR_IO, "connection to %s is not open", l->peer);
+    if (cmds)
+        for (size_t i = 0; i < cmds->n; i++)
+            len += eddy__cmd_resp_size(&cmds->cmds[i]);
+    if (!reserve_out(l, len) ||
+        (ncmds > 0 && !push_mark(l, l->queued_bytes + len, l->queued + ncmds)))
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory queueing commands");
+    char *at = l->out + l->len;
+    if (cmds)
+        for (size_t i = 0; i < cmds->n; i++)
+            at = eddy__cmd_resp_write(&cmds->cmds[i], at);
+    else
+        memcpy(at, resp, len);
+    l->len += len;
+    l->queued_bytes += len;
+    l->queued += ncmds;
+    if (last)
+        *last = l->queued;
+    return EDDY_OK;
+}
+
+eddy_status eddy__link_send(eddy__link *l, const eddy__cmdlist *cmds, uint64_t *last,
+                            eddy_error *err) {
+    if (cmds->n == 0) {
+        if (last)
+            *last = l->queued;
+        return EDDY_OK;
+    }
+    return append(l, cmds, NULL, 0, cmds->n, last, err);
+}
+
+eddy_status eddy__link_send_resp(eddy__link *l, const char *resp, size_t len, size_t ncmds,
+                                 uint64_t *last, eddy_error *err) {
+    return append(l, NULL, resp, len, ncmds, last, err);
+}
+
+/* Moves `sent` past every run whose bytes are all written. */
+static void pass_marks(eddy__link *l) {
+    while (l->mn > 0 && l->marks[l->mhead].end_byte <= l->wrote) {
+        l->sent = l->marks[l->mhead].last_cmd;
+        l->mhead = (l->mhead + 1) % l->mcap;
+        l->mn--;
+    }
+}
+
+static eddy_status write_out(eddy__link *l, eddy_error *err) {
+    while (l->off < l->len) {
+        ssize_t k;
+        if (l->tls) {
+            unsigned want = 0;
+            k = eddy__tls_write(l->tls, l->out + l->off, l->len - l->off, &want, err);
+            if (k < 0)
+                return fail(l, err ? err->status : EDDY_ERR_IO);
+            if (k == 0)
+                break; /* TLS writes want only writability here */
+        } else {
+            k = send(l->fd, l->out + l->off, l->len - l->off, MSG_NOSIGNAL);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                break;
+            if (k < 0)
+                return fail(l, eddy__fail(err, EDDY_ERR_IO, "connection to %s: %s", l->peer,
+                                          strerror(errno)));
+        }
+        l->off += (size_t)k;
+        l->wrote += (uint64_t)k;
+    }
+    pass_marks(l);
+    if (l->off == l->len) {
+        l->off = l->len = 0;
+        if (l->cap > KEEP_OUT_CAP) {
+            free(l->out);
+            l->out = NULL;
+            l->cap = 0;
+        }
+    }
+    return EDDY_OK;
+}
+
+/* ---- connecting -------------------------------------------------------------------------- */
+
+static eddy_status queue_handshake(eddy__link *l, eddy_error *err) {
+    eddy__cmdlist hs;
+    eddy__cmdlist_init(&hs);
+    eddy_status st = eddy__handshake_cmds(&l->s->url, &hs);
+    if (st == EDDY_OK && l->want_id)
+        eddy__client_id_cmd(&hs);
+    if (st == EDDY_OK)
+        st = eddy__cmdlist_status(&hs);
+    if (st == EDDY_OK && hs.n > 0)
+        st = append(l, &hs, NULL, 0, 0, NULL, err);
+    else if (st != EDDY_OK)
+        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory connecting");
+    l->hs_left = (unsigned)hs.n;
+    l->hs_id_last = l->want_id;
+    eddy__cmdlist_reset(&hs);
+    return st;
+}
+
+/* The socket is connected: TLS next, or the handshake. */
+static eddy_status connected(eddy__link *l, eddy_error *err) {
+    if (l->addrs)
+        freeaddrinfo(l->addrs);
+    l->addrs = l->next_addr = NULL;
+    if (l->s->url.tls && !l->tls) {
+        eddy_status st = eddy__tls_new(l->s, l->s->url.host, l->fd, &l->tls, err);
+        if (st != EDDY_OK)
+            return fail(l, st);
+        l->phase = EDDY__LINK_TLS;
+        l->tls_want = EDDY__LINK_WRITE;
+        return EDDY_OK;
+    }
+    l->phase = l->hs_left > 0 ? EDDY__LINK_HANDSHAKE : EDDY__LINK_READY;
+    if (l->phase == EDDY__LINK_READY)
+        l->deadline = -1;
+    return EDDY_OK;
+}
+
+static int new_socket(int family) {
+    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && family != AF_UNIX) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+    }
+    return fd;
+}
+
+/* Starts connecting to the next address; EDDY_ERR_IO when none is left (why: the last error). */
+static eddy_status try_next(eddy__link *l, int why, eddy_error *err) {
+    while (l->next_addr) {
+        struct addrinfo *a = l->next_addr;
+        l->next_addr = a->ai_next;
+        if (l->fd >= 0)
+            close(l->fd);
+        if ((l->fd = new_socket(a->ai_family)) < 0) {
+            why = errno;
+            continue;
+        }
+        if (connect(l->fd, a->ai_addr, a->ai_addrlen) == 0)
+            return connected(l, err);
+        if (errno == EINPROGRESS) {
+            l->phase = EDDY__LINK_CONNECTING;
+            return EDDY_OK;
+        }
+        why = errno;
+    }
+    return fail(l, eddy__fail(err, EDDY_ERR_IO, "connect to %s: %s", l->peer, strerror(why)));
+}
+
+static eddy_status connect_unix(eddy__link *l, eddy_error *err) {
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", l->s->url.path);
+    if ((l->fd = new_socket(AF_UNIX)) < 0)
+        return fail(l, eddy__fail(err, EDDY_ERR_IO, "socket: %s", strerror(errno)));
+    if (connect(l->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+        return connected(l, err);
+    if (errno == EINPROGRESS || errno == EAGAIN) {
+        l->phase = EDDY__LINK_CONNECTING;
+        return EDDY_OK;
+    }
+    return fail(l, eddy__fail(err, EDDY_ERR_IO, "connect to %s: %s", l->peer, strerror(errno)));
+}
+
+eddy_status eddy__link_connect(eddy__link *l, long long now_ms, eddy_error *err) {
+    eddy__link_close(l);
+    l->deadline = now_ms + l->s->connect_timeout_ms;
+    l->phase = EDDY__LINK_CONNECTING; /* queue_handshake may append */
+    eddy_status st = queue_handshake(l, err);
+    if (st != EDDY_OK)
+        return fail(l, st);
+    if (l->s->url.kind == EDDY__URL_UNIX)
+        return connect_unix(l, err);
+    struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM};
+    char port[16];
+    snprintf(port, sizeof(port), "%d", l->s->url.port);
+    int rc = getaddrinfo(l->s->url.host, port, &hints, &l->addrs);
+    if (rc != 0)
+        return fail(l, eddy__fail(err, rc == EAI_MEMORY ? EDDY_ERR_NOMEM : EDDY_ERR_IO,
+                                  "resolve %s: %s", l->s->url.host, gai_strerror(rc)));
+    l->next_addr = l->addrs;
+    return try_next(l, ENOENT, err);
+}
+
+/* CONNECTING and the socket said writable (or failed): done, or the next address. */
+static eddy_status finish_connect(eddy__link *l, eddy_error *err) {
+    int soerr = 0;
+    socklen_t slen = sizeof(soerr);
+    if (getsockopt(l->fd, SOL_SOCKET, SO_ERROR, &soerr, &slen) < 0)
+        soerr = errno;
+    if (soerr == 0)
+        return connected(l, err);
+    if (soerr == EINPROGRESS)
+        return EDDY_OK;
+    return try_next(l, soerr, err);
+}
+
+static eddy_status step_tls(eddy__link *l, eddy_error *err) {
+    int want = eddy__tls_handshake(l->tls, err);
+    if (want < 0)
+        return fail(l, err ? err->status : EDDY_ERR_TLS);
+    if (want > 0) {
+        l->tls_want = (unsigned)want;
+        return EDDY_OK;
+    }
+    l->tls_want = 0;
+    return connected(l, err);
+}
+
+/* ---- input ------------------------------------------------------------------------------- */
+
+/* The connection ended: the error saved when EOF was read. */
+static eddy_status closed(eddy__link *l, eddy_error *err) {
+    if (err)
+        *err = l->closed_why;
+    return fail(l, l->closed_why.status);
+}
+
+static eddy_status read_in(eddy__link *l, eddy_error *err) {
+    if (l->peer_closed)
+        return closed(l, err);
+    char buf[READ_CHUNK];
+    size_t total = 0;
+    l->tls_want = 0;
+    while (total < READ_MAX_PER_CALL) {
+        ssize_t k;
+        if (l->tls) {
+            unsigned want = 0;
+            k = eddy__tls_read(l->tls, buf, sizeof(buf), &want, err);
+            if (k < 0)
+                return fail(l, err ? err->status : EDDY_ERR_IO);
+            if (k == 0) {
+                l->tls_want = want == EDDY__LINK_WRITE ? EDDY__LINK_WRITE : 0;
+                break;
+            }
+        } else {
+            k = recv(l->fd, buf, sizeof(buf), 0);
+            if (k < 0 && errno == EINTR)
+                continue;
+            if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+                break;
+            if (k <= 0) {
+                /* What the server said before it closed (an error reply, often) still counts:
+                 * the failure comes once the replies read are taken (eddy__link_reply). */
+                eddy__fail(&l->closed_why, EDDY_ERR_IO, "connection to %s: %s", l->peer,
+                           k < 0 ? strerror(errno) : "closed by the server");
+                l->peer_closed = true;
+                return EDDY_OK;
+            }
+        }
+        if (!l->reader->buf && !(l->reader->buf = sdsempty()))
+            return fail(l, eddy__fail(err, EDDY_ERR_NOMEM, "out of memory reading replies"));
+        if (redisReaderFeed(l->reader, buf, (size_t)k) != REDIS_OK)
+            return fail(l, eddy__fail(err, EDDY_ERR_NOMEM, "out of memory reading replies"));
+        total += (size_t)k;
+        /* A short read drained the socket (poll() says when more comes); TLS reads on until
+         * OpenSSL would block, as it may hold decrypted bytes poll() cannot see. */
+        if (!l->tls && (size_t)k < sizeof(buf))
+            break;
+    }
+    return EDDY_OK;
+}
+
+static void free_reply(eddy__link *l, void *r) {
+    if (r && !eddy__reply_arena_of(l->reader))
+        freeReplyObject(r);
+}
+
+static eddy_status parse(eddy__link *l, redisReply **out, eddy_error *err) {
+    void *r = NULL;
+    if (redisReaderGetReply(l->reader, &r) != REDIS_OK)
+        return fail(l, l->reader->err == REDIS_ERR_OOM
+                           ? eddy__fail(err, EDDY_ERR_NOMEM, "out of memory reading replies")
+                           : eddy__fail(err, EDDY_ERR_PROTOCOL, "%s does not speak RESP: %s",
+                                        l->peer, l->reader->errstr));
+    *out = r;
+    /* hiredis keeps a buffer grown for a large reply until the next feed; drop it now, so that
+     * an oversized entry is not held twice while it is handled (dead-lettered). */
+    redisReader *rd = l->reader;
+    if (r && rd->buf && rd->len == 0 && sdsalloc(rd->buf) > KEEP_OUT_CAP) {
+        sdsfree(rd->buf);
+        rd->buf = sdsempty(); /* NULL on OOM: read_in makes one before the next feed */
+        rd->pos = 0;
+    }
+    return EDDY_OK;
+}
+
+/* Takes the handshake's replies as they come; READY after the last. */
+static eddy_status take_handshake(eddy__link *l, eddy_error *err) {
+    while (l->hs_left > 0) {
+        redisReply *r = NULL;
+        eddy_status st = parse(l, &r, err);
+        if (st != EDDY_OK || !r)
+            return st;
+        bool id = l->hs_left == 1 && l->hs_id_last;
+        l->hs_left--;
+        if (id) { /* refused by an ACL: the id stays unknown; NOAUTH: credentials wanted */
+            st = eddy__client_id_check(r, &l->client_id, err);
+        } else {
+            st = eddy__handshake_check(&r, 1, err);
+        }
+        free_reply(l, r);
+        if (st != EDDY_OK)
+            return fail(l, st);
+    }
+    if (l->phase == EDDY__LINK_HANDSHAKE) {
+        l->phase = EDDY__LINK_READY;
+        l->deadline = -1;
+    }
+    return EDDY_OK;
+}
+
+eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err) {
+    *reply = NULL;
+    if (l->phase == EDDY__LINK_FAILED && l->peer_closed)
+        return closed(l, err);
+    if (l->phase == EDDY__LINK_FAILED || l->phase == EDDY__LINK_IDLE)
+        return eddy__fail(err, EDDY_ERR_IO, "connection to %s is not open", l->peer);
+    eddy_status st = take_handshake(l, err);
+    if (st == EDDY_OK && l->hs_left > 0 && l->peer_closed)
+        return closed(l, err);
+    if (st != EDDY_OK || l->hs_left > 0)
+        return st;
+    if ((st = parse(l, reply, err)) != EDDY_OK)
+        return st;
+    if (!*reply)
+        return l->peer_closed ? closed(l, err) : EDDY_OK;
+    if (l->answered == l->sent && l->answered == l->queued) {
+        free_reply(l, *reply);
+        *reply = NULL;
+        return fail(l,
+                    eddy__fail(err, EDDY_ERR_IO, "%s sent a reply no command asked for", l->peer));
+    }
+    l->answered++;
+    return EDDY_OK;
+}
+
+/* ---- driving ----------------------------------------------------------------------------- */
+
+eddy_status eddy__link_flush(eddy__link *l, eddy_error *err) {
+    switch (l->phase) {
+    case EDDY__LINK_CONNECTING:
+        return finish_connect(l, err);
+    case EDDY__LINK_TLS:
+        return step_tls(l, err);
+    case EDDY__LINK_HANDSHAKE:
+    case EDDY__LINK_READY:
+        return write_out(l, err);
+    case EDDY__LINK_FAILED:
+        return eddy__fail(err, EDDY_ERR_IO, "connection to %s failed", l->peer);
+    default:
+        return eddy__fail(err, EDDY_ERR_IO, "connection to %s is not open", l->peer);
+    }
+}
+
+eddy_status eddy__link_io(eddy__link *l, unsigned ready, eddy_error *err) {
+    eddy__link_phase before = l->phase;
+    eddy_status st = EDDY_OK;
+    if (before == EDDY__LINK_CONNECTING || before == EDDY__LINK_TLS) {
+        if ((st = eddy__link_flush(l, err)) != EDDY_OK)
+            return st;
+        if (l->phase == EDDY__LINK_CONNECTING || l->phase == EDDY__LINK_TLS)
+            return EDDY_OK;
+        ready |= EDDY__LINK_WRITE | EDDY__LINK_READ; /* just connected: try both */
+    }
+    if (l->phase != EDDY__LINK_HANDSHAKE && l->phase != EDDY__LINK_READY)
+        return eddy__link_flush(l, err);
+    if ((ready & EDDY__LINK_WRITE) || l->tls_want == EDDY__LINK_WRITE) {
+        if (l->tls_want == EDDY__LINK_WRITE) /* a TLS read waited to write */
+            ready |= EDDY__LINK_READ;
+        if ((st = write_out(l, err)) != EDDY_OK)
+            return st;
+    }
+    if (ready & EDDY__LINK_READ) {
+        if ((st = read_in(l, err)) != EDDY_OK)
+            return st;
+    }
+    return take_handshake(l, err);
+}
+
+eddy_status eddy__link_expire(eddy__link *l, uint64_t upto, const char *what, eddy_error *err) {
+    if (l->answered >= upto)
+        return EDDY_OK;
+    eddy_status st =
+        l->sent >= upto
+            ? eddy__fail(err, EDDY_ERR_TIMEOUT,
+                         "%s: no reply from %s by the deadline (sent, outcome unknown)", what,
+                         l->peer)
+            : eddy__fail(err, EDDY_ERR_IO, "%s: not sent to %s by the deadline", what, l->peer);
+    return fail(l, st);
+}

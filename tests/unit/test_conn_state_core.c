@@ -1,0 +1,97 @@
+/* The connection state rules (conn_state.h) without a server: one change per outage however
+ * many connections report it, a late loss from an earlier period changes nothing, a refusal
+ * is told once however often it repeats, and the counters count connections. */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "backoff.h"
+#include "conn_state.h"
+
+static eddy_connection_state told[32];
+static size_t ntold;
+
+static void on_change(eddy_connection_state st, const eddy_error *why, void *user) {
+    (void)user;
+    cr_assert_eq(why == NULL, st == EDDY_CONN_CONNECTED || st == EDDY_CONN_RECONNECTED);
+    if (ntold < 32)
+        told[ntold++] = st;
+}
+
+static eddy__conn_state *tracker(void) {
+    static const eddy__url url = {.kind = EDDY__URL_TCP, .host = "127.0.0.1", .port = 6379};
+    static const eddy__logger log = {0};
+    ntold = 0;
+    eddy__conn_state *cs = eddy__conn_state_new(&url, &log, on_change, NULL, 2000);
+    cr_assert(cs);
+    return cs;
+}
+
+static eddy_error because(eddy_status st, const char *text) {
+    eddy_error e = {.status = st};
+    strcpy(e.detail, text);
+    return e;
+}
+
+Test(conn_state, one_change_per_outage_and_late_losses_ignored) {
+    eddy__conn_state *cs = tracker();
+    unsigned a = 0, b = 0, c = 0;
+    eddy__conn_up(cs, &a);
+    eddy__conn_up(cs, &b);
+    eddy__conn_up(cs, &c);
+    eddy_error io = because(EDDY_ERR_IO, "connection: Server closed the connection");
+    eddy__conn_lost(cs, &a, EDDY_ERR_IO, &io);
+    eddy__conn_lost(cs, &b, EDDY_ERR_IO, &io);
+    eddy__conn_failed(cs, EDDY_ERR_IO, &io); /* retries while down */
+    eddy__conn_up(cs, &a);
+    eddy__conn_up(cs, &b);
+    eddy__conn_lost(cs, &c, EDDY_ERR_IO, &io);      /* c noticed the old outage late */
+    eddy__conn_lost(cs, &c, EDDY_ERR_IO, &io);      /* and reports nothing twice */
+    eddy__conn_lost(cs, &b, EDDY_ERR_CLOSED, NULL); /* a stop says nothing */
+    cr_assert_eq(ntold, 3);
+    cr_expect_eq(told[0], EDDY_CONN_CONNECTED);
+    cr_expect_eq(told[1], EDDY_CONN_DISCONNECTED);
+    cr_expect_eq(told[2], EDDY_CONN_RECONNECTED);
+    eddy_connection_stats st;
+    eddy__conn_stats(cs, &st);
+    cr_expect_eq(st.state, EDDY_CONN_RECONNECTED);
+    cr_expect_eq(st.connects, 5);
+    cr_expect_eq(st.disconnects, 3);
+    cr_expect_eq(st.connect_failures, 1);
+    eddy__conn_state_free(cs);
+}
+
+Test(conn_state, refusals_told_once_and_retried_at_the_longest_backoff) {
+    eddy__conn_state *cs = tracker();
+    eddy_error auth = because(EDDY_ERR_AUTH, "handshake refused: WRONGPASS");
+    for (int i = 0; i < 10; i++)
+        eddy__conn_failed(cs, EDDY_ERR_AUTH, &auth);
+    unsigned a = 0;
+    eddy__conn_up(cs, &a);
+    eddy_error proto = because(EDDY_ERR_PROTOCOL, "hiredis: Protocol error");
+    eddy__conn_failed(cs, EDDY_ERR_PROTOCOL, &proto);
+    eddy__conn_failed(cs, EDDY_ERR_PROTOCOL, &proto);
+    eddy__conn_failed(cs, EDDY_ERR_NOMEM, NULL); /* this process's memory: nothing learnt */
+    cr_assert_eq(ntold, 3);
+    cr_expect_eq(told[0], EDDY_CONN_AUTH_FAILED);
+    cr_expect_eq(told[1], EDDY_CONN_CONNECTED);
+    cr_expect_eq(told[2], EDDY_CONN_NOT_REDIS);
+    cr_expect(eddy__conn_refused(EDDY_ERR_AUTH) && eddy__conn_refused(EDDY_ERR_PROTOCOL));
+    cr_expect(!eddy__conn_refused(EDDY_ERR_IO));
+    cr_expect_eq(eddy__conn_next_attempt(0, EDDY_ERR_IO), 1);
+    unsigned longest = eddy__conn_next_attempt(0, EDDY_ERR_AUTH);
+    cr_expect_eq(eddy__backoff_delay_ms(longest, 50, 2000, NULL), 2000);
+    eddy__conn_state_free(cs);
+}
+
+Test(conn_state, a_first_failure_is_a_disconnect_then_connected) {
+    eddy__conn_state *cs = tracker();
+    eddy_error io = because(EDDY_ERR_IO, "connection: Connection refused");
+    eddy__conn_failed(cs, EDDY_ERR_IO, &io);
+    eddy__conn_failed(cs, EDDY_ERR_IO, &io);
+    unsigned a = 0;
+    eddy__conn_up(cs, &a);
+    cr_assert_eq(ntold, 2);
+    cr_expect_eq(told[0], EDDY_CONN_DISCONNECTED);
+    cr_expect_eq(told[1], EDDY_CONN_CONNECTED);
+    eddy__conn_state_free(cs);
+}

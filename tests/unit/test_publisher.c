@@ -1,0 +1,193 @@
+/* The publisher's core with no server: with publish_dedup_ms, the commands a publish builds (the
+ * function library's load ahead of the first, then FCALL of the deduplicating publish instead
+ * of XADD), the reading of their replies, a library the server lost sent again behind a load,
+ * requests left alone, and the field limit of the function. */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "publisher.h"
+#include "settings.h"
+#include "store.h"
+
+static eddy__settings settings;
+static eddy__publisher *pub;
+
+static void setup(void) {
+    eddy_settings s;
+    eddy_settings_init(&s);
+    s.ns = "t";
+    s.publish_dedup_ms = 5000;
+    cr_assert_eq(eddy__settings_copy(&settings, &s, NULL), EDDY_OK);
+    cr_assert(pub = eddy__publisher_new(&settings));
+}
+
+static void teardown(void) {
+    eddy__publisher_free(pub);
+    eddy__settings_free(&settings);
+}
+
+TestSuite(publisher, .init = setup, .fini = teardown);
+
+static eddy_event *ev_new(const char *id) {
+    eddy_event *ev = eddy_event_new();
+    cr_assert(ev);
+    cr_assert_eq(eddy_event_set_id(ev, id), EDDY_OK);
+    cr_assert_eq(eddy_event_set_source(ev, "/t"), EDDY_OK);
+    cr_assert_eq(eddy_event_set_type(ev, "t"), EDDY_OK);
+    return ev;
+}
+
+/* The first `n` arguments of a command as "ARG ARG ...". */
+static const char *head(const eddy__cmd *c, int n) {
+    static char buf[512];
+    buf[0] = '\0';
+    for (int a = 0; a < c->argc && a < n; a++) {
+        if (a)
+            strcat(buf, " ");
+        strncat(buf, c->argv[a], 100);
+    }
+    return buf;
+}
+
+static redisReply *reply(int type, const char *str) {
+    redisReply *r = calloc(1, sizeof(*r));
+    r->type = type;
+    if (str) {
+        r->str = strdup(str);
+        r->len = strlen(str);
+    }
+    if (type == REDIS_REPLY_INTEGER)
+        r->integer = 1;
+    return r;
+}
+
+static void free_replies(redisReply **r, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        if (r[i])
+            freeReplyObject(r[i]);
+}
+
+Test(publisher, loads_the_library_then_calls_the_function) {
+    eddy_event *ev = ev_new("e:1");
+    eddy__cmdlist l;
+    eddy__cmdlist_init(&l);
+    cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
+    cr_assert_eq(l.n, 3);
+    cr_expect(eddy__store_is_load(&l, 0));
+    cr_expect_str_eq(head(&l.cmds[1], 3), "SADD {t}:subjects a.b");
+    cr_expect_str_eq(head(&l.cmds[2], 7),
+                     "FCALL " EDDY__PUBLISH_FN " 2 {t}:s:a.b {t}:pubid:3:a.b:e:1 5000 0");
+    /* The load is queued: the next publish on the connection runs after it. */
+    cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
+    cr_assert_eq(l.n, 5);
+    cr_expect_not(eddy__store_is_load(&l, 3));
+
+    redisReply *r[5] = {reply(REDIS_REPLY_STRING, EDDY__STORE_LIBRARY),
+                        reply(REDIS_REPLY_INTEGER, NULL), reply(REDIS_REPLY_STRING, "7-0"),
+                        reply(REDIS_REPLY_INTEGER, NULL), reply(REDIS_REPLY_STRING, "7-0")};
+    char id[32] = "";
+    size_t next;
+    cr_expect_eq(eddy__publish_result(pub, &l, 0, r, &next, id, sizeof(id), NULL), EDDY_OK);
+    cr_expect_str_eq(id, "7-0");
+    cr_expect_eq(next, 3);
+    cr_expect_eq(eddy__publish_result(pub, &l, next, r, &next, id, sizeof(id), NULL), EDDY_OK);
+    cr_expect_eq(next, 5);
+    eddy__cmdlist again;
+    eddy__cmdlist_init(&again);
+    cr_expect_not(eddy__publish_again(pub, &l, r, &again), "nothing was refused");
+    free_replies(r, 5);
+    eddy__cmdlist_reset(&l);
+    eddy_event_free(ev);
+}
+
+Test(publisher, a_lost_library_is_sent_again_behind_a_load) {
+    eddy_event *ev = ev_new("e1");
+    eddy__cmdlist l;
+    eddy__cmdlist_init(&l);
+    cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
+    redisReply *ok[3] = {reply(REDIS_REPLY_STRING, EDDY__STORE_LIBRARY),
+                         reply(REDIS_REPLY_INTEGER, NULL), reply(REDIS_REPLY_STRING, "1-0")};
+    size_t next;
+    cr_assert_eq(eddy__publish_result(pub, &l, 0, ok, &next, NULL, 0, NULL), EDDY_OK);
+    free_replies(ok, 3);
+    eddy__cmdlist_reset(&l);
+
+    /* Loaded and the subject known: the publish is the FCALL alone. */
+    cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
+    cr_assert_eq(l.n, 1);
+    redisReply *lost[1] = {reply(REDIS_REPLY_ERROR, "ERR Function not found")};
+    eddy_error err = {0};
+    cr_expect_eq(eddy__publish_result(pub, &l, 0, lost, &next, NULL, 0, &err), EDDY_ERR_BACKEND);
+    cr_expect(strstr(err.detail, "nothing was published"), "%s", err.detail);
+    eddy__cmdlist again;
+    eddy__cmdlist_init(&again);
+    cr_assert(eddy__publish_again(pub, &l, lost, &again));
+    cr_assert_eq(again.n, 2);
+    cr_expect(eddy__store_is_load(&again, 0));
+    cr_expect_str_eq(head(&again.cmds[1], 3), head(&l.cmds[0], 3));
+    cr_expect_eq(again.cmds[1].argc, l.cmds[0].argc);
+    /* Refused again behind its own load: no third try. */
+    redisReply *still[2] = {reply(REDIS_REPLY_STRING, EDDY__STORE_LIBRARY),
+                            reply(REDIS_REPLY_ERROR, "ERR Function not found")};
+    eddy__cmdlist third;
+    eddy__cmdlist_init(&third);
+    cr_expect_not(eddy__publish_again(pub, &again, still, &third));
+    cr_expect_eq(eddy__publish_result(pub, &again, 0, still, &next, NULL, 0, &err),
+                 EDDY_ERR_BACKEND);
+    free_replies(lost, 1);
+    free_replies(still, 2);
+    eddy__cmdlist_reset(&again);
+    eddy__cmdlist_reset(&l);
+    eddy_event_free(ev);
+}
+
+Test(publisher, a_server_without_functions_is_not_supported) {
+    eddy_event *ev = ev_new("e1");
+    eddy__cmdlist l;
+    eddy__cmdlist_init(&l);
+    cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
+    redisReply *r[3] = {reply(REDIS_REPLY_ERROR, "ERR unknown command 'FUNCTION'"),
+                        reply(REDIS_REPLY_INTEGER, NULL),
+                        reply(REDIS_REPLY_ERROR, "ERR unknown command 'FCALL'")};
+    size_t next;
+    eddy_error err = {0};
+    cr_expect_eq(eddy__publish_result(pub, &l, 0, r, &next, NULL, 0, &err), EDDY_ERR_NOT_SUPPORTED);
+    cr_expect(strstr(err.detail, "publish_dedup_ms"), "%s", err.detail);
+    free_replies(r, 3);
+    eddy__cmdlist_reset(&l);
+    /* The failed load is not taken as done: the next publish loads again. */
+    cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
+    cr_expect(eddy__store_is_load(&l, 0));
+    eddy__cmdlist_reset(&l);
+    eddy__publisher_connection_lost(pub);
+    eddy_event_free(ev);
+}
+
+Test(publisher, requests_are_not_deduplicated) {
+    eddy_event *ev = ev_new("e1");
+    eddy__cmdlist l;
+    eddy__cmdlist_init(&l);
+    cr_assert_eq(eddy__request_prepare(pub, "a.b", ev, "{t}:inbox:x", "r1", 99, &l, NULL), EDDY_OK);
+    cr_assert_eq(l.n, 2);
+    cr_expect_str_eq(head(&l.cmds[1], 3), "XADD {t}:s:a.b *");
+    eddy__cmdlist_reset(&l);
+    eddy_event_free(ev);
+}
+
+Test(publisher, the_function_takes_a_bounded_number_of_fields) {
+    eddy_event *ev = ev_new("e1");
+    char name[16];
+    for (int i = 0; i < (EDDY__STORE_MAX_FIELDS - 18) / 2 + 1; i++) {
+        snprintf(name, sizeof(name), "x%d", i);
+        cr_assert_eq(eddy_event_set_extension(ev, name, "v", NULL), EDDY_OK);
+    }
+    eddy__cmdlist l;
+    eddy__cmdlist_init(&l);
+    eddy_error err = {0};
+    cr_expect_eq(eddy__publish_prepare(pub, "a.b", ev, &l, &err), EDDY_ERR_TOO_LARGE);
+    cr_expect(strstr(err.detail, "publish_dedup_ms"), "%s", err.detail);
+    cr_expect_eq(l.n, 0, "nothing left behind");
+    eddy__cmdlist_reset(&l);
+    eddy_event_free(ev);
+}
