@@ -466,6 +466,31 @@ Test(acl, main_flows_run_with_the_documented_rules) {
      * the idle consumer removed. */
     cr_assert(eddy_test_wait_until(retention_ran, &w, WAIT_MS));
 
+    /* Idempotent publish (publish_dedup_ms): the library's deduplicating publish and append. */
+    eddy_settings ds = s;
+    ds.publish_dedup_ms = 60000;
+    eddy_bus *dbus;
+    cr_assert_eq(eddy_bus_new(&ds, NULL, 0, &dbus, &err), EDDY_OK, "%s", err.detail);
+    eddy_event *once = event("once-1", "acl.once");
+    char first[64], again_id[64];
+    cr_assert_eq(eddy_bus_publish(dbus, "acl.once", once, first, sizeof(first), &err), EDDY_OK,
+                 "%s", err.detail);
+    cr_assert_eq(eddy_bus_publish(dbus, "acl.once", once, again_id, sizeof(again_id), &err),
+                 EDDY_OK, "%s", err.detail);
+    cr_assert_str_eq(again_id, first);
+    eddy_event_free(once);
+    eddy_bus_free(dbus);
+    eddy_store *dstore;
+    cr_assert_eq(eddy_store_open(&ds, &dstore, &err), EDDY_OK, "%s", err.detail);
+    eddy_event *e4 = event("stored-4", "acl.stored");
+    const eddy_event *last[] = {e4};
+    ao.expected_version = EDDY_ANY_VERSION;
+    cr_assert_eq(eddy_store_append(dstore, "acct-2", last, 1, &ao, NULL, &err), EDDY_OK, "%s",
+                 err.detail);
+    eddy_event_free(e4);
+    eddy_store_close(dstore);
+    cr_assert_eq(admin_int("XLEN", ns, "s:acl.once"), 1);
+
     /* What an operator's tool reads (eddy_admin, the eddy command's groups, registry, stats). */
     eddy_admin *admin;
     cr_assert_eq(eddy_admin_open(&s, &admin, &err), EDDY_OK, "%s", err.detail);
