@@ -111,7 +111,9 @@ static eddy_status connect_failed(bconn *c, eddy_status st, const eddy_error *er
     return st;
 }
 
-eddy_status bconn_connect(bconn *c, eddy_error *err) {
+eddy_status bconn_connect(bconn *c, eddy_error *err) { return bconn_connect_until(c, -1, err); }
+
+eddy_status bconn_connect_until(bconn *c, long long until, eddy_error *err) {
     if (bconn_connected(c))
         return EDDY_OK;
     const eddy__url *url = &c->s->url;
@@ -132,8 +134,17 @@ eddy_status bconn_connect(bconn *c, eddy_error *err) {
     long long now = bconn_now_ms();
     eddy_status st = eddy__link_connect(c->link, now, err);
     long long deadline = eddy__link_deadline(c->link);
+    bool callers = until >= 0 && until < deadline; /* the caller's deadline comes first */
+    if (callers)
+        deadline = until;
     while (st == EDDY_OK && eddy__link_phase_of(c->link) != EDDY__LINK_READY) {
-        if ((st = drive(c, deadline, err)) == EDDY_ERR_TIMEOUT)
+        if ((st = drive(c, deadline, err)) == EDDY_ERR_TIMEOUT && callers) {
+            /* Not a verdict on the server (its connect timeout did not pass): not reported. */
+            drop(c);
+            return eddy__fail(err, EDDY_ERR_IO, "connecting to %s: not connected by the deadline",
+                              eddy__link_peer(c->link));
+        }
+        if (st == EDDY_ERR_TIMEOUT)
             st = eddy__link_tick(c->link, bconn_now_ms(), err);
     }
     if (st != EDDY_OK) {

@@ -50,6 +50,9 @@ void bconn_destroy(bconn *c);
 /* Connects (with the AUTH and SELECT handshake) unless already connected, within
  * settings.connect_timeout_ms. */
 eddy_status bconn_connect(bconn *c, eddy_error *err);
+/* The same, returning EDDY_ERR_IO by `until` (monotonic ms; -1 none) when the connect (with its
+ * handshake) is not done by then, although its own connect_timeout_ms has not passed. */
+eddy_status bconn_connect_until(bconn *c, long long until, eddy_error *err);
 bool bconn_connected(const bconn *c);
 /* Drops the connection (the next bconn_connect makes a new one). */
 void bconn_close(bconn *c);

@@ -25,6 +25,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "conn_state.h"
 #include "error.h"
@@ -132,14 +133,41 @@ static void expire(bmux *m, mwait *w, mwait **out) {
     eddy__link_shutdown(m->conn.link);
 }
 
-/* A usable connection, replacing a broken one. Caller holds no lock. */
-static eddy_status ensure_connected(bmux *m, eddy_error *err) {
+/* Takes connect_lock by until (monotonic ms; -1 none): another caller may be connecting to a
+ * server that does not answer, up to its own deadline. */
+static eddy_status lock_connect(bmux *m, long long until, eddy_error *err) {
+    if (until < 0) {
+        pthread_mutex_lock(&m->connect_lock);
+        return EDDY_OK;
+    }
+    /* pthread_mutex_timedlock takes CLOCK_REALTIME: the monotonic deadline as a wait from now. */
+    long long left = until - bconn_now_ms();
+    struct timespec at;
+    clock_gettime(CLOCK_REALTIME, &at);
+    if (left > 0) {
+        at.tv_sec += (time_t)(left / 1000);
+        at.tv_nsec += (long)(left % 1000) * 1000000;
+        if (at.tv_nsec >= 1000000000) {
+            at.tv_sec++;
+            at.tv_nsec -= 1000000000;
+        }
+    }
+    if (pthread_mutex_timedlock(&m->connect_lock, &at) == 0)
+        return EDDY_OK;
+    return eddy__fail(err, EDDY_ERR_IO, "connecting: not connected by the deadline");
+}
+
+/* A usable connection, replacing a broken one, by until (-1: the connect's own timeout only).
+ * Caller holds no lock. */
+static eddy_status ensure_connected(bmux *m, long long until, eddy_error *err) {
     pthread_mutex_lock(&m->lock);
     bool ok = m->up && !m->broken;
     pthread_mutex_unlock(&m->lock);
     if (ok)
         return EDDY_OK;
-    pthread_mutex_lock(&m->connect_lock);
+    eddy_status st = lock_connect(m, until, err);
+    if (st != EDDY_OK)
+        return st;
     pthread_mutex_lock(&m->lock);
     while (m->broken && (m->reading || m->writing))
         pthread_cond_wait(&m->idle, &m->lock);
@@ -147,13 +175,12 @@ static eddy_status ensure_connected(bmux *m, eddy_error *err) {
     eddy_error lost = m->lost;
     ok = m->up && !m->broken;
     pthread_mutex_unlock(&m->lock);
-    eddy_status st = EDDY_OK;
     if (!ok) { /* nobody uses the socket: no slot is in flight, no role is held */
         if (broken) {
             eddy__conn_lost(m->conn.s->conn_state, &m->conn.state_epoch, lost.status, &lost);
             bconn_close(&m->conn);
         }
-        st = bconn_connect(&m->conn, err);
+        st = bconn_connect_until(&m->conn, until, err);
         pthread_mutex_lock(&m->lock);
         m->broken = false;
         m->up = st == EDDY_OK;
@@ -170,7 +197,7 @@ eddy_status bmux_connect(bmux *m, eddy_error *err) {
         pthread_mutex_unlock(&m->connect_lock);
         return st;
     }
-    return ensure_connected(m, err);
+    return ensure_connected(m, -1, err);
 }
 
 /* Waits in poll() for the link's socket to be ready for `events`, until deadline. false when
@@ -309,7 +336,7 @@ static eddy_status queue_cmds(bmux *m, const eddy__cmdlist *cmds, redisReply **r
                               eddy_error *err) {
     eddy_status st = EDDY_OK;
     for (int attempt = 0;; attempt++) {
-        if ((st = ensure_connected(m, err)) != EDDY_OK)
+        if ((st = ensure_connected(m, w->deadline, err)) != EDDY_OK)
             return st;
         pthread_mutex_lock(&m->lock);
         if (m->up && !m->broken)
@@ -355,7 +382,7 @@ eddy_status bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long deadli
         return st;
     }
     if (cmds->n == 0)
-        return bmux_connect(m, err);
+        return ensure_connected(m, deadline, err);
     mwait w = {.popped = false, .deadline = deadline};
     pthread_mutex_init(&w.m, NULL);
     bcond_init_monotonic(&w.cond);

@@ -254,7 +254,7 @@ static void reap(eddy_rbus *bus) {
     rctl_reap(bus);
     for (ract **p = &bus->acts; *p;) {
         ract *act = *p;
-        if (act->state == A_DEAD) {
+        if (act->r.state == R_DEAD) {
             *p = act->next;
             ract_free(act);
         } else {

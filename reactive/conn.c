@@ -1,18 +1,21 @@
-/* Reactive transport (see conn.h): a hiredis async context with eddy's own libev adapter, or
- * a memory engine connection, behind one small interface.
+/* Reactive transport (see conn.h): a link (src/link.h: the socket, TLS, the handshake, RESP
+ * both ways) that this file only waits on, with one ev_io and one ev_timer; or a memory engine
+ * connection. Both behind one small interface.
  *
  * Invariants:
- * - `depth` counts this file's frames on the stack that may reach hiredis or the owner (event
- *   callbacks, rconn_drain). A close while depth > 0 only marks the connection closed; it is
- *   destroyed when the outermost frame returns, after hiredis has returned too, so neither a
- *   hiredis nor a libev frame ever sees freed memory.
+ * - `depth` counts this file's frames on the stack that may reach the owner (event callbacks,
+ *   rconn_drain). A close while depth > 0 only marks the connection closed; it is destroyed
+ *   when the outermost frame returns, so no frame of ours ever sees freed memory.
  * - `down` is reported once, from the loop, never after rconn_close, and never from inside a
  *   call the owner made into this file (then a zero-delay timer reports it).
- * - hiredis says a context is gone only through the adapter's cleanup hook, which it runs
- *   from inside its free; that is where `ac` becomes NULL. Replies hiredis hands to callbacks
- *   it runs with NULL while freeing are swallowed: the owner learns of a loss through `down`.
- * - Every write to the socket runs with SIGPIPE blocked (sigpipe.h): the loop thread is the
- *   user's, and a write to a peer that went away must not kill the process.
+ * - Every command given to a link has a deadline: its queueing time plus command_timeout_ms
+ *   (plus its block_ms for a blocking read), but never before the deadline of the command
+ *   ahead of it, which it waits behind. So the oldest unanswered command's deadline is the
+ *   next to pass; the timer is armed no later than that (before the link is READY: for the
+ *   connect's own deadline). A passed deadline fails the link through eddy__link_expire,
+ *   which tells "not sent" (EDDY_ERR_IO) from "sent, outcome unknown" (EDDY_ERR_TIMEOUT).
+ * - A link's replies are built in the reply arena, lent to the owner for its callback and
+ *   dropped right after it (the arena is reset after each callback).
  * - Memory commands run in order. A blocking read that finds nothing parks the queue (later
  *   commands wait behind it, as they would behind a blocking read on a socket) until the
  *   engine's write listener wakes the loop or the read's own timer answers nil. Replies are
@@ -20,24 +23,24 @@
  */
 #include "conn.h"
 
-#include <hiredis/async.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "conn_state.h"
 #include "error.h"
+#include "link.h"
 #include "memory/engine.h"
-#include "redis.h"
 #include "reply.h"
 #include "reply_arena.h"
-#include "sigpipe.h"
 #include "timing.h"
 
-typedef struct mop {
-    const eddy__cmd *cmd;
+/* A command awaiting its reply. */
+typedef struct pending {
     void *priv;
-    redisReply *reply; /* set once executed */
-} mop;
+    long long deadline;   /* a link's: eddy__mono_ms() clock */
+    const eddy__cmd *cmd; /* memory:// */
+    redisReply *reply;    /* memory://: set once executed */
+} pending;
 
 struct rconn {
     struct ev_loop *loop;
@@ -51,37 +54,55 @@ struct rconn {
     bool down_told;
     unsigned state_epoch; /* conn_state.h: nonzero while up (reported to the bus's tracker) */
     eddy_error fail_err;
-    ev_timer timer; /* connect timeout, then reply watchdog; a zero delay reports down */
-    /* redis:// and unix:// */
-    redisAsyncContext *ac;
+    uint64_t fail_sent; /* rconn_sent when it failed */
+    ev_timer timer;     /* the next deadline; a zero delay reports down */
+    long long timer_at; /* when it fires (eddy__mono_ms), while it is active */
+    /* The commands awaiting replies, in order (a ring). memory://: executed ones first
+     * (ndone), then the parked or unrun ones. */
+    pending *q;
+    size_t qhead, qn, qcap;
+    redisReply *lending; /* the reply the owner is looking at, when rconn_keep may take it */
+    /* redis://, rediss://, unix:// */
+    eddy__link *link;
     eddy__reply_arena *arena; /* replies are built in it and dropped after their callback */
-    char *out;                /* a command being written, in RESP */
-    size_t out_cap;
-    bool connected;
-    ev_io rev, wev;
-    size_t handshake_left;
-    long long client_id; /* the server's id for this connection (CLIENT ID), -1 unknown */
-    size_t pending;      /* commands written or queued in hiredis and not answered */
-    long long block_ms;  /* >= 0 while a blocking read is among them */
+    ev_io io;
+    unsigned io_wants; /* what io watches for (EDDY__LINK_READ / WRITE), 0 when stopped */
     /* memory:// */
+    uint64_t mem_numbered; /* commands given so far */
     eddy__mem_engine *engine;
     eddy__mem_conn *mc;
     unsigned listener;
     ev_async wake;
     ev_timer block_timer;
-    bool parked; /* the command after the executed ones is a blocking read waiting for data */
-    mop *q;      /* ring: executed commands first (ndone), then the parked or unrun ones */
-    size_t qhead, qn, qcap, ndone;
-    redisReply *lending; /* the memory reply the owner is looking at; rconn_keep takes it */
+    bool parked;  /* the command after the executed ones is a blocking read waiting for data */
+    size_t ndone; /* the first ndone of q were executed */
 };
-
-static char handshake_tag; /* priv of the AUTH/SELECT commands */
-static char id_tag;        /* priv of the CLIENT ID the handshake ends with */
 
 static void timer_after(struct ev_loop *loop, ev_timer *t, long long ms) {
     ev_timer_stop(loop, t);
     ev_timer_set(t, (double)ms / 1000.0, 0.);
     ev_timer_start(loop, t);
+}
+
+/* ---- the commands awaiting replies ------------------------------------------------------ */
+
+static pending *q_at(rconn *c, size_t i) { return &c->q[(c->qhead + i) % c->qcap]; }
+
+static bool q_push(rconn *c, pending o) {
+    if (c->qn == c->qcap) {
+        size_t cap = c->qcap ? c->qcap * 2 : 16;
+        pending *q = malloc(cap * sizeof(*q));
+        if (!q)
+            return false;
+        for (size_t i = 0; i < c->qn; i++)
+            q[i] = *q_at(c, i);
+        free(c->q);
+        c->q = q;
+        c->qcap = cap;
+        c->qhead = 0;
+    }
+    *q_at(c, c->qn++) = o;
+    return true;
 }
 
 /* ---- failure and teardown ---------------------------------------------------------------- */
@@ -91,6 +112,11 @@ static void fail_with(rconn *c, const eddy_error *err) {
         return;
     c->failed = true;
     c->fail_err = *err;
+    c->fail_sent = c->link ? eddy__link_sent(c->link) : c->mem_numbered;
+    if (c->link && c->io_wants) {
+        ev_io_stop(c->loop, &c->io);
+        c->io_wants = 0;
+    }
     if (c->depth == 0) /* not inside one of our frames: report from the loop */
         timer_after(c->loop, &c->timer, 0);
 }
@@ -103,48 +129,54 @@ static void fail(rconn *c, eddy_status st, const char *what) {
 
 static void drop_queue(rconn *c) {
     for (size_t i = 0; i < c->qn; i++) {
-        mop *o = &c->q[(c->qhead + i) % c->qcap];
+        pending *o = &c->q[(c->qhead + i) % c->qcap];
         if (o->reply)
             freeReplyObject(o->reply);
     }
     c->qhead = c->qn = c->ndone = 0;
     c->parked = false;
-    ev_timer_stop(c->loop, &c->block_timer);
+    if (c->engine)
+        ev_timer_stop(c->loop, &c->block_timer);
 }
 
-/* Releases the transport; hiredis runs the callbacks of pending commands (swallowed). */
+/* Releases the transport once it failed: pending commands get no reply. */
 static void kill_transport(rconn *c) {
     ev_timer_stop(c->loop, &c->timer);
-    if (c->ac)
-        redisAsyncFree(c->ac); /* depth is 0: no hiredis frame of this context is running */
-    if (c->mc)
-        drop_queue(c);
+    if (c->link) {
+        ev_io_stop(c->loop, &c->io);
+        c->io_wants = 0;
+        eddy__link_close(c->link);
+    }
+    drop_queue(c);
+}
+
+/* The socket is up (the handshake's commands are written, or being written). */
+static bool link_connected(const rconn *c) {
+    eddy__link_phase ph = eddy__link_phase_of(c->link);
+    return !c->failed && (ph == EDDY__LINK_READY || ph == EDDY__LINK_HANDSHAKE);
 }
 
 static void destroy(rconn *c) {
     ev_timer_stop(c->loop, &c->timer);
-    if (c->ac && c->connected && !c->failed) {
+    if (c->link) {
         /* Whatever is still queued (a stopping reader's acknowledgements) goes out if the
          * socket takes it now; replies are not waited for. */
-        eddy__sigpipe_guard guard;
-        eddy__sigpipe_block(&guard);
-        redisAsyncHandleWrite(c->ac);
-        eddy__sigpipe_restore(&guard);
+        if (link_connected(c))
+            eddy__link_flush(c->link, NULL);
+        ev_io_stop(c->loop, &c->io);
+        eddy__link_free(c->link);
     }
-    if (c->ac) /* a failed write above may have freed it already (cleanup hook) */
-        redisAsyncFree(c->ac);
+    drop_queue(c);
     eddy__reply_arena_free(c->arena);
-    free(c->out);
     if (c->engine) {
         if (c->listener) /* waits for a listener running on another thread */
             eddy__mem_engine_unlisten(c->engine, c->listener);
         ev_async_stop(c->loop, &c->wake);
-        drop_queue(c);
-        free(c->q);
         if (c->mc)
             eddy__mem_conn_free(c->mc);
         eddy__mem_engine_release(c->engine);
     }
+    free(c->q);
     free(c);
 }
 
@@ -179,83 +211,70 @@ static void tell_down(rconn *c) {
     leave_loop(c);
 }
 
-static void on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
-    rconn *c = w->data;
-    c->depth++;
-    if (!c->failed) {
-        eddy_error err;
-        if (!c->connected)
-            eddy__fail(&err, EDDY_ERR_IO, "connect timed out after %u ms",
-                       c->s->connect_timeout_ms);
-        else
-            eddy__fail(&err, EDDY_ERR_IO, "no reply within %lld ms",
-                       eddy__reply_timeout_ms(c->s, c->block_ms));
-        fail_with(c, &err);
+/* ---- redis://, rediss://, unix://: waiting on the link ----------------------------------- */
+
+/* Watches the socket for what the link wants now. */
+static void watch(rconn *c) {
+    unsigned w = c->failed ? 0 : eddy__link_wants(c->link);
+    if (w == c->io_wants)
+        return;
+    ev_io_stop(c->loop, &c->io);
+    c->io_wants = w;
+    if (!w)
+        return;
+    ev_io_set(&c->io, eddy__link_fd(c->link),
+              ((w & EDDY__LINK_READ) ? EV_READ : 0) | ((w & EDDY__LINK_WRITE) ? EV_WRITE : 0));
+    ev_io_start(c->loop, &c->io);
+}
+
+/* Arms the timer for the next deadline: the connect's, then the oldest command's. A timer
+ * that fires no later than that stays (it arms again when it fires early), so replies that
+ * move the oldest deadline on cost no timer work. */
+static void arm(rconn *c) {
+    if (c->failed)
+        return;
+    long long at = -1;
+    if (eddy__link_phase_of(c->link) != EDDY__LINK_READY)
+        at = eddy__link_deadline(c->link);
+    else if (c->qn > 0)
+        at = q_at(c, 0)->deadline;
+    if (at < 0) {
+        ev_timer_stop(c->loop, &c->timer);
+        return;
     }
-    leave_loop(c);
-}
-
-/* ---- redis:// and unix://: the libev adapter ------------------------------------------------ */
-
-static void on_readable(struct ev_loop *loop, ev_io *w, int revents) {
-    rconn *c = w->data;
-    c->depth++;
-    redisAsyncHandleRead(c->ac);
-    leave_loop(c);
-}
-
-static void on_writable(struct ev_loop *loop, ev_io *w, int revents) {
-    rconn *c = w->data;
-    c->depth++;
-    eddy__sigpipe_guard guard;
-    eddy__sigpipe_block(&guard);
-    redisAsyncHandleWrite(c->ac);
-    eddy__sigpipe_restore(&guard);
-    leave_loop(c);
-}
-
-static void hook_add_read(void *p) {
-    rconn *c = p;
-    ev_io_start(c->loop, &c->rev); /* a no-op on an active watcher */
-}
-
-static void hook_del_read(void *p) {
-    rconn *c = p;
-    ev_io_stop(c->loop, &c->rev);
-}
-
-static void hook_add_write(void *p) {
-    rconn *c = p;
-    ev_io_start(c->loop, &c->wev);
-}
-
-static void hook_del_write(void *p) {
-    rconn *c = p;
-    ev_io_stop(c->loop, &c->wev);
-}
-
-/* hiredis is freeing the context: stop watching its socket, and note why it went. */
-static void hook_cleanup(void *p) {
-    rconn *c = p;
-    ev_io_stop(c->loop, &c->rev);
-    ev_io_stop(c->loop, &c->wev);
-    redisAsyncContext *ac = c->ac;
-    if (!ac)
+    if (ev_is_active(&c->timer) && c->timer_at <= at)
         return;
-    c->ac = NULL;
-    if (c->closed || c->failed)
-        return;
-    eddy_error err;
-    if (ac->c.err)
-        eddy__redis_context_status(ac->c.err, ac->c.errstr, &err);
-    else
-        eddy__fail(&err, EDDY_ERR_IO, "connection closed");
-    fail_with(c, &err);
+    long long now = eddy__mono_ms();
+    c->timer_at = at;
+    timer_after(c->loop, &c->timer, at > now ? at - now : 0);
 }
 
-static void watchdog_arm(rconn *c) {
-    if (c->connected) /* before that, the connect timeout runs */
-        timer_after(c->loop, &c->timer, eddy__reply_timeout_ms(c->s, c->block_ms));
+/* Hands out the replies that are complete, in order, each lent for its callback. */
+static void deliver(rconn *c) {
+    while (!c->closed && !c->failed) {
+        redisReply *r = NULL;
+        eddy_error err;
+        if (eddy__link_reply(c->link, &r, &err) != EDDY_OK) {
+            fail_with(c, &err);
+            return;
+        }
+        if (!r)
+            return;
+        if (c->qn == 0) { /* the link counts them too: it fails first */
+            fail(c, EDDY_ERR_PROTOCOL, "a reply no command asked for");
+            return;
+        }
+        void *priv = q_at(c, 0)->priv;
+        c->qhead = (c->qhead + 1) % c->qcap;
+        c->qn--;
+        c->lending = c->arena ? NULL : r; /* an arena's reply cannot be taken, only copied */
+        c->ops->reply(c->owner, priv, r);
+        if (c->arena)
+            eddy__reply_arena_reset(c->arena);
+        else if (c->lending)
+            freeReplyObject(c->lending);
+        c->lending = NULL;
+    }
 }
 
 static void tell_up(rconn *c) {
@@ -264,159 +283,87 @@ static void tell_up(rconn *c) {
     c->ops->up(c->owner);
 }
 
-static void on_connect(const redisAsyncContext *ac, int status) {
-    rconn *c = ac->data;
-    if (status != REDIS_OK)
-        return; /* hiredis frees the context next; the cleanup hook reports why */
-    c->connected = true;
-    ev_timer_stop(c->loop, &c->timer);
-    if (c->pending > 0)
-        watchdog_arm(c);
-    if (c->handshake_left == 0 && !c->closed && !c->failed)
+/* After the link moved: report READY once, hand out replies, wait for what it wants next. */
+static void settle_link(rconn *c) {
+    if (!c->up && !c->failed && eddy__link_phase_of(c->link) == EDDY__LINK_READY)
         tell_up(c);
+    deliver(c);
+    if (!c->failed && !c->closed) {
+        watch(c);
+        arm(c);
+    }
 }
 
-static void take_reply(rconn *c, void *r, void *priv) {
-    if (!r || c->closed || c->failed)
-        return;
-    redisReply *reply = r;
-    if (--c->pending == 0) {
-        c->block_ms = -1;
-        ev_timer_stop(c->loop, &c->timer);
-    } else {
-        watchdog_arm(c); /* progress: the silence limit starts again */
-    }
-    if (priv == &id_tag) {
-        /* Refused (an ACL): the id stays unknown, which only makes a pause's cut less exact. */
-        eddy_error err;
-        if (eddy__client_id_check(reply, &c->client_id, &err) != EDDY_OK)
-            fail_with(c, &err);
-        else if (--c->handshake_left == 0 && c->connected)
-            tell_up(c);
-        return;
-    }
-    if (priv == &handshake_tag) {
-        eddy_error err;
-        if (eddy__handshake_check(&reply, 1, &err) != EDDY_OK)
-            fail_with(c, &err);
-        else if (--c->handshake_left == 0 && c->connected)
-            tell_up(c);
-        return;
-    }
-    c->ops->reply(c->owner, priv, reply);
+static void on_io(struct ev_loop *loop, ev_io *w, int revents) {
+    rconn *c = w->data;
+    c->depth++;
+    eddy_error err;
+    unsigned ready =
+        ((revents & EV_READ) ? EDDY__LINK_READ : 0) | ((revents & EV_WRITE) ? EDDY__LINK_WRITE : 0);
+    if (eddy__link_io(c->link, ready, &err) != EDDY_OK)
+        fail_with(c, &err);
+    else
+        settle_link(c);
+    leave_loop(c);
 }
 
-/* A reply is borrowed for its callback only (rconn_keep copies it), so its arena is reset
- * after each: hiredis parses the next reply only after this returns. */
-static void on_reply(redisAsyncContext *ac, void *r, void *priv) {
-    rconn *c = ac->data;
-    take_reply(c, r, priv);
-    if (c->arena)
-        eddy__reply_arena_reset(c->arena);
+/* The timer: a deadline may have passed (the link's connect, or the oldest command's). */
+static void link_deadline(rconn *c) {
+    eddy_error err;
+    long long now = eddy__mono_ms();
+    eddy_status st = EDDY_OK;
+    if (eddy__link_phase_of(c->link) != EDDY__LINK_READY)
+        st = eddy__link_tick(c->link, now, &err);
+    else if (c->qn > 0 && q_at(c, 0)->deadline <= now)
+        st = eddy__link_expire(c->link, eddy__link_answered(c->link) + 1, "a command", &err);
+    if (st != EDDY_OK)
+        fail_with(c, &err);
+    else
+        arm(c);
 }
 
-/* The command in RESP in c->out (kept between calls; not when grown for a large one). */
-static bool format_cmd(rconn *c, const eddy__cmd *cmd, size_t *len) {
-    *len = eddy__cmd_resp_size(cmd);
-    if (*len > c->out_cap || (c->out_cap > (1u << 20) && *len < c->out_cap / 4)) {
-        char *out = malloc(*len);
-        if (!out)
-            return false;
-        free(c->out);
-        c->out = out;
-        c->out_cap = *len;
-    }
-    eddy__cmd_resp_write(cmd, c->out);
-    return true;
-}
-
-static bool redis_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv) {
-    size_t len;
-    if (!format_cmd(c, cmd, &len) ||
-        redisAsyncFormattedCommand(c->ac, on_reply, priv, c->out, len) != REDIS_OK) {
+static uint64_t link_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv) {
+    long long deadline = eddy__mono_ms() + eddy__command_timeout_ms(c->s, block_ms);
+    if (c->qn > 0 && q_at(c, c->qn - 1)->deadline > deadline)
+        deadline = q_at(c, c->qn - 1)->deadline; /* it waits behind that one */
+    eddy__cmdlist one = {.cmds = (eddy__cmd *)cmd, .n = 1, .cap = 1};
+    uint64_t num = 0;
+    eddy_error err;
+    if (!q_push(c, (pending){.priv = priv, .deadline = deadline})) {
         fail(c, EDDY_ERR_NOMEM, "could not queue a command");
-        return false;
+        return 0;
     }
-    bool was_idle = c->pending++ == 0;
-    if (block_ms >= 0)
-        c->block_ms = block_ms;
-    if (was_idle || block_ms >= 0)
-        watchdog_arm(c);
-    return true;
+    if (eddy__link_send(c->link, &one, &num, &err) != EDDY_OK) {
+        c->qn--;
+        fail_with(c, &err);
+        return 0;
+    }
+    watch(c); /* written when the socket takes it: a pipeline goes out in one write */
+    arm(c);
+    return num;
 }
 
-static void redis_open(rconn *c) {
-    const eddy__url *url = &c->s->url;
-    eddy__cmdlist hs;
-    eddy__cmdlist_init(&hs);
-    if (eddy__handshake_cmds(url, &hs) != EDDY_OK) {
-        eddy__cmdlist_reset(&hs);
-        fail(c, EDDY_ERR_NOMEM, "out of memory");
+static void link_open(rconn *c) {
+    if (!(c->link = eddy__link_new(c->s, true))) {
+        fail(c, EDDY_ERR_NOMEM, "out of memory connecting");
         return;
     }
-    redisAsyncContext *ac = url->kind == EDDY__URL_TCP ? redisAsyncConnect(url->host, url->port)
-                                                       : redisAsyncConnectUnix(url->path);
-    if (!ac || ac->err) {
-        eddy_error err;
-        if (!ac)
-            eddy__fail(&err, EDDY_ERR_NOMEM, "out of memory connecting");
-        else
-            eddy__redis_context_status(ac->c.err, ac->c.errstr, &err);
-        if (ac)
-            redisAsyncFree(ac); /* nothing attached, nothing pending */
-        eddy__cmdlist_reset(&hs);
+    /* Without an arena (out of memory) hiredis's own reply objects serve as well. */
+    if ((c->arena = eddy__reply_arena_new()))
+        eddy__reply_arena_install(c->arena, eddy__link_reader(c->link));
+    ev_init(&c->io, on_io);
+    c->io.data = c;
+    eddy_error err;
+    if (eddy__link_connect(c->link, eddy__mono_ms(), &err) != EDDY_OK) {
         fail_with(c, &err);
         return;
     }
-    c->ac = ac;
-    ac->data = c;
-    /* Without an arena (out of memory) hiredis's own reply objects serve as well. */
-    if (c->arena || (c->arena = eddy__reply_arena_new()))
-        eddy__reply_arena_install(c->arena, ac->c.reader);
-    ac->ev.data = c;
-    ac->ev.addRead = hook_add_read;
-    ac->ev.delRead = hook_del_read;
-    ac->ev.addWrite = hook_add_write;
-    ac->ev.delWrite = hook_del_write;
-    ac->ev.cleanup = hook_cleanup;
-    ev_io_init(&c->rev, on_readable, ac->c.fd, EV_READ);
-    ev_io_init(&c->wev, on_writable, ac->c.fd, EV_WRITE);
-    c->rev.data = c->wev.data = c;
-    redisAsyncSetConnectCallback(ac, on_connect);
-    /* The first write event says whether the connect succeeded, even with nothing to send. */
-    hook_add_write(c);
-    timer_after(c->loop, &c->timer, c->s->connect_timeout_ms);
-    for (size_t i = 0; i < hs.n && !c->failed; i++)
-        if (redis_send(c, &hs.cmds[i], -1, &handshake_tag))
-            c->handshake_left++;
-    eddy__cmdlist_reset(&hs); /* hiredis copied the commands */
-    eddy__client_id_cmd(&hs);
-    if (eddy__cmdlist_status(&hs) == EDDY_OK && !c->failed &&
-        redis_send(c, &hs.cmds[0], -1, &id_tag))
-        c->handshake_left++;
-    eddy__cmdlist_reset(&hs);
+    c->up = eddy__link_phase_of(c->link) == EDDY__LINK_READY; /* nothing to hand-shake */
+    watch(c);
+    arm(c);
 }
 
 /* ---- memory:// --------------------------------------------------------------------------- */
-
-static mop *q_at(rconn *c, size_t i) { return &c->q[(c->qhead + i) % c->qcap]; }
-
-static bool q_push(rconn *c, const eddy__cmd *cmd, void *priv) {
-    if (c->qn == c->qcap) {
-        size_t cap = c->qcap ? c->qcap * 2 : 16;
-        mop *q = malloc(cap * sizeof(*q));
-        if (!q)
-            return false;
-        for (size_t i = 0; i < c->qn; i++)
-            q[i] = *q_at(c, i);
-        free(c->q);
-        c->q = q;
-        c->qcap = cap;
-        c->qhead = 0;
-    }
-    *q_at(c, c->qn++) = (mop){cmd, priv, NULL};
-    return true;
-}
 
 static void mem_written(void *user) {
     rconn *c = user;
@@ -426,7 +373,7 @@ static void mem_written(void *user) {
 /* Executes queued commands in order until one has to wait. */
 static void mem_run(rconn *c) {
     while (!c->failed && c->ndone < c->qn) {
-        mop *o = q_at(c, c->ndone);
+        pending *o = q_at(c, c->ndone);
         long long block = -1;
         redisReply *r =
             eddy__mem_exec(c->mc, o->cmd->argc, eddy__cmd_argv(o->cmd), o->cmd->argvlen, &block);
@@ -463,7 +410,7 @@ static void mem_run(rconn *c) {
 static void mem_deliver(rconn *c) {
     size_t n = c->ndone;
     for (size_t i = 0; i < n && !c->closed && !c->failed; i++) {
-        mop o = *q_at(c, 0);
+        pending o = *q_at(c, 0);
         c->qhead = (c->qhead + 1) % c->qcap;
         c->qn--;
         c->ndone--;
@@ -490,7 +437,7 @@ static void on_block_timeout(struct ev_loop *loop, ev_timer *w, int revents) {
     c->depth++;
     if (c->parked && !c->failed) {
         /* The read waited its BLOCK time: answer what Redis answers, nil. */
-        mop *o = q_at(c, c->ndone);
+        pending *o = q_at(c, c->ndone);
         c->parked = false;
         if (!(o->reply = eddy__reply_nil())) {
             fail(c, EDDY_ERR_NOMEM, "out of memory");
@@ -503,18 +450,26 @@ static void on_block_timeout(struct ev_loop *loop, ev_timer *w, int revents) {
     leave_loop(c);
 }
 
-static bool mem_send(rconn *c, const eddy__cmd *cmd, void *priv) {
-    if (!q_push(c, cmd, priv)) {
+static uint64_t mem_send(rconn *c, const eddy__cmd *cmd, void *priv) {
+    if (!q_push(c, (pending){.priv = priv, .cmd = cmd})) {
         fail(c, EDDY_ERR_NOMEM, "out of memory");
-        return false;
+        return 0;
     }
     mem_run(c);
     if (c->ndone > 0)
         ev_async_send(c->loop, &c->wake);
-    return !c->failed;
+    return c->failed ? 0 : ++c->mem_numbered;
 }
 
 /* ---- interface ---------------------------------------------------------------------------- */
+
+static void on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
+    rconn *c = w->data;
+    c->depth++;
+    if (!c->failed && c->link)
+        link_deadline(c);
+    leave_loop(c); /* reports a loss that is due */
+}
 
 eddy_status rconn_open(struct ev_loop *loop, const eddy__settings *s, const rconn_ops *ops,
                        void *owner, rconn **out) {
@@ -522,15 +477,13 @@ eddy_status rconn_open(struct ev_loop *loop, const eddy__settings *s, const rcon
     if (!c)
         return EDDY_ERR_NOMEM;
     c->loop = loop;
-    c->client_id = -1;
     c->s = s;
     c->ops = ops;
     c->owner = owner;
-    c->block_ms = -1;
     ev_init(&c->timer, on_timer);
     c->timer.data = c;
     if (s->url.kind != EDDY__URL_MEMORY) {
-        redis_open(c);
+        link_open(c);
         *out = c;
         return EDDY_OK;
     }
@@ -555,12 +508,27 @@ eddy_status rconn_open(struct ev_loop *loop, const eddy__settings *s, const rcon
 
 bool rconn_is_up(const rconn *c) { return c->up && !c->failed && !c->closed; }
 
-long long rconn_client_id(const rconn *c) { return c->ac ? c->client_id : -1; }
+long long rconn_client_id(const rconn *c) { return c->link ? eddy__link_client_id(c->link) : -1; }
 
-bool rconn_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv) {
+uint64_t rconn_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv) {
     if (c->closed || c->failed)
-        return false;
-    return c->mc ? mem_send(c, cmd, priv) : redis_send(c, cmd, block_ms, priv);
+        return 0;
+    return c->mc ? mem_send(c, cmd, priv) : link_send(c, cmd, block_ms, priv);
+}
+
+uint64_t rconn_sent(const rconn *c) {
+    if (c->failed)
+        return c->fail_sent;
+    return c->link ? eddy__link_sent(c->link) : c->mem_numbered;
+}
+
+eddy_status rconn_outcome(eddy_status st, const eddy_error *err, uint64_t last, uint64_t sent,
+                          eddy_error *out, const eddy_error **detail) {
+    *detail = err;
+    if (st != EDDY_ERR_TIMEOUT || (last > 0 && last <= sent))
+        return st;
+    *detail = out;
+    return eddy__fail(out, EDDY_ERR_IO, "not sent: %s", err->detail);
 }
 
 static redisReply *clone_reply(const redisReply *r) {
@@ -602,11 +570,11 @@ static redisReply *clone_reply(const redisReply *r) {
 }
 
 redisReply *rconn_keep(rconn *c, redisReply *reply) {
-    if (c->mc && reply == c->lending) {
+    if (reply == c->lending) {
         c->lending = NULL;
         return reply;
     }
-    /* hiredis frees its reply when the callback returns: keep a copy. */
+    /* An arena's reply goes when the callback returns: keep a copy. */
     return clone_reply(reply);
 }
 
@@ -616,13 +584,12 @@ void rconn_drain(rconn *c) {
     c->depth++;
     if (c->mc) {
         mem_deliver(c);
-    } else if (c->ac && c->connected) {
-        eddy__sigpipe_guard guard;
-        eddy__sigpipe_block(&guard);
-        redisAsyncHandleWrite(c->ac);
-        eddy__sigpipe_restore(&guard);
-        if (c->ac)
-            redisAsyncHandleRead(c->ac);
+    } else if (link_connected(c)) { /* before that, nothing was written nor can have come */
+        eddy_error err;
+        if (eddy__link_io(c->link, EDDY__LINK_READ | EDDY__LINK_WRITE, &err) != EDDY_OK)
+            fail_with(c, &err);
+        else
+            settle_link(c);
     }
     leave_owner(c);
 }

@@ -1,18 +1,24 @@
-/* A connection of the reactive front end, on the user's libev loop: a hiredis async context
- * (redis://, unix://) driven by eddy's own libev adapter, or a memory engine connection
- * (memory://) whose commands run on the loop and complete from the loop. It only moves
- * commands and replies; what to send and what replies mean is decided by the core.
+/* A connection of the reactive front end, on the user's libev loop: the core's link (redis://,
+ * rediss://, unix://; src/link.h) waited on with ev_io and ev_timer, or a memory engine
+ * connection (memory://) whose commands run on the loop and complete from the loop. It only
+ * moves commands and replies; what to send and what replies mean is decided by the core.
  *
  * The owner sees three events, always from the loop and never from inside one of its own
  * calls into this file, except for rconn_drain, which exists to deliver replies at once:
  *   up     the connection can take commands (after AUTH/SELECT);
  *   reply  one reply, in command order, borrowed for the call (rconn_keep takes it);
  *   down   the connection failed or was lost: commands still pending get no reply. Called
- *          once; the owner then closes the connection, inside the call or later.
- * After rconn_close nothing is called any more, and every callback hiredis still runs for
- * pending commands (with a NULL reply) is swallowed here: a close is not an error. Memory is
- * released at once, or when hiredis gives the context back when the close came from inside
- * one of its callbacks (hiredis's own deferred free).
+ *          once; the owner then closes the connection, inside the call or later. Its status
+ *          is EDDY_ERR_TIMEOUT when the oldest command's deadline passed after it was
+ *          written (sent, outcome unknown), and then rconn_sent says which of the others
+ *          were written too; EDDY_ERR_IO when it passed before (not sent), or when the
+ *          connection was lost; EDDY_ERR_TLS, EDDY_ERR_PROTOCOL, EDDY_ERR_BACKEND (the
+ *          handshake refused) or EDDY_ERR_NOMEM otherwise.
+ * Every command has a deadline: command_timeout_ms after it was queued (plus the block_ms of a
+ * blocking read), and never before the command ahead of it; the connect and its handshake
+ * have connect_timeout_ms. After rconn_close nothing is called any more: a close is not an
+ * error. Memory is released at once, or after the outermost callback of this connection
+ * returns when the close came from inside one.
  *
  * Thread: the loop's thread only. The memory engine's write listener is the one exception: it
  * runs on the writer's thread and only calls ev_async_send. */
@@ -22,6 +28,7 @@
 #include <ev.h>
 #include <hiredis/hiredis.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "cmd.h"
 #include "settings.h"
@@ -47,11 +54,25 @@ bool rconn_is_up(const rconn *c);
  * memory://. A pause has the server drop a reader's connection by it (CLIENT KILL ID). */
 long long rconn_client_id(const rconn *c);
 
-/* Queues one command. `cmd` must stay valid until its reply arrives or the connection goes
- * down or is closed. block_ms >= 0 marks a blocking read of that length (it extends how long
- * the connection may stay silent). Returns false when the command cannot be queued; `down`
- * follows from the loop. */
-bool rconn_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv);
+/* Queues one command. `cmd` is copied for a link; for memory:// it must stay valid until its
+ * reply arrives or the connection goes down or is closed. block_ms >= 0 marks a blocking read
+ * of that length (it extends the command's deadline). Returns the command's number (1, 2, ...
+ * in the order they were queued), or 0 when it cannot be queued; `down` follows from the
+ * loop. */
+uint64_t rconn_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv);
+
+/* The number of the last command whose bytes were all written (memory://: every command given);
+ * during and after `down`, as it stood when the connection failed. A command numbered above it
+ * never reached the server whole. */
+uint64_t rconn_sent(const rconn *c);
+
+/* An operation whose last command is numbered `last` (0: never given to the connection) failed
+ * with the connection's st (EDDY_ERR_CLOSED: err may be NULL): what it is told. A passed deadline
+ * (EDDY_ERR_TIMEOUT, sent, outcome unknown) is its own outcome only when its last command was
+ * written whole (last <= sent, rconn_sent); otherwise the server never ran it: EDDY_ERR_IO, and
+ * *out explains. Returns the status and sets *detail to err or to out. */
+eddy_status rconn_outcome(eddy_status st, const eddy_error *err, uint64_t last, uint64_t sent,
+                          eddy_error *out, const eddy_error **detail);
 
 /* During `reply`: an owned reply equal to `reply` (freeReplyObject it), or NULL on OOM. */
 redisReply *rconn_keep(rconn *c, redisReply *reply);

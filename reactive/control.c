@@ -13,7 +13,7 @@
  *   connection, put on the wire before stop returns when that connection is up (best effort:
  *   leases end by themselves), then closes this connection at once, even inside a blocking
  *   read. A later activation's loop sends nothing until that leave is answered, so the old
- *   leave cannot remove the new registration (rctl.state C_WAITING).
+ *   leave cannot remove the new registration (rctl.waiting).
  * - A bus with a random instance also destroys its fanout groups at stop, in two ops after the
  *   leave (the subjects, then the destroys), counted in bus->leaving like it; skipped when the
  *   bus was started again meanwhile (the new activation uses the same groups).
@@ -21,145 +21,36 @@
  *   ended before a read's replies are matched, whatever order the loop runs its watchers in.
  * - A stopped loop is only marked dead; it is freed by the outermost rbus_leave.
  */
-#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "backoff.h"
-#include "conn_state.h"
 #include "error.h"
 #include "internal.h"
 #include "redis.h"
 #include "timing.h"
 
-typedef enum cstate {
-    C_WAITING,    /* a previous activation's leave is still out */
-    C_CONNECTING, /* waiting for the connection to come up */
-    C_BACKOFF,    /* timer: reconnect */
-    C_IDLE,       /* timer: plan again */
-    C_ROUND,      /* a pipeline is out; collecting its replies */
-    C_BETWEEN,    /* a round's outcomes are being completed; plans again after */
-    C_DEAD        /* freed at the next rbus_leave */
-} cstate;
-
 struct rctl {
     eddy_rbus *bus;
     eddy__inbox *inbox;
-    rconn *conn;
-    cstate state;
-    bool ready; /* the reply stream exists and the subscriptions were registered once */
-    eddy__plan plan;
-    redisReply **replies; /* the round's replies so far (owned) */
-    size_t replies_cap;
-    size_t got;
+    /* its connection and rounds; R_HELD while a round's outcomes are completed, or while a
+     * previous activation's leave is still out (waiting) */
+    rround r;
+    bool waiting;
+    bool ready;       /* the reply stream exists and the subscriptions were registered once */
     eddy__sub **subs; /* the heartbeat's subscriptions */
     size_t subs_cap;
-    ev_timer timer;       /* C_BACKOFF, C_IDLE */
-    ev_timer ready_timer; /* how long it may take to become ready */
-    unsigned attempt;     /* consecutive failed connects, for backoff */
-    unsigned seed;
-    eddy_error last_err;
     rctl *next; /* bus->ctls */
 };
 
-static void ctl_step(rctl *c);
-
-static void free_replies(rctl *c) {
-    for (size_t i = 0; i < c->got; i++)
-        if (c->replies[i]) {
-            freeReplyObject(c->replies[i]);
-            c->replies[i] = NULL;
-        }
-    c->got = 0;
-}
-
-static void ctl_kill(rctl *c) {
-    c->state = C_DEAD;
-    ev_timer_stop(c->bus->loop, &c->timer);
-    ev_timer_stop(c->bus->loop, &c->ready_timer);
-    rconn_close(c->conn); /* a blocking read in flight gets no reply: nothing waits for it */
-    c->conn = NULL;
-    free_replies(c);
-}
-
-/* ---- connecting ------------------------------------------------------------------------- */
-
-static void ctl_up(void *owner);
-static void ctl_reply(void *owner, void *priv, redisReply *r);
-static void ctl_down(void *owner, eddy_status st, const eddy_error *err);
-static const rconn_ops ctl_ops = {ctl_up, ctl_reply, ctl_down};
-
-static void ctl_after(rctl *c, cstate state, long long ms) {
-    c->state = state;
-    rbus_timer_after(c->bus, &c->timer, ms);
-}
-
-static void ctl_backoff(rctl *c) {
-    const eddy__settings *s = &c->bus->s;
-    ctl_after(c, C_BACKOFF,
-              eddy__backoff_delay_ms(c->attempt ? c->attempt - 1 : 0, s->reconnect_min_ms,
-                                     s->reconnect_max_ms, &c->seed));
-}
-
-static void ctl_connect(rctl *c) {
-    c->state = C_CONNECTING;
-    if (rconn_open(c->bus->loop, &c->bus->s, &ctl_ops, c, &c->conn) != EDDY_OK) {
-        c->conn = NULL;
-        c->attempt++;
-        eddy__fail(&c->last_err, EDDY_ERR_NOMEM, "out of memory connecting");
-        ctl_backoff(c);
-        return;
-    }
-    if (rconn_is_up(c->conn)) { /* memory://: nothing to wait for */
-        c->attempt = 0;
-        ctl_step(c);
-    }
-}
+/* ---- rounds -------------------------------------------------------------------------------- */
 
 /* The connection is gone: open and register again on a new one, as the core prescribes.
  * Requests keep waiting: the reply stream outlives a connection. */
-static void ctl_lost(rctl *c, const eddy_error *err) {
-    bool was_connecting = c->state == C_CONNECTING;
-    free_replies(c);
-    rconn_close(c->conn);
-    c->conn = NULL;
+static bool ctl_lost(void *owner) {
+    rctl *c = owner;
     eddy__inbox_reset(c->inbox, eddy_now_ms());
-    c->last_err = *err;
-    /* The bus's tracker logs the state this makes, once. */
-    eddy__log(&c->bus->s.log, EDDY_LOG_DEBUG, "control connection: %s%s", err->detail,
-              was_connecting ? "" : "; reconnecting");
-    if (was_connecting)
-        c->attempt = eddy__conn_next_attempt(c->attempt, err->status);
-    ctl_backoff(c);
-    if (was_connecting && eddy__conn_refused(err->status) && !c->ready &&
-        ev_is_active(&c->ready_timer)) {
-        ev_timer_stop(c->bus->loop, &c->ready_timer); /* a start need not wait it out */
-        rbus_ctl_ready(c->bus, err);
-    }
+    return true;
 }
-
-static void ctl_up(void *owner) {
-    rctl *c = owner;
-    eddy_rbus *bus = c->bus;
-    rbus_enter(bus);
-    if (c->state == C_CONNECTING) {
-        c->attempt = 0;
-        ctl_step(c);
-    }
-    rbus_leave(bus);
-}
-
-static void ctl_down(void *owner, eddy_status st, const eddy_error *err) {
-    rctl *c = owner;
-    eddy_rbus *bus = c->bus;
-    rbus_enter(bus);
-    if (c->state != C_DEAD)
-        ctl_lost(c, err);
-    rbus_leave(bus);
-}
-
-/* ---- rounds -------------------------------------------------------------------------------- */
 
 /* The subscriptions the heartbeat renews; false on OOM. */
 static bool snapshot(rctl *c, size_t *n) {
@@ -179,74 +70,57 @@ static bool snapshot(rctl *c, size_t *n) {
 }
 
 /* Plans and sends the next round. No pipeline is out. */
-static void ctl_step(rctl *c) {
+static void ctl_step(void *owner) {
+    rctl *c = owner;
+    rround *r = &c->r;
     eddy_rbus *bus = c->bus;
-    if (c->state == C_DEAD)
+    if (r->state == R_DEAD)
         return;
-    if (bus->leaving > 0) {
-        c->state = C_WAITING; /* rctl_leave_done goes on */
+    c->waiting = bus->leaving > 0;
+    if (c->waiting) {
+        r->state = R_HELD; /* leave_done goes on */
         return;
     }
-    if (!c->conn) {
-        ctl_connect(c);
+    if (!r->conn) {
+        rround_connect(r);
         return;
     }
     size_t n = 0;
-    eddy__plan_reset(&c->plan);
+    eddy__plan_reset(&r->plan);
     if (!snapshot(c, &n) ||
-        eddy__inbox_plan(c->inbox, eddy_now_ms(), c->subs, n, &c->plan) != EDDY_OK) {
-        ctl_after(c, C_IDLE, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
+        eddy__inbox_plan(c->inbox, eddy_now_ms(), c->subs, n, &r->plan) != EDDY_OK) {
+        rround_idle(r, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
         return;
     }
-    if (c->plan.cmds.n > c->replies_cap) { /* a retention round may be long */
-        redisReply **v = realloc(c->replies, c->plan.cmds.n * sizeof(*v));
-        if (!v) {
-            eddy__inbox_reset(c->inbox, eddy_now_ms()); /* the plan is not sent */
-            ctl_after(c, C_IDLE, EDDY__NOMEM_RETRY_MS);
-            return;
-        }
-        c->replies = v;
-        c->replies_cap = c->plan.cmds.n;
-    }
-    if (c->plan.cmds.n == 0) {
-        ctl_after(c, C_IDLE, c->plan.idle_ms);
-        return;
-    }
-    c->got = 0;
-    c->state = C_ROUND;
-    size_t ncmds = c->plan.cmds.n;
-    for (size_t i = 0; i < ncmds; i++)
-        if (!rconn_send(c->conn, &c->plan.cmds.cmds[i], i + 1 == ncmds ? c->plan.block_ms : -1,
-                        NULL))
-            return; /* down follows from the loop */
+    if (r->plan.cmds.n == 0)
+        rround_idle(r, r->plan.idle_ms);
+    else if (!rround_send(r))
+        eddy__inbox_reset(c->inbox, eddy_now_ms()); /* the plan is not sent */
 }
 
-/* Every reply of the round is in (the last one borrowed). */
-static void round_done(rctl *c) {
+/* Every reply of the round is in (the last one lent by the connection). */
+static void ctl_done(void *owner) {
+    rctl *c = owner;
+    rround *r = &c->r;
     eddy_rbus *bus = c->bus;
-    size_t n = c->plan.cmds.n;
-    c->state = C_BETWEEN;
-    rreq_expire(bus);         /* before matching: a reply after its deadline is Unclaimed */
-    if (c->state == C_DEAD) { /* stopped from a request's callback: the replies are moot */
-        c->replies[n - 1] = NULL;
-        free_replies(c);
+    rreq_expire(bus);       /* before matching: a reply after its deadline is Unclaimed */
+    if (r->state == R_DEAD) /* stopped from a request's callback: the replies are moot */
         return;
-    }
     eddy__reply_list done = {0};
-    eddy_status st = eddy__inbox_feed(c->inbox, eddy_now_ms(), &c->plan, c->replies, n, &done);
-    c->replies[n - 1] = NULL;
-    free_replies(c);
+    eddy_status st =
+        eddy__inbox_feed(c->inbox, eddy_now_ms(), &r->plan, r->replies, r->plan.cmds.n, &done);
+    rround_replies_done(r);
     if (st != EDDY_OK) {
         eddy__reply_list_free(&done);
         eddy_error err;
         eddy__fail(&err, st, "unexpected replies");
-        ctl_lost(c, &err);
+        rround_lose(r, &err);
         return;
     }
-    bool became_ready = !c->ready && eddy__inbox_ready(c->inbox);
-    if (became_ready) {
+    r->state = R_HELD;
+    if (!c->ready && eddy__inbox_ready(c->inbox)) {
         c->ready = true;
-        ev_timer_stop(bus->loop, &c->ready_timer);
+        rround_stop_deadline(r);
         rbus_ctl_ready(bus, NULL);
     }
     /* Matched requests were taken out of the table: each is completed here, whatever the
@@ -257,57 +131,20 @@ static void round_done(rctl *c) {
         rreq_complete_waiter(done.v[i].waiter, done.v[i].st, reply);
     }
     eddy__reply_list_free(&done);
-    if (c->state == C_BETWEEN)
+    if (r->state == R_HELD)
         ctl_step(c);
 }
 
-static void ctl_reply(void *owner, void *priv, redisReply *r) {
+static void ctl_late(void *owner) {
     rctl *c = owner;
-    eddy_rbus *bus = c->bus;
-    rbus_enter(bus);
-    if (c->state == C_ROUND && c->got + 1 < c->plan.cmds.n) {
-        if (!(c->replies[c->got++] = rconn_keep(c->conn, r))) {
-            eddy_error err;
-            eddy__fail(&err, EDDY_ERR_NOMEM, "out of memory keeping a reply");
-            ctl_lost(c, &err);
-        }
-    } else if (c->state == C_ROUND) {
-        c->replies[c->got++] = r;
-        round_done(c);
-    }
-    rbus_leave(bus);
+    if (c->ready)
+        return;
+    eddy_error err;
+    rround_late_error(&c->r, &err, "the backend could not be reached to open the reply stream");
+    rbus_ctl_ready(c->bus, &err);
 }
 
-/* ---- timers --------------------------------------------------------------------------------- */
-
-static void ctl_on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
-    rctl *c = w->data;
-    eddy_rbus *bus = c->bus;
-    rbus_enter(bus);
-    if (c->state == C_BACKOFF)
-        ctl_connect(c);
-    else if (c->state == C_IDLE)
-        ctl_step(c);
-    rbus_leave(bus);
-}
-
-static void ctl_on_ready_timeout(struct ev_loop *loop, ev_timer *w, int revents) {
-    rctl *c = w->data;
-    eddy_rbus *bus = c->bus;
-    rbus_enter(bus);
-    if (c->state != C_DEAD && !c->ready) {
-        eddy_error err;
-        if (c->last_err.detail[0])
-            eddy__fail(&err, EDDY_ERR_IO,
-                       "the backend could not be reached to open the reply stream: %s",
-                       c->last_err.detail);
-        else
-            eddy__fail(&err, EDDY_ERR_IO,
-                       "the backend could not be reached to open the reply stream");
-        rbus_ctl_ready(bus, &err);
-    }
-    rbus_leave(bus);
-}
+static const rround_ops ctl_round_ops = {ctl_step, NULL, ctl_done, ctl_lost, ctl_late};
 
 /* ---- leaving and registering, on the publishing connection ------------------------------ */
 
@@ -328,7 +165,7 @@ static eddy_status replies_status(rpub *p, eddy_status st, const eddy_error *err
 /* One op of a stop is answered: the next activation's loop goes on after the last. */
 static void leave_done(eddy_rbus *bus) {
     bus->leaving--;
-    if (bus->leaving == 0 && bus->ctl && bus->ctl->state == C_WAITING)
+    if (bus->leaving == 0 && bus->ctl && bus->ctl->waiting)
         ctl_step(bus->ctl);
 }
 
@@ -466,16 +303,10 @@ eddy_status rctl_start(eddy_rbus *bus) {
         return EDDY_ERR_NOMEM;
     }
     c->bus = bus;
-    eddy__plan_init(&c->plan);
-    c->seed = (unsigned)((unsigned long long)rbus_now_ms() ^ (uintptr_t)c ^ (unsigned)getpid());
-    ev_init(&c->timer, ctl_on_timer);
-    c->timer.data = c;
-    ev_init(&c->ready_timer, ctl_on_ready_timeout);
-    c->ready_timer.data = c;
+    rround_init(&c->r, bus, &ctl_round_ops, c, "control connection", NULL);
     c->next = bus->ctls;
     bus->ctls = c;
     bus->ctl = c;
-    rbus_timer_after(bus, &c->ready_timer, eddy__ready_timeout_ms(&bus->s));
     ctl_step(c);
     return EDDY_OK;
 }
@@ -485,7 +316,7 @@ void rctl_stop(eddy_rbus *bus) {
     if (!c)
         return;
     bus->ctl = NULL;
-    ctl_kill(c);
+    rround_kill(&c->r);
     /* Leave the registry first thing on the publishing connection, so requesters see "no
      * responders" rather than wait, and delete the reply stream. */
     rpub *p = rpub_new(left, NULL);
@@ -514,11 +345,8 @@ bool rctl_ready(const rctl *c) { return c->ready; }
 const char *rctl_inbox_key(const rctl *c) { return eddy__inbox_key(c->inbox); }
 
 static void rctl_free(rctl *c) {
-    if (c->state != C_DEAD)
-        ctl_kill(c);
+    rround_free(&c->r);
     eddy__inbox_free(c->inbox);
-    eddy__plan_reset(&c->plan);
-    free(c->replies);
     free(c->subs);
     free(c);
 }
@@ -526,7 +354,7 @@ static void rctl_free(rctl *c) {
 void rctl_reap(eddy_rbus *bus) {
     for (rctl **p = &bus->ctls; *p;) {
         rctl *c = *p;
-        if (c->state == C_DEAD && c != bus->ctl) {
+        if (c->r.state == R_DEAD && c != bus->ctl) {
             *p = c->next;
             rctl_free(c);
         } else {

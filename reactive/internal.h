@@ -21,6 +21,7 @@
 #include "publisher.h"
 #include "registry.h"
 #include "requests.h"
+#include "round.h"
 #include "settings.h"
 #include "sub.h"
 
@@ -50,15 +51,6 @@ typedef struct rslot {
     eddy_delivery *d;          /* NULL once settled or abandoned */
 } rslot;
 
-typedef enum astate {
-    A_CONNECTING, /* waiting for the connection to come up */
-    A_BACKOFF,    /* timer: reconnect */
-    A_IDLE,       /* timer: plan again (idle plan, or out of memory) */
-    A_ROUND,      /* a pipeline is out; collecting its replies */
-    A_HANDLERS,   /* handing out a round's deliveries; stopping: waiting for handlers */
-    A_DEAD        /* released at the next rbus_leave */
-} astate;
-
 /* One activation of a subscription: a consumer and its own connection, from start (or a
  * late subscribe) until stop. A stopped activation lingers while deliveries it handed out are
  * still pending, so their acknowledgements can be sent, then dies. */
@@ -66,27 +58,20 @@ struct ract {
     eddy_rbus *bus;
     rsub *rs;
     eddy__consumer *consumer;
-    rconn *conn;
-    astate state;
+    /* its connection and rounds; R_HELD while it hands out a round's deliveries, or, stopping,
+     * waits for their handlers */
+    rround r;
     bool stopping;
     bool ready;
     bool dispatching;
-    bool cut; /* a pause asked to cut the round's blocking read short */
-    eddy__plan plan;
-    redisReply **replies; /* plan's replies so far (owned, except the last while feeding) */
-    size_t got, replies_cap;
+    bool cut;                /* a pause asked to cut the round's blocking read short */
     eddy__delivery_list out; /* what the last feed produced, before it is handed out */
     bool overlapped;         /* the round was sent while deliveries were outstanding */
     rslot *slots;            /* deliveries handed out and not settled (a list) */
     rslot *spare_slots;      /* freed slots kept for the next deliveries (through next) */
     size_t nspare;
     size_t unsettled;
-    ev_timer timer;       /* A_BACKOFF, A_IDLE */
-    ev_timer ready_timer; /* how long it may take to become ready */
-    unsigned attempt;     /* consecutive failed connects, for backoff */
-    unsigned seed;
-    eddy_error last_err; /* why the connection last failed, for the ready timeout's detail */
-    ract *next;          /* every activation of the bus, live or stopping */
+    ract *next; /* every activation of the bus, live or stopping */
 };
 
 /* One operation on the publishing connection (a publish, a request's registry query or its
@@ -105,6 +90,7 @@ struct rpub {
                                  outlives the op: a request's flow) */
     redisReply *replies[RPUB_MAX_CMDS];
     eddy__pipe_slot slot; /* in the connection's FIFO once written */
+    uint64_t last;        /* the connection's number for its last command, 0 until given */
     rpub_fn complete;
     eddy_publish_fn done; /* a publish's callback */
     void *user;

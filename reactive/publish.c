@@ -14,7 +14,9 @@
  *   it was lost first, or with EDDY_ERR_CLOSED when the bus is freed first. It leaves the queue
  *   before its completion runs, so whatever that completion calls finds a consistent queue.
  *   A failed publish is never retried: a retry could store the message twice.
- * - No per-operation timer or thread: the connection's one watchdog covers them all.
+ * - No per-operation timer or thread: the connection's deadlines (conn.h) cover them all. When
+ *   one passes, an op the connection had written fails with EDDY_ERR_TIMEOUT (sent, outcome
+ *   unknown), one it had not with EDDY_ERR_IO (not sent).
  * - A started bus keeps the connection open (opened at start); a stopped one closes it once
  *   its last op is answered, so that a stopped bus leaves nothing on the loop.
  */
@@ -69,19 +71,30 @@ static void close_if_idle(eddy_rbus *bus) {
     }
 }
 
-/* Completes every queued op with st, in order: those written, then those not. Completions may
- * queue new ops: those go to a new queue (and, after a loss, a new connection). */
-static void complete_all(eddy_rbus *bus, eddy_status st, const eddy_error *err) {
+/* Completes p after its connection failed with st: EDDY_ERR_TIMEOUT (sent, outcome unknown)
+ * only when its commands were written, EDDY_ERR_IO when not (rconn_outcome). */
+static void complete_failed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err,
+                            uint64_t sent) {
+    eddy_error e;
+    const eddy_error *d;
+    st = rconn_outcome(st, err, p->last, sent, &e, &d);
+    complete(bus, p, st, d);
+}
+
+/* Completes every queued op with st, in order: those written, then those not (sent: the last
+ * command the connection wrote whole). Completions may queue new ops: those go to a new queue
+ * (and, after a loss, a new connection). */
+static void complete_all(eddy_rbus *bus, eddy_status st, const eddy_error *err, uint64_t sent) {
     eddy__pipeline written = bus->pub_fifo;
     rpub *p = bus->pub_unsent;
     eddy__pipeline_init(&bus->pub_fifo);
     bus->pub_unsent = bus->pub_unsent_tail = NULL;
     eddy__pipe_slot *s;
     while ((s = eddy__pipeline_fail_next(&written, st)))
-        complete(bus, s->waiter, st, err);
+        complete_failed(bus, s->waiter, st, err, sent);
     while (p) {
         rpub *next = p->next;
-        complete(bus, p, st, err);
+        complete_failed(bus, p, st, err, sent);
         p = next;
     }
 }
@@ -95,7 +108,7 @@ static void send_unsent(eddy_rbus *bus) {
         const eddy__cmdlist *cmds = rpub_cmds(p);
         eddy__pipeline_push(&bus->pub_fifo, &p->slot, p->replies, cmds->n, p);
         for (size_t i = 0; i < cmds->n; i++)
-            if (!rconn_send(bus->pub_conn, &cmds->cmds[i], -1, p))
+            if (!(p->last = rconn_send(bus->pub_conn, &cmds->cmds[i], -1, p)))
                 return; /* down follows and fails them all */
     }
 }
@@ -133,10 +146,11 @@ static void pub_down(void *owner, eddy_status st, const eddy_error *err) {
     rbus_enter(bus);
     if (!idle(bus))
         eddy__log(&bus->s.log, EDDY_LOG_WARN, "publishing connection: %s", err->detail);
+    uint64_t sent = rconn_sent(bus->pub_conn);
     rconn_close(bus->pub_conn);
     bus->pub_conn = NULL;                            /* the next op connects again */
     eddy__publisher_connection_lost(bus->publisher); /* a new server may lack what this one had */
-    complete_all(bus, st, err);
+    complete_all(bus, st, err, sent);
     rbus_leave(bus);
 }
 
@@ -144,7 +158,7 @@ void rpub_close_all(eddy_rbus *bus) {
     rconn_close(bus->pub_conn);
     bus->pub_conn = NULL;
     bus->pub_close_idle = false;
-    complete_all(bus, EDDY_ERR_CLOSED, NULL);
+    complete_all(bus, EDDY_ERR_CLOSED, NULL, 0);
 }
 
 void rpub_flush(eddy_rbus *bus) {

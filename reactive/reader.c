@@ -21,13 +21,10 @@
  *   blocking read sent while deliveries were outstanding (`overlapped`: the core keeps it
  *   short) is left to end by itself, since a delivery may settle during it.
  */
-#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "backoff.h"
-#include "conn_state.h"
 #include "delivery.h"
 #include "error.h"
 #include "internal.h"
@@ -35,18 +32,9 @@
 #include "reply.h"
 #include "timing.h"
 
-static void act_step(ract *act);
+static void act_step(void *owner);
 
 /* ---- bookkeeping ------------------------------------------------------------------------- */
-
-static void free_replies(ract *act) {
-    for (size_t i = 0; i < act->got; i++)
-        if (act->replies[i]) {
-            freeReplyObject(act->replies[i]);
-            act->replies[i] = NULL;
-        }
-    act->got = 0;
-}
 
 /* Deliveries the consumer produced that no handler will see. */
 static void abandon_out(ract *act) {
@@ -96,143 +84,54 @@ static bool settle(ract *act, rslot *sl, eddy_status st, eddy_event *reply) {
 }
 
 static void act_kill(ract *act) {
-    act->state = A_DEAD;
-    ev_timer_stop(act->bus->loop, &act->timer);
-    ev_timer_stop(act->bus->loop, &act->ready_timer);
-    rconn_close(act->conn);
-    act->conn = NULL;
+    rround_kill(&act->r);
     if (act->rs->act == act)
         act->rs->act = NULL;
-    free_replies(act);
     abandon_out(act);
 }
 
-/* ---- connecting ------------------------------------------------------------------------ */
+/* ---- the connection ------------------------------------------------------------------ */
 
-static void act_up(void *owner);
-static void act_reply(void *owner, void *priv, redisReply *r);
-static void act_down(void *owner, eddy_status st, const eddy_error *err);
-static const rconn_ops act_ops = {act_up, act_reply, act_down};
-
-static void act_backoff(ract *act) {
-    const eddy__settings *s = &act->bus->s;
-    act->state = A_BACKOFF;
-    rbus_timer_after(act->bus, &act->timer,
-                     eddy__backoff_delay_ms(act->attempt ? act->attempt - 1 : 0,
-                                            s->reconnect_min_ms, s->reconnect_max_ms, &act->seed));
-}
-
-static void came_up(ract *act) {
-    act->attempt = 0;
-    act_step(act);
-}
-
-static void act_connect(ract *act) {
-    act->state = A_CONNECTING;
-    if (rconn_open(act->bus->loop, &act->bus->s, &act_ops, act, &act->conn) != EDDY_OK) {
-        act->conn = NULL;
-        act->attempt++;
-        eddy__fail(&act->last_err, EDDY_ERR_NOMEM, "out of memory connecting");
-        act_backoff(act);
-        return;
-    }
-    if (rconn_is_up(act->conn)) /* memory://: nothing to wait for */
-        came_up(act);
-}
-
-/* The connection is gone (or unusable): start over on a new one, as the core prescribes. */
-static void act_lost(ract *act, const eddy_error *err) {
-    eddy_rbus *bus = act->bus;
-    bool was_connecting = act->state == A_CONNECTING;
-    free_replies(act);
-    rconn_close(act->conn);
-    act->conn = NULL;
+/* The connection is gone: the consumer starts over on a new one, as the core prescribes. A
+ * stopping activation does not reconnect: it dies, or waits for its handlers (their
+ * acknowledgements have no connection left). While a round is handed out (R_HELD) it
+ * reconnects right after (act_step). */
+static bool act_lost(void *owner) {
+    ract *act = owner;
     eddy__consumer_reset(act->consumer);
-    act->last_err = *err;
-    if (act->stopping) {
-        if (act->unsettled == 0)
-            act_kill(act);
-        else
-            act->state = A_HANDLERS; /* their acknowledgements have no connection left */
-        return;
-    }
-    /* The bus's tracker logs the state this makes, once. */
-    eddy__log(&bus->s.log, EDDY_LOG_DEBUG, "subscription '%s': %s%s", act->rs->sub->name,
-              err->detail, was_connecting ? "" : "; reconnecting");
-    if (was_connecting)
-        act->attempt = eddy__conn_next_attempt(act->attempt, err->status);
-    if (was_connecting && eddy__conn_refused(err->status) && ev_is_active(&act->ready_timer)) {
-        ev_timer_stop(bus->loop, &act->ready_timer); /* a start need not wait it out */
-        rbus_act_ready(bus, act, err);
-        if (act->state == A_DEAD)
-            return;
-    }
-    if (act->state == A_HANDLERS)
-        return; /* handing out a round: reconnects right after (act_step) */
-    act_backoff(act);
-}
-
-static void act_up(void *owner) {
-    ract *act = owner;
-    eddy_rbus *bus = act->bus;
-    rbus_enter(bus);
-    if (act->state == A_CONNECTING)
-        came_up(act);
-    rbus_leave(bus);
-}
-
-static void act_down(void *owner, eddy_status st, const eddy_error *err) {
-    ract *act = owner;
-    eddy_rbus *bus = act->bus;
-    rbus_enter(bus);
-    if (act->state != A_DEAD)
-        act_lost(act, err);
-    rbus_leave(bus);
+    if (!act->stopping)
+        return true;
+    if (act->unsettled == 0)
+        act_kill(act);
+    else
+        act->r.state = R_HELD;
+    return false;
 }
 
 /* ---- rounds ------------------------------------------------------------------------------ */
 
-static void act_idle(ract *act, long long ms) {
-    act->state = A_IDLE;
-    rbus_timer_after(act->bus, &act->timer, ms);
-}
-
+/* Out of memory, nothing is sent: planning again re-sends what this plan held. */
 static void act_send(ract *act) {
     act->overlapped = act->unsettled > 0;
-    size_t n = act->plan.cmds.n;
-    if (n > act->replies_cap) {
-        redisReply **r = realloc(act->replies, n * sizeof(*r));
-        if (!r) { /* nothing was sent; planning again re-sends what this plan held */
-            act_idle(act, EDDY__NOMEM_RETRY_MS);
-            return;
-        }
-        act->replies = r;
-        act->replies_cap = n;
-    }
-    memset(act->replies, 0, n * sizeof(*act->replies));
-    act->got = 0;
     act->cut = false;
-    act->state = A_ROUND;
-    for (size_t i = 0; i < n; i++)
-        if (!rconn_send(act->conn, &act->plan.cmds.cmds[i], i + 1 == n ? act->plan.block_ms : -1,
-                        NULL))
-            return; /* down follows from the loop */
+    rround_send(&act->r);
 }
 
 /* Stopping: send what was settled, then die once nothing is pending. */
 static void act_step_stopping(ract *act) {
-    if (act->conn && rconn_is_up(act->conn)) {
-        eddy__plan_reset(&act->plan);
-        if (eddy__consumer_plan_flush(act->consumer, rbus_now_ms(), &act->plan) == EDDY_OK &&
-            act->plan.cmds.n > 0) {
+    rround *r = &act->r;
+    if (r->conn && rconn_is_up(r->conn)) {
+        eddy__plan_reset(&r->plan);
+        if (eddy__consumer_plan_flush(act->consumer, rbus_now_ms(), &r->plan) == EDDY_OK &&
+            r->plan.cmds.n > 0) {
             act_send(act);
-            if (act->state == A_ROUND) /* on the wire before stop returns */
-                rconn_drain(act->conn);
+            if (r->state == R_ROUND) /* on the wire before stop returns */
+                rround_drain(r);
             return;
         }
     }
     if (act->unsettled > 0) {
-        act->state = A_HANDLERS;
+        r->state = R_HELD;
         return;
     }
     act_kill(act);
@@ -240,24 +139,26 @@ static void act_step_stopping(ract *act) {
 
 /* Plans and sends the next round. No pipeline is out; deliveries may be outstanding (the core
  * decides what may be read beside them). */
-static void act_step(ract *act) {
+static void act_step(void *owner) {
+    ract *act = owner;
+    rround *r = &act->r;
     if (act->stopping) {
         act_step_stopping(act);
         return;
     }
     if (act->bus->freeing)
         return; /* the bus kills this activation before the current callback returns */
-    if (!act->conn) {
-        act_connect(act);
+    if (!r->conn) {
+        rround_connect(r);
         return;
     }
-    eddy__plan_reset(&act->plan);
-    if (eddy__consumer_plan(act->consumer, rbus_now_ms(), &act->plan) != EDDY_OK) {
-        act_idle(act, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
+    eddy__plan_reset(&r->plan);
+    if (eddy__consumer_plan(act->consumer, rbus_now_ms(), &r->plan) != EDDY_OK) {
+        rround_idle(r, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
         return;
     }
-    if (act->plan.cmds.n == 0) {
-        act_idle(act, act->plan.idle_ms);
+    if (r->plan.cmds.n == 0) {
+        rround_idle(r, r->plan.idle_ms);
         return;
     }
     act_send(act);
@@ -268,10 +169,10 @@ static void act_step(ract *act) {
  * otherwise its idle wait is short); a stopping one flushes it. A round that is out picks it
  * up when it ends (the core keeps its blocking read short while deliveries are outstanding). */
 static void act_kick(ract *act, bool wake) {
-    if (act->state == A_IDLE && !act->stopping && wake) {
-        ev_timer_stop(act->bus->loop, &act->timer);
+    if (act->r.state == R_IDLE && !act->stopping && wake) {
+        ev_timer_stop(act->bus->loop, &act->r.timer);
         act_step(act);
-    } else if (act->state == A_HANDLERS && (act->unsettled == 0 || act->stopping)) {
+    } else if (act->r.state == R_HELD && (act->unsettled == 0 || act->stopping)) {
         act_step(act);
     }
 }
@@ -361,26 +262,26 @@ static void wake_others(eddy_rbus *bus, ract *self) {
             ract_wake(a, EDDY__WAKE_IDLE);
 }
 
-/* Every reply of the round is in (the last one borrowed). */
-static void round_done(ract *act) {
+/* Every reply of the round is in (the last one lent by the connection). */
+static void act_done(void *owner) {
+    ract *act = owner;
     eddy_rbus *bus = act->bus;
-    size_t n = act->plan.cmds.n;
-    eddy_status st = eddy__consumer_feed(act->consumer, rbus_now_ms(), eddy_now_ms(), &act->plan,
-                                         act->replies, n, &act->out);
-    act->replies[n - 1] = NULL;
-    free_replies(act);
+    rround *r = &act->r;
+    eddy_status st = eddy__consumer_feed(act->consumer, rbus_now_ms(), eddy_now_ms(), &r->plan,
+                                         r->replies, r->plan.cmds.n, &act->out);
+    rround_replies_done(r);
     if (st != EDDY_OK) {
         abandon_out(act);
         eddy_error err;
         eddy__fail(&err, st, "unexpected replies");
-        act_lost(act, &err);
+        rround_lose(r, &err);
         return;
     }
-    act->state = A_HANDLERS;
+    r->state = R_HELD;
     act->dispatching = true; /* a stop or finish from a callback below only marks */
     if (!act->stopping && !act->ready && eddy__consumer_ready(act->consumer)) {
         act->ready = true;
-        ev_timer_stop(bus->loop, &act->ready_timer);
+        rround_stop_deadline(r);
         rbus_act_ready(bus, act, NULL);
     }
     if (act->stopping || bus->freeing)
@@ -389,106 +290,79 @@ static void round_done(ract *act) {
         dispatch(act);
     act->dispatching = false;
     bool found = eddy__consumer_found_subjects(act->consumer);
-    if (act->state == A_HANDLERS)
+    if (r->state == R_HELD)
         act_step(act); /* the core decides what may be read while deliveries are outstanding */
     if (found)
         wake_others(bus, act);
 }
 
-/* Stopped while the round's blocking read waits, with every other reply in: the read counts
- * as timed out, so the other replies are still fed (dead letters counted, acknowledgements
- * confirmed), and the connection goes at once. */
-static void end_stopped_round(ract *act) {
-    size_t n = act->plan.cmds.n;
+/* Every reply but the round's blocking read is in: the read counts as timed out (nil), so the
+ * other replies are still fed (dead letters counted, acknowledgements confirmed). What the
+ * read would have delivered is not handed out. */
+static void end_read_as_nil(ract *act) {
+    rround *r = &act->r;
+    size_t n = r->plan.cmds.n;
     redisReply *nil = eddy__reply_nil();
     if (nil) {
-        act->replies[n - 1] = nil;
-        act->got = n;
-        if (eddy__consumer_feed(act->consumer, rbus_now_ms(), eddy_now_ms(), &act->plan,
-                                act->replies, n, &act->out) != EDDY_OK)
+        r->replies[n - 1] = nil;
+        r->got = n;
+        if (eddy__consumer_feed(act->consumer, rbus_now_ms(), eddy_now_ms(), &r->plan, r->replies,
+                                n, &act->out) != EDDY_OK)
             eddy__log(&act->bus->s.log, EDDY_LOG_WARN, "subscription '%s': unexpected replies",
                       act->rs->sub->name);
         abandon_out(act);
     }
-    free_replies(act);
+    rround_replies_done(r);
+}
+
+/* Stopped while the round's blocking read waits, with every other reply in: the connection
+ * goes at once. */
+static void end_stopped_round(ract *act) {
+    end_read_as_nil(act);
     act_kill(act);
 }
 
-/* A pause cut the round's blocking read short, with every other reply in: the read counts as
- * timed out (the other replies are fed), the connection goes, and a new one is opened at once
- * (no backoff: nothing failed). What the read took stays pending (AtLeastOnce only: the core
- * asks for no cut otherwise) and is read again from the history on resume. */
+/* A pause cut the round's blocking read short, with every other reply in: the connection
+ * goes, and a new one is opened at once (no backoff: nothing failed). What the read took
+ * stays pending (AtLeastOnce only: the core asks for no cut otherwise) and is read again from
+ * the history on resume. */
 static void cut_round(ract *act) {
-    size_t n = act->plan.cmds.n;
     act->cut = false;
-    redisReply *nil = eddy__reply_nil();
-    if (nil) {
-        act->replies[n - 1] = nil;
-        act->got = n;
-        if (eddy__consumer_feed(act->consumer, rbus_now_ms(), eddy_now_ms(), &act->plan,
-                                act->replies, n, &act->out) != EDDY_OK)
-            eddy__log(&act->bus->s.log, EDDY_LOG_WARN, "subscription '%s': unexpected replies",
-                      act->rs->sub->name);
-        abandon_out(act);
-    }
-    free_replies(act);
-    rconn_close(act->conn);
-    act->conn = NULL;
+    end_read_as_nil(act);
+    rconn_close(act->r.conn);
+    act->r.conn = NULL;
     eddy__consumer_reset(act->consumer);
-    act_connect(act);
+    rround_connect(&act->r);
 }
 
-static void act_reply(void *owner, void *priv, redisReply *r) {
+/* True when only the round's blocking read is still out, and the stop may end it. */
+static bool only_read_left(const ract *act) {
+    const rround *r = &act->r;
+    return r->state == R_ROUND && r->got + 1 == r->plan.cmds.n;
+}
+
+/* A reply before the round's last one is in. */
+static void act_kept(void *owner) {
     ract *act = owner;
-    eddy_rbus *bus = act->bus;
-    rbus_enter(bus);
-    size_t n = act->plan.cmds.n;
-    if (act->state == A_ROUND && act->got + 1 < n) {
-        /* Replies before the last are needed together with it: keep them. */
-        if (!(act->replies[act->got++] = rconn_keep(act->conn, r))) {
-            eddy_error err;
-            eddy__fail(&err, EDDY_ERR_NOMEM, "out of memory keeping a reply");
-            act_lost(act, &err);
-        } else if (act->stopping && act->plan.block_ms >= 0 && act->got + 1 == n &&
-                   !act->overlapped) {
-            end_stopped_round(act);
-        } else if (act->cut && act->plan.live_read && act->got + 1 == n) {
-            cut_round(act);
-        }
-    } else if (act->state == A_ROUND) {
-        act->replies[act->got++] = r;
-        round_done(act);
-    }
-    rbus_leave(bus);
+    if (!only_read_left(act))
+        return;
+    if (act->stopping && act->r.plan.block_ms >= 0 && !act->overlapped)
+        end_stopped_round(act);
+    else if (act->cut && act->r.plan.live_read)
+        cut_round(act);
 }
 
-/* ---- timers ------------------------------------------------------------------------------- */
-
-static void act_on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
-    ract *act = w->data;
-    eddy_rbus *bus = act->bus;
-    rbus_enter(bus);
-    if (act->state == A_BACKOFF)
-        act_connect(act);
-    else if (act->state == A_IDLE)
-        act_step(act);
-    rbus_leave(bus);
-}
-
-static void act_on_ready_timeout(struct ev_loop *loop, ev_timer *w, int revents) {
-    ract *act = w->data;
-    eddy_rbus *bus = act->bus;
-    rbus_enter(bus);
+static void act_late(void *owner) {
+    ract *act = owner;
+    char what[EDDY_ERROR_DETAIL_MAX];
+    snprintf(what, sizeof(what), "subscription '%s' could not reach the backend",
+             act->rs->sub->name);
     eddy_error err;
-    if (act->last_err.detail[0])
-        eddy__fail(&err, EDDY_ERR_IO, "subscription '%s' could not reach the backend: %s",
-                   act->rs->sub->name, act->last_err.detail);
-    else
-        eddy__fail(&err, EDDY_ERR_IO, "subscription '%s' could not reach the backend",
-                   act->rs->sub->name);
-    rbus_act_ready(bus, act, &err);
-    rbus_leave(bus);
+    rround_late_error(&act->r, &err, what);
+    rbus_act_ready(act->bus, act, &err);
 }
+
+static const rround_ops act_round_ops = {act_step, act_kept, act_done, act_lost, act_late};
 
 /* ---- interface ------------------------------------------------------------------------------ */
 
@@ -504,52 +378,46 @@ eddy_status ract_start(rsub *rs) {
     eddy__consumer_share_discovery(act->consumer, bus->discovery);
     act->bus = bus;
     act->rs = rs;
-    eddy__plan_init(&act->plan);
-    act->seed = (unsigned)((unsigned long long)rbus_now_ms() ^ (uintptr_t)act ^ (unsigned)getpid());
-    ev_init(&act->timer, act_on_timer);
-    act->timer.data = act;
-    ev_init(&act->ready_timer, act_on_ready_timeout);
-    act->ready_timer.data = act;
+    rround_init(&act->r, bus, &act_round_ops, act, "subscription", rs->sub->name);
     act->next = bus->acts;
     bus->acts = act;
     rs->act = act;
-    rbus_timer_after(bus, &act->ready_timer, eddy__ready_timeout_ms(&bus->s));
-    act_connect(act);
+    rround_connect(&act->r);
     return EDDY_OK;
 }
 
 void ract_stop(ract *act) {
-    if (act->state == A_DEAD || act->stopping)
+    rround *r = &act->r;
+    if (r->state == R_DEAD || act->stopping)
         return;
     act->stopping = true;
-    ev_timer_stop(act->bus->loop, &act->ready_timer);
+    rround_stop_deadline(r);
     if (act->rs->act == act)
         act->rs->act = NULL;
     if (act->dispatching)
-        return; /* round_done takes it from here */
-    switch (act->state) {
-    case A_CONNECTING:
-    case A_BACKOFF:
+        return; /* act_done takes it from here */
+    switch (r->state) {
+    case R_CONNECTING:
+    case R_BACKOFF:
         /* With deliveries outstanding it goes on connecting, to send their acknowledgements
          * (act_step_stopping); a failure ends it (act_lost). */
         if (act->unsettled == 0)
             act_kill(act);
         break;
-    case A_IDLE:
-        ev_timer_stop(act->bus->loop, &act->timer);
+    case R_IDLE:
+        ev_timer_stop(act->bus->loop, &r->timer);
         act_step(act); /* flushes what is settled, waits for the rest, or dies */
         break;
-    case A_HANDLERS:
+    case R_HELD:
         act_step(act); /* flushes what is settled, or dies */
         break;
-    case A_ROUND:
+    case R_ROUND:
         /* Replies that already arrived count (they may complete the round right here). */
-        rconn_drain(act->conn);
-        if (act->state == A_ROUND && act->plan.block_ms >= 0 && act->got + 1 == act->plan.cmds.n &&
-            !act->overlapped)
+        rround_drain(r);
+        if (only_read_left(act) && r->plan.block_ms >= 0 && !act->overlapped)
             end_stopped_round(act);
         break;
-    case A_DEAD:
+    case R_DEAD:
         break;
     }
 }
@@ -565,7 +433,7 @@ static void killed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *er
  * done there before anything this bus publishes next, so the cut read takes none of it (our own
  * close reaches the server in its own time). Best effort: the close follows anyway. */
 static void kill_on_server(ract *act) {
-    long long id = act->conn ? rconn_client_id(act->conn) : -1;
+    long long id = act->r.conn ? rconn_client_id(act->r.conn) : -1;
     if (id < 0)
         return;
     rpub *p = rpub_new(killed, NULL);
@@ -576,15 +444,16 @@ static void kill_on_server(ract *act) {
 }
 
 void ract_wake(ract *act, eddy__wake how) {
-    if (how == EDDY__WAKE_NONE || act->stopping || act->state == A_DEAD || act->bus->freeing)
+    rround *r = &act->r;
+    if (how == EDDY__WAKE_NONE || act->stopping || r->state == R_DEAD || act->bus->freeing)
         return;
-    if (act->state == A_IDLE) {
-        ev_timer_stop(act->bus->loop, &act->timer);
+    if (r->state == R_IDLE) {
+        ev_timer_stop(act->bus->loop, &r->timer);
         act_step(act);
-    } else if (how == EDDY__WAKE_READ && act->state == A_ROUND && act->plan.live_read) {
+    } else if (how == EDDY__WAKE_READ && r->state == R_ROUND && r->plan.live_read) {
         act->cut = true;
-        rconn_drain(act->conn); /* replies that already arrived count */
-        if (act->state == A_ROUND && act->cut && act->got + 1 == act->plan.cmds.n) {
+        rround_drain(r); /* replies that already arrived count */
+        if (act->cut && only_read_left(act)) {
             kill_on_server(act);
             cut_round(act);
         }
@@ -619,7 +488,7 @@ static void orphan(eddy_delivery *d) {
 }
 
 void ract_free(ract *act) {
-    if (act->state != A_DEAD)
+    if (act->r.state != R_DEAD)
         act_kill(act);
     while (act->slots) {
         rslot *sl = act->slots;
@@ -634,8 +503,7 @@ void ract_free(ract *act) {
         free(sl);
     }
     eddy__consumer_free(act->consumer);
-    eddy__plan_reset(&act->plan);
+    rround_free(&act->r);
     eddy__delivery_list_free(&act->out);
-    free(act->replies);
     free(act);
 }

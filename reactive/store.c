@@ -48,6 +48,7 @@ typedef struct rop {
     redisReply *replies[ROP_MAX_CMDS]; /* owned, but the last one while it is read */
     size_t got;
     bool sent;     /* its commands went out on a connection */
+    uint64_t last; /* the connection's number for its last command, 0 until given */
     bool retried;  /* an idempotent op already sent again after a loss */
     bool reloaded; /* an append already sent again behind a new load */
     size_t first;  /* index of the op's own command after a reload's load commands */
@@ -230,7 +231,7 @@ static void pump(eddy_rstore *s) {
     for (rop *p = s->unsent; p; p = p->next) {
         p->sent = true;
         for (size_t i = 0; i < p->cmds.n; i++)
-            if (!rconn_send(s->conn, &p->cmds.cmds[i], -1, p)) {
+            if (!(p->last = rconn_send(s->conn, &p->cmds.cmds[i], -1, p))) {
                 s->unsent = NULL; /* down follows from the loop and settles them */
                 return;
             }
@@ -277,6 +278,7 @@ static void conn_down(void *owner, eddy_status st, const eddy_error *err) {
     enter(s);
     if (s->head)
         eddy__log(&s->s.log, EDDY_LOG_WARN, "store connection: %s", err->detail);
+    uint64_t sent = rconn_sent(s->conn);
     rconn_close(s->conn);
     s->conn = NULL;
     rop *p = take_queue(s);
@@ -288,10 +290,14 @@ static void conn_down(void *owner, eddy_status st, const eddy_error *err) {
             /* Idempotent: once more, on a new connection. */
             p->retried = true;
             p->sent = false;
+            p->last = 0;
             rop_clear_replies(p);
             enqueue(s, p);
         } else {
-            rop_fail(p, st, err);
+            eddy_error e;
+            const eddy_error *d;
+            eddy_status pst = rconn_outcome(st, err, p->last, sent, &e, &d);
+            rop_fail(p, pst, d);
             rop_free(p);
         }
         p = next;
@@ -346,6 +352,7 @@ static bool reload_append(eddy_rstore *s, rop *p) {
     p->first = first;
     p->reloaded = true;
     p->sent = false;
+    p->last = 0;
     p->replies[p->got] = NULL; /* the last reply is borrowed from the connection: not ours */
     rop_clear_replies(p);
     eddy__log(&s->s.log, EDDY_LOG_WARN,

@@ -7,11 +7,6 @@ long long eddy__ready_timeout_ms(const eddy__settings *s) {
     return 2LL * s->connect_timeout_ms + 2LL * s->reconnect_max_ms;
 }
 
-long long eddy__reply_timeout_ms(const eddy__settings *s, long long block_ms) {
-    /* A blocking read answers after block_ms; anything much later means a dead peer. */
-    return (block_ms > 0 ? block_ms : 0) + s->connect_timeout_ms + 1000;
-}
-
 long long eddy__command_timeout_ms(const eddy__settings *s, long long block_ms) {
     return (block_ms > 0 ? block_ms : 0) + (long long)s->command_timeout_ms;
 }

@@ -1,6 +1,6 @@
 /* How long the front ends wait, decided once for both: how long starting may take before a
- * subscription counts as unreachable, how long a connection may stay silent before it counts
- * as dead, and how long to pause before planning again after running out of memory. */
+ * subscription counts as unreachable, how long a command may wait for its reply, and how long
+ * to pause before planning again after running out of memory. */
 #ifndef EDDY_SRC_TIMING_H
 #define EDDY_SRC_TIMING_H
 
@@ -12,11 +12,6 @@
 /* How long a subscription may take to become ready (eddy__consumer_ready) after it was
  * started: a connect and a couple of reconnect attempts. */
 long long eddy__ready_timeout_ms(const eddy__settings *s);
-
-/* How long a connection may wait for the next reply before the peer counts as dead. block_ms
- * >= 0 when a blocking read of that length is among the commands awaiting replies, -1 when
- * none is. */
-long long eddy__reply_timeout_ms(const eddy__settings *s, long long block_ms);
 
 /* How long a call may wait for the replies of its commands (settings.command_timeout_ms), a
  * blocking read of block_ms (>= 0; -1 for none) included: block_ms more. */

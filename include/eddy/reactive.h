@@ -96,10 +96,12 @@ EDDY_EXPORT void eddy_rbus_stop(eddy_rbus *bus);
 EDDY_EXPORT void eddy_rbus_free(eddy_rbus *bus);
 
 /** Publishes an event (checked first, as in eddy_bus_publish). `done` (may be NULL) runs once
- * with the outcome. The event is copied before the call returns. With
- * settings.publish_dedup_ms, a repeat of an id within the window completes with EDDY_OK and the
- * first entry's id, as in eddy_bus_publish: publishing again after EDDY_ERR_TIMEOUT or
- * EDDY_ERR_IO is safe. */
+ * with the outcome, by settings.command_timeout_ms after the call at the latest (plus the
+ * connect, when one is needed): EDDY_ERR_TIMEOUT when it was sent and no reply came by then
+ * (it may have been stored), EDDY_ERR_IO when it was not sent (it was not stored). The event is
+ * copied before the call returns. With settings.publish_dedup_ms, a repeat of an id within the
+ * window completes with EDDY_OK and the first entry's id, as in eddy_bus_publish: publishing
+ * again after EDDY_ERR_TIMEOUT or EDDY_ERR_IO is safe. */
 EDDY_EXPORT eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_event *ev,
                                           eddy_publish_fn done, void *user, eddy_error *err);
 

@@ -7,6 +7,7 @@
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <ev.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -569,15 +570,20 @@ ParameterizedTest(int *b, rstore, append_after_the_function_library_was_flushed,
     ev_loop_destroy(t.loop);
 }
 
+/* A test's own redis-server (one it kills, restarts or stops), with quick reconnects. */
+static void setup_private(tctx *t, eddy_test_redis *srv, const char *prefix) {
+    eddy_test_redis_start(srv, 0);
+    setup(t, 1, prefix);
+    t->s.url = srv->url;
+    t->s.connect_timeout_ms = 500;
+    t->s.reconnect_min_ms = 20;
+    t->s.reconnect_max_ms = 200;
+}
+
 Test(rstore, reads_survive_a_redis_restart, .timeout = 60) {
     eddy_test_redis srv;
-    eddy_test_redis_start(&srv, 0);
     tctx t;
-    setup(&t, 1, "rs-restart");
-    t.s.url = srv.url;
-    t.s.connect_timeout_ms = 500;
-    t.s.reconnect_min_ms = 20;
-    t.s.reconnect_max_ms = 200;
+    setup_private(&t, &srv, "rs-restart");
     eddy_rstore *st = must_open(&t);
     const char *one[] = {"y1"};
     cr_assert_eq(append_wait(&t, st, "s", one, 1, EDDY_ANY_VERSION, NULL).st, EDDY_OK);
@@ -592,6 +598,27 @@ Test(rstore, reads_survive_a_redis_restart, .timeout = 60) {
     cr_expect_eq(h.value, 0, "the restarted server kept nothing");
     /* And appends work again: the library is loaded on the new connection. */
     cr_expect_eq(append_wait(&t, st, "s", one, 1, EDDY_NO_STREAM, NULL).st, EDDY_OK);
+    eddy_rstore_close(st);
+    ev_loop_destroy(t.loop);
+    eddy_test_redis_kill(&srv);
+}
+
+/* An append while Redis is stopped ends by command_timeout_ms with EDDY_ERR_TIMEOUT (it was
+ * sent: it may have been applied, so it is not sent again); after SIGCONT the store works on a
+ * new connection. */
+Test(rstore, an_append_during_a_stall_times_out, .timeout = 60) {
+    eddy_test_redis srv;
+    tctx t;
+    setup_private(&t, &srv, "rs-stall");
+    t.s.command_timeout_ms = 300;
+    eddy_rstore *st = must_open(&t);
+    const char *one[] = {"y1"}, *two[] = {"y2"}, *three[] = {"y3"};
+    cr_assert_eq(append_wait(&t, st, "s", one, 1, EDDY_ANY_VERSION, NULL).st, EDDY_OK);
+    cr_assert_eq(kill(srv.pid, SIGSTOP), 0);
+    rec r = append_wait(&t, st, "s", two, 1, EDDY_ANY_VERSION, NULL);
+    cr_expect_eq(r.st, EDDY_ERR_TIMEOUT, "%s: %s", eddy_status_name(r.st), r.detail);
+    cr_assert_eq(kill(srv.pid, SIGCONT), 0);
+    cr_expect_eq(append_wait(&t, st, "s", three, 1, EDDY_ANY_VERSION, NULL).st, EDDY_OK);
     eddy_rstore_close(st);
     ev_loop_destroy(t.loop);
     eddy_test_redis_kill(&srv);

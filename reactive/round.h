@@ -1,0 +1,107 @@
+/* The round driver of the reactive front end: what a subscription's reader (reader.c) and a
+ * control loop (control.c) share about their own connection. It connects, backs off after a
+ * failed connect, gives a start its deadline to become ready, sends a plan's commands as one
+ * pipeline, collects their replies, and reconnects when the connection is lost. The owner
+ * decides what a round holds (it plans with its core state machine) and what its replies mean.
+ *
+ * The owner hears from it through rround_ops, always from the loop inside an rbus_enter /
+ * rbus_leave bracket:
+ *   step   plan now: send a round (rround_send), idle (rround_idle), or hold it (R_HELD).
+ *          Called when the connection comes up and when an idle wait ends;
+ *   kept   a reply before the round's last one arrived and was kept (optional);
+ *   done   every reply of the round is in, the last one borrowed: the owner feeds them and
+ *          calls rround_replies_done;
+ *   lost   the connection is gone (already closed; the round's replies are freed): the owner
+ *          resets its core. Returning false means it does not reconnect (it is stopping); the
+ *          driver otherwise logs the loss and backs off, unless the owner holds the round
+ *          (R_HELD), which then steps again itself;
+ *   late   the ready deadline passed, or a connect was refused (credentials, not a Redis
+ *          server) while it ran: a start need not wait it out (rround_late_error says why).
+ *
+ * Thread: the loop's thread only. */
+#ifndef EDDY_REACTIVE_ROUND_H
+#define EDDY_REACTIVE_ROUND_H
+
+#include <ev.h>
+#include <hiredis/hiredis.h>
+#include <stdbool.h>
+
+#include "conn.h"
+#include "consumer.h"
+#include "eddy/reactive.h"
+
+typedef enum rstate {
+    R_CONNECTING, /* waiting for the connection to come up */
+    R_BACKOFF,    /* timer: reconnect */
+    R_IDLE,       /* timer: plan again */
+    R_ROUND,      /* a pipeline is out; collecting its replies */
+    R_HELD,       /* the owner has it (completing a round, or waiting); it steps again itself */
+    R_DEAD        /* released at the next rbus_leave */
+} rstate;
+
+typedef struct rround_ops {
+    void (*step)(void *owner);
+    void (*kept)(void *owner); /* NULL: nothing to do */
+    void (*done)(void *owner);
+    bool (*lost)(void *owner);
+    void (*late)(void *owner);
+} rround_ops;
+
+typedef struct rround {
+    eddy_rbus *bus;
+    const rround_ops *ops;
+    void *owner;
+    const char *what; /* names it in log lines: "subscription", "control connection" */
+    const char *name; /* and its name when it has one (borrowed), or NULL */
+    rconn *conn;      /* NULL while there is none */
+    rstate state;
+    eddy__plan plan;
+    redisReply **replies; /* the plan's replies so far (owned, except the last while lent) */
+    size_t got, replies_cap;
+    bool lent;            /* replies[got - 1] is borrowed from the connection (during done) */
+    ev_timer timer;       /* R_BACKOFF, R_IDLE */
+    ev_timer ready_timer; /* how long it may take to become ready */
+    unsigned attempt;     /* consecutive failed connects, for backoff */
+    unsigned seed;
+    eddy_error last_err; /* why the connection last failed, for the ready deadline's detail */
+} rround;
+
+/* Sets r up (not connected) and arms its ready deadline. Ownership: bus, ops, owner and the
+ * names are borrowed and must outlive r. */
+void rround_init(rround *r, eddy_rbus *bus, const rround_ops *ops, void *owner, const char *what,
+                 const char *name);
+
+/* Opens a connection; step follows once it is up (at once for memory://). */
+void rround_connect(rround *r);
+
+/* Sends r->plan's commands (at least one) as one round. False when nothing was sent (out of
+ * memory): r then idles briefly and plans again. A connection that cannot take them reports
+ * `lost` later, from the loop. */
+bool rround_send(rround *r);
+
+/* Waits ms, then steps. */
+void rround_idle(rround *r, long long ms);
+
+/* The round's replies were fed: frees them, except the one the connection lent. */
+void rround_replies_done(rround *r);
+
+/* The connection is unusable (say, its replies made no sense): as when it is lost. */
+void rround_lose(rround *r, const eddy_error *err);
+
+/* Writes what is queued and delivers replies that already arrived (rconn_drain). */
+void rround_drain(rround *r);
+
+/* The ready deadline no longer applies: r became ready, or is stopping. */
+void rround_stop_deadline(rround *r);
+
+/* err = "<what>", followed by why the connection last failed when known; its status is that
+ * failure's when it was a refusal (EDDY_ERR_AUTH, EDDY_ERR_PROTOCOL), else EDDY_ERR_IO. */
+void rround_late_error(const rround *r, eddy_error *err, const char *what);
+
+/* Stops for good: R_DEAD, timers stopped, connection and replies dropped. */
+void rround_kill(rround *r);
+
+/* Frees what rround_init and the rounds allocated (after rround_kill). */
+void rround_free(rround *r);
+
+#endif
