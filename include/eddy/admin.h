@@ -1,4 +1,5 @@
-/* eddy — looking at a namespace from outside (blocking front end): the subject streams and
+/** @file
+ * eddy — looking at a namespace from outside (blocking front end): the subject streams and
  * their groups (consumers, pending entries, lag, the age of the oldest pending entry, dead
  * letters), the registry of live subscriptions, and all of it as one JSON document. What the
  * `eddy` command-line tool shows (groups, registry, stats).

@@ -1,4 +1,5 @@
-/* eddy — blocking front end: a bus for programs that use threads.
+/** @file
+ * eddy — blocking front end: a bus for programs that use threads.
  *
  * Calls block until done; handlers run on worker threads the bus owns. Every function here is
  * safe to call from any thread, including from a handler, except eddy_bus_stop and

@@ -1,4 +1,5 @@
-/* eddy — what both front ends share: settings, subscription specs, deliveries, counters,
+/** @file
+ * eddy — what both front ends share: settings, subscription specs, deliveries, counters,
  * capabilities and the log hook.
  *
  * Settings and specs are plain structs the caller fills after an _init call; the bus copies
@@ -457,9 +458,9 @@ EDDY_EXPORT long long eddy_now_ms(void);
 /** eddy_now_ms() + ms: a deadline ms from now. */
 EDDY_EXPORT long long eddy_deadline_in(long long ms);
 
-/** A cancellation token for blocking requests (the C form of a cancelled context): fire it
- * from any thread and the request it was given to ends with EDDY_ERR_NO_REPLY. One token may
- * serve several requests; a fired token refuses every later request. */
+/** A cancellation token for blocking requests: fire it from any thread and the request it was
+ * given to ends with EDDY_ERR_NO_REPLY. One token may serve several requests; a fired token
+ * refuses every later request. */
 typedef struct eddy_cancel eddy_cancel;
 /** NULL on OOM. Ownership: the caller's; free it after the requests that use it returned. */
 EDDY_EXPORT eddy_cancel *eddy_cancel_new(void);

@@ -1,4 +1,5 @@
-/* eddy — dead letters as an API (blocking front end).
+/** @file
+ * eddy — dead letters as an API (blocking front end).
  *
  * An AtLeastOnce subscription dead-letters an entry it cannot deliver: one that failed
  * max_deliveries times, or one that does not decode (malformed, or larger than the bus's
@@ -150,7 +151,7 @@ EDDY_EXPORT eddy_status eddy_dead_letter_event(const eddy_dead_letter *dl, const
 
 /** A field of the original entry by name ("id", "type", "data", "x-<extension>", ...), also
  * for one that does not decode: its value (borrowed; *len its length, may be NULL), or NULL
- * when absent. The dead letter's own "_dlq_*" fields are not among them. */
+ * when absent. The dead letter's own `_dlq_*` fields are not among them. */
 EDDY_EXPORT const char *eddy_dead_letter_field(const eddy_dead_letter *dl, const char *name,
                                                size_t *len);
 

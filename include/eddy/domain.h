@@ -1,9 +1,10 @@
-/* eddy — domain event feeds (blocking front end).
+/** @file
+ * eddy — domain event feeds (blocking front end).
  *
  * A domain event feed is a catch-up feed (feed.h) that a projection is registered on later,
  * under an id and with a filter, and that a listener can feed CloudEvents to: the feed decides
  * whether an event is for the projection (the filter), decodes it only then, and answers what
- * to do with the broker message (eddy_route). spec/catch-up-feeds.txt, "DomainEventFeed".
+ * to do with the broker message (eddy_route).
  *
  * Life: eddy_domain_new (the store, the codec, the checkpoint storage, the options and an
  * optional data field reader, all in an eddy_feed_config whose id, projection and filter stay

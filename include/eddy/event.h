@@ -1,4 +1,5 @@
-/* eddy — CloudEvents v1.0 events.
+/** @file
+ * eddy — CloudEvents v1.0 events.
  *
  * An eddy_event is an opaque, owned CloudEvent: required attributes id, source, specversion
  * (always "1.0") and type; optional subject, time, datacontenttype and dataschema; extension

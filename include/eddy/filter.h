@@ -1,4 +1,5 @@
-/* eddy — filters of stored and live CloudEvents, and data field readers.
+/** @file
+ * eddy — filters of stored and live CloudEvents, and data field readers.
  *
  * A filter decides whether an event is one a reader of the store, or a domain feed's
  * projection, wants. The same filter drives a catch-up's read of the store and the routing of

@@ -1,4 +1,5 @@
-/* eddy — push subscription models and push sources (blocking front end).
+/** @file
+ * eddy — push subscription models and push sources (blocking front end).
  *
  * A push subscription model hands CloudEvents to the domain feeds added to it (domain.h) and
  * tells an observer what became of each. A push source is the ready-made listener that feeds a
@@ -28,7 +29,7 @@
  * handed back without touching the feed, so nothing is acknowledged that no projection
  * received, whatever else is registered.
  *
- * Start modes (spec/catch-up-feeds.txt, ManualStartPushSources and startupMode):
+ * Start modes (eddy_push_options.mode and .startup):
  * - EDDY_PUSH_AUTOMATIC: eddy_push_sources_add registers the projection with its feed and
  *   starts it at once.
  * - EDDY_PUSH_MANUAL: eddy_push_sources_add subscribes, paused (so the group exists and the
@@ -178,8 +179,8 @@ typedef struct eddy_push_sources eddy_push_sources;
  * caller's (eddy_push_sources_free). */
 EDDY_EXPORT eddy_status eddy_push_sources_new(eddy_bus *bus, const eddy_push_options *opts,
                                               eddy_push_sources **out, eddy_error *err);
-/** Cancels the catch-ups still running (through a cancel handle, the C form of interrupting
- * their threads: not a failure, the feed keeps holding) and waits for their threads, then
+/** Cancels the catch-ups still running (through their feeds' cancel handles: not a failure,
+ * the feed keeps holding) and waits for their threads, then
  * frees. Must not be called from a callback of the sources or from a handler. The bus has no
  * unsubscribe, so the subscriptions stay on it and their handlers use the sources: stop the bus
  * (eddy_bus_stop, which waits for running handlers) before freeing the sources, and free the bus

@@ -1,14 +1,15 @@
-/* eddy — domain event feeds on the reactive (libev) front end.
+/** @file
+ * eddy — domain event feeds on the reactive (libev) front end.
  *
  * The mirror of domain.h over a reactive catch-up feed (rfeed.h): the same registration, the
  * same filter driving the catch-up's read and the routing of live CloudEvents, the same
  * outcomes (eddy_route), decided by the same core, so nothing is decided differently. Where the
- * blocking feed waits, these functions take a completion instead; the reactor stack's own
+ * blocking feed waits, these functions take a completion instead; the reactive feed's own
  * failure rules (rfeed.h) hold for the registered projection.
  *
- * Where Java counts a reactive operation (catchUpAll(), catchUp(id), goLive(id)) as running
- * from the subscription to its Mono, a C call starts at the call: a catch-up counts as running
- * from eddy_rdomain_catch_up(_all) itself.
+ * A catch-up or go-live counts as running from the call that starts it
+ * (eddy_rdomain_catch_up, eddy_rdomain_catch_up_all, eddy_rdomain_go_live) until its
+ * completion runs.
  *
  * Refusals up front: a call refused for a reason that holds for every event or every call
  * returns it and does not call its completion: EDDY_ERR_INVALID_ARGUMENT (a NULL feed, event or

@@ -1,4 +1,5 @@
-/* eddy — reactive front end: a bus for programs built on a libev loop.
+/** @file
+ * eddy — reactive front end: a bus for programs built on a libev loop.
  *
  * Nothing here blocks: calls return at once, and outcomes arrive through callbacks on the
  * loop's thread. Every completion callback runs exactly once: with the outcome, or with

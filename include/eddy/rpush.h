@@ -1,4 +1,5 @@
-/* eddy — push subscription models and push sources on a libev loop (reactive front end).
+/** @file
+ * eddy — push subscription models and push sources on a libev loop (reactive front end).
  *
  * The mirror of eddy/push.h over the reactive bus (eddy_rbus) and reactive domain feeds
  * (eddy_rdomain_feed), built on the same core (src/push.c), so nothing is decided differently:
@@ -18,9 +19,8 @@
  *   ended, background at once (on the next loop iteration) while the catch-ups run on the loop
  *   and report their progress from an ev_timer every progress_ms.
  *
- * Where Java counts a reactive catch-up as running from the subscription to its Mono, a C call
- * starts at the call: a source's catch-up runs from the eddy_rpush_sources_add or
- * eddy_rpush_sources_start_all call that started it.
+ * A source's catch-up counts as running from the eddy_rpush_sources_add or
+ * eddy_rpush_sources_start_all call that started it until it ends.
  *
  * Callbacks: every completion runs exactly once, on the loop's thread, never inside the call that
  * asked for it; freeing the model or the sources completes what is pending with EDDY_ERR_CLOSED

@@ -1,4 +1,5 @@
-/* eddy — the event store and checkpoint storage on a libev loop (reactive front end).
+/** @file
+ * eddy — the event store and checkpoint storage on a libev loop (reactive front end).
  *
  * The same store as eddy/store.h (same keys, same function library, same checks), driven
  * without blocking: calls return at once and outcomes arrive through callbacks on the loop's

@@ -1,4 +1,5 @@
-/* eddy — status codes and optional error detail.
+/** @file
+ * eddy — status codes and optional error detail.
  *
  * Every eddy call that can fail returns an eddy_status. EDDY_OK is 0; new values are only
  * ever added at the end. Detail, where it helps, goes into a caller-owned eddy_error: the

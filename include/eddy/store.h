@@ -1,4 +1,5 @@
-/* eddy — the event store and checkpoint storage (blocking front end).
+/** @file
+ * eddy — the event store and checkpoint storage (blocking front end).
  *
  * Events are appended to a stream id (an aggregate: "order-42") atomically, with an optional
  * expected version, and read back per stream in version order or across the store in global

@@ -1,4 +1,5 @@
-/* eddy — the msgpack value codec.
+/** @file
+ * eddy — the msgpack value codec.
  *
  * "Publish a value" means: the caller packs one msgpack value with msgpack-c's packer, eddy
  * stores the bytes as the event's data with datacontenttype "application/msgpack".

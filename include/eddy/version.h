@@ -1,4 +1,5 @@
-/* eddy — the version of the headers, and of the library a program runs with.
+/** @file
+ * eddy — the version of the headers, and of the library a program runs with.
  *
  * EDDY_VERSION_* describe the headers a program was compiled against; eddy_version() the
  * library it is linked with (they differ when a shared library was upgraded underneath). The

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# Builds the API reference (Doxygen over include/eddy; any warning fails) into
+# build-docs/docs/html, the way CI does.
+#   EDDY_DOCS_BUILD_DIR=dir scripts/docs.sh   another build directory
+set -euo pipefail
+cd "$(dirname "$0")/.."
+dir=${EDDY_DOCS_BUILD_DIR:-build-docs}
+cmake -S . -B "$dir" -DEDDY_DOCS=ON -DEDDY_EXAMPLES=OFF -DEDDY_SHARED=OFF >/dev/null
+cmake --build "$dir" --target docs
+echo "API reference: $dir/docs/html/index.html"
