@@ -6,6 +6,7 @@
 
 #include <string.h>
 
+#include "conn_state.h"
 #include "eddy/version.h"
 #include "error.h"
 #include "json.h"
@@ -41,6 +42,38 @@ static void counters(eddy__json *j, const eddy__sub *sub) {
         eddy__json_u64(j, "expired", c.expired);
         eddy__json_u64(j, "overlapping", c.overlapping);
     }
+    eddy__json_end(j);
+}
+
+static const char *state_name(eddy_connection_state st) {
+    switch (st) {
+    case EDDY_CONN_CONNECTED:
+        return "connected";
+    case EDDY_CONN_DISCONNECTED:
+        return "disconnected";
+    case EDDY_CONN_RECONNECTED:
+        return "reconnected";
+    case EDDY_CONN_AUTH_FAILED:
+        return "auth_failed";
+    case EDDY_CONN_NOT_REDIS:
+        return "not_redis";
+    case EDDY_CONN_CONNECTING:
+    default:
+        return "connecting";
+    }
+}
+
+/* The bus's connections, as eddy_bus_connection_stats reports them. */
+static void connection(eddy__json *j, const eddy__settings *s) {
+    eddy_connection_stats c = {0};
+    if (s->conn_state)
+        eddy__conn_stats(s->conn_state, &c);
+    eddy__json_object(j, "connection");
+    eddy__json_str(j, "state", state_name(c.state));
+    eddy__json_u64(j, "connects", c.connects);
+    eddy__json_u64(j, "connect_failures", c.connect_failures);
+    eddy__json_u64(j, "disconnects", c.disconnects);
+    eddy__json_u64(j, "disconnected_ms", c.disconnected_ms);
     eddy__json_end(j);
 }
 
@@ -90,6 +123,7 @@ char *eddy__bus_stats_json(const eddy__bus_stats_in *in, eddy_error *err) {
     eddy__json_str(&j, "instance", s->instance);
     eddy__json_i64(&j, "time_ms", eddy_now_ms());
     eddy__json_bool(&j, "started", in->started);
+    connection(&j, s);
     eddy__json_array(&j, "subscriptions");
     for (size_t i = 0; i < in->nsubs; i++) {
         const eddy__sub *sub = in->subs[i];

@@ -123,6 +123,14 @@ static void bus_stats(bool redis) {
     cr_assert(json_object_get(json_object_get(requests, "named"), "ping"));
     cr_assert(json_object_get(json_object_get(requests, "total"), "sent"));
     cr_assert(json_object_get(json_object_get(doc, "retention"), "passes"));
+    /* The connection counters, as eddy_bus_connection_stats has them. */
+    json_t *conn = json_object_get(doc, "connection");
+    eddy_connection_stats cst;
+    cr_assert_eq(eddy_bus_connection_stats(bus, &cst), EDDY_OK);
+    cr_assert_str_eq(json_string_value(json_object_get(conn, "state")), "connected");
+    cr_assert_geq(json_integer_value(json_object_get(conn, "connects")), 1);
+    cr_assert_leq((uint64_t)json_integer_value(json_object_get(conn, "connects")), cst.connects);
+    cr_assert_eq(json_integer_value(json_object_get(conn, "disconnects")), 0);
     json_decref(doc);
 
     /* The same namespace through an admin handle: its subjects, groups and registry. */
