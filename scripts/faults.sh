@@ -4,7 +4,6 @@
 # FIG lines of each scenario. The fast profile (the default, and CI's) takes a few minutes on
 # 2 cores; scripts/test.sh does not run it.
 #   EDDY_FAULTS_PROFILE=long scripts/faults.sh   bigger counts, more kills
-#   EDDY_FAULTS_PENDING=1 scripts/faults.sh      also the scenarios waiting for unmerged work
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh >/dev/null

@@ -4,9 +4,7 @@
  * checks the outcome (never a speed). The exit status is the number of failed checks (capped).
  *   fault_suite [scenario ...]      all default scenarios, or only those named
  *   EDDY_FAULTS_PROFILE=long        bigger counts and more faults (the fast profile is the
- *                                   default: CI runs it, well within 6 minutes on 2 cores)
- *   EDDY_FAULTS_PENDING=1           also the scenarios that wait for work not merged yet (see
- *                                   `pending` below) */
+ *                                   default: CI runs it, well within 6 minutes on 2 cores) */
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,21 +17,17 @@
 typedef struct scenario {
     const char *name;
     fx_scenario_fn fn;
-    /* Left out of the default run on these front ends (bit 0 blocking, bit 1 reactive) until
-     * the work it waits for, named in waits_for, is merged. */
-    unsigned pending;
-    const char *waits_for;
 } scenario;
 
 // clang-format off
 static const scenario scenarios[] = {
-    {"kill_consumers",   fx_kill_consumers,   0, NULL},
-    {"aof_restart",      fx_aof_restart,      0, NULL},
-    {"responder_killed", fx_responder_killed, 0, NULL},
-    {"feed_killed",      fx_feed_killed,      0, NULL},
-    {"redis_stopped",    fx_redis_stopped,    0, NULL},
-    {"auth_changed",     fx_auth_changed,     0, NULL},
-    {"tls_restart",      fx_tls_restart,      0, NULL},
+    {"kill_consumers",   fx_kill_consumers},
+    {"aof_restart",      fx_aof_restart},
+    {"responder_killed", fx_responder_killed},
+    {"feed_killed",      fx_feed_killed},
+    {"redis_stopped",    fx_redis_stopped},
+    {"auth_changed",     fx_auth_changed},
+    {"tls_restart",      fx_tls_restart},
 };
 // clang-format on
 
@@ -63,8 +57,6 @@ static bool wanted(const char *name, int argc, char **argv) {
 int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     setvbuf(stdout, NULL, _IOLBF, 0);
-    const char *pending = getenv("EDDY_FAULTS_PENDING");
-    bool with_pending = pending && strcmp(pending, "1") == 0;
     const driver *drivers[] = {&blocking_driver, &reactive_driver};
     printf("fault suite, %s profile\n", fx_long_profile() ? "long" : "fast");
     for (size_t i = 0; i < sizeof(scenarios) / sizeof(scenarios[0]); i++) {
@@ -72,11 +64,6 @@ int main(int argc, char **argv) {
         if (!wanted(sc->name, argc, argv))
             continue;
         for (int d = 0; d < 2; d++) {
-            if ((sc->pending & (1u << d)) && !with_pending) {
-                printf("SKIP %s frontend=%s (waits for %s; EDDY_FAULTS_PENDING=1 runs it)\n",
-                       sc->name, drivers[d]->name, sc->waits_for);
-                continue;
-            }
             int before = fx_failures;
             long long t0 = fx_now_ms();
             sc->fn(drivers[d]);
