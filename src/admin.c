@@ -13,6 +13,7 @@
 #include "keys.h"
 #include "redis.h"
 #include "registry.h"
+#include "reply.h"
 #include "subject.h"
 
 enum { T_SUBJECTS = 1, T_TIME, T_LEN, T_GROUPS, T_PENDING, T_DLQ };
@@ -68,22 +69,8 @@ void eddy__admin_scan_free(eddy__admin_scan *s) {
 
 /* ---- replies --------------------------------------------------------------------------- */
 
-static bool is_str(const redisReply *r) {
-    return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
-}
-
-/* A field of an XINFO record (a flat list of name, value pairs). */
-static const redisReply *field(const redisReply *rec, const char *name) {
-    if (!rec || rec->type != REDIS_REPLY_ARRAY)
-        return NULL;
-    for (size_t i = 0; i + 1 < rec->elements; i += 2)
-        if (is_str(rec->element[i]) && strcmp(rec->element[i]->str, name) == 0)
-            return rec->element[i + 1];
-    return NULL;
-}
-
 static long long field_int(const redisReply *rec, const char *name, long long missing) {
-    const redisReply *v = field(rec, name);
+    const redisReply *v = eddy__reply_field(rec, name);
     return v && v->type == REDIS_REPLY_INTEGER ? v->integer : missing;
 }
 
@@ -116,7 +103,7 @@ static eddy_status feed_subjects(eddy__admin_scan *s, const redisReply *r, eddy_
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < r->elements; i++) {
         const redisReply *m = r->element[i];
-        if (!is_str(m) || strlen(m->str) != m->len ||
+        if (!eddy__reply_is_str(m) || strlen(m->str) != m->len ||
             eddy__subject_check(m->str, NULL) != EDDY_OK ||
             (s->pattern && !eddy__pattern_match(s->pattern, m->str)))
             continue; /* not a subject eddy wrote, or not asked for */
@@ -133,8 +120,8 @@ static eddy_status feed_time(eddy__admin_scan *s, const redisReply *r, eddy_erro
     eddy_status st = eddy__reply_status(r, "TIME", err);
     if (st != EDDY_OK)
         return st;
-    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !is_str(r->element[0]) ||
-        !is_str(r->element[1]))
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2 || !eddy__reply_is_str(r->element[0]) ||
+        !eddy__reply_is_str(r->element[1]))
         return eddy__fail(err, EDDY_ERR_PROTOCOL, "TIME: not two numbers");
     s->time_ms =
         strtoll(r->element[0]->str, NULL, 10) * 1000 + strtoll(r->element[1]->str, NULL, 10) / 1000;
@@ -160,13 +147,13 @@ static eddy_status feed_groups(eddy__admin_scan *s, eddy_subject_info *si, const
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     si->groups = groups;
     for (size_t i = 0; i < r->elements; i++) {
-        const redisReply *rec = r->element[i], *name = field(rec, "name");
-        const redisReply *last = field(rec, "last-delivered-id");
-        if (!is_str(name))
+        const redisReply *rec = r->element[i], *name = eddy__reply_field(rec, "name");
+        const redisReply *last = eddy__reply_field(rec, "last-delivered-id");
+        if (!eddy__reply_is_str(name))
             continue;
         eddy_group_info *g = &groups[si->ngroups];
         g->group = strdup(name->str);
-        g->last_delivered_id = strdup(is_str(last) ? last->str : "0-0");
+        g->last_delivered_id = strdup(eddy__reply_is_str(last) ? last->str : "0-0");
         si->ngroups++; /* counted before the check, so that free finds both strings */
         if (!g->group || !g->last_delivered_id)
             return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
@@ -189,7 +176,7 @@ static eddy_status feed_pending(eddy__admin_scan *s, eddy_group_info *g, const r
         return st;
     if (r->type != REDIS_REPLY_ARRAY || r->elements < 2)
         return eddy__fail(err, EDDY_ERR_PROTOCOL, "XPENDING %s: not a summary", g->group);
-    long long ms = is_str(r->element[1]) ? id_ms(r->element[1]->str) : -1;
+    long long ms = eddy__reply_is_str(r->element[1]) ? id_ms(r->element[1]->str) : -1;
     if (ms >= 0)
         g->oldest_pending_ms = s->time_ms > ms ? s->time_ms - ms : 0;
     return EDDY_OK;
@@ -360,8 +347,9 @@ eddy_status eddy__admin_registry_each(const redisReply *r, eddy_registration_fn 
         const redisReply *m = r->element[i], *score = r->element[i + 1];
         const char *f[5];
         size_t fl[5];
-        if (!is_str(m) || !is_str(score) || !eddy__registry_split_member(m->str, m->len, f, fl) ||
-            fl[0] != 1 || (f[0][0] != 'r' && f[0][0] != 'h'))
+        if (!eddy__reply_is_str(m) || !eddy__reply_is_str(score) ||
+            !eddy__registry_split_member(m->str, m->len, f, fl) || fl[0] != 1 ||
+            (f[0][0] != 'r' && f[0][0] != 'h'))
             continue;
         char *copy = malloc(m->len + 1); /* the fields as strings: the tabs become NULs */
         if (!copy)

@@ -34,6 +34,8 @@ static void counters(eddy__json *j, const eddy__sub *sub) {
     eddy__json_u64(j, "dead_lettered", c.dead_lettered);
     eddy__json_u64(j, "malformed", c.malformed);
     eddy__json_u64(j, "held", c.held);
+    eddy__json_u64(j, "recreated", c.recreated);
+    eddy__json_u64(j, "lost_writes", c.lost_writes);
     if (sub->responder) {
         eddy__json_u64(j, "replied", c.replied);
         eddy__json_u64(j, "refused", c.refused);

@@ -4,8 +4,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-static bool is_str(const redisReply *r) {
+bool eddy__reply_is_str(const redisReply *r) {
     return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
+}
+
+static bool is_str(const redisReply *r) { return eddy__reply_is_str(r); }
+
+const redisReply *eddy__reply_field(const redisReply *rec, const char *name) {
+    if (!rec || rec->type != REDIS_REPLY_ARRAY)
+        return NULL;
+    size_t n = strlen(name);
+    for (size_t i = 0; i + 1 < rec->elements; i += 2) {
+        const redisReply *k = rec->element[i];
+        if (is_str(k) && k->len == n && memcmp(k->str, name, n) == 0)
+            return rec->element[i + 1];
+    }
+    return NULL;
 }
 
 eddy_status eddy__reply_entries(const redisReply *r) {

@@ -27,6 +27,13 @@ eddy__entry_view eddy__reply_entry(const redisReply *entries, size_t i);
  * nfv is fields->elements). Returns false when a field is not a string. */
 bool eddy__entry_flatten(const redisReply *fields, const char **fv, size_t *fvlen);
 
+/* A string or status reply (not NULL). */
+bool eddy__reply_is_str(const redisReply *r);
+
+/* The value named `name` in a flat [name, value, ...] record (an XINFO reply), or NULL when
+ * the record is not an array or has no such name. */
+const redisReply *eddy__reply_field(const redisReply *rec, const char *name);
+
 /* TIME -> milliseconds since the epoch. */
 eddy_status eddy__reply_time_ms(const redisReply *r, long long *ms);
 

@@ -50,6 +50,7 @@
 #include <string.h>
 
 #include "keys.h"
+#include "reply.h"
 #include "sub.h"
 #include "subject.h"
 
@@ -182,24 +183,10 @@ static sid id_prev(sid a) { /* a > 0-0 */
 
 static void cmd_id(eddy__cmd *cmd, sid id) { eddy__cmd_fmt(cmd, "%llu-%llu", id.ms, id.seq); }
 
-static bool is_str(const redisReply *r) {
-    return r && (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS);
-}
-
 static bool is_list(const redisReply *r) { return r && r->type == REDIS_REPLY_ARRAY; }
 
-/* A field of an XINFO record (a flat list of name, value pairs). */
-static const redisReply *field(const redisReply *rec, const char *name) {
-    if (!is_list(rec))
-        return NULL;
-    for (size_t i = 0; i + 1 < rec->elements; i += 2)
-        if (is_str(rec->element[i]) && strcmp(rec->element[i]->str, name) == 0)
-            return rec->element[i + 1];
-    return NULL;
-}
-
 static bool field_int(const redisReply *rec, const char *name, long long *out) {
-    const redisReply *v = field(rec, name);
+    const redisReply *v = eddy__reply_field(rec, name);
     if (!v || v->type != REDIS_REPLY_INTEGER)
         return false;
     *out = v->integer;
@@ -535,7 +522,8 @@ static void *slots(const redisReply *rep, size_t size, bool *nomem) {
 }
 
 static bool feed_time(const redisReply *rep, long long *ms) {
-    if (!is_list(rep) || rep->elements != 2 || !is_str(rep->element[0]) || !is_str(rep->element[1]))
+    if (!is_list(rep) || rep->elements != 2 || !eddy__reply_is_str(rep->element[0]) ||
+        !eddy__reply_is_str(rep->element[1]))
         return false;
     *ms = strtoll(rep->element[0]->str, NULL, 10) * 1000 +
           strtoll(rep->element[1]->str, NULL, 10) / 1000;
@@ -550,7 +538,7 @@ static bool feed_subjects(eddy__retention *r, const redisReply *rep) {
         return false;
     for (size_t i = 0; i < rep->elements; i++) {
         const redisReply *e = rep->element[i];
-        if (!is_str(e) || strlen(e->str) != e->len)
+        if (!eddy__reply_is_str(e) || strlen(e->str) != e->len)
             continue;
         rstream *st = &r->st[r->nst++];
         st->subject = strdup(e->str);
@@ -571,9 +559,11 @@ static bool feed_groups(rstream *st, const redisReply *rep, bool *nomem) {
         return false;
     for (size_t i = 0; i < rep->elements; i++) {
         const redisReply *rec = rep->element[i];
-        const redisReply *name = field(rec, "name"), *last = field(rec, "last-delivered-id");
+        const redisReply *name = eddy__reply_field(rec, "name"),
+                         *last = eddy__reply_field(rec, "last-delivered-id");
         rgroup *g = &st->g[st->ng];
-        if (!is_str(name) || !is_str(last) || !field_int(rec, "pending", &g->pending) ||
+        if (!eddy__reply_is_str(name) || !eddy__reply_is_str(last) ||
+            !field_int(rec, "pending", &g->pending) ||
             !field_int(rec, "consumers", &g->consumers) ||
             !parse_id(last->str, last->len, &g->last)) {
             st->skip = true; /* a group we cannot read: its need is unknown */
@@ -597,7 +587,7 @@ static bool feed_psum(rgroup *g, const redisReply *rep) {
         return true;
     }
     const redisReply *min = rep->element[1];
-    return is_str(min) && (g->has_min = parse_id(min->str, min->len, &g->min_pending));
+    return eddy__reply_is_str(min) && (g->has_min = parse_id(min->str, min->len, &g->min_pending));
 }
 
 static bool feed_consumers(rgroup *g, const redisReply *rep, bool *nomem) {
@@ -606,9 +596,9 @@ static bool feed_consumers(rgroup *g, const redisReply *rep, bool *nomem) {
     if (!(g->cons = slots(rep, sizeof(*g->cons), nomem)))
         return false;
     for (size_t i = 0; i < rep->elements; i++) {
-        const redisReply *rec = rep->element[i], *name = field(rec, "name");
+        const redisReply *rec = rep->element[i], *name = eddy__reply_field(rec, "name");
         rcons *c = &g->cons[g->ncons];
-        if (!is_str(name) || !field_int(rec, "pending", &c->pending) ||
+        if (!eddy__reply_is_str(name) || !field_int(rec, "pending", &c->pending) ||
             !field_int(rec, "idle", &c->idle))
             return false;
         if (!(c->name = strdup(name->str))) {
@@ -633,7 +623,7 @@ static bool feed_list(rstream *st, const redisReply *rep, bool capped_at, bool *
     }
     for (size_t i = 0; i < rep->elements; i++) {
         const redisReply *e = rep->element[i];
-        if (!is_list(e) || e->elements < 1 || !is_str(e->element[0]) ||
+        if (!is_list(e) || e->elements < 1 || !eddy__reply_is_str(e->element[0]) ||
             !parse_id(e->element[0]->str, e->element[0]->len, &v[i])) {
             free(v);
             return false;
@@ -668,7 +658,7 @@ static bool feed_registry(eddy__retention *r, const redisReply *rep, bool *nomem
         return false;
     for (size_t i = 0; i < rep->elements; i++) {
         const redisReply *e = rep->element[i];
-        if (!is_str(e))
+        if (!eddy__reply_is_str(e))
             continue;
         size_t gl = 0, il = 0, pl = 0;
         const char *g = tab_field(e->str, e->len, 1, &gl), *in = tab_field(e->str, e->len, 2, &il),
@@ -839,9 +829,9 @@ eddy_status eddy__retention_feed(eddy__retention *r, long long now_ms, const edd
     switch (r->ph) {
     case P_LEASE: {
         const redisReply *set = replies[0], *get = n > 1 ? replies[1] : NULL;
-        if (is_str(set) && strcmp(set->str, "OK") == 0) {
+        if (eddy__reply_is_str(set) && strcmp(set->str, "OK") == 0) {
             r->ph = P_LIST;
-        } else if (get && is_str(get) && strcmp(get->str, r->holder) == 0) {
+        } else if (get && eddy__reply_is_str(get) && strcmp(get->str, r->holder) == 0) {
             r->renew = true;
             r->ph = P_LIST;
         } else if (set->type == REDIS_REPLY_ERROR) {
@@ -946,7 +936,7 @@ eddy_status eddy__retention_stop_destroy(const eddy__settings *s, eddy__sub *con
     size_t first = out->n;
     for (size_t i = 0; i < subjects->elements; i++) {
         const redisReply *e = subjects->element[i];
-        if (!is_str(e) || strlen(e->str) != e->len)
+        if (!eddy__reply_is_str(e) || strlen(e->str) != e->len)
             continue;
         char *key = NULL;
         for (size_t j = 0; j < n; j++) {

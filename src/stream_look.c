@@ -60,25 +60,13 @@ void eddy__stream_look_read(eddy__stream_look *l, const redisReply *entries) {
         l->max_read = last;
 }
 
-/* The value of `field` in a flat [field, value, ...] reply, or NULL. */
-static const redisReply *field(const redisReply *r, const char *name) {
-    size_t n = strlen(name);
-    for (size_t i = 0; i + 1 < r->elements; i += 2) {
-        const redisReply *k = r->element[i];
-        if ((k->type == REDIS_REPLY_STRING || k->type == REDIS_REPLY_STATUS) && k->len == n &&
-            memcmp(k->str, name, n) == 0)
-            return r->element[i + 1];
-    }
-    return NULL;
-}
-
 bool eddy__stream_look_feed(eddy__stream_look *l, const redisReply *info,
                             eddy__stream_behind *out) {
     memset(out, 0, sizeof(*out));
     if (!info || info->type != REDIS_REPLY_ARRAY)
         return false;
-    const redisReply *last = field(info, "last-generated-id");
-    const redisReply *added = field(info, "entries-added");
+    const redisReply *last = eddy__reply_field(info, "last-generated-id");
+    const redisReply *added = eddy__reply_field(info, "entries-added");
     eddy__xid last_id;
     if (!last || last->type != REDIS_REPLY_STRING || !parse_id(last->str, last->len, &last_id) ||
         !added || added->type != REDIS_REPLY_INTEGER || added->integer < 0)

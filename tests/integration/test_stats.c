@@ -111,6 +111,9 @@ static void bus_stats(bool redis) {
     cr_assert_str_eq(json_string_value(json_object_get(work, "group")), "workers");
     cr_assert_eq(json_integer_value(json_object_get(json_object_get(work, "counters"), "handled")),
                  3);
+    cr_assert(json_object_get(json_object_get(work, "counters"), "recreated"));
+    cr_assert_eq(
+        json_integer_value(json_object_get(json_object_get(work, "counters"), "lost_writes")), 0);
     json_t *broker = json_object_get(work, "broker");
     cr_assert(broker, "the broker's view: %s", json_dumps(doc, 0));
     cr_assert_eq(json_integer_value(json_object_get(broker, "subjects")), 1);
