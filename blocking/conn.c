@@ -1,11 +1,11 @@
-/* Blocking transport; see conn.h. The link (src/link.h) speaks to the server; this file only
- * waits for it with poll() until a deadline.
+/* Blocking transport; see conn.h. The link (src/link.h) speaks to the server, or to the
+ * memory engine; this file only waits for it with poll() until a deadline.
  *
  * Interrupting a blocking read: the reader marks itself in_read only after its whole pipeline
- * was written, so when another thread shuts the socket down to wake it, every acknowledgement
- * queued ahead of the read has already reached the server. The link's socket changes only
- * under lock (connect and drop set `up` there) and is shut down only while in_read, when it
- * cannot change. The memory engine is woken instead, through its condition variable. */
+ * was written (flushed: for memory://, run up to the read), so when another thread shuts the
+ * link down to wake it, every acknowledgement queued ahead of the read has already reached
+ * the server. The link's socket changes only under lock (connect and drop set `up` there) and
+ * is shut down only while in_read, when it cannot change. */
 #include "conn.h"
 
 #include <errno.h>
@@ -44,9 +44,6 @@ eddy_status eddy__bconn_init(bconn *c, const eddy__settings *s) {
     eddy__bcond_init_monotonic(&c->wake);
     c->client_id = -1;
     c->seed = (unsigned)(eddy__bconn_now_ms() ^ (long long)(uintptr_t)c ^ getpid());
-    /* The engine is taken now, not at connect, so eddy__bconn_interrupt can read it unlocked. */
-    if (s->url.kind == EDDY__URL_MEMORY && !(c->engine = eddy__mem_engine_acquire(s->url.name)))
-        return EDDY_ERR_NOMEM;
     return EDDY_OK;
 }
 
@@ -58,10 +55,6 @@ static void drop(bconn *c) {
     if (c->link)
         eddy__link_close(c->link);
     pthread_mutex_unlock(&c->lock);
-    if (c->mc) {
-        eddy__mem_conn_free(c->mc);
-        c->mc = NULL;
-    }
 }
 
 void eddy__bconn_close(bconn *c) { drop(c); }
@@ -72,22 +65,26 @@ void eddy__bconn_destroy(bconn *c) {
     c->link = NULL;
     eddy__reply_arena_free(c->arena);
     c->arena = NULL;
-    if (c->engine)
-        eddy__mem_engine_release(c->engine);
-    c->engine = NULL;
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->wake);
 }
 
-bool eddy__bconn_connected(const bconn *c) { return c->up || c->mc; }
+bool eddy__bconn_connected(const bconn *c) { return c->up; }
 
-/* Waits (poll) until the link's socket is ready for what it wants, or the deadline, and
- * advances the link. EDDY_ERR_TIMEOUT (err untouched) when the deadline passed first. */
+bool eddy__bconn_in_process(const bconn *c) { return c->s->url.kind == EDDY__URL_MEMORY; }
+
+/* Waits (poll) until the link's socket is ready for what it wants, or the deadline, or the
+ * link's own deadline (a connect's, a parked memory read's BLOCK end: then eddy__link_tick),
+ * and advances the link. EDDY_ERR_TIMEOUT (err untouched) when the deadline passed first. */
 static eddy_status drive(bconn *c, long long deadline, eddy_error *err) {
     eddy__link *l = c->link;
-    long long left = deadline - eddy__bconn_now_ms();
-    if (left <= 0)
+    long long now = eddy__bconn_now_ms();
+    if (deadline - now <= 0)
         return EDDY_ERR_TIMEOUT;
+    long long until = eddy__link_deadline(l);
+    if (until < 0 || until > deadline)
+        until = deadline;
+    long long left = until > now ? until - now : 0;
     unsigned wants = eddy__link_wants(l);
     struct pollfd p = {.fd = eddy__link_fd(l),
                        .events = (short)(((wants & EDDY__LINK_READ) ? POLLIN : 0) |
@@ -95,8 +92,8 @@ static eddy_status drive(bconn *c, long long deadline, eddy_error *err) {
     int n = poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
     if (n < 0 && errno != EINTR)
         return eddy__fail(err, EDDY_ERR_IO, "poll: %s", strerror(errno));
-    if (n <= 0)
-        return EDDY_OK; /* EINTR, or the deadline: the caller looks again */
+    if (n <= 0) /* EINTR, or a deadline: the link's may have passed; the caller looks again */
+        return eddy__link_tick(l, eddy__bconn_now_ms(), err);
     unsigned ready = ((p.revents & POLLIN) ? EDDY__LINK_READ : 0) |
                      ((p.revents & POLLOUT) ? EDDY__LINK_WRITE : 0);
     if (p.revents & (POLLERR | POLLHUP | POLLNVAL))
@@ -118,15 +115,6 @@ eddy_status eddy__bconn_connect(bconn *c, eddy_error *err) {
 eddy_status eddy__bconn_connect_until(bconn *c, long long until, eddy_error *err) {
     if (eddy__bconn_connected(c))
         return EDDY_OK;
-    const eddy__url *url = &c->s->url;
-    if (url->kind == EDDY__URL_MEMORY) {
-        if (!(c->mc = eddy__mem_conn_new(c->engine)))
-            return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory opening memory://%s", url->name);
-        if (c->arena)
-            eddy__mem_conn_set_arena(c->mc, c->arena);
-        eddy__conn_up(c->s->conn_state, &c->state_epoch);
-        return EDDY_OK;
-    }
     if (!c->link) {
         if (!(c->link = eddy__link_new(c->s, true)))
             return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory connecting");
@@ -180,8 +168,6 @@ void eddy__bconn_release(bconn *c, redisReply **replies, size_t n) {
 eddy_status eddy__bconn_use_arena(bconn *c) {
     if (!c->arena && !(c->arena = eddy__reply_arena_new()))
         return EDDY_ERR_NOMEM;
-    if (c->mc)
-        eddy__mem_conn_set_arena(c->mc, c->arena);
     if (c->link)
         eddy__reply_arena_install(c->arena, eddy__link_reader(c->link));
     return EDDY_OK;
@@ -203,8 +189,8 @@ static void set_flags(bconn *c, bool blocking, bool in_read) {
     pthread_mutex_unlock(&c->lock);
 }
 
-static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
-                              bool cuttable, redisReply **replies, eddy_error *err) {
+static eddy_status exec_link(bconn *c, const eddy__cmdlist *cmds, long long block_ms, bool cuttable,
+                             redisReply **replies, eddy_error *err) {
     eddy__link *l = c->link;
     c->live_arena = eddy__reply_arena_of(eddy__link_reader(l)); /* the replies below live in it */
     long long deadline = eddy__bconn_now_ms() + eddy__command_timeout_ms(c->s, block_ms);
@@ -250,73 +236,6 @@ static eddy_status exec_redis(bconn *c, const eddy__cmdlist *cmds, long long blo
     return st;
 }
 
-/* Consumes a cut: the memory engine has not run the read, so nothing is lost. */
-static bool interrupted(bconn *c) {
-    pthread_mutex_lock(&c->lock);
-    bool v = c->interrupted || c->cut;
-    c->cut = false;
-    pthread_mutex_unlock(&c->lock);
-    return v;
-}
-
-/* What a blocking read that timed out answers, where the engine builds replies. */
-static redisReply *nil_reply(bconn *c) {
-    if (!c->arena)
-        return eddy__reply_nil();
-    redisReply *r = eddy__reply_arena_alloc(c->arena, sizeof(*r));
-    if (r)
-        *r = (redisReply){.type = REDIS_REPLY_NIL};
-    return r;
-}
-
-static eddy_status exec_memory(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
-                               bool cuttable, redisReply **replies, eddy_error *err) {
-    c->live_arena = c->arena; /* the engine builds this connection's replies there, if any */
-    for (size_t i = 0; i < cmds->n; i++) {
-        const eddy__cmd *cmd = &cmds->cmds[i];
-        if (cuttable && i + 1 == cmds->n && interrupted(c)) { /* a pause before the read ran */
-            eddy__bconn_release(c, replies, cmds->n);
-            return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
-        }
-        long long deadline = -1;
-        for (;;) {
-            uint64_t seen = eddy__mem_engine_seq(c->engine);
-            long long wait = -1;
-            replies[i] = eddy__mem_exec(c->mc, cmd->argc, eddy__cmd_argv(cmd), cmd->argvlen, &wait);
-            if (replies[i])
-                break;
-            if (wait < 0) {
-                eddy__bconn_release(c, replies, cmds->n);
-                return eddy__fail(err, EDDY_ERR_NOMEM, "memory backend: out of memory");
-            }
-            /* A blocking read found nothing: wait for a write, the deadline or a stop. */
-            long long now = eddy__bconn_now_ms();
-            if (deadline < 0)
-                deadline = now + (wait > 0 ? wait : 1000LL * 3600 * 24 * 365);
-            if (interrupted(c)) {
-                eddy__bconn_release(c, replies, cmds->n);
-                return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
-            }
-            if (now >= deadline) {
-                if (!(replies[i] = nil_reply(c))) {
-                    eddy__bconn_release(c, replies, cmds->n);
-                    return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-                }
-                break;
-            }
-            eddy__mem_conn_wait(c->mc, seen, deadline);
-            /* Interrupted while waiting: return before reading again, so that what was written
-             * meanwhile is not taken (a pause's cut must read nothing more). */
-            if (interrupted(c)) {
-                eddy__bconn_release(c, replies, cmds->n);
-                return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
-            }
-        }
-    }
-    (void)block_ms;
-    return EDDY_OK;
-}
-
 eddy_status eddy__bconn_exec_in(bconn *c, eddy__reply_arena *arena, const eddy__cmdlist *cmds,
                                 long long block_ms, redisReply **replies, bool *in_arena,
                                 eddy_error *err) {
@@ -326,13 +245,11 @@ eddy_status eddy__bconn_exec_in(bconn *c, eddy__reply_arena *arena, const eddy__
     eddy_status st = eddy__bconn_connect(c, err);
     if (st != EDDY_OK || cmds->n == 0)
         return st;
-    if (c->mc)
-        return exec_memory(c, cmds, block_ms, block_ms >= 0, replies, err);
     redisReader *reader = eddy__link_reader(c->link);
     redisReplyObjectFunctions *fn = reader->fn;
     void *privdata = reader->privdata;
     eddy__reply_arena_install(arena, reader);
-    st = exec_redis(c, cmds, block_ms, block_ms >= 0, replies, err);
+    st = exec_link(c, cmds, block_ms, block_ms >= 0, replies, err);
     c->live_arena = NULL; /* the caller's now */
     reader->fn = fn;      /* the same reader, connected or not: its own objects again */
     reader->privdata = privdata;
@@ -349,8 +266,7 @@ eddy_status eddy__bconn_exec_read(bconn *c, const eddy__cmdlist *cmds, long long
         return st;
     if (cmds->n == 0)
         return EDDY_OK;
-    return c->mc ? exec_memory(c, cmds, block_ms, cuttable, replies, err)
-                 : exec_redis(c, cmds, block_ms, cuttable, replies, err);
+    return exec_link(c, cmds, block_ms, cuttable, replies, err);
 }
 
 eddy_status eddy__bconn_exec(bconn *c, const eddy__cmdlist *cmds, long long block_ms,
@@ -384,8 +300,6 @@ void eddy__bconn_interrupt(bconn *c) {
         eddy__link_shutdown(c->link); /* wakes the reader waiting in poll() */
     pthread_cond_broadcast(&c->wake);
     pthread_mutex_unlock(&c->lock);
-    if (c->engine)
-        eddy__mem_engine_wake(c->engine);
 }
 
 long long eddy__bconn_wake(bconn *c, bool cut) {
@@ -401,8 +315,6 @@ long long eddy__bconn_wake(bconn *c, bool cut) {
     }
     pthread_cond_broadcast(&c->wake);
     pthread_mutex_unlock(&c->lock);
-    if (cut && c->engine)
-        eddy__mem_engine_wake(c->engine);
     return kill;
 }
 

@@ -1,5 +1,5 @@
-/* A blocking connection to the backend: the core's link (src/link.h) driven with poll() for
- * redis://, rediss:// and unix://, an engine connection for memory://. It only waits; what to
+/* A blocking connection to the backend: the core's link (src/link.h) driven with poll(), for
+ * every URL (memory:// included: the engine stands behind the same link). It only waits; what to
  * send, what replies mean and how the socket is spoken are decided in the core. Every call that
  * waits on the server has a deadline: settings.command_timeout_ms, plus block_ms for a
  * blocking read; past it the call fails with EDDY_ERR_IO (not all sent) or EDDY_ERR_TIMEOUT
@@ -17,16 +17,13 @@
 
 #include "cmdlist.h"
 #include "link.h"
-#include "memory/engine.h"
 #include "reply_arena.h"
 #include "settings.h"
 
 typedef struct bconn {
     const eddy__settings *s;
-    eddy__link *link; /* redis: made at the first connect, kept across reconnects */
-    bool up;          /* the link is READY (guarded by lock, as the link's socket) */
-    eddy__mem_engine *engine;
-    eddy__mem_conn *mc;
+    eddy__link *link;     /* made at the first connect, kept across reconnects */
+    bool up;              /* the link is READY (guarded by lock, as the link's socket) */
     pthread_mutex_t lock; /* guards in_read, interrupted and the link's socket against interrupt */
     pthread_cond_t wake;
     bool in_read;
@@ -42,7 +39,7 @@ typedef struct bconn {
     unsigned seed;
 } bconn;
 
-/* EDDY_ERR_NOMEM when the memory engine cannot be opened; eddy__bconn_destroy either way. */
+/* EDDY_OK (the link is made at the first connect); eddy__bconn_destroy either way. */
 eddy_status eddy__bconn_init(bconn *c, const eddy__settings *s);
 /* Closes the connection and frees what eddy__bconn_init and connecting allocated. */
 void eddy__bconn_destroy(bconn *c);
@@ -54,6 +51,8 @@ eddy_status eddy__bconn_connect(bconn *c, eddy_error *err);
  * handshake) is not done by then, although its own connect_timeout_ms has not passed. */
 eddy_status eddy__bconn_connect_until(bconn *c, long long until, eddy_error *err);
 bool eddy__bconn_connected(const bconn *c);
+/* memory://: commands are answered in this process, at once (no socket worth sharing). */
+bool eddy__bconn_in_process(const bconn *c);
 /* Drops the connection (the next eddy__bconn_connect makes a new one). */
 void eddy__bconn_close(bconn *c);
 
@@ -82,7 +81,7 @@ eddy_status eddy__bconn_use_arena(bconn *c);
 
 /* As eddy__bconn_exec, with the redis:// replies of this call built in `arena` (the caller's: it
  * resets or frees it once done with them, and no eddy__bconn_release is needed); *in_arena says
- * whether they are (memory:// replies are not: the caller frees those with freeReplyObject). For a
+ * whether they are (they are whenever the call succeeded). For a
  * connection shared under a lock whose replies are read after the lock is released. */
 eddy_status eddy__bconn_exec_in(bconn *c, eddy__reply_arena *arena, const eddy__cmdlist *cmds,
                                 long long block_ms, redisReply **replies, bool *in_arena,

@@ -191,7 +191,7 @@ static eddy_status ensure_connected(bmux *m, long long until, eddy_error *err) {
 }
 
 eddy_status eddy__bmux_connect(bmux *m, eddy_error *err) {
-    if (m->conn.engine) {
+    if (eddy__bconn_in_process(&m->conn)) {
         pthread_mutex_lock(&m->connect_lock);
         eddy_status st = eddy__bconn_connect(&m->conn, err);
         pthread_mutex_unlock(&m->connect_lock);
@@ -375,7 +375,7 @@ eddy_status eddy__bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long 
                                   redisReply **replies, eddy_error *err) {
     for (size_t i = 0; i < cmds->n; i++)
         replies[i] = NULL;
-    if (m->conn.engine) { /* memory://: the engine answers at once */
+    if (eddy__bconn_in_process(&m->conn)) { /* memory://: the engine answers at once */
         pthread_mutex_lock(&m->connect_lock);
         eddy_status st = eddy__bconn_exec(&m->conn, cmds, -1, replies, err);
         pthread_mutex_unlock(&m->connect_lock);

@@ -1,6 +1,7 @@
 /* Reactive transport (see conn.h): a link (src/link.h: the socket, TLS, the handshake, RESP
- * both ways) that this file only waits on, with one ev_io and one ev_timer; or a memory engine
- * connection. Both behind one small interface.
+ * both ways, or the memory engine behind the same interface) that this file only waits on,
+ * with one ev_io, one ev_timer, and a zero-delay timer for replies the link has ready without
+ * waiting (memory://).
  *
  * Invariants:
  * - `depth` counts this file's frames on the stack that may reach the owner (event callbacks,
@@ -16,10 +17,10 @@
  *   which tells "not sent" (EDDY_ERR_IO) from "sent, outcome unknown" (EDDY_ERR_TIMEOUT).
  * - A link's replies are built in the reply arena, lent to the owner for its callback and
  *   dropped right after it (the arena is reset after each callback).
- * - Memory commands run in order. A blocking read that finds nothing parks the queue (later
- *   commands wait behind it, as they would behind a blocking read on a socket) until the
- *   engine's write listener wakes the loop or the read's own timer answers nil. Replies are
- *   handed out from an ev_async callback, never inside the call that sent the command.
+ * - Replies are handed out from the loop, never inside the call that sent the command, and a
+ *   delivery hands out only replies to commands queued before it began, so an owner that sends
+ *   from its callbacks cannot keep the loop from its other watchers: what the link has ready
+ *   then (eddy__link_ready) waits for the `soon` timer.
  */
 #include "conn.h"
 
@@ -29,7 +30,6 @@
 #include "conn_state.h"
 #include "error.h"
 #include "link.h"
-#include "memory/engine.h"
 #include "reply.h"
 #include "reply_arena.h"
 #include "timing.h"
@@ -37,9 +37,7 @@
 /* A command awaiting its reply. */
 typedef struct pending {
     void *priv;
-    long long deadline;   /* a link's: eddy__mono_ms() clock */
-    const eddy__cmd *cmd; /* memory:// */
-    redisReply *reply;    /* memory://: set once executed */
+    long long deadline; /* eddy__mono_ms() clock */
 } pending;
 
 struct rconn {
@@ -57,26 +55,16 @@ struct rconn {
     uint64_t fail_sent; /* eddy__rconn_sent when it failed */
     ev_timer timer;     /* the next deadline; a zero delay reports down */
     long long timer_at; /* when it fires (eddy__mono_ms), while it is active */
-    /* The commands awaiting replies, in order (a ring). memory://: executed ones first
-     * (ndone), then the parked or unrun ones. */
+    /* The commands awaiting replies, in order (a ring). */
     pending *q;
     size_t qhead, qn, qcap;
     redisReply *lending; /* the reply the owner is looking at, when eddy__rconn_keep may take it */
-    /* redis://, rediss://, unix:// */
     eddy__link *link;
     eddy__reply_arena *arena; /* replies are built in it and dropped after their callback */
     ev_io io;
     unsigned io_wants;  /* what io watches for (EDDY__LINK_READ / WRITE), 0 when stopped */
     unsigned io_socket; /* the link's socket io was set on (eddy__link_socket_id) */
-    /* memory:// */
-    uint64_t mem_numbered; /* commands given so far */
-    eddy__mem_engine *engine;
-    eddy__mem_conn *mc;
-    unsigned listener;
-    ev_async wake;
-    ev_timer block_timer;
-    bool parked;  /* the command after the executed ones is a blocking read waiting for data */
-    size_t ndone; /* the first ndone of q were executed */
+    ev_timer soon;      /* zero delay: replies the link has ready without waiting */
 };
 
 static void timer_after(struct ev_loop *loop, ev_timer *t, long long ms) {
@@ -113,7 +101,7 @@ static void fail_with(rconn *c, const eddy_error *err) {
         return;
     c->failed = true;
     c->fail_err = *err;
-    c->fail_sent = c->link ? eddy__link_sent(c->link) : c->mem_numbered;
+    c->fail_sent = c->link ? eddy__link_sent(c->link) : 0;
     if (c->link && c->io_wants) {
         ev_io_stop(c->loop, &c->io);
         c->io_wants = 0;
@@ -129,15 +117,8 @@ static void fail(rconn *c, eddy_status st, const char *what) {
 }
 
 static void drop_queue(rconn *c) {
-    for (size_t i = 0; i < c->qn; i++) {
-        pending *o = &c->q[(c->qhead + i) % c->qcap];
-        if (o->reply)
-            freeReplyObject(o->reply);
-    }
-    c->qhead = c->qn = c->ndone = 0;
-    c->parked = false;
-    if (c->engine)
-        ev_timer_stop(c->loop, &c->block_timer);
+    c->qhead = c->qn = 0;
+    ev_timer_stop(c->loop, &c->soon);
 }
 
 /* Releases the transport once it failed: pending commands get no reply. */
@@ -160,23 +141,11 @@ static bool link_connected(const rconn *c) {
 static void destroy(rconn *c) {
     ev_timer_stop(c->loop, &c->timer);
     if (c->link) {
-        /* Whatever is still queued (a stopping reader's acknowledgements) goes out if the
-         * socket takes it now; replies are not waited for. */
-        if (link_connected(c))
-            eddy__link_flush(c->link, NULL);
         ev_io_stop(c->loop, &c->io);
         eddy__link_free(c->link);
     }
     drop_queue(c);
     eddy__reply_arena_free(c->arena);
-    if (c->engine) {
-        if (c->listener) /* waits for a listener running on another thread */
-            eddy__mem_engine_unlisten(c->engine, c->listener);
-        ev_async_stop(c->loop, &c->wake);
-        if (c->mc)
-            eddy__mem_conn_free(c->mc);
-        eddy__mem_engine_release(c->engine);
-    }
     free(c->q);
     free(c);
 }
@@ -212,7 +181,7 @@ static void tell_down(rconn *c) {
     leave_loop(c);
 }
 
-/* ---- redis://, rediss://, unix://: waiting on the link ----------------------------------- */
+/* ---- waiting on the link ----------------------------------------------------------------- */
 
 /* Watches the socket for what the link wants now. */
 static void watch(rconn *c) {
@@ -230,16 +199,15 @@ static void watch(rconn *c) {
     ev_io_start(c->loop, &c->io);
 }
 
-/* Arms the timer for the next deadline: the connect's, then the oldest command's. A timer
- * that fires no later than that stays (it arms again when it fires early), so replies that
- * move the oldest deadline on cost no timer work. */
+/* Arms the timer for the next deadline: the link's own (the connect's, a parked memory read's
+ * BLOCK end), or the oldest command's. A timer that fires no later than that stays (it arms
+ * again when it fires early), so replies that move the oldest deadline on cost no timer work. */
 static void arm(rconn *c) {
     if (c->failed)
         return;
-    long long at = -1;
-    if (eddy__link_phase_of(c->link) != EDDY__LINK_READY)
-        at = eddy__link_deadline(c->link);
-    else if (c->qn > 0)
+    long long at = eddy__link_deadline(c->link);
+    if (eddy__link_phase_of(c->link) == EDDY__LINK_READY && c->qn > 0 &&
+        (at < 0 || q_at(c, 0)->deadline < at))
         at = q_at(c, 0)->deadline;
     if (at < 0) {
         ev_timer_stop(c->loop, &c->timer);
@@ -252,9 +220,11 @@ static void arm(rconn *c) {
     timer_after(c->loop, &c->timer, at > now ? at - now : 0);
 }
 
-/* Hands out the replies that are complete, in order, each lent for its callback. */
+/* Hands out the replies that are complete, in order, each lent for its callback: those of the
+ * commands queued before it began. */
 static void deliver(rconn *c) {
-    while (!c->closed && !c->failed) {
+    uint64_t upto = eddy__link_queued(c->link);
+    while (!c->closed && !c->failed && eddy__link_answered(c->link) < upto) {
         redisReply *r = NULL;
         eddy_error err;
         if (eddy__link_reply(c->link, &r, &err) != EDDY_OK) {
@@ -286,6 +256,14 @@ static void tell_up(rconn *c) {
     c->ops->up(c->owner);
 }
 
+/* Replies the link has without waiting are handed out from the loop, soon. */
+static void soon(rconn *c) {
+    if (!ev_is_active(&c->soon) && eddy__link_ready(c->link)) {
+        ev_timer_set(&c->soon, 0., 0.);
+        ev_timer_start(c->loop, &c->soon);
+    }
+}
+
 /* After the link moved: report READY once, hand out replies, wait for what it wants next. */
 static void settle_link(rconn *c) {
     if (!c->up && !c->failed && eddy__link_phase_of(c->link) == EDDY__LINK_READY)
@@ -294,7 +272,16 @@ static void settle_link(rconn *c) {
     if (!c->failed && !c->closed) {
         watch(c);
         arm(c);
+        soon(c);
     }
+}
+
+static void on_soon(struct ev_loop *loop, ev_timer *w, int revents) {
+    rconn *c = w->data;
+    c->depth++;
+    if (!c->failed)
+        settle_link(c);
+    leave_loop(c);
 }
 
 static void on_io(struct ev_loop *loop, ev_io *w, int revents) {
@@ -310,19 +297,18 @@ static void on_io(struct ev_loop *loop, ev_io *w, int revents) {
     leave_loop(c);
 }
 
-/* The timer: a deadline may have passed (the link's connect, or the oldest command's). */
+/* The timer: a deadline may have passed (the link's own, or the oldest command's). */
 static void link_deadline(rconn *c) {
     eddy_error err;
     long long now = eddy__mono_ms();
-    eddy_status st = EDDY_OK;
-    if (eddy__link_phase_of(c->link) != EDDY__LINK_READY)
-        st = eddy__link_tick(c->link, now, &err);
-    else if (c->qn > 0 && q_at(c, 0)->deadline <= now)
+    eddy_status st = eddy__link_tick(c->link, now, &err);
+    if (st == EDDY_OK && eddy__link_phase_of(c->link) == EDDY__LINK_READY && c->qn > 0 &&
+        q_at(c, 0)->deadline <= now)
         st = eddy__link_expire(c->link, eddy__link_answered(c->link) + 1, "a command", &err);
     if (st != EDDY_OK)
         fail_with(c, &err);
     else
-        arm(c);
+        settle_link(c); /* a parked read past its BLOCK time has its nil reply now */
 }
 
 static uint64_t link_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv) {
@@ -343,6 +329,7 @@ static uint64_t link_send(rconn *c, const eddy__cmd *cmd, long long block_ms, vo
     }
     watch(c); /* written when the socket takes it: a pipeline goes out in one write */
     arm(c);
+    soon(c);
     return num;
 }
 
@@ -361,107 +348,12 @@ static void link_open(rconn *c) {
         fail_with(c, &err);
         return;
     }
-    c->up = eddy__link_phase_of(c->link) == EDDY__LINK_READY; /* nothing to hand-shake */
+    if (eddy__link_phase_of(c->link) == EDDY__LINK_READY) { /* memory://: nothing to wait for */
+        c->up = true;
+        eddy__conn_up(c->s->conn_state, &c->state_epoch);
+    }
     watch(c);
     arm(c);
-}
-
-/* ---- memory:// --------------------------------------------------------------------------- */
-
-static void mem_written(void *user) {
-    rconn *c = user;
-    ev_async_send(c->loop, &c->wake); /* any thread; the loop retries a parked read */
-}
-
-/* Executes queued commands in order until one has to wait. */
-static void mem_run(rconn *c) {
-    while (!c->failed && c->ndone < c->qn) {
-        pending *o = q_at(c, c->ndone);
-        long long block = -1;
-        redisReply *r =
-            eddy__mem_exec(c->mc, o->cmd->argc, eddy__cmd_argv(o->cmd), o->cmd->argvlen, &block);
-        if (r) {
-            o->reply = r;
-            c->ndone++;
-            if (c->parked) {
-                c->parked = false;
-                ev_timer_stop(c->loop, &c->block_timer);
-            }
-            continue;
-        }
-        if (block < 0) {
-            fail(c, EDDY_ERR_NOMEM, "memory backend: out of memory");
-            return;
-        }
-        if (!c->listener) {
-            /* Listen first, then look again, so that a write in between is not missed. */
-            if (!(c->listener = eddy__mem_engine_listen(c->engine, mem_written, c)))
-                fail(c, EDDY_ERR_NOMEM, "memory backend: out of memory");
-            continue;
-        }
-        if (!c->parked) {
-            c->parked = true;
-            if (block > 0) /* 0 waits without limit */
-                timer_after(c->loop, &c->block_timer, block);
-        }
-        return;
-    }
-}
-
-/* Hands out the replies that are ready now. Replies to commands sent from these callbacks
- * wait for the next wake-up, so a busy owner cannot keep the loop from its other watchers. */
-static void mem_deliver(rconn *c) {
-    size_t n = c->ndone;
-    for (size_t i = 0; i < n && !c->closed && !c->failed; i++) {
-        pending o = *q_at(c, 0);
-        c->qhead = (c->qhead + 1) % c->qcap;
-        c->qn--;
-        c->ndone--;
-        c->lending = o.reply;
-        c->ops->reply(c->owner, o.priv, o.reply);
-        if (c->lending)
-            freeReplyObject(c->lending);
-        c->lending = NULL;
-    }
-    if (c->ndone > 0 && !c->closed && !c->failed)
-        ev_async_send(c->loop, &c->wake);
-}
-
-static void on_wake(struct ev_loop *loop, ev_async *w, int revents) {
-    rconn *c = w->data;
-    c->depth++;
-    mem_run(c);
-    mem_deliver(c);
-    leave_loop(c);
-}
-
-static void on_block_timeout(struct ev_loop *loop, ev_timer *w, int revents) {
-    rconn *c = w->data;
-    c->depth++;
-    if (c->parked && !c->failed) {
-        /* The read waited its BLOCK time: answer what Redis answers, nil. */
-        pending *o = q_at(c, c->ndone);
-        c->parked = false;
-        if (!(o->reply = eddy__reply_nil())) {
-            fail(c, EDDY_ERR_NOMEM, "out of memory");
-        } else {
-            c->ndone++;
-            mem_run(c);
-        }
-    }
-    mem_deliver(c);
-    leave_loop(c);
-}
-
-static uint64_t mem_send(rconn *c, const eddy__cmd *cmd, void *priv) {
-    if (!q_push(c, (pending){.priv = priv, .cmd = cmd})) {
-        fail(c, EDDY_ERR_NOMEM, "out of memory");
-        return 0;
-    }
-    mem_run(c);
-    if (c->ndone > 0)
-        ev_async_send(c->loop, &c->wake);
-    return c->failed ? 0 : ++c->mem_numbered;
 }
 
 /* ---- interface ---------------------------------------------------------------------------- */
@@ -469,7 +361,7 @@ static uint64_t mem_send(rconn *c, const eddy__cmd *cmd, void *priv) {
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
     rconn *c = w->data;
     c->depth++;
-    if (!c->failed && c->link)
+    if (!c->failed)
         link_deadline(c);
     leave_loop(c); /* reports a loss that is due */
 }
@@ -485,26 +377,9 @@ eddy_status eddy__rconn_open(struct ev_loop *loop, const eddy__settings *s, cons
     c->owner = owner;
     ev_init(&c->timer, on_timer);
     c->timer.data = c;
-    if (s->url.kind != EDDY__URL_MEMORY) {
-        link_open(c);
-        *out = c;
-        return EDDY_OK;
-    }
-    ev_async_init(&c->wake, on_wake);
-    c->wake.data = c;
-    ev_init(&c->block_timer, on_block_timeout);
-    c->block_timer.data = c;
-    if (!(c->engine = eddy__mem_engine_acquire(s->url.name))) {
-        free(c);
-        return EDDY_ERR_NOMEM;
-    }
-    ev_async_start(loop, &c->wake);
-    if (!(c->mc = eddy__mem_conn_new(c->engine))) {
-        destroy(c);
-        return EDDY_ERR_NOMEM;
-    }
-    c->up = true;
-    eddy__conn_up(s->conn_state, &c->state_epoch);
+    ev_init(&c->soon, on_soon);
+    c->soon.data = c;
+    link_open(c);
     *out = c;
     return EDDY_OK;
 }
@@ -518,13 +393,13 @@ long long eddy__rconn_client_id(const rconn *c) {
 uint64_t eddy__rconn_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv) {
     if (c->closed || c->failed)
         return 0;
-    return c->mc ? mem_send(c, cmd, priv) : link_send(c, cmd, block_ms, priv);
+    return link_send(c, cmd, block_ms, priv);
 }
 
 uint64_t eddy__rconn_sent(const rconn *c) {
     if (c->failed)
         return c->fail_sent;
-    return c->link ? eddy__link_sent(c->link) : c->mem_numbered;
+    return c->link ? eddy__link_sent(c->link) : 0;
 }
 
 eddy_status eddy__rconn_outcome(eddy_status st, const eddy_error *err, uint64_t last, uint64_t sent,
@@ -587,9 +462,7 @@ void eddy__rconn_drain(rconn *c) {
     if (!c || c->closed || c->failed || c->depth > 0)
         return;
     c->depth++;
-    if (c->mc) {
-        mem_deliver(c);
-    } else if (link_connected(c)) { /* before that, nothing was written nor can have come */
+    if (link_connected(c)) { /* before that, nothing was written nor can have come */
         eddy_error err;
         if (eddy__link_io(c->link, EDDY__LINK_READ | EDDY__LINK_WRITE, &err) != EDDY_OK)
             fail_with(c, &err);
@@ -602,6 +475,11 @@ void eddy__rconn_drain(rconn *c) {
 void eddy__rconn_close(rconn *c) {
     if (!c)
         return;
+    /* Whatever is still queued (a stopping reader's acknowledgements) goes out if the socket
+     * takes it now (memory://: runs now, while the commands it borrows are still there);
+     * replies are not waited for. */
+    if (c->link && !c->closed && link_connected(c))
+        eddy__link_flush(c->link, NULL);
     c->closed = true;
     if (c->depth == 0)
         destroy(c);

@@ -1,7 +1,7 @@
 /* A connection of the reactive front end, on the user's libev loop: the core's link (redis://,
- * rediss://, unix://; src/link.h) waited on with ev_io and ev_timer, or a memory engine
- * connection (memory://) whose commands run on the loop and complete from the loop. It only
- * moves commands and replies; what to send and what replies mean is decided by the core.
+ * rediss://, unix://, and memory://, whose engine stands behind the same link; src/link.h)
+ * waited on with ev_io and ev_timer. It only moves commands and replies; what to send and what
+ * replies mean is decided by the core.
  *
  * The owner sees three events, always from the loop and never from inside one of its own
  * calls into this file, except for eddy__rconn_drain, which exists to deliver replies at once:
@@ -20,8 +20,7 @@
  * error. Memory is released at once, or after the outermost callback of this connection
  * returns when the close came from inside one.
  *
- * Thread: the loop's thread only. The memory engine's write listener is the one exception: it
- * runs on the writer's thread and only calls ev_async_send. */
+ * Thread: the loop's thread only. */
 #ifndef EDDY_REACTIVE_CONN_H
 #define EDDY_REACTIVE_CONN_H
 
@@ -54,14 +53,15 @@ bool eddy__rconn_is_up(const rconn *c);
  * memory://. A pause has the server drop a reader's connection by it (CLIENT KILL ID). */
 long long eddy__rconn_client_id(const rconn *c);
 
-/* Queues one command. `cmd` is copied for a link; for memory:// it must stay valid until its
- * reply arrives or the connection goes down or is closed. block_ms >= 0 marks a blocking read
+/* Queues one command. `cmd` is copied for a socket; memory:// borrows it: it must stay valid until
+ * its reply arrives or the connection goes down or is closed. block_ms >= 0 marks a blocking read
  * of that length (it extends the command's deadline). Returns the command's number (1, 2, ...
  * in the order they were queued), or 0 when it cannot be queued; `down` follows from the
  * loop. */
 uint64_t eddy__rconn_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv);
 
-/* The number of the last command whose bytes were all written (memory://: every command given);
+/* The number of the last command whose bytes were all written (memory://: that ran, or waits
+ * parked as a blocking read);
  * during and after `down`, as it stood when the connection failed. A command numbered above it
  * never reached the server whole. */
 uint64_t eddy__rconn_sent(const rconn *c);
@@ -83,8 +83,9 @@ redisReply *eddy__rconn_keep(rconn *c, redisReply *reply);
  * callbacks. */
 void eddy__rconn_drain(rconn *c);
 
-/* Drops the connection: what is queued is written if the socket takes it without waiting;
- * pending commands get no reply. NULL is a no-op. */
+/* Drops the connection: what is queued is written if the socket takes it without waiting
+ * (memory://: runs now, up to a blocking read that would wait); pending commands get no
+ * reply. NULL is a no-op. */
 void eddy__rconn_close(rconn *c);
 
 #endif

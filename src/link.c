@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "error.h"
+#include "link_mem.h"
 #include "link_tls.h"
 #include "redis.h"
 #include "reply_arena.h"
@@ -72,9 +73,12 @@ struct eddy__link {
     bool hs_role_last;
     uint64_t hs_end;
     unsigned socket_id; /* this socket's number among every link's (eddy__link_socket_id) */
+    eddy__memlink *mem; /* memory://: every call is handed on to it (link_mem.c) */
 };
 
 static atomic_uint sockets_made;
+
+unsigned eddy__link_next_socket_id(void) { return atomic_fetch_add(&sockets_made, 1) + 1; }
 
 static void set_peer(eddy__link *l) {
     if (l->s->url.kind == EDDY__URL_UNIX)
@@ -100,6 +104,11 @@ eddy__link *eddy__link_new(const eddy__settings *s, bool want_client_id) {
     l->client_id = -1;
     l->host = s->url.host;
     l->port = s->url.port;
+    if (s->url.kind == EDDY__URL_MEMORY && !(l->mem = eddy__memlink_new(s, l->reader))) {
+        redisReaderFree(l->reader);
+        free(l);
+        return NULL;
+    }
     if (s->url.kind == EDDY__URL_SENTINEL && !(l->sen = eddy__sentinel_new(s))) {
         redisReaderFree(l->reader);
         free(l);
@@ -135,6 +144,10 @@ static void drop_queue(eddy__link *l) {
 }
 
 void eddy__link_close(eddy__link *l) {
+    if (l->mem) {
+        eddy__memlink_close(l->mem);
+        return;
+    }
     eddy__tls_free(l->tls);
     l->tls = NULL;
     l->tls_want = 0;
@@ -158,6 +171,7 @@ void eddy__link_free(eddy__link *l) {
     if (!l)
         return;
     eddy__link_close(l);
+    eddy__memlink_free(l->mem);
     if (l->reader)
         redisReaderFree(l->reader);
     eddy__sentinel_free(l->sen);
@@ -172,23 +186,44 @@ static eddy_status fail(eddy__link *l, eddy_status st) {
     return st;
 }
 
-eddy__link_phase eddy__link_phase_of(const eddy__link *l) { return l->phase; }
+eddy__link_phase eddy__link_phase_of(const eddy__link *l) {
+    return l->mem ? eddy__memlink_phase(l->mem) : l->phase;
+}
 int eddy__link_fd(const eddy__link *l) {
+    if (l->mem)
+        return eddy__memlink_fd(l->mem);
     return l->sen && eddy__sentinel_asking(l->sen) ? eddy__sentinel_fd(l->sen) : l->fd;
 }
 unsigned eddy__link_socket_id(const eddy__link *l) {
+    if (l->mem)
+        return eddy__memlink_socket_id(l->mem);
     return l->sen && eddy__sentinel_asking(l->sen) ? eddy__sentinel_socket_id(l->sen)
                                                    : l->socket_id;
 }
-long long eddy__link_deadline(const eddy__link *l) { return l->deadline; }
-uint64_t eddy__link_queued(const eddy__link *l) { return l->queued; }
-uint64_t eddy__link_sent(const eddy__link *l) { return l->sent; }
-uint64_t eddy__link_answered(const eddy__link *l) { return l->answered; }
+long long eddy__link_deadline(const eddy__link *l) {
+    return l->mem ? eddy__memlink_deadline(l->mem) : l->deadline;
+}
+uint64_t eddy__link_queued(const eddy__link *l) {
+    return l->mem ? eddy__memlink_queued(l->mem) : l->queued;
+}
+uint64_t eddy__link_sent(const eddy__link *l) {
+    return l->mem ? eddy__memlink_sent(l->mem) : l->sent;
+}
+uint64_t eddy__link_answered(const eddy__link *l) {
+    return l->mem ? eddy__memlink_answered(l->mem) : l->answered;
+}
+bool eddy__link_ready(const eddy__link *l) { return l->mem && eddy__memlink_ready(l->mem); }
 redisReader *eddy__link_reader(eddy__link *l) { return l->reader; }
 long long eddy__link_client_id(const eddy__link *l) { return l->client_id; }
-const char *eddy__link_peer(const eddy__link *l) { return l->peer; }
+const char *eddy__link_peer(const eddy__link *l) {
+    return l->mem ? eddy__memlink_peer(l->mem) : l->peer;
+}
 
 void eddy__link_shutdown(eddy__link *l) {
+    if (l->mem) {
+        eddy__memlink_shutdown(l->mem);
+        return;
+    }
     int fd = l->fd;
     if (fd >= 0)
         shutdown(fd, SHUT_RDWR);
@@ -203,6 +238,8 @@ static size_t write_end(const eddy__link *l) {
 }
 
 unsigned eddy__link_wants(const eddy__link *l) {
+    if (l->mem)
+        return eddy__memlink_wants(l->mem);
     if (l->sen && eddy__sentinel_asking(l->sen))
         return l->phase == EDDY__LINK_CONNECTING ? eddy__sentinel_wants(l->sen) : 0;
     switch (l->phase) {
@@ -220,6 +257,10 @@ unsigned eddy__link_wants(const eddy__link *l) {
 }
 
 eddy_status eddy__link_tick(eddy__link *l, long long now_ms, eddy_error *err) {
+    if (l->mem) {
+        eddy__memlink_tick(l->mem, now_ms);
+        return EDDY_OK;
+    }
     if (l->deadline < 0 || now_ms < l->deadline)
         return EDDY_OK;
     eddy_status st = eddy__fail(err, EDDY_ERR_IO, "connect to %s timed out after %u ms", l->peer,
@@ -297,6 +338,8 @@ static eddy_status append(eddy__link *l, const eddy__cmdlist *cmds, const char *
 
 eddy_status eddy__link_send(eddy__link *l, const eddy__cmdlist *cmds, uint64_t *last,
                             eddy_error *err) {
+    if (l->mem)
+        return eddy__memlink_send(l->mem, cmds, last, err);
     if (cmds->n == 0) {
         if (last)
             *last = l->queued;
@@ -307,6 +350,8 @@ eddy_status eddy__link_send(eddy__link *l, const eddy__cmdlist *cmds, uint64_t *
 
 eddy_status eddy__link_send_resp(eddy__link *l, const char *resp, size_t len, size_t ncmds,
                                  uint64_t *last, eddy_error *err) {
+    if (l->mem) /* the engine runs commands, not their RESP */
+        return eddy__fail(err, EDDY_ERR_IO, "%s takes commands, not RESP", eddy__link_peer(l));
     return append(l, NULL, resp, len, ncmds, last, err);
 }
 
@@ -458,6 +503,8 @@ static eddy_status connect_tcp(eddy__link *l, eddy_error *err) {
 }
 
 eddy_status eddy__link_connect(eddy__link *l, long long now_ms, eddy_error *err) {
+    if (l->mem)
+        return eddy__memlink_connect(l->mem, err);
     eddy__link_close(l);
     l->deadline = now_ms + l->s->connect_timeout_ms;
     l->phase = EDDY__LINK_CONNECTING; /* queue_handshake may append */
@@ -625,6 +672,8 @@ static eddy_status take_handshake(eddy__link *l, eddy_error *err) {
 }
 
 eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err) {
+    if (l->mem)
+        return eddy__memlink_reply(l->mem, reply, err);
     *reply = NULL;
     if (l->phase == EDDY__LINK_FAILED && l->peer_closed)
         return closed(l, err);
@@ -659,6 +708,8 @@ eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err)
 /* ---- driving ----------------------------------------------------------------------------- */
 
 eddy_status eddy__link_flush(eddy__link *l, eddy_error *err) {
+    if (l->mem)
+        return eddy__memlink_flush(l->mem, err);
     if (l->sen && eddy__sentinel_asking(l->sen) && l->phase == EDDY__LINK_CONNECTING)
         return EDDY_OK; /* nothing can be written before the master is known */
     switch (l->phase) {
@@ -677,6 +728,8 @@ eddy_status eddy__link_flush(eddy__link *l, eddy_error *err) {
 }
 
 eddy_status eddy__link_io(eddy__link *l, unsigned ready, eddy_error *err) {
+    if (l->mem)
+        return eddy__memlink_io(l->mem, ready, err);
     if (l->sen && eddy__sentinel_asking(l->sen) && l->phase == EDDY__LINK_CONNECTING)
         return ask_step(l, ready, err); /* the master's connect, if started, waits to be writable */
     eddy__link_phase before = l->phase;
@@ -704,6 +757,8 @@ eddy_status eddy__link_io(eddy__link *l, unsigned ready, eddy_error *err) {
 }
 
 eddy_status eddy__link_expire(eddy__link *l, uint64_t upto, const char *what, eddy_error *err) {
+    if (l->mem)
+        return eddy__memlink_expire(l->mem, upto, what, err);
     if (l->answered >= upto)
         return EDDY_OK;
     eddy_status st =

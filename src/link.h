@@ -1,6 +1,10 @@
 /* A connection to a Redis server without I/O of its own waiting ("sans-IO"): the link owns a
  * non-blocking socket (TCP with TCP_NODELAY and SO_KEEPALIVE, or a unix socket; TLS through
  * OpenSSL for rediss://), an output buffer of RESP bytes and hiredis's redisReader for input.
+ * For memory:// the in-process engine stands behind the same interface (src/link_mem.h: its
+ * "socket" is an eventfd the engine signals when a parked blocking read can go on, commands
+ * run when their replies are taken, and eddy__link_ready says replies are there without
+ * waiting; commands are borrowed, not copied, until their replies are taken).
  * It never blocks and never reads the clock: it says what it waits for (eddy__link_fd +
  * eddy__link_wants, and eddy__link_deadline for the connect) and its driver calls
  * eddy__link_io when poll() or an ev_io says the socket is ready, and eddy__link_tick with the
@@ -88,11 +92,13 @@ unsigned eddy__link_socket_id(const eddy__link *l);
  * read) that wants to write. 0 when there is no socket. */
 unsigned eddy__link_wants(const eddy__link *l);
 /* The time (the driver's clock, as given to eddy__link_connect) by which the connection must
- * be READY, while it is not yet; -1 when READY, IDLE or FAILED. Command deadlines are the
- * driver's (eddy__link_expire). */
+ * be READY, while it is not yet; -1 when READY, IDLE or FAILED, except memory://, where it is
+ * when a parked blocking read's BLOCK time ends (CLOCK_MONOTONIC ms; eddy__link_tick then makes
+ * its reply nil). Command deadlines are the driver's (eddy__link_expire). */
 long long eddy__link_deadline(const eddy__link *l);
 /* Fails the link with EDDY_ERR_IO "connect timed out" when it is not READY by its deadline and
- * now_ms is past it; EDDY_OK otherwise (nothing happens). */
+ * now_ms is past it; EDDY_OK otherwise (nothing happens). memory://: a parked read past its
+ * BLOCK time is answered nil (eddy__link_ready then); always EDDY_OK. */
 eddy_status eddy__link_tick(eddy__link *l, long long now_ms, eddy_error *err);
 
 /* Advances the link with what the socket is ready for (`ready`: EDDY__LINK_READ / WRITE as
@@ -120,6 +126,11 @@ eddy_status eddy__link_send_resp(eddy__link *l, const char *resp, size_t len, si
  * yet; EDDY_ERR_PROTOCOL for bytes that are not RESP, EDDY_ERR_IO for a reply no command asked
  * for. */
 eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err);
+
+/* Replies can be taken now without waiting on the socket (memory://: commands are queued and
+ * the head is not a parked blocking read). A driver looks before it waits. Always false for a
+ * socket, whose replies come only after eddy__link_io read them. */
+bool eddy__link_ready(const eddy__link *l);
 
 /* Command numbers: the last queued, the last whose bytes were all written, the last whose
  * reply was taken (answered <= sent <= queued). Not counting the handshake's. */

@@ -9,10 +9,11 @@
  *   subcommand) are made here, before the lock, and inside MULTI they doom the transaction.
  * - seq increases after every command that changed data, before the lock is released; cv is
  *   broadcast (when someone waits) and listeners run after it is released.
- * - A connection in eddy__mem_conn_wait is linked in engine->conn_waiters (under mu) and woken
- *   on its own condition variable by the writes that can serve its blocked read: an XADD to
- *   one of its keys (the stream's wseq), or any write that is neither an XADD nor quiet
- *   (other_seq); it checks both against `seen` before sleeping, so no such write is missed.
+ * - A connection in eddy__mem_conn_wait (or parked by eddy__mem_conn_park) is linked in
+ *   engine->conn_waiters (under mu) and woken on its own condition variable (or its eventfd) by the
+ * writes that can serve its blocked read: an XADD to one of its keys (the stream's wseq), or any
+ * write that is neither an XADD nor quiet (other_seq); it checks both against `seen` before
+ * sleeping, so no such write is missed.
  * - A reply is written as records in conn->out under the lock and turned into its redisReply
  *   tree after the lock is released (the tree's allocations happen outside it). */
 #include <errno.h>
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "memory/function.h"
 #include "memory/internal.h"
@@ -301,15 +303,69 @@ static bool conn_waits_on(const eddy__mem_conn *conn, const char *key, size_t kl
     return false;
 }
 
+/* Out of line, so that wake_conns stays small enough to inline into every write. */
+static __attribute__((noinline)) void signal_parked(const eddy__mem_conn *w) {
+    uint64_t one = 1;
+    ssize_t k = write(w->wake_fd, &one, sizeof(one));
+    (void)k; /* EAGAIN: the counter is already set, which is all a wake is */
+}
+
 /* Wakes the connections a write concerns (appended: the stream an XADD added to, or NULL for
- * every waiter). Under mu: a waiter unlinks itself under it before its memory can go. */
+ * every waiter): a thread in eddy__mem_conn_wait through its condition variable, a parked one
+ * (eddy__mem_conn_park) through its eventfd, once until it parks again. Under mu: a waiter
+ * unlinks itself under it before its memory (or its fd) can go. */
 static void wake_conns(eddy__mem_engine *e, const eddy__mobj *appended) {
     for (eddy__mem_conn *w = e->conn_waiters; w; w = w->wait_next) {
         if (w->woken || (appended && !conn_waits_on(w, appended->key, appended->klen)))
             continue;
         w->woken = true;
-        pthread_cond_signal(&w->cv);
+        if (w->parked)
+            signal_parked(w);
+        else
+            pthread_cond_signal(&w->cv);
     }
+}
+
+static void link_waiter(eddy__mem_engine *e, eddy__mem_conn *conn) {
+    conn->woken = false;
+    conn->wait_prev = NULL;
+    conn->wait_next = e->conn_waiters;
+    if (e->conn_waiters)
+        e->conn_waiters->wait_prev = conn;
+    e->conn_waiters = conn;
+}
+
+static void unlink_waiter(eddy__mem_engine *e, eddy__mem_conn *conn) {
+    if (conn->wait_prev)
+        conn->wait_prev->wait_next = conn->wait_next;
+    else
+        e->conn_waiters = conn->wait_next;
+    if (conn->wait_next)
+        conn->wait_next->wait_prev = conn->wait_prev;
+}
+
+bool eddy__mem_conn_park(eddy__mem_conn *conn, uint64_t seen, int fd) {
+    eddy__mem_engine *e = conn->engine;
+    pthread_mutex_lock(&e->mu);
+    bool park = !conn->parked && !conn_should_wake(conn, seen);
+    if (park) {
+        link_waiter(e, conn);
+        conn->parked = true;
+        conn->wake_fd = fd;
+    }
+    pthread_mutex_unlock(&e->mu);
+    return park;
+}
+
+void eddy__mem_conn_unpark(eddy__mem_conn *conn) {
+    eddy__mem_engine *e = conn->engine;
+    pthread_mutex_lock(&e->mu);
+    if (conn->parked) {
+        unlink_waiter(e, conn);
+        conn->parked = false;
+        conn->wake_fd = -1;
+    }
+    pthread_mutex_unlock(&e->mu);
 }
 
 void eddy__mem_conn_wait(eddy__mem_conn *conn, uint64_t seen, long long deadline_ms) {
@@ -317,12 +373,7 @@ void eddy__mem_conn_wait(eddy__mem_conn *conn, uint64_t seen, long long deadline
     pthread_mutex_lock(&e->mu);
     uint64_t gen = e->wake_gen;
     if (!conn_should_wake(conn, seen)) {
-        conn->woken = false;
-        conn->wait_prev = NULL;
-        conn->wait_next = e->conn_waiters;
-        if (e->conn_waiters)
-            e->conn_waiters->wait_prev = conn;
-        e->conn_waiters = conn;
+        link_waiter(e, conn);
         while (!conn->woken && e->wake_gen == gen) {
             if (deadline_ms < 0) {
                 pthread_cond_wait(&conn->cv, &e->mu);
@@ -335,12 +386,7 @@ void eddy__mem_conn_wait(eddy__mem_conn *conn, uint64_t seen, long long deadline
             if (pthread_cond_timedwait(&conn->cv, &e->mu, &ts) == ETIMEDOUT)
                 break;
         }
-        if (conn->wait_prev)
-            conn->wait_prev->wait_next = conn->wait_next;
-        else
-            e->conn_waiters = conn->wait_next;
-        if (conn->wait_next)
-            conn->wait_next->wait_prev = conn->wait_prev;
+        unlink_waiter(e, conn);
     }
     pthread_mutex_unlock(&e->mu);
 }
@@ -411,6 +457,7 @@ eddy__mem_conn *eddy__mem_conn_new(eddy__mem_engine *engine) {
     }
     conn->engine = engine;
     conn->wait_nkeys = -1;
+    conn->wake_fd = -1;
     eddy__mresp_init(&conn->out);
     return conn;
 }
@@ -444,6 +491,7 @@ void eddy__mconn_unblock(eddy__mem_conn *conn) {
 void eddy__mem_conn_free(eddy__mem_conn *conn) {
     if (!conn)
         return;
+    eddy__mem_conn_unpark(conn);
     discard_queue(conn);
     eddy__mconn_unblock(conn);
     eddy__mresp_release(&conn->out);

@@ -10,9 +10,9 @@
  * is allocated after it is released.
  *
  * Blocking reads: a command with BLOCK that finds nothing does not wait inside the engine.
- * It returns NULL with *block_ms set, and the front end waits in its own way (a condition
- * wait with eddy__mem_conn_wait, or an ev_async woken by a write listener) and runs it
- * again.
+ * It returns NULL with *block_ms set, and the caller waits (the memory:// link parks the
+ * connection, eddy__mem_conn_park, and polls an eventfd; a thread may eddy__mem_conn_wait) and
+ * runs it again.
  *
  * Time: stream ids use the engine's clock (wall-clock milliseconds, never going backwards),
  * so ids look like Redis ids. Key expiry (PEXPIRE/EXPIRE) is checked on access.
@@ -21,6 +21,7 @@
 #ifndef EDDY_SRC_MEMORY_ENGINE_H
 #define EDDY_SRC_MEMORY_ENGINE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -64,8 +65,16 @@ void eddy__mem_engine_wait(eddy__mem_engine *engine, uint64_t seen, long long de
  * or any other kind of write), so readers of other streams sleep through a publisher's
  * appends. */
 void eddy__mem_conn_wait(eddy__mem_conn *conn, uint64_t seen, long long deadline_ms);
-/* Wakes every eddy__mem_engine_wait and eddy__mem_conn_wait (used to stop blocked readers
- * promptly). */
+/* The same without a thread waiting, for a driver that waits on a file descriptor (the
+ * memory:// link, src/link_mem.c): from now on the writes that can serve conn's blocked read
+ * write 1 to fd (an eventfd, non-blocking) once, as eddy__mem_engine_wake does; the caller then
+ * unparks and runs the read again. False (nothing parked) when such a write came since `seen`
+ * already: run it again at once. The fd must stay open until eddy__mem_conn_unpark (or
+ * eddy__mem_conn_free, which unparks). No syscall unless a write wakes it. */
+bool eddy__mem_conn_park(eddy__mem_conn *conn, uint64_t seen, int fd);
+void eddy__mem_conn_unpark(eddy__mem_conn *conn);
+/* Wakes every eddy__mem_engine_wait, eddy__mem_conn_wait and parked connection (used to stop
+ * blocked readers promptly). */
 void eddy__mem_engine_wake(eddy__mem_engine *engine);
 
 /* Write listeners run after every data-changing command that can serve a blocked read (all

@@ -80,6 +80,10 @@ struct eddy__mem_conn {
     pthread_cond_t cv;
     bool woken;
     struct eddy__mem_conn *wait_next, *wait_prev;
+    /* eddy__mem_conn_park: linked in conn_waiters without a thread waiting; woken by writing
+     * to wake_fd (an eventfd) instead of signalling cv */
+    bool parked;
+    int wake_fd;
 };
 
 /* Engine-level hooks defined in engine.c and registry.c. */
