@@ -77,7 +77,7 @@ struct ract {
 /* One operation on the publishing connection (a publish, a request's registry query or its
  * send, a registration, a leave), awaiting its replies or its connection. */
 typedef struct rpub rpub;
-#define RPUB_MAX_CMDS 4
+#define RPUB_MAX_CMDS 5 /* a publish's most: load, look, SADD, entry, WAIT */
 /* Runs once, after the op left the queue: st EDDY_OK with every reply in p->replies (the last
  * one borrowed: eddy__rconn_keep(bus->pub_conn, ...) keeps it), or why there are none (the
  * connection's error in err, or EDDY_ERR_CLOSED with err NULL when the bus is freed). The op

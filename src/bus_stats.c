@@ -76,6 +76,7 @@ static void connection(eddy__json *j, const eddy__settings *s) {
     eddy__json_u64(j, "connect_failures", c.connect_failures);
     eddy__json_u64(j, "disconnects", c.disconnects);
     eddy__json_u64(j, "disconnected_ms", c.disconnected_ms);
+    eddy__json_u64(j, "lost_writes", c.lost_writes);
     eddy__json_end(j);
 }
 

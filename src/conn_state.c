@@ -34,6 +34,7 @@ struct eddy__conn_state {
     long long down_since;        /* monotonic ms the bus left CONNECTED, -1 while connected */
     unsigned long long down_sum; /* ms of the periods that ended */
     unsigned long long connects, connect_failures, disconnects;
+    unsigned long long lost_writes; /* eddy__conn_writes_lost */
     eddy__logger log;
     eddy_connection_fn fn;
     void *user;
@@ -214,6 +215,14 @@ void eddy__conn_down(eddy__conn_state *cs, unsigned *epoch, eddy_status st, cons
         eddy__conn_failed(cs, st, why);
 }
 
+void eddy__conn_writes_lost(eddy__conn_state *cs, uint64_t n) {
+    if (!cs || n == 0)
+        return;
+    pthread_mutex_lock(&cs->lock);
+    cs->lost_writes += n;
+    pthread_mutex_unlock(&cs->lock);
+}
+
 unsigned eddy__conn_next_attempt(unsigned attempt, eddy_status st) {
     if (st == EDDY_ERR_AUTH)
         return ATTEMPT_LONGEST;
@@ -231,6 +240,7 @@ void eddy__conn_stats(eddy__conn_state *cs, eddy_connection_stats *out) {
     out->connects = cs->connects;
     out->connect_failures = cs->connect_failures;
     out->disconnects = cs->disconnects;
+    out->lost_writes = cs->lost_writes;
     out->disconnected_ms = cs->down_sum;
     if (cs->down_since >= 0)
         out->disconnected_ms += (unsigned long long)(eddy__mono_ms() - cs->down_since);

@@ -39,6 +39,9 @@ void eddy__conn_down(eddy__conn_state *cs, unsigned *epoch, eddy_status st, cons
 /* The backoff step (eddy__backoff_delay_ms's attempt, plus one) after an attempt that failed
  * with st: the next one, or, for refused credentials, the longest (retrying sooner cannot
  * help and only fills the server's log). */
+/* The publishing side found the server behind what it had acknowledged (stream_look.h): n
+ * writes lost, counted in eddy_connection_stats.lost_writes. cs may be NULL. */
+void eddy__conn_writes_lost(eddy__conn_state *cs, uint64_t n);
 unsigned eddy__conn_next_attempt(unsigned attempt, eddy_status st);
 
 /* True for a connect failure that starting does not wait out (it would only time out later

@@ -8,7 +8,13 @@
  * later command on the one publishing connection runs after it) and cleared when the
  * connection is lost or the load failed. A server that lost the library anyway answers
  * "Function not found" having written nothing, and eddy__publish_again sends it all again
- * behind a load: what did go through is deduplicated by the resend. */
+ * behind a load: what did go through is deduplicated by the resend.
+ *
+ * The server behind what it acknowledged (stream_look.h, "published ids"): each round's ids
+ * are noted when its last publish's result is read, and after a lost connection the first
+ * round to a stream of the table starts with XINFO STREAM (a look), read before its SADD.
+ * looks_due mirrors the table's count of streams due one, so that a publish checks the table
+ * only after a reconnect. */
 #include "publisher.h"
 #include "eddy/value.h"
 
@@ -26,9 +32,10 @@
 #include "redis.h"
 #include "requests.h"
 #include "store.h"
+#include "stream_look.h"
 #include "subject.h"
 
-enum { P_SADD = 100, P_XADD, P_FCALL, P_WAIT };
+enum { P_SADD = 100, P_XADD, P_FCALL, P_WAIT, P_LOOK };
 
 #define KNOWN_MAX 4096
 
@@ -38,7 +45,9 @@ struct eddy__publisher {
     pthread_mutex_t lock;
     char **known; /* open addressing, KNOWN_MAX * 2 slots */
     size_t nknown;
-    atomic_bool loaded; /* the function library's load was queued on this connection */
+    atomic_bool loaded;   /* the function library's load was queued on this connection */
+    eddy__pub_look looks; /* under lock */
+    atomic_uint looks_due;
 };
 
 static size_t hash(const char *s) {
@@ -70,6 +79,7 @@ void eddy__publisher_free(eddy__publisher *p) {
         for (size_t i = 0; i < KNOWN_MAX * 2; i++)
             free(p->known[i]);
     free(p->known);
+    eddy__pub_look_free(&p->looks);
     free(p->subjects_key);
     pthread_mutex_destroy(&p->lock);
     free(p);
@@ -105,8 +115,102 @@ void eddy__publisher_connection_lost(eddy__publisher *p) {
         p->known[i] = NULL;
     }
     p->nknown = 0;
+    eddy__pub_look_lost(&p->looks);
+    atomic_store(&p->looks_due, p->looks.ndue);
     pthread_mutex_unlock(&p->lock);
     atomic_store(&p->loaded, false);
+}
+
+/* After a lost connection, the first round to a stream the table holds looks at it first:
+ * returns the stream's key (the caller's, for eddy__pub_look_again should the round not be
+ * sent) when a look was added to out. */
+static char *add_look(eddy__publisher *p, const char *subject, eddy__cmdlist *out) {
+    if (atomic_load_explicit(&p->looks_due, memory_order_relaxed) == 0)
+        return NULL;
+    char *key = eddy__key_stream(p->s->ns, subject);
+    if (!key)
+        return NULL; /* out of memory: it looks at the next round */
+    pthread_mutex_lock(&p->lock);
+    bool due = eddy__pub_look_take(&p->looks, key);
+    eddy__cmd *x = due ? eddy__cmdlist_add(out, P_LOOK, 0) : NULL;
+    if (x) {
+        eddy__cmd_str(x, "XINFO");
+        eddy__cmd_str(x, "STREAM");
+        eddy__cmd_str(x, key);
+    } else if (due) {
+        eddy__pub_look_again(&p->looks, key);
+    }
+    atomic_store(&p->looks_due, p->looks.ndue);
+    pthread_mutex_unlock(&p->lock);
+    if (x)
+        return key;
+    free(key);
+    return NULL;
+}
+
+static void look_not_sent(eddy__publisher *p, char *key) {
+    if (!key)
+        return;
+    pthread_mutex_lock(&p->lock);
+    eddy__pub_look_again(&p->looks, key);
+    atomic_store(&p->looks_due, p->looks.ndue);
+    pthread_mutex_unlock(&p->lock);
+    free(key);
+}
+
+/* A look's reply: the server behind what it acknowledged is logged and counted once. */
+static void look_result(eddy__publisher *p, const eddy__cmd *look, const redisReply *r) {
+    eddy__stream_behind b;
+    pthread_mutex_lock(&p->lock);
+    eddy__pub_look_feed(&p->looks, look->argv[2], r, &b);
+    pthread_mutex_unlock(&p->lock);
+    if (!b.behind)
+        return;
+    eddy__log(&p->s->log, EDDY_LOG_WARN,
+              "publishing: the server is behind on stream '%s': its last id is %s, below %s, "
+              "which it acknowledged to this bus; %llu acknowledged writes lost (a restart from "
+              "an older snapshot?)",
+              look->argv[2], b.last_id, b.max_read_id, (unsigned long long)b.lost);
+    eddy__conn_writes_lost(p->s->conn_state, b.lost);
+}
+
+/* The stream an entry command writes to: XADD's key, or the function's first key; NULL when
+ * cmds[i] is no entry command or its reply is no id (not acknowledged). */
+static const char *acked_stream(const eddy__cmdlist *cmds, redisReply *const *replies, size_t i,
+                                size_t *len) {
+    int at = cmds->tags[i] == P_XADD ? 1 : cmds->tags[i] == P_FCALL ? 3 : 0;
+    if (!at || !replies[i] || replies[i]->type != REDIS_REPLY_STRING)
+        return NULL;
+    *len = cmds->cmds[i].argvlen[at];
+    return cmds->cmds[i].argv[at];
+}
+
+/* A round's results are read: its acknowledged ids are noted, one run per stream and round
+ * (consecutive entry commands to one stream). */
+static void note_round(eddy__publisher *p, const eddy__cmdlist *cmds, redisReply *const *replies) {
+    size_t i = 0;
+    while (i < cmds->n) {
+        size_t klen, len;
+        const char *key = acked_stream(cmds, replies, i, &klen), *other;
+        if (!key) {
+            i++;
+            continue;
+        }
+        const redisReply *first = replies[i], *last = first;
+        uint64_t n = 1;
+        for (i++; i < cmds->n; i++) {
+            if (cmds->tags[i] != P_XADD && cmds->tags[i] != P_FCALL)
+                continue; /* SADD, WAIT between a batch's entries */
+            other = acked_stream(cmds, replies, i, &len);
+            if (!other || len != klen || memcmp(other, key, len) != 0)
+                break;
+            last = replies[i];
+            n++;
+        }
+        pthread_mutex_lock(&p->lock);
+        eddy__pub_look_note(&p->looks, key, klen, first->str, first->len, last->str, last->len, n);
+        pthread_mutex_unlock(&p->lock);
+    }
 }
 
 /* The entry's command: XADD, or with dedup FCALL of the publish function (keys the stream and
@@ -142,8 +246,10 @@ static eddy_status add_entry_cmd(eddy__publisher *p, const char *subject, const 
     return st == EDDY_OK ? eddy__entry_encode(ev, x) : st;
 }
 
+/* look: a publish (not a request, whose flow has room for its own commands only) may look at
+ * its stream first (add_look). */
 static eddy_status prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
-                           bool dedup, eddy__cmdlist *out, eddy_error *err) {
+                           bool dedup, bool look, eddy__cmdlist *out, eddy_error *err) {
     if (!subject || !ev)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "publish: subject or event is NULL");
     eddy_status st = eddy__subject_check(subject, err);
@@ -169,6 +275,7 @@ static eddy_status prepare(eddy__publisher *p, const char *subject, const eddy_e
     bool loads = dedup && !atomic_exchange(&p->loaded, true);
     if (loads)
         st = eddy__store_load_cmds(out);
+    char *looked = st == EDDY_OK && look ? add_look(p, subject, out) : NULL;
     if (st == EDDY_OK && !is_known(p, subject)) {
         eddy__cmd *sadd = eddy__cmdlist_add(out, P_SADD, 0);
         if (sadd) {
@@ -186,17 +293,19 @@ static eddy_status prepare(eddy__publisher *p, const char *subject, const eddy_e
     if (st != EDDY_OK) {
         if (loads)
             atomic_store(&p->loaded, false); /* not sent: the next publish loads */
+        look_not_sent(p, looked);
         while (out->n > before)
             eddy__cmd_reset(&out->cmds[--out->n]);
         return eddy__fail(err, st, "publish: could not build the command");
     }
+    free(looked);
     return EDDY_OK;
 }
 
 eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
                                   eddy__cmdlist *out, eddy_error *err) {
     size_t before = out->n;
-    eddy_status st = prepare(p, subject, ev, p->s->publish_dedup_ms != 0, out, err);
+    eddy_status st = prepare(p, subject, ev, p->s->publish_dedup_ms != 0, true, out, err);
     if (st != EDDY_OK || !p->s->wait_replicas)
         return st;
     eddy__cmd *w = eddy__cmdlist_add(out, P_WAIT, 0);
@@ -246,6 +355,10 @@ eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, 
         if (load_st == EDDY_ERR_NOT_SUPPORTED)
             eddy__fail(err, load_st, "publish_dedup_ms needs a server with functions (Redis 7)");
     }
+    if (i < cmds->n && cmds->tags[i] == P_LOOK) {
+        look_result(p, &cmds->cmds[i], replies[i]);
+        i++;
+    }
     eddy_status sadd_st = EDDY_OK;
     if (i < cmds->n && cmds->tags[i] == P_SADD) {
         sadd_st = eddy__reply_status(replies[i], "SADD", err);
@@ -255,6 +368,8 @@ eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, 
     }
     bool waits = i + 1 < cmds->n && cmds->tags[i + 1] == P_WAIT;
     *next = i + 1 + waits;
+    if (*next == cmds->n) /* the round's last publish */
+        note_round(p, cmds, replies);
     if (load_st != EDDY_OK)
         return load_st;
     if (cmds->tags[i] == P_FCALL && function_not_found(replies[i])) {
@@ -334,7 +449,7 @@ eddy_status eddy__request_prepare(eddy__publisher *p, const char *subject, const
                                   const char *reply_to, const char *request_id,
                                   long long deadline_ms, eddy__cmdlist *out, eddy_error *err) {
     /* Never deduplicated: each request is a new conversation with its own request id. */
-    eddy_status st = prepare(p, subject, ev, false, out, err);
+    eddy_status st = prepare(p, subject, ev, false, false, out, err);
     if (st != EDDY_OK)
         return st;
     eddy__cmd *x = &out->cmds[out->n - 1]; /* the XADD: the request travels with the event */

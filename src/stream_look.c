@@ -1,8 +1,10 @@
-/* Telling when the server is behind a subscription; the rules are in stream_look.h. Ids are
- * kept parsed (two integers), so noting a read costs a parse and a comparison. */
+/* Telling when the server is behind a subscription, or behind what a publisher was told; the
+ * rules are in stream_look.h. Ids are kept parsed (two integers), so noting a read (or a
+ * publish round) costs a parse and a comparison. */
 #include "stream_look.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "reply.h"
@@ -87,4 +89,130 @@ bool eddy__stream_look_feed(eddy__stream_look *l, const redisReply *info,
     l->read_after = 0;
     l->max_read = last_id; /* the look itself saw this far */
     return true;
+}
+
+/* ---- published ids ----------------------------------------------------------------------- */
+
+static void id_text(char *buf, size_t size, eddy__xid x) {
+    snprintf(buf, size, "%llu-%llu", (unsigned long long)x.ms, (unsigned long long)x.seq);
+}
+
+static eddy__pub_stream *row_of(eddy__pub_look *t, const char *key, size_t keylen) {
+    for (size_t i = 0; i < EDDY__PUB_LOOK_STREAMS; i++) {
+        eddy__pub_stream *r = &t->rows[i];
+        if (r->key && strlen(r->key) == keylen && memcmp(r->key, key, keylen) == 0)
+            return r;
+    }
+    return NULL;
+}
+
+/* A row for key: its own, a free one, or the least recently noted one, emptied. */
+static eddy__pub_stream *row_for(eddy__pub_look *t, const char *key, size_t keylen) {
+    eddy__pub_stream *r = row_of(t, key, keylen), *old = &t->rows[0];
+    if (r)
+        return r;
+    for (size_t i = 0; i < EDDY__PUB_LOOK_STREAMS && old->key; i++)
+        if (!t->rows[i].key || t->rows[i].used < old->used)
+            old = &t->rows[i];
+    char *copy = malloc(keylen + 1);
+    if (!copy)
+        return NULL;
+    memcpy(copy, key, keylen);
+    copy[keylen] = '\0';
+    if (old->look_due)
+        t->ndue--;
+    free(old->key);
+    memset(old, 0, sizeof(*old));
+    old->key = copy;
+    return old;
+}
+
+void eddy__pub_look_free(eddy__pub_look *t) {
+    for (size_t i = 0; i < EDDY__PUB_LOOK_STREAMS; i++) {
+        free(t->rows[i].key);
+        t->rows[i].key = NULL;
+    }
+}
+
+void eddy__pub_look_note(eddy__pub_look *t, const char *key, size_t keylen, const char *first,
+                         size_t firstlen, const char *last, size_t lastlen, uint64_t n) {
+    eddy__pub_run run = {.n = n, .noted = ++t->clock};
+    if (n == 0 || !parse_id(first, firstlen, &run.first) || !parse_id(last, lastlen, &run.last))
+        return;
+    eddy__pub_stream *r = row_for(t, key, keylen);
+    if (!r)
+        return;
+    r->used = t->clock;
+    if (r->rn == EDDY__PUB_LOOK_RUNS) { /* forget the oldest */
+        r->rhead = (r->rhead + 1) % EDDY__PUB_LOOK_RUNS;
+        r->rn--;
+    }
+    r->runs[(r->rhead + r->rn++) % EDDY__PUB_LOOK_RUNS] = run;
+}
+
+void eddy__pub_look_lost(eddy__pub_look *t) {
+    t->ndue = 0;
+    for (size_t i = 0; i < EDDY__PUB_LOOK_STREAMS; i++)
+        if ((t->rows[i].look_due = t->rows[i].key && t->rows[i].rn > 0))
+            t->ndue++;
+}
+
+bool eddy__pub_look_take(eddy__pub_look *t, const char *key) {
+    eddy__pub_stream *r = row_of(t, key, strlen(key));
+    if (!r || !r->look_due)
+        return false;
+    r->look_due = false;
+    r->looked = t->clock;
+    t->ndue--;
+    return true;
+}
+
+void eddy__pub_look_again(eddy__pub_look *t, const char *key) {
+    eddy__pub_stream *r = row_of(t, key, strlen(key));
+    if (r && !r->look_due) {
+        r->look_due = true;
+        t->ndue++;
+    }
+    if (r)
+        r->looked = 0;
+}
+
+void eddy__pub_look_feed(eddy__pub_look *t, const char *key, const redisReply *info,
+                         eddy__stream_behind *out) {
+    memset(out, 0, sizeof(*out));
+    eddy__pub_stream *r = row_of(t, key, strlen(key));
+    if (!r || r->rn == 0 || !info || r->looked == 0)
+        return;
+    uint64_t looked = r->looked;
+    r->looked = 0; /* one reply per look */
+    eddy__xid server = {0, 0};
+    if (info->type == REDIS_REPLY_ERROR) {
+        if (!strstr(info->str, "no such key"))
+            return; /* not an answer about the stream */
+    } else {
+        const redisReply *last = eddy__reply_field(info, "last-generated-id");
+        if (!last || last->type != REDIS_REPLY_STRING || !parse_id(last->str, last->len, &server))
+            return;
+    }
+    eddy__xid newest = {0, 0};
+    for (unsigned i = 0; i < r->rn; i++) {
+        const eddy__pub_run *run = &r->runs[(r->rhead + i) % EDDY__PUB_LOOK_RUNS];
+        if (run->noted <= looked && cmp_id(run->last, newest) > 0)
+            newest = run->last;
+    }
+    if (cmp_id(server, newest) >= 0)
+        return;
+    out->behind = true;
+    id_text(out->last_id, sizeof(out->last_id), server);
+    id_text(out->max_read_id, sizeof(out->max_read_id), newest);
+    /* Rounds of several threads may be noted out of order: every run is looked at. */
+    unsigned kept = 0;
+    for (unsigned i = 0; i < r->rn; i++) {
+        eddy__pub_run run = r->runs[(r->rhead + i) % EDDY__PUB_LOOK_RUNS];
+        if (run.noted > looked || cmp_id(run.last, server) <= 0)
+            r->runs[(r->rhead + kept++) % EDDY__PUB_LOOK_RUNS] = run;
+        else
+            out->lost += cmp_id(run.first, server) > 0 ? run.n : 1;
+    }
+    r->rn = kept;
 }

@@ -126,7 +126,7 @@ EDDY_EXPORT eddy_status eddy_bus_retention_stats(eddy_bus *bus, eddy_retention_s
  *   {"version", "ns", "instance", "time_ms", "started",
  *    "connection": {"state" ("connecting", "connected", "disconnected", "reconnected",
  *      "auth_failed", "not_redis"), "connects", "connect_failures", "disconnects",
- *      "disconnected_ms"} (as eddy_bus_connection_stats),
+ *      "disconnected_ms", "lost_writes"} (as eddy_bus_connection_stats),
  *    "subscriptions": [{"name", "pattern", "group", "shape", "delivery", "kind", "paused",
  *      "counters": {eddy_consumer_stats' fields by name},
  *      "broker": {"subjects", "pending", "lag", "oldest_pending_ms", "dead_letters"}}],

@@ -134,6 +134,8 @@ static void bus_stats(bool redis) {
     cr_assert_geq(json_integer_value(json_object_get(conn, "connects")), 1);
     cr_assert_leq((uint64_t)json_integer_value(json_object_get(conn, "connects")), cst.connects);
     cr_assert_eq(json_integer_value(json_object_get(conn, "disconnects")), 0);
+    cr_assert(json_is_integer(json_object_get(conn, "lost_writes")));
+    cr_assert_eq(json_integer_value(json_object_get(conn, "lost_writes")), 0);
     json_decref(doc);
 
     /* The same namespace through an admin handle: its subjects, groups and registry. */
