@@ -1,6 +1,7 @@
 /* The memory engine's front door: command table and dispatch, per-connection MULTI/EXEC,
- * the engine lock, the write sequence with its condition variable, write listeners, and the
- * bookkeeping that lets a blocking XREAD be re-run.
+ * the engine lock, the write sequence with its condition variable, the waiters a write wakes
+ * (threads, or parked connections' eventfds), and the bookkeeping that lets a blocking XREAD
+ * be re-run.
  *
  * Invariants:
  * - Every command runs entirely under engine->mu, with one time snapshot; EXEC runs all its
@@ -8,7 +9,7 @@
  * - Rejections Redis makes before running a command (unknown command, arity, unknown
  *   subcommand) are made here, before the lock, and inside MULTI they doom the transaction.
  * - seq increases after every command that changed data, before the lock is released; cv is
- *   broadcast (when someone waits) and listeners run after it is released.
+ *   broadcast (when someone waits) after it is released.
  * - A connection in eddy__mem_conn_wait (or parked by eddy__mem_conn_park) is linked in
  *   engine->conn_waiters (under mu) and woken on its own condition variable (or its eventfd) by the
  * writes that can serve its blocked read: an XADD to one of its keys (the stream's wseq), or any
@@ -225,10 +226,8 @@ eddy__mem_engine *eddy__mem_engine_new(const char *name) {
         return NULL;
     }
     pthread_mutex_init(&e->mu, NULL);
-    pthread_mutex_init(&e->lmu, NULL);
     eddy__mdict_init(&e->keys);
     eddy__mskl_init(&e->expires, eddy__mkey_expire_cmp);
-    e->next_listener = 1;
     return e;
 }
 
@@ -239,9 +238,7 @@ void eddy__mem_engine_destroy(eddy__mem_engine *e) {
     eddy__mfunctions_free(e);
     eddy__mskl_clear(&e->expires, NULL);
     pthread_mutex_destroy(&e->mu);
-    pthread_mutex_destroy(&e->lmu);
     pthread_cond_destroy(&e->cv);
-    eddy__mem_free(e->listeners);
     eddy__mem_free(e->name);
     eddy__mem_free(e);
 }
@@ -397,52 +394,6 @@ void eddy__mem_engine_wake(eddy__mem_engine *e) {
     wake_conns(e, NULL);
     pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
-}
-
-unsigned eddy__mem_engine_listen(eddy__mem_engine *e, eddy__mem_listener_fn fn, void *user) {
-    unsigned id = 0;
-    pthread_mutex_lock(&e->lmu);
-    if (e->nlisteners == e->lcap) {
-        size_t cap = e->lcap ? e->lcap * 2 : 4;
-        eddy__mlistener *l = eddy__mem_realloc(e->listeners, cap * sizeof(*l));
-        if (!l)
-            goto out;
-        e->listeners = l;
-        e->lcap = cap;
-    }
-    id = e->next_listener++;
-    if (e->next_listener == 0)
-        e->next_listener = 1;
-    e->listeners[e->nlisteners++] = (eddy__mlistener){id, fn, user};
-out:
-    pthread_mutex_unlock(&e->lmu);
-    return id;
-}
-
-void eddy__mem_engine_unlisten(eddy__mem_engine *e, unsigned id) {
-    /* Taking lmu waits for a notification in progress, so once this returns the listener
-     * will not run again and its user data may be freed. */
-    pthread_mutex_lock(&e->lmu);
-    for (size_t i = 0; i < e->nlisteners; i++) {
-        if (e->listeners[i].id == id) {
-            memmove(&e->listeners[i], &e->listeners[i + 1],
-                    (e->nlisteners - i - 1) * sizeof(e->listeners[0]));
-            e->nlisteners--;
-            break;
-        }
-    }
-    pthread_mutex_unlock(&e->lmu);
-}
-
-static void notify_listeners(eddy__mem_engine *e) {
-    /* A listener registered before a command took the engine lock is seen here: the lock
-     * orders the registration before this load. */
-    if (atomic_load_explicit(&e->nlisteners, memory_order_relaxed) == 0)
-        return;
-    pthread_mutex_lock(&e->lmu);
-    for (size_t i = 0; i < e->nlisteners; i++)
-        e->listeners[i].fn(e->listeners[i].user);
-    pthread_mutex_unlock(&e->lmu);
 }
 
 /* ---- connections -------------------------------------------------------------------------- */
@@ -673,13 +624,13 @@ static void begin_locked(eddy__mctx *c) {
 }
 
 static void end_locked(eddy__mctx *c) {
-    bool wake = false, serving = false;
+    bool wake = false;
     if (c->dirty) {
         eddy__mem_engine *e = c->eng;
         uint64_t seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_release) + 1;
         const eddy__mobj *appended = c->other_write ? NULL : c->appended;
         /* whether the write can serve a blocked read at all */
-        serving = appended || !c->quiet || c->other_write;
+        bool serving = appended || !c->quiet || c->other_write;
         if (appended)
             appended->v.stream->wseq = seq;
         else if (serving)
@@ -693,8 +644,6 @@ static void end_locked(eddy__mctx *c) {
      * checks seq under the lock before waiting, so no change goes unseen. */
     if (wake)
         pthread_cond_broadcast(&c->eng->cv);
-    if (serving)
-        notify_listeners(c->eng);
 }
 
 static void run_exec(eddy__mctx *c) {

@@ -77,12 +77,4 @@ void eddy__mem_conn_unpark(eddy__mem_conn *conn);
  * blocked readers promptly). */
 void eddy__mem_engine_wake(eddy__mem_engine *engine);
 
-/* Write listeners run after every data-changing command that can serve a blocked read (all
- * but deliveries, acknowledgements and claims: XREADGROUP, XACK, XCLAIM, XAUTOCLAIM), on the
- * writer's thread, outside the engine lock; they must be quick and must not call back into
- * the engine (ev_async_send is the intended use). Returns a listener id > 0, or 0 on OOM. */
-typedef void (*eddy__mem_listener_fn)(void *user);
-unsigned eddy__mem_engine_listen(eddy__mem_engine *engine, eddy__mem_listener_fn fn, void *user);
-void eddy__mem_engine_unlisten(eddy__mem_engine *engine, unsigned id);
-
 #endif

@@ -19,22 +19,17 @@
 
 /* ---- engine and connections --------------------------------------------------------------- */
 
-typedef struct eddy__mlistener {
-    unsigned id;
-    eddy__mem_listener_fn fn;
-    void *user;
-} eddy__mlistener;
-
 struct eddy__mem_engine {
     /* registry.c; guarded by the registry's lock */
     char *name;
     unsigned refs;
     struct eddy__mem_engine *next;
 
-    pthread_mutex_t mu; /* guards everything below except the listener fields */
+    pthread_mutex_t mu; /* guards everything below */
     pthread_cond_t cv;  /* CLOCK_MONOTONIC; broadcast on writes with waiters and on wake */
     unsigned waiters;   /* threads in eddy__mem_engine_wait */
-    /* connections in eddy__mem_conn_wait, each woken on its own condition variable */
+    /* connections in eddy__mem_conn_wait (each woken on its own condition variable) or parked
+     * (eddy__mem_conn_park: woken through their eventfd) */
     struct eddy__mem_conn *conn_waiters;
     uint64_t other_seq;   /* seq of the last write that was not an XADD (wakes every waiter) */
     _Atomic uint64_t seq; /* write sequence: written under mu, read without it */
@@ -44,12 +39,6 @@ struct eddy__mem_engine {
     eddy__mskl expires;   /* eddy__mobj* with a TTL, ordered by (expire_at, key) */
     /* function.c: the loaded function libraries' names; NULL before the first load */
     eddy__mdict *functions;
-
-    pthread_mutex_t lmu; /* guards the listeners; held while they run so unlisten can wait */
-    eddy__mlistener *listeners;
-    _Atomic size_t nlisteners; /* written under lmu; read without it to skip an empty list */
-    size_t lcap;
-    unsigned next_listener;
 };
 
 typedef struct eddy__mqueued {
@@ -105,7 +94,7 @@ typedef struct eddy__mctx {
     size_t mark;      /* where this command's reply starts in out */
     long long now_ms; /* unix ms, one snapshot per command (per EXEC inside MULTI) */
     bool in_exec;     /* inside MULTI/EXEC: BLOCK degrades to a non-blocking read */
-    bool dirty;       /* data changed: bump the sequence, wake waiters, call listeners */
+    bool dirty;       /* data changed: bump the sequence, wake waiters */
     bool blocked;     /* a blocking read found nothing: no reply, the caller waits */
     long long block_ms;
     bool oom;

@@ -8,12 +8,15 @@
  * Replies are rendered as text: "str", +STATUS, -ERROR, 42, nil, [a,b]. Behaviour that only a
  * comparison with a real server can pin down lives in tests/integration/test_memory_vs_redis.c. */
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "eddy_test.h"
 #include "memory/engine.h"
@@ -1808,41 +1811,59 @@ Test(memory, conn_wait_wakes_only_for_its_streams) {
     eddy__mem_conn_free(reader);
 }
 
-static void count_calls(void *user) { (*(int *)user)++; }
+/* How many times the engine signalled fd since the last look (an eventfd: read resets it). */
+static uint64_t signals_on(int fd) {
+    uint64_t n = 0;
+    return read(fd, &n, sizeof(n)) == (ssize_t)sizeof(n) ? n : 0;
+}
 
-Test(memory, listeners_run_after_writes) {
-    int a = 0, b = 0;
-    unsigned ia = eddy__mem_engine_listen(eng, count_calls, &a);
-    unsigned ib = eddy__mem_engine_listen(eng, count_calls, &b);
-    cr_assert(ia && ib && ia != ib);
-    EXPECT("GET k", "nil");
-    EXPECT("XREADGROUP GROUP g c STREAMS s >",
-           "-NOGROUP No such key 's' or consumer group 'g' in XREADGROUP with GROUP option");
-    cr_expect_eq(a, 0);
-    EXPECT("SET k v", "+OK");
+/* Parks reader on a new blocking read of stream s (a PING first ends the one before, whose '$'
+ * would otherwise still mean the ids it first saw), as the memory:// link does. */
+static void park_on_s(eddy__mem_conn *reader, int fd) {
+    long long block_ms;
+    freeReplyObject(run_on(reader, "PING", &block_ms));
+    uint64_t seen = eddy__mem_engine_seq(eng);
+    cr_assert_null(run_on(reader, "XREAD BLOCK 0 STREAMS s $", &block_ms));
+    cr_assert(eddy__mem_conn_park(reader, seen, fd));
+}
+
+Test(memory, a_parked_read_is_signalled_by_the_writes_that_can_serve_it) {
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    cr_assert_geq(fd, 0);
     EXPECT("XADD s 1-1 f v", "\"1-1\"");
-    cr_expect_eq(a, 2);
-    cr_expect_eq(b, 2);
-    /* Deliveries, acknowledgements and claims change data but serve no blocked read. */
     EXPECT("XGROUP CREATE s g 0", "+OK");
-    cr_expect_eq(a, 3);
+    eddy__mem_conn *reader = eddy__mem_conn_new(eng);
+    park_on_s(reader, fd);
+    EXPECT("XADD other 1-1 f v", "\"1-1\""); /* another stream */
+    /* Deliveries, acknowledgements and claims change data but serve no blocked read. */
     EXPECT("XREADGROUP GROUP g c STREAMS s >", "[[\"s\",[[\"1-1\",[\"f\",\"v\"]]]]]");
     EXPECT("XCLAIM s g d 0 1-1 JUSTID", "[\"1-1\"]");
     EXPECT("XAUTOCLAIM s g c 0 0 JUSTID", "[\"0-0\",[\"1-1\"],[]]");
     EXPECT("XACK s g 1-1", "1");
-    cr_expect_eq(a, 3);
-    cr_expect_eq(b, 3);
-    a = b = 2;
-    eddy__mem_engine_unlisten(eng, ia);
-    eddy__mem_engine_unlisten(eng, 12345); /* unknown ids are ignored */
-    EXPECT("DEL k", "1");
-    cr_expect_eq(a, 2);
-    cr_expect_eq(b, 3);
-    for (int i = 0; i < 10; i++) /* the table grows */
-        cr_expect(eddy__mem_engine_listen(eng, count_calls, &a));
-    EXPECT("SET k v", "+OK");
-    cr_expect_eq(a, 12);
-    eddy__mem_engine_unlisten(eng, ib);
+    cr_expect_eq(signals_on(fd), 0);
+    EXPECT("XADD s 2-1 f v", "\"2-1\"");
+    EXPECT("XADD s 3-1 f v", "\"3-1\"");
+    cr_expect_eq(signals_on(fd), 1, "once until it parks again");
+    eddy__mem_conn_unpark(reader);
+    park_on_s(reader, fd);
+    EXPECT("SET k v", "+OK"); /* any other kind of write may serve it */
+    cr_expect_eq(signals_on(fd), 1);
+    eddy__mem_conn_unpark(reader);
+    park_on_s(reader, fd);
+    eddy__mem_engine_wake(eng);
+    cr_expect_eq(signals_on(fd), 1, "a wake reaches parked readers too");
+    eddy__mem_conn_unpark(reader);
+    /* A write between the read and the park: nothing parks, the read runs again at once. */
+    long long block_ms;
+    uint64_t seen = eddy__mem_engine_seq(eng);
+    cr_assert_null(run_on(reader, "XREAD BLOCK 0 STREAMS s $", &block_ms));
+    EXPECT("XADD s 4-1 f v", "\"4-1\"");
+    cr_expect(!eddy__mem_conn_park(reader, seen, fd));
+    park_on_s(reader, fd);
+    eddy__mem_conn_free(reader); /* unparks: later writes touch no closed fd */
+    EXPECT("XADD s 5-1 f v", "\"5-1\"");
+    cr_expect_eq(signals_on(fd), 0);
+    close(fd);
 }
 
 /* ---- the blocking protocol across threads ------------------------------------------------- */
@@ -1852,32 +1873,16 @@ typedef struct blocked_reader {
     const char *cmd;
     redisReply *reply;
     int waits;
-    bool use_listener;
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
-    int signals;
+    bool park; /* wait as the memory:// link does: parked, polling an eventfd */
 } blocked_reader;
-
-static void listener_signal(void *user) {
-    blocked_reader *b = user;
-    pthread_mutex_lock(&b->mu);
-    b->signals++;
-    pthread_cond_signal(&b->cv);
-    pthread_mutex_unlock(&b->mu);
-}
 
 /* What a blocking front end does: run, and while blocked wait for a write, then run again. */
 static void *blocked_reader_thread(void *arg) {
     blocked_reader *b = arg;
     eddy__mem_conn *c = eddy__mem_conn_new(b->eng);
-    unsigned id = 0;
-    if (b->use_listener)
-        id = eddy__mem_engine_listen(b->eng, listener_signal, b);
+    int fd = b->park ? eventfd(0, EFD_CLOEXEC) : -1;
     for (;;) {
         uint64_t seen = eddy__mem_engine_seq(b->eng);
-        pthread_mutex_lock(&b->mu);
-        int signals = b->signals;
-        pthread_mutex_unlock(&b->mu);
         long long block_ms;
         redisReply *r = run_on(c, b->cmd, &block_ms);
         if (r) {
@@ -1886,28 +1891,27 @@ static void *blocked_reader_thread(void *arg) {
         }
         cr_assert_geq(block_ms, 0);
         b->waits++;
-        if (b->use_listener) {
-            pthread_mutex_lock(&b->mu);
-            while (b->signals == signals)
-                pthread_cond_wait(&b->cv, &b->mu);
-            pthread_mutex_unlock(&b->mu);
+        if (b->park) {
+            if (eddy__mem_conn_park(c, seen, fd)) {
+                struct pollfd p = {.fd = fd, .events = POLLIN};
+                poll(&p, 1, -1);
+                signals_on(fd);
+                eddy__mem_conn_unpark(c);
+            }
         } else {
             eddy__mem_engine_wait(b->eng, seen, block_ms ? eddy_test_now_ms() + block_ms : -1);
         }
     }
-    if (id)
-        eddy__mem_engine_unlisten(b->eng, id);
     eddy__mem_conn_free(c);
+    if (fd >= 0)
+        close(fd);
     return NULL;
 }
 
-static void blocked_xreadgroup_is_woken(bool use_listener) {
+static void blocked_xreadgroup_is_woken(bool park) {
     EXPECT("XGROUP CREATE s g $ MKSTREAM", "+OK");
-    blocked_reader b = {.eng = eng,
-                        .cmd = "XREADGROUP GROUP g c BLOCK 0 STREAMS s >",
-                        .use_listener = use_listener};
-    pthread_mutex_init(&b.mu, NULL);
-    pthread_cond_init(&b.cv, NULL);
+    blocked_reader b = {
+        .eng = eng, .cmd = "XREADGROUP GROUP g c BLOCK 0 STREAMS s >", .park = park};
     pthread_t t;
     pthread_create(&t, NULL, blocked_reader_thread, &b);
     sleep_ms(50);
@@ -1922,19 +1926,15 @@ static void blocked_xreadgroup_is_woken(bool use_listener) {
     free(got);
     freeReplyObject(b.reply);
     cr_expect_eq(delivery_count("s", "g", "7-1"), 1);
-    pthread_mutex_destroy(&b.mu);
-    pthread_cond_destroy(&b.cv);
 }
 
 Test(memory, blocked_xreadgroup_woken_by_xadd_via_wait) { blocked_xreadgroup_is_woken(false); }
 
-Test(memory, blocked_xreadgroup_woken_by_xadd_via_listener) { blocked_xreadgroup_is_woken(true); }
+Test(memory, blocked_xreadgroup_woken_by_xadd_via_park) { blocked_xreadgroup_is_woken(true); }
 
 Test(memory, blocked_xread_dollar_sees_entry_added_while_waiting) {
     EXPECT("XADD s 1-1 old v", "\"1-1\"");
-    blocked_reader b = {.eng = eng, .cmd = "XREAD BLOCK 0 STREAMS s $"};
-    pthread_mutex_init(&b.mu, NULL);
-    pthread_cond_init(&b.cv, NULL);
+    blocked_reader b = {.eng = eng, .cmd = "XREAD BLOCK 0 STREAMS s $", .park = true};
     pthread_t t;
     pthread_create(&t, NULL, blocked_reader_thread, &b);
     sleep_ms(50);
@@ -1944,8 +1944,6 @@ Test(memory, blocked_xread_dollar_sees_entry_added_while_waiting) {
     cr_expect_str_eq(got, "[[\"s\",[[\"2-1\",[\"new\",\"v\"]]]]]");
     free(got);
     freeReplyObject(b.reply);
-    pthread_mutex_destroy(&b.mu);
-    pthread_cond_destroy(&b.cv);
 }
 
 /* ---- concurrency smoke test --------------------------------------------------------------- */
@@ -2175,9 +2173,6 @@ Test(memory, out_of_memory_in_setup_calls) {
     }
     eddy__mem_fail_after(1, false);
     cr_expect_null(eddy__mem_conn_new(eng));
-    eddy__mem_fail_after(1, false);
-    cr_expect_eq(eddy__mem_engine_listen(eng, count_calls, NULL), 0);
-    eddy__mem_fail_after(0, false);
     /* A transaction whose queueing failed is aborted rather than run without a command. */
     EXPECT("MULTI", "+OK");
     eddy__mem_fail_after(1, true);
