@@ -10,11 +10,10 @@
  *   subcommand) are made here, before the lock, and inside MULTI they doom the transaction.
  * - seq increases after every command that changed data, before the lock is released; cv is
  *   broadcast (when someone waits) after it is released.
- * - A connection in eddy__mem_conn_wait (or parked by eddy__mem_conn_park) is linked in
- *   engine->conn_waiters (under mu) and woken on its own condition variable (or its eventfd) by the
- * writes that can serve its blocked read: an XADD to one of its keys (the stream's wseq), or any
- * write that is neither an XADD nor quiet (other_seq); it checks both against `seen` before
- * sleeping, so no such write is missed.
+ * - A connection parked by eddy__mem_conn_park is linked in engine->conn_waiters (under mu)
+ *   and woken through its eventfd by the writes that can serve its blocked read: an XADD to
+ *   one of its keys (the stream's wseq), or any write that is neither an XADD nor quiet
+ *   (other_seq); it checks both against `seen` before parking, so no such write is missed.
  * - A reply is written as records in conn->out under the lock and turned into its redisReply
  *   tree after the lock is released (the tree's allocations happen outside it). */
 #include <errno.h>
@@ -307,19 +306,15 @@ static __attribute__((noinline)) void signal_parked(const eddy__mem_conn *w) {
     (void)k; /* EAGAIN: the counter is already set, which is all a wake is */
 }
 
-/* Wakes the connections a write concerns (appended: the stream an XADD added to, or NULL for
- * every waiter): a thread in eddy__mem_conn_wait through its condition variable, a parked one
- * (eddy__mem_conn_park) through its eventfd, once until it parks again. Under mu: a waiter
- * unlinks itself under it before its memory (or its fd) can go. */
+/* Wakes the parked connections a write concerns (appended: the stream an XADD added to, or
+ * NULL for every one) through their eventfd, once until they park again. Under mu: a
+ * connection unparks under it before its memory (or its fd) can go. */
 static void wake_conns(eddy__mem_engine *e, const eddy__mobj *appended) {
     for (eddy__mem_conn *w = e->conn_waiters; w; w = w->wait_next) {
         if (w->woken || (appended && !conn_waits_on(w, appended->key, appended->klen)))
             continue;
         w->woken = true;
-        if (w->parked)
-            signal_parked(w);
-        else
-            pthread_cond_signal(&w->cv);
+        signal_parked(w);
     }
 }
 
@@ -365,29 +360,6 @@ void eddy__mem_conn_unpark(eddy__mem_conn *conn) {
     pthread_mutex_unlock(&e->mu);
 }
 
-void eddy__mem_conn_wait(eddy__mem_conn *conn, uint64_t seen, long long deadline_ms) {
-    eddy__mem_engine *e = conn->engine;
-    pthread_mutex_lock(&e->mu);
-    uint64_t gen = e->wake_gen;
-    if (!conn_should_wake(conn, seen)) {
-        link_waiter(e, conn);
-        while (!conn->woken && e->wake_gen == gen) {
-            if (deadline_ms < 0) {
-                pthread_cond_wait(&conn->cv, &e->mu);
-                continue;
-            }
-            if (monotonic_ms() >= deadline_ms)
-                break;
-            struct timespec ts = {(time_t)(deadline_ms / 1000),
-                                  (long)(deadline_ms % 1000) * 1000000};
-            if (pthread_cond_timedwait(&conn->cv, &e->mu, &ts) == ETIMEDOUT)
-                break;
-        }
-        unlink_waiter(e, conn);
-    }
-    pthread_mutex_unlock(&e->mu);
-}
-
 void eddy__mem_engine_wake(eddy__mem_engine *e) {
     pthread_mutex_lock(&e->mu);
     e->wake_gen++;
@@ -402,10 +374,6 @@ eddy__mem_conn *eddy__mem_conn_new(eddy__mem_engine *engine) {
     eddy__mem_conn *conn = eddy__mem_calloc(1, sizeof(*conn));
     if (!conn)
         return NULL;
-    if (!monotonic_cond_init(&conn->cv)) {
-        eddy__mem_free(conn);
-        return NULL;
-    }
     conn->engine = engine;
     conn->wait_nkeys = -1;
     conn->wake_fd = -1;
@@ -447,7 +415,6 @@ void eddy__mem_conn_free(eddy__mem_conn *conn) {
     eddy__mconn_unblock(conn);
     eddy__mresp_release(&conn->out);
     eddy__mem_free(conn->wait_keys);
-    pthread_cond_destroy(&conn->cv);
     eddy__mem_free(conn);
 }
 

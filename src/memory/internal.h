@@ -28,8 +28,7 @@ struct eddy__mem_engine {
     pthread_mutex_t mu; /* guards everything below */
     pthread_cond_t cv;  /* CLOCK_MONOTONIC; broadcast on writes with waiters and on wake */
     unsigned waiters;   /* threads in eddy__mem_engine_wait */
-    /* connections in eddy__mem_conn_wait (each woken on its own condition variable) or parked
-     * (eddy__mem_conn_park: woken through their eventfd) */
+    /* parked connections (eddy__mem_conn_park), each woken through its eventfd */
     struct eddy__mem_conn *conn_waiters;
     uint64_t other_seq;   /* seq of the last write that was not an XADD (wakes every waiter) */
     _Atomic uint64_t seq; /* write sequence: written under mu, read without it */
@@ -60,19 +59,15 @@ struct eddy__mem_conn {
     struct eddy__mid *blocked_ids;
     int blocked_nids;
     eddy__mresp out;
-    /* eddy__mem_conn_wait: the keys the last blocked read waits on ((size_t length, bytes)
-     * each; wait_nkeys < 0: unknown, any write wakes it), and the waiter's own state, all
-     * under engine->mu */
+    /* eddy__mem_conn_park: the keys the last blocked read waits on ((size_t length, bytes)
+     * each; wait_nkeys < 0: unknown, any write wakes it), and the parked state (linked in
+     * conn_waiters, woken through wake_fd), all under engine->mu */
     char *wait_keys;
     size_t wait_keys_cap;
     int wait_nkeys;
-    pthread_cond_t cv;
-    bool woken;
-    struct eddy__mem_conn *wait_next, *wait_prev;
-    /* eddy__mem_conn_park: linked in conn_waiters without a thread waiting; woken by writing
-     * to wake_fd (an eventfd) instead of signalling cv */
-    bool parked;
+    bool parked, woken;
     int wake_fd;
+    struct eddy__mem_conn *wait_next, *wait_prev;
 };
 
 /* Engine-level hooks defined in engine.c and registry.c. */
@@ -103,7 +98,7 @@ typedef struct eddy__mctx {
     struct eddy__mobj *appended;
     bool other_write;
     /* the command's writes cannot serve a blocked read (deliveries, acknowledgements, claims):
-     * they bump the sequence but wake no eddy__mem_conn_wait */
+     * they bump the sequence but wake no parked connection */
     bool quiet;
 } eddy__mctx;
 
@@ -456,7 +451,7 @@ bool eddy__mconn_blocked_match(eddy__mctx *c, const eddy__mid **ids, int *nids);
 /* Remembers this command as blocked with the given resolved ids; false on OOM. */
 bool eddy__mconn_block(eddy__mctx *c, const eddy__mid *ids, int nids);
 /* Records the keys a blocked read waits on (argv[first], nkeys of them) for
- * eddy__mem_conn_wait; without memory for them, any write will wake it. */
+ * eddy__mem_conn_park; without memory for them, any write will wake it. */
 void eddy__mconn_wait_on(eddy__mctx *c, int first, int nkeys);
 void eddy__mconn_unblock(eddy__mem_conn *conn);
 
