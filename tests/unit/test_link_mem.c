@@ -78,6 +78,7 @@ Test(link_mem, replies_are_ready_without_waiting) {
     cr_expect_null(r);
     eddy__cmdlist_reset(&cmds);
     eddy__link_free(l);
+    eddy__settings_free(&s);
 }
 
 Test(link_mem, a_parked_read_goes_on_when_the_engine_signals) {
@@ -108,6 +109,7 @@ Test(link_mem, a_parked_read_goes_on_when_the_engine_signals) {
     cr_expect_eq(eddy__link_deadline(l), -1);
     eddy__cmdlist_reset(&cmds);
     eddy__link_free(l);
+    eddy__settings_free(&s);
     eddy__mem_engine_release(e);
 }
 
@@ -140,6 +142,7 @@ Test(link_mem, a_parked_read_past_its_block_time_answers_nil) {
     freeReplyObject(r);
     eddy__cmdlist_reset(&cmds);
     eddy__link_free(l);
+    eddy__settings_free(&s);
 }
 
 /* A cut (pause, stop) of a parked group read: the link fails, and the engine never ran the
@@ -180,5 +183,6 @@ Test(link_mem, a_shutdown_cuts_a_parked_read_and_takes_nothing) {
     eddy__mem_conn_free(k);
     eddy__cmdlist_reset(&cmds);
     eddy__link_free(l);
+    eddy__settings_free(&s);
     eddy__mem_engine_release(e);
 }
