@@ -217,10 +217,8 @@ static eddy_status exec_link(bconn *c, const eddy__cmdlist *cmds, long long bloc
         c->cut = false;
         pthread_mutex_unlock(&c->lock);
     }
-    for (size_t i = 0; st == EDDY_OK && i < cmds->n;) {
-        if ((st = eddy__link_reply(l, &replies[i], err)) == EDDY_OK && replies[i])
-            i++;
-        else if (st == EDDY_OK)
+    for (size_t i = 0, got; st == EDDY_OK && i < cmds->n; i += got) {
+        if ((st = eddy__link_replies(l, replies + i, cmds->n - i, &got, err)) == EDDY_OK && !got)
             st = drive(c, deadline, err);
         if (st != EDDY_OK && st != EDDY_ERR_TIMEOUT && take_cut(c, true))
             st = eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");

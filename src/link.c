@@ -705,6 +705,17 @@ eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err)
     return EDDY_OK;
 }
 
+eddy_status eddy__link_replies(eddy__link *l, redisReply **out, size_t max, size_t *got,
+                               eddy_error *err) {
+    if (l->mem)
+        return eddy__memlink_replies(l->mem, out, max, got, err);
+    eddy_status st = EDDY_OK;
+    *got = 0;
+    while (*got < max && (st = eddy__link_reply(l, &out[*got], err)) == EDDY_OK && out[*got])
+        (*got)++;
+    return st;
+}
+
 /* ---- driving ----------------------------------------------------------------------------- */
 
 eddy_status eddy__link_flush(eddy__link *l, eddy_error *err) {

@@ -127,6 +127,11 @@ eddy_status eddy__link_send_resp(eddy__link *l, const char *resp, size_t len, si
  * for. */
 eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err);
 
+/* The same for up to max replies at once, into out: *got of them (0 when none is complete
+ * yet). On a failure, the replies taken before it are in out[0, *got). */
+eddy_status eddy__link_replies(eddy__link *l, redisReply **out, size_t max, size_t *got,
+                               eddy_error *err);
+
 /* Replies can be taken now without waiting on the socket (memory://: commands are queued and
  * the head is not a parked blocking read). A driver looks before it waits. Always false for a
  * socket, whose replies come only after eddy__link_io read them. */

@@ -218,8 +218,8 @@ static redisReply *nil_reply(eddy__reply_arena *arena) {
 
 /* Runs the first command not run yet (none may be parked), its reply built in arena (the
  * reader's, or NULL): EDDY_OK with *out its reply, or with *out NULL when it parked. */
-static eddy_status run_next(eddy__memlink *m, eddy__reply_arena *arena, redisReply **out,
-                            eddy_error *err) {
+static inline eddy_status run_next(eddy__memlink *m, eddy__reply_arena *arena, redisReply **out,
+                                   eddy_error *err) {
     *out = NULL;
     if (atomic_load_explicit(&m->cut, memory_order_acquire))
         return shut(m, err);
@@ -232,7 +232,6 @@ static eddy_status run_next(eddy__memlink *m, eddy__reply_arena *arena, redisRep
     }
     const eddy__cmd *cmd = m->q[(m->qhead + m->nrun) & (m->qcap - 1)].cmd;
     for (;;) {
-        uint64_t seen = eddy__mem_engine_seq(m->engine);
         long long block = -1;
         *out = eddy__mem_exec(m->mc, cmd->argc, eddy__cmd_argv(cmd), cmd->argvlen, &block);
         if (*out) {
@@ -243,7 +242,7 @@ static eddy_status run_next(eddy__memlink *m, eddy__reply_arena *arena, redisRep
             return fail(m, eddy__fail(err, EDDY_ERR_NOMEM, "%s: out of memory", m->peer));
         if (m->park_at < 0 && block > 0)
             m->park_at = eddy__mono_ms() + block;
-        if (eddy__mem_conn_park(m->mc, seen, m->efd)) {
+        if (eddy__mem_conn_park(m->mc, m->efd)) {
             m->parked = true;
             return EDDY_OK;
         }
@@ -287,6 +286,25 @@ eddy_status eddy__memlink_reply(eddy__memlink *m, redisReply **reply, eddy_error
     eddy_status st = run_next(m, arena, reply, err);
     if (st == EDDY_OK && *reply)
         answered(m);
+    return st;
+}
+
+eddy_status eddy__memlink_replies(eddy__memlink *m, redisReply **out, size_t max, size_t *got,
+                                  eddy_error *err) {
+    size_t n = 0;
+    if (m->phase == EDDY__LINK_READY) { /* what flush ran, in one go */
+        size_t k = m->nrun < max ? m->nrun : max, mask = m->qcap - 1, head = m->qhead;
+        for (; n < k; n++)
+            out[n] = m->q[(head + n) & mask].reply;
+        m->qhead = (head + n) & mask;
+        m->qn -= n;
+        m->nrun -= n;
+        m->answered += n;
+    }
+    eddy_status st = EDDY_OK;
+    while (n < max && (st = eddy__memlink_reply(m, &out[n], err)) == EDDY_OK && out[n])
+        n++;
+    *got = n;
     return st;
 }
 

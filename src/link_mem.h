@@ -49,6 +49,8 @@ eddy_status eddy__memlink_flush(eddy__memlink *m, eddy_error *err);
 eddy_status eddy__memlink_send(eddy__memlink *m, const eddy__cmdlist *cmds, uint64_t *last,
                                eddy_error *err);
 eddy_status eddy__memlink_reply(eddy__memlink *m, redisReply **reply, eddy_error *err);
+eddy_status eddy__memlink_replies(eddy__memlink *m, redisReply **out, size_t max, size_t *got,
+                                  eddy_error *err);
 bool eddy__memlink_ready(const eddy__memlink *m);
 uint64_t eddy__memlink_queued(const eddy__memlink *m);
 uint64_t eddy__memlink_answered(const eddy__memlink *m);

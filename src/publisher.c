@@ -123,10 +123,10 @@ void eddy__publisher_connection_lost(eddy__publisher *p) {
 
 /* After a lost connection, the first round to a stream the table holds looks at it first:
  * returns the stream's key (the caller's, for eddy__pub_look_again should the round not be
- * sent) when a look was added to out. */
-static char *add_look(eddy__publisher *p, const char *subject, eddy__cmdlist *out) {
-    if (atomic_load_explicit(&p->looks_due, memory_order_relaxed) == 0)
-        return NULL;
+ * sent) when a look was added to out. Out of line: publishes only call it after a reconnect
+ * (looks_due). */
+static __attribute__((noinline)) char *add_look(eddy__publisher *p, const char *subject,
+                                                eddy__cmdlist *out) {
     char *key = eddy__key_stream(p->s->ns, subject);
     if (!key)
         return NULL; /* out of memory: it looks at the next round */
@@ -174,47 +174,34 @@ static void look_result(eddy__publisher *p, const eddy__cmd *look, const redisRe
     eddy__conn_writes_lost(p->s->conn_state, b.lost);
 }
 
-/* The stream an entry command writes to: XADD's key, or the function's first key; NULL when
- * cmds[i] is no entry command or its reply is no id (not acknowledged). */
-static const char *acked_stream(const eddy__cmdlist *cmds, redisReply *const *replies, size_t i,
-                                size_t *len) {
-    int at = cmds->tags[i] == P_XADD ? 1 : cmds->tags[i] == P_FCALL ? 3 : 0;
-    if (!at || !replies[i] || replies[i]->type != REDIS_REPLY_STRING)
-        return NULL;
-    *len = cmds->cmds[i].argvlen[at];
-    return cmds->cmds[i].argv[at];
-}
-
-/* A round's results are read: its acknowledged ids are noted, one run per stream and round
- * (consecutive entry commands to one stream). */
+/* A round's results are read: its acknowledged ids are noted (stream_look.h). A round
+ * publishes to one subject (a publish, or a batch of one subject's events), so it is one run:
+ * its first and last acknowledged ids and how many there were. */
 static void note_round(eddy__publisher *p, const eddy__cmdlist *cmds, redisReply *const *replies) {
-    size_t i = 0;
-    while (i < cmds->n) {
-        size_t klen, len;
-        const char *key = acked_stream(cmds, replies, i, &klen), *other;
-        if (!key) {
-            i++;
-            continue;
-        }
-        const redisReply *first = replies[i], *last = first;
-        uint64_t n = 1;
-        for (i++; i < cmds->n; i++) {
-            if (cmds->tags[i] != P_XADD && cmds->tags[i] != P_FCALL)
-                continue; /* SADD, WAIT between a batch's entries */
-            other = acked_stream(cmds, replies, i, &len);
-            if (!other || len != klen || memcmp(other, key, len) != 0)
-                break;
+    const redisReply *first = NULL, *last = NULL;
+    size_t at = 0;
+    uint64_t n = 0;
+    for (size_t i = 0; i < cmds->n; i++) {
+        int tag = cmds->tags[i];
+        if ((tag == P_XADD || tag == P_FCALL) && replies[i] &&
+            replies[i]->type == REDIS_REPLY_STRING) {
+            if (!first) {
+                first = replies[i];
+                at = i;
+            }
             last = replies[i];
             n++;
         }
-        pthread_mutex_lock(&p->lock);
-        eddy__pub_look_note(&p->looks, key, klen, first->str, first->len, last->str, last->len, n);
-        pthread_mutex_unlock(&p->lock);
     }
+    if (!n)
+        return;
+    int k = cmds->tags[at] == P_XADD ? 1 : 3; /* XADD's key, or the function's first key */
+    pthread_mutex_lock(&p->lock);
+    eddy__pub_look_note(&p->looks, cmds->cmds[at].argv[k], cmds->cmds[at].argvlen[k], first->str,
+                        first->len, last->str, last->len, n);
+    pthread_mutex_unlock(&p->lock);
 }
 
-/* The entry's command: XADD, or with dedup FCALL of the publish function (keys the stream and
- * the event's dedup key; args the window and the trim bound), then the event's fields. */
 static eddy_status add_entry_cmd(eddy__publisher *p, const char *subject, const eddy_event *ev,
                                  bool dedup, eddy__cmdlist *out) {
     eddy__cmd *x = eddy__cmdlist_add(out, dedup ? P_FCALL : P_XADD, 0);
@@ -275,7 +262,9 @@ static eddy_status prepare(eddy__publisher *p, const char *subject, const eddy_e
     bool loads = dedup && !atomic_exchange(&p->loaded, true);
     if (loads)
         st = eddy__store_load_cmds(out);
-    char *looked = st == EDDY_OK && look ? add_look(p, subject, out) : NULL;
+    char *looked = NULL;
+    if (look && st == EDDY_OK && atomic_load_explicit(&p->looks_due, memory_order_relaxed))
+        looked = add_look(p, subject, out);
     if (st == EDDY_OK && !is_known(p, subject)) {
         eddy__cmd *sadd = eddy__cmdlist_add(out, P_SADD, 0);
         if (sadd) {
@@ -298,7 +287,8 @@ static eddy_status prepare(eddy__publisher *p, const char *subject, const eddy_e
             eddy__cmd_reset(&out->cmds[--out->n]);
         return eddy__fail(err, st, "publish: could not build the command");
     }
-    free(looked);
+    if (looked)
+        free(looked);
     return EDDY_OK;
 }
 

@@ -139,6 +139,11 @@ void eddy__pub_look_note(eddy__pub_look *t, const char *key, size_t keylen, cons
     eddy__pub_run run = {.n = n, .noted = ++t->clock};
     if (n == 0 || !parse_id(first, firstlen, &run.first) || !parse_id(last, lastlen, &run.last))
         return;
+    if (cmp_id(run.last, run.first) < 0) { /* a deduplicated publish answers an older id */
+        eddy__xid x = run.first;
+        run.first = run.last;
+        run.last = x;
+    }
     eddy__pub_stream *r = row_for(t, key, keylen);
     if (!r)
         return;

@@ -336,10 +336,10 @@ static void unlink_waiter(eddy__mem_engine *e, eddy__mem_conn *conn) {
         conn->wait_next->wait_prev = conn->wait_prev;
 }
 
-bool eddy__mem_conn_park(eddy__mem_conn *conn, uint64_t seen, int fd) {
+bool eddy__mem_conn_park(eddy__mem_conn *conn, int fd) {
     eddy__mem_engine *e = conn->engine;
     pthread_mutex_lock(&e->mu);
-    bool park = !conn->parked && !conn_should_wake(conn, seen);
+    bool park = !conn->parked && !conn_should_wake(conn, conn->blocked_seq);
     if (park) {
         link_waiter(e, conn);
         conn->parked = true;
@@ -606,6 +606,8 @@ static void end_locked(eddy__mctx *c) {
             wake_conns(e, appended);
         wake = e->waiters > 0;
     }
+    if (c->blocked) /* what the read saw (its own write, a new consumer, included) */
+        c->conn->blocked_seq = atomic_load_explicit(&c->eng->seq, memory_order_relaxed);
     pthread_mutex_unlock(&c->eng->mu);
     /* Broadcast after unlocking, so the woken do not block at once on the lock; a waiter
      * checks seq under the lock before waiting, so no change goes unseen. */

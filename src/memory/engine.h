@@ -66,10 +66,11 @@ void eddy__mem_engine_wait(eddy__mem_engine *engine, uint64_t seen, long long de
  * write: readers of other streams sleep through a publisher's appends, and deliveries,
  * acknowledgements and claims wake nobody) write 1 to fd (an eventfd, non-blocking) once, as
  * eddy__mem_engine_wake does; the caller then unparks and runs the read again. False (nothing
- * parked) when such a write came since `seen` already: run it again at once. The fd must stay
+ * parked) when such a write came since the read found nothing (the engine noted its write
+ * sequence then, under the same hold of its lock): run it again at once. The fd must stay
  * open until eddy__mem_conn_unpark (or eddy__mem_conn_free, which unparks). No syscall unless
  * a write wakes it. */
-bool eddy__mem_conn_park(eddy__mem_conn *conn, uint64_t seen, int fd);
+bool eddy__mem_conn_park(eddy__mem_conn *conn, int fd);
 void eddy__mem_conn_unpark(eddy__mem_conn *conn);
 /* Wakes every eddy__mem_engine_wait and parked connection. */
 void eddy__mem_engine_wake(eddy__mem_engine *engine);

@@ -67,6 +67,7 @@ struct eddy__mem_conn {
     int wait_nkeys;
     bool parked, woken;
     int wake_fd;
+    uint64_t blocked_seq; /* the write sequence when the last blocked read found nothing */
     struct eddy__mem_conn *wait_next, *wait_prev;
 };
 

@@ -1747,9 +1747,8 @@ static uint64_t signals_on(int fd) {
 static void park_on_s(eddy__mem_conn *reader, int fd) {
     long long block_ms;
     freeReplyObject(run_on(reader, "PING", &block_ms));
-    uint64_t seen = eddy__mem_engine_seq(eng);
     cr_assert_null(run_on(reader, "XREAD BLOCK 0 STREAMS s $", &block_ms));
-    cr_assert(eddy__mem_conn_park(reader, seen, fd));
+    cr_assert(eddy__mem_conn_park(reader, fd));
 }
 
 Test(memory, a_parked_read_is_signalled_by_the_writes_that_can_serve_it) {
@@ -1784,10 +1783,9 @@ Test(memory, a_parked_read_is_signalled_by_the_writes_that_can_serve_it) {
     eddy__mem_conn_unpark(reader);
     /* A write between the read and the park: nothing parks, the read runs again at once. */
     long long block_ms;
-    uint64_t seen = eddy__mem_engine_seq(eng);
     cr_assert_null(run_on(reader, "XREAD BLOCK 0 STREAMS s $", &block_ms));
     EXPECT("XADD s 4-1 f v", "\"4-1\"");
-    cr_expect(!eddy__mem_conn_park(reader, seen, fd));
+    cr_expect(!eddy__mem_conn_park(reader, fd));
     park_on_s(reader, fd);
     eddy__mem_conn_free(reader); /* unparks: later writes touch no closed fd */
     EXPECT("XADD s 5-1 f v", "\"5-1\"");
@@ -1821,7 +1819,7 @@ static void *blocked_reader_thread(void *arg) {
         cr_assert_geq(block_ms, 0);
         b->waits++;
         if (b->park) {
-            if (eddy__mem_conn_park(c, seen, fd)) {
+            if (eddy__mem_conn_park(c, fd)) {
                 struct pollfd p = {.fd = fd, .events = POLLIN};
                 poll(&p, 1, -1);
                 signals_on(fd);
