@@ -56,21 +56,23 @@ bool eddy__stream_look_feed(eddy__stream_look *l, const redisReply *info, eddy__
 /* ---- published ids ---------------------------------------------------------------------
  *
  * What a bus's publishing side was told of its writes, to tell when the server is behind
- * them. After each publish round (the commands sent together: a publish, or a batch) the ids
- * the server acknowledged are noted per stream, as runs: a stream's round gives one run (its
- * first and last id and how many there were; XADD ids of one connection ascend). The table is
- * bounded: the EDDY__PUB_LOOK_STREAMS streams published to most recently, each with its last
- * EDDY__PUB_LOOK_RUNS runs (older ones are forgotten). When the publishing connection was
- * lost, each stream in the table is due a look: its next round starts with XINFO STREAM,
- * whose last-generated-id (the stream gone: 0-0) tells what the server still has before this
- * round's own writes. Only runs noted before the look was taken (eddy__pub_look_take) are
- * compared: a round acknowledged since may have run after it on another thread, above the id
- * the look returns, lost or not. The server is behind when that id is below the newest id of
- * those; the
- * writes lost counted then are the noted ids above it: every id of a run whose first id is
- * above it, and for the one run it falls inside only its last (the ids between are not kept:
- * a lower bound then); runs already forgotten are not counted. A stream deleted on purpose
- * counts too. The runs found lost are dropped, so a loss counts once.
+ * them. After each publish round (the commands sent together: a publish, or a batch, both to
+ * one subject) the ids the server acknowledged are noted as one run of its stream: the first
+ * and last id and how many there were (XADD ids of one connection ascend; a deduplicated
+ * publish, which answers an older id, only widens the run). The table is bounded: the
+ * EDDY__PUB_LOOK_STREAMS streams published to most recently, each with its last
+ * EDDY__PUB_LOOK_RUNS runs (older ones are forgotten).
+ *
+ * When the publishing connection was lost, each stream in the table is due a look: its next
+ * round starts with XINFO STREAM, whose last-generated-id (the stream gone: 0-0) tells what
+ * the server still has before this round's own writes. Only runs noted before the look was
+ * taken (eddy__pub_look_take) are compared: a round acknowledged since may have run after it
+ * on another thread, above the id the look returns. The server is behind when that id is
+ * below the newest id of those runs; the writes lost counted then are their ids above it:
+ * every id of a run whose first id is above it, and for a run it falls inside only its last
+ * (the ids between are not kept: a lower bound then); runs already forgotten are not counted.
+ * A stream deleted on purpose counts too. The runs found lost are dropped, so a loss counts
+ * once.
  *
  * Thread: the caller locks (the publisher's lock). */
 
