@@ -33,20 +33,12 @@
 
 #define PARSED_MAX 64 /* replies parsed before taking the lock to hand them out */
 
-/* One caller of eddy__bmux_exec, waiting for its slot on a mutex of its own, so that handing out
- * replies does not make every woken caller queue up on the mux's lock. */
-typedef struct mwait {
-    eddy__pipe_slot slot;
-    uint64_t last;      /* the link's number of its last command */
-    long long deadline; /* monotonic ms */
-    bool popped;        /* out of the FIFO (guarded by the mux's lock): its completer is decided */
-    eddy_error err;
-    pthread_mutex_t m; /* guards done and offered */
-    pthread_cond_t cond;
-    bool done;            /* its replies are in, or it failed: the caller may return */
-    bool offered;         /* it is next and nobody reads: take the reader's role */
-    struct mwait *next_c; /* on a list of callers to complete */
-} mwait;
+/* One caller of eddy__bmux_exec or eddy__bmux_send. A caller of exec waits for its slot on a
+ * mutex of its own, so that handing out replies does not make every woken caller queue up on
+ * the mux's lock. */
+typedef eddy__bmux_wait mwait;
+
+static void *reader_main(void *arg);
 
 eddy_status eddy__bmux_init(bmux *m, const eddy__settings *s) {
     memset(m, 0, sizeof(*m));
@@ -54,11 +46,20 @@ eddy_status eddy__bmux_init(bmux *m, const eddy__settings *s) {
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->idle, NULL);
     pthread_mutex_init(&m->io, NULL);
+    eddy__bcond_init_monotonic(&m->reader_cond);
     eddy__pipeline_init(&m->fifo);
     return eddy__bconn_init(&m->conn, s);
 }
 
 void eddy__bmux_destroy(bmux *m) {
+    if (m->reader_started) {
+        pthread_mutex_lock(&m->lock);
+        m->reader_stop = true;
+        pthread_cond_signal(&m->reader_cond);
+        pthread_mutex_unlock(&m->lock);
+        pthread_join(m->reader, NULL);
+    }
+    pthread_cond_destroy(&m->reader_cond);
     eddy__bconn_destroy(&m->conn);
     pthread_cond_destroy(&m->idle);
     pthread_mutex_destroy(&m->io);
@@ -74,13 +75,26 @@ static void popped(mwait *w, mwait **out) {
     *out = w;
 }
 
+/* Whether an async slot's caller must be told now: its commands failed or were refused. */
+static bool slot_failed(const mwait *w) {
+    if (w->slot.st != EDDY_OK)
+        return true;
+    for (size_t i = 0; i < w->slot.n; i++)
+        if (!w->slot.replies[i] || w->slot.replies[i]->type == REDIS_REPLY_ERROR)
+            return true;
+    return false;
+}
+
 static void wake(mwait *w, bool done) {
     pthread_mutex_lock(&w->m);
+    if (done && w->async && w->on_failure && slot_failed(w))
+        w->on_failure(w->user); /* before done: its caller is still waiting for it */
     if (done)
         w->done = true;
     else
         w->offered = true;
-    pthread_cond_signal(&w->cond);
+    if (!w->async || w->finishing)
+        pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&w->m); /* w may be gone from here on when done */
 }
 
@@ -211,11 +225,12 @@ static bool wait_fd(bmux *m, short events, long long deadline) {
     return true;
 }
 
-/* Parses up to max replies the link already holds, waiting for the socket (until w's deadline)
+/* Parses up to max replies the link already holds, waiting for the socket (until deadline)
  * and reading when it holds none. Returns how many, 0 when w's deadline passed; *lost (with err)
  * when the connection was lost, after the replies that came before (returned). Reader's role,
  * no lock. */
-static int parse_some(bmux *m, mwait *w, redisReply **out, int max, bool *lost, eddy_error *err) {
+static int parse_some(bmux *m, long long deadline, redisReply **out, int max, bool *lost,
+                      eddy_error *err) {
     eddy__link *l = m->conn.link;
     /* First what is parsed already; then wait for the socket and read: a reply just asked for
      * is rarely there yet, so poll() comes before recv() (no recv() that would block). */
@@ -236,24 +251,34 @@ static int parse_some(bmux *m, mwait *w, redisReply **out, int max, bool *lost, 
         *lost = st != EDDY_OK;
         if (n > 0 || *lost) /* what came before a failure is handed out all the same */
             return n;
-        if (!wait_fd(m, POLLIN, w->deadline))
+        if (!wait_fd(m, POLLIN, deadline))
             return 0;
     }
 }
 
-/* Reads and hands out replies until w's are in or the connection is lost. Called and returns
- * with lock held, in the reader's role. */
+/* Reads and hands out replies until w's are in (w NULL: until no slot waits) or the connection
+ * is lost. A wait for the socket ends at w's deadline, or without w at the oldest slot's; when
+ * it passes, that slot's caller gives the connection up. Called and returns with lock held, in
+ * the reader's role. */
 static void read_for(bmux *m, mwait *w) {
-    while (!w->popped && !m->broken) {
+    eddy__pipe_slot *head;
+    while (!m->broken && (w ? !w->popped : (head = eddy__pipeline_head(&m->fifo)) != NULL)) {
+        mwait *by = w ? w : head->waiter; /* alive: in the FIFO, or w itself */
+        long long deadline = by->deadline;
         pthread_mutex_unlock(&m->lock);
         redisReply *parsed[PARSED_MAX];
         eddy_error why;
         bool lost = false;
-        int n = parse_some(m, w, parsed, PARSED_MAX, &lost, &why);
+        int n = parse_some(m, deadline, parsed, PARSED_MAX, &lost, &why);
         pthread_mutex_lock(&m->lock);
         mwait *done = NULL;
-        if (n == 0 && !lost)
-            expire(m, w, &done);
+        if (n == 0 && !lost) {
+            head = eddy__pipeline_head(&m->fifo);
+            if (w)
+                expire(m, w, &done);
+            else if (head && ((mwait *)head->waiter)->deadline <= eddy__bconn_now_ms())
+                expire(m, head->waiter, &done);
+        }
         for (int i = 0; i < n; i++) {
             bool unexpected;
             eddy__pipe_slot *s = eddy__pipeline_feed(&m->fifo, parsed[i], &unexpected);
@@ -277,20 +302,49 @@ static void read_for(bmux *m, mwait *w) {
     }
 }
 
+/* Leaving the reader's role with lock held: passes it on to the oldest slot's caller when it
+ * waits in the mux, to the reader thread when that slot's caller does not, or, on a lost
+ * connection, to whoever waits to reconnect. */
+static void leave_role(bmux *m) {
+    m->reading = false;
+    eddy__pipe_slot *next = eddy__pipeline_head(&m->fifo);
+    if (m->broken)
+        pthread_cond_broadcast(&m->idle);
+    else if (next && ((mwait *)next->waiter)->async) {
+        m->reader_wanted = true;
+        pthread_cond_signal(&m->reader_cond);
+    } else if (next) /* in the FIFO: its caller is waiting, so it is alive */
+        wake(next->waiter, false);
+}
+
 /* Takes the reader's role if nobody holds it and reads until w's replies are in, then passes
- * the role on: to the oldest slot's caller, or, on a lost connection, to whoever waits to
- * reconnect. Caller holds lock. */
+ * the role on. Caller holds lock. */
 static void take_role(bmux *m, mwait *w) {
     if (m->reading || m->broken || w->popped)
         return;
     m->reading = true;
     read_for(m, w);
-    m->reading = false;
-    eddy__pipe_slot *next = eddy__pipeline_head(&m->fifo);
-    if (m->broken)
-        pthread_cond_broadcast(&m->idle);
-    else if (next) /* in the FIFO: its caller is waiting, so it is alive */
-        wake(next->waiter, false);
+    leave_role(m);
+}
+
+/* The reader thread: whenever it is wanted, reads until no slot waits. */
+static void *reader_main(void *arg) {
+    bmux *m = arg;
+    pthread_mutex_lock(&m->lock);
+    while (!m->reader_stop) {
+        if (!m->reader_wanted) {
+            pthread_cond_wait(&m->reader_cond, &m->lock);
+            continue;
+        }
+        m->reader_wanted = false;
+        if (m->reading || m->broken || !eddy__pipeline_head(&m->fifo))
+            continue;
+        m->reading = true;
+        read_for(m, NULL);
+        leave_role(m);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
 }
 
 /* In the writer's role, lock held: writes what is queued (its own and what others queue
@@ -335,16 +389,18 @@ static void write_queued(bmux *m, mwait *w, mwait **done) {
 static eddy_status queue_cmds(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, mwait *w,
                               eddy_error *err) {
     eddy_status st = EDDY_OK;
+    /* Connected (the common case: one take of the lock), else connect, and again, once, when
+     * the connection was lost meanwhile. */
     for (int attempt = 0;; attempt++) {
-        if ((st = ensure_connected(m, w->deadline, err)) != EDDY_OK)
-            return st;
         pthread_mutex_lock(&m->lock);
         if (m->up && !m->broken)
             break;
         eddy_error lost = m->lost;
-        pthread_mutex_unlock(&m->lock); /* lost meanwhile: connect again, once */
-        if (attempt == 1)
+        pthread_mutex_unlock(&m->lock);
+        if (attempt == 2)
             return eddy__fail(err, EDDY_ERR_IO, "%s", lost.detail);
+        if ((st = ensure_connected(m, w->deadline, err)) != EDDY_OK)
+            return st;
     }
     eddy_error why;
     pthread_mutex_lock(&m->io);
@@ -371,54 +427,140 @@ static eddy_status queue_cmds(bmux *m, const eddy__cmdlist *cmds, redisReply **r
     return EDDY_OK;
 }
 
+static void wait_init(mwait *w, long long deadline) {
+    memset(w, 0, sizeof(*w));
+    w->deadline = deadline;
+    pthread_mutex_init(&w->m, NULL);
+    eddy__bcond_init_monotonic(&w->cond);
+}
+
+static void wait_destroy(mwait *w) {
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->m);
+}
+
+/* Waits until w is done: reads itself when nobody reads (or when offered the role), and gives
+ * the connection up when w's deadline passes with the role someone else's. Returns w's status.
+ * Caller holds no lock. */
+static eddy_status wait_done(bmux *m, mwait *w, eddy_error *err) {
+    pthread_mutex_lock(&m->lock);
+    take_role(m, w); /* nobody reads: read now, without going to sleep first */
+    pthread_mutex_unlock(&m->lock);
+    long long deadline = w->deadline;
+    struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
+    pthread_mutex_lock(&w->m);
+    while (!w->done) {
+        bool late = false;
+        if (!w->offered && pthread_cond_timedwait(&w->cond, &w->m, &at) == ETIMEDOUT)
+            late = !w->done;
+        if (w->done)
+            break;
+        bool offered = w->offered;
+        w->offered = false;
+        pthread_mutex_unlock(&w->m);
+        mwait *done = NULL;
+        pthread_mutex_lock(&m->lock);
+        if (offered)
+            take_role(m, w);
+        else if (late) /* the reader's role is someone else's: give the connection up */
+            expire(m, w, &done);
+        pthread_mutex_unlock(&m->lock);
+        complete_all(done); /* w among them */
+        pthread_mutex_lock(&w->m);
+    }
+    pthread_mutex_unlock(&w->m);
+    eddy_status st = w->slot.st;
+    if (st != EDDY_OK && err)
+        *err = w->err;
+    return st;
+}
+
+/* memory://: the engine answers at once, under the connect lock (no round trip there). */
+static eddy_status exec_memory(bmux *m, const eddy__cmdlist *cmds, redisReply **replies,
+                               eddy_error *err) {
+    pthread_mutex_lock(&m->connect_lock);
+    eddy_status st = eddy__bconn_exec(&m->conn, cmds, -1, replies, err);
+    pthread_mutex_unlock(&m->connect_lock);
+    return st;
+}
+
 eddy_status eddy__bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long deadline,
                                   redisReply **replies, eddy_error *err) {
     for (size_t i = 0; i < cmds->n; i++)
         replies[i] = NULL;
-    if (m->conn.engine) { /* memory://: the engine answers at once */
-        pthread_mutex_lock(&m->connect_lock);
-        eddy_status st = eddy__bconn_exec(&m->conn, cmds, -1, replies, err);
-        pthread_mutex_unlock(&m->connect_lock);
-        return st;
-    }
+    if (m->conn.engine)
+        return exec_memory(m, cmds, replies, err);
     if (cmds->n == 0)
         return ensure_connected(m, deadline, err);
-    mwait w = {.popped = false, .deadline = deadline};
-    pthread_mutex_init(&w.m, NULL);
-    eddy__bcond_init_monotonic(&w.cond);
+    mwait w;
+    wait_init(&w, deadline);
     eddy_status st = queue_cmds(m, cmds, replies, &w, err);
-    if (st == EDDY_OK) {
-        pthread_mutex_lock(&m->lock);
-        take_role(m, &w); /* nobody reads: read now, without going to sleep first */
-        pthread_mutex_unlock(&m->lock);
-        struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
-        pthread_mutex_lock(&w.m);
-        while (!w.done) {
-            bool late = false;
-            if (!w.offered && pthread_cond_timedwait(&w.cond, &w.m, &at) == ETIMEDOUT)
-                late = !w.done;
-            if (w.done)
-                break;
-            bool offered = w.offered;
-            w.offered = false;
-            pthread_mutex_unlock(&w.m);
-            mwait *done = NULL;
-            pthread_mutex_lock(&m->lock);
-            if (offered)
-                take_role(m, &w);
-            else if (late) /* the reader's role is someone else's: give the connection up */
-                expire(m, &w, &done);
-            pthread_mutex_unlock(&m->lock);
-            complete_all(done); /* w among them */
-            pthread_mutex_lock(&w.m);
-        }
-        pthread_mutex_unlock(&w.m);
-        st = w.slot.st;
-        if (st != EDDY_OK && err)
-            *err = w.err;
+    if (st == EDDY_OK)
+        st = wait_done(m, &w, err);
+    wait_destroy(&w);
+    return st;
+}
+
+/* Has the reader thread read for an async slot that nobody reads for (starting it the first
+ * time). Caller holds lock. false when it could not be started. */
+static bool want_reader(bmux *m) {
+    if (m->reading)
+        return true;
+    if (!m->reader_started) {
+        if (pthread_create(&m->reader, NULL, reader_main, m) != 0)
+            return false;
+        m->reader_started = true;
     }
-    pthread_cond_destroy(&w.cond);
-    pthread_mutex_destroy(&w.m);
+    m->reader_wanted = true;
+    pthread_cond_signal(&m->reader_cond);
+    return true;
+}
+
+eddy_status eddy__bmux_send(bmux *m, const eddy__cmdlist *cmds, long long deadline,
+                            redisReply **replies, eddy__bmux_wait *w,
+                            void (*on_failure)(void *user), void *user, eddy_error *err) {
+    for (size_t i = 0; i < cmds->n; i++)
+        replies[i] = NULL;
+    wait_init(w, deadline);
+    if (m->conn.engine || cmds->n == 0) { /* done at once */
+        w->slot.st = m->conn.engine ? exec_memory(m, cmds, replies, &w->err)
+                                    : ensure_connected(m, deadline, &w->err);
+        w->slot.replies = replies;
+        w->slot.n = cmds->n;
+        w->done = true;
+        if (on_failure && slot_failed(w))
+            on_failure(user);
+        return EDDY_OK;
+    }
+    w->async = true;
+    w->on_failure = on_failure;
+    w->user = user;
+    eddy_status st = queue_cmds(m, cmds, replies, w, err);
+    if (st != EDDY_OK) {
+        wait_destroy(w);
+        return st;
+    }
+    pthread_mutex_lock(&m->lock);
+    if (!w->popped && !want_reader(m)) {
+        /* No reader thread: the caller reads for itself in eddy__bmux_finish (and hears of a
+         * failure only then). */
+        pthread_mutex_lock(&w->m);
+        w->async = false;
+        pthread_mutex_unlock(&w->m);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return EDDY_OK;
+}
+
+eddy_status eddy__bmux_finish(bmux *m, eddy__bmux_wait *w, eddy_error *err) {
+    pthread_mutex_lock(&w->m);
+    w->finishing = true;
+    bool done = w->done;
+    pthread_mutex_unlock(&w->m);
+    eddy_status st = done ? w->slot.st : wait_done(m, w, err);
+    if (done && st != EDDY_OK && err)
+        *err = w->err;
+    wait_destroy(w);
     return st;
 }
 
