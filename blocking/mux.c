@@ -541,7 +541,11 @@ eddy_status eddy__bmux_send(bmux *m, const eddy__cmdlist *cmds, long long deadli
         return st;
     }
     pthread_mutex_lock(&m->lock);
-    if (!w->popped && !want_reader(m)) {
+    if (!m->reading && eddy__pipeline_head(&m->fifo) == &w->slot && !w->slot.next)
+        /* Alone on the connection: read the acknowledgement here, as exec would, rather than
+         * wake the reader thread for it (one request at a time pays no extra wake). */
+        take_role(m, w);
+    else if (!w->popped && !want_reader(m)) {
         /* No reader thread: the caller reads for itself in eddy__bmux_finish (and hears of a
          * failure only then). */
         pthread_mutex_lock(&w->m);
