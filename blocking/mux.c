@@ -60,6 +60,10 @@ void eddy__bmux_destroy(bmux *m) {
         pthread_join(m->reader, NULL);
     }
     pthread_cond_destroy(&m->reader_cond);
+    free(m->stage.buf);
+    free(m->stage.runs);
+    free(m->spare.buf);
+    free(m->spare.runs);
     eddy__bconn_destroy(&m->conn);
     pthread_cond_destroy(&m->idle);
     pthread_mutex_destroy(&m->io);
@@ -115,6 +119,7 @@ static void fail_slots(bmux *m, const eddy_error *why, bool by_deadline, mwait *
         m->broken = true;
         m->lost = *why;
     }
+    m->stage.len = m->stage.nruns = 0; /* their slots fail below */
     pthread_mutex_lock(&m->io);
     uint64_t sent = eddy__link_sent(m->conn.link);
     pthread_mutex_unlock(&m->io);
@@ -198,6 +203,8 @@ static eddy_status ensure_connected(bmux *m, long long until, eddy_error *err) {
         pthread_mutex_lock(&m->lock);
         m->broken = false;
         m->up = st == EDDY_OK;
+        if (m->up)
+            m->numbered = eddy__link_queued(m->conn.link);
         pthread_mutex_unlock(&m->lock);
     }
     pthread_mutex_unlock(&m->connect_lock);
@@ -347,23 +354,48 @@ static void *reader_main(void *arg) {
     return NULL;
 }
 
-/* In the writer's role, lock held: writes what is queued (its own and what others queue
+/* Hands every staged run to the link and writes, with io held and lock not (callers keep
+ * staging meanwhile). Returns whether bytes are still unwritten; err on failure. */
+static eddy_status hand_over(bmux *m, eddy__bmux_stage *taken, bool *pending, eddy_error *err) {
+    eddy__link *l = m->conn.link;
+    eddy_status st = EDDY_OK;
+    pthread_mutex_lock(&m->io);
+    size_t start = 0;
+    for (size_t i = 0; i < taken->nruns && st == EDDY_OK; i++) {
+        st = eddy__link_send_resp(l, taken->buf + start, taken->runs[i].end - start,
+                                  taken->runs[i].ncmds, NULL, err);
+        start = taken->runs[i].end;
+    }
+    if (st == EDDY_OK)
+        st = eddy__link_flush(l, err);
+    *pending = eddy__link_sent(l) < eddy__link_queued(l);
+    pthread_mutex_unlock(&m->io);
+    return st;
+}
+
+/* In the writer's role, lock held: writes what is staged (its own and what others stage
  * meanwhile) until nothing is, waiting for the socket until w's deadline, then leaves the
  * role. A failed write fails every slot (their callers are queued on *done). */
 static void write_queued(bmux *m, mwait *w, mwait **done) {
     eddy__link *l = m->conn.link;
     while (!m->broken) {
-        pthread_mutex_lock(&m->io);
+        eddy__bmux_stage taken = m->stage;
+        m->stage = m->spare;
+        m->stage.len = m->stage.nruns = 0;
+        pthread_mutex_unlock(&m->lock);
         eddy_error why;
-        eddy_status st = eddy__link_flush(l, &why);
-        bool pending = eddy__link_sent(l) < eddy__link_queued(l);
-        pthread_mutex_unlock(&m->io);
+        bool pending;
+        eddy_status st = hand_over(m, &taken, &pending, &why);
+        pthread_mutex_lock(&m->lock);
+        m->spare = taken;
         if (st != EDDY_OK) {
             fail_all(m, &why, done); /* what was written may end in half a command */
             eddy__link_shutdown(l);  /* a reader in poll() leaves */
             break;
         }
-        if (!pending) /* checked under lock: nobody queued behind it unwritten */
+        if (m->stage.nruns > 0) /* staged meanwhile */
+            continue;
+        if (!pending) /* checked under lock: nobody staged behind it */
             break;
         /* Bytes are unwritten, so their slot is in the FIFO: wait until the writer's own
          * deadline while its slot is there, else the oldest slot's (its waiter is alive while
@@ -384,6 +416,40 @@ static void write_queued(bmux *m, mwait *w, mwait **done) {
         pthread_cond_broadcast(&m->idle);
 }
 
+/* Appends cmds' RESP to the stage as one run; w->last gets the link's number of its last
+ * command. false when out of memory (nothing staged). Caller holds lock. */
+static bool stage_cmds(bmux *m, const eddy__cmdlist *cmds, mwait *w) {
+    eddy__bmux_stage *sg = &m->stage;
+    size_t len = 0;
+    for (size_t i = 0; i < cmds->n; i++)
+        len += eddy__cmd_resp_size(&cmds->cmds[i]);
+    if (sg->len + len > sg->cap) {
+        size_t cap = sg->cap ? sg->cap : 4096;
+        while (cap < sg->len + len)
+            cap *= 2;
+        char *buf = realloc(sg->buf, cap);
+        if (!buf)
+            return false;
+        sg->buf = buf;
+        sg->cap = cap;
+    }
+    if (sg->nruns == sg->runs_cap) {
+        size_t cap = sg->runs_cap ? sg->runs_cap * 2 : 64;
+        struct eddy__bmux_run *runs = realloc(sg->runs, cap * sizeof(*runs));
+        if (!runs)
+            return false;
+        sg->runs = runs;
+        sg->runs_cap = cap;
+    }
+    char *at = sg->buf + sg->len;
+    for (size_t i = 0; i < cmds->n; i++)
+        at = eddy__cmd_resp_write(&cmds->cmds[i], at);
+    sg->len += len;
+    sg->runs[sg->nruns++] = (struct eddy__bmux_run){sg->len, cmds->n};
+    w->last = m->numbered += cmds->n;
+    return true;
+}
+
 /* Queues cmds with w's slot, and writes unless someone does. EDDY_OK: w is in the FIFO, or
  * already failed with the connection. Caller holds no lock. */
 static eddy_status queue_cmds(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, mwait *w,
@@ -402,19 +468,9 @@ static eddy_status queue_cmds(bmux *m, const eddy__cmdlist *cmds, redisReply **r
         if ((st = ensure_connected(m, w->deadline, err)) != EDDY_OK)
             return st;
     }
-    eddy_error why;
-    pthread_mutex_lock(&m->io);
-    st = eddy__link_send(m->conn.link, cmds, &w->last, &why);
-    pthread_mutex_unlock(&m->io);
-    if (st != EDDY_OK) { /* nothing queued: out of memory, or the link failed unnoticed */
-        mwait *done = NULL;
-        if (st != EDDY_ERR_NOMEM)
-            fail_all(m, &why, &done); /* the slots in flight fail with it; next call reconnects */
+    if (!stage_cmds(m, cmds, w)) { /* nothing queued */
         pthread_mutex_unlock(&m->lock);
-        complete_all(done);
-        if (err)
-            *err = why;
-        return st;
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory queueing commands");
     }
     eddy__pipeline_push(&m->fifo, &w->slot, replies, cmds->n, w);
     mwait *done = NULL;

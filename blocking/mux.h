@@ -50,6 +50,17 @@ typedef struct eddy__bmux_wait {
     struct eddy__bmux_wait *next_c; /* on a list of callers to complete */
 } eddy__bmux_wait;
 
+/* Commands queued and not yet handed to the link: their RESP bytes back to back, and where
+ * each caller's run ends (the link keeps a "written" mark per run). */
+typedef struct eddy__bmux_stage {
+    char *buf;
+    size_t len, cap;
+    struct eddy__bmux_run {
+        size_t end, ncmds;
+    } * runs;
+    size_t nruns, runs_cap;
+} eddy__bmux_stage;
+
 typedef struct bmux {
     bconn conn;
     pthread_mutex_t connect_lock; /* one caller (re)connects at a time */
@@ -62,6 +73,10 @@ typedef struct bmux {
     bool writing; /* a caller holds the writer's role: it writes `out` until it is empty */
     bool broken;  /* lost: reconnect once neither role is held */
     eddy_error lost;
+    /* Queued under `lock` alone, so that callers never wait for the link (held by the writer
+     * while it writes); the writer hands the stage to the link, swapping in `spare`. */
+    eddy__bmux_stage stage, spare;
+    uint64_t numbered; /* the link's number of the last command staged */
     /* The reader thread: reads while async slots wait and no caller reads. */
     pthread_t reader;
     pthread_cond_t reader_cond; /* an async slot waits with nobody reading, or stop */
