@@ -468,7 +468,25 @@ static eddy_status queue_cmds(bmux *m, const eddy__cmdlist *cmds, redisReply **r
         if ((st = ensure_connected(m, w->deadline, err)) != EDDY_OK)
             return st;
     }
-    if (!stage_cmds(m, cmds, w)) { /* nothing queued */
+    if (!m->writing && m->stage.nruns == 0) {
+        /* Nobody writes and nothing waits: straight into the link (no copy through the stage);
+         * whoever comes meanwhile stages behind it. */
+        eddy_error why;
+        pthread_mutex_lock(&m->io);
+        st = eddy__link_send(m->conn.link, cmds, &w->last, &why);
+        pthread_mutex_unlock(&m->io);
+        if (st != EDDY_OK) { /* nothing queued: out of memory, or the link failed unnoticed */
+            mwait *done = NULL;
+            if (st != EDDY_ERR_NOMEM)
+                fail_all(m, &why, &done); /* the slots in flight fail with it */
+            pthread_mutex_unlock(&m->lock);
+            complete_all(done);
+            if (err)
+                *err = why;
+            return st;
+        }
+        m->numbered = w->last;
+    } else if (!stage_cmds(m, cmds, w)) { /* nothing queued */
         pthread_mutex_unlock(&m->lock);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory queueing commands");
     }
