@@ -1,23 +1,30 @@
 /* The multiplexed publishing connection; see mux.h.
  *
  * Rules:
- * - A slot is pushed and its commands are queued in the link under `lock`, together, so the
- *   FIFO's order is the wire's order. Every call into the link is made under `io` (short,
- *   non-blocking calls: TLS allows one thread in a session at a time); nobody waits in poll()
- *   holding a lock. The holder of the writer's role (`writing`) flushes the link until nothing
- *   is left unwritten (checked under `lock`, so bytes queued meanwhile are not stranded).
+ * - A slot is pushed and its commands are queued under `lock`, together, so the FIFO's order is
+ *   the wire's order: straight into the link when nobody writes and nothing is staged, else
+ *   into the stage (RESP bytes, a run per caller), which only the writer hands to the link.
+ *   Every call into the link is made under `io` (short, non-blocking calls: TLS allows one
+ *   thread in a session at a time); the writer holds `io`, not `lock`, while it writes, so
+ *   callers stage meanwhile; nobody waits in poll() holding a lock. The holder of the writer's
+ *   role (`writing`) writes until nothing is staged or unwritten (checked under `lock`, so
+ *   bytes queued meanwhile are not stranded).
  * - Only the holder of the reader's role (`reading`) takes replies from the link; it parses
  *   without `lock` and takes `lock` to hand what it parsed to the FIFO.
- * - Deadlines: the writer and the reader wait in poll() until their own caller's deadline; any
- *   caller whose deadline passes gives the connection up (expire: every slot fails, timed out
- *   when its commands were all written, EDDY_ERR_IO when not) and shuts the socket down so that
+ * - Deadlines: the writer and the reader wait in poll() until their own caller's deadline (the
+ *   reader thread: the oldest slot's); any caller whose deadline passes gives the connection
+ *   up (expire: every slot fails, timed out when its commands were all written, EDDY_ERR_IO
+ *   when not; what is staged is dropped with its slots) and shuts the socket down so that
  *   whoever waits in poll() wakes.
  * - The socket is freed or replaced only under connect_lock, while broken (or not up) and
  *   neither role is held: nobody else can be using it then. A writer that fails shuts the
  *   socket down so that a reader in poll() wakes and leaves.
- * - Whoever leaves the reader's role with slots still waiting wakes the oldest slot's caller,
- *   which takes the role (or, if that caller is still writing, takes it when it comes to
- *   wait). */
+ * - Whoever leaves the reader's role with slots still waiting passes it on: to the oldest
+ *   slot's caller when that one waits in the mux (which takes the role, or, if it is still
+ *   writing, takes it when it comes to wait), else to the reader thread.
+ * - An async slot (eddy__bmux_send) is completed by whoever reads: its caller is told at once
+ *   only of a failure (on_failure, before done is set, so the caller is still there), and
+ *   collects its replies in eddy__bmux_finish, which waits, reads or expires like exec. */
 #include "mux.h"
 
 #include <errno.h>
