@@ -24,6 +24,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "error.h"
 #include "link_tls.h"
 #include "redis.h"
@@ -69,6 +70,9 @@ struct eddy__link {
      * commands wait in the buffer until it said master (hs_end: where the handshake's bytes
      * end), so that none reaches a replica. */
     eddy__sentinel *sen;
+    /* redis-cluster://: finds the master of the namespace's slot before each connect; a
+     * redirect reply fails the link (eddy__cluster_redirect). */
+    eddy__cluster *cl;
     bool hs_role_last;
     uint64_t hs_end;
     unsigned socket_id; /* this socket's number among every link's (eddy__link_socket_id) */
@@ -79,6 +83,8 @@ static atomic_uint sockets_made;
 static void set_peer(eddy__link *l) {
     if (l->s->url.kind == EDDY__URL_UNIX)
         snprintf(l->peer, sizeof(l->peer), "%s", l->s->url.path);
+    else if (!l->host && l->cl)
+        snprintf(l->peer, sizeof(l->peer), "the master of slot %u", eddy__cluster_slot(l->cl));
     else if (!l->host)
         snprintf(l->peer, sizeof(l->peer), "the master '%s'", l->s->url.name);
     else
@@ -100,7 +106,8 @@ eddy__link *eddy__link_new(const eddy__settings *s, bool want_client_id) {
     l->client_id = -1;
     l->host = s->url.host;
     l->port = s->url.port;
-    if (s->url.kind == EDDY__URL_SENTINEL && !(l->sen = eddy__sentinel_new(s))) {
+    if ((s->url.kind == EDDY__URL_SENTINEL && !(l->sen = eddy__sentinel_new(s))) ||
+        (s->url.kind == EDDY__URL_CLUSTER && !(l->cl = eddy__cluster_new(s)))) {
         redisReaderFree(l->reader);
         free(l);
         return NULL;
@@ -152,6 +159,8 @@ void eddy__link_close(eddy__link *l) {
     drop_queue(l);
     if (l->sen)
         eddy__sentinel_stop(l->sen);
+    if (l->cl)
+        eddy__cluster_stop(l->cl);
 }
 
 void eddy__link_free(eddy__link *l) {
@@ -161,6 +170,7 @@ void eddy__link_free(eddy__link *l) {
     if (l->reader)
         redisReaderFree(l->reader);
     eddy__sentinel_free(l->sen);
+    eddy__cluster_free(l->cl);
     free(l->out);
     free(l->marks);
     free(l);
@@ -172,13 +182,22 @@ static eddy_status fail(eddy__link *l, eddy_status st) {
     return st;
 }
 
+/* A sentinel or a cluster node is being asked where to connect: its socket is the one to
+ * wait on. */
+static bool discovering(const eddy__link *l) {
+    return (l->sen && eddy__sentinel_asking(l->sen)) || (l->cl && eddy__cluster_asking(l->cl));
+}
+
 eddy__link_phase eddy__link_phase_of(const eddy__link *l) { return l->phase; }
 int eddy__link_fd(const eddy__link *l) {
-    return l->sen && eddy__sentinel_asking(l->sen) ? eddy__sentinel_fd(l->sen) : l->fd;
+    if (!discovering(l))
+        return l->fd;
+    return l->sen ? eddy__sentinel_fd(l->sen) : eddy__cluster_fd(l->cl);
 }
 unsigned eddy__link_socket_id(const eddy__link *l) {
-    return l->sen && eddy__sentinel_asking(l->sen) ? eddy__sentinel_socket_id(l->sen)
-                                                   : l->socket_id;
+    if (!discovering(l))
+        return l->socket_id;
+    return l->sen ? eddy__sentinel_socket_id(l->sen) : eddy__cluster_socket_id(l->cl);
 }
 long long eddy__link_deadline(const eddy__link *l) { return l->deadline; }
 uint64_t eddy__link_queued(const eddy__link *l) { return l->queued; }
@@ -203,8 +222,10 @@ static size_t write_end(const eddy__link *l) {
 }
 
 unsigned eddy__link_wants(const eddy__link *l) {
-    if (l->sen && eddy__sentinel_asking(l->sen))
-        return l->phase == EDDY__LINK_CONNECTING ? eddy__sentinel_wants(l->sen) : 0;
+    if (discovering(l) && l->phase != EDDY__LINK_CONNECTING)
+        return 0;
+    if (discovering(l))
+        return l->sen ? eddy__sentinel_wants(l->sen) : eddy__cluster_wants(l->cl);
     switch (l->phase) {
     case EDDY__LINK_CONNECTING:
         return EDDY__LINK_WRITE;
@@ -466,21 +487,25 @@ eddy_status eddy__link_connect(eddy__link *l, long long now_ms, eddy_error *err)
         return fail(l, st);
     if (l->s->url.kind == EDDY__URL_UNIX)
         return connect_unix(l, err);
-    if (l->sen) { /* the master's address first: eddy__link_io goes on with ask_step */
+    if (l->sen || l->cl) { /* the master's address first: eddy__link_io goes on with ask_step */
         l->host = NULL;
         set_peer(l);
-        if ((st = eddy__sentinel_start(l->sen, l->deadline, err)) != EDDY_OK)
+        st = l->sen ? eddy__sentinel_start(l->sen, l->deadline, err)
+                    : eddy__cluster_start(l->cl, l->deadline, err);
+        if (st != EDDY_OK)
             return fail(l, st);
         return EDDY_OK;
     }
     return connect_tcp(l, err);
 }
 
-/* A sentinel is being asked: steps it, and connects to the master once one is named. */
+/* A sentinel or a cluster node is being asked: steps it, and connects to the master once one
+ * is named. */
 static eddy_status ask_step(eddy__link *l, unsigned ready, eddy_error *err) {
     const char *host = NULL;
     int port = 0;
-    eddy_status st = eddy__sentinel_io(l->sen, ready, &host, &port, err);
+    eddy_status st = l->sen ? eddy__sentinel_io(l->sen, ready, &host, &port, err)
+                            : eddy__cluster_io(l->cl, ready, &host, &port, err);
     if (st != EDDY_OK)
         return fail(l, st);
     if (!host)
@@ -620,6 +645,8 @@ static eddy_status take_handshake(eddy__link *l, eddy_error *err) {
         l->deadline = -1;
         if (l->sen)
             eddy__sentinel_ready(l->sen);
+        if (l->cl)
+            eddy__cluster_ready(l->cl);
     }
     return EDDY_OK;
 }
@@ -646,6 +673,12 @@ eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err)
                                   "%s is a replica now (READONLY): the master '%s' moved", l->peer,
                                   l->s->url.name));
     }
+    if (l->cl && eddy__cluster_redirect(l->cl, *reply, l->peer, err)) { /* next connect asks */
+        free_reply(l, *reply);
+        *reply = NULL;
+        eddy__log(&l->s->log, EDDY_LOG_DEBUG, "%s", err ? err->detail : "cluster redirect");
+        return fail(l, EDDY_ERR_IO);
+    }
     if (l->answered == l->sent && l->answered == l->queued) {
         free_reply(l, *reply);
         *reply = NULL;
@@ -659,7 +692,7 @@ eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err)
 /* ---- driving ----------------------------------------------------------------------------- */
 
 eddy_status eddy__link_flush(eddy__link *l, eddy_error *err) {
-    if (l->sen && eddy__sentinel_asking(l->sen) && l->phase == EDDY__LINK_CONNECTING)
+    if (discovering(l) && l->phase == EDDY__LINK_CONNECTING)
         return EDDY_OK; /* nothing can be written before the master is known */
     switch (l->phase) {
     case EDDY__LINK_CONNECTING:
@@ -677,7 +710,7 @@ eddy_status eddy__link_flush(eddy__link *l, eddy_error *err) {
 }
 
 eddy_status eddy__link_io(eddy__link *l, unsigned ready, eddy_error *err) {
-    if (l->sen && eddy__sentinel_asking(l->sen) && l->phase == EDDY__LINK_CONNECTING)
+    if (discovering(l) && l->phase == EDDY__LINK_CONNECTING)
         return ask_step(l, ready, err); /* the master's connect, if started, waits to be writable */
     eddy__link_phase before = l->phase;
     eddy_status st = EDDY_OK;
