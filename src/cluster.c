@@ -17,6 +17,7 @@
 #include "redis.h"
 
 #define HOST_MAX 256
+#define MOVED_MARK "refused unwritten (MOVED)"
 
 struct eddy__cluster {
     const eddy__settings *s;
@@ -296,17 +297,24 @@ bool eddy__cluster_redirect(eddy__cluster *cl, const redisReply *r, const char *
     const char *why;
     if (has_code(r, "MOVED")) {
         take_moved(cl, r, peer);
-        why = "moved (a failover, or a migration ended): the next connect follows it";
+        why = MOVED_MARK " after a failover or a migration: the next connect goes there";
     } else if (has_code(r, "ASK")) {
-        why = "being migrated: retried on the slot's owner once the migration ends";
+        why = "the slot is being migrated: the connection is given up, the next one asks again";
     } else if (has_code(r, "TRYAGAIN")) {
-        why = "being migrated, its keys split between two nodes: retried";
+        why = "the slot is being migrated, its keys split between two nodes: the connection is "
+              "given up, the next one asks again";
+    } else if (has_code(r, "UNBLOCKED")) { /* a blocked read, ended as the node became a replica */
+        why = "the node is a replica now: the connection is given up, the next one asks again";
     } else if (has_code(r, "CLUSTERDOWN")) {
-        why = "not served (the cluster is down): retried";
+        why = "the cluster is down: the connection is given up, the next one asks again";
     } else {
         return false;
     }
     eddy__fail(err, EDDY_ERR_IO, "slot %u ('%s') on %s: %.*s; %s", cl->slot, cl->s->ns, peer,
                (int)(r->len > 80 ? 80 : r->len), r->str, why);
     return true;
+}
+
+bool eddy__cluster_moved(eddy_status st, const eddy_error *err) {
+    return st == EDDY_ERR_IO && err && strstr(err->detail, MOVED_MARK) != NULL;
 }

@@ -8,11 +8,15 @@
  * named (eddy__cluster_redirect), then the URL's seed nodes starting with `start`. The link then
  * connects there. Keyless commands (FUNCTION LOAD, CLIENT ID, WAIT) go to that master too.
  *
- * Redirects: a -MOVED, -ASK, -TRYAGAIN or -CLUSTERDOWN reply fails the link (eddy__link_reply):
- * the command was not run, nor any later one of the slot, and the next connect asks again,
- * first of the node a MOVED named, so a failover or a finished migration is followed on the
- * next connect. ASK (a slot being migrated) is not followed to the importing node: the command
- * is retried on the slot's owner after the reconnect backoff, until the migration ends.
+ * Redirects: a -MOVED, -ASK, -TRYAGAIN, -CLUSTERDOWN or -UNBLOCKED reply fails the link
+ * (eddy__link_reply) with EDDY_ERR_IO, and the next connect asks again, first of the node a
+ * MOVED named, so a failover or a finished migration is followed on the next connect. What was
+ * in flight fails as on any lost connection: reads are planned again, an acknowledgement not
+ * made is a redelivery; a publish a MOVED refused is sent once more by the core
+ * (eddy__publish_moved_again), since a MOVED means unwritten (eddy__cluster_moved). ASK is not
+ * followed to the importing node: while a slot is migrated, a command on a key already moved
+ * fails its connection, and the next one goes to the slot's owner again, after the reconnect
+ * backoff, until the migration ends (SETSLOT NODE: then MOVED).
  *
  * Rotation: when a round's master did not become READY, the next round starts with the seed
  * after the one that named it. Nothing is cached but a MOVED's address: every round asks.
@@ -66,9 +70,15 @@ eddy_status eddy__cluster_io(eddy__cluster *cl, unsigned ready, const char **hos
 void eddy__cluster_ready(eddy__cluster *cl);
 
 /* True for a reply that says the slot is not served here now (-MOVED, -ASK, -TRYAGAIN,
- * -CLUSTERDOWN): err says what (EDDY_ERR_IO; peer names the node), and a MOVED's address is
- * asked first by the next round. */
+ * -CLUSTERDOWN, and -UNBLOCKED: a blocked read the node ended as it became a replica): err says
+ * what (EDDY_ERR_IO; peer names the node), and a MOVED's address is asked first by the next round.
+ */
 bool eddy__cluster_redirect(eddy__cluster *cl, const redisReply *r, const char *peer,
                             eddy_error *err);
+/* True for the failure a MOVED caused (as eddy__cluster_redirect reported it, also passed on
+ * by a front end): the server refused that command unwritten, and every later command of the
+ * slot on that connection too (the slot does not come back to a node within one pipeline). An
+ * ASK or TRYAGAIN is not: a later command on a key not yet migrated may have run. */
+bool eddy__cluster_moved(eddy_status st, const eddy_error *err);
 
 #endif
