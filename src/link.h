@@ -56,8 +56,10 @@ typedef enum eddy__link_phase {
     EDDY__LINK_FAILED,     /* an error ended it: only eddy__link_close/connect/free */
 } eddy__link_phase;
 
-/* A link for the settings' URL (redis://, rediss:// or unix://; s is borrowed and must outlive
- * the link). want_client_id: learn the server's id of the connection (CLIENT ID) during the
+/* A link for the settings' URL (redis://, rediss:// or unix://; redis-sentinel:// asks the
+ * sentinels for the master before each connect, sentinel.h; redis-cluster:// asks a node for
+ * the master of the namespace's slot, and a redirect reply fails the link, cluster.h; s is
+ * borrowed and must outlive the link). want_client_id: learn the server's id of the connection (CLIENT ID) during the
  * handshake (eddy__link_client_id). NULL on OOM. */
 eddy__link *eddy__link_new(const eddy__settings *s, bool want_client_id);
 /* Closes the socket and frees everything, replies not yet taken included. NULL is fine. */
