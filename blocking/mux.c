@@ -236,7 +236,10 @@ static int parse_some(bmux *m, mwait *w, redisReply **out, int max, bool *lost, 
         *lost = st != EDDY_OK;
         if (n > 0 || *lost) /* what came before a failure is handed out all the same */
             return n;
-        if (!wait_fd(m, POLLIN, w->deadline))
+        unsigned wants = eddy__link_read_wants(l); /* READ, or an ASK's detour's (cluster.h) */
+        short events = (short)(((wants & EDDY__LINK_READ) ? POLLIN : 0) |
+                               ((wants & EDDY__LINK_WRITE) ? POLLOUT : 0));
+        if (!wait_fd(m, events ? events : POLLIN, w->deadline))
             return 0;
     }
 }

@@ -15,6 +15,7 @@
 #include "keys.h"
 #include "link.h"
 #include "redis.h"
+#include "reply_arena.h"
 
 #define HOST_MAX 256
 #define MOVED_MARK "refused unwritten (MOVED)"
@@ -39,6 +40,13 @@ struct eddy__cluster {
     int port;
     eddy_status why_st;
     char why[EDDY_ERROR_DETAIL_MAX];
+    /* An ASK being followed: ASKING and the command on a link of its own to the importing
+     * node; detour_left replies to take (ASKING's, then the command's). */
+    eddy__link *detour;
+    eddy__settings detour_s;
+    char detour_host[HOST_MAX];
+    int detour_port;
+    unsigned detour_left;
 };
 
 uint16_t eddy__crc16(const char *buf, size_t len) {
@@ -86,10 +94,16 @@ void eddy__cluster_stop(eddy__cluster *cl) {
     cl->child = NULL;
 }
 
+void eddy__cluster_ask_stop(eddy__cluster *cl) {
+    eddy__link_free(cl->detour);
+    cl->detour = NULL;
+}
+
 void eddy__cluster_free(eddy__cluster *cl) {
     if (!cl)
         return;
     eddy__cluster_stop(cl);
+    eddy__cluster_ask_stop(cl);
     free(cl);
 }
 
@@ -262,9 +276,11 @@ static bool has_code(const redisReply *r, const char *code) {
     return r->len >= n && memcmp(r->str, code, n) == 0 && (r->len == n || r->str[n] == ' ');
 }
 
-/* "MOVED <slot> <host>:<port>" (an empty host: the node that answered) into moved_*. */
-static void take_moved(eddy__cluster *cl, const redisReply *r, const char *peer) {
-    const char *sp = memchr(r->str + 6, ' ', r->len - 6);
+/* "<code> <slot> <host>:<port>" (an empty host: the node that answered, peer) into host/port;
+ * false when it is not that shape. */
+static bool take_address(const redisReply *r, size_t code_len, const char *peer, char *host,
+                         int *port) {
+    const char *sp = memchr(r->str + code_len + 1, ' ', r->len - code_len - 1);
     const char *colon = NULL;
     for (const char *p = r->str + r->len; p > r->str; p--)
         if (p[-1] == ':') {
@@ -272,22 +288,23 @@ static void take_moved(eddy__cluster *cl, const redisReply *r, const char *peer)
             break;
         }
     if (!sp || !colon || colon < sp)
-        return;
-    long port = strtol(colon + 1, NULL, 10);
+        return false;
+    long v = strtol(colon + 1, NULL, 10);
     size_t hlen = (size_t)(colon - sp - 1);
-    if (port < 1 || port > 65535 || hlen >= HOST_MAX)
-        return;
+    if (v < 1 || v > 65535 || hlen >= HOST_MAX)
+        return false;
     if (hlen == 0) { /* the peer's host: "host:port" as link.c names it */
         const char *pc = strrchr(peer, ':');
         hlen = pc ? (size_t)(pc - peer) : 0;
         if (hlen == 0 || hlen >= HOST_MAX)
-            return;
-        memcpy(cl->moved_host, peer, hlen);
+            return false;
+        memcpy(host, peer, hlen);
     } else {
-        memcpy(cl->moved_host, sp + 1, hlen);
+        memcpy(host, sp + 1, hlen);
     }
-    cl->moved_host[hlen] = '\0';
-    cl->moved_port = (int)port;
+    host[hlen] = '\0';
+    *port = (int)v;
+    return true;
 }
 
 bool eddy__cluster_redirect(eddy__cluster *cl, const redisReply *r, const char *peer,
@@ -296,9 +313,10 @@ bool eddy__cluster_redirect(eddy__cluster *cl, const redisReply *r, const char *
         return false;
     const char *why;
     if (has_code(r, "MOVED")) {
-        take_moved(cl, r, peer);
+        if (!take_address(r, 5, peer, cl->moved_host, &cl->moved_port))
+            cl->moved_port = 0;
         why = MOVED_MARK " after a failover or a migration: the next connect goes there";
-    } else if (has_code(r, "ASK")) {
+    } else if (has_code(r, "ASK")) { /* one eddy__link_reply could not follow (a MULTI) */
         why = "the slot is being migrated: the connection is given up, the next one asks again";
     } else if (has_code(r, "TRYAGAIN")) {
         why = "the slot is being migrated, its keys split between two nodes: the connection is "
@@ -317,4 +335,98 @@ bool eddy__cluster_redirect(eddy__cluster *cl, const redisReply *r, const char *
 
 bool eddy__cluster_moved(eddy_status st, const eddy_error *err) {
     return st == EDDY_ERR_IO && err && strstr(err->detail, MOVED_MARK) != NULL;
+}
+
+bool eddy__cluster_is_ask(const redisReply *r) {
+    return r && r->type == REDIS_REPLY_ERROR && has_code(r, "ASK");
+}
+
+eddy_status eddy__cluster_ask_start(eddy__cluster *cl, const redisReply *ask, const char *peer,
+                                    const char *cmd, size_t len, const redisReader *like,
+                                    eddy_error *err) {
+    eddy__cluster_ask_stop(cl);
+    if (!take_address(ask, 3, peer, cl->detour_host, &cl->detour_port))
+        return eddy__fail(err, EDDY_ERR_PROTOCOL, "%s answered an ASK without an address", peer);
+    const eddy__url *url = &cl->s->url;
+    cl->detour_s = *cl->s;
+    cl->detour_s.url = (eddy__url){.kind = EDDY__URL_TCP,
+                                   .host = cl->detour_host,
+                                   .port = cl->detour_port,
+                                   .user = url->user,
+                                   .password = url->password,
+                                   .tls = url->tls};
+    if (!(cl->detour = eddy__link_new(&cl->detour_s, false)))
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory following an ASK");
+    /* Its replies are made as the main link's are (a reply arena, when one is installed), so
+     * that the one handed on is the driver's to release like any other. */
+    redisReader *rd = eddy__link_reader(cl->detour);
+    rd->fn = like->fn;
+    rd->privdata = like->privdata;
+    eddy__cmdlist q;
+    eddy__cmdlist_init(&q);
+    eddy__cmd *c = eddy__cmdlist_add(&q, 0, 0);
+    if (c)
+        eddy__cmd_str(c, "ASKING");
+    /* No clock here: the command's deadline, the driver's, bounds the detour as a whole. */
+    eddy_status st = eddy__link_connect(cl->detour, 0, err);
+    if (st == EDDY_OK && eddy__cmdlist_status(&q) != EDDY_OK)
+        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory following an ASK");
+    if (st == EDDY_OK)
+        st = eddy__link_send(cl->detour, &q, NULL, err);
+    if (st == EDDY_OK)
+        st = eddy__link_send_resp(cl->detour, cmd, len, 1, NULL, err);
+    eddy__cmdlist_reset(&q);
+    if (st != EDDY_OK) {
+        eddy__cluster_ask_stop(cl);
+        return st;
+    }
+    cl->detour_left = 2;
+    /* A loopback connect is often done at once: then ASKING and the command go now. */
+    if ((st = eddy__link_flush(cl->detour, err)) != EDDY_OK) {
+        eddy__cluster_ask_stop(cl);
+        return st;
+    }
+    eddy__log(&cl->s->log, EDDY_LOG_DEBUG, "slot %u ('%s'): ASK from %s, the command goes to %s:%d",
+              cl->slot, cl->s->ns, peer, cl->detour_host, cl->detour_port);
+    return EDDY_OK;
+}
+
+bool eddy__cluster_following_ask(const eddy__cluster *cl) { return cl->detour != NULL; }
+int eddy__cluster_ask_fd(const eddy__cluster *cl) { return eddy__link_fd(cl->detour); }
+unsigned eddy__cluster_ask_socket_id(const eddy__cluster *cl) {
+    return eddy__link_socket_id(cl->detour);
+}
+unsigned eddy__cluster_ask_wants(const eddy__cluster *cl) { return eddy__link_wants(cl->detour); }
+
+eddy_status eddy__cluster_ask_io(eddy__cluster *cl, unsigned ready, redisReply **reply,
+                                 eddy_error *err) {
+    *reply = NULL;
+    /* Both, whatever the driver saw: a driver that only reads may call with READ alone. */
+    (void)ready;
+    eddy_status st = eddy__link_io(cl->detour, EDDY__LINK_READ | EDDY__LINK_WRITE, err);
+    while (st == EDDY_OK && cl->detour_left > 0) {
+        redisReply *r = NULL;
+        if ((st = eddy__link_reply(cl->detour, &r, err)) != EDDY_OK || !r)
+            break;
+        if (--cl->detour_left == 1) { /* ASKING's */
+            if (r->type == REDIS_REPLY_ERROR)
+                st = eddy__fail(err, EDDY_ERR_IO, "ASKING refused by %s:%d: %.*s", cl->detour_host,
+                                cl->detour_port, (int)r->len, r->str);
+            if (!eddy__reply_arena_of(eddy__link_reader(cl->detour)))
+                freeReplyObject(r);
+        } else {
+            *reply = r;
+        }
+    }
+    if (st != EDDY_OK && *reply) {
+        if (!eddy__reply_arena_of(eddy__link_reader(cl->detour)))
+            freeReplyObject(*reply);
+        *reply = NULL;
+    }
+    if (st != EDDY_OK || *reply)
+        eddy__cluster_ask_stop(cl);
+    if (st != EDDY_OK)
+        eddy__log(&cl->s->log, EDDY_LOG_DEBUG, "following an ASK: %s",
+                  err ? err->detail : "failed");
+    return st;
 }

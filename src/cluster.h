@@ -8,15 +8,19 @@
  * named (eddy__cluster_redirect), then the URL's seed nodes starting with `start`. The link then
  * connects there. Keyless commands (FUNCTION LOAD, CLIENT ID, WAIT) go to that master too.
  *
- * Redirects: a -MOVED, -ASK, -TRYAGAIN, -CLUSTERDOWN or -UNBLOCKED reply fails the link
+ * Redirects: a -MOVED, -TRYAGAIN, -CLUSTERDOWN or -UNBLOCKED reply fails the link
  * (eddy__link_reply) with EDDY_ERR_IO, and the next connect asks again, first of the node a
  * MOVED named, so a failover or a finished migration is followed on the next connect. What was
  * in flight fails as on any lost connection: reads are planned again, an acknowledgement not
  * made is a redelivery; a publish a MOVED refused is sent once more by the core
- * (eddy__publish_moved_again), since a MOVED means unwritten (eddy__cluster_moved). ASK is not
- * followed to the importing node: while a slot is migrated, a command on a key already moved
- * fails its connection, and the next one goes to the slot's owner again, after the reconnect
- * backoff, until the migration ends (SETSLOT NODE: then MOVED).
+ * (eddy__publish_moved_again), since a MOVED means unwritten (eddy__cluster_moved).
+ *
+ * ASK (a slot being migrated, the key already moved): the link sends that one command once
+ * more, behind ASKING, on a link of its own to the importing node, and hands its reply back in
+ * place of the ASK (eddy__cluster_ask_start); the main connection waits meanwhile, and later
+ * commands still go to the slot's owner. Not inside a MULTI (the server aborts the
+ * transaction: the link fails, as for a MOVED). A blocking read sent that way blocks on the
+ * importing node: a pause's cut (link.h's eddy__link_shutdown) waits for it.
  *
  * Rotation: when a round's master did not become READY, the next round starts with the seed
  * after the one that named it. Nothing is cached but a MOVED's address: every round asks.
@@ -69,7 +73,8 @@ eddy_status eddy__cluster_io(eddy__cluster *cl, unsigned ready, const char **hos
 /* The master this round found is READY: the next round starts with the same seed. */
 void eddy__cluster_ready(eddy__cluster *cl);
 
-/* True for a reply that says the slot is not served here now (-MOVED, -ASK, -TRYAGAIN,
+/* True for a reply that says the slot is not served here now (-MOVED, -ASK not followed,
+ * -TRYAGAIN,
  * -CLUSTERDOWN, and -UNBLOCKED: a blocked read the node ended as it became a replica): err says
  * what (EDDY_ERR_IO; peer names the node), and a MOVED's address is asked first by the next round.
  */
@@ -80,5 +85,29 @@ bool eddy__cluster_redirect(eddy__cluster *cl, const redisReply *r, const char *
  * slot on that connection too (the slot does not come back to a node within one pipeline). An
  * ASK or TRYAGAIN is not: a later command on a key not yet migrated may have run. */
 bool eddy__cluster_moved(eddy_status st, const eddy_error *err);
+
+/* ---- following an ASK ------------------------------------------------------------------- */
+
+/* True for an -ASK reply. */
+bool eddy__cluster_is_ask(const redisReply *r);
+/* Follows an -ASK (from peer) for the command whose RESP bytes are cmd[0, len): ASKING and
+ * the command, once, on a link of its own to the node the ASK names; its replies are made with
+ * the object functions of `like` (the main link's reader: a reply arena's, when installed).
+ * EDDY_OK while under way: the link then waits on eddy__cluster_ask_fd/wants and steps it with
+ * eddy__cluster_ask_io. */
+eddy_status eddy__cluster_ask_start(eddy__cluster *cl, const redisReply *ask, const char *peer,
+                                    const char *cmd, size_t len, const redisReader *like,
+                                    eddy_error *err);
+/* True while an ASK is being followed. */
+bool eddy__cluster_following_ask(const eddy__cluster *cl);
+int eddy__cluster_ask_fd(const eddy__cluster *cl);
+unsigned eddy__cluster_ask_socket_id(const eddy__cluster *cl);
+unsigned eddy__cluster_ask_wants(const eddy__cluster *cl);
+/* Steps it: EDDY_OK with *reply the command's reply once it came (the detour is then over),
+ * NULL while waiting; any other status: it failed (over too), with err's detail. */
+eddy_status eddy__cluster_ask_io(eddy__cluster *cl, unsigned ready, redisReply **reply,
+                                 eddy_error *err);
+/* Ends a detour in progress, if any. */
+void eddy__cluster_ask_stop(eddy__cluster *cl);
 
 #endif

@@ -59,8 +59,8 @@ typedef enum eddy__link_phase {
 /* A link for the settings' URL (redis://, rediss:// or unix://; redis-sentinel:// asks the
  * sentinels for the master before each connect, sentinel.h; redis-cluster:// asks a node for
  * the master of the namespace's slot, and a redirect reply fails the link, cluster.h; s is
- * borrowed and must outlive the link). want_client_id: learn the server's id of the connection (CLIENT ID) during the
- * handshake (eddy__link_client_id). NULL on OOM. */
+ * borrowed and must outlive the link). want_client_id: learn the server's id of the connection
+ * (CLIENT ID) during the handshake (eddy__link_client_id). NULL on OOM. */
 eddy__link *eddy__link_new(const eddy__settings *s, bool want_client_id);
 /* Closes the socket and frees everything, replies not yet taken included. NULL is fine. */
 void eddy__link_free(eddy__link *l);
@@ -89,6 +89,10 @@ unsigned eddy__link_socket_id(const eddy__link *l);
  * read; WRITE while connecting, while bytes are queued, and during a TLS handshake (or a TLS
  * read) that wants to write. 0 when there is no socket. */
 unsigned eddy__link_wants(const eddy__link *l);
+/* What a driver that only reads (another thread writes the queued bytes) waits for before
+ * calling eddy__link_io: READ, but while an ASK is followed on a socket of its own (cluster.h),
+ * what that socket waits for (WRITE while it connects). */
+unsigned eddy__link_read_wants(const eddy__link *l);
 /* The time (the driver's clock, as given to eddy__link_connect) by which the connection must
  * be READY, while it is not yet; -1 when READY, IDLE or FAILED. Command deadlines are the
  * driver's (eddy__link_expire). */
