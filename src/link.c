@@ -226,6 +226,7 @@ int eddy__link_fd(const eddy__link *l) {
         return l->fd;
     return l->sen ? eddy__sentinel_fd(l->sen) : eddy__cluster_fd(l->cl);
 }
+int eddy__link_write_fd(const eddy__link *l) { return l->fd; }
 unsigned eddy__link_socket_id(const eddy__link *l) {
     if (detouring(l))
         return eddy__cluster_ask_socket_id(l->cl);

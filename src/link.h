@@ -80,6 +80,10 @@ eddy__link_phase eddy__link_phase_of(const eddy__link *l);
 /* The socket, -1 when there is none (IDLE). A FAILED link keeps its socket open, unused, until
  * eddy__link_close/connect/free, so that the number stays valid for eddy__link_shutdown. */
 int eddy__link_fd(const eddy__link *l);
+/* The socket queued commands are written to (eddy__link_flush), which eddy__link_fd is not
+ * while an ASK is followed on a socket of its own (cluster.h); it changes only with
+ * eddy__link_connect/close, so a writer on another thread than the reader's may wait on it. */
+int eddy__link_write_fd(const eddy__link *l);
 /* Changes whenever eddy__link_fd is a new socket, also one with the number of a closed one (a
  * next address, a next sentinel, the master a sentinel named): a driver watching the fd (an
  * ev_io) sets its watcher again then. Unique among every link's sockets; 0 before the first. */
