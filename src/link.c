@@ -359,6 +359,34 @@ static bool reserve_ends(eddy__link *l, size_t n) {
 
 static void push_end(eddy__link *l, uint64_t end) { l->ends[(l->ehead + l->en++) % l->ecap] = end; }
 
+/* Reads a "<c><digits>\r\n" header at p (before lim): its number into *v, the position after
+ * it returned; NULL when it is not that. */
+static const char *resp_header(const char *p, const char *lim, char c, size_t *v) {
+    if (p >= lim || *p++ != c)
+        return NULL;
+    size_t n = 0;
+    const char *d = p;
+    while (p < lim && *p >= '0' && *p <= '9' && p - d < 12)
+        n = n * 10 + (size_t)(*p++ - '0');
+    if (p == d || lim - p < 2 || p[0] != '\r' || p[1] != '\n')
+        return NULL;
+    *v = n;
+    return p + 2;
+}
+
+/* The length of the command (a RESP array of bulk strings, as eddy writes them) at the start of
+ * [p, lim); 0 when it is not one. */
+static size_t resp_cmd_len(const char *p, const char *lim) {
+    size_t argc, len;
+    const char *at = resp_header(p, lim, '*', &argc);
+    for (size_t i = 0; at && i < argc; i++)
+        if ((at = resp_header(at, lim, '$', &len)) && (size_t)(lim - at) >= len + 2)
+            at += len + 2;
+        else
+            at = NULL;
+    return at ? (size_t)(at - p) : 0;
+}
+
 /* Appends raw bytes: ncmds > 0 numbers them as commands (with a mark), 0 is the handshake's. */
 static eddy_status append(eddy__link *l, const eddy__cmdlist *cmds, const char *resp, size_t len,
                           size_t ncmds, uint64_t *last, eddy_error *err) {
@@ -370,12 +398,15 @@ static eddy_status append(eddy__link *l, const eddy__cmdlist *cmds, const char *
     if (!reserve_out(l, len) || (l->cl && ncmds > 0 && !reserve_ends(l, ncmds)) ||
         (ncmds > 0 && !push_mark(l, l->queued_bytes + len, l->queued + ncmds)))
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory queueing commands");
-    if (l->cl && ncmds > 0) { /* each command's end; raw bytes: only the run's is known */
+    if (l->cl && ncmds > 0) { /* each command's end (raw bytes: parsed; unknown: UINT64_MAX) */
         uint64_t end = l->queued_bytes;
+        const char *p = resp, *lim = resp ? resp + len : NULL;
         for (size_t i = 0; i < ncmds; i++) {
-            if (cmds)
-                end += eddy__cmd_resp_size(&cmds->cmds[i]);
-            push_end(l, cmds || i + 1 == ncmds ? (cmds ? end : l->queued_bytes + len) : UINT64_MAX);
+            size_t k = cmds ? eddy__cmd_resp_size(&cmds->cmds[i]) : p ? resp_cmd_len(p, lim) : 0;
+            if (!cmds && p)
+                p = k ? p + k : NULL;
+            end = k && end != UINT64_MAX ? end + k : UINT64_MAX;
+            push_end(l, i + 1 == ncmds ? l->queued_bytes + len : end);
         }
     } else if (l->cl && l->en == 0) { /* the handshake's: not kept */
         l->answered_end = l->queued_bytes + len;

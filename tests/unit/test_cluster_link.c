@@ -111,6 +111,60 @@ Test(cluster_link, an_ask_sends_the_one_command_to_the_importing_node) {
     fake_close(&target);
 }
 
+/* Commands queued as RESP bytes (as the blocking bus's multiplexed connection queues a run of
+ * them): the ASKed one, second of its run, is found in them and followed all the same. */
+Test(cluster_link, an_ask_in_a_run_of_raw_commands_is_followed) {
+    fake seed, master, target;
+    fake_listen(&seed);
+    fake_listen(&master);
+    fake_listen(&target);
+    seed.triggers[0] = "SLOTS";
+    seed.answers[0] = map_of(0, master.port);
+    master.triggers[0] = "CLIENT";
+    master.answers[0] = ":7\r\n";
+    master.triggers[1] = "GET";
+    static char answers[128];
+    snprintf(answers, sizeof(answers), "+PONG\r\n%s:3\r\n", redirect(0, "ASK", target.port));
+    master.answers[1] = answers;
+    target.triggers[0] = "ASKING";
+    target.answers[0] = "+OK\r\n";
+    target.triggers[1] = "GET";
+    target.answers[1] = "$2\r\nhi\r\n";
+    fake *fakes[] = {&seed, &master, &target};
+    char url[96];
+    snprintf(url, sizeof(url), "redis-cluster://127.0.0.1:%d", seed.port);
+    eddy__settings s = settings_for(url);
+    eddy__link *l = eddy__link_new(&s, true);
+    cr_assert(l);
+    eddy_error err;
+    cr_assert_eq(eddy__link_connect(l, eddy_test_now_ms(), &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(fake_until_ready(l, fakes, 3, &err), EDDY_OK, "%s", err.detail);
+    static const char run[] = "*1\r\n$4\r\nPING\r\n*2\r\n$3\r\nGET\r\n$10\r\n{orders}:k\r\n"
+                              "*2\r\n$4\r\nINCR\r\n$10\r\n{orders}:n\r\n";
+    cr_assert_eq(eddy__link_send_resp(l, run, sizeof(run) - 1, 3, NULL, &err), EDDY_OK, "%s",
+                 err.detail);
+    const char *want[] = {"PONG", "hi", NULL};
+    for (int i = 0; i < 3; i++) {
+        redisReply *r = NULL;
+        cr_assert_eq(fake_one_reply(l, fakes, 3, &r, &err), EDDY_OK, "%s", err.detail);
+        cr_assert(r);
+        if (want[i])
+            cr_expect_str_eq(r->str, want[i], "reply %d", i);
+        else
+            cr_expect_eq(r->integer, 3, "the INCR's, from the master");
+        freeReplyObject(r);
+    }
+    const char *asking = strstr(target.got, "ASKING"), *get = strstr(target.got, "GET");
+    cr_expect(asking && get && asking < get, "ASKING, then the command: %s", target.got);
+    cr_expect(!strstr(target.got, "PING") && !strstr(target.got, "INCR"),
+              "only the ASKed command went there: %s", target.got);
+    eddy__link_free(l);
+    eddy__settings_free(&s);
+    fake_close(&seed);
+    fake_close(&master);
+    fake_close(&target);
+}
+
 /* Inside a MULTI an ASK is not followed (the server aborts the transaction at EXEC): the link
  * fails, and nothing goes to the importing node. */
 Test(cluster_link, an_ask_inside_a_multi_fails_the_link) {
