@@ -70,6 +70,12 @@ eddy_status eddy__bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply
  * settings.command_timeout_ms (a request's). */
 eddy_status eddy__bpub_exec_until(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
                                   redisReply **replies, eddy_error *err);
+/* The same in two halves (eddy__bmux_send, eddy__bmux_finish): send without waiting, collect
+ * the replies later. */
+eddy_status eddy__bpub_send(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
+                            redisReply **replies, eddy__bmux_wait *w,
+                            void (*on_failure)(void *user), void *user, eddy_error *err);
+eddy_status eddy__bpub_finish(eddy_bus *bus, eddy__bmux_wait *w, eddy_error *err);
 
 /* control.c */
 eddy_status eddy__bctl_start(eddy_bus *bus, eddy_error *err);

@@ -1,23 +1,30 @@
 /* The multiplexed publishing connection; see mux.h.
  *
  * Rules:
- * - A slot is pushed and its commands are queued in the link under `lock`, together, so the
- *   FIFO's order is the wire's order. Every call into the link is made under `io` (short,
- *   non-blocking calls: TLS allows one thread in a session at a time); nobody waits in poll()
- *   holding a lock. The holder of the writer's role (`writing`) flushes the link until nothing
- *   is left unwritten (checked under `lock`, so bytes queued meanwhile are not stranded).
+ * - A slot is pushed and its commands are queued under `lock`, together, so the FIFO's order is
+ *   the wire's order: straight into the link when nobody writes and nothing is staged, else
+ *   into the stage (RESP bytes, a run per caller), which only the writer hands to the link.
+ *   Every call into the link is made under `io` (short, non-blocking calls: TLS allows one
+ *   thread in a session at a time); the writer holds `io`, not `lock`, while it writes, so
+ *   callers stage meanwhile; nobody waits in poll() holding a lock. The holder of the writer's
+ *   role (`writing`) writes until nothing is staged or unwritten (checked under `lock`, so
+ *   bytes queued meanwhile are not stranded).
  * - Only the holder of the reader's role (`reading`) takes replies from the link; it parses
  *   without `lock` and takes `lock` to hand what it parsed to the FIFO.
- * - Deadlines: the writer and the reader wait in poll() until their own caller's deadline; any
- *   caller whose deadline passes gives the connection up (expire: every slot fails, timed out
- *   when its commands were all written, EDDY_ERR_IO when not) and shuts the socket down so that
+ * - Deadlines: the writer and the reader wait in poll() until their own caller's deadline (the
+ *   reader thread: the oldest slot's); any caller whose deadline passes gives the connection
+ *   up (expire: every slot fails, timed out when its commands were all written, EDDY_ERR_IO
+ *   when not; what is staged is dropped with its slots) and shuts the socket down so that
  *   whoever waits in poll() wakes.
  * - The socket is freed or replaced only under connect_lock, while broken (or not up) and
  *   neither role is held: nobody else can be using it then. A writer that fails shuts the
  *   socket down so that a reader in poll() wakes and leaves.
- * - Whoever leaves the reader's role with slots still waiting wakes the oldest slot's caller,
- *   which takes the role (or, if that caller is still writing, takes it when it comes to
- *   wait). */
+ * - Whoever leaves the reader's role with slots still waiting passes it on: to the oldest
+ *   slot's caller when that one waits in the mux (which takes the role, or, if it is still
+ *   writing, takes it when it comes to wait), else to the reader thread.
+ * - An async slot (eddy__bmux_send) is completed by whoever reads: its caller is told at once
+ *   only of a failure (on_failure, before done is set, so the caller is still there), and
+ *   collects its replies in eddy__bmux_finish, which waits, reads or expires like exec. */
 #include "mux.h"
 
 #include <errno.h>
@@ -33,20 +40,12 @@
 
 #define PARSED_MAX 64 /* replies parsed before taking the lock to hand them out */
 
-/* One caller of eddy__bmux_exec, waiting for its slot on a mutex of its own, so that handing out
- * replies does not make every woken caller queue up on the mux's lock. */
-typedef struct mwait {
-    eddy__pipe_slot slot;
-    uint64_t last;      /* the link's number of its last command */
-    long long deadline; /* monotonic ms */
-    bool popped;        /* out of the FIFO (guarded by the mux's lock): its completer is decided */
-    eddy_error err;
-    pthread_mutex_t m; /* guards done and offered */
-    pthread_cond_t cond;
-    bool done;            /* its replies are in, or it failed: the caller may return */
-    bool offered;         /* it is next and nobody reads: take the reader's role */
-    struct mwait *next_c; /* on a list of callers to complete */
-} mwait;
+/* One caller of eddy__bmux_exec or eddy__bmux_send. A caller of exec waits for its slot on a
+ * mutex of its own, so that handing out replies does not make every woken caller queue up on
+ * the mux's lock. */
+typedef eddy__bmux_wait mwait;
+
+static void *reader_main(void *arg);
 
 eddy_status eddy__bmux_init(bmux *m, const eddy__settings *s) {
     memset(m, 0, sizeof(*m));
@@ -54,11 +53,24 @@ eddy_status eddy__bmux_init(bmux *m, const eddy__settings *s) {
     pthread_mutex_init(&m->lock, NULL);
     pthread_cond_init(&m->idle, NULL);
     pthread_mutex_init(&m->io, NULL);
+    eddy__bcond_init_monotonic(&m->reader_cond);
     eddy__pipeline_init(&m->fifo);
     return eddy__bconn_init(&m->conn, s);
 }
 
 void eddy__bmux_destroy(bmux *m) {
+    if (m->reader_started) {
+        pthread_mutex_lock(&m->lock);
+        m->reader_stop = true;
+        pthread_cond_signal(&m->reader_cond);
+        pthread_mutex_unlock(&m->lock);
+        pthread_join(m->reader, NULL);
+    }
+    pthread_cond_destroy(&m->reader_cond);
+    free(m->stage.buf);
+    free(m->stage.runs);
+    free(m->spare.buf);
+    free(m->spare.runs);
     eddy__bconn_destroy(&m->conn);
     pthread_cond_destroy(&m->idle);
     pthread_mutex_destroy(&m->io);
@@ -74,13 +86,26 @@ static void popped(mwait *w, mwait **out) {
     *out = w;
 }
 
+/* Whether an async slot's caller must be told now: its commands failed or were refused. */
+static bool slot_failed(const mwait *w) {
+    if (w->slot.st != EDDY_OK)
+        return true;
+    for (size_t i = 0; i < w->slot.n; i++)
+        if (!w->slot.replies[i] || w->slot.replies[i]->type == REDIS_REPLY_ERROR)
+            return true;
+    return false;
+}
+
 static void wake(mwait *w, bool done) {
     pthread_mutex_lock(&w->m);
+    if (done && w->async && w->on_failure && slot_failed(w))
+        w->on_failure(w->user); /* before done: its caller is still waiting for it */
     if (done)
         w->done = true;
     else
         w->offered = true;
-    pthread_cond_signal(&w->cond);
+    if (!w->async || w->finishing)
+        pthread_cond_signal(&w->cond);
     pthread_mutex_unlock(&w->m); /* w may be gone from here on when done */
 }
 
@@ -101,6 +126,7 @@ static void fail_slots(bmux *m, const eddy_error *why, bool by_deadline, mwait *
         m->broken = true;
         m->lost = *why;
     }
+    m->stage.len = m->stage.nruns = 0; /* their slots fail below */
     pthread_mutex_lock(&m->io);
     uint64_t sent = eddy__link_sent(m->conn.link);
     pthread_mutex_unlock(&m->io);
@@ -184,6 +210,8 @@ static eddy_status ensure_connected(bmux *m, long long until, eddy_error *err) {
         pthread_mutex_lock(&m->lock);
         m->broken = false;
         m->up = st == EDDY_OK;
+        if (m->up)
+            m->numbered = eddy__link_queued(m->conn.link);
         pthread_mutex_unlock(&m->lock);
     }
     pthread_mutex_unlock(&m->connect_lock);
@@ -212,11 +240,12 @@ static bool wait_fd(int fd, short events, long long deadline) {
     return true;
 }
 
-/* Parses up to max replies the link already holds, waiting for the socket (until w's deadline)
+/* Parses up to max replies the link already holds, waiting for the socket (until deadline)
  * and reading when it holds none. Returns how many, 0 when w's deadline passed; *lost (with err)
  * when the connection was lost, after the replies that came before (returned). Reader's role,
  * no lock. */
-static int parse_some(bmux *m, mwait *w, redisReply **out, int max, bool *lost, eddy_error *err) {
+static int parse_some(bmux *m, long long deadline, redisReply **out, int max, bool *lost,
+                      eddy_error *err) {
     eddy__link *l = m->conn.link;
     /* First what is parsed already; then wait for the socket and read: a reply just asked for
      * is rarely there yet, so poll() comes before recv() (no recv() that would block). */
@@ -240,24 +269,34 @@ static int parse_some(bmux *m, mwait *w, redisReply **out, int max, bool *lost, 
         unsigned wants = eddy__link_read_wants(l); /* READ, or an ASK's detour's (cluster.h) */
         short events = (short)(((wants & EDDY__LINK_READ) ? POLLIN : 0) |
                                ((wants & EDDY__LINK_WRITE) ? POLLOUT : 0));
-        if (!wait_fd(eddy__link_fd(l), events ? events : POLLIN, w->deadline))
+        if (!wait_fd(eddy__link_fd(l), events ? events : POLLIN, deadline))
             return 0;
     }
 }
 
-/* Reads and hands out replies until w's are in or the connection is lost. Called and returns
- * with lock held, in the reader's role. */
+/* Reads and hands out replies until w's are in (w NULL: until no slot waits) or the connection
+ * is lost. A wait for the socket ends at w's deadline, or without w at the oldest slot's; when
+ * it passes, that slot's caller gives the connection up. Called and returns with lock held, in
+ * the reader's role. */
 static void read_for(bmux *m, mwait *w) {
-    while (!w->popped && !m->broken) {
+    eddy__pipe_slot *head;
+    while (!m->broken && (w ? !w->popped : (head = eddy__pipeline_head(&m->fifo)) != NULL)) {
+        mwait *by = w ? w : head->waiter; /* alive: in the FIFO, or w itself */
+        long long deadline = by->deadline;
         pthread_mutex_unlock(&m->lock);
         redisReply *parsed[PARSED_MAX];
         eddy_error why;
         bool lost = false;
-        int n = parse_some(m, w, parsed, PARSED_MAX, &lost, &why);
+        int n = parse_some(m, deadline, parsed, PARSED_MAX, &lost, &why);
         pthread_mutex_lock(&m->lock);
         mwait *done = NULL;
-        if (n == 0 && !lost)
-            expire(m, w, &done);
+        if (n == 0 && !lost) {
+            head = eddy__pipeline_head(&m->fifo);
+            if (w)
+                expire(m, w, &done);
+            else if (head && ((mwait *)head->waiter)->deadline <= eddy__bconn_now_ms())
+                expire(m, head->waiter, &done);
+        }
         for (int i = 0; i < n; i++) {
             bool unexpected;
             eddy__pipe_slot *s = eddy__pipeline_feed(&m->fifo, parsed[i], &unexpected);
@@ -281,39 +320,93 @@ static void read_for(bmux *m, mwait *w) {
     }
 }
 
+/* Leaving the reader's role with lock held: passes it on to the oldest slot's caller when it
+ * waits in the mux, to the reader thread when that slot's caller does not, or, on a lost
+ * connection, to whoever waits to reconnect. */
+static void leave_role(bmux *m) {
+    m->reading = false;
+    eddy__pipe_slot *next = eddy__pipeline_head(&m->fifo);
+    if (m->broken)
+        pthread_cond_broadcast(&m->idle);
+    else if (next && ((mwait *)next->waiter)->async) {
+        m->reader_wanted = true;
+        pthread_cond_signal(&m->reader_cond);
+    } else if (next) /* in the FIFO: its caller is waiting, so it is alive */
+        wake(next->waiter, false);
+}
+
 /* Takes the reader's role if nobody holds it and reads until w's replies are in, then passes
- * the role on: to the oldest slot's caller, or, on a lost connection, to whoever waits to
- * reconnect. Caller holds lock. */
+ * the role on. Caller holds lock. */
 static void take_role(bmux *m, mwait *w) {
     if (m->reading || m->broken || w->popped)
         return;
     m->reading = true;
     read_for(m, w);
-    m->reading = false;
-    eddy__pipe_slot *next = eddy__pipeline_head(&m->fifo);
-    if (m->broken)
-        pthread_cond_broadcast(&m->idle);
-    else if (next) /* in the FIFO: its caller is waiting, so it is alive */
-        wake(next->waiter, false);
+    leave_role(m);
 }
 
-/* In the writer's role, lock held: writes what is queued (its own and what others queue
+/* The reader thread: whenever it is wanted, reads until no slot waits. */
+static void *reader_main(void *arg) {
+    bmux *m = arg;
+    pthread_mutex_lock(&m->lock);
+    while (!m->reader_stop) {
+        if (!m->reader_wanted) {
+            pthread_cond_wait(&m->reader_cond, &m->lock);
+            continue;
+        }
+        m->reader_wanted = false;
+        if (m->reading || m->broken || !eddy__pipeline_head(&m->fifo))
+            continue;
+        m->reading = true;
+        read_for(m, NULL);
+        leave_role(m);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return NULL;
+}
+
+/* Hands every staged run to the link and writes, with io held and lock not (callers keep
+ * staging meanwhile). Returns whether bytes are still unwritten; err on failure. */
+static eddy_status hand_over(bmux *m, eddy__bmux_stage *taken, bool *pending, eddy_error *err) {
+    eddy__link *l = m->conn.link;
+    eddy_status st = EDDY_OK;
+    pthread_mutex_lock(&m->io);
+    size_t start = 0;
+    for (size_t i = 0; i < taken->nruns && st == EDDY_OK; i++) {
+        st = eddy__link_send_resp(l, taken->buf + start, taken->runs[i].end - start,
+                                  taken->runs[i].ncmds, NULL, err);
+        start = taken->runs[i].end;
+    }
+    if (st == EDDY_OK)
+        st = eddy__link_flush(l, err);
+    *pending = eddy__link_sent(l) < eddy__link_queued(l);
+    pthread_mutex_unlock(&m->io);
+    return st;
+}
+
+/* In the writer's role, lock held: writes what is staged (its own and what others stage
  * meanwhile) until nothing is, waiting for the socket until w's deadline, then leaves the
  * role. A failed write fails every slot (their callers are queued on *done). */
 static void write_queued(bmux *m, mwait *w, mwait **done) {
     eddy__link *l = m->conn.link;
     while (!m->broken) {
-        pthread_mutex_lock(&m->io);
+        eddy__bmux_stage taken = m->stage;
+        m->stage = m->spare;
+        m->stage.len = m->stage.nruns = 0;
+        pthread_mutex_unlock(&m->lock);
         eddy_error why;
-        eddy_status st = eddy__link_flush(l, &why);
-        bool pending = eddy__link_sent(l) < eddy__link_queued(l);
-        pthread_mutex_unlock(&m->io);
+        bool pending;
+        eddy_status st = hand_over(m, &taken, &pending, &why);
+        pthread_mutex_lock(&m->lock);
+        m->spare = taken;
         if (st != EDDY_OK) {
             fail_all(m, &why, done); /* what was written may end in half a command */
             eddy__link_shutdown(l);  /* a reader in poll() leaves */
             break;
         }
-        if (!pending) /* checked under lock: nobody queued behind it unwritten */
+        if (m->stage.nruns > 0) /* staged meanwhile */
+            continue;
+        if (!pending) /* checked under lock: nobody staged behind it */
             break;
         /* Bytes are unwritten, so their slot is in the FIFO: wait until the writer's own
          * deadline while its slot is there, else the oldest slot's (its waiter is alive while
@@ -334,35 +427,79 @@ static void write_queued(bmux *m, mwait *w, mwait **done) {
         pthread_cond_broadcast(&m->idle);
 }
 
+/* Appends cmds' RESP to the stage as one run; w->last gets the link's number of its last
+ * command. false when out of memory (nothing staged). Caller holds lock. */
+static bool stage_cmds(bmux *m, const eddy__cmdlist *cmds, mwait *w) {
+    eddy__bmux_stage *sg = &m->stage;
+    size_t len = 0;
+    for (size_t i = 0; i < cmds->n; i++)
+        len += eddy__cmd_resp_size(&cmds->cmds[i]);
+    if (sg->len + len > sg->cap) {
+        size_t cap = sg->cap ? sg->cap : 4096;
+        while (cap < sg->len + len)
+            cap *= 2;
+        char *buf = realloc(sg->buf, cap);
+        if (!buf)
+            return false;
+        sg->buf = buf;
+        sg->cap = cap;
+    }
+    if (sg->nruns == sg->runs_cap) {
+        size_t cap = sg->runs_cap ? sg->runs_cap * 2 : 64;
+        struct eddy__bmux_run *runs = realloc(sg->runs, cap * sizeof(*runs));
+        if (!runs)
+            return false;
+        sg->runs = runs;
+        sg->runs_cap = cap;
+    }
+    char *at = sg->buf + sg->len;
+    for (size_t i = 0; i < cmds->n; i++)
+        at = eddy__cmd_resp_write(&cmds->cmds[i], at);
+    sg->len += len;
+    sg->runs[sg->nruns++] = (struct eddy__bmux_run){sg->len, cmds->n};
+    w->last = m->numbered += cmds->n;
+    return true;
+}
+
 /* Queues cmds with w's slot, and writes unless someone does. EDDY_OK: w is in the FIFO, or
  * already failed with the connection. Caller holds no lock. */
 static eddy_status queue_cmds(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, mwait *w,
                               eddy_error *err) {
     eddy_status st = EDDY_OK;
+    /* Connected (the common case: one take of the lock), else connect, and again, once, when
+     * the connection was lost meanwhile. */
     for (int attempt = 0;; attempt++) {
-        if ((st = ensure_connected(m, w->deadline, err)) != EDDY_OK)
-            return st;
         pthread_mutex_lock(&m->lock);
         if (m->up && !m->broken)
             break;
         eddy_error lost = m->lost;
-        pthread_mutex_unlock(&m->lock); /* lost meanwhile: connect again, once */
-        if (attempt == 1)
-            return eddy__fail(err, EDDY_ERR_IO, "%s", lost.detail);
-    }
-    eddy_error why;
-    pthread_mutex_lock(&m->io);
-    st = eddy__link_send(m->conn.link, cmds, &w->last, &why);
-    pthread_mutex_unlock(&m->io);
-    if (st != EDDY_OK) { /* nothing queued: out of memory, or the link failed unnoticed */
-        mwait *done = NULL;
-        if (st != EDDY_ERR_NOMEM)
-            fail_all(m, &why, &done); /* the slots in flight fail with it; next call reconnects */
         pthread_mutex_unlock(&m->lock);
-        complete_all(done);
-        if (err)
-            *err = why;
-        return st;
+        if (attempt == 2)
+            return eddy__fail(err, EDDY_ERR_IO, "%s", lost.detail);
+        if ((st = ensure_connected(m, w->deadline, err)) != EDDY_OK)
+            return st;
+    }
+    if (!m->writing && m->stage.nruns == 0) {
+        /* Nobody writes and nothing waits: straight into the link (no copy through the stage);
+         * whoever comes meanwhile stages behind it. */
+        eddy_error why;
+        pthread_mutex_lock(&m->io);
+        st = eddy__link_send(m->conn.link, cmds, &w->last, &why);
+        pthread_mutex_unlock(&m->io);
+        if (st != EDDY_OK) { /* nothing queued: out of memory, or the link failed unnoticed */
+            mwait *done = NULL;
+            if (st != EDDY_ERR_NOMEM)
+                fail_all(m, &why, &done); /* the slots in flight fail with it */
+            pthread_mutex_unlock(&m->lock);
+            complete_all(done);
+            if (err)
+                *err = why;
+            return st;
+        }
+        m->numbered = w->last;
+    } else if (!stage_cmds(m, cmds, w)) { /* nothing queued */
+        pthread_mutex_unlock(&m->lock);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory queueing commands");
     }
     eddy__pipeline_push(&m->fifo, &w->slot, replies, cmds->n, w);
     mwait *done = NULL;
@@ -375,54 +512,144 @@ static eddy_status queue_cmds(bmux *m, const eddy__cmdlist *cmds, redisReply **r
     return EDDY_OK;
 }
 
+static void wait_init(mwait *w, long long deadline) {
+    memset(w, 0, sizeof(*w));
+    w->deadline = deadline;
+    pthread_mutex_init(&w->m, NULL);
+    eddy__bcond_init_monotonic(&w->cond);
+}
+
+static void wait_destroy(mwait *w) {
+    pthread_cond_destroy(&w->cond);
+    pthread_mutex_destroy(&w->m);
+}
+
+/* Waits until w is done: reads itself when nobody reads (or when offered the role), and gives
+ * the connection up when w's deadline passes with the role someone else's. Returns w's status.
+ * Caller holds no lock. */
+static eddy_status wait_done(bmux *m, mwait *w, eddy_error *err) {
+    pthread_mutex_lock(&m->lock);
+    take_role(m, w); /* nobody reads: read now, without going to sleep first */
+    pthread_mutex_unlock(&m->lock);
+    long long deadline = w->deadline;
+    struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
+    pthread_mutex_lock(&w->m);
+    while (!w->done) {
+        bool late = false;
+        if (!w->offered && pthread_cond_timedwait(&w->cond, &w->m, &at) == ETIMEDOUT)
+            late = !w->done;
+        if (w->done)
+            break;
+        bool offered = w->offered;
+        w->offered = false;
+        pthread_mutex_unlock(&w->m);
+        mwait *done = NULL;
+        pthread_mutex_lock(&m->lock);
+        if (offered)
+            take_role(m, w);
+        else if (late) /* the reader's role is someone else's: give the connection up */
+            expire(m, w, &done);
+        pthread_mutex_unlock(&m->lock);
+        complete_all(done); /* w among them */
+        pthread_mutex_lock(&w->m);
+    }
+    pthread_mutex_unlock(&w->m);
+    eddy_status st = w->slot.st;
+    if (st != EDDY_OK && err)
+        *err = w->err;
+    return st;
+}
+
+/* memory://: the engine answers at once, under the connect lock (no round trip there). */
+static eddy_status exec_memory(bmux *m, const eddy__cmdlist *cmds, redisReply **replies,
+                               eddy_error *err) {
+    pthread_mutex_lock(&m->connect_lock);
+    eddy_status st = eddy__bconn_exec(&m->conn, cmds, -1, replies, err);
+    pthread_mutex_unlock(&m->connect_lock);
+    return st;
+}
+
 eddy_status eddy__bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long deadline,
                                   redisReply **replies, eddy_error *err) {
     for (size_t i = 0; i < cmds->n; i++)
         replies[i] = NULL;
-    if (m->conn.engine) { /* memory://: the engine answers at once */
-        pthread_mutex_lock(&m->connect_lock);
-        eddy_status st = eddy__bconn_exec(&m->conn, cmds, -1, replies, err);
-        pthread_mutex_unlock(&m->connect_lock);
-        return st;
-    }
+    if (m->conn.engine)
+        return exec_memory(m, cmds, replies, err);
     if (cmds->n == 0)
         return ensure_connected(m, deadline, err);
-    mwait w = {.popped = false, .deadline = deadline};
-    pthread_mutex_init(&w.m, NULL);
-    eddy__bcond_init_monotonic(&w.cond);
+    mwait w;
+    wait_init(&w, deadline);
     eddy_status st = queue_cmds(m, cmds, replies, &w, err);
-    if (st == EDDY_OK) {
-        pthread_mutex_lock(&m->lock);
-        take_role(m, &w); /* nobody reads: read now, without going to sleep first */
-        pthread_mutex_unlock(&m->lock);
-        struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
-        pthread_mutex_lock(&w.m);
-        while (!w.done) {
-            bool late = false;
-            if (!w.offered && pthread_cond_timedwait(&w.cond, &w.m, &at) == ETIMEDOUT)
-                late = !w.done;
-            if (w.done)
-                break;
-            bool offered = w.offered;
-            w.offered = false;
-            pthread_mutex_unlock(&w.m);
-            mwait *done = NULL;
-            pthread_mutex_lock(&m->lock);
-            if (offered)
-                take_role(m, &w);
-            else if (late) /* the reader's role is someone else's: give the connection up */
-                expire(m, &w, &done);
-            pthread_mutex_unlock(&m->lock);
-            complete_all(done); /* w among them */
-            pthread_mutex_lock(&w.m);
-        }
-        pthread_mutex_unlock(&w.m);
-        st = w.slot.st;
-        if (st != EDDY_OK && err)
-            *err = w.err;
+    if (st == EDDY_OK)
+        st = wait_done(m, &w, err);
+    wait_destroy(&w);
+    return st;
+}
+
+/* Has the reader thread read for an async slot that nobody reads for (starting it the first
+ * time). Caller holds lock. false when it could not be started. */
+static bool want_reader(bmux *m) {
+    if (m->reading)
+        return true;
+    if (!m->reader_started) {
+        if (pthread_create(&m->reader, NULL, reader_main, m) != 0)
+            return false;
+        m->reader_started = true;
     }
-    pthread_cond_destroy(&w.cond);
-    pthread_mutex_destroy(&w.m);
+    m->reader_wanted = true;
+    pthread_cond_signal(&m->reader_cond);
+    return true;
+}
+
+eddy_status eddy__bmux_send(bmux *m, const eddy__cmdlist *cmds, long long deadline,
+                            redisReply **replies, eddy__bmux_wait *w,
+                            void (*on_failure)(void *user), void *user, eddy_error *err) {
+    for (size_t i = 0; i < cmds->n; i++)
+        replies[i] = NULL;
+    wait_init(w, deadline);
+    if (m->conn.engine || cmds->n == 0) { /* done at once */
+        w->slot.st = m->conn.engine ? exec_memory(m, cmds, replies, &w->err)
+                                    : ensure_connected(m, deadline, &w->err);
+        w->slot.replies = replies;
+        w->slot.n = cmds->n;
+        w->done = true;
+        if (on_failure && slot_failed(w))
+            on_failure(user);
+        return EDDY_OK;
+    }
+    w->async = true;
+    w->on_failure = on_failure;
+    w->user = user;
+    eddy_status st = queue_cmds(m, cmds, replies, w, err);
+    if (st != EDDY_OK) {
+        wait_destroy(w);
+        return st;
+    }
+    pthread_mutex_lock(&m->lock);
+    if (!m->reading && eddy__pipeline_head(&m->fifo) == &w->slot && !w->slot.next)
+        /* Alone on the connection: read the acknowledgement here, as exec would, rather than
+         * wake the reader thread for it (one request at a time pays no extra wake). */
+        take_role(m, w);
+    else if (!w->popped && !want_reader(m)) {
+        /* No reader thread: the caller reads for itself in eddy__bmux_finish (and hears of a
+         * failure only then). */
+        pthread_mutex_lock(&w->m);
+        w->async = false;
+        pthread_mutex_unlock(&w->m);
+    }
+    pthread_mutex_unlock(&m->lock);
+    return EDDY_OK;
+}
+
+eddy_status eddy__bmux_finish(bmux *m, eddy__bmux_wait *w, eddy_error *err) {
+    pthread_mutex_lock(&w->m);
+    w->finishing = true;
+    bool done = w->done;
+    pthread_mutex_unlock(&w->m);
+    eddy_status st = done ? w->slot.st : wait_done(m, w, err);
+    if (done && st != EDDY_OK && err)
+        *err = w->err;
+    wait_destroy(w);
     return st;
 }
 

@@ -9,6 +9,13 @@
  * its own are in, then passes the role to the oldest caller still waiting. memory:// runs each
  * command at once in the engine, under the connect lock (no round trip there).
  *
+ * A caller may also send without waiting (eddy__bmux_send: a request's entry, whose outcome
+ * comes from the reply stream): its replies are read by whoever reads, and while such slots
+ * wait and nobody else reads, by the mux's own reader thread (started with the first such
+ * send), so that the caller sleeps once, for its outcome, instead of once for the entry's
+ * acknowledgement and once more for the outcome. The caller is told at once (on_failure) only
+ * when its commands failed; it collects the replies with eddy__bmux_finish.
+ *
  * A lost connection (a failed write or read, a read timeout, a reply nobody waits for) fails
  * every slot in flight with EDDY_ERR_IO, each exactly once; the next call reconnects, once
  * neither the reader nor the writer still uses the old socket. Thread: any, except
@@ -19,10 +26,40 @@
 #include <hiredis/hiredis.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "cmdlist.h"
 #include "conn.h"
 #include "pipeline.h"
+
+/* One caller's slot (the mux's fields; the caller only allocates it, on its stack). */
+typedef struct eddy__bmux_wait {
+    eddy__pipe_slot slot;
+    uint64_t last;      /* the link's number of its last command */
+    long long deadline; /* monotonic ms */
+    bool popped;        /* out of the FIFO (guarded by the mux's lock): its completer is decided */
+    eddy_error err;
+    pthread_mutex_t m; /* guards done, offered and finishing */
+    pthread_cond_t cond;
+    bool done;      /* its replies are in, or it failed: the caller may return */
+    bool offered;   /* it is next and nobody reads: take the reader's role (never if async) */
+    bool async;     /* eddy__bmux_send: its caller is not waiting in the mux */
+    bool finishing; /* async: its caller waits in eddy__bmux_finish */
+    void (*on_failure)(void *user); /* async: called once, before done, when it failed */
+    void *user;
+    struct eddy__bmux_wait *next_c; /* on a list of callers to complete */
+} eddy__bmux_wait;
+
+/* Commands queued and not yet handed to the link: their RESP bytes back to back, and where
+ * each caller's run ends (the link keeps a "written" mark per run). */
+typedef struct eddy__bmux_stage {
+    char *buf;
+    size_t len, cap;
+    struct eddy__bmux_run {
+        size_t end, ncmds;
+    } * runs;
+    size_t nruns, runs_cap;
+} eddy__bmux_stage;
 
 typedef struct bmux {
     bconn conn;
@@ -36,6 +73,14 @@ typedef struct bmux {
     bool writing; /* a caller holds the writer's role: it writes `out` until it is empty */
     bool broken;  /* lost: reconnect once neither role is held */
     eddy_error lost;
+    /* Queued under `lock` alone, so that callers never wait for the link (held by the writer
+     * while it writes); the writer hands the stage to the link, swapping in `spare`. */
+    eddy__bmux_stage stage, spare;
+    uint64_t numbered; /* the link's number of the last command staged */
+    /* The reader thread: reads while async slots wait and no caller reads. */
+    pthread_t reader;
+    pthread_cond_t reader_cond; /* an async slot waits with nobody reading, or stop */
+    bool reader_started, reader_wanted, reader_stop;
 } bmux;
 
 /* EDDY_ERR_NOMEM (then eddy__bmux_destroy all the same). */
@@ -54,5 +99,17 @@ eddy_status eddy__bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **rep
  * sent, EDDY_ERR_IO if not); the next call reconnects. */
 eddy_status eddy__bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long deadline,
                                   redisReply **replies, eddy_error *err);
+
+/* Sends cmds as one contiguous run without waiting for their replies, which fill `replies`
+ * (n = cmds->n, NULL first; the array and w must live until eddy__bmux_finish returns) by
+ * `deadline` as for eddy__bmux_exec_until. EDDY_OK: queued (or, on memory://, done): call
+ * eddy__bmux_finish. Otherwise nothing was queued (w needs no finish) and err says why.
+ * on_failure(user), when not NULL, is called once from whichever thread completes the slot
+ * (no lock of the mux held) when it failed or a reply is an error, before finish can return. */
+eddy_status eddy__bmux_send(bmux *m, const eddy__cmdlist *cmds, long long deadline,
+                            redisReply **replies, eddy__bmux_wait *w,
+                            void (*on_failure)(void *user), void *user, eddy_error *err);
+/* Waits until w's replies are in or it failed, and returns its status (err: why). */
+eddy_status eddy__bmux_finish(bmux *m, eddy__bmux_wait *w, eddy_error *err);
 
 #endif

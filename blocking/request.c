@@ -2,7 +2,12 @@
  * registry, counting) and matches replies; this file sends each step on the publishing
  * connection (multiplexed: other threads' requests and publishes go out meanwhile) and makes
  * the calling thread wait, on a condition variable of its own, for the reply, the deadline, a
- * cancel token or the bus stopping. */
+ * cancel token or the bus stopping.
+ *
+ * The entry's step (SEND) is sent without waiting for its acknowledgement (eddy__bpub_send):
+ * the thread sleeps once, for the outcome, and is woken early only when the entry failed; the
+ * acknowledgement is fed to the flow after that (it is in by then, or comes by the step's
+ * deadline), so the flow still sees every step's answer, in order. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -18,6 +23,7 @@ typedef struct bwait {
     pthread_mutex_t m;
     pthread_cond_t cond;
     bool done;
+    bool send_failed; /* the entry's commands failed: the flow must hear it now */
     eddy_status st;
     eddy_event *reply;
     struct bwait *next_on_cancel;
@@ -89,38 +95,78 @@ void eddy__bwait_complete(void *waiter, eddy_status st, eddy_event *reply) {
     pthread_mutex_unlock(&w->m);
 }
 
+static void bwait_send_failed(void *waiter) {
+    bwait *w = waiter;
+    pthread_mutex_lock(&w->m);
+    w->send_failed = true;
+    pthread_cond_broadcast(&w->cond);
+    pthread_mutex_unlock(&w->m);
+}
+
+/* A step's commands on the publishing connection, with their replies; `pending` while a SEND
+ * step's acknowledgement is still to be collected (eddy__bpub_finish). */
+typedef struct step_io {
+    redisReply *replies[EDDY__REQUEST_MAX_CMDS];
+    eddy__bmux_wait slot;
+    bool pending;
+    eddy_status st;
+    eddy_error err;
+} step_io;
+
+static void step_io_free(step_io *io) {
+    for (size_t i = 0; i < EDDY__REQUEST_MAX_CMDS; i++)
+        if (io->replies[i]) {
+            freeReplyObject(io->replies[i]);
+            io->replies[i] = NULL;
+        }
+}
+
+/* Feeds the outcome of the step in io to the flow. */
+static eddy__req_step feed_step(eddy_bus *bus, eddy__request_flow *f, step_io *io) {
+    if (io->pending) {
+        io->st = eddy__bpub_finish(bus, &io->slot, &io->err);
+        io->pending = false;
+    }
+    eddy__req_step step = eddy__request_flow_feed(f, io->st, io->replies, &io->err);
+    step_io_free(io);
+    return step;
+}
+
 /* Runs the flow's steps on the publishing connection until it waits or ends, each by the
- * request's deadline (wall-clock ms) when that comes before the command timeout. */
-static eddy__req_step run_steps(eddy_bus *bus, eddy__request_flow *f, long long deadline) {
+ * request's deadline (wall-clock ms) when that comes before the command timeout. The SEND
+ * step is left in flight in io (pending) for the caller to feed once it has waited. */
+static eddy__req_step run_steps(eddy_bus *bus, eddy__request_flow *f, long long deadline, bwait *w,
+                                step_io *io) {
     long long now = eddy__bconn_now_ms();
     long long until = now + eddy__command_timeout_ms(&bus->s, -1);
     if (deadline > 0 && now + (deadline - eddy_now_ms()) < until)
         until = now + (deadline - eddy_now_ms());
     eddy__req_step step = f->step;
     while (step == EDDY__REQ_ASK || step == EDDY__REQ_SEND) {
-        redisReply *replies[EDDY__REQUEST_MAX_CMDS] = {NULL, NULL};
         const eddy__cmdlist *cmds = eddy__request_flow_cmds(f);
-        eddy_error err;
-        eddy_status st = cmds->n <= EDDY__REQUEST_MAX_CMDS
-                             ? eddy__bpub_exec_until(bus, cmds, until, replies, &err)
-                             : eddy__fail(&err, EDDY_ERR_INVALID_ARGUMENT, "too many commands");
-        step = eddy__request_flow_feed(f, st, replies, &err);
-        for (size_t i = 0; i < EDDY__REQUEST_MAX_CMDS; i++)
-            if (replies[i])
-                freeReplyObject(replies[i]);
+        if (cmds->n > EDDY__REQUEST_MAX_CMDS)
+            io->st = eddy__fail(&io->err, EDDY_ERR_INVALID_ARGUMENT, "too many commands");
+        else if (step == EDDY__REQ_ASK)
+            io->st = eddy__bpub_exec_until(bus, cmds, until, io->replies, &io->err);
+        else if ((io->st = eddy__bpub_send(bus, cmds, until, io->replies, &io->slot,
+                                           bwait_send_failed, w, &io->err)) == EDDY_OK) {
+            io->pending = true;
+            return EDDY__REQ_SEND;
+        }
+        step = feed_step(bus, f, io);
     }
     return step;
 }
 
-/* Waits for the outcome. The deadline is wall-clock (it travels to the responder); the wait
- * runs on the monotonic clock from the time left. */
+/* Waits for the outcome, or for the entry's commands to fail. The deadline is wall-clock (it
+ * travels to the responder); the wait runs on the monotonic clock from the time left. */
 static void wait_outcome(eddy_bus *bus, bwait *w, const char *id, long long deadline,
                          eddy_cancel *cancel) {
     long long mono_deadline = eddy__bconn_now_ms() + (deadline - eddy_now_ms());
     struct timespec at = {(time_t)(mono_deadline / 1000), (long)(mono_deadline % 1000) * 1000000};
     bool timed_out = false;
     pthread_mutex_lock(&w->m);
-    while (!w->done) {
+    while (!w->done && !w->send_failed) {
         bool cancelled = cancel && atomic_load(&cancel->fired);
         if (cancelled || timed_out) {
             pthread_mutex_unlock(&w->m);
@@ -175,7 +221,14 @@ eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_even
     if (st == EDDY_OK) {
         const char *id = f.out.id;
         cancel_attach(opts->cancel, &w);
-        if (run_steps(bus, &f, opts ? opts->deadline_ms : 0) == EDDY__REQ_END) {
+        step_io io = {.pending = false};
+        eddy__req_step step = run_steps(bus, &f, opts ? opts->deadline_ms : 0, &w, &io);
+        if (step == EDDY__REQ_SEND) { /* the entry is out: wait, then hear its acknowledgement */
+            wait_outcome(bus, &w, id, opts->deadline_ms, opts->cancel);
+            step = feed_step(bus, &f, &io);
+            w.send_failed = false; /* heard; a flow still waiting waits for the outcome alone */
+        }
+        if (step == EDDY__REQ_END) {
             st = f.st;
             if (err)
                 *err = f.err;

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Peers: redis-py (Debian python3-redis) and ioredis (npm) doing eddy's publish and consume work
 # (eddy's exact fields; XADD pipelined 256; XREADGROUP COUNT 256 with one XACK per batch) beside
-# eddy (bench_peer_eddy, built with the benches), against one private redis-server on a free
-# 127.0.0.1 port, in the same run. Each repetition runs the three clients in rotating order, each
+# eddy (bench_peer_eddy, built with the benches) and raw hiredis doing the same at its best
+# (bench_peer_hiredis: the most this server lets a client do), against one private redis-server
+# on a free 127.0.0.1 port, in the same run. Each repetition runs the three clients in rotating order, each
 # on fresh keys; figures are medians over the repetitions. Installs what it needs itself; not part
 # of the test suite.
 #   bench/peers/run.sh BUILD_DIR [-n N] [--reps R] [--pin]
-# prints `peer <work> <client>=<x> eddy=<y> ratio=<eddy/peer>` for work publish and consume.
+# prints `peer <work> <client>=<x> eddy=<y> ratio=<eddy/peer>` for work publish and consume, for
+# redis-py, ioredis and hiredis, and `# <work>: raw hiredis is <r>x <peer>` beside each peer.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:?usage: $0 BUILD_DIR [-n N] [--reps R] [--pin]}
@@ -21,7 +23,10 @@ while [ $# -gt 0 ]; do
     esac
 done
 eddy_bin=$build/bench/bench_peer_eddy
-[ -x "$eddy_bin" ] || { echo "no $eddy_bin: build the benches first" >&2; exit 1; }
+hiredis_bin=$build/bench/bench_peer_hiredis
+for b in "$eddy_bin" "$hiredis_bin"; do
+    [ -x "$b" ] || { echo "no $b: build the benches first" >&2; exit 1; }
+done
 
 # Debian's python (the one python3-redis installs for), whatever python3 is first on PATH.
 py=/usr/bin/python3
@@ -52,11 +57,12 @@ version=$(redis-cli -h 127.0.0.1 -p "$port" info server | sed -n 's/^redis_versi
 echo "machine cpus=$(nproc) redis=$version reps=$reps n=$n"
 
 declare -A runs # "<client> <work>" -> figures, one per repetition
-clients=(eddy redis-py ioredis)
+clients=(eddy hiredis redis-py ioredis)
 run_client() { # client rep
     local tag="peer$$-$1-$2"
     case $1 in
     eddy) "${client[@]}" "$eddy_bin" "redis://127.0.0.1:$port" "$n" "$tag" ;;
+    hiredis) "${client[@]}" "$hiredis_bin" "redis://127.0.0.1:$port" "$n" "$tag" ;;
     redis-py) "${client[@]}" $py "$here/peer_redis.py" "$port" "$n" "$tag" ;;
     ioredis) "${client[@]}" node "$here/peer_ioredis.js" "$port" "$n" "$tag" ;;
     esac
@@ -74,11 +80,15 @@ for ((r = 0; r < reps; r++)); do
     done
 done
 median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{v[NR]=$1} END {print (NR%2 ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2)}'; }
-for peer in redis-py ioredis; do
+for peer in redis-py ioredis hiredis; do
     for work in publish consume; do
         p=$(median "${runs[$peer $work]}")
         e=$(median "${runs[eddy $work]}")
+        h=$(median "${runs[hiredis $work]}")
         awk -v w=$work -v c=$peer -v p="$p" -v e="$e" \
             'BEGIN {printf "peer %s %s=%.0f eddy=%.0f ratio=%.3f\n", w, c, p, e, e / p}'
+        [ $peer = hiredis ] ||
+            awk -v w=$work -v c=$peer -v p="$p" -v h="$h" \
+                'BEGIN {printf "# %s: raw hiredis is %.2fx %s\n", w, h / p, c}'
     done
 done

@@ -551,3 +551,40 @@ ParameterizedTest(combo *p, multiplex, a_connection_lost_with_publishes_in_fligh
     pthread_join(server, NULL);
     close(h.listener);
 }
+
+/* A request whose entry the server refuses (here: out of memory, noeviction) ends at once with
+ * the refusal, not at its deadline as "no reply" (the blocking front end does not wait for the
+ * entry's acknowledgement before waiting for the outcome: the refusal must still reach it), and
+ * is not counted as sent; requests work again once the server takes writes. */
+ParameterizedTestParameters(multiplex, a_refused_request_entry_ends_the_call_with_the_refusal) {
+    return cr_make_param_array(combo, frontends, 2);
+}
+ParameterizedTest(combo *p, multiplex, a_refused_request_entry_ends_the_call_with_the_refusal,
+                  .timeout = 120) {
+    eddy_test_redis srv;
+    eddy_test_redis_start(&srv, 0);
+    ctx c;
+    setup(&c, p, srv.url);
+    tbus *b = must_bus(&c);
+    worker w = {.c = &c, .b = b, .index = 1};
+    cr_assert_eq(request_once(&w, 0), EDDY_OK);
+    eddy_test_redis_int(c.url, "CONFIG SET maxmemory 1");
+    eddy_event *ev = make_event("refused-1", "t.ask");
+    eddy_request_opts o = {eddy_deadline_in(60000), NULL, NULL};
+    eddy_event *reply = NULL;
+    eddy_error err = {0};
+    eddy_status st = c.d->request(b, "mux.ask", ev, &o, &reply, &err);
+    eddy_event_free(ev);
+    cr_expect_eq(st, EDDY_ERR_BACKEND, "%s: the refusal was not heard (%s)", eddy_status_name(st),
+                 err.detail);
+    if (c.d == &blocking_driver) /* the reactive driver passes on the callback's status alone */
+        cr_expect(strstr(err.detail, "OOM") != NULL, "the refusal's text: %s", err.detail);
+    eddy_test_redis_int(c.url, "CONFIG SET maxmemory 0");
+    cr_expect_eq(request_once(&w, 1), EDDY_OK);
+    eddy_request_stats s;
+    cr_assert_eq(c.d->request_stats(b, NULL, &s), EDDY_OK);
+    cr_expect_eq(s.sent, 2, "sent %lu: the refused entry is not counted", (unsigned long)s.sent);
+    cr_expect_eq(s.answered, 2);
+    c.d->free(b);
+    eddy_test_redis_kill(&srv);
+}
