@@ -163,8 +163,10 @@ static bool publish_until_ok(const front *f, int i, failures *fails) {
     eddy_error err = {0};
     eddy_status rc;
     while ((rc = fpublish(f, i, &err)) != EDDY_OK) {
+        if (fails && err.detail[0] == '\0' && fails->undetailed++ < 3)
+            printf("publish m-%d failed: %s (no detail)\n", i, eddy_status_name(rc));
         if (fails && err.detail[0] == '\0')
-            fails->undetailed++;
+            ;
         else if (fails && strstr(err.detail, "MOVED"))
             fails->moved++;
         else if (fails && (strstr(err.detail, "ASK") || strstr(err.detail, "TRYAGAIN")))
