@@ -13,9 +13,10 @@
  * Each figure is messages published and consumed per second (N, or 3 N, over the wall time of
  * both phases); `cluster_scaling` compares 3 namespaces on 3 masters with 1 on 1 server, so on
  * a machine with enough cores the ratio tends to 3 x eddy's single-namespace efficiency. The
- * `#` lines give each phase's own rate. On 2 vCPUs the 3 masters, 3 client threads (and each
- * bus's worker threads) share 2 cores: the ratio says how much the CPU lets through, not how
- * the cluster scales. */
+ * `#` lines give each phase's own rate, and (first repetition) the CPU the servers and this
+ * process used over the wall time: on 2 vCPUs the 3 masters, 3 client threads (and each bus's
+ * worker threads) share 2 cores, so the ratio says how much the CPU lets through, not how the
+ * cluster scales. */
 #include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -89,26 +90,29 @@ static bool node_ok(int port) {
 
 static void cluster_start(void) {
     char create[512];
-    int n = snprintf(create, sizeof(create), "redis-cli --cluster create");
+    /* A bound: redis-cli waits for ever for nodes that cannot meet. */
+    int n = snprintf(create, sizeof(create), "timeout 60 redis-cli --cluster create");
     int u = snprintf(cluster_url, sizeof(cluster_url), "redis-cluster://");
     for (int i = 0; i < MASTERS; i++) {
         node *nd = &nodes[i];
         nd->port = free_port();
         snprintf(nd->dir, sizeof(nd->dir), "/tmp/eddy-bench-cluster-%d-%d", (int)getpid(),
                  nd->port);
-        char cmd[160], port[16];
+        char cmd[160], port[16], bus[16];
         snprintf(cmd, sizeof(cmd), "mkdir -p %s", nd->dir);
         if (system(cmd) != 0)
             bench_die("cluster", "mkdir");
         snprintf(port, sizeof(port), "%d", nd->port);
+        /* The bus port is a free port of its own: port + 10000 may be taken or past 65535. */
+        snprintf(bus, sizeof(bus), "%d", free_port());
         if ((nd->pid = fork()) < 0)
             bench_die("fork", "cluster node");
         if (nd->pid == 0) {
             prctl(PR_SET_PDEATHSIG, SIGKILL);
             execlp("redis-server", "redis-server", "--bind", "127.0.0.1", "--port", port, "--dir",
                    nd->dir, "--save", "", "--appendonly", "no", "--cluster-enabled", "yes",
-                   "--cluster-config-file", "nodes.conf", "--loglevel", "warning", "--logfile",
-                   "redis.log", (char *)NULL);
+                   "--cluster-config-file", "nodes.conf", "--cluster-port", bus, "--loglevel",
+                   "warning", "--logfile", "redis.log", (char *)NULL);
             _exit(127);
         }
         n += snprintf(create + n, sizeof(create) - (size_t)n, " 127.0.0.1:%d", nd->port);
@@ -172,6 +176,28 @@ static int master_of(const char *ns) {
     return port;
 }
 
+/* The CPU seconds (user + system) the server on port has used so far. */
+static double server_cpu(int port) {
+    redisReply *r = at(port, "INFO cpu");
+    double user = 0, sys = 0;
+    if (r && r->type == REDIS_REPLY_STRING) {
+        const char *u = strstr(r->str, "used_cpu_user:"), *s = strstr(r->str, "used_cpu_sys:");
+        user = u ? atof(u + 14) : 0;
+        sys = s ? atof(s + 13) : 0;
+    }
+    if (r)
+        freeReplyObject(r);
+    return user + sys;
+}
+
+/* `# <side>: ... cores busy`: the CPU the servers and this process used over the wall time. */
+static void print_cores(const char *side, double wall, double servers, bench_usage u0,
+                        bench_usage u1) {
+    double client = (u1.cpu_us - u0.cpu_us) / 1e6;
+    printf("# %s: %.2f s wall, servers %.2f s CPU, client %.2f s CPU: %.2f cores busy\n", side,
+           wall, servers, client, (servers + client) / wall);
+}
+
 /* Three namespaces of this repetition, one on each master. */
 static void pick_namespaces(const bench_env *env, int rep, char ns[MASTERS][96]) {
     int found = 0, port[MASTERS];
@@ -211,6 +237,8 @@ static void raw_side(const bench_env *env, int rep, double *out, void *user) {
     if (!r || r->type == REDIS_REPLY_ERROR)
         bench_die("XGROUP CREATE", r ? r->str : c->errstr);
     freeReplyObject(r);
+    double cpu0 = server_cpu(env->port);
+    bench_usage u0 = bench_usage_now();
     double t0 = bench_now();
     for (long i = 0; i < N; i += BENCH_BATCH) {
         long end = i + BENCH_BATCH < N ? i + BENCH_BATCH : N;
@@ -225,6 +253,9 @@ static void raw_side(const bench_env *env, int rep, double *out, void *user) {
     }
     double published = bench_now() - t0;
     double consumed = bench_raw_consume(env, key, "raw", N);
+    if (rep == 0)
+        print_cores("hiredis, 1 server", published + consumed, server_cpu(env->port) - cpu0, u0,
+                    bench_usage_now());
     out[0] = (double)N / (published + consumed);
     out[1] = (double)N / published;
     out[2] = (double)N / consumed;
@@ -312,7 +343,11 @@ static void eddy_side(const bench_env *env, int rep, double *out, void *user) {
         if (pthread_create(&th[i], NULL, lane_run, &lanes[i]) != 0)
             bench_die("pthread_create", "lane");
     }
+    double cpu0 = 0;
+    for (int i = 0; i < MASTERS; i++)
+        cpu0 += server_cpu(nodes[i].port);
     pthread_barrier_wait(&go);
+    bench_usage u0 = bench_usage_now();
     double t0 = bench_now();
     double pub = 0, con = 0;
     for (int i = 0; i < MASTERS; i++) {
@@ -322,7 +357,14 @@ static void eddy_side(const bench_env *env, int rep, double *out, void *user) {
         sem_destroy(&lanes[i].done);
     }
     double wall = bench_now() - t0;
+    bench_usage u1 = bench_usage_now();
     pthread_barrier_destroy(&go);
+    if (rep == 0) {
+        double cpu1 = 0;
+        for (int i = 0; i < MASTERS; i++)
+            cpu1 += server_cpu(nodes[i].port);
+        print_cores("eddy, 3 masters", wall, cpu1 - cpu0, u0, u1);
+    }
     out[0] = (double)(MASTERS * N) / wall;
     out[1] = (double)(MASTERS * N) / pub; /* the slowest lane's phase */
     out[2] = (double)(MASTERS * N) / con;

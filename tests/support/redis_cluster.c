@@ -100,21 +100,28 @@ static bool formed(void *arg) {
 
 void eddy_test_cluster_start(eddy_test_cluster *c) {
     memset(c, 0, sizeof(*c));
-    const char *const extra[] = {"--cluster-enabled",
-                                 "yes",
-                                 "--cluster-config-file",
-                                 "nodes.conf",
-                                 "--cluster-node-timeout",
-                                 "2000",
-                                 "--cluster-require-full-coverage",
-                                 "yes",
-                                 "--repl-diskless-sync-delay",
-                                 "0",
-                                 NULL};
     char cmd[1024];
-    int n = snprintf(cmd, sizeof(cmd), "redis-cli --cluster create");
+    /* A bound: redis-cli waits for ever for nodes that cannot meet. */
+    int n = snprintf(cmd, sizeof(cmd), "timeout 60 redis-cli --cluster create");
     int u = snprintf(c->url, sizeof(c->url), "redis-cluster://");
     for (int i = 0; i < EDDY_TEST_CLUSTER_NODES; i++) {
+        /* The bus port is a free port of its own: the default, port + 10000, may be taken or
+         * past 65535. */
+        char bus[16];
+        snprintf(bus, sizeof(bus), "%d", eddy_test_free_port());
+        const char *const extra[] = {"--cluster-enabled",
+                                     "yes",
+                                     "--cluster-config-file",
+                                     "nodes.conf",
+                                     "--cluster-port",
+                                     bus,
+                                     "--cluster-node-timeout",
+                                     "2000",
+                                     "--cluster-require-full-coverage",
+                                     "yes",
+                                     "--repl-diskless-sync-delay",
+                                     "0",
+                                     NULL};
         eddy_test_redis_start_with(&c->node[i], 0, extra);
         n += snprintf(cmd + n, sizeof(cmd) - (size_t)n, " 127.0.0.1:%d", c->node[i].port);
         u += snprintf(c->url + u, sizeof(c->url) - (size_t)u, "%s127.0.0.1:%d", i ? "," : "",
