@@ -21,7 +21,7 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
-for b in bench_pubsub bench_reqrep bench_replay bench_store bench_domain bench_idle bench_wait; do
+for b in bench_pubsub bench_reqrep bench_replay bench_store bench_domain bench_idle bench_wait bench_cluster; do
     echo "== $b"
     "$build/bench/$b" "${common[@]}"
 done

@@ -228,13 +228,14 @@ eddy_status eddy__bmux_connect(bmux *m, eddy_error *err) {
     return ensure_connected(m, -1, err);
 }
 
-/* Waits in poll() for the link's socket to be ready for `events`, until deadline. false when
- * the deadline passed. Caller holds no lock (the socket cannot change while a role is held). */
-static bool wait_fd(bmux *m, short events, long long deadline) {
+/* Waits in poll() for fd (the link's socket) to be ready for `events`, until deadline. false
+ * when the deadline passed. Caller holds no lock (the socket cannot change while a role is
+ * held). */
+static bool wait_fd(int fd, short events, long long deadline) {
     long long left = deadline - eddy__bconn_now_ms();
     if (left <= 0)
         return false;
-    struct pollfd p = {.fd = eddy__link_fd(m->conn.link), .events = events};
+    struct pollfd p = {.fd = fd, .events = events};
     poll(&p, 1, left > INT_MAX ? INT_MAX : (int)left);
     return true;
 }
@@ -265,7 +266,10 @@ static int parse_some(bmux *m, long long deadline, redisReply **out, int max, bo
         *lost = st != EDDY_OK;
         if (n > 0 || *lost) /* what came before a failure is handed out all the same */
             return n;
-        if (!wait_fd(m, POLLIN, deadline))
+        unsigned wants = eddy__link_read_wants(l); /* READ, or an ASK's detour's (cluster.h) */
+        short events = (short)(((wants & EDDY__LINK_READ) ? POLLIN : 0) |
+                               ((wants & EDDY__LINK_WRITE) ? POLLOUT : 0));
+        if (!wait_fd(eddy__link_fd(l), events ? events : POLLIN, deadline))
             return 0;
     }
 }
@@ -410,7 +414,7 @@ static void write_queued(bmux *m, mwait *w, mwait **done) {
         eddy__pipe_slot *head = eddy__pipeline_head(&m->fifo);
         long long until = !w->popped || !head ? w->deadline : ((mwait *)head->waiter)->deadline;
         pthread_mutex_unlock(&m->lock);
-        bool in_time = wait_fd(m, POLLOUT, until);
+        bool in_time = wait_fd(eddy__link_write_fd(l), POLLOUT, until);
         pthread_mutex_lock(&m->lock);
         head = eddy__pipeline_head(&m->fifo);
         if (!in_time && !w->popped)

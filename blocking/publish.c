@@ -1,9 +1,10 @@
 /* Publishing on the blocking bus: the core checks and builds, this file sends, on the bus's
  * publishing connection (multiplexed, mux.h: each publish's commands contiguous on the wire). A
  * failed send is reported, never retried: a retry could store the message twice. The next publish
- * reconnects. The one exception is the core's (eddy__publish_again): deduplicated publishes the
- * server refused unwritten because it had lost eddy's function library go once more behind a
- * load of it. */
+ * reconnects. The exceptions are the core's: deduplicated publishes the server refused unwritten
+ * because it had lost eddy's function library go once more behind a load of it
+ * (eddy__publish_again), and publishes a cluster's MOVED refused unwritten go once more on the
+ * next connection, to the slot's new master (eddy__publish_moved_again). */
 #include <stdlib.h>
 
 #include "error.h"
@@ -69,14 +70,27 @@ static eddy_status send_once(eddy_bus *bus, const eddy__cmdlist *cmds, long long
     return eddy__bpub_exec_until(bus, cmds, deadline, s->replies, err);
 }
 
-/* Sends cmds; when the core says so, sends them again (cmds then holds what was sent), by the
- * same deadline: the call as a whole keeps command_timeout_ms. The replies in s belong to
- * cmds. */
-static eddy_status send_publishes(eddy_bus *bus, eddy__cmdlist *cmds, sent *s, eddy_error *err) {
+/* Sends cmds (npub publishes); when the core says so, sends them again (cmds then holds what was
+ * sent), by the same deadline: the call as a whole keeps command_timeout_ms. The replies in s
+ * belong to cmds. */
+static eddy_status send_publishes(eddy_bus *bus, eddy__cmdlist *cmds, size_t npub, sent *s,
+                                  eddy_error *err) {
     long long deadline = eddy__bconn_now_ms() + eddy__command_timeout_ms(&bus->s, -1);
-    eddy_status st = send_once(bus, cmds, deadline, s, err);
+    eddy_error e = {0};
+    eddy_status st = send_once(bus, cmds, deadline, s, &e);
     eddy__cmdlist again;
-    if (st == EDDY_OK && eddy__publish_again(bus->publisher, cmds, s->replies, &again)) {
+    if (st != EDDY_OK && eddy__publish_moved_again(bus->publisher, npub, cmds, st, &e, &again)) {
+        sent_free(s);
+        eddy__cmdlist_reset(cmds);
+        *cmds = again;
+        st = send_once(bus, cmds, deadline, s, &e);
+    }
+    if (st != EDDY_OK) {
+        if (err)
+            *err = e;
+        return st;
+    }
+    if (eddy__publish_again(bus->publisher, cmds, s->replies, &again)) {
         sent_free(s);
         eddy__cmdlist_reset(cmds);
         *cmds = again;
@@ -98,7 +112,7 @@ eddy_status eddy_bus_publish_batch(eddy_bus *bus, const char *subject, const edd
         st = eddy__publish_prepare(bus->publisher, subject, evs[i], &cmds, err);
     sent s = {.n = 0};
     if (st == EDDY_OK && cmds.n > 0)
-        st = send_publishes(bus, &cmds, &s, err);
+        st = send_publishes(bus, &cmds, n, &s, err);
     size_t next = 0;
     for (size_t i = 0; st == EDDY_OK && i < n; i++) {
         st = eddy__publish_result(bus->publisher, &cmds, next, s.replies, &next, NULL, 0, err);
@@ -119,7 +133,7 @@ eddy_status eddy_bus_publish(eddy_bus *bus, const char *subject, const eddy_even
     sent s = {.n = 0};
     eddy_status st = eddy__publish_prepare(bus->publisher, subject, ev, &cmds, err);
     if (st == EDDY_OK)
-        st = send_publishes(bus, &cmds, &s, err);
+        st = send_publishes(bus, &cmds, 1, &s, err);
     size_t next;
     if (st == EDDY_OK)
         st = eddy__publish_result(bus->publisher, &cmds, 0, s.replies, &next, entry_id,

@@ -13,7 +13,9 @@
  * - Each operation completes exactly once: with its replies, with the connection's error when
  *   it was lost first, or with EDDY_ERR_CLOSED when the bus is freed first. It leaves the queue
  *   before its completion runs, so whatever that completion calls finds a consistent queue.
- *   A failed publish is never retried: a retry could store the message twice.
+ *   A failed publish is never retried (a retry could store the message twice), but for what the
+ *   core says was refused unwritten: a lost function library (eddy__publish_again), a
+ *   cluster's MOVED (eddy__publish_moved_again, once, on the next connection).
  * - No per-operation timer or thread: the connection's deadlines (conn.h) cover them all. When
  *   one passes, an op the connection had written fails with EDDY_ERR_TIMEOUT (sent, outcome
  *   unknown), one it had not with EDDY_ERR_IO (not sent).
@@ -201,19 +203,17 @@ eddy_status eddy__rpub_submit(eddy_rbus *bus, rpub *p) {
 /* ---- publishing ------------------------------------------------------------------------- */
 
 static void published(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
+static void published_after_move(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
 
-/* Sends p's publishes once more behind a load of the function library, when the core says the
- * server had lost it (nothing of them was written): true when that op now owns the outcome. */
-static bool publish_again(eddy_rbus *bus, rpub *p) {
-    eddy__cmdlist again;
-    if (!eddy__publish_again(bus->publisher, &p->cmds, p->replies, &again))
-        return false;
-    rpub *q = eddy__rpub_new(published, p->user);
+/* Submits `again` as a new op that owns p's outcome, completed by `then`: true when it was
+ * queued (false: p completes as it is, `again` is reset). */
+static bool resubmit(eddy_rbus *bus, rpub *p, eddy__cmdlist *again, rpub_fn then) {
+    rpub *q = eddy__rpub_new(then, p->user);
     if (!q) {
-        eddy__cmdlist_reset(&again);
-        return false; /* p completes with the server's refusal: nothing was published */
+        eddy__cmdlist_reset(again);
+        return false;
     }
-    q->cmds = again; /* eddy__rpub_new's list is empty and owns nothing */
+    q->cmds = *again; /* eddy__rpub_new's list is empty and owns nothing */
     q->done = p->done;
     if (eddy__rpub_submit(bus, q) != EDDY_OK) {
         eddy__rpub_free(q);
@@ -222,9 +222,24 @@ static bool publish_again(eddy_rbus *bus, rpub *p) {
     return true;
 }
 
-static void published(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
+/* Sends p's publishes once more behind a load of the function library, when the core says the
+ * server had lost it (nothing of them was written): true when that op now owns the outcome. */
+static bool publish_again(eddy_rbus *bus, rpub *p, rpub_fn then) {
+    eddy__cmdlist again;
+    if (!eddy__publish_again(bus->publisher, &p->cmds, p->replies, &again))
+        return false;
+    return resubmit(bus, p, &again, then);
+}
+
+/* The outcome; may_move: a MOVED's refusal sends it once more (on the next connection). */
+static void finish(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err, bool may_move) {
     char id[64] = "";
-    if (st == EDDY_OK && publish_again(bus, p))
+    eddy__cmdlist again;
+    if (st != EDDY_OK && may_move &&
+        eddy__publish_moved_again(bus->publisher, 1, &p->cmds, st, err, &again) &&
+        resubmit(bus, p, &again, published_after_move))
+        return;
+    if (st == EDDY_OK && publish_again(bus, p, may_move ? published : published_after_move))
         return;
     if (st == EDDY_OK) {
         size_t next;
@@ -234,6 +249,14 @@ static void published(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error 
     }
     if (p->done)
         p->done(st, st == EDDY_OK ? id : NULL, p->user);
+}
+
+static void published(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
+    finish(bus, p, st, err, true);
+}
+
+static void published_after_move(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
+    finish(bus, p, st, err, false);
 }
 
 eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_event *ev,

@@ -63,6 +63,9 @@ eddy__conn_state *eddy__conn_state_new(const eddy__url *url, const eddy__logger 
         snprintf(cs->where, sizeof(cs->where), "unix:%s", url->path);
     else if (url->kind == EDDY__URL_SENTINEL)
         snprintf(cs->where, sizeof(cs->where), "sentinel master %s", url->name);
+    else if (url->kind == EDDY__URL_CLUSTER)
+        snprintf(cs->where, sizeof(cs->where), "cluster via %s:%d", url->sentinels[0].host,
+                 url->sentinels[0].port);
     else
         snprintf(cs->where, sizeof(cs->where), "memory://%s", url->name ? url->name : "");
     return cs;

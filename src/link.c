@@ -8,7 +8,11 @@
  * - The handshake's commands go first in the output at connect; their replies are taken by the
  *   link itself (hs_left of them) before any reply is handed to the driver.
  * - The socket is closed only by eddy__link_close/connect/free, never on a failure, so the fd
- *   number stays valid for eddy__link_shutdown from another thread until then. */
+ *   number stays valid for eddy__link_shutdown from another thread until then.
+ * - redis-cluster:// only: the bytes of commands written but not answered stay in out too,
+ *   in [off - retained, off), and `ends` holds each unanswered command's end (in queued_bytes
+ *   numbering, UINT64_MAX when unknown), so that a command answered -ASK can be sent once more
+ *   to the node the ASK names (cluster.h). */
 #include "link.h"
 
 #include <errno.h>
@@ -24,6 +28,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "cluster.h"
 #include "error.h"
 #include "link_mem.h"
 #include "link_tls.h"
@@ -70,19 +75,34 @@ struct eddy__link {
      * commands wait in the buffer until it said master (hs_end: where the handshake's bytes
      * end), so that none reaches a replica. */
     eddy__sentinel *sen;
+    /* redis-cluster://: finds the master of the namespace's slot before each connect; a
+     * redirect reply fails the link (eddy__cluster_redirect). */
+    eddy__cluster *cl;
     bool hs_role_last;
     uint64_t hs_end;
     unsigned socket_id; /* this socket's number among every link's (eddy__link_socket_id) */
     eddy__memlink *mem; /* memory://: every call is handed on to it (link_mem.c) */
+    /* redis-cluster://: where each unanswered command ends (a ring; see the top), where the
+     * last answered one ended, whether that is exact, whether the next reply is inside a
+     * MULTI (an ASK there is not followed: the transaction is aborted by the server), and the
+     * reply an ASK's detour brought back, not handed out yet. */
+    uint64_t *ends;
+    size_t ehead, en, ecap;
+    uint64_t answered_end;
+    bool ends_exact, in_multi;
+    redisReply *ask_reply;
 };
 
 static atomic_uint sockets_made;
 
 unsigned eddy__link_next_socket_id(void) { return atomic_fetch_add(&sockets_made, 1) + 1; }
+static void free_reply(eddy__link *l, void *r);
 
 static void set_peer(eddy__link *l) {
     if (l->s->url.kind == EDDY__URL_UNIX)
         snprintf(l->peer, sizeof(l->peer), "%s", l->s->url.path);
+    else if (!l->host && l->cl)
+        snprintf(l->peer, sizeof(l->peer), "the master of slot %u", eddy__cluster_slot(l->cl));
     else if (!l->host)
         snprintf(l->peer, sizeof(l->peer), "the master '%s'", l->s->url.name);
     else
@@ -109,7 +129,8 @@ eddy__link *eddy__link_new(const eddy__settings *s, bool want_client_id) {
         free(l);
         return NULL;
     }
-    if (s->url.kind == EDDY__URL_SENTINEL && !(l->sen = eddy__sentinel_new(s))) {
+    if ((s->url.kind == EDDY__URL_SENTINEL && !(l->sen = eddy__sentinel_new(s))) ||
+        (s->url.kind == EDDY__URL_CLUSTER && !(l->cl = eddy__cluster_new(s)))) {
         redisReaderFree(l->reader);
         free(l);
         return NULL;
@@ -122,6 +143,10 @@ eddy__link *eddy__link_new(const eddy__settings *s, bool want_client_id) {
 static void drop_queue(eddy__link *l) {
     l->off = l->len = 0;
     l->wrote = l->queued_bytes;
+    l->ehead = l->en = 0;
+    l->answered_end = l->queued_bytes;
+    l->ends_exact = true;
+    l->in_multi = false;
     l->mhead = l->mn = 0;
     l->sent = l->answered = l->queued;
     if (l->cap > KEEP_OUT_CAP) {
@@ -165,6 +190,12 @@ void eddy__link_close(eddy__link *l) {
     drop_queue(l);
     if (l->sen)
         eddy__sentinel_stop(l->sen);
+    if (l->cl) {
+        eddy__cluster_stop(l->cl);
+        eddy__cluster_ask_stop(l->cl);
+    }
+    free_reply(l, l->ask_reply);
+    l->ask_reply = NULL;
 }
 
 void eddy__link_free(eddy__link *l) {
@@ -175,6 +206,8 @@ void eddy__link_free(eddy__link *l) {
     if (l->reader)
         redisReaderFree(l->reader);
     eddy__sentinel_free(l->sen);
+    eddy__cluster_free(l->cl);
+    free(l->ends);
     free(l->out);
     free(l->marks);
     free(l);
@@ -186,19 +219,39 @@ static eddy_status fail(eddy__link *l, eddy_status st) {
     return st;
 }
 
+/* A sentinel or a cluster node is being asked where to connect: its socket is the one to
+ * wait on. */
+static bool discovering(const eddy__link *l) {
+    return (l->sen && eddy__sentinel_asking(l->sen)) || (l->cl && eddy__cluster_asking(l->cl));
+}
+
+/* An ASK is being followed: the detour's socket is the one to wait on (the main socket waits:
+ * nothing more is read from it before the ASKed command's reply is handed out). */
+static bool detouring(const eddy__link *l) {
+    return l->cl && l->phase == EDDY__LINK_READY && eddy__cluster_following_ask(l->cl);
+}
+
 eddy__link_phase eddy__link_phase_of(const eddy__link *l) {
     return l->mem ? eddy__memlink_phase(l->mem) : l->phase;
 }
 int eddy__link_fd(const eddy__link *l) {
     if (l->mem)
         return eddy__memlink_fd(l->mem);
-    return l->sen && eddy__sentinel_asking(l->sen) ? eddy__sentinel_fd(l->sen) : l->fd;
+    if (detouring(l))
+        return eddy__cluster_ask_fd(l->cl);
+    if (!discovering(l))
+        return l->fd;
+    return l->sen ? eddy__sentinel_fd(l->sen) : eddy__cluster_fd(l->cl);
 }
+int eddy__link_write_fd(const eddy__link *l) { return l->mem ? eddy__memlink_fd(l->mem) : l->fd; }
 unsigned eddy__link_socket_id(const eddy__link *l) {
     if (l->mem)
         return eddy__memlink_socket_id(l->mem);
-    return l->sen && eddy__sentinel_asking(l->sen) ? eddy__sentinel_socket_id(l->sen)
-                                                   : l->socket_id;
+    if (detouring(l))
+        return eddy__cluster_ask_socket_id(l->cl);
+    if (!discovering(l))
+        return l->socket_id;
+    return l->sen ? eddy__sentinel_socket_id(l->sen) : eddy__cluster_socket_id(l->cl);
 }
 long long eddy__link_deadline(const eddy__link *l) {
     return l->mem ? eddy__memlink_deadline(l->mem) : l->deadline;
@@ -237,11 +290,19 @@ static size_t write_end(const eddy__link *l) {
     return l->len;
 }
 
+unsigned eddy__link_read_wants(const eddy__link *l) {
+    return detouring(l) ? eddy__link_wants(l) : EDDY__LINK_READ;
+}
+
 unsigned eddy__link_wants(const eddy__link *l) {
     if (l->mem)
         return eddy__memlink_wants(l->mem);
-    if (l->sen && eddy__sentinel_asking(l->sen))
-        return l->phase == EDDY__LINK_CONNECTING ? eddy__sentinel_wants(l->sen) : 0;
+    if (detouring(l))
+        return l->ask_reply ? 0 : eddy__cluster_ask_wants(l->cl);
+    if (discovering(l) && l->phase != EDDY__LINK_CONNECTING)
+        return 0;
+    if (discovering(l))
+        return l->sen ? eddy__sentinel_wants(l->sen) : eddy__cluster_wants(l->cl);
     switch (l->phase) {
     case EDDY__LINK_CONNECTING:
         return EDDY__LINK_WRITE;
@@ -270,15 +331,21 @@ eddy_status eddy__link_tick(eddy__link *l, long long now_ms, eddy_error *err) {
 
 /* ---- output ------------------------------------------------------------------------------ */
 
+/* Bytes before off that stay in out: the written, unanswered commands' (cluster only). */
+static size_t retained(const eddy__link *l) {
+    return l->cl && l->wrote > l->answered_end ? (size_t)(l->wrote - l->answered_end) : 0;
+}
+
 static bool reserve_out(eddy__link *l, size_t n) {
-    if (l->off > 0 && l->off == l->len)
-        l->off = l->len = 0;
+    size_t keep = l->off - retained(l); /* where the bytes still needed start */
+    if (keep > 0 && keep == l->len)
+        l->off = l->len = keep = 0;
     if (l->len + n <= l->cap)
         return true;
-    if (l->off > 0) { /* compact first */
-        memmove(l->out, l->out + l->off, l->len - l->off);
-        l->len -= l->off;
-        l->off = 0;
+    if (keep > 0) { /* compact first */
+        memmove(l->out, l->out + keep, l->len - keep);
+        l->len -= keep;
+        l->off -= keep;
         if (l->len + n <= l->cap)
             return true;
     }
@@ -311,6 +378,55 @@ static bool push_mark(eddy__link *l, uint64_t end_byte, uint64_t last_cmd) {
     return true;
 }
 
+/* Room in the ring of command ends for n more (cluster only). */
+static bool reserve_ends(eddy__link *l, size_t n) {
+    if (l->en + n <= l->ecap)
+        return true;
+    size_t cap = l->ecap ? l->ecap : 64;
+    while (cap < l->en + n)
+        cap *= 2;
+    uint64_t *e = malloc(cap * sizeof(*e));
+    if (!e)
+        return false;
+    for (size_t i = 0; i < l->en; i++)
+        e[i] = l->ends[(l->ehead + i) % l->ecap];
+    free(l->ends);
+    l->ends = e;
+    l->ecap = cap;
+    l->ehead = 0;
+    return true;
+}
+
+static void push_end(eddy__link *l, uint64_t end) { l->ends[(l->ehead + l->en++) % l->ecap] = end; }
+
+/* Reads a "<c><digits>\r\n" header at p (before lim): its number into *v, the position after
+ * it returned; NULL when it is not that. */
+static const char *resp_header(const char *p, const char *lim, char c, size_t *v) {
+    if (p >= lim || *p++ != c)
+        return NULL;
+    size_t n = 0;
+    const char *d = p;
+    while (p < lim && *p >= '0' && *p <= '9' && p - d < 12)
+        n = n * 10 + (size_t)(*p++ - '0');
+    if (p == d || lim - p < 2 || p[0] != '\r' || p[1] != '\n')
+        return NULL;
+    *v = n;
+    return p + 2;
+}
+
+/* The length of the command (a RESP array of bulk strings, as eddy writes them) at the start of
+ * [p, lim); 0 when it is not one. */
+static size_t resp_cmd_len(const char *p, const char *lim) {
+    size_t argc, len;
+    const char *at = resp_header(p, lim, '*', &argc);
+    for (size_t i = 0; at && i < argc; i++)
+        if ((at = resp_header(at, lim, '$', &len)) && (size_t)(lim - at) >= len + 2)
+            at += len + 2;
+        else
+            at = NULL;
+    return at ? (size_t)(at - p) : 0;
+}
+
 /* Appends raw bytes: ncmds > 0 numbers them as commands (with a mark), 0 is the handshake's. */
 static eddy_status append(eddy__link *l, const eddy__cmdlist *cmds, const char *resp, size_t len,
                           size_t ncmds, uint64_t *last, eddy_error *err) {
@@ -319,9 +435,22 @@ static eddy_status append(eddy__link *l, const eddy__cmdlist *cmds, const char *
     if (cmds)
         for (size_t i = 0; i < cmds->n; i++)
             len += eddy__cmd_resp_size(&cmds->cmds[i]);
-    if (!reserve_out(l, len) ||
+    if (!reserve_out(l, len) || (l->cl && ncmds > 0 && !reserve_ends(l, ncmds)) ||
         (ncmds > 0 && !push_mark(l, l->queued_bytes + len, l->queued + ncmds)))
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory queueing commands");
+    if (l->cl && ncmds > 0) { /* each command's end (raw bytes: parsed; unknown: UINT64_MAX) */
+        uint64_t end = l->queued_bytes;
+        const char *p = resp, *lim = resp ? resp + len : NULL;
+        for (size_t i = 0; i < ncmds; i++) {
+            size_t k = cmds ? eddy__cmd_resp_size(&cmds->cmds[i]) : p ? resp_cmd_len(p, lim) : 0;
+            if (!cmds && p)
+                p = k ? p + k : NULL;
+            end = k && end != UINT64_MAX ? end + k : UINT64_MAX;
+            push_end(l, i + 1 == ncmds ? l->queued_bytes + len : end);
+        }
+    } else if (l->cl && l->en == 0) { /* the handshake's: not kept */
+        l->answered_end = l->queued_bytes + len;
+    }
     char *at = l->out + l->len;
     if (cmds)
         for (size_t i = 0; i < cmds->n; i++)
@@ -389,7 +518,7 @@ static eddy_status write_out(eddy__link *l, eddy_error *err) {
         l->wrote += (uint64_t)k;
     }
     pass_marks(l);
-    if (l->off == l->len) {
+    if (l->off == l->len && retained(l) == 0) {
         l->off = l->len = 0;
         if (l->cap > KEEP_OUT_CAP) {
             free(l->out);
@@ -513,21 +642,25 @@ eddy_status eddy__link_connect(eddy__link *l, long long now_ms, eddy_error *err)
         return fail(l, st);
     if (l->s->url.kind == EDDY__URL_UNIX)
         return connect_unix(l, err);
-    if (l->sen) { /* the master's address first: eddy__link_io goes on with ask_step */
+    if (l->sen || l->cl) { /* the master's address first: eddy__link_io goes on with ask_step */
         l->host = NULL;
         set_peer(l);
-        if ((st = eddy__sentinel_start(l->sen, l->deadline, err)) != EDDY_OK)
+        st = l->sen ? eddy__sentinel_start(l->sen, l->deadline, err)
+                    : eddy__cluster_start(l->cl, l->deadline, err);
+        if (st != EDDY_OK)
             return fail(l, st);
         return EDDY_OK;
     }
     return connect_tcp(l, err);
 }
 
-/* A sentinel is being asked: steps it, and connects to the master once one is named. */
+/* A sentinel or a cluster node is being asked: steps it, and connects to the master once one
+ * is named. */
 static eddy_status ask_step(eddy__link *l, unsigned ready, eddy_error *err) {
     const char *host = NULL;
     int port = 0;
-    eddy_status st = eddy__sentinel_io(l->sen, ready, &host, &port, err);
+    eddy_status st = l->sen ? eddy__sentinel_io(l->sen, ready, &host, &port, err)
+                            : eddy__cluster_io(l->cl, ready, &host, &port, err);
     if (st != EDDY_OK)
         return fail(l, st);
     if (!host)
@@ -667,8 +800,51 @@ static eddy_status take_handshake(eddy__link *l, eddy_error *err) {
         l->deadline = -1;
         if (l->sen)
             eddy__sentinel_ready(l->sen);
+        if (l->cl)
+            eddy__cluster_ready(l->cl);
     }
     return EDDY_OK;
+}
+
+/* True when the command in c[0, n) is the one-word command `name` (MULTI, EXEC, DISCARD). */
+static bool is_cmd(const char *c, size_t n, const char *name) {
+    char want[32];
+    int k = snprintf(want, sizeof(want), "*1\r\n$%zu\r\n%s\r\n", strlen(name), name);
+    return k > 0 && (size_t)k == n && memcmp(c, want, n) == 0;
+}
+
+/* The next command was answered (cluster only): its bytes are let go, and a MULTI or EXEC
+ * among them noted. */
+static void note_answered(eddy__link *l) {
+    if (!l->cl || l->en == 0)
+        return;
+    uint64_t end = l->ends[l->ehead];
+    l->ehead = (l->ehead + 1) % l->ecap;
+    l->en--;
+    if (l->ends_exact && end != UINT64_MAX) {
+        const char *c = l->out + (l->off - retained(l));
+        size_t n = (size_t)(end - l->answered_end);
+        if (is_cmd(c, n, "MULTI"))
+            l->in_multi = true;
+        else if (is_cmd(c, n, "EXEC") || is_cmd(c, n, "DISCARD"))
+            l->in_multi = false;
+    }
+    l->ends_exact = end != UINT64_MAX;
+    if (l->ends_exact)
+        l->answered_end = end;
+}
+
+/* An -ASK for the next command: true when it is being followed (its reply comes from the
+ * detour); false when it cannot be (inside a MULTI, whose EXEC the server aborts; bytes not
+ * known): the caller fails the link. */
+static bool follow_ask(eddy__link *l, const redisReply *ask, eddy_status *st, eddy_error *err) {
+    if (!eddy__cluster_is_ask(ask) || l->in_multi || !l->ends_exact || l->en == 0 ||
+        l->ends[l->ehead] == UINT64_MAX || l->answered >= l->sent)
+        return false;
+    size_t len = (size_t)(l->ends[l->ehead] - l->answered_end);
+    const char *cmd = l->out + (l->off - retained(l));
+    *st = eddy__cluster_ask_start(l->cl, ask, l->peer, cmd, len, l->reader, err);
+    return true;
 }
 
 eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err) {
@@ -684,10 +860,22 @@ eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err)
         return closed(l, err);
     if (st != EDDY_OK || l->hs_left > 0)
         return st;
+    if (l->ask_reply) { /* what the detour brought back, in the ASK's place */
+        *reply = l->ask_reply;
+        l->ask_reply = NULL;
+        goto answered;
+    }
+    if (detouring(l))
+        return EDDY_OK;
     if ((st = parse(l, reply, err)) != EDDY_OK)
         return st;
     if (!*reply)
         return l->peer_closed ? closed(l, err) : EDDY_OK;
+    if (l->cl && follow_ask(l, *reply, &st, err)) {
+        free_reply(l, *reply);
+        *reply = NULL;
+        return st == EDDY_OK ? EDDY_OK : fail(l, st);
+    }
     if (l->sen && eddy__sentinel_readonly(*reply)) { /* a failover: the next connect asks */
         free_reply(l, *reply);
         *reply = NULL;
@@ -695,12 +883,20 @@ eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err)
                                   "%s is a replica now (READONLY): the master '%s' moved", l->peer,
                                   l->s->url.name));
     }
+    if (l->cl && eddy__cluster_redirect(l->cl, *reply, l->peer, err)) { /* next connect asks */
+        free_reply(l, *reply);
+        *reply = NULL;
+        eddy__log(&l->s->log, EDDY_LOG_DEBUG, "%s", err ? err->detail : "cluster redirect");
+        return fail(l, EDDY_ERR_IO);
+    }
     if (l->answered == l->sent && l->answered == l->queued) {
         free_reply(l, *reply);
         *reply = NULL;
         return fail(l,
                     eddy__fail(err, EDDY_ERR_IO, "%s sent a reply no command asked for", l->peer));
     }
+answered:
+    note_answered(l);
     l->answered++;
     return EDDY_OK;
 }
@@ -721,7 +917,7 @@ eddy_status eddy__link_replies(eddy__link *l, redisReply **out, size_t max, size
 eddy_status eddy__link_flush(eddy__link *l, eddy_error *err) {
     if (l->mem)
         return eddy__memlink_flush(l->mem, err);
-    if (l->sen && eddy__sentinel_asking(l->sen) && l->phase == EDDY__LINK_CONNECTING)
+    if (discovering(l) && l->phase == EDDY__LINK_CONNECTING)
         return EDDY_OK; /* nothing can be written before the master is known */
     switch (l->phase) {
     case EDDY__LINK_CONNECTING:
@@ -741,7 +937,11 @@ eddy_status eddy__link_flush(eddy__link *l, eddy_error *err) {
 eddy_status eddy__link_io(eddy__link *l, unsigned ready, eddy_error *err) {
     if (l->mem)
         return eddy__memlink_io(l->mem, ready, err);
-    if (l->sen && eddy__sentinel_asking(l->sen) && l->phase == EDDY__LINK_CONNECTING)
+    if (detouring(l)) {
+        eddy_status st = eddy__cluster_ask_io(l->cl, ready, &l->ask_reply, err);
+        return st == EDDY_OK ? EDDY_OK : fail(l, st);
+    }
+    if (discovering(l) && l->phase == EDDY__LINK_CONNECTING)
         return ask_step(l, ready, err); /* the master's connect, if started, waits to be writable */
     eddy__link_phase before = l->phase;
     eddy_status st = EDDY_OK;

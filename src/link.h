@@ -60,9 +60,11 @@ typedef enum eddy__link_phase {
     EDDY__LINK_FAILED,     /* an error ended it: only eddy__link_close/connect/free */
 } eddy__link_phase;
 
-/* A link for the settings' URL (redis://, rediss:// or unix://; s is borrowed and must outlive
- * the link). want_client_id: learn the server's id of the connection (CLIENT ID) during the
- * handshake (eddy__link_client_id). NULL on OOM. */
+/* A link for the settings' URL (redis://, rediss:// or unix://; redis-sentinel:// asks the
+ * sentinels for the master before each connect, sentinel.h; redis-cluster:// asks a node for
+ * the master of the namespace's slot, and a redirect reply fails the link, cluster.h; s is
+ * borrowed and must outlive the link). want_client_id: learn the server's id of the connection
+ * (CLIENT ID) during the handshake (eddy__link_client_id). NULL on OOM. */
 eddy__link *eddy__link_new(const eddy__settings *s, bool want_client_id);
 /* Closes the socket and frees everything, replies not yet taken included. NULL is fine. */
 void eddy__link_free(eddy__link *l);
@@ -82,6 +84,10 @@ eddy__link_phase eddy__link_phase_of(const eddy__link *l);
 /* The socket, -1 when there is none (IDLE). A FAILED link keeps its socket open, unused, until
  * eddy__link_close/connect/free, so that the number stays valid for eddy__link_shutdown. */
 int eddy__link_fd(const eddy__link *l);
+/* The socket queued commands are written to (eddy__link_flush), which eddy__link_fd is not
+ * while an ASK is followed on a socket of its own (cluster.h); it changes only with
+ * eddy__link_connect/close, so a writer on another thread than the reader's may wait on it. */
+int eddy__link_write_fd(const eddy__link *l);
 /* Changes whenever eddy__link_fd is a new socket, also one with the number of a closed one (a
  * next address, a next sentinel, the master a sentinel named): a driver watching the fd (an
  * ev_io) sets its watcher again then. Unique among every link's sockets; 0 before the first. */
@@ -91,6 +97,10 @@ unsigned eddy__link_socket_id(const eddy__link *l);
  * read; WRITE while connecting, while bytes are queued, and during a TLS handshake (or a TLS
  * read) that wants to write. 0 when there is no socket. */
 unsigned eddy__link_wants(const eddy__link *l);
+/* What a driver that only reads (another thread writes the queued bytes) waits for before
+ * calling eddy__link_io: READ, but while an ASK is followed on a socket of its own (cluster.h),
+ * what that socket waits for (WRITE while it connects). */
+unsigned eddy__link_read_wants(const eddy__link *l);
 /* The time (the driver's clock, as given to eddy__link_connect) by which the connection must
  * be READY, while it is not yet; -1 when READY, IDLE or FAILED, except memory://, where it is
  * when a parked blocking read's BLOCK time ends (CLOCK_MONOTONIC ms; eddy__link_tick then makes

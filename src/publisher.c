@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "entry.h"
 #include "error.h"
 #include "event_internal.h"
@@ -386,6 +387,32 @@ eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, 
     return EDDY_OK;
 }
 
+/* Appends a copy of every command of sent to out. */
+static eddy_status copy_cmds(const eddy__cmdlist *sent, eddy__cmdlist *out) {
+    eddy_status st = eddy__cmdlist_status(out);
+    for (size_t i = 0; st == EDDY_OK && i < sent->n; i++) {
+        eddy__cmd *c = eddy__cmdlist_add(out, sent->tags[i], sent->args[i]);
+        if (!c)
+            st = EDDY_ERR_NOMEM;
+        for (int a = 0; c && a < sent->cmds[i].argc; a++)
+            eddy__cmd_arg(c, sent->cmds[i].argv[a], sent->cmds[i].argvlen[a]);
+    }
+    return st == EDDY_OK ? eddy__cmdlist_status(out) : st;
+}
+
+bool eddy__publish_moved_again(eddy__publisher *p, size_t npublishes, const eddy__cmdlist *sent,
+                               eddy_status st, const eddy_error *err, eddy__cmdlist *again) {
+    if (!eddy__cluster_moved(st, err) || (npublishes != 1 && !p->s->publish_dedup_ms))
+        return false;
+    eddy__cmdlist_init(again);
+    if (copy_cmds(sent, again) != EDDY_OK) {
+        eddy__cmdlist_reset(again);
+        return false;
+    }
+    eddy__log(&p->s->log, EDDY_LOG_DEBUG, "publish: refused unwritten (MOVED); sent again");
+    return true;
+}
+
 bool eddy__publish_again(eddy__publisher *p, const eddy__cmdlist *sent, redisReply *const *replies,
                          eddy__cmdlist *again) {
     bool lost = false;
@@ -398,15 +425,8 @@ bool eddy__publish_again(eddy__publisher *p, const eddy__cmdlist *sent, redisRep
     atomic_store(&p->loaded, true);
     eddy__cmdlist_init(again);
     eddy_status st = eddy__store_load_cmds(again);
-    for (size_t i = 0; st == EDDY_OK && i < sent->n; i++) {
-        eddy__cmd *c = eddy__cmdlist_add(again, sent->tags[i], sent->args[i]);
-        if (!c)
-            st = EDDY_ERR_NOMEM;
-        for (int a = 0; c && a < sent->cmds[i].argc; a++)
-            eddy__cmd_arg(c, sent->cmds[i].argv[a], sent->cmds[i].argvlen[a]);
-    }
     if (st == EDDY_OK)
-        st = eddy__cmdlist_status(again);
+        st = copy_cmds(sent, again);
     if (st != EDDY_OK) {
         atomic_store(&p->loaded, false);
         eddy__cmdlist_reset(again);

@@ -41,6 +41,18 @@ eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, 
 bool eddy__publish_again(eddy__publisher *p, const eddy__cmdlist *sent, redisReply *const *replies,
                          eddy__cmdlist *again);
 
+/* After a send of `sent` (npublishes publishes) failed with st: true when a cluster's MOVED
+ * refused them unwritten and they may go once more, on the next connection (to the slot's new
+ * master), as the commands this put in `again` (a copy of sent's: send it instead and read its
+ * replies with eddy__publish_result exactly as sent's; `again` is initialised here, the caller
+ * resets it). That holds for one publish (its commands are [FUNCTION LOAD] [SADD] XADD/FCALL
+ * [WAIT]: whichever keyed one was refused, its entry was not written) and, with
+ * publish_dedup_ms, for a batch (what went through is deduplicated); not for a batch without it
+ * (its first entries may have been written before the MOVED). False, `again` untouched,
+ * otherwise or on OOM. */
+bool eddy__publish_moved_again(eddy__publisher *p, size_t npublishes, const eddy__cmdlist *sent,
+                               eddy_status st, const eddy_error *err, eddy__cmdlist *again);
+
 /* A request: the publish's commands, with the reply stream, the request id and the deadline
  * (wall-clock ms) added to the entry as '_' fields. Same checks as a publish. */
 eddy_status eddy__request_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,

@@ -1,7 +1,8 @@
 /* Backend URL parsing: memory://[name], redis://[user:password@]host[:port][/db] (rediss://
  * the same over TLS), unix:///path[?db=N] and
  * redis-sentinel://[user:password@]host[:port][,host[:port]...]/master-name[/db] (and
- * rediss-sentinel://), into an eddy__url the caller owns.
+ * rediss-sentinel://) and redis-cluster://[user:password@]host[:port][,host[:port]...][/0] (and
+ * rediss-cluster://), into an eddy__url the caller owns.
  *
  * Invariants: on failure *out is all zero and nothing is allocated; no detail ever contains
  * the password. The second holds because details quote only pieces that cannot hold it (the
@@ -25,7 +26,8 @@
 #define DB_MAX INT_MAX /* the server's `databases` setting decides: a bad index is its error */
 #define QUOTE_MAX 64
 #define SCHEMES                                                                                    \
-    "expected memory://, redis://, rediss://, unix://, redis-sentinel:// or rediss-sentinel://"
+    "expected memory://, redis://, rediss://, unix://, redis-sentinel://, rediss-sentinel://, "    \
+    "redis-cluster:// or rediss-cluster://"
 
 /* Largest socket path connect() takes, leaving room for the terminating NUL. */
 #define UNIX_PATH_MAX (sizeof(((struct sockaddr_un *)0)->sun_path) - 1)
@@ -135,8 +137,9 @@ static bool has_scheme(const char *text, const char *scheme, const char **rest) 
 }
 
 static bool is_known(const char *scheme, size_t len) {
-    static const char *const known[] = {"memory",         "redis", "rediss",
-                                        "redis-sentinel", "unix",  "rediss-sentinel"};
+    static const char *const known[] = {"memory",         "redis",         "rediss",
+                                        "redis-sentinel", "unix",          "rediss-sentinel",
+                                        "redis-cluster",  "rediss-cluster"};
     for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
         if (strlen(known[i]) == len && strncasecmp(scheme, known[i], len) == 0)
             return true;
@@ -281,33 +284,35 @@ static eddy_status parse_master_name(const char *s, size_t len, eddy__url *out, 
     return out->name ? EDDY_OK : eddy__fail(err, EDDY_ERR_NOMEM, "out of memory copying the URL");
 }
 
-/* [user:password@]host[:port][,host[:port]...]/master-name[/db]: the credentials and db are
- * the master's (as redis-cli and redis-py take them); settings.sentinel_password is the
- * sentinels'. */
-static eddy_status parse_sentinel(const char *s, eddy__url *out, eddy_error *err) {
-    out->kind = EDDY__URL_SENTINEL;
-    const char *at = strrchr(s, '@'); /* the last '@', as for redis:// */
-    if (at) {
-        eddy_status st = parse_userinfo(s, (size_t)(at - s), out, err);
-        if (st != EDDY_OK)
-            return st;
-        s = at + 1;
-    }
-    size_t list = strcspn(s, "/"), n = 1;
+/* [user:password@] before a host list: the last '@', as for redis://. */
+static eddy_status parse_list_userinfo(const char **s, eddy__url *out, eddy_error *err) {
+    const char *at = strrchr(*s, '@');
+    if (!at)
+        return EDDY_OK;
+    eddy_status st = parse_userinfo(*s, (size_t)(at - *s), out, err);
+    *s = at + 1;
+    return st;
+}
+
+/* host[:port][,host[:port]...] up to the first '/' or the end, into out->sentinels; `what`
+ * names one of them in a detail ("sentinel", "node"). *s is left at the '/' or the end. */
+static eddy_status parse_hostlist(const char **s, int default_port, const char *what,
+                                  eddy__url *out, eddy_error *err) {
+    size_t list = strcspn(*s, "/"), n = 1;
     for (size_t i = 0; i < list; i++)
-        n += s[i] == ',';
+        n += (*s)[i] == ',';
     if (!(out->sentinels = malloc(n * sizeof(*out->sentinels))))
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory copying the URL");
-    const char *p = s;
+    const char *p = *s;
     for (size_t i = 0; i < n; i++) {
         size_t len = strcspn(p, ",/");
         eddy__hostport *hp = &out->sentinels[out->nsentinels++];
-        *hp = (eddy__hostport){.port = DEFAULT_SENTINEL_PORT};
+        *hp = (eddy__hostport){.port = default_port};
         eddy_status st = parse_hostport(p, len, &hp->host, &hp->port, err);
         if (st != EDDY_OK && n > 1 && err) { /* which one: its positions count from its start */
             char why[sizeof(err->detail)];
             memcpy(why, err->detail, sizeof(why));
-            int k = snprintf(err->detail, sizeof(err->detail), "sentinel %zu of %zu: ", i + 1, n);
+            int k = snprintf(err->detail, sizeof(err->detail), "%s %zu of %zu: ", what, i + 1, n);
             if (k > 0 && (size_t)k < sizeof(err->detail))
                 snprintf(err->detail + k, sizeof(err->detail) - (size_t)k, "%.*s",
                          (int)(sizeof(err->detail) - (size_t)k - 1), why);
@@ -316,17 +321,45 @@ static eddy_status parse_sentinel(const char *s, eddy__url *out, eddy_error *err
             return st;
         p += len + 1;
     }
-    s += list;
+    *s += list;
+    return EDDY_OK;
+}
+
+/* [user:password@]host[:port][,host[:port]...]/master-name[/db]: the credentials and db are
+ * the master's (as redis-cli and redis-py take them); settings.sentinel_password is the
+ * sentinels'. */
+static eddy_status parse_sentinel(const char *s, eddy__url *out, eddy_error *err) {
+    out->kind = EDDY__URL_SENTINEL;
+    eddy_status st = parse_list_userinfo(&s, out, err);
+    if (st == EDDY_OK)
+        st = parse_hostlist(&s, DEFAULT_SENTINEL_PORT, "sentinel", out, err);
+    if (st != EDDY_OK)
+        return st;
     if (*s != '/')
         return invalid(err,
                        "missing master name (expected redis-sentinel://host:port/master-name)");
     s++;
     size_t len = strcspn(s, "/");
-    eddy_status st = parse_master_name(s, len, out, err);
-    if (st != EDDY_OK)
+    if ((st = parse_master_name(s, len, out, err)) != EDDY_OK)
         return st;
     s += len;
     return *s == '/' ? parse_db(s + 1, out, err) : EDDY_OK;
+}
+
+/* [user:password@]host[:port][,host[:port]...][/0]: the credentials are every node's. A
+ * cluster has db 0 only (SELECT of another is refused there), so no other index is taken. */
+static eddy_status parse_cluster(const char *s, eddy__url *out, eddy_error *err) {
+    out->kind = EDDY__URL_CLUSTER;
+    eddy_status st = parse_list_userinfo(&s, out, err);
+    if (st == EDDY_OK)
+        st = parse_hostlist(&s, DEFAULT_PORT, "node", out, err);
+    if (st != EDDY_OK || *s != '/')
+        return st;
+    if ((st = parse_db(s + 1, out, err)) != EDDY_OK)
+        return st;
+    if (out->db != 0)
+        return invalid(err, "db %d: a Redis Cluster has db 0 only (leave the db out)", out->db);
+    return EDDY_OK;
 }
 
 static eddy_status parse_unix(const char *s, eddy__url *out, eddy_error *err) {
@@ -388,6 +421,11 @@ eddy_status eddy__url_parse(const char *text, eddy__url *out, eddy_error *err) {
         st = parse_sentinel(rest, out, err);
     } else if (has_scheme(text, "rediss-sentinel", &rest)) {
         st = parse_sentinel(rest, out, err);
+        out->tls = true;
+    } else if (has_scheme(text, "redis-cluster", &rest)) {
+        st = parse_cluster(rest, out, err);
+    } else if (has_scheme(text, "rediss-cluster", &rest)) {
+        st = parse_cluster(rest, out, err);
         out->tls = true;
     } else {
         /* Text before the first ':' cannot hold the password (it follows a ':'), so it is safe

@@ -2,7 +2,10 @@
  * over TLS), unix:///path[?db=N],
  * redis-sentinel://[user:password@]host[:port][,host[:port]...]/master-name[/db] (port 26379 by
  * default; the credentials and db are the master's; rediss-sentinel:// is TLS to the sentinels
- * and the master)
+ * and the master),
+ * redis-cluster://[user:password@]host[:port][,host[:port]...][/0] (port 6379 by default; seed
+ * nodes asked for the slot map; only db 0, the only one a cluster has; rediss-cluster:// is TLS
+ * to every node)
  * (also redis+unix:// is not accepted: one spelling each). Percent-escapes are not decoded
  * except %40 (@), %3A (:) and %25 (%) in user and password. */
 #ifndef EDDY_SRC_URL_H
@@ -13,7 +16,13 @@
 
 #include "eddy/status.h"
 
-typedef enum { EDDY__URL_MEMORY, EDDY__URL_TCP, EDDY__URL_UNIX, EDDY__URL_SENTINEL } eddy__url_kind;
+typedef enum {
+    EDDY__URL_MEMORY,
+    EDDY__URL_TCP,
+    EDDY__URL_UNIX,
+    EDDY__URL_SENTINEL,
+    EDDY__URL_CLUSTER
+} eddy__url_kind;
 
 typedef struct eddy__hostport {
     char *host;
@@ -29,8 +38,9 @@ typedef struct eddy__url {
     char *user;     /* NULL when absent */
     char *password; /* NULL when absent */
     int db;         /* default 0 */
-    bool tls;       /* rediss://, rediss-sentinel:// */
-    eddy__hostport *sentinels; /* sentinel: the sentinels to ask, in order (host, port NULL, 0) */
+    bool tls;       /* rediss://, rediss-sentinel://, rediss-cluster:// */
+    /* sentinel: the sentinels to ask, in order; cluster: the seed nodes asked for the slot map */
+    eddy__hostport *sentinels;
     size_t nsentinels;
 } eddy__url;
 

@@ -14,61 +14,9 @@
 #include <unistd.h>
 
 #include "eddy_test.h"
+#include "fake_server.h"
 #include "link.h"
 #include "settings.h"
-
-/* A fake server: answers[i] is written once the bytes received on the current connection hold
- * triggers[i] (in order). */
-typedef struct fake {
-    int lfd, port, peer, accepts;
-    const char *triggers[4], *answers[4];
-    size_t next;
-    char got[8192]; /* every byte received, over all its connections */
-    size_t ngot, conn_start;
-} fake;
-
-static void fake_listen(fake *f) {
-    memset(f, 0, sizeof(*f));
-    f->peer = -1;
-    f->lfd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
-    cr_assert(f->lfd >= 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    cr_assert_eq(bind(f->lfd, (struct sockaddr *)&a, sizeof(a)), 0);
-    cr_assert_eq(listen(f->lfd, 4), 0);
-    socklen_t len = sizeof(a);
-    getsockname(f->lfd, (struct sockaddr *)&a, &len);
-    f->port = ntohs(a.sin_port);
-}
-
-static void fake_close(fake *f) {
-    if (f->peer >= 0)
-        close(f->peer);
-    close(f->lfd);
-}
-
-static void fake_step(fake *f) {
-    int c = accept(f->lfd, NULL, NULL);
-    if (c >= 0) {
-        fcntl(c, F_SETFL, fcntl(c, F_GETFL) | O_NONBLOCK);
-        if (f->peer >= 0)
-            close(f->peer);
-        f->peer = c;
-        f->accepts++;
-        f->next = 0;
-        f->conn_start = f->ngot;
-    }
-    if (f->peer < 0)
-        return;
-    ssize_t k = read(f->peer, f->got + f->ngot, sizeof(f->got) - 1 - f->ngot);
-    if (k > 0)
-        f->ngot += (size_t)k;
-    f->got[f->ngot] = '\0';
-    while (f->next < 4 && f->triggers[f->next] &&
-           strstr(f->got + f->conn_start, f->triggers[f->next])) {
-        const char *a = f->answers[f->next++];
-        cr_assert_eq(write(f->peer, a, strlen(a)), (ssize_t)strlen(a));
-    }
-}
 
 static eddy__settings settings_for(const char *url) {
     eddy_settings in;
@@ -79,45 +27,6 @@ static eddy__settings settings_for(const char *url) {
     eddy_error err;
     cr_assert_eq(eddy__settings_copy(&s, &in, &err), EDDY_OK, "%s", err.detail);
     return s;
-}
-
-/* One short poll on the link, then a step of every fake. */
-static eddy_status step(eddy__link *l, fake **fakes, size_t n, eddy_error *err) {
-    eddy_status st = EDDY_OK;
-    unsigned w = eddy__link_wants(l);
-    struct pollfd p = {.fd = eddy__link_fd(l),
-                       .events = (short)(((w & EDDY__LINK_READ) ? POLLIN : 0) |
-                                         ((w & EDDY__LINK_WRITE) ? POLLOUT : 0))};
-    if (w && poll(&p, 1, 10) > 0) {
-        unsigned ready = ((p.revents & POLLIN) ? EDDY__LINK_READ : 0) |
-                         ((p.revents & POLLOUT) ? EDDY__LINK_WRITE : 0);
-        if (p.revents & (POLLERR | POLLHUP))
-            ready = EDDY__LINK_READ | EDDY__LINK_WRITE;
-        st = eddy__link_io(l, ready, err);
-    }
-    for (size_t i = 0; i < n; i++)
-        fake_step(fakes[i]);
-    return st;
-}
-
-/* Drives until READY or a failure; the limit only guards against a hang. */
-static eddy_status until_ready(eddy__link *l, fake **fakes, size_t n, eddy_error *err) {
-    eddy_status st = EDDY_OK;
-    long long give_up = eddy_test_now_ms() + 20000;
-    while (st == EDDY_OK && eddy__link_phase_of(l) != EDDY__LINK_READY &&
-           eddy_test_now_ms() < give_up)
-        st = step(l, fakes, n, err);
-    return st;
-}
-
-static eddy_status one_reply(eddy__link *l, fake **fakes, size_t n, redisReply **r,
-                             eddy_error *err) {
-    eddy_status st;
-    long long give_up = eddy_test_now_ms() + 20000;
-    while ((st = eddy__link_reply(l, r, err)) == EDDY_OK && !*r && eddy_test_now_ms() < give_up)
-        if ((st = step(l, fakes, n, err)) != EDDY_OK)
-            break;
-    return st;
 }
 
 static void queue_ping(eddy__link *l) {
@@ -168,7 +77,7 @@ Test(sentinel_link, a_replica_is_refused_and_the_next_connect_asks_the_next_sent
     eddy_error err;
     cr_assert_eq(eddy__link_connect(l, eddy_test_now_ms(), &err), EDDY_OK, "%s", err.detail);
     queue_ping(l); /* queued while connecting: it must wait for ROLE master */
-    eddy_status st = until_ready(l, fakes, 3, &err);
+    eddy_status st = fake_until_ready(l, fakes, 3, &err);
     cr_expect_eq(st, EDDY_ERR_IO, "%s: %s", eddy_status_name(st), err.detail);
     cr_expect(strstr(err.detail, "has the role slave"), "%s", err.detail);
     cr_expect(strstr(replica.got, "ROLE"), "the handshake asked ROLE: %s", replica.got);
@@ -179,12 +88,12 @@ Test(sentinel_link, a_replica_is_refused_and_the_next_connect_asks_the_next_sent
 
     cr_assert_eq(eddy__link_connect(l, eddy_test_now_ms(), &err), EDDY_OK, "%s", err.detail);
     queue_ping(l);
-    cr_assert_eq(until_ready(l, fakes, 3, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(fake_until_ready(l, fakes, 3, &err), EDDY_OK, "%s", err.detail);
     cr_expect_eq(a.accepts, 1, "the sentinel that named a replica is not asked first again");
     cr_expect_eq(b.accepts, 1);
     cr_expect_gt(eddy__link_client_id(l), 0, "CLIENT ID still learnt");
     redisReply *r = NULL;
-    cr_assert_eq(one_reply(l, fakes, 3, &r, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(fake_one_reply(l, fakes, 3, &r, &err), EDDY_OK, "%s", err.detail);
     cr_assert(r);
     cr_expect_str_eq(r->str, "PONG", "the master answered the queued command");
     freeReplyObject(r);
@@ -215,10 +124,10 @@ Test(sentinel_link, readonly_fails_the_link) {
     eddy__link *l = eddy__link_new(&s, false);
     eddy_error err;
     cr_assert_eq(eddy__link_connect(l, eddy_test_now_ms(), &err), EDDY_OK, "%s", err.detail);
-    cr_assert_eq(until_ready(l, fakes, 2, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(fake_until_ready(l, fakes, 2, &err), EDDY_OK, "%s", err.detail);
     queue_ping(l);
     redisReply *r = NULL;
-    cr_expect_eq(one_reply(l, fakes, 2, &r, &err), EDDY_ERR_IO);
+    cr_expect_eq(fake_one_reply(l, fakes, 2, &r, &err), EDDY_ERR_IO);
     cr_expect_null(r);
     cr_expect(strstr(err.detail, "READONLY"), "%s", err.detail);
     cr_expect_eq(eddy__link_phase_of(l), EDDY__LINK_FAILED);

@@ -288,6 +288,12 @@ static const struct bad bads[] = {
     {"redis-sentinel://u:s3cret/m", "port is not a decimal number"},
     {"redis-sentinel:h/m", "scheme 'redis-sentinel' must be followed by '://'"},
     {"redis-sentinels://h/m", "unknown scheme 'redis-sentinels'"},
+    {"redis-cluster://h/1", "db 1: a Redis Cluster has db 0 only"},
+    {"redis-cluster://a:1,b:x", "node 2 of 2: port is not a decimal number"},
+    {"redis-cluster://a:1,,c", "node 2 of 3: empty host"},
+    {"redis-cluster://", "empty host"},
+    {"redis-cluster://h/x", "db is not a decimal number"},
+    {"redis-cluster:h", "scheme 'redis-cluster' must be followed by '://'"},
 
     {"unix://", "missing socket path"},
     {"unix:///", "missing socket path"},
@@ -385,10 +391,15 @@ Test(url, allocation_failures) {
         const char *text;
         long allocs;
     } cases[] = {
-        {"memory://", 1},          {"memory://x", 1},
-        {"redis://h", 1},          {"redis://:pw@h", 2},
-        {"redis://u:pw@h/1", 3},   {"redis://u:pw@[::1]:1", 3},
-        {"unix:///tmp/s?db=1", 1}, {"redis-sentinel://:pw@a:1,b/m", 5},
+        {"memory://", 1},
+        {"memory://x", 1},
+        {"redis://h", 1},
+        {"redis://:pw@h", 2},
+        {"redis://u:pw@h/1", 3},
+        {"redis://u:pw@[::1]:1", 3},
+        {"unix:///tmp/s?db=1", 1},
+        {"redis-sentinel://:pw@a:1,b/m", 5},
+        {"redis-cluster://:pw@a:1,b", 4},
     };
     for (size_t i = 0; i < N(cases); i++) {
         const char *text = cases[i].text;
@@ -467,5 +478,33 @@ Test(url, sentinel) {
     cr_expect_str_eq(u.name, "m");
     cr_expect_null(u.password);
     cr_expect_eq(u.db, 0);
+    eddy__url_free(&u);
+}
+
+/* Seed nodes, ports defaulting to 6379, credentials; /0 is the only db. */
+Test(url, cluster) {
+    eddy__url u;
+    eddy_error err = {0};
+    cr_assert_eq(eddy__url_parse("redis-cluster://u:pw@n1:7000,[::1],n3.local/0", &u, &err),
+                 EDDY_OK, "%s", err.detail);
+    cr_expect_eq(u.kind, EDDY__URL_CLUSTER);
+    cr_assert_eq(u.nsentinels, 3);
+    cr_expect_str_eq(u.sentinels[0].host, "n1");
+    cr_expect_eq(u.sentinels[0].port, 7000);
+    cr_expect_str_eq(u.sentinels[1].host, "::1");
+    cr_expect_eq(u.sentinels[1].port, 6379);
+    cr_expect_str_eq(u.sentinels[2].host, "n3.local");
+    cr_expect_str_eq(u.user, "u");
+    cr_expect_str_eq(u.password, "pw");
+    cr_expect_eq(u.db, 0);
+    cr_expect(!u.tls);
+    cr_expect_null(u.host);
+    eddy__url_free(&u);
+    cr_expect(is_zero(&u));
+
+    cr_assert_eq(eddy__url_parse("rediss-cluster://h", &u, &err), EDDY_OK, "%s", err.detail);
+    cr_expect(u.tls);
+    cr_expect_eq(u.nsentinels, 1);
+    cr_expect_eq(u.sentinels[0].port, 6379);
     eddy__url_free(&u);
 }
