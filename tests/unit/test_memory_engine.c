@@ -1727,7 +1727,16 @@ Test(memory, wake_releases_every_waiter) {
         w[i] = (waiter){eng, eddy__mem_engine_seq(eng), -1, 0};
         pthread_create(&t[i], NULL, wait_thread, &w[i]);
     }
-    sleep_ms(30);
+    /* A wake reaches the threads waiting when it comes: wait until all three are in (a fixed
+     * sleep let a slow thread start after the wake and wait for ever under ASan). */
+    for (;;) {
+        pthread_mutex_lock(&eng->mu);
+        unsigned in = eng->waiters;
+        pthread_mutex_unlock(&eng->mu);
+        if (in == 3)
+            break;
+        sleep_ms(1);
+    }
     long long woke = eddy_test_now_ms();
     eddy__mem_engine_wake(eng);
     for (int i = 0; i < 3; i++) {
