@@ -52,17 +52,6 @@ typedef struct node {
 static node nodes[MASTERS];
 static char cluster_url[256];
 
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-        bench_die("free port", "bind");
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 static redisReply *at(int port, const char *fmt, ...) {
     struct timeval tv = {5, 0};
     redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
@@ -95,7 +84,7 @@ static void cluster_start(void) {
     int u = snprintf(cluster_url, sizeof(cluster_url), "redis-cluster://");
     for (int i = 0; i < MASTERS; i++) {
         node *nd = &nodes[i];
-        nd->port = free_port();
+        nd->port = bench_free_port();
         snprintf(nd->dir, sizeof(nd->dir), "/tmp/eddy-bench-cluster-%d-%d", (int)getpid(),
                  nd->port);
         char cmd[160], port[16], bus[16];
@@ -104,7 +93,7 @@ static void cluster_start(void) {
             bench_die("cluster", "mkdir");
         snprintf(port, sizeof(port), "%d", nd->port);
         /* The bus port is a free port of its own: port + 10000 may be taken or past 65535. */
-        snprintf(bus, sizeof(bus), "%d", free_port());
+        snprintf(bus, sizeof(bus), "%d", bench_free_port());
         if ((nd->pid = fork()) < 0)
             bench_die("fork", "cluster node");
         if (nd->pid == 0) {

@@ -34,7 +34,7 @@ void bench_die(const char *what, const char *detail) {
 
 /* ---- the command line, the server, the placement ---------------------------------------- */
 
-static int free_port(void) {
+int bench_free_port(void) {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {0};
     a.sin_family = AF_INET;
@@ -76,7 +76,7 @@ static void pin_to(int cpu) {
 }
 
 static pid_t start_redis(bench_env *env, int server_cpu) {
-    env->port = free_port();
+    env->port = bench_free_port();
     if (!env->port)
         return 0;
     pid_t pid = fork();

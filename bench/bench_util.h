@@ -52,6 +52,8 @@ void bench_teardown(bench_env *env);
 
 double bench_now(void);
 void bench_die(const char *what, const char *detail);
+/* A free 127.0.0.1 TCP port (0 when none could be had). */
+int bench_free_port(void);
 /* Connects to the bench's server; exits on failure. */
 redisContext *bench_connect(const bench_env *env);
 /* A namespace (or key prefix) for one side in one repetition: "<tag>-<side>-<rep>". */

@@ -28,24 +28,13 @@
 
 static eddy_event **events;
 
-static int free_port(void) {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
-    socklen_t len = sizeof(a);
-    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0)
-        bench_die("free port", "bind");
-    close(fd);
-    return ntohs(a.sin_port);
-}
-
 /* Starts a replica of env's server; exits once it is in sync, or when it cannot be. */
 static pid_t replica_start(const bench_env *env) {
     redisContext *c = bench_connect(env);
     redisReply *r;
     char master[16], port[16];
     snprintf(master, sizeof(master), "%d", env->port);
-    snprintf(port, sizeof(port), "%d", free_port());
+    snprintf(port, sizeof(port), "%d", bench_free_port());
     pid_t pid = fork();
     if (pid < 0)
         bench_die("fork", "replica");

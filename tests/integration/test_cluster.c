@@ -41,7 +41,7 @@ static void pick_namespaces(eddy_test_cluster *c, char ns[NNS][96], int master[N
         char name[96];
         eddy_test_namespace(name, sizeof(name), "cl");
         unsigned slot = eddy__cluster_ns_slot(name);
-        redisReply *r = eddy_test_cluster_cmd(c->node[0].port, "CLUSTER KEYSLOT {%s}:s:x", name);
+        redisReply *r = eddy_test_cmd_at(c->node[0].port, "CLUSTER KEYSLOT {%s}:s:x", name);
         cr_assert(r && r->type == REDIS_REPLY_INTEGER && (unsigned)r->integer == slot,
                   "eddy's slot of %s is the server's", name);
         freeReplyObject(r);
@@ -422,7 +422,7 @@ typedef struct nothing_pending {
 
 static bool none_pending(void *arg) {
     nothing_pending *a = arg;
-    redisReply *r = eddy_test_cluster_cmd(a->port, "XPENDING {%s}:s:orders orders", a->ns);
+    redisReply *r = eddy_test_cmd_at(a->port, "XPENDING {%s}:s:orders orders", a->ns);
     bool v = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
              r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer == 0;
     if (r)

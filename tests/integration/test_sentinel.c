@@ -47,26 +47,9 @@ typedef struct sentinel_proc {
     char dir[128];
 } sentinel_proc;
 
-static redisReply *cmd_at(int port, const char *fmt, ...) {
-    struct timeval tv = {2, 0};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
-    if (!c || c->err) {
-        if (c)
-            redisFree(c);
-        return NULL;
-    }
-    redisSetTimeout(c, tv);
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *r = redisvCommand(c, fmt, ap);
-    va_end(ap);
-    redisFree(c);
-    return r;
-}
-
 /* 1 when the server's ROLE is `role`, 0 when not, -1 when it does not answer. */
 static int has_role(int port, const char *role) {
-    redisReply *r = cmd_at(port, "ROLE");
+    redisReply *r = eddy_test_cmd_at(port, "ROLE");
     int v = -1;
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
         r->element[0]->type == REDIS_REPLY_STRING)
@@ -78,7 +61,7 @@ static int has_role(int port, const char *role) {
 
 /* The port a sentinel names for the master, 0 when none. */
 static int named_port(int sentinel_port) {
-    redisReply *r = cmd_at(sentinel_port, "SENTINEL get-master-addr-by-name %s", MASTER);
+    redisReply *r = eddy_test_cmd_at(sentinel_port, "SENTINEL get-master-addr-by-name %s", MASTER);
     int port = 0;
     if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2)
         port = atoi(r->element[1]->str);
@@ -89,7 +72,7 @@ static int named_port(int sentinel_port) {
 
 /* How many `what` (replicas, sentinels) a sentinel knows for the master. */
 static size_t known(int sentinel_port, const char *what) {
-    redisReply *r = cmd_at(sentinel_port, "SENTINEL %s %s", what, MASTER);
+    redisReply *r = eddy_test_cmd_at(sentinel_port, "SENTINEL %s %s", what, MASTER);
     size_t n = r && r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
     if (r)
         freeReplyObject(r);
@@ -153,7 +136,7 @@ static bool all_ready(void *arg) {
     cluster *c = arg;
     if (has_role(c->replica.port, "slave") != 1)
         return false;
-    redisReply *r = cmd_at(c->replica.port, "INFO replication");
+    redisReply *r = eddy_test_cmd_at(c->replica.port, "INFO replication");
     bool up = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "master_link_status:up");
     if (r)
         freeReplyObject(r);
@@ -372,7 +355,7 @@ static bool failed_over(void *arg) {
 
 /* Marks in kept[] the "d-N" events the stream on the server at `port` holds. */
 static void mark_kept(int port, const char *ns, bool *kept) {
-    redisReply *r = cmd_at(port, "XRANGE {%s}:s:orders - +", ns);
+    redisReply *r = eddy_test_cmd_at(port, "XRANGE {%s}:s:orders - +", ns);
     cr_assert(r && r->type == REDIS_REPLY_ARRAY, "XRANGE on the new master");
     for (size_t e = 0; e < r->elements; e++) {
         redisReply *fields = r->element[e]->element[1];
@@ -407,7 +390,7 @@ static void failover_scenario(const driver *d, enum how how, unsigned wait) {
     }
     cr_assert(eddy_test_wait_until(answered, &f, WAIT_MS), "a request is answered");
     /* Everything so far is on the replica too: it survives the failover. */
-    redisReply *w = cmd_at(c.master.port, "WAIT 1 %d", WAIT_MS);
+    redisReply *w = eddy_test_cmd_at(c.master.port, "WAIT 1 %d", WAIT_MS);
     cr_assert(w && w->type == REDIS_REPLY_INTEGER && w->integer >= 1, "WAIT 1");
     freeReplyObject(w);
 
@@ -421,7 +404,7 @@ static void failover_scenario(const driver *d, enum how how, unsigned wait) {
 
     after_failover a = {&c, c.replica.port, how == BY_COMMAND};
     if (how == BY_COMMAND) {
-        redisReply *r = cmd_at(c.sent[0].port, "SENTINEL FAILOVER %s", MASTER);
+        redisReply *r = eddy_test_cmd_at(c.sent[0].port, "SENTINEL FAILOVER %s", MASTER);
         cr_assert(r && r->type == REDIS_REPLY_STATUS, "SENTINEL FAILOVER: %s",
                   r && r->str ? r->str : "no reply");
         freeReplyObject(r);

@@ -12,26 +12,9 @@
 
 #define WAIT_MS 90000
 
-redisReply *eddy_test_cluster_cmd(int port, const char *fmt, ...) {
-    struct timeval tv = {5, 0};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
-    if (!c || c->err) {
-        if (c)
-            redisFree(c);
-        return NULL;
-    }
-    redisSetTimeout(c, tv);
-    va_list ap;
-    va_start(ap, fmt);
-    redisReply *r = redisvCommand(c, fmt, ap);
-    va_end(ap);
-    redisFree(c);
-    return r;
-}
-
 /* cmd: "INFO replication" or "CLUSTER INFO". */
 static bool info_has(int port, const char *cmd, const char *what) {
-    redisReply *r = eddy_test_cluster_cmd(port, cmd);
+    redisReply *r = eddy_test_cmd_at(port, cmd);
     bool v = r && r->type == REDIS_REPLY_STRING && strstr(r->str, what);
     if (r)
         freeReplyObject(r);
@@ -39,7 +22,7 @@ static bool info_has(int port, const char *cmd, const char *what) {
 }
 
 int eddy_test_cluster_master_of(int ask_port, unsigned slot) {
-    redisReply *r = eddy_test_cluster_cmd(ask_port, "CLUSTER SLOTS");
+    redisReply *r = eddy_test_cmd_at(ask_port, "CLUSTER SLOTS");
     int port = 0;
     for (size_t i = 0; r && r->type == REDIS_REPLY_ARRAY && i < r->elements; i++) {
         redisReply *range = r->element[i];
@@ -150,7 +133,7 @@ void eddy_test_cluster_failover(eddy_test_cluster *c, unsigned slot, int replica
      * loaded machine): asked again until the replica serves the slot. */
     long long until = eddy_test_now_ms() + WAIT_MS;
     while (eddy_test_now_ms() < until) {
-        redisReply *r = eddy_test_cluster_cmd(replica, "CLUSTER FAILOVER");
+        redisReply *r = eddy_test_cmd_at(replica, "CLUSTER FAILOVER");
         cr_assert(r && r->type == REDIS_REPLY_STATUS, "CLUSTER FAILOVER: %s",
                   r && r->str ? r->str : "no reply");
         freeReplyObject(r);
@@ -167,7 +150,7 @@ void eddy_test_cluster_failover(eddy_test_cluster *c, unsigned slot, int replica
 }
 
 static void node_id(int port, char *out, size_t size) {
-    redisReply *r = eddy_test_cluster_cmd(port, "CLUSTER MYID");
+    redisReply *r = eddy_test_cmd_at(port, "CLUSTER MYID");
     cr_assert(r && r->type == REDIS_REPLY_STRING, "CLUSTER MYID of %d", port);
     snprintf(out, size, "%s", r->str);
     freeReplyObject(r);
@@ -184,21 +167,20 @@ void eddy_test_cluster_migrate(eddy_test_cluster *c, unsigned slot, int from, in
     char from_id[64], to_id[64];
     node_id(from, from_id, sizeof(from_id));
     node_id(to, to_id, sizeof(to_id));
-    expect_ok(eddy_test_cluster_cmd(to, "CLUSTER SETSLOT %u IMPORTING %s", slot, from_id),
+    expect_ok(eddy_test_cmd_at(to, "CLUSTER SETSLOT %u IMPORTING %s", slot, from_id),
               "SETSLOT IMPORTING");
-    expect_ok(eddy_test_cluster_cmd(from, "CLUSTER SETSLOT %u MIGRATING %s", slot, to_id),
+    expect_ok(eddy_test_cmd_at(from, "CLUSTER SETSLOT %u MIGRATING %s", slot, to_id),
               "SETSLOT MIGRATING");
     for (;;) {
-        redisReply *keys = eddy_test_cluster_cmd(from, "CLUSTER GETKEYSINSLOT %u 2", slot);
+        redisReply *keys = eddy_test_cmd_at(from, "CLUSTER GETKEYSINSLOT %u 2", slot);
         cr_assert(keys && keys->type == REDIS_REPLY_ARRAY, "GETKEYSINSLOT");
         if (keys->elements == 0) {
             freeReplyObject(keys);
             break;
         }
         for (size_t i = 0; i < keys->elements; i++) {
-            redisReply *m =
-                eddy_test_cluster_cmd(from, "MIGRATE 127.0.0.1 %d %b 0 10000", to,
-                                      keys->element[i]->str, (size_t)keys->element[i]->len);
+            redisReply *m = eddy_test_cmd_at(from, "MIGRATE 127.0.0.1 %d %b 0 10000", to,
+                                             keys->element[i]->str, (size_t)keys->element[i]->len);
             cr_assert(m && m->type == REDIS_REPLY_STATUS, "MIGRATE %s: %s", keys->element[i]->str,
                       m && m->str ? m->str : "no reply");
             freeReplyObject(m);
@@ -208,16 +190,15 @@ void eddy_test_cluster_migrate(eddy_test_cluster *c, unsigned slot, int from, in
             between(arg);
     }
     /* The importing node first, as redis-cli does, then the old owner, then the others. */
-    expect_ok(eddy_test_cluster_cmd(to, "CLUSTER SETSLOT %u NODE %s", slot, to_id),
-              "SETSLOT NODE (to)");
-    expect_ok(eddy_test_cluster_cmd(from, "CLUSTER SETSLOT %u NODE %s", slot, to_id),
+    expect_ok(eddy_test_cmd_at(to, "CLUSTER SETSLOT %u NODE %s", slot, to_id), "SETSLOT NODE (to)");
+    expect_ok(eddy_test_cmd_at(from, "CLUSTER SETSLOT %u NODE %s", slot, to_id),
               "SETSLOT NODE (from)");
     for (int i = 0; i < EDDY_TEST_CLUSTER_NODES; i++) {
         int p = c->node[i].port;
         if (p == from || p == to || c->node[i].pid <= 0 ||
             !info_has(p, "INFO replication", "role:master"))
             continue;
-        expect_ok(eddy_test_cluster_cmd(p, "CLUSTER SETSLOT %u NODE %s", slot, to_id),
+        expect_ok(eddy_test_cmd_at(p, "CLUSTER SETSLOT %u NODE %s", slot, to_id),
                   "SETSLOT NODE (other master)");
     }
 }

@@ -21,8 +21,6 @@ typedef struct eddy_test_cluster {
 void eddy_test_cluster_start(eddy_test_cluster *c);
 void eddy_test_cluster_stop(eddy_test_cluster *c);
 
-/* One command to the node on `port` (NULL when it does not answer); the caller frees. */
-redisReply *eddy_test_cluster_cmd(int port, const char *fmt, ...);
 /* The port of the master that serves `slot`, as the node on `ask_port` sees it (0: none). */
 int eddy_test_cluster_master_of(int ask_port, unsigned slot);
 /* The port of a replica of the master on master_port (0: none with its link up). */

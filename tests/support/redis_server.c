@@ -128,3 +128,20 @@ long long eddy_test_redis_int(const char *url, const char *fmt, ...) {
     redisFree(c);
     return v;
 }
+
+redisReply *eddy_test_cmd_at(int port, const char *fmt, ...) {
+    struct timeval tv = {5, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+    if (!c || c->err) {
+        if (c)
+            redisFree(c);
+        return NULL;
+    }
+    redisSetTimeout(c, tv);
+    va_list ap;
+    va_start(ap, fmt);
+    redisReply *r = redisvCommand(c, fmt, ap);
+    va_end(ap);
+    redisFree(c);
+    return r;
+}

@@ -3,6 +3,8 @@
 #ifndef EDDY_TEST_REDIS_SERVER_H
 #define EDDY_TEST_REDIS_SERVER_H
 
+#include <hiredis/hiredis.h>
+
 #include <sys/types.h>
 
 typedef struct eddy_test_redis {
@@ -24,5 +26,8 @@ long long eddy_test_redis_int(const char *url, const char *fmt, ...);
 
 /* A free TCP port on 127.0.0.1 (bound and released: good enough for tests). */
 int eddy_test_free_port(void);
+/* One command to the server on 127.0.0.1:port, with 5 s timeouts (NULL when it does not
+ * answer); the caller frees the reply. */
+redisReply *eddy_test_cmd_at(int port, const char *fmt, ...);
 
 #endif
