@@ -86,19 +86,9 @@ static void popped(mwait *w, mwait **out) {
     *out = w;
 }
 
-/* Whether an async slot's caller must be told now: its commands failed or were refused. */
-static bool slot_failed(const mwait *w) {
-    if (w->slot.st != EDDY_OK)
-        return true;
-    for (size_t i = 0; i < w->slot.n; i++)
-        if (!w->slot.replies[i] || w->slot.replies[i]->type == REDIS_REPLY_ERROR)
-            return true;
-    return false;
-}
-
 static void wake(mwait *w, bool done) {
     pthread_mutex_lock(&w->m);
-    if (done && w->async && w->on_failure && slot_failed(w))
+    if (done && w->async && w->on_failure && eddy__pipeline_slot_failed(&w->slot))
         w->on_failure(w->user); /* before done: its caller is still waiting for it */
     if (done)
         w->done = true;
@@ -613,7 +603,7 @@ eddy_status eddy__bmux_send(bmux *m, const eddy__cmdlist *cmds, long long deadli
         w->slot.replies = replies;
         w->slot.n = cmds->n;
         w->done = true;
-        if (on_failure && slot_failed(w))
+        if (on_failure && eddy__pipeline_slot_failed(&w->slot))
             on_failure(user);
         return EDDY_OK;
     }

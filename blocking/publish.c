@@ -14,26 +14,19 @@
 
 eddy_status eddy__bpub_exec_until(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
                                   redisReply **replies, eddy_error *err) {
-    eddy_status st = eddy__bmux_exec_until(&bus->pub, cmds, deadline, replies, err);
-    if (st == EDDY_ERR_IO || st == EDDY_ERR_TIMEOUT)
-        eddy__publisher_connection_lost(bus->publisher);
-    return st;
+    return eddy__publisher_after(bus->publisher,
+                                 eddy__bmux_exec_until(&bus->pub, cmds, deadline, replies, err));
 }
 
 eddy_status eddy__bpub_send(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
                             redisReply **replies, eddy__bmux_wait *w,
                             void (*on_failure)(void *user), void *user, eddy_error *err) {
-    eddy_status st = eddy__bmux_send(&bus->pub, cmds, deadline, replies, w, on_failure, user, err);
-    if (st == EDDY_ERR_IO || st == EDDY_ERR_TIMEOUT)
-        eddy__publisher_connection_lost(bus->publisher);
-    return st;
+    return eddy__publisher_after(bus->publisher, eddy__bmux_send(&bus->pub, cmds, deadline, replies,
+                                                                 w, on_failure, user, err));
 }
 
 eddy_status eddy__bpub_finish(eddy_bus *bus, eddy__bmux_wait *w, eddy_error *err) {
-    eddy_status st = eddy__bmux_finish(&bus->pub, w, err);
-    if (st == EDDY_ERR_IO || st == EDDY_ERR_TIMEOUT)
-        eddy__publisher_connection_lost(bus->publisher);
-    return st;
+    return eddy__publisher_after(bus->publisher, eddy__bmux_finish(&bus->pub, w, err));
 }
 
 eddy_status eddy__bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,

@@ -60,3 +60,12 @@ eddy__pipe_slot *eddy__pipeline_fail_next(eddy__pipeline *pl, eddy_status st) {
 }
 
 eddy__pipe_slot *eddy__pipeline_head(const eddy__pipeline *pl) { return pl->head; }
+
+bool eddy__pipeline_slot_failed(const eddy__pipe_slot *slot) {
+    if (slot->st != EDDY_OK)
+        return true;
+    for (size_t i = 0; i < slot->n; i++)
+        if (!slot->replies[i] || slot->replies[i]->type == REDIS_REPLY_ERROR)
+            return true;
+    return false;
+}

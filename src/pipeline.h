@@ -48,6 +48,10 @@ eddy__pipe_slot *eddy__pipeline_feed(eddy__pipeline *pl, redisReply *reply, bool
  * NULL when none waits. Call until NULL. */
 eddy__pipe_slot *eddy__pipeline_fail_next(eddy__pipeline *pl, eddy_status st);
 
+/* Whether a returned slot needs its caller now: it failed, or one of its replies is missing or
+ * an error reply. */
+bool eddy__pipeline_slot_failed(const eddy__pipe_slot *slot);
+
 /* The oldest slot still waiting (its waiter is next in line for the reader's role), or NULL. */
 eddy__pipe_slot *eddy__pipeline_head(const eddy__pipeline *pl);
 

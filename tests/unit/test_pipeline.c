@@ -83,3 +83,27 @@ Test(pipeline, a_lost_connection_fails_every_slot_once_in_order_with_partial_rep
     cr_assert_eq(ra[0]->integer, 9);
     freeReplyObject(ra[0]);
 }
+
+Test(pipeline, a_slot_failed_when_it_failed_or_a_reply_is_an_error) {
+    eddy__pipeline pl;
+    eddy__pipeline_init(&pl);
+    eddy__pipe_slot ok, refused, lost;
+    redisReply *rok[2], *rref[2], *rlost[1];
+    int w;
+    eddy__pipeline_push(&pl, &ok, rok, 2, &w);
+    eddy__pipeline_push(&pl, &refused, rref, 2, &w);
+    eddy__pipeline_push(&pl, &lost, rlost, 1, &w);
+    bool unexpected;
+    eddy__pipeline_feed(&pl, num(1), &unexpected);
+    cr_assert_eq(eddy__pipeline_feed(&pl, resp("+OK\r\n"), &unexpected), &ok);
+    cr_expect_not(eddy__pipeline_slot_failed(&ok));
+    eddy__pipeline_feed(&pl, num(2), &unexpected);
+    cr_assert_eq(eddy__pipeline_feed(&pl, resp("-OOM no room\r\n"), &unexpected), &refused);
+    cr_expect(eddy__pipeline_slot_failed(&refused));
+    cr_assert_eq(eddy__pipeline_fail_next(&pl, EDDY_ERR_IO), &lost);
+    cr_expect(eddy__pipeline_slot_failed(&lost));
+    for (int i = 0; i < 2; i++) {
+        freeReplyObject(rok[i]);
+        freeReplyObject(rref[i]);
+    }
+}
