@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Scaling out on Redis Cluster: aggregate publish + consume throughput of
  *
  *   hiredis  1 namespace on the bench's single server: N events (default 50,000) published

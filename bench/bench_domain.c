@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Domain event feeds: routing rate, and a push source's consume beside raw hiredis (repetitions,
  * medians, alternating order, pinning: bench_util.h).
  *   domain_route_type  eddy_domain_route of -n N CloudEvents (default 200,000; ~120-byte msgpack

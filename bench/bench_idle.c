@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What an idle service costs, on each front end (repetitions and medians: bench_util.h): a bus
  * with --subs K plain subscriptions (default 10; subjects idle.plain.<i>, their streams made by
  * the groups) and K pattern subscriptions that match no subject (idle.none<i>.*), Competing,

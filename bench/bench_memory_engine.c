@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The memory engine alone, below any front end: what one publish, read and ack costs inside
  * eddy__mem_exec. Each round XADDs 256 entries shaped like eddy's CloudEvents (specversion,
  * id, source, type, data of 120 bytes; one command each, as a pipelined publish sends them),

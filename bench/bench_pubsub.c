@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Publish and consume, eddy beside raw hiredis doing the same Redis work at its best, in the same
  * run (see bench_util.h for repetitions, medians, alternating order and pinning):
  *

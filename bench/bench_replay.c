@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Catch-up replay, eddy beside raw hiredis paging the same stream in the same run (repetitions,
  * medians, alternating order, pinning: bench_util.h):
  *   fill      -n N stored events (default 1,000,000), eddy_store_append 256 at a time to a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Request/reply on redis://, eddy beside raw hiredis doing the same stream commands at its best,
  * in the same run (repetitions, medians, alternating order, pinning: bench_util.h).
  *

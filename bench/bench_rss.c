@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Flat memory under a long consume, on each front end (opt-in: it takes minutes). A competing
  * AtLeastOnce subscription (read_batch 256, default workers) consumes -n N messages (default
  * 5,000,000) while a raw hiredis publisher thread keeps its stream fed: the bench's events with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The event store's Redis memory per stored event, and the speed of reading one stream, beside
  * raw hiredis keeping the same entries once:
  *   raw fill    N entries (default 100,000) XADDed with automatic ids to one stream by raw

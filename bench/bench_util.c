@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* See bench_util.h. The private redis-server is started here (fork + exec), pinned to the second
  * CPU when --pin is given, the bench process itself to the first, before any thread exists so
  * that every thread the libraries start inherits the placement. */
@@ -85,9 +86,9 @@ static pid_t start_redis(bench_env *env, int server_cpu) {
             pin_to(server_cpu);
         char p[16];
         snprintf(p, sizeof(p), "%d", env->port);
-        execlp("redis-server", "redis-server", "--bind", "127.0.0.1", "--port", p, "--save", "",
-               "--appendonly", "no", "--loglevel", "warning", "--logfile", "/dev/null",
-               (char *)NULL);
+        execlp("redis-server", "redis-server", "--bind", "127.0.0.1", "--port", p, "--dir", "/tmp",
+               "--save", "", "--appendonly", "no", "--loglevel", "warning", "--logfile",
+               "/dev/null", (char *)NULL);
         _exit(127);
     }
     for (int i = 0; pid > 0 && i < 200; i++) {

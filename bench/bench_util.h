@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared pieces of the benchmarks, so that every bench measures the same way:
  * - the command line: [redis://127.0.0.1:PORT] [--pin] [--reps R] [-n N] (and the bench's own
  *   options); without a URL a private redis-server is started on a free 127.0.0.1 port;

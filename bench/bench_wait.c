@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The cost of settings.wait_replicas (WAIT after every publish), against a replica of the
  * bench's server that this bench starts (a second redis-server with --replicaof, on a free
  * 127.0.0.1 port, not pinned):
@@ -40,9 +41,9 @@ static pid_t replica_start(const bench_env *env) {
         bench_die("fork", "replica");
     if (pid == 0) {
         prctl(PR_SET_PDEATHSIG, SIGKILL);
-        execlp("redis-server", "redis-server", "--bind", "127.0.0.1", "--port", port, "--save", "",
-               "--appendonly", "no", "--replicaof", "127.0.0.1", master, "--loglevel", "warning",
-               (char *)NULL);
+        execlp("redis-server", "redis-server", "--bind", "127.0.0.1", "--port", port, "--dir",
+               "/tmp", "--save", "", "--appendonly", "no", "--replicaof", "127.0.0.1", master,
+               "--loglevel", "warning", (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 400; i++) { /* up to 20 s */

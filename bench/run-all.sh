@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs every bench of a build directory in sequence (builds nothing) and prints all their lines,
 # so one command gives the before or after figures:
 #   bench/run-all.sh BUILD_DIR [--pin] [--reps R] [--no-peers] [--rss [N]]

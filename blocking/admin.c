@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Admin handles on the blocking front end: the core (src/admin.c) plans and reads; this file
  * sends each round as one pipeline on the handle's own connection, behind a mutex, and makes the
  * calling thread wait. Every call only reads, so a round that failed on a connection made before

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The blocking bus: building, subscriptions, activation and counters. The bus connects its
  * publishing connection when it is built, so a wrong URL or a dead server is reported by
  * eddy_bus_new rather than by the first publish. */

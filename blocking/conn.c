@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Blocking transport; see conn.h. The link (src/link.h) speaks to the server, or to the
  * memory engine; this file only waits for it with poll() until a deadline.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A blocking connection to the backend: the core's link (src/link.h) driven with poll(), for
  * every URL (memory:// included: the engine stands behind the same link). It only waits; what to
  * send, what replies mean and how the socket is spoken are decided in the core. Every call that

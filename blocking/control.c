@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The blocking bus's control thread: drives the core's inbox state machine (reply stream,
  * registry heartbeats, replies, retention passes) on a connection of its own, and completes the
  * requests whose replies arrive. Start waits until the reply stream exists and the subscriptions

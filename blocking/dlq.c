@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Dead letters on the blocking front end: the core (src/dlq.c) builds and reads; this file
  * sends, on one connection of the handle's own behind a mutex, and makes the calling thread
  * wait.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Domain event feeds on the blocking front end: a blocking catch-up feed (feed.c), built at
  * register, under the decisions of src/domain.c (registry, "no projection", routing) and of the
  * feed core (deferring instead of holding). This file only asks, calls and reports.

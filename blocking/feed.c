@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Catch-up projection feeds on the blocking front end. The core (src/feed.c) decides everything;
  * this file runs what it asks for on the calling thread (the store's pages, the checkpoint
  * storage, the projection's callbacks) and makes callers wait: each waiting call has a waiter on

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the blocking domain feed (domain.c) needs of the blocking catch-up feed beyond its public
  * API. */
 #ifndef EDDY_BLOCKING_FEED_HOOKS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The blocking bus's private structures, shared by its files (bus.c, publish.c, reader.c). */
 #ifndef EDDY_BLOCKING_INTERNAL_H
 #define EDDY_BLOCKING_INTERNAL_H

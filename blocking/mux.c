@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The multiplexed publishing connection; see mux.h.
  *
  * Rules:

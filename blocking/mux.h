@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The blocking bus's publishing connection, shared by every thread that publishes, requests
  * or registers: multiplexed, so that no lock is held across a round trip. A caller queues its
  * commands under a short lock (one contiguous run on the wire: a MULTI/EXEC or a publish batch

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Worker pool; see pool.h. Workers block SIGPIPE for their whole life: a handler that
  * publishes writes to sockets. */
 #include "pool.h"

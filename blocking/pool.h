@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The worker pool that runs handlers in the blocking front end: a fixed set of threads and a
  * FIFO of jobs. Jobs are the caller's storage (nothing is allocated per job), so a reader can
  * hand a whole round to the workers with one allocation. */

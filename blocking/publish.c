@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Publishing on the blocking bus: the core checks and builds, this file sends, on the bus's
  * publishing connection (multiplexed, mux.h: each publish's commands contiguous on the wire). A
  * failed send is reported, never retried: a retry could store the message twice. The next publish

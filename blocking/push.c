@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Push subscription models and push sources on the blocking front end. The core (src/push.c)
  * decides everything: what an outcome means for the broker, the model's aggregation, the
  * sources' states, start-all's order and the progress figures. This file only drives it: it

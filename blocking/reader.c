@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The reader thread of one subscription: drives the core consumer (plan, send, feed), hands
  * each delivery to the worker pool, and plans again at once: the core decides what may be read
  * while deliveries are outstanding (it waits a little for a round's deliveries, as one batch,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Requests on the blocking bus: the core runs the sequence (request_flow.h: checks, table,
  * registry, counting) and matches replies; this file sends each step on the publishing
  * connection (multiplexed: other threads' requests and publishes go out meanwhile) and makes

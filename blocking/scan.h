@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Running an admin scan (src/admin.h) to its end on the blocking front end, over whichever
  * connection the caller has: an admin handle's own, or a bus's publishing connection (the bus's
  * stats document). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy_bus_stats_json on the blocking front end: the broker's view is scanned on the publishing
  * connection (multiplexed: no lock held while it travels), then the counters are read under
  * subs_lock and the core writes the document (src/bus_stats.c). */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The event store on the blocking front end: the core (src/store.c) checks, builds and reads;
  * this file sends, on one connection behind a mutex, and makes the calling thread wait.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The eddy command-line tool: what its commands share (options, exit codes, output, events as
  * JSON). Each command lives in a file of its own (cmd_*.c) and is a function
  * int cmd_x(cli *c, int argc, char **argv) that returns the process's exit code. */

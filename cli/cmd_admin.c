@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy groups, registry and stats: what an admin handle (eddy/admin.h) reads from the backend.
  * groups and stats print the stats document (or its subjects and groups as tables), so every
  * figure is computed once, in the library. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy dlq: a group's dead letters, on the dead-letter API (eddy/dlq.h). A replay of --all goes
  * one dead letter at a time, after counting them, so a terminal can show its progress; like
  * eddy_dlq_replay_all it stops at the number counted first, so a handler that keeps failing

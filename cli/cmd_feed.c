@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy feed: a catch-up feed's marker in the store's checkpoint storage (eddy_store_checkpoints).
  * The marker says "this feed caught up once"; it is not a position: deleting it makes the feed's
  * next catch-up replay the whole history. */

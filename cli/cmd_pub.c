@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy pub: publishes one event (or --repeat N copies, each with a fresh id). */
 #include "cli.h"
 

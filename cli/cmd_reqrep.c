@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy request and eddy respond: the two ends of request/reply. request prints the reply (as
  * tail prints an event) or why there is none; respond answers with the request's own data (echo)
  * or a fixed reply, for testing a requester. */

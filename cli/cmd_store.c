@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy store: the event store (eddy/store.h). read and tail print stored events as JSON lines
  * {"stream_id", "version", "position", "event"}; a read across the store shows a progress bar on
  * a terminal (it knows the head position it reads up to). tail polls: the store has no blocking

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy tail: a subscription that prints what it receives as JSON lines. Fan-out by default (it
  * sees every event published after it started, and takes nothing from anyone); with --group it
  * joins a competing group, AtLeastOnce: an event is acknowledged once printed. With --count N it

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the commands share: option parsing, messages and exit codes, settings, waiting for a
  * signal or for the work to be done, progress bars. Messages go to stderr, results to stdout. */
 #include <errno.h>

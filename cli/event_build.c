@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Building the event a command sends (pub, request, store append) from its options: --data as
  * JSON sent as msgpack, or --data-file's bytes as they are. */
 #include <string.h>

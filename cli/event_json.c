@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Events and their data as JSON, through jansson and msgpack-c: JSON given on the command line
  * is sent as msgpack, and msgpack data read back is shown as JSON. Numbers keep their kind
  * (integers stay integers); what JSON cannot show (binary, non-UTF-8 strings, extension types,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy — the command-line tool: global options, the list of commands, exit codes. */
 #include <stdlib.h>
 #include <string.h>

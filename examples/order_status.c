@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An order-status read model kept up to date by a catch-up projection feed, on the blocking front
  * end: the history comes from the event store, live events from a competing bus subscription
  * whose handler feeds the feed, and the code that starts the feed rebuilds it after a failed

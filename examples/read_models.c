@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Two read models fed by push sources in manual mode, caught up in the background with a
  * progress bar, on the blocking front end.
  *

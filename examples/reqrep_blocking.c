@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Request/reply on the blocking front end: a responder that sets up tables, and a caller that
  * asks it to.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Request/reply on the reactive front end: the twin of reqrep_blocking.c, on one libev loop.
  *
  *   reqrep_reactive [--url URL] [--role both|responder|caller]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy's main example: a publisher and two competing workers on the blocking front end.
  *
  *   worker_blocking [--url URL] [--count N] [--role both|publisher|worker] [--instance NAME]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy's reactive example: a publisher and two competing workers on one libev loop.
  *
  *   worker_reactive [--url URL] [--count N]

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The reactive bus: building, subscriptions, activation, readiness, counters, and the
  * deferred teardown that makes every call legal from inside a callback.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reactive transport (see conn.h): a link (src/link.h: the socket, TLS, the handshake, RESP
  * both ways, or the memory engine behind the same interface) that this file only waits on,
  * with one ev_io, one ev_timer, and a zero-delay timer for replies the link has ready without

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A connection of the reactive front end, on the user's libev loop: the core's link (redis://,
  * rediss://, unix://, and memory://, whose engine stands behind the same link; src/link.h)
  * waited on with ev_io and ev_timer. It only moves commands and replies; what to send and what

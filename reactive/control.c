@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The reactive bus's control loop: one per activation, on a connection of its own, driving the
  * core's inbox state machine (inbox.h) exactly as the blocking control thread does: it opens
  * the activation's reply stream, registers the bus's subscriptions and renews their leases

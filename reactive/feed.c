@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Catch-up projection feeds on the reactive front end. The core (src/feed.c) decides everything;
  * this file runs what it asks for on the loop: runs are driven step by step, each asynchronous
  * step (head, page, marker) sent through the rstore or the checkpoint storage and the next step

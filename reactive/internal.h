@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The reactive bus's private structures, shared by its files (bus.c, reader.c, publish.c,
  * control.c, request.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The reactive bus's publishing connection: the core checks and builds each operation, this
  * file queues its commands on the bus's one publishing connection (opened on first use, and
  * again after it was lost) and hands the replies back. An operation is a publish, or one step

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Push subscription models and push sources on the reactive (libev) front end. The core
  * (src/push.c) decides everything; this file drives it on the loop: routes through the reactive
  * domain feeds and settles each delivery from the route's completion (the handler returns

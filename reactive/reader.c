@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One subscription's reading on the loop: an activation (internal.h) drives the core
  * consumer exactly as the blocking reader does (plan, send the pipeline, feed, hand the
  * deliveries to the handler, plan again at once), with timers where the blocking reader

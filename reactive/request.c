@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Requests on the reactive bus: the core runs the sequence (request_flow.h: checks, table,
  * registry, counting) and matches replies; this file sends each step the flow asks for on the
  * publishing connection (pipelined with every other op there) and completes the callback from

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What the reactive domain feed (domain.c) needs of the reactive catch-up feed beyond its public
  * API. Thread: the loop's. */
 #ifndef EDDY_REACTIVE_RFEED_HOOKS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The round driver (round.h): connect, backoff, the ready deadline, one pipeline at a time and
  * its replies, for the reactive reader and control loop alike.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The round driver of the reactive front end: what a subscription's reader (reader.c) and a
  * control loop (control.c) share about their own connection. It connects, backs off after a
  * failed connect, gives a start its deadline to become ready, sends a plan's commands as one

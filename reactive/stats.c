@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy_rbus_stats_json on the reactive front end: the counters, written by the core
  * (src/bus_stats.c) at once on the loop's thread. The broker's part is left out: reading it takes
  * round trips, and a call on the loop does not wait for them (an admin handle, eddy/admin.h, reads

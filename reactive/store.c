@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The event store on the reactive front end: the core (src/store.c) checks,
  * builds and reads; this file queues the commands on one connection on the
  * user's loop and hands the replies back, completing each operation through its

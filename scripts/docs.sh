@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds the API reference (Doxygen over include/eddy; any warning fails) into
 # build-docs/docs/html, the way CI does.
 #   EDDY_DOCS_BUILD_DIR=dir scripts/docs.sh   another build directory

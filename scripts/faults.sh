@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds eddy's tests and runs the fault suite (tests/faults) through ctest: its own
 # redis-server per scenario, killed, restarted and stopped, on both front ends. It prints the
 # FIG lines of each scenario. The fast profile (the default, and CI's) takes a few minutes on

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds the libFuzzer targets with clang and runs each for a short while (default 30 s):
 # a smoke run for CI that catches a decoder crash on the first inputs it meets. Longer runs:
 #   EDDY_FUZZ_SECONDS=600 scripts/fuzz-smoke.sh

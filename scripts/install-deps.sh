@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs everything eddy needs to build and test on Debian 12, from Debian's packages.
 # Idempotent: packages already present are left alone. Uses sudo when not run as root.
 # Extra package names given as arguments are installed too (the fuzz run adds clang).

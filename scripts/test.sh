@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds eddy with warnings as errors and runs the whole test suite through ctest. The suite
 # starts its own redis-server on a free 127.0.0.1 port and stops it afterwards.
 #   EDDY_SANITIZE=address,undefined scripts/test.sh   a sanitizer build (in build-<sanitizers>)

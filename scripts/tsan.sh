@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Builds eddy and the ThreadSanitizer harnesses (tests/tsan) with clang-14
 # (-fsanitize=thread -g -O1) in build-tsan, and runs each harness on memory:// and on a private
 # redis-server. Criterion aborts at start under TSan, so these are plain programs, and the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The admin scan; see admin.h for its rounds. Invariants: every string the result points at is
  * owned by the scan (copied out of replies, which are borrowed for one feed); a reply the scan
  * cannot read ends it with a status, never with a guess; a subject whose stream is gone (its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What an admin handle reads (include/eddy/admin.h), as a sans-IO scan the blocking front end
  * drives: plan a round, send it as one pipeline, feed its replies, until a plan appends nothing.
  *   1. SMEMBERS {ns}:subjects, TIME

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reconnect backoff: capped exponential delay with jitter, from caller-held state.
  *
  * The generator is local rather than rand_r: rand_r is obsolescent in POSIX and RAND_MAX may

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reconnect backoff for the front ends: how long to wait before the next attempt. */
 #ifndef EDDY_SRC_BACKOFF_H
 #define EDDY_SRC_BACKOFF_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bus's stats document; see bus_stats.h and eddy_bus_stats_json in blocking.h for its shape.
  * Each subscription's "broker" part sums, over the subjects its pattern matches, what the scan
  * found for its group: the figures an operator compares with the counters (what is waiting,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A bus's whole state as one JSON document (eddy_bus_stats_json): written here from what a front
  * end hands over, so both front ends write the same document. */
 #ifndef EDDY_SRC_BUS_STATS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Which backend can do what. A feature is declared only once it is implemented. */
 #include "eddy/bus.h"
 #include "error.h"

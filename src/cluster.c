@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The slot of a namespace and the master that serves it; see cluster.h.
  *
  * Invariants: `child` is the link to the node being asked, NULL when none is; its settings are

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Finding the master of a handle's slot on a Redis Cluster (redis-cluster:// URLs), without I/O
  * waits of its own, as the link (and as sentinel.h does for a Sentinel's master).
  *

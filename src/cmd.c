@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Argument-vector commands: owned, binary-safe arguments packed into one growable buffer (so a
  * command costs a fixed number of allocations, not one per argument). An allocation
  * failure marks the command failed instead of returning at every append, so builders stay

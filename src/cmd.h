@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A Redis command as an argument vector, built by the core and sent unchanged by a front end
  * (hiredis redisCommandArgv / redisAsyncCommandArgv) or executed by the memory engine.
  * Arguments are copied into the command; it owns them. All argument bytes live in one buffer

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Growable list of tagged commands; see cmdlist.h. */
 #include "cmdlist.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* An ordered list of commands sent as one pipeline, with a tag per command so the core can
  * interpret each reply by what it asked for. */
 #ifndef EDDY_SRC_CMDLIST_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The connection state of a bus; see conn_state.h.
  *
  * A bus has many connections (readers, control, publishers, on several threads in the blocking

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The connection state of one bus (or store, or dead-letter reader): every connection it opens
  * reports here when it came up, when connecting failed and when it was lost, and this decides
  * what the owner of the settings is told (eddy_connection_state), logs each change once, keeps

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The consumer state machine; the protocol is described in consumer.h.
  *
  * Invariants:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The consumer: one subscription's reading, as a state machine both front ends drive.
  *
  * A front end loops:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The built-in data field reader: msgpack data, read in place.
  *
  * The data is first run through eddy_msgpack_check (no allocation, bounded depth), so a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The bounded id set; see dedup.h.
  *
  * Ids live in a ring (oldest at `head`), and an open-addressing table with linear probing

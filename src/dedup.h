@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A bounded set of event ids, the feed's memory of the ids it applied (it needs them only for
  * events that carry no store position, see feed.h): membership in O(1), and
  * once it holds `capacity` ids each new one evicts the oldest (first in, first out), so a feed

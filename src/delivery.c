@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Public accessors of a delivery. */
 #include "delivery.h"
 #include "eddy/value.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The delivery a handler receives. The core fills the message; the front end sets `finish`,
  * which eddy_delivery_finish (and the front end itself, for a handler that did not return
  * EDDY_PENDING) calls exactly once. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The shared subject discovery; see discovery.h. The list keeps each subject once (a hash set
  * over the list's indexes), so a feed costs a lookup per subject Redis returns. */
 #include "discovery.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Subject discovery shared by a bus's pattern subscriptions, so that its cost does not grow
  * with their number: one SMEMBERS of the namespace's subject set every discovery_ms for the
  * whole bus.

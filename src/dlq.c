@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Dead letters as data; see dlq.h.
  *
  * Rules:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Dead letters as data (include/eddy/dlq.h): the commands that list, read, replay and purge a
  * group's dead-letter stream "{ns}:dlq:<group>", and what their replies mean. Sans-IO: it
  * builds command lists and reads redisReply trees; a front end sends them and waits.

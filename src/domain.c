@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The domain event feed's shared decisions; see domain.h.
  *
  * Invariants:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The domain event feed's decisions, shared by both front ends (blocking/domain.c,
  * reactive/domain.c): the process-wide registry of projection ids, the checks of calls that
  * need the projection ("no projection", "not the registered id"), and routing a CloudEvent

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One CloudEvent as one Redis stream entry, both ways.
  *
  * Encoding writes specversion, the required and optional attributes, the extensions as

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One CloudEvent as one Redis stream entry: a field per attribute, data as raw bytes.
  *
  * Fields: "specversion", "id", "source", "type", optional "subject", "time",

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Filling the caller's optional eddy_error. No allocation: detail is formatted in place. */
 #ifndef EDDY_SRC_ERROR_H
 #define EDDY_SRC_ERROR_H

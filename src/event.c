@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* CloudEvents v1.0 events: an owned set of attribute strings, ordered extensions and
  * binary-safe data, plus the validator for the CloudEvents 1.0 rules.
  *

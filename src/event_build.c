@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Event builders: fresh time-ordered ids (UUIDv7, RFC 9562) and events that carry one, their
  * source and the current time.
  *

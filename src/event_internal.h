@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Event internals shared by the codecs (entry.c, value.c): the event's layout, so a decoder can
  * build an event in one block or as a view over bytes it does not own, length-counted setters
  * that skip checks their callers already made, and safe rendering of untrusted bytes for error

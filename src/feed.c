@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The catch-up projection feed's state machine; see feed.h for the protocol with the front ends
  * and include/eddy/feed.h for the rules it implements.
  *

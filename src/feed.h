@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The catch-up projection feed as one state machine both front ends drive. It decides everything
  * (holding, dropping duplicates, when to apply, refusing, failing, the marker and its retries,
  * which projection callback runs when) and does no I/O, calls no projection callback and never

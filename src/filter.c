@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Filters of reads across the store and of live events; see eddy/filter.h.
  *
  * Filtering happens on the client, after a page is read, and not in Redis: a stream entry is

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Filters of stored and live events, as the core holds them (the public type is opaque).
  *
  * A filter is a tree: leaves test one attribute or one data field, and/or nodes hold their

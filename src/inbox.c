@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The activation's control loop; see inbox.h.
  *
  * The reply stream is created with an entry that is trimmed away at once (XADD MAXLEN 0), so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A bus activation's control loop, as a state machine both front ends drive on a connection
  * of its own: it opens the activation's reply stream ({ns}:inbox:<random id>) before any
  * request can be sent, renews the subscription registry's leases and the reply stream's

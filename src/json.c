@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The JSON writer; see json.h. Invariant: buf always has room for a NUL after len bytes once
  * anything was written, and `failed` makes every later call a no-op. */
 #include "json.h"

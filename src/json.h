@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A small JSON writer into a growing buffer, for the documents the library itself writes (stats):
  * the library does not depend on a JSON library. The writer places the commas: each open object
  * or array remembers whether it has a member yet. An allocation failure sticks, so a document is

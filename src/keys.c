@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Key names; see keys.h for the layout. */
 #include "keys.h"
 

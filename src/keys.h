@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The Redis key layout. Every key of one namespace shares the hash tag "{ns}", so multi-key
  * commands and transactions stay legal on Redis Cluster.
  *   {ns}:s:<subject>    stream of messages published to one subject

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The sans-IO connection; see link.h.
  *
  * Invariants:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A connection to a Redis server without I/O of its own waiting ("sans-IO"): the link owns a
  * non-blocking socket (TCP with TCP_NODELAY and SO_KEEPALIVE, or a unix socket; TLS through
  * OpenSSL for rediss://), an output buffer of RESP bytes and hiredis's redisReader for input.

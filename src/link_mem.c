@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The memory:// transport of the link; see link_mem.h.
  *
  * Invariants:

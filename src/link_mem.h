@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The memory:// transport behind the link's interface (link.h): what eddy__link_* does when
  * the settings' URL is memory://name. src/link.c hands each call on; nothing else uses these.
  *

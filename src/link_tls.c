@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* OpenSSL under a link; see link_tls.h.
  *
  * One SSL_CTX per session: a link makes a session per connect, rarely, and a context holds the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The TLS layer of a link (link.h), over OpenSSL: a client session on a connected non-blocking
  * socket, verifying the server's certificate and host name unless told not to. Every call
  * says what the socket must become ready for when OpenSSL would block. No call raises SIGPIPE.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Formats a message on the stack and hands it to the user's hook. Messages longer than the
  * buffer are cut, never allocated: logging happens on error paths. */
 #include "log.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The log hook, as the core holds it. The library never writes to stderr; without a hook,
  * messages are dropped. */
 #ifndef EDDY_SRC_LOG_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reading fields of decoded msgpack data by path (value.h): "order.lines.0.sku" walks map keys
  * (str keys equal to the segment) and array indexes. Only reads the decoded object: no
  * allocation, and a missing field is told apart from one of another type. */

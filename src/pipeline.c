@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reply slots in wire order; see pipeline.h. */
 #include "pipeline.h"
 

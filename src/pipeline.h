@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Replies matched to their commands on a connection that several callers share: each caller's
  * commands go on the wire as one contiguous run, and a slot for their replies joins a FIFO in
  * the same order, under the same lock as the write; replies are fed in the order they arrive

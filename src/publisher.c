@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Publishing; see publisher.h. The subject set only grows, so a subject known to be in it
  * never needs another SADD: the cache saves a command on every later publish. It is bounded;
  * past the bound SADD is simply sent every time.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Publishing, as both front ends do it: checks (subject, CloudEvent, size), the commands
  * (XADD to the subject's stream, or with publish_dedup_ms the function library's deduplicating
  * publish, loaded first on a new connection; and SADD of the subject to the namespace's subject set

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The push core (see push.h): settling, the model's aggregation, the sources' states, start-all's
  * order and the progress figures. No I/O, no thread, no timer; the front ends drive it.
  *

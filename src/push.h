@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Push subscription models and push sources as one core both front ends drive. It decides
  * everything and does no I/O, starts no thread and arms no timer:
  *

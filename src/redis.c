@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* hiredis error mapping and the connection handshake. Detail never includes a password. */
 #include "redis.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The one place hiredis results become eddy statuses, and the connection handshake (AUTH,
  * SELECT) both front ends send after connecting. */
 #ifndef EDDY_SRC_REDIS_H

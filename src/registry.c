@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The subscription registry; see registry.h. A member is
  * "<r|h>\t<group>\t<instance>\t<subscription name>\t<pattern>": the kind first (responder or
  * handler) for tools that show it, the pattern last because it is what requesters match. The

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The namespace's registry of live subscriptions, so that a requester in any process can tell
  * "nothing is subscribed" (answered at once) from "subscribed, but nobody answers" (answered at
  * the deadline). A sorted set "{ns}:subs": one member per subscription of each live bus,

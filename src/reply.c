@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shape checks over hiredis replies; see reply.h. */
 #include "reply.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reading Redis stream replies (XREADGROUP, XAUTOCLAIM, XPENDING, TIME, SMEMBERS) into flat
  * views over the hiredis reply. Nothing is copied: views live as long as the reply. Every
  * shape is checked; anything unexpected is EDDY_ERR_PROTOCOL, never a crash. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Arena reply objects; see reply_arena.h.
  *
  * Blocks are chained, newest first; an allocation too large for a block gets a block of its

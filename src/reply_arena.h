@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reply objects from an arena: hiredis's reader builds its redisReply trees through a table of
  * object functions; these build them in an arena instead of one malloc per element and per
  * string, and free nothing one by one: every reply of a round trip goes at once when the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A request's sequence; see request_flow.h. The table (requests.c) decides who ends a
  * request: every step that ends one here goes through eddy__requests_unsent, and only when
  * that finds it still waiting is it this flow's to end. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One request's sequence, the same on both front ends: the front end sends what the flow
  * says and feeds back the replies; the flow decides everything else. Sans-IO, like
  * consumer.h.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Requests waiting for replies; see requests.h.
  *
  * Invariants: a request is in the table from just before it is sent until exactly one of a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The requesting side of request/reply, shared by both front ends: the checks made before a
  * request is sent, the counters by conversation name, the table of requests waiting for a
  * reply (with their deadlines, for a front end that keeps one timer), and matching replies

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Retention of subject streams; see retention.h for the rounds of a pass.
  *
  * Rules:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Retention of subject streams, as a state machine the bus activation's control loop (inbox.h)
  * drives in round trips of its own, never pipelined behind its blocking read. No clock is read
  * and no I/O done here: the caller passes wall-clock now_ms, sends what plan appended and feeds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* RFC 3339 parsing into instants (see rfc3339.h).
  *
  * Days are counted from the civil date with the proleptic Gregorian calendar (Howard

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* RFC 3339 timestamps as comparable instants, for time-range filters.
  *
  * Parsed without the C library's time functions: no locale, no timegm, no TZ. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Asking the sentinels for the master; see sentinel.h.
  *
  * Invariants: `child` is the link to the sentinel being asked (index `at`), NULL when none is;

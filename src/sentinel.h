@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Finding a Sentinel-watched master for a link (redis-sentinel:// URLs), without I/O waits of
  * its own, as the link: a round asks the URL's sentinels in turn, starting with `start`, for
  * SENTINEL get-master-addr-by-name <name> over a link of its own (AUTH with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Settings defaults, validation and the owned copy a bus keeps. Names and namespaces end up
  * inside Redis keys, so they are restricted to characters that cannot break the key layout
  * ("{ns}:..."): no braces, colons, spaces or control characters. */

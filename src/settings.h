@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Settings as a bus holds them: an owned copy with defaults applied and the URL parsed. */
 #ifndef EDDY_SRC_SETTINGS_H
 #define EDDY_SRC_SETTINGS_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Writing to a socket the peer closed raises SIGPIPE, whose default action kills the process.
  * A library must not change process-wide signal handling, so each write to the backend runs
  * with SIGPIPE blocked in the writing thread, and a SIGPIPE it raised is consumed before the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Status text and names, and the one place error detail is written. Tables are indexed by
  * the enum, so a new status must be added to both tables (the static assert checks the
  * count). */

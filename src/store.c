@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The event store's core; see store.h for the key layout and the split with the front ends.
  *
  * An append is one server-side step, the "eddy" library's eddy_append function, so that the

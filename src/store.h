@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The event store's core, shared by both front ends: validation, the key layout, the command
  * of every store operation and the reading of its reply. A front end sends what these build
  * and hands back what comes back; it decides nothing.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Telling when the server is behind a subscription, or behind what a publisher was told; the
  * rules are in stream_look.h. Ids are kept parsed (two integers), so noting a read (or a
  * publish round) costs a parse and a comparison. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What a subscription saw of one stream, to tell when the server is behind it: a restart from
  * an older snapshot, or a FLUSHALL, took back entries this process had read.
  *

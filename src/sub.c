@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Subscription rules that need no backend: names, patterns, shape and group. */
 #include "sub.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A subscription as a bus holds it: the spec checked and copied, the group and consumer names
  * it uses in Redis, and its counters (atomics: handlers settle on worker threads). */
 #ifndef EDDY_SRC_SUB_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Subjects and patterns: validation, matching and overlap.
  *
  * Everything here walks the strings in place, token by token; nothing allocates, so the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Subjects and patterns.
  *
  * A subject is one or more dot-separated tokens; a token is non-empty and made of printable

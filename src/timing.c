@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Waiting limits shared by the front ends; see timing.h. */
 #include "timing.h"
 

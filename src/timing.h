@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* How long the front ends wait, decided once for both: how long starting may take before a
  * subscription counts as unreachable, how long a command may wait for its reply, and how long
  * to pause before planning again after running out of memory. */

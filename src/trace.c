@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* W3C Trace Context (https://www.w3.org/TR/trace-context/) as CloudEvents extension attributes
  * (the Distributed Tracing extension): "traceparent" and "tracestate".
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Backend URL parsing: memory://[name], redis://[user:password@]host[:port][/db] (rediss://
  * the same over TLS), unix:///path[?db=N] and
  * redis-sentinel://[user:password@]host[:port][,host[:port]...]/master-name[/db] (and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Backend URLs: memory://[name], redis://[user:password@]host[:port][/db] (rediss://: the same
  * over TLS), unix:///path[?db=N],
  * redis-sentinel://[user:password@]host[:port][,host[:port]...]/master-name[/db] (port 26379 by

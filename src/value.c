@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The msgpack value codec: publish a packed value as event data, decode data into a value.
  *
  * msgpack-c sizes its allocations from the counts a message declares, so a five-byte message

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The library's version (eddy/version.h). */
 #include "eddy/version.h"
 

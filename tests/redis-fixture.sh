@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # CTest fixture: start a private redis-server on a free 127.0.0.1 port, or stop it.
 #   redis-fixture.sh start DIR   writes DIR/url (redis://127.0.0.1:PORT) and DIR/pid
 #   redis-fixture.sh stop DIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs one test binary of a sanitizer build so that leaks fail it. Criterion passes a test
 # whose worker leaks, and its own runner leaks a few bytes at exit; so workers run with
 # --no-early-exit (LeakSanitizer then checks each of them), reports go to files, and a report

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy's side of the peer comparison (bench/peers/run.sh runs it beside redis-py and ioredis
  * against the same server): one repetition of
  *   publish   N bench events (eddy's fields: id ev-<i>, source /bench, type

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Raw hiredis beside the peers (bench/peers/run.sh): the same publish and consume work as
  * peer_eddy.c, at the raw client's best, so that each run shows how far above the other clients
  * the Redis server itself lets any client go:

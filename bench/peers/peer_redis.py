@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: BSD-3-Clause
 """redis-py's side of the peer comparison (run.sh runs it beside eddy and ioredis against the
 same server): one repetition of
   publish   N entries with eddy's exact fields (specversion 1.0, id ev-<i>, source /bench,

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Peers: redis-py (Debian python3-redis) and ioredis (npm) doing eddy's publish and consume work
 # (eddy's exact fields; XADD pipelined 256; XREADGROUP COUNT 256 with one XACK per batch) beside
 # eddy (bench_peer_eddy, built with the benches) and raw hiredis doing the same at its best

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /** @file
  * eddy — looking at a namespace from outside (blocking front end): the subject streams and
  * their groups (consumers, pending entries, lag, the age of the oldest pending entry, dead

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /** @file
  * eddy — blocking front end: a bus for programs that use threads.
  *

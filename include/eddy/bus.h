@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /** @file
  * eddy — what both front ends share: settings, subscription specs, deliveries, counters,
  * capabilities and the log hook.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /** @file
  * eddy — dead letters as an API (blocking front end).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy — catch-up projection feeds (blocking front end).
  *
  * A feed keeps a read model (the projection) up to date from two sources: the history in the

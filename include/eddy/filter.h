@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /** @file
  * eddy — filters of stored and live CloudEvents, and data field readers.
  *

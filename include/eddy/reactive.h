@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /** @file
  * eddy — reactive front end: a bus for programs built on a libev loop.
  *

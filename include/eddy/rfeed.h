@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy — catch-up projection feeds on a libev loop (reactive front end).
  *
  * The same feed as eddy/feed.h, built on the same core state machine, with the same

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /** @file
  * eddy — the event store and checkpoint storage (blocking front end).
  *

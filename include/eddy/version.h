@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /** @file
  * eddy — the version of the headers, and of the library a program runs with.
  *

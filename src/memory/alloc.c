@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Allocation for the memory engine. Every allocation goes through here so that tests can make
  * the n-th one fail and check that the engine reports out-of-memory (NULL reply, block_ms -1)
  * without crashing, leaking or leaving half-made structures behind.

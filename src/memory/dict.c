@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Insertion-ordered hash table for keys, set members, hash fields, groups and consumers.
  *
  * Entries sit in an array in insertion order; deleting leaves a hole (key == NULL) that a later

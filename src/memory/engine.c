@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The memory engine's front door: command table and dispatch, per-connection MULTI/EXEC,
  * the engine lock, the write sequence with its condition variable, the waiters a write wakes
  * (threads, or parked connections' eventfds), and the bookkeeping that lets a blocking XREAD

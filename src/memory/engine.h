@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The memory:// backend: an in-process engine that executes the same Redis commands eddy
  * sends to a real server, with the same semantics and the same reply shapes (hiredis
  * redisReply trees), so the core's command builders and reply interpreters serve both

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* FUNCTION LOAD/DELETE/FLUSH and FCALL for the memory engine.
  *
  * Libraries are remembered by name (case-sensitive, as in Redis) in engine->functions, a

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Redis functions in the memory engine: FUNCTION LOAD, DELETE and FLUSH, and FCALL of the
  * functions the engine runs natively. The engine cannot run Lua; it knows some libraries by
  * name and runs their functions in C with the Lua's exact semantics (see function.c). Private

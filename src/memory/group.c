@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Consumer groups: the group's pending-entries list (PEL) ordered by id, each consumer's own
  * PEL over the same pending-entry objects, delivery bookkeeping, and the entries-read/lag
  * estimates of Redis 7.0 (XINFO GROUPS shows them).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Hash commands: HSET, HGET, HDEL, HGETALL, HLEN. Fields keep insertion order, which is what
  * Redis shows for small (listpack-encoded) hashes.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The memory engine's private model: the engine and connection structs, the per-command
  * context, the keyspace objects, streams and consumer groups, and the command handlers the
  * dispatcher calls. Private to src/memory/ (and its unit tests).

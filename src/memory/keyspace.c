@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The keyspace: objects under keys, their expiry, and the commands that act on any key (DEL,
  * EXISTS, TYPE, EXPIRE family, FLUSHALL) plus PING and TIME.
  *

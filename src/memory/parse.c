@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Redis's number parsers, reproduced rule for rule: whether "007", " 5", "+1", "-0", "0x10" or
  * "(" is accepted decides which commands fail, and the memory engine must fail the same ones.
  * Arguments are binary (pointer and length, not NUL-terminated), so anything handed to strtod

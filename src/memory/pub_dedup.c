@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The function library's deduplicating publish, run natively by the memory engine: the same
  * checks in the same order with the same replies as the Lua in src/store.c.
  *

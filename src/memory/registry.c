@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Named memory engines. "memory://name" in any part of the process reaches the same engine;
  * the first acquire creates it, the last release destroys it (and its data).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The reply writer and the tree builder (see resp.h). An append that cannot grow the buffer
  * sets `oom` and turns every later append into a no-op, so command code writes without
  * checking each call and the engine checks once at the end.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reply writer of the memory engine. Commands write their reply, under the engine lock, as a
  * compact record stream into a buffer the connection reuses (no allocation in steady state,
  * no printing); once the lock is released, eddy__mresp_build turns the records into the

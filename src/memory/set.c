@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Set commands: SADD, SREM, SMEMBERS, SISMEMBER, SCARD. Members are keys of an insertion-ordered
  * table (Redis's order for non-integer sets is unspecified, so any order is faithful).
  *

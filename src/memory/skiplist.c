@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Skip list of item pointers under a caller-supplied total order: sorted sets (score, member),
  * pending-entry lists (entry id) and the key-expiry schedule (time, key). O(log n) insert,
  * remove and seek; level 0 is doubly linked so the last item and reverse walks are O(1) steps.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The stream data structure: an append-only array of entries in id order with binary search,
  * tombstones for deleted entries, and an emulation of Redis's listpack nodes so that
  * approximate ("~") trimming and node-level bookkeeping match a real server. Also stream id

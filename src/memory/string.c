@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* String commands: GET, SET (NX, XX, GET, EX, PX, EXAT, PXAT, KEEPTTL), INCR, INCRBY.
  *
  * Invariant: a SET or INCR that runs out of memory changes nothing (the new value and any new

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Building blocks of the memory engine that know nothing about Redis commands: a fault-injecting
  * allocator, an insertion-ordered hash table, a skip list, and Redis's own number parsers
  * (their exact acceptance rules decide which inputs are errors, so they are copied, not

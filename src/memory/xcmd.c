@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Stream commands that do not involve consumer groups: XADD (NOMKSTREAM, MAXLEN/MINID with = or
  * ~ and LIMIT, explicit, "ms-*" and automatic ids), XLEN, XRANGE, XREVRANGE, XDEL, XTRIM.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* XGROUP CREATE (MKSTREAM, ENTRIESREAD), SETID (ENTRIESREAD), DESTROY, CREATECONSUMER,
  * DELCONSUMER and HELP. All share Redis's prologue, which fixes the order of the checks: CREATE's
  * options, the key's type, the key's existence (unless MKSTREAM), then the group's existence for

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* XINFO STREAM (plain and FULL [COUNT n]), XINFO GROUPS, XINFO CONSUMERS and XINFO HELP, with
  * Redis 7.0's field names and order. Groups and consumers are listed by name, as Redis's radix
  * trees list them.

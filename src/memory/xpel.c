@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Commands on a group's pending entries: XACK, XPENDING (summary and extended forms, IDLE,
  * consumer filter), XCLAIM (IDLE, TIME, RETRYCOUNT, FORCE, JUSTID, LASTID) and XAUTOCLAIM
  * (COUNT, JUSTID, Redis 7's third reply element listing deleted ids).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* XREAD and XREADGROUP: argument parsing in Redis's order, serving streams synchronously
  * (new entries with '>', a consumer's own pending history with an explicit id), and the
  * non-waiting half of BLOCK: when nothing can be served the command reports "blocked" and the

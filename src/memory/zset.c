@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Sorted sets: a table from member to item for O(1) lookups, and a skip list of the same items
  * ordered by (score, member) for ranges. Commands: ZADD (NX, XX, GT, LT, CH, INCR), ZREM,
  * ZRANGEBYSCORE (WITHSCORES, LIMIT), ZREMRANGEBYSCORE, ZSCORE, ZCARD.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The ACL rules of docs/operations.md are enough: this test reads them from the document,
  * creates a Redis user with exactly those rules on a redis-server of its own, and runs eddy's
  * main flows as that user on the blocking front end: publish and consume (competing and

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The eddy command-line tool, driven as a subprocess against the fixture's redis-server: each
  * test runs the built tool (EDDY_TEST_BIN_DIR/../cli/eddy) with its own namespace, reads its
  * stdout, stderr and exit code, and parses --json output back with jansson. Background commands

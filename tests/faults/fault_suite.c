@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fault_suite: eddy against a real redis-server that misbehaves, on both front ends. Each
  * scenario starts its own redis-server on a free loopback port, runs once on the blocking and
  * once on the reactive front end, prints "FIG <name> frontend=<f> lost=<n>/<N> dup=<n> ..." and

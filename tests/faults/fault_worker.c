@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fault_worker: the processes the fault suite kills. Each mode runs one front end's bus (or feed)
  * against the suite's redis-server, prints "ready" on stdout once started, and runs until it is
  * killed (SIGKILL, the fault) or asked to stop (SIGTERM, a clean end):

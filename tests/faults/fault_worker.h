@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* What fault_worker's modes share (fault_worker.c). */
 #ifndef EDDY_FAULT_WORKER_H
 #define EDDY_FAULT_WORKER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The fault suite's shared helpers: a private redis-server per scenario (started, killed,
  * restarted on its port, stopped and continued), worker processes (fork/exec of fault_worker,
  * which says "ready" on a pipe), raw Redis commands for the checks, the files workers record

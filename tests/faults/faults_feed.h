@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The feed scenario's read model, shared by the listener (worker_feed.c) and the reference fold
  * the suite computes from the store (scenario_feed.c). */
 #ifndef EDDY_FAULTS_FEED_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The fault suite's helpers (faults.h): redis-server processes, worker processes, raw
  * commands, id tallies. Shared by fault_suite and fault_worker. */
 #include "faults.h"

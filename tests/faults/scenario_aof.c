@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* aof_restart: redis-server with appendonly yes and appendfsync always is killed with SIGKILL and
  * started again on its port, twice, while a publisher thread publishes one message at a time
  * through the front end's bus and a subscription of the same bus (Competing, AtLeastOnce)

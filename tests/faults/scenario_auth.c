@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* auth_changed: the password of redis-server (requirepass) is changed under a running bus (a
  * consuming subscription) and its connections are dropped (CLIENT KILL), so every reconnect is
  * refused with WRONGPASS for 4 s; then the password is set back. The bus must report one

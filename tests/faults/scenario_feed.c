@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* feed_killed: a catch-up feed listener process (fault_worker feed, worker_feed.c: a read model
  * that checks versions, so applying an event twice is seen) is killed with SIGKILL in the middle
  * of its replay, twice, while a writer thread appends to the store and publishes in the same

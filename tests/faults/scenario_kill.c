@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* kill_consumers: three consumer processes (fault_worker consume, Competing, AtLeastOnce) share
  * a group; the suite publishes N messages and kills one consumer with SIGKILL each time another
  * quarter of them was handled, while it holds pending entries, starting a new one (a new

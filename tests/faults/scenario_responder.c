@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* responder_killed: a responder process (fault_worker respond: Competing, AtMostOnce, each
  * execution counted in the Redis hash {ns}:faults:exec, then a short sleep) is killed with
  * SIGKILL while the suite has at least 100 requests in flight to it, one per thread through the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* redis_stopped: redis-server is stopped with SIGSTOP for 3 s, and continued, while one thread
  * publishes through the front end's bus, a subscription of the same bus (Competing, AtLeastOnce)
  * consumes, and two threads send requests with 1 s deadlines to a responder of the same bus.

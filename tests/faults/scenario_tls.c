@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* tls_restart: a TLS redis-server (its own CA and server certificate, made here with the openssl
  * command; the bus trusts the CA through SSL_CERT_FILE, the system store's override, so the
  * scenario needs no TLS setting of its own) is killed with SIGKILL and started again on its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The fault suite's scenarios (scenario_*.c), each run once per front end by fault_suite.c.
  * A scenario prints its FIG line(s) and records failed checks with fx_fail. */
 #ifndef EDDY_FAULTS_SCENARIOS_H

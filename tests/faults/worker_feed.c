@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* fault_worker feed: a catch-up feed listener whose read model is NOT idempotent. The model
  * keeps, per store stream "o<k>", the last version applied and a fold of every applied event
  * (each changes it, so applying one twice would change the result). apply checks the version:

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target for the eddy tool's conversions (cli/event_json.c): msgpack data anyone may
  * have published, shown as JSON, and JSON a user types, sent as msgpack.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target for the built-in msgpack data field reader (eddy_msgpack_reader), which
  * walks data anyone may have published, and for the RFC 3339 parser behind time filters.
  *

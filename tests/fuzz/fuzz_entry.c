@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target for eddy__entry_decode, which reads stream entries anyone may have written.
  *
  * Input layout: one byte choosing max_size, then pieces that alternate field, value; each

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* libFuzzer target for eddy_value_decode and eddy_msgpack_check, which guard msgpack-c from
  * data anyone may have published.
  *

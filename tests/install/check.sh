@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Installs eddy into a temporary prefix chosen at install time (cmake --install --prefix, as a
 # packager does: the .pc files and the CMake package must not depend on the configure-time
 # prefix), then builds and runs a small program against it four ways: pkg-config and

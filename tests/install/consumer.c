@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Built against an installed eddy, through pkg-config and through find_package(eddy): it
  * publishes one event on memory:// and receives it on both front ends' headers. */
 #include <eddy/blocking.h>

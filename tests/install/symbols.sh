@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # The shared libraries export exactly the public API: every function a public header declares
 # EDDY_EXPORT, and nothing else (internal eddy__ names, front-end helpers, the libraries eddy
 # uses stay hidden). libeddy.so has the core and blocking headers' functions, libeddy_reactive.so

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Publish/subscribe behaviour, one table of scenarios run on every front end and backend:
  * competing and fanout delivery, acknowledgement after success, redelivery, dead letters,
  * malformed entries, hand-backs (EDDY_ERR_UNAVAILABLE), pattern subscriptions on brand-new

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* redis-cluster:// on real servers: a 3-master, 3-replica Redis Cluster on free loopback ports
  * (tests/support/redis_cluster.h), started and stopped here, on both front ends.
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The connection state a bus reports (settings.on_connection, eddy_*bus_connection_stats), on
  * both front ends: a password changed under a running bus is one authentication failure (one
  * callback, one log line, however many retries) and restoring it reconnects; a TCP server that

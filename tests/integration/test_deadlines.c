@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Deadlines on the blocking front end when Redis stops answering (SIGSTOP of a private
  * redis-server): a publish returns with EDDY_ERR_TIMEOUT (its commands were sent, the outcome
  * is unknown) or EDDY_ERR_IO (not sent), a request returns by its own deadline, and after

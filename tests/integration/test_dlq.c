@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Dead letters as an API (eddy/dlq.h) on both backends: a poison message dead-lettered by a
  * live subscription (either front end), its handler fixed, the dead letter replayed and handled
  * exactly once, with nothing left pending and the dead-letter stream empty; listing in pages

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Domain event feeds through the blocking front end, on memory:// and on the fixture's
  * redis-server, with the real event store and its checkpoint storage: registering (one
  * projection, ids unique in the process), the refusals without a projection, routing CloudEvents

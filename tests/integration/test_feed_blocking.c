@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Catch-up projection feeds through the blocking front end, on memory:// and on the fixture's
  * redis-server, with the real event store and its checkpoint storage: the main rules of
  * spec/catch-up-feeds.txt again (the core's unit test has every one), now with real threads

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A catch-up feed's listener killed, in two scenarios.
  *
  * 1. Its process killed with SIGKILL between apply and acknowledgement, on the fixture's

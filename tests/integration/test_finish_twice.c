@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A delivery finished twice (a misuse eddy_delivery_finish forbids), or finished after its
  * handler returned a result, on both front ends: the second call is caught, logged once and
  * ignored; the message counts once. Under the sanitizers this also shows that nothing reads

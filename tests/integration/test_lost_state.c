@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Server state lost under a running subscription, on both front ends: a FLUSHALL (memory:// and
  * a private redis-server) takes the stream and its group: the group is created again, logged
  * once naming subject and group, counted in recreated, and the writes the subscription had read

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Differential test of the memory:// engine against a real redis-server (the CTest fixture's).
  * Each script is a list of commands run on a fresh memory engine and, with the same key names
  * (one namespace per script), on the server; every reply is rendered to text and the two texts

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The publishing connection shared by every caller (multiplexed: commands written under a
  * short lock, replies matched in order, no lock held across a round trip), on both front ends
  * and both backends: many threads publishing and requesting at once, each reply matched to

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Idempotent publish (settings.publish_dedup_ms) on both front ends and both backends: an event
  * id published twice to a subject within the window is one entry, consumed once, and the second
  * call succeeds with the first entry's id; after the window it is appended again; other subjects

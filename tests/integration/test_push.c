@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Push subscription models and push sources through the blocking front end, on memory:// and
  * on the fixture's redis-server: a push source's outcome decides the acknowledgement (DEFERRED
  * handed back and not dead-lettered, DELIVERED acknowledged, nothing lost or applied twice while

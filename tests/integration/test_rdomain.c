@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Domain event feeds on the reactive front end, on memory:// and redis://: registering (one
  * projection, ids unique in the process), the refusals up front without a projection, routing
  * CloudEvents (FILTERED never decoded, DELIVERED, DEFERRED before the catch-up, from the call

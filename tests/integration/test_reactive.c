@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Behaviour only the reactive front end has: callbacks that run exactly once, teardown from
  * inside callbacks, handlers that finish later, many publishes in flight on one loop, stops
  * that do not wait for a blocking read, deliveries that outlive their bus, readiness and its

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Behaviour that needs real processes and a real redis-server: two processes competing in one
  * group, a process killed with SIGKILL while it holds messages, redis-server killed and
  * restarted under a running subscription, and writing to a dead server (no SIGPIPE death).

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Request/reply (spec/request-reply.txt), one table of scenarios run on both front ends (the
  * driver, driver.h) and both backends: answers, refusals before sending, no responders,
  * handler-only subjects, responder failures, late replies counted Unclaimed, counters by

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Retention and clean-up, one table of scenarios on every front end and backend: a paused
  * (lagging) group never loses an unread entry and the stream is trimmed once it caught up; a
  * length limit counts exactly what it dropped; clean-up never removes a consumer with pending

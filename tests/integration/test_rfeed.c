@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The catch-up projection feed on the reactive front end, on memory:// and redis://: live events
  * held until a catch-up or go-live, a catch-up that replays the history and then applies the held
  * events once each in order, a stopped replay, the reactor stack's failure steps, a marker that

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Push subscription models and push sources through the reactive (libev) front end, on memory://
  * and on the fixture's redis-server: the scenarios of test_push.c on the loop. A source's handler
  * returns EDDY_PENDING and settles the delivery from the route's completion (DEFERRED handed back

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The event store on the reactive front end, on both backends: appends read
  * back one page at a time with their metadata, conflicts that write nothing,
  * publishing in the same step, the head, checkpoints, callbacks that run

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rediss:// on the reactive front end, against Debian's redis-server speaking only TLS with
  * certificates this test makes (tls_server.h): publish, consume and request work on the loop;
  * a wrong CA and a wrong host name are refused with EDDY_ERR_TLS (a start that cannot connect

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* redis-sentinel:// on real servers: 1 master, 1 replica and 3 redis-sentinel processes on free
  * loopback ports, started and stopped here. Through the sentinel URL a bus of either front end
  * publishes, consumes and answers requests; then a failover (SENTINEL FAILOVER, or kill -9 of

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Stats for scraping: eddy_bus_stats_json, eddy_rbus_stats_json and an admin handle
  * (eddy/admin.h), on both backends; every document is parsed back with jansson. */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The event store and checkpoint storage on both backends (memory:// and the fixture's
  * redis-server), through the blocking front end: appends and reads with their metadata,
  * expected versions and conflicts that write nothing, atomic batches, concurrent appenders,

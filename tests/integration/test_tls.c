@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* rediss:// on the blocking front end, against Debian's redis-server speaking only TLS with
  * certificates this test makes (tls_server.h): publish, consume and request work; a wrong CA, a
  * wrong host name, an expired server certificate and a missing client certificate are each

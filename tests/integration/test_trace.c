@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Conveniences on both front ends and both backends: a request's trace context reaches its
  * reply without the responder doing anything, and through eddy_delivery_new_reply; a handler
  * continues the trace of what it handles into what it publishes (eddy_event_continue_trace);

@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: BSD-3-Clause
 """A service that talks to eddy written from docs/wire-format.md alone: Debian's python3-redis,
 no eddy code, and a few lines of msgpack (Debian 12 ships no python3-msgpack in eddy's
 dependencies, and the subset below is all the test needs).

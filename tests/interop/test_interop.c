@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The wire format (docs/wire-format.md) from another language: tests/interop/peer.py, a Python
  * program on Debian's python3-redis with no eddy code, publishes events an eddy subscription
  * handles (and one malformed entry eddy dead-letters), answers eddy's requests as a responder

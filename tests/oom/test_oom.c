@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fault injection: every scenario runs again and again, failing the N-th allocation eddy makes
  * (N = 1, 2, 3, ...) until a run makes no more allocations than N - 1, i.e. completes with no
  * failure injected; then again failing every allocation from the N-th on (sticky), which

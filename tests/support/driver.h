@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* One scenario table, two front ends: a driver wraps a bus of either front end behind the
  * same calls, so each behaviour test is written once and run on both (and on both backends).
  * The reactive driver runs the libev loop on a thread of its own and runs each call on it;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The blocking front end behind the scenario driver: a direct mapping. */
 #include "driver.h"
 #include "eddy/blocking.h"

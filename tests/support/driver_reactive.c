@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The reactive front end behind the scenario driver. Each bus gets a libev loop running on a
  * thread of its own; every driver call is queued to that thread (an ev_async wakes it), runs
  * there, and the calling thread waits for the outcome: for start, until the ready callback

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test helpers. The Redis fixture (tests/redis-fixture.sh) writes its URL into
  * $EDDY_TEST_REDIS_DIR/url; a missing URL is a test failure, never a skip. */
 #include "eddy_test.h"

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Shared helpers for eddy's tests: the fixture's Redis URL, unique namespaces, waiting. */
 #ifndef EDDY_TEST_H
 #define EDDY_TEST_H

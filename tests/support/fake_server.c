@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fake Redis servers for link tests; see fake_server.h. */
 #include "fake_server.h"
 

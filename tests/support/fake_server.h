@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Fake Redis servers for link tests: listening sockets the test itself accepts and answers with
  * scripted replies, and the steps that drive a link against them with poll(). */
 #ifndef EDDY_TEST_FAKE_SERVER_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Raw commands against a test's backend, bypassing eddy's checks: writing malformed entries,
  * reading dead-letter streams, counting pending entries. Works for memory://name (through the
  * same in-process engine the bus uses) and redis://127.0.0.1:port. */

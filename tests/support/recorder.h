@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A thread-safe record of what handlers received, and a handler with scripted failures, for
  * scenario tests. Waiting is on a condition variable signalled by each delivery, never a
  * fixed sleep. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A Redis Cluster of 6 private redis-server processes for tests; see redis_cluster.h. */
 #include "redis_cluster.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A Redis Cluster for tests: 6 redis-server processes on free 127.0.0.1 ports (cluster-enabled,
  * each in its own temporary dir), made into 3 masters with a replica each by
  * `redis-cli --cluster create ... --cluster-replicas 1 --cluster-yes`; started when every node

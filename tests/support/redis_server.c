@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Private redis-server processes for tests; see redis_server.h. */
 #include "redis_server.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A private redis-server for tests that kill, restart or stop it (the shared fixture must not
  * be disturbed). It binds 127.0.0.1 on a free port and keeps no data on disk. */
 #ifndef EDDY_TEST_REDIS_SERVER_H

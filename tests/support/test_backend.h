@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Settings for a test on one of the two backends, memory:// or the fixture's redis-server, and
  * a libev loop driver for the reactive tests. */
 #ifndef EDDY_TEST_BACKEND_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* See test_codec.h. */
 #include "test_codec.h"
 

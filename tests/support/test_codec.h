@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The test event type the feed and domain tests decode stored events into: a uev holds only the
  * event's id. uev_decode, uev_free and uev_id are the three codec callbacks of an
  * eddy_feed_config, for tests that need no more; tests that filter or count wrap uev_decode.

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Test certificates and TLS redis-servers; see tls_server.h. */
 #include "tls_server.h"
 

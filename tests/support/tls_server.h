@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* TLS for tests: certificates made with the openssl command into a directory, and a private
  * redis-server that speaks only TLS (--port 0 --tls-port P) on 127.0.0.1, with
  * tls-auth-clients yes (a client certificate signed by the test CA is required). Both front

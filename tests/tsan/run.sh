@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: BSD-3-Clause
 # Runs one ThreadSanitizer harness: halts on the first report (exit code 66), shows the second
 # stack of a lock-order inversion, and applies tsan.supp (third-party code only). When the
 # TSan runtime cannot map its shadow memory because the kernel randomizes mmap addresses with

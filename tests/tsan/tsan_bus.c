@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ThreadSanitizer harness: the bus's threads. Two buses compete in one AtLeastOnce group (4
  * workers each) while three threads publish (one of them in batches); some handlers fail or
  * hand the message back on the first attempt and succeed when it comes again, some finish later

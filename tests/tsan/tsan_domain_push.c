@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ThreadSanitizer harness: domain feeds and push sources. Four threads route CloudEvents into a
  * domain feed while its catch-up replays on another thread (deferred until live, then
  * delivered; events of another type filtered). Push sources in manual mode start two

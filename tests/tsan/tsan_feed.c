@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ThreadSanitizer harness: catch-up feeds (feed.h). Accepts and offers wait on several threads
  * while a catch-up replays on another; a replay is stopped from one thread and the feed made
  * live from another; a catch-up is cancelled while a go-live waits for it; a feed is freed with

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* ThreadSanitizer harness: request/reply. Eight threads send requests through one bus to a
  * responder bus (4 workers) while counters are read: most are answered at once, some later
  * from a replier thread (EDDY_PENDING and eddy_delivery_reply), some fail in the responder,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Support for the ThreadSanitizer harnesses; see tsan_support.h. The redis-server is started
  * the way tests/support/redis_server.c starts one (that file asserts through Criterion, so it
  * is not linked here): fork and exec on a free loopback port, no persistence, killed with the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Support for the ThreadSanitizer harnesses: failure counting without Criterion (which aborts
  * at start under TSan), a private redis-server, events with numbered ids, and a main that runs
  * one scenario on memory:// and on redis://. A harness passes when it exits 0: no check failed

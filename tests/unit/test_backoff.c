@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Reconnect backoff: the un-jittered schedule (doubling, cap, clamping, no overflow at any
  * attempt), then the jitter: always inside [base/2, base], reproducible from the seed, kept in
  * the caller's seed only, and spread evenly enough to de-synchronise clients. */

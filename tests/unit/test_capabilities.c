@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Backends declare what they can do; a bad URL is refused with its own status. */
 #include <criterion/criterion.h>
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The link with a redis-cluster:// URL (src/cluster.c), driven by the test with poll(), against
  * fake nodes (tests/support/fake_server.h) that answer on cue: a seed names the slot's master,
  * which answers -ASK, -MOVED, or -ASK inside a MULTI; the fixture's redis-server stands for a

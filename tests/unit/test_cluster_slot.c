@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Slots as Redis Cluster computes them (src/cluster.c): CRC16-XMODEM of the hash tag, mod
  * 16384. The values are the cluster specification's check value and what
  * `redis-cli cluster keyslot` answers. */

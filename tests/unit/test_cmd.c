@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Commands: arguments packed into one buffer stay valid as it grows, and eddy's RESP writer
  * produces exactly what hiredis's own formatter does. */
 #include <criterion/criterion.h>

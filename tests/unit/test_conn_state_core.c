@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The connection state rules (conn_state.h) without a server: one change per outage however
  * many connections report it, a late loss from an earlier period changes nothing, a refusal
  * is told once however often it repeats, and the counters count connections. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The consumer state machine with no server and no loop: replies are written as RESP text,
  * parsed by hiredis, and fed in; the commands it plans are checked as text. */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Conveniences with no server: UUIDv7 ids, the event builder, W3C trace context (traceparent and
  * tracestate checks, carrying a context from one event to another) and reading fields of msgpack
  * map data by path. */

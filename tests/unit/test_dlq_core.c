@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The dead-letter core with no server: the commands it builds (checked as text), the replies
  * it reads (written as RESP and parsed by hiredis), including every failure of a replay's
  * transaction, and dead letters built from entries the consumer writes or a person wrote. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Events as stream entries: the encoding's layout, round trips through the argument vector
  * an XADD would send, and every way the decoder refuses an entry (with the field it names). */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* CloudEvents events: setters and getters, extensions in insertion order, binary data, deep
  * copies, the size measure, and every validation rule with the attribute it names. */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The feed's core state machine with no server and no threads: a harness drives its runs the way
  * a front end does, reading "pages" from an in-memory history, keeping the marker in a fake
  * eddy_checkpoint_ops whose operations fail on demand, and applying events to a recording

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Filters: every kind (types, source, subject, time range, data conditions, and/or), the
  * built-in msgpack data field reader, RFC 3339 parsing into instants, the comparison rules of
  * data conditions, short-circuit evaluation, readers written by users, and copies. */

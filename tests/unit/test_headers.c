@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The public headers include only what they need: a program that includes every header but
  * value.h sees neither <msgpack.h> nor the socket headers, so its own names (a static send())
  * cannot collide with them. Compiling this file is most of the test. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The core's JSON writer (src/json.c): what it writes is valid JSON whatever the strings hold,
  * checked by parsing it back with jansson. */
 #include <criterion/criterion.h>

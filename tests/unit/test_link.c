@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The sans-IO link (src/link.h), driven here by the test with poll(): against the fixture's
  * redis-server, and against tiny local servers made of a listening socket that never accepts
  * (the kernel completes the connect and buffers what is written, so bytes are "sent" and never

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The memory:// link (src/link_mem.h), driven here by the test as a front end drives any link:
  * replies ready without waiting, a blocking read that parks until the engine signals the
  * link's eventfd, its BLOCK end through eddy__link_deadline/eddy__link_tick, and a shutdown

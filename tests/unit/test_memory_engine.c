@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Unit tests of the memory:// engine (no server): every command, its options and its error
  * replies (texts as Redis 7.0 writes them), MULTI/EXEC, key expiry, the registry, the write
  * sequence, waits and listeners, the blocking-read protocol (a thread blocked in XREADGROUP is

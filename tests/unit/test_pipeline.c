@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The FIFO of reply slots a shared connection matches replies with (src/pipeline.h), with no
  * server: replies are parsed from RESP text and fed in wire order. */
 #include <criterion/criterion.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The publisher's core with no server: with publish_dedup_ms, the commands a publish builds (the
  * function library's load ahead of the first, then FCALL of the deduplicating publish instead
  * of XADD), the reading of their replies, a library the server lost sent again behind a load,

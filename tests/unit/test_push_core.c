@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The push core (src/push.c) with no server, no thread and no front end: each routing outcome's
  * settle action (acknowledge, hand back, failed attempt, source failed), the model's aggregation
  * over feeds, the sources' state machine and which transitions it refuses, start-all's claim

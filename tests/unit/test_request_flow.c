@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* A request's sequence (src/request_flow.h) with no server and no front end: the steps it asks
  * for, the replies fed back as parsed RESP, and what the counters and the table say after
  * each outcome. */

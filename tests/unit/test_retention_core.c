@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The retention state machine with no server: replies are written as RESP text, parsed by
  * hiredis and fed in; the commands it plans are checked as text. */
 #define _GNU_SOURCE /* asprintf */

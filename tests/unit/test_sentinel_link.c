@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The link with a redis-sentinel:// URL (src/sentinel.c), driven by the test with poll(), against
  * fake sentinels and servers: listening sockets the test itself accepts and answers with
  * scripted replies, so that a sentinel can name a replica, and a master can turn READONLY, on

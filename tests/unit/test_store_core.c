@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The event store's core with no server: the commands it builds (checked as text), the replies
  * it reads (written as RESP and parsed by hiredis), filters, and the memory engine's FUNCTION
  * and FCALL eddy_append run directly on an engine, including a failed allocation at every

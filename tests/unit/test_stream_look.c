@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The server-behind rules (stream_look.h) on XINFO STREAM replies given as data. */
 #include <criterion/criterion.h>
 #include <hiredis/hiredis.h>

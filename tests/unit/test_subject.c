@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Subjects and patterns: every validation rule and its detail, matching, and overlap, the
  * last checked both against a table and exhaustively against brute-force enumeration of
  * subjects, using a reference matcher written independently of src/subject.c. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* Backend URLs: a table of every accepted form with the fields it yields, a table of every
  * refusal with what its detail must say, and the invariants around them: the password never
  * reaches a detail, *out is zeroed on failure, and nothing leaks, including when any one

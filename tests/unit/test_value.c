@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
 /* The msgpack value codec: the allocation-free check on every msgpack type and every way bytes
  * can lie (truncation, counts beyond the input, nesting, trailing bytes), decoding into owned
  * values, and publishing values into events. */
