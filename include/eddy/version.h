@@ -15,9 +15,9 @@ extern "C" {
 #endif
 
 #define EDDY_VERSION_MAJOR 0
-#define EDDY_VERSION_MINOR 2
+#define EDDY_VERSION_MINOR 3
 #define EDDY_VERSION_PATCH 0
-#define EDDY_VERSION_STRING "0.2.0"
+#define EDDY_VERSION_STRING "0.3.0"
 /** One number for comparisons: major * 10000 + minor * 100 + patch. */
 #define EDDY_VERSION_NUMBER                                                                        \
     (EDDY_VERSION_MAJOR * 10000 + EDDY_VERSION_MINOR * 100 + EDDY_VERSION_PATCH)
