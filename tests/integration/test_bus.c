@@ -513,9 +513,11 @@ static bool seen_4(recorder *r, void *arg) { /* called with r->lock held */
     return r->n >= 4;
 }
 
-/* Redelivery backoff: each failed delivery waits longer than the one before (50, 150, 450 ms),
- * all far below redelivery_idle_ms, which without backoff would separate them. The waits are
- * compared with each other, never with a clock limit. */
+/* Redelivery backoff: each failed delivery waits longer than the one before (40, 320, 2560 ms),
+ * all far below redelivery_idle_ms, which without backoff would separate them. Each wait is
+ * checked against its backoff from below, and against the wait before it: a factor of 8 puts
+ * them so far apart that a loaded machine, which only lengthens a wait, cannot make one look
+ * shorter than the one before, while a backoff that does not grow (a constant wait) fails. */
 ParameterizedTestParameters(bus, failed_deliveries_back_off_growing_per_attempt) {
     return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
 }
@@ -523,9 +525,9 @@ ParameterizedTest(combo *p, bus, failed_deliveries_back_off_growing_per_attempt,
     ctx c;
     setup(&c, p);
     c.s.redelivery_idle_ms = 20000;
-    c.s.redelivery_backoff_ms = 50;
-    c.s.redelivery_backoff_factor = 3;
-    c.s.redelivery_backoff_max_ms = 10000;
+    c.s.redelivery_backoff_ms = 40;
+    c.s.redelivery_backoff_factor = 8;
+    c.s.redelivery_backoff_max_ms = 3000; /* the dead letter comes 3 s after the 4th failure */
     c.s.max_deliveries = 4;
     recorder r;
     rec_init(&r);
@@ -545,12 +547,16 @@ ParameterizedTest(combo *p, bus, failed_deliveries_back_off_growing_per_attempt,
             at[k++] = r.entries[i].at_ms;
         }
     pthread_mutex_unlock(&r.lock);
-    /* Each wait is at least its backoff (50, 150, 450 ms, less 10 ms of rounding): a wait
-     * that did not grow fails, and a loaded machine only makes waits longer. */
+    /* Each wait is at least its backoff (less 10 ms of rounding) and longer than the one
+     * before. */
     long long gap[3] = {at[1] - at[0], at[2] - at[1], at[3] - at[2]};
-    long long want = 50;
-    for (int i = 0; i < 3; i++, want *= 3)
+    long long want = 40;
+    for (int i = 0; i < 3; i++, want *= 8) {
         cr_expect_geq(gap[i], want - 10, "wait %d: %lld ms, backoff %lld ms", i + 1, gap[i], want);
+        if (i > 0)
+            cr_expect_gt(gap[i], gap[i - 1], "wait %d (%lld ms) not longer than wait %d (%lld ms)",
+                         i + 1, gap[i], i, gap[i - 1]);
+    }
     dlq_wait w = {&c, "g", 1};
     cr_assert(eddy_test_wait_until(dlq_has, &w, 20000), "not dead-lettered after its backoff");
     /* The dead letter is in the stream a moment before its transaction's reply is counted. */
