@@ -8,14 +8,17 @@
  * The owner hears from it through rround_ops, always from the loop inside an eddy__rbus_enter /
  * eddy__rbus_leave bracket:
  *   step   plan now: send a round (eddy__rround_send), idle (eddy__rround_idle), or hold it
- * (R_HELD). Called when the connection comes up and when an idle wait ends; kept   a reply before
- * the round's last one arrived and was kept (optional); done   every reply of the round is in, the
- * last one borrowed: the owner feeds them and calls eddy__rround_replies_done; lost   the
- * connection is gone (already closed; the round's replies are freed): the owner resets its core.
- * Returning false means it does not reconnect (it is stopping); the driver otherwise logs the loss
- * and backs off, unless the owner holds the round (R_HELD), which then steps again itself; late the
- * ready deadline passed, or a connect was refused (credentials, not a Redis server) while it ran: a
- * start need not wait it out (eddy__rround_late_error says why).
+ *          (R_HELD). Called when the connection comes up and when an idle wait ends;
+ *   kept   a reply before the round's last one arrived and was kept (optional);
+ *   done   every reply of the round is in, the last one borrowed: the owner feeds them and calls
+ *          eddy__rround_replies_done;
+ *   lost   the connection is gone (already closed; the round's replies are freed): the owner
+ *          resets its core. Returning false means it does not reconnect (it is stopping); the
+ *          driver otherwise logs the loss and backs off, unless the owner holds the round
+ *          (R_HELD), which then steps again itself;
+ *   late   the ready deadline passed, or a connect was refused (credentials, not a Redis
+ *          server) while it ran: a start need not wait it out (eddy__rround_late_error says
+ *          why).
  *
  * Thread: the loop's thread only. */
 #ifndef EDDY_REACTIVE_ROUND_H

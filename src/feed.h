@@ -54,7 +54,7 @@
  * - an accept whose caller blocks its thread (waits) is refused instead of held when it comes
  *   from a callback: nothing could apply it while that thread waits.
  *
- * How the reactive front end plugs in (reactive/feed.c, later): it creates the core with
+ * How the reactive front end plugs in (reactive/feed.c): it creates the core with
  * EDDY__FEED_REACTIVE; its waiters are small records holding the user's completion callback,
  * completed by eddy__feed_out_run on the loop; it drives runs on the loop: each step is a command
  * sent on its async connection (READ_PAGE with eddy__store_read_all_cmd/_page, markers with

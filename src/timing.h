@@ -7,7 +7,8 @@
 
 #include "settings.h"
 
-/* A paused reader plans again after this long when planning ran out of memory. */
+/* A reader or control loop whose planning ran out of memory (nothing was sent) plans again after
+ * this long. */
 #define EDDY__NOMEM_RETRY_MS 100
 
 /* How long a subscription may take to become ready (eddy__consumer_ready) after it was
