@@ -123,7 +123,7 @@ static void publish(const bench_env *env, const char *name, bool pipelined, long
     bench_side sides[2] = {{"hiredis", raw_publish, &m}, {"eddy", eddy_publish, &m}};
     double med[2];
     bench_sides(env, sides, 2, 1, med);
-    bench_print(name, med[1], med[0]);
+    bench_print_med(name, 1, 0);
 }
 
 /* ---- consume --------------------------------------------------------------------------- */
@@ -234,12 +234,12 @@ static void consume(const bench_env *env) {
                            {"eddy-reactive", eddy_rconsume, NULL}};
     double m[9]; /* per side: rate, cpu us per message, context switches per message */
     bench_sides(env, sides, 3, 3, m);
-    bench_print("consume_ack", m[3], m[0]);
-    bench_print("consume_cpu_us_per_msg", m[4], m[1]);
-    bench_print("consume_ctxsw_per_msg", m[5], m[2]);
-    bench_print("consume_ack_reactive", m[6], m[0]);
-    bench_print("consume_cpu_us_per_msg_reactive", m[7], m[1]);
-    bench_print("consume_ctxsw_per_msg_reactive", m[8], m[2]);
+    bench_print_med("consume_ack", 3, 0);
+    bench_print_med("consume_cpu_us_per_msg", 4, 1);
+    bench_print_med("consume_ctxsw_per_msg", 5, 2);
+    bench_print_med("consume_ack_reactive", 6, 0);
+    bench_print_med("consume_cpu_us_per_msg_reactive", 7, 1);
+    bench_print_med("consume_ctxsw_per_msg_reactive", 8, 2);
 }
 
 /* ---- memory:// --------------------------------------------------------------------------- */

@@ -744,18 +744,18 @@ int main(int argc, char **argv) {
                          {"eddy-reactive", eddy_rsequential, NULL}};
     double lat[6];
     bench_sides(&env, seq, 3, 2, lat);
-    bench_print("reqrep_p50_us", lat[2], lat[0]);
-    bench_print("reqrep_p99_us", lat[3], lat[1]);
-    bench_print("reqrep_p50_us_reactive", lat[4], lat[0]);
-    bench_print("reqrep_p99_us_reactive", lat[5], lat[1]);
+    bench_print_med("reqrep_p50_us", 2, 0);
+    bench_print_med("reqrep_p99_us", 3, 1);
+    bench_print_med("reqrep_p50_us_reactive", 4, 0);
+    bench_print_med("reqrep_p99_us_reactive", 5, 1);
 
     bench_side inf[3] = {{"hiredis-libev", raw_inflight, NULL},
                          {"eddy-reactive", eddy_reactive_inflight, NULL},
                          {"eddy-blocking", eddy_blocking_inflight, NULL}};
     double rps[3];
     bench_sides(&env, inf, 3, 1, rps);
-    bench_print("reqrep_inflight64_reactive", rps[1], rps[0]);
-    bench_print("reqrep_inflight64_blocking", rps[2], rps[0]);
+    bench_print_med("reqrep_inflight64_reactive", 1, 0);
+    bench_print_med("reqrep_inflight64_blocking", 2, 0);
 
     bench_teardown(&env);
     return 0;

@@ -42,7 +42,7 @@
 static long N = 100000;
 #define BATCH 100
 #define STREAMS 1000
-#define ROUNDS 3
+#define ROUNDS_MAX 32 /* read rounds per side: --reps (default 5), at most this */
 #define DATA_LEN 120
 
 static void die(const char *what, const eddy_error *err) {
@@ -269,9 +269,9 @@ static int cmp_double(const void *a, const void *b) {
     return (x > y) - (x < y);
 }
 
-static double median(double *v) {
-    qsort(v, ROUNDS, sizeof(*v), cmp_double);
-    return v[ROUNDS / 2];
+static double median(double *v, int n) {
+    qsort(v, (size_t)n, sizeof(*v), cmp_double);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 int main(int argc, char **argv) {
@@ -312,8 +312,9 @@ int main(int argc, char **argv) {
            eddy_bytes / raw_bytes);
     fflush(stdout);
 
-    double er[ROUNDS], rr[ROUNDS];
-    for (int i = 0; i < ROUNDS; i++) {
+    int rounds = env.reps < ROUNDS_MAX ? env.reps : ROUNDS_MAX;
+    double er[ROUNDS_MAX], rr[ROUNDS_MAX];
+    for (int i = 0; i < rounds; i++) {
         if (i % 2 == 0) {
             er[i] = eddy_read(store);
             rr[i] = raw_read(c, raw_key);
@@ -322,7 +323,7 @@ int main(int argc, char **argv) {
             er[i] = eddy_read(store);
         }
     }
-    bench_print("store_read_stream", median(er), median(rr));
+    bench_print_runs("store_read_stream", er, rr, rounds);
 
     /* the positions layout, for comparison */
     redisReply *r = redisCommand(c, "MEMORY USAGE {%s}:es:all SAMPLES 0", ns);
@@ -338,8 +339,8 @@ int main(int argc, char **argv) {
     double pos_per_event = (double)(all_bytes + pos_bytes) / (double)N;
     printf("bench store_bytes_per_event_positions eddy=%.0f raw=%.0f ratio=%.3f\n", pos_per_event,
            raw_bytes, pos_per_event / raw_bytes);
-    double fr[ROUNDS];
-    for (int i = 0; i < ROUNDS; i++) {
+    double fr[ROUNDS_MAX];
+    for (int i = 0; i < rounds; i++) {
         if (i % 2 == 0) {
             er[i] = eddy_read(store);
             fr[i] = positions_read(c, ns);
@@ -348,7 +349,7 @@ int main(int argc, char **argv) {
             er[i] = eddy_read(store);
         }
     }
-    double f = median(fr), e = median(er);
+    double f = median(fr, rounds), e = median(er, rounds);
     printf("bench store_read_stream_positions function=%.0f eddy=%.0f ratio=%.3f\n", f, e, f / e);
     freeReplyObject(redisCommand(c, "FUNCTION DELETE bench_positions"));
 

@@ -137,7 +137,7 @@ static void redis_version(const bench_env *env, char *out, size_t size) {
     redisFree(c);
 }
 
-int bench_default_reps = 3;
+int bench_default_reps = 5;
 
 void bench_setup(bench_env *env, int argc, char **argv, long default_n, const char *const *extra,
                  const char *usage) {
@@ -278,6 +278,12 @@ static void print_value(double v) {
         printf("%.4g", v);
 }
 
+/* The per-repetition figures of the last bench_sides call, for bench_print_med's ratios. */
+static struct {
+    double *all; /* all[(s * reps + r) * nout + k] */
+    int reps, nsides, nout;
+} last;
+
 void bench_sides(const bench_env *env, const bench_side *sides, int nsides, int nout,
                  double *medians) {
     double *all = calloc((size_t)(env->reps * nsides * nout), sizeof(*all));
@@ -309,7 +315,11 @@ void bench_sides(const bench_env *env, const bench_side *sides, int nsides, int 
             medians[s * nout + j] = bench_median(column, env->reps);
         }
     free(column);
-    free(all);
+    free(last.all);
+    last.all = all;
+    last.reps = env->reps;
+    last.nsides = nsides;
+    last.nout = nout;
 }
 
 /* ---- result lines --------------------------------------------------------------------- */
@@ -321,6 +331,52 @@ void bench_print(const char *name, double eddy, double hiredis) {
     print_value(hiredis);
     printf(" ratio=%.3f\n", hiredis != 0 ? eddy / hiredis : 0.0);
     fflush(stdout);
+}
+
+static double last_figure(int index, int r) {
+    int s = index / last.nout, k = index % last.nout;
+    return last.all[((size_t)s * last.reps + r) * last.nout + k];
+}
+
+void bench_print_runs(const char *name, const double *eddy, const double *hiredis, int n) {
+    double *e = malloc((size_t)n * sizeof(*e) * 3);
+    if (!e)
+        bench_die("bench_print_runs", "out of memory");
+    double *h = e + n, *ratio = h + n;
+    int nr = 0;
+    for (int r = 0; r < n; r++) {
+        e[r] = eddy[r];
+        h[r] = hiredis[r];
+        if (h[r] != 0)
+            ratio[nr++] = e[r] / h[r];
+    }
+    printf("bench %s eddy=", name);
+    print_value(bench_median(e, n));
+    printf(" hiredis=");
+    print_value(bench_median(h, n));
+    if (nr > 0) {
+        double med = bench_median(ratio, nr); /* sorts ratio */
+        printf(" ratio=%.3f min=%.3f max=%.3f reps=%d\n", med, ratio[0], ratio[nr - 1], nr);
+    } else {
+        printf(" ratio=0 reps=0\n");
+    }
+    fflush(stdout);
+    free(e);
+}
+
+void bench_print_med(const char *name, int eddy_index, int raw_index) {
+    int n = last.nsides * last.nout;
+    if (!last.all || eddy_index < 0 || raw_index < 0 || eddy_index >= n || raw_index >= n)
+        bench_die("bench_print_med", "no such figure of the last bench_sides");
+    double *v = malloc((size_t)last.reps * 2 * sizeof(*v));
+    if (!v)
+        bench_die("bench_print_med", "out of memory");
+    for (int r = 0; r < last.reps; r++) {
+        v[r] = last_figure(eddy_index, r);
+        v[last.reps + r] = last_figure(raw_index, r);
+    }
+    bench_print_runs(name, v, v + last.reps, last.reps);
+    free(v);
 }
 
 void bench_print1(const char *name, double eddy) {

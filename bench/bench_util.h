@@ -3,12 +3,14 @@
  * - the command line: [redis://127.0.0.1:PORT] [--pin] [--reps R] [-n N] (and the bench's own
  *   options); without a URL a private redis-server is started on a free 127.0.0.1 port;
  * - the header every bench prints first: `placement ...` and `machine cpus=.. redis=.. reps=..`;
- * - repetitions: every side runs R times (default 3), the first side to run rotating from one
- *   repetition to the next, and each figure is the median over the repetitions;
+ * - repetitions: every side runs R times (default 5), the first side to run rotating from one
+ *   repetition to the next, and each figure is the median over the repetitions; a ratio is the
+ *   median of the per-repetition ratios (each pairs the two sides' runs of one repetition, made
+ *   back to back), printed with their min and max;
  * - the events both sides write (eddy's exact fields and bytes: bench_event, bench_xadd_argv);
  * - the raw consume at its best (XREADGROUP COUNT 256, one XACK per batch, pipelined);
  * - server command counts (INFO commandstats) and process usage (getrusage);
- * - result lines: `bench <name> eddy=<x> hiredis=<y> ratio=<x/y>`. */
+ * - result lines: `bench <name> eddy=<x> hiredis=<y> ratio=<x/y> min=<r> max=<r> reps=<R>`. */
 #ifndef EDDY_BENCH_UTIL_H
 #define EDDY_BENCH_UTIL_H
 
@@ -39,7 +41,7 @@ typedef struct bench_env {
     char **argv;
 } bench_env;
 
-/* Repetitions when --reps is not given (3; a long bench may set it lower before bench_setup). */
+/* Repetitions when --reps is not given (5; a long bench may set it lower before bench_setup). */
 extern int bench_default_reps;
 /* Parses the command line (exits with usage on an unknown option; `extra` lists the bench's own
  * options that take a value, NULL-terminated), pins when asked, starts the private server when
@@ -90,6 +92,12 @@ double bench_median(double *v, int n);
 /* `bench <name> eddy=<x> hiredis=<y> ratio=<x/y>` (a rate, or with a name ending in _us a
  * latency; either way the ratio is eddy over hiredis). */
 void bench_print(const char *name, double eddy, double hiredis);
+/* `bench <name> eddy=<x> hiredis=<y> ratio=<r> min=<r> max=<r> reps=<R>` for two figures of the
+ * last bench_sides call, named by their index in its medians array: x and y are their medians,
+ * r the median, min and max of the per-repetition ratios eddy/hiredis. */
+void bench_print_med(const char *name, int eddy_index, int raw_index);
+/* The same line for n paired runs of the two sides (eddy[r] and hiredis[r] made back to back). */
+void bench_print_runs(const char *name, const double *eddy, const double *hiredis, int n);
 /* `bench <name> eddy=<x>`: no hiredis counterpart. */
 void bench_print1(const char *name, double eddy);
 

@@ -130,7 +130,7 @@ int main(int argc, char **argv) {
         {"hiredis", raw_wait, NULL}, {"eddy", eddy_wait, NULL}, {"eddy_nowait", eddy_nowait, NULL}};
     double med[3];
     bench_sides(&env, sides, 3, 1, med);
-    bench_print("publish_single_wait1", med[1], med[0]);
+    bench_print_med("publish_single_wait1", 1, 0);
     bench_print1("publish_single_nowait", med[2]);
     printf("# wait_replicas=1 costs %.0f%% of single-publish throughput (eddy %.0f/s -> %.0f/s)\n",
            100.0 * (1.0 - med[1] / med[2]), med[2], med[1]);

@@ -5,7 +5,10 @@
 #   bench/run-all.sh BUILD_DIR [--pin] [--reps R] [--no-peers] [--rss [N]]
 # --pin and --reps go to every bench; --rss adds the long flat-memory consume (bench_rss, N
 # messages, default 5,000,000); --no-peers leaves out bench/peers/run.sh (redis-py, ioredis).
-# Each bench starts and stops its own redis-server on a free 127.0.0.1 port.
+# Each bench starts and stops its own redis-server on a free 127.0.0.1 port. Every figure is a
+# median of 5 repetitions unless --reps says otherwise, each ratio printed with the min and max
+# of its per-repetition ratios; the load average and CPU count are printed before and after,
+# so a reader can tell a quiet run from a busy one.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:?usage: $0 BUILD_DIR [--pin] [--reps R] [--no-peers] [--rss [N]]}
@@ -22,6 +25,11 @@ while [ $# -gt 0 ]; do
     *) echo "unknown option $1" >&2; exit 2 ;;
     esac
 done
+machine_line() {
+    echo "machine $1 cpus=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) at=$(date -u +%FT%TZ)"
+}
+machine_line before
+started=$(date +%s)
 for b in bench_pubsub bench_reqrep bench_replay bench_store bench_domain bench_idle bench_wait bench_cluster; do
     echo "== $b"
     "$build/bench/$b" "${common[@]}"
@@ -36,3 +44,5 @@ if [ $peers = 1 ]; then
     for o in "${common[@]}"; do peer_opts+=("$o"); done
     "$here/peers/run.sh" "$build" "${peer_opts[@]}"
 fi
+machine_line after
+echo "elapsed_s $(($(date +%s) - started))"

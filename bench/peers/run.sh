@@ -14,7 +14,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=${1:?usage: $0 BUILD_DIR [-n N] [--reps R] [--pin]}
 shift
-n=200000 reps=3 pin=0
+n=200000 reps=5 pin=0
 while [ $# -gt 0 ]; do
     case $1 in
     -n) n=$2; shift 2 ;;
