@@ -1,23 +1,24 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Scaling out on Redis Cluster: aggregate publish + consume throughput of
+/* Scaling out on Redis Cluster: aggregate publish + consume throughput, on one cluster this
+ * bench starts (3 redis-server processes, cluster-enabled, no replicas, on free 127.0.0.1 ports,
+ * unpinned), of
  *
- *   hiredis  1 namespace on the bench's single server: N events (default 50,000) published
- *            256 per round trip (redisAppendCommandArgv XADDs with exactly eddy's fields and
- *            bytes), then consumed at its best (XREADGROUP COUNT 256, each batch's XACK
- *            pipelined with the next read); one thread, as one namespace's work is.
- *   eddy     3 namespaces whose slots are on the 3 masters of a cluster this bench starts
- *            (3 redis-server processes, cluster-enabled, no replicas, on free 127.0.0.1
- *            ports, unpinned), each on its own thread through redis-cluster://: N events
- *            published with eddy_bus_publish_batch (256), then consumed by a competing
- *            AtLeastOnce subscription (read_batch 256) of the blocking front end.
+ *   hiredis-3  3 namespaces, one on each master, each on its own thread: N events (default
+ *              50,000) published 256 per round trip (redisAppendCommandArgv XADDs with exactly
+ *              eddy's fields and bytes) to the master of its slot, then consumed at its best
+ *              (XREADGROUP COUNT 256, each batch's XACK pipelined with the next read).
+ *   eddy-1     1 namespace through redis-cluster://: N events published with
+ *              eddy_bus_publish_batch (256), then consumed by a competing AtLeastOnce
+ *              subscription (read_batch 256) of the blocking front end.
+ *   eddy-3     the same on 3 namespaces, one on each master, each on its own thread.
  *
  * Each figure is messages published and consumed per second (N, or 3 N, over the wall time of
- * both phases); `cluster_scaling` compares 3 namespaces on 3 masters with 1 on 1 server, so on
- * a machine with enough cores the ratio tends to 3 x eddy's single-namespace efficiency. The
- * `#` lines give each phase's own rate, and (first repetition) the CPU the servers and this
- * process used over the wall time: on 2 vCPUs the 3 masters, 3 client threads (and each bus's
- * worker threads) share 2 cores, so the ratio says how much the CPU lets through, not how the
- * cluster scales. */
+ * both phases). `cluster_scaling` is eddy-3 over eddy-1 (what the cluster's masters add, at most
+ * 3 on a machine with enough cores); `cluster_vs_raw` is eddy-3 over hiredis-3, the same servers
+ * and the same number of client threads. The `#` lines give each phase's own rate, and (first
+ * repetition) the CPU the servers and this process used over the wall time: on 2 vCPUs the 3
+ * masters, 3 client threads (and each bus's worker threads) share 2 cores, so the scaling says
+ * how much the CPU lets through, not how the cluster scales. */
 #include <semaphore.h>
 #include <signal.h>
 #include <stdatomic.h>
@@ -189,8 +190,9 @@ static void print_cores(const char *side, double wall, double servers, bench_usa
 }
 
 /* Three namespaces of this repetition, one on each master. */
-static void pick_namespaces(const bench_env *env, int rep, char ns[MASTERS][96]) {
-    int found = 0, port[MASTERS];
+static void pick_namespaces(const bench_env *env, int rep, char ns[MASTERS][96],
+                            int port[MASTERS]) {
+    int found = 0;
     for (int k = 0; found < MASTERS && k < 1000; k++) {
         char name[96], side[32];
         snprintf(side, sizeof(side), "cl%d", k);
@@ -208,13 +210,19 @@ static void pick_namespaces(const bench_env *env, int rep, char ns[MASTERS][96])
         bench_die("namespaces", "none found on every master");
 }
 
-/* ---- hiredis: 1 namespace, 1 server ------------------------------------------------------ */
+/* ---- hiredis: 3 namespaces, 3 masters --------------------------------------------------- */
 
-static void raw_side(const bench_env *env, int rep, double *out, void *user) {
-    (void)user;
-    char key[96];
-    bench_ns(env, key, sizeof(key), "raw", rep);
-    strcat(key, ":orders");
+typedef struct raw_lane {
+    bench_env env; /* the bench's, with the port of this lane's master */
+    char ns[96];
+    double published, consumed; /* seconds of each phase */
+    pthread_barrier_t *go;
+} raw_lane;
+
+static void *raw_lane_run(void *arg) {
+    raw_lane *l = arg;
+    char key[128];
+    snprintf(key, sizeof(key), "{%s}:s:orders", l->ns);
     char(*ids)[24] = malloc((size_t)N * sizeof(*ids));
     const char **argv = malloc((size_t)N * BENCH_XADD_ARGC * sizeof(*argv));
     size_t *lens = malloc((size_t)N * BENCH_XADD_ARGC * sizeof(*lens));
@@ -222,13 +230,12 @@ static void raw_side(const bench_env *env, int rep, double *out, void *user) {
         bench_die("raw publish", "out of memory");
     for (long i = 0; i < N; i++)
         bench_xadd_argv(key, i, ids[i], argv + i * BENCH_XADD_ARGC, lens + i * BENCH_XADD_ARGC);
-    redisContext *c = bench_connect(env);
+    redisContext *c = bench_connect(&l->env);
     redisReply *r = redisCommand(c, "XGROUP CREATE %s raw 0 MKSTREAM", key);
     if (!r || r->type == REDIS_REPLY_ERROR)
         bench_die("XGROUP CREATE", r ? r->str : c->errstr);
     freeReplyObject(r);
-    double cpu0 = server_cpu(env->port);
-    bench_usage u0 = bench_usage_now();
+    pthread_barrier_wait(l->go);
     double t0 = bench_now();
     for (long i = 0; i < N; i += BENCH_BATCH) {
         long end = i + BENCH_BATCH < N ? i + BENCH_BATCH : N;
@@ -241,21 +248,67 @@ static void raw_side(const bench_env *env, int rep, double *out, void *user) {
             freeReplyObject(r);
         }
     }
-    double published = bench_now() - t0;
-    double consumed = bench_raw_consume(env, key, "raw", N);
-    if (rep == 0)
-        print_cores("hiredis, 1 server", published + consumed, server_cpu(env->port) - cpu0, u0,
-                    bench_usage_now());
-    out[0] = (double)N / (published + consumed);
-    out[1] = (double)N / published;
-    out[2] = (double)N / consumed;
+    l->published = bench_now() - t0;
+    l->consumed = bench_raw_consume(&l->env, key, "raw", N);
     redisFree(c);
     free(ids);
     free(argv);
     free(lens);
+    return NULL;
 }
 
-/* ---- eddy: 3 namespaces, 3 masters ------------------------------------------------------- */
+static void flush_cluster(void) {
+    for (int i = 0; i < MASTERS; i++) {
+        redisReply *r = at(nodes[i].port, "FLUSHALL");
+        if (r)
+            freeReplyObject(r);
+    }
+}
+
+static double cluster_cpu(void) {
+    double cpu = 0;
+    for (int i = 0; i < MASTERS; i++)
+        cpu += server_cpu(nodes[i].port);
+    return cpu;
+}
+
+static void raw_side(const bench_env *env, int rep, double *out, void *user) {
+    (void)user;
+    char ns[MASTERS][96];
+    int port[MASTERS];
+    pick_namespaces(env, rep, ns, port);
+    raw_lane lanes[MASTERS];
+    pthread_t th[MASTERS];
+    pthread_barrier_t go;
+    pthread_barrier_init(&go, NULL, MASTERS + 1);
+    for (int i = 0; i < MASTERS; i++) {
+        lanes[i].env = *env;
+        lanes[i].env.port = port[i];
+        memcpy(lanes[i].ns, ns[i], sizeof(lanes[i].ns));
+        lanes[i].go = &go;
+        if (pthread_create(&th[i], NULL, raw_lane_run, &lanes[i]) != 0)
+            bench_die("pthread_create", "raw lane");
+    }
+    double cpu0 = cluster_cpu();
+    pthread_barrier_wait(&go);
+    bench_usage u0 = bench_usage_now();
+    double t0 = bench_now(), pub = 0, con = 0;
+    for (int i = 0; i < MASTERS; i++) {
+        pthread_join(th[i], NULL);
+        pub = lanes[i].published > pub ? lanes[i].published : pub;
+        con = lanes[i].consumed > con ? lanes[i].consumed : con;
+    }
+    double wall = bench_now() - t0;
+    pthread_barrier_destroy(&go);
+    if (rep == 0)
+        print_cores("hiredis, 3 masters", wall, cluster_cpu() - cpu0, u0, bench_usage_now());
+    out[0] = (double)(MASTERS * N) / wall;
+    out[1] = (double)(MASTERS * N) / pub; /* the slowest lane's phase */
+    out[2] = (double)(MASTERS * N) / con;
+    flush_cluster();
+}
+
+/* ---- eddy: 1 or 3 namespaces, on as many masters ---------------------------------------- */
 
 typedef struct lane {
     const bench_env *env;
@@ -316,15 +369,17 @@ static void *lane_run(void *arg) {
     return NULL;
 }
 
+/* user: the number of namespaces (1 or MASTERS), each on its own master and thread. */
 static void eddy_side(const bench_env *env, int rep, double *out, void *user) {
-    (void)user;
+    int k = (int)(long)user;
     char ns[MASTERS][96];
-    pick_namespaces(env, rep, ns);
+    int port[MASTERS];
+    pick_namespaces(env, rep, ns, port);
     lane lanes[MASTERS];
     pthread_t th[MASTERS];
     pthread_barrier_t go;
-    pthread_barrier_init(&go, NULL, MASTERS + 1);
-    for (int i = 0; i < MASTERS; i++) {
+    pthread_barrier_init(&go, NULL, (unsigned)k + 1);
+    for (int i = 0; i < k; i++) {
         memset(&lanes[i], 0, sizeof(lanes[i]));
         lanes[i].env = env;
         memcpy(lanes[i].ns, ns[i], sizeof(lanes[i].ns));
@@ -333,14 +388,12 @@ static void eddy_side(const bench_env *env, int rep, double *out, void *user) {
         if (pthread_create(&th[i], NULL, lane_run, &lanes[i]) != 0)
             bench_die("pthread_create", "lane");
     }
-    double cpu0 = 0;
-    for (int i = 0; i < MASTERS; i++)
-        cpu0 += server_cpu(nodes[i].port);
+    double cpu0 = cluster_cpu();
     pthread_barrier_wait(&go);
     bench_usage u0 = bench_usage_now();
     double t0 = bench_now();
     double pub = 0, con = 0;
-    for (int i = 0; i < MASTERS; i++) {
+    for (int i = 0; i < k; i++) {
         pthread_join(th[i], NULL);
         pub = lanes[i].published > pub ? lanes[i].published : pub;
         con = lanes[i].consumed > con ? lanes[i].consumed : con;
@@ -349,22 +402,15 @@ static void eddy_side(const bench_env *env, int rep, double *out, void *user) {
     double wall = bench_now() - t0;
     bench_usage u1 = bench_usage_now();
     pthread_barrier_destroy(&go);
-    if (rep == 0) {
-        double cpu1 = 0;
-        for (int i = 0; i < MASTERS; i++)
-            cpu1 += server_cpu(nodes[i].port);
-        print_cores("eddy, 3 masters", wall, cpu1 - cpu0, u0, u1);
-    }
-    out[0] = (double)(MASTERS * N) / wall;
-    out[1] = (double)(MASTERS * N) / pub; /* the slowest lane's phase */
-    out[2] = (double)(MASTERS * N) / con;
-    /* Its keys are on the cluster, where bench_teardown does not look: the next repetition
-     * starts on empty masters. */
-    for (int i = 0; i < MASTERS; i++) {
-        redisReply *r = at(nodes[i].port, "FLUSHALL");
-        if (r)
-            freeReplyObject(r);
-    }
+    if (rep == 0)
+        print_cores(k == 1 ? "eddy, 1 namespace" : "eddy, 3 masters", wall, cluster_cpu() - cpu0,
+                    u0, u1);
+    out[0] = (double)(k * N) / wall;
+    out[1] = (double)(k * N) / pub; /* the slowest lane's phase */
+    out[2] = (double)(k * N) / con;
+    /* Its keys are on the cluster, where bench_teardown does not look: the next side starts on
+     * empty masters. */
+    flush_cluster();
 }
 
 int main(int argc, char **argv) {
@@ -374,13 +420,16 @@ int main(int argc, char **argv) {
     events = bench_events(N);
     cluster_start();
     printf("# cluster: %d masters, no replicas, unpinned: %s\n", MASTERS, cluster_url);
-    bench_side sides[2] = {{"hiredis", raw_side, NULL}, {"eddy", eddy_side, NULL}};
-    double m[6]; /* per side: publish + consume, publish, consume (per second) */
-    bench_sides(&env, sides, 2, 3, m);
-    bench_print_med("cluster_scaling", 3, 0);
-    printf("# publish phase: eddy %d namespaces %.0f/s, hiredis 1 namespace %.0f/s; consume "
-           "phase: eddy %.0f/s, hiredis %.0f/s\n",
-           MASTERS, m[4], m[1], m[5], m[2]);
+    bench_side sides[3] = {{"hiredis-3", raw_side, NULL},
+                           {"eddy-1", eddy_side, (void *)1L},
+                           {"eddy-3", eddy_side, (void *)(long)MASTERS}};
+    double m[9]; /* per side: publish + consume, publish, consume (per second) */
+    bench_sides(&env, sides, 3, 3, m);
+    bench_print_med("cluster_scaling", 6, 3); /* eddy-3 over eddy-1 */
+    bench_print_med("cluster_vs_raw", 6, 0);  /* eddy-3 over hiredis-3 */
+    printf("# publish phase: eddy-3 %.0f/s, eddy-1 %.0f/s, hiredis-3 %.0f/s; consume phase: "
+           "eddy-3 %.0f/s, eddy-1 %.0f/s, hiredis-3 %.0f/s\n",
+           m[7], m[4], m[1], m[8], m[5], m[2]);
     cluster_stop();
     bench_events_free(events, N);
     bench_teardown(&env);
