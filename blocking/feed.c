@@ -279,10 +279,7 @@ static eddy_status page_event(const eddy_event *ev, const eddy_event_meta *meta,
     eddy_error aerr = {0};
     eddy_status st = feed->proj.apply(step.event, step.meta, &aerr, feed->proj.user);
     note_cancel(feed, pc->run, pc->cancel, pc->noted);
-    eddy__feed_out out;
-    eddy__feed_out_init(&out);
-    st = eddy__feed_replay_applied(feed->core, pc->run, st, &aerr, &out);
-    flush(feed, &out);
+    st = eddy__feed_replay_applied(feed->core, pc->run, st, &aerr);
     return st;
 }
 
@@ -332,7 +329,7 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
             bool exists = false;
             st = feed->ckpt.ops->exists(feed->ckpt.self, id, &exists, &e);
             note_cancel(feed, run, cancel, &noted);
-            eddy__feed_marker_checked(core, run, st, exists, &e, &out);
+            eddy__feed_marker_checked(core, run, st, exists, &e);
             break;
         }
         case EDDY__STEP_STARTED:
@@ -354,7 +351,7 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
             long long head = 0;
             st = eddy_store_head(feed->store, &head, &e);
             note_cancel(feed, run, cancel, &noted);
-            eddy__feed_head_read(core, run, st, head, &e, &out);
+            eddy__feed_head_read(core, run, st, head, &e);
             break;
         }
         case EDDY__STEP_READ_PAGE: {
@@ -364,7 +361,7 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
             st = eddy_store_read_all(feed->store, step.position, step.max, NULL, page_event, &pc,
                                      &next, &e);
             note_cancel(feed, run, cancel, &noted);
-            eddy__feed_page_done(core, run, st, next, &e, &out);
+            eddy__feed_page_done(core, run, st, next, &e);
             break;
         }
         case EDDY__STEP_APPLY:
@@ -465,12 +462,9 @@ static eddy_status run_call(eddy_feed *feed, bool go_live, eddy_feed_cancel *can
     enter(feed);
     fwaiter w = {0};
     eddy__feed_run *run = NULL;
-    eddy__feed_out out;
-    eddy__feed_out_init(&out);
     bool cb = in_callback(feed);
-    eddy_status st = go_live ? eddy__feed_go_live(feed->core, &w, cb, &run, &out, err)
-                             : eddy__feed_catch_up(feed->core, &w, cb, &run, &out, err);
-    flush(feed, &out);
+    eddy_status st = go_live ? eddy__feed_go_live(feed->core, &w, cb, &run, err)
+                             : eddy__feed_catch_up(feed->core, &w, cb, &run, err);
     if (st == EDDY_OK && run)
         st = drive(feed, run, &w, cancel, err);
     leave(feed);

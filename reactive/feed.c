@@ -316,10 +316,7 @@ static void async_done(rrun *r) {
 
 static void on_exists(eddy_status st, bool exists, const eddy_error *err, void *user) {
     rrun *r = user;
-    eddy__feed_out out;
-    eddy__feed_out_init(&out);
-    eddy__feed_marker_checked(r->feed->core, r->run, st, exists, err, &out);
-    flush(r->feed, &out);
+    eddy__feed_marker_checked(r->feed->core, r->run, st, exists, err);
     async_done(r);
 }
 
@@ -334,10 +331,7 @@ static void on_step_done(eddy_status st, const eddy_error *err, void *user) {
 
 static void on_head(eddy_status st, long long head, const eddy_error *err, void *user) {
     rrun *r = user;
-    eddy__feed_out out;
-    eddy__feed_out_init(&out);
-    eddy__feed_head_read(r->feed->core, r->run, st, head, err, &out);
-    flush(r->feed, &out);
+    eddy__feed_head_read(r->feed->core, r->run, st, head, err);
     async_done(r);
 }
 
@@ -355,19 +349,13 @@ static eddy_status page_event(const eddy_event *ev, const eddy_event_meta *meta,
     }
     eddy_error e = {0};
     eddy_status st = apply(feed, step.event, step.meta, &e);
-    eddy__feed_out out;
-    eddy__feed_out_init(&out);
-    st = eddy__feed_replay_applied(feed->core, r->run, st, &e, &out);
-    flush(feed, &out);
+    st = eddy__feed_replay_applied(feed->core, r->run, st, &e);
     return st;
 }
 
 static void on_page(eddy_status st, long long next, const eddy_error *err, void *user) {
     rrun *r = user;
-    eddy__feed_out out;
-    eddy__feed_out_init(&out);
-    eddy__feed_page_done(r->feed->core, r->run, st, next, err, &out);
-    flush(r->feed, &out);
+    eddy__feed_page_done(r->feed->core, r->run, st, next, err);
     async_done(r);
 }
 
@@ -440,7 +428,7 @@ static void drive(rrun *r) {
             if (st == EDDY_OK)
                 return;
             r->in_flight = false;
-            eddy__feed_marker_checked(core, r->run, st, false, &e, &out);
+            eddy__feed_marker_checked(core, r->run, st, false, &e);
             break;
         case EDDY__STEP_STARTED:
             st = call_status(feed, feed->proj.replay_started, &e);
@@ -464,7 +452,7 @@ static void drive(rrun *r) {
             if (st == EDDY_OK)
                 return;
             r->in_flight = false;
-            eddy__feed_head_read(core, r->run, st, 0, &e, &out);
+            eddy__feed_head_read(core, r->run, st, 0, &e);
             break;
         case EDDY__STEP_READ_PAGE:
             r->in_flight = true;
@@ -474,7 +462,7 @@ static void drive(rrun *r) {
             if (st == EDDY_OK)
                 return;
             r->in_flight = false;
-            eddy__feed_page_done(core, r->run, st, step.position, &e, &out);
+            eddy__feed_page_done(core, r->run, st, step.position, &e);
             break;
         case EDDY__STEP_APPLY:
             st = apply(feed, step.event, step.meta, &e);
@@ -625,12 +613,9 @@ static eddy_status run_call(eddy_rfeed *feed, bool go_live, eddy_rfeed_done_fn d
     if (!r)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     eddy__feed_run *run = NULL;
-    eddy__feed_out out;
-    eddy__feed_out_init(&out);
     bool cb = feed->depth > 0;
-    eddy_status st = go_live ? eddy__feed_go_live(feed->core, r, cb, &run, &out, err)
-                             : eddy__feed_catch_up(feed->core, r, cb, &run, &out, err);
-    flush(feed, &out);
+    eddy_status st = go_live ? eddy__feed_go_live(feed->core, r, cb, &run, err)
+                             : eddy__feed_catch_up(feed->core, r, cb, &run, err);
     if (st != EDDY_OK || !run) {
         if (st == EDDY_OK) {
             post_done(feed, r->fin, done, user, EDDY_OK, NULL);

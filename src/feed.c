@@ -23,6 +23,7 @@
  */
 #include "feed.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -678,8 +679,7 @@ static eddy_status request_allowed(eddy__feed *f, const char *what, eddy_error *
 }
 
 eddy_status eddy__feed_catch_up(eddy__feed *f, void *waiter, bool from_callback,
-                                eddy__feed_run **run, eddy__feed_out *out, eddy_error *err) {
-    (void)out;
+                                eddy__feed_run **run, eddy_error *err) {
     *run = NULL;
     pthread_mutex_lock(&f->lock);
     eddy_status st = request_allowed(f, "cannot catch up", err);
@@ -699,8 +699,7 @@ eddy_status eddy__feed_catch_up(eddy__feed *f, void *waiter, bool from_callback,
 }
 
 eddy_status eddy__feed_go_live(eddy__feed *f, void *waiter, bool from_callback,
-                               eddy__feed_run **run, eddy__feed_out *out, eddy_error *err) {
-    (void)out;
+                               eddy__feed_run **run, eddy_error *err) {
     *run = NULL;
     pthread_mutex_lock(&f->lock);
     eddy_status st = request_allowed(f, "cannot go live", err);
@@ -957,208 +956,314 @@ static bool done_unqueued(eddy__feed *f, eddy__feed_run *run, eddy__feed_step *s
     return true;
 }
 
-/* One transition at time now (the caller's clock); true when step holds something for the
- * front end. */
-static bool advance(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
-                    eddy__feed_out *out) {
-    switch (run->phase) {
-    case P_TURN:
-        if (run->resolved)
-            return done_unqueued(f, run, step, run->resolved_st);
-        if (run->cancel_requested || f->closed)
-            return done_unqueued(f, run, step, f->closed ? EDDY_ERR_CLOSED : EDDY_ERR_CANCELLED);
-        if (f->failed)
-            return done_unqueued(f, run, step, EDDY_ERR_ILLEGAL_STATE);
-        if (f->active) {
-            run->waiting = true;
-            step->kind = EDDY__STEP_WAIT;
-            return true;
-        }
-        dequeue(f, run);
-        f->active = run;
-        run->was_live = f->live;
-        if (run->kind == K_GO_LIVE) {
-            run->oc = OC_LIVE;
-            run->phase = P_DRAIN_LIVE;
-        } else if (run->stop_requested) {
-            run->oc = OC_STOPPED;
-            run->phase = P_WIND_DOWN;
-        } else {
-            run->phase = f->has_marker ? P_MARKER : P_QUIESCE;
-        }
-        return false;
+/* ---- runs: one function per phase ---------------------------------------------------- *
+ *
+ * Each takes one transition at time now (the caller's clock), with the lock held, and returns
+ * true when step holds something for the front end. */
 
-    case P_MARKER:
-        if (interrupted(f, run))
-            return false;
-        step->kind = run->expect = EDDY__STEP_MARKER_EXISTS;
-        return true;
-
-    case P_SKIP:
-        if (interrupted(f, run))
-            return false;
-        run->oc = OC_SKIPPED;
-        run->phase = P_DRAIN_LIVE;
-        return false;
-
-    case P_QUIESCE:
-        if (interrupted(f, run))
-            return false;
-        /* From here live events are held, and the replay waits for live applies to end. */
-        f->live = false;
-        if (f->ninflight > 0) {
-            run->waiting = true;
-            step->kind = EDDY__STEP_WAIT;
-            return true;
-        }
-        forget_replay(f);
-        f->position = f->head = 0;
-        run->phase = P_STARTED;
-        return false;
-
-    case P_STARTED:
-        if (interrupted(f, run))
-            return false;
-        if (f->unreadable) {
-            /* Fails before the projection hears of a replay, whatever the history holds. */
-            fail_run(f, run, EDDY_ERR_UNREADABLE_FILTER,
-                     "feed '%s': its filter has a data condition and the feed has no data field "
-                     "reader (cfg.reader), so the replay cannot tell which events it wants",
-                     f->id);
-            run->phase = P_WIND_DOWN;
-            return false;
-        }
-        step->kind = run->expect = EDDY__STEP_STARTED;
-        return true;
-
-    case P_HEAD:
-        if (interrupted(f, run))
-            return false;
-        step->kind = run->expect = EDDY__STEP_READ_HEAD;
-        return true;
-
-    case P_PAGES:
-        if (interrupted(f, run))
-            return false;
-        if (run->position >= run->head) {
-            run->phase = P_COMPLETED;
-            return false;
-        }
-        step->kind = run->expect = EDDY__STEP_READ_PAGE;
-        step->position = run->position;
-        step->max = f->page_size;
-        return true;
-
-    case P_COMPLETED:
-        /* Asked once more after the last event: a stop during its apply still counts. */
-        if (interrupted(f, run))
-            return false;
-        step->kind = run->expect = EDDY__STEP_COMPLETED;
-        return true;
-
-    case P_DRAIN:
-        if (drain_interrupted(f, run))
-            return false;
-        if (next_held(f, run, step, out))
-            return true;
-        run->phase = f->has_marker ? P_SAVE : P_DRAIN_LIVE;
-        return false;
-
-    case P_SAVE:
-        if (drain_interrupted(f, run))
-            return false;
-        step->kind = run->expect = EDDY__STEP_SAVE_MARKER;
-        snprintf(step->marker, sizeof(step->marker), "%lld", run->position);
-        return true;
-
-    case P_DRAIN_LIVE:
-        if (drain_interrupted(f, run))
-            return false;
-        if (next_held(f, run, step, out))
-            return true;
-        /* Emptied and live in one step under the lock: nothing can slip in between. */
-        f->live = true;
-        f->stopped = false;
-        if (run->oc == OC_NONE)
-            run->oc = OC_REPLAYED;
-        run->phase = P_FINISH;
-        return false;
-
-    case P_ABANDON:
-        /* Forgotten before the projection discards the replay's work, so a live copy of a
-         * replayed event is applied rather than dropped. */
-        forget_replay(f);
-        step->kind = run->expect = EDDY__STEP_ABANDONED;
-        return true;
-
-    case P_WIND_DOWN:
-        switch (run->oc) {
-        case OC_STOPPED:
-        case OC_CANCELLED:
-            if (!run->closed && (run->was_live || run->live_when_done)) {
-                run->phase = P_DRAIN_LIVE;
-                return false;
-            }
-            /* A stopped feed refuses; a cancelled one keeps holding. */
-            if (run->oc == OC_STOPPED && !f->live) {
-                f->stopped = true;
-                refuse_held_stopped(f, out);
-            }
-            run->phase = P_FINISH;
-            return false;
-        default: /* OC_FAILED */
-            if (f->mode == EDDY__FEED_REACTIVE) {
-                run->phase = f->has_marker ? P_FAIL_DELETE : P_FAIL_REFUSE;
-            } else if (run->was_live) {
-                run->phase = P_FAIL_DRAIN; /* it held them for a live feed: applied first */
-            } else {
-                refuse_held_failed(f, true, out);
-                run->phase = P_FINISH;
-            }
-            return false;
-        }
-
-    case P_FAIL_DELETE:
-        /* Each retry waits from the moment the failed attempt was reported. */
-        if (run->delete_failures && !run->retry_at)
-            run->retry_at = now + ((long long)EDDY__FEED_RETRY_MS << (run->delete_failures - 1));
-        step->kind = run->expect = EDDY__STEP_DELETE_MARKER;
-        step->not_before_ms = run->delete_failures ? run->retry_at : 0;
-        return true;
-
-    case P_FAIL_REFUSE:
-        refuse_held_failed(f, false, out);
-        run->phase = P_FAIL_DRAIN;
-        return false;
-
-    case P_FAIL_DRAIN:
-        if (next_held(f, run, step, out))
-            return true;
-        f->failing = false; /* reactive step 5: from now on everything is refused */
-        run->phase = P_FINISH;
-        return false;
-
-    case P_FINISH:
-        /* The caller's result is its run's own outcome; a reactive failure that starts while
-         * the run winds down (an event refused by a stop) is run through, not returned. */
-        set_result(f, run);
-        if (drain_interrupted(f, run))
-            return false;
-        if (f->deferred_catch_up && !f->failed && !f->closed && !run->closed) {
-            follow_on(f, run);
-            return false;
-        }
-        f->last = public_outcome(run->oc);
-        if (run->oc == OC_FAILED && !(run->has_caller && run->result != EDDY_OK))
-            eddy__log(&f->log, EDDY_LOG_ERROR, "feed '%s' failed: %s: %s", f->id,
-                      eddy_status_name(f->failure.status), f->failure.detail);
-        release_turn(f, out);
-        step->kind = EDDY__STEP_DONE;
-        step->st = run->result;
-        step->err = run->result_err;
+static bool phase_turn(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
+                       eddy__feed_out *out) {
+    if (run->resolved)
+        return done_unqueued(f, run, step, run->resolved_st);
+    if (run->cancel_requested || f->closed)
+        return done_unqueued(f, run, step, f->closed ? EDDY_ERR_CLOSED : EDDY_ERR_CANCELLED);
+    if (f->failed)
+        return done_unqueued(f, run, step, EDDY_ERR_ILLEGAL_STATE);
+    if (f->active) {
+        run->waiting = true;
+        step->kind = EDDY__STEP_WAIT;
         return true;
     }
+    dequeue(f, run);
+    f->active = run;
+    run->was_live = f->live;
+    if (run->kind == K_GO_LIVE) {
+        run->oc = OC_LIVE;
+        run->phase = P_DRAIN_LIVE;
+    } else if (run->stop_requested) {
+        run->oc = OC_STOPPED;
+        run->phase = P_WIND_DOWN;
+    } else {
+        run->phase = f->has_marker ? P_MARKER : P_QUIESCE;
+    }
     return false;
+}
+
+static bool phase_marker(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
+                         eddy__feed_out *out) {
+    if (interrupted(f, run))
+        return false;
+    step->kind = run->expect = EDDY__STEP_MARKER_EXISTS;
+    return true;
+}
+
+static bool phase_skip(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
+                       eddy__feed_out *out) {
+    if (interrupted(f, run))
+        return false;
+    run->oc = OC_SKIPPED;
+    run->phase = P_DRAIN_LIVE;
+    return false;
+}
+
+static bool phase_quiesce(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
+                          eddy__feed_out *out) {
+    if (interrupted(f, run))
+        return false;
+    /* From here live events are held, and the replay waits for live applies to end. */
+    f->live = false;
+    if (f->ninflight > 0) {
+        run->waiting = true;
+        step->kind = EDDY__STEP_WAIT;
+        return true;
+    }
+    forget_replay(f);
+    f->position = f->head = 0;
+    run->phase = P_STARTED;
+    return false;
+}
+
+static bool phase_started(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
+                          eddy__feed_out *out) {
+    if (interrupted(f, run))
+        return false;
+    if (f->unreadable) {
+        /* Fails before the projection hears of a replay, whatever the history holds. */
+        fail_run(f, run, EDDY_ERR_UNREADABLE_FILTER,
+                 "feed '%s': its filter has a data condition and the feed has no data field "
+                 "reader (cfg.reader), so the replay cannot tell which events it wants",
+                 f->id);
+        run->phase = P_WIND_DOWN;
+        return false;
+    }
+    step->kind = run->expect = EDDY__STEP_STARTED;
+    return true;
+}
+
+static bool phase_head(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
+                       eddy__feed_out *out) {
+    if (interrupted(f, run))
+        return false;
+    step->kind = run->expect = EDDY__STEP_READ_HEAD;
+    return true;
+}
+
+static bool phase_pages(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
+                        eddy__feed_out *out) {
+    if (interrupted(f, run))
+        return false;
+    if (run->position >= run->head) {
+        run->phase = P_COMPLETED;
+        return false;
+    }
+    step->kind = run->expect = EDDY__STEP_READ_PAGE;
+    step->position = run->position;
+    step->max = f->page_size;
+    return true;
+}
+
+static bool phase_completed(eddy__feed *f, eddy__feed_run *run, long long now,
+                            eddy__feed_step *step, eddy__feed_out *out) {
+    /* Asked once more after the last event: a stop during its apply still counts. */
+    if (interrupted(f, run))
+        return false;
+    step->kind = run->expect = EDDY__STEP_COMPLETED;
+    return true;
+}
+
+static bool phase_drain(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
+                        eddy__feed_out *out) {
+    if (drain_interrupted(f, run))
+        return false;
+    if (next_held(f, run, step, out))
+        return true;
+    run->phase = f->has_marker ? P_SAVE : P_DRAIN_LIVE;
+    return false;
+}
+
+static bool phase_save(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
+                       eddy__feed_out *out) {
+    if (drain_interrupted(f, run))
+        return false;
+    step->kind = run->expect = EDDY__STEP_SAVE_MARKER;
+    snprintf(step->marker, sizeof(step->marker), "%lld", run->position);
+    return true;
+}
+
+static bool phase_drain_live(eddy__feed *f, eddy__feed_run *run, long long now,
+                             eddy__feed_step *step, eddy__feed_out *out) {
+    if (drain_interrupted(f, run))
+        return false;
+    if (next_held(f, run, step, out))
+        return true;
+    /* Emptied and live in one step under the lock: nothing can slip in between. */
+    f->live = true;
+    f->stopped = false;
+    if (run->oc == OC_NONE)
+        run->oc = OC_REPLAYED;
+    run->phase = P_FINISH;
+    return false;
+}
+
+static bool phase_abandon(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
+                          eddy__feed_out *out) {
+    /* Forgotten before the projection discards the replay's work, so a live copy of a
+     * replayed event is applied rather than dropped. */
+    forget_replay(f);
+    step->kind = run->expect = EDDY__STEP_ABANDONED;
+    return true;
+}
+
+static bool phase_wind_down(eddy__feed *f, eddy__feed_run *run, long long now,
+                            eddy__feed_step *step, eddy__feed_out *out) {
+    switch (run->oc) {
+    case OC_STOPPED:
+    case OC_CANCELLED:
+        if (!run->closed && (run->was_live || run->live_when_done)) {
+            run->phase = P_DRAIN_LIVE;
+            return false;
+        }
+        /* A stopped feed refuses; a cancelled one keeps holding. */
+        if (run->oc == OC_STOPPED && !f->live) {
+            f->stopped = true;
+            refuse_held_stopped(f, out);
+        }
+        run->phase = P_FINISH;
+        return false;
+    default: /* OC_FAILED */
+        if (f->mode == EDDY__FEED_REACTIVE) {
+            run->phase = f->has_marker ? P_FAIL_DELETE : P_FAIL_REFUSE;
+        } else if (run->was_live) {
+            run->phase = P_FAIL_DRAIN; /* it held them for a live feed: applied first */
+        } else {
+            refuse_held_failed(f, true, out);
+            run->phase = P_FINISH;
+        }
+        return false;
+    }
+}
+
+static bool phase_fail_delete(eddy__feed *f, eddy__feed_run *run, long long now,
+                              eddy__feed_step *step, eddy__feed_out *out) {
+    /* Each retry waits from the moment the failed attempt was reported. */
+    if (run->delete_failures && !run->retry_at)
+        run->retry_at = now + ((long long)EDDY__FEED_RETRY_MS << (run->delete_failures - 1));
+    step->kind = run->expect = EDDY__STEP_DELETE_MARKER;
+    step->not_before_ms = run->delete_failures ? run->retry_at : 0;
+    return true;
+}
+
+static bool phase_fail_refuse(eddy__feed *f, eddy__feed_run *run, long long now,
+                              eddy__feed_step *step, eddy__feed_out *out) {
+    refuse_held_failed(f, false, out);
+    run->phase = P_FAIL_DRAIN;
+    return false;
+}
+
+static bool phase_fail_drain(eddy__feed *f, eddy__feed_run *run, long long now,
+                             eddy__feed_step *step, eddy__feed_out *out) {
+    if (next_held(f, run, step, out))
+        return true;
+    f->failing = false; /* reactive step 5: from now on everything is refused */
+    run->phase = P_FINISH;
+    return false;
+}
+
+static bool phase_finish(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
+                         eddy__feed_out *out) {
+    /* The caller's result is its run's own outcome; a reactive failure that starts while
+     * the run winds down (an event refused by a stop) is run through, not returned. */
+    set_result(f, run);
+    if (drain_interrupted(f, run))
+        return false;
+    if (f->deferred_catch_up && !f->failed && !f->closed && !run->closed) {
+        follow_on(f, run);
+        return false;
+    }
+    f->last = public_outcome(run->oc);
+    if (run->oc == OC_FAILED && !(run->has_caller && run->result != EDDY_OK))
+        eddy__log(&f->log, EDDY_LOG_ERROR, "feed '%s' failed: %s: %s", f->id,
+                  eddy_status_name(f->failure.status), f->failure.detail);
+    release_turn(f, out);
+    step->kind = EDDY__STEP_DONE;
+    step->st = run->result;
+    step->err = run->result_err;
+    return true;
+}
+
+typedef bool (*phase_fn)(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
+                         eddy__feed_out *out);
+
+static const phase_fn phase_steps[] = {
+    [P_TURN] = phase_turn,
+    [P_MARKER] = phase_marker,
+    [P_SKIP] = phase_skip,
+    [P_QUIESCE] = phase_quiesce,
+    [P_STARTED] = phase_started,
+    [P_HEAD] = phase_head,
+    [P_PAGES] = phase_pages,
+    [P_COMPLETED] = phase_completed,
+    [P_DRAIN] = phase_drain,
+    [P_SAVE] = phase_save,
+    [P_DRAIN_LIVE] = phase_drain_live,
+    [P_ABANDON] = phase_abandon,
+    [P_WIND_DOWN] = phase_wind_down,
+    [P_FAIL_DELETE] = phase_fail_delete,
+    [P_FAIL_REFUSE] = phase_fail_refuse,
+    [P_FAIL_DRAIN] = phase_fail_drain,
+    [P_FINISH] = phase_finish,
+};
+
+#ifndef NDEBUG
+/* The combinations of phase and flags that may hold between two transitions; NULL when they all
+ * do, else the rule broken. Checked by assert() at every transition in builds without NDEBUG
+ * (the test builds keep it: EDDY_TESTS). */
+static const char *rule_broken(const eddy__feed *f, const eddy__feed_run *run) {
+    if (f->stopped && f->live)
+        return "a stopped feed is not live";
+    if (f->failing && !(f->failed && f->mode == EDDY__FEED_REACTIVE))
+        return "only a failed reactive feed is failing";
+    if (f->pending_fail && !(f->failed && f->mode == EDDY__FEED_REACTIVE))
+        return "only a failed reactive feed has a failure pending";
+    if (f->closed && (f->deferred_catch_up || f->deferred_go_live))
+        return "a closed feed defers nothing";
+    if (f->active && f->active->phase == P_TURN)
+        return "the run holding the turn is past P_TURN";
+    if (run != f->active && run->phase != P_TURN)
+        return "a run past P_TURN holds the turn";
+    switch (run->phase) {
+    case P_STARTED:
+    case P_HEAD:
+    case P_PAGES:
+    case P_COMPLETED:
+    case P_DRAIN:
+    case P_SAVE:
+        if (f->live)
+            return "a replaying feed is not live";
+        break;
+    case P_FAIL_DELETE:
+    case P_FAIL_REFUSE:
+    case P_FAIL_DRAIN:
+        if (run->oc != OC_FAILED || !f->failed)
+            return "only a failed run in a failed feed winds down as a failure";
+        break;
+    case P_WIND_DOWN:
+    case P_FINISH:
+        if (run->oc == OC_NONE)
+            return "a run that winds down or finishes has an outcome";
+        break;
+    default:
+        break;
+    }
+    return NULL;
+}
+
+#endif
+
+static bool advance(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
+                    eddy__feed_out *out) {
+    assert(!rule_broken(f, run));
+    return phase_steps[run->phase](f, run, now, step, out);
 }
 
 void eddy__feed_run_next(eddy__feed *f, eddy__feed_run *run, long long now_ms,
@@ -1251,8 +1356,7 @@ void eddy__feed_step_done(eddy__feed *f, eddy__feed_run *run, eddy_status st, co
 }
 
 void eddy__feed_marker_checked(eddy__feed *f, eddy__feed_run *run, eddy_status st, bool exists,
-                               const eddy_error *err, eddy__feed_out *out) {
-    (void)out;
+                               const eddy_error *err) {
     pthread_mutex_lock(&f->lock);
     if (run->expect == EDDY__STEP_MARKER_EXISTS) {
         run->expect = EDDY__STEP_DONE;
@@ -1268,8 +1372,7 @@ void eddy__feed_marker_checked(eddy__feed *f, eddy__feed_run *run, eddy_status s
 }
 
 void eddy__feed_head_read(eddy__feed *f, eddy__feed_run *run, eddy_status st, long long head,
-                          const eddy_error *err, eddy__feed_out *out) {
-    (void)out;
+                          const eddy_error *err) {
     pthread_mutex_lock(&f->lock);
     if (run->expect == EDDY__STEP_READ_HEAD) {
         run->expect = EDDY__STEP_DONE;
@@ -1375,8 +1478,7 @@ eddy__page_kind eddy__feed_page_event(eddy__feed *f, eddy__feed_run *run, const 
 }
 
 eddy_status eddy__feed_replay_applied(eddy__feed *f, eddy__feed_run *run, eddy_status st,
-                                      const eddy_error *err, eddy__feed_out *out) {
-    (void)out;
+                                      const eddy_error *err) {
     void *uev = run->replay_event;
     run->replay_event = NULL;
     if (uev && f->free_event)
@@ -1401,8 +1503,7 @@ eddy_status eddy__feed_replay_applied(eddy__feed *f, eddy__feed_run *run, eddy_s
 }
 
 void eddy__feed_page_done(eddy__feed *f, eddy__feed_run *run, eddy_status st,
-                          long long next_position, const eddy_error *err, eddy__feed_out *out) {
-    (void)out;
+                          long long next_position, const eddy_error *err) {
     pthread_mutex_lock(&f->lock);
     if (run->expect == EDDY__STEP_READ_PAGE) {
         run->expect = EDDY__STEP_DONE;

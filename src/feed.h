@@ -154,12 +154,12 @@ bool eddy__feed_accept_cancel(eddy__feed *f, void *waiter);
  * recorded as a request, *run NULL, EDDY_OK. Otherwise *run is the caller's to drive; waiter is
  * what its WAIT steps wait on. */
 eddy_status eddy__feed_catch_up(eddy__feed *f, void *waiter, bool from_callback,
-                                eddy__feed_run **run, eddy__feed_out *out, eddy_error *err);
+                                eddy__feed_run **run, eddy_error *err);
 /* Asks for go-live: EDDY_OK with *run NULL when the feed is live and nothing runs, or from a
  * callback (the running catch-up goes live when it ends, or a request is recorded); else a run
  * to drive as for catch-up. */
 eddy_status eddy__feed_go_live(eddy__feed *f, void *waiter, bool from_callback,
-                               eddy__feed_run **run, eddy__feed_out *out, eddy_error *err);
+                               eddy__feed_run **run, eddy_error *err);
 /* A request a callback made, for the thread leaving its outermost callback: a run to drive
  * (waiter attached with eddy__feed_run_attach), or NULL. */
 eddy__feed_run *eddy__feed_poll_deferred(eddy__feed *f);
@@ -211,9 +211,9 @@ void eddy__feed_run_next(eddy__feed *f, eddy__feed_run *run, long long now_ms,
 void eddy__feed_step_done(eddy__feed *f, eddy__feed_run *run, eddy_status st, const eddy_error *err,
                           eddy__feed_out *out);
 void eddy__feed_marker_checked(eddy__feed *f, eddy__feed_run *run, eddy_status st, bool exists,
-                               const eddy_error *err, eddy__feed_out *out);
+                               const eddy_error *err);
 void eddy__feed_head_read(eddy__feed *f, eddy__feed_run *run, eddy_status st, long long head,
-                          const eddy_error *err, eddy__feed_out *out);
+                          const eddy_error *err);
 
 typedef enum eddy__page_kind {
     EDDY__PAGE_APPLY, /* apply step.event/meta, then eddy__feed_replay_applied */
@@ -231,10 +231,10 @@ eddy__page_kind eddy__feed_page_event(eddy__feed *f, eddy__feed_run *run, const 
 /* The outcome of a replayed apply. Returns EDDY_OK to go on reading the page, an error to stop
  * (the run failed or was stopped). */
 eddy_status eddy__feed_replay_applied(eddy__feed *f, eddy__feed_run *run, eddy_status st,
-                                      const eddy_error *err, eddy__feed_out *out);
+                                      const eddy_error *err);
 /* The page was read: st is the read's status, next_position the last position examined. */
 void eddy__feed_page_done(eddy__feed *f, eddy__feed_run *run, eddy_status st,
-                          long long next_position, const eddy_error *err, eddy__feed_out *out);
+                          long long next_position, const eddy_error *err);
 
 /* ---- listeners ------------------------------------------------------------------------- */
 

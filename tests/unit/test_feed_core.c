@@ -224,7 +224,7 @@ static void read_page(trun *r, const eddy__feed_step *s) {
     if (H.page_fail_after >= 0 && s->position >= H.page_fail_after) {
         eddy_error e;
         eddy__fail(&e, EDDY_ERR_IO, "connection reset by peer");
-        eddy__feed_page_done(H.f, r->run, EDDY_ERR_IO, s->position, &e, &o);
+        eddy__feed_page_done(H.f, r->run, EDDY_ERR_IO, s->position, &e);
         flush(&o);
         return;
     }
@@ -245,14 +245,14 @@ static void read_page(trun *r, const eddy__feed_step *s) {
             eddy_error ae = {0};
             if (ast != EDDY_OK)
                 snprintf(ae.detail, sizeof(ae.detail), "projection says no");
-            st = eddy__feed_replay_applied(H.f, r->run, ast, &ae, &o);
+            st = eddy__feed_replay_applied(H.f, r->run, ast, &ae);
             flush(&o);
             if (st != EDDY_OK)
                 break;
         }
         next = i + 1;
     }
-    eddy__feed_page_done(H.f, r->run, st, next, NULL, &o);
+    eddy__feed_page_done(H.f, r->run, st, next, NULL);
     flush(&o);
 }
 
@@ -280,7 +280,7 @@ static bool drive(trun *r) {
         case EDDY__STEP_MARKER_EXISTS: {
             bool exists = false;
             st = ckpt.ops->exists(ckpt.self, "orders", &exists, &e);
-            eddy__feed_marker_checked(H.f, r->run, st, exists, &e, &o);
+            eddy__feed_marker_checked(H.f, r->run, st, exists, &e);
             break;
         }
         case EDDY__STEP_STARTED:
@@ -305,9 +305,9 @@ static bool drive(trun *r) {
         case EDDY__STEP_READ_HEAD:
             if (H.head_fail) {
                 eddy__fail(&e, EDDY_ERR_TIMEOUT, "no answer");
-                eddy__feed_head_read(H.f, r->run, EDDY_ERR_TIMEOUT, 0, &e, &o);
+                eddy__feed_head_read(H.f, r->run, EDDY_ERR_TIMEOUT, 0, &e);
             } else {
-                eddy__feed_head_read(H.f, r->run, EDDY_OK, H.n, NULL, &o);
+                eddy__feed_head_read(H.f, r->run, EDDY_OK, H.n, NULL);
             }
             break;
         case EDDY__STEP_READ_PAGE:
@@ -405,8 +405,8 @@ static eddy_status h_call(trun *r, bool go_live, bool from_callback) {
     memset(r, 0, sizeof(*r));
     eddy__feed_out o;
     eddy__feed_out_init(&o);
-    eddy_status st = go_live ? eddy__feed_go_live(H.f, &r->w, from_callback, &r->run, &o, &r->err)
-                             : eddy__feed_catch_up(H.f, &r->w, from_callback, &r->run, &o, &r->err);
+    eddy_status st = go_live ? eddy__feed_go_live(H.f, &r->w, from_callback, &r->run, &r->err)
+                             : eddy__feed_catch_up(H.f, &r->w, from_callback, &r->run, &r->err);
     flush(&o);
     if (st != EDDY_OK || !r->run) {
         r->done = true;
@@ -879,14 +879,14 @@ Test(feed_core, a_second_catch_up_waits_for_the_first_then_finds_the_marker) {
     trun a = {0}, b = {0};
     eddy__feed_out o;
     eddy__feed_out_init(&o);
-    cr_assert_eq(eddy__feed_catch_up(H.f, &a.w, false, &a.run, &o, NULL), EDDY_OK);
-    cr_assert_eq(eddy__feed_catch_up(H.f, &b.w, false, &b.run, &o, NULL), EDDY_OK);
+    cr_assert_eq(eddy__feed_catch_up(H.f, &a.w, false, &a.run, NULL), EDDY_OK);
+    cr_assert_eq(eddy__feed_catch_up(H.f, &b.w, false, &b.run, NULL), EDDY_OK);
     eddy__feed_step s;
     eddy__feed_run_next(H.f, a.run, H.now, &s, &o); /* a takes the turn */
     cr_assert_eq(s.kind, EDDY__STEP_MARKER_EXISTS);
     cr_expect_not(drive(&b), "b waits for a's turn to end");
     cr_expect(info().catching_up);
-    eddy__feed_marker_checked(H.f, a.run, EDDY_OK, false, NULL, &o);
+    eddy__feed_marker_checked(H.f, a.run, EDDY_OK, false, NULL);
     cr_expect(drive(&a));
     cr_expect_eq(a.st, EDDY_OK);
     cr_expect_eq(b.w.done, 1, "resumed when a ended");
@@ -943,7 +943,7 @@ Test(feed_core, a_stop_before_a_catch_up_starts_ends_it_without_a_replay_and_kee
     trun s = {0};
     eddy__feed_out o;
     eddy__feed_out_init(&o);
-    cr_assert_eq(eddy__feed_catch_up(H.f, &s.w, false, &s.run, &o, NULL), EDDY_OK);
+    cr_assert_eq(eddy__feed_catch_up(H.f, &s.w, false, &s.run, NULL), EDDY_OK);
     h_stop(); /* the catch-up counts as running from the call: the stop is for it */
     cr_expect(drive(&s));
     cr_expect_eq(s.st, EDDY_OK);
@@ -1118,7 +1118,7 @@ Test(feed_core, go_live_while_a_catch_up_is_cancelled_does_not_fail) {
     memset(&r, 0, sizeof(r));
     eddy__feed_out o;
     eddy__feed_out_init(&o);
-    cr_assert_eq(eddy__feed_catch_up(H.f, &r.w, false, &r.run, &o, NULL), EDDY_OK);
+    cr_assert_eq(eddy__feed_catch_up(H.f, &r.w, false, &r.run, NULL), EDDY_OK);
     cancel_target = r.run;
     H.on_apply = go_live_then_cancel_at_e2;
     cr_expect(drive(&r));
@@ -1422,7 +1422,7 @@ Test(feed_core, a_cancelled_catch_up_returns_its_error_and_a_feed_not_live_keeps
     trun r = {0};
     eddy__feed_out o;
     eddy__feed_out_init(&o);
-    cr_assert_eq(eddy__feed_catch_up(H.f, &r.w, false, &r.run, &o, NULL), EDDY_OK);
+    cr_assert_eq(eddy__feed_catch_up(H.f, &r.w, false, &r.run, NULL), EDDY_OK);
     cancel_target = r.run;
     H.on_apply = cancel_at_e2;
     cr_expect(drive(&r));
@@ -1455,7 +1455,7 @@ Test(feed_core, a_cancelled_catch_up_of_a_live_feed_delivers_what_it_held_and_go
     trun r = {0};
     eddy__feed_out o;
     eddy__feed_out_init(&o);
-    cr_assert_eq(eddy__feed_catch_up(H.f, &r.w, false, &r.run, &o, NULL), EDDY_OK);
+    cr_assert_eq(eddy__feed_catch_up(H.f, &r.w, false, &r.run, NULL), EDDY_OK);
     cancel_target = r.run;
     nduring = 0;
     H.on_apply = accept_and_cancel_at_e2;
@@ -1479,7 +1479,7 @@ Test(feed_core, a_catch_up_failing_on_a_cancelled_run_is_not_recorded) {
     trun r = {0};
     eddy__feed_out o;
     eddy__feed_out_init(&o);
-    cr_assert_eq(eddy__feed_catch_up(H.f, &r.w, false, &r.run, &o, NULL), EDDY_OK);
+    cr_assert_eq(eddy__feed_catch_up(H.f, &r.w, false, &r.run, NULL), EDDY_OK);
     cancel_target = r.run;
     H.on_apply = fail_while_cancelled;
     H.fail_id = "e2"; /* the apply the cancel lands in fails */
@@ -1495,8 +1495,8 @@ Test(feed_core, a_run_cancelled_while_it_waits_for_its_turn_ends_at_once) {
     trun a = {0}, b = {0};
     eddy__feed_out o;
     eddy__feed_out_init(&o);
-    cr_assert_eq(eddy__feed_catch_up(H.f, &a.w, false, &a.run, &o, NULL), EDDY_OK);
-    cr_assert_eq(eddy__feed_go_live(H.f, &b.w, false, &b.run, &o, NULL), EDDY_OK);
+    cr_assert_eq(eddy__feed_catch_up(H.f, &a.w, false, &a.run, NULL), EDDY_OK);
+    cr_assert_eq(eddy__feed_go_live(H.f, &b.w, false, &b.run, NULL), EDDY_OK);
     cr_expect(b.run);
     /* a takes the turn and parks nowhere; b waits behind it */
     H.on_started = NULL;
@@ -1507,7 +1507,7 @@ Test(feed_core, a_run_cancelled_while_it_waits_for_its_turn_ends_at_once) {
     cr_expect_not(eddy__feed_run_cancel(H.f, b.run), "parked: no completion is coming");
     cr_expect(drive(&b));
     cr_expect_eq(b.st, EDDY_ERR_CANCELLED);
-    eddy__feed_marker_checked(H.f, a.run, EDDY_OK, false, NULL, &o);
+    eddy__feed_marker_checked(H.f, a.run, EDDY_OK, false, NULL);
     cr_expect(drive(&a));
     cr_expect_eq(a.st, EDDY_OK);
 }
@@ -1546,8 +1546,8 @@ Test(feed_core, closing_answers_everything_with_closed) {
     trun r = {0}, g = {0};
     eddy__feed_out o;
     eddy__feed_out_init(&o);
-    cr_assert_eq(eddy__feed_catch_up(H.f, &r.w, false, &r.run, &o, NULL), EDDY_OK);
-    cr_assert_eq(eddy__feed_go_live(H.f, &g.w, false, &g.run, &o, NULL), EDDY_OK);
+    cr_assert_eq(eddy__feed_catch_up(H.f, &r.w, false, &r.run, NULL), EDDY_OK);
+    cr_assert_eq(eddy__feed_go_live(H.f, &g.w, false, &g.run, NULL), EDDY_OK);
     H.on_apply = close_at_e2;
     cr_expect(drive(&r));
     cr_expect_eq(r.st, EDDY_ERR_CLOSED);
