@@ -1,16 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The memory engine's front door: command table and dispatch, per-connection MULTI/EXEC,
- * the engine lock, the write sequence with its condition variable, the waiters a write wakes
- * (threads, or parked connections' eventfds), and the bookkeeping that lets a blocking XREAD
- * be re-run.
+ * the engine lock, the write sequence, the parked connections a write wakes (through their
+ * eventfds), and the bookkeeping that lets a blocking XREAD be re-run.
  *
  * Invariants:
  * - Every command runs entirely under engine->mu, with one time snapshot; EXEC runs all its
  *   queued commands under one hold of the lock and one snapshot, so they are atomic.
  * - Rejections Redis makes before running a command (unknown command, arity, unknown
  *   subcommand) are made here, before the lock, and inside MULTI they doom the transaction.
- * - seq increases after every command that changed data, before the lock is released; cv is
- *   broadcast (when someone waits) after it is released.
+ * - seq increases after every command that changed data, before the lock is released.
  * - A connection parked by eddy__mem_conn_park is linked in engine->conn_waiters (under mu)
  *   and woken through its eventfd by the writes that can serve its blocked read: an XADD to
  *   one of its keys (the stream's wseq), or any write that is neither an XADD nor quiet
@@ -192,24 +190,7 @@ static long long realtime_ms(void) {
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-static long long monotonic_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* ---- engine lifecycle --------------------------------------------------------------------- */
-
-/* A condition variable on CLOCK_MONOTONIC, as the deadlines are. */
-static bool monotonic_cond_init(pthread_cond_t *cv) {
-    pthread_condattr_t attr;
-    if (pthread_condattr_init(&attr) != 0)
-        return false;
-    bool ok =
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC) == 0 && pthread_cond_init(cv, &attr) == 0;
-    pthread_condattr_destroy(&attr);
-    return ok;
-}
 
 eddy__mem_engine *eddy__mem_engine_new(const char *name) {
     eddy__mem_engine *e = eddy__mem_calloc(1, sizeof(*e));
@@ -217,11 +198,6 @@ eddy__mem_engine *eddy__mem_engine_new(const char *name) {
         return NULL;
     e->name = eddy__mem_memdup(name, strlen(name));
     if (!e->name) {
-        eddy__mem_free(e);
-        return NULL;
-    }
-    if (!monotonic_cond_init(&e->cv)) {
-        eddy__mem_free(e->name);
         eddy__mem_free(e);
         return NULL;
     }
@@ -238,32 +214,12 @@ void eddy__mem_engine_destroy(eddy__mem_engine *e) {
     eddy__mfunctions_free(e);
     eddy__mskl_clear(&e->expires, NULL);
     pthread_mutex_destroy(&e->mu);
-    pthread_cond_destroy(&e->cv);
     eddy__mem_free(e->name);
     eddy__mem_free(e);
 }
 
 uint64_t eddy__mem_engine_seq(eddy__mem_engine *e) {
     return atomic_load_explicit(&e->seq, memory_order_acquire);
-}
-
-void eddy__mem_engine_wait(eddy__mem_engine *e, uint64_t seen, long long deadline_ms) {
-    pthread_mutex_lock(&e->mu);
-    uint64_t gen = e->wake_gen;
-    e->waiters++;
-    while (e->seq == seen && e->wake_gen == gen) {
-        if (deadline_ms < 0) {
-            pthread_cond_wait(&e->cv, &e->mu);
-            continue;
-        }
-        if (monotonic_ms() >= deadline_ms)
-            break;
-        struct timespec ts = {(time_t)(deadline_ms / 1000), (long)(deadline_ms % 1000) * 1000000};
-        if (pthread_cond_timedwait(&e->cv, &e->mu, &ts) == ETIMEDOUT)
-            break;
-    }
-    e->waiters--;
-    pthread_mutex_unlock(&e->mu);
 }
 
 /* Does a write since `seen` concern what conn's blocked read waits on? Under mu. */
@@ -358,14 +314,6 @@ void eddy__mem_conn_unpark(eddy__mem_conn *conn) {
         conn->parked = false;
         conn->wake_fd = -1;
     }
-    pthread_mutex_unlock(&e->mu);
-}
-
-void eddy__mem_engine_wake(eddy__mem_engine *e) {
-    pthread_mutex_lock(&e->mu);
-    e->wake_gen++;
-    wake_conns(e, NULL);
-    pthread_cond_broadcast(&e->cv);
     pthread_mutex_unlock(&e->mu);
 }
 
@@ -592,7 +540,6 @@ static void begin_locked(eddy__mctx *c) {
 }
 
 static void end_locked(eddy__mctx *c) {
-    bool wake = false;
     if (c->dirty) {
         eddy__mem_engine *e = c->eng;
         uint64_t seq = atomic_fetch_add_explicit(&e->seq, 1, memory_order_release) + 1;
@@ -605,15 +552,10 @@ static void end_locked(eddy__mctx *c) {
             e->other_seq = seq;
         if (e->conn_waiters && serving)
             wake_conns(e, appended);
-        wake = e->waiters > 0;
     }
     if (c->blocked) /* what the read saw (its own write, a new consumer, included) */
         c->conn->blocked_seq = atomic_load_explicit(&c->eng->seq, memory_order_relaxed);
     pthread_mutex_unlock(&c->eng->mu);
-    /* Broadcast after unlocking, so the woken do not block at once on the lock; a waiter
-     * checks seq under the lock before waiting, so no change goes unseen. */
-    if (wake)
-        pthread_cond_broadcast(&c->eng->cv);
 }
 
 static void run_exec(eddy__mctx *c) {

@@ -12,8 +12,7 @@
  *
  * Blocking reads: a command with BLOCK that finds nothing does not wait inside the engine.
  * It returns NULL with *block_ms set, and the caller waits (the memory:// link parks the
- * connection, eddy__mem_conn_park, and polls an eventfd; a thread may eddy__mem_engine_wait)
- * and runs it again.
+ * connection, eddy__mem_conn_park, and polls an eventfd) and runs it again.
  *
  * Time: stream ids use the engine's clock (wall-clock milliseconds, never going backwards),
  * so ids look like Redis ids. Key expiry (PEXPIRE/EXPIRE) is checked on access.
@@ -58,22 +57,17 @@ redisReply *eddy__mem_exec(eddy__mem_conn *conn, int argc, const char **argv, co
 /* Write sequence: increases on every command that changes data. */
 uint64_t eddy__mem_engine_seq(eddy__mem_engine *engine);
 
-/* Waits until the write sequence differs from `seen`, or deadline_ms (CLOCK_MONOTONIC
- * milliseconds; <0 waits without limit) passes, or eddy__mem_engine_wake is called. */
-void eddy__mem_engine_wait(eddy__mem_engine *engine, uint64_t seen, long long deadline_ms);
 /* For a connection whose last command was a blocking read that found nothing, a driver that
  * waits on a file descriptor (the memory:// link, src/link_mem.c) parks it: from now on the
  * writes that can serve its read (an XADD to one of the keys it reads, or any other kind of
  * write: readers of other streams sleep through a publisher's appends, and deliveries,
- * acknowledgements and claims wake nobody) write 1 to fd (an eventfd, non-blocking) once, as
- * eddy__mem_engine_wake does; the caller then unparks and runs the read again. False (nothing
+ * acknowledgements and claims wake nobody) write 1 to fd (an eventfd, non-blocking) once; the
+ * caller then unparks and runs the read again. False (nothing
  * parked) when such a write came since the read found nothing (the engine noted its write
  * sequence then, under the same hold of its lock): run it again at once. The fd must stay
  * open until eddy__mem_conn_unpark (or eddy__mem_conn_free, which unparks). No syscall unless
  * a write wakes it. */
 bool eddy__mem_conn_park(eddy__mem_conn *conn, int fd);
 void eddy__mem_conn_unpark(eddy__mem_conn *conn);
-/* Wakes every eddy__mem_engine_wait and parked connection. */
-void eddy__mem_engine_wake(eddy__mem_engine *engine);
 
 #endif

@@ -27,13 +27,10 @@ struct eddy__mem_engine {
     struct eddy__mem_engine *next;
 
     pthread_mutex_t mu; /* guards everything below */
-    pthread_cond_t cv;  /* CLOCK_MONOTONIC; broadcast on writes with waiters and on wake */
-    unsigned waiters;   /* threads in eddy__mem_engine_wait */
     /* parked connections (eddy__mem_conn_park), each woken through its eventfd */
     struct eddy__mem_conn *conn_waiters;
     uint64_t other_seq;   /* seq of the last write that was not an XADD (wakes every waiter) */
     _Atomic uint64_t seq; /* write sequence: written under mu, read without it */
-    uint64_t wake_gen;    /* bumped by eddy__mem_engine_wake */
     uint64_t last_id_ms;  /* stream-id clock: wall-clock ms that never goes backwards */
     eddy__mdict keys;     /* key -> eddy__mobj* */
     eddy__mskl expires;   /* eddy__mobj* with a TTL, ordered by (expire_at, key) */

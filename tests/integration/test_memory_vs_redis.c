@@ -8,7 +8,7 @@
  * Script syntax: tokens split on spaces; "..." quotes with \r \n \\ \" and \xHH escapes;
  * @name becomes "<namespace>:name"; a leading "!" runs the command on both sides but ignores
  * the replies (for auto-generated ids). A BLOCK that finds nothing is waited for the way a
- * front end would (eddy__mem_engine_wait until its deadline, then run again). */
+ * front end would (parked until a write or its deadline, then run again). */
 #include <criterion/criterion.h>
 #include <hiredis/hiredis.h>
 #include <stdarg.h>
@@ -255,10 +255,8 @@ static long long now_ms(void) { return eddy_test_now_ms(); }
 /* Runs a command the way a blocking front end does: BLOCK that finds nothing waits for a write
  * or the deadline, then runs again; at the deadline the answer is Redis's timeout reply. */
 static redisReply *mem_run(eddy__mem_conn *conn, cmdline *c) {
-    eddy__mem_engine *eng = eddy__mem_conn_engine(conn);
     long long deadline = -2;
     for (;;) {
-        uint64_t seen = eddy__mem_engine_seq(eng);
         long long block_ms;
         redisReply *r = eddy__mem_exec(conn, c->argc, (const char **)c->argv, c->len, &block_ms);
         if (r)
@@ -268,7 +266,7 @@ static redisReply *mem_run(eddy__mem_conn *conn, cmdline *c) {
             deadline = block_ms == 0 ? -1 : now_ms() + block_ms;
         else if (deadline >= 0 && now_ms() >= deadline)
             return NULL; /* timed out: rendered as Redis's null reply */
-        eddy__mem_engine_wait(eng, seen, deadline);
+        eddy_test_mem_wait(conn, deadline);
     }
 }
 

@@ -4,11 +4,15 @@
 #include "eddy_test.h"
 
 #include <criterion/criterion.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
+
+#include "memory/engine.h"
 
 const char *eddy_test_redis_url(void) {
     static char url[256];
@@ -56,4 +60,17 @@ bool eddy_test_wait_until(bool (*cond)(void *user), void *user, long long timeou
 void eddy_test_log(eddy_log_level level, const char *msg, void *user) {
     if (level >= EDDY_LOG_WARN)
         fprintf(stderr, "[eddy %s] %s\n", user ? (const char *)user : "", msg);
+}
+
+void eddy_test_mem_wait(struct eddy__mem_conn *conn, long long deadline_ms) {
+    int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    cr_assert_geq(fd, 0, "eventfd");
+    if (eddy__mem_conn_park(conn, fd)) {
+        long long left = deadline_ms < 0 ? -1 : deadline_ms - eddy_test_now_ms();
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (deadline_ms < 0 || left > 0)
+            poll(&p, 1, deadline_ms < 0 ? -1 : (int)left);
+        eddy__mem_conn_unpark(conn);
+    }
+    close(fd);
 }

@@ -20,6 +20,12 @@ void eddy_test_log(eddy_log_level level, const char *msg, void *user);
 
 /* Monotonic milliseconds. */
 long long eddy_test_now_ms(void);
+/* For a memory:// connection whose last command was a blocking read that found nothing: waits,
+ * as the memory:// link does (parked, polling an eventfd), until a write that can serve the read
+ * or deadline_ms (eddy_test_now_ms's clock; <0 waits without limit), then returns so that the
+ * caller runs the read again. */
+struct eddy__mem_conn;
+void eddy_test_mem_wait(struct eddy__mem_conn *conn, long long deadline_ms);
 
 /* Polls cond(user) until it is true or timeout_ms passes; returns its last value. For
  * conditions no callback announces (another process's progress). */

@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1690,62 +1691,6 @@ Test(memory, sequence_counts_writes_only) {
     cr_expect_eq(eddy__mem_engine_seq(eng), s0 + 2); /* one bump per EXEC */
 }
 
-Test(memory, wait_returns_on_deadline_write_or_wake) {
-    uint64_t seen = eddy__mem_engine_seq(eng);
-    long long t0 = eddy_test_now_ms();
-    eddy__mem_engine_wait(eng, seen, t0 + 30);
-    long long waited = eddy_test_now_ms() - t0;
-    cr_expect(waited >= 29 && waited < 1000, "waited %lld ms", waited);
-    /* A deadline already passed returns at once. */
-    t0 = eddy_test_now_ms();
-    eddy__mem_engine_wait(eng, seen, t0 - 5);
-    cr_expect_lt(eddy_test_now_ms() - t0, 20);
-    /* A stale `seen` returns at once. */
-    EXPECT("SET k v", "+OK");
-    t0 = eddy_test_now_ms();
-    eddy__mem_engine_wait(eng, seen, -1);
-    cr_expect_lt(eddy_test_now_ms() - t0, 20);
-}
-
-typedef struct waiter {
-    eddy__mem_engine *eng;
-    uint64_t seen;
-    long long deadline;
-    long long returned_at;
-} waiter;
-
-static void *wait_thread(void *arg) {
-    waiter *w = arg;
-    eddy__mem_engine_wait(w->eng, w->seen, w->deadline);
-    w->returned_at = eddy_test_now_ms();
-    return NULL;
-}
-
-Test(memory, wake_releases_every_waiter) {
-    waiter w[3];
-    pthread_t t[3];
-    for (int i = 0; i < 3; i++) {
-        w[i] = (waiter){eng, eddy__mem_engine_seq(eng), -1, 0};
-        pthread_create(&t[i], NULL, wait_thread, &w[i]);
-    }
-    /* A wake reaches the threads waiting when it comes: wait until all three are in (a fixed
-     * sleep let a slow thread start after the wake and wait for ever under ASan). */
-    for (;;) {
-        pthread_mutex_lock(&eng->mu);
-        unsigned in = eng->waiters;
-        pthread_mutex_unlock(&eng->mu);
-        if (in == 3)
-            break;
-        sleep_ms(1);
-    }
-    long long woke = eddy_test_now_ms();
-    eddy__mem_engine_wake(eng);
-    for (int i = 0; i < 3; i++) {
-        pthread_join(t[i], NULL);
-        cr_expect_lt(w[i].returned_at - woke, 1000);
-    }
-}
-
 /* How many times the engine signalled fd since the last look (an eventfd: read resets it). */
 static uint64_t signals_on(int fd) {
     uint64_t n = 0;
@@ -1787,10 +1732,6 @@ Test(memory, a_parked_read_is_signalled_by_the_writes_that_can_serve_it) {
     EXPECT("XGROUP DESTROY s g", "1"); /* so does the group going away */
     cr_expect_eq(signals_on(fd), 1);
     eddy__mem_conn_unpark(reader);
-    park_on_s(reader, fd);
-    eddy__mem_engine_wake(eng);
-    cr_expect_eq(signals_on(fd), 1, "a wake reaches parked readers too");
-    eddy__mem_conn_unpark(reader);
     /* A write between the read and the park: nothing parks, the read runs again at once. */
     long long block_ms;
     cr_assert_null(run_on(reader, "XREAD BLOCK 0 STREAMS s $", &block_ms));
@@ -1809,17 +1750,16 @@ typedef struct blocked_reader {
     eddy__mem_engine *eng;
     const char *cmd;
     redisReply *reply;
-    int waits;
-    bool park; /* wait as the memory:// link does: parked, polling an eventfd */
+    atomic_int parks; /* how often it parked: the main thread writes once it is parked */
 } blocked_reader;
 
-/* What a blocking front end does: run, and while blocked wait for a write, then run again. */
+/* What the memory:// link does: run, and while blocked park on an eventfd and poll it, then run
+ * again. */
 static void *blocked_reader_thread(void *arg) {
     blocked_reader *b = arg;
     eddy__mem_conn *c = eddy__mem_conn_new(b->eng);
-    int fd = b->park ? eventfd(0, EFD_CLOEXEC) : -1;
+    int fd = eventfd(0, EFD_CLOEXEC);
     for (;;) {
-        uint64_t seen = eddy__mem_engine_seq(b->eng);
         long long block_ms;
         redisReply *r = run_on(c, b->cmd, &block_ms);
         if (r) {
@@ -1827,54 +1767,61 @@ static void *blocked_reader_thread(void *arg) {
             break;
         }
         cr_assert_geq(block_ms, 0);
-        b->waits++;
-        if (b->park) {
-            if (eddy__mem_conn_park(c, fd)) {
-                struct pollfd p = {.fd = fd, .events = POLLIN};
-                poll(&p, 1, -1);
-                signals_on(fd);
-                eddy__mem_conn_unpark(c);
-            }
-        } else {
-            eddy__mem_engine_wait(b->eng, seen, block_ms ? eddy_test_now_ms() + block_ms : -1);
+        if (eddy__mem_conn_park(c, fd)) {
+            atomic_fetch_add(&b->parks, 1);
+            struct pollfd p = {.fd = fd, .events = POLLIN};
+            poll(&p, 1, -1);
+            signals_on(fd);
+            eddy__mem_conn_unpark(c);
         }
     }
     eddy__mem_conn_free(c);
-    if (fd >= 0)
-        close(fd);
+    close(fd);
     return NULL;
 }
 
-static void blocked_xreadgroup_is_woken(bool park) {
+typedef struct parks_wait {
+    blocked_reader *b;
+    int n;
+} parks_wait;
+
+static bool parked_n(void *arg) {
+    parks_wait *w = arg;
+    return atomic_load(&w->b->parks) >= w->n;
+}
+
+/* Waits until the reader has parked n times (polled, not slept). */
+static void wait_parked(blocked_reader *b, int n) {
+    parks_wait w = {b, n};
+    cr_assert(eddy_test_wait_until(parked_n, &w, 10000), "the reader never parked %d times", n);
+}
+
+Test(memory, blocked_xreadgroup_woken_by_xadd) {
     EXPECT("XGROUP CREATE s g $ MKSTREAM", "+OK");
-    blocked_reader b = {
-        .eng = eng, .cmd = "XREADGROUP GROUP g c BLOCK 0 STREAMS s >", .park = park};
+    blocked_reader b = {.eng = eng, .cmd = "XREADGROUP GROUP g c BLOCK 0 STREAMS s >"};
+    atomic_init(&b.parks, 0);
     pthread_t t;
     pthread_create(&t, NULL, blocked_reader_thread, &b);
-    sleep_ms(50);
-    EXPECT("SET unrelated 1", "+OK"); /* wakes the reader, which blocks again */
-    sleep_ms(20);
+    wait_parked(&b, 1);
+    EXPECT("SET unrelated 1", "+OK"); /* wakes the reader, which finds nothing and parks again */
+    wait_parked(&b, 2);
     EXPECT("XADD s 7-1 hello world", "\"7-1\"");
     pthread_join(t, NULL);
     cr_assert(b.reply);
     char *got = render(b.reply);
     cr_expect_str_eq(got, "[[\"s\",[[\"7-1\",[\"hello\",\"world\"]]]]]");
-    cr_expect_geq(b.waits, 1);
     free(got);
     freeReplyObject(b.reply);
     cr_expect_eq(delivery_count("s", "g", "7-1"), 1);
 }
 
-Test(memory, blocked_xreadgroup_woken_by_xadd_via_wait) { blocked_xreadgroup_is_woken(false); }
-
-Test(memory, blocked_xreadgroup_woken_by_xadd_via_park) { blocked_xreadgroup_is_woken(true); }
-
 Test(memory, blocked_xread_dollar_sees_entry_added_while_waiting) {
     EXPECT("XADD s 1-1 old v", "\"1-1\"");
-    blocked_reader b = {.eng = eng, .cmd = "XREAD BLOCK 0 STREAMS s $", .park = true};
+    blocked_reader b = {.eng = eng, .cmd = "XREAD BLOCK 0 STREAMS s $"};
+    atomic_init(&b.parks, 0);
     pthread_t t;
     pthread_create(&t, NULL, blocked_reader_thread, &b);
-    sleep_ms(50);
+    wait_parked(&b, 1);
     EXPECT("XADD s 2-1 new v", "\"2-1\"");
     pthread_join(t, NULL);
     char *got = render(b.reply);
@@ -1923,12 +1870,11 @@ static void *consumer_thread(void *arg) {
         pthread_mutex_unlock(k->mu);
         if (done)
             break;
-        uint64_t seen = eddy__mem_engine_seq(k->eng);
         long long block_ms;
         redisReply *r = run_on(c, cmd, &block_ms);
         if (!r) {
             cr_assert_eq(block_ms, 50);
-            eddy__mem_engine_wait(k->eng, seen, eddy_test_now_ms() + block_ms);
+            eddy_test_mem_wait(c, eddy_test_now_ms() + block_ms);
             continue;
         }
         cr_assert_eq(r->type, REDIS_REPLY_ARRAY);
