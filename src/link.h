@@ -6,7 +6,8 @@
  * "socket" is an eventfd the engine signals when a parked blocking read can go on, commands
  * run when their replies are taken, and eddy__link_ready says replies are there without
  * waiting; commands are borrowed, not copied, until their replies are taken).
- * It never blocks and never reads the clock: it says what it waits for (eddy__link_fd +
+ * It never blocks, and a socket link never reads the clock (the memory link reads it once, when a
+ * blocking read parks, for the end of its BLOCK time): it says what it waits for (eddy__link_fd +
  * eddy__link_wants, and eddy__link_deadline for the connect) and its driver calls
  * eddy__link_io when poll() or an ev_io says the socket is ready, and eddy__link_tick with the
  * time when a deadline may have passed. The blocking front end drives it with poll(), the
