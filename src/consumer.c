@@ -55,6 +55,7 @@ enum {
     T_REPLY,
     T_HOLD,
     T_RETRY,
+    T_REFRESH,
     T_LOOK
 };
 
@@ -113,6 +114,13 @@ typedef struct hold {
     long long retry_ms;
     long long received_ms; /* when the delivery handed back was taken from a reply */
 } hold;
+
+/* A claim refresh on its way: which delivery (compared as a pointer only: it may be settled and
+ * freed meanwhile) and when its XCLAIM was planned. */
+typedef struct refresh {
+    eddy_delivery *d;
+    char id[ID_MAX];
+} refresh;
 
 typedef struct dlq_item {
     size_t stream;
@@ -179,6 +187,8 @@ struct eddy__consumer {
     VEC(ack) inflight;
     VEC(hold) held_inflight;
     VEC(dlq_item) dlq;
+    eddy_delivery *held;    /* AtLeastOnce deliveries handlers hold (under lock) */
+    VEC(refresh) refreshes; /* claim refreshes planned, until their replies are fed */
 };
 
 static bool at_least_once(const eddy__consumer *c) {
@@ -298,6 +308,7 @@ void eddy__consumer_free(eddy__consumer *c) {
     free(c->acks.v);
     free(c->holds.v);
     free(c->held_inflight.v);
+    free(c->refreshes.v);
     free(c->retries.v);
     for (size_t i = 0; i < c->replies.n; i++)
         eddy__cmd_reset(&c->replies.v[i]);
@@ -415,6 +426,112 @@ static eddy_status plan_holds(eddy__consumer *c, eddy__plan *p) {
         eddy__cmd_str(cmd, "JUSTID");
     }
     return EDDY_OK;
+}
+
+/* Claim refreshes (AtLeastOnce): an XCLAIM ... JUSTID to this consumer resets a held
+ * delivery's idle time, so that no other consumer's claim round takes it while its handler
+ * still works. One for each delivery its handler asked for (eddy_delivery_in_progress) and,
+ * with settings.claim_refresh, for each held for a third of redelivery_idle_ms since the server
+ * last reset its idle time. The minimum idle time is the time since then, less a millisecond
+ * (as for a hand-back): an entry still ours has been idle at least that long, while one another
+ * consumer claimed meanwhile has not, and is left to it. JUSTID leaves the delivery count. */
+static eddy_status plan_refreshes(eddy__consumer *c, eddy__plan *p) {
+    if (!at_least_once(c))
+        return EDDY_OK;
+    long long now = c->now, every = c->s->redelivery_idle_ms / 3;
+    eddy_status st = EDDY_OK;
+    pthread_mutex_lock(&c->lock);
+    c->refreshes.n = 0; /* the last plan's were fed, or forgotten by a reset */
+    for (eddy_delivery *d = c->held; d && st == EDDY_OK; d = d->held_next) {
+        bool due = d->refresh_asked || (c->s->claim_refresh && now - d->idle_from >= every);
+        if (!due || d->refreshing)
+            continue;
+        eddy__cmd *cmd = NULL;
+        if (!VEC_GROW(c->refreshes) || !(cmd = add(p, T_REFRESH, (long)c->refreshes.n, "XCLAIM"))) {
+            st = EDDY_ERR_NOMEM;
+            break;
+        }
+        refresh *r = &c->refreshes.v[c->refreshes.n++];
+        r->d = d;
+        copy_id(r->id, d->entry_id, strlen(d->entry_id));
+        eddy__cmd_str(cmd, c->streams.v[d->stream].key);
+        eddy__cmd_str(cmd, c->sub->group);
+        eddy__cmd_str(cmd, c->sub->consumer);
+        long long idle = now - d->idle_from - 1;
+        eddy__cmd_fmt(cmd, "%lld", idle > 0 ? idle : 0);
+        eddy__cmd_str(cmd, d->entry_id);
+        eddy__cmd_str(cmd, "JUSTID");
+        d->refresh_asked = false;
+        d->refreshing = true;
+    }
+    pthread_mutex_unlock(&c->lock);
+    return st;
+}
+
+/* Under lock: the held delivery a refresh was planned for, or NULL when it was settled since. */
+static eddy_delivery *refreshed_locked(eddy__consumer *c, const refresh *r) {
+    for (eddy_delivery *d = c->held; d; d = d->held_next)
+        if (d == r->d && strcmp(d->entry_id, r->id) == 0)
+            return d;
+    return NULL;
+}
+
+/* A refresh's reply: the ids claimed (empty when the entry is no longer ours: acknowledged, or
+ * claimed by another consumer after an overrun). A refresh that worked moves idle_from to now,
+ * after the server ran it. */
+static void feed_refresh(eddy__consumer *c, const redisReply *r, long index) {
+    if (index < 0 || (size_t)index >= c->refreshes.n)
+        return;
+    bool claimed = r->type == REDIS_REPLY_ARRAY && r->elements == 1;
+    pthread_mutex_lock(&c->lock);
+    eddy_delivery *d = refreshed_locked(c, &c->refreshes.v[index]);
+    if (d) {
+        d->refreshing = false;
+        if (claimed)
+            d->idle_from = c->fed_ms;
+    }
+    pthread_mutex_unlock(&c->lock);
+    if (r->type == REDIS_REPLY_ERROR)
+        eddy__log(&c->s->log, EDDY_LOG_WARN, "subscription '%s': refreshing a claim failed: %s",
+                  c->sub->name, r->str);
+    else if (d && !claimed)
+        eddy__log(&c->s->log, EDDY_LOG_DEBUG,
+                  "subscription '%s': entry %s is no longer this consumer's (another claimed it "
+                  "after redelivery_idle_ms)",
+                  c->sub->name, c->refreshes.v[index].id);
+}
+
+/* Under lock: a delivery handed to a handler, or settled. */
+static void hold_delivery_locked(eddy__consumer *c, eddy_delivery *d) {
+    d->held = true;
+    d->refresh_asked = d->refreshing = false;
+    d->idle_from = d->received_ms;
+    d->held_prev = NULL;
+    d->held_next = c->held;
+    if (c->held)
+        c->held->held_prev = d;
+    c->held = d;
+}
+
+static void release_delivery_locked(eddy__consumer *c, eddy_delivery *d) {
+    if (!d->held)
+        return;
+    d->held = false;
+    if (d->held_prev)
+        d->held_prev->held_next = d->held_next;
+    else
+        c->held = d->held_next;
+    if (d->held_next)
+        d->held_next->held_prev = d->held_prev;
+}
+
+bool eddy__consumer_in_progress(eddy__consumer *c, eddy_delivery *d) {
+    pthread_mutex_lock(&c->lock);
+    bool held = d->held;
+    if (held)
+        d->refresh_asked = true;
+    pthread_mutex_unlock(&c->lock);
+    return held;
 }
 
 static eddy_status plan_replies(eddy__consumer *c, eddy__plan *p) {
@@ -768,6 +885,8 @@ static eddy_status plan(eddy__consumer *c, long long now_ms, eddy__plan *p, bool
     if (st == EDDY_OK)
         st = plan_holds(c, p);
     if (st == EDDY_OK)
+        st = plan_refreshes(c, p);
+    if (st == EDDY_OK)
         st = plan_replies(c, p);
     if (st == EDDY_OK)
         st = plan_dead_letters(c, p);
@@ -961,6 +1080,8 @@ static void take_entry(eddy__consumer *c, size_t stream, const char *id, const c
     out->v[out->n++] = d;
     pthread_mutex_lock(&c->lock);
     c->outstanding++;
+    if (at_least_once(c))
+        hold_delivery_locked(c, d);
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -1183,6 +1304,9 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, long long now_ms, long long w
                           "subscription '%s': handing back on '%s' failed (it counts as a "
                           "failed delivery): %s",
                           sub->name, c->streams.v[arg].subject, r->str);
+            break;
+        case T_REFRESH:
+            feed_refresh(c, r, arg);
             break;
         case T_RETRY:
             /* Claimed with its new idle time: a claim round finds it when its wait is over.
@@ -1445,6 +1569,7 @@ bool eddy__consumer_settle_run(eddy__consumer *c, eddy__settlement *v, size_t n)
     }
     pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < n; i++) {
+        release_delivery_locked(c, v[i].d);
         queue_outcome_locked(c, &v[i], &handled, &held, &failed);
         if (v[i].reuse && c->nspare < SPARE_DELIVERIES_MAX) {
             v[i].d->finish = finished_again; /* a finish after its handler's result: caught */
@@ -1482,6 +1607,7 @@ void eddy__consumer_drop(eddy__consumer *c, eddy_delivery *d) {
         return;
     pthread_mutex_lock(&c->lock);
     c->outstanding--;
+    release_delivery_locked(c, d);
     pthread_mutex_unlock(&c->lock);
     eddy__delivery_free(d);
 }
@@ -1519,6 +1645,12 @@ void eddy__consumer_reset(eddy__consumer *c) {
     for (size_t i = 0; i < c->held_inflight.n; i++)
         if (VEC_GROW(c->holds))
             c->holds.v[c->holds.n++] = c->held_inflight.v[i];
+    for (size_t i = 0; i < c->refreshes.n; i++) { /* lost with the connection */
+        eddy_delivery *d = refreshed_locked(c, &c->refreshes.v[i]);
+        if (d)
+            d->refreshing = false;
+    }
+    c->refreshes.n = 0;
     pthread_mutex_unlock(&c->lock);
     c->inflight.n = 0;
     c->held_inflight.n = 0;

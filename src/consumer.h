@@ -161,6 +161,9 @@ eddy_status eddy__sub_run(const eddy__sub *sub, eddy_delivery *d, eddy_event **r
 
 /* Deliveries handed out and not yet settled. Thread: any. */
 size_t eddy__consumer_outstanding(eddy__consumer *c);
+/* eddy_delivery_in_progress: a claim refresh for d with the next plan. False when d is not held
+ * (AtMostOnce, or settled). Any thread. */
+bool eddy__consumer_in_progress(eddy__consumer *c, eddy_delivery *d);
 
 /* What a front end does after a pause or resume, so that it takes effect promptly. */
 typedef enum eddy__wake {

@@ -27,6 +27,11 @@ void eddy_delivery_finish(eddy_delivery *d, eddy_status st) {
         d->finish(d, st, NULL);
 }
 
+void eddy_delivery_in_progress(eddy_delivery *d) {
+    if (d && d->consumer)
+        eddy__consumer_in_progress(d->consumer, d);
+}
+
 void eddy_delivery_reply(eddy_delivery *d, eddy_event *reply) {
     if (d && d->finish)
         d->finish(d, EDDY_OK, reply);

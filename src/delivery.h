@@ -26,6 +26,13 @@ struct eddy_delivery {
     char *stream_id;
     long long version;
     long long position;
+    /* AtLeastOnce: linked in the consumer's list of deliveries its handlers hold (under its
+     * lock), for claim refreshes (eddy_delivery_in_progress, settings.claim_refresh). */
+    eddy_delivery *held_prev, *held_next;
+    bool held;
+    bool refresh_asked;  /* eddy_delivery_in_progress since the last refresh was planned */
+    bool refreshing;     /* a refresh is on its way: none is planned beside it */
+    long long idle_from; /* CLOCK_MONOTONIC ms; the server's idle time for it started before */
     /* Set by the front end; eddy_delivery_finish and eddy_delivery_reply call it. reply is
      * owned by the callee. */
     void (*finish)(eddy_delivery *d, eddy_status st, eddy_event *reply);

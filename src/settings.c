@@ -231,6 +231,7 @@ eddy_status eddy__settings_copy(eddy__settings *dst, const eddy_settings *src, e
     dst->command_timeout_ms = src->command_timeout_ms;
     dst->tls_insecure = src->tls_insecure;
     dst->wait_replicas = src->wait_replicas;
+    dst->claim_refresh = src->claim_refresh;
     dst->wait_timeout_ms = src->wait_timeout_ms;
     dst->publish_dedup_ms = src->publish_dedup_ms;
     if (!(dst->conn_state = eddy__conn_state_new(&dst->url, &dst->log, src->on_connection,

@@ -48,6 +48,7 @@ typedef struct eddy__settings {
     char *sentinel_password;   /* NULL when not set */
     unsigned wait_replicas;    /* 0: publish without WAIT */
     unsigned wait_timeout_ms;
+    bool claim_refresh; /* handlers keep their claim while they run */
 } eddy__settings;
 
 /* The range of a publish_dedup_ms that is not 0. */

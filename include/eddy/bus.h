@@ -246,6 +246,14 @@ typedef struct eddy_settings {
      * command_timeout_ms; default 1000. Default wait_replicas 0: no WAIT. */
     unsigned wait_replicas;
     unsigned wait_timeout_ms;
+    /** AtLeastOnce: while a handler runs (or holds its delivery with EDDY_PENDING), tell Redis
+     * every third of redelivery_idle_ms that the delivery is still being worked on (as
+     * eddy_delivery_in_progress does), so that no other consumer claims it however long the
+     * handler takes. A process that dies stops telling, and its deliveries are redelivered
+     * after redelivery_idle_ms as before; a handler that hangs keeps its delivery for as long
+     * as its process lives. Cost: one XCLAIM per held delivery per third of
+     * redelivery_idle_ms, on the subscription's connection. Default false. */
+    bool claim_refresh;
 } eddy_settings;
 
 /** Fills every field with its default. Thread: any. */
@@ -278,6 +286,16 @@ EDDY_EXPORT eddy_status eddy_delivery_decode_value(const eddy_delivery *d, eddy_
  * the delivery's memory may be gone or serve another delivery.
  * Thread: blocking front end, any thread; reactive front end, the loop's thread. */
 EDDY_EXPORT void eddy_delivery_finish(eddy_delivery *d, eddy_status st);
+
+/** Tells Redis the delivery is still being worked on: its entry's idle time is reset for this
+ * consumer (XCLAIM ... JUSTID; the delivery count does not change), so another consumer's claim
+ * round, which takes entries idle longer than redelivery_idle_ms, does not take it. Sent with
+ * the subscription's next round trip, within about 100 ms. A handler that runs longer than
+ * redelivery_idle_ms calls it more often than that (or the bus sets settings.claim_refresh).
+ * If another consumer already claimed the entry (the handler overran before telling), it is
+ * left to that consumer. No effect for AtMostOnce, or once the delivery is finished.
+ * Thread: any, while the delivery is held (in its handler, or until eddy_delivery_finish). */
+EDDY_EXPORT void eddy_delivery_in_progress(eddy_delivery *d);
 
 /** True when the delivery is a request, i.e. someone waits for a reply to it. */
 EDDY_EXPORT int eddy_delivery_is_request(const eddy_delivery *d);
