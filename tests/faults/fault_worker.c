@@ -11,6 +11,9 @@
  *            sleeps delay_ms and replies
  *   feed     <frontend> <url> <ns> <subject> <group> <dedup_cache_size> <file>   a catch-up feed
  *            listener (worker_feed.c)
+ *   hold     <frontend> <url> <ns> <subject> <group> <hold_ms>   AtLeastOnce with claim_refresh:
+ *            each message is held (EDDY_PENDING) hold_ms, then finished; prints "got <id>" when
+ *            it is handed over and "done <id>" once it is finished
  * frontend is "blocking" or "reactive". */
 #include <fcntl.h>
 #include <pthread.h>
@@ -118,6 +121,74 @@ static int consume(const driver *dr, char **a) {
     return run_bus(dr, a[1], a[2], &sp);
 }
 
+/* ---- hold -------------------------------------------------------------------------------- */
+
+typedef struct holder {
+    const driver *dr;
+    tbus *b;
+    long long hold_ms;
+} holder;
+
+static holder the_holder;
+
+typedef struct held_job {
+    eddy_delivery *d;
+    char id[64];
+} held_job;
+
+static void finish_held(void *arg) { eddy_delivery_finish(arg, EDDY_OK); }
+
+/* The handler's long work, off the handler's thread (the reactive one is the loop's). */
+static void *work_then_finish(void *arg) {
+    held_job *j = arg;
+    fx_sleep_ms(the_holder.hold_ms);
+    the_holder.dr->run(the_holder.b, finish_held, j->d);
+    fw_say("done %s", j->id);
+    free(j);
+    return NULL;
+}
+
+static eddy_status hold_long(eddy_delivery *d, void *user) {
+    (void)user;
+    held_job *j = calloc(1, sizeof(*j));
+    if (!j)
+        return EDDY_ERR_NOMEM;
+    j->d = d;
+    snprintf(j->id, sizeof(j->id), "%s", eddy_event_id(eddy_delivery_event(d)));
+    fw_say("got %s", j->id);
+    pthread_t t;
+    if (pthread_create(&t, NULL, work_then_finish, j) != 0) {
+        free(j);
+        return EDDY_ERR_HANDLER_FAILED;
+    }
+    pthread_detach(t);
+    return EDDY_PENDING;
+}
+
+static int hold(const driver *dr, char **a) {
+    the_holder.dr = dr;
+    the_holder.hold_ms = atoll(a[5]);
+    eddy_subscription_spec sp;
+    fx_competing(&sp, "hold", a[3], a[4], EDDY_AT_LEAST_ONCE);
+    sp.handler = hold_long;
+    eddy_settings s;
+    fx_settings(&s, a[1], a[2]);
+    s.log_user = "hold";
+    s.claim_refresh = true;
+    eddy_error err = {0};
+    if (dr->bus_new(&s, &sp, 1, &the_holder.b, &err) != EDDY_OK ||
+        dr->start(the_holder.b, &err) != EDDY_OK) {
+        fprintf(stderr, "worker hold: %s\n", err.detail);
+        return 1;
+    }
+    fw_say("ready");
+    while (!fw_stop_asked())
+        fx_sleep_ms(20);
+    dr->stop(the_holder.b);
+    dr->free(the_holder.b);
+    return 0;
+}
+
 /* ---- respond ------------------------------------------------------------------------------- */
 
 typedef struct responder {
@@ -169,8 +240,10 @@ int main(int argc, char **argv) {
         return consume(driver_of(argv[2]), argv + 2);
     if (argc >= 8 && strcmp(argv[1], "respond") == 0)
         return respond(driver_of(argv[2]), argv + 2);
+    if (argc >= 8 && strcmp(argv[1], "hold") == 0)
+        return hold(driver_of(argv[2]), argv + 2);
     if (argc >= 9 && strcmp(argv[1], "feed") == 0)
         return fw_feed(strcmp(argv[2], "reactive") == 0, argv + 2);
-    fprintf(stderr, "usage: fault_worker consume|respond|feed <frontend> <url> <ns> ...\n");
+    fprintf(stderr, "usage: fault_worker consume|respond|feed|hold <frontend> <url> <ns> ...\n");
     return 2;
 }
