@@ -347,6 +347,13 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
                 feed->proj.replay_abandoned(feed->proj.user);
             eddy__feed_step_done(core, run, EDDY_OK, NULL, &out);
             break;
+        case EDDY__STEP_POSITION: {
+            long long at = 0;
+            st = feed->proj.position(&at, &e, feed->proj.user);
+            note_cancel(feed, run, cancel, &noted);
+            eddy__feed_position_read(core, run, st, at, &e);
+            break;
+        }
         case EDDY__STEP_READ_HEAD: {
             long long head = 0;
             st = eddy_store_head(feed->store, &head, &e);

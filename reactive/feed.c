@@ -434,6 +434,14 @@ static void drive(rrun *r) {
             st = call_status(feed, feed->proj.replay_started, &e);
             eddy__feed_step_done(core, r->run, st, &e, &out);
             break;
+        case EDDY__STEP_POSITION: {
+            long long at = 0;
+            feed->depth++;
+            st = feed->proj.position(&at, &e, feed->proj.user);
+            feed->depth--;
+            eddy__feed_position_read(core, r->run, st, at, &e);
+            break;
+        }
         case EDDY__STEP_COMPLETED:
             st = call_status(feed, feed->proj.replay_completed, &e);
             eddy__feed_step_done(core, r->run, st, &e, &out);

@@ -41,6 +41,7 @@ typedef enum phase {
     P_SKIP,       /* the marker exists: go live without a replay */
     P_QUIESCE,    /* holding new events; waiting for live applies to end */
     P_STARTED,    /* replay_started */
+    P_POSITION,   /* asking the projection where its model is (projection.position) */
     P_HEAD,       /* reading where the history ends */
     P_PAGES,      /* replaying */
     P_COMPLETED,  /* replay_completed */
@@ -98,6 +99,7 @@ struct eddy__feed_run {
     eddy_status result;
     eddy_error result_err;
     long long head, position;
+    long long resume_from; /* where the projection said its model is (0: the beginning) */
     unsigned delete_failures;
     long long retry_at; /* when the next marker deletion may be tried (0: not decided) */
     eddy__feed_entry *cur;
@@ -112,6 +114,7 @@ struct eddy__feed {
     char *id;
     eddy__feed_mode mode;
     bool keyed, has_marker;
+    bool resumes; /* projection.position: a replay starts where the model is */
     eddy_feed_decode_fn decode;
     eddy_feed_free_fn free_event;
     eddy_feed_event_id_fn event_id;
@@ -194,6 +197,7 @@ eddy_status eddy__feed_new(const eddy_feed_config *cfg, eddy__feed_mode mode, bo
     pthread_mutex_init(&f->lock, NULL);
     f->mode = mode;
     f->keyed = cfg->projection.keyed_by_metadata;
+    f->resumes = cfg->projection.position != NULL;
     f->has_marker = has_marker;
     f->decode = cfg->decode;
     f->free_event = cfg->free_event;
@@ -919,7 +923,7 @@ static void follow_on(eddy__feed *f, eddy__feed_run *run) {
     run->live_when_done = f->deferred_go_live;
     f->deferred_go_live = false;
     run->was_live = f->live;
-    run->head = run->position = 0;
+    run->head = run->position = run->resume_from = 0;
     memset(&run->fail, 0, sizeof(run->fail));
     run->phase = f->has_marker ? P_MARKER : P_QUIESCE;
 }
@@ -1037,6 +1041,14 @@ static bool phase_started(eddy__feed *f, eddy__feed_run *run, long long now, edd
         return false;
     }
     step->kind = run->expect = EDDY__STEP_STARTED;
+    return true;
+}
+
+static bool phase_position(eddy__feed *f, eddy__feed_run *run, long long now, eddy__feed_step *step,
+                           eddy__feed_out *out) {
+    if (interrupted(f, run))
+        return false;
+    step->kind = run->expect = EDDY__STEP_POSITION;
     return true;
 }
 
@@ -1200,6 +1212,7 @@ static const phase_fn phase_steps[] = {
     [P_SKIP] = phase_skip,
     [P_QUIESCE] = phase_quiesce,
     [P_STARTED] = phase_started,
+    [P_POSITION] = phase_position,
     [P_HEAD] = phase_head,
     [P_PAGES] = phase_pages,
     [P_COMPLETED] = phase_completed,
@@ -1233,6 +1246,7 @@ static const char *rule_broken(const eddy__feed *f, const eddy__feed_run *run) {
         return "a run past P_TURN holds the turn";
     switch (run->phase) {
     case P_STARTED:
+    case P_POSITION:
     case P_HEAD:
     case P_PAGES:
     case P_COMPLETED:
@@ -1288,7 +1302,7 @@ void eddy__feed_step_done(eddy__feed *f, eddy__feed_run *run, eddy_status st, co
     case EDDY__STEP_STARTED:
         if (st == EDDY_OK) {
             run->started = true;
-            run->phase = P_HEAD;
+            run->phase = f->resumes ? P_POSITION : P_HEAD;
         } else {
             fail_run(f, run, st, "feed '%s': replay_started failed: %s", f->id,
                      err && err->detail[0] ? err->detail : eddy_status_str(st));
@@ -1382,8 +1396,31 @@ void eddy__feed_head_read(eddy__feed *f, eddy__feed_run *run, eddy_status st, lo
             run->phase = P_ABANDON;
         } else {
             run->head = f->head = head;
-            run->position = 0;
+            run->position = run->resume_from; /* 0, or where the projection's model is */
             run->phase = P_PAGES;
+        }
+    }
+    pthread_mutex_unlock(&f->lock);
+}
+
+void eddy__feed_position_read(eddy__feed *f, eddy__feed_run *run, eddy_status st,
+                              long long position, const eddy_error *err) {
+    pthread_mutex_lock(&f->lock);
+    if (run->expect == EDDY__STEP_POSITION) {
+        run->expect = EDDY__STEP_DONE;
+        if (st != EDDY_OK) {
+            fail_run(f, run, st, "feed '%s': the projection's position failed: %s", f->id,
+                     err && err->detail[0] ? err->detail : eddy_status_str(st));
+            run->phase = P_ABANDON;
+        } else if (position < 0) {
+            fail_run(f, run, EDDY_ERR_INVALID_ARGUMENT,
+                     "feed '%s': the projection's position is negative (%lld)", f->id, position);
+            run->phase = P_ABANDON;
+        } else {
+            /* What the model holds counts as replayed: its live copies are duplicates. */
+            run->resume_from = position;
+            f->replayed_to = f->position = position;
+            run->phase = P_HEAD;
         }
     }
     pthread_mutex_unlock(&f->lock);

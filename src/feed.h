@@ -180,6 +180,7 @@ typedef enum eddy__feed_step_kind {
     EDDY__STEP_WAIT,
     EDDY__STEP_MARKER_EXISTS,
     EDDY__STEP_STARTED,
+    EDDY__STEP_POSITION, /* ask the projection's position (projection.position) */
     EDDY__STEP_READ_HEAD,
     EDDY__STEP_READ_PAGE,
     EDDY__STEP_COMPLETED,
@@ -214,6 +215,9 @@ void eddy__feed_marker_checked(eddy__feed *f, eddy__feed_run *run, eddy_status s
                                const eddy_error *err);
 void eddy__feed_head_read(eddy__feed *f, eddy__feed_run *run, eddy_status st, long long head,
                           const eddy_error *err);
+/* The projection's position (EDDY__STEP_POSITION): st its status, position where the model is. */
+void eddy__feed_position_read(eddy__feed *f, eddy__feed_run *run, eddy_status st,
+                              long long position, const eddy_error *err);
 
 typedef enum eddy__page_kind {
     EDDY__PAGE_APPLY, /* apply step.event/meta, then eddy__feed_replay_applied */

@@ -117,6 +117,16 @@ typedef struct eddy_projection {
     /** The replay ended before it completed (stopped, cancelled or failed): discard what was
      * buffered since replay_started. */
     void (*replay_abandoned)(void *user);
+    /** Optional, beyond the catch-up rules above: the position the read model has reached (the
+     * store position of the last event it applied, as its own storage keeps it), asked when a
+     * replay starts, right after replay_started. The replay then starts after it instead of
+     * from the beginning, and live copies at or below it count as duplicates (the model has
+     * them). 0 replays everything; a negative position or an error fails the catch-up
+     * (replay_abandoned then runs). Use it for a model that saves its position with its writes:
+     * a process killed during a replay then re-applies only what it read after the last
+     * position it saved. The checkpoint keeps its meaning ("caught up once"): a feed whose
+     * checkpoint exists still skips the replay. Thread: as replay_started. */
+    eddy_status (*position)(long long *position, eddy_error *err, void *user);
     /** The projection finds its instance through the metadata (the stream id, say): a live
      * event fed without metadata is refused with EDDY_ERR_ILLEGAL_STATE. */
     bool keyed_by_metadata;

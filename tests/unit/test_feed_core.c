@@ -82,6 +82,10 @@ static struct {
     eddy_status fail_st;
     int started, completed, abandoned;
     eddy_status started_st, completed_st;
+    /* projection.position (hopts.resumes): where the model says it is, and how it answers */
+    long long model_position;
+    eddy_status position_st;
+    int position_calls;
     hook_fn on_apply, on_started, on_completed, on_abandoned;
     int depth; /* inside a projection callback */
     /* the log */
@@ -291,6 +295,12 @@ static bool drive(trun *r) {
                 snprintf(e.detail, sizeof(e.detail), "the view cannot buffer");
             eddy__feed_step_done(H.f, r->run, st, &e, &o);
             break;
+        case EDDY__STEP_POSITION:
+            H.position_calls++;
+            if (H.position_st != EDDY_OK)
+                eddy__fail(&e, H.position_st, "the model's store is down");
+            eddy__feed_position_read(H.f, r->run, H.position_st, H.model_position, &e);
+            break;
         case EDDY__STEP_COMPLETED:
             H.completed++;
             hook(H.on_completed);
@@ -338,6 +348,7 @@ static bool drive(trun *r) {
 typedef struct hopts {
     bool no_marker;
     bool keyed;
+    bool resumes; /* the projection has a position: replays start after it */
     long dedup, max_held;
     unsigned page;
     eddy__feed_mode mode;
@@ -356,6 +367,8 @@ static void h_new(hopts o) {
     cfg.projection.apply = (eddy_status(*)(void *, const eddy_event_meta *, eddy_error *,
                                            void *))1; /* the harness applies; never called */
     cfg.projection.keyed_by_metadata = o.keyed;
+    if (o.resumes) /* the harness answers; never called */
+        cfg.projection.position = (eddy_status(*)(long long *, eddy_error *, void *))1;
     cfg.decode = t_decode;
     cfg.free_event = t_free;
     cfg.event_id = t_id;
@@ -658,6 +671,80 @@ Test(feed_core, decode_may_skip_events_the_projection_does_not_handle) {
     cr_expect_eq(catch_up(&r), EDDY_OK);
     cr_expect_str_eq(applied(), "e1,e3");
     cr_expect_str_eq(H.marker_value, "3", "a skipped event still counts as read");
+}
+
+/* ---- resuming from the model's own position ----------------------------------------------- */
+
+Test(feed_core, a_replay_resumes_after_the_models_position) {
+    h_new((hopts){.resumes = true});
+    h_store(7);
+    H.model_position = 4; /* the model applied e1..e4 and saved that with its writes */
+    trun r;
+    cr_expect_eq(catch_up(&r), EDDY_OK);
+    cr_expect_str_eq(applied(), "e5,e6,e7");
+    cr_expect_eq(H.position_calls, 1, "asked once, when the replay starts");
+    cr_expect_eq(H.started, 1);
+    cr_expect_eq(H.completed, 1);
+    cr_expect(H.marker, "the checkpoint keeps its meaning: caught up once");
+    cr_expect_str_eq(H.marker_value, "7");
+    cr_expect_eq(info().replayed, 3);
+    cr_expect_eq(info().position, 7);
+}
+
+Test(feed_core, a_resumed_feed_still_skips_the_replay_when_its_checkpoint_exists) {
+    h_new((hopts){.resumes = true});
+    h_store(3);
+    H.marker = true;
+    trun r;
+    cr_expect_eq(catch_up(&r), EDDY_OK);
+    cr_expect_str_eq(applied(), "");
+    cr_expect_eq(H.position_calls, 0, "no replay, no position asked");
+}
+
+Test(feed_core, position_zero_replays_everything_and_a_model_ahead_of_the_store_replays_nothing) {
+    h_new((hopts){.resumes = true, .no_marker = true});
+    h_store(3);
+    trun r;
+    cr_expect_eq(catch_up(&r), EDDY_OK);
+    cr_expect_str_eq(applied(), "e1,e2,e3");
+    H.model_position = 9;
+    cr_expect_eq(catch_up(&r), EDDY_OK);
+    cr_expect_str_eq(applied(), "e1,e2,e3", "nothing after position 9");
+    cr_expect_eq(H.completed, 2);
+}
+
+Test(feed_core, held_copies_at_or_below_the_models_position_are_duplicates) {
+    h_new((hopts){.resumes = true});
+    h_store(5);
+    H.model_position = 3;
+    tacc a[3];
+    h_accept(&a[0], "e2", (aopts){.meta = true, .position = 2}); /* the model has it */
+    h_accept(&a[1], "e5", (aopts){.meta = true, .position = 5}); /* the replay applies it */
+    h_accept(&a[2], "x1", (aopts){.meta = true, .position = 6}); /* newer than the replay */
+    trun r;
+    cr_expect_eq(catch_up(&r), EDDY_OK);
+    cr_expect_str_eq(applied(), "e4,e5,x1");
+    for (int i = 0; i < 3; i++)
+        cr_expect_eq(a[i].w.st, EDDY_OK, "a dropped duplicate is acknowledged");
+    cr_expect_eq(info().duplicates, 2);
+}
+
+Test(feed_core, a_failing_or_negative_position_fails_the_catch_up_and_abandons_it) {
+    h_new((hopts){.resumes = true});
+    h_store(2);
+    H.position_st = EDDY_ERR_IO;
+    trun r;
+    cr_expect_eq(catch_up(&r), EDDY_ERR_IO);
+    cr_expect(strstr(r.err.detail, "the projection's position failed"), "%s", r.err.detail);
+    cr_expect_eq(H.abandoned, 1, "replay_started ran: its work is discarded");
+    cr_expect_str_eq(applied(), "");
+    h_free();
+    h_new((hopts){.resumes = true});
+    h_store(2);
+    H.model_position = -1;
+    cr_expect_eq(catch_up(&r), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect(strstr(r.err.detail, "negative"), "%s", r.err.detail);
+    cr_expect_eq(H.abandoned, 1);
 }
 
 /* ---- held events: once each, arrival order, duplicates dropped --------------------------- */
