@@ -124,7 +124,10 @@ typedef struct eddy_projection {
      * them). 0 replays everything; a negative position or an error fails the catch-up
      * (replay_abandoned then runs). Use it for a model that saves its position with its writes:
      * a process killed during a replay then re-applies only what it read after the last
-     * position it saved. The checkpoint keeps its meaning ("caught up once"): a feed whose
+     * position it saved. The position must be one up to which the model has every stored event:
+     * a replay applies in position order, live events come in delivery order (a model that
+     * saves live events' positions may save only one below which it has them all). The
+     * checkpoint keeps its meaning ("caught up once"): a feed whose
      * checkpoint exists still skips the replay. Thread: as replay_started. */
     eddy_status (*position)(long long *position, eddy_error *err, void *user);
     /** The projection finds its instance through the metadata (the stream id, say): a live

@@ -26,6 +26,7 @@ static const scenario scenarios[] = {
     {"aof_restart",      fx_aof_restart},
     {"responder_killed", fx_responder_killed},
     {"feed_killed",      fx_feed_killed},
+    {"feed_resumed",     fx_feed_resumed},
     {"redis_stopped",    fx_redis_stopped},
     {"auth_changed",     fx_auth_changed},
     {"tls_restart",      fx_tls_restart},

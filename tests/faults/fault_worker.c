@@ -9,8 +9,9 @@
  *   respond  <frontend> <url> <ns> <subject> <group> <delay_ms>   a responder that counts each
  *            execution in the Redis hash {ns}:faults:exec (field: the request's event id), then
  *            sleeps delay_ms and replies
- *   feed     <frontend> <url> <ns> <subject> <group> <dedup_cache_size> <file>   a catch-up feed
- *            listener (worker_feed.c)
+ *   feed     <frontend> <url> <ns> <subject> <group> <dedup_cache_size> <file> [resume]   a
+ *            catch-up feed listener (worker_feed.c; resume: its model is kept in Redis and the
+ *            replay resumes from it)
  *   hold     <frontend> <url> <ns> <subject> <group> <hold_ms>   AtLeastOnce with claim_refresh:
  *            each message is held (EDDY_PENDING) hold_ms, then finished; prints "got <id>" when
  *            it is handed over and "done <id>" once it is finished

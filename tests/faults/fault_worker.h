@@ -12,7 +12,8 @@ void fw_say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 bool fw_stop_asked(void);
 
 /* The feed listener (worker_feed.c): a[0] frontend, a[1] url, a[2] ns, a[3] subject, a[4]
- * group, a[5] dedup_cache_size, a[6] file the read model is written to at the end. */
+ * group, a[5] dedup_cache_size, a[6] file the read model is written to at the end, a[7] NULL or
+ * "resume" (the model is kept in Redis and the replay resumes after its position). */
 int fw_feed(bool reactive, char **a);
 
 #endif

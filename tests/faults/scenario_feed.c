@@ -7,7 +7,15 @@
  * a large held backlog, most of it at or below the position the replay reaches, against a small
  * dedup_cache_size. The last listener runs to the end; its model must equal a reference fold of
  * the store (read back with eddy_store_read_all), with no event applied twice (dup) and none
- * skipped (gap, lost). */
+ * skipped (gap, lost).
+ *
+ * feed_resumed: the same with a read model that keeps itself in Redis with its position
+ * (fault_worker feed ... resume: each applied event's state and replay position in one HSET) and
+ * gives that position to the feed (projection.position): each successor replays only what came
+ * after the last event its predecessor's model saved. Each listener is killed once it has
+ * replayed another part of the history; the FIG line says where each was killed and where its
+ * successor resumed, and the events re-applied (what the replay read again beyond what the
+ * model had kept) must stay within one page per kill. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -87,16 +95,22 @@ static eddy_status ref_add(const eddy_event *ev, const eddy_event_meta *meta, vo
 }
 
 static bool start_listener(fx_worker *w, const driver *dr, const fx_redis *r, const char *ns,
-                           const char *file) {
-    const char *argv[] = {"feed", dr->name, r->url, ns, SUBJECT, GROUP, DEDUP, file, NULL};
+                           const char *file, bool resume) {
+    const char *argv[] = {
+        "feed", dr->name, r->url, ns, SUBJECT, GROUP, DEDUP, file, resume ? "resume" : NULL, NULL};
     return fx_worker_start(w, argv, 20000);
 }
+
+static long long resumed_at; /* the last "resumed <position>" a listener said (-1: none) */
 
 /* Waits for "replay <n>" with n >= at (true), or for "live" or the end (false). */
 static bool replayed(fx_worker *w, unsigned long at, long long wait_ms) {
     char line[128];
     while (fx_worker_line(w, line, sizeof(line), wait_ms)) {
         unsigned long n;
+        long long p;
+        if (sscanf(line, "resumed %lld", &p) == 1)
+            resumed_at = p;
         if (sscanf(line, "replay %lu", &n) == 1 && n >= at)
             return true;
         if (strcmp(line, "live") == 0)
@@ -130,13 +144,19 @@ static bool group_idle(const fx_redis *r, const char *ns) {
     return pending == 0 && lag == 0;
 }
 
-void fx_feed_killed(const driver *dr) {
+static void feed_killed(const driver *dr, bool resume) {
+    const char *name = resume ? "feed_resumed" : "feed_killed";
     const unsigned long history = fx_long_profile() ? 200000 : 60000;
-    const int kills = fx_long_profile() ? 4 : 2;
+    const int kills = resume ? (fx_long_profile() ? 10 : 4) : (fx_long_profile() ? 4 : 2);
+    /* resume: each listener replays another part before it is killed; otherwise each replays
+     * three quarters of the history again. */
+    const unsigned long kill_after = resume ? history / (kills + 1) : history * 3 / 4;
+    long long saved_at_kill[16], resumed[17];
+    int nresumed = 0;
     fx_redis r;
     fx_redis_start(&r, NULL);
     char ns[64], dir[160], file[224];
-    snprintf(ns, sizeof(ns), "faults-feed-%s", dr->name);
+    snprintf(ns, sizeof(ns), "%s-%s", resume ? "faults-resume" : "faults-feed", dr->name);
     fx_scratch(dir, sizeof(dir), ns);
     snprintf(file, sizeof(file), "%s/model.txt", dir);
     eddy_settings s;
@@ -145,12 +165,12 @@ void fx_feed_killed(const driver *dr) {
     writer wr = {0};
     eddy_error err = {0};
     if (eddy_store_open(&s, &wr.store, &err) != EDDY_OK) {
-        fx_fail("feed_killed: store: %s", err.detail);
+        fx_fail("%s: store: %s", name, err.detail);
         return;
     }
     for (unsigned long i = 0; i < history; i += 100)
         if (append_batch(wr.store, i, 100, false, &err) != EDDY_OK) {
-            fx_fail("feed_killed: history: %s", err.detail);
+            fx_fail("%s: history: %s", name, err.detail);
             return;
         }
     pthread_t t;
@@ -160,30 +180,44 @@ void fx_feed_killed(const driver *dr) {
     int killed = 0;
     long long inherited = 0; /* entries the dead listeners left pending */
     for (; killed < kills; killed++) {
-        if (!start_listener(&w, dr, &r, ns, file)) {
-            fx_fail("feed_killed: listener %d did not start", killed + 1);
+        resumed_at = -1;
+        if (!start_listener(&w, dr, &r, ns, file, resume)) {
+            fx_fail("%s: listener %d did not start", name, killed + 1);
             break;
         }
-        if (!replayed(&w, history * 3 / 4, 60000)) {
-            fx_fail("feed_killed: listener %d finished its replay before the kill", killed + 1);
+        if (!replayed(&w, kill_after, 60000)) {
+            fx_fail("%s: listener %d finished its replay before the kill", name, killed + 1);
             fx_worker_kill(&w);
             break;
         }
         fx_worker_kill(&w);
+        if (resume) {
+            resumed[nresumed++] = resumed_at;
+            redisReply *pr = fx_cmd(&r, "HGET {%s}:faults:model position", ns);
+            saved_at_kill[killed] = pr && pr->type == REDIS_REPLY_STRING ? atoll(pr->str) : -1;
+            if (pr)
+                freeReplyObject(pr);
+        }
     }
     inherited = fx_pending(&r, ns, SUBJECT, GROUP);
-    bool live = start_listener(&w, dr, &r, ns, file);
+    resumed_at = -1;
+    bool live = start_listener(&w, dr, &r, ns, file, resume);
     char line[128];
-    while (live && fx_worker_line(&w, line, sizeof(line), 120000) && strcmp(line, "live") != 0)
-        ;
+    while (live && fx_worker_line(&w, line, sizeof(line), 120000) && strcmp(line, "live") != 0) {
+        long long p;
+        if (sscanf(line, "resumed %lld", &p) == 1)
+            resumed_at = p;
+    }
+    if (resume)
+        resumed[nresumed++] = resumed_at;
     fx_sleep_ms(500); /* the writer goes on a little while the listener is live */
     atomic_store(&wr.stop, true);
     pthread_join(t, NULL);
     long long deadline = fx_now_ms() + 60000;
     while (!group_idle(&r, ns) && fx_now_ms() < deadline)
         fx_sleep_ms(100);
-    FX_CHECK(group_idle(&r, ns), "feed_killed: the listener did not drain its subscription");
-    FX_CHECK(fx_worker_stop(&w, 20000) == 0, "feed_killed: the last listener did not end cleanly");
+    FX_CHECK(group_idle(&r, ns), "%s: the listener did not drain its subscription", name);
+    FX_CHECK(fx_worker_stop(&w, 20000) == 0, "%s: the last listener did not end cleanly", name);
 
     /* The reference: the store's history, read back in position order and folded. */
     reference ref = {0};
@@ -197,7 +231,7 @@ void fx_feed_killed(const driver *dr) {
     unsigned long long mfold[FX_FEED_STREAMS] = {0};
     unsigned long applied = 0, dup = 0, gap = 0, feed_dups = 0;
     FILE *f = fopen(file, "r");
-    FX_CHECK(f != NULL, "feed_killed: no model written");
+    FX_CHECK(f != NULL, "%s: no model written", name);
     while (f && fgets(line, sizeof(line), f)) {
         int k;
         long long last;
@@ -223,6 +257,37 @@ void fx_feed_killed(const driver *dr) {
     /* The held events at or below the replay's position: those the feed dropped as duplicates
      * and those it applied again. */
     unsigned long held_below = dup + feed_dups;
+    if (resume) {
+        /* What each successor's replay read again: from where it resumed up to where its
+         * predecessor's model had got (the model saves every applied event, so at most the one
+         * in flight at the kill). */
+        long long reapplied = 0, worst = 0;
+        char at[256] = "", from[256] = "";
+        for (int i = 0; i < killed && i + 1 < nresumed; i++) {
+            long long again = saved_at_kill[i] - resumed[i + 1];
+            reapplied += again > 0 ? again : 0;
+            worst = again > worst ? again : worst;
+            FX_CHECK(resumed[i + 1] >= 0, "feed_resumed: listener %d never asked the position",
+                     i + 2);
+            size_t la = strlen(at), lf = strlen(from);
+            snprintf(at + la, sizeof(at) - la, "%s%lld", i ? "," : "", saved_at_kill[i]);
+            snprintf(from + lf, sizeof(from) - lf, "%s%lld", i ? "," : "", resumed[i + 1]);
+        }
+        printf("FIG feed_resumed frontend=%s lost=%lld/%lu dup=%lu gap=%lu streams_differ=%d "
+               "kills=%d saved_at_kill=%s resumed_at=%s reapplied=%lld worst_per_kill=%lld "
+               "page_size=256\n",
+               dr->name, behind, ref.events, dup, gap, differ, killed, at, from, reapplied, worst);
+        FX_CHECK(killed == kills, "feed_resumed: %d kills of %d", killed, kills);
+        FX_CHECK(worst <= 256, "feed_resumed: a successor re-read %lld events (more than a page)",
+                 worst);
+        FX_CHECK(dup == 0, "feed_resumed: %lu events applied twice", dup);
+        FX_CHECK(gap == 0 && behind == 0, "feed_resumed: events skipped (gap %lu, behind %lld)",
+                 gap, behind);
+        FX_CHECK(differ == 0, "feed_resumed: %d streams differ from the reference fold", differ);
+        eddy_store_close(wr.store);
+        fx_redis_stop(&r);
+        return;
+    }
     printf("FIG feed_killed frontend=%s lost=%lld/%lu dup=%lu gap=%lu streams_differ=%d kills=%d "
            "held_below_replay=%lu inherited_pending=%lld dedup_cache_size=%s live_appended=%lu "
            "feed_dropped_dups=%lu\n",
@@ -240,3 +305,6 @@ void fx_feed_killed(const driver *dr) {
     eddy_store_close(wr.store);
     fx_redis_stop(&r);
 }
+
+void fx_feed_killed(const driver *dr) { feed_killed(dr, false); }
+void fx_feed_resumed(const driver *dr) { feed_killed(dr, true); }

@@ -12,6 +12,7 @@ void fx_kill_consumers(const driver *dr);
 void fx_aof_restart(const driver *dr);
 void fx_responder_killed(const driver *dr);
 void fx_feed_killed(const driver *dr);
+void fx_feed_resumed(const driver *dr);
 void fx_redis_stopped(const driver *dr);
 void fx_auth_changed(const driver *dr);
 void fx_tls_restart(const driver *dr);

@@ -8,13 +8,20 @@
  * group) holds the live events, the redeliveries of what a killed listener left pending among
  * them (one worker thread on the blocking front end, so live events are applied in their order).
  * It prints "replay <n>" every 1000 replayed events, "live" once caught up, and on SIGTERM
- * writes the model to its file: "stream o<k> <last> <fold>" lines, then applied, dup and gap. */
+ * writes the model to its file: "stream o<k> <last> <fold>" lines, then applied, dup and gap.
+ * With a last argument "resume" the model is kept in Redis too, written with each applied event
+ * in one HSET (its streams and, during a replay, the position it reached: a replay applies in
+ * position order) to {ns}:faults:model, loaded when the listener starts, and its position given
+ * to the feed (projection.position, printed as "resumed <position>"): a killed listener's
+ * successor replays only what came after the last event its model saved. */
 #include <ev.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <hiredis/hiredis.h>
 
 #include "eddy/blocking.h"
 #include "eddy/feed.h"
@@ -32,6 +39,9 @@ typedef struct model {
     uint64_t fold[FX_FEED_STREAMS];
     unsigned long applied, dup, gap, replayed;
     bool replaying;
+    long long position; /* resume: the replay position the model saved */
+    redisContext *keep; /* resume: where the model is kept (NULL: memory only) */
+    char key[96];
 } model;
 
 static model m = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -67,6 +77,62 @@ static const char *f_id(const void *event, void *user) {
     return ((const fevent *)event)->id;
 }
 
+/* resume: one stream's state and the position, in one HSET (under m.lock). */
+static bool keep_stream(int k) {
+    char state[64];
+    snprintf(state, sizeof(state), "%lld %llu", m.last[k], (unsigned long long)m.fold[k]);
+    redisReply *r =
+        redisCommand(m.keep, "HSET %s o%d %s position %lld", m.key, k, state, m.position);
+    bool ok = r && r->type == REDIS_REPLY_INTEGER;
+    if (r)
+        freeReplyObject(r);
+    return ok;
+}
+
+static eddy_status model_save_failed(eddy_error *err) {
+    snprintf(err->detail, sizeof(err->detail), "the model could not be saved");
+    err->status = EDDY_ERR_IO;
+    return EDDY_ERR_IO;
+}
+
+/* resume: loads the model kept by the listeners before this one. */
+static bool load_model(const char *url, const char *ns) {
+    int port = 0;
+    if (sscanf(url, "redis://127.0.0.1:%d", &port) != 1)
+        return false;
+    m.keep = redisConnect("127.0.0.1", port);
+    if (!m.keep || m.keep->err)
+        return false;
+    snprintf(m.key, sizeof(m.key), "{%s}:faults:model", ns);
+    redisReply *r = redisCommand(m.keep, "HGETALL %s", m.key);
+    if (!r || r->type != REDIS_REPLY_ARRAY)
+        return false;
+    for (size_t i = 0; i + 1 < r->elements; i += 2) {
+        const char *f = r->element[i]->str, *v = r->element[i + 1]->str;
+        int k;
+        long long last;
+        unsigned long long fold;
+        if (strcmp(f, "position") == 0)
+            m.position = atoll(v);
+        else if (sscanf(f, "o%d", &k) == 1 && k >= 0 && k < FX_FEED_STREAMS &&
+                 sscanf(v, "%lld %llu", &last, &fold) == 2) {
+            m.last[k] = last;
+            m.fold[k] = fold;
+        }
+    }
+    freeReplyObject(r);
+    return true;
+}
+
+static eddy_status f_position(long long *position, eddy_error *err, void *user) {
+    (void)err, (void)user;
+    pthread_mutex_lock(&m.lock);
+    *position = m.position;
+    pthread_mutex_unlock(&m.lock);
+    fw_say("resumed %lld", *position);
+    return EDDY_OK;
+}
+
 static eddy_status f_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *user) {
     (void)err, (void)user;
     const fevent *e = event;
@@ -82,6 +148,12 @@ static eddy_status f_apply(void *event, const eddy_event_meta *meta, eddy_error 
         m.last[k] = meta->version;
         m.fold[k] = fx_feed_fold(m.fold[k], meta->version, e->value);
         m.applied++;
+        if (m.replaying)
+            m.position = meta->position;
+        if (m.keep && !keep_stream(k)) {
+            pthread_mutex_unlock(&m.lock);
+            return model_save_failed(err);
+        }
         if (m.replaying && ++m.replayed % 1000 == 0)
             fw_say("replay %lu", m.replayed);
     }
@@ -119,8 +191,10 @@ static int dump(const char *path, const eddy_feed_info *info) {
     return fclose(f) == 0 ? 0 : 1;
 }
 
-static void config(eddy_feed_config *cfg, long dedup) {
+static void config(eddy_feed_config *cfg, long dedup, bool resume) {
     eddy_feed_config_init(cfg);
+    if (resume)
+        cfg->projection.position = f_position;
     cfg->id = "faults-feed";
     cfg->projection.apply = f_apply;
     cfg->projection.replay_started = f_started;
@@ -253,7 +327,12 @@ int fw_feed(bool reactive, char **a) {
      * the blocking feed applies live events concurrently, so versions could arrive out of
      * order, which this model would count as gaps and double applies). */
     s.workers = 1;
+    bool resume = a[7] && strcmp(a[7], "resume") == 0;
+    if (resume && !load_model(a[1], a[2])) {
+        fprintf(stderr, "feed worker: the kept model could not be loaded\n");
+        return 1;
+    }
     eddy_feed_config cfg;
-    config(&cfg, atol(a[5]));
+    config(&cfg, atol(a[5]), resume);
     return reactive ? run_reactive(a, &s, &cfg) : run_blocking(a, &s, &cfg);
 }
