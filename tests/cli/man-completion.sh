@@ -71,7 +71,11 @@ command -v zsh >/dev/null || { fail "zsh is not installed (scripts/install-deps.
 cat >"$work/complete.zsh" <<'EOF'
 compadd() { # prints the matches, one a line
   while (( $# )); do
-    case $1 in -a) shift; print -rl -- ${(P)1} ;; -d) shift; print -rl -- ${(P)1/#/D:} ;; -S) shift ;; esac
+    case $1 in
+      -a) shift; print -rl -- ${(P)1} ;;
+      -d) shift; print -rl -- ${(P)1/#/D:} ;;
+      -S) shift ;;
+    esac
     shift
   done
 }
