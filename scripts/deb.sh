@@ -57,7 +57,7 @@ lintian --fail-on error "$changes"
 echo "== install with dpkg"
 arch=$(dpkg --print-architecture)
 for p in libeddy0 libeddy-dev eddy-tools; do
-    if dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    if [ "$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null)" = "install ok installed" ]; then
         echo "deb.sh: $p is installed already; remove it first" >&2
         exit 1
     fi
@@ -72,8 +72,9 @@ for f in /usr/lib/$multiarch/libeddy.so.0 /usr/lib/$multiarch/libeddy_reactive.s
     /usr/share/bash-completion/completions/eddy /usr/share/zsh/vendor-completions/_eddy; do
     [ -e "$f" ] || { echo "deb.sh: $f is not installed" >&2; exit 1; }
 done
-eddy version | grep -qx "eddy $version"
-man -w eddy | grep -q "^/usr/share/man/man1/eddy.1.gz$"
+# (Outputs are captured before they are matched: grep -q ending a pipe early fails it.)
+[ "$(eddy version)" = "eddy $version" ]
+[ "$(man -w eddy)" = /usr/share/man/man1/eddy.1.gz ]
 
 echo "== programs built against the installed packages"
 prog="$work/prog"
@@ -85,9 +86,9 @@ cflags=(-std=c11 -D_POSIX_C_SOURCE=200809L) # the examples use POSIX (sigwait)
 cc "${cflags[@]}" -o reqrep_blocking reqrep_blocking.c $(pkg-config --cflags --libs eddy)
 cc "${cflags[@]}" -o reqrep_reactive reqrep_reactive.c $(pkg-config --cflags --libs eddy-reactive)
 cc "${cflags[@]}" -o consumer consumer.c $(pkg-config --cflags --libs eddy-reactive)
-ldd reqrep_blocking | grep -qE "libeddy.so.0 => (/usr)?/lib/$multiarch/libeddy.so.0"
-ldd reqrep_reactive | grep -qE \
-    "libeddy_reactive.so.0 => (/usr)?/lib/$multiarch/libeddy_reactive.so.0"
+grep -qE "libeddy.so.0 => (/usr)?/lib/$multiarch/libeddy.so.0" <<<"$(ldd reqrep_blocking)"
+grep -qE "libeddy_reactive.so.0 => (/usr)?/lib/$multiarch/libeddy_reactive.so.0" \
+    <<<"$(ldd reqrep_reactive)"
 # Each prints its outcomes, and the one request it makes fail is logged on stderr.
 for p in reqrep_blocking reqrep_reactive; do
     "./$p" --url memory:// >"$p.out" 2>&1 || { cat "$p.out" >&2; exit 1; }

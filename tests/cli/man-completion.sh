@@ -97,10 +97,11 @@ expect "zsh: eddy <TAB>" "$(zsh_complete "$eddy ") " "$commands"
 expect "zsh: eddy dlq <TAB>" "$(zsh_complete "$eddy dlq ")" "list show replay purge"
 expect "zsh: eddy --ns n store <TAB>" "$(zsh_complete "$eddy --ns n store ")" "read tail append"
 grep -q -- "--data-file" <<<"$(zsh_complete "$eddy pub S --")" || fail "zsh: pub's options"
-zsh -f "$work/complete.zsh" "$src/cli/completion" "$eddy " | grep -q "^D:pub  -- publish" ||
-    fail "zsh: commands without their descriptions"
-zsh -f "$work/complete.zsh" "$src/cli/completion" "$eddy pub S --" |
-    grep -q "^D:--type  -- the event's type" || fail "zsh: options without their descriptions"
+# (Captured first: grep -q ending the pipe early would fail it under pipefail.)
+got=$(zsh -f "$work/complete.zsh" "$src/cli/completion" "$eddy ")
+grep -q "^D:pub  -- publish" <<<"$got" || fail "zsh: commands without their descriptions"
+got=$(zsh -f "$work/complete.zsh" "$src/cli/completion" "$eddy pub S --")
+grep -q "^D:--type  -- the event's type" <<<"$got" || fail "zsh: options without their descriptions"
 expect "zsh: --data-file FILE" "$(zsh_complete "$eddy pub S --data-file ")" "FILES"
 [[ " $(zsh_complete "$eddy --url ") " == *" redis:// "* ]] || fail "zsh: --url's schemes"
 
