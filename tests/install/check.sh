@@ -15,6 +15,12 @@ cmake --install "$work/build" --prefix "$prefix" >/dev/null
 libdir=$(dirname "$(find "$prefix" -name eddy.pc)")/..
 # The command-line tool is installed with the libraries and runs from the prefix.
 "$prefix/bin/eddy" version | grep -q "^eddy [0-9]"
+# With it its man page and its bash and zsh completions (when help2man was there to write it).
+if command -v help2man >/dev/null; then
+    test -s "$prefix/share/man/man1/eddy.1"
+fi
+test -s "$prefix/share/bash-completion/completions/eddy"
+test -s "$prefix/share/zsh/vendor-completions/_eddy"
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 grep -q "pcfiledir" "$libdir/pkgconfig/eddy.pc"
 
