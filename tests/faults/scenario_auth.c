@@ -28,7 +28,6 @@ static eddy_status consume(eddy_delivery *d, void *user) {
     return EDDY_OK;
 }
 
-#ifdef EDDY_HAVE_CONNECTION_STATE
 static void on_connection(eddy_connection_state state, const eddy_error *why, void *user) {
     (void)why;
     auth_run *u = user;
@@ -37,7 +36,6 @@ static void on_connection(eddy_connection_state state, const eddy_error *why, vo
     if (state == EDDY_CONN_RECONNECTED || state == EDDY_CONN_CONNECTED)
         atomic_fetch_add(&u->reconnected, 1);
 }
-#endif
 
 void fx_auth_changed(const driver *dr) {
     static const char *const pass[] = {"--requirepass", "first-pw", NULL};
@@ -53,10 +51,8 @@ void fx_auth_changed(const driver *dr) {
     eddy_settings s;
     fx_settings(&s, url, ns);
     s.log_user = "auth";
-#ifdef EDDY_HAVE_CONNECTION_STATE
     s.on_connection = on_connection;
     s.on_connection_user = &u;
-#endif
     eddy_subscription_spec sp;
     fx_competing(&sp, "consume", SUBJECT, "auth", EDDY_AT_LEAST_ONCE);
     sp.handler = consume;
