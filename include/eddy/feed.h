@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* eddy — catch-up projection feeds (blocking front end).
+/** @file
+ * eddy — catch-up projection feeds (blocking front end).
  *
  * A feed keeps a read model (the projection) up to date from two sources: the history in the
  * event store, replayed once in position order (the catch-up), and the live events a listener

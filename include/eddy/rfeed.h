@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* eddy — catch-up projection feeds on a libev loop (reactive front end).
+/** @file
+ * eddy — catch-up projection feeds on a libev loop (reactive front end).
  *
  * The same feed as eddy/feed.h, built on the same core state machine, with the same
  * eddy_feed_config and eddy_projection: it holds live events until eddy_rfeed_catch_up or
