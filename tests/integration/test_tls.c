@@ -195,3 +195,67 @@ Test(tls, plain_redis_to_a_tls_port_fails_cleanly) {
     }
     cr_expect_neq(st, EDDY_OK, "a TLS port does not answer RESP");
 }
+
+/* A bus that cannot even start TLS: the detail names the file and the system's reason. */
+static void expect_file_named(eddy_settings *s, const char *path, const char *why) {
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    eddy_status st = eddy_bus_new(s, NULL, 0, &bus, &err);
+    eddy_bus_free(bus);
+    cr_expect_eq(st, EDDY_ERR_TLS, "%s: %s", eddy_status_name(st), err.detail);
+    cr_expect(strstr(err.detail, path), "detail '%s' should name '%s'", err.detail, path);
+    cr_expect(strstr(err.detail, why), "detail '%s' should say '%s'", err.detail, why);
+    cr_expect(!strstr(err.detail, "system lib"), "OpenSSL's bare reason: %s", err.detail);
+}
+
+Test(tls, a_missing_ca_file_or_directory_is_named_with_the_reason) {
+    char ns[96], path[256];
+    eddy_settings s;
+    tls_settings(&s, srv.url, ns, sizeof(ns));
+    snprintf(path, sizeof(path), "%s/no-such-ca.pem", files.dir);
+    s.tls_cacert = path;
+    expect_file_named(&s, path, "No such file or directory");
+    tls_settings(&s, srv.url, ns, sizeof(ns));
+    s.tls_cacert = NULL;
+    snprintf(path, sizeof(path), "%s/no-such-dir", files.dir);
+    s.tls_cacertdir = path;
+    expect_file_named(&s, path, "No such file or directory");
+    tls_settings(&s, srv.url, ns, sizeof(ns));
+    snprintf(path, sizeof(path), "%s/no-such-key.pem", files.dir);
+    s.tls_key = path;
+    expect_file_named(&s, path, "No such file or directory");
+}
+
+Test(tls, a_ca_file_without_certificates_is_named) {
+    char ns[96], path[256];
+    snprintf(path, sizeof(path), "%s/not-a-ca.pem", files.dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("this is not PEM\n", f);
+    fclose(f);
+    eddy_settings s;
+    tls_settings(&s, srv.url, ns, sizeof(ns));
+    s.tls_cacert = path;
+    expect_file_named(&s, path, "not usable");
+    /* A key that is not the certificate's. */
+    tls_settings(&s, srv.url, ns, sizeof(ns));
+    s.tls_key = files.server_key;
+    expect_file_named(&s, files.server_key, "does not match");
+}
+
+Test(tls, rediss_to_a_plain_port_says_the_handshake_was_not_answered) {
+    eddy_test_redis plain;
+    eddy_test_redis_start(&plain, 0);
+    char ns[96], url[64];
+    snprintf(url, sizeof(url), "rediss://127.0.0.1:%d", plain.port);
+    eddy_settings s;
+    tls_settings(&s, url, ns, sizeof(ns));
+    s.connect_timeout_ms = 1000;
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    eddy_status st = eddy_bus_new(&s, NULL, 0, &bus, &err);
+    eddy_bus_free(bus);
+    eddy_test_redis_kill(&plain);
+    cr_expect_eq(st, EDDY_ERR_TLS, "%s: %s", eddy_status_name(st), err.detail);
+    cr_expect(strstr(err.detail, "did not answer the TLS handshake"), "%s", err.detail);
+}
