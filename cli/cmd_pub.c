@@ -30,12 +30,14 @@ int cmd_pub(cli *c, int argc, char **argv) {
     if (npos != 1)
         return cli_usage(c, "which subject? (eddy pub SUBJECT ...)");
     eddy_settings s;
-    cli_settings(c, &s);
+    if ((rc = cli_settings(c, &s)) >= 0)
+        return rc;
     eddy_error err = {0};
     eddy_bus *bus;
     eddy_status st = eddy_bus_new(&s, NULL, 0, &bus, &err);
     if (st != EDDY_OK)
-        return cli_fail(c, "cannot open the bus", st, &err);
+        return cli_fail_connect(c, "cannot open the bus", st, &err);
+    cli_connected(false);
     rc = CLI_OK;
     for (long long i = 0; i < repeat && rc == CLI_OK; i++) {
         eddy_event *ev;

@@ -32,11 +32,12 @@ int cmd_request(cli *c, int argc, char **argv) {
         return cli_usage(c, "which subject? (eddy request SUBJECT ...)");
     if (timeout == 0)
         return cli_usage(c, "--timeout must be at least 1 millisecond");
+    eddy_settings s;
+    if ((rc = cli_settings(c, &s)) >= 0)
+        return rc;
     eddy_event *ev;
     if ((rc = cli_build_event(c, &eo, pos[0], &ev)) >= 0)
         return rc;
-    eddy_settings s;
-    cli_settings(c, &s);
     eddy_error err = {0};
     eddy_bus *bus;
     eddy_status st = eddy_bus_new(&s, NULL, 0, &bus, &err);
@@ -44,8 +45,9 @@ int cmd_request(cli *c, int argc, char **argv) {
         eddy_bus_free(bus);
     if (st != EDDY_OK) {
         eddy_event_free(ev);
-        return cli_fail(c, "cannot open the bus", st, &err);
+        return cli_fail_connect(c, "cannot open the bus", st, &err);
     }
+    cli_connected(false);
     eddy_request_opts ro = {.deadline_ms = eddy_deadline_in(timeout)};
     eddy_event *reply = NULL;
     st = eddy_bus_request(bus, pos[0], ev, &ro, &reply, &err);
@@ -138,14 +140,15 @@ int cmd_respond(cli *c, int argc, char **argv) {
         return cli_help(respond_help);
     if (npos != 1)
         return cli_usage(c, "which pattern? (eddy respond PATTERN ...)");
+    eddy_settings s;
+    if ((rc = cli_settings(c, &s)) >= 0)
+        return rc;
     responder r = {.type = type, .count = count};
     char why[200];
     if (reply && !cli_json_to_msgpack(reply, &r.reply_data, &r.reply_len, why, sizeof(why)))
         return cli_usage(c, "--reply is not JSON: %s", why);
     cli_block_signals();
     pthread_mutex_init(&r.lock, NULL);
-    eddy_settings s;
-    cli_settings(c, &s);
     eddy_subscription_spec spec;
     eddy_subscription_spec_init(&spec);
     spec.name = "eddy-respond";
@@ -161,8 +164,9 @@ int cmd_respond(cli *c, int argc, char **argv) {
     if (st != EDDY_OK) {
         free(r.reply_data);
         pthread_mutex_destroy(&r.lock);
-        return cli_fail(c, "cannot start the responder", st, &err);
+        return cli_fail_connect(c, "cannot start the responder", st, &err);
     }
+    cli_connected(true);
     int waited = cli_wait(timeout);
     eddy_bus_free(bus);
     free(r.reply_data);

@@ -183,12 +183,14 @@ int cmd_store(cli *c, int argc, char **argv) {
     if (is_append && expect >= 0 && no_stream)
         return cli_usage(c, "give --expect-version or --no-stream, not both");
     eddy_settings s;
-    cli_settings(c, &s);
+    if ((rc = cli_settings(c, &s)) >= 0)
+        return rc;
     eddy_error err = {0};
     eddy_store *store;
     eddy_status st = eddy_store_open(&s, &store, &err);
     if (st != EDDY_OK)
-        return cli_fail(c, "cannot open the store", st, &err);
+        return cli_fail_connect(c, "cannot open the store", st, &err);
+    cli_connected(strcmp(verb, "tail") == 0);
     if (is_append)
         rc = do_append(c, store, stream, &eo, expect, no_stream, publish);
     else if (strcmp(verb, "read") == 0)

@@ -67,7 +67,8 @@ int cmd_tail(cli *c, int argc, char **argv) {
     tail_state t = {.count = count};
     pthread_mutex_init(&t.lock, NULL);
     eddy_settings s;
-    cli_settings(c, &s);
+    if ((rc = cli_settings(c, &s)) >= 0)
+        return rc;
     s.workers = 1; /* printed in the order read */
     eddy_subscription_spec spec;
     eddy_subscription_spec_init(&spec);
@@ -86,11 +87,12 @@ int cmd_tail(cli *c, int argc, char **argv) {
     eddy_bus *bus;
     eddy_status st = eddy_bus_new(&s, &spec, 1, &bus, &err);
     if (st != EDDY_OK)
-        return cli_fail(c, "cannot subscribe", st, &err);
+        return cli_fail_connect(c, "cannot subscribe", st, &err);
     if ((st = eddy_bus_start(bus, &err)) != EDDY_OK) {
         eddy_bus_free(bus);
-        return cli_fail(c, "cannot start", st, &err);
+        return cli_fail_connect(c, "cannot start", st, &err);
     }
+    cli_connected(true);
     int waited = cli_wait(timeout);
     eddy_bus_free(bus); /* stops: a handler running now finishes first */
     pthread_mutex_destroy(&t.lock);

@@ -3,9 +3,11 @@
  * test runs the built tool (EDDY_TEST_BIN_DIR/../cli/eddy) with its own namespace, reads its
  * stdout, stderr and exit code, and parses --json output back with jansson. Background commands
  * (tail, respond) are waited for through the registry, never through a sleep. */
+#define _XOPEN_SOURCE 700 /* posix_openpt, ptsname */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -20,6 +22,7 @@
 #include "eddy/store.h"
 #include "eddy_test.h"
 #include "redis_server.h"
+#include "tls_server.h"
 
 #define MAX_ARGS 32
 
@@ -699,4 +702,323 @@ Test(cli, redis_down_exits_3_with_a_clear_message) {
         cr_assert_str_eq(p.out, "", "%s printed: %s", cases[i][0], p.out);
         release(&p);
     }
+}
+
+/* ---- secrets --------------------------------------------------------------------------------- */
+
+/* The password every case below gives: it must appear in no output. */
+#define KNOWN_PW "Kn0wn-s3cret-PW"
+
+/* Every command, each bounded (a wait ends at once or at its --timeout). */
+static const char *const *const every_command[] = {
+    ARGS("pub", "a.b", "--data", "1"),
+    ARGS("tail", "a.b", "--timeout", "3000"),
+    ARGS("request", "a.b", "--timeout", "3000"),
+    ARGS("respond", "a.b", "--timeout", "3000"),
+    ARGS("groups"),
+    ARGS("registry"),
+    ARGS("stats"),
+    ARGS("dlq", "list"),
+    ARGS("dlq", "list", "g"),
+    ARGS("dlq", "show", "g", "1-0"),
+    ARGS("dlq", "replay", "g", "--all"),
+    ARGS("dlq", "purge", "g", "1-0"),
+    ARGS("store", "read"),
+    ARGS("store", "tail", "--timeout", "3000"),
+    ARGS("store", "append", "s-1", "--data", "1"),
+    ARGS("feed", "status", "f"),
+    ARGS("feed", "reset", "f"),
+    ARGS("version"),
+};
+#define N_COMMANDS (sizeof(every_command) / sizeof(every_command[0]))
+
+/* Runs one command against url with extra global options first; checks the exit code (3 unless
+ * it is `version`), that KNOWN_PW is nowhere, and that stderr says `want` and not `never`. */
+static void expect_secret_kept(const char *url, const char *const *pre, const char *const *cmd,
+                               const char *want, const char *never) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    const char *args[MAX_ARGS];
+    int n = 0;
+    for (int i = 0; pre && pre[i]; i++)
+        args[n++] = pre[i];
+    for (int i = 0; cmd[i]; i++)
+        args[n++] = cmd[i];
+    args[n] = NULL;
+    proc p = run_url(url, ns, args);
+    bool version = strcmp(cmd[0], "version") == 0;
+    cr_expect_eq(p.code, version ? 0 : 3, "%s %s: exit %d: %s", cmd[0], cmd[1] ? cmd[1] : "",
+                 p.code, p.err);
+    cr_expect(!strstr(p.out, KNOWN_PW), "%s: the password in stdout: %s", cmd[0], p.out);
+    cr_expect(!strstr(p.err, KNOWN_PW), "%s: the password in stderr: %s", cmd[0], p.err);
+    if (!version) {
+        cr_expect(strstr(p.err, want), "%s: stderr should say '%s': %s", cmd[0], want, p.err);
+        cr_expect(!never || !strstr(p.err, never), "%s: stderr should not say '%s': %s", cmd[0],
+                  never, p.err);
+        cr_expect(!strstr(p.err, "reconnecting") && !strstr(p.err, "retrying"),
+                  "%s: the library's reconnect lines: %s", cmd[0], p.err);
+        cr_expect_eq(strchr(p.err, '\n'), p.err + strlen(p.err) - 1, "%s: one line: %s", cmd[0],
+                     p.err);
+    }
+    release(&p);
+}
+
+Test(cli, a_refused_password_is_never_printed_and_says_so, .timeout = 300) {
+    eddy_test_redis srv;
+    eddy_test_redis_start_with(&srv, 0, (const char *const[]){"--requirepass", "other-pw", NULL});
+    char url[128];
+    snprintf(url, sizeof(url), "redis://:" KNOWN_PW "@127.0.0.1:%d", srv.port);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        expect_secret_kept(url, NULL, every_command[i], "refused the credentials", "up?");
+    /* The same from $EDDY_PASSWORD, with a user in the URL. */
+    snprintf(url, sizeof(url), "redis://default@127.0.0.1:%d", srv.port);
+    setenv("EDDY_PASSWORD", KNOWN_PW, 1);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        expect_secret_kept(url, NULL, every_command[i], "refused the credentials", "up?");
+    unsetenv("EDDY_PASSWORD");
+    eddy_test_redis_kill(&srv);
+}
+
+Test(cli, a_down_server_is_said_so_without_the_password, .timeout = 300) {
+    char url[128];
+    snprintf(url, sizeof(url), "redis://user:" KNOWN_PW "@127.0.0.1:%d", eddy_test_free_port());
+    char masked[128];
+    snprintf(masked, sizeof(masked), "redis://user:***@127.0.0.1:");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        expect_secret_kept(url, NULL, every_command[i], "up?", "credentials");
+    proc p = run_url(url, "x", ARGS("groups"));
+    cr_expect(strstr(p.err, masked), "the URL shown masked: %s", p.err);
+    release(&p);
+}
+
+Test(cli, a_tls_mismatch_never_prints_the_password, .timeout = 300) {
+    eddy_test_tls_files f;
+    eddy_test_tls_certs(&f);
+    eddy_test_redis tls, plain;
+    eddy_test_tls_redis_start(&tls, &f, f.server_cert, 0);
+    eddy_test_redis_start(&plain, 0);
+    char url[128];
+    /* A CA that did not sign the server's certificate. */
+    snprintf(url, sizeof(url), "rediss://:" KNOWN_PW "@localhost:%d", tls.port);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        expect_secret_kept(url, ARGS("--tls-cacert", f.other_ca), every_command[i],
+                           "certificate was refused", "up?");
+    /* The right CA, no client certificate: the server wants one. */
+    for (size_t i = 0; i < 3; i++)
+        expect_secret_kept(url, ARGS("--tls-cacert", f.ca), every_command[i],
+                           "wants a client certificate", "up?");
+    /* redis:// to the TLS port: the server hangs up. */
+    snprintf(url, sizeof(url), "redis://:" KNOWN_PW "@127.0.0.1:%d", tls.port);
+    for (size_t i = 0; i < 3; i++)
+        expect_secret_kept(url, NULL, every_command[i], "does it want TLS", "credentials");
+    /* rediss:// to a plain port: no TLS handshake comes back (each waits the connect timeout,
+     * so a few commands). */
+    snprintf(url, sizeof(url), "rediss://:" KNOWN_PW "@127.0.0.1:%d", plain.port);
+    for (size_t i = 0; i < 3; i++)
+        expect_secret_kept(url, ARGS("--tls-cacert", f.ca), every_command[i],
+                           "did not answer the TLS handshake", "credentials");
+    eddy_test_redis_kill(&plain);
+    eddy_test_redis_kill(&tls);
+    eddy_test_tls_certs_remove(&f);
+}
+
+Test(cli, the_password_from_the_environment_is_used_escaped) {
+    const char *pw = "p@ss:w%rd/x";
+    eddy_test_redis srv;
+    eddy_test_redis_start_with(&srv, 0, (const char *const[]){"--requirepass", pw, NULL});
+    char url[128], ns[96];
+    ns_new(ns, sizeof(ns));
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", srv.port);
+    setenv("EDDY_PASSWORD", pw, 1);
+    proc p = run_url(url, ns, ARGS("pub", "a.b", "--data", "1"));
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    release(&p);
+    /* It takes the place of the URL's. */
+    snprintf(url, sizeof(url), "redis://:wrong@127.0.0.1:%d", srv.port);
+    p = run_url(url, ns, ARGS("groups"));
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    release(&p);
+    /* memory:// and unix:// take no password: said, not ignored. */
+    p = run_url("memory://", ns, ARGS("groups"));
+    cr_expect_eq(p.code, 2, "exit %d: %s", p.code, p.err);
+    cr_expect(strstr(p.err, "needs a redis://"), "%s", p.err);
+    release(&p);
+    unsetenv("EDDY_PASSWORD");
+    eddy_test_redis_kill(&srv);
+}
+
+/* Runs the tool on a new pseudo-terminal (its controlling terminal; stdout and stderr to files
+ * still), answers the password prompt with `answer`, and returns what the terminal showed. */
+static char *run_on_a_terminal(proc *p, const char *url, const char *ns, const char *const *args,
+                               const char *answer) {
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    cr_assert(master >= 0 && grantpt(master) == 0 && unlockpt(master) == 0);
+    const char *slave = ptsname(master);
+    cr_assert(slave);
+    char slave_path[64];
+    snprintf(slave_path, sizeof(slave_path), "%s", slave);
+    memset(p, 0, sizeof(*p));
+    snprintf(p->out_path, sizeof(p->out_path), "/tmp/eddy-cli-out-XXXXXX");
+    snprintf(p->err_path, sizeof(p->err_path), "/tmp/eddy-cli-err-XXXXXX");
+    int out = mkstemp(p->out_path), err = mkstemp(p->err_path);
+    cr_assert(out >= 0 && err >= 0);
+    const char *argv[MAX_ARGS + 6] = {cli_path(), "--url", url, "--ns", ns};
+    int n = 5;
+    for (int i = 0; args[i]; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    fflush(NULL);
+    p->pid = fork();
+    cr_assert(p->pid >= 0);
+    if (p->pid == 0) {
+        setsid();
+        int tty = open(slave_path, O_RDWR); /* the first terminal a session leader opens */
+        dup2(tty, STDIN_FILENO);
+        dup2(out, STDOUT_FILENO);
+        dup2(err, STDERR_FILENO);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(out);
+    close(err);
+    /* Read the terminal until the prompt, answer, then read until the tool ends. */
+    char *shown = calloc(1, 8192);
+    size_t len = 0;
+    bool answered = false;
+    for (int rounds = 0; rounds < 400 && !exited(p); rounds++) {
+        struct pollfd pfd = {master, POLLIN, 0};
+        if (poll(&pfd, 1, 50) > 0 && (pfd.revents & POLLIN)) {
+            ssize_t k = read(master, shown + len, 8191 - len);
+            if (k > 0)
+                len += (size_t)k;
+        }
+        if (!answered && strstr(shown, "Password:")) {
+            cr_assert_eq(write(master, answer, strlen(answer)), (ssize_t)strlen(answer));
+            answered = true;
+        }
+    }
+    cr_assert(answered, "no prompt on the terminal: %s", shown);
+    finish(p);
+    close(master);
+    return shown;
+}
+
+Test(cli, askpass_reads_the_password_from_the_terminal_without_echo) {
+    eddy_test_redis srv;
+    eddy_test_redis_start_with(&srv, 0, (const char *const[]){"--requirepass", KNOWN_PW, NULL});
+    char url[128], ns[96];
+    ns_new(ns, sizeof(ns));
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", srv.port);
+    proc p;
+    char *shown =
+        run_on_a_terminal(&p, url, ns, ARGS("--askpass", "groups", "--json"), KNOWN_PW "\n");
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    cr_expect(!strstr(shown, KNOWN_PW), "echoed on the terminal: %s", shown);
+    release(&p);
+    free(shown);
+    shown = run_on_a_terminal(&p, url, ns, ARGS("--askpass", "groups"), "Not-" KNOWN_PW "\n");
+    cr_expect_eq(p.code, 3, "exit %d: %s", p.code, p.err);
+    cr_expect(strstr(p.err, "refused the credentials"), "%s", p.err);
+    cr_expect(!strstr(shown, KNOWN_PW) && !strstr(p.err, KNOWN_PW) && !strstr(p.out, KNOWN_PW));
+    release(&p);
+    free(shown);
+    /* No terminal: said, not hung. */
+    p = run_url(url, ns, ARGS("--askpass", "groups"));
+    cr_expect(p.code == 2 || p.code == 3, "exit %d: %s", p.code, p.err);
+    release(&p);
+    eddy_test_redis_kill(&srv);
+}
+
+Test(cli, tls_options_and_their_environment_reach_a_private_ca_server, .timeout = 120) {
+    eddy_test_tls_files f;
+    eddy_test_tls_certs(&f);
+    eddy_test_redis tls;
+    eddy_test_tls_redis_start(&tls, &f, f.server_cert, 0);
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc p = run_url(tls.url, ns,
+                     ARGS("--tls-cacert", f.ca, "--tls-cert", f.client_cert, "--tls-key",
+                          f.client_key, "pub", "a.b", "--data", "1"));
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    release(&p);
+    /* The same from the environment. */
+    setenv("EDDY_TLS_CACERT", f.ca, 1);
+    setenv("EDDY_TLS_CERT", f.client_cert, 1);
+    setenv("EDDY_TLS_KEY", f.client_key, 1);
+    p = run_url(tls.url, ns, ARGS("groups", "--json"));
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    cr_expect(strstr(p.out, "\"a.b\""), "%s", p.out);
+    release(&p);
+    /* A name the certificate does not carry; then no verification at all, with a wrong CA. */
+    p = run_url(tls.url, ns, ARGS("--tls-sni", "elsewhere.example", "groups"));
+    cr_expect_eq(p.code, 3, "exit %d: %s", p.code, p.err);
+    cr_expect(strstr(p.err, "hostname mismatch") && strstr(p.err, "--tls-sni"), "%s", p.err);
+    release(&p);
+    setenv("EDDY_TLS_CACERT", f.other_ca, 1);
+    p = run_url(tls.url, ns, ARGS("groups"));
+    cr_expect_eq(p.code, 3, "exit %d: %s", p.code, p.err);
+    release(&p);
+    p = run_url(tls.url, ns, ARGS("--tls-insecure", "groups"));
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    release(&p);
+    setenv("EDDY_TLS_INSECURE", "1", 1);
+    p = run_url(tls.url, ns, ARGS("groups"));
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    release(&p);
+    unsetenv("EDDY_TLS_INSECURE");
+    /* A missing CA file: named, with the system's reason. */
+    char missing[256];
+    snprintf(missing, sizeof(missing), "%s/none.pem", f.dir);
+    p = run_url(tls.url, ns, ARGS("--tls-cacert", missing, "groups"));
+    cr_expect_eq(p.code, 3, "exit %d: %s", p.code, p.err);
+    cr_expect(strstr(p.err, missing) && strstr(p.err, "No such file"), "%s", p.err);
+    release(&p);
+    unsetenv("EDDY_TLS_CACERT");
+    unsetenv("EDDY_TLS_CERT");
+    unsetenv("EDDY_TLS_KEY");
+    /* Usage: a certificate without its key, TLS options with a plain URL. */
+    p = run_url(tls.url, ns, ARGS("--tls-cert", f.client_cert, "groups"));
+    cr_expect_eq(p.code, 2, "exit %d: %s", p.code, p.err);
+    release(&p);
+    p = run_url("redis://127.0.0.1:1", ns, ARGS("--tls-cacert", f.ca, "groups"));
+    cr_expect_eq(p.code, 2, "exit %d: %s", p.code, p.err);
+    cr_expect(strstr(p.err, "need a TLS URL"), "%s", p.err);
+    release(&p);
+    eddy_test_redis_kill(&tls);
+    eddy_test_tls_certs_remove(&f);
+}
+
+Test(cli, version_and_help_name_every_url) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc p = run_url("redis://127.0.0.1:1", ns, ARGS("--version"));
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    char want[64];
+    snprintf(want, sizeof(want), "eddy %s\n", eddy_version());
+    cr_expect_str_eq(p.out, want);
+    cr_expect_str_eq(want, "eddy 0.3.0\n");
+    release(&p);
+    p = RUN(ns, "--help");
+    const char *urls[] = {"redis://",          "rediss://",
+                          "redis-sentinel://", "rediss-sentinel://",
+                          "redis-cluster://",  "rediss-cluster://",
+                          "unix://",           "memory://",
+                          "--tls-cacert",      "--tls-cacertdir",
+                          "--tls-cert",        "--tls-key",
+                          "--tls-sni",         "--tls-insecure",
+                          "EDDY_PASSWORD",     "--askpass",
+                          "--version",         "--raw"};
+    for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++)
+        cr_expect(strstr(p.out, urls[i]), "--help does not name %s", urls[i]);
+    release(&p);
+}
+
+Test(cli, a_bad_database_number_exits_3_and_says_so) {
+    char ns[96], url[128];
+    ns_new(ns, sizeof(ns));
+    snprintf(url, sizeof(url), "%s/9999", eddy_test_redis_url());
+    proc p = run_url(url, ns, ARGS("groups"));
+    cr_expect_eq(p.code, 3, "exit %d: %s", p.code, p.err);
+    cr_expect(strstr(p.err, "no such database"), "%s", p.err);
+    release(&p);
 }
