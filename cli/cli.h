@@ -41,7 +41,14 @@ typedef struct cli {
 } cli;
 
 /* One option of a command: --name VALUE (or --name=VALUE), or a flag. Kinds: 'f' a flag (bool *),
- * 's' a string (const char **), 'n' a non-negative number (long long *). */
+ * 's' a string (const char **), 'n' a non-negative number (long long *), 'l' a string that may be
+ * given again and again (cli_list *). */
+#define CLI_LIST_MAX 64
+typedef struct cli_list {
+    const char *items[CLI_LIST_MAX];
+    int n;
+} cli_list;
+
 typedef struct cli_opt {
     const char *name;
     char kind;
@@ -88,15 +95,20 @@ void cli_random_id(char out[37]);
 
 /* ---- events as JSON ---------------------------------------------------------------------- */
 
-/* Options that build an event (pub, request, store append, respond --reply). */
+/* Options that build an event (pub, request, store append). line: pub's input line, the data
+ * (JSON sent as msgpack, or its bytes with --content-type); NULL when none. */
 typedef struct cli_event_opts {
-    const char *type, *source, *data, *data_file, *content_type, *id;
+    const char *type, *source, *data, *data_file, *content_type, *id, *time;
+    cli_list ext; /* --ext name=value, repeatable */
+    const char *line;
+    size_t line_len;
 } cli_event_opts;
-/* The options for them, to splice into a command's table (6 entries). */
+/* The options for them, to splice into a command's table (8 entries). */
 #define CLI_EVENT_OPTS(o)                                                                          \
     {"type", 's', &(o).type}, {"source", 's', &(o).source}, {"data", 's', &(o).data},              \
-        {"data-file", 's', &(o).data_file}, {"content-type", 's', &(o).content_type}, {            \
-        "id", 's', &(o).id                                                                         \
+        {"data-file", 's', &(o).data_file}, {"content-type", 's', &(o).content_type},              \
+        {"id", 's', &(o).id}, {"time", 's', &(o).time}, {                                          \
+        "ext", 'l', &(o).ext                                                                       \
     }
 
 /* Builds the event: --data is JSON sent as msgpack ("application/msgpack"), --data-file the raw

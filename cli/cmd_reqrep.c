@@ -14,7 +14,8 @@ static const char request_help[] =
     "Sends a request and prints the reply as one JSON line: {\"subject\", \"event\": {...}};\n"
     "with --json, no reply is a line too: {\"subject\", \"status\": \"EDDY_ERR_NO_REPLY\", ...}.\n"
     "  --timeout MS  the deadline (default 5000)\n"
-    "  (the event options as for eddy pub)\n"
+    "  (the event options as for eddy pub: --type, --source, --id, --time, --ext, --data ...)\n"
+    "With --raw, only the reply's data.\n"
     "Exit 5 when nothing subscribes to SUBJECT (no responders) or no reply came in time; exit 1\n"
     "when the responder failed.\n";
 
@@ -51,7 +52,9 @@ int cmd_request(cli *c, int argc, char **argv) {
     eddy_request_opts ro = {.deadline_ms = eddy_deadline_in(timeout)};
     eddy_event *reply = NULL;
     st = eddy_bus_request(bus, pos[0], ev, &ro, &reply, &err);
-    if (st == EDDY_OK)
+    if (st == EDDY_OK && c->raw)
+        cli_print_raw(reply);
+    else if (st == EDDY_OK)
         cli_print_line(json_pack("{s:s,s:o*}", "subject", pos[0], "event", cli_event_json(reply)));
     else if (c->json) /* scripts read the outcome where they read a reply */
         cli_print_line(json_pack("{s:s,s:s,s:s}", "subject", pos[0], "status", eddy_status_name(st),

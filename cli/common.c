@@ -97,6 +97,11 @@ int cli_parse(cli *c, int argc, char **argv, const cli_opt *opts, char **pos, in
             return cli_usage(c, "option '--%s' needs a value", o->name);
         if (o->kind == 's') {
             *(const char **)dst = value;
+        } else if (o->kind == 'l') {
+            cli_list *l = dst;
+            if (l->n == CLI_LIST_MAX)
+                return cli_usage(c, "option '--%s': at most %d of them", o->name, CLI_LIST_MAX);
+            l->items[l->n++] = value;
         } else {
             char *end;
             errno = 0;

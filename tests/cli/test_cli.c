@@ -47,7 +47,7 @@ static const char *cli_path(void) {
 /* Starts `eddy --url URL --ns NS args...` (args NULL-terminated; url NULL: the fixture's), its
  * stdout to stdout_to when not NULL (then p->out stays empty). */
 static void spawn_full(proc *p, const char *url, const char *stdout_to, const char *ns,
-                       const char *const *args) {
+                       const char *const *args, const char *stdin_from) {
     memset(p, 0, sizeof(*p));
     snprintf(p->out_path, sizeof(p->out_path), "/tmp/eddy-cli-out-XXXXXX");
     snprintf(p->err_path, sizeof(p->err_path), "/tmp/eddy-cli-err-XXXXXX");
@@ -69,8 +69,8 @@ static void spawn_full(proc *p, const char *url, const char *stdout_to, const ch
             out = open(stdout_to, O_WRONLY);
         dup2(out, STDOUT_FILENO);
         dup2(err, STDERR_FILENO);
-        int devnull = open("/dev/null", O_RDONLY);
-        dup2(devnull, STDIN_FILENO);
+        int in = open(stdin_from ? stdin_from : "/dev/null", O_RDONLY);
+        dup2(in, STDIN_FILENO);
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
@@ -79,7 +79,7 @@ static void spawn_full(proc *p, const char *url, const char *stdout_to, const ch
 }
 
 static void spawn_url(proc *p, const char *url, const char *ns, const char *const *args) {
-    spawn_full(p, url, NULL, ns, args);
+    spawn_full(p, url, NULL, ns, args, NULL);
 }
 
 static char *slurp(const char *path) {
@@ -254,7 +254,7 @@ Test(cli, tail_that_cannot_print_hands_the_event_back) {
     char ns[96];
     ns_new(ns, sizeof(ns));
     proc tail;
-    spawn_full(&tail, NULL, "/dev/full", ns, ARGS("tail", "jobs.run", "--group", "workers"));
+    spawn_full(&tail, NULL, "/dev/full", ns, ARGS("tail", "jobs.run", "--group", "workers"), NULL);
     wait_registered(ns, "eddy-tail");
     proc p = RUN(ns, "pub", "jobs.run", "--data", "1");
     cr_assert_eq(p.code, 0, "pub: %s", p.err);
@@ -1020,5 +1020,205 @@ Test(cli, a_bad_database_number_exits_3_and_says_so) {
     proc p = run_url(url, ns, ARGS("groups"));
     cr_expect_eq(p.code, 3, "exit %d: %s", p.code, p.err);
     cr_expect(strstr(p.err, "no such database"), "%s", p.err);
+    release(&p);
+}
+
+/* ---- history, stdin, extensions, raw --------------------------------------------------------- */
+
+/* Publishes with the tool; returns the entry id (static storage, overwritten by the next). */
+static const char *pub(const char *ns, const char *subject, const char *data) {
+    static char entry[64];
+    proc p = RUN(ns, "pub", subject, "--data", data);
+    cr_assert_eq(p.code, 0, "pub: %s", p.err);
+    snprintf(entry, sizeof(entry), "%.*s", (int)strcspn(p.out, "\n"), p.out);
+    release(&p);
+    return entry;
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+Test(cli, tail_from_start_prints_the_history_in_order_then_live_without_repeats) {
+    char ns[96], ids[5][64];
+    ns_new(ns, sizeof(ns));
+    const char *subjects[5] = {"h.a", "h.b", "h.a", "h.b", "h.a"};
+    for (int i = 0; i < 5; i++) {
+        char data[16];
+        snprintf(data, sizeof(data), "%d", i);
+        snprintf(ids[i], sizeof(ids[i]), "%s", pub(ns, subjects[i], data));
+    }
+    proc tail;
+    spawn_url(&tail, NULL, ns, ARGS("tail", "h.*", "--from", "start", "--count", "6"));
+    wait_registered(ns, "eddy-tail");
+    char live[64];
+    snprintf(live, sizeof(live), "%s", pub(ns, "h.b", "5")); /* maybe in the history too */
+    finish(&tail);
+    cr_assert_eq(tail.code, 0, "tail: %s", tail.err);
+    cr_assert_eq(count_lines(tail.out), 6, "%s", tail.out);
+    for (int i = 0; i < 6; i++) {
+        json_t *l = line(tail.out, i);
+        const char *id = json_string_value(json_object_get(l, "entry_id"));
+        cr_assert_str_eq(id, i < 5 ? ids[i] : live, "line %d, in entry id order: %s", i, tail.out);
+        json_t *want = json_integer(i);
+        cr_assert(json_equal(json_object_get(json_object_get(l, "event"), "data"), want));
+        json_decref(want);
+        if (i < 5)
+            cr_assert_eq(json_integer_value(json_object_get(l, "attempt")), 0, "history");
+        json_decref(l);
+    }
+    release(&tail);
+}
+
+Test(cli, tail_last_n_and_from_an_id_or_a_time) {
+    char ns[96], ids[4][64];
+    ns_new(ns, sizeof(ns));
+    for (int i = 0; i < 4; i++) {
+        char data[16];
+        snprintf(data, sizeof(data), "%d", i);
+        snprintf(ids[i], sizeof(ids[i]), "%s", pub(ns, i % 2 ? "k.odd" : "k.even", data));
+    }
+    /* The last 2 across both subjects (--raw: only the data). */
+    proc p = RUN(ns, "--raw", "tail", "k.>", "--last", "2", "--count", "2");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "2\n3\n");
+    release(&p);
+    /* From an id, inclusive. */
+    p = RUN(ns, "--raw", "tail", "k.>", "--from", ids[1], "--count", "3");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "1\n2\n3\n");
+    release(&p);
+    /* The last 1 at or after an id. */
+    p = RUN(ns, "--raw", "tail", "k.even", "--from", ids[0], "--last", "1", "--count", "1");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "2\n");
+    release(&p);
+    /* A time long ago: everything; one in the future: nothing (until --timeout). */
+    p = RUN(ns, "--raw", "tail", "k.>", "--from", "1970-01-01T00:00:01.5+01:00", "--count", "4");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "0\n1\n2\n3\n");
+    release(&p);
+    p = RUN(ns, "tail", "k.>", "--from", "2999-01-01T00:00:00Z", "--timeout", "300");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "");
+    release(&p);
+    /* Bad input is a usage error. */
+    p = RUN(ns, "tail", "k.>", "--from", "last tuesday");
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    cr_assert(strstr(p.err, "RFC 3339"), "%s", p.err);
+    release(&p);
+    p = RUN(ns, "tail", "k.>", "--from", "2026-13-01T00:00:00Z");
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    release(&p);
+    p = RUN(ns, "tail", "k.>", "--last", "2", "--group", "g");
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    release(&p);
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+Test(cli, pub_reads_one_event_per_line_of_stdin) {
+    char ns[96], in[64];
+    ns_new(ns, sizeof(ns));
+    snprintf(in, sizeof(in), "/tmp/eddy-cli-in-XXXXXX");
+    int fd = mkstemp(in);
+    cr_assert(fd >= 0);
+    close(fd);
+    write_file(in, "{\"a\":1}\n\n[2]\r\n\"three\"\n");
+    proc p;
+    spawn_full(&p, NULL, NULL, ns, ARGS("pub", "in.json", "-", "--json"), in);
+    finish(&p);
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_eq(count_lines(p.out), 3, "the empty line is skipped: %s", p.out);
+    release(&p);
+    /* Lines as they are, with a content type, through --stdin. */
+    write_file(in, "plain one\nplain two\n");
+    spawn_full(&p, NULL, NULL, ns,
+               ARGS("pub", "in.text", "--stdin", "--content-type", "text/plain"), in);
+    finish(&p);
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    release(&p);
+    p = RUN(ns, "--raw", "tail", "in.*", "--from", "start", "--count", "5");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "{\"a\":1}\n[2]\n\"three\"\nplain one\nplain two\n");
+    release(&p);
+    /* A line that is not JSON stops there, naming it; the ones before are published. */
+    write_file(in, "1\nnot json\n3\n");
+    spawn_full(&p, NULL, NULL, ns, ARGS("pub", "in.bad", "-"), in);
+    finish(&p);
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    cr_assert(strstr(p.err, "line 2"), "%s", p.err);
+    cr_assert_eq(count_lines(p.out), 1, "%s", p.out);
+    release(&p);
+    p = RUN(ns, "pub", "in.bad", "-", "--data", "1");
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    release(&p);
+    unlink(in);
+}
+
+Test(cli, pub_sets_extensions_and_the_time) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc p = RUN(ns, "pub", "x.y", "--data", "1", "--ext", "tenant=acme", "--ext", "region=eu",
+                 "--time", "2026-01-31T12:00:00Z");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    release(&p);
+    p = RUN(ns, "pub", "x.y", "--data", "2", "--time", "now");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    release(&p);
+    p = RUN(ns, "tail", "x.y", "--from", "start", "--count", "2");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    json_t *first = line(p.out, 0), *second = line(p.out, 1);
+    json_t *ev = json_object_get(first, "event");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "tenant")), "acme");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "region")), "eu");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "time")), "2026-01-31T12:00:00Z");
+    const char *now = json_string_value(json_object_get(json_object_get(second, "event"), "time"));
+    cr_assert(now && strlen(now) == 24 && now[10] == 'T' && now[23] == 'Z', "now: %s",
+              now ? now : "(none)");
+    json_decref(first);
+    json_decref(second);
+    release(&p);
+    /* Bad ones are usage errors that say why. */
+    p = RUN(ns, "pub", "x.y", "--ext", "Not-A-Name=1");
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    cr_assert(strstr(p.err, "Not-A-Name"), "%s", p.err);
+    release(&p);
+    p = RUN(ns, "pub", "x.y", "--ext", "novalue");
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    release(&p);
+    p = RUN(ns, "pub", "x.y", "--time", "yesterday");
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    cr_assert(strstr(p.err, "RFC 3339"), "%s", p.err);
+    release(&p);
+}
+
+Test(cli, raw_prints_only_the_data_for_request_and_store_read) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc resp;
+    spawn_url(&resp, NULL, ns, ARGS("respond", "raw.>", "--count", "1"));
+    wait_registered(ns, "eddy-respond");
+    proc p =
+        RUN(ns, "--raw", "request", "raw.echo", "--data", "{\"k\":[1,true]}", "--timeout", "30000");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "{\"k\":[1,true]}\n");
+    release(&p);
+    finish(&resp);
+    release(&resp);
+    p = RUN(ns, "store", "append", "acct-1", "--data", "\"opened\"");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    release(&p);
+    p = RUN(ns, "store", "read", "acct-1", "--raw");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "\"opened\"\n");
     release(&p);
 }
