@@ -259,3 +259,60 @@ Test(tls, rediss_to_a_plain_port_says_the_handshake_was_not_answered) {
     cr_expect_eq(st, EDDY_ERR_TLS, "%s: %s", eddy_status_name(st), err.detail);
     cr_expect(strstr(err.detail, "did not answer the TLS handshake"), "%s", err.detail);
 }
+
+/* ---- no password in any log line or detail ------------------------------------------------- */
+
+#define SECRET "Never-Sh0wn-pw"
+
+static atomic_int leaked_lines, log_lines;
+
+static void watch_log(eddy_log_level level, const char *msg, void *user) {
+    (void)level;
+    (void)user;
+    atomic_fetch_add(&log_lines, 1);
+    if (strstr(msg, SECRET))
+        atomic_fetch_add(&leaked_lines, 1);
+}
+
+/* Opens a bus and an admin handle on url (which carries SECRET), publishes once if it opened;
+ * every log line, at every level, and every detail must be free of the password. */
+static void expect_no_secret(const char *url, const char *cacert) {
+    char ns[96];
+    eddy_settings s;
+    tls_settings(&s, url, ns, sizeof(ns));
+    s.tls_cacert = cacert;
+    s.connect_timeout_ms = 1000;
+    s.command_timeout_ms = 1000;
+    s.log = watch_log;
+    eddy_error err = {0};
+    eddy_bus *bus = NULL;
+    eddy_status st = eddy_bus_new(&s, NULL, 0, &bus, &err);
+    cr_expect_neq(st, EDDY_OK, "%s should fail", url);
+    cr_expect(!strstr(err.detail, SECRET), "the password in a detail: %s", err.detail);
+    eddy_bus_free(bus);
+    eddy_admin *a = NULL;
+    memset(&err, 0, sizeof(err));
+    cr_expect_neq(eddy_admin_open(&s, &a, &err), EDDY_OK);
+    cr_expect(!strstr(err.detail, SECRET), "the password in a detail: %s", err.detail);
+    eddy_admin_close(a);
+}
+
+Test(tls, the_password_is_in_no_log_line_or_detail) {
+    eddy_test_redis auth;
+    eddy_test_redis_start_with(&auth, 0, (const char *const[]){"--requirepass", "other", NULL});
+    char url[160];
+    snprintf(url, sizeof(url), "redis://user:" SECRET "@127.0.0.1:%d", auth.port);
+    expect_no_secret(url, NULL); /* refused */
+    snprintf(url, sizeof(url), "rediss://:" SECRET "@localhost:%d", srv.port);
+    expect_no_secret(url, files.other_ca); /* wrong CA */
+    snprintf(url, sizeof(url), "rediss://:" SECRET "@127.0.0.1:%d", auth.port);
+    expect_no_secret(url, files.ca); /* a plain port */
+    snprintf(url, sizeof(url), "redis-sentinel://:" SECRET "@127.0.0.1:%d/mymaster",
+             eddy_test_free_port());
+    expect_no_secret(url, NULL); /* no sentinel */
+    snprintf(url, sizeof(url), "redis-cluster://:" SECRET "@127.0.0.1:%d", eddy_test_free_port());
+    expect_no_secret(url, NULL); /* no node */
+    eddy_test_redis_kill(&auth);
+    cr_expect_gt(atomic_load(&log_lines), 0, "the failures were logged");
+    cr_expect_eq(atomic_load(&leaked_lines), 0, "log lines with the password");
+}
