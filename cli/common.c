@@ -158,7 +158,12 @@ int cli_exit_code(eddy_status st) {
 static void hint(const cli *c, eddy_status st, const char *detail, char *out, size_t size) {
     const char *url = cli_url_shown(c);
     const char *d = detail ? detail : "";
-    if (st == EDDY_ERR_AUTH)
+    if (st == EDDY_ERR_AUTH && strstr(d, "NOAUTH"))
+        snprintf(out, size,
+                 "the server at %s wants a password: give it in $EDDY_PASSWORD, at --askpass, or "
+                 "in the URL",
+                 url);
+    else if (st == EDDY_ERR_AUTH)
         snprintf(out, size,
                  "the server at %s refused the credentials: check the user and password "
                  "($EDDY_PASSWORD, --askpass, or the URL)",
@@ -174,7 +179,9 @@ static void hint(const cli *c, eddy_status st, const char *detail, char *out, si
     else if (st == EDDY_ERR_TLS)
         snprintf(out, size, "TLS to %s failed: check the --tls-* options", url);
     else if (st == EDDY_ERR_PROTOCOL)
-        snprintf(out, size, "the server at %s does not answer as Redis does (the right port?)",
+        snprintf(out, size,
+                 "the server at %s is not a Redis server, or not one eddy can read (the "
+                 "right port?)",
                  url);
     else if (st == EDDY_ERR_BACKEND && strstr(d, "DB index"))
         snprintf(out, size, "the server at %s has no such database (the URL's /DB)", url);

@@ -4,9 +4,11 @@
  * stdout, stderr and exit code, and parses --json output back with jansson. Background commands
  * (tail, respond) are waited for through the registry, never through a sleep. */
 #define _XOPEN_SOURCE 700 /* posix_openpt, ptsname */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1221,4 +1224,54 @@ Test(cli, raw_prints_only_the_data_for_request_and_store_read) {
     cr_assert_eq(p.code, 0, "%s", p.err);
     cr_assert_str_eq(p.out, "\"opened\"\n");
     release(&p);
+}
+
+/* A server that is not Redis: answers every connection as an HTTP server would, then hangs up
+ * (a child process; at most `conns` connections). */
+static pid_t not_redis(int *port) {
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert(lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+              listen(lfd, 8) == 0);
+    socklen_t len = sizeof(sa);
+    cr_assert(getsockname(lfd, (struct sockaddr *)&sa, &len) == 0);
+    *port = ntohs(sa.sin_port);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        const char answer[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+        for (int i = 0; i < 200; i++) {
+            int c = accept(lfd, NULL, NULL);
+            if (c < 0)
+                continue;
+            char buf[512];
+            (void)!read(c, buf, sizeof(buf));
+            (void)!write(c, answer, sizeof(answer) - 1);
+            close(c);
+        }
+        _exit(0);
+    }
+    close(lfd);
+    return pid;
+}
+
+Test(cli, hints_match_the_failure_not_redis_and_no_password_given) {
+    int port;
+    pid_t fake = not_redis(&port);
+    char url[128];
+    snprintf(url, sizeof(url), "redis://:" KNOWN_PW "@127.0.0.1:%d", port);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        expect_secret_kept(url, NULL, every_command[i], "is not a Redis server", "credentials");
+    kill(fake, SIGKILL);
+    waitpid(fake, NULL, 0);
+    /* A server that wants a password when none is given. */
+    eddy_test_redis srv;
+    eddy_test_redis_start_with(&srv, 0, (const char *const[]){"--requirepass", KNOWN_PW, NULL});
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", srv.port);
+    proc p = run_url(url, "x", ARGS("groups"));
+    cr_expect_eq(p.code, 3, "exit %d: %s", p.code, p.err);
+    cr_expect(strstr(p.err, "wants a password") && strstr(p.err, "EDDY_PASSWORD"), "%s", p.err);
+    release(&p);
+    eddy_test_redis_kill(&srv);
 }
