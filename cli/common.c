@@ -396,9 +396,16 @@ static int prepare(cli *c) {
     if (strncmp(c->url, "redis", 5) != 0 || !strstr(c->url, "://"))
         return cli_usage(c, "a password ($EDDY_PASSWORD, --askpass) needs a redis://, rediss://, "
                             "redis-sentinel:// or redis-cluster:// URL");
-    if (!*c->password)
+    if (!*c->password) {
+        free(c->password);
+        c->password = NULL;
         return cli_usage(c, "the password is empty");
-    if (!(c->url_with_pass = splice_password(c->url, c->password)))
+    }
+    c->url_with_pass = splice_password(c->url, c->password);
+    explicit_bzero(c->password, strlen(c->password)); /* only the URL the library gets keeps it */
+    free(c->password);
+    c->password = NULL;
+    if (!c->url_with_pass)
         return cli_usage(c, "out of memory");
     return -1;
 }
