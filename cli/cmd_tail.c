@@ -27,7 +27,8 @@ static const char help[] =
     "  --from WHERE    first print the history, then go on live: start (every entry kept), an\n"
     "                  entry id (1700000000000-0, inclusive) or an RFC 3339 time\n"
     "                  (2026-01-31T12:00:00Z, entries from then on); history lines have\n"
-    "                  \"attempt\": 0, in entry id order across the matching subjects\n"
+    "                  \"attempt\": 0, in entry id order across the matching subjects (one\n"
+    "                  subject's is printed as it is read; several are read whole, then merged)\n"
     "  --last N        first print the last N events of the history (at or after --from)\n"
     "  --count N       stop after N events (history included)\n"
     "  --timeout MS    stop after MS milliseconds (exit 5 when --count was not reached)\n"
@@ -252,6 +253,12 @@ static int history_from(cli *c, const char *from, char *out, size_t size, const 
     return -1;
 }
 
+static eddy_status nomem(eddy_error *err) {
+    snprintf(err->detail, sizeof(err->detail), "out of memory");
+    err->status = EDDY_ERR_NOMEM;
+    return EDDY_ERR_NOMEM;
+}
+
 static void history_free(history *h) {
     for (size_t i = 0; i < h->n; i++) {
         free(h->items[i].subject);
@@ -261,7 +268,62 @@ static void history_free(history *h) {
     free(h->items);
 }
 
-/* Reads, merges and prints the history; sets t->upto. Returns -1 or an exit code. */
+/* One subject's history, printed as it is read (nothing to merge). */
+typedef struct direct {
+    tail_state *t;
+    shown_upto *upto;
+} direct;
+
+static eddy_status print_entry(const char *subject, const char *entry_id, const eddy_event *ev,
+                               const char *why, void *user) {
+    direct *d = user;
+    tail_state *t = d->t;
+    unsigned long long ms, seq;
+    if (!ev || !parse_id(entry_id, &ms, &seq)) {
+        fprintf(stderr, "eddy tail: %s entry %s is not an eddy event (%s); not shown\n", subject,
+                entry_id, why ? why : "?");
+        return EDDY_OK;
+    }
+    d->upto->ms = ms;
+    d->upto->seq = seq;
+    if (t->count > 0 && t->printed >= t->count)
+        return EDDY_ERR_CANCELLED;
+    if (!print_event(t, subject, entry_id, 0, ev)) {
+        t->failed = true;
+        return EDDY_ERR_CANCELLED;
+    }
+    if (++t->printed == t->count) {
+        cli_wait_done();
+        return EDDY_ERR_CANCELLED;
+    }
+    return EDDY_OK;
+}
+
+/* Under t->lock: prints the merged history of several subjects, oldest first. */
+static void print_merged(tail_state *t, history *h, long long last) {
+    qsort(h->items, h->n, sizeof(*h->items), cmp_past);
+    for (size_t i = 0; i < h->n; i++) /* everything read counts as shown */
+        for (size_t k = 0; k < t->nupto; k++)
+            if (strcmp(t->upto[k].subject, h->items[i].subject) == 0 &&
+                cmp_id(h->items[i].ms, h->items[i].seq, t->upto[k].ms, t->upto[k].seq) > 0) {
+                t->upto[k].ms = h->items[i].ms;
+                t->upto[k].seq = h->items[i].seq;
+            }
+    size_t first = last > 0 && h->n > (size_t)last ? h->n - (size_t)last : 0;
+    for (size_t i = first; i < h->n; i++) {
+        if (t->count > 0 && t->printed >= t->count)
+            break;
+        if (!print_event(t, h->items[i].subject, h->items[i].entry_id, 0, h->items[i].ev)) {
+            t->failed = true;
+            break;
+        }
+        if (++t->printed == t->count)
+            cli_wait_done();
+    }
+}
+
+/* Reads and prints the history (one subject as it is read; several read whole, then merged by
+ * entry id); sets t->upto. Returns -1 or an exit code. */
 static int print_history(cli *c, tail_state *t, const eddy_settings *s, const char *pattern,
                          const char *from, long long last) {
     eddy_admin *a;
@@ -272,45 +334,32 @@ static int print_history(cli *c, tail_state *t, const eddy_settings *s, const ch
     subjects subs = {0};
     history h = {0};
     st = eddy_admin_subjects(a, pattern, keep_subject, &subs, &err);
+    pthread_mutex_lock(&t->lock); /* the live handler waits for history_done anyway */
+    if (st == EDDY_OK && !(t->upto = calloc(subs.n ? subs.n : 1, sizeof(*t->upto))))
+        st = nomem(&err);
     for (size_t i = 0; st == EDDY_OK && i < subs.n; i++)
-        st = eddy_admin_history(a, subs.names[i], from, (size_t)last, keep_entry, &h, &err);
-    eddy_admin_close(a);
-    int rc = -1;
-    if (st != EDDY_OK)
-        rc = cli_fail(c, "cannot read the history", st, &err);
-    if (rc < 0) {
-        qsort(h.items, h.n, sizeof(*h.items), cmp_past);
-        size_t first = last > 0 && h.n > (size_t)last ? h.n - (size_t)last : 0;
-        if (!(t->upto = calloc(subs.n ? subs.n : 1, sizeof(*t->upto))))
-            rc = CLI_FAILED;
-        pthread_mutex_lock(&t->lock);
-        for (size_t i = 0; rc < 0 && i < subs.n; i++) /* everything read counts as shown */
-            if ((t->upto[t->nupto].subject = strdup(subs.names[i])))
-                t->nupto++;
-        for (size_t i = 0; i < h.n; i++)
-            for (size_t k = 0; k < t->nupto; k++)
-                if (strcmp(t->upto[k].subject, h.items[i].subject) == 0 &&
-                    cmp_id(h.items[i].ms, h.items[i].seq, t->upto[k].ms, t->upto[k].seq) > 0) {
-                    t->upto[k].ms = h.items[i].ms;
-                    t->upto[k].seq = h.items[i].seq;
-                }
-        for (size_t i = first; rc < 0 && i < h.n; i++) {
-            if (t->count > 0 && t->printed >= t->count)
-                break;
-            if (!print_event(t, h.items[i].subject, h.items[i].entry_id, 0, h.items[i].ev)) {
-                t->failed = true;
-                break;
-            }
-            if (++t->printed == t->count)
-                cli_wait_done();
-        }
-        pthread_mutex_unlock(&t->lock);
+        if ((t->upto[i].subject = strdup(subs.names[i])))
+            t->nupto++;
+        else
+            st = nomem(&err);
+    if (st == EDDY_OK && subs.n == 1) {
+        direct d = {t, &t->upto[0]};
+        st = eddy_admin_history(a, subs.names[0], from, (size_t)last, print_entry, &d, &err);
+        if (st == EDDY_ERR_CANCELLED)
+            st = EDDY_OK; /* the count was reached, or stdout failed (t->failed) */
+    } else {
+        for (size_t i = 0; st == EDDY_OK && i < subs.n; i++)
+            st = eddy_admin_history(a, subs.names[i], from, (size_t)last, keep_entry, &h, &err);
+        if (st == EDDY_OK)
+            print_merged(t, &h, last);
     }
+    pthread_mutex_unlock(&t->lock);
+    eddy_admin_close(a);
     history_free(&h);
     for (size_t i = 0; i < subs.n; i++)
         free(subs.names[i]);
     free(subs.names);
-    return rc;
+    return st == EDDY_OK ? -1 : cli_fail(c, "cannot read the history", st, &err);
 }
 
 int cmd_tail(cli *c, int argc, char **argv) {

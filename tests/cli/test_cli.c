@@ -1074,6 +1074,14 @@ Test(cli, tail_from_start_prints_the_history_in_order_then_live_without_repeats)
         json_decref(l);
     }
     release(&tail);
+    /* One subject: printed as it is read, the same rule against repeats. */
+    spawn_url(&tail, NULL, ns, ARGS("--raw", "tail", "h.a", "--from", "start", "--count", "4"));
+    wait_registered(ns, "eddy-tail");
+    pub(ns, "h.a", "6");
+    finish(&tail);
+    cr_assert_eq(tail.code, 0, "tail: %s", tail.err);
+    cr_assert_str_eq(tail.out, "0\n2\n4\n6\n");
+    release(&tail);
 }
 
 Test(cli, tail_last_n_and_from_an_id_or_a_time) {
