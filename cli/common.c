@@ -112,6 +112,10 @@ int cli_parse(cli *c, int argc, char **argv, const cli_opt *opts, char **pos, in
             *(long long *)dst = v;
         }
     }
+    if (c->version && !c->help) { /* --version anywhere: the version, and nothing else */
+        printf("eddy %s\n", eddy_version());
+        return CLI_OK;
+    }
     return -1;
 }
 

@@ -122,10 +122,6 @@ int main(int argc, char **argv) {
     int at = global_options(&c, argc, argv, &rc);
     if (rc >= 0)
         return rc;
-    if (c.version && (at < 0 || strcmp(argv[at], "version") != 0)) {
-        printf("eddy %s\n", eddy_version());
-        return CLI_OK;
-    }
     if (at < 0) {
         fputs(usage, c.help ? stdout : stderr);
         return c.help ? CLI_OK : CLI_USAGE;

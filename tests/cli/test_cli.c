@@ -1001,6 +1001,10 @@ Test(cli, version_and_help_name_every_url) {
     cr_expect_str_eq(p.out, want);
     cr_expect_str_eq(want, "eddy 0.3.0\n");
     release(&p);
+    p = run_url("redis://127.0.0.1:1", ns, ARGS("groups", "--version"));
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    cr_expect_str_eq(p.out, want, "after a command too, contacting nothing");
+    release(&p);
     p = RUN(ns, "--help");
     const char *urls[] = {"redis://",          "rediss://",
                           "redis-sentinel://", "rediss-sentinel://",
