@@ -301,7 +301,8 @@ static eddy_status print_entry(const char *subject, const char *entry_id, const 
 
 /* Under t->lock: prints the merged history of several subjects, oldest first. */
 static void print_merged(tail_state *t, history *h, long long last) {
-    qsort(h->items, h->n, sizeof(*h->items), cmp_past);
+    if (h->n > 1)
+        qsort(h->items, h->n, sizeof(*h->items), cmp_past);
     for (size_t i = 0; i < h->n; i++) /* everything read counts as shown */
         for (size_t k = 0; k < t->nupto; k++)
             if (strcmp(t->upto[k].subject, h->items[i].subject) == 0 &&

@@ -397,9 +397,12 @@ static int prepare(cli *c) {
     }
     if (!c->password)
         return -1;
-    if (strncmp(c->url, "redis", 5) != 0 || !strstr(c->url, "://"))
+    if (strncmp(c->url, "redis", 5) != 0 || !strstr(c->url, "://")) {
+        free(c->password);
+        c->password = NULL;
         return cli_usage(c, "a password ($EDDY_PASSWORD, --askpass) needs a redis://, rediss://, "
                             "redis-sentinel:// or redis-cluster:// URL");
+    }
     if (!*c->password) {
         free(c->password);
         c->password = NULL;

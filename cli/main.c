@@ -137,7 +137,9 @@ int main(int argc, char **argv) {
     for (const command *cmd = commands; cmd->name; cmd++)
         if (strcmp(cmd->name, argv[at]) == 0) {
             c.command = cmd->name;
-            return cmd->run(&c, argc - at - 1, argv + at + 1);
+            rc = cmd->run(&c, argc - at - 1, argv + at + 1);
+            free(c.url_with_pass);
+            return rc;
         }
     fprintf(stderr, "eddy: unknown command '%s' (eddy --help lists them)\n", argv[at]);
     return CLI_USAGE;
