@@ -178,3 +178,37 @@ char *eddy_admin_stats_json(eddy_admin *a, const char *pattern, eddy_error *err)
     eddy__admin_scan_free(s);
     return json;
 }
+
+/* One round of a history read, fed to fn. */
+static eddy_status history_round(eddy_admin *a, const char *subject, const char *start,
+                                 bool exclusive, bool reverse, size_t count, eddy_history_fn fn,
+                                 void *user, char *last_id, size_t *n, eddy_error *err) {
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    redisReply *reply = NULL;
+    eddy_status st =
+        eddy__admin_history_cmd(a->s.ns, subject, start, exclusive, reverse, count, &cmds, err);
+    if (st == EDDY_OK && (st = exchange(a, &cmds, &reply, err)) == EDDY_OK)
+        st = eddy__admin_history_feed(reply, subject, a->s.max_event_size, reverse, fn, user,
+                                      last_id, 64, n, err);
+    if (reply)
+        freeReplyObject(reply);
+    eddy__cmdlist_reset(&cmds);
+    return st;
+}
+
+eddy_status eddy_admin_history(eddy_admin *a, const char *subject, const char *from, size_t last,
+                               eddy_history_fn fn, void *user, eddy_error *err) {
+    if (!a || !subject || !fn)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "admin, subject or fn is NULL");
+    char cursor[64] = "";
+    size_t n = 0;
+    if (last > 0) /* the newest `last` at or after from, in one round, handed out oldest first */
+        return history_round(a, subject, from, false, true, last, fn, user, cursor, &n, err);
+    eddy_status st = history_round(a, subject, from, false, false, EDDY__HISTORY_PAGE, fn, user,
+                                   cursor, &n, err);
+    while (st == EDDY_OK && n == EDDY__HISTORY_PAGE)
+        st = history_round(a, subject, cursor, true, false, EDDY__HISTORY_PAGE, fn, user, cursor,
+                           &n, err);
+    return st;
+}

@@ -24,15 +24,31 @@ enum {
 };
 
 typedef struct cli {
-    const char *url; /* --url, $EDDY_URL, or redis://127.0.0.1:6379 */
+    const char *url; /* --url, $EDDY_URL, or redis://127.0.0.1:6379 (shown masked: cli_url_shown) */
     const char *ns;  /* --ns, $EDDY_NS, or "eddy" */
     bool json;       /* --json: machine-readable output */
+    bool raw;        /* --raw: only the events' data */
     bool help;       /* --help was given */
+    bool version;    /* --version was given */
+    bool askpass;    /* --askpass: read the password from the terminal */
+    /* --tls-*, or $EDDY_TLS_*: the settings' tls_* fields */
+    const char *tls_cacert, *tls_cacertdir, *tls_cert, *tls_key, *tls_sni;
+    bool tls_insecure;
+    bool tls_given;      /* a --tls-* option was given on the command line */
+    char *password;      /* $EDDY_PASSWORD or --askpass (malloc'd), NULL when neither */
+    char *url_with_pass; /* url with the password spliced in (malloc'd), what the library gets */
     const char *command;
 } cli;
 
 /* One option of a command: --name VALUE (or --name=VALUE), or a flag. Kinds: 'f' a flag (bool *),
- * 's' a string (const char **), 'n' a non-negative number (long long *). */
+ * 's' a string (const char **), 'n' a non-negative number (long long *), 'l' a string that may be
+ * given again and again (cli_list *). */
+#define CLI_LIST_MAX 64
+typedef struct cli_list {
+    const char *items[CLI_LIST_MAX];
+    int n;
+} cli_list;
+
 typedef struct cli_opt {
     const char *name;
     char kind;
@@ -51,26 +67,48 @@ int cli_usage(cli *c, const char *fmt, ...) __attribute__((format(printf, 2, 3))
  * code (cli_exit_code). */
 int cli_fail(cli *c, const char *what, eddy_status st, const eddy_error *err);
 int cli_exit_code(eddy_status st);
+/* The same for a failure to open a connection (a bus, an admin handle, a store): whatever the
+ * server said, exit 3 (CLI_UNREACHABLE), unless the input was bad (2). */
+int cli_fail_connect(cli *c, const char *what, eddy_status st, const eddy_error *err);
 /* Prints the help text on stdout and returns CLI_OK. */
 int cli_help(const char *text);
 
-/* Settings for the URL and namespace (and a log hook that prints warnings on stderr). */
-void cli_settings(const cli *c, eddy_settings *s);
+/* Returns -1, or an exit code after printing why not (bad TLS options, no terminal for
+ * --askpass). Settings for the URL (with the password of $EDDY_PASSWORD or --askpass), the
+ * namespace, the TLS options, and a log hook that prints warnings on stderr. Until cli_connected is
+ * called the hook drops the connection's own lines (what failed is said once, by cli_fail);
+ * one-shot commands keep it that way, so a lost connection is one line too. */
+int cli_settings(cli *c, eddy_settings *s);
+/* The first connect succeeded: let the library's warnings through from now on; everything
+ * (tail, respond: a lost connection and its reconnection are worth a line) or all but the
+ * reconnect lines (one-shot commands). */
+void cli_connected(bool everything);
+/* The URL as it may be shown: the password, if any, replaced by "***". */
+const char *cli_url_shown(const cli *c);
+/* Masks the password of a URL into out ("redis://user:***@host"). */
+void cli_mask_url(const char *url, char *out, size_t size);
+/* True when the name is a global option that takes a value (--url, --ns, --tls-cacert ...). */
+bool cli_global_takes_value(const char *arg);
 
 /* A fresh random event id (UUID v4 text). */
 void cli_random_id(char out[37]);
 
 /* ---- events as JSON ---------------------------------------------------------------------- */
 
-/* Options that build an event (pub, request, store append, respond --reply). */
+/* Options that build an event (pub, request, store append). line: pub's input line, the data
+ * (JSON sent as msgpack, or its bytes with --content-type); NULL when none. */
 typedef struct cli_event_opts {
-    const char *type, *source, *data, *data_file, *content_type, *id;
+    const char *type, *source, *data, *data_file, *content_type, *id, *time;
+    cli_list ext; /* --ext name=value, repeatable */
+    const char *line;
+    size_t line_len;
 } cli_event_opts;
-/* The options for them, to splice into a command's table (6 entries). */
+/* The options for them, to splice into a command's table (8 entries). */
 #define CLI_EVENT_OPTS(o)                                                                          \
     {"type", 's', &(o).type}, {"source", 's', &(o).source}, {"data", 's', &(o).data},              \
-        {"data-file", 's', &(o).data_file}, {"content-type", 's', &(o).content_type}, {            \
-        "id", 's', &(o).id                                                                         \
+        {"data-file", 's', &(o).data_file}, {"content-type", 's', &(o).content_type},              \
+        {"id", 's', &(o).id}, {"time", 's', &(o).time}, {                                          \
+        "ext", 'l', &(o).ext                                                                       \
     }
 
 /* Builds the event: --data is JSON sent as msgpack ("application/msgpack"), --data-file the raw
@@ -91,6 +129,9 @@ json_t *cli_event_json(const eddy_event *ev);
  * when it could not be written (or v is NULL: out of memory): a subscription must then not
  * acknowledge what it did not show. */
 bool cli_print_line(json_t *v);
+/* --raw: the event's data alone and a newline (msgpack data decoded to JSON, other data as its
+ * bytes); false when it could not be written. */
+bool cli_print_raw(const eddy_event *ev);
 /* Prints the value indented on stdout, then drops the reference; false as above. */
 bool cli_print_pretty(json_t *v);
 /* Base64 of bytes (malloc'd text). */

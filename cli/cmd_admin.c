@@ -9,10 +9,15 @@
 
 static int open_admin(cli *c, eddy_admin **out) {
     eddy_settings s;
-    cli_settings(c, &s);
+    int rc = cli_settings(c, &s);
+    if (rc >= 0)
+        return rc;
     eddy_error err = {0};
     eddy_status st = eddy_admin_open(&s, out, &err);
-    return st == EDDY_OK ? -1 : cli_fail(c, "cannot connect", st, &err);
+    if (st != EDDY_OK)
+        return cli_fail_connect(c, "cannot connect", st, &err);
+    cli_connected(false);
+    return -1;
 }
 
 /* The namespace's stats document as the library writes it (the caller frees it). */

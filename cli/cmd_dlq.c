@@ -222,13 +222,15 @@ int cmd_dlq(cli *c, int argc, char **argv) {
     if ((is_replay || is_purge) && (!group || (all ? npos != 2 : npos < 3)))
         return cli_usage(c, "usage: eddy dlq %s GROUP (ID... | --all)", verb);
     eddy_settings s;
-    cli_settings(c, &s);
+    if ((rc = cli_settings(c, &s)) >= 0)
+        return rc;
     eddy_error err = {0};
     if (is_list && !group) {
         eddy_admin *a;
         eddy_status st = eddy_admin_open(&s, &a, &err);
         if (st != EDDY_OK)
-            return cli_fail(c, "cannot connect", st, &err);
+            return cli_fail_connect(c, "cannot connect", st, &err);
+        cli_connected(false);
         rc = list_groups(c, a);
         eddy_admin_close(a);
         return rc;
@@ -236,7 +238,8 @@ int cmd_dlq(cli *c, int argc, char **argv) {
     eddy_dlq *dlq;
     eddy_status st = eddy_dlq_open(&s, &dlq, &err);
     if (st != EDDY_OK)
-        return cli_fail(c, "cannot connect", st, &err);
+        return cli_fail_connect(c, "cannot connect", st, &err);
+    cli_connected(false);
     if (is_list) {
         rc = list(c, dlq, group, max);
     } else if (is_show) {

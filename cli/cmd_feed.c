@@ -28,12 +28,14 @@ int cmd_feed(cli *c, int argc, char **argv) {
         return cli_usage(c, "usage: eddy feed status|reset FEED");
     const char *feed = pos[1];
     eddy_settings s;
-    cli_settings(c, &s);
+    if ((rc = cli_settings(c, &s)) >= 0)
+        return rc;
     eddy_error err = {0};
     eddy_store *store;
     eddy_status st = eddy_store_open(&s, &store, &err);
     if (st != EDDY_OK)
-        return cli_fail(c, "cannot open the store", st, &err);
+        return cli_fail_connect(c, "cannot open the store", st, &err);
+    cli_connected(false);
     eddy_checkpoints cp = eddy_store_checkpoints(store);
     char value[1024] = "";
     bool found = false;

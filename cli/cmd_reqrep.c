@@ -14,7 +14,8 @@ static const char request_help[] =
     "Sends a request and prints the reply as one JSON line: {\"subject\", \"event\": {...}};\n"
     "with --json, no reply is a line too: {\"subject\", \"status\": \"EDDY_ERR_NO_REPLY\", ...}.\n"
     "  --timeout MS  the deadline (default 5000)\n"
-    "  (the event options as for eddy pub)\n"
+    "  (the event options as for eddy pub: --type, --source, --id, --time, --ext, --data ...)\n"
+    "With --raw, only the reply's data.\n"
     "Exit 5 when nothing subscribes to SUBJECT (no responders) or no reply came in time; exit 1\n"
     "when the responder failed.\n";
 
@@ -32,11 +33,12 @@ int cmd_request(cli *c, int argc, char **argv) {
         return cli_usage(c, "which subject? (eddy request SUBJECT ...)");
     if (timeout == 0)
         return cli_usage(c, "--timeout must be at least 1 millisecond");
+    eddy_settings s;
+    if ((rc = cli_settings(c, &s)) >= 0)
+        return rc;
     eddy_event *ev;
     if ((rc = cli_build_event(c, &eo, pos[0], &ev)) >= 0)
         return rc;
-    eddy_settings s;
-    cli_settings(c, &s);
     eddy_error err = {0};
     eddy_bus *bus;
     eddy_status st = eddy_bus_new(&s, NULL, 0, &bus, &err);
@@ -44,12 +46,15 @@ int cmd_request(cli *c, int argc, char **argv) {
         eddy_bus_free(bus);
     if (st != EDDY_OK) {
         eddy_event_free(ev);
-        return cli_fail(c, "cannot open the bus", st, &err);
+        return cli_fail_connect(c, "cannot open the bus", st, &err);
     }
+    cli_connected(false);
     eddy_request_opts ro = {.deadline_ms = eddy_deadline_in(timeout)};
     eddy_event *reply = NULL;
     st = eddy_bus_request(bus, pos[0], ev, &ro, &reply, &err);
-    if (st == EDDY_OK)
+    if (st == EDDY_OK && c->raw)
+        cli_print_raw(reply);
+    else if (st == EDDY_OK)
         cli_print_line(json_pack("{s:s,s:o*}", "subject", pos[0], "event", cli_event_json(reply)));
     else if (c->json) /* scripts read the outcome where they read a reply */
         cli_print_line(json_pack("{s:s,s:s,s:s}", "subject", pos[0], "status", eddy_status_name(st),
@@ -138,14 +143,15 @@ int cmd_respond(cli *c, int argc, char **argv) {
         return cli_help(respond_help);
     if (npos != 1)
         return cli_usage(c, "which pattern? (eddy respond PATTERN ...)");
+    eddy_settings s;
+    if ((rc = cli_settings(c, &s)) >= 0)
+        return rc;
     responder r = {.type = type, .count = count};
     char why[200];
     if (reply && !cli_json_to_msgpack(reply, &r.reply_data, &r.reply_len, why, sizeof(why)))
         return cli_usage(c, "--reply is not JSON: %s", why);
     cli_block_signals();
     pthread_mutex_init(&r.lock, NULL);
-    eddy_settings s;
-    cli_settings(c, &s);
     eddy_subscription_spec spec;
     eddy_subscription_spec_init(&spec);
     spec.name = "eddy-respond";
@@ -161,8 +167,9 @@ int cmd_respond(cli *c, int argc, char **argv) {
     if (st != EDDY_OK) {
         free(r.reply_data);
         pthread_mutex_destroy(&r.lock);
-        return cli_fail(c, "cannot start the responder", st, &err);
+        return cli_fail_connect(c, "cannot start the responder", st, &err);
     }
+    cli_connected(true);
     int waited = cli_wait(timeout);
     eddy_bus_free(bus);
     free(r.reply_data);

@@ -22,12 +22,15 @@ static const char help[] =
     "  append  appends one event to STREAM (the event options as for eddy pub; the type\n"
     "          defaults to the stream's name) and prints the stream's new version;\n"
     "          --expect-version N fails unless the stream is at version N, --no-stream unless it\n"
-    "          has no event yet; --publish SUBJECT also publishes it there, atomically\n";
+    "          has no event yet; --publish SUBJECT also publishes it there, atomically; the event\n"
+    "          options are eddy pub's (--type, --source, --id, --time, --ext, --data ...)\n"
+    "With --raw, read and tail print only each event's data, one per line.\n";
 
 typedef struct printer {
     long long max, printed;
     long long last; /* the last version (one stream) or position (all) printed */
     bool by_version;
+    bool raw;          /* --raw: the data only */
     bool quiet;        /* only learn where the end is */
     bool write_failed; /* stdout is gone or full: the read stopped */
     cli_progress *bar;
@@ -37,7 +40,11 @@ static eddy_status print_stored(const eddy_event *ev, const eddy_event_meta *met
     printer *p = user;
     if (p->max > 0 && p->printed >= p->max)
         return EDDY_ERR_CANCELLED; /* enough */
-    if (!p->quiet &&
+    if (!p->quiet && p->raw && !cli_print_raw(ev)) {
+        p->write_failed = true;
+        return EDDY_ERR_CANCELLED;
+    }
+    if (!p->quiet && !p->raw &&
         !cli_print_line(json_pack("{s:s,s:I,s:I,s:o*}", "stream_id", meta->stream_id, "version",
                                   (json_int_t)meta->version, "position", (json_int_t)meta->position,
                                   "event", cli_event_json(ev)))) {
@@ -71,7 +78,8 @@ static eddy_status read_on(eddy_store *store, const char *stream, printer *p, ed
 
 static int do_read(cli *c, eddy_store *store, const char *stream, long long after, long long max) {
     cli_progress bar;
-    printer p = {.max = max, .last = after, .by_version = stream != NULL, .bar = &bar};
+    printer p = {
+        .max = max, .last = after, .by_version = stream != NULL, .raw = c->raw, .bar = &bar};
     eddy_error err = {0};
     eddy_status st = read_on(store, stream, &p, &err);
     if (p.write_failed) {
@@ -86,7 +94,7 @@ static int do_read(cli *c, eddy_store *store, const char *stream, long long afte
 static int do_tail(cli *c, eddy_store *store, const char *stream, long long count,
                    long long timeout) {
     cli_block_signals();
-    printer p = {.max = count, .by_version = stream != NULL};
+    printer p = {.max = count, .by_version = stream != NULL, .raw = c->raw};
     eddy_error err = {0};
     eddy_status st = EDDY_OK;
     /* From now on: the stream's version, or the store's head. */
@@ -183,12 +191,14 @@ int cmd_store(cli *c, int argc, char **argv) {
     if (is_append && expect >= 0 && no_stream)
         return cli_usage(c, "give --expect-version or --no-stream, not both");
     eddy_settings s;
-    cli_settings(c, &s);
+    if ((rc = cli_settings(c, &s)) >= 0)
+        return rc;
     eddy_error err = {0};
     eddy_store *store;
     eddy_status st = eddy_store_open(&s, &store, &err);
     if (st != EDDY_OK)
-        return cli_fail(c, "cannot open the store", st, &err);
+        return cli_fail_connect(c, "cannot open the store", st, &err);
+    cli_connected(strcmp(verb, "tail") == 0);
     if (is_append)
         rc = do_append(c, store, stream, &eo, expect, no_stream, publish);
     else if (strcmp(verb, "read") == 0)

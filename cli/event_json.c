@@ -234,6 +234,25 @@ bool cli_print_line(json_t *v) {
     return fputc('\n', stdout) != EOF && fflush(stdout) == 0 && ok;
 }
 
+bool cli_print_raw(const eddy_event *ev) {
+    size_t len = 0;
+    const void *data = eddy_event_data(ev, &len);
+    const char *ct = eddy_event_datacontenttype(ev);
+    bool ok = true;
+    json_t *j = data && ct && strcmp(ct, EDDY_MSGPACK_CONTENT_TYPE) == 0
+                    ? cli_msgpack_to_json(data, len)
+                    : NULL;
+    if (j) /* msgpack is eddy's encoding, not the user's: shown as the JSON it was given as */
+        ok = json_dumpf(j, stdout, JSON_COMPACT | JSON_ENCODE_ANY) == 0;
+    else if (data && len > 0)
+        ok = fwrite(data, 1, len, stdout) == len;
+    bool ends_a_line = !j && data && len > 0 && ((const char *)data)[len - 1] == '\n';
+    json_decref(j);
+    if (!ends_a_line && fputc('\n', stdout) == EOF) /* one event, one line */
+        ok = false;
+    return fflush(stdout) == 0 && ok;
+}
+
 bool cli_print_pretty(json_t *v) {
     bool ok = v && json_dumpf(v, stdout, JSON_INDENT(2) | JSON_ENCODE_ANY) == 0;
     json_decref(v);

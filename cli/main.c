@@ -6,21 +6,53 @@
 #include "cli.h"
 
 static const char usage[] =
-    "usage: eddy [--url URL] [--ns NS] [--json] COMMAND [ARGS...]\n"
+    "usage: eddy [--url URL] [--ns NS] [OPTIONS] COMMAND [ARGS...]\n"
     "\n"
     "Publish, tail, request and answer CloudEvents on eddy's Redis Streams, and look at a\n"
     "namespace: groups, dead letters, the event store, feed markers, the registry, stats.\n"
     "\n"
+    "Backend URLs (--url):\n"
+    "  redis://[[user]:password@]host[:port][/db]       Redis (port 6379, db 0)\n"
+    "  rediss://[[user]:password@]host[:port][/db]      the same over TLS (see --tls-*)\n"
+    "  redis-sentinel://[[user]:password@]host[:port][,host[:port]...]/master[/db]\n"
+    "                                                   the master Sentinel watches (port 26379)\n"
+    "  rediss-sentinel://...                            the same over TLS\n"
+    "  redis-cluster://[[user]:password@]host[:port][,host[:port]...]\n"
+    "                                                   Redis Cluster, from its seed nodes\n"
+    "  rediss-cluster://...                             the same over TLS\n"
+    "  unix:///path[?db=N]                              Redis on a unix socket\n"
+    "  memory://[name]                                  in-process (this command only)\n"
+    "Shown URLs never carry the password (redis://:***@host:port). With $EDDY_PASSWORD or\n"
+    "--askpass the password is not in the URL, and redis://user@host names the user.\n"
+    "\n"
     "Global options (before or after the command):\n"
-    "  --url URL   the backend: redis://[user:password@]host[:port][/db], unix:///path\n"
-    "              (default $EDDY_URL, else redis://127.0.0.1:6379)\n"
-    "  --ns NS     the namespace: every key is {NS}:... (default $EDDY_NS, else eddy)\n"
-    "  --json      machine-readable output (one JSON document, or JSON lines)\n"
-    "  --help      help for eddy, or for a command: eddy COMMAND --help\n"
+    "  --url URL             the backend (default $EDDY_URL, else redis://127.0.0.1:6379)\n"
+    "  --ns NS               the namespace: every key is {NS}:... (default $EDDY_NS, else eddy)\n"
+    "  --askpass             read the password from the terminal, without echo\n"
+    "  --tls-cacert FILE     CA certificates (PEM) to verify the server with ($EDDY_TLS_CACERT;\n"
+    "                        default the system's store)\n"
+    "  --tls-cacertdir DIR   a directory of CA certificates ($EDDY_TLS_CACERTDIR)\n"
+    "  --tls-cert FILE       a client certificate (PEM), with --tls-key ($EDDY_TLS_CERT)\n"
+    "  --tls-key FILE        the client certificate's key (PEM) ($EDDY_TLS_KEY)\n"
+    "  --tls-sni NAME        the server name to ask for and verify ($EDDY_TLS_SNI; default the\n"
+    "                        URL's host)\n"
+    "  --tls-insecure        skip verifying the server's certificate ($EDDY_TLS_INSECURE=1)\n"
+    "  --json                machine-readable output (one JSON document, or JSON lines)\n"
+    "  --raw                 tail, request, store read and tail: only each event's data\n"
+    "  --help                help for eddy, or for a command: eddy COMMAND --help\n"
+    "  --version             print eddy's version and exit\n"
+    "\n"
+    "Environment:\n"
+    "  EDDY_URL, EDDY_NS     as --url and --ns\n"
+    "  EDDY_PASSWORD         the password (instead of the URL's: not seen in ps or history)\n"
+    "  EDDY_TLS_CACERT, EDDY_TLS_CACERTDIR, EDDY_TLS_CERT, EDDY_TLS_KEY, EDDY_TLS_SNI,\n"
+    "  EDDY_TLS_INSECURE     as the --tls-* options, for TLS URLs\n"
     "\n"
     "Commands:\n"
-    "  pub SUBJECT          publish an event (data as JSON, sent as msgpack, or a file's bytes)\n"
+    "  pub SUBJECT          publish an event (data as JSON, sent as msgpack, or a file's bytes),\n"
+    "                       or one event per line of stdin (pub SUBJECT -)\n"
     "  tail PATTERN         print events published to matching subjects, as JSON lines\n"
+    "                       (--from start|ID|TIME, --last N: history first)\n"
     "  request SUBJECT      send a request and print the reply\n"
     "  respond PATTERN      answer requests (echo, or a fixed reply), for testing\n"
     "  groups [PATTERN]     groups per subject: consumers, pending, lag, oldest pending, dead\n"
@@ -36,7 +68,8 @@ static const char usage[] =
     "  0  done\n"
     "  1  the operation failed (the backend refused it, a responder failed, ...)\n"
     "  2  usage: an unknown command or option, a bad argument, bad JSON, a bad subject\n"
-    "  3  the backend cannot be reached (connection refused or lost, authentication, TLS)\n"
+    "  3  the backend cannot be reached (down, refused password or certificate, TLS, not a\n"
+    "     Redis server, no such database)\n"
     "  4  not found (a dead letter's id)\n"
     "  5  no reply: no responders, no reply by the deadline, or --timeout ended a wait\n";
 
@@ -75,8 +108,7 @@ static int global_options(cli *c, int argc, char **argv, int *rc) {
         if (a[0] != '-')
             return i;
         int npos;
-        bool takes_value = strcmp(a, "--url") == 0 || strcmp(a, "--ns") == 0;
-        int n = takes_value && i + 1 < argc ? 2 : 1;
+        int n = cli_global_takes_value(a) && i + 1 < argc ? 2 : 1;
         if ((*rc = cli_parse(c, n, argv + i, NULL, NULL, 0, &npos)) >= 0)
             return -1;
         i += n - 1;
@@ -105,7 +137,9 @@ int main(int argc, char **argv) {
     for (const command *cmd = commands; cmd->name; cmd++)
         if (strcmp(cmd->name, argv[at]) == 0) {
             c.command = cmd->name;
-            return cmd->run(&c, argc - at - 1, argv + at + 1);
+            rc = cmd->run(&c, argc - at - 1, argv + at + 1);
+            free(c.url_with_pass);
+            return rc;
         }
     fprintf(stderr, "eddy: unknown command '%s' (eddy --help lists them)\n", argv[at]);
     return CLI_USAGE;

@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "entry.h"
 #include "error.h"
+#include "event_internal.h"
 #include "json.h"
 #include "keys.h"
 #include "redis.h"
@@ -485,4 +487,104 @@ char *eddy__admin_stats_json(const char *ns, const eddy__admin_scan *s, const re
     if (!doc && st == EDDY_OK)
         eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     return doc;
+}
+
+/* ---- one subject's history ------------------------------------------------------------- */
+
+/* <ms> or <ms>-<seq>, decimal digits. */
+static bool stream_id_ok(const char *id) {
+    size_t ms = strspn(id, "0123456789");
+    if (ms == 0 || ms > 20)
+        return false;
+    if (id[ms] == '\0')
+        return true;
+    size_t seq = id[ms] == '-' ? strspn(id + ms + 1, "0123456789") : 0;
+    return seq > 0 && seq <= 20 && id[ms + 1 + seq] == '\0';
+}
+
+eddy_status eddy__admin_history_cmd(const char *ns, const char *subject, const char *start,
+                                    bool exclusive, bool reverse, size_t count, eddy__cmdlist *out,
+                                    eddy_error *err) {
+    eddy_status st = eddy__subject_check(subject, err);
+    if (st != EDDY_OK)
+        return st;
+    if (start && !stream_id_ok(start))
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT,
+                          "history: '%.60s' is not a stream entry id (<ms>-<seq> or <ms>)", start);
+    if (count == 0)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "history: count 0");
+    eddy__cmd *c = add(out, 0, 0, reverse ? "XREVRANGE" : "XRANGE", eddy__key_stream(ns, subject));
+    if (!c)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    if (reverse) /* XREVRANGE key end start */
+        eddy__cmd_str(c, "+");
+    if (!start)
+        eddy__cmd_str(c, "-");
+    else
+        eddy__cmd_fmt(c, "%s%s", exclusive ? "(" : "", start);
+    if (!reverse)
+        eddy__cmd_str(c, "+");
+    eddy__cmd_str(c, "COUNT");
+    eddy__cmd_u64(c, count);
+    return eddy__cmd_status(c) == EDDY_OK ? EDDY_OK
+                                          : eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+}
+
+/* One entry to fn: decoded as a view, or NULL with the reason. */
+static eddy_status history_entry(const redisReply *r, size_t i, const char *subject,
+                                 size_t max_size, eddy_history_fn fn, void *user, eddy_error *err) {
+    eddy__entry_view v = eddy__reply_entry(r, i);
+    char id[64];
+    snprintf(id, sizeof(id), "%.*s", (int)(v.idlen < 63 ? v.idlen : 63), v.id);
+    const eddy_event *ev = NULL;
+    eddy__event_view view;
+    eddy_error why = {0};
+    eddy_status st = EDDY_ERR_MALFORMED;
+    size_t nfv = v.fields ? v.fields->elements : 0;
+    const char **fv = nfv ? malloc(nfv * sizeof(*fv)) : NULL;
+    size_t *fvlen = nfv ? malloc(nfv * sizeof(*fvlen)) : NULL;
+    if (nfv && (!fv || !fvlen)) {
+        free(fv);
+        free(fvlen);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory reading %s", id);
+    }
+    if (!v.fields)
+        snprintf(why.detail, sizeof(why.detail), "entry without fields");
+    else if (!eddy__entry_flatten(v.fields, fv, fvlen))
+        snprintf(why.detail, sizeof(why.detail), "a field is not a string");
+    else
+        st = eddy__entry_decode_view(fv, fvlen, nfv, max_size, &view, &ev, &why);
+    free(fv);
+    free(fvlen);
+    eddy_status rc =
+        fn(subject, id, st == EDDY_OK ? ev : NULL, st == EDDY_OK ? NULL : why.detail, user);
+    if (st == EDDY_OK)
+        eddy__event_view_release(&view);
+    if (rc != EDDY_OK)
+        return eddy__fail(err, rc, "history of '%s' stopped by its callback at %s (%s)", subject,
+                          id, eddy_status_name(rc));
+    return EDDY_OK;
+}
+
+eddy_status eddy__admin_history_feed(const redisReply *r, const char *subject, size_t max_size,
+                                     bool reverse, eddy_history_fn fn, void *user, char *last_id,
+                                     size_t last_size, size_t *n, eddy_error *err) {
+    *n = 0;
+    eddy_status st = eddy__reply_status(r, "history: XRANGE", err);
+    if (st != EDDY_OK)
+        return st;
+    if (eddy__reply_entries(r) != EDDY_OK)
+        return eddy__fail(err, EDDY_ERR_PROTOCOL, "history: XRANGE: unexpected reply");
+    size_t count = r->elements;
+    for (size_t k = 0; k < count; k++) {
+        size_t i = reverse ? count - 1 - k : k;
+        if ((st = history_entry(r, i, subject, max_size, fn, user, err)) != EDDY_OK)
+            return st;
+    }
+    *n = count;
+    if (count > 0 && last_size > 0) {
+        eddy__entry_view v = eddy__reply_entry(r, reverse ? 0 : count - 1);
+        snprintf(last_id, last_size, "%.*s", (int)v.idlen, v.id);
+    }
+    return EDDY_OK;
 }

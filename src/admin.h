@@ -42,4 +42,24 @@ eddy_status eddy__admin_registry_each(const redisReply *r, eddy_registration_fn 
 char *eddy__admin_stats_json(const char *ns, const eddy__admin_scan *s, const redisReply *registry,
                              eddy_error *err);
 
+/* ---- one subject's history (eddy_admin_history) ---------------------------------------- */
+
+/* Entries per round of a history read (all of them; the last N are one round of N). */
+#define EDDY__HISTORY_PAGE 256
+
+/* Appends one round of a subject's history: XRANGE {ns}:s:<subject> <start> + COUNT count, where
+ * start is "-" (from NULL), the id itself, or "(" id when exclusive; reverse: XREVRANGE key +
+ * <start> COUNT count (the newest first, for "the last N"). EDDY_ERR_INVALID_SUBJECT,
+ * EDDY_ERR_INVALID_ARGUMENT for an id that is not <ms>[-<seq>]. */
+eddy_status eddy__admin_history_cmd(const char *ns, const char *subject, const char *start,
+                                    bool exclusive, bool reverse, size_t count, eddy__cmdlist *out,
+                                    eddy_error *err);
+/* Feeds its reply (borrowed): calls fn for each entry oldest first (a reverse reply is walked
+ * from its end), the event decoded as a view over the reply (NULL, with the reason, when the
+ * entry is not an eddy event or is larger than max_size). *n is the entries read, last_id the
+ * newest one's (NUL-terminated, cut to last_size). Stops at fn's first error and returns it. */
+eddy_status eddy__admin_history_feed(const redisReply *r, const char *subject, size_t max_size,
+                                     bool reverse, eddy_history_fn fn, void *user, char *last_id,
+                                     size_t last_size, size_t *n, eddy_error *err);
+
 #endif

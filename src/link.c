@@ -325,6 +325,11 @@ eddy_status eddy__link_tick(eddy__link *l, long long now_ms, eddy_error *err) {
     }
     if (l->deadline < 0 || now_ms < l->deadline)
         return EDDY_OK;
+    if (l->phase == EDDY__LINK_TLS) /* a plain server reads a ClientHello as a command, waiting */
+        return fail(l, eddy__fail(err, EDDY_ERR_TLS,
+                                  "TLS handshake: %s did not answer the TLS handshake within %u "
+                                  "ms (a plain port? use redis://)",
+                                  l->peer, l->s->connect_timeout_ms));
     eddy_status st = eddy__fail(err, EDDY_ERR_IO, "connect to %s timed out after %u ms", l->peer,
                                 l->s->connect_timeout_ms);
     return fail(l, st);

@@ -8,6 +8,8 @@
 #include "link_tls.h"
 
 #include <arpa/inet.h>
+#include <dirent.h>
+#include <errno.h>
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
@@ -48,7 +50,49 @@ static eddy_status tls_fail(eddy__tls *t, const char *what, eddy_error *err) {
     if (v != X509_V_OK)
         return eddy__fail(err, EDDY_ERR_TLS, "TLS %s: server certificate refused: %s", what,
                           X509_verify_cert_error_string(v));
+    int r = e ? ERR_GET_REASON(e) : 0;
+    if (e && ERR_GET_LIB(e) == ERR_LIB_SSL &&
+        (r == SSL_R_WRONG_VERSION_NUMBER || r == SSL_R_PACKET_LENGTH_TOO_LONG ||
+         r == SSL_R_HTTP_REQUEST || r == SSL_R_UNKNOWN_PROTOCOL))
+        return eddy__fail(err, EDDY_ERR_TLS,
+                          "TLS %s: the server did not answer the TLS handshake (it answered "
+                          "bytes that are not TLS: a plain port? use redis://) (%s)",
+                          what, reason);
     return eddy__fail(err, EDDY_ERR_TLS, "TLS %s: %s", what, reason[0] ? reason : "failed");
+}
+
+/* A file (or directory) the settings name, checked before OpenSSL reads it so that a missing or
+ * unreadable one is said with its name and the system's reason (OpenSSL's alone is "system
+ * lib", and a CA directory is only read at verification). */
+static eddy_status readable(const char *what, const char *path, bool dir, eddy_error *err) {
+    errno = 0;
+    if (dir) {
+        DIR *d = opendir(path);
+        if (!d)
+            return eddy__fail(err, EDDY_ERR_TLS, "TLS %s '%s': %s", what, path, strerror(errno));
+        closedir(d);
+    } else {
+        FILE *f = fopen(path, "rb");
+        if (!f)
+            return eddy__fail(err, EDDY_ERR_TLS, "TLS %s '%s': %s", what, path, strerror(errno));
+        fclose(f);
+    }
+    return EDDY_OK;
+}
+
+/* A file OpenSSL could read and not use: its name and OpenSSL's reason. */
+static eddy_status file_fail(const char *what, const char *path, eddy_error *err) {
+    unsigned long e = ERR_peek_last_error();
+    char reason[200] = "";
+    if (e)
+        ERR_error_string_n(e, reason, sizeof(reason));
+    ERR_clear_error();
+    if (e && ERR_GET_LIB(e) == ERR_LIB_X509 && ERR_GET_REASON(e) == X509_R_KEY_VALUES_MISMATCH)
+        return eddy__fail(err, EDDY_ERR_TLS,
+                          "TLS %s '%s' does not match the client certificate (tls_cert)", what,
+                          path);
+    return eddy__fail(err, EDDY_ERR_TLS, "TLS %s '%s': not usable (%s)", what, path,
+                      reason[0] ? reason : "no PEM certificate or key in it");
 }
 
 void eddy__tls_free(eddy__tls *t) {
@@ -63,16 +107,32 @@ static eddy_status configure(const eddy__settings *s, eddy__tls *t, eddy_error *
     SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION);
     SSL_CTX_set_mode(t->ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
     if (s->tls_cacert || s->tls_cacertdir) {
-        if (SSL_CTX_load_verify_locations(t->ctx, s->tls_cacert, s->tls_cacertdir) != 1)
-            return tls_fail(t, "CA (tls_cacert / tls_cacertdir)", err);
+        /* One at a time, so that the error names the one that failed. */
+        const char *ca = "CA file (tls_cacert)", *cadir = "CA directory (tls_cacertdir)";
+        if (s->tls_cacert && readable(ca, s->tls_cacert, false, err) != EDDY_OK)
+            return EDDY_ERR_TLS;
+        if (s->tls_cacert && SSL_CTX_load_verify_locations(t->ctx, s->tls_cacert, NULL) != 1)
+            return file_fail(ca, s->tls_cacert, err);
+        if (s->tls_cacertdir && readable(cadir, s->tls_cacertdir, true, err) != EDDY_OK)
+            return EDDY_ERR_TLS;
+        if (s->tls_cacertdir && SSL_CTX_load_verify_locations(t->ctx, NULL, s->tls_cacertdir) != 1)
+            return file_fail(cadir, s->tls_cacertdir, err);
     } else if (SSL_CTX_set_default_verify_paths(t->ctx) != 1) {
         return tls_fail(t, "system CA store", err);
     }
     if (s->tls_cert) {
+        const char *cert = "client certificate (tls_cert)", *key = "client key (tls_key)";
+        if (readable(cert, s->tls_cert, false, err) != EDDY_OK)
+            return EDDY_ERR_TLS;
         if (SSL_CTX_use_certificate_chain_file(t->ctx, s->tls_cert) != 1)
-            return tls_fail(t, "client certificate (tls_cert)", err);
+            return file_fail(cert, s->tls_cert, err);
+        if (!s->tls_key)
+            return eddy__fail(err, EDDY_ERR_TLS,
+                              "TLS client certificate (tls_cert) without its key (tls_key)");
+        if (readable(key, s->tls_key, false, err) != EDDY_OK)
+            return EDDY_ERR_TLS;
         if (SSL_CTX_use_PrivateKey_file(t->ctx, s->tls_key, SSL_FILETYPE_PEM) != 1)
-            return tls_fail(t, "client key (tls_key)", err);
+            return file_fail(key, s->tls_key, err);
     }
     SSL_CTX_set_verify(t->ctx, s->tls_insecure ? SSL_VERIFY_NONE : SSL_VERIFY_PEER, NULL);
     SSL_CTX_set_client_cert_cb(t->ctx, no_client_cert);

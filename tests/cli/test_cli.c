@@ -3,15 +3,20 @@
  * test runs the built tool (EDDY_TEST_BIN_DIR/../cli/eddy) with its own namespace, reads its
  * stdout, stderr and exit code, and parses --json output back with jansson. Background commands
  * (tail, respond) are waited for through the registry, never through a sleep. */
+#define _XOPEN_SOURCE 700 /* posix_openpt, ptsname */
+#include <arpa/inet.h>
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -20,6 +25,7 @@
 #include "eddy/store.h"
 #include "eddy_test.h"
 #include "redis_server.h"
+#include "tls_server.h"
 
 #define MAX_ARGS 32
 
@@ -44,7 +50,7 @@ static const char *cli_path(void) {
 /* Starts `eddy --url URL --ns NS args...` (args NULL-terminated; url NULL: the fixture's), its
  * stdout to stdout_to when not NULL (then p->out stays empty). */
 static void spawn_full(proc *p, const char *url, const char *stdout_to, const char *ns,
-                       const char *const *args) {
+                       const char *const *args, const char *stdin_from) {
     memset(p, 0, sizeof(*p));
     snprintf(p->out_path, sizeof(p->out_path), "/tmp/eddy-cli-out-XXXXXX");
     snprintf(p->err_path, sizeof(p->err_path), "/tmp/eddy-cli-err-XXXXXX");
@@ -66,8 +72,8 @@ static void spawn_full(proc *p, const char *url, const char *stdout_to, const ch
             out = open(stdout_to, O_WRONLY);
         dup2(out, STDOUT_FILENO);
         dup2(err, STDERR_FILENO);
-        int devnull = open("/dev/null", O_RDONLY);
-        dup2(devnull, STDIN_FILENO);
+        int in = open(stdin_from ? stdin_from : "/dev/null", O_RDONLY);
+        dup2(in, STDIN_FILENO);
         execv(argv[0], (char *const *)argv);
         _exit(127);
     }
@@ -76,7 +82,7 @@ static void spawn_full(proc *p, const char *url, const char *stdout_to, const ch
 }
 
 static void spawn_url(proc *p, const char *url, const char *ns, const char *const *args) {
-    spawn_full(p, url, NULL, ns, args);
+    spawn_full(p, url, NULL, ns, args, NULL);
 }
 
 static char *slurp(const char *path) {
@@ -251,7 +257,7 @@ Test(cli, tail_that_cannot_print_hands_the_event_back) {
     char ns[96];
     ns_new(ns, sizeof(ns));
     proc tail;
-    spawn_full(&tail, NULL, "/dev/full", ns, ARGS("tail", "jobs.run", "--group", "workers"));
+    spawn_full(&tail, NULL, "/dev/full", ns, ARGS("tail", "jobs.run", "--group", "workers"), NULL);
     wait_registered(ns, "eddy-tail");
     proc p = RUN(ns, "pub", "jobs.run", "--data", "1");
     cr_assert_eq(p.code, 0, "pub: %s", p.err);
@@ -699,4 +705,585 @@ Test(cli, redis_down_exits_3_with_a_clear_message) {
         cr_assert_str_eq(p.out, "", "%s printed: %s", cases[i][0], p.out);
         release(&p);
     }
+}
+
+/* ---- secrets --------------------------------------------------------------------------------- */
+
+/* The password every case below gives: it must appear in no output. */
+#define KNOWN_PW "Kn0wn-s3cret-PW"
+
+/* Every command, each bounded (a wait ends at once or at its --timeout). */
+static const char *const *const every_command[] = {
+    ARGS("pub", "a.b", "--data", "1"),
+    ARGS("tail", "a.b", "--timeout", "3000"),
+    ARGS("request", "a.b", "--timeout", "3000"),
+    ARGS("respond", "a.b", "--timeout", "3000"),
+    ARGS("groups"),
+    ARGS("registry"),
+    ARGS("stats"),
+    ARGS("dlq", "list"),
+    ARGS("dlq", "list", "g"),
+    ARGS("dlq", "show", "g", "1-0"),
+    ARGS("dlq", "replay", "g", "--all"),
+    ARGS("dlq", "purge", "g", "1-0"),
+    ARGS("store", "read"),
+    ARGS("store", "tail", "--timeout", "3000"),
+    ARGS("store", "append", "s-1", "--data", "1"),
+    ARGS("feed", "status", "f"),
+    ARGS("feed", "reset", "f"),
+    ARGS("version"),
+};
+#define N_COMMANDS (sizeof(every_command) / sizeof(every_command[0]))
+
+/* Runs one command against url with extra global options first; checks the exit code (3 unless
+ * it is `version`), that KNOWN_PW is nowhere, and that stderr says `want` and not `never`. */
+static void expect_secret_kept(const char *url, const char *const *pre, const char *const *cmd,
+                               const char *want, const char *never) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    const char *args[MAX_ARGS];
+    int n = 0;
+    for (int i = 0; pre && pre[i]; i++)
+        args[n++] = pre[i];
+    for (int i = 0; cmd[i]; i++)
+        args[n++] = cmd[i];
+    args[n] = NULL;
+    proc p = run_url(url, ns, args);
+    bool version = strcmp(cmd[0], "version") == 0;
+    cr_expect_eq(p.code, version ? 0 : 3, "%s %s: exit %d: %s", cmd[0], cmd[1] ? cmd[1] : "",
+                 p.code, p.err);
+    cr_expect(!strstr(p.out, KNOWN_PW), "%s: the password in stdout: %s", cmd[0], p.out);
+    cr_expect(!strstr(p.err, KNOWN_PW), "%s: the password in stderr: %s", cmd[0], p.err);
+    if (!version) {
+        cr_expect(strstr(p.err, want), "%s: stderr should say '%s': %s", cmd[0], want, p.err);
+        cr_expect(!never || !strstr(p.err, never), "%s: stderr should not say '%s': %s", cmd[0],
+                  never, p.err);
+        cr_expect(!strstr(p.err, "reconnecting") && !strstr(p.err, "retrying"),
+                  "%s: the library's reconnect lines: %s", cmd[0], p.err);
+        cr_expect_eq(strchr(p.err, '\n'), p.err + strlen(p.err) - 1, "%s: one line: %s", cmd[0],
+                     p.err);
+    }
+    release(&p);
+}
+
+Test(cli, a_refused_password_is_never_printed_and_says_so, .timeout = 300) {
+    eddy_test_redis srv;
+    eddy_test_redis_start_with(&srv, 0, (const char *const[]){"--requirepass", "other-pw", NULL});
+    char url[128];
+    snprintf(url, sizeof(url), "redis://:" KNOWN_PW "@127.0.0.1:%d", srv.port);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        expect_secret_kept(url, NULL, every_command[i], "refused the credentials", "up?");
+    /* The same from $EDDY_PASSWORD, with a user in the URL. */
+    snprintf(url, sizeof(url), "redis://default@127.0.0.1:%d", srv.port);
+    setenv("EDDY_PASSWORD", KNOWN_PW, 1);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        expect_secret_kept(url, NULL, every_command[i], "refused the credentials", "up?");
+    unsetenv("EDDY_PASSWORD");
+    eddy_test_redis_kill(&srv);
+}
+
+Test(cli, a_down_server_is_said_so_without_the_password, .timeout = 300) {
+    char url[128];
+    snprintf(url, sizeof(url), "redis://user:" KNOWN_PW "@127.0.0.1:%d", eddy_test_free_port());
+    char masked[128];
+    snprintf(masked, sizeof(masked), "redis://user:***@127.0.0.1:");
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        expect_secret_kept(url, NULL, every_command[i], "up?", "credentials");
+    proc p = run_url(url, "x", ARGS("groups"));
+    cr_expect(strstr(p.err, masked), "the URL shown masked: %s", p.err);
+    release(&p);
+}
+
+Test(cli, a_tls_mismatch_never_prints_the_password, .timeout = 300) {
+    eddy_test_tls_files f;
+    eddy_test_tls_certs(&f);
+    eddy_test_redis tls, plain;
+    eddy_test_tls_redis_start(&tls, &f, f.server_cert, 0);
+    eddy_test_redis_start(&plain, 0);
+    char url[128];
+    /* A CA that did not sign the server's certificate. */
+    snprintf(url, sizeof(url), "rediss://:" KNOWN_PW "@localhost:%d", tls.port);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        expect_secret_kept(url, ARGS("--tls-cacert", f.other_ca), every_command[i],
+                           "certificate was refused", "up?");
+    /* The right CA, no client certificate: the server wants one. */
+    for (size_t i = 0; i < 3; i++)
+        expect_secret_kept(url, ARGS("--tls-cacert", f.ca), every_command[i],
+                           "wants a client certificate", "up?");
+    /* redis:// to the TLS port: the server hangs up. */
+    snprintf(url, sizeof(url), "redis://:" KNOWN_PW "@127.0.0.1:%d", tls.port);
+    for (size_t i = 0; i < 3; i++)
+        expect_secret_kept(url, NULL, every_command[i], "does it want TLS", "credentials");
+    /* rediss:// to a plain port: no TLS handshake comes back (each waits the connect timeout,
+     * so a few commands). */
+    snprintf(url, sizeof(url), "rediss://:" KNOWN_PW "@127.0.0.1:%d", plain.port);
+    for (size_t i = 0; i < 3; i++)
+        expect_secret_kept(url, ARGS("--tls-cacert", f.ca), every_command[i],
+                           "did not answer the TLS handshake", "credentials");
+    eddy_test_redis_kill(&plain);
+    eddy_test_redis_kill(&tls);
+    eddy_test_tls_certs_remove(&f);
+}
+
+Test(cli, the_password_from_the_environment_is_used_escaped) {
+    const char *pw = "p@ss:w%rd/x";
+    eddy_test_redis srv;
+    eddy_test_redis_start_with(&srv, 0, (const char *const[]){"--requirepass", pw, NULL});
+    char url[128], ns[96];
+    ns_new(ns, sizeof(ns));
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", srv.port);
+    setenv("EDDY_PASSWORD", pw, 1);
+    proc p = run_url(url, ns, ARGS("pub", "a.b", "--data", "1"));
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    release(&p);
+    /* It takes the place of the URL's. */
+    snprintf(url, sizeof(url), "redis://:wrong@127.0.0.1:%d", srv.port);
+    p = run_url(url, ns, ARGS("groups"));
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    release(&p);
+    /* memory:// and unix:// take no password: said, not ignored. */
+    p = run_url("memory://", ns, ARGS("groups"));
+    cr_expect_eq(p.code, 2, "exit %d: %s", p.code, p.err);
+    cr_expect(strstr(p.err, "needs a redis://"), "%s", p.err);
+    release(&p);
+    unsetenv("EDDY_PASSWORD");
+    eddy_test_redis_kill(&srv);
+}
+
+/* Runs the tool on a new pseudo-terminal (its controlling terminal; stdout and stderr to files
+ * still), answers the password prompt with `answer`, and returns what the terminal showed. */
+static char *run_on_a_terminal(proc *p, const char *url, const char *ns, const char *const *args,
+                               const char *answer) {
+    int master = posix_openpt(O_RDWR | O_NOCTTY);
+    cr_assert(master >= 0 && grantpt(master) == 0 && unlockpt(master) == 0);
+    const char *slave = ptsname(master);
+    cr_assert(slave);
+    char slave_path[64];
+    snprintf(slave_path, sizeof(slave_path), "%s", slave);
+    memset(p, 0, sizeof(*p));
+    snprintf(p->out_path, sizeof(p->out_path), "/tmp/eddy-cli-out-XXXXXX");
+    snprintf(p->err_path, sizeof(p->err_path), "/tmp/eddy-cli-err-XXXXXX");
+    int out = mkstemp(p->out_path), err = mkstemp(p->err_path);
+    cr_assert(out >= 0 && err >= 0);
+    const char *argv[MAX_ARGS + 6] = {cli_path(), "--url", url, "--ns", ns};
+    int n = 5;
+    for (int i = 0; args[i]; i++)
+        argv[n++] = args[i];
+    argv[n] = NULL;
+    fflush(NULL);
+    p->pid = fork();
+    cr_assert(p->pid >= 0);
+    if (p->pid == 0) {
+        setsid();
+        int tty = open(slave_path, O_RDWR); /* the first terminal a session leader opens */
+        dup2(tty, STDIN_FILENO);
+        dup2(out, STDOUT_FILENO);
+        dup2(err, STDERR_FILENO);
+        execv(argv[0], (char *const *)argv);
+        _exit(127);
+    }
+    close(out);
+    close(err);
+    /* Read the terminal until the prompt, answer, then read until the tool ends. */
+    char *shown = calloc(1, 8192);
+    size_t len = 0;
+    bool answered = false;
+    for (int rounds = 0; rounds < 400 && !exited(p); rounds++) {
+        struct pollfd pfd = {master, POLLIN, 0};
+        if (poll(&pfd, 1, 50) > 0 && (pfd.revents & POLLIN)) {
+            ssize_t k = read(master, shown + len, 8191 - len);
+            if (k > 0)
+                len += (size_t)k;
+        }
+        if (!answered && strstr(shown, "Password:")) {
+            cr_assert_eq(write(master, answer, strlen(answer)), (ssize_t)strlen(answer));
+            answered = true;
+        }
+    }
+    cr_assert(answered, "no prompt on the terminal: %s", shown);
+    finish(p);
+    close(master);
+    return shown;
+}
+
+Test(cli, askpass_reads_the_password_from_the_terminal_without_echo) {
+    eddy_test_redis srv;
+    eddy_test_redis_start_with(&srv, 0, (const char *const[]){"--requirepass", KNOWN_PW, NULL});
+    char url[128], ns[96];
+    ns_new(ns, sizeof(ns));
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", srv.port);
+    proc p;
+    char *shown =
+        run_on_a_terminal(&p, url, ns, ARGS("--askpass", "groups", "--json"), KNOWN_PW "\n");
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    cr_expect(!strstr(shown, KNOWN_PW), "echoed on the terminal: %s", shown);
+    release(&p);
+    free(shown);
+    shown = run_on_a_terminal(&p, url, ns, ARGS("--askpass", "groups"), "Not-" KNOWN_PW "\n");
+    cr_expect_eq(p.code, 3, "exit %d: %s", p.code, p.err);
+    cr_expect(strstr(p.err, "refused the credentials"), "%s", p.err);
+    cr_expect(!strstr(shown, KNOWN_PW) && !strstr(p.err, KNOWN_PW) && !strstr(p.out, KNOWN_PW));
+    release(&p);
+    free(shown);
+    /* No terminal: said, not hung. */
+    p = run_url(url, ns, ARGS("--askpass", "groups"));
+    cr_expect(p.code == 2 || p.code == 3, "exit %d: %s", p.code, p.err);
+    release(&p);
+    eddy_test_redis_kill(&srv);
+}
+
+Test(cli, tls_options_and_their_environment_reach_a_private_ca_server, .timeout = 120) {
+    eddy_test_tls_files f;
+    eddy_test_tls_certs(&f);
+    eddy_test_redis tls;
+    eddy_test_tls_redis_start(&tls, &f, f.server_cert, 0);
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc p = run_url(tls.url, ns,
+                     ARGS("--tls-cacert", f.ca, "--tls-cert", f.client_cert, "--tls-key",
+                          f.client_key, "pub", "a.b", "--data", "1"));
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    release(&p);
+    /* The same from the environment. */
+    setenv("EDDY_TLS_CACERT", f.ca, 1);
+    setenv("EDDY_TLS_CERT", f.client_cert, 1);
+    setenv("EDDY_TLS_KEY", f.client_key, 1);
+    p = run_url(tls.url, ns, ARGS("groups", "--json"));
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    cr_expect(strstr(p.out, "\"a.b\""), "%s", p.out);
+    release(&p);
+    /* A name the certificate does not carry; then no verification at all, with a wrong CA. */
+    p = run_url(tls.url, ns, ARGS("--tls-sni", "elsewhere.example", "groups"));
+    cr_expect_eq(p.code, 3, "exit %d: %s", p.code, p.err);
+    cr_expect(strstr(p.err, "hostname mismatch") && strstr(p.err, "--tls-sni"), "%s", p.err);
+    release(&p);
+    setenv("EDDY_TLS_CACERT", f.other_ca, 1);
+    p = run_url(tls.url, ns, ARGS("groups"));
+    cr_expect_eq(p.code, 3, "exit %d: %s", p.code, p.err);
+    release(&p);
+    p = run_url(tls.url, ns, ARGS("--tls-insecure", "groups"));
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    release(&p);
+    setenv("EDDY_TLS_INSECURE", "1", 1);
+    p = run_url(tls.url, ns, ARGS("groups"));
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    release(&p);
+    unsetenv("EDDY_TLS_INSECURE");
+    /* A missing CA file: named, with the system's reason. */
+    char missing[256];
+    snprintf(missing, sizeof(missing), "%s/none.pem", f.dir);
+    p = run_url(tls.url, ns, ARGS("--tls-cacert", missing, "groups"));
+    cr_expect_eq(p.code, 3, "exit %d: %s", p.code, p.err);
+    cr_expect(strstr(p.err, missing) && strstr(p.err, "No such file"), "%s", p.err);
+    release(&p);
+    unsetenv("EDDY_TLS_CACERT");
+    unsetenv("EDDY_TLS_CERT");
+    unsetenv("EDDY_TLS_KEY");
+    /* Usage: a certificate without its key, TLS options with a plain URL. */
+    p = run_url(tls.url, ns, ARGS("--tls-cert", f.client_cert, "groups"));
+    cr_expect_eq(p.code, 2, "exit %d: %s", p.code, p.err);
+    release(&p);
+    p = run_url("redis://127.0.0.1:1", ns, ARGS("--tls-cacert", f.ca, "groups"));
+    cr_expect_eq(p.code, 2, "exit %d: %s", p.code, p.err);
+    cr_expect(strstr(p.err, "need a TLS URL"), "%s", p.err);
+    release(&p);
+    eddy_test_redis_kill(&tls);
+    eddy_test_tls_certs_remove(&f);
+}
+
+Test(cli, version_and_help_name_every_url) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc p = run_url("redis://127.0.0.1:1", ns, ARGS("--version"));
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    char want[64];
+    snprintf(want, sizeof(want), "eddy %s\n", eddy_version());
+    cr_expect_str_eq(p.out, want);
+    cr_expect_str_eq(want, "eddy 0.3.0\n");
+    release(&p);
+    p = run_url("redis://127.0.0.1:1", ns, ARGS("groups", "--version"));
+    cr_expect_eq(p.code, 0, "exit %d: %s", p.code, p.err);
+    cr_expect_str_eq(p.out, want, "after a command too, contacting nothing");
+    release(&p);
+    p = RUN(ns, "--help");
+    const char *urls[] = {"redis://",          "rediss://",
+                          "redis-sentinel://", "rediss-sentinel://",
+                          "redis-cluster://",  "rediss-cluster://",
+                          "unix://",           "memory://",
+                          "--tls-cacert",      "--tls-cacertdir",
+                          "--tls-cert",        "--tls-key",
+                          "--tls-sni",         "--tls-insecure",
+                          "EDDY_PASSWORD",     "--askpass",
+                          "--version",         "--raw"};
+    for (size_t i = 0; i < sizeof(urls) / sizeof(urls[0]); i++)
+        cr_expect(strstr(p.out, urls[i]), "--help does not name %s", urls[i]);
+    release(&p);
+}
+
+Test(cli, a_bad_database_number_exits_3_and_says_so) {
+    char ns[96], url[128];
+    ns_new(ns, sizeof(ns));
+    snprintf(url, sizeof(url), "%s/9999", eddy_test_redis_url());
+    proc p = run_url(url, ns, ARGS("groups"));
+    cr_expect_eq(p.code, 3, "exit %d: %s", p.code, p.err);
+    cr_expect(strstr(p.err, "no such database"), "%s", p.err);
+    release(&p);
+}
+
+/* ---- history, stdin, extensions, raw --------------------------------------------------------- */
+
+/* Publishes with the tool; returns the entry id (static storage, overwritten by the next). */
+static const char *pub(const char *ns, const char *subject, const char *data) {
+    static char entry[64];
+    proc p = RUN(ns, "pub", subject, "--data", data);
+    cr_assert_eq(p.code, 0, "pub: %s", p.err);
+    snprintf(entry, sizeof(entry), "%.*s", (int)strcspn(p.out, "\n"), p.out);
+    release(&p);
+    return entry;
+}
+
+static int count_lines(const char *s) {
+    int n = 0;
+    for (; *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+Test(cli, tail_from_start_prints_the_history_in_order_then_live_without_repeats) {
+    char ns[96], ids[5][64];
+    ns_new(ns, sizeof(ns));
+    const char *subjects[5] = {"h.a", "h.b", "h.a", "h.b", "h.a"};
+    for (int i = 0; i < 5; i++) {
+        char data[16];
+        snprintf(data, sizeof(data), "%d", i);
+        snprintf(ids[i], sizeof(ids[i]), "%s", pub(ns, subjects[i], data));
+    }
+    proc tail;
+    spawn_url(&tail, NULL, ns, ARGS("tail", "h.*", "--from", "start", "--count", "6"));
+    wait_registered(ns, "eddy-tail");
+    char live[64];
+    snprintf(live, sizeof(live), "%s", pub(ns, "h.b", "5")); /* maybe in the history too */
+    finish(&tail);
+    cr_assert_eq(tail.code, 0, "tail: %s", tail.err);
+    cr_assert_eq(count_lines(tail.out), 6, "%s", tail.out);
+    for (int i = 0; i < 6; i++) {
+        json_t *l = line(tail.out, i);
+        const char *id = json_string_value(json_object_get(l, "entry_id"));
+        cr_assert_str_eq(id, i < 5 ? ids[i] : live, "line %d, in entry id order: %s", i, tail.out);
+        json_t *want = json_integer(i);
+        cr_assert(json_equal(json_object_get(json_object_get(l, "event"), "data"), want));
+        json_decref(want);
+        if (i < 5)
+            cr_assert_eq(json_integer_value(json_object_get(l, "attempt")), 0, "history");
+        json_decref(l);
+    }
+    release(&tail);
+    /* One subject: printed as it is read, the same rule against repeats. */
+    spawn_url(&tail, NULL, ns, ARGS("--raw", "tail", "h.a", "--from", "start", "--count", "4"));
+    wait_registered(ns, "eddy-tail");
+    pub(ns, "h.a", "6");
+    finish(&tail);
+    cr_assert_eq(tail.code, 0, "tail: %s", tail.err);
+    cr_assert_str_eq(tail.out, "0\n2\n4\n6\n");
+    release(&tail);
+}
+
+Test(cli, tail_last_n_and_from_an_id_or_a_time) {
+    char ns[96], ids[4][64];
+    ns_new(ns, sizeof(ns));
+    for (int i = 0; i < 4; i++) {
+        char data[16];
+        snprintf(data, sizeof(data), "%d", i);
+        snprintf(ids[i], sizeof(ids[i]), "%s", pub(ns, i % 2 ? "k.odd" : "k.even", data));
+    }
+    /* The last 2 across both subjects (--raw: only the data). */
+    proc p = RUN(ns, "--raw", "tail", "k.>", "--last", "2", "--count", "2");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "2\n3\n");
+    release(&p);
+    /* From an id, inclusive. */
+    p = RUN(ns, "--raw", "tail", "k.>", "--from", ids[1], "--count", "3");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "1\n2\n3\n");
+    release(&p);
+    /* The last 1 at or after an id. */
+    p = RUN(ns, "--raw", "tail", "k.even", "--from", ids[0], "--last", "1", "--count", "1");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "2\n");
+    release(&p);
+    /* A time long ago: everything; one in the future: nothing (until --timeout). */
+    p = RUN(ns, "--raw", "tail", "k.>", "--from", "1970-01-01T00:00:01.5+01:00", "--count", "4");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "0\n1\n2\n3\n");
+    release(&p);
+    p = RUN(ns, "tail", "k.>", "--from", "2999-01-01T00:00:00Z", "--timeout", "300");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "");
+    release(&p);
+    /* Bad input is a usage error. */
+    p = RUN(ns, "tail", "k.>", "--from", "last tuesday");
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    cr_assert(strstr(p.err, "RFC 3339"), "%s", p.err);
+    release(&p);
+    p = RUN(ns, "tail", "k.>", "--from", "2026-13-01T00:00:00Z");
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    release(&p);
+    p = RUN(ns, "tail", "k.>", "--last", "2", "--group", "g");
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    release(&p);
+}
+
+static void write_file(const char *path, const char *text) {
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+Test(cli, pub_reads_one_event_per_line_of_stdin) {
+    char ns[96], in[64];
+    ns_new(ns, sizeof(ns));
+    snprintf(in, sizeof(in), "/tmp/eddy-cli-in-XXXXXX");
+    int fd = mkstemp(in);
+    cr_assert(fd >= 0);
+    close(fd);
+    write_file(in, "{\"a\":1}\n\n[2]\r\n\"three\"\n");
+    proc p;
+    spawn_full(&p, NULL, NULL, ns, ARGS("pub", "in.json", "-", "--json"), in);
+    finish(&p);
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_eq(count_lines(p.out), 3, "the empty line is skipped: %s", p.out);
+    release(&p);
+    /* Lines as they are, with a content type, through --stdin. */
+    write_file(in, "plain one\nplain two\n");
+    spawn_full(&p, NULL, NULL, ns,
+               ARGS("pub", "in.text", "--stdin", "--content-type", "text/plain"), in);
+    finish(&p);
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    release(&p);
+    p = RUN(ns, "--raw", "tail", "in.*", "--from", "start", "--count", "5");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "{\"a\":1}\n[2]\n\"three\"\nplain one\nplain two\n");
+    release(&p);
+    /* A line that is not JSON stops there, naming it; the ones before are published. */
+    write_file(in, "1\nnot json\n3\n");
+    spawn_full(&p, NULL, NULL, ns, ARGS("pub", "in.bad", "-"), in);
+    finish(&p);
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    cr_assert(strstr(p.err, "line 2"), "%s", p.err);
+    cr_assert_eq(count_lines(p.out), 1, "%s", p.out);
+    release(&p);
+    p = RUN(ns, "pub", "in.bad", "-", "--data", "1");
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    release(&p);
+    unlink(in);
+}
+
+Test(cli, pub_sets_extensions_and_the_time) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc p = RUN(ns, "pub", "x.y", "--data", "1", "--ext", "tenant=acme", "--ext", "region=eu",
+                 "--time", "2026-01-31T12:00:00Z");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    release(&p);
+    p = RUN(ns, "pub", "x.y", "--data", "2", "--time", "now");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    release(&p);
+    p = RUN(ns, "tail", "x.y", "--from", "start", "--count", "2");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    json_t *first = line(p.out, 0), *second = line(p.out, 1);
+    json_t *ev = json_object_get(first, "event");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "tenant")), "acme");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "region")), "eu");
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "time")), "2026-01-31T12:00:00Z");
+    const char *now = json_string_value(json_object_get(json_object_get(second, "event"), "time"));
+    cr_assert(now && strlen(now) == 24 && now[10] == 'T' && now[23] == 'Z', "now: %s",
+              now ? now : "(none)");
+    json_decref(first);
+    json_decref(second);
+    release(&p);
+    /* Bad ones are usage errors that say why. */
+    p = RUN(ns, "pub", "x.y", "--ext", "Not-A-Name=1");
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    cr_assert(strstr(p.err, "Not-A-Name"), "%s", p.err);
+    release(&p);
+    p = RUN(ns, "pub", "x.y", "--ext", "novalue");
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    release(&p);
+    p = RUN(ns, "pub", "x.y", "--time", "yesterday");
+    cr_assert_eq(p.code, 2, "%s", p.err);
+    cr_assert(strstr(p.err, "RFC 3339"), "%s", p.err);
+    release(&p);
+}
+
+Test(cli, raw_prints_only_the_data_for_request_and_store_read) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc resp;
+    spawn_url(&resp, NULL, ns, ARGS("respond", "raw.>", "--count", "1"));
+    wait_registered(ns, "eddy-respond");
+    proc p =
+        RUN(ns, "--raw", "request", "raw.echo", "--data", "{\"k\":[1,true]}", "--timeout", "30000");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "{\"k\":[1,true]}\n");
+    release(&p);
+    finish(&resp);
+    release(&resp);
+    p = RUN(ns, "store", "append", "acct-1", "--data", "\"opened\"");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    release(&p);
+    p = RUN(ns, "store", "read", "acct-1", "--raw");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "\"opened\"\n");
+    release(&p);
+}
+
+/* A server that is not Redis: answers every connection as an HTTP server would, then hangs up
+ * (a child process; at most `conns` connections). */
+static pid_t not_redis(int *port) {
+    int lfd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    cr_assert(lfd >= 0 && bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0 &&
+              listen(lfd, 8) == 0);
+    socklen_t len = sizeof(sa);
+    cr_assert(getsockname(lfd, (struct sockaddr *)&sa, &len) == 0);
+    *port = ntohs(sa.sin_port);
+    fflush(NULL);
+    pid_t pid = fork();
+    cr_assert(pid >= 0);
+    if (pid == 0) {
+        const char answer[] = "HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\n\r\n";
+        for (int i = 0; i < 200; i++) {
+            int c = accept(lfd, NULL, NULL);
+            if (c < 0)
+                continue;
+            char buf[512];
+            (void)!read(c, buf, sizeof(buf));
+            (void)!write(c, answer, sizeof(answer) - 1);
+            close(c);
+        }
+        _exit(0);
+    }
+    close(lfd);
+    return pid;
+}
+
+Test(cli, hints_match_the_failure_not_redis_and_no_password_given) {
+    int port;
+    pid_t fake = not_redis(&port);
+    char url[128];
+    snprintf(url, sizeof(url), "redis://:" KNOWN_PW "@127.0.0.1:%d", port);
+    for (size_t i = 0; i < N_COMMANDS; i++)
+        expect_secret_kept(url, NULL, every_command[i], "is not a Redis server", "credentials");
+    kill(fake, SIGKILL);
+    waitpid(fake, NULL, 0);
+    /* A server that wants a password when none is given. */
+    eddy_test_redis srv;
+    eddy_test_redis_start_with(&srv, 0, (const char *const[]){"--requirepass", KNOWN_PW, NULL});
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", srv.port);
+    proc p = run_url(url, "x", ARGS("groups"));
+    cr_expect_eq(p.code, 3, "exit %d: %s", p.code, p.err);
+    cr_expect(strstr(p.err, "wants a password") && strstr(p.err, "EDDY_PASSWORD"), "%s", p.err);
+    release(&p);
+    eddy_test_redis_kill(&srv);
 }

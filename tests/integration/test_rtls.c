@@ -199,3 +199,27 @@ Test(rtls, a_wrong_host_name_is_refused) {
     expect_refused(&t, "hostname mismatch");
     ev_loop_destroy(t.loop);
 }
+
+Test(rtls, rediss_to_a_plain_port_says_the_handshake_was_not_answered) {
+    eddy_test_redis plain;
+    eddy_test_redis_start(&plain, 0);
+    char url[64];
+    snprintf(url, sizeof(url), "rediss://127.0.0.1:%d", plain.port);
+    tctx t;
+    setup(&t);
+    t.s.url = url;
+    t.s.connect_timeout_ms = 1000;
+    expect_refused(&t, "did not answer the TLS handshake");
+    ev_loop_destroy(t.loop);
+    eddy_test_redis_kill(&plain);
+}
+
+Test(rtls, a_missing_ca_file_is_named_with_the_reason) {
+    char path[256];
+    snprintf(path, sizeof(path), "%s/no-such-ca.pem", files.dir);
+    tctx t;
+    setup(&t);
+    t.s.tls_cacert = path;
+    expect_refused(&t, path);
+    ev_loop_destroy(t.loop);
+}

@@ -197,3 +197,90 @@ Test(stats, admin_on_a_dead_server_is_an_io_error) {
     cr_assert_eq(eddy_admin_open(&s, &a, &err), EDDY_ERR_IO);
     cr_assert_null(a);
 }
+
+/* ---- a subject's history ---------------------------------------------------------------- */
+
+typedef struct hseen {
+    char ids[600][64];
+    char types[600][16];
+    int n, undecoded, stop_at;
+} hseen;
+
+static eddy_status on_entry(const char *subject, const char *entry_id, const eddy_event *ev,
+                            const char *why, void *user) {
+    hseen *s = user;
+    cr_assert_str_eq(subject, "hist.a");
+    cr_assert_lt(s->n, 600);
+    snprintf(s->ids[s->n], sizeof(s->ids[0]), "%s", entry_id);
+    if (ev)
+        snprintf(s->types[s->n], sizeof(s->types[0]), "%s", eddy_event_type(ev));
+    else
+        s->undecoded += why && *why;
+    s->n++;
+    return s->stop_at && s->n == s->stop_at ? EDDY_ERR_CANCELLED : EDDY_OK;
+}
+
+static void history(bool redis) {
+    char url[128], ns[96];
+    eddy_settings s;
+    eddy_test_settings(&s, redis, "hist", url, sizeof(url), ns, sizeof(ns));
+    eddy_bus *bus;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_bus_new(&s, NULL, 0, &bus, &err), EDDY_OK, "%s", err.detail);
+    char ids[300][64];
+    for (int i = 0; i < 300; i++) { /* more than one round of 256 */
+        eddy_event *ev = eddy_event_new();
+        char id[16], type[16];
+        snprintf(id, sizeof(id), "e%d", i);
+        snprintf(type, sizeof(type), "t%d", i);
+        eddy_event_set_id(ev, id);
+        eddy_event_set_source(ev, "/h");
+        eddy_event_set_type(ev, type);
+        cr_assert_eq(eddy_bus_publish(bus, "hist.a", ev, ids[i], sizeof(ids[i]), &err), EDDY_OK,
+                     "%s", err.detail);
+        eddy_event_free(ev);
+    }
+    eddy_admin *a;
+    cr_assert_eq(eddy_admin_open(&s, &a, &err), EDDY_OK, "%s", err.detail);
+    static hseen all, from, last, last_from, none, stopped;
+    memset(&all, 0, sizeof(all));
+    cr_assert_eq(eddy_admin_history(a, "hist.a", NULL, 0, on_entry, &all, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_assert_eq(all.n, 300);
+    for (int i = 0; i < 300; i++) {
+        cr_assert_str_eq(all.ids[i], ids[i]);
+        char type[16];
+        snprintf(type, sizeof(type), "t%d", i);
+        cr_assert_str_eq(all.types[i], type);
+    }
+    memset(&from, 0, sizeof(from));
+    cr_assert_eq(eddy_admin_history(a, "hist.a", ids[290], 0, on_entry, &from, &err), EDDY_OK);
+    cr_assert_eq(from.n, 10, "from is inclusive");
+    cr_assert_str_eq(from.ids[0], ids[290]);
+    memset(&last, 0, sizeof(last));
+    cr_assert_eq(eddy_admin_history(a, "hist.a", NULL, 3, on_entry, &last, &err), EDDY_OK);
+    cr_assert_eq(last.n, 3);
+    cr_assert_str_eq(last.ids[0], ids[297], "oldest first");
+    cr_assert_str_eq(last.ids[2], ids[299]);
+    memset(&last_from, 0, sizeof(last_from));
+    cr_assert_eq(eddy_admin_history(a, "hist.a", ids[298], 5, on_entry, &last_from, &err), EDDY_OK);
+    cr_assert_eq(last_from.n, 2, "the last 5 at or after from: only 2 are");
+    memset(&none, 0, sizeof(none));
+    cr_assert_eq(eddy_admin_history(a, "never.published", NULL, 0, on_entry, &none, &err), EDDY_OK);
+    cr_assert_eq(none.n, 0);
+    memset(&stopped, 0, sizeof(stopped));
+    stopped.stop_at = 5;
+    cr_assert_eq(eddy_admin_history(a, "hist.a", NULL, 0, on_entry, &stopped, &err),
+                 EDDY_ERR_CANCELLED);
+    cr_assert_eq(stopped.n, 5);
+    cr_assert_eq(eddy_admin_history(a, "a..b", NULL, 0, on_entry, &none, &err),
+                 EDDY_ERR_INVALID_SUBJECT);
+    cr_assert_eq(eddy_admin_history(a, "hist.a", "12-x", 0, on_entry, &none, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.detail, "12-x"), "%s", err.detail);
+    eddy_admin_close(a);
+    eddy_bus_free(bus);
+}
+
+Test(stats, history_memory) { history(false); }
+Test(stats, history_redis) { history(true); }

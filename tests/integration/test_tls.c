@@ -195,3 +195,124 @@ Test(tls, plain_redis_to_a_tls_port_fails_cleanly) {
     }
     cr_expect_neq(st, EDDY_OK, "a TLS port does not answer RESP");
 }
+
+/* A bus that cannot even start TLS: the detail names the file and the system's reason. */
+static void expect_file_named(eddy_settings *s, const char *path, const char *why) {
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    eddy_status st = eddy_bus_new(s, NULL, 0, &bus, &err);
+    eddy_bus_free(bus);
+    cr_expect_eq(st, EDDY_ERR_TLS, "%s: %s", eddy_status_name(st), err.detail);
+    cr_expect(strstr(err.detail, path), "detail '%s' should name '%s'", err.detail, path);
+    cr_expect(strstr(err.detail, why), "detail '%s' should say '%s'", err.detail, why);
+    cr_expect(!strstr(err.detail, "system lib"), "OpenSSL's bare reason: %s", err.detail);
+}
+
+Test(tls, a_missing_ca_file_or_directory_is_named_with_the_reason) {
+    char ns[96], path[256];
+    eddy_settings s;
+    tls_settings(&s, srv.url, ns, sizeof(ns));
+    snprintf(path, sizeof(path), "%s/no-such-ca.pem", files.dir);
+    s.tls_cacert = path;
+    expect_file_named(&s, path, "No such file or directory");
+    tls_settings(&s, srv.url, ns, sizeof(ns));
+    s.tls_cacert = NULL;
+    snprintf(path, sizeof(path), "%s/no-such-dir", files.dir);
+    s.tls_cacertdir = path;
+    expect_file_named(&s, path, "No such file or directory");
+    tls_settings(&s, srv.url, ns, sizeof(ns));
+    snprintf(path, sizeof(path), "%s/no-such-key.pem", files.dir);
+    s.tls_key = path;
+    expect_file_named(&s, path, "No such file or directory");
+}
+
+Test(tls, a_ca_file_without_certificates_is_named) {
+    char ns[96], path[256];
+    snprintf(path, sizeof(path), "%s/not-a-ca.pem", files.dir);
+    FILE *f = fopen(path, "w");
+    cr_assert(f);
+    fputs("this is not PEM\n", f);
+    fclose(f);
+    eddy_settings s;
+    tls_settings(&s, srv.url, ns, sizeof(ns));
+    s.tls_cacert = path;
+    expect_file_named(&s, path, "not usable");
+    /* A key that is not the certificate's. */
+    tls_settings(&s, srv.url, ns, sizeof(ns));
+    s.tls_key = files.server_key;
+    expect_file_named(&s, files.server_key, "does not match");
+}
+
+Test(tls, rediss_to_a_plain_port_says_the_handshake_was_not_answered) {
+    eddy_test_redis plain;
+    eddy_test_redis_start(&plain, 0);
+    char ns[96], url[64];
+    snprintf(url, sizeof(url), "rediss://127.0.0.1:%d", plain.port);
+    eddy_settings s;
+    tls_settings(&s, url, ns, sizeof(ns));
+    s.connect_timeout_ms = 1000;
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    eddy_status st = eddy_bus_new(&s, NULL, 0, &bus, &err);
+    eddy_bus_free(bus);
+    eddy_test_redis_kill(&plain);
+    cr_expect_eq(st, EDDY_ERR_TLS, "%s: %s", eddy_status_name(st), err.detail);
+    cr_expect(strstr(err.detail, "did not answer the TLS handshake"), "%s", err.detail);
+}
+
+/* ---- no password in any log line or detail ------------------------------------------------- */
+
+#define SECRET "Never-Sh0wn-pw"
+
+static atomic_int leaked_lines, log_lines;
+
+static void watch_log(eddy_log_level level, const char *msg, void *user) {
+    (void)level;
+    (void)user;
+    atomic_fetch_add(&log_lines, 1);
+    if (strstr(msg, SECRET))
+        atomic_fetch_add(&leaked_lines, 1);
+}
+
+/* Opens a bus and an admin handle on url (which carries SECRET), publishes once if it opened;
+ * every log line, at every level, and every detail must be free of the password. */
+static void expect_no_secret(const char *url, const char *cacert) {
+    char ns[96];
+    eddy_settings s;
+    tls_settings(&s, url, ns, sizeof(ns));
+    s.tls_cacert = cacert;
+    s.connect_timeout_ms = 1000;
+    s.command_timeout_ms = 1000;
+    s.log = watch_log;
+    eddy_error err = {0};
+    eddy_bus *bus = NULL;
+    eddy_status st = eddy_bus_new(&s, NULL, 0, &bus, &err);
+    cr_expect_neq(st, EDDY_OK, "%s should fail", url);
+    cr_expect(!strstr(err.detail, SECRET), "the password in a detail: %s", err.detail);
+    eddy_bus_free(bus);
+    eddy_admin *a = NULL;
+    memset(&err, 0, sizeof(err));
+    cr_expect_neq(eddy_admin_open(&s, &a, &err), EDDY_OK);
+    cr_expect(!strstr(err.detail, SECRET), "the password in a detail: %s", err.detail);
+    eddy_admin_close(a);
+}
+
+Test(tls, the_password_is_in_no_log_line_or_detail) {
+    eddy_test_redis auth;
+    eddy_test_redis_start_with(&auth, 0, (const char *const[]){"--requirepass", "other", NULL});
+    char url[160];
+    snprintf(url, sizeof(url), "redis://user:" SECRET "@127.0.0.1:%d", auth.port);
+    expect_no_secret(url, NULL); /* refused */
+    snprintf(url, sizeof(url), "rediss://:" SECRET "@localhost:%d", srv.port);
+    expect_no_secret(url, files.other_ca); /* wrong CA */
+    snprintf(url, sizeof(url), "rediss://:" SECRET "@127.0.0.1:%d", auth.port);
+    expect_no_secret(url, files.ca); /* a plain port */
+    snprintf(url, sizeof(url), "redis-sentinel://:" SECRET "@127.0.0.1:%d/mymaster",
+             eddy_test_free_port());
+    expect_no_secret(url, NULL); /* no sentinel */
+    snprintf(url, sizeof(url), "redis-cluster://:" SECRET "@127.0.0.1:%d", eddy_test_free_port());
+    expect_no_secret(url, NULL); /* no node */
+    eddy_test_redis_kill(&auth);
+    cr_expect_gt(atomic_load(&log_lines), 0, "the failures were logged");
+    cr_expect_eq(atomic_load(&leaked_lines), 0, "log lines with the password");
+}
