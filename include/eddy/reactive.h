@@ -106,6 +106,23 @@ EDDY_EXPORT void eddy_rbus_free(eddy_rbus *bus);
 EDDY_EXPORT eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_event *ev,
                                           eddy_publish_fn done, void *user, eddy_error *err);
 
+/** Completion of eddy_rbus_publish_batch: published is how many of the events the backend
+ * accepted, in order (all of them on EDDY_OK); on an error, err (borrowed for the call) says
+ * why, as eddy_bus_publish_batch's would. */
+typedef void (*eddy_publish_batch_fn)(eddy_status st, size_t published, const eddy_error *err,
+                                      void *user);
+
+/** Publishes n (>= 1) events to one subject in one pipelined write, as eddy_bus_publish_batch:
+ * all are checked before anything is sent (a refusal is returned and `done` does not run);
+ * `done` (may be NULL) runs once, from the loop, with the outcome and how many were accepted.
+ * With settings.publish_dedup_ms each event is deduplicated on its own, so the whole batch may
+ * be sent again after EDDY_ERR_TIMEOUT. n == 0 is refused (EDDY_ERR_INVALID_ARGUMENT). The
+ * events are copied before the call returns. */
+EDDY_EXPORT eddy_status eddy_rbus_publish_batch(eddy_rbus *bus, const char *subject,
+                                                const eddy_event *const *evs, size_t n,
+                                                eddy_publish_batch_fn done, void *user,
+                                                eddy_error *err);
+
 /** A new event for this bus to publish, as eddy_bus_new_event builds it. Thread: any (it
  * only reads the bus's settings). */
 EDDY_EXPORT eddy_status eddy_rbus_new_event(eddy_rbus *bus, const char *type, eddy_event **out,
