@@ -63,7 +63,7 @@ typedef struct rop {
     eddy_rstore_stream_page_fn on_stream;
     eddy_rstore_head_fn on_head;
     eddy_rstore_exists_fn on_exists;
-    eddy_rstore_ckpt_read_fn on_read;
+    eddy_rstore_checkpoint_read_fn on_read;
     eddy_rstore_done_fn on_done;
     void *user;
 } rop;
@@ -647,7 +647,7 @@ static eddy_status ckpt_submit(eddy_rstore *store, eddy__ckpt_op op, const char 
     return submit(store, p, err);
 }
 
-eddy_status eddy_rstore_ckpt_exists(eddy_rstore *store, const char *feed_id,
+eddy_status eddy_rstore_checkpoint_exists(eddy_rstore *store, const char *feed_id,
                                     eddy_rstore_exists_fn done, void *user, eddy_error *err) {
     eddy_status st = check_store(store, done != NULL, err);
     if (st != EDDY_OK)
@@ -659,8 +659,8 @@ eddy_status eddy_rstore_ckpt_exists(eddy_rstore *store, const char *feed_id,
     return ckpt_submit(store, EDDY__CKPT_EXISTS, feed_id, NULL, p, err);
 }
 
-eddy_status eddy_rstore_ckpt_read(eddy_rstore *store, const char *feed_id,
-                                  eddy_rstore_ckpt_read_fn done, void *user, eddy_error *err) {
+eddy_status eddy_rstore_checkpoint_read(eddy_rstore *store, const char *feed_id,
+                                  eddy_rstore_checkpoint_read_fn done, void *user, eddy_error *err) {
     eddy_status st = check_store(store, done != NULL, err);
     if (st != EDDY_OK)
         return st;
@@ -671,7 +671,7 @@ eddy_status eddy_rstore_ckpt_read(eddy_rstore *store, const char *feed_id,
     return ckpt_submit(store, EDDY__CKPT_READ, feed_id, NULL, p, err);
 }
 
-eddy_status eddy_rstore_ckpt_save(eddy_rstore *store, const char *feed_id, const char *value,
+eddy_status eddy_rstore_checkpoint_save(eddy_rstore *store, const char *feed_id, const char *value,
                                   eddy_rstore_done_fn done, void *user, eddy_error *err) {
     eddy_status st = check_store(store, done != NULL, err);
     if (st != EDDY_OK)
@@ -685,7 +685,7 @@ eddy_status eddy_rstore_ckpt_save(eddy_rstore *store, const char *feed_id, const
     return ckpt_submit(store, EDDY__CKPT_SAVE, feed_id, value, p, err);
 }
 
-eddy_status eddy_rstore_ckpt_remove(eddy_rstore *store, const char *feed_id,
+eddy_status eddy_rstore_checkpoint_remove(eddy_rstore *store, const char *feed_id,
                                     eddy_rstore_done_fn done, void *user, eddy_error *err) {
     eddy_status st = check_store(store, done != NULL, err);
     if (st != EDDY_OK)

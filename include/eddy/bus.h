@@ -468,13 +468,21 @@ EDDY_EXPORT long long eddy_now_ms(void);
 /** eddy_now_ms() + ms: a deadline ms from now. */
 EDDY_EXPORT long long eddy_deadline_in(long long ms);
 
-/** A cancellation token for blocking requests: fire it from any thread and the request it was
- * given to ends with EDDY_ERR_NO_REPLY. One token may serve several requests; a fired token
- * refuses every later request. */
+/** The cancellation token of the blocking front end, the one form of cancellation for every
+ * blocking call that waits: fired from any thread, it ends what the calls given it wait for (a
+ * request ends with EDDY_ERR_NO_REPLY; a feed's catch-up, go-live or held accept with
+ * EDDY_ERR_CANCELLED, see eddy/feed.h). One token may serve several calls; a fired token stays
+ * fired, and calls given it later end at once. (A reactive call never waits: a reactive request
+ * is cancelled through its handle, eddy_rrequest_cancel.) */
 typedef struct eddy_cancel eddy_cancel;
-/** NULL on OOM. Ownership: the caller's; free it after the requests that use it returned. */
+/** NULL on OOM. Ownership: the caller's; free it after the calls that use it returned.
+ * Thread: any. */
 EDDY_EXPORT eddy_cancel *eddy_cancel_new(void);
+/** Fires the token (again: no-op). NULL is a no-op. Thread: any. */
 EDDY_EXPORT void eddy_cancel_fire(eddy_cancel *c);
+/** Whether the token was fired (false for NULL). Thread: any. */
+EDDY_EXPORT bool eddy_cancel_fired(const eddy_cancel *c);
+/** NULL is a no-op. */
 EDDY_EXPORT void eddy_cancel_free(eddy_cancel *c);
 
 typedef struct eddy_request_opts {

@@ -36,7 +36,7 @@
  *   catch-up and go-live. The events held while the replay ran are refused too, unless the feed
  *   was live before that catch-up started: then they are applied first. Replace a failed feed
  *   with a new one with the same id (see examples/order_status.c).
- * - A catch-up ended through its cancel handle (eddy_feed_cancel_fire, from another thread)
+ * - A catch-up ended through its cancel handle (eddy_cancel_fire, from another thread)
  *   returns EDDY_ERR_CANCELLED but is not recorded as a failure: a feed that was not live keeps
  *   holding, one that was live delivers what it held and goes on live.
  * - A live event whose apply fails fails only its caller (do not acknowledge it: the broker
@@ -193,18 +193,9 @@ EDDY_EXPORT void eddy_feed_free(eddy_feed *feed);
 /** The id (borrowed; lives as the feed). */
 EDDY_EXPORT const char *eddy_feed_id(const eddy_feed *feed);
 
-/* ---- cancel handles: ending a wait from another thread -------------------------------- */
-
-/** Fired from any thread, it ends what the calls given it wait for: a catch-up or go-live
- * returns EDDY_ERR_CANCELLED (see the rules above), an accept still held returns
- * EDDY_ERR_CANCELLED and is not applied. A fired handle stays fired: calls given it later end
- * at once. One handle may serve several calls. */
-typedef struct eddy_feed_cancel eddy_feed_cancel;
-/** NULL on OOM. Ownership: the caller's; free it after the calls that use it returned. */
-EDDY_EXPORT eddy_feed_cancel *eddy_feed_cancel_new(void);
-EDDY_EXPORT void eddy_feed_cancel_fire(eddy_feed_cancel *c);
-EDDY_EXPORT bool eddy_feed_cancel_fired(const eddy_feed_cancel *c);
-EDDY_EXPORT void eddy_feed_cancel_free(eddy_feed_cancel *c);
+/* Cancellation: the calls that wait take the blocking front end's token, eddy_cancel (bus.h):
+ * fired from another thread, a catch-up or go-live returns EDDY_ERR_CANCELLED (see the rules
+ * above), an accept still held returns EDDY_ERR_CANCELLED and is not applied. */
 
 /* ---- catching up ----------------------------------------------------------------------- */
 
@@ -215,16 +206,14 @@ EDDY_EXPORT void eddy_feed_cancel_free(eddy_feed_cancel *c);
  * status when it failed (the feed then refuses everything), EDDY_ERR_CANCELLED when cancel was
  * fired, EDDY_ERR_ILLEGAL_STATE on a failed feed or when the catch-up it waited for failed.
  * From a callback of this feed: returns EDDY_OK at once, see above. cancel may be NULL. */
-EDDY_EXPORT eddy_status eddy_feed_catch_up(eddy_feed *feed, eddy_feed_cancel *cancel,
-                                           eddy_error *err);
+EDDY_EXPORT eddy_status eddy_feed_catch_up(eddy_feed *feed, eddy_cancel *cancel, eddy_error *err);
 
 /** Skips the replay: applies the held events in arrival order and goes live, writing no marker
  * (a later real catch-up replays the whole history, while live events wait). While a catch-up
  * runs, waits for it to end; the feed then goes live even when the replay was stopped.
  * EDDY_ERR_ILLEGAL_STATE on a failed feed, or when the catch-up it waited for failed (the
  * detail names that failure). EDDY_ERR_CANCELLED when cancel fired while it waited. */
-EDDY_EXPORT eddy_status eddy_feed_go_live(eddy_feed *feed, eddy_feed_cancel *cancel,
-                                          eddy_error *err);
+EDDY_EXPORT eddy_status eddy_feed_go_live(eddy_feed *feed, eddy_cancel *cancel, eddy_error *err);
 
 /** Stops a running replay (it notices before its next event), or, on a feed that is not live
  * and has no catch-up running, the feed itself; see the rules above. Does not wait. */
@@ -237,13 +226,12 @@ EDDY_EXPORT void eddy_feed_stop_catch_up(eddy_feed *feed);
  * error: it was not applied; do not acknowledge it. Held (the feed is not live yet) the call
  * waits for the catch-up or go-live; it ends with EDDY_ERR_CANCELLED when cancel fires first.
  * Ownership: event is borrowed for the call. */
-EDDY_EXPORT eddy_status eddy_feed_accept(eddy_feed *feed, void *event, eddy_feed_cancel *cancel,
+EDDY_EXPORT eddy_status eddy_feed_accept(eddy_feed *feed, void *event, eddy_cancel *cancel,
                                          eddy_error *err);
 /** The same with the metadata the source knows (a projection keyed by metadata needs it).
  * Ownership: meta is borrowed for the call. */
 EDDY_EXPORT eddy_status eddy_feed_accept_meta(eddy_feed *feed, const eddy_event_meta *meta,
-                                              void *event, eddy_feed_cancel *cancel,
-                                              eddy_error *err);
+                                              void *event, eddy_cancel *cancel, eddy_error *err);
 
 /** The outcome of an eddy_feed_offer: the status eddy_feed_accept would have returned. err is
  * borrowed for the call (NULL on EDDY_OK). */
@@ -305,9 +293,13 @@ typedef struct eddy_feed_info {
     eddy_feed_outcome last; /**< how the last catch-up or go-live ended */
 } eddy_feed_info;
 
-EDDY_EXPORT eddy_status eddy_feed_get_info(eddy_feed *feed, eddy_feed_info *out);
+EDDY_EXPORT eddy_status eddy_feed_stats(eddy_feed *feed, eddy_feed_info *out);
 
 #ifdef __cplusplus
 }
 #endif
+
+/* The names this header had before 0.3.0, deprecated (eddy/deprecated.h). */
+#define EDDY_DEPRECATED_FEED_H
+#include "eddy/deprecated.h"
 #endif
