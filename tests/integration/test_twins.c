@@ -19,6 +19,7 @@
 #include "eddy_test.h"
 #include "raw.h"
 #include "recorder.h"
+#include "test_codec.h"
 
 static int backends[] = {0, 1}; /* memory, redis */
 
@@ -301,5 +302,363 @@ Test(twins, rbus_publish_batch_unreachable_backend_fails_with_io, .timeout = 30)
     eddy_rbus_free(b);
     cr_expect_eq(r.calls, 1);
     free_events(&e);
+    teardown(&t);
+}
+
+/* ---- the store: checkpoints and stream pages --------------------------------------------- */
+
+static eddy_store *must_store(tctx *t) {
+    eddy_store *s = NULL;
+    eddy_error err = {0};
+    eddy_status st = eddy_store_open(&t->s, &s, &err);
+    cr_assert_eq(st, EDDY_OK, "eddy_store_open: %s (%s)", eddy_status_name(st), err.detail);
+    return s;
+}
+
+static eddy_rstore *must_rstore(tctx *t) {
+    eddy_rstore *s = NULL;
+    eddy_error err = {0};
+    eddy_status st = eddy_rstore_open(t->loop, &t->s, &s, &err);
+    cr_assert_eq(st, EDDY_OK, "eddy_rstore_open: %s (%s)", eddy_status_name(st), err.detail);
+    return s;
+}
+
+typedef struct rck {
+    int calls;
+    eddy_status st;
+    bool flag;
+    char value[64];
+} rck;
+
+static void on_exists(eddy_status st, bool exists, const eddy_error *err, void *user) {
+    (void)err;
+    rck *r = user;
+    r->calls++;
+    r->st = st;
+    r->flag = exists;
+}
+
+static void on_read(eddy_status st, const char *value, bool found, const eddy_error *err,
+                    void *user) {
+    (void)err;
+    rck *r = user;
+    r->calls++;
+    r->st = st;
+    r->flag = found;
+    snprintf(r->value, sizeof(r->value), "%s", value ? value : "");
+}
+
+static void on_done(eddy_status st, const eddy_error *err, void *user) {
+    (void)err;
+    rck *r = user;
+    r->calls++;
+    r->st = st;
+}
+
+ParameterizedTestParameters(twins, store_checkpoint_twins_share_one_storage) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, twins, store_checkpoint_twins_share_one_storage, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    eddy_store *bs = must_store(&t);
+    eddy_rstore *rs = must_rstore(&t);
+    eddy_error err = {0};
+    bool b = true;
+    char buf[64] = "x";
+    /* None yet, on either side. */
+    cr_assert_eq(eddy_store_checkpoint_exists(bs, "f1", &b, &err), EDDY_OK, "%s", err.detail);
+    cr_expect(!b);
+    cr_assert_eq(eddy_store_checkpoint_read(bs, "f1", buf, sizeof(buf), &b, &err), EDDY_OK);
+    cr_expect(!b);
+    /* Saved by the blocking store, seen by the reactive one, and by the ops struct. */
+    cr_assert_eq(eddy_store_checkpoint_save(bs, "f1", "42", &err), EDDY_OK, "%s", err.detail);
+    rck r = {0};
+    cr_assert_eq(eddy_rstore_checkpoint_read(rs, "f1", on_read, &r, &err), EDDY_OK);
+    cr_assert(run_until_count(&t, &r.calls, 1, 20000));
+    cr_expect_eq(r.st, EDDY_OK);
+    cr_expect(r.flag);
+    cr_expect_str_eq(r.value, "42");
+    eddy_checkpoints ops = eddy_store_checkpoints(bs);
+    cr_assert_eq(ops.ops->read(ops.self, "f1", buf, sizeof(buf), &b, &err), EDDY_OK);
+    cr_expect(b);
+    cr_expect_str_eq(buf, "42");
+    /* Saved by the reactive store, read by the blocking one. */
+    memset(&r, 0, sizeof(r));
+    cr_assert_eq(eddy_rstore_checkpoint_save(rs, "f2", "7", on_done, &r, &err), EDDY_OK);
+    cr_assert(run_until_count(&t, &r.calls, 1, 20000));
+    cr_expect_eq(r.st, EDDY_OK);
+    cr_assert_eq(eddy_store_checkpoint_read(bs, "f2", buf, sizeof(buf), &b, &err), EDDY_OK);
+    cr_expect(b);
+    cr_expect_str_eq(buf, "7");
+    cr_assert_eq(eddy_store_checkpoint_exists(bs, "f2", &b, &err), EDDY_OK);
+    cr_expect(b);
+    /* Removed by the blocking store (twice: not an error), gone for the reactive one. */
+    cr_assert_eq(eddy_store_checkpoint_remove(bs, "f2", &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(eddy_store_checkpoint_remove(bs, "f2", &err), EDDY_OK, "%s", err.detail);
+    memset(&r, 0, sizeof(r));
+    r.flag = true;
+    cr_assert_eq(eddy_rstore_checkpoint_exists(rs, "f2", on_exists, &r, &err), EDDY_OK);
+    cr_assert(run_until_count(&t, &r.calls, 1, 20000));
+    cr_expect_eq(r.st, EDDY_OK);
+    cr_expect(!r.flag);
+    /* The reactive storage struct, now named eddy_rstore_checkpoints, removes it too. */
+    eddy_rcheckpoints rops = eddy_rstore_checkpoints(rs);
+    memset(&r, 0, sizeof(r));
+    cr_assert_eq(rops.ops->remove(rops.self, "f1", on_done, &r, &err), EDDY_OK);
+    cr_assert(run_until_count(&t, &r.calls, 1, 20000));
+    cr_assert_eq(eddy_store_checkpoint_exists(bs, "f1", &b, &err), EDDY_OK);
+    cr_expect(!b);
+    /* Refusals, as the ops' own. */
+    cr_expect_eq(eddy_store_checkpoint_exists(NULL, "f1", &b, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_store_checkpoint_exists(bs, "f1", NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_store_checkpoint_read(bs, "f1", buf, 0, &b, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_store_checkpoint_save(bs, "bad id", "1", &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_store_checkpoint_remove(NULL, "f1", &err), EDDY_ERR_INVALID_ARGUMENT);
+    eddy_rstore_close(rs);
+    eddy_store_close(bs);
+    teardown(&t);
+}
+
+typedef struct seen {
+    int n;
+    long long last;
+    int stop_at; /* fn returns EDDY_ERR_CANCELLED at this version (0: never) */
+} seen;
+
+static eddy_status on_stored(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
+    (void)ev;
+    seen *s = user;
+    if (s->stop_at && meta->version == s->stop_at)
+        return EDDY_ERR_CANCELLED;
+    s->n++;
+    cr_expect_eq(meta->version, s->last + 1, "version %lld after %lld", meta->version, s->last);
+    s->last = meta->version;
+    return EDDY_OK;
+}
+
+typedef struct rpage {
+    int calls;
+    eddy_status st;
+    long long last;
+    bool more;
+} rpage;
+
+static void on_page(eddy_status st, long long last_version, bool more, const eddy_error *err,
+                    void *user) {
+    (void)err;
+    rpage *p = user;
+    p->calls++;
+    p->st = st;
+    p->last = last_version;
+    p->more = more;
+}
+
+/* The reactive page's user: what each saw, and what done said. */
+typedef struct rboth {
+    seen s;
+    rpage p;
+} rboth;
+
+static eddy_status rb_each(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
+    return on_stored(ev, meta, &((rboth *)user)->s);
+}
+
+static void rb_done(eddy_status st, long long last_version, bool more, const eddy_error *err,
+                    void *user) {
+    on_page(st, last_version, more, err, &((rboth *)user)->p);
+}
+
+ParameterizedTestParameters(twins, store_read_stream_page_pages_as_its_twin) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, twins, store_read_stream_page_pages_as_its_twin, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    eddy_store *bs = must_store(&t);
+    eddy_rstore *rs = must_rstore(&t);
+    eddy_error err = {0};
+    /* 300 events: a full page (256) and a part of one. */
+    enum { N = 300 };
+    for (int i = 0; i < N; i += 50) {
+        eddy_event *evs[50];
+        char id[32];
+        for (int k = 0; k < 50; k++) {
+            snprintf(id, sizeof(id), "s%d", i + k);
+            evs[k] = make_event(id, "t.stored");
+        }
+        cr_assert_eq(
+            eddy_store_append(bs, "order-1", (const eddy_event *const *)evs, 50, NULL, NULL, &err),
+            EDDY_OK, "%s", err.detail);
+        for (int k = 0; k < 50; k++)
+            eddy_event_free(evs[k]);
+    }
+    long long after = 0;
+    bool more = true;
+    int pages = 0;
+    seen s = {0};
+    while (more && pages < 10) {
+        long long last = -1;
+        cr_assert_eq(
+            eddy_store_read_stream_page(bs, "order-1", after, on_stored, &s, &last, &more, &err),
+            EDDY_OK, "%s", err.detail);
+        /* The reactive twin says the same of the same page. */
+        rboth rb = {.s = {.last = after}};
+        cr_assert_eq(
+            eddy_rstore_read_stream_page(rs, "order-1", after, rb_each, rb_done, &rb, &err),
+            EDDY_OK, "%s", err.detail);
+        cr_assert(run_until_count(&t, &rb.p.calls, 1, 20000));
+        cr_expect_eq(rb.p.st, EDDY_OK);
+        cr_expect_eq(rb.p.last, last);
+        cr_expect_eq(rb.p.more, more);
+        cr_expect_eq(rb.s.last, last);
+        after = last;
+        pages++;
+    }
+    cr_expect_eq(pages, 2);
+    cr_expect_eq(s.n, N);
+    cr_expect_eq(after, N);
+    /* Past the end: an empty page, nothing more. */
+    long long last = -1;
+    cr_assert_eq(eddy_store_read_stream_page(bs, "order-1", N, on_stored, &s, &last, &more, &err),
+                 EDDY_OK);
+    cr_expect_eq(last, N);
+    cr_expect(!more);
+    /* fn stops the page: its status is returned, last_version says where to resume. */
+    seen stop = {.last = 10, .stop_at = 20};
+    cr_expect_eq(
+        eddy_store_read_stream_page(bs, "order-1", 10, on_stored, &stop, &last, &more, &err),
+        EDDY_ERR_CANCELLED);
+    cr_expect_eq(stop.n, 9);
+    cr_expect_eq(last, 19);
+    /* Refusals. */
+    cr_expect_eq(eddy_store_read_stream_page(NULL, "order-1", 0, on_stored, &s, &last, &more, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_store_read_stream_page(bs, "order-1", 0, NULL, &s, &last, &more, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_store_read_stream_page(bs, "order-1", 0, on_stored, &s, NULL, &more, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_store_read_stream_page(bs, "order-1", 0, on_stored, &s, &last, NULL, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_store_read_stream_page(bs, "bad id", 0, on_stored, &s, &last, &more, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    eddy_rstore_close(rs);
+    eddy_store_close(bs);
+    teardown(&t);
+}
+
+/* ---- eddy_rfeed_offer -------------------------------------------------------------------- */
+
+typedef struct proj {
+    int applied;
+    int with_meta;
+    char last_stream[32];
+} proj;
+
+static eddy_status p_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *user) {
+    (void)event, (void)err;
+    proj *p = user;
+    p->applied++;
+    if (meta) {
+        p->with_meta++;
+        snprintf(p->last_stream, sizeof(p->last_stream), "%s", meta->stream_id);
+    }
+    return EDDY_OK;
+}
+
+static void feed_cfg(eddy_feed_config *cfg, const char *id, proj *p) {
+    eddy_feed_config_init(cfg);
+    cfg->id = id;
+    cfg->projection.apply = p_apply;
+    cfg->projection.user = p;
+    cfg->decode = uev_decode;
+    cfg->free_event = uev_free;
+    cfg->event_id = uev_id;
+}
+
+typedef struct offered {
+    int calls;
+    eddy_status st;
+} offered;
+
+static void on_offered(eddy_status st, const eddy_error *err, void *user) {
+    (void)err;
+    offered *o = user;
+    o->calls++;
+    o->st = st;
+}
+
+ParameterizedTestParameters(twins, rfeed_offer_as_eddy_feed_offer) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, twins, rfeed_offer_as_eddy_feed_offer, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    eddy_rstore *rs = must_rstore(&t);
+    eddy_store *bs = must_store(&t);
+    proj rp = {0}, bp = {0};
+    eddy_feed_config cfg;
+    eddy_error err = {0};
+    eddy_rfeed *rf = NULL;
+    feed_cfg(&cfg, "offer-r", &rp);
+    cr_assert_eq(eddy_rfeed_new(t.loop, rs, &cfg, NULL, &rf, &err), EDDY_OK, "%s", err.detail);
+    eddy_feed *bf = NULL;
+    feed_cfg(&cfg, "offer-b", &bp);
+    cr_assert_eq(eddy_feed_new(bs, &cfg, &bf, &err), EDDY_OK, "%s", err.detail);
+    uev e1 = {"e1"}, e2 = {"e2"}, e3 = {"e3"};
+    eddy_event_meta meta = {"order-9", 0, 0}; /* no store position: deduplicated by id */
+    /* Held before the feed is live, on both: the outcome comes with the go-live. */
+    offered ro1 = {0}, bo1 = {0};
+    cr_assert_eq(eddy_rfeed_offer(rf, NULL, &e1, on_offered, &ro1), EDDY_OK);
+    cr_assert_eq(eddy_feed_offer(bf, NULL, &e1, on_offered, &bo1), EDDY_OK);
+    cr_expect_eq(ro1.calls, 0, "done ran inside eddy_rfeed_offer");
+    cr_expect_eq(bo1.calls, 0, "a held event was completed before the go-live");
+    offered live = {0};
+    cr_assert_eq(eddy_rfeed_go_live(rf, on_offered, &live, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(eddy_feed_go_live(bf, NULL, &err), EDDY_OK, "%s", err.detail);
+    cr_assert(run_until_count(&t, &ro1.calls, 1, 20000));
+    cr_expect_eq(ro1.st, EDDY_OK);
+    cr_expect_eq(bo1.calls, 1);
+    cr_expect_eq(bo1.st, EDDY_OK);
+    /* Live, with metadata (copied: changed after the call, the feed still has the first). */
+    offered ro2 = {0}, bo2 = {0};
+    cr_assert_eq(eddy_rfeed_offer(rf, &meta, &e2, on_offered, &ro2), EDDY_OK);
+    cr_assert_eq(eddy_feed_offer(bf, &meta, &e2, on_offered, &bo2), EDDY_OK);
+    meta.stream_id = "changed";
+    cr_expect_eq(ro2.calls, 0, "done ran inside eddy_rfeed_offer");
+    cr_expect_eq(bo2.calls, 1, "a live offer completes on the calling thread");
+    cr_assert(run_until_count(&t, &ro2.calls, 1, 20000));
+    cr_expect_eq(ro2.st, EDDY_OK);
+    cr_expect_eq(rp.with_meta, 1);
+    cr_expect_str_eq(rp.last_stream, "order-9");
+    cr_expect_str_eq(bp.last_stream, "order-9");
+    /* A duplicate of an applied event: EDDY_OK, not applied again, on both. */
+    offered ro3 = {0}, bo3 = {0};
+    cr_assert_eq(eddy_rfeed_offer(rf, NULL, &e2, on_offered, &ro3), EDDY_OK);
+    cr_assert_eq(eddy_feed_offer(bf, NULL, &e2, on_offered, &bo3), EDDY_OK);
+    cr_assert(run_until_count(&t, &ro3.calls, 1, 20000));
+    cr_expect_eq(ro3.st, EDDY_OK);
+    cr_expect_eq(bo3.st, EDDY_OK);
+    cr_expect_eq(rp.applied, 2);
+    cr_expect_eq(bp.applied, 2);
+    eddy_feed_info ri, bi;
+    cr_assert_eq(eddy_rfeed_stats(rf, &ri), EDDY_OK);
+    cr_assert_eq(eddy_feed_stats(bf, &bi), EDDY_OK);
+    cr_expect_eq(ri.applied, bi.applied);
+    cr_expect_eq(ri.duplicates, 1);
+    cr_expect_eq(bi.duplicates, 1);
+    /* Refusals: returned, done not called, on both. */
+    offered bad = {0};
+    cr_expect_eq(eddy_rfeed_offer(NULL, NULL, &e3, on_offered, &bad), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rfeed_offer(rf, NULL, NULL, on_offered, &bad), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rfeed_offer(rf, NULL, &e3, NULL, &bad), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_offer(bf, NULL, &e3, NULL, &bad), EDDY_ERR_INVALID_ARGUMENT);
+    run_for(&t, 50);
+    cr_expect_eq(bad.calls, 0);
+    cr_expect_eq(rp.applied, 2);
+    eddy_rfeed_free(rf);
+    eddy_feed_free(bf);
+    eddy_rstore_close(rs);
+    eddy_store_close(bs);
     teardown(&t);
 }
