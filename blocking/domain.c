@@ -76,8 +76,7 @@ const char *eddy_domain_projection_id(eddy_domain_feed *d) {
     return d ? eddy__domain_id(d->core) : NULL;
 }
 
-eddy_status eddy_domain_catch_up_all(eddy_domain_feed *d, eddy_cancel *cancel,
-                                     eddy_error *err) {
+eddy_status eddy_domain_catch_up_all(eddy_domain_feed *d, eddy_cancel *cancel, eddy_error *err) {
     eddy_status st = eddy__domain_check(d ? d->core : NULL, NULL, "catch up all", err);
     return st != EDDY_OK ? st : eddy_feed_catch_up(d->feed, cancel, err);
 }

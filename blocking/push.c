@@ -437,7 +437,7 @@ eddy_status eddy_push_sources_start_all(eddy_push_sources *ps, const char ***ids
 }
 
 eddy_status eddy_push_sources_stats(eddy_push_sources *ps, const char *id,
-                                     eddy_push_progress *out) {
+                                    eddy_push_progress *out) {
     if (!ps || !id || !out)
         return EDDY_ERR_INVALID_ARGUMENT;
     eddy__push_source *src = eddy__push_set_find(&ps->set, id);

@@ -647,7 +647,7 @@ eddy_status eddy_rpush_sources_start_all(eddy_rpush_sources *ps, eddy_rpush_star
 }
 
 eddy_status eddy_rpush_sources_stats(eddy_rpush_sources *ps, const char *id,
-                                      eddy_push_progress *out) {
+                                     eddy_push_progress *out) {
     if (!ps || !id || !out)
         return EDDY_ERR_INVALID_ARGUMENT;
     eddy__push_source *src = eddy__push_set_find(&ps->set, id);

@@ -648,7 +648,7 @@ static eddy_status ckpt_submit(eddy_rstore *store, eddy__ckpt_op op, const char 
 }
 
 eddy_status eddy_rstore_checkpoint_exists(eddy_rstore *store, const char *feed_id,
-                                    eddy_rstore_exists_fn done, void *user, eddy_error *err) {
+                                          eddy_rstore_exists_fn done, void *user, eddy_error *err) {
     eddy_status st = check_store(store, done != NULL, err);
     if (st != EDDY_OK)
         return st;
@@ -660,7 +660,8 @@ eddy_status eddy_rstore_checkpoint_exists(eddy_rstore *store, const char *feed_i
 }
 
 eddy_status eddy_rstore_checkpoint_read(eddy_rstore *store, const char *feed_id,
-                                  eddy_rstore_checkpoint_read_fn done, void *user, eddy_error *err) {
+                                        eddy_rstore_checkpoint_read_fn done, void *user,
+                                        eddy_error *err) {
     eddy_status st = check_store(store, done != NULL, err);
     if (st != EDDY_OK)
         return st;
@@ -672,7 +673,7 @@ eddy_status eddy_rstore_checkpoint_read(eddy_rstore *store, const char *feed_id,
 }
 
 eddy_status eddy_rstore_checkpoint_save(eddy_rstore *store, const char *feed_id, const char *value,
-                                  eddy_rstore_done_fn done, void *user, eddy_error *err) {
+                                        eddy_rstore_done_fn done, void *user, eddy_error *err) {
     eddy_status st = check_store(store, done != NULL, err);
     if (st != EDDY_OK)
         return st;
@@ -686,7 +687,7 @@ eddy_status eddy_rstore_checkpoint_save(eddy_rstore *store, const char *feed_id,
 }
 
 eddy_status eddy_rstore_checkpoint_remove(eddy_rstore *store, const char *feed_id,
-                                    eddy_rstore_done_fn done, void *user, eddy_error *err) {
+                                          eddy_rstore_done_fn done, void *user, eddy_error *err) {
     eddy_status st = check_store(store, done != NULL, err);
     if (st != EDDY_OK)
         return st;

@@ -5,7 +5,9 @@
 # the new names match none of the old patterns, so a second run changes nothing. Only whole
 # public identifiers change (eddy_..., never the internal eddy__...). It edits the files git
 # tracks in DIR (every file under it when DIR is not a git work tree), except those that must
-# keep the old names: the deprecated aliases themselves and the rename table.
+# keep the old names: the deprecated aliases themselves and the rename table. The C files it
+# changed are then clang-formatted (when clang-format is installed), since a longer name may
+# move a line past the 100 columns.
 set -eu
 
 dir=${1:-.}
@@ -26,7 +28,7 @@ s/\beddy_feed_cancel_\(new\|fired\|fire\|free\)\b/eddy_cancel_\1/g
 s/\beddy_feed_cancel\b/eddy_cancel/g
 '
 
-keep='^(include/eddy/deprecated\.h|blocking/deprecated\.c|reactive/deprecated\.c|docs/twins\.md|scripts/rename-0\.3\.sh|CHANGELOG\.md)$'
+keep='^(tests/twins/self-test\.sh|tests/twins/check-twins\.py|include/eddy/deprecated\.h|blocking/deprecated\.c|reactive/deprecated\.c|docs/twins\.md|scripts/rename-0\.3\.sh|CHANGELOG\.md)$'
 
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     list() { git ls-files; }
@@ -39,5 +41,15 @@ list | grep -Ev "$keep" | while IFS= read -r f; do
     # Text files that name an old identifier only.
     grep -Iq -e 'eddy_store_read_all' -e 'eddy_rstore_ckpt_' -e 'eddy_rfeed_store_checkpoints' \
         -e '_get_info' -e 'sources_status' -e 'eddy_feed_cancel' "$f" 2>/dev/null || continue
+    cp "$f" "$f.rename-0.3"
     sed -i "$renames" "$f"
+    if cmp -s "$f" "$f.rename-0.3"; then
+        rm -f "$f.rename-0.3"
+        continue
+    fi
+    rm -f "$f.rename-0.3"
+    case $f in
+    *.c | *.h) if command -v clang-format >/dev/null; then clang-format -i "$f"; fi ;;
+    esac
+    echo "renamed in $f"
 done

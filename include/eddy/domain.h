@@ -11,7 +11,7 @@
  * optional data field reader, all in an eddy_feed_config whose id, projection and filter stay
  * unset), then eddy_domain_register once (a second is refused), then eddy_domain_catch_up(_all)
  * or eddy_domain_go_live, then live events. The registered id is the id of the catch-up feed
- * underneath, so it names the catch-up marker; it must be unique in the process (a registered
+ * underneath, so it names the catch-up checkpoint; it must be unique in the process (a registered
  * id is refused until the feed holding it is freed). Every rule of feed.h holds for the
  * registered projection (holding, stopping, failing, cancel handles, callbacks calling back).
  *
@@ -79,7 +79,7 @@ EDDY_EXPORT eddy_status eddy_domain_new(eddy_store *store, const eddy_feed_confi
 EDDY_EXPORT void eddy_domain_free(eddy_domain_feed *feed);
 
 /** Registers the projection under id with filter (NULL: every event), and builds the catch-up
- * feed underneath, with id as its feed id (its marker's key). EDDY_ERR_ILLEGAL_STATE when the
+ * feed underneath, with id as its feed id (its checkpoint's key). EDDY_ERR_ILLEGAL_STATE when the
  * feed has a projection already (it takes one only: replace the whole feed);
  * EDDY_ERR_INVALID_ARGUMENT for a bad id (feed.h's rules) or for an id already registered on
  * any feed of this process, the detail saying so; EDDY_ERR_INVALID_SPEC for a projection

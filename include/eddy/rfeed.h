@@ -5,14 +5,14 @@
  * eddy_feed_config and eddy_projection: it holds live events until eddy_rfeed_catch_up or
  * eddy_rfeed_go_live, replays the history one page at a time on the loop
  * (eddy_rstore_read_page, so the loop never blocks), applies the held events once each in
- * arrival order, writes the marker and goes live. Where the blocking feed waits, this one
+ * arrival order, writes the checkpoint and goes live. Where the blocking feed waits, this one
  * answers through a completion callback on the loop.
  *
- * The rules are those of eddy/feed.h (duplicates and the marker's meaning included), except:
+ * The rules are those of eddy/feed.h (duplicates and the checkpoint's meaning included), except:
  * - The feed starts failing when a catch-up fails, when an event the projection fed during a
  *   replay or from a callback (replay_started, ...) fails or is refused, or when an event
- *   nothing waits for fails. It then (1) deletes its marker (the first attempt plus 3 retries,
- *   then an error naming the feed id goes to cfg.log: delete the marker yourself before
+ *   nothing waits for fails. It then (1) deletes its checkpoint (the first attempt plus 3 retries,
+ *   then an error naming the feed id goes to cfg.log: delete the checkpoint yourself before
  *   building a new feed), (2) refuses every later accept not made by the projection with
  *   EDDY_ERR_ILLEGAL_STATE, (3) refuses each listener's event still waiting for the replay
  *   without applying it, (4) applies the events it had already taken in and those the
@@ -25,8 +25,8 @@
  *   eddy_rfeed_go_live), not from when the loop first drives it: live events accepted in
  *   between wait for its replay.
  *
- * Marker ("caught up once", not a position to resume from; see eddy/feed.h): cfg.checkpoints
- * must be NULL (its operations block); the marker is kept through the asynchronous
+ * Checkpoint ("caught up once", not a position to resume from; see eddy/feed.h): cfg.checkpoints
+ * must be NULL (its operations block); the checkpoint is kept through the asynchronous
  * eddy_rcheckpoints given to eddy_rfeed_new (eddy_rstore_checkpoints: the rstore's own
  * storage, key "{ns}:ckpt:F"), or not at all when that is NULL.
  *

@@ -403,8 +403,8 @@ Test(acl, main_flows_run_with_the_documented_rules) {
     cr_assert_eq(eddy_store_read_stream(store, "acct-1", 0, count_stored, &read, &err), EDDY_OK,
                  "%s", err.detail);
     long long next = 0, head = 0;
-    cr_assert_eq(eddy_store_read_page(store, 0, 10, NULL, count_stored, &read, &next, &err), EDDY_OK,
-                 "%s", err.detail);
+    cr_assert_eq(eddy_store_read_page(store, 0, 10, NULL, count_stored, &read, &next, &err),
+                 EDDY_OK, "%s", err.detail);
     cr_assert_eq(eddy_store_head(store, &head, &err), EDDY_OK, "%s", err.detail);
     cr_assert_eq(read, 4);
     cr_assert_eq(head, 2);
