@@ -127,7 +127,7 @@ static void sync_reset(eddy_feed *feed, fwaiter *w) {
 
 /* Waits until w is completed; true when the cancel handle fired first. */
 static bool wait_for(eddy_feed *feed, fwaiter *w, eddy_cancel *cancel) {
-    eddy__cancel_reg reg = {&feed->wlock, &feed->wcond, NULL};
+    eddy__cancel_reg reg = {&feed->wlock, &feed->wcond, NULL, NULL};
     eddy__cancel_attach(cancel, &reg);
     pthread_mutex_lock(&feed->wlock);
     while (!w->done && !eddy_cancel_fired(cancel))

@@ -166,7 +166,7 @@ eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_even
     eddy_status st = eddy__request_flow_begin(&f, &ctx, opts, subject, ev, &w, eddy_now_ms(), err);
     if (st == EDDY_OK) {
         const char *id = f.out.id;
-        w.on_cancel = (eddy__cancel_reg){&w.m, &w.cond, NULL};
+        w.on_cancel = (eddy__cancel_reg){&w.m, &w.cond, NULL, NULL};
         eddy__cancel_attach(opts->cancel, &w.on_cancel);
         step_io io = {.pending = false};
         eddy__req_step step = run_steps(bus, &f, opts ? opts->deadline_ms : 0, &w, &io);

@@ -468,12 +468,13 @@ EDDY_EXPORT long long eddy_now_ms(void);
 /** eddy_now_ms() + ms: a deadline ms from now. */
 EDDY_EXPORT long long eddy_deadline_in(long long ms);
 
-/** The cancellation token of the blocking front end, the one form of cancellation for every
- * blocking call that waits: fired from any thread, it ends what the calls given it wait for (a
- * request ends with EDDY_ERR_NO_REPLY; a feed's catch-up, go-live or held accept with
- * EDDY_ERR_CANCELLED, see eddy/feed.h). One token may serve several calls; a fired token stays
- * fired, and calls given it later end at once. (A reactive call never waits: a reactive request
- * is cancelled through its handle, eddy_rrequest_cancel.) */
+/** The cancellation token, the one form of cancellation: fired, it ends the calls given it (a
+ * request, blocking or reactive, ends with EDDY_ERR_NO_REPLY; a blocking feed's catch-up,
+ * go-live or held accept with EDDY_ERR_CANCELLED, see eddy/feed.h). One token may serve several
+ * calls; a fired token stays fired, and calls given it later are refused or end at once. A
+ * blocking call waits inside the call, so its token is fired from another thread (any); a
+ * reactive request's token must be fired on the loop's thread, and its callback runs before
+ * eddy_cancel_fire returns. */
 typedef struct eddy_cancel eddy_cancel;
 /** NULL on OOM. Ownership: the caller's; free it after the calls that use it returned.
  * Thread: any. */
@@ -491,7 +492,7 @@ typedef struct eddy_request_opts {
     long long deadline_ms;
     /** Conversation name for the counters: one of settings.request_names, or NULL. */
     const char *name;
-    /** Optional cancellation token (blocking front end). */
+    /** Optional cancellation token (both front ends; see eddy_cancel). */
     eddy_cancel *cancel;
 } eddy_request_opts;
 

@@ -14,12 +14,12 @@
  *
  * Callbacks never run inside the call that asked for them (a publish's outcome, a start's
  * readiness, a request's reply, a handler: always later, from the loop), with two exceptions:
- * eddy_rrequest_cancel, and teardown. Stop runs pending ready callbacks with EDDY_ERR_CLOSED
- * and the callbacks of requests still waiting with EDDY_ERR_NO_REPLY before it returns; free
- * does the same, and runs the pending publish callbacks with EDDY_ERR_CLOSED before it returns
- * (or, called from inside a callback, when that callback returns). Once eddy_rbus_free was
- * called, the bus refuses new work: publish, request, subscribe and start return
- * EDDY_ERR_CLOSED, stop is a no-op.
+ * eddy_rrequest_cancel (and eddy_cancel_fire of a request's token), and teardown. Stop runs pending
+ * ready callbacks with EDDY_ERR_CLOSED and the callbacks of requests still waiting with
+ * EDDY_ERR_NO_REPLY before it returns; free does the same, and runs the pending publish callbacks
+ * with EDDY_ERR_CLOSED before it returns (or, called from inside a callback, when that callback
+ * returns). Once eddy_rbus_free was called, the bus refuses new work: publish, request, subscribe
+ * and start return EDDY_ERR_CLOSED, stop is a no-op.
  *
  * Memory: a bus on memory:// keeps its in-process store alive while it lives; its commands run
  * on the loop thread and complete from the loop.
@@ -150,8 +150,12 @@ typedef void (*eddy_reply_fn)(eddy_status st, eddy_event *reply, void *user);
  * EDDY_ERR_NO_DEADLINE, EDDY_ERR_NO_REPLY for a deadline already passed, EDDY_ERR_NOT_READY
  * (not started, or its start not ready yet), EDDY_ERR_NOT_SUPPORTED,
  * EDDY_ERR_RESERVED_ATTRIBUTE, then the publish checks; EDDY_ERR_CLOSED once free was called)
- * are returned by the call itself and `done` does not run. opts->cancel is for the blocking
- * front end and is refused here (EDDY_ERR_INVALID_ARGUMENT): cancel through *handle.
+ * are returned by the call itself and `done` does not run; a fired opts->cancel is refused as
+ * in eddy_bus_request (EDDY_ERR_NO_REPLY). opts->cancel (an eddy_cancel token, as for
+ * eddy_bus_request) must then be fired on the loop's thread: the request ends with
+ * EDDY_ERR_NO_REPLY (counted NoReply), its callback running before eddy_cancel_fire returns; free
+ * the token after that call returned. *handle does the same for this request alone
+ * (eddy_rrequest_cancel).
  * Ownership: the event is copied before the call returns; *handle (may be NULL) is the bus's.
  * Memory and time per request in flight are bounded: one table entry, no timer or key of its
  * own (one timer serves every deadline). */
@@ -166,8 +170,9 @@ EDDY_EXPORT eddy_status eddy_rbus_request_value(eddy_rbus *bus, const char *subj
                                                 eddy_reply_fn done, void *user,
                                                 eddy_rrequest **handle, eddy_error *err);
 
-/** Cancels a request in flight: its callback runs with EDDY_ERR_NO_REPLY (counted NoReply)
- * before this returns. A request that already completed must not be cancelled. */
+/** Cancels a request in flight, as firing a token given to it alone would (opts->cancel): its
+ * callback runs with EDDY_ERR_NO_REPLY (counted NoReply) before this returns. A request that
+ * already completed must not be cancelled. NULL is a no-op. */
 EDDY_EXPORT void eddy_rrequest_cancel(eddy_rrequest *req);
 
 /** Request counters, as eddy_bus_request_stats. */

@@ -662,3 +662,115 @@ ParameterizedTest(int *backend, twins, rfeed_offer_as_eddy_feed_offer, .timeout 
     eddy_store_close(bs);
     teardown(&t);
 }
+
+/* ---- one cancellation token on both front ends ------------------------------------------ */
+
+static eddy_status h_silent(eddy_delivery *d, void *user) {
+    (void)d;
+    (*(int *)user)++;
+    return EDDY_OK; /* a plain subscriber: it never answers */
+}
+
+typedef struct rreply {
+    int calls;
+    eddy_status st;
+} rreply;
+
+static void on_rreply(eddy_status st, eddy_event *reply, void *user) {
+    rreply *r = user;
+    r->calls++;
+    r->st = st;
+    eddy_event_free(reply);
+}
+
+typedef struct readyrec {
+    int calls;
+    eddy_status st;
+} readyrec;
+
+static void on_ready(eddy_status st, const eddy_error *err, void *user) {
+    (void)err;
+    readyrec *r = user;
+    r->calls++;
+    r->st = st;
+}
+
+ParameterizedTestParameters(twins, cancel_token_ends_reactive_requests) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, twins, cancel_token_ends_reactive_requests, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    int silent = 0;
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = "silent";
+    sp.pattern = "tk.x";
+    sp.group = "g";
+    sp.delivery = EDDY_AT_LEAST_ONCE;
+    sp.handler = h_silent;
+    sp.user = &silent;
+    eddy_rbus *server = NULL, *b = must_rbus(&t);
+    eddy_error err = {0};
+    cr_assert_eq(eddy_rbus_new(t.loop, &t.s, &sp, 1, &server, &err), EDDY_OK, "%s", err.detail);
+    readyrec r1 = {0}, r2 = {0};
+    cr_assert_eq(eddy_rbus_start(server, on_ready, &r1, &err), EDDY_OK);
+    cr_assert_eq(eddy_rbus_start(b, on_ready, &r2, &err), EDDY_OK);
+    cr_assert(run_until_count(&t, &r1.calls, 1, 20000) && run_until_count(&t, &r2.calls, 1, 20000));
+    cr_assert_eq(r1.st, EDDY_OK);
+    cr_assert_eq(r2.st, EDDY_OK);
+    /* Two requests on one token, both held by a subscriber that never answers. */
+    eddy_cancel *tok = eddy_cancel_new();
+    cr_assert(tok);
+    eddy_request_opts o = {eddy_deadline_in(600000), NULL, tok};
+    rreply a = {0}, c = {0};
+    eddy_event *ev1 = make_event("q1", "t.q"), *ev2 = make_event("q2", "t.q");
+    cr_assert_eq(eddy_rbus_request(b, "tk.x", ev1, &o, on_rreply, &a, NULL, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_assert_eq(eddy_rbus_request(b, "tk.x", ev2, &o, on_rreply, &c, NULL, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_assert(run_until_count(&t, &silent, 2, 20000), "the requests never arrived");
+    cr_expect_eq(a.calls + c.calls, 0);
+    cr_expect(!eddy_cancel_fired(tok));
+    eddy_cancel_fire(tok);
+    cr_expect(eddy_cancel_fired(tok));
+    cr_expect_eq(a.calls, 1, "the callback runs before eddy_cancel_fire returns");
+    cr_expect_eq(c.calls, 1, "the callback runs before eddy_cancel_fire returns");
+    cr_expect_eq(a.st, EDDY_ERR_NO_REPLY);
+    cr_expect_eq(c.st, EDDY_ERR_NO_REPLY);
+    eddy_request_stats s;
+    cr_assert_eq(eddy_rbus_request_stats(b, NULL, &s), EDDY_OK);
+    cr_expect_eq(s.no_reply, 2);
+    /* A fired token refuses a new request up front on both front ends, counting nothing. */
+    rreply late = {0};
+    cr_expect_eq(eddy_rbus_request(b, "tk.x", ev1, &o, on_rreply, &late, NULL, &err),
+                 EDDY_ERR_NO_REPLY);
+    eddy_bus *bb = NULL;
+    cr_assert_eq(eddy_bus_new(&t.s, NULL, 0, &bb, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(eddy_bus_start(bb, &err), EDDY_OK, "%s", err.detail);
+    eddy_event *reply = NULL;
+    cr_expect_eq(eddy_bus_request(bb, "tk.x", ev1, &o, &reply, &err), EDDY_ERR_NO_REPLY);
+    cr_expect_null(reply);
+    eddy_bus_free(bb);
+    run_for(&t, 50);
+    cr_expect_eq(late.calls, 0);
+    cr_expect_eq(a.calls, 1);
+    cr_assert_eq(eddy_rbus_request_stats(b, NULL, &s), EDDY_OK);
+    cr_expect_eq(s.sent, 2, "the refused request was not counted");
+    eddy_cancel_free(tok);
+    /* A request that ended otherwise leaves the token: freeing the bus, then firing, is safe. */
+    eddy_cancel *tok2 = eddy_cancel_new();
+    o.cancel = tok2;
+    rreply d = {0};
+    cr_assert_eq(eddy_rbus_request(b, "tk.x", ev2, &o, on_rreply, &d, NULL, &err), EDDY_OK);
+    eddy_rbus_free(b);
+    cr_expect_eq(d.calls, 1);
+    cr_expect_eq(d.st, EDDY_ERR_NO_REPLY);
+    eddy_cancel_fire(tok2);
+    cr_expect_eq(d.calls, 1);
+    eddy_cancel_free(tok2);
+    eddy_event_free(ev1);
+    eddy_event_free(ev2);
+    eddy_rbus_free(server);
+    teardown(&t);
+}

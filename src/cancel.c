@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The cancellation token of the blocking front end (cancel.h). Thread: any; the registrations
- * are under the token's mutex, the flag is atomic so that a waiter checks it without the lock. */
+/* The cancellation token (cancel.h). Thread: any; the registrations are under the token's mutex,
+ * the flag is atomic so that a waiter checks it without the lock. */
 #include <stdatomic.h>
 #include <stdlib.h>
 
@@ -25,11 +25,28 @@ void eddy_cancel_fire(eddy_cancel *c) {
     pthread_mutex_lock(&c->m);
     atomic_store(&c->fired, true);
     for (eddy__cancel_reg *r = c->regs; r; r = r->next) {
+        if (r->fired)
+            continue;
         pthread_mutex_lock(r->m);
         pthread_cond_broadcast(r->cond);
         pthread_mutex_unlock(r->m);
     }
     pthread_mutex_unlock(&c->m);
+    /* The calls' functions, each taken off first: what one runs may end others (they detach). */
+    for (;;) {
+        pthread_mutex_lock(&c->m);
+        eddy__cancel_reg **pp = &c->regs;
+        while (*pp && !(*pp)->fired)
+            pp = &(*pp)->next;
+        eddy__cancel_reg *r = *pp;
+        if (r)
+            *pp = r->next;
+        pthread_mutex_unlock(&c->m);
+        if (!r)
+            break;
+        r->next = NULL;
+        r->fired(r);
+    }
 }
 
 bool eddy_cancel_fired(const eddy_cancel *c) { return c && atomic_load(&c->fired); }
