@@ -63,7 +63,8 @@ typedef void (*eddy_rstore_exists_fn)(eddy_status st, bool exists, const eddy_er
  * NULL. */
 typedef void (*eddy_rstore_checkpoint_read_fn)(eddy_status st, const char *value, bool found,
                                                const eddy_error *err, void *user);
-/** Completion of an operation with no result (checkpoint save and remove). */
+/** Completion of an operation with no result (checkpoint save and remove, a whole stream's read).
+ */
 typedef void (*eddy_rstore_done_fn)(eddy_status st, const eddy_error *err, void *user);
 
 /** Opens a store on `loop`, on the settings' backend and namespace (url, ns, max_event_size,
@@ -108,6 +109,17 @@ EDDY_EXPORT eddy_status eddy_rstore_read_stream_page(eddy_rstore *store, const c
                                                      long long after_version, eddy_stored_fn each,
                                                      eddy_rstore_stream_page_fn done, void *user,
                                                      eddy_error *err);
+
+/** Reads all of stream_id's events with version > after_version, in version order, as
+ * eddy_store_read_stream: page after page (each page asked for from the previous one's
+ * completion, so no more than a page is held), `each` receiving every event, done running once
+ * at the end (EDDY_OK), at the first failure, or with each's status when each stopped the read.
+ * Refused up front (done not called) as eddy_rstore_read_stream_page. Ownership: stream_id is
+ * copied. Thread: the loop's thread. */
+EDDY_EXPORT eddy_status eddy_rstore_read_stream(eddy_rstore *store, const char *stream_id,
+                                                long long after_version, eddy_stored_fn each,
+                                                eddy_rstore_done_fn done, void *user,
+                                                eddy_error *err);
 
 /** The position of the last stored event, through done. Thread: the loop's thread. */
 EDDY_EXPORT eddy_status eddy_rstore_head(eddy_rstore *store, eddy_rstore_head_fn done, void *user,

@@ -774,3 +774,124 @@ ParameterizedTest(int *backend, twins, cancel_token_ends_reactive_requests, .tim
     eddy_rbus_free(server);
     teardown(&t);
 }
+
+/* ---- eddy_rstore_read_stream ------------------------------------------------------------- */
+
+typedef struct whole {
+    seen s;
+    int calls;
+    eddy_status st;
+    bool in_call;
+    bool ran_inside;
+    eddy_rstore **close_at; /* close this store from each, at version close_version */
+    long long close_version;
+} whole;
+
+static eddy_status whole_each(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
+    whole *w = user;
+    if (w->close_at && *w->close_at && meta->version == w->close_version) {
+        eddy_rstore *s = *w->close_at;
+        *w->close_at = NULL;
+        eddy_rstore_close(s); /* from inside a callback: freed once it returns */
+    }
+    return on_stored(ev, meta, &w->s);
+}
+
+static void whole_done(eddy_status st, const eddy_error *err, void *user) {
+    (void)err;
+    whole *w = user;
+    w->calls++;
+    w->st = st;
+    w->ran_inside |= w->in_call;
+}
+
+static void append_n(eddy_store *bs, const char *stream, int n) {
+    eddy_error err = {0};
+    for (int i = 0; i < n; i += 50) {
+        eddy_event *evs[50];
+        char id[48];
+        int k = 0;
+        for (; k < 50 && i + k < n; k++) {
+            snprintf(id, sizeof(id), "%s-%d", stream, i + k);
+            evs[k] = make_event(id, "t.stored");
+        }
+        cr_assert_eq(eddy_store_append(bs, stream, (const eddy_event *const *)evs, (size_t)k, NULL,
+                                       NULL, &err),
+                     EDDY_OK, "%s", err.detail);
+        for (int j = 0; j < k; j++)
+            eddy_event_free(evs[j]);
+    }
+}
+
+ParameterizedTestParameters(twins, rstore_read_stream_reads_as_its_twin) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, twins, rstore_read_stream_reads_as_its_twin, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    eddy_store *bs = must_store(&t);
+    eddy_rstore *rs = must_rstore(&t);
+    eddy_error err = {0};
+    enum { N = 600 }; /* three pages */
+    append_n(bs, "order-2", N);
+    /* The blocking twin's answer. */
+    seen bseen = {.last = 100};
+    cr_assert_eq(eddy_store_read_stream(bs, "order-2", 100, on_stored, &bseen, &err), EDDY_OK);
+    cr_expect_eq(bseen.n, N - 100);
+    whole w = {.s = {.last = 100}};
+    w.in_call = true;
+    cr_assert_eq(eddy_rstore_read_stream(rs, "order-2", 100, whole_each, whole_done, &w, &err),
+                 EDDY_OK, "%s", err.detail);
+    w.in_call = false;
+    cr_assert(run_until_count(&t, &w.calls, 1, 20000));
+    run_for(&t, 50);
+    cr_expect_eq(w.calls, 1);
+    cr_expect(!w.ran_inside, "done ran inside the call");
+    cr_expect_eq(w.st, EDDY_OK, "%s", eddy_status_name(w.st));
+    cr_expect_eq(w.s.n, bseen.n);
+    cr_expect_eq(w.s.last, N);
+    /* each stops it (in the second page): that status, nothing after, as the blocking one. */
+    seen bstop = {.stop_at = 400};
+    cr_expect_eq(eddy_store_read_stream(bs, "order-2", 0, on_stored, &bstop, &err),
+                 EDDY_ERR_CANCELLED);
+    whole ws = {.s = {.stop_at = 400}};
+    cr_assert_eq(eddy_rstore_read_stream(rs, "order-2", 0, whole_each, whole_done, &ws, &err),
+                 EDDY_OK);
+    cr_assert(run_until_count(&t, &ws.calls, 1, 20000));
+    run_for(&t, 50);
+    cr_expect_eq(ws.calls, 1);
+    cr_expect_eq(ws.st, EDDY_ERR_CANCELLED);
+    cr_expect_eq(ws.s.n, bstop.n);
+    cr_expect_eq(ws.s.n, 399);
+    /* An empty or missing stream: EDDY_OK, nothing delivered. */
+    whole we = {0};
+    cr_assert_eq(eddy_rstore_read_stream(rs, "nobody", 0, whole_each, whole_done, &we, &err),
+                 EDDY_OK);
+    cr_assert(run_until_count(&t, &we.calls, 1, 20000));
+    cr_expect_eq(we.st, EDDY_OK);
+    cr_expect_eq(we.s.n, 0);
+    /* Refusals: returned, done not called. */
+    whole bad = {0};
+    cr_expect_eq(eddy_rstore_read_stream(NULL, "order-2", 0, whole_each, whole_done, &bad, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rstore_read_stream(rs, "order-2", 0, NULL, whole_done, &bad, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rstore_read_stream(rs, "order-2", 0, whole_each, NULL, &bad, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rstore_read_stream(rs, NULL, 0, whole_each, whole_done, &bad, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rstore_read_stream(rs, "bad id", 0, whole_each, whole_done, &bad, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    /* Closed from inside each, in the middle: done runs once, EDDY_ERR_CLOSED. */
+    whole wc = {.close_at = &rs, .close_version = 300};
+    cr_assert_eq(eddy_rstore_read_stream(rs, "order-2", 0, whole_each, whole_done, &wc, &err),
+                 EDDY_OK);
+    cr_assert(run_until_count(&t, &wc.calls, 1, 20000));
+    run_for(&t, 50);
+    cr_expect_eq(wc.calls, 1);
+    cr_expect_eq(wc.st, EDDY_ERR_CLOSED, "%s", eddy_status_name(wc.st));
+    cr_expect_null(rs);
+    cr_expect_eq(bad.calls, 0);
+    eddy_store_close(bs);
+    teardown(&t);
+}
