@@ -5,7 +5,7 @@
 # the new names match none of the old patterns, so a second run changes nothing. Only whole
 # public identifiers change (eddy_..., never the internal eddy__...). It edits the files git
 # tracks in DIR (every file under it when DIR is not a git work tree), except those that must
-# keep the old names: the deprecated aliases themselves and the rename table. The C files it
+# keep the old names: the deprecated aliases themselves, their tests and the rename table. The C files it
 # changed are then clang-formatted (when clang-format is installed), since a longer name may
 # move a line past the 100 columns.
 set -eu
@@ -28,7 +28,7 @@ s/\beddy_feed_cancel_\(new\|fired\|fire\|free\)\b/eddy_cancel_\1/g
 s/\beddy_feed_cancel\b/eddy_cancel/g
 '
 
-keep='^(tests/twins/self-test\.sh|tests/twins/check-twins\.py|include/eddy/deprecated\.h|blocking/deprecated\.c|reactive/deprecated\.c|docs/twins\.md|scripts/rename-0\.3\.sh|CHANGELOG\.md)$'
+keep='^(tests/twins/self-test\.sh|tests/twins/old-names\.c|tests/twins/deprecated\.sh|tests/integration/test_twins\.c|tests/twins/check-twins\.py|include/eddy/deprecated\.h|blocking/deprecated\.c|reactive/deprecated\.c|docs/twins\.md|scripts/rename-0\.3\.sh|CHANGELOG\.md)$'
 
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     list() { git ls-files; }

@@ -12,8 +12,10 @@
 #include <string.h>
 
 #include "eddy/blocking.h"
+#include "eddy/rdomain.h"
 #include "eddy/reactive.h"
 #include "eddy/rfeed.h"
+#include "eddy/rpush.h"
 #include "eddy/rstore.h"
 #include "eddy/store.h"
 #include "eddy_test.h"
@@ -895,3 +897,71 @@ ParameterizedTest(int *backend, twins, rstore_read_stream_reads_as_its_twin, .ti
     eddy_store_close(bs);
     teardown(&t);
 }
+
+/* ---- the 0.2 names still link and do what the new ones do -------------------------------- */
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+ParameterizedTestParameters(twins, old_names_are_the_new_calls) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, twins, old_names_are_the_new_calls, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    eddy_store *bs = must_store(&t);
+    eddy_rstore *rs = must_rstore(&t);
+    eddy_error err = {0};
+    eddy_feed_cancel *c = eddy_feed_cancel_new();
+    cr_assert(c);
+    cr_expect(!eddy_feed_cancel_fired(c));
+    eddy_feed_cancel_fire(c);
+    cr_expect(eddy_feed_cancel_fired(c));
+    cr_expect(eddy_cancel_fired(c), "the same token");
+    eddy_feed_cancel_free(c);
+    append_n(bs, "order-3", 5);
+    seen s = {0};
+    long long next = 0;
+    cr_assert_eq(eddy_store_read_all(bs, 0, 100, NULL, on_stored, &s, &next, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_expect_eq(s.n, 5);
+    cr_expect_eq(next, 5);
+    rck r = {0};
+    cr_assert_eq(eddy_rstore_ckpt_save(rs, "old", "9", on_done, &r, &err), EDDY_OK);
+    cr_assert(run_until_count(&t, &r.calls, 1, 20000));
+    eddy_rstore_ckpt_read_fn read_fn = on_read;
+    cr_assert_eq(eddy_rstore_ckpt_read(rs, "old", read_fn, &r, &err), EDDY_OK);
+    cr_assert(run_until_count(&t, &r.calls, 2, 20000));
+    cr_expect_str_eq(r.value, "9");
+    cr_assert_eq(eddy_rstore_ckpt_exists(rs, "old", on_exists, &r, &err), EDDY_OK);
+    cr_assert(run_until_count(&t, &r.calls, 3, 20000));
+    cr_expect(r.flag);
+    cr_assert_eq(eddy_rstore_ckpt_remove(rs, "old", on_done, &r, &err), EDDY_OK);
+    cr_assert(run_until_count(&t, &r.calls, 4, 20000));
+    bool b = true;
+    cr_assert_eq(eddy_store_checkpoint_exists(bs, "old", &b, &err), EDDY_OK);
+    cr_expect(!b);
+    eddy_rcheckpoints o1 = eddy_rfeed_store_checkpoints(rs), o2 = eddy_rstore_checkpoints(rs);
+    cr_expect(o1.ops == o2.ops && o1.self == o2.self);
+    proj p = {0};
+    eddy_feed_config cfg;
+    feed_cfg(&cfg, "old-feed", &p);
+    eddy_feed *bf = NULL;
+    cr_assert_eq(eddy_feed_new(bs, &cfg, &bf, &err), EDDY_OK);
+    eddy_rfeed *rf = NULL;
+    cr_assert_eq(eddy_rfeed_new(t.loop, rs, &cfg, NULL, &rf, &err), EDDY_OK);
+    eddy_feed_info i1, i2;
+    cr_expect_eq(eddy_feed_get_info(bf, &i1), EDDY_OK);
+    cr_expect_eq(eddy_rfeed_get_info(rf, &i2), EDDY_OK);
+    cr_expect_eq(eddy_feed_get_info(NULL, &i1), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_domain_get_info(NULL, &i1), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rdomain_get_info(NULL, &i1), EDDY_ERR_INVALID_ARGUMENT);
+    eddy_push_progress pp;
+    cr_expect_eq(eddy_push_sources_status(NULL, "x", &pp), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rpush_sources_status(NULL, "x", &pp), EDDY_ERR_INVALID_ARGUMENT);
+    eddy_rfeed_free(rf);
+    eddy_feed_free(bf);
+    eddy_rstore_close(rs);
+    eddy_store_close(bs);
+    teardown(&t);
+}
+#pragma GCC diagnostic pop
