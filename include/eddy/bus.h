@@ -460,6 +460,14 @@ typedef struct eddy_consumer_stats {
     uint64_t lost_writes;
 } eddy_consumer_stats;
 
+/** Readiness: the completion of eddy_rbus_start, and of eddy_bus_subscribe_ready and
+ * eddy_rbus_subscribe_ready. EDDY_OK once every subscription concerned is ready (a message
+ * published after this point is delivered) and then the activation's reply stream is open and
+ * its subscriptions are in the namespace's registry (requests may be sent, and answered),
+ * EDDY_ERR_IO when the backend could not be reached in time, EDDY_ERR_CLOSED when the bus was
+ * stopped or freed first. err is borrowed (NULL on EDDY_OK). */
+typedef void (*eddy_ready_fn)(eddy_status st, const eddy_error *err, void *user);
+
 /* ---- requests ------------------------------------------------------------------------ */
 
 /** Milliseconds since the epoch (CLOCK_REALTIME), the clock deadlines are written in: a

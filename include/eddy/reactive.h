@@ -37,12 +37,8 @@ extern "C" {
 
 typedef struct eddy_rbus eddy_rbus;
 
-/** Completion of eddy_rbus_start: EDDY_OK once every subscription is ready (a message
- * published after this point is delivered) and then the activation's reply stream is open and
- * its subscriptions are in the namespace's registry (requests may be sent, and answered),
- * EDDY_ERR_IO when the backend could not be reached in time, EDDY_ERR_CLOSED when the bus was
- * stopped or freed first. err is borrowed. */
-typedef void (*eddy_ready_fn)(eddy_status st, const eddy_error *err, void *user);
+/* eddy_ready_fn, the completion of eddy_rbus_start and of eddy_rbus_subscribe_ready, is in
+ * eddy/bus.h (eddy_bus_subscribe_ready takes it too). */
 
 /** Completion of a publish: the new entry id (borrowed) on EDDY_OK, NULL otherwise. */
 typedef void (*eddy_publish_fn)(eddy_status st, const char *entry_id, void *user);

@@ -21,6 +21,7 @@
 #include "eddy_test.h"
 #include "raw.h"
 #include "recorder.h"
+#include "redis_server.h"
 #include "test_codec.h"
 
 static int backends[] = {0, 1}; /* memory, redis */
@@ -965,3 +966,127 @@ ParameterizedTest(int *backend, twins, old_names_are_the_new_calls, .timeout = 6
     teardown(&t);
 }
 #pragma GCC diagnostic pop
+
+/* ---- eddy_bus_subscribe_ready ------------------------------------------------------------ */
+
+typedef struct bready {
+    int calls;
+    eddy_status st;
+} bready;
+
+static void on_bready(eddy_status st, const eddy_error *err, void *user) {
+    bready *r = user;
+    r->calls++;
+    r->st = st;
+    cr_expect(st == EDDY_OK ? err == NULL : err != NULL, "%s with%s detail", eddy_status_name(st),
+              err ? "" : "out");
+}
+
+static eddy_status h_count(eddy_delivery *d, void *user) {
+    (void)d;
+    __atomic_add_fetch((int *)user, 1, __ATOMIC_SEQ_CST);
+    return EDDY_OK;
+}
+
+static bool count_is(void *user) {
+    int *p = user;
+    return __atomic_load_n(&p[0], __ATOMIC_SEQ_CST) >= p[1];
+}
+
+static eddy_subscription_spec competing(const char *name, const char *pattern, int *n) {
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = name;
+    sp.pattern = pattern;
+    sp.group = "g";
+    sp.delivery = EDDY_AT_LEAST_ONCE;
+    sp.handler = h_count;
+    sp.user = n;
+    return sp;
+}
+
+ParameterizedTestParameters(twins, bus_subscribe_ready_as_its_twin) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, twins, bus_subscribe_ready_as_its_twin, .timeout = 60) {
+    tctx t;
+    setup(&t, *backend);
+    eddy_error err = {0};
+    eddy_bus *b = NULL;
+    cr_assert_eq(eddy_bus_new(&t.s, NULL, 0, &b, &err), EDDY_OK, "%s", err.detail);
+    /* Before start: told by the start, once it is done. */
+    int early[2] = {0, 1};
+    eddy_subscription_spec sp = competing("early", "sr.early", &early[0]);
+    bready r1 = {0};
+    cr_assert_eq(eddy_bus_subscribe_ready(b, &sp, on_bready, &r1, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(r1.calls, 0, "ready ran before the start");
+    cr_assert_eq(eddy_bus_start(b, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(r1.calls, 1, "the start told it before it returned");
+    cr_expect_eq(r1.st, EDDY_OK);
+    /* Started: told before the call returns, with what it returns; then it receives. */
+    int late[2] = {0, 1};
+    eddy_subscription_spec sp2 = competing("late", "sr.late", &late[0]);
+    bready r2 = {0};
+    cr_assert_eq(eddy_bus_subscribe_ready(b, &sp2, on_bready, &r2, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_expect_eq(r2.calls, 1);
+    cr_expect_eq(r2.st, EDDY_OK);
+    eddy_event *ev = make_event("m1", "t.sr"), *ev2 = make_event("m2", "t.sr");
+    cr_assert_eq(eddy_bus_publish(b, "sr.late", ev, NULL, 0, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(eddy_bus_publish(b, "sr.early", ev2, NULL, 0, &err), EDDY_OK, "%s", err.detail);
+    cr_expect(eddy_test_wait_until(count_is, late, 20000), "the late subscription got nothing");
+    cr_expect(eddy_test_wait_until(count_is, early, 20000), "the early subscription got nothing");
+    /* Refused (a spec without a group, a name taken): returned, ready not called. */
+    bready r3 = {0};
+    eddy_subscription_spec bad = competing("nogroup", "sr.bad", &late[0]);
+    bad.group = NULL;
+    cr_expect_eq(eddy_bus_subscribe_ready(b, &bad, on_bready, &r3, &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect_eq(eddy_bus_subscribe_ready(b, &sp2, on_bready, &r3, &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect_eq(eddy_bus_subscribe_ready(NULL, &sp2, on_bready, &r3, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(r3.calls, 0);
+    /* ready may be NULL. */
+    int quiet[2] = {0, 1};
+    eddy_subscription_spec sp3 = competing("quiet", "sr.quiet", &quiet[0]);
+    cr_expect_eq(eddy_bus_subscribe_ready(b, &sp3, NULL, NULL, &err), EDDY_OK, "%s", err.detail);
+    eddy_bus_free(b);
+    /* Freed before its start: EDDY_ERR_CLOSED. */
+    cr_assert_eq(eddy_bus_new(&t.s, NULL, 0, &b, &err), EDDY_OK);
+    bready r4 = {0};
+    eddy_subscription_spec sp4 = competing("never", "sr.never", &quiet[0]);
+    cr_assert_eq(eddy_bus_subscribe_ready(b, &sp4, on_bready, &r4, &err), EDDY_OK);
+    eddy_bus_free(b);
+    cr_expect_eq(r4.calls, 1);
+    cr_expect_eq(r4.st, EDDY_ERR_CLOSED);
+    eddy_event_free(ev);
+    eddy_event_free(ev2);
+    teardown(&t);
+}
+
+/* A start that fails tells the waiting readiness callbacks its failure. */
+static eddy_test_redis srv;
+static void kill_srv(void) { eddy_test_redis_kill(&srv); }
+
+Test(twins, bus_subscribe_ready_told_a_failed_start, .timeout = 60, .fini = kill_srv) {
+    eddy_test_redis_start(&srv, 0);
+    tctx t;
+    setup_url(&t, srv.url);
+    t.s.connect_timeout_ms = 200;
+    t.s.reconnect_min_ms = 10;
+    t.s.reconnect_max_ms = 50;
+    eddy_error err = {0};
+    eddy_bus *b = NULL;
+    cr_assert_eq(eddy_bus_new(&t.s, NULL, 0, &b, &err), EDDY_OK, "%s", err.detail);
+    int n = 0;
+    eddy_subscription_spec sp = competing("s", "sf.x", &n);
+    bready r = {0};
+    cr_assert_eq(eddy_bus_subscribe_ready(b, &sp, on_bready, &r, &err), EDDY_OK, "%s", err.detail);
+    eddy_test_redis_kill(&srv);
+    eddy_status st = eddy_bus_start(b, &err);
+    cr_expect_eq(st, EDDY_ERR_IO, "%s (%s)", eddy_status_name(st), err.detail);
+    cr_expect_eq(r.calls, 1);
+    cr_expect_eq(r.st, st);
+    eddy_bus_free(b);
+    cr_expect_eq(r.calls, 1, "told once");
+    teardown(&t);
+}
