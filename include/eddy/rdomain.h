@@ -124,7 +124,7 @@ EDDY_EXPORT eddy_status eddy_rdomain_stats(eddy_rdomain_feed *feed, eddy_feed_in
 }
 #endif
 
-/* The names this header had before 0.3.0, deprecated (eddy/deprecated.h). */
+/* The names this header had before 0.3.0, deprecated (eddy/rdeprecated.h). */
 #define EDDY_DEPRECATED_RDOMAIN_H
-#include "eddy/deprecated.h"
+#include "eddy/rdeprecated.h"
 #endif

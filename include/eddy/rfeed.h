@@ -136,7 +136,7 @@ EDDY_EXPORT eddy_status eddy_rfeed_stats(eddy_rfeed *feed, eddy_feed_info *out);
 }
 #endif
 
-/* The names this header had before 0.3.0, deprecated (eddy/deprecated.h). */
+/* The names this header had before 0.3.0, deprecated (eddy/rdeprecated.h). */
 #define EDDY_DEPRECATED_RFEED_H
-#include "eddy/deprecated.h"
+#include "eddy/rdeprecated.h"
 #endif

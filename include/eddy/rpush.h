@@ -157,7 +157,7 @@ EDDY_EXPORT eddy_status eddy_rpush_sources_stats(eddy_rpush_sources *ps, const c
 }
 #endif
 
-/* The names this header had before 0.3.0, deprecated (eddy/deprecated.h). */
+/* The names this header had before 0.3.0, deprecated (eddy/rdeprecated.h). */
 #define EDDY_DEPRECATED_RPUSH_H
-#include "eddy/deprecated.h"
+#include "eddy/rdeprecated.h"
 #endif

@@ -175,7 +175,7 @@ EDDY_EXPORT eddy_rcheckpoints eddy_rstore_checkpoints(eddy_rstore *store);
 }
 #endif
 
-/* The names this header had before 0.3.0, deprecated (eddy/deprecated.h). */
+/* The names this header had before 0.3.0, deprecated (eddy/rdeprecated.h). */
 #define EDDY_DEPRECATED_RSTORE_H
-#include "eddy/deprecated.h"
+#include "eddy/rdeprecated.h"
 #endif

@@ -20,7 +20,8 @@ extern "C" {
 #define EDDY_EXPORT
 #endif
 
-/** Marks a name kept for one release after it was renamed (eddy/deprecated.h lists them):
+/** Marks a name kept for one release after it was renamed (eddy/deprecated.h and
+ * eddy/rdeprecated.h list them):
  * using it warns, with the new name in the message. */
 #if defined(__GNUC__)
 #define EDDY_DEPRECATED(msg) __attribute__((deprecated(msg)))

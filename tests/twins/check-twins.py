@@ -10,7 +10,7 @@ Reads the public headers of both families and fails, naming each problem, when:
 - a name uses a word the API gave up: ckpt or marker (the word is checkpoint), _get_info or
   _status (the introspection suffix is _stats), a cancellation other than eddy_cancel_*;
 - an object mixes its lifetime pairs (_new with _close, _open with _free) or lacks the other half;
-- a deprecated name (eddy/deprecated.h) does not name an existing replacement.
+- a deprecated name (eddy/deprecated.h, eddy/rdeprecated.h) does not name an existing replacement.
 
 Usage: check-twins.py INCLUDE_DIR TWINS_MD
 """
@@ -151,6 +151,7 @@ def main():
         for h in headers:
             fam[side].update(read_decls("%s/%s" % (inc, h)))
     deprecated = read_decls("%s/deprecated.h" % inc)
+    deprecated.update(read_decls("%s/rdeprecated.h" % inc))
     rows = read_list(md)
     errors = []
     used_rows = set()
@@ -239,9 +240,9 @@ def main():
     for name, (_, msg) in sorted(deprecated.items()):
         m = re.match(r"use (eddy_[a-z0-9_]+)$", msg or "")
         if not m:
-            errors.append("%s (deprecated.h) does not say \"use <new name>\"" % name)
+            errors.append("%s (deprecated) does not say \"use <new name>\"" % name)
         elif m.group(1) not in every:
-            errors.append("%s (deprecated.h) names %s, which no header declares"
+            errors.append("%s (deprecated) names %s, which no header declares"
                           % (name, m.group(1)))
         if name in every:
             errors.append("%s is both deprecated and declared again" % name)
