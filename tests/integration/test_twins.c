@@ -609,7 +609,7 @@ ParameterizedTest(int *backend, twins, rfeed_offer_as_eddy_feed_offer, .timeout 
     feed_cfg(&cfg, "offer-b", &bp);
     cr_assert_eq(eddy_feed_new(bs, &cfg, &bf, &err), EDDY_OK, "%s", err.detail);
     uev e1 = {"e1"}, e2 = {"e2"}, e3 = {"e3"};
-    eddy_event_meta meta = {"order-9", 0, 0}; /* no store position: deduplicated by id */
+    eddy_event_meta meta = {.stream_id = "order-9"}; /* no position: deduplicated by id */
     /* Held before the feed is live, on both: the outcome comes with the go-live. */
     offered ro1 = {0}, bo1 = {0};
     cr_assert_eq(eddy_rfeed_offer(rf, NULL, &e1, on_offered, &ro1), EDDY_OK);
@@ -725,7 +725,7 @@ ParameterizedTest(int *backend, twins, cancel_token_ends_reactive_requests, .tim
     /* Two requests on one token, both held by a subscriber that never answers. */
     eddy_cancel *tok = eddy_cancel_new();
     cr_assert(tok);
-    eddy_request_opts o = {eddy_deadline_in(600000), NULL, tok};
+    eddy_request_opts o = {.deadline_ms = eddy_deadline_in(600000), .cancel = tok};
     rreply a = {0}, c = {0};
     eddy_event *ev1 = make_event("q1", "t.q"), *ev2 = make_event("q2", "t.q");
     cr_assert_eq(eddy_rbus_request(b, "tk.x", ev1, &o, on_rreply, &a, NULL, &err), EDDY_OK, "%s",
