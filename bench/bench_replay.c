@@ -133,7 +133,7 @@ static void eddy_replay(const bench_env *env, int rep, double *out, void *user) 
         bench_die("catch-up", err.detail);
     out[0] = (double)count / (bench_now() - t0);
     eddy_feed_info info;
-    eddy_feed_get_info(feed, &info);
+    eddy_feed_stats(feed, &info);
     if (info.last != EDDY_FEED_REPLAYED || count != N)
         bench_die("catch-up", "it did not replay every event");
     eddy_feed_free(feed);

@@ -139,13 +139,20 @@ static eddy_status register_now(eddy_bus *bus, eddy__sub *sub, eddy_error *err) 
     return st == EDDY_OK ? run(bus, &cmds, err) : eddy__fail(err, st, "out of memory");
 }
 
-eddy_status eddy_bus_subscribe(eddy_bus *bus, const eddy_subscription_spec *spec, eddy_error *err) {
-    if (!bus || !spec)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or spec is NULL");
-    pthread_mutex_lock(&bus->lock);
+/* Adds a subscription; on a started bus starts it, waits until it is ready and registers it
+ * (removing it again when that fails). *added: the spec was accepted (so readiness was tried, or
+ * waits for the next start). Called with bus->lock held. */
+static eddy_status subscribe_locked(eddy_bus *bus, const eddy_subscription_spec *spec, bsub **out,
+                                    bool *added, eddy_error *err) {
     bsub *bs;
+    *added = false;
+    *out = NULL;
     eddy_status st = add_sub(bus, spec, &bs, err);
-    if (st == EDDY_OK && bus->started) {
+    if (st != EDDY_OK)
+        return st;
+    *added = true;
+    *out = bs;
+    if (bus->started) {
         if ((st = eddy__bsub_start(bs, err)) == EDDY_OK &&
             (st = eddy__bsub_wait_ready(bs, err)) == EDDY_OK)
             st = register_now(bus, bs->sub, err);
@@ -155,10 +162,63 @@ eddy_status eddy_bus_subscribe(eddy_bus *bus, const eddy_subscription_spec *spec
             bus->nsubs--;
             pthread_mutex_unlock(&bus->subs_lock);
             bsub_free(bs);
+            *out = NULL;
         }
     }
+    return st;
+}
+
+eddy_status eddy_bus_subscribe(eddy_bus *bus, const eddy_subscription_spec *spec, eddy_error *err) {
+    if (!bus || !spec)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or spec is NULL");
+    pthread_mutex_lock(&bus->lock);
+    bsub *bs;
+    bool added;
+    eddy_status st = subscribe_locked(bus, spec, &bs, &added, err);
     pthread_mutex_unlock(&bus->lock);
     return st;
+}
+
+eddy_status eddy_bus_subscribe_ready(eddy_bus *bus, const eddy_subscription_spec *spec,
+                                     eddy_ready_fn ready, void *user, eddy_error *err) {
+    if (!bus || !spec)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or spec is NULL");
+    eddy_error e = {0};
+    pthread_mutex_lock(&bus->lock);
+    bsub *bs;
+    bool added;
+    bool started = bus->started;
+    eddy_status st = subscribe_locked(bus, spec, &bs, &added, &e);
+    if (st == EDDY_OK && !started) { /* told by the next start, or by free */
+        bs->ready_fn = ready;
+        bs->ready_user = user;
+    }
+    pthread_mutex_unlock(&bus->lock);
+    if (err)
+        *err = e;
+    if (added && started && ready)
+        ready(st, st == EDDY_OK ? NULL : &e, user);
+    return st;
+}
+
+/* Runs the readiness callbacks eddy_bus_subscribe_ready left for the next start (or free), with
+ * st. Called without bus->lock (the callbacks may call the bus). */
+static void tell_ready(eddy_bus *bus, eddy_status st, const eddy_error *err) {
+    for (;;) {
+        eddy_ready_fn fn = NULL;
+        void *user = NULL;
+        pthread_mutex_lock(&bus->subs_lock);
+        for (size_t i = 0; !fn && i < bus->nsubs; i++)
+            if (bus->subs[i]->ready_fn) {
+                fn = bus->subs[i]->ready_fn;
+                user = bus->subs[i]->ready_user;
+                bus->subs[i]->ready_fn = NULL;
+            }
+        pthread_mutex_unlock(&bus->subs_lock);
+        if (!fn)
+            return;
+        fn(st, st == EDDY_OK ? NULL : err, user);
+    }
 }
 
 eddy_status eddy_bus_start(eddy_bus *bus, eddy_error *err) {
@@ -184,6 +244,14 @@ eddy_status eddy_bus_start(eddy_bus *bus, eddy_error *err) {
             eddy__bsub_stop(bus->subs[i]);
     }
     pthread_mutex_unlock(&bus->lock);
+    if (st != EDDY_ERR_ILLEGAL_STATE) {
+        eddy_error e = {EDDY_OK, ""};
+        if (st != EDDY_OK && err)
+            e = *err;
+        else if (st != EDDY_OK)
+            eddy__fail(&e, st, "the start failed");
+        tell_ready(bus, st, &e);
+    }
     return st;
 }
 
@@ -270,6 +338,9 @@ eddy_status eddy_bus_stop(eddy_bus *bus) {
 void eddy_bus_free(eddy_bus *bus) {
     if (!bus)
         return;
+    eddy_error closed;
+    eddy__fail(&closed, EDDY_ERR_CLOSED, "the bus was freed before its start");
+    tell_ready(bus, EDDY_ERR_CLOSED, &closed);
     eddy_bus_stop(bus);
     eddy__bpool_free(bus->pool);
     for (size_t i = 0; i < bus->nsubs; i++)

@@ -76,13 +76,12 @@ const char *eddy_domain_projection_id(eddy_domain_feed *d) {
     return d ? eddy__domain_id(d->core) : NULL;
 }
 
-eddy_status eddy_domain_catch_up_all(eddy_domain_feed *d, eddy_feed_cancel *cancel,
-                                     eddy_error *err) {
+eddy_status eddy_domain_catch_up_all(eddy_domain_feed *d, eddy_cancel *cancel, eddy_error *err) {
     eddy_status st = eddy__domain_check(d ? d->core : NULL, NULL, "catch up all", err);
     return st != EDDY_OK ? st : eddy_feed_catch_up(d->feed, cancel, err);
 }
 
-eddy_status eddy_domain_catch_up(eddy_domain_feed *d, const char *id, eddy_feed_cancel *cancel,
+eddy_status eddy_domain_catch_up(eddy_domain_feed *d, const char *id, eddy_cancel *cancel,
                                  eddy_error *err) {
     if (!id)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "id is NULL");
@@ -90,7 +89,7 @@ eddy_status eddy_domain_catch_up(eddy_domain_feed *d, const char *id, eddy_feed_
     return st != EDDY_OK ? st : eddy_feed_catch_up(d->feed, cancel, err);
 }
 
-eddy_status eddy_domain_go_live(eddy_domain_feed *d, const char *id, eddy_feed_cancel *cancel,
+eddy_status eddy_domain_go_live(eddy_domain_feed *d, const char *id, eddy_cancel *cancel,
                                 eddy_error *err) {
     if (!id)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "id is NULL");
@@ -104,7 +103,7 @@ void eddy_domain_stop_catch_up(eddy_domain_feed *d) {
 }
 
 eddy_status eddy_domain_accept(eddy_domain_feed *d, const eddy_event_meta *meta, void *event,
-                               eddy_feed_cancel *cancel, eddy_error *err) {
+                               eddy_cancel *cancel, eddy_error *err) {
     eddy_status st = eddy__domain_check(d ? d->core : NULL, NULL, "accept", err);
     if (st != EDDY_OK)
         return st;
@@ -164,12 +163,12 @@ bool eddy_domain_failure(eddy_domain_feed *d, eddy_error *cause) {
     return eddy_domain_has_projection(d) && eddy_feed_failure(d->feed, cause);
 }
 
-eddy_status eddy_domain_get_info(eddy_domain_feed *d, eddy_feed_info *out) {
+eddy_status eddy_domain_stats(eddy_domain_feed *d, eddy_feed_info *out) {
     if (!d || !out)
         return EDDY_ERR_INVALID_ARGUMENT;
     if (!eddy_domain_has_projection(d)) {
         memset(out, 0, sizeof(*out));
         return EDDY_OK;
     }
-    return eddy_feed_get_info(d->feed, out);
+    return eddy_feed_stats(d->feed, out);
 }

@@ -23,76 +23,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "cancel.h"
 #include "eddy/feed.h"
 #include "error.h"
 #include "feed.h"
 #include "feed_hooks.h"
 #include "timing.h"
-
-/* ---- cancel handles -------------------------------------------------------------------- */
-
-typedef struct creg {
-    pthread_mutex_t *m;
-    pthread_cond_t *cond;
-    struct creg *next;
-} creg;
-
-struct eddy_feed_cancel {
-    pthread_mutex_t m;
-    atomic_bool fired;
-    creg *regs;
-};
-
-eddy_feed_cancel *eddy_feed_cancel_new(void) {
-    eddy_feed_cancel *c = calloc(1, sizeof(*c));
-    if (c)
-        pthread_mutex_init(&c->m, NULL);
-    return c;
-}
-
-void eddy_feed_cancel_fire(eddy_feed_cancel *c) {
-    if (!c)
-        return;
-    pthread_mutex_lock(&c->m);
-    atomic_store(&c->fired, true);
-    /* Taking each waiter's mutex closes the gap between its check of `fired` and its wait. */
-    for (creg *r = c->regs; r; r = r->next) {
-        pthread_mutex_lock(r->m);
-        pthread_cond_broadcast(r->cond);
-        pthread_mutex_unlock(r->m);
-    }
-    pthread_mutex_unlock(&c->m);
-}
-
-bool eddy_feed_cancel_fired(const eddy_feed_cancel *c) { return c && atomic_load(&c->fired); }
-
-void eddy_feed_cancel_free(eddy_feed_cancel *c) {
-    if (!c)
-        return;
-    pthread_mutex_destroy(&c->m);
-    free(c);
-}
-
-static void cancel_attach(eddy_feed_cancel *c, creg *r) {
-    if (!c)
-        return;
-    pthread_mutex_lock(&c->m);
-    r->next = c->regs;
-    c->regs = r;
-    pthread_mutex_unlock(&c->m);
-}
-
-static void cancel_detach(eddy_feed_cancel *c, creg *r) {
-    if (!c)
-        return;
-    pthread_mutex_lock(&c->m);
-    for (creg **pp = &c->regs; *pp; pp = &(*pp)->next)
-        if (*pp == r) {
-            *pp = r->next;
-            break;
-        }
-    pthread_mutex_unlock(&c->m);
-}
 
 /* ---- the feed ---------------------------------------------------------------------------- */
 
@@ -168,7 +104,7 @@ static void complete(void *waiter, eddy_status st, const eddy_error *err, void *
     pthread_mutex_unlock(&feed->wlock);
 }
 
-static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_feed_cancel *cancel,
+static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_cancel *cancel,
                          eddy_error *err);
 
 /* Runs what a core call answered, then a run it handed over (only a reactive core does). */
@@ -190,15 +126,15 @@ static void sync_reset(eddy_feed *feed, fwaiter *w) {
 }
 
 /* Waits until w is completed; true when the cancel handle fired first. */
-static bool wait_for(eddy_feed *feed, fwaiter *w, eddy_feed_cancel *cancel) {
-    creg reg = {&feed->wlock, &feed->wcond, NULL};
-    cancel_attach(cancel, &reg);
+static bool wait_for(eddy_feed *feed, fwaiter *w, eddy_cancel *cancel) {
+    eddy__cancel_reg reg = {&feed->wlock, &feed->wcond, NULL, NULL};
+    eddy__cancel_attach(cancel, &reg);
     pthread_mutex_lock(&feed->wlock);
-    while (!w->done && !eddy_feed_cancel_fired(cancel))
+    while (!w->done && !eddy_cancel_fired(cancel))
         pthread_cond_wait(&feed->wcond, &feed->wlock);
     bool cancelled = !w->done;
     pthread_mutex_unlock(&feed->wlock);
-    cancel_detach(cancel, &reg);
+    eddy__cancel_detach(cancel, &reg);
     return cancelled;
 }
 
@@ -248,9 +184,8 @@ static void leave(eddy_feed *feed) {
 
 /* A fired cancel handle is told to the core before a step's outcome is reported, so a step that
  * failed because its thread was cancelled is not recorded as the feed's failure. */
-static void note_cancel(eddy_feed *feed, eddy__feed_run *run, eddy_feed_cancel *cancel,
-                        bool *noted) {
-    if (!*noted && eddy_feed_cancel_fired(cancel)) {
+static void note_cancel(eddy_feed *feed, eddy__feed_run *run, eddy_cancel *cancel, bool *noted) {
+    if (!*noted && eddy_cancel_fired(cancel)) {
         *noted = true;
         eddy__feed_run_cancel(feed->core, run);
     }
@@ -259,7 +194,7 @@ static void note_cancel(eddy_feed *feed, eddy__feed_run *run, eddy_feed_cancel *
 typedef struct page_ctx {
     eddy_feed *feed;
     eddy__feed_run *run;
-    eddy_feed_cancel *cancel;
+    eddy_cancel *cancel;
     bool *noted;
 } page_ctx;
 
@@ -294,7 +229,7 @@ static void sleep_ms(unsigned ms) {
         ;
 }
 
-static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_feed_cancel *cancel,
+static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_cancel *cancel,
                          eddy_error *err) {
     eddy__feed *core = feed->core;
     const char *id = eddy__feed_id(core);
@@ -365,8 +300,8 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
             page_ctx pc = {feed, run, cancel, &noted};
             long long next = step.position;
             /* No filter here: the core matches each stored event (eddy__feed_page_event). */
-            st = eddy_store_read_all(feed->store, step.position, step.max, NULL, page_event, &pc,
-                                     &next, &e);
+            st = eddy_store_read_page(feed->store, step.position, step.max, NULL, page_event, &pc,
+                                      &next, &e);
             note_cancel(feed, run, cancel, &noted);
             eddy__feed_page_done(core, run, st, next, &e);
             break;
@@ -462,8 +397,7 @@ void eddy_feed_free(eddy_feed *feed) {
 const char *eddy_feed_id(const eddy_feed *feed) { return feed ? eddy__feed_id(feed->core) : NULL; }
 
 /* A catch-up or go-live: asks the core, then drives the run it hands over. */
-static eddy_status run_call(eddy_feed *feed, bool go_live, eddy_feed_cancel *cancel,
-                            eddy_error *err) {
+static eddy_status run_call(eddy_feed *feed, bool go_live, eddy_cancel *cancel, eddy_error *err) {
     if (!feed)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed is NULL");
     enter(feed);
@@ -478,11 +412,11 @@ static eddy_status run_call(eddy_feed *feed, bool go_live, eddy_feed_cancel *can
     return st;
 }
 
-eddy_status eddy_feed_catch_up(eddy_feed *feed, eddy_feed_cancel *cancel, eddy_error *err) {
+eddy_status eddy_feed_catch_up(eddy_feed *feed, eddy_cancel *cancel, eddy_error *err) {
     return run_call(feed, false, cancel, err);
 }
 
-eddy_status eddy_feed_go_live(eddy_feed *feed, eddy_feed_cancel *cancel, eddy_error *err) {
+eddy_status eddy_feed_go_live(eddy_feed *feed, eddy_cancel *cancel, eddy_error *err) {
     return run_call(feed, true, cancel, err);
 }
 
@@ -513,7 +447,7 @@ static eddy_status apply_live(eddy_feed *feed, eddy__feed_entry *entry, void *ev
 }
 
 static eddy_status accept_wait(eddy_feed *feed, const eddy_event_meta *meta, void *event,
-                               eddy_feed_cancel *cancel, eddy_error *err) {
+                               eddy_cancel *cancel, eddy_error *err) {
     enter(feed);
     fwaiter w = {0};
     eddy__accept_kind kind;
@@ -573,15 +507,14 @@ eddy_status eddy__bfeed_accept_or_defer(eddy_feed *feed, const eddy_event_meta *
     return st;
 }
 
-eddy_status eddy_feed_accept(eddy_feed *feed, void *event, eddy_feed_cancel *cancel,
-                             eddy_error *err) {
+eddy_status eddy_feed_accept(eddy_feed *feed, void *event, eddy_cancel *cancel, eddy_error *err) {
     if (!feed)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed is NULL");
     return accept_wait(feed, NULL, event, cancel, err);
 }
 
 eddy_status eddy_feed_accept_meta(eddy_feed *feed, const eddy_event_meta *meta, void *event,
-                                  eddy_feed_cancel *cancel, eddy_error *err) {
+                                  eddy_cancel *cancel, eddy_error *err) {
     if (!feed || !meta)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed or meta is NULL");
     return accept_wait(feed, meta, event, cancel, err);
@@ -687,7 +620,7 @@ eddy_status eddy_feed_handler(eddy_delivery *d, void *user) {
 
 /* ---- state ------------------------------------------------------------------------------- */
 
-eddy_status eddy_feed_get_info(eddy_feed *feed, eddy_feed_info *out) {
+eddy_status eddy_feed_stats(eddy_feed *feed, eddy_feed_info *out) {
     if (!feed || !out)
         return EDDY_ERR_INVALID_ARGUMENT;
     eddy__feed_info(feed->core, out);
@@ -696,7 +629,7 @@ eddy_status eddy_feed_get_info(eddy_feed *feed, eddy_feed_info *out) {
 
 bool eddy_feed_ready_for_live_delivery(eddy_feed *feed) {
     eddy_feed_info info;
-    return feed && eddy_feed_get_info(feed, &info) == EDDY_OK && info.live;
+    return feed && eddy_feed_stats(feed, &info) == EDDY_OK && info.live;
 }
 
 bool eddy_feed_refuses_permanently(eddy_feed *feed) {

@@ -32,7 +32,9 @@ typedef struct bsub {
                              start waits for `ready` */
     pthread_cond_t settled;
     bool ready;
-    eddy_error refused; /* a refused connect (eddy__conn_refused) start need not wait out */
+    eddy_error refused;     /* a refused connect (eddy__conn_refused) start need not wait out */
+    eddy_ready_fn ready_fn; /* eddy_bus_subscribe_ready on a stopped bus: told by the next start */
+    void *ready_user;
 } bsub;
 
 struct eddy_bus {

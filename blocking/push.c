@@ -121,7 +121,7 @@ typedef struct bsrc {
 struct eddy_push_sources {
     eddy_bus *bus;
     eddy__push_set set;
-    eddy_feed_cancel *cancel;
+    eddy_cancel *cancel;
     pthread_mutex_t m; /* closing, the ticker, the wait */
     pthread_cond_t c;
     pthread_mutex_t cb_lock; /* one progress callback at a time */
@@ -170,7 +170,7 @@ static void sample_all(eddy_push_sources *ps) {
         eddy_push_progress p;
         /* Sampled and told under cb_lock, so a report never follows the source's end. */
         pthread_mutex_lock(&ps->cb_lock);
-        if (eddy_domain_get_info(v[i]->feed, &info) == EDDY_OK &&
+        if (eddy_domain_stats(v[i]->feed, &info) == EDDY_OK &&
             eddy__push_sample(&ps->set, v[i], &info, eddy__push_now_ms(), &p))
             tell(ps, &p);
         pthread_mutex_unlock(&ps->cb_lock);
@@ -213,7 +213,7 @@ eddy_status eddy_push_sources_new(eddy_bus *bus, const eddy_push_options *opts,
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "push sources: unknown startup %d",
                           (int)opts->startup);
     eddy_push_sources *ps = calloc(1, sizeof(*ps));
-    if (!ps || !(ps->cancel = eddy_feed_cancel_new())) {
+    if (!ps || !(ps->cancel = eddy_cancel_new())) {
         free(ps);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory building push sources");
     }
@@ -240,7 +240,7 @@ void eddy_push_sources_free(eddy_push_sources *ps) {
     atomic_store(&ps->closing, true);
     pthread_cond_broadcast(&ps->c);
     pthread_mutex_unlock(&ps->m);
-    eddy_feed_cancel_fire(ps->cancel);
+    eddy_cancel_fire(ps->cancel);
     if (ps->has_ticker)
         pthread_join(ps->ticker, NULL);
     for (size_t i = 0; i < ps->set.n; i++) {
@@ -250,7 +250,7 @@ void eddy_push_sources_free(eddy_push_sources *ps) {
         free(b);
     }
     eddy__push_set_destroy(&ps->set);
-    eddy_feed_cancel_free(ps->cancel);
+    eddy_cancel_free(ps->cancel);
     pthread_mutex_destroy(&ps->cb_lock);
     pthread_cond_destroy(&ps->c);
     pthread_mutex_destroy(&ps->m);
@@ -317,7 +317,7 @@ static eddy_status run_catch_up(bsrc *b, eddy_error *err) {
     eddy_status st = src->go_live ? eddy_domain_go_live(src->feed, src->id, ps->cancel, &e)
                                   : eddy_domain_catch_up(src->feed, src->id, ps->cancel, &e);
     eddy_feed_info info;
-    bool has_info = eddy_domain_get_info(src->feed, &info) == EDDY_OK;
+    bool has_info = eddy_domain_stats(src->feed, &info) == EDDY_OK;
     eddy_push_progress p;
     pthread_mutex_lock(&ps->cb_lock);
     eddy__push_ended(&ps->set, src, st, &e, has_info ? &info : NULL, eddy__push_now_ms(), &p);
@@ -436,8 +436,8 @@ eddy_status eddy_push_sources_start_all(eddy_push_sources *ps, const char ***ids
     return first;
 }
 
-eddy_status eddy_push_sources_status(eddy_push_sources *ps, const char *id,
-                                     eddy_push_progress *out) {
+eddy_status eddy_push_sources_stats(eddy_push_sources *ps, const char *id,
+                                    eddy_push_progress *out) {
     if (!ps || !id || !out)
         return EDDY_ERR_INVALID_ARGUMENT;
     eddy__push_source *src = eddy__push_set_find(&ps->set, id);
@@ -445,7 +445,7 @@ eddy_status eddy_push_sources_status(eddy_push_sources *ps, const char *id,
         return EDDY_ERR_INVALID_ARGUMENT;
     eddy_feed_info info;
     /* A fresh sample while it catches up, so the figures do not depend on the ticker. */
-    if (!(eddy_domain_get_info(src->feed, &info) == EDDY_OK &&
+    if (!(eddy_domain_stats(src->feed, &info) == EDDY_OK &&
           eddy__push_sample(&ps->set, src, &info, eddy__push_now_ms(), out)))
         eddy__push_snapshot(&ps->set, src, out);
     return EDDY_OK;

@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cancel.h"
 #include "error.h"
 #include "internal.h"
 #include "request_flow.h"
@@ -27,64 +28,8 @@ typedef struct bwait {
     bool send_failed; /* the entry's commands failed: the flow must hear it now */
     eddy_status st;
     eddy_event *reply;
-    struct bwait *next_on_cancel;
+    eddy__cancel_reg on_cancel; /* while it waits, on its request's cancel token */
 } bwait;
-
-struct eddy_cancel {
-    pthread_mutex_t m;
-    atomic_bool fired;
-    bwait *waiters;
-};
-
-eddy_cancel *eddy_cancel_new(void) {
-    eddy_cancel *c = calloc(1, sizeof(*c));
-    if (c)
-        pthread_mutex_init(&c->m, NULL);
-    return c;
-}
-
-void eddy_cancel_fire(eddy_cancel *c) {
-    if (!c)
-        return;
-    pthread_mutex_lock(&c->m);
-    atomic_store(&c->fired, true);
-    /* Taking each waiter's mutex before signalling closes the gap between its check of
-     * `fired` and its wait. */
-    for (bwait *w = c->waiters; w; w = w->next_on_cancel) {
-        pthread_mutex_lock(&w->m);
-        pthread_cond_broadcast(&w->cond);
-        pthread_mutex_unlock(&w->m);
-    }
-    pthread_mutex_unlock(&c->m);
-}
-
-void eddy_cancel_free(eddy_cancel *c) {
-    if (!c)
-        return;
-    pthread_mutex_destroy(&c->m);
-    free(c);
-}
-
-static void cancel_attach(eddy_cancel *c, bwait *w) {
-    if (!c)
-        return;
-    pthread_mutex_lock(&c->m);
-    w->next_on_cancel = c->waiters;
-    c->waiters = w;
-    pthread_mutex_unlock(&c->m);
-}
-
-static void cancel_detach(eddy_cancel *c, bwait *w) {
-    if (!c)
-        return;
-    pthread_mutex_lock(&c->m);
-    for (bwait **pp = &c->waiters; *pp; pp = &(*pp)->next_on_cancel)
-        if (*pp == w) {
-            *pp = w->next_on_cancel;
-            break;
-        }
-    pthread_mutex_unlock(&c->m);
-}
 
 void eddy__bwait_complete(void *waiter, eddy_status st, eddy_event *reply) {
     bwait *w = waiter;
@@ -168,7 +113,7 @@ static void wait_outcome(eddy_bus *bus, bwait *w, const char *id, long long dead
     bool timed_out = false;
     pthread_mutex_lock(&w->m);
     while (!w->done && !w->send_failed) {
-        bool cancelled = cancel && atomic_load(&cancel->fired);
+        bool cancelled = eddy_cancel_fired(cancel);
         if (cancelled || timed_out) {
             pthread_mutex_unlock(&w->m);
             bool mine = eddy__requests_give_up(bus->requests, id);
@@ -194,7 +139,7 @@ static void wait_outcome(eddy_bus *bus, bwait *w, const char *id, long long dead
  * owns it may end while the request is being sent). */
 static bool bus_state(eddy_bus *bus, const eddy_request_opts *opts, char inbox[256],
                       bool *cancelled) {
-    *cancelled = opts && opts->cancel && atomic_load(&opts->cancel->fired);
+    *cancelled = opts && eddy_cancel_fired(opts->cancel);
     pthread_mutex_lock(&bus->ctl_lock);
     bool active = atomic_load(&bus->active) && bus->inbox;
     if (active)
@@ -221,7 +166,8 @@ eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_even
     eddy_status st = eddy__request_flow_begin(&f, &ctx, opts, subject, ev, &w, eddy_now_ms(), err);
     if (st == EDDY_OK) {
         const char *id = f.out.id;
-        cancel_attach(opts->cancel, &w);
+        w.on_cancel = (eddy__cancel_reg){&w.m, &w.cond, NULL, NULL};
+        eddy__cancel_attach(opts->cancel, &w.on_cancel);
         step_io io = {.pending = false};
         eddy__req_step step = run_steps(bus, &f, opts ? opts->deadline_ms : 0, &w, &io);
         if (step == EDDY__REQ_SEND) { /* the entry is out: wait, then hear its acknowledgement */
@@ -243,7 +189,7 @@ eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_even
             else if (st == EDDY_ERR_RESPONDER_FAILED)
                 eddy__fail(err, st, "the responder failed on request %s", id);
         }
-        cancel_detach(opts->cancel, &w);
+        eddy__cancel_detach(opts->cancel, &w.on_cancel);
         eddy__request_flow_reset(&f);
     }
     pthread_cond_destroy(&w.cond);

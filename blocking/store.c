@@ -193,6 +193,25 @@ static eddy_status read_one(eddy_store *store, eddy__cmdlist *cmds, redisReply *
     return st;
 }
 
+/* One page of a stream: the events after *after_version, *after_version moved to the last one
+ * delivered, *more when the page was full. arena may be NULL. */
+static eddy_status stream_page(eddy_store *store, eddy__reply_arena *arena, const char *stream_id,
+                               long long *after_version, eddy_stored_fn fn, void *user, bool *more,
+                               eddy_error *err) {
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    redisReply *reply = NULL;
+    bool in_arena = false;
+    eddy_status st =
+        eddy__store_read_stream_cmd(store->core, stream_id, *after_version, &cmds, err);
+    if (st == EDDY_OK && (st = read_page(store, &cmds, arena, &reply, &in_arena, err)) == EDDY_OK)
+        st = eddy__store_read_stream_page(store->core, stream_id, reply, fn, user, after_version,
+                                          more, err);
+    eddy__cmdlist_reset(&cmds);
+    page_done(arena, reply, in_arena);
+    return st;
+}
+
 eddy_status eddy_store_read_stream(eddy_store *store, const char *stream_id,
                                    long long after_version, eddy_stored_fn fn, void *user,
                                    eddy_error *err) {
@@ -201,26 +220,31 @@ eddy_status eddy_store_read_stream(eddy_store *store, const char *stream_id,
     bool more = true;
     eddy_status st = EDDY_OK;
     eddy__reply_arena *arena = eddy__reply_arena_new(); /* NULL: hiredis's objects */
-    while (st == EDDY_OK && more) {
-        eddy__cmdlist cmds;
-        eddy__cmdlist_init(&cmds);
-        redisReply *reply = NULL;
-        bool in_arena = false;
-        st = eddy__store_read_stream_cmd(store->core, stream_id, after_version, &cmds, err);
-        if (st == EDDY_OK &&
-            (st = read_page(store, &cmds, arena, &reply, &in_arena, err)) == EDDY_OK)
-            st = eddy__store_read_stream_page(store->core, stream_id, reply, fn, user,
-                                              &after_version, &more, err);
-        eddy__cmdlist_reset(&cmds);
-        page_done(arena, reply, in_arena);
-    }
+    while (st == EDDY_OK && more)
+        st = stream_page(store, arena, stream_id, &after_version, fn, user, &more, err);
     eddy__reply_arena_free(arena);
     return st;
 }
 
-eddy_status eddy_store_read_all(eddy_store *store, long long after_position, size_t max_entries,
-                                const eddy_filter *filter, eddy_stored_fn fn, void *user,
-                                long long *next_position, eddy_error *err) {
+eddy_status eddy_store_read_stream_page(eddy_store *store, const char *stream_id,
+                                        long long after_version, eddy_stored_fn fn, void *user,
+                                        long long *last_version, bool *more, eddy_error *err) {
+    if (last_version)
+        *last_version = after_version;
+    if (more)
+        *more = false;
+    if (!store || !fn || !last_version || !more)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT,
+                          "store, fn, last_version or more is NULL");
+    eddy__reply_arena *arena = eddy__reply_arena_new(); /* NULL: hiredis's objects */
+    eddy_status st = stream_page(store, arena, stream_id, last_version, fn, user, more, err);
+    eddy__reply_arena_free(arena);
+    return st;
+}
+
+eddy_status eddy_store_read_page(eddy_store *store, long long after_position, size_t max_entries,
+                                 const eddy_filter *filter, eddy_stored_fn fn, void *user,
+                                 long long *next_position, eddy_error *err) {
     if (!store || !fn || !next_position)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "store, fn or next_position is NULL");
     *next_position = after_position;
@@ -320,6 +344,25 @@ static eddy_status ckpt_remove(void *self, const char *feed_id, eddy_error *err)
 
 static const eddy_checkpoint_ops store_checkpoint_ops = {ckpt_exists, ckpt_read, ckpt_save,
                                                          ckpt_remove};
+
+eddy_status eddy_store_checkpoint_exists(eddy_store *store, const char *feed_id, bool *exists,
+                                         eddy_error *err) {
+    return ckpt_exists(store, feed_id, exists, err);
+}
+
+eddy_status eddy_store_checkpoint_read(eddy_store *store, const char *feed_id, char *buf,
+                                       size_t size, bool *found, eddy_error *err) {
+    return ckpt_read(store, feed_id, buf, size, found, err);
+}
+
+eddy_status eddy_store_checkpoint_save(eddy_store *store, const char *feed_id, const char *value,
+                                       eddy_error *err) {
+    return ckpt_save(store, feed_id, value, err);
+}
+
+eddy_status eddy_store_checkpoint_remove(eddy_store *store, const char *feed_id, eddy_error *err) {
+    return ckpt_remove(store, feed_id, err);
+}
 
 eddy_checkpoints eddy_store_checkpoints(eddy_store *store) {
     eddy_checkpoints cp = {&store_checkpoint_ops, store};

@@ -66,7 +66,7 @@ static eddy_status read_on(eddy_store *store, const char *stream, printer *p, ed
         cli_progress_start(p->bar, "reading", head > next ? (unsigned long long)(head - next) : 0);
     long long from = next;
     while (st == EDDY_OK && next < head) {
-        st = eddy_store_read_all(store, next, 256, NULL, print_stored, p, &next, err);
+        st = eddy_store_read_page(store, next, 256, NULL, print_stored, p, &next, err);
         p->last = next;
         if (p->bar)
             cli_progress_update(p->bar, (unsigned long long)(next - from));

@@ -334,7 +334,7 @@ int main(int argc, char **argv) {
         eddy_consumer_stats cs;
         eddy_feed_info info;
         eddy_bus_consumer_stats(bus, "order-status", &cs);
-        eddy_feed_get_info(feed, &info);
+        eddy_feed_stats(feed, &info);
         printf("listener: %llu deliveries, %llu acknowledged, %llu refused or failed\n",
                (unsigned long long)cs.delivered, (unsigned long long)cs.handled,
                (unsigned long long)cs.failed);

@@ -255,12 +255,12 @@ bool eddy_rdomain_failure(eddy_rdomain_feed *d, eddy_error *cause) {
     return eddy_rdomain_has_projection(d) && eddy_rfeed_failure(d->feed, cause);
 }
 
-eddy_status eddy_rdomain_get_info(eddy_rdomain_feed *d, eddy_feed_info *out) {
+eddy_status eddy_rdomain_stats(eddy_rdomain_feed *d, eddy_feed_info *out) {
     if (!d || !out)
         return EDDY_ERR_INVALID_ARGUMENT;
     if (!eddy_rdomain_has_projection(d)) {
         memset(out, 0, sizeof(*out));
         return EDDY_OK;
     }
-    return eddy_rfeed_get_info(d->feed, out);
+    return eddy_rfeed_stats(d->feed, out);
 }

@@ -505,19 +505,19 @@ static void drive(rrun *r) {
 
 static eddy_status st_exists(void *self, const char *id, eddy_rstore_exists_fn done, void *user,
                              eddy_error *err) {
-    return eddy_rstore_ckpt_exists(self, id, done, user, err);
+    return eddy_rstore_checkpoint_exists(self, id, done, user, err);
 }
 static eddy_status st_save(void *self, const char *id, const char *value, eddy_rstore_done_fn done,
                            void *user, eddy_error *err) {
-    return eddy_rstore_ckpt_save(self, id, value, done, user, err);
+    return eddy_rstore_checkpoint_save(self, id, value, done, user, err);
 }
 static eddy_status st_remove(void *self, const char *id, eddy_rstore_done_fn done, void *user,
                              eddy_error *err) {
-    return eddy_rstore_ckpt_remove(self, id, done, user, err);
+    return eddy_rstore_checkpoint_remove(self, id, done, user, err);
 }
 static const eddy_rcheckpoint_ops store_ckpt_ops = {st_exists, st_save, st_remove};
 
-eddy_rcheckpoints eddy_rfeed_store_checkpoints(eddy_rstore *store) {
+eddy_rcheckpoints eddy_rstore_checkpoints(eddy_rstore *store) {
     eddy_rcheckpoints c = {&store_ckpt_ops, store};
     return c;
 }
@@ -721,6 +721,11 @@ eddy_status eddy_rfeed_accept_meta(eddy_rfeed *feed, const eddy_event_meta *meta
     return rf_accept(feed, meta, event, false, done, user);
 }
 
+eddy_status eddy_rfeed_offer(eddy_rfeed *feed, const eddy_event_meta *meta, void *event,
+                             eddy_rfeed_done_fn done, void *user) {
+    return rf_accept(feed, meta, event, false, done, user);
+}
+
 eddy_status eddy__rfeed_accept_or_defer(eddy_rfeed *feed, const eddy_event_meta *meta, void *event,
                                         eddy_rfeed_done_fn done, void *user) {
     return rf_accept(feed, meta, event, true, done, user);
@@ -735,7 +740,7 @@ eddy_status eddy__rfeed_post(eddy_rfeed *feed, eddy_rfeed_done_fn done, void *us
     return EDDY_OK;
 }
 
-eddy_status eddy_rfeed_get_info(eddy_rfeed *feed, eddy_feed_info *out) {
+eddy_status eddy_rfeed_stats(eddy_rfeed *feed, eddy_feed_info *out) {
     if (!feed || !out)
         return EDDY_ERR_INVALID_ARGUMENT;
     eddy__feed_info(feed->core, out);
@@ -744,7 +749,7 @@ eddy_status eddy_rfeed_get_info(eddy_rfeed *feed, eddy_feed_info *out) {
 
 bool eddy_rfeed_ready_for_live_delivery(eddy_rfeed *feed) {
     eddy_feed_info info;
-    return feed && eddy_rfeed_get_info(feed, &info) == EDDY_OK && info.live && !info.failed;
+    return feed && eddy_rfeed_stats(feed, &info) == EDDY_OK && info.live && !info.failed;
 }
 
 bool eddy_rfeed_refuses_permanently(eddy_rfeed *feed) {

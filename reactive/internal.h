@@ -89,11 +89,15 @@ struct rpub {
     eddy__cmdlist cmds;
     const eddy__cmdlist *ext; /* when set, sent instead of cmds (owned by the op's user, who
                                  outlives the op: a request's flow) */
-    redisReply *replies[RPUB_MAX_CMDS];
+    redisReply **replies;     /* cap slots: small, or allocated for a batch */
+    size_t cap;
+    redisReply *small[RPUB_MAX_CMDS];
     eddy__pipe_slot slot; /* in the connection's FIFO once written */
     uint64_t last;        /* the connection's number for its last command, 0 until given */
     rpub_fn complete;
-    eddy_publish_fn done; /* a publish's callback */
+    eddy_publish_fn done;             /* a publish's callback */
+    eddy_publish_batch_fn batch_done; /* a batch's callback (done is then NULL) */
+    size_t npub;                      /* a batch's publishes */
     void *user;
     unsigned seq;
 };
@@ -169,9 +173,11 @@ void eddy__rpub_close_all(eddy_rbus *bus);
 /* A new op with no commands yet (NULL on OOM); free it with eddy__rpub_free unless submitted. */
 rpub *eddy__rpub_new(rpub_fn complete, void *user);
 void eddy__rpub_free(rpub *p);
-/* Queues p (at most RPUB_MAX_CMDS commands) on the publishing connection, opened on first use;
- * its completion runs later, from the loop. EDDY_ERR_NOMEM when no connection could be made:
- * p is then not taken. */
+/* Makes room for the replies of n commands (a batch's); EDDY_ERR_NOMEM. Before submitting. */
+eddy_status eddy__rpub_reserve(rpub *p, size_t n);
+/* Queues p (at most RPUB_MAX_CMDS commands, or what eddy__rpub_reserve made room for) on the
+ * publishing connection, opened on first use; its completion runs later, from the loop.
+ * EDDY_ERR_NOMEM when no connection could be made: p is then not taken. */
 eddy_status eddy__rpub_submit(eddy_rbus *bus, rpub *p);
 /* Puts what is queued on the wire now (stop: leaving the registry goes out before it returns). */
 void eddy__rpub_flush(eddy_rbus *bus);

@@ -39,6 +39,8 @@ rpub *eddy__rpub_new(rpub_fn complete, void *user) {
     if (!p)
         return NULL;
     eddy__cmdlist_init(&p->cmds);
+    p->replies = p->small;
+    p->cap = RPUB_MAX_CMDS;
     p->complete = complete;
     p->user = user;
     return p;
@@ -47,11 +49,28 @@ rpub *eddy__rpub_new(rpub_fn complete, void *user) {
 void eddy__rpub_free(rpub *p) {
     if (!p)
         return;
-    for (size_t i = 0; i < RPUB_MAX_CMDS; i++)
+    for (size_t i = 0; i < p->cap; i++)
         if (p->replies[i])
             freeReplyObject(p->replies[i]);
+    if (p->replies != p->small)
+        free(p->replies);
     eddy__cmdlist_reset(&p->cmds);
     free(p);
+}
+
+eddy_status eddy__rpub_reserve(rpub *p, size_t n) {
+    if (n <= p->cap)
+        return EDDY_OK;
+    redisReply **r = calloc(n, sizeof(*r));
+    if (!r)
+        return EDDY_ERR_NOMEM;
+    for (size_t i = 0; i < p->cap; i++)
+        r[i] = p->replies[i];
+    if (p->replies != p->small)
+        free(p->replies);
+    p->replies = r;
+    p->cap = n;
+    return EDDY_OK;
 }
 
 const eddy__cmdlist *eddy__rpub_cmds(const rpub *p) { return p->ext ? p->ext : &p->cmds; }
@@ -186,7 +205,7 @@ void eddy__rpub_close_when_idle(eddy_rbus *bus) {
 
 eddy_status eddy__rpub_submit(eddy_rbus *bus, rpub *p) {
     size_t n = eddy__rpub_cmds(p)->n;
-    if (n == 0 || n > RPUB_MAX_CMDS)
+    if (n == 0 || n > p->cap)
         return EDDY_ERR_INVALID_ARGUMENT;
     if (eddy__rpub_open(bus) != EDDY_OK)
         return EDDY_ERR_NOMEM;
@@ -214,8 +233,15 @@ static bool resubmit(eddy_rbus *bus, rpub *p, eddy__cmdlist *again, rpub_fn then
         eddy__cmdlist_reset(again);
         return false;
     }
+    if (eddy__rpub_reserve(q, again->n) != EDDY_OK) {
+        eddy__rpub_free(q);
+        eddy__cmdlist_reset(again);
+        return false;
+    }
     q->cmds = *again; /* eddy__rpub_new's list is empty and owns nothing */
     q->done = p->done;
+    q->batch_done = p->batch_done;
+    q->npub = p->npub;
     if (eddy__rpub_submit(bus, q) != EDDY_OK) {
         eddy__rpub_free(q);
         return false;
@@ -232,8 +258,15 @@ static bool publish_again(eddy_rbus *bus, rpub *p, rpub_fn then) {
     return resubmit(bus, p, &again, then);
 }
 
+static void batch_finish(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err,
+                         bool may_move);
+
 /* The outcome; may_move: a MOVED's refusal sends it once more (on the next connection). */
 static void finish(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err, bool may_move) {
+    if (p->batch_done) {
+        batch_finish(bus, p, st, err, may_move);
+        return;
+    }
     char id[64] = "";
     eddy__cmdlist again;
     if (st != EDDY_OK && may_move &&
@@ -275,6 +308,65 @@ eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_ev
         return st;
     }
     p->done = done;
+    eddy__rbus_enter(bus);
+    if ((st = eddy__rpub_submit(bus, p)) != EDDY_OK) {
+        eddy__rpub_free(p);
+        eddy__fail(err, st, "out of memory connecting");
+    }
+    eddy__rbus_leave(bus);
+    return st;
+}
+
+/* A batch's outcome, read as eddy_bus_publish_batch reads it: the publishes in order, counted
+ * while they succeed, the first failure ending the count (and the batch's status). */
+static void batch_finish(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err,
+                         bool may_move) {
+    eddy__cmdlist again;
+    if (st != EDDY_OK && may_move &&
+        eddy__publish_moved_again(bus->publisher, p->npub, &p->cmds, st, err, &again) &&
+        resubmit(bus, p, &again, published_after_move))
+        return;
+    if (st == EDDY_OK && publish_again(bus, p, may_move ? published : published_after_move))
+        return;
+    eddy_error e = {0};
+    if (st != EDDY_OK && err)
+        e = *err;
+    size_t count = 0, next = 0;
+    for (size_t i = 0; st == EDDY_OK && i < p->npub; i++) {
+        st = eddy__publish_result(bus->publisher, &p->cmds, next, p->replies, &next, NULL, 0, &e);
+        if (st == EDDY_OK)
+            count++;
+    }
+    p->batch_done(st, count, st == EDDY_OK ? NULL : &e, p->user);
+}
+
+static void batch_noop(eddy_status st, size_t published, const eddy_error *err, void *user) {
+    (void)st, (void)published, (void)err, (void)user;
+}
+
+eddy_status eddy_rbus_publish_batch(eddy_rbus *bus, const char *subject,
+                                    const eddy_event *const *evs, size_t n,
+                                    eddy_publish_batch_fn done, void *user, eddy_error *err) {
+    if (!bus || !evs)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or events is NULL");
+    if (n == 0) /* nothing would complete it from the loop */
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "no events to publish");
+    if (bus->freeing)
+        return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
+    rpub *p = eddy__rpub_new(published, user);
+    if (!p)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy_status st = EDDY_OK;
+    for (size_t i = 0; st == EDDY_OK && i < n; i++)
+        st = eddy__publish_prepare(bus->publisher, subject, evs[i], &p->cmds, err);
+    if (st == EDDY_OK && eddy__rpub_reserve(p, p->cmds.n) != EDDY_OK)
+        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    if (st != EDDY_OK) {
+        eddy__rpub_free(p);
+        return st;
+    }
+    p->batch_done = done ? done : batch_noop;
+    p->npub = n;
     eddy__rbus_enter(bus);
     if ((st = eddy__rpub_submit(bus, p)) != EDDY_OK) {
         eddy__rpub_free(p);

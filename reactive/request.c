@@ -17,9 +17,11 @@
  *   entry. A request object outlives its completion only while an op of the publishing
  *   connection still points at it; that op frees it.
  */
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cancel.h"
 #include "error.h"
 #include "internal.h"
 #include "request_flow.h"
@@ -29,8 +31,10 @@ struct eddy_rrequest {
     eddy__request_flow flow; /* the sequence (request_flow.h): id, row, deadline, commands */
     eddy_reply_fn done;
     void *user;
-    bool completed; /* its callback ran (or is running) */
-    unsigned ops;   /* ops on the publishing connection that point at it */
+    bool completed;             /* its callback ran (or is running) */
+    unsigned ops;               /* ops on the publishing connection that point at it */
+    eddy_cancel *cancel;        /* opts->cancel, while it is in the table */
+    eddy__cancel_reg on_cancel; /* on it */
 };
 
 typedef struct eddy_rrequest rreq;
@@ -44,6 +48,8 @@ static void rreq_free(rreq *q) {
 /* Runs the callback (ownership of reply passes to it). The request left the table. */
 static void complete(rreq *q, eddy_status st, eddy_event *reply) {
     q->completed = true;
+    eddy__cancel_detach(q->cancel, &q->on_cancel);
+    q->cancel = NULL;
     eddy_reply_fn done = q->done;
     void *user = q->user;
     if (q->ops == 0)
@@ -156,6 +162,14 @@ static void stepped(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *e
 
 /* ---- interface ---------------------------------------------------------------------------- */
 
+/* opts->cancel fired (on the loop's thread): as eddy_rrequest_cancel. The token already took
+ * the registration off. */
+static void token_fired(eddy__cancel_reg *r) {
+    rreq *q = (rreq *)((char *)r - offsetof(rreq, on_cancel));
+    q->cancel = NULL;
+    eddy_rrequest_cancel(q);
+}
+
 eddy_status eddy_rbus_request(eddy_rbus *bus, const char *subject, const eddy_event *ev,
                               const eddy_request_opts *opts, eddy_reply_fn done, void *user,
                               eddy_rrequest **handle, eddy_error *err) {
@@ -165,19 +179,17 @@ eddy_status eddy_rbus_request(eddy_rbus *bus, const char *subject, const eddy_ev
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
     if (bus->freeing)
         return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
-    if (opts && opts->cancel)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT,
-                          "opts->cancel is for blocking requests: cancel through the handle");
     rreq *q = calloc(1, sizeof(*q));
     if (!q)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     q->bus = bus;
     q->done = done;
     q->user = user;
+    bool cancelled = opts && eddy_cancel_fired(opts->cancel);
     eddy__request_ctx ctx = {bus->requests,  bus->registry_cache,
                              bus->publisher, bus->s.ns,
                              bus->caps,      bus->active,
-                             false,          bus->ctl ? eddy__rctl_inbox_key(bus->ctl) : NULL};
+                             cancelled,      bus->ctl ? eddy__rctl_inbox_key(bus->ctl) : NULL};
     eddy__rbus_enter(bus);
     eddy_status st =
         eddy__request_flow_begin(&q->flow, &ctx, opts, subject, ev, q, eddy_now_ms(), err);
@@ -194,6 +206,11 @@ eddy_status eddy_rbus_request(eddy_rbus *bus, const char *subject, const eddy_ev
         rreq_free(q);
         eddy__fail(err, st, "out of memory");
     } else {
+        if (opts && opts->cancel) {
+            q->cancel = opts->cancel;
+            q->on_cancel = (eddy__cancel_reg){NULL, NULL, token_fired, NULL};
+            eddy__cancel_attach(q->cancel, &q->on_cancel);
+        }
         arm(bus);
         if (handle)
             *handle = q;
@@ -213,8 +230,8 @@ eddy_status eddy_rbus_request_value(eddy_rbus *bus, const char *subject, const c
     if (bus->freeing)
         return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
     /* The refusals come before building anything, as for eddy_rbus_request. */
-    eddy_status st =
-        eddy__request_precheck(opts, false, bus->active, bus->caps, NULL, eddy_now_ms(), err);
+    eddy_status st = eddy__request_precheck(opts, opts && eddy_cancel_fired(opts->cancel),
+                                            bus->active, bus->caps, NULL, eddy_now_ms(), err);
     if (st != EDDY_OK)
         return st;
     eddy_event *ev = NULL;

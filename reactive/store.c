@@ -63,7 +63,7 @@ typedef struct rop {
     eddy_rstore_stream_page_fn on_stream;
     eddy_rstore_head_fn on_head;
     eddy_rstore_exists_fn on_exists;
-    eddy_rstore_ckpt_read_fn on_read;
+    eddy_rstore_checkpoint_read_fn on_read;
     eddy_rstore_done_fn on_done;
     void *user;
 } rop;
@@ -619,6 +619,61 @@ eddy_status eddy_rstore_read_stream_page(eddy_rstore *store, const char *stream_
     return submit(store, p, err);
 }
 
+/* A whole stream, page after page (eddy_rstore_read_stream): each page's completion asks for
+ * the next, so no more than a page is held and the loop is never held for long. */
+typedef struct stream_read {
+    eddy_rstore *store;
+    char *id;
+    eddy_stored_fn each;
+    eddy_rstore_done_fn done;
+    void *user;
+} stream_read;
+
+static eddy_status stream_read_each(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
+    stream_read *r = user;
+    return r->each(ev, meta, r->user);
+}
+
+static void stream_read_page(eddy_status st, long long last_version, bool more,
+                             const eddy_error *err, void *user) {
+    stream_read *r = user;
+    eddy_error e = {0};
+    if (st == EDDY_OK && more) {
+        st = eddy_rstore_read_stream_page(r->store, r->id, last_version, stream_read_each,
+                                          stream_read_page, r, &e);
+        if (st == EDDY_OK)
+            return; /* that page's completion goes on */
+        err = &e;
+    }
+    r->done(st, st == EDDY_OK ? NULL : err, r->user);
+    free(r->id);
+    free(r);
+}
+
+eddy_status eddy_rstore_read_stream(eddy_rstore *store, const char *stream_id,
+                                    long long after_version, eddy_stored_fn each,
+                                    eddy_rstore_done_fn done, void *user, eddy_error *err) {
+    eddy_status st = check_store(store, done != NULL, err);
+    if (st != EDDY_OK)
+        return st;
+    if (!each)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "each is NULL");
+    stream_read *r = calloc(1, sizeof(*r));
+    if (!r || !stream_id || !(r->id = strdup(stream_id))) {
+        free(r);
+        return stream_id ? eddy__fail(err, EDDY_ERR_NOMEM, "out of memory")
+                         : eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "stream_id is NULL");
+    }
+    *r = (stream_read){store, r->id, each, done, user};
+    st = eddy_rstore_read_stream_page(store, stream_id, after_version, stream_read_each,
+                                      stream_read_page, r, err);
+    if (st != EDDY_OK) {
+        free(r->id);
+        free(r);
+    }
+    return st;
+}
+
 eddy_status eddy_rstore_head(eddy_rstore *store, eddy_rstore_head_fn done, void *user,
                              eddy_error *err) {
     eddy_status st = check_store(store, done != NULL, err);
@@ -647,8 +702,8 @@ static eddy_status ckpt_submit(eddy_rstore *store, eddy__ckpt_op op, const char 
     return submit(store, p, err);
 }
 
-eddy_status eddy_rstore_ckpt_exists(eddy_rstore *store, const char *feed_id,
-                                    eddy_rstore_exists_fn done, void *user, eddy_error *err) {
+eddy_status eddy_rstore_checkpoint_exists(eddy_rstore *store, const char *feed_id,
+                                          eddy_rstore_exists_fn done, void *user, eddy_error *err) {
     eddy_status st = check_store(store, done != NULL, err);
     if (st != EDDY_OK)
         return st;
@@ -659,8 +714,9 @@ eddy_status eddy_rstore_ckpt_exists(eddy_rstore *store, const char *feed_id,
     return ckpt_submit(store, EDDY__CKPT_EXISTS, feed_id, NULL, p, err);
 }
 
-eddy_status eddy_rstore_ckpt_read(eddy_rstore *store, const char *feed_id,
-                                  eddy_rstore_ckpt_read_fn done, void *user, eddy_error *err) {
+eddy_status eddy_rstore_checkpoint_read(eddy_rstore *store, const char *feed_id,
+                                        eddy_rstore_checkpoint_read_fn done, void *user,
+                                        eddy_error *err) {
     eddy_status st = check_store(store, done != NULL, err);
     if (st != EDDY_OK)
         return st;
@@ -671,8 +727,8 @@ eddy_status eddy_rstore_ckpt_read(eddy_rstore *store, const char *feed_id,
     return ckpt_submit(store, EDDY__CKPT_READ, feed_id, NULL, p, err);
 }
 
-eddy_status eddy_rstore_ckpt_save(eddy_rstore *store, const char *feed_id, const char *value,
-                                  eddy_rstore_done_fn done, void *user, eddy_error *err) {
+eddy_status eddy_rstore_checkpoint_save(eddy_rstore *store, const char *feed_id, const char *value,
+                                        eddy_rstore_done_fn done, void *user, eddy_error *err) {
     eddy_status st = check_store(store, done != NULL, err);
     if (st != EDDY_OK)
         return st;
@@ -685,8 +741,8 @@ eddy_status eddy_rstore_ckpt_save(eddy_rstore *store, const char *feed_id, const
     return ckpt_submit(store, EDDY__CKPT_SAVE, feed_id, value, p, err);
 }
 
-eddy_status eddy_rstore_ckpt_remove(eddy_rstore *store, const char *feed_id,
-                                    eddy_rstore_done_fn done, void *user, eddy_error *err) {
+eddy_status eddy_rstore_checkpoint_remove(eddy_rstore *store, const char *feed_id,
+                                          eddy_rstore_done_fn done, void *user, eddy_error *err) {
     eddy_status st = check_store(store, done != NULL, err);
     if (st != EDDY_OK)
         return st;

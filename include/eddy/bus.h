@@ -478,6 +478,14 @@ typedef struct eddy_consumer_stats {
     uint64_t lost_writes;
 } eddy_consumer_stats;
 
+/** Readiness: the completion of eddy_rbus_start, and of eddy_bus_subscribe_ready and
+ * eddy_rbus_subscribe_ready. EDDY_OK once every subscription concerned is ready (a message
+ * published after this point is delivered) and then the activation's reply stream is open and
+ * its subscriptions are in the namespace's registry (requests may be sent, and answered),
+ * EDDY_ERR_IO when the backend could not be reached in time, EDDY_ERR_CLOSED when the bus was
+ * stopped or freed first. err is borrowed (NULL on EDDY_OK). */
+typedef void (*eddy_ready_fn)(eddy_status st, const eddy_error *err, void *user);
+
 /* ---- requests ------------------------------------------------------------------------ */
 
 /** Milliseconds since the epoch (CLOCK_REALTIME), the clock deadlines are written in: a
@@ -486,13 +494,22 @@ EDDY_EXPORT long long eddy_now_ms(void);
 /** eddy_now_ms() + ms: a deadline ms from now. */
 EDDY_EXPORT long long eddy_deadline_in(long long ms);
 
-/** A cancellation token for blocking requests: fire it from any thread and the request it was
- * given to ends with EDDY_ERR_NO_REPLY. One token may serve several requests; a fired token
- * refuses every later request. */
+/** The cancellation token, the one form of cancellation: fired, it ends the calls given it (a
+ * request, blocking or reactive, ends with EDDY_ERR_NO_REPLY; a blocking feed's catch-up,
+ * go-live or held accept with EDDY_ERR_CANCELLED, see eddy/feed.h). One token may serve several
+ * calls; a fired token stays fired, and calls given it later are refused or end at once. A
+ * blocking call waits inside the call, so its token is fired from another thread (any); a
+ * reactive request's token must be fired on the loop's thread, and its callback runs before
+ * eddy_cancel_fire returns. */
 typedef struct eddy_cancel eddy_cancel;
-/** NULL on OOM. Ownership: the caller's; free it after the requests that use it returned. */
+/** NULL on OOM. Ownership: the caller's; free it after the calls that use it returned.
+ * Thread: any. */
 EDDY_EXPORT eddy_cancel *eddy_cancel_new(void);
+/** Fires the token (again: no-op). NULL is a no-op. Thread: any. */
 EDDY_EXPORT void eddy_cancel_fire(eddy_cancel *c);
+/** Whether the token was fired (false for NULL). Thread: any. */
+EDDY_EXPORT bool eddy_cancel_fired(const eddy_cancel *c);
+/** NULL is a no-op. */
 EDDY_EXPORT void eddy_cancel_free(eddy_cancel *c);
 
 typedef struct eddy_request_opts {
@@ -501,7 +518,7 @@ typedef struct eddy_request_opts {
     long long deadline_ms;
     /** Conversation name for the counters: one of settings.request_names, or NULL. */
     const char *name;
-    /** Optional cancellation token (blocking front end). */
+    /** Optional cancellation token (both front ends; see eddy_cancel). */
     eddy_cancel *cancel;
 } eddy_request_opts;
 

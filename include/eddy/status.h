@@ -20,6 +20,15 @@ extern "C" {
 #define EDDY_EXPORT
 #endif
 
+/** Marks a name kept for one release after it was renamed (eddy/deprecated.h and
+ * eddy/rdeprecated.h list them):
+ * using it warns, with the new name in the message. */
+#if defined(__GNUC__)
+#define EDDY_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define EDDY_DEPRECATED(msg)
+#endif
+
 typedef enum eddy_status {
     EDDY_OK = 0,
     /** Not an error: a handler or responder that returns it finishes later (see bus.h). */

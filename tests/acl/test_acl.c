@@ -403,8 +403,8 @@ Test(acl, main_flows_run_with_the_documented_rules) {
     cr_assert_eq(eddy_store_read_stream(store, "acct-1", 0, count_stored, &read, &err), EDDY_OK,
                  "%s", err.detail);
     long long next = 0, head = 0;
-    cr_assert_eq(eddy_store_read_all(store, 0, 10, NULL, count_stored, &read, &next, &err), EDDY_OK,
-                 "%s", err.detail);
+    cr_assert_eq(eddy_store_read_page(store, 0, 10, NULL, count_stored, &read, &next, &err),
+                 EDDY_OK, "%s", err.detail);
     cr_assert_eq(eddy_store_head(store, &head, &err), EDDY_OK, "%s", err.detail);
     cr_assert_eq(read, 4);
     cr_assert_eq(head, 2);
@@ -435,7 +435,7 @@ Test(acl, main_flows_run_with_the_documented_rules) {
     cr_assert_eq(eddy_bus_subscribe(bus, &live, &err), EDDY_OK, "%s", err.detail);
     cr_assert_eq(eddy_feed_catch_up(feed, NULL, &err), EDDY_OK, "%s", err.detail);
     eddy_feed_info info;
-    eddy_feed_get_info(feed, &info);
+    eddy_feed_stats(feed, &info);
     cr_assert_eq(info.last, EDDY_FEED_REPLAYED);
     ao.expected_version = 2;
     ao.publish_subject = "acl.accounts";
@@ -449,7 +449,7 @@ Test(acl, main_flows_run_with_the_documented_rules) {
     eddy_feed *again;
     cr_assert_eq(eddy_feed_new(store, &cfg, &again, &err), EDDY_OK, "%s", err.detail);
     cr_assert_eq(eddy_feed_catch_up(again, NULL, &err), EDDY_OK, "%s", err.detail);
-    eddy_feed_get_info(again, &info);
+    eddy_feed_stats(again, &info);
     cr_assert_eq(info.last, EDDY_FEED_SKIPPED);
     eddy_feed_free(again);
 

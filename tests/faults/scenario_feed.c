@@ -6,7 +6,7 @@
  * (its subscription is Competing, AtLeastOnce) are redelivered to the next one while it replays:
  * a large held backlog, most of it at or below the position the replay reaches, against a small
  * dedup_cache_size. The last listener runs to the end; its model must equal a reference fold of
- * the store (read back with eddy_store_read_all), with no event applied twice (dup) and none
+ * the store (read back with eddy_store_read_page), with no event applied twice (dup) and none
  * skipped (gap, lost).
  *
  * feed_resumed: the same with a read model that keeps itself in Redis with its position
@@ -224,7 +224,7 @@ static void feed_killed(const driver *dr, bool resume) {
     long long pos = 0, next = 0, head = -1;
     eddy_store_head(wr.store, &head, &err);
     while (pos < head &&
-           eddy_store_read_all(wr.store, pos, 1000, NULL, ref_add, &ref, &next, &err) == EDDY_OK)
+           eddy_store_read_page(wr.store, pos, 1000, NULL, ref_add, &ref, &next, &err) == EDDY_OK)
         pos = next;
     /* The listener's model. */
     long long mlast[FX_FEED_STREAMS] = {0};

@@ -242,7 +242,7 @@ static int run_blocking(char **a, const eddy_settings *s, const eddy_feed_config
         fx_sleep_ms(20);
     eddy_bus_stop(bus);
     eddy_feed_info info;
-    eddy_feed_get_info(feed, &info);
+    eddy_feed_stats(feed, &info);
     int rc = dump(a[6], &info);
     eddy_bus_free(bus);
     eddy_feed_free(feed);
@@ -289,7 +289,7 @@ static void on_poll(struct ev_loop *loop, ev_timer *t, int revents) {
         return;
     eddy_rbus_stop(w->bus);
     eddy_feed_info info;
-    eddy_rfeed_get_info(w->feed, &info);
+    eddy_rfeed_stats(w->feed, &info);
     w->rc = dump(w->path, &info);
     ev_break(loop, EVBREAK_ALL);
 }

@@ -284,7 +284,7 @@ DTEST(without_a_projection_everything_is_refused) {
     cr_assert_not(eddy_domain_refuses_permanently(c.feed));
     cr_assert_not(eddy_domain_failure(c.feed, NULL));
     eddy_feed_info i;
-    cr_assert_eq(eddy_domain_get_info(c.feed, &i), EDDY_OK);
+    cr_assert_eq(eddy_domain_stats(c.feed, &i), EDDY_OK);
     cr_assert_eq(i.last, EDDY_FEED_NONE);
     cr_assert_eq(decoded(&c), 0);
     cr_assert_str_eq(eddy_route_name(EDDY_ROUTE_DEFERRED), "EDDY_ROUTE_DEFERRED");
@@ -389,7 +389,7 @@ DTEST(route_defers_after_a_stop_until_go_live) {
     new_registered(&c, placed());
     eddy_domain_stop_catch_up(c.feed); /* idle and not live: the feed itself stops */
     eddy_feed_info i;
-    cr_assert_eq(eddy_domain_get_info(c.feed, &i), EDDY_OK);
+    cr_assert_eq(eddy_domain_stats(c.feed, &i), EDDY_OK);
     cr_assert(i.stopped);
     cr_assert_eq(route_ok(&c, "l1", "order.placed"), EDDY_ROUTE_DEFERRED);
     uev e = {"l2"};

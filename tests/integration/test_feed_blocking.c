@@ -284,7 +284,7 @@ static bool marker_exists(ctx *c) {
 
 static eddy_feed_info info(ctx *c) {
     eddy_feed_info i;
-    cr_assert_eq(eddy_feed_get_info(c->feed, &i), EDDY_OK);
+    cr_assert_eq(eddy_feed_stats(c->feed, &i), EDDY_OK);
     return i;
 }
 
@@ -296,7 +296,7 @@ typedef struct caller {
     int what; /* 0 accept, 1 accept with meta, 2 catch-up, 3 go-live */
     uev ev;
     eddy_event_meta meta;
-    eddy_feed_cancel *cancel;
+    eddy_cancel *cancel;
     eddy_status st;
     eddy_error err;
     atomic_bool done;
@@ -797,7 +797,7 @@ ParameterizedTest(backend *p, feed_blocking, a_cancelled_catch_up_is_not_a_failu
     caller a;
     call_async(&a, c.feed, 0, "x1");
     wait_held(&c, 1);
-    eddy_feed_cancel *cancel = eddy_feed_cancel_new();
+    eddy_cancel *cancel = eddy_cancel_new();
     cr_assert(cancel);
     strcpy(c.md.gate_id, "e2");
     caller cu;
@@ -812,9 +812,9 @@ ParameterizedTest(backend *p, feed_blocking, a_cancelled_catch_up_is_not_a_failu
     cu2.cancel = cancel;
     cr_assert_eq(pthread_create(&cu2.t, NULL, caller_main, &cu2), 0);
     cr_assert(eddy_test_wait_until(one_waiting, &c, 10000));
-    eddy_feed_cancel_fire(cancel);
+    eddy_cancel_fire(cancel);
     cr_expect_eq(join(&cu2), EDDY_ERR_CANCELLED);
-    cr_expect(eddy_feed_cancel_fired(cancel));
+    cr_expect(eddy_cancel_fired(cancel));
     open_gate(&c.md);
     cr_expect_eq(join(&cu), EDDY_OK);
     cr_expect_eq(join(&a), EDDY_OK);
@@ -831,11 +831,11 @@ ParameterizedTest(backend *p, feed_blocking, a_cancelled_catch_up_is_not_a_failu
     memset(&run, 0, sizeof(run));
     run.feed = d.feed;
     run.what = 2;
-    eddy_feed_cancel *cancel2 = eddy_feed_cancel_new();
+    eddy_cancel *cancel2 = eddy_cancel_new();
     run.cancel = cancel2;
     cr_assert_eq(pthread_create(&run.t, NULL, caller_main, &run), 0);
     wait_at_gate(&d.md);
-    eddy_feed_cancel_fire(cancel2);
+    eddy_cancel_fire(cancel2);
     open_gate(&d.md);
     cr_expect_eq(join(&run), EDDY_ERR_CANCELLED);
     cr_expect_eq(d.md.abandoned, 1);
@@ -848,8 +848,8 @@ ParameterizedTest(backend *p, feed_blocking, a_cancelled_catch_up_is_not_a_failu
     cr_expect_eq(eddy_feed_go_live(d.feed, NULL, NULL), EDDY_OK);
     cr_expect_eq(join(&h), EDDY_OK);
     teardown(&d);
-    eddy_feed_cancel_free(cancel);
-    eddy_feed_cancel_free(cancel2);
+    eddy_cancel_free(cancel);
+    eddy_cancel_free(cancel2);
     teardown(&c);
 }
 
@@ -860,7 +860,7 @@ ParameterizedTest(backend *p, feed_blocking, a_held_accept_can_be_cancelled, .ti
     ctx c;
     setup(&c, p, "feed-acc-cancel");
     new_feed(&c);
-    eddy_feed_cancel *cancel = eddy_feed_cancel_new();
+    eddy_cancel *cancel = eddy_cancel_new();
     caller a;
     call_async(&a, c.feed, 0, "x1");
     caller b;
@@ -871,13 +871,13 @@ ParameterizedTest(backend *p, feed_blocking, a_held_accept_can_be_cancelled, .ti
     strcpy(b.ev.id, "x2");
     cr_assert_eq(pthread_create(&b.t, NULL, caller_main, &b), 0);
     wait_held(&c, 2);
-    eddy_feed_cancel_fire(cancel);
+    eddy_cancel_fire(cancel);
     cr_expect_eq(join(&b), EDDY_ERR_CANCELLED);
     cr_expect_eq(info(&c).held, 1);
     cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
     cr_expect_eq(join(&a), EDDY_OK);
     cr_expect_str_eq(applied(&c.md), "x1");
-    eddy_feed_cancel_free(cancel);
+    eddy_cancel_free(cancel);
     teardown(&c);
 }
 
@@ -956,14 +956,14 @@ Test(feed_blocking, bad_arguments_are_refused) {
     cr_expect_eq(eddy_feed_go_live(NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
     cr_expect_eq(eddy_feed_accept(NULL, &c, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
     cr_expect_eq(eddy_feed_offer(NULL, NULL, &c, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_get_info(NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_stats(NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
     cr_expect_null(eddy_feed_id(NULL));
     cr_expect_not(eddy_feed_refuses_permanently(NULL));
     cr_expect_not(eddy_feed_ready_for_live_delivery(NULL));
     cr_expect_not(eddy_feed_failure(NULL, NULL));
-    cr_expect_not(eddy_feed_cancel_fired(NULL));
-    eddy_feed_cancel_fire(NULL);
-    eddy_feed_cancel_free(NULL);
+    cr_expect_not(eddy_cancel_fired(NULL));
+    eddy_cancel_fire(NULL);
+    eddy_cancel_free(NULL);
     eddy_feed_stop_catch_up(NULL);
     eddy_feed_free(NULL);
     cr_expect_eq(eddy_feed_handler(NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);

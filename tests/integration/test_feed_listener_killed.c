@@ -394,7 +394,7 @@ Test(feed_listener_killed, killed_between_apply_and_ack_projection_equals_refere
     cr_assert_eq(eddy_store_head(store, &head, &err), EDDY_OK, "%s", err.detail);
     while (after < head) {
         long long next = after;
-        cr_assert_eq(eddy_store_read_all(store, after, 16, NULL, ref_add, &ref, &next, &err),
+        cr_assert_eq(eddy_store_read_page(store, after, 16, NULL, ref_add, &ref, &next, &err),
                      EDDY_OK, "%s", err.detail);
         cr_assert_gt(next, after);
         after = next;
@@ -711,7 +711,7 @@ static void listener_start(listener *l) {
 
 static eddy_feed_info listener_info(listener *l) {
     eddy_feed_info i;
-    cr_assert_eq(l->reactive ? eddy_rfeed_get_info(l->rfeed, &i) : eddy_feed_get_info(l->feed, &i),
+    cr_assert_eq(l->reactive ? eddy_rfeed_stats(l->rfeed, &i) : eddy_feed_stats(l->feed, &i),
                  EDDY_OK);
     return i;
 }
@@ -891,7 +891,7 @@ ParameterizedTest(combo *c, feed_replay_dedup, killed_during_catch_up_no_event_a
     while (after < head) {
         long long next = after;
         cr_assert_eq(
-            eddy_store_read_all(store, after, 512, NULL, version_ref_add, &ref, &next, &err),
+            eddy_store_read_page(store, after, 512, NULL, version_ref_add, &ref, &next, &err),
             EDDY_OK, "%s", err.detail);
         cr_assert_gt(next, after);
         after = next;

@@ -390,7 +390,7 @@ static void settle_a_while(ctx *c) {
 
 static eddy_push_progress status_of(ctx *c, const char *id) {
     eddy_push_progress p;
-    cr_assert_eq(eddy_push_sources_status(c->ps, id, &p), EDDY_OK, "%s", id);
+    cr_assert_eq(eddy_push_sources_stats(c->ps, id, &p), EDDY_OK, "%s", id);
     return p;
 }
 
@@ -887,9 +887,9 @@ Test(push, bad_specs_are_refused) {
     sp = spec_of("y", f, &c.v[0], "bad..subject", "y-view");
     cr_expect_neq(eddy_push_sources_add(c.ps, &sp, &err), EDDY_OK, "the bus refuses it");
     eddy_push_progress pr;
-    cr_expect_eq(eddy_push_sources_status(c.ps, "y", &pr), EDDY_ERR_INVALID_ARGUMENT,
+    cr_expect_eq(eddy_push_sources_stats(c.ps, "y", &pr), EDDY_ERR_INVALID_ARGUMENT,
                  "nothing was added");
-    cr_expect_eq(eddy_push_sources_status(c.ps, "nope", &pr), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_push_sources_stats(c.ps, "nope", &pr), EDDY_ERR_INVALID_ARGUMENT);
     cr_expect_eq(eddy_push_sources_wait(c.ps, 0), EDDY_OK, "nothing catches up");
     teardown(&c);
 }
@@ -988,7 +988,7 @@ ParameterizedTest(backend *p, push, free_during_background_catch_up_does_not_fai
 
     /* No catch-up runs any more, and the user's feed did not fail. */
     eddy_feed_info info;
-    cr_assert_eq(eddy_domain_get_info(f, &info), EDDY_OK);
+    cr_assert_eq(eddy_domain_stats(f, &info), EDDY_OK);
     cr_expect_not(info.catching_up, "the catch-up thread ended before the free returned");
     cr_expect_not(info.failed);
     cr_expect_neq(info.last, EDDY_FEED_FAILED);

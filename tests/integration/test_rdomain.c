@@ -137,7 +137,7 @@ static void setup(tctx *t, int backend, const char *prefix) {
     eddy_test_settings(&t->s, backend, prefix, t->url, sizeof(t->url), t->ns, sizeof(t->ns));
     eddy_error err = {0};
     cr_assert_eq(eddy_rstore_open(t->loop, &t->s, &t->store, &err), EDDY_OK, "%s", err.detail);
-    t->ckpt = eddy_rfeed_store_checkpoints(t->store);
+    t->ckpt = eddy_rstore_checkpoints(t->store);
     eddy_feed_config_init(&t->cfg);
     t->cfg.decode = m_decode;
     t->cfg.free_event = uev_free;
@@ -420,7 +420,7 @@ RTEST(route_defers_after_a_stop_until_go_live) {
     new_registered(&t, placed());
     eddy_rdomain_stop_catch_up(t.feed);
     eddy_feed_info i;
-    cr_assert_eq(eddy_rdomain_get_info(t.feed, &i), EDDY_OK);
+    cr_assert_eq(eddy_rdomain_stats(t.feed, &i), EDDY_OK);
     cr_assert(i.stopped);
     cr_assert_eq(route_ok(&t, "l1", "order.placed"), EDDY_ROUTE_DEFERRED);
     uev e = {"l2"};

@@ -1794,8 +1794,9 @@ Test(reactive, request_refusals_and_bad_arguments, .timeout = 30) {
     cr_assert(run_until_count(&t, &ready.calls, 1, 20000));
     eddy_request_opts with_token = o;
     with_token.cancel = eddy_cancel_new();
+    eddy_cancel_fire(with_token.cancel); /* a fired token refuses, as eddy_bus_request's */
     cr_expect_eq(eddy_rbus_request(b, "bad.x", ev, &with_token, on_reply, &rec, &h, &err),
-                 EDDY_ERR_INVALID_ARGUMENT);
+                 EDDY_ERR_NO_REPLY);
     eddy_cancel_free(with_token.cancel);
     cr_expect_eq(eddy_rbus_request(b, "bad..x", ev, &o, on_reply, &rec, &h, &err),
                  EDDY_ERR_INVALID_SUBJECT);

@@ -283,11 +283,11 @@ static void w_removed(eddy_status st, const eddy_error *err, void *user) {
 
 static eddy_status w_exists(void *self, const char *id, eddy_rstore_exists_fn done, void *user,
                             eddy_error *err) {
-    return eddy_rstore_ckpt_exists(((ckwrap *)self)->store, id, done, user, err);
+    return eddy_rstore_checkpoint_exists(((ckwrap *)self)->store, id, done, user, err);
 }
 static eddy_status w_save(void *self, const char *id, const char *v, eddy_rstore_done_fn done,
                           void *user, eddy_error *err) {
-    return eddy_rstore_ckpt_save(((ckwrap *)self)->store, id, v, done, user, err);
+    return eddy_rstore_checkpoint_save(((ckwrap *)self)->store, id, v, done, user, err);
 }
 static eddy_status w_remove(void *self, const char *id, eddy_rstore_done_fn done, void *user,
                             eddy_error *err) {
@@ -309,7 +309,7 @@ static eddy_status w_remove(void *self, const char *id, eddy_rstore_done_fn done
         ev_timer_start(w->loop, &w->tm);
         return EDDY_OK;
     }
-    return eddy_rstore_ckpt_remove(w->store, id, w_removed, w, err);
+    return eddy_rstore_checkpoint_remove(w->store, id, w_removed, w, err);
 }
 static const eddy_rcheckpoint_ops wrap_ops = {w_exists, w_save, w_remove};
 
@@ -324,7 +324,7 @@ ParameterizedTest(int *b, rfeed, catch_up_replays_then_applies_held, .timeout = 
     setup(&t, *b, "rfeed-cu");
     const char *hist[] = {"h1", "h2", "h3"};
     append(&t, hist, 3);
-    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_rcheckpoints ck = eddy_rstore_checkpoints(t.store);
     eddy_feed_config cfg;
     cfg_init(&cfg, "orders-cu");
     cfg.page_size = 2;
@@ -413,7 +413,7 @@ ParameterizedTest(int *b, rfeed, stop_running_replay, .timeout = 60) {
     setup(&t, *b, "rfeed-stop");
     const char *hist[] = {"h1", "h2", "h3", "h4", "h5"};
     append(&t, hist, 5);
-    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_rcheckpoints ck = eddy_rstore_checkpoints(t.store);
     eddy_feed_config cfg;
     cfg_init(&cfg, "orders-stop");
     cfg.page_size = 1;
@@ -598,7 +598,7 @@ ParameterizedTest(int *b, rfeed, free_with_operations_pending, .timeout = 60) {
     setup(&t, *b, "rfeed-free");
     const char *hist[] = {"h1", "h2"};
     append(&t, hist, 2);
-    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_rcheckpoints ck = eddy_rstore_checkpoints(t.store);
     eddy_feed_config cfg;
     cfg_init(&cfg, "orders-free");
     cfg.page_size = 1;
@@ -889,7 +889,7 @@ ParameterizedTest(int *b, rfeed, go_live_waiting_for_failed_catch_up, .timeout =
     setup(&t, *b, "rfeed-glfail");
     const char *hist[] = {"h1", "h2"};
     append(&t, hist, 2);
-    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_rcheckpoints ck = eddy_rstore_checkpoints(t.store);
     eddy_feed_config cfg;
     cfg_init(&cfg, "orders-glfail");
     cfg.page_size = 1;
@@ -928,7 +928,7 @@ ParameterizedTest(int *b, rfeed, free_inside_completion, .timeout = 60) {
     setup(&t, *b, "rfeed-freecb");
     const char *hist[] = {"h1"};
     append(&t, hist, 1);
-    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_rcheckpoints ck = eddy_rstore_checkpoints(t.store);
     eddy_feed_config cfg;
     cfg_init(&cfg, "orders-freecb");
     eddy_rfeed *f = must_feed(&t, &cfg, &ck);
@@ -956,7 +956,7 @@ ParameterizedTest(int *b, rfeed, free_inside_projection_callback, .timeout = 60)
         setup(&t, *b, "rfeed-freeproj");
         const char *hist[] = {"h1", "h2", "h3"};
         append(&t, hist, 3);
-        eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+        eddy_rcheckpoints ck = eddy_rstore_checkpoints(t.store);
         eddy_feed_config cfg;
         cfg_init(&cfg, "orders-freeproj");
         cfg.page_size = 1;
@@ -1255,7 +1255,7 @@ ParameterizedTest(int *b, rfeed, held_failure_at_the_end_of_a_catch_up_fails_onl
     accept_ev(f, &bad, &dbad);
     accept_ev(f, &l2, &d2);
     eddy_feed_info i;
-    cr_assert_eq(eddy_rfeed_get_info(f, &i), EDDY_OK);
+    cr_assert_eq(eddy_rfeed_stats(f, &i), EDDY_OK);
     cr_expect_eq(i.held, 3);
     catch_up(f, &dc);
     cr_assert(run_until(&t, &dc.calls, 1, 20000), "catch-up never completed");
@@ -1277,7 +1277,7 @@ ParameterizedTest(int *b, rfeed, held_failure_at_the_end_of_a_catch_up_fails_onl
     cr_expect_not(eddy_rfeed_refuses_permanently(f));
     cr_expect_not(eddy_rfeed_failure(f, NULL));
     cr_expect(eddy_rfeed_ready_for_live_delivery(f));
-    cr_assert_eq(eddy_rfeed_get_info(f, &i), EDDY_OK);
+    cr_assert_eq(eddy_rfeed_stats(f, &i), EDDY_OK);
     cr_expect(i.live);
     cr_expect_not(i.failed);
     cr_expect_eq(i.held, 0);
@@ -1378,7 +1378,7 @@ ParameterizedTest(int *b, rfeed, appends_during_the_switch_applied_once, .timeou
     SW.t = &t;
     const char *hist[] = {"h1", "h2", "h3", "h4", "h5", "h6"};
     append(&t, hist, 6);
-    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_rcheckpoints ck = eddy_rstore_checkpoints(t.store);
     eddy_feed_config cfg;
     cfg_init(&cfg, "orders-switch");
     cfg.page_size = 2;
@@ -1492,7 +1492,7 @@ ParameterizedTest(int *b, rfeed, replay_holds_at_most_one_page, .timeout = 60) {
     tctx t;
     setup(&t, *b, "rfeed-one-page");
     append_numbered(&t, 50);
-    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_rcheckpoints ck = eddy_rstore_checkpoints(t.store);
     eddy_feed_config cfg;
     cfg_init(&cfg, "orders-one-page");
     cfg.page_size = 5;
@@ -1516,7 +1516,7 @@ ParameterizedTest(int *b, rfeed, replay_holds_at_most_one_page, .timeout = 60) {
     cr_expect_eq(M.completed, 1);
     cr_expect_eq(M.abandoned, 0);
     eddy_feed_info i;
-    cr_assert_eq(eddy_rfeed_get_info(f, &i), EDDY_OK);
+    cr_assert_eq(eddy_rfeed_stats(f, &i), EDDY_OK);
     cr_expect_eq(i.last, EDDY_FEED_REPLAYED);
     cr_expect_eq(i.replayed, 5);
     cr_expect_eq(i.head, 50);

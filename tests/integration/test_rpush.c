@@ -96,7 +96,7 @@ static eddy_status g_exists(void *self, const char *feed_id, eddy_rstore_exists_
                             eddy_error *err) {
     gate *g = self;
     if (!g->hold_exists)
-        return eddy_rstore_ckpt_exists(g->store, feed_id, done, user, err);
+        return eddy_rstore_checkpoint_exists(g->store, feed_id, done, user, err);
     g->exists_done = done;
     g->user = user;
     g->held = true;
@@ -107,7 +107,7 @@ static eddy_status g_save(void *self, const char *feed_id, const char *value,
                           eddy_rstore_done_fn done, void *user, eddy_error *err) {
     gate *g = self;
     if (!g->hold_save)
-        return eddy_rstore_ckpt_save(g->store, feed_id, value, done, user, err);
+        return eddy_rstore_checkpoint_save(g->store, feed_id, value, done, user, err);
     g->save_done = done;
     g->user = user;
     g->held = true;
@@ -117,7 +117,7 @@ static eddy_status g_save(void *self, const char *feed_id, const char *value,
 static eddy_status g_remove(void *self, const char *feed_id, eddy_rstore_done_fn done, void *user,
                             eddy_error *err) {
     gate *g = self;
-    return eddy_rstore_ckpt_remove(g->store, feed_id, done, user, err);
+    return eddy_rstore_checkpoint_remove(g->store, feed_id, done, user, err);
 }
 
 static const eddy_rcheckpoint_ops gate_ops = {g_exists, g_save, g_remove};
@@ -436,7 +436,7 @@ static void settle_a_while(ctx *c) {
 
 static eddy_push_progress status_of(ctx *c, const char *id) {
     eddy_push_progress p;
-    cr_assert_eq(eddy_rpush_sources_status(c->ps, id, &p), EDDY_OK, "%s", id);
+    cr_assert_eq(eddy_rpush_sources_stats(c->ps, id, &p), EDDY_OK, "%s", id);
     return p;
 }
 
@@ -991,7 +991,7 @@ Test(rpush, bad_specs_are_refused_and_free_completes_pending_calls) {
     sp = spec_of("x", f, &c.v[0], "bad..subject", "x-view");
     cr_expect_neq(eddy_rpush_sources_add(c.ps, &sp, NULL, NULL, &err), EDDY_OK);
     eddy_push_progress pr;
-    cr_expect_eq(eddy_rpush_sources_status(c.ps, "x", &pr), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rpush_sources_stats(c.ps, "x", &pr), EDDY_ERR_INVALID_ARGUMENT);
     sp = spec_of("x", f, &c.v[0], "x.events", "x-view");
     done_rec d = {0};
     cr_assert_eq(eddy_rpush_sources_add(c.ps, &sp, on_added, &d, &err), EDDY_OK, "%s", err.detail);

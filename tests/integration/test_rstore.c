@@ -307,13 +307,13 @@ ParameterizedTest(int *b, rstore, checkpoints, .timeout = 60) {
     eddy_error err = {0};
 
     rec ex = {0}, rd = {0}, sv = {0}, rm = {0}, ex2 = {0}, rd2 = {0}, ex3 = {0};
-    cr_assert_eq(eddy_rstore_ckpt_exists(st, "feed-1", on_exists, &ex, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_ckpt_read(st, "feed-1", on_ckpt_read, &rd, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_ckpt_save(st, "feed-1", "42", on_done, &sv, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_ckpt_exists(st, "feed-1", on_exists, &ex2, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_ckpt_read(st, "feed-1", on_ckpt_read, &rd2, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_ckpt_remove(st, "feed-1", on_done, &rm, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_ckpt_exists(st, "feed-1", on_exists, &ex3, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_checkpoint_exists(st, "feed-1", on_exists, &ex, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_checkpoint_read(st, "feed-1", on_ckpt_read, &rd, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_checkpoint_save(st, "feed-1", "42", on_done, &sv, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_checkpoint_exists(st, "feed-1", on_exists, &ex2, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_checkpoint_read(st, "feed-1", on_ckpt_read, &rd2, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_checkpoint_remove(st, "feed-1", on_done, &rm, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_checkpoint_exists(st, "feed-1", on_exists, &ex3, &err), EDDY_OK);
     cr_assert(run_until_count(&t, &ex3.calls, 1, 20000));
     run_for(&t, 10);
     rec *all[] = {&ex, &rd, &sv, &ex2, &rd2, &rm, &ex3};
@@ -331,7 +331,7 @@ ParameterizedTest(int *b, rstore, checkpoints, .timeout = 60) {
 
     /* Removing a marker that does not exist is not an error. */
     rec rm2 = {0};
-    cr_assert_eq(eddy_rstore_ckpt_remove(st, "feed-1", on_done, &rm2, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_checkpoint_remove(st, "feed-1", on_done, &rm2, &err), EDDY_OK);
     cr_assert(run_until_count(&t, &rm2.calls, 1, 20000));
     cr_expect_eq(rm2.st, EDDY_OK, "%s", rm2.detail);
 
@@ -362,7 +362,7 @@ ParameterizedTest(int *b, rstore, close_with_pending, .timeout = 60) {
     cr_assert_eq(eddy_rstore_read_stream_page(st, "s-1", 0, collect, on_stream, &sp, &err),
                  EDDY_OK);
     cr_assert_eq(eddy_rstore_head(st, on_head, &hd, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_ckpt_save(st, "f", "1", on_done, &ck, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_checkpoint_save(st, "f", "1", on_done, &ck, &err), EDDY_OK);
     eddy_rstore_close(st); /* before any reply came: every callback runs now, once */
     rec *all[] = {&ap, &pg, &sp, &hd, &ck};
     for (int i = 0; i < 5; i++) {
@@ -496,10 +496,10 @@ ParameterizedTest(int *b, rstore, bad_input_refused, .timeout = 60) {
     cr_expect_neq(eddy_rstore_read_stream_page(st, "", 0, collect, on_stream, &r, &err), EDDY_OK);
     cr_expect_neq(eddy_rstore_read_stream_page(st, NULL, 0, collect, on_stream, &r, &err), EDDY_OK);
     cr_expect_neq(eddy_rstore_head(st, NULL, &r, &err), EDDY_OK);
-    cr_expect_neq(eddy_rstore_ckpt_exists(st, "{x}", on_exists, &r, &err), EDDY_OK);
-    cr_expect_neq(eddy_rstore_ckpt_read(st, NULL, on_ckpt_read, &r, &err), EDDY_OK);
-    cr_expect_neq(eddy_rstore_ckpt_save(st, "f", NULL, on_done, &r, &err), EDDY_OK);
-    cr_expect_neq(eddy_rstore_ckpt_remove(st, "a b", on_done, &r, &err), EDDY_OK);
+    cr_expect_neq(eddy_rstore_checkpoint_exists(st, "{x}", on_exists, &r, &err), EDDY_OK);
+    cr_expect_neq(eddy_rstore_checkpoint_read(st, NULL, on_ckpt_read, &r, &err), EDDY_OK);
+    cr_expect_neq(eddy_rstore_checkpoint_save(st, "f", NULL, on_done, &r, &err), EDDY_OK);
+    cr_expect_neq(eddy_rstore_checkpoint_remove(st, "a b", on_done, &r, &err), EDDY_OK);
     run_for(&t, 100);
     cr_expect_eq(calls, 0, "a refused call ran its callback (%d)", calls);
 

@@ -147,7 +147,7 @@ ParameterizedTest(backend *p, store, append_and_read_back, .timeout = 60) {
     read_stream(st, "order-1", 0, &g);
     cr_expect_eq(g.n, 0, "an unknown stream reads as empty");
     long long next = -1;
-    cr_assert_eq(eddy_store_read_all(st, 0, 10, NULL, collect, &g, &next, NULL), EDDY_OK);
+    cr_assert_eq(eddy_store_read_page(st, 0, 10, NULL, collect, &g, &next, NULL), EDDY_OK);
     cr_expect_eq(next, 0);
 
     eddy_event *e1 = make_event("e1", "order.placed"), *e2 = make_event("e2", "order.paid"),
@@ -182,7 +182,7 @@ ParameterizedTest(backend *p, store, append_and_read_back, .timeout = 60) {
 
     got all;
     got_init(&all);
-    cr_assert_eq(eddy_store_read_all(st, 0, 100, NULL, collect, &all, &next, &err), EDDY_OK);
+    cr_assert_eq(eddy_store_read_page(st, 0, 100, NULL, collect, &all, &next, &err), EDDY_OK);
     cr_assert_eq(all.n, 7);
     cr_expect_eq(next, 7);
     const char *streams[] = {"order-1", "order-1", "order-1", "order-2",
@@ -247,7 +247,7 @@ ParameterizedTest(backend *p, store, callbacks_may_use_the_store, .timeout = 60)
     long long next;
     copier again = {st, 0};
     /* read_all over the source and the growing archive: one page of what existed. */
-    cr_expect_eq(eddy_store_read_all(st, 0, 5, NULL, copy_to_archive, &again, &next, &err),
+    cr_expect_eq(eddy_store_read_page(st, 0, 5, NULL, copy_to_archive, &again, &next, &err),
                  EDDY_ERR_VERSION_CONFLICT, "the archive already has version 1");
     cr_expect_eq(next, 0);
     got g;
@@ -386,7 +386,7 @@ ParameterizedTest(backend *p, store, concurrent_appenders_any_version, .timeout 
     got *all = malloc(sizeof(*all));
     got_init(all);
     long long next = 0;
-    cr_assert_eq(eddy_store_read_all(st, 0, 1000, NULL, collect, all, &next, NULL), EDDY_OK);
+    cr_assert_eq(eddy_store_read_page(st, 0, 1000, NULL, collect, all, &next, NULL), EDDY_OK);
     cr_expect_eq(all->n, 2 * THREADS * PER_THREAD);
     for (int i = 0; i < all->n; i++)
         cr_expect_eq(all->positions[i], i + 1, "positions unique, from 1, without gaps");
@@ -488,7 +488,7 @@ ParameterizedTest(backend *p, store, read_all_pages_with_a_filter, .timeout = 60
     while (after != end) {
         long long next = -1;
         eddy_error err = {0};
-        cr_assert_eq(eddy_store_read_all(st, after, 7, f, collect, &g, &next, &err), EDDY_OK, "%s",
+        cr_assert_eq(eddy_store_read_page(st, after, 7, f, collect, &g, &next, &err), EDDY_OK, "%s",
                      err.detail);
         cr_assert_gt(next, after, "every page advances, filtered entries included");
         cr_assert_leq(next - after, 7, "a page examines at most max_entries");
@@ -507,13 +507,13 @@ ParameterizedTest(backend *p, store, read_all_pages_with_a_filter, .timeout = 60
     }
     /* At the head: nothing, and the position stays. */
     long long next = -1;
-    cr_assert_eq(eddy_store_read_all(st, end, 7, f, collect, &g, &next, NULL), EDDY_OK);
+    cr_assert_eq(eddy_store_read_page(st, end, 7, f, collect, &g, &next, NULL), EDDY_OK);
     cr_expect_eq(next, end);
     cr_expect_eq(g.n, 20);
     /* A page whose every entry is filtered out still moves on. */
     const char *only_c[] = {"c"};
     eddy_filter *fc = eddy_filter_types(only_c, 1);
-    cr_assert_eq(eddy_store_read_all(st, 0, 2, fc, collect, &g, &next, NULL), EDDY_OK);
+    cr_assert_eq(eddy_store_read_page(st, 0, 2, fc, collect, &g, &next, NULL), EDDY_OK);
     cr_expect_eq(next, 2);
     cr_expect_eq(g.n, 20);
     /* A callback that stops: the status comes back, the position is before the event. */
@@ -522,7 +522,7 @@ ParameterizedTest(backend *p, store, read_all_pages_with_a_filter, .timeout = 60
     stop.stop_at = 3;
     stop.stop_status = EDDY_ERR_HANDLER_FAILED;
     eddy_error err = {0};
-    cr_expect_eq(eddy_store_read_all(st, 0, 50, f, collect, &stop, &next, &err),
+    cr_expect_eq(eddy_store_read_page(st, 0, 50, f, collect, &stop, &next, &err),
                  EDDY_ERR_HANDLER_FAILED);
     cr_expect_eq(stop.n, 2);
     cr_expect_eq(next, 6, "positions 1-6 were examined; 7 was refused by the callback");
@@ -747,7 +747,7 @@ ParameterizedTest(backend *p, store, malformed_entries_are_reported, .timeout = 
     got_init(&g);
     long long next = -1;
     eddy_error err = {0};
-    cr_expect_eq(eddy_store_read_all(st, 0, 10, NULL, collect, &g, &next, &err),
+    cr_expect_eq(eddy_store_read_page(st, 0, 10, NULL, collect, &g, &next, &err),
                  EDDY_ERR_MALFORMED);
     cr_expect(strstr(err.detail, "position 3"), "%s", err.detail);
     cr_expect(strstr(err.detail, "field 'id': missing"), "%s", err.detail);
@@ -761,7 +761,7 @@ ParameterizedTest(backend *p, store, malformed_entries_are_reported, .timeout = 
     cr_expect_eq(g.positions[0], 4);
     cr_expect_eq(head(st), 4);
     got_init(&g);
-    cr_expect_eq(eddy_store_read_all(st, 3, 10, NULL, collect, &g, &next, NULL), EDDY_OK);
+    cr_expect_eq(eddy_store_read_page(st, 3, 10, NULL, collect, &g, &next, NULL), EDDY_OK);
     cr_expect_eq(g.n, 1);
     cr_expect_eq(next, 4);
 
@@ -1027,15 +1027,15 @@ ParameterizedTest(backend *p, store, bad_input_is_refused_before_sending, .timeo
     cr_expect_eq(eddy_store_read_stream(st, "s", 0, NULL, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
     cr_expect_eq(eddy_store_read_stream(st, "s", -1, collect, NULL, &err),
                  EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_read_all(NULL, 0, 1, NULL, collect, NULL, &next, &err),
+    cr_expect_eq(eddy_store_read_page(NULL, 0, 1, NULL, collect, NULL, &next, &err),
                  EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_read_all(st, 0, 1, NULL, NULL, NULL, &next, &err),
+    cr_expect_eq(eddy_store_read_page(st, 0, 1, NULL, NULL, NULL, &next, &err),
                  EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_read_all(st, 0, 1, NULL, collect, NULL, NULL, &err),
+    cr_expect_eq(eddy_store_read_page(st, 0, 1, NULL, collect, NULL, NULL, &err),
                  EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_read_all(st, 0, 0, NULL, collect, NULL, &next, &err),
+    cr_expect_eq(eddy_store_read_page(st, 0, 0, NULL, collect, NULL, &next, &err),
                  EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_read_all(st, -5, 1, NULL, collect, NULL, &next, &err),
+    cr_expect_eq(eddy_store_read_page(st, -5, 1, NULL, collect, NULL, &next, &err),
                  EDDY_ERR_INVALID_ARGUMENT);
     cr_expect_eq(next, -5, "next_position is set even on a refusal");
     cr_expect_eq(eddy_store_head(NULL, &h, &err), EDDY_ERR_INVALID_ARGUMENT);

@@ -303,7 +303,7 @@ static void rfeed_scenario(long n, bool *clean) {
     }
     uev held = {"live-held"}, live = {"live-1"};
     done_rec d_held = {0}, d_cu = {0}, d_gl = {0}, d_live = {0};
-    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_rcheckpoints ck = eddy_rstore_checkpoints(t.store);
     eddy_feed_config cfg;
     eddy_feed_config_init(&cfg);
     cfg.id = "oom-feed";
@@ -331,7 +331,7 @@ static void rfeed_scenario(long n, bool *clean) {
     wait_for(&t, &d_live, "d_live");
     eddy_rfeed_stop_catch_up(f);
     eddy_feed_info info;
-    expect_status(eddy_rfeed_get_info(f, &info), "get_info");
+    expect_status(eddy_rfeed_stats(f, &info), "get_info");
     eddy_rfeed_free(f);
 out:
     *clean = !disarm();
@@ -370,7 +370,7 @@ static void rdomain_scenario(long n, bool *clean) {
     eddy_event *late = amount_event("r3", 7);
     uev direct = {"d1"};
     done_rec d_filtered = {0}, d_early = {0}, d_cu = {0}, d_late = {0}, d_defer = {0};
-    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_rcheckpoints ck = eddy_rstore_checkpoints(t.store);
     eddy_feed_config cfg;
     eddy_feed_config_init(&cfg);
     codec(&cfg);
@@ -732,7 +732,7 @@ static void rpush_sources_scenario(long n, bool *clean) {
     eddy_feed_config cfg;
     eddy_feed_config_init(&cfg);
     codec(&cfg);
-    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
+    eddy_rcheckpoints ck = eddy_rstore_checkpoints(t.store);
     eddy_rdomain_feed *f = NULL;
     cr_assert_eq(eddy_rdomain_new(t.loop, t.store, &cfg, &ck, &f, &err), EDDY_OK, "%s", err.detail);
     eddy_filter *placed = eddy_filter_type("order.placed");
@@ -763,7 +763,7 @@ static void rpush_sources_scenario(long n, bool *clean) {
         asked(&d_start, eddy_rpush_sources_start_all(ps, on_started, &d_start, &err), "start_all");
         wait_for(&t, &d_start, "d_start");
         eddy_push_progress pg;
-        expect_status(eddy_rpush_sources_status(ps, "oom-rps", &pg), "sources_status");
+        expect_status(eddy_rpush_sources_stats(ps, "oom-rps", &pg), "sources_status");
     }
 out:
     *clean = !disarm();
@@ -990,7 +990,7 @@ static void store_scenario(long n, bool *clean) {
                   "read_stream");
     placed = eddy_filter_type("order.placed");
     if (placed)
-        expect_status(ra = eddy_store_read_all(store, 0, 10, placed, on_stored, NULL, &next, &err),
+        expect_status(ra = eddy_store_read_page(store, 0, 10, placed, on_stored, NULL, &next, &err),
                       "read_all");
     expect_status(hd = eddy_store_head(store, &head, &err), "head");
     eddy_checkpoints cp = eddy_store_checkpoints(store);
@@ -1033,7 +1033,7 @@ static eddy_status p_apply_mt(void *event, const eddy_event_meta *meta, eddy_err
 
 typedef struct accepter {
     eddy_feed *feed;
-    eddy_feed_cancel *cancel;
+    eddy_cancel *cancel;
     uev event;
     eddy_status st;
     atomic_bool returned;
@@ -1052,7 +1052,7 @@ static bool accept_settled(void *arg) {
     accepter *a = arg;
     eddy_feed_info info;
     return atomic_load(&a->returned) ||
-           (eddy_feed_get_info(a->feed, &info) == EDDY_OK && info.held == 1);
+           (eddy_feed_stats(a->feed, &info) == EDDY_OK && info.held == 1);
 }
 
 static bool accept_returned(void *arg) { return atomic_load(&((accepter *)arg)->returned); }
@@ -1095,7 +1095,7 @@ static void feed_scenario(long n, bool *clean) {
     cfg.checkpoints = &ck;
     cfg.page_size = 1;
     accepter acc = {.event = {"live-held"}, .st = -1};
-    acc.cancel = eddy_feed_cancel_new();
+    acc.cancel = eddy_cancel_new();
     cr_assert(acc.cancel);
     uev offered = {"live-1"};
     offer_rec off = {.st = -1};
@@ -1125,19 +1125,19 @@ static void feed_scenario(long n, bool *clean) {
     /* When neither the catch-up nor the go-live took (both refused before changing anything),
      * the accept is still held: the cancel ends it. After a go-live it has returned already. */
     if (cu != EDDY_OK && gl != EDDY_OK)
-        eddy_feed_cancel_fire(acc.cancel);
+        eddy_cancel_fire(acc.cancel);
     cr_expect(poll_until(accept_returned, &acc, WAIT_MS),
               "N=%ld: the accept did not return (catch-up %s, go-live %s)", n, eddy_status_name(cu),
               eddy_status_name(gl));
-    eddy_feed_cancel_fire(acc.cancel); /* no hang even then */
+    eddy_cancel_fire(acc.cancel); /* no hang even then */
     pthread_join(tid, NULL);
     expect_status(acc.st, "feed_accept");
     eddy_feed_info info;
-    expect_status(eddy_feed_get_info(f, &info), "feed_get_info");
+    expect_status(eddy_feed_stats(f, &info), "feed_get_info");
     eddy_feed_free(f);
 out:
     *clean = !disarm();
-    eddy_feed_cancel_free(acc.cancel);
+    eddy_cancel_free(acc.cancel);
     eddy_store_close(store);
     cr_expect_eq(atomic_load(&off.calls), offer_asked ? 1 : 0,
                  "offer (N=%ld): completion ran %d times", n, atomic_load(&off.calls));

@@ -130,7 +130,7 @@ static void *poll_domain(void *arg) {
     domain_poller *p = arg;
     while (!atomic_load(&p->stop)) {
         eddy_feed_info info;
-        CHECK_OK(eddy_domain_get_info(p->feed, &info), NULL, "domain_get_info");
+        CHECK_OK(eddy_domain_stats(p->feed, &info), NULL, "domain_get_info");
         (void)eddy_domain_ready_for_live_delivery(p->feed);
         (void)eddy_domain_refuses_permanently(p->feed);
         (void)eddy_domain_has_projection(p->feed);
@@ -251,7 +251,7 @@ static void *poll_status(void *arg) {
     while (!atomic_load(&p->stop)) {
         for (int k = 0; k < 2; k++) {
             eddy_push_progress pr;
-            CHECK_OK(eddy_push_sources_status(p->ps, p->ids[k], &pr), NULL, "sources_status");
+            CHECK_OK(eddy_push_sources_stats(p->ps, p->ids[k], &pr), NULL, "sources_status");
         }
         tsan_sleep_ms(2);
     }

@@ -109,7 +109,7 @@ typedef struct accepter {
     eddy_feed *feed;
     const char *prefix;
     int from, count;
-    eddy_feed_cancel *cancel;
+    eddy_cancel *cancel;
     int ok, refused, closed, cancelled, other;
 } accepter;
 
@@ -195,7 +195,7 @@ static void *poll_info(void *arg) {
     poller *p = arg;
     while (!atomic_load(&p->stop)) {
         eddy_feed_info info;
-        CHECK_OK(eddy_feed_get_info(p->feed, &info), NULL, "get_info");
+        CHECK_OK(eddy_feed_stats(p->feed, &info), NULL, "get_info");
         (void)eddy_feed_ready_for_live_delivery(p->feed);
         (void)eddy_feed_refuses_permanently(p->feed);
         eddy_error cause;
@@ -207,7 +207,7 @@ static void *poll_info(void *arg) {
 
 typedef struct catcher {
     eddy_feed *feed;
-    eddy_feed_cancel *cancel;
+    eddy_cancel *cancel;
     bool go_live;
     eddy_status st;
     eddy_error err;
@@ -221,7 +221,7 @@ static void *catch_up(void *arg) {
 }
 
 static void start_accepters(pthread_t *t, accepter *a, eddy_feed *feed, const char *prefix,
-                            int base, eddy_feed_cancel *cancel) {
+                            int base, eddy_cancel *cancel) {
     for (int k = 0; k < ACCEPTERS; k++) {
         a[k] =
             (accepter){feed, prefix, base + k * PER_ACCEPTER, PER_ACCEPTER, cancel, 0, 0, 0, 0, 0};
@@ -232,7 +232,7 @@ static void start_accepters(pthread_t *t, accepter *a, eddy_feed *feed, const ch
 static void wait_held(eddy_feed *feed, size_t want) {
     eddy_feed_info info = {0};
     for (int i = 0; i < 2000; i++) {
-        eddy_feed_get_info(feed, &info);
+        eddy_feed_stats(feed, &info);
         if (info.held >= want)
             return;
         tsan_sleep_ms(5);
@@ -357,8 +357,8 @@ static void stop_cancel_go_live(const tsan_run *run) {
     snprintf(id, sizeof(id), "tsan-cancel-%s", run->backend);
     feed = new_feed(store, m, id, false, 8);
     if (feed) {
-        eddy_feed_cancel *cancel = eddy_feed_cancel_new();
-        eddy_feed_cancel *accept_cancel = eddy_feed_cancel_new();
+        eddy_cancel *cancel = eddy_cancel_new();
+        eddy_cancel *accept_cancel = eddy_cancel_new();
         poller p = {feed, false};
         pthread_t poll, acc[ACCEPTERS], cu, gl;
         pthread_create(&poll, NULL, poll_info, &p);
@@ -370,24 +370,24 @@ static void stop_cancel_go_live(const tsan_run *run) {
         catcher g = {feed, NULL, true, EDDY_OK, {0}};
         pthread_create(&gl, NULL, catch_up, &g);
         tsan_sleep_ms(10);
-        eddy_feed_cancel_fire(cancel);
+        eddy_cancel_fire(cancel);
         pthread_join(cu, NULL);
         CHECK(c.st == EDDY_ERR_CANCELLED || c.st == EDDY_OK, "cancelled catch_up: %s",
               eddy_status_name(c.st));
         pthread_join(gl, NULL);
         CHECK_OK(g.st, &g.err, "go_live after cancel");
-        eddy_feed_cancel_fire(accept_cancel);
+        eddy_cancel_fire(accept_cancel);
         for (int k = 0; k < ACCEPTERS; k++) {
             pthread_join(acc[k], NULL);
             CHECK(a[k].ok + a[k].cancelled == PER_ACCEPTER, "accepter %d: %d ok, %d cancelled", k,
                   a[k].ok, a[k].cancelled);
         }
-        CHECK(eddy_feed_cancel_fired(cancel), "cancel not fired");
+        CHECK(eddy_cancel_fired(cancel), "cancel not fired");
         atomic_store(&p.stop, true);
         pthread_join(poll, NULL);
         eddy_feed_free(feed);
-        eddy_feed_cancel_free(cancel);
-        eddy_feed_cancel_free(accept_cancel);
+        eddy_cancel_free(cancel);
+        eddy_cancel_free(accept_cancel);
     }
 
     /* Freed with accepts and offers waiting: they end with EDDY_ERR_CLOSED. */
