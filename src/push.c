@@ -23,15 +23,6 @@
 
 long long eddy__push_now_ms(void) { return eddy__mono_ms(); }
 
-void eddy_push_options_init(eddy_push_options *o) {
-    if (!o)
-        return;
-    memset(o, 0, sizeof(*o));
-    o->mode = EDDY_PUSH_AUTOMATIC;
-    o->startup = EDDY_PUSH_FOREGROUND;
-    o->progress_ms = 250;
-}
-
 /* ---- the model ------------------------------------------------------------------------ */
 
 eddy_status eddy__push_model_init(eddy__push_model *m, const eddy_push_observer *observer,

@@ -369,13 +369,6 @@ eddy_status eddy__store_load_result(const eddy__cmdlist *cmds, size_t first, red
 
 /* ---- append ----------------------------------------------------------------------------- */
 
-void eddy_append_opts_init(eddy_append_opts *o) {
-    if (!o)
-        return;
-    o->expected_version = EDDY_ANY_VERSION;
-    o->publish_subject = NULL;
-}
-
 /* Checks one event for the store; `publish` adds the publishing rules. */
 static eddy_status check_event(const eddy__store *st, const eddy_event *ev, size_t i, bool publish,
                                eddy_error *err) {
