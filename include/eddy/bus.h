@@ -22,7 +22,8 @@ extern "C" {
 #endif
 
 /* The msgpack value codec's types (value.h), declared here so that this header does not pull
- * <msgpack.h> into every program: include eddy/value.h to build or read msgpack data. */
+ * <msgpack.h> into every program: the packer is opaque unless the program includes
+ * eddy/msgpack.h, the one header tied to msgpack-c. */
 struct msgpack_packer;
 typedef struct eddy_value eddy_value;
 typedef eddy_status (*eddy_pack_fn)(struct msgpack_packer *pk, void *user);
