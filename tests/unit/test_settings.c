@@ -4,6 +4,7 @@
  * only the caller's size; a smaller or zeroed struct reads the defaults of the fields it
  * lacks; arrays of specs stride by the caller's size), and eddy_log_level_name. */
 #include <criterion/criterion.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -15,6 +16,8 @@
 #include "options.h"
 #include "settings.h"
 #include "sub.h"
+
+static eddy_status nop(eddy_delivery *d, void *user) { return EDDY_OK; }
 
 static eddy_settings fresh(void) {
     eddy_settings s;
@@ -277,8 +280,6 @@ Test(settings, other_option_structs_record_their_size) {
         cr_assert_eq(mem[i], 0xCD);
 }
 
-static eddy_status nop(eddy_delivery *d, void *user) { return EDDY_OK; }
-
 /* An array of specs from a program whose spec is larger than this library's (a newer header
  * compiled with an older library cannot happen, but a stride other than sizeof must work). */
 Test(settings, spec_arrays_stride_by_the_callers_size) {
@@ -335,4 +336,48 @@ Test(settings, log_level_names) {
     cr_expect_str_eq(eddy_log_level_name(EDDY_LOG_WARN), "warn");
     cr_expect_str_eq(eddy_log_level_name(EDDY_LOG_ERROR), "error");
     cr_expect_str_eq(eddy_log_level_name((eddy_log_level)42), "unknown");
+}
+
+/* A spec from a program whose struct ends before `paused`: the byte after its struct (set
+ * here) is not read, paused takes its default. */
+Test(settings, a_smaller_spec_gets_the_defaults_of_the_fields_it_lacks) {
+    size_t small = offsetof(eddy_subscription_spec, paused);
+    unsigned char mem[sizeof(eddy_subscription_spec)];
+    memset(mem, 1, sizeof(mem));
+    eddy_subscription_spec *spec = (eddy_subscription_spec *)(void *)mem;
+    eddy_subscription_spec_init_sized(spec, small);
+    cr_assert_eq(mem[small], 1, "init wrote past the caller's struct");
+    spec->name = "s";
+    spec->pattern = "a.b";
+    spec->group = "g";
+    spec->handler = nop;
+    eddy__settings s;
+    cr_assert_eq(eddy__settings_copy(&s, NULL, NULL), EDDY_OK);
+    eddy__sub *sub = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(eddy__sub_new(&s, spec, &sub, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_not(atomic_load(&sub->paused));
+    eddy__sub_free(sub);
+    /* The same struct with its full size is paused (the byte is 1). */
+    spec->struct_size = sizeof(eddy_subscription_spec);
+    cr_assert_eq(eddy__sub_new(&s, spec, &sub, &err), EDDY_OK, "%s", err.detail);
+    cr_expect(atomic_load(&sub->paused));
+    eddy__sub_free(sub);
+    eddy__settings_free(&s);
+}
+
+Test(settings, feed_config_table_sets_longs) {
+    eddy_feed_config cfg;
+    eddy_feed_config_init(&cfg);
+    const eddy__opt_table *t = &eddy__feed_config_table;
+    eddy_error err = {0};
+    cr_expect_eq(eddy__opts_set(t, &cfg, "dedup_cache_size", "12", NULL), EDDY_OK);
+    cr_expect_eq(cfg.dedup_cache_size, 12);
+    cr_expect_eq(eddy__opts_set(t, &cfg, "dedup_cache_size", "0", &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect_str_eq(err.detail, "feed_config.dedup_cache_size must be > 0");
+    cr_expect_eq(eddy__opts_set(t, &cfg, "max_buffered_events", "-3", &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect_eq(eddy__opts_set(t, &cfg, "page_size", "x", &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect_eq(eddy__opts_set(t, &cfg, "decode", "x", &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(cfg.dedup_cache_size, 12);
+    cr_expect_eq(cfg.page_size, 256);
 }
