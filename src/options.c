@@ -59,18 +59,26 @@ static bool is_number(eddy__opt_type type) {
     }
 }
 
+/* Fields are read and written with memcpy: the buffers below are byte arrays. */
+#define LOAD(T, p) (memcpy(&v_##T, (p), sizeof(T)), v_##T)
+
 static unsigned long long get_u(const eddy__opt *o, const void *s) {
     const void *p = cfield(s, o->offset);
+    unsigned v_unsigned;
+    size_t v_size_t;
+    unsigned long long v_ull;
+    bool v_bool;
     switch (o->type) {
     case EDDY__OPT_UNSIGNED:
-        return *(const unsigned *)p;
+        return LOAD(unsigned, p);
     case EDDY__OPT_SIZE:
     case EDDY__OPT_COUNT:
-        return *(const size_t *)p;
+        return LOAD(size_t, p);
     case EDDY__OPT_ULLONG:
-        return *(const unsigned long long *)p;
+        memcpy(&v_ull, p, sizeof(v_ull));
+        return v_ull;
     case EDDY__OPT_BOOL:
-        return *(const bool *)p;
+        return LOAD(bool, p);
     default:
         return 0;
     }
@@ -78,41 +86,51 @@ static unsigned long long get_u(const eddy__opt *o, const void *s) {
 
 static long long get_s(const eddy__opt *o, const void *s) {
     const void *p = cfield(s, o->offset);
+    long v_long;
+    long long v_ll;
+    int v_int;
     switch (o->type) {
     case EDDY__OPT_LONG:
-        return *(const long *)p;
+        return LOAD(long, p);
     case EDDY__OPT_LLONG:
-        return *(const long long *)p;
+        memcpy(&v_ll, p, sizeof(v_ll));
+        return v_ll;
     case EDDY__OPT_ENUM:
-        return *(const int *)p;
+        return LOAD(int, p);
     default:
         return 0;
     }
 }
 
+#define STORE(T, p, v)                                                                             \
+    do {                                                                                           \
+        T x_ = (T)(v);                                                                             \
+        memcpy((p), &x_, sizeof(x_));                                                              \
+    } while (0)
+
 static void put_number(const eddy__opt *o, void *s, long long sv, unsigned long long uv) {
     void *p = field(s, o->offset);
     switch (o->type) {
     case EDDY__OPT_UNSIGNED:
-        *(unsigned *)p = (unsigned)uv;
+        STORE(unsigned, p, uv);
         break;
     case EDDY__OPT_SIZE:
-        *(size_t *)p = (size_t)uv;
+        STORE(size_t, p, uv);
         break;
     case EDDY__OPT_ULLONG:
-        *(unsigned long long *)p = uv;
+        STORE(unsigned long long, p, uv);
         break;
     case EDDY__OPT_BOOL:
-        *(bool *)p = uv != 0;
+        STORE(bool, p, uv != 0);
         break;
     case EDDY__OPT_LONG:
-        *(long *)p = (long)sv;
+        STORE(long, p, sv);
         break;
     case EDDY__OPT_LLONG:
-        *(long long *)p = sv;
+        STORE(long long, p, sv);
         break;
     case EDDY__OPT_ENUM:
-        *(int *)p = (int)sv;
+        STORE(int, p, sv);
         break;
     default:
         break;
@@ -136,7 +154,7 @@ static unsigned long long type_max(eddy__opt_type type) {
 }
 
 void eddy__opts_init(const eddy__opt_table *t, void *dst, size_t size) {
-    unsigned char full[1024];
+    _Alignas(max_align_t) unsigned char full[1024];
     /* Every table's struct fits; a bigger one is a programming error caught by the tests. */
     if (t->size > sizeof(full) || size < sizeof(size_t))
         return;
@@ -300,7 +318,7 @@ eddy_status eddy__opts_set(const eddy__opt_table *t, void *s, const char *name, 
                           "%s.%s is %s: it is set in code, not from text", t->prefix, name,
                           type_word(o->type));
     /* Check on a copy, so that a refused value leaves the caller's struct untouched. */
-    unsigned char copy[1024];
+    _Alignas(max_align_t) unsigned char copy[1024];
     if (t->size > sizeof(copy))
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "%s: table too large", t->prefix);
     eddy__opts_widen(t, copy, s);
@@ -364,7 +382,7 @@ eddy_status eddy__opts_get(const eddy__opt_table *t, const void *s, const char *
                           name ? name : "(null)");
     if (!buf || len == 0)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "%s_get: no buffer", t->prefix);
-    unsigned char copy[1024];
+    _Alignas(max_align_t) unsigned char copy[1024];
     if (t->size > sizeof(copy))
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "%s: table too large", t->prefix);
     eddy__opts_widen(t, copy, s);
