@@ -164,6 +164,10 @@ eddy_status eddy_settings_set(eddy_settings *s, const char *name, const char *va
     return eddy__opts_set(&eddy__settings_table, s, name, value, err);
 }
 
+const char *eddy_settings_name(size_t i) {
+    return i < eddy__settings_table.nrows ? eddy__settings_table.rows[i].name : NULL;
+}
+
 eddy_status eddy_settings_get(const eddy_settings *s, const char *name, char *buf, size_t len,
                               eddy_error *err) {
     if (!s)

@@ -286,6 +286,10 @@ EDDY_EXPORT eddy_status eddy_settings_set(eddy_settings *s, const char *name, co
  * array. Ownership: buf is the caller's. Thread: any. */
 EDDY_EXPORT eddy_status eddy_settings_get(const eddy_settings *s, const char *name, char *buf,
                                           size_t len, eddy_error *err);
+/** The name of the i-th setting, in the order of docs/configuration.md (0 is "url"); NULL
+ * past the last. Every name is accepted by eddy_settings_get; those of callbacks, pointers and
+ * arrays are refused by eddy_settings_set. Ownership: static. Thread: any. */
+EDDY_EXPORT const char *eddy_settings_name(size_t i);
 
 /* ---- deliveries ---------------------------------------------------------------------- */
 

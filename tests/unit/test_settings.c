@@ -381,3 +381,16 @@ Test(settings, feed_config_table_sets_longs) {
     cr_expect_eq(cfg.dedup_cache_size, 12);
     cr_expect_eq(cfg.page_size, 256);
 }
+
+Test(settings, names_list_every_setting) {
+    eddy_settings s = fresh();
+    size_t n = 0;
+    char buf[256];
+    for (const char *name; (name = eddy_settings_name(n)) != NULL; n++) {
+        eddy_status st = eddy_settings_get(&s, name, buf, sizeof(buf), NULL);
+        cr_expect(st == EDDY_OK || st == EDDY_ERR_INVALID_ARGUMENT, "%s", name);
+    }
+    cr_expect_eq(n, eddy__settings_table.nrows);
+    cr_expect_str_eq(eddy_settings_name(0), "url");
+    cr_expect_null(eddy_settings_name((size_t)-1));
+}
