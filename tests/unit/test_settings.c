@@ -73,10 +73,12 @@ Test(settings, every_field_is_a_row) {
         }
         cr_expect_lt(t->size - end, 8, "%s: the last fields have no row", t->prefix);
         cr_expect_leq(t->size_0_3, t->size);
+        /* Until v0.3.0 is tagged every field is a 0.3.0 field: a field added before the tag
+         * moves the struct's size_0_3 (src/settings.h, src/sub.h, src/option_tables.c). After
+         * the tag, fields come after size_0_3 and this line names the last 0.3.0 field. */
         cr_expect_geq(t->size_0_3, end, "%s: size_0_3 ends before the last row", t->prefix);
         cr_expect_leq(t->size, 1024, "%s: larger than eddy__opts_init's buffer", t->prefix);
     }
-    cr_expect_eq(eddy__settings_table.nrows, 41); /* every field but struct_size */
 }
 
 Test(settings, set_and_get_each_type) {
