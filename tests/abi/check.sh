@@ -11,7 +11,10 @@
 #   (c) a scratch copy of this tree with one more field at the end of eddy_settings (default
 #       777, and 777 its only valid value, so a library that read the program's bytes past its
 #       struct would refuse them) runs the baseline's program, which does not know the field:
-#       the library sees it at its default.
+#       the library sees it at its default;
+#   (d) in the same copy eddy_consumer_stats has one more field too, with a new default
+#       version of eddy_bus_consumer_stats (tests/abi/grow-output.py): the program, linked to
+#       the old version, finds the bytes after its struct untouched.
 # Usage: tests/abi/check.sh [BUILD_DIR]   (default build: a RelWithDebInfo build with the
 # shared libraries, as scripts/test.sh makes). Needs abigail-tools, criterion, python3. CI.
 set -euo pipefail
@@ -87,7 +90,8 @@ old program "$base/programs/program.c" -leddy
 [ -x "$work/program" ] || { echo "ABI check: the $release program does not build" >&2; exit 1; }
 run program
 
-echo "-- (c) one more field in eddy_settings: a scratch library, the $release program unchanged"
+echo "-- (c, d) one more field in eddy_settings and in eddy_consumer_stats: a scratch library," \
+    "the $release program unchanged"
 scratch=$work/scratch
 mkdir -p "$scratch"
 (cd "$src" && git ls-files -z --cached --others --exclude-standard | xargs -0 tar --ignore-failed-read -cf - 2>/dev/null) |
@@ -111,6 +115,9 @@ row = ('\n    ROW(abi_probe_ms, UNSIGNED, NO, NULL, 777, 777, 777, 0, "ms", NULL
 s = s[:end] + row + s[end:]
 open(st, "w").write(s)
 PY
+# (d) in the same copy: eddy_consumer_stats grows the way docs/compatibility.md says a struct
+# the library fills grows (a new default version of its function, the old one kept).
+"$src/tests/abi/grow-output.py" "$scratch"
 launcher=()
 if command -v ccache >/dev/null; then launcher=(-DCMAKE_C_COMPILER_LAUNCHER=ccache); fi
 cmake -S "$scratch" -B "$scratch/build" -DEDDY_TESTS=OFF -DEDDY_EXAMPLES=OFF -DEDDY_CLI=OFF \
@@ -118,11 +125,12 @@ cmake -S "$scratch" -B "$scratch/build" -DEDDY_TESTS=OFF -DEDDY_EXAMPLES=OFF -DE
 cmake --build "$scratch/build" --target eddy_shared -j"$(nproc)" >/dev/null
 if ! LD_LIBRARY_PATH="$scratch/build" EDDY_ABI_PROBE=abi_probe_ms=777 timeout 120 \
     "$work/program" >"$work/scratch.out" 2>&1; then
-    echo "the $release program fails against a library with one more settings field:" >&2
+    echo "the $release program fails against a library with one more field:" >&2
     cat "$work/scratch.out" >&2
     fail=1
 else
-    echo "scratch library with eddy_settings.abi_probe_ms: $(cat "$work/scratch.out")"
+    echo "scratch library with eddy_settings.abi_probe_ms and eddy_consumer_stats.abi_probe" \
+        "(eddy_bus_consumer_stats@@EDDY_0.4): $(cat "$work/scratch.out")"
 fi
 # And the probe can fail: against this build's library (no such field) it must.
 if LD_LIBRARY_PATH="$build" EDDY_ABI_PROBE=abi_probe_ms=777 "$work/program" >/dev/null 2>&1; then

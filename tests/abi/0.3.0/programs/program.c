@@ -4,6 +4,7 @@
  * against a scratch copy of the library whose eddy_settings has one more field. Its option
  * structs are followed by bytes of 0xAB, so a library that read past the struct the program
  * knows would see them (and its checks, or the counters below, would fail).
+ * Its eddy_consumer_stats is followed by such bytes too, which the library must not write.
  * With EDDY_ABI_PROBE=name=value in the environment, the library is expected to have a setting
  * `name` this program's headers lack, at its default `value`. Prints "abi program: ok". */
 #include <eddy/blocking.h>
@@ -94,9 +95,18 @@ int main(void) {
         nanosleep(&tick, NULL);
     if (atomic_load(&handled) != 4)
         FAIL("%d of 4 deliveries handled", atomic_load(&handled));
-    eddy_consumer_stats cs;
-    if (eddy_bus_consumer_stats(bus, "second", &cs) != EDDY_OK || cs.handled != 2 || cs.failed)
-        FAIL("consumer stats of 'second': handled %llu", (unsigned long long)cs.handled);
+    /* A struct the library fills: it must write no more than this program's struct. */
+    struct {
+        eddy_consumer_stats cs;
+        unsigned char tail[256];
+    } cw;
+    memset(&cw, 0xAB, sizeof(cw));
+    if (eddy_bus_consumer_stats(bus, "second", &cw.cs) != EDDY_OK || cw.cs.handled != 2 ||
+        cw.cs.failed)
+        FAIL("consumer stats of 'second': handled %llu", (unsigned long long)cw.cs.handled);
+    for (size_t i = 0; i < sizeof(cw.tail); i++)
+        if (cw.tail[i] != 0xAB)
+            FAIL("the library wrote byte %zu past this program's eddy_consumer_stats", i);
     eddy_bus_free(bus);
 
     eddy_store *store = NULL;
