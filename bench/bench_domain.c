@@ -24,8 +24,8 @@
 
 #include "bench_util.h"
 #include "eddy/domain.h"
+#include "eddy/msgpack.h"
 #include "eddy/push.h"
-#include "eddy/value.h"
 
 static long N;
 

@@ -84,7 +84,7 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
     }
     for (size_t i = 0; st == EDDY_OK && i < nspecs; i++) {
         bsub *bs;
-        st = add_sub(bus, &specs[i], &bs, err);
+        st = add_sub(bus, eddy__spec_at(specs, i), &bs, err);
     }
     if (st == EDDY_OK &&
         (!(bus->publisher = eddy__publisher_new(&bus->s)) ||

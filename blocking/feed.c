@@ -329,15 +329,6 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
 
 /* ---- public API -------------------------------------------------------------------------- */
 
-void eddy_feed_config_init(eddy_feed_config *cfg) {
-    if (!cfg)
-        return;
-    memset(cfg, 0, sizeof(*cfg));
-    cfg->dedup_cache_size = 10000;
-    cfg->max_buffered_events = 100000;
-    cfg->page_size = 256;
-}
-
 eddy_status eddy_feed_new(eddy_store *store, const eddy_feed_config *cfg, eddy_feed **out,
                           eddy_error *err) {
     if (!out)

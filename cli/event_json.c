@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "cli.h"
-#include "eddy/value.h"
+#include "eddy/msgpack.h"
 
 /* ---- JSON to msgpack ---------------------------------------------------------------------- */
 

@@ -36,8 +36,8 @@
 #include <unistd.h>
 
 #include "eddy/domain.h"
+#include "eddy/msgpack.h"
 #include "eddy/push.h"
-#include "eddy/value.h"
 
 #define REGIONS 4
 static const char *const region_names[REGIONS] = {"north", "east", "south", "west"};

@@ -26,7 +26,7 @@
 #include <string.h>
 
 #include "eddy/blocking.h"
-#include "eddy/value.h"
+#include "eddy/msgpack.h"
 
 #define SOURCE "/examples/reqrep_blocking"
 

@@ -29,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eddy/msgpack.h"
 #include "eddy/reactive.h"
-#include "eddy/value.h"
 
 #define SOURCE "/examples/reqrep_reactive"
 

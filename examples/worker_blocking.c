@@ -16,7 +16,7 @@
 #include <time.h>
 
 #include "eddy/blocking.h"
-#include "eddy/value.h"
+#include "eddy/msgpack.h"
 
 static atomic_int handled;
 

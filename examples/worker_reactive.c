@@ -18,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "eddy/msgpack.h"
 #include "eddy/reactive.h"
-#include "eddy/value.h"
 
 typedef struct app {
     struct ev_loop *loop;

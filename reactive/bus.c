@@ -338,7 +338,7 @@ eddy_status eddy_rbus_new(struct ev_loop *loop, const eddy_settings *settings,
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     for (size_t i = 0; st == EDDY_OK && i < nspecs; i++) {
         rsub *rs;
-        st = add_sub(bus, &specs[i], &rs, err);
+        st = add_sub(bus, eddy__spec_at(specs, i), &rs, err);
     }
     if (st != EDDY_OK) {
         destroy(bus);

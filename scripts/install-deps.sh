@@ -6,10 +6,11 @@
 set -euo pipefail
 # libssl-dev: TLS (rediss://); openssl: the TLS tests make their own certificates; libjansson-dev:
 # the eddy tool's JSON; doxygen: the API reference; python3-redis: the wire-format test's peer;
-# help2man: the tool's man page (groff-base renders it in its test); zsh: the test of its zsh completion.
+# help2man: the tool's man page (groff-base renders it in its test); zsh: the test of its zsh
+# completion; abigail-tools: abidw/abidiff of the ABI check (tests/abi/check.sh).
 packages=(build-essential cmake pkg-config libhiredis-dev libev-dev libmsgpack-dev libssl-dev
           libcriterion-dev redis-server redis-tools redis-sentinel clang-format openssl
-          libjansson-dev doxygen python3 python3-redis help2man groff-base zsh "$@")
+          libjansson-dev doxygen python3 python3-redis help2man groff-base zsh abigail-tools "$@")
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

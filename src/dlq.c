@@ -21,6 +21,7 @@
 #include "error.h"
 #include "keys.h"
 #include "log.h"
+#include "options.h"
 #include "redis.h"
 #include "reply.h"
 #include "subject.h"
@@ -185,9 +186,10 @@ const char *eddy_dead_letter_field(const eddy_dead_letter *dl, const char *name,
     return NULL;
 }
 
-void eddy_dlq_cursor_init(eddy_dlq_cursor *cursor) {
-    if (cursor)
-        memset(cursor, 0, sizeof(*cursor));
+void eddy_dlq_cursor_init_sized(eddy_dlq_cursor *cursor, size_t size) {
+    eddy_dlq_cursor full;
+    memset(&full, 0, sizeof(full));
+    eddy__init_sized(cursor, size, &full, sizeof(full));
 }
 
 /* ---- commands -------------------------------------------------------------------------- */

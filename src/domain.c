@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "options.h"
 #include "store.h"
 
 /* ---- the process-wide registry of ids -------------------------------------------------- */
@@ -92,6 +93,9 @@ eddy_status eddy__domain_new(const eddy_feed_config *cfg, eddy__domain **out, ed
     *out = NULL;
     if (!cfg)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "the feed config is NULL");
+    eddy_feed_config full; /* the caller's fields, and the defaults of the newer ones */
+    eddy__opts_widen(&eddy__feed_config_table, &full, cfg);
+    cfg = &full;
     if (cfg->id)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
                           "domain feed: cfg.id must be unset (the id comes with register)");

@@ -31,6 +31,7 @@
 
 #include "dedup.h"
 #include "error.h"
+#include "options.h"
 #include "store.h"
 
 typedef enum run_kind { K_CATCH_UP, K_GO_LIVE, K_FAILURE } run_kind;
@@ -158,6 +159,9 @@ eddy_status eddy__feed_new(const eddy_feed_config *cfg, eddy__feed_mode mode, bo
     *out = NULL;
     if (!cfg)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "the feed config is NULL");
+    eddy_feed_config full; /* the caller's fields, and the defaults of the newer ones */
+    eddy__opts_widen(&eddy__feed_config_table, &full, cfg);
+    cfg = &full;
     eddy_status st = eddy__store_check_id(cfg->id, "the feed id", err);
     if (st != EDDY_OK)
         return st;

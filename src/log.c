@@ -16,3 +16,17 @@ void eddy__log(const eddy__logger *log, eddy_log_level level, const char *fmt, .
     va_end(ap);
     log->fn(level, msg, log->user);
 }
+
+const char *eddy_log_level_name(eddy_log_level level) {
+    switch (level) {
+    case EDDY_LOG_DEBUG:
+        return "debug";
+    case EDDY_LOG_INFO:
+        return "info";
+    case EDDY_LOG_WARN:
+        return "warn";
+    case EDDY_LOG_ERROR:
+        return "error";
+    }
+    return "unknown";
+}

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "eddy/value.h"
+#include "eddy/msgpack.h"
 #include "error.h"
 
 /* The step from obj for the segment seg[0..n), or NULL. */

@@ -19,18 +19,10 @@
 #include <string.h>
 
 #include "error.h"
+#include "options.h"
 #include "timing.h"
 
 long long eddy__push_now_ms(void) { return eddy__mono_ms(); }
-
-void eddy_push_options_init(eddy_push_options *o) {
-    if (!o)
-        return;
-    memset(o, 0, sizeof(*o));
-    o->mode = EDDY_PUSH_AUTOMATIC;
-    o->startup = EDDY_PUSH_FOREGROUND;
-    o->progress_ms = 250;
-}
 
 /* ---- the model ------------------------------------------------------------------------ */
 
@@ -157,10 +149,8 @@ void eddy__push_observe(eddy__push_model *m, const eddy_event *ev, eddy_status s
 
 eddy_status eddy__push_set_init(eddy__push_set *s, const eddy_push_options *opts) {
     memset(s, 0, sizeof(*s));
-    if (opts)
-        s->opts = *opts;
-    else
-        eddy_push_options_init(&s->opts);
+    /* The caller's fields (its struct may be smaller than ours), the defaults of the others. */
+    eddy__opts_widen(&eddy__push_options_table, &s->opts, opts);
     if (s->opts.progress_ms == 0)
         s->opts.progress_ms = 250;
     s->log.fn = s->opts.log;

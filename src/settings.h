@@ -3,6 +3,8 @@
 #ifndef EDDY_SRC_SETTINGS_H
 #define EDDY_SRC_SETTINGS_H
 
+#include <stddef.h>
+
 #include "conn_state.h"
 #include "eddy/bus.h"
 #include "log.h"
@@ -50,6 +52,10 @@ typedef struct eddy__settings {
     unsigned wait_timeout_ms;
     bool claim_refresh; /* handlers keep their claim while they run */
 } eddy__settings;
+
+/* The size of eddy 0.3.0's eddy_settings (the end of its last field): what a struct_size of 0
+ * stands for. Frozen: fields added later come after it. */
+#define EDDY__SETTINGS_SIZE_0_3 (offsetof(eddy_settings, claim_refresh) + sizeof(bool))
 
 /* The range of a publish_dedup_ms that is not 0. */
 #define EDDY__PUBLISH_DEDUP_MIN_MS 1000

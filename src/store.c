@@ -22,6 +22,7 @@
 #include "error.h"
 #include "event_internal.h"
 #include "keys.h"
+#include "options.h"
 #include "redis.h"
 #include "reply.h"
 #include "requests.h"
@@ -369,13 +370,6 @@ eddy_status eddy__store_load_result(const eddy__cmdlist *cmds, size_t first, red
 
 /* ---- append ----------------------------------------------------------------------------- */
 
-void eddy_append_opts_init(eddy_append_opts *o) {
-    if (!o)
-        return;
-    o->expected_version = EDDY_ANY_VERSION;
-    o->publish_subject = NULL;
-}
-
 /* Checks one event for the store; `publish` adds the publishing rules. */
 static eddy_status check_event(const eddy__store *st, const eddy_event *ev, size_t i, bool publish,
                                eddy_error *err) {
@@ -460,10 +454,9 @@ eddy_status eddy__store_append_prepare(const eddy__store *st, const char *stream
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "append: no events (n is 0)");
     if (!evs)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "append: events is NULL");
-    eddy_append_opts defaults;
-    eddy_append_opts_init(&defaults);
-    if (!opts)
-        opts = &defaults;
+    eddy_append_opts full; /* the caller's fields (NULL: none), the defaults of the others */
+    eddy__opts_widen(&eddy__append_opts_table, &full, opts);
+    opts = &full;
     if (opts->expected_version < EDDY_ANY_VERSION || opts->expected_version > EDDY__STORE_MAX_COUNT)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT,
                           "append: expected version %lld is neither EDDY_ANY_VERSION, "

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "options.h"
 #include "subject.h"
 
 static bool name_ok(const char *s) {
@@ -25,6 +26,9 @@ eddy_status eddy__sub_new(const eddy__settings *s, const eddy_subscription_spec 
                           eddy__sub **out, eddy_error *err) {
     if (!spec || !out)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "subscription spec is NULL");
+    eddy_subscription_spec full; /* the caller's fields, and the defaults of the newer ones */
+    eddy__opts_widen(&eddy__subscription_spec_table, &full, spec);
+    spec = &full;
     const char *name = spec->name ? spec->name : "";
     if (!name_ok(name))
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
@@ -164,7 +168,57 @@ void eddy__stats_snapshot(const eddy__stats *st, eddy_consumer_stats *out) {
     out->lost_writes = atomic_load(&st->lost_writes);
 }
 
-void eddy_subscription_spec_init(eddy_subscription_spec *spec) {
+void eddy_subscription_spec_init_sized(eddy_subscription_spec *spec, size_t size) {
     if (spec)
-        memset(spec, 0, sizeof(*spec));
+        eddy__opts_init(&eddy__subscription_spec_table, spec, size);
 }
+
+const eddy_subscription_spec *eddy__spec_at(const eddy_subscription_spec *specs, size_t i) {
+    size_t recorded = specs[0].struct_size;
+    size_t stride = recorded ? recorded : EDDY__SPEC_STRIDE_0_3;
+    return (const eddy_subscription_spec *)(const void *)((const char *)specs + i * stride);
+}
+
+/* ---- the table ---------------------------------------------------------------------- */
+
+#define P_OFF(f) offsetof(eddy_subscription_spec, f), sizeof(((eddy_subscription_spec *)0)->f)
+#define ROW(f, type, def, max, flags, ddoc, choices, doc)                                          \
+    {                                                                                              \
+#f, EDDY__OPT_##type, P_OFF(f), EDDY__OPT_NO_COPY, NULL, def, 0, max, flags, "", ddoc,     \
+            NULL, choices, doc                                                                     \
+    }
+static const char *const shapes[] = {"competing", "fanout", NULL};
+static const char *const modes[] = {"at_most_once", "at_least_once", NULL};
+static const eddy__opt spec_rows[] = {
+    ROW(name, STRING, 0, 0, EDDY__OPT_REQUIRED, "none (required)", NULL,
+        "Unique within the bus; names the counters (1-128 printable, no space, '{', '}', ':')"),
+    ROW(pattern, STRING, 0, 0, EDDY__OPT_REQUIRED, "none (required)", NULL,
+        "Subject or pattern: orders.created, orders.*, orders.>"),
+    ROW(shape, ENUM, EDDY_COMPETING, 1, 0, NULL, shapes,
+        "competing: one member of the group handles each message; fanout: every subscriber"),
+    ROW(group, STRING, 0, 0, 0, "none", NULL,
+        "Competing: the group's name, required; fanout: must be NULL"),
+    ROW(delivery, ENUM, EDDY_AT_MOST_ONCE, 1, 0, NULL, modes,
+        "at_most_once: acknowledged when read; at_least_once: after the handler succeeded"),
+    ROW(handler, CALLBACK, 0, 0, 0, "none", NULL,
+        "The handler (exactly one of handler, responder)"),
+    ROW(user, POINTER, 0, 0, 0, "NULL", NULL, "The handler's or responder's user pointer"),
+    ROW(responder, CALLBACK, 0, 0, 0, "none", NULL,
+        "The responder: competing, at_most_once, with a group and settings.source"),
+    ROW(paused, BOOL, 0, 1, 0, "false", NULL,
+        "Start paused: the group is created at start, nothing is read until resumed"),
+};
+#undef ROW
+
+const eddy__opt_table eddy__subscription_spec_table = {
+    .prefix = "subscription_spec",
+    .type_name = "eddy_subscription_spec",
+    .init_name = "eddy_subscription_spec_init",
+    .rows = spec_rows,
+    .nrows = sizeof(spec_rows) / sizeof(spec_rows[0]),
+    .size = sizeof(eddy_subscription_spec),
+    .size_0_3 = EDDY__SPEC_STRIDE_0_3,
+    .doc = "A subscription (eddy_bus_subscribe, eddy_rbus_subscribe, the specs of eddy_bus_new and "
+           "eddy_rbus_new): include/eddy/bus.h. Its rules between fields are checked when it is "
+           "subscribed.",
+};

@@ -6,6 +6,7 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "eddy/bus.h"
 #include "settings.h"
@@ -35,6 +36,17 @@ typedef struct eddy__sub {
 
 /* Checks one spec (EDDY_ERR_INVALID_SPEC naming the subscription and the rule, or
  * EDDY_ERR_INVALID_PATTERN) and copies it. Ownership: *out is the caller's (eddy__sub_free). */
+/* The size of eddy 0.3.0's eddy_subscription_spec, padding included: the stride of an array
+ * of specs whose struct_size is 0. Frozen (fields added later come after it, and never raise the
+ * struct's alignment). */
+#define EDDY__SPEC_STRIDE_0_3                                                                      \
+    ((offsetof(eddy_subscription_spec, paused) + sizeof(bool) + _Alignof(eddy_subscription_spec) - \
+      1) /                                                                                         \
+     _Alignof(eddy_subscription_spec) * _Alignof(eddy_subscription_spec))
+
+/* The i-th spec of a caller's array, strided by the caller's struct size (specs[0]'s). */
+const eddy_subscription_spec *eddy__spec_at(const eddy_subscription_spec *specs, size_t i);
+
 eddy_status eddy__sub_new(const eddy__settings *s, const eddy_subscription_spec *spec,
                           eddy__sub **out, eddy_error *err);
 void eddy__sub_free(eddy__sub *sub);

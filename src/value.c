@@ -15,7 +15,7 @@
  * A decoded value is one allocation holding a private copy of the bytes (str, bin and ext
  * objects point into it) plus the msgpack_unpacked whose zone holds the object tree.
  */
-#include "eddy/value.h"
+#include "eddy/msgpack.h"
 
 #include <stdbool.h>
 #include <stdint.h>

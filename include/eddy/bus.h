@@ -22,7 +22,8 @@ extern "C" {
 #endif
 
 /* The msgpack value codec's types (value.h), declared here so that this header does not pull
- * <msgpack.h> into every program: include eddy/value.h to build or read msgpack data. */
+ * <msgpack.h> into every program: the packer is opaque unless the program includes
+ * eddy/msgpack.h, the one header tied to msgpack-c. */
 struct msgpack_packer;
 typedef struct eddy_value eddy_value;
 typedef eddy_status (*eddy_pack_fn)(struct msgpack_packer *pk, void *user);
@@ -40,6 +41,10 @@ typedef enum eddy_log_level {
  * Thread: called from whichever thread logs (worker, reader, loop); must be thread-safe.
  * Ownership: msg is borrowed for the duration of the call. */
 typedef void (*eddy_log_fn)(eddy_log_level level, const char *msg, void *user);
+
+/** Static lowercase name of a log level ("debug", "info", "warn", "error"); "unknown" for a
+ * value outside the enum. Never NULL. Thread: any. */
+EDDY_EXPORT const char *eddy_log_level_name(eddy_log_level level);
 
 /* ---- capabilities -------------------------------------------------------------------- */
 
@@ -106,7 +111,15 @@ typedef struct eddy_connection_stats {
 
 /* ---- settings ------------------------------------------------------------------------ */
 
+/* Settings and the other option structs (subscription specs, feed configs, ...) start with
+ * struct_size: their _init macro records there the size the program was compiled with, so a
+ * library with more fields reads only those the program's struct has and takes the defaults
+ * of the others (docs/compatibility.md). A struct zeroed instead (= {0}, designated
+ * initializers) has the fields of eddy 0.3.0. Fields are only ever added at the end. */
+
 typedef struct eddy_settings {
+    /** Set by eddy_settings_init: the size of this struct in the caller's program. */
+    size_t struct_size;
     /** Backend: "memory://[name]", "redis://[user:password@]host[:port][/db]",
      * "rediss://..." (the same over TLS: see tls_* below), "unix:///path[?db=N]", or
      * "redis-sentinel://[user:password@]host[:port][,host[:port]...]/master-name[/db]" for a
@@ -256,8 +269,35 @@ typedef struct eddy_settings {
     bool claim_refresh;
 } eddy_settings;
 
-/** Fills every field with its default. Thread: any. */
-EDDY_EXPORT void eddy_settings_init(eddy_settings *s);
+/** Fills every field with its default (docs/configuration.md lists them) and records the
+ * caller's struct size. Thread: any. */
+#define eddy_settings_init(s) eddy_settings_init_sized((s), sizeof *(s))
+/** What eddy_settings_init calls: writes no more than size bytes. Thread: any. */
+EDDY_EXPORT void eddy_settings_init_sized(eddy_settings *s, size_t size);
+
+/** Sets the setting called name (a field of eddy_settings: "command_timeout_ms",
+ * docs/configuration.md) from its text form: a decimal number, true/false (also 1/0, yes/no,
+ * on/off) or a string; a NULL value makes a string setting NULL (its default or none). The
+ * value is checked as the bus would check it, with the same error text: EDDY_ERR_INVALID_SPEC
+ * for a value out of range or not of the setting's type (the struct is then left as it was),
+ * EDDY_ERR_NOT_FOUND for an unknown name, EDDY_ERR_INVALID_ARGUMENT for a callback, pointer or
+ * array (set those in code) or a setting newer than the headers the program was built with.
+ * Rules between two settings (reconnect_max_ms at least reconnect_min_ms, ...) are checked when
+ * the settings are used. Ownership: a string setting points at value afterwards (borrowed,
+ * like any string the caller puts in the struct: keep it until the bus, store or handle is
+ * built, which copy it). Thread: any, on settings no other thread uses. */
+EDDY_EXPORT eddy_status eddy_settings_set(eddy_settings *s, const char *name, const char *value,
+                                          eddy_error *err);
+/** Writes the text form of the setting called name into buf (len bytes, NUL included): what
+ * eddy_settings_set accepts; a NULL string is "". EDDY_ERR_TOO_LARGE when it does not fit,
+ * EDDY_ERR_NOT_FOUND for an unknown name, EDDY_ERR_INVALID_ARGUMENT for a callback, pointer or
+ * array. Ownership: buf is the caller's. Thread: any. */
+EDDY_EXPORT eddy_status eddy_settings_get(const eddy_settings *s, const char *name, char *buf,
+                                          size_t len, eddy_error *err);
+/** The name of the i-th setting, in the order of docs/configuration.md (0 is "url"); NULL
+ * past the last. Every name is accepted by eddy_settings_get; those of callbacks, pointers and
+ * arrays are refused by eddy_settings_set. Ownership: static. Thread: any. */
+EDDY_EXPORT const char *eddy_settings_name(size_t i);
 
 /* ---- deliveries ---------------------------------------------------------------------- */
 
@@ -366,6 +406,8 @@ typedef enum eddy_delivery_mode {
 } eddy_delivery_mode;
 
 typedef struct eddy_subscription_spec {
+    /** Set by eddy_subscription_spec_init: the size of this struct in the caller's program. */
+    size_t struct_size;
     /** Unique within the bus; names the counters. Required. */
     const char *name;
     /** Subject or pattern: "orders.created", "orders.*", "orders.>". Required. */
@@ -388,7 +430,9 @@ typedef struct eddy_subscription_spec {
 } eddy_subscription_spec;
 
 /** Zeroes the spec: Competing, AtMostOnce, no handler, not paused. Thread: any. */
-EDDY_EXPORT void eddy_subscription_spec_init(eddy_subscription_spec *spec);
+#define eddy_subscription_spec_init(spec) eddy_subscription_spec_init_sized((spec), sizeof *(spec))
+/** What eddy_subscription_spec_init calls: writes no more than size bytes. Thread: any. */
+EDDY_EXPORT void eddy_subscription_spec_init_sized(eddy_subscription_spec *spec, size_t size);
 
 /* ---- pausing ------------------------------------------------------------------------- *
  *

@@ -51,12 +51,16 @@ typedef struct eddy_dead_letter eddy_dead_letter;
 /** Where a listing stands: start with eddy_dlq_cursor_init, pass it to eddy_dlq_list until
  * `done`. `after` is the id of the last dead letter listed ("" before the first). */
 typedef struct eddy_dlq_cursor {
+    /** Set by eddy_dlq_cursor_init: the size of this struct in the caller's program (see bus.h). */
+    size_t struct_size;
     char after[EDDY_DLQ_ID_SIZE];
     bool done; /**< the last page was listed: nothing follows `after` */
 } eddy_dlq_cursor;
 
 /** A cursor at the start of the stream. Thread: any. */
-EDDY_EXPORT void eddy_dlq_cursor_init(eddy_dlq_cursor *cursor);
+#define eddy_dlq_cursor_init(cursor) eddy_dlq_cursor_init_sized((cursor), sizeof *(cursor))
+/** What eddy_dlq_cursor_init calls: writes no more than size bytes. Thread: any. */
+EDDY_EXPORT void eddy_dlq_cursor_init_sized(eddy_dlq_cursor *cursor, size_t size);
 
 /** Opens a dead-letter handle on the settings' backend and namespace (url, ns,
  * max_event_size, stream_maxlen, timeouts and log are used) and connects (EDDY_ERR_IO when

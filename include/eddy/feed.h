@@ -153,6 +153,9 @@ typedef void (*eddy_feed_free_fn)(void *event, void *user);
 typedef const char *(*eddy_feed_event_id_fn)(const void *event, void *user);
 
 typedef struct eddy_feed_config {
+    /** Set by eddy_feed_config_init: the size of this struct in the caller's program (see bus.h).
+     */
+    size_t struct_size;
     /** Required. Names the catch-up checkpoint: 1-128 printable ASCII characters, no space, '{',
      * '}' or ':'. Copied. */
     const char *id;
@@ -189,7 +192,9 @@ typedef struct eddy_feed_config {
 } eddy_feed_config;
 
 /** Fills every field with its default (no id, no callbacks). Thread: any. */
-EDDY_EXPORT void eddy_feed_config_init(eddy_feed_config *cfg);
+#define eddy_feed_config_init(cfg) eddy_feed_config_init_sized((cfg), sizeof *(cfg))
+/** What eddy_feed_config_init calls: writes no more than size bytes. Thread: any. */
+EDDY_EXPORT void eddy_feed_config_init_sized(eddy_feed_config *cfg, size_t size);
 
 /** Builds a feed over a store. EDDY_ERR_INVALID_SPEC for a missing apply, decode or event_id,
  * or an option out of range; EDDY_ERR_INVALID_ARGUMENT for a bad id. The feed holds live events

@@ -141,6 +141,9 @@ typedef struct eddy_push_progress {
 typedef void (*eddy_push_progress_fn)(const eddy_push_progress *p, void *user);
 
 typedef struct eddy_push_options {
+    /** Set by eddy_push_options_init: the size of this struct in the caller's program (see bus.h).
+     */
+    size_t struct_size;
     eddy_push_mode mode;
     eddy_push_startup startup;
     eddy_push_progress_fn progress; /**< optional */
@@ -156,7 +159,9 @@ typedef struct eddy_push_options {
 } eddy_push_options;
 
 /** Automatic, foreground, no callbacks. Thread: any. */
-EDDY_EXPORT void eddy_push_options_init(eddy_push_options *o);
+#define eddy_push_options_init(o) eddy_push_options_init_sized((o), sizeof *(o))
+/** What eddy_push_options_init calls: writes no more than size bytes. Thread: any. */
+EDDY_EXPORT void eddy_push_options_init_sized(eddy_push_options *o, size_t size);
 
 typedef struct eddy_push_source_spec {
     /** The projection id (its checkpoint key; unique in the process). Copied. */

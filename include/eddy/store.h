@@ -37,6 +37,9 @@ typedef struct eddy_store eddy_store;
 #define EDDY_NO_STREAM 0LL
 
 typedef struct eddy_append_opts {
+    /** Set by eddy_append_opts_init: the size of this struct in the caller's program (see bus.h).
+     */
+    size_t struct_size;
     /** EDDY_ANY_VERSION, EDDY_NO_STREAM, or the version the stream must be at. */
     long long expected_version;
     /** When not NULL, the events are also published to this subject in the same atomic
@@ -51,7 +54,9 @@ typedef struct eddy_append_opts {
 } eddy_append_opts;
 
 /** Any version, no publishing. */
-EDDY_EXPORT void eddy_append_opts_init(eddy_append_opts *o);
+#define eddy_append_opts_init(o) eddy_append_opts_init_sized((o), sizeof *(o))
+/** What eddy_append_opts_init calls: writes no more than size bytes. Thread: any. */
+EDDY_EXPORT void eddy_append_opts_init_sized(eddy_append_opts *o, size_t size);
 
 /** Opens a store on the settings' backend and namespace (url, ns, max_event_size, timeouts,
  * log are used). Ownership: *out is the caller's, released with eddy_store_close. */

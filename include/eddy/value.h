@@ -8,6 +8,10 @@
  * msgpack value whose declared sizes and counts fit the bytes present and whose nesting is
  * bounded, and only then lets msgpack-c unpack it (msgpack-c reserves memory from declared
  * counts, so unchecked input could make it reserve gigabytes).
+ *
+ * This header needs no msgpack-c headers: a value is opaque here. Reading a decoded value's
+ * msgpack_object, and its fields by path, is in eddy/msgpack.h, the one header that ties a
+ * program to msgpack-c's types.
  */
 #ifndef EDDY_VALUE_H
 #define EDDY_VALUE_H
@@ -15,8 +19,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-
-#include <msgpack.h>
 
 #include "eddy/event.h"
 #include "eddy/status.h"
@@ -30,10 +32,14 @@ extern "C" {
 /** Deepest array/map nesting the decoder accepts (msgpack-c's unpacker stops at 32). */
 #define EDDY_VALUE_MAX_DEPTH 32
 
+/** msgpack-c's packer, opaque here: only eddy/msgpack.h (which includes <msgpack.h>) gives it
+ * a definition. */
+struct msgpack_packer;
 /** Packs one value. Return EDDY_OK, or an error that aborts the publish. */
 typedef eddy_status (*eddy_pack_fn)(struct msgpack_packer *pk, void *user); /* as bus.h */
 
-/** A decoded value: a msgpack_object and the zone that owns its memory. */
+/** A decoded value: a msgpack_object and the zone that owns its memory (read it with
+ * eddy_value_object, eddy/msgpack.h). */
 typedef struct eddy_value eddy_value;
 
 /** Runs `pack` and stores the bytes as the event's data with datacontenttype
@@ -52,37 +58,8 @@ EDDY_EXPORT eddy_status eddy_event_decode_value(const eddy_event *ev, eddy_value
 EDDY_EXPORT eddy_status eddy_value_decode(const void *bytes, size_t len, eddy_value **out,
                                           eddy_error *err);
 
-/** The decoded object, owned by the value. */
-EDDY_EXPORT const msgpack_object *eddy_value_object(const eddy_value *v);
-
 /** Frees the value and its zone. NULL is a no-op. */
 EDDY_EXPORT void eddy_value_free(eddy_value *v);
-
-/* ---- reading fields ---------------------------------------------------------------------- */
-
-/** The object at `path` inside obj (e.g. eddy_value_object(v)): dot-separated segments, each a
- * map's string key or, in an array, a decimal index ("order.lines.0.sku"); "" is obj itself.
- * NULL when a step is missing (a key with a '.' in it is reached with several calls).
- * Ownership: borrowed from obj. Thread: any, on a value no one frees. */
-EDDY_EXPORT const msgpack_object *eddy_msgpack_find(const msgpack_object *obj, const char *path);
-
-/* Typed getters of the field at a path (as eddy_msgpack_find reads it): EDDY_OK with the value;
- * EDDY_ERR_NOT_FOUND when there is no such field; EDDY_ERR_MALFORMED when it has another type
- * (the detail names both); the output is untouched on failure. */
-
-/** A string field: *str points into obj and is not NUL-terminated; *len is its length (either
- * may be NULL). */
-EDDY_EXPORT eddy_status eddy_msgpack_get_str(const msgpack_object *obj, const char *path,
-                                             const char **str, size_t *len, eddy_error *err);
-/** An integer field; one above INT64_MAX is EDDY_ERR_MALFORMED. */
-EDDY_EXPORT eddy_status eddy_msgpack_get_int(const msgpack_object *obj, const char *path,
-                                             int64_t *out, eddy_error *err);
-/** A number field: a float, or an integer converted. */
-EDDY_EXPORT eddy_status eddy_msgpack_get_double(const msgpack_object *obj, const char *path,
-                                                double *out, eddy_error *err);
-/** A boolean field. */
-EDDY_EXPORT eddy_status eddy_msgpack_get_bool(const msgpack_object *obj, const char *path,
-                                              bool *out, eddy_error *err);
 
 /** Checks without allocating that bytes[0..len) is exactly one msgpack value, that every
  * declared length and element count fits the bytes that remain, and that nesting stays within

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "eddy/filter.h"
-#include "eddy/value.h"
+#include "eddy/msgpack.h"
 #include "rfc3339.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

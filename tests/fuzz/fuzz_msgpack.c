@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eddy/value.h"
+#include "eddy/msgpack.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -30,6 +30,13 @@ cc -std=c11 -o "$work/pc-shared" "$src/tests/install/consumer.c" \
 LD_LIBRARY_PATH="$libdir" ldd "$work/pc-shared" | grep -q "libeddy_reactive.so.0"
 LD_LIBRARY_PATH="$libdir" "$work/pc-shared"
 
+# The opt-in eddy/msgpack.h: the program asks for msgpack-c too; without it, eddy's flags alone
+# do not link msgpack-c (a private dependency of the shared library).
+cc -std=c11 -o "$work/pc-msgpack" "$src/tests/install/msgpack_consumer.c" \
+    $(pkg-config --cflags --libs eddy msgpack)
+LD_LIBRARY_PATH="$libdir" "$work/pc-msgpack"
+! pkg-config --libs eddy | grep -q msgpack
+
 # pkg-config, static: eddy's own libraries linked in, nothing of eddy needed at run time.
 cc -std=c11 -o "$work/pc-static" "$src/tests/install/consumer.c" \
     $(pkg-config --cflags eddy-reactive) -Wl,-Bstatic -leddy_reactive -leddy -Wl,-Bdynamic \
@@ -45,5 +52,6 @@ for kind in shared static; do
     cmake --build "$work/fp-$kind" >/dev/null
     LD_LIBRARY_PATH="$libdir" "$work/fp-$kind/consumer"
 done
+LD_LIBRARY_PATH="$libdir" "$work/fp-shared/msgpack_consumer"
 ! ldd "$work/fp-static/consumer" | grep -q "libeddy"
-echo "install check: pkg-config and find_package(eddy), shared and static, all work"
+echo "install check: pkg-config and find_package(eddy), shared and static, and eddy/msgpack.h, all work"

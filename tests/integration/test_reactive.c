@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "eddy/blocking.h"
+#include "eddy/msgpack.h"
 #include "eddy/reactive.h"
-#include "eddy/value.h"
 #include "eddy_test.h"
 #include "memory/util.h"
 #include "raw.h"

@@ -19,7 +19,7 @@
 
 #include "driver.h"
 #include "eddy/blocking.h"
-#include "eddy/value.h"
+#include "eddy/msgpack.h"
 #include "eddy_test.h"
 #include "raw.h"
 #include "recorder.h"

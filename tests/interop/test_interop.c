@@ -12,8 +12,8 @@
 #include <sys/wait.h>
 
 #include "eddy/blocking.h"
+#include "eddy/msgpack.h"
 #include "eddy/store.h"
-#include "eddy/value.h"
 #include "eddy_test.h"
 #include "redis_server.h"
 

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eddy/value.h"
+#include "eddy/msgpack.h"
 #include "recorder.h"
 
 eddy_status uev_decode(const eddy_event *ev, const eddy_event_meta *meta, void **out,

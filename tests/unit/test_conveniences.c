@@ -10,7 +10,7 @@
 
 #include "eddy/bus.h"
 #include "eddy/event.h"
-#include "eddy/value.h"
+#include "eddy/msgpack.h"
 #include "event_internal.h"
 
 /* ---- UUIDv7 ------------------------------------------------------------------------------- */

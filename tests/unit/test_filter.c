@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "eddy/filter.h"
-#include "eddy/value.h"
+#include "eddy/msgpack.h"
 #include "rfc3339.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */

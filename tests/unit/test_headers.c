@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The public headers include only what they need: a program that includes every header but
- * value.h sees neither <msgpack.h> nor the socket headers, so its own names (a static send())
- * cannot collide with them. Compiling this file is most of the test. */
+ * msgpack.h (the opt-in one) sees neither <msgpack.h> nor the socket headers, so its own names (a
+ * static send()) cannot collide with them. Compiling this file is most of the test. */
 #include <criterion/criterion.h>
 
+#include "eddy/admin.h"
 #include "eddy/blocking.h"
+#include "eddy/dlq.h"
 #include "eddy/domain.h"
 #include "eddy/feed.h"
 #include "eddy/filter.h"
@@ -15,9 +17,10 @@
 #include "eddy/rpush.h"
 #include "eddy/rstore.h"
 #include "eddy/store.h"
+#include "eddy/value.h"
 
 #ifdef MSGPACK_PACK_H
-#error "a public header other than value.h pulls in <msgpack.h>"
+#error "a public header other than msgpack.h pulls in <msgpack.h>"
 #endif
 #ifdef _ARPA_INET_H
 #error "a public header pulls in <arpa/inet.h>"

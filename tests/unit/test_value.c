@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "eddy/value.h"
+#include "eddy/msgpack.h"
 
 #define B(...) ((const unsigned char[]){__VA_ARGS__}), sizeof((const unsigned char[]){__VA_ARGS__})
 

@@ -1,0 +1,134 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/** @file
+ * eddy — CloudEvents v1.0 events.
+ *
+ * An eddy_event is an opaque, owned CloudEvent: required attributes id, source, specversion
+ * (always "1.0") and type; optional subject, time, datacontenttype and dataschema; extension
+ * attributes; and binary-safe data. Setters copy their input. Validation names the first bad
+ * attribute in the eddy_error detail.
+ *
+ * Thread: an event is not locked; use one from one thread at a time, or share it read-only.
+ */
+#ifndef EDDY_EVENT_H
+#define EDDY_EVENT_H
+
+#include <stddef.h>
+
+#include "eddy/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct eddy_event eddy_event;
+
+/** Longest extension attribute name eddy accepts (the CloudEvents recommendation). */
+#define EDDY_EXTENSION_NAME_MAX 20
+
+/** A new empty event with specversion "1.0". Ownership: caller frees with eddy_event_free.
+ * Returns NULL only when out of memory. */
+EDDY_EXPORT eddy_event *eddy_event_new(void);
+
+/** A deep copy. Ownership: caller frees the copy. NULL when out of memory or ev is NULL. */
+EDDY_EXPORT eddy_event *eddy_event_dup(const eddy_event *ev);
+
+/** Frees the event and everything it owns. NULL is a no-op. */
+EDDY_EXPORT void eddy_event_free(eddy_event *ev);
+
+/* Setters copy `value`; NULL clears an optional attribute. They check only what can be
+ * checked alone (no NUL bytes, lengths); eddy_event_validate checks the whole event. */
+EDDY_EXPORT eddy_status eddy_event_set_id(eddy_event *ev, const char *value);
+EDDY_EXPORT eddy_status eddy_event_set_source(eddy_event *ev, const char *value);
+EDDY_EXPORT eddy_status eddy_event_set_type(eddy_event *ev, const char *value);
+EDDY_EXPORT eddy_status eddy_event_set_subject(eddy_event *ev, const char *value);
+/** RFC 3339 timestamp, e.g. "2026-11-30T02:11:20Z". */
+EDDY_EXPORT eddy_status eddy_event_set_time(eddy_event *ev, const char *value);
+EDDY_EXPORT eddy_status eddy_event_set_datacontenttype(eddy_event *ev, const char *value);
+EDDY_EXPORT eddy_status eddy_event_set_dataschema(eddy_event *ev, const char *value);
+
+/* Getters return a pointer the event owns, valid until the attribute changes or the event
+ * is freed; NULL when unset. specversion is always "1.0". */
+EDDY_EXPORT const char *eddy_event_id(const eddy_event *ev);
+EDDY_EXPORT const char *eddy_event_source(const eddy_event *ev);
+EDDY_EXPORT const char *eddy_event_specversion(const eddy_event *ev);
+EDDY_EXPORT const char *eddy_event_type(const eddy_event *ev);
+EDDY_EXPORT const char *eddy_event_subject(const eddy_event *ev);
+EDDY_EXPORT const char *eddy_event_time(const eddy_event *ev);
+EDDY_EXPORT const char *eddy_event_datacontenttype(const eddy_event *ev);
+EDDY_EXPORT const char *eddy_event_dataschema(const eddy_event *ev);
+
+/** Sets (or with value NULL removes) an extension attribute. The name must be 1 to
+ * EDDY_EXTENSION_NAME_MAX characters of a-z and 0-9 and not a core attribute name or "data";
+ * otherwise EDDY_ERR_INVALID_EVENT naming it. Both strings are copied. */
+EDDY_EXPORT eddy_status eddy_event_set_extension(eddy_event *ev, const char *name,
+                                                 const char *value, eddy_error *err);
+/** The extension's value, owned by the event, or NULL when it is not set. */
+EDDY_EXPORT const char *eddy_event_extension(const eddy_event *ev, const char *name);
+/** Number of extensions, and the i-th in insertion order (name and value owned by the event). */
+EDDY_EXPORT size_t eddy_event_extension_count(const eddy_event *ev);
+EDDY_EXPORT eddy_status eddy_event_extension_at(const eddy_event *ev, size_t i, const char **name,
+                                                const char **value);
+
+/** Copies `len` bytes of data (may contain NUL; data NULL with len 0 clears it). */
+EDDY_EXPORT eddy_status eddy_event_set_data(eddy_event *ev, const void *data, size_t len);
+/** Data owned by the event, and its length; NULL with *len 0 when there is none. */
+EDDY_EXPORT const void *eddy_event_data(const eddy_event *ev, size_t *len);
+
+/* ---- builders -------------------------------------------------------------------------- */
+
+/** Size of a UUID's text with its NUL. */
+#define EDDY_UUID_SIZE 37
+
+/** Writes a fresh UUIDv7 (RFC 9562: the Unix time in ms, then random bits) as 36 lowercase
+ * characters with hyphens and a NUL. Ids written later by one process sort after earlier ones,
+ * within the same millisecond too (a counter in the random part). Thread: any. */
+EDDY_EXPORT void eddy_uuid7(char out[EDDY_UUID_SIZE]);
+
+/** A new event with a fresh UUIDv7 id (eddy_uuid7), the given source and type, and the
+ * current time. EDDY_ERR_INVALID_ARGUMENT when source or type is NULL, EDDY_ERR_INVALID_EVENT
+ * when source is not a URI reference or type is empty. Ownership: on EDDY_OK *out is the
+ * caller's (eddy_event_free); the strings are copied. Thread: any. The buses' own builders
+ * (eddy_bus_new_event, eddy_rbus_new_event) take the source from their settings. */
+EDDY_EXPORT eddy_status eddy_event_create(const char *source, const char *type, eddy_event **out,
+                                          eddy_error *err);
+
+/* ---- W3C trace context ----------------------------------------------------------------- */
+
+/** The Distributed Tracing extension's attributes: a W3C traceparent
+ * ("00-<32 hex trace-id>-<16 hex parent-id>-<2 hex flags>", lowercase, ids not all zero) and
+ * its tracestate (up to 32 "key=value" members, 512 characters). eddy_event_set_extension
+ * refuses a malformed value of either with EDDY_ERR_INVALID_EVENT saying what is wrong, and
+ * publish and append refuse an event carrying one; an event read from a stream keeps what its
+ * producer wrote (a receiver ignores a bad context rather than refusing the message). */
+#define EDDY_TRACEPARENT "traceparent"
+#define EDDY_TRACESTATE "tracestate"
+
+/** Checks a traceparent value: EDDY_OK, or EDDY_ERR_INVALID_EVENT naming the field at fault
+ * (EDDY_ERR_INVALID_ARGUMENT for NULL). A version above 00 (never ff) may carry more fields
+ * after the four, as the specification allows. Thread: any. */
+EDDY_EXPORT eddy_status eddy_traceparent_check(const char *value, eddy_error *err);
+/** Checks a tracestate value in the same way. */
+EDDY_EXPORT eddy_status eddy_tracestate_check(const char *value, eddy_error *err);
+
+/** Puts dst in src's trace: src's traceparent, and its tracestate when that is valid, replace
+ * dst's (dst's tracestate goes when src has none). Nothing changes when src carries no
+ * traceparent (EDDY_OK) or a malformed one (EDDY_ERR_INVALID_EVENT), or on EDDY_ERR_NOMEM.
+ * For a handler that publishes on behalf of the event it handles:
+ * eddy_event_continue_trace(out, eddy_delivery_event(d), &err). A responder's reply gets its
+ * request's context without this (see eddy_responder_fn). Thread: dst is being changed. */
+EDDY_EXPORT eddy_status eddy_event_continue_trace(eddy_event *dst, const eddy_event *src,
+                                                  eddy_error *err);
+
+/** Checks the whole event against CloudEvents v1.0: required attributes present and
+ * non-empty, time in RFC 3339, datacontenttype of the form type/subtype, dataschema an
+ * absolute URI, source a URI reference. EDDY_ERR_INVALID_EVENT with the attribute's name
+ * in err->detail otherwise. Thread: any, on an event no one is changing. */
+EDDY_EXPORT eddy_status eddy_event_validate(const eddy_event *ev, eddy_error *err);
+
+/** Approximate encoded size in bytes (attributes plus data), as checked against limits. */
+EDDY_EXPORT size_t eddy_event_size(const eddy_event *ev);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
