@@ -34,7 +34,10 @@ typedef struct cli {
     /* --tls-*, or $EDDY_TLS_*: the settings' tls_* fields */
     const char *tls_cacert, *tls_cacertdir, *tls_cert, *tls_key, *tls_sni;
     bool tls_insecure;
-    bool tls_given;      /* a --tls-* option was given on the command line */
+    bool tls_given; /* a --tls-* option was given on the command line */
+    /* -X NAME=VALUE: any setting of the bus, by its name (docs/configuration.md) */
+    const char *set[64];
+    int nset;
     char *password;      /* $EDDY_PASSWORD or --askpass (malloc'd), NULL when neither */
     char *url_with_pass; /* url with the password spliced in (malloc'd), what the library gets */
     const char *command;

@@ -50,6 +50,8 @@ static const cli_opt *find(const cli_opt *opts, const char *name, size_t len) {
 }
 
 bool cli_global_takes_value(const char *arg) {
+    if (strcmp(arg, "-X") == 0)
+        return true;
     if (strncmp(arg, "--", 2) != 0 || strchr(arg, '='))
         return false;
     const cli_opt *o = find(global_opts, arg + 2, strlen(arg + 2));
@@ -74,6 +76,16 @@ int cli_parse(cli *c, int argc, char **argv, const cli_opt *opts, char **pos, in
         }
         if (strcmp(a, "-h") == 0) {
             c->help = true;
+            continue;
+        }
+        if (strncmp(a, "-X", 2) == 0) { /* -X NAME=VALUE or -XNAME=VALUE */
+            const char *v = a[2] ? a + 2 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v || !strchr(v, '=') || v[0] == '=')
+                return cli_usage(c, "-X needs NAME=VALUE (a setting: docs/configuration.md)");
+            if (c->nset == (int)(sizeof(c->set) / sizeof(c->set[0])))
+                return cli_usage(c, "-X: at most %d of them",
+                                 (int)(sizeof(c->set) / sizeof(c->set[0])));
+            c->set[c->nset++] = v;
             continue;
         }
         if (a[1] != '-')
@@ -269,6 +281,15 @@ int cli_settings(cli *c, eddy_settings *s) {
     s->tls_key = c->tls_key;
     s->tls_sni = c->tls_sni;
     s->tls_insecure = c->tls_insecure;
+    /* -X last: it may set anything above (a password in -X url=... is the user's to show). */
+    for (int i = 0; i < c->nset; i++) {
+        const char *eq = strchr(c->set[i], '=');
+        char name[64];
+        snprintf(name, sizeof(name), "%.*s", (int)(eq - c->set[i]), c->set[i]);
+        eddy_error err = {0};
+        if (eddy_settings_set(s, name, eq + 1, &err) != EDDY_OK)
+            return cli_usage(c, "-X %s: %s", name, err.detail);
+    }
     return -1;
 }
 

@@ -37,6 +37,8 @@ static const char usage[] =
     "  --tls-sni NAME        the server name to ask for and verify ($EDDY_TLS_SNI; default the\n"
     "                        URL's host)\n"
     "  --tls-insecure        skip verifying the server's certificate ($EDDY_TLS_INSECURE=1)\n"
+    "  -X NAME=VALUE         any setting of the bus by its name (repeatable), e.g.\n"
+    "                        -X command_timeout_ms=10000 (see docs/configuration.md)\n"
     "  --json                machine-readable output (one JSON document, or JSON lines)\n"
     "  --raw                 tail, request, store read and tail: only each event's data\n"
     "  --help                help for eddy, or for a command: eddy COMMAND --help\n"

@@ -1287,3 +1287,45 @@ Test(cli, hints_match_the_failure_not_redis_and_no_password_given) {
     release(&p);
     eddy_test_redis_kill(&srv);
 }
+
+/* -X NAME=VALUE sets any bus setting by its name (eddy_settings_set), before or after the
+ * command, and overrides the tool's own options; a bad name or value is a usage error naming
+ * the setting. */
+Test(cli, dash_x_sets_any_setting_by_name) {
+    char ns[96], other[96];
+    ns_new(ns, sizeof(ns));
+    ns_new(other, sizeof(other));
+    char set_ns[128];
+    snprintf(set_ns, sizeof(set_ns), "ns=%s", other);
+    /* -X ns=OTHER wins over --ns NS: the event lands in OTHER. */
+    proc p = RUN(ns, "-X", set_ns, "pub", "x.one", "--data", "7");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    release(&p);
+    p = RUN(other, "--raw", "tail", "x.one", "--last", "1", "--count", "1");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    cr_assert_str_eq(p.out, "7\n");
+    release(&p);
+    p = RUN(ns, "--raw", "tail", "x.one", "--last", "1", "--timeout", "200");
+    cr_assert_str_eq(p.out, "", "nothing in the namespace -X replaced");
+    release(&p);
+    /* After the command, and joined: -XNAME=VALUE. */
+    p = RUN(ns, "stats", "-Xcommand_timeout_ms=9000", "-X", "read_batch=7");
+    cr_assert_eq(p.code, 0, "%s", p.err);
+    release(&p);
+    /* Refusals name the setting, with the library's reason; exit 2. */
+    p = RUN(ns, "-X", "nosuch=1", "stats");
+    cr_assert_eq(p.code, 2);
+    cr_assert(strstr(p.err, "-X nosuch") && strstr(p.err, "no option 'nosuch'"), "%s", p.err);
+    release(&p);
+    p = RUN(ns, "-X", "workers=lots", "stats");
+    cr_assert_eq(p.code, 2);
+    cr_assert(strstr(p.err, "settings.workers"), "%s", p.err);
+    release(&p);
+    p = RUN(ns, "-X", "workers", "stats");
+    cr_assert_eq(p.code, 2);
+    cr_assert(strstr(p.err, "NAME=VALUE"), "%s", p.err);
+    release(&p);
+    p = RUN(ns, "stats", "-X");
+    cr_assert_eq(p.code, 2);
+    release(&p);
+}
