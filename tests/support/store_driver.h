@@ -14,6 +14,7 @@
 #include "eddy/store.h"
 
 typedef struct tstore tstore;
+struct rloop;
 
 typedef struct store_driver {
     const char *name;
@@ -42,6 +43,9 @@ typedef struct store_driver {
     void (*shape_refusals)(const eddy_settings *s, tstore *open);
     /* The front end's own store (eddy_store * or eddy_rstore *). */
     void *(*native)(tstore *st);
+    /* The loop thread the reactive store lives on (NULL for the blocking one); the drivers of
+     * the features built on a store (domain_driver.h) run there too. */
+    struct rloop *(*loop)(tstore *st);
 } store_driver;
 
 extern const store_driver blocking_store_driver;

@@ -74,6 +74,10 @@ static void b_shape_refusals(const eddy_settings *s, tstore *open) {
 }
 
 static void *b_native(tstore *st) { return st; }
+static struct rloop *b_loop(tstore *st) {
+    (void)st;
+    return NULL;
+}
 
 const store_driver blocking_store_driver = {
     .name = "blocking",
@@ -87,4 +91,5 @@ const store_driver blocking_store_driver = {
     .checkpoints = b_checkpoints,
     .shape_refusals = b_shape_refusals,
     .native = b_native,
+    .loop = b_loop,
 };

@@ -373,6 +373,7 @@ static void r_shape_refusals(const eddy_settings *s, tstore *open) {
 }
 
 static void *r_native(tstore *st) { return ((rtstore *)st)->st; }
+static rloop *r_loop(tstore *st) { return ((rtstore *)st)->l; }
 
 const store_driver reactive_store_driver = {
     .name = "reactive",
@@ -386,4 +387,5 @@ const store_driver reactive_store_driver = {
     .checkpoints = r_checkpoints,
     .shape_refusals = r_shape_refusals,
     .native = r_native,
+    .loop = r_loop,
 };
