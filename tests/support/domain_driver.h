@@ -12,6 +12,11 @@
 #include "store_driver.h"
 
 typedef struct tdomain tdomain;
+/* A checkpoint storage over the store's own that can hold its answers: the feed's exists (its
+ * catch-up's first step) or save (its last) waits until the test opens the gate, so "while the
+ * catch-up runs" needs no timing. Blocking: the operation waits on the thread that runs it;
+ * reactive: its completion is kept and run by gate_open on the loop. */
+typedef struct tgate tgate;
 
 /* Where a route started from inside a projection's callback ends (route_from_projection):
  * calls is 1 once it completed. Written on the thread the feed runs its callbacks on. */
@@ -61,6 +66,19 @@ typedef struct domain_driver {
      * loop ran the catch-up; both outcomes waited for. */
     eddy_status (*catch_up_all_then_route)(tdomain *f, const eddy_event *ev, eddy_route *out,
                                            eddy_status *route_st, eddy_error *err);
+    /* A feed whose checkpoints go through g (which must outlive it). */
+    eddy_status (*new_gated_feed)(tstore *st, const eddy_feed_config *cfg, tgate *g, tdomain **out,
+                                  eddy_error *err);
+    tgate *(*gate_new)(tstore *st);
+    void (*gate_free)(tgate *g);
+    /* Holds the next exists and/or save, until gate_open. */
+    void (*gate_hold)(tgate *g, bool exists, bool save);
+    /* Whether an operation waits at the gate. */
+    bool (*gate_held)(tgate *g);
+    /* Lets the held operation (and any later one) through. */
+    void (*gate_open)(tgate *g);
+    /* The front end's own feed (eddy_domain_feed * or eddy_rdomain_feed *). */
+    void *(*native)(tdomain *f);
     /* The refusals of the front end's own calling shape (NULL callbacks, a blocking
      * checkpoint storage given to a reactive feed), asserted here on a feed with no
      * projection. */

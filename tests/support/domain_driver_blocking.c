@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The blocking domain feed behind the domain scenario driver: a direct mapping. */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -30,6 +31,100 @@ static eddy_status b_new(tstore *st, const eddy_feed_config *cfg, tdomain **out,
     *out = d;
     return EDDY_OK;
 }
+struct tgate {
+    eddy_checkpoints inner, self;
+    pthread_mutex_t m;
+    pthread_cond_t c;
+    bool hold_exists, hold_save, held, open;
+};
+
+/* Waits at the gate when op is held (on the thread running the feed's step). */
+static void pass(tgate *g, bool held_op) {
+    pthread_mutex_lock(&g->m);
+    if (held_op && !g->open) {
+        g->held = true;
+        pthread_cond_broadcast(&g->c);
+        while (!g->open)
+            pthread_cond_wait(&g->c, &g->m);
+        g->held = false;
+    }
+    pthread_mutex_unlock(&g->m);
+}
+
+static eddy_status g_exists(void *self, const char *feed_id, bool *exists, eddy_error *err) {
+    tgate *g = self;
+    pthread_mutex_lock(&g->m);
+    bool hold = g->hold_exists;
+    pthread_mutex_unlock(&g->m);
+    pass(g, hold);
+    return g->inner.ops->exists(g->inner.self, feed_id, exists, err);
+}
+static eddy_status g_read(void *self, const char *feed_id, char *buf, size_t size, bool *found,
+                          eddy_error *err) {
+    tgate *g = self;
+    return g->inner.ops->read(g->inner.self, feed_id, buf, size, found, err);
+}
+static eddy_status g_save(void *self, const char *feed_id, const char *value, eddy_error *err) {
+    tgate *g = self;
+    pthread_mutex_lock(&g->m);
+    bool hold = g->hold_save;
+    pthread_mutex_unlock(&g->m);
+    pass(g, hold);
+    return g->inner.ops->save(g->inner.self, feed_id, value, err);
+}
+static eddy_status g_remove(void *self, const char *feed_id, eddy_error *err) {
+    tgate *g = self;
+    return g->inner.ops->remove(g->inner.self, feed_id, err);
+}
+static const eddy_checkpoint_ops gate_ops = {g_exists, g_read, g_save, g_remove};
+
+static tgate *b_gate_new(tstore *st) {
+    tgate *g = calloc(1, sizeof(*g));
+    cr_assert(g);
+    g->inner = eddy_store_checkpoints(blocking_store_driver.native(st));
+    g->self = (eddy_checkpoints){&gate_ops, g};
+    g->open = true;
+    pthread_mutex_init(&g->m, NULL);
+    pthread_cond_init(&g->c, NULL);
+    return g;
+}
+static void b_gate_free(tgate *g) {
+    if (!g)
+        return;
+    pthread_cond_destroy(&g->c);
+    pthread_mutex_destroy(&g->m);
+    free(g);
+}
+static void b_gate_hold(tgate *g, bool exists, bool save) {
+    pthread_mutex_lock(&g->m);
+    g->hold_exists = exists;
+    g->hold_save = save;
+    g->open = false;
+    pthread_mutex_unlock(&g->m);
+}
+static bool b_gate_held(tgate *g) {
+    pthread_mutex_lock(&g->m);
+    bool held = g->held;
+    pthread_mutex_unlock(&g->m);
+    return held;
+}
+static void b_gate_open(tgate *g) {
+    pthread_mutex_lock(&g->m);
+    g->open = true;
+    g->hold_exists = g->hold_save = false;
+    pthread_cond_broadcast(&g->c);
+    pthread_mutex_unlock(&g->m);
+}
+
+static eddy_status b_new_gated(tstore *st, const eddy_feed_config *cfg, tgate *g, tdomain **out,
+                               eddy_error *err) {
+    eddy_feed_config c = *cfg;
+    c.checkpoints = &g->self;
+    return b_new(st, &c, out, err);
+}
+
+static void *b_native(tdomain *d) { return d->feed; }
+
 static void b_free(tdomain *d) {
     if (!d)
         return;
@@ -110,5 +205,12 @@ const domain_driver blocking_domain_driver = {
     .failure = b_failure,
     .get_info = b_info,
     .catch_up_all_then_route = NULL,
+    .new_gated_feed = b_new_gated,
+    .gate_new = b_gate_new,
+    .gate_free = b_gate_free,
+    .gate_hold = b_gate_hold,
+    .gate_held = b_gate_held,
+    .gate_open = b_gate_open,
+    .native = b_native,
     .shape_refusals = b_shape_refusals,
 };

@@ -21,6 +21,16 @@ struct tdomain {
     eddy_rdomain_feed *feed;
 };
 
+struct tgate {
+    rloop *l;
+    eddy_rstore *store;
+    bool hold_exists, hold_save; /* loop thread only, as everything here */
+    eddy_rstore_exists_fn exists_done;
+    eddy_rstore_done_fn save_done;
+    void *user;
+    bool held;
+};
+
 typedef struct dop {
     rloop_op op;
     tdomain *d;
@@ -40,6 +50,8 @@ typedef struct dop {
     size_t size;
     eddy_error *cause;
     eddy_feed_info *info;
+    eddy_rcheckpoints gated; /* new_gated_feed */
+    bool use_gated;
     int kind;
     eddy_error *err;
 } dop;
@@ -53,11 +65,14 @@ static void copy_err(dop *o, const eddy_error *err) {
 
 static void start_new(rloop_op *op) {
     dop *o = (dop *)op;
-    rloop_finish(op, eddy_rdomain_new(rloop_loop(op->l), o->d->store, o->cfg, &o->d->ckpt,
-                                      &o->d->feed, o->err));
+    rloop_finish(op, eddy_rdomain_new(rloop_loop(op->l), o->d->store, o->cfg,
+                                      o->use_gated ? &o->gated : &o->d->ckpt, &o->d->feed, o->err));
 }
 
-static eddy_status r_new(tstore *st, const eddy_feed_config *cfg, tdomain **out, eddy_error *err) {
+static const eddy_rcheckpoint_ops gate_ops;
+
+static eddy_status new_with(tstore *st, const eddy_feed_config *cfg, tgate *g, tdomain **out,
+                            eddy_error *err) {
     *out = NULL;
     tdomain *d = calloc(1, sizeof(*d));
     cr_assert(d);
@@ -65,6 +80,10 @@ static eddy_status r_new(tstore *st, const eddy_feed_config *cfg, tdomain **out,
     d->store = reactive_store_driver.native(st);
     d->ckpt = eddy_rfeed_store_checkpoints(d->store);
     dop o = {.d = d, .cfg = cfg, .err = err};
+    if (g) {
+        o.use_gated = true;
+        o.gated = (eddy_rcheckpoints){&gate_ops, g};
+    }
     eddy_status rc = rloop_call(d->l, &o.op, start_new);
     if (rc != EDDY_OK) {
         cr_assert_null(d->feed);
@@ -73,6 +92,10 @@ static eddy_status r_new(tstore *st, const eddy_feed_config *cfg, tdomain **out,
     }
     *out = d;
     return EDDY_OK;
+}
+
+static eddy_status r_new(tstore *st, const eddy_feed_config *cfg, tdomain **out, eddy_error *err) {
+    return new_with(st, cfg, NULL, out, err);
 }
 
 static void start_free(rloop_op *op) {
@@ -358,6 +381,95 @@ static eddy_status r_catch_up_all_then_route(tdomain *d, const eddy_event *ev, e
     return rloop_call(d->l, &o.op, start_then);
 }
 
+/* ---- the gate: held completions, released on the loop ------------------------------------ */
+
+static eddy_status g_exists(void *self, const char *feed_id, eddy_rstore_exists_fn done, void *user,
+                            eddy_error *err) {
+    tgate *g = self;
+    if (!g->hold_exists)
+        return eddy_rstore_ckpt_exists(g->store, feed_id, done, user, err);
+    g->exists_done = done;
+    g->user = user;
+    g->held = true;
+    return EDDY_OK;
+}
+static eddy_status g_save(void *self, const char *feed_id, const char *value,
+                          eddy_rstore_done_fn done, void *user, eddy_error *err) {
+    tgate *g = self;
+    if (!g->hold_save)
+        return eddy_rstore_ckpt_save(g->store, feed_id, value, done, user, err);
+    g->save_done = done;
+    g->user = user;
+    g->held = true;
+    return EDDY_OK;
+}
+static eddy_status g_remove(void *self, const char *feed_id, eddy_rstore_done_fn done, void *user,
+                            eddy_error *err) {
+    tgate *g = self;
+    return eddy_rstore_ckpt_remove(g->store, feed_id, done, user, err);
+}
+static const eddy_rcheckpoint_ops gate_ops = {g_exists, g_save, g_remove};
+
+static eddy_status r_new_gated(tstore *st, const eddy_feed_config *cfg, tgate *g, tdomain **out,
+                               eddy_error *err) {
+    return new_with(st, cfg, g, out, err);
+}
+
+static tgate *r_gate_new(tstore *st) {
+    tgate *g = calloc(1, sizeof(*g));
+    cr_assert(g);
+    g->l = reactive_store_driver.loop(st);
+    g->store = reactive_store_driver.native(st);
+    return g;
+}
+static void r_gate_free(tgate *g) { free(g); }
+
+typedef struct gate_arg {
+    tgate *g;
+    bool exists, save, held;
+} gate_arg;
+
+static void hold_on_loop(void *arg) {
+    gate_arg *a = arg;
+    a->g->hold_exists = a->exists;
+    a->g->hold_save = a->save;
+}
+static void r_gate_hold(tgate *g, bool exists, bool save) {
+    gate_arg a = {.g = g, .exists = exists, .save = save};
+    rloop_run(g->l, hold_on_loop, &a);
+}
+static void held_on_loop(void *arg) {
+    gate_arg *a = arg;
+    a->held = a->g->held;
+}
+static bool r_gate_held(tgate *g) {
+    gate_arg a = {.g = g};
+    rloop_run(g->l, held_on_loop, &a);
+    return a.held;
+}
+/* Answers the held operation, from the loop outside any call of the feed. */
+static void open_on_loop(void *arg) {
+    tgate *g = ((gate_arg *)arg)->g;
+    g->hold_exists = g->hold_save = false;
+    if (!g->held)
+        return;
+    g->held = false;
+    eddy_rstore_exists_fn exists_done = g->exists_done;
+    eddy_rstore_done_fn save_done = g->save_done;
+    g->exists_done = NULL;
+    g->save_done = NULL;
+    if (exists_done)
+        exists_done(EDDY_OK, false, NULL, g->user);
+    else if (save_done)
+        save_done(EDDY_OK, NULL, g->user);
+}
+static void r_gate_open(tgate *g) {
+    gate_arg a = {.g = g};
+    rloop_run(g->l, open_on_loop, &a);
+}
+
+static void *r_native(tdomain *d) { return d->feed; }
+
 /* ---- the calling shape --------------------------------------------------------------------- */
 
 typedef struct shape {
@@ -424,5 +536,12 @@ const domain_driver reactive_domain_driver = {
     .failure = r_failure,
     .get_info = r_info,
     .catch_up_all_then_route = r_catch_up_all_then_route,
+    .new_gated_feed = r_new_gated,
+    .gate_new = r_gate_new,
+    .gate_free = r_gate_free,
+    .gate_hold = r_gate_hold,
+    .gate_held = r_gate_held,
+    .gate_open = r_gate_open,
+    .native = r_native,
     .shape_refusals = r_shape_refusals,
 };
