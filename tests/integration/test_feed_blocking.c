@@ -5,7 +5,10 @@
  * waiting, real pages (a replay holds one at a time) and real markers; writers appending while a
  * feed switches from replay to live; and a bus subscription feeding the feed through
  * eddy_feed_handler, whose outcome decides the acknowledgement. Nothing here sleeps to let
- * something happen: threads meet on the projection's gates and on the feed's own counters. */
+ * something happen: threads meet on the projection's gates and on the feed's own counters.
+ *
+ * Being moved into the one table of tests/integration/test_feed.c (both front ends, both
+ * backends, through feed_driver.h); the scenarios already there are no longer here. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <pthread.h>
@@ -362,52 +365,6 @@ static eddy_status accept_id(ctx *c, const char *id) {
 
 /* ---- holding until catch-up or go-live -------------------------------------------------- */
 
-ParameterizedTestParameters(feed_blocking, held_until_catch_up_then_replayed_then_held) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, held_until_catch_up_then_replayed_then_held,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-hold");
-    append_n(&c, 7);
-    new_feed(&c);
-    caller a, b, dup;
-    call_async(&a, c.feed, 0, "x1");
-    wait_held(&c, 1);
-    call_async(&dup, c.feed, 0, "e4"); /* the live copy of a stored event */
-    wait_held(&c, 2);
-    call_async(&b, c.feed, 1, "x2");
-    wait_held(&c, 3);
-    cr_expect_not(atomic_load(&a.done), "the listener waits in its first accept");
-    cr_expect_eq(c.md.n, 0);
-    cr_expect_not(marker_exists(&c));
-    eddy_error err = {0};
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, &err), EDDY_OK, "%s", err.detail);
-    cr_expect_eq(join(&a), EDDY_OK);
-    cr_expect_eq(join(&dup), EDDY_OK, "a duplicate of a replayed event: acknowledge it");
-    cr_expect_eq(join(&b), EDDY_OK);
-    cr_expect_str_eq(applied(&c.md), "e1,e2,e3,e4,e5,e6,e7,x1,x2");
-    cr_expect(c.md.meta[0], "replayed with metadata");
-    cr_expect_not(c.md.meta[7], "x1 was fed without");
-    cr_expect(c.md.meta[8], "x2 was fed with");
-    cr_expect_eq(c.md.started, 1);
-    cr_expect_eq(c.md.completed, 1);
-    cr_expect(marker_exists(&c));
-    char value[32];
-    bool found = false;
-    cr_assert_eq(c.ckpt.ops->read(c.ckpt.self, "order-status", value, sizeof(value), &found, NULL),
-                 EDDY_OK);
-    cr_expect_str_eq(value, "7");
-    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
-    eddy_feed_info i = info(&c);
-    cr_expect_eq(i.last, EDDY_FEED_REPLAYED);
-    cr_expect_eq(i.replayed, 7);
-    cr_expect_eq(i.duplicates, 1);
-    cr_expect_eq(accept_id(&c, "x3"), EDDY_OK, "live: applied on the caller's thread");
-    cr_expect_eq(count_of(&c.md, "x3"), 1);
-    teardown(&c);
-}
-
 ParameterizedTestParameters(feed_blocking, held_until_go_live_which_writes_no_marker) {
     return cr_make_param_array(backend, backends, 2);
 }
@@ -437,23 +394,6 @@ ParameterizedTest(backend *p, feed_blocking, held_until_go_live_which_writes_no_
     cr_expect_eq(join(&live), EDDY_OK);
     cr_expect_str_eq(applied(&c.md), "x1,e1,e2,e3,e4,x2");
     cr_expect(marker_exists(&c));
-    teardown(&c);
-}
-
-ParameterizedTestParameters(feed_blocking, a_marker_skips_the_replay) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, a_marker_skips_the_replay, .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-marker");
-    append_n(&c, 4);
-    cr_assert_eq(c.ckpt.ops->save(c.ckpt.self, "order-status", "4", NULL), EDDY_OK);
-    new_feed(&c);
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, NULL), EDDY_OK);
-    cr_expect_eq(c.md.n, 0);
-    cr_expect_eq(c.md.started, 0);
-    cr_expect_eq(info(&c).last, EDDY_FEED_SKIPPED);
-    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
     teardown(&c);
 }
 
@@ -640,48 +580,6 @@ ParameterizedTest(backend *p, feed_blocking, a_catch_up_asked_for_from_a_live_ap
 }
 
 /* ---- metadata, live failures ------------------------------------------------------------- */
-
-ParameterizedTestParameters(feed_blocking, keyed_by_metadata_without_metadata_is_refused) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, keyed_by_metadata_without_metadata_is_refused,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-keyed");
-    c.cfg.projection.keyed_by_metadata = true;
-    new_feed(&c);
-    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
-    eddy_error err = {0};
-    uev e = {"x1"};
-    cr_expect_eq(eddy_feed_accept(c.feed, &e, NULL, &err), EDDY_ERR_ILLEGAL_STATE);
-    cr_expect(strstr(err.detail, "keyed by metadata"), "%s", err.detail);
-    eddy_event_meta m = {"order-1", 3, 0};
-    cr_expect_eq(eddy_feed_accept_meta(c.feed, &m, &e, NULL, NULL), EDDY_OK);
-    cr_expect_str_eq(applied(&c.md), "x1");
-    cr_expect(c.md.meta[0]);
-    cr_expect_eq(eddy_feed_accept_meta(c.feed, NULL, &e, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    teardown(&c);
-}
-
-ParameterizedTestParameters(feed_blocking, a_live_failure_fails_only_its_caller) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, a_live_failure_fails_only_its_caller, .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-livefail");
-    new_feed(&c);
-    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
-    strcpy(c.md.fail_id, "bad");
-    c.md.fail_times = 1;
-    eddy_error err = {0};
-    uev e = {"bad"};
-    cr_expect_eq(eddy_feed_accept(c.feed, &e, NULL, &err), EDDY_ERR_HANDLER_FAILED);
-    cr_expect(strstr(err.detail, "the model rejects bad"), "%s", err.detail);
-    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
-    cr_expect_eq(accept_id(&c, "good"), EDDY_OK);
-    cr_expect_eq(accept_id(&c, "bad"), EDDY_OK, "redelivered: applied now");
-    teardown(&c);
-}
 
 /* A held event whose apply fails at the end of a catch-up fails only its own caller: the other
  * held events are applied in arrival order, the catch-up succeeds and the feed goes live. */

@@ -8,7 +8,10 @@
  * replay_abandoned, listeners refused during the failure steps, go-live waiting for a failed
  * catch-up, marker removals failing through their callback), a catch-up asked for from an
  * apply, and a replay that holds one page at a time and lets the loop run between pages. Each
- * test runs its own loop. */
+ * test runs its own loop.
+ *
+ * Being moved into the one table of tests/integration/test_feed.c (both front ends, both
+ * backends, through feed_driver.h); the scenarios already there are no longer here. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <ev.h>
@@ -314,64 +317,6 @@ static eddy_status w_remove(void *self, const char *id, eddy_rstore_done_fn done
 static const eddy_rcheckpoint_ops wrap_ops = {w_exists, w_save, w_remove};
 
 /* ---- tests ------------------------------------------------------------------------------- */
-
-ParameterizedTestParameters(rfeed, catch_up_replays_then_applies_held) {
-    return cr_make_param_array(int, backends, 2);
-}
-ParameterizedTest(int *b, rfeed, catch_up_replays_then_applies_held, .timeout = 60) {
-    reset_model();
-    tctx t;
-    setup(&t, *b, "rfeed-cu");
-    const char *hist[] = {"h1", "h2", "h3"};
-    append(&t, hist, 3);
-    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
-    eddy_feed_config cfg;
-    cfg_init(&cfg, "orders-cu");
-    cfg.page_size = 2;
-    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
-    uev l1 = {"l1"}, l2 = {"l2"}, dup = {"h2"}, l3 = {"l3"};
-    done_rec d1 = {0}, d2 = {0}, dd = {0}, dc = {0}, d3 = {0};
-    accept_ev(f, &l1, &d1);
-    accept_ev(f, &dup, &dd);
-    accept_ev(f, &l2, &d2);
-    run_for(&t, 100);
-    cr_expect_eq(d1.calls + dd.calls + d2.calls, 0, "held events completed before the catch-up");
-    cr_expect_eq(M.napplied, 0);
-    cr_expect_not(eddy_rfeed_ready_for_live_delivery(f));
-    catch_up(f, &dc);
-    cr_assert(run_until(&t, &dc.calls, 1, 20000), "catch-up never completed");
-    cr_expect_eq(dc.st, EDDY_OK, "%s", dc.detail);
-    run_for(&t, 50);
-    const char *want[] = {"h1", "h2", "h3", "l1", "l2"};
-    expect_applied(want, 5);
-    cr_expect_eq(M.started, 1);
-    cr_expect_eq(M.completed, 1);
-    cr_expect_eq(d1.calls, 1);
-    cr_expect_eq(d1.st, EDDY_OK);
-    cr_expect_eq(dd.calls, 1);
-    cr_expect_eq(dd.st, EDDY_OK, "the duplicate is answered OK without applying");
-    cr_expect_eq(d2.calls, 1);
-    cr_expect(d1.seq < d2.seq, "held events completed out of order");
-    cr_expect(eddy_rfeed_ready_for_live_delivery(f));
-    accept_ev(f, &l3, &d3);
-    cr_assert(run_until(&t, &d3.calls, 1, 5000));
-    cr_expect_eq(d3.st, EDDY_OK);
-    cr_expect_str_eq(M.applied[5], "l3");
-    eddy_rfeed_free(f);
-
-    /* The marker was written: a new feed with the same id skips the replay. */
-    int before = M.started;
-    f = must_feed(&t, &cfg, &ck);
-    done_rec dc2 = {0};
-    catch_up(f, &dc2);
-    cr_assert(run_until(&t, &dc2.calls, 1, 20000));
-    cr_expect_eq(dc2.st, EDDY_OK);
-    cr_expect_eq(M.started, before, "the marker did not skip the replay");
-    run_for(&t, 20);
-    cr_expect_eq(dc.calls + dc2.calls + d1.calls + d2.calls + d3.calls, 5, "exactly once");
-    eddy_rfeed_free(f);
-    teardown(&t);
-}
 
 ParameterizedTestParameters(rfeed, go_live_applies_held) {
     return cr_make_param_array(int, backends, 2);
@@ -1141,90 +1086,6 @@ ParameterizedTest(int *b, rfeed, stop_on_live_feed_does_nothing, .timeout = 60) 
     expect_applied(want, 2);
     cr_expect_eq(M.abandoned, 0);
     cr_expect_eq(dg.calls + d1.calls + d2.calls, 3, "exactly once");
-    eddy_rfeed_free(f);
-    teardown(&t);
-}
-
-/* A projection keyed by metadata refuses an event fed without metadata (EDDY_ERR_ILLEGAL_STATE,
- * through its completion, not applied); fed with its metadata it is applied. */
-ParameterizedTestParameters(rfeed, keyed_by_metadata_without_metadata_is_refused) {
-    return cr_make_param_array(int, backends, 2);
-}
-ParameterizedTest(int *b, rfeed, keyed_by_metadata_without_metadata_is_refused, .timeout = 60) {
-    reset_model();
-    tctx t;
-    setup(&t, *b, "rfeed-keyed");
-    eddy_feed_config cfg;
-    cfg_init(&cfg, "orders-keyed");
-    cfg.projection.keyed_by_metadata = true;
-    eddy_rfeed *f = must_feed(&t, &cfg, NULL);
-    done_rec dg = {0}, d1 = {0}, d2 = {0};
-    go_live(f, &dg);
-    cr_assert(run_until(&t, &dg.calls, 1, 5000));
-    cr_expect_eq(dg.st, EDDY_OK);
-    uev e = {"x1"};
-    accept_ev(f, &e, &d1);
-    cr_assert(run_until(&t, &d1.calls, 1, 5000));
-    cr_expect_eq(d1.st, EDDY_ERR_ILLEGAL_STATE, "%s", eddy_status_name(d1.st));
-    cr_expect(contains(d1.detail, "keyed by metadata"), "%s", d1.detail);
-    cr_expect_eq(M.napplied, 0, "applied without metadata");
-    cr_expect(eddy_rfeed_ready_for_live_delivery(f), "a refused event does not fail the feed");
-    eddy_event_meta m = {"order-1", 3, 0};
-    d2.inside = 1;
-    cr_assert_eq(eddy_rfeed_accept_meta(f, &m, &e, on_done_fn, &d2), EDDY_OK);
-    d2.inside = 0;
-    cr_assert(run_until(&t, &d2.calls, 1, 5000));
-    cr_expect_eq(d2.st, EDDY_OK, "%s", d2.detail);
-    const char *want[] = {"x1"};
-    expect_applied(want, 1);
-    done_rec dx = {0};
-    cr_expect_eq(eddy_rfeed_accept_meta(f, NULL, &e, on_done_fn, &dx), EDDY_ERR_INVALID_ARGUMENT);
-    run_for(&t, 20);
-    cr_expect_eq(dx.calls, 0);
-    cr_expect_eq(dg.calls + d1.calls + d2.calls, 3, "exactly once");
-    eddy_rfeed_free(f);
-    teardown(&t);
-}
-
-/* An event failing while the feed is live fails only its completion: the feed stays live and
- * applies the next one (and the failed one when it comes again). */
-ParameterizedTestParameters(rfeed, live_failure_fails_only_its_caller) {
-    return cr_make_param_array(int, backends, 2);
-}
-ParameterizedTest(int *b, rfeed, live_failure_fails_only_its_caller, .timeout = 60) {
-    reset_model();
-    tctx t;
-    setup(&t, *b, "rfeed-livefail");
-    ckwrap w = {.store = t.store};
-    eddy_rcheckpoints ck = {&wrap_ops, &w};
-    eddy_feed_config cfg;
-    cfg_init(&cfg, "orders-livefail");
-    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
-    done_rec dg = {0}, d1 = {0}, d2 = {0}, d3 = {0};
-    go_live(f, &dg);
-    cr_assert(run_until(&t, &dg.calls, 1, 5000));
-    cr_expect_eq(dg.st, EDDY_OK);
-    M.fail_on = "bad";
-    uev bad = {"bad"}, good = {"good"};
-    accept_ev(f, &bad, &d1);
-    cr_assert(run_until(&t, &d1.calls, 1, 5000));
-    cr_expect_eq(d1.st, EDDY_ERR_HANDLER_FAILED, "%s", eddy_status_name(d1.st));
-    cr_expect(contains(d1.detail, "cannot apply bad"), "%s", d1.detail);
-    cr_expect(eddy_rfeed_ready_for_live_delivery(f));
-    cr_expect_not(eddy_rfeed_refuses_permanently(f));
-    accept_ev(f, &good, &d2);
-    cr_assert(run_until(&t, &d2.calls, 1, 5000));
-    cr_expect_eq(d2.st, EDDY_OK, "%s", d2.detail);
-    M.fail_on = NULL;
-    accept_ev(f, &bad, &d3);
-    cr_assert(run_until(&t, &d3.calls, 1, 5000));
-    cr_expect_eq(d3.st, EDDY_OK, "redelivered: applied now (%s)", d3.detail);
-    run_for(&t, 50);
-    const char *want[] = {"good", "bad"};
-    expect_applied(want, 2);
-    cr_expect_eq(w.removes, 0, "the marker was deleted");
-    cr_expect_eq(M.log_errors, 0, "%s", M.log);
-    cr_expect_eq(dg.calls + d1.calls + d2.calls + d3.calls, 4, "exactly once");
     eddy_rfeed_free(f);
     teardown(&t);
 }

@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Catch-up projection feeds, one table of scenarios run on both front ends (blocking and
+ * reactive, through feed_driver.h over store_driver.h) and both backends (memory:// and the
+ * fixture's redis-server), with the real event store and its checkpoint storage: live events
+ * held until a catch-up, which replays the history and then applies them once each in order; a
+ * marker that skips the replay; a projection keyed by metadata; a live failure that fails only
+ * its caller. Calls left in flight (a listener waiting in its accept) run on a thread of their
+ * own (blocking) or wait for their completion on the loop (reactive); nothing sleeps to let
+ * something happen: the test waits on the feed's own counters.
+ *
+ * The rest of the feed scenarios are still in test_feed_blocking.c and test_rfeed.c, to be
+ * moved here the same way. */
+#include <criterion/criterion.h>
+#include <criterion/parameterized.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eddy/feed.h"
+#include "eddy_test.h"
+#include "feed_driver.h"
+#include "recorder.h"
+#include "store_driver.h"
+#include "test_backend.h"
+#include "test_codec.h"
+
+typedef struct combo {
+    int frontend; /* 0 blocking, 1 reactive */
+    int backend;  /* 0 memory, 1 redis */
+} combo;
+
+static combo combos[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}};
+
+#define FTEST(name)                                                                                \
+    ParameterizedTestParameters(feed, name) { return cr_make_param_array(combo, combos, 4); }      \
+    ParameterizedTest(combo *p, feed, name, .timeout = 60)
+
+/* The front end under test; each test runs in a process of its own. */
+static const store_driver *sd;
+static const feed_driver *fd;
+
+/* ---- the read model ---------------------------------------------------------------------- */
+
+#define MODEL_MAX 256
+
+typedef struct model {
+    pthread_mutex_t m;
+    char ids[MODEL_MAX][64];
+    bool meta[MODEL_MAX];
+    int n;
+    int started, completed, abandoned;
+    char fail_id[64];
+    int fail_times; /* -1: always */
+    int log_errors;
+    char log[512];
+} model;
+
+static model M;
+
+static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *user) {
+    (void)user;
+    uev *e = event;
+    pthread_mutex_lock(&M.m);
+    if (M.fail_id[0] && strcmp(e->id, M.fail_id) == 0 && M.fail_times != 0) {
+        if (M.fail_times > 0)
+            M.fail_times--;
+        pthread_mutex_unlock(&M.m);
+        snprintf(err->detail, sizeof(err->detail), "the model rejects %s", e->id);
+        return EDDY_ERR_HANDLER_FAILED;
+    }
+    cr_assert(M.n < MODEL_MAX);
+    snprintf(M.ids[M.n], sizeof(M.ids[0]), "%s", e->id);
+    M.meta[M.n] = meta != NULL;
+    M.n++;
+    pthread_mutex_unlock(&M.m);
+    return EDDY_OK;
+}
+
+static eddy_status m_started(eddy_error *err, void *user) {
+    (void)err, (void)user;
+    pthread_mutex_lock(&M.m);
+    M.started++;
+    pthread_mutex_unlock(&M.m);
+    return EDDY_OK;
+}
+
+static eddy_status m_completed(eddy_error *err, void *user) {
+    (void)err, (void)user;
+    pthread_mutex_lock(&M.m);
+    M.completed++;
+    pthread_mutex_unlock(&M.m);
+    return EDDY_OK;
+}
+
+static void m_abandoned(void *user) {
+    (void)user;
+    pthread_mutex_lock(&M.m);
+    M.abandoned++;
+    M.n = 0; /* a view that buffers discards what the replay gave it */
+    pthread_mutex_unlock(&M.m);
+}
+
+static void m_log(eddy_log_level level, const char *msg, void *user) {
+    (void)user;
+    eddy_test_log(level, msg, "feed");
+    if (level != EDDY_LOG_ERROR)
+        return;
+    pthread_mutex_lock(&M.m);
+    M.log_errors++;
+    snprintf(M.log, sizeof(M.log), "%s", msg);
+    pthread_mutex_unlock(&M.m);
+}
+
+/* The applied ids joined with ','. */
+static const char *applied(void) {
+    static char buf[8192];
+    buf[0] = '\0';
+    pthread_mutex_lock(&M.m);
+    for (int i = 0; i < M.n && strlen(buf) < sizeof(buf) - 80; i++) {
+        if (i)
+            strcat(buf, ",");
+        strcat(buf, M.ids[i]);
+    }
+    pthread_mutex_unlock(&M.m);
+    return buf;
+}
+
+static int count_of(const char *id) {
+    int k = 0;
+    pthread_mutex_lock(&M.m);
+    for (int i = 0; i < M.n; i++)
+        k += strcmp(M.ids[i], id) == 0;
+    pthread_mutex_unlock(&M.m);
+    return k;
+}
+
+static int model_get(const int *field) {
+    pthread_mutex_lock(&M.m);
+    int v = *field;
+    pthread_mutex_unlock(&M.m);
+    return v;
+}
+
+/* ---- context ----------------------------------------------------------------------------- */
+
+typedef struct ctx {
+    char url[128];
+    char ns[96];
+    eddy_settings s;
+    tstore *store;
+    eddy_feed_config cfg;
+    tfeed *feed;
+} ctx;
+
+static void setup(ctx *c, const combo *p, const char *prefix) {
+    memset(c, 0, sizeof(*c));
+    memset(&M, 0, sizeof(M));
+    pthread_mutex_init(&M.m, NULL);
+    M.fail_times = -1;
+    sd = p->frontend ? &reactive_store_driver : &blocking_store_driver;
+    fd = p->frontend ? &reactive_feed_driver : &blocking_feed_driver;
+    eddy_test_settings(&c->s, p->backend, prefix, c->url, sizeof(c->url), c->ns, sizeof(c->ns));
+    eddy_error err = {0};
+    cr_assert_eq(sd->open(&c->s, &c->store, &err), EDDY_OK, "%s", err.detail);
+    eddy_feed_config_init(&c->cfg);
+    c->cfg.id = "order-status";
+    c->cfg.projection.apply = m_apply;
+    c->cfg.projection.replay_started = m_started;
+    c->cfg.projection.replay_completed = m_completed;
+    c->cfg.projection.replay_abandoned = m_abandoned;
+    c->cfg.decode = uev_decode;
+    c->cfg.free_event = uev_free;
+    c->cfg.event_id = uev_id;
+    c->cfg.page_size = 3;
+    c->cfg.log = m_log;
+}
+
+static void new_feed(ctx *c) {
+    eddy_error err = {0};
+    cr_assert_eq(fd->new_feed(c->store, &c->cfg, &c->feed, &err), EDDY_OK, "%s", err.detail);
+}
+
+static void teardown(ctx *c) {
+    fd->free(c->feed);
+    sd->close(c->store);
+    pthread_mutex_destroy(&M.m);
+}
+
+static void append(ctx *c, const char *stream, const char *id) {
+    eddy_event *ev = make_event(id, "order.placed");
+    const eddy_event *evs[] = {ev};
+    eddy_error err = {0};
+    cr_assert_eq(sd->append(c->store, stream, evs, 1, NULL, NULL, &err), EDDY_OK, "%s", err.detail);
+    eddy_event_free(ev);
+}
+
+static void append_n(ctx *c, int n) {
+    char id[16];
+    for (int i = 1; i <= n; i++) {
+        snprintf(id, sizeof(id), "e%d", i);
+        append(c, i % 2 ? "order-1" : "order-2", id);
+    }
+}
+
+static bool marker(ctx *c, char *value, size_t size) {
+    eddy_checkpoints cp = sd->checkpoints(c->store);
+    bool found = false;
+    char buf[64];
+    cr_assert_eq(cp.ops->read(cp.self, "order-status", buf, sizeof(buf), &found, NULL), EDDY_OK);
+    if (value)
+        snprintf(value, size, "%s", found ? buf : "");
+    return found;
+}
+
+static eddy_feed_info info(ctx *c) {
+    eddy_feed_info i;
+    cr_assert_eq(fd->get_info(c->feed, &i), EDDY_OK);
+    return i;
+}
+
+typedef struct held_cond {
+    ctx *c;
+    size_t n;
+} held_cond;
+
+static bool held_at_least(void *user) {
+    held_cond *h = user;
+    return info(h->c).held >= h->n;
+}
+
+static void wait_held(ctx *c, size_t n) {
+    held_cond h = {c, n};
+    cr_assert(eddy_test_wait_until(held_at_least, &h, 10000), "%zu events held", n);
+}
+
+static eddy_status accept_id(ctx *c, const char *id, eddy_error *err) {
+    uev e;
+    snprintf(e.id, sizeof(e.id), "%s", id);
+    return fd->accept(c->feed, &e, err);
+}
+
+/* ---- holding until catch-up, the marker ---------------------------------------------------- */
+
+FTEST(held_until_catch_up_then_replayed_then_held) {
+    ctx c;
+    setup(&c, p, "feed-hold");
+    append_n(&c, 7);
+    new_feed(&c);
+    uev x1 = {"x1"}, dupe = {"e4"}, x2 = {"x2"};
+    eddy_event_meta meta = {"order-9", 1, 0};
+    tcall *a = fd->start(c.feed, FEED_ACCEPT, NULL, &x1);
+    wait_held(&c, 1);
+    tcall *dup = fd->start(c.feed, FEED_ACCEPT, NULL, &dupe); /* the live copy of a stored event */
+    wait_held(&c, 2);
+    tcall *b = fd->start(c.feed, FEED_ACCEPT_META, &meta, &x2);
+    wait_held(&c, 3);
+    cr_expect_not(fd->finished(a), "the listener waits in its first accept");
+    cr_expect_eq(model_get(&M.n), 0);
+    cr_expect_not(fd->ready_for_live_delivery(c.feed));
+    cr_expect_not(marker(&c, NULL, 0));
+    eddy_error err = {0};
+    cr_expect_eq(fd->catch_up(c.feed, &err), EDDY_OK, "%s", err.detail);
+    if (fd->reactive) { /* the blocking callers' threads race once released */
+        cr_expect(fd->finished_at(a) && fd->finished_at(a) < fd->finished_at(dup) &&
+                      fd->finished_at(dup) < fd->finished_at(b),
+                  "held events completed out of order");
+    }
+    cr_expect_eq(fd->join(a, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(fd->join(dup, &err), EDDY_OK, "a duplicate of a replayed event: acknowledge it");
+    cr_expect_eq(fd->join(b, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_str_eq(applied(), "e1,e2,e3,e4,e5,e6,e7,x1,x2", "held ones after, in order");
+    cr_expect(M.meta[0], "replayed with metadata");
+    cr_expect_not(M.meta[7], "x1 was fed without");
+    cr_expect(M.meta[8], "x2 was fed with");
+    cr_expect_eq(model_get(&M.started), 1);
+    cr_expect_eq(model_get(&M.completed), 1);
+    char value[64];
+    cr_expect(marker(&c, value, sizeof(value)));
+    cr_expect_str_eq(value, "7");
+    cr_expect(fd->ready_for_live_delivery(c.feed));
+    eddy_feed_info i = info(&c);
+    cr_expect_eq(i.last, EDDY_FEED_REPLAYED);
+    cr_expect_eq(i.replayed, 7);
+    cr_expect_eq(i.duplicates, 1);
+    cr_expect_eq(accept_id(&c, "x3", &err), EDDY_OK, "live: applied now (%s)", err.detail);
+    cr_expect_eq(count_of("x3"), 1);
+
+    /* The marker was written: a new feed with the same id skips the replay. */
+    fd->free(c.feed);
+    c.feed = NULL;
+    new_feed(&c);
+    cr_expect_eq(fd->catch_up(c.feed, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(model_get(&M.started), 1, "the marker did not skip the replay");
+    cr_expect_eq(info(&c).last, EDDY_FEED_SKIPPED);
+    teardown(&c);
+}
+
+FTEST(a_marker_skips_the_replay) {
+    ctx c;
+    setup(&c, p, "feed-marker");
+    append_n(&c, 4);
+    eddy_checkpoints cp = sd->checkpoints(c.store);
+    cr_assert_eq(cp.ops->save(cp.self, "order-status", "4", NULL), EDDY_OK);
+    new_feed(&c);
+    eddy_error err = {0};
+    cr_expect_eq(fd->catch_up(c.feed, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(model_get(&M.n), 0);
+    cr_expect_eq(model_get(&M.started), 0);
+    cr_expect_eq(info(&c).last, EDDY_FEED_SKIPPED);
+    cr_expect(fd->ready_for_live_delivery(c.feed));
+    teardown(&c);
+}
+
+/* ---- metadata, live failures ------------------------------------------------------------- */
+
+FTEST(keyed_by_metadata_without_metadata_is_refused) {
+    ctx c;
+    setup(&c, p, "feed-keyed");
+    c.cfg.projection.keyed_by_metadata = true;
+    new_feed(&c);
+    eddy_error err = {0};
+    cr_expect_eq(fd->go_live(c.feed, &err), EDDY_OK, "%s", err.detail);
+    uev e = {"x1"};
+    cr_expect_eq(fd->accept(c.feed, &e, &err), EDDY_ERR_ILLEGAL_STATE);
+    cr_expect(strstr(err.detail, "keyed by metadata"), "%s", err.detail);
+    cr_expect_eq(model_get(&M.n), 0, "applied without metadata");
+    cr_expect(fd->ready_for_live_delivery(c.feed), "a refused event does not fail the feed");
+    eddy_event_meta m = {"order-1", 3, 0};
+    cr_expect_eq(fd->accept_meta(c.feed, &m, &e, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_str_eq(applied(), "x1");
+    cr_expect(M.meta[0]);
+    cr_expect_eq(fd->accept_meta(c.feed, NULL, &e, &err), EDDY_ERR_INVALID_ARGUMENT);
+    teardown(&c);
+}
+
+FTEST(a_live_failure_fails_only_its_caller) {
+    ctx c;
+    setup(&c, p, "feed-livefail");
+    /* A marker of an earlier catch-up: a live failure does not touch it (only the feed's own
+     * failure deletes it). */
+    eddy_checkpoints cp = sd->checkpoints(c.store);
+    cr_assert_eq(cp.ops->save(cp.self, "order-status", "0", NULL), EDDY_OK);
+    new_feed(&c);
+    eddy_error err = {0};
+    cr_expect_eq(fd->go_live(c.feed, &err), EDDY_OK, "%s", err.detail);
+    strcpy(M.fail_id, "bad");
+    M.fail_times = 1;
+    cr_expect_eq(accept_id(&c, "bad", &err), EDDY_ERR_HANDLER_FAILED);
+    cr_expect(strstr(err.detail, "the model rejects bad"), "%s", err.detail);
+    cr_expect(fd->ready_for_live_delivery(c.feed));
+    cr_expect_not(fd->refuses_permanently(c.feed));
+    cr_expect_eq(accept_id(&c, "good", &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(accept_id(&c, "bad", &err), EDDY_OK, "redelivered: applied now (%s)", err.detail);
+    cr_expect_str_eq(applied(), "good,bad");
+    cr_expect_eq(info(&c).apply_failed, 1);
+    cr_expect_eq(model_get(&M.log_errors), 0, "%s", M.log);
+    char value[64];
+    cr_expect(marker(&c, value, sizeof(value)), "the marker was deleted");
+    cr_expect_str_eq(value, "0");
+    teardown(&c);
+}

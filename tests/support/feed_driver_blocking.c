@@ -1,0 +1,136 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The blocking feed behind the feed scenario driver: a direct mapping; a call in flight runs on
+ * a thread of its own. */
+#include <criterion/criterion.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+
+#include "eddy/feed.h"
+#include "feed_driver.h"
+
+struct tfeed {
+    eddy_feed *feed;
+    eddy_checkpoints ckpt;
+};
+
+struct tcall {
+    pthread_t t;
+    tfeed *f;
+    feed_call_kind kind;
+    const eddy_event_meta *meta;
+    void *event;
+    eddy_status st;
+    eddy_error err;
+    atomic_bool done;
+    atomic_ulong at;
+};
+
+static atomic_ulong finish_seq;
+
+static eddy_status b_new(tstore *st, const eddy_feed_config *cfg, tfeed **out, eddy_error *err) {
+    *out = NULL;
+    tfeed *f = calloc(1, sizeof(*f));
+    cr_assert(f);
+    eddy_store *store = blocking_store_driver.native(st);
+    f->ckpt = eddy_store_checkpoints(store);
+    eddy_feed_config c = *cfg;
+    if (!c.checkpoints)
+        c.checkpoints = &f->ckpt;
+    eddy_status rc = eddy_feed_new(store, &c, &f->feed, err);
+    if (rc != EDDY_OK) {
+        cr_assert_null(f->feed);
+        free(f);
+        return rc;
+    }
+    *out = f;
+    return EDDY_OK;
+}
+static void b_free(tfeed *f) {
+    if (!f)
+        return;
+    eddy_feed_free(f->feed);
+    free(f);
+}
+static eddy_status b_catch_up(tfeed *f, eddy_error *err) {
+    return eddy_feed_catch_up(f->feed, NULL, err);
+}
+static eddy_status b_go_live(tfeed *f, eddy_error *err) {
+    return eddy_feed_go_live(f->feed, NULL, err);
+}
+static void b_stop(tfeed *f) { eddy_feed_stop_catch_up(f->feed); }
+static eddy_status b_accept(tfeed *f, void *event, eddy_error *err) {
+    return eddy_feed_accept(f->feed, event, NULL, err);
+}
+static eddy_status b_accept_meta(tfeed *f, const eddy_event_meta *meta, void *event,
+                                 eddy_error *err) {
+    return eddy_feed_accept_meta(f->feed, meta, event, NULL, err);
+}
+
+static void *call_main(void *arg) {
+    tcall *c = arg;
+    switch (c->kind) {
+    case FEED_ACCEPT:
+        c->st = eddy_feed_accept(c->f->feed, c->event, NULL, &c->err);
+        break;
+    case FEED_ACCEPT_META:
+        c->st = eddy_feed_accept_meta(c->f->feed, c->meta, c->event, NULL, &c->err);
+        break;
+    case FEED_CATCH_UP:
+        c->st = eddy_feed_catch_up(c->f->feed, NULL, &c->err);
+        break;
+    case FEED_GO_LIVE:
+        c->st = eddy_feed_go_live(c->f->feed, NULL, &c->err);
+        break;
+    }
+    atomic_store(&c->at, atomic_fetch_add(&finish_seq, 1) + 1);
+    atomic_store(&c->done, true);
+    return NULL;
+}
+
+static tcall *b_start(tfeed *f, feed_call_kind kind, const eddy_event_meta *meta, void *event) {
+    tcall *c = calloc(1, sizeof(*c));
+    cr_assert(c);
+    c->f = f;
+    c->kind = kind;
+    c->meta = meta;
+    c->event = event;
+    cr_assert_eq(pthread_create(&c->t, NULL, call_main, c), 0);
+    return c;
+}
+static bool b_finished(tcall *c) { return atomic_load(&c->done); }
+static unsigned long b_finished_at(tcall *c) { return atomic_load(&c->at); }
+static eddy_status b_join(tcall *c, eddy_error *err) {
+    pthread_join(c->t, NULL);
+    eddy_status st = c->st;
+    if (err)
+        *err = c->err;
+    free(c);
+    return st;
+}
+static bool b_ready(tfeed *f) { return eddy_feed_ready_for_live_delivery(f->feed); }
+static bool b_refuses(tfeed *f) { return eddy_feed_refuses_permanently(f->feed); }
+static bool b_failure(tfeed *f, eddy_error *cause) { return eddy_feed_failure(f->feed, cause); }
+static eddy_status b_info(tfeed *f, eddy_feed_info *out) {
+    return eddy_feed_get_info(f->feed, out);
+}
+
+const feed_driver blocking_feed_driver = {
+    .name = "blocking",
+    .reactive = false,
+    .new_feed = b_new,
+    .free = b_free,
+    .catch_up = b_catch_up,
+    .go_live = b_go_live,
+    .stop_catch_up = b_stop,
+    .accept = b_accept,
+    .accept_meta = b_accept_meta,
+    .start = b_start,
+    .finished = b_finished,
+    .finished_at = b_finished_at,
+    .join = b_join,
+    .ready_for_live_delivery = b_ready,
+    .refuses_permanently = b_refuses,
+    .failure = b_failure,
+    .get_info = b_info,
+};
