@@ -3,8 +3,11 @@
  * reactive, through feed_driver.h over store_driver.h) and both backends (memory:// and the
  * fixture's redis-server), with the real event store and its checkpoint storage: live events
  * held until a catch-up, which replays the history and then applies them once each in order; a
- * marker that skips the replay; a projection keyed by metadata; a live failure that fails only
- * its caller. Calls left in flight (a listener waiting in its accept) run on a thread of their
+ * marker that skips the replay; a held event whose apply fails at the end of a catch-up, which
+ * fails only its caller; go-live waiting for a running catch-up, with its outcome; a projection
+ * keyed by metadata; a live failure that fails only its caller. A catch-up that must be caught
+ * running is held at its first step by a checkpoint storage whose answer the test releases
+ * (domain_driver.h's gate). Calls left in flight (a listener waiting in its accept) run on a thread of their
  * own (blocking) or wait for their completion on the loop (reactive); nothing sleeps to let
  * something happen: the test waits on the feed's own counters.
  *
@@ -17,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "domain_driver.h"
 #include "eddy/feed.h"
 #include "eddy_test.h"
 #include "feed_driver.h"
@@ -39,6 +43,7 @@ static combo combos[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}};
 /* The front end under test; each test runs in a process of its own. */
 static const store_driver *sd;
 static const feed_driver *fd;
+static const domain_driver *dd; /* for its checkpoint gate */
 
 /* ---- the read model ---------------------------------------------------------------------- */
 
@@ -151,6 +156,7 @@ typedef struct ctx {
     tstore *store;
     eddy_feed_config cfg;
     tfeed *feed;
+    tgate *gate; /* new_gated_feed's */
 } ctx;
 
 static void setup(ctx *c, const combo *p, const char *prefix) {
@@ -160,6 +166,7 @@ static void setup(ctx *c, const combo *p, const char *prefix) {
     M.fail_times = -1;
     sd = p->frontend ? &reactive_store_driver : &blocking_store_driver;
     fd = p->frontend ? &reactive_feed_driver : &blocking_feed_driver;
+    dd = p->frontend ? &reactive_domain_driver : &blocking_domain_driver;
     eddy_test_settings(&c->s, p->backend, prefix, c->url, sizeof(c->url), c->ns, sizeof(c->ns));
     eddy_error err = {0};
     cr_assert_eq(sd->open(&c->s, &c->store, &err), EDDY_OK, "%s", err.detail);
@@ -181,8 +188,25 @@ static void new_feed(ctx *c) {
     cr_assert_eq(fd->new_feed(c->store, &c->cfg, &c->feed, &err), EDDY_OK, "%s", err.detail);
 }
 
+/* A feed whose catch-up can be held at its first step (exists) or last (save). */
+static void new_gated_feed(ctx *c, bool hold_exists, bool hold_save) {
+    c->gate = dd->gate_new(c->store);
+    dd->gate_hold(c->gate, hold_exists, hold_save);
+    eddy_error err = {0};
+    cr_assert_eq(fd->new_gated_feed(c->store, &c->cfg, c->gate, &c->feed, &err), EDDY_OK, "%s",
+                 err.detail);
+}
+
+static bool gate_held(void *user) { return dd->gate_held(user); }
+
+static void wait_gate(ctx *c) {
+    cr_assert(eddy_test_wait_until(gate_held, c->gate, 20000),
+              "the catch-up never reached the gate");
+}
+
 static void teardown(ctx *c) {
     fd->free(c->feed);
+    dd->gate_free(c->gate);
     sd->close(c->store);
     pthread_mutex_destroy(&M.m);
 }
@@ -233,6 +257,8 @@ static void wait_held(ctx *c, size_t n) {
     held_cond h = {c, n};
     cr_assert(eddy_test_wait_until(held_at_least, &h, 10000), "%zu events held", n);
 }
+
+static bool one_waiting(void *user) { return info(user).waiting >= 1; }
 
 static eddy_status accept_id(ctx *c, const char *id, eddy_error *err) {
     uev e;
@@ -358,5 +384,105 @@ FTEST(a_live_failure_fails_only_its_caller) {
     char value[64];
     cr_expect(marker(&c, value, sizeof(value)), "the marker was deleted");
     cr_expect_str_eq(value, "0");
+    teardown(&c);
+}
+
+FTEST(a_held_failure_at_the_end_of_a_catch_up_fails_only_its_caller) {
+    ctx c;
+    setup(&c, p, "feed-heldfail");
+    append_n(&c, 4);
+    new_feed(&c);
+    strcpy(M.fail_id, "bad");
+    M.fail_times = 1;
+    uev x1 = {"x1"}, bad = {"bad"}, x2 = {"x2"};
+    eddy_event_meta meta = {"order-9", 1, 0};
+    tcall *a = fd->start(c.feed, FEED_ACCEPT, NULL, &x1);
+    wait_held(&c, 1);
+    tcall *b = fd->start(c.feed, FEED_ACCEPT, NULL, &bad);
+    wait_held(&c, 2);
+    tcall *d = fd->start(c.feed, FEED_ACCEPT_META, &meta, &x2);
+    wait_held(&c, 3);
+    eddy_error err = {0};
+    cr_expect_eq(fd->catch_up(c.feed, &err), EDDY_OK, "%s", err.detail);
+    if (fd->reactive) { /* the blocking callers' threads race once released */
+        cr_expect(fd->finished_at(a) && fd->finished_at(a) < fd->finished_at(b) &&
+                      fd->finished_at(b) < fd->finished_at(d),
+                  "held events completed out of order");
+    }
+    cr_expect_eq(fd->join(a, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(fd->join(b, &err), EDDY_ERR_HANDLER_FAILED);
+    cr_expect(strstr(err.detail, "the model rejects bad"), "%s", err.detail);
+    cr_expect_eq(fd->join(d, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_str_eq(applied(), "e1,e2,e3,e4,x1,x2");
+    cr_expect_eq(model_get(&M.started), 1);
+    cr_expect_eq(model_get(&M.completed), 1);
+    cr_expect_eq(model_get(&M.abandoned), 0, "the replay's work was abandoned");
+    cr_expect(marker(&c, NULL, 0), "the catch-up succeeded: its marker is written");
+    eddy_feed_info i = info(&c);
+    cr_expect(i.live);
+    cr_expect_not(i.failed);
+    cr_expect_eq(i.held, 0);
+    cr_expect_eq(i.last, EDDY_FEED_REPLAYED);
+    cr_expect_not(fd->refuses_permanently(c.feed));
+    cr_expect_not(fd->failure(c.feed, NULL));
+    cr_expect(fd->ready_for_live_delivery(c.feed));
+    /* live afterwards: a later event is applied, and the failed one when it comes again */
+    cr_expect_eq(accept_id(&c, "x3", &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(accept_id(&c, "bad", &err), EDDY_OK, "redelivered: applied now (%s)", err.detail);
+    cr_expect_str_eq(applied(), "e1,e2,e3,e4,x1,x2,x3,bad");
+    cr_expect_eq(model_get(&M.log_errors), 0, "%s", M.log);
+    /* The marker was kept: a new feed with the same id skips the replay. */
+    fd->free(c.feed);
+    c.feed = NULL;
+    new_feed(&c);
+    cr_expect_eq(fd->catch_up(c.feed, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(model_get(&M.started), 1, "the marker did not skip the replay");
+    teardown(&c);
+}
+
+/* ---- go-live while a catch-up runs ---------------------------------------------------- */
+
+FTEST(go_live_waits_for_a_catch_up_and_carries_its_failure) {
+    ctx c;
+    setup(&c, p, "feed-golive-fail");
+    append_n(&c, 5);
+    new_gated_feed(&c, true, false);
+    strcpy(M.fail_id, "e4");
+    tcall *cu = fd->start(c.feed, FEED_CATCH_UP, NULL, NULL);
+    wait_gate(&c);
+    tcall *gl = fd->start(c.feed, FEED_GO_LIVE, NULL, NULL);
+    cr_assert(eddy_test_wait_until(one_waiting, &c, 10000));
+    cr_expect_not(fd->finished(gl), "go-live waits for the catch-up");
+    dd->gate_open(c.gate);
+    eddy_error err = {0};
+    cr_expect_eq(fd->join(cu, &err), EDDY_ERR_HANDLER_FAILED);
+    cr_expect(strstr(err.detail, "the model rejects e4"), "%s", err.detail);
+    cr_expect_eq(fd->join(gl, &err), EDDY_ERR_ILLEGAL_STATE);
+    cr_expect(strstr(err.detail, "cause: EDDY_ERR_HANDLER_FAILED"), "%s", err.detail);
+    cr_expect(strstr(err.detail, "the model rejects e4"), "go-live names the failure: %s",
+              err.detail);
+    eddy_error cause = {0};
+    cr_expect(fd->failure(c.feed, &cause));
+    cr_expect_eq(cause.status, EDDY_ERR_HANDLER_FAILED);
+    cr_expect_not(fd->ready_for_live_delivery(c.feed));
+    teardown(&c);
+}
+
+FTEST(go_live_waits_for_a_catch_up_that_succeeds) {
+    ctx c;
+    setup(&c, p, "feed-golive-ok");
+    append_n(&c, 5);
+    new_gated_feed(&c, true, false);
+    tcall *cu = fd->start(c.feed, FEED_CATCH_UP, NULL, NULL);
+    wait_gate(&c);
+    tcall *gl = fd->start(c.feed, FEED_GO_LIVE, NULL, NULL);
+    cr_assert(eddy_test_wait_until(one_waiting, &c, 10000));
+    cr_expect_not(fd->finished(gl), "go-live waits for the catch-up");
+    dd->gate_open(c.gate);
+    eddy_error err = {0};
+    cr_expect_eq(fd->join(cu, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(fd->join(gl, &err), EDDY_OK, "%s", err.detail);
+    cr_expect(marker(&c, NULL, 0), "still a real catch-up");
+    cr_expect_str_eq(applied(), "e1,e2,e3,e4,e5");
     teardown(&c);
 }

@@ -468,58 +468,6 @@ ParameterizedTest(backend *p, feed_blocking, stop_from_the_projection_on_a_live_
     teardown(&c);
 }
 
-/* ---- go-live while a catch-up runs ---------------------------------------------------- */
-
-ParameterizedTestParameters(feed_blocking, go_live_waits_for_a_catch_up_and_carries_its_failure) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, go_live_waits_for_a_catch_up_and_carries_its_failure,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-golive-fail");
-    append_n(&c, 5);
-    new_feed(&c);
-    strcpy(c.md.gate_id, "e2");
-    strcpy(c.md.fail_id, "e4");
-    caller cu, gl;
-    call_async(&cu, c.feed, 2, NULL);
-    wait_at_gate(&c.md);
-    call_async(&gl, c.feed, 3, NULL);
-    cr_assert(eddy_test_wait_until(one_waiting, &c, 10000));
-    cr_expect_not(atomic_load(&gl.done), "go-live waits for the replay");
-    open_gate(&c.md);
-    cr_expect_eq(join(&cu), EDDY_ERR_HANDLER_FAILED);
-    cr_expect(strstr(cu.err.detail, "the model rejects e4"), "%s", cu.err.detail);
-    cr_expect_eq(join(&gl), EDDY_ERR_ILLEGAL_STATE);
-    cr_expect(strstr(gl.err.detail, "cause: EDDY_ERR_HANDLER_FAILED"), "%s", gl.err.detail);
-    eddy_error cause;
-    cr_expect(eddy_feed_failure(c.feed, &cause));
-    cr_expect_eq(cause.status, EDDY_ERR_HANDLER_FAILED);
-    teardown(&c);
-}
-
-ParameterizedTestParameters(feed_blocking, go_live_waits_for_a_catch_up_that_succeeds) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, go_live_waits_for_a_catch_up_that_succeeds,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-golive-ok");
-    append_n(&c, 5);
-    new_feed(&c);
-    strcpy(c.md.gate_id, "e2");
-    caller cu, gl;
-    call_async(&cu, c.feed, 2, NULL);
-    wait_at_gate(&c.md);
-    call_async(&gl, c.feed, 3, NULL);
-    cr_assert(eddy_test_wait_until(one_waiting, &c, 10000));
-    open_gate(&c.md);
-    cr_expect_eq(join(&cu), EDDY_OK);
-    cr_expect_eq(join(&gl), EDDY_OK);
-    cr_expect(marker_exists(&c), "still a real catch-up");
-    teardown(&c);
-}
-
 /* ---- calls from the projection's own callbacks --------------------------------------------- */
 
 typedef struct own_call {
@@ -580,52 +528,6 @@ ParameterizedTest(backend *p, feed_blocking, a_catch_up_asked_for_from_a_live_ap
 }
 
 /* ---- metadata, live failures ------------------------------------------------------------- */
-
-/* A held event whose apply fails at the end of a catch-up fails only its own caller: the other
- * held events are applied in arrival order, the catch-up succeeds and the feed goes live. */
-ParameterizedTestParameters(feed_blocking,
-                            a_held_failure_at_the_end_of_a_catch_up_fails_only_its_caller) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking,
-                  a_held_failure_at_the_end_of_a_catch_up_fails_only_its_caller, .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-heldfail");
-    append_n(&c, 4);
-    new_feed(&c);
-    strcpy(c.md.fail_id, "bad");
-    c.md.fail_times = 1;
-    caller a, bad, b;
-    call_async(&a, c.feed, 0, "x1");
-    wait_held(&c, 1);
-    call_async(&bad, c.feed, 0, "bad");
-    wait_held(&c, 2);
-    call_async(&b, c.feed, 1, "x2");
-    wait_held(&c, 3);
-    eddy_error err = {0};
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, &err), EDDY_OK, "%s", err.detail);
-    cr_expect_eq(join(&a), EDDY_OK, "%s", a.err.detail);
-    cr_expect_eq(join(&bad), EDDY_ERR_HANDLER_FAILED, "%s", eddy_status_name(bad.st));
-    cr_expect(strstr(bad.err.detail, "the model rejects bad"), "%s", bad.err.detail);
-    cr_expect_eq(join(&b), EDDY_OK, "%s", b.err.detail);
-    cr_expect_str_eq(applied(&c.md), "e1,e2,e3,e4,x1,x2");
-    cr_expect_eq(c.md.started, 1);
-    cr_expect_eq(c.md.completed, 1);
-    cr_expect_eq(c.md.abandoned, 0);
-    cr_expect(marker_exists(&c), "the catch-up succeeded: its marker is written");
-    eddy_feed_info i = info(&c);
-    cr_expect(i.live);
-    cr_expect_not(i.failed);
-    cr_expect_eq(i.held, 0);
-    cr_expect_eq(i.last, EDDY_FEED_REPLAYED);
-    cr_expect_not(eddy_feed_refuses_permanently(c.feed));
-    cr_expect_not(eddy_feed_failure(c.feed, NULL));
-    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
-    cr_expect_eq(accept_id(&c, "x3"), EDDY_OK, "live afterwards");
-    cr_expect_eq(accept_id(&c, "bad"), EDDY_OK, "redelivered: applied now");
-    cr_expect_str_eq(applied(&c.md), "e1,e2,e3,e4,x1,x2,x3,bad");
-    teardown(&c);
-}
 
 /* ---- blocking failure rules -------------------------------------------------------------- */
 

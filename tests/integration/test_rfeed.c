@@ -824,39 +824,6 @@ ParameterizedTest(int *b, rfeed, listener_refused_during_failure_steps, .timeout
     teardown(&t);
 }
 
-/* go_live waiting for a catch-up that fails errors with EDDY_ERR_ILLEGAL_STATE naming it. */
-ParameterizedTestParameters(rfeed, go_live_waiting_for_failed_catch_up) {
-    return cr_make_param_array(int, backends, 2);
-}
-ParameterizedTest(int *b, rfeed, go_live_waiting_for_failed_catch_up, .timeout = 60) {
-    reset_model();
-    tctx t;
-    setup(&t, *b, "rfeed-glfail");
-    const char *hist[] = {"h1", "h2"};
-    append(&t, hist, 2);
-    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
-    eddy_feed_config cfg;
-    cfg_init(&cfg, "orders-glfail");
-    cfg.page_size = 1;
-    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
-    M.fail_on = "h2";
-    done_rec dc = {0}, dg = {0};
-    catch_up(f, &dc);
-    go_live(f, &dg);
-    cr_assert(run_until(&t, &dg.calls, 1, 20000), "go-live never completed");
-    cr_assert(run_until(&t, &dc.calls, 1, 5000));
-    cr_expect_eq(dc.st, EDDY_ERR_HANDLER_FAILED);
-    cr_expect_eq(dg.st, EDDY_ERR_ILLEGAL_STATE, "go-live: %s", eddy_status_name(dg.st));
-    cr_expect(contains(dg.detail, "cannot apply h2"), "go-live does not name the failure: %s",
-              dg.detail);
-    cr_expect_not(eddy_rfeed_ready_for_live_delivery(f));
-    run_for(&t, 20);
-    cr_expect_eq(dc.calls, 1);
-    cr_expect_eq(dg.calls, 1);
-    eddy_rfeed_free(f);
-    teardown(&t);
-}
-
 /* eddy_rfeed_free from inside the feed's own callbacks. */
 static void on_done_free(eddy_status st, const eddy_error *err, void *user) {
     on_done_fn(st, err, user);
@@ -1086,87 +1053,6 @@ ParameterizedTest(int *b, rfeed, stop_on_live_feed_does_nothing, .timeout = 60) 
     expect_applied(want, 2);
     cr_expect_eq(M.abandoned, 0);
     cr_expect_eq(dg.calls + d1.calls + d2.calls, 3, "exactly once");
-    eddy_rfeed_free(f);
-    teardown(&t);
-}
-
-/* A listener's held event whose apply fails at the end of a catch-up fails only its completion:
- * the other held events are applied in arrival order, the catch-up succeeds, the marker is
- * written and kept, and the feed goes live. (Only an event nothing waits for fails the feed.) */
-ParameterizedTestParameters(rfeed, held_failure_at_the_end_of_a_catch_up_fails_only_its_caller) {
-    return cr_make_param_array(int, backends, 2);
-}
-ParameterizedTest(int *b, rfeed, held_failure_at_the_end_of_a_catch_up_fails_only_its_caller,
-                  .timeout = 60) {
-    reset_model();
-    tctx t;
-    setup(&t, *b, "rfeed-heldfail");
-    const char *hist[] = {"h1", "h2", "h3"};
-    append(&t, hist, 3);
-    ckwrap w = {.store = t.store};
-    eddy_rcheckpoints ck = {&wrap_ops, &w};
-    eddy_feed_config cfg;
-    cfg_init(&cfg, "orders-heldfail");
-    cfg.page_size = 2;
-    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
-    M.fail_on = "bad";
-    uev l1 = {"l1"}, bad = {"bad"}, l2 = {"l2"}, l3 = {"l3"};
-    done_rec d1 = {0}, dbad = {0}, d2 = {0}, dc = {0}, d3 = {0}, dbad2 = {0};
-    accept_ev(f, &l1, &d1);
-    accept_ev(f, &bad, &dbad);
-    accept_ev(f, &l2, &d2);
-    eddy_feed_info i;
-    cr_assert_eq(eddy_rfeed_get_info(f, &i), EDDY_OK);
-    cr_expect_eq(i.held, 3);
-    catch_up(f, &dc);
-    cr_assert(run_until(&t, &dc.calls, 1, 20000), "catch-up never completed");
-    cr_expect_eq(dc.st, EDDY_OK, "the catch-up failed: %s", dc.detail);
-    cr_assert(run_until(&t, &d2.calls, 1, 5000));
-    cr_assert(run_until(&t, &dbad.calls, 1, 5000));
-    cr_assert(run_until(&t, &d1.calls, 1, 5000));
-    cr_expect_eq(d1.st, EDDY_OK, "%s", d1.detail);
-    cr_expect_eq(dbad.st, EDDY_ERR_HANDLER_FAILED, "%s: %s", eddy_status_name(dbad.st),
-                 dbad.detail);
-    cr_expect(contains(dbad.detail, "cannot apply bad"), "%s", dbad.detail);
-    cr_expect_eq(d2.st, EDDY_OK, "%s", d2.detail);
-    cr_expect(d1.seq < dbad.seq && dbad.seq < d2.seq, "held events completed out of order");
-    const char *want[] = {"h1", "h2", "h3", "l1", "l2"};
-    expect_applied(want, 5);
-    cr_expect_eq(M.started, 1);
-    cr_expect_eq(M.completed, 1);
-    cr_expect_eq(M.abandoned, 0, "the replay's work was abandoned");
-    cr_expect_not(eddy_rfeed_refuses_permanently(f));
-    cr_expect_not(eddy_rfeed_failure(f, NULL));
-    cr_expect(eddy_rfeed_ready_for_live_delivery(f));
-    cr_assert_eq(eddy_rfeed_get_info(f, &i), EDDY_OK);
-    cr_expect(i.live);
-    cr_expect_not(i.failed);
-    cr_expect_eq(i.held, 0);
-    cr_expect_eq(i.last, EDDY_FEED_REPLAYED);
-    /* live afterwards: a later event is applied, and the failed one when it comes again */
-    accept_ev(f, &l3, &d3);
-    cr_assert(run_until(&t, &d3.calls, 1, 5000));
-    cr_expect_eq(d3.st, EDDY_OK, "%s", d3.detail);
-    M.fail_on = NULL;
-    accept_ev(f, &bad, &dbad2);
-    cr_assert(run_until(&t, &dbad2.calls, 1, 5000));
-    cr_expect_eq(dbad2.st, EDDY_OK, "redelivered: applied now (%s)", dbad2.detail);
-    run_for(&t, 50);
-    const char *want2[] = {"h1", "h2", "h3", "l1", "l2", "l3", "bad"};
-    expect_applied(want2, 7);
-    cr_expect_eq(w.removes, 0, "the marker was deleted");
-    cr_expect_eq(M.log_errors, 0, "%s", M.log);
-    cr_expect_eq(dc.calls + d1.calls + dbad.calls + d2.calls + d3.calls + dbad2.calls, 6,
-                 "exactly once");
-    eddy_rfeed_free(f);
-
-    /* The marker was written: a new feed with the same id skips the replay. */
-    f = must_feed(&t, &cfg, &ck);
-    done_rec dc2 = {0};
-    catch_up(f, &dc2);
-    cr_assert(run_until(&t, &dc2.calls, 1, 20000));
-    cr_expect_eq(dc2.st, EDDY_OK, "%s", dc2.detail);
-    cr_expect_eq(M.started, 1, "the marker did not skip the replay");
     eddy_rfeed_free(f);
     teardown(&t);
 }

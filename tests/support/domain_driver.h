@@ -77,6 +77,9 @@ typedef struct domain_driver {
     bool (*gate_held)(tgate *g);
     /* Lets the held operation (and any later one) through. */
     void (*gate_open)(tgate *g);
+    /* The gate's checkpoint storage, for feeds built elsewhere (feed_driver.h): a
+     * const eddy_checkpoints * (blocking) or const eddy_rcheckpoints * (reactive). */
+    const void *(*gate_checkpoints)(tgate *g);
     /* The front end's own feed (eddy_domain_feed * or eddy_rdomain_feed *). */
     void *(*native)(tdomain *f);
     /* The refusals of the front end's own calling shape (NULL callbacks, a blocking

@@ -123,6 +123,8 @@ static eddy_status b_new_gated(tstore *st, const eddy_feed_config *cfg, tgate *g
     return b_new(st, &c, out, err);
 }
 
+static const void *b_gate_checkpoints(tgate *g) { return &g->self; }
+
 static void *b_native(tdomain *d) { return d->feed; }
 
 static void b_free(tdomain *d) {
@@ -211,6 +213,7 @@ const domain_driver blocking_domain_driver = {
     .gate_hold = b_gate_hold,
     .gate_held = b_gate_held,
     .gate_open = b_gate_open,
+    .gate_checkpoints = b_gate_checkpoints,
     .native = b_native,
     .shape_refusals = b_shape_refusals,
 };

@@ -22,6 +22,7 @@ struct tdomain {
 };
 
 struct tgate {
+    eddy_rcheckpoints self;
     rloop *l;
     eddy_rstore *store;
     bool hold_exists, hold_save; /* loop thread only, as everything here */
@@ -420,6 +421,7 @@ static tgate *r_gate_new(tstore *st) {
     cr_assert(g);
     g->l = reactive_store_driver.loop(st);
     g->store = reactive_store_driver.native(st);
+    g->self = (eddy_rcheckpoints){&gate_ops, g};
     return g;
 }
 static void r_gate_free(tgate *g) { free(g); }
@@ -467,6 +469,8 @@ static void r_gate_open(tgate *g) {
     gate_arg a = {.g = g};
     rloop_run(g->l, open_on_loop, &a);
 }
+
+static const void *r_gate_checkpoints(tgate *g) { return &g->self; }
 
 static void *r_native(tdomain *d) { return d->feed; }
 
@@ -542,6 +546,7 @@ const domain_driver reactive_domain_driver = {
     .gate_hold = r_gate_hold,
     .gate_held = r_gate_held,
     .gate_open = r_gate_open,
+    .gate_checkpoints = r_gate_checkpoints,
     .native = r_native,
     .shape_refusals = r_shape_refusals,
 };

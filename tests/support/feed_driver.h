@@ -10,6 +10,7 @@
 #ifndef EDDY_TEST_FEED_DRIVER_H
 #define EDDY_TEST_FEED_DRIVER_H
 
+#include "domain_driver.h"
 #include "eddy/feed.h"
 #include "store_driver.h"
 
@@ -29,6 +30,10 @@ typedef struct feed_driver {
     /* A feed over st with the store's own checkpoint storage (blocking: set when cfg leaves
      * cfg->checkpoints NULL; reactive: cfg as it is, the store's checkpoints beside it). */
     eddy_status (*new_feed)(tstore *st, const eddy_feed_config *cfg, tfeed **out, eddy_error *err);
+    /* A feed whose checkpoints go through g (domain_driver.h's gate; it must outlive the
+     * feed): its catch-up can be held at its first or last step. */
+    eddy_status (*new_gated_feed)(tstore *st, const eddy_feed_config *cfg, tgate *g, tfeed **out,
+                                  eddy_error *err);
     void (*free)(tfeed *f);
     eddy_status (*catch_up)(tfeed *f, eddy_error *err);
     eddy_status (*go_live)(tfeed *f, eddy_error *err);

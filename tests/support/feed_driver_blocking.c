@@ -46,6 +46,12 @@ static eddy_status b_new(tstore *st, const eddy_feed_config *cfg, tfeed **out, e
     *out = f;
     return EDDY_OK;
 }
+static eddy_status b_new_gated(tstore *st, const eddy_feed_config *cfg, tgate *g, tfeed **out,
+                               eddy_error *err) {
+    eddy_feed_config c = *cfg;
+    c.checkpoints = (eddy_checkpoints *)blocking_domain_driver.gate_checkpoints(g);
+    return b_new(st, &c, out, err);
+}
 static void b_free(tfeed *f) {
     if (!f)
         return;
@@ -119,6 +125,7 @@ const feed_driver blocking_feed_driver = {
     .name = "blocking",
     .reactive = false,
     .new_feed = b_new,
+    .new_gated_feed = b_new_gated,
     .free = b_free,
     .catch_up = b_catch_up,
     .go_live = b_go_live,

@@ -77,6 +77,24 @@ static eddy_status r_new(tstore *st, const eddy_feed_config *cfg, tfeed **out, e
     return EDDY_OK;
 }
 
+static eddy_status r_new_gated(tstore *st, const eddy_feed_config *cfg, tgate *g, tfeed **out,
+                               eddy_error *err) {
+    *out = NULL;
+    tfeed *f = calloc(1, sizeof(*f));
+    cr_assert(f);
+    f->l = reactive_store_driver.loop(st);
+    f->store = reactive_store_driver.native(st);
+    f->ckpt = *(const eddy_rcheckpoints *)reactive_domain_driver.gate_checkpoints(g);
+    fop o = {.f = f, .cfg = cfg, .err = err};
+    eddy_status rc = rloop_call(f->l, &o.op, start_new);
+    if (rc != EDDY_OK) {
+        free(f);
+        return rc;
+    }
+    *out = f;
+    return EDDY_OK;
+}
+
 static void start_free(rloop_op *op) {
     fop *o = (fop *)op;
     eddy_rfeed_free(o->f->feed);
@@ -294,6 +312,7 @@ const feed_driver reactive_feed_driver = {
     .name = "reactive",
     .reactive = true,
     .new_feed = r_new,
+    .new_gated_feed = r_new_gated,
     .free = r_free,
     .catch_up = r_catch_up,
     .go_live = r_go_live,
