@@ -3,7 +3,8 @@
  * reactive, through feed_driver.h over store_driver.h) and both backends (memory:// and the
  * fixture's redis-server), with the real event store and its checkpoint storage: live events
  * held until a catch-up, which replays the history and then applies them once each in order; a
- * marker that skips the replay; a held event whose apply fails at the end of a catch-up, which
+ * marker that skips the replay; go-live, which writes no marker, and a later catch-up under
+ * waiting live events; freeing a feed with callers waiting; a held event whose apply fails at the end of a catch-up, which
  * fails only its caller; go-live waiting for a running catch-up, with its outcome; a projection
  * keyed by metadata; a live failure that fails only its caller. A catch-up that must be caught
  * running is held at its first step by a checkpoint storage whose answer the test releases
@@ -59,6 +60,10 @@ typedef struct model {
     int fail_times; /* -1: always */
     int log_errors;
     char log[512];
+    /* The projection frees its own feed: in the apply of free_on, or in replay_started. */
+    tfeed *feed;
+    char free_on[64];
+    bool started_frees;
 } model;
 
 static model M;
@@ -78,7 +83,12 @@ static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error 
     snprintf(M.ids[M.n], sizeof(M.ids[0]), "%s", e->id);
     M.meta[M.n] = meta != NULL;
     M.n++;
+    bool free_now = M.free_on[0] && strcmp(e->id, M.free_on) == 0;
+    if (free_now)
+        M.free_on[0] = '\0';
     pthread_mutex_unlock(&M.m);
+    if (free_now)
+        fd->free_from_projection(M.feed);
     return EDDY_OK;
 }
 
@@ -86,7 +96,11 @@ static eddy_status m_started(eddy_error *err, void *user) {
     (void)err, (void)user;
     pthread_mutex_lock(&M.m);
     M.started++;
+    bool free_now = M.started_frees;
+    M.started_frees = false;
     pthread_mutex_unlock(&M.m);
+    if (free_now)
+        fd->free_from_projection(M.feed);
     return EDDY_OK;
 }
 
@@ -484,5 +498,104 @@ FTEST(go_live_waits_for_a_catch_up_that_succeeds) {
     cr_expect_eq(fd->join(gl, &err), EDDY_OK, "%s", err.detail);
     cr_expect(marker(&c, NULL, 0), "still a real catch-up");
     cr_expect_str_eq(applied(), "e1,e2,e3,e4,e5");
+    teardown(&c);
+}
+
+FTEST(held_until_go_live_which_writes_no_marker) {
+    ctx c;
+    setup(&c, p, "feed-golive");
+    append_n(&c, 4);
+    new_gated_feed(&c, false, false);
+    uev x1 = {"x1"}, x2 = {"x2"};
+    tcall *a = fd->start(c.feed, FEED_ACCEPT, NULL, &x1);
+    wait_held(&c, 1);
+    eddy_error err = {0};
+    cr_expect_eq(fd->go_live(c.feed, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(fd->join(a, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_str_eq(applied(), "x1", "no replay");
+    cr_expect_eq(model_get(&M.started), 0, "go-live replayed");
+    cr_expect_not(marker(&c, NULL, 0));
+    cr_expect(fd->ready_for_live_delivery(c.feed));
+    /* A later real catch-up replays the whole history while live events wait. */
+    dd->gate_hold(c.gate, true, false);
+    tcall *cu = fd->start(c.feed, FEED_CATCH_UP, NULL, NULL);
+    wait_gate(&c);
+    tcall *live = fd->start(c.feed, FEED_ACCEPT, NULL, &x2);
+    wait_held(&c, 1);
+    dd->gate_open(c.gate);
+    cr_expect_eq(fd->join(cu, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(fd->join(live, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_str_eq(applied(), "x1,e1,e2,e3,e4,x2");
+    cr_expect_eq(model_get(&M.started), 1);
+    cr_expect_eq(model_get(&M.completed), 1);
+    cr_expect(marker(&c, NULL, 0));
+    cr_expect(fd->ready_for_live_delivery(c.feed));
+    teardown(&c);
+}
+
+/* ---- freeing ------------------------------------------------------------------------------- */
+
+static void *free_main(void *arg) {
+    fd->free(arg);
+    return NULL;
+}
+
+/* Freeing answers every waiting caller with EDDY_ERR_CLOSED: the held event, the catch-up (held
+ * at its first step) and the go-live waiting for it. Blocking: at once, then the free waits for
+ * the replay's thread, which goes on once the gate opens; reactive: inside the free, the feed's
+ * memory kept until the checkpoint operation in flight returned. Then the same from the
+ * projection's own callbacks: in an apply during the replay, and in replay_started. */
+FTEST(freeing_answers_waiting_callers_with_closed) {
+    ctx c;
+    setup(&c, p, "feed-free");
+    append_n(&c, 4);
+    new_gated_feed(&c, true, false);
+    uev x1 = {"x1"};
+    tcall *a = fd->start(c.feed, FEED_ACCEPT, NULL, &x1);
+    wait_held(&c, 1);
+    tcall *cu = fd->start(c.feed, FEED_CATCH_UP, NULL, NULL);
+    wait_gate(&c);
+    tcall *gl = fd->start(c.feed, FEED_GO_LIVE, NULL, NULL);
+    cr_assert(eddy_test_wait_until(one_waiting, &c, 10000));
+    pthread_t freer;
+    cr_assert_eq(pthread_create(&freer, NULL, free_main, c.feed), 0);
+    c.feed = NULL;
+    eddy_error err = {0};
+    cr_expect_eq(fd->join(a, &err), EDDY_ERR_CLOSED, "%s", eddy_status_name(err.status));
+    dd->gate_open(c.gate);
+    pthread_join(freer, NULL);
+    cr_expect_eq(fd->join(cu, &err), EDDY_ERR_CLOSED);
+    cr_expect_eq(fd->join(gl, &err), EDDY_ERR_CLOSED);
+    cr_expect_not(marker(&c, NULL, 0));
+    cr_expect_eq(count_of("x1"), 0);
+    fd->free(NULL);
+
+    for (int where = 0; where < 2; where++) {
+        pthread_mutex_lock(&M.m);
+        M.n = 0;
+        if (where == 0)
+            strcpy(M.free_on, "e2");
+        else
+            M.started_frees = true;
+        pthread_mutex_unlock(&M.m);
+        dd->gate_free(c.gate);
+        new_gated_feed(&c, true, false);
+        M.feed = c.feed;
+        a = fd->start(c.feed, FEED_ACCEPT, NULL, &x1);
+        wait_held(&c, 1);
+        cu = fd->start(c.feed, FEED_CATCH_UP, NULL, NULL);
+        wait_gate(&c);
+        gl = fd->start(c.feed, FEED_GO_LIVE, NULL, NULL);
+        cr_assert(eddy_test_wait_until(one_waiting, &c, 10000));
+        dd->gate_open(c.gate);
+        cr_expect_eq(fd->join(cu, &err), EDDY_ERR_CLOSED, "catch-up (%d): %s", where,
+                     eddy_status_name(err.status));
+        cr_expect_eq(fd->join(gl, &err), EDDY_ERR_CLOSED, "go-live (%d)", where);
+        cr_expect_eq(fd->join(a, &err), EDDY_ERR_CLOSED, "held event (%d)", where);
+        cr_expect_leq(model_get(&M.n), where == 0 ? 2 : 0, "applied after the free: %d", M.n);
+        cr_expect_eq(count_of("x1"), 0);
+        fd->free(c.feed); /* freed by the projection: releases the handle */
+        c.feed = NULL;
+    }
     teardown(&c);
 }

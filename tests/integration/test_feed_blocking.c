@@ -365,38 +365,6 @@ static eddy_status accept_id(ctx *c, const char *id) {
 
 /* ---- holding until catch-up or go-live -------------------------------------------------- */
 
-ParameterizedTestParameters(feed_blocking, held_until_go_live_which_writes_no_marker) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, held_until_go_live_which_writes_no_marker,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-golive");
-    append_n(&c, 4);
-    new_feed(&c);
-    caller a;
-    call_async(&a, c.feed, 0, "x1");
-    wait_held(&c, 1);
-    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
-    cr_expect_eq(join(&a), EDDY_OK);
-    cr_expect_str_eq(applied(&c.md), "x1", "no replay");
-    cr_expect_not(marker_exists(&c));
-    /* A later real catch-up replays the whole history while live events wait. */
-    strcpy(c.md.gate_id, "e2");
-    caller cu;
-    call_async(&cu, c.feed, 2, NULL);
-    wait_at_gate(&c.md);
-    caller live;
-    call_async(&live, c.feed, 0, "x2");
-    wait_held(&c, 1);
-    open_gate(&c.md);
-    cr_expect_eq(join(&cu), EDDY_OK);
-    cr_expect_eq(join(&live), EDDY_OK);
-    cr_expect_str_eq(applied(&c.md), "x1,e1,e2,e3,e4,x2");
-    cr_expect(marker_exists(&c));
-    teardown(&c);
-}
-
 /* ---- stop ------------------------------------------------------------------------------- */
 
 ParameterizedTestParameters(feed_blocking, stop_on_a_running_replay_leaves_a_new_feed_stopped) {
@@ -678,55 +646,6 @@ ParameterizedTest(backend *p, feed_blocking, a_held_accept_can_be_cancelled, .ti
     cr_expect_eq(join(&a), EDDY_OK);
     cr_expect_str_eq(applied(&c.md), "x1");
     eddy_feed_cancel_free(cancel);
-    teardown(&c);
-}
-
-/* ---- freeing ---------------------------------------------------------------------------- */
-
-static void *free_main(void *feed) {
-    eddy_feed_free(feed);
-    return NULL;
-}
-
-ParameterizedTestParameters(feed_blocking, freeing_answers_waiting_callers_with_closed) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, freeing_answers_waiting_callers_with_closed,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-free");
-    append_n(&c, 4);
-    new_feed(&c);
-    caller a;
-    call_async(&a, c.feed, 0, "x1");
-    wait_held(&c, 1);
-    strcpy(c.md.gate_id, "e2");
-    caller cu;
-    call_async(&cu, c.feed, 2, NULL);
-    wait_at_gate(&c.md);
-    caller gl;
-    call_async(&gl, c.feed, 3, NULL);
-    cr_assert(eddy_test_wait_until(one_waiting, &c, 10000));
-    /* free answers the waiting callers at once, then waits for the replay thread, which goes on
-     * once the gate opens and ends at its next event. */
-    pthread_t freer;
-    cr_assert_eq(pthread_create(&freer, NULL, free_main, c.feed), 0);
-    cr_expect_eq(join(&a), EDDY_ERR_CLOSED);
-    c.feed = NULL;
-    open_gate(&c.md);
-    pthread_join(freer, NULL);
-    cr_expect_eq(join(&cu), EDDY_ERR_CLOSED);
-    cr_expect_eq(join(&gl), EDDY_ERR_CLOSED);
-    cr_expect_not(marker_exists(&c));
-    /* Freed from the projection's own callback: done when the outermost call returns. */
-    c.md.gate_id[0] = '\0';
-    c.md.n = 0;
-    cr_assert_eq(c.ckpt.ops->remove(c.ckpt.self, "order-status", NULL), EDDY_OK);
-    new_feed(&c);
-    strcpy(c.md.act_id, "e2");
-    c.md.act = ACT_FREE;
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, NULL), EDDY_ERR_CLOSED);
-    c.feed = NULL; /* freed by then */
     teardown(&c);
 }
 

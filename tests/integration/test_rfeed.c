@@ -318,37 +318,6 @@ static const eddy_rcheckpoint_ops wrap_ops = {w_exists, w_save, w_remove};
 
 /* ---- tests ------------------------------------------------------------------------------- */
 
-ParameterizedTestParameters(rfeed, go_live_applies_held) {
-    return cr_make_param_array(int, backends, 2);
-}
-ParameterizedTest(int *b, rfeed, go_live_applies_held, .timeout = 60) {
-    reset_model();
-    tctx t;
-    setup(&t, *b, "rfeed-gl");
-    const char *hist[] = {"h1"};
-    append(&t, hist, 1);
-    eddy_feed_config cfg;
-    cfg_init(&cfg, "orders-gl");
-    eddy_rfeed *f = must_feed(&t, &cfg, NULL);
-    uev l1 = {"l1"};
-    done_rec d1 = {0}, dg = {0};
-    accept_ev(f, &l1, &d1);
-    run_for(&t, 50);
-    cr_expect_eq(d1.calls, 0);
-    go_live(f, &dg);
-    cr_expect_eq(d1.calls, 0, "completed inside go_live");
-    cr_assert(run_until(&t, &dg.calls, 1, 5000));
-    cr_assert(run_until(&t, &d1.calls, 1, 5000));
-    cr_expect_eq(dg.st, EDDY_OK);
-    cr_expect_eq(d1.st, EDDY_OK);
-    const char *want[] = {"l1"};
-    expect_applied(want, 1);
-    cr_expect_eq(M.started, 0, "go-live replayed");
-    cr_expect(eddy_rfeed_ready_for_live_delivery(f));
-    eddy_rfeed_free(f);
-    teardown(&t);
-}
-
 ParameterizedTestParameters(rfeed, stop_running_replay) {
     return cr_make_param_array(int, backends, 2);
 }
@@ -532,40 +501,6 @@ Test(rfeed, buffer_limit, .timeout = 60) {
         cr_expect_eq(d[i].calls, 1);
     eddy_rfeed_free(f);
     teardown(&t);
-}
-
-ParameterizedTestParameters(rfeed, free_with_operations_pending) {
-    return cr_make_param_array(int, backends, 2);
-}
-ParameterizedTest(int *b, rfeed, free_with_operations_pending, .timeout = 60) {
-    reset_model();
-    tctx t;
-    setup(&t, *b, "rfeed-free");
-    const char *hist[] = {"h1", "h2"};
-    append(&t, hist, 2);
-    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
-    eddy_feed_config cfg;
-    cfg_init(&cfg, "orders-free");
-    cfg.page_size = 1;
-    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
-    uev l1 = {"l1"};
-    done_rec d1 = {0}, dc = {0}, dg = {0};
-    accept_ev(f, &l1, &d1);
-    catch_up(f, &dc);
-    go_live(f, &dg);              /* waits for the catch-up */
-    ev_run(t.loop, EVRUN_NOWAIT); /* the catch-up is under way */
-    eddy_rfeed_free(f);
-    cr_expect_eq(d1.calls, 1, "held event not completed by free");
-    cr_expect_eq(dc.calls, 1, "catch-up not completed by free");
-    cr_expect_eq(dg.calls, 1, "go-live not completed by free");
-    cr_expect_eq(d1.st, EDDY_ERR_CLOSED);
-    run_for(&t, 100);
-    eddy_rstore_close(t.store);
-    t.store = NULL;
-    cr_expect_eq(d1.calls, 1);
-    cr_expect_eq(dc.calls, 1);
-    cr_expect_eq(dg.calls, 1);
-    ev_loop_destroy(t.loop);
 }
 
 /* ---- the listener: a reactive subscription feeding the feed ------------------------------- */
@@ -858,44 +793,6 @@ ParameterizedTest(int *b, rfeed, free_inside_completion, .timeout = 60) {
     teardown(&t);
 }
 
-ParameterizedTestParameters(rfeed, free_inside_projection_callback) {
-    return cr_make_param_array(int, backends, 2);
-}
-ParameterizedTest(int *b, rfeed, free_inside_projection_callback, .timeout = 60) {
-    for (int where = 0; where < 2; where++) { /* in apply during the replay, in replay_started */
-        reset_model();
-        tctx t;
-        setup(&t, *b, "rfeed-freeproj");
-        const char *hist[] = {"h1", "h2", "h3"};
-        append(&t, hist, 3);
-        eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
-        eddy_feed_config cfg;
-        cfg_init(&cfg, "orders-freeproj");
-        cfg.page_size = 1;
-        eddy_rfeed *f = must_feed(&t, &cfg, &ck);
-        if (where == 0)
-            M.free_on = "h2";
-        else
-            M.started_frees = true;
-        uev l1 = {"l1"};
-        done_rec d1 = {0}, dc = {0}, dg = {0};
-        accept_ev(f, &l1, &d1);
-        catch_up(f, &dc);
-        go_live(f, &dg);
-        cr_assert(run_until(&t, &dc.calls, 1, 20000), "catch-up never completed (%d)", where);
-        cr_assert(run_until(&t, &dg.calls, 1, 5000));
-        cr_assert(run_until(&t, &d1.calls, 1, 5000));
-        cr_expect_null(M.feed);
-        cr_expect_eq(dc.st, EDDY_ERR_CLOSED, "catch-up (%d): %s", where, eddy_status_name(dc.st));
-        cr_expect_eq(dg.st, EDDY_ERR_CLOSED);
-        cr_expect_eq(d1.st, EDDY_ERR_CLOSED);
-        run_for(&t, 100);
-        cr_expect_leq(M.napplied, where == 0 ? 2 : 0, "applied after the free: %d", M.napplied);
-        cr_expect_eq(dc.calls + dg.calls + d1.calls, 3, "exactly once");
-        teardown(&t);
-    }
-}
-
 /* Marker removals that fail later, through their callback: 4 failures exhaust the first attempt
  * and the 3 retries (an error naming the feed id is logged); with 3 the last retry deletes it. */
 ParameterizedTestParameters(rfeed, marker_removal_failing_asynchronously) {
@@ -1158,44 +1055,6 @@ ParameterizedTest(int *b, rfeed, appends_during_the_switch_applied_once, .timeou
     cr_expect_eq(M.completed, 1);
     cr_expect(eddy_rfeed_ready_for_live_delivery(f));
     cr_expect_eq(dc.calls, 1);
-    eddy_rfeed_free(f);
-    teardown(&t);
-}
-
-/* After go-live, a real catch-up still replays the whole history; live events accepted from the
- * call on wait for the replay and are applied after it, once each. */
-ParameterizedTestParameters(rfeed, later_catch_up_replays_while_live_events_wait) {
-    return cr_make_param_array(int, backends, 2);
-}
-ParameterizedTest(int *b, rfeed, later_catch_up_replays_while_live_events_wait, .timeout = 60) {
-    reset_model();
-    tctx t;
-    setup(&t, *b, "rfeed-later");
-    const char *hist[] = {"h1", "h2", "h3"};
-    append(&t, hist, 3);
-    eddy_feed_config cfg;
-    cfg_init(&cfg, "orders-later");
-    cfg.page_size = 1;
-    eddy_rfeed *f = must_feed(&t, &cfg, NULL);
-    done_rec dg = {0}, d0 = {0}, dc = {0}, d1 = {0}, d2 = {0};
-    go_live(f, &dg);
-    cr_assert(run_until(&t, &dg.calls, 1, 5000));
-    uev l0 = {"l0"}, l1 = {"l1"}, l2 = {"l2"};
-    accept_ev(f, &l0, &d0);
-    cr_assert(run_until(&t, &d0.calls, 1, 5000));
-    catch_up(f, &dc);
-    accept_ev(f, &l1, &d1);
-    accept_ev(f, &l2, &d2);
-    cr_assert(run_until(&t, &dc.calls, 1, 20000), "the catch-up never ended");
-    cr_assert(run_until(&t, &d2.calls, 1, 20000));
-    cr_expect_eq(dc.st, EDDY_OK, "%s", dc.detail);
-    cr_expect_eq(d1.st, EDDY_OK, "%s", d1.detail);
-    cr_expect_eq(d2.st, EDDY_OK, "%s", d2.detail);
-    const char *want[] = {"l0", "h1", "h2", "h3", "l1", "l2"};
-    expect_applied(want, 6);
-    cr_expect_eq(M.started, 1);
-    cr_expect_eq(M.completed, 1);
-    cr_expect(eddy_rfeed_ready_for_live_delivery(f));
     eddy_rfeed_free(f);
     teardown(&t);
 }

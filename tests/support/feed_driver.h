@@ -51,6 +51,10 @@ typedef struct feed_driver {
     unsigned long (*finished_at)(tcall *c);
     /* Waits for its outcome, returns it (detail into err) and frees the call. */
     eddy_status (*join)(tcall *c, eddy_error *err);
+    /* From inside one of the feed's projection callbacks, on its thread: frees the feed (the
+     * front end finishes the free once the outermost call returns); f itself stays valid for
+     * free(), which then only releases it. */
+    void (*free_from_projection)(tfeed *f);
     bool (*ready_for_live_delivery)(tfeed *f);
     bool (*refuses_permanently)(tfeed *f);
     bool (*failure)(tfeed *f, eddy_error *cause);

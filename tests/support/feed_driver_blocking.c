@@ -114,6 +114,11 @@ static eddy_status b_join(tcall *c, eddy_error *err) {
     free(c);
     return st;
 }
+static void b_free_from_projection(tfeed *f) {
+    eddy_feed *feed = f->feed;
+    f->feed = NULL;
+    eddy_feed_free(feed);
+}
 static bool b_ready(tfeed *f) { return eddy_feed_ready_for_live_delivery(f->feed); }
 static bool b_refuses(tfeed *f) { return eddy_feed_refuses_permanently(f->feed); }
 static bool b_failure(tfeed *f, eddy_error *cause) { return eddy_feed_failure(f->feed, cause); }
@@ -136,6 +141,7 @@ const feed_driver blocking_feed_driver = {
     .finished = b_finished,
     .finished_at = b_finished_at,
     .join = b_join,
+    .free_from_projection = b_free_from_projection,
     .ready_for_live_delivery = b_ready,
     .refuses_permanently = b_refuses,
     .failure = b_failure,

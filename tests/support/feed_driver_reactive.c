@@ -308,6 +308,13 @@ static eddy_status r_join(tcall *c, eddy_error *err) {
     return st;
 }
 
+static void r_free_from_projection(tfeed *f) {
+    cr_assert(rloop_on_thread(f->l), "free_from_projection off the loop thread");
+    eddy_rfeed *feed = f->feed;
+    f->feed = NULL;
+    eddy_rfeed_free(feed);
+}
+
 const feed_driver reactive_feed_driver = {
     .name = "reactive",
     .reactive = true,
@@ -323,6 +330,7 @@ const feed_driver reactive_feed_driver = {
     .finished = r_finished,
     .finished_at = r_finished_at,
     .join = r_join,
+    .free_from_projection = r_free_from_projection,
     .ready_for_live_delivery = r_ready,
     .refuses_permanently = r_refuses,
     .failure = r_failure,
