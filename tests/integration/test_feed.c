@@ -4,7 +4,8 @@
  * fixture's redis-server), with the real event store and its checkpoint storage: live events
  * held until a catch-up, which replays the history and then applies them once each in order; a
  * marker that skips the replay; go-live, which writes no marker, and a later catch-up under
- * waiting live events; freeing a feed with callers waiting; a held event whose apply fails at the end of a catch-up, which
+ * waiting live events; freeing a feed with callers waiting; stopping a running replay, a live
+ * feed and an idle one; a held event whose apply fails at the end of a catch-up, which
  * fails only its caller; go-live waiting for a running catch-up, with its outcome; a projection
  * keyed by metadata; a live failure that fails only its caller. A catch-up that must be caught
  * running is held at its first step by a checkpoint storage whose answer the test releases
@@ -37,6 +38,13 @@ typedef struct combo {
 
 static combo combos[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}};
 
+/* One front end's scenarios: the first two combinations are blocking, the last two reactive. */
+#define FTEST_ONE(name, first)                                                                     \
+    ParameterizedTestParameters(feed, name) {                                                      \
+        return cr_make_param_array(combo, combos + (first), 2);                                    \
+    }                                                                                              \
+    ParameterizedTest(combo *p, feed, name, .timeout = 60)
+
 #define FTEST(name)                                                                                \
     ParameterizedTestParameters(feed, name) { return cr_make_param_array(combo, combos, 4); }      \
     ParameterizedTest(combo *p, feed, name, .timeout = 60)
@@ -64,6 +72,12 @@ typedef struct model {
     tfeed *feed;
     char free_on[64];
     bool started_frees;
+    char stop_on[64]; /* the apply of stop_on stops the feed's catch-up */
+    /* Blocking only: the apply of gate_id waits until the gate opens (a reactive apply runs on
+     * the loop, which the wait would stop). */
+    pthread_cond_t c;
+    char gate_id[64];
+    bool at_gate, gate_open;
 } model;
 
 static model M;
@@ -86,9 +100,20 @@ static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error 
     bool free_now = M.free_on[0] && strcmp(e->id, M.free_on) == 0;
     if (free_now)
         M.free_on[0] = '\0';
+    bool stop_now = M.stop_on[0] && strcmp(e->id, M.stop_on) == 0;
+    if (stop_now)
+        M.stop_on[0] = '\0';
+    if (M.gate_id[0] && strcmp(e->id, M.gate_id) == 0) {
+        M.at_gate = true;
+        pthread_cond_broadcast(&M.c);
+        while (!M.gate_open)
+            pthread_cond_wait(&M.c, &M.m);
+    }
     pthread_mutex_unlock(&M.m);
     if (free_now)
         fd->free_from_projection(M.feed);
+    if (stop_now)
+        fd->stop_from_projection(M.feed);
     return EDDY_OK;
 }
 
@@ -177,6 +202,7 @@ static void setup(ctx *c, const combo *p, const char *prefix) {
     memset(c, 0, sizeof(*c));
     memset(&M, 0, sizeof(M));
     pthread_mutex_init(&M.m, NULL);
+    pthread_cond_init(&M.c, NULL);
     M.fail_times = -1;
     sd = p->frontend ? &reactive_store_driver : &blocking_store_driver;
     fd = p->frontend ? &reactive_feed_driver : &blocking_feed_driver;
@@ -200,6 +226,21 @@ static void setup(ctx *c, const combo *p, const char *prefix) {
 static void new_feed(ctx *c) {
     eddy_error err = {0};
     cr_assert_eq(fd->new_feed(c->store, &c->cfg, &c->feed, &err), EDDY_OK, "%s", err.detail);
+    M.feed = c->feed;
+}
+
+static void wait_at_apply_gate(void) {
+    pthread_mutex_lock(&M.m);
+    while (!M.at_gate)
+        pthread_cond_wait(&M.c, &M.m);
+    pthread_mutex_unlock(&M.m);
+}
+
+static void open_apply_gate(void) {
+    pthread_mutex_lock(&M.m);
+    M.gate_open = true;
+    pthread_cond_broadcast(&M.c);
+    pthread_mutex_unlock(&M.m);
 }
 
 /* A feed whose catch-up can be held at its first step (exists) or last (save). */
@@ -209,6 +250,7 @@ static void new_gated_feed(ctx *c, bool hold_exists, bool hold_save) {
     eddy_error err = {0};
     cr_assert_eq(fd->new_gated_feed(c->store, &c->cfg, c->gate, &c->feed, &err), EDDY_OK, "%s",
                  err.detail);
+    M.feed = c->feed;
 }
 
 static bool gate_held(void *user) { return dd->gate_held(user); }
@@ -597,5 +639,117 @@ FTEST(freeing_answers_waiting_callers_with_closed) {
         fd->free(c.feed); /* freed by the projection: releases the handle */
         c.feed = NULL;
     }
+    teardown(&c);
+}
+
+/* ---- stop ------------------------------------------------------------------------------- */
+
+FTEST(stop_on_a_running_replay_leaves_a_new_feed_stopped) {
+    ctx c;
+    setup(&c, p, "feed-stop");
+    append_n(&c, 6);
+    new_feed(&c);
+    uev x1 = {"x1"};
+    tcall *a = fd->start(c.feed, FEED_ACCEPT, NULL, &x1);
+    wait_held(&c, 1);
+    strcpy(M.stop_on, "e3"); /* the projection stops its own replay */
+    eddy_error err = {0};
+    cr_expect_eq(fd->catch_up(c.feed, &err), EDDY_OK, "a stopped replay is not a failure: %s",
+                 err.detail);
+    cr_expect_eq(model_get(&M.abandoned), 1);
+    cr_expect_eq(model_get(&M.completed), 0);
+    cr_expect_not(marker(&c, NULL, 0));
+    cr_expect_eq(fd->join(a, &err), EDDY_ERR_ILLEGAL_STATE, "the waiting event is refused");
+    cr_expect(strstr(err.detail, "stopped"), "%s", err.detail);
+    cr_expect_eq(accept_id(&c, "x2", &err), EDDY_ERR_ILLEGAL_STATE, "and so is a later one");
+    eddy_feed_info i = info(&c);
+    cr_expect(i.stopped);
+    cr_expect_not(i.failed);
+    cr_expect_eq(i.last, EDDY_FEED_STOPPED);
+    cr_expect_not(fd->refuses_permanently(c.feed));
+    cr_expect_not(fd->ready_for_live_delivery(c.feed));
+    /* The next catch-up replays everything again. */
+    cr_expect_eq(fd->catch_up(c.feed, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_str_eq(applied(), "e1,e2,e3,e4,e5,e6");
+    cr_expect_eq(accept_id(&c, "x1", &err), EDDY_OK, "redelivered by the broker, applied now");
+    teardown(&c);
+}
+
+/* Blocking front end only: the stop comes from another thread while the replay's thread is
+ * inside an apply (held at a gate there); a reactive apply runs on the loop, where the gate
+ * would stop the stop too. */
+FTEST_ONE(stop_from_another_thread_on_a_running_replay, 0) {
+    ctx c;
+    setup(&c, p, "feed-stop-thread");
+    append_n(&c, 6);
+    new_feed(&c);
+    uev x1 = {"x1"};
+    tcall *a = fd->start(c.feed, FEED_ACCEPT, NULL, &x1);
+    wait_held(&c, 1);
+    strcpy(M.gate_id, "e3");
+    tcall *cu = fd->start(c.feed, FEED_CATCH_UP, NULL, NULL);
+    wait_at_apply_gate();
+    fd->stop_catch_up(c.feed); /* while e3 is being applied */
+    open_apply_gate();
+    eddy_error err = {0};
+    cr_expect_eq(fd->join(cu, &err), EDDY_OK, "a stopped replay is not a failure");
+    cr_expect_eq(model_get(&M.abandoned), 1);
+    cr_expect_eq(model_get(&M.completed), 0);
+    cr_expect_not(marker(&c, NULL, 0));
+    cr_expect_eq(fd->join(a, &err), EDDY_ERR_ILLEGAL_STATE, "the waiting event is refused");
+    cr_expect(strstr(err.detail, "stopped"), "%s", err.detail);
+    cr_expect_eq(info(&c).last, EDDY_FEED_STOPPED);
+    teardown(&c);
+}
+
+FTEST(a_stop_on_a_live_feed_does_nothing_and_a_projections_stop_delivers) {
+    ctx c;
+    setup(&c, p, "feed-stoplive");
+    append_n(&c, 6);
+    new_gated_feed(&c, false, false);
+    eddy_error err = {0};
+    cr_expect_eq(fd->go_live(c.feed, &err), EDDY_OK, "%s", err.detail);
+    fd->stop_catch_up(c.feed);
+    cr_expect(fd->ready_for_live_delivery(c.feed), "a stop on a live feed does nothing");
+    cr_expect_not(fd->refuses_permanently(c.feed));
+    cr_expect_eq(accept_id(&c, "a", &err), EDDY_OK, "%s", err.detail);
+    fd->stop_catch_up(c.feed);
+    cr_expect_eq(accept_id(&c, "a2", &err), EDDY_OK, "%s", err.detail);
+    cr_expect_str_eq(applied(), "a,a2");
+    cr_expect_eq(model_get(&M.abandoned), 0);
+    /* A catch-up of the live feed, stopped by the projection itself: the event that waited for
+     * it is delivered, since the feed was live before. */
+    dd->gate_hold(c.gate, true, false);
+    tcall *cu = fd->start(c.feed, FEED_CATCH_UP, NULL, NULL);
+    wait_gate(&c);
+    uev b = {"b"};
+    tcall *held = fd->start(c.feed, FEED_ACCEPT, NULL, &b);
+    wait_held(&c, 1);
+    strcpy(M.stop_on, "e3");
+    dd->gate_open(c.gate);
+    cr_expect_eq(fd->join(cu, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(fd->join(held, &err), EDDY_OK, "a previously live feed delivers what waited");
+    cr_expect_str_eq(applied(), "b", "the model discarded the abandoned replay");
+    cr_expect(fd->ready_for_live_delivery(c.feed));
+    cr_expect_not(marker(&c, NULL, 0));
+    teardown(&c);
+}
+
+/* A stop on an idle feed that is not live refuses the waiting events (reactive: inside the
+ * stop, before it returns, as eddy/rfeed.h says). */
+FTEST(a_stop_on_an_idle_feed_refuses_the_waiting_events) {
+    ctx c;
+    setup(&c, p, "feed-stopidle");
+    new_feed(&c);
+    uev x1 = {"x1"};
+    tcall *a = fd->start(c.feed, FEED_ACCEPT, NULL, &x1);
+    wait_held(&c, 1);
+    fd->stop_catch_up(c.feed);
+    if (fd->reactive)
+        cr_expect(fd->finished(a), "the waiting event was not answered inside stop");
+    eddy_error err = {0};
+    cr_expect_eq(fd->join(a, &err), EDDY_ERR_ILLEGAL_STATE);
+    cr_expect_eq(model_get(&M.n), 0);
+    cr_expect(info(&c).stopped);
     teardown(&c);
 }

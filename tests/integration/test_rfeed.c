@@ -318,71 +318,6 @@ static const eddy_rcheckpoint_ops wrap_ops = {w_exists, w_save, w_remove};
 
 /* ---- tests ------------------------------------------------------------------------------- */
 
-ParameterizedTestParameters(rfeed, stop_running_replay) {
-    return cr_make_param_array(int, backends, 2);
-}
-ParameterizedTest(int *b, rfeed, stop_running_replay, .timeout = 60) {
-    reset_model();
-    tctx t;
-    setup(&t, *b, "rfeed-stop");
-    const char *hist[] = {"h1", "h2", "h3", "h4", "h5"};
-    append(&t, hist, 5);
-    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
-    eddy_feed_config cfg;
-    cfg_init(&cfg, "orders-stop");
-    cfg.page_size = 1;
-    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
-    M.stop_on = "h2";
-    uev l1 = {"l1"};
-    done_rec d1 = {0}, dc = {0};
-    accept_ev(f, &l1, &d1);
-    catch_up(f, &dc);
-    cr_assert(run_until(&t, &dc.calls, 1, 20000));
-    cr_expect_eq(dc.st, EDDY_OK, "a stopped replay is not a failure: %s", dc.detail);
-    cr_expect_eq(M.abandoned, 1);
-    cr_expect_eq(M.completed, 0);
-    cr_expect_lt(M.napplied, 5, "the stop did not end the replay");
-    cr_assert(run_until(&t, &d1.calls, 1, 5000));
-    cr_expect_eq(d1.st, EDDY_ERR_ILLEGAL_STATE, "held event of a stopped feed: %s",
-                 eddy_status_name(d1.st));
-    cr_expect_not(eddy_rfeed_refuses_permanently(f));
-    cr_expect_not(eddy_rfeed_ready_for_live_delivery(f));
-    /* No marker: the next catch-up replays everything. */
-    M.stop_on = NULL;
-    M.napplied = 0;
-    done_rec dc2 = {0};
-    catch_up(f, &dc2);
-    cr_assert(run_until(&t, &dc2.calls, 1, 20000));
-    cr_expect_eq(dc2.st, EDDY_OK);
-    expect_applied(hist, 5);
-    run_for(&t, 20);
-    cr_expect_eq(d1.calls, 1);
-    cr_expect_eq(dc.calls, 1);
-    eddy_rfeed_free(f);
-    teardown(&t);
-}
-
-/* stop_catch_up on an idle feed that is not live answers the waiting events inside the call. */
-Test(rfeed, stop_idle_completes_inside_the_call, .timeout = 60) {
-    reset_model();
-    tctx t;
-    setup(&t, 0, "rfeed-stopidle");
-    eddy_feed_config cfg;
-    cfg_init(&cfg, "orders-stopidle");
-    eddy_rfeed *f = must_feed(&t, &cfg, NULL);
-    uev l1 = {"l1"};
-    done_rec d1 = {0};
-    accept_ev(f, &l1, &d1);
-    eddy_rfeed_stop_catch_up(f);
-    cr_expect_eq(d1.calls, 1, "the waiting event was not answered inside stop");
-    cr_expect_eq(d1.st, EDDY_ERR_ILLEGAL_STATE);
-    run_for(&t, 20);
-    cr_expect_eq(d1.calls, 1);
-    cr_expect_eq(M.napplied, 0);
-    eddy_rfeed_free(f);
-    teardown(&t);
-}
-
 ParameterizedTestParameters(rfeed, failing_catch_up_five_steps) {
     return cr_make_param_array(int, backends, 2);
 }
@@ -911,45 +846,6 @@ ParameterizedTest(int *b, rfeed, catch_up_requested_from_apply_runs_later, .time
     cr_expect_eq(M.started, 1);
     cr_expect_eq(M.inner_done.calls, 1);
     cr_expect(eddy_rfeed_ready_for_live_delivery(f));
-    eddy_rfeed_free(f);
-    teardown(&t);
-}
-
-/* ---- a live feed: catch-up, stop, metadata, live failures --------------------------------- */
-
-/* stop_catch_up on a live feed does nothing: later events are still applied. */
-ParameterizedTestParameters(rfeed, stop_on_live_feed_does_nothing) {
-    return cr_make_param_array(int, backends, 2);
-}
-ParameterizedTest(int *b, rfeed, stop_on_live_feed_does_nothing, .timeout = 60) {
-    reset_model();
-    tctx t;
-    setup(&t, *b, "rfeed-stoplive");
-    const char *hist[] = {"h1"};
-    append(&t, hist, 1);
-    eddy_feed_config cfg;
-    cfg_init(&cfg, "orders-stoplive");
-    eddy_rfeed *f = must_feed(&t, &cfg, NULL);
-    done_rec dg = {0}, d1 = {0}, d2 = {0};
-    go_live(f, &dg);
-    cr_assert(run_until(&t, &dg.calls, 1, 5000));
-    cr_expect_eq(dg.st, EDDY_OK);
-    eddy_rfeed_stop_catch_up(f);
-    cr_expect(eddy_rfeed_ready_for_live_delivery(f), "a stop on a live feed does nothing");
-    cr_expect_not(eddy_rfeed_refuses_permanently(f));
-    uev l1 = {"l1"}, l2 = {"l2"};
-    accept_ev(f, &l1, &d1);
-    cr_assert(run_until(&t, &d1.calls, 1, 5000));
-    cr_expect_eq(d1.st, EDDY_OK, "%s", d1.detail);
-    eddy_rfeed_stop_catch_up(f);
-    accept_ev(f, &l2, &d2);
-    cr_assert(run_until(&t, &d2.calls, 1, 5000));
-    cr_expect_eq(d2.st, EDDY_OK, "%s", d2.detail);
-    run_for(&t, 20);
-    const char *want[] = {"l1", "l2"};
-    expect_applied(want, 2);
-    cr_expect_eq(M.abandoned, 0);
-    cr_expect_eq(dg.calls + d1.calls + d2.calls, 3, "exactly once");
     eddy_rfeed_free(f);
     teardown(&t);
 }

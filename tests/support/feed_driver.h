@@ -55,6 +55,8 @@ typedef struct feed_driver {
      * front end finishes the free once the outermost call returns); f itself stays valid for
      * free(), which then only releases it. */
     void (*free_from_projection)(tfeed *f);
+    /* The same for stop_catch_up. */
+    void (*stop_from_projection)(tfeed *f);
     bool (*ready_for_live_delivery)(tfeed *f);
     bool (*refuses_permanently)(tfeed *f);
     bool (*failure)(tfeed *f, eddy_error *cause);

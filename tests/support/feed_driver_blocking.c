@@ -119,6 +119,7 @@ static void b_free_from_projection(tfeed *f) {
     f->feed = NULL;
     eddy_feed_free(feed);
 }
+static void b_stop_from_projection(tfeed *f) { eddy_feed_stop_catch_up(f->feed); }
 static bool b_ready(tfeed *f) { return eddy_feed_ready_for_live_delivery(f->feed); }
 static bool b_refuses(tfeed *f) { return eddy_feed_refuses_permanently(f->feed); }
 static bool b_failure(tfeed *f, eddy_error *cause) { return eddy_feed_failure(f->feed, cause); }
@@ -142,6 +143,7 @@ const feed_driver blocking_feed_driver = {
     .finished_at = b_finished_at,
     .join = b_join,
     .free_from_projection = b_free_from_projection,
+    .stop_from_projection = b_stop_from_projection,
     .ready_for_live_delivery = b_ready,
     .refuses_permanently = b_refuses,
     .failure = b_failure,

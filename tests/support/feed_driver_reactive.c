@@ -315,6 +315,11 @@ static void r_free_from_projection(tfeed *f) {
     eddy_rfeed_free(feed);
 }
 
+static void r_stop_from_projection(tfeed *f) {
+    cr_assert(rloop_on_thread(f->l), "stop_from_projection off the loop thread");
+    eddy_rfeed_stop_catch_up(f->feed);
+}
+
 const feed_driver reactive_feed_driver = {
     .name = "reactive",
     .reactive = true,
@@ -331,6 +336,7 @@ const feed_driver reactive_feed_driver = {
     .finished_at = r_finished_at,
     .join = r_join,
     .free_from_projection = r_free_from_projection,
+    .stop_from_projection = r_stop_from_projection,
     .ready_for_live_delivery = r_ready,
     .refuses_permanently = r_refuses,
     .failure = r_failure,
