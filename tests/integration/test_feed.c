@@ -5,7 +5,8 @@
  * held until a catch-up, which replays the history and then applies them once each in order; a
  * marker that skips the replay; go-live, which writes no marker, and a later catch-up under
  * waiting live events; freeing a feed with callers waiting; stopping a running replay, a live
- * feed and an idle one; a held event whose apply fails at the end of a catch-up, which
+ * feed and an idle one; a catch-up asked for from a live apply; a replay that holds one page at
+ * a time; a held event whose apply fails at the end of a catch-up, which
  * fails only its caller; go-live waiting for a running catch-up, with its outcome; a projection
  * keyed by metadata; a live failure that fails only its caller. A catch-up that must be caught
  * running is held at its first step by a checkpoint storage whose answer the test releases
@@ -72,7 +73,12 @@ typedef struct model {
     tfeed *feed;
     char free_on[64];
     bool started_frees;
-    char stop_on[64]; /* the apply of stop_on stops the feed's catch-up */
+    char stop_on[64];     /* the apply of stop_on stops the feed's catch-up */
+    char catch_up_on[64]; /* the apply of catch_up_on asks for a catch-up */
+    tcall *inner;         /* ... which is this call */
+    /* Called first in every apply, with the event's id. */
+    void (*on_apply)(const char *id, void *arg);
+    void *on_apply_arg;
     /* Blocking only: the apply of gate_id waits until the gate opens (a reactive apply runs on
      * the loop, which the wait would stop). */
     pthread_cond_t c;
@@ -85,6 +91,8 @@ static model M;
 static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *user) {
     (void)user;
     uev *e = event;
+    if (M.on_apply)
+        M.on_apply(e->id, M.on_apply_arg);
     pthread_mutex_lock(&M.m);
     if (M.fail_id[0] && strcmp(e->id, M.fail_id) == 0 && M.fail_times != 0) {
         if (M.fail_times > 0)
@@ -103,6 +111,9 @@ static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error 
     bool stop_now = M.stop_on[0] && strcmp(e->id, M.stop_on) == 0;
     if (stop_now)
         M.stop_on[0] = '\0';
+    bool catch_up_now = M.catch_up_on[0] && strcmp(e->id, M.catch_up_on) == 0;
+    if (catch_up_now)
+        M.catch_up_on[0] = '\0';
     if (M.gate_id[0] && strcmp(e->id, M.gate_id) == 0) {
         M.at_gate = true;
         pthread_cond_broadcast(&M.c);
@@ -114,6 +125,12 @@ static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error 
         fd->free_from_projection(M.feed);
     if (stop_now)
         fd->stop_from_projection(M.feed);
+    if (catch_up_now) {
+        tcall *inner = fd->start_from_projection(M.feed, FEED_CATCH_UP, NULL, NULL);
+        pthread_mutex_lock(&M.m);
+        M.inner = inner;
+        pthread_mutex_unlock(&M.m);
+    }
     return EDDY_OK;
 }
 
@@ -751,5 +768,93 @@ FTEST(a_stop_on_an_idle_feed_refuses_the_waiting_events) {
     cr_expect_eq(fd->join(a, &err), EDDY_ERR_ILLEGAL_STATE);
     cr_expect_eq(model_get(&M.n), 0);
     cr_expect(info(&c).stopped);
+    teardown(&c);
+}
+
+/* ---- calls from the projection's own callbacks --------------------------------------------- */
+
+static bool replay_completed(void *user) {
+    (void)user;
+    return model_get(&M.completed) >= 1;
+}
+
+/* Asked for from a live apply, the catch-up does not run inside it (blocking: the call returns
+ * at once and the caller runs it once the apply returned; reactive: its completion comes later
+ * on the loop). */
+FTEST(a_catch_up_asked_for_from_a_live_apply_runs_after_it) {
+    ctx c;
+    setup(&c, p, "feed-own-live");
+    append_n(&c, 3);
+    new_feed(&c);
+    eddy_error err = {0};
+    cr_expect_eq(fd->go_live(c.feed, &err), EDDY_OK, "%s", err.detail);
+    strcpy(M.catch_up_on, "x1");
+    cr_expect_eq(accept_id(&c, "x1", &err), EDDY_OK, "%s", err.detail);
+    pthread_mutex_lock(&M.m);
+    tcall *inner = M.inner;
+    pthread_mutex_unlock(&M.m);
+    cr_assert_not_null(inner, "the apply did not ask");
+    /* Its outcome is what the blocking call returns from inside the apply: accepted, to run
+     * once the apply returned (reactive: that completion may come before the replay ran). */
+    cr_expect_eq(fd->join(inner, &err), EDDY_OK, "%s", err.detail);
+    cr_assert(eddy_test_wait_until(replay_completed, NULL, 20000), "the catch-up never ran");
+    cr_expect_str_eq(applied(), "x1,e1,e2,e3", "run once the apply returned");
+    cr_expect_eq(model_get(&M.started), 1);
+    cr_expect_eq(model_get(&M.completed), 1);
+    cr_expect(marker(&c, NULL, 0));
+    cr_expect(fd->ready_for_live_delivery(c.feed));
+    teardown(&c);
+}
+
+/* ---- a replay holds one page ------------------------------------------------------------ */
+
+typedef struct cut {
+    ctx *c;
+    const char *on; /* the event whose apply deletes the rest of the history */
+    long long keep, total, deleted;
+    int calls;
+} cut;
+
+static void cut_history(const char *id, void *arg) {
+    cut *k = arg;
+    if (strcmp(id, k->on) != 0)
+        return;
+    k->calls++;
+    k->deleted = eddy_test_delete_history_after(k->c->url, k->c->ns, k->keep, k->total);
+}
+
+/* The replay reads the history page by page and holds one page at a time: the apply of the
+ * first replayed event deletes every stored entry after the first page, and the replay never
+ * sees them. One that had read the whole history up front would still apply all 50. */
+FTEST(a_replay_holds_at_most_one_page) {
+    ctx c;
+    setup(&c, p, "feed-one-page");
+    c.cfg.page_size = 5;
+    append_n(&c, 50);
+    new_feed(&c);
+    cut k = {&c, "e1", 5, 50, 0, 0};
+    M.on_apply = cut_history;
+    M.on_apply_arg = &k;
+    eddy_error err = {0};
+    /* What the core does (eddy__feed_page_done): the next page, read after position 5, examines
+     * nothing before the head it read at the start (50), which it takes for the end of a history
+     * whose entries were removed. So the replay completes normally after the first page: the
+     * catch-up succeeds, the marker is written with that head, and the feed goes live. */
+    cr_expect_eq(fd->catch_up(c.feed, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(k.calls, 1);
+    cr_expect_eq(k.deleted, 45, "positions 6..50 deleted");
+    cr_expect_str_eq(applied(), "e1,e2,e3,e4,e5", "only the page read before the deletion");
+    cr_expect_eq(model_get(&M.started), 1);
+    cr_expect_eq(model_get(&M.completed), 1);
+    cr_expect_eq(model_get(&M.abandoned), 0);
+    eddy_feed_info i = info(&c);
+    cr_expect_eq(i.last, EDDY_FEED_REPLAYED);
+    cr_expect_eq(i.replayed, 5);
+    cr_expect_eq(i.head, 50);
+    cr_expect_eq(i.position, 5);
+    char value[64];
+    cr_expect(marker(&c, value, sizeof(value)));
+    cr_expect_str_eq(value, "50", "the marker names the head the replay read up front");
+    cr_expect(fd->ready_for_live_delivery(c.feed));
     teardown(&c);
 }

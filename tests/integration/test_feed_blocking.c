@@ -405,25 +405,6 @@ ParameterizedTest(own_param *p, feed_blocking, the_projection_calling_its_own_fe
     teardown(&c);
 }
 
-ParameterizedTestParameters(feed_blocking, a_catch_up_asked_for_from_a_live_apply_runs_after_it) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, a_catch_up_asked_for_from_a_live_apply_runs_after_it,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-own-live");
-    append_n(&c, 3);
-    new_feed(&c);
-    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
-    strcpy(c.md.act_id, "x1");
-    c.md.act = ACT_CATCH_UP;
-    cr_expect_eq(accept_id(&c, "x1"), EDDY_OK);
-    cr_expect_eq(c.md.act_st, EDDY_OK);
-    cr_expect_str_eq(applied(&c.md), "x1,e1,e2,e3", "run by the caller once the apply returned");
-    cr_expect(marker_exists(&c));
-    teardown(&c);
-}
-
 /* ---- metadata, live failures ------------------------------------------------------------- */
 
 /* ---- blocking failure rules -------------------------------------------------------------- */
@@ -789,66 +770,6 @@ ParameterizedTest(backend *p, feed_blocking, writers_during_the_switch_lose_and_
                   "and events written during the replay came live only");
     cr_expect_eq(i.replayed + i.applied, (uint64_t)total);
     eddy_bus_free(bus);
-    teardown(&c);
-}
-
-/* ---- a replay holds at most one page ---------------------------------------------------- */
-
-typedef struct cut {
-    ctx *c;
-    const char *on; /* the event whose apply deletes the rest of the history */
-    long long keep, total, deleted;
-    int calls;
-} cut;
-
-static void cut_history(const char *id, void *arg) {
-    cut *k = arg;
-    if (!id || strcmp(id, k->on) != 0)
-        return;
-    k->calls++;
-    k->deleted = eddy_test_delete_history_after(k->c->url, k->c->ns, k->keep, k->total);
-}
-
-/* The replay reads the history page by page and holds one page at a time: the apply of the
- * first replayed event deletes every stored entry after the first page, and the replay never
- * sees them. One that had read the whole history up front would still apply all 50. */
-ParameterizedTestParameters(feed_blocking, a_replay_holds_at_most_one_page) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, a_replay_holds_at_most_one_page, .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-one-page");
-    c.cfg.page_size = 5;
-    append_n(&c, 50);
-    new_feed(&c);
-    cut k = {&c, "e1", 5, 50, 0, 0};
-    c.md.on_apply = cut_history;
-    c.md.on_apply_arg = &k;
-    eddy_error err = {0};
-    /* What the core does (eddy__feed_page_done): the next page, read after position 5, examines
-     * nothing before the head it read at the start (50), which it takes for the end of a history
-     * whose entries were removed. So the replay completes normally after the first page: the
-     * catch-up succeeds, the marker is written with that head, and the feed goes live. */
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, &err), EDDY_OK, "%s", err.detail);
-    cr_expect_eq(k.calls, 1);
-    cr_expect_eq(k.deleted, 45, "positions 6..50 deleted");
-    cr_expect_str_eq(applied(&c.md), "e1,e2,e3,e4,e5",
-                     "only the page read before the deletion was applied");
-    cr_expect_eq(c.md.started, 1);
-    cr_expect_eq(c.md.completed, 1);
-    cr_expect_eq(c.md.abandoned, 0);
-    eddy_feed_info i = info(&c);
-    cr_expect_eq(i.last, EDDY_FEED_REPLAYED);
-    cr_expect_eq(i.replayed, 5);
-    cr_expect_eq(i.head, 50);
-    cr_expect_eq(i.position, 5);
-    char value[32] = "";
-    bool found = false;
-    cr_assert_eq(c.ckpt.ops->read(c.ckpt.self, "order-status", value, sizeof(value), &found, NULL),
-                 EDDY_OK);
-    cr_expect(found);
-    cr_expect_str_eq(value, "50", "the marker names the head the replay read up front");
-    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
     teardown(&c);
 }
 

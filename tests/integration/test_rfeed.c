@@ -812,44 +812,6 @@ ParameterizedTest(int *b, rfeed, own_event_refused_by_stop_fails_feed, .timeout 
     teardown(&t);
 }
 
-/* A catch-up the projection asks for while applying a live event runs once the apply returned,
- * driven from the loop (a request nobody waits for). */
-ParameterizedTestParameters(rfeed, catch_up_requested_from_apply_runs_later) {
-    return cr_make_param_array(int, backends, 2);
-}
-ParameterizedTest(int *b, rfeed, catch_up_requested_from_apply_runs_later, .timeout = 60) {
-    reset_model();
-    tctx t;
-    setup(&t, *b, "rfeed-defer");
-    const char *hist[] = {"h1", "h2"};
-    append(&t, hist, 2);
-    eddy_feed_config cfg;
-    cfg_init(&cfg, "orders-defer");
-    eddy_rfeed *f = must_feed(&t, &cfg, NULL);
-    done_rec dg = {0}, d1 = {0};
-    go_live(f, &dg);
-    cr_assert(run_until(&t, &dg.calls, 1, 5000));
-    cr_expect_eq(dg.st, EDDY_OK);
-    M.catch_up_on = "l1";
-    uev l1 = {"l1"};
-    accept_ev(f, &l1, &d1);
-    cr_expect_eq(M.started, 0, "the requested catch-up ran inside the accept");
-    cr_expect_eq(M.inner_done.calls, 0, "completed inside the apply that asked");
-    cr_assert(run_until(&t, &M.inner_done.calls, 1, 5000));
-    cr_expect_eq(M.inner_done.st, EDDY_OK, "%s", M.inner_done.detail);
-    cr_assert(run_until(&t, &M.completed, 1, 20000), "the requested catch-up never ran");
-    run_for(&t, 50);
-    cr_expect_eq(d1.calls, 1);
-    cr_expect_eq(d1.st, EDDY_OK);
-    const char *want[] = {"l1", "h1", "h2"};
-    expect_applied(want, 3);
-    cr_expect_eq(M.started, 1);
-    cr_expect_eq(M.inner_done.calls, 1);
-    cr_expect(eddy_rfeed_ready_for_live_delivery(f));
-    eddy_rfeed_free(f);
-    teardown(&t);
-}
-
 /* Events appended while the feed switches from replay to live: appended from the replay (its
  * own apply), with live copies accepted at once (held) or once the append completed. Each is
  * applied exactly once, the history too. */
@@ -966,70 +928,6 @@ static void append_numbered(tctx *t, int n) {
         p[i] = ids[i];
     }
     append(t, p, (size_t)n);
-}
-
-typedef struct cut {
-    tctx *t;
-    const char *on; /* the event whose apply deletes the rest of the history */
-    long long keep, total, deleted;
-    int calls;
-} cut;
-
-static void cut_history(const char *id, void *arg) {
-    cut *k = arg;
-    if (strcmp(id, k->on) != 0)
-        return;
-    k->calls++;
-    k->deleted = eddy_test_delete_history_after(k->t->url, k->t->ns, k->keep, k->total);
-}
-
-/* The replay reads the history page by page and holds one page at a time: the apply of the
- * first replayed event deletes every stored entry after the first page, and the replay never
- * sees them. One that had read the whole history up front would still apply all 50. */
-ParameterizedTestParameters(rfeed, replay_holds_at_most_one_page) {
-    return cr_make_param_array(int, backends, 2);
-}
-ParameterizedTest(int *b, rfeed, replay_holds_at_most_one_page, .timeout = 60) {
-    reset_model();
-    tctx t;
-    setup(&t, *b, "rfeed-one-page");
-    append_numbered(&t, 50);
-    eddy_rcheckpoints ck = eddy_rfeed_store_checkpoints(t.store);
-    eddy_feed_config cfg;
-    cfg_init(&cfg, "orders-one-page");
-    cfg.page_size = 5;
-    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
-    cut k = {&t, "h1", 5, 50, 0, 0};
-    M.on_apply = cut_history;
-    M.on_apply_arg = &k;
-    done_rec dc = {0};
-    catch_up(f, &dc);
-    cr_assert(run_until(&t, &dc.calls, 1, 20000), "catch-up never completed");
-    /* What the core does (eddy__feed_page_done): the next page, read after position 5, examines
-     * nothing before the head it read at the start (50), which it takes for the end of a history
-     * whose entries were removed. So the replay completes normally after the first page: the
-     * catch-up succeeds, the marker is written with that head, and the feed goes live. */
-    cr_expect_eq(dc.st, EDDY_OK, "%s", dc.detail);
-    cr_expect_eq(k.calls, 1);
-    cr_expect_eq(k.deleted, 45, "positions 6..50 deleted");
-    const char *want[] = {"h1", "h2", "h3", "h4", "h5"};
-    expect_applied(want, 5);
-    cr_expect_eq(M.started, 1);
-    cr_expect_eq(M.completed, 1);
-    cr_expect_eq(M.abandoned, 0);
-    eddy_feed_info i;
-    cr_assert_eq(eddy_rfeed_get_info(f, &i), EDDY_OK);
-    cr_expect_eq(i.last, EDDY_FEED_REPLAYED);
-    cr_expect_eq(i.replayed, 5);
-    cr_expect_eq(i.head, 50);
-    cr_expect_eq(i.position, 5);
-    redisReply *r = raw_cmdf(t.url, "GET {%s}:ckpt:orders-one-page", t.ns);
-    cr_expect(r->type == REDIS_REPLY_STRING && strcmp(r->str, "50") == 0,
-              "the marker names the head the replay read up front");
-    freeReplyObject(r);
-    cr_expect(eddy_rfeed_ready_for_live_delivery(f));
-    eddy_rfeed_free(f);
-    teardown(&t);
 }
 
 #define TURN_EVENTS 20

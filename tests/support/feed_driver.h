@@ -55,6 +55,11 @@ typedef struct feed_driver {
      * front end finishes the free once the outermost call returns); f itself stays valid for
      * free(), which then only releases it. */
     void (*free_from_projection)(tfeed *f);
+    /* From inside one of the feed's projection callbacks, on its thread: a call on the feed
+     * that does not wait there (blocking: the call itself, returned when this does; reactive:
+     * started, its completion kept for join). */
+    tcall *(*start_from_projection)(tfeed *f, feed_call_kind kind, const eddy_event_meta *meta,
+                                    void *event);
     /* The same for stop_catch_up. */
     void (*stop_from_projection)(tfeed *f);
     bool (*ready_for_live_delivery)(tfeed *f);

@@ -104,6 +104,21 @@ static tcall *b_start(tfeed *f, feed_call_kind kind, const eddy_event_meta *meta
     cr_assert_eq(pthread_create(&c->t, NULL, call_main, c), 0);
     return c;
 }
+static void *noop_main(void *arg) { return arg; }
+
+static tcall *b_start_from_projection(tfeed *f, feed_call_kind kind, const eddy_event_meta *meta,
+                                      void *event) {
+    tcall *c = calloc(1, sizeof(*c));
+    cr_assert(c);
+    c->f = f;
+    c->kind = kind;
+    c->meta = meta;
+    c->event = event;
+    call_main(c); /* here, on the projection's thread */
+    /* join() joins a thread: give it one that has nothing to do. */
+    cr_assert_eq(pthread_create(&c->t, NULL, noop_main, NULL), 0);
+    return c;
+}
 static bool b_finished(tcall *c) { return atomic_load(&c->done); }
 static unsigned long b_finished_at(tcall *c) { return atomic_load(&c->at); }
 static eddy_status b_join(tcall *c, eddy_error *err) {
@@ -143,6 +158,7 @@ const feed_driver blocking_feed_driver = {
     .finished_at = b_finished_at,
     .join = b_join,
     .free_from_projection = b_free_from_projection,
+    .start_from_projection = b_start_from_projection,
     .stop_from_projection = b_stop_from_projection,
     .ready_for_live_delivery = b_ready,
     .refuses_permanently = b_refuses,

@@ -315,6 +315,21 @@ static void r_free_from_projection(tfeed *f) {
     eddy_rfeed_free(feed);
 }
 
+static tcall *r_start_from_projection(tfeed *f, feed_call_kind kind, const eddy_event_meta *meta,
+                                      void *event) {
+    cr_assert(rloop_on_thread(f->l), "start_from_projection off the loop thread");
+    tcall *c = calloc(1, sizeof(*c));
+    cr_assert(c);
+    c->f = f;
+    c->kind = kind;
+    c->meta = meta;
+    c->event = event;
+    pthread_mutex_init(&c->m, NULL);
+    pthread_cond_init(&c->c, NULL);
+    start_flight(c); /* here, on the loop */
+    return c;
+}
+
 static void r_stop_from_projection(tfeed *f) {
     cr_assert(rloop_on_thread(f->l), "stop_from_projection off the loop thread");
     eddy_rfeed_stop_catch_up(f->feed);
@@ -336,6 +351,7 @@ const feed_driver reactive_feed_driver = {
     .finished_at = r_finished_at,
     .join = r_join,
     .free_from_projection = r_free_from_projection,
+    .start_from_projection = r_start_from_projection,
     .stop_from_projection = r_stop_from_projection,
     .ready_for_live_delivery = r_ready,
     .refuses_permanently = r_refuses,
