@@ -6,7 +6,7 @@
  * marker that skips the replay; go-live, which writes no marker, and a later catch-up under
  * waiting live events; freeing a feed with callers waiting; stopping a running replay, a live
  * feed and an idle one; a catch-up asked for from a live apply; a replay that holds one page at
- * a time; a held event whose apply fails at the end of a catch-up, which
+ * a time; a failed catch-up, after which everything is refused; a held event whose apply fails at the end of a catch-up, which
  * fails only its caller; go-live waiting for a running catch-up, with its outcome; a projection
  * keyed by metadata; a live failure that fails only its caller. A catch-up that must be caught
  * running is held at its first step by a checkpoint storage whose answer the test releases
@@ -856,5 +856,38 @@ FTEST(a_replay_holds_at_most_one_page) {
     cr_expect(marker(&c, value, sizeof(value)));
     cr_expect_str_eq(value, "50", "the marker names the head the replay read up front");
     cr_expect(fd->ready_for_live_delivery(c.feed));
+    teardown(&c);
+}
+
+/* ---- a failed catch-up ------------------------------------------------------------------ */
+
+FTEST(a_failed_catch_up_refuses_everything) {
+    ctx c;
+    setup(&c, p, "feed-fail");
+    append_n(&c, 5);
+    new_feed(&c);
+    uev x1 = {"x1"};
+    tcall *a = fd->start(c.feed, FEED_ACCEPT, NULL, &x1);
+    wait_held(&c, 1);
+    strcpy(M.fail_id, "e3");
+    eddy_error err = {0};
+    cr_expect_eq(fd->catch_up(c.feed, &err), EDDY_ERR_HANDLER_FAILED);
+    cr_expect(strstr(err.detail, "'e3'"), "%s", err.detail);
+    cr_expect_eq(fd->join(a, &err), EDDY_ERR_ILLEGAL_STATE, "held while the replay ran: refused");
+    cr_expect(strstr(err.detail, "cause: EDDY_ERR_HANDLER_FAILED"), "%s", err.detail);
+    cr_expect_eq(count_of("x1"), 0);
+    cr_expect(fd->refuses_permanently(c.feed));
+    cr_expect_not(fd->ready_for_live_delivery(c.feed));
+    eddy_error cause = {0};
+    cr_expect(fd->failure(c.feed, &cause));
+    cr_expect_eq(cause.status, EDDY_ERR_HANDLER_FAILED);
+    cr_expect_eq(accept_id(&c, "x2", &err), EDDY_ERR_ILLEGAL_STATE);
+    cr_expect_eq(fd->catch_up(c.feed, &err), EDDY_ERR_ILLEGAL_STATE);
+    cr_expect_eq(fd->go_live(c.feed, &err), EDDY_ERR_ILLEGAL_STATE);
+    cr_expect_eq(model_get(&M.abandoned), 1);
+    cr_expect_not(marker(&c, NULL, 0), "a new feed with the same id replays the history");
+    eddy_feed_info i = info(&c);
+    cr_expect(i.failed);
+    cr_expect_eq(i.last, EDDY_FEED_FAILED);
     teardown(&c);
 }

@@ -279,12 +279,6 @@ static void append_n(ctx *c, int n) {
     }
 }
 
-static bool marker_exists(ctx *c) {
-    bool exists = false;
-    cr_assert_eq(c->ckpt.ops->exists(c->ckpt.self, "order-status", &exists, NULL), EDDY_OK);
-    return exists;
-}
-
 static eddy_feed_info info(ctx *c) {
     eddy_feed_info i;
     cr_assert_eq(eddy_feed_get_info(c->feed, &i), EDDY_OK);
@@ -408,36 +402,6 @@ ParameterizedTest(own_param *p, feed_blocking, the_projection_calling_its_own_fe
 /* ---- metadata, live failures ------------------------------------------------------------- */
 
 /* ---- blocking failure rules -------------------------------------------------------------- */
-
-ParameterizedTestParameters(feed_blocking, a_failed_catch_up_refuses_everything) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, a_failed_catch_up_refuses_everything, .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-fail");
-    append_n(&c, 5);
-    new_feed(&c);
-    caller a;
-    call_async(&a, c.feed, 0, "x1");
-    wait_held(&c, 1);
-    strcpy(c.md.fail_id, "e3");
-    strcpy(c.md.act_id, "e2");
-    c.md.act = ACT_NONE;
-    eddy_error err = {0};
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, &err), EDDY_ERR_HANDLER_FAILED);
-    cr_expect(strstr(err.detail, "'e3'"), "%s", err.detail);
-    cr_expect_eq(join(&a), EDDY_ERR_ILLEGAL_STATE, "held while the replay ran: refused");
-    cr_expect(strstr(a.err.detail, "cause: EDDY_ERR_HANDLER_FAILED"), "%s", a.err.detail);
-    cr_expect_eq(count_of(&c.md, "x1"), 0);
-    cr_expect(eddy_feed_refuses_permanently(c.feed));
-    cr_expect_not(eddy_feed_ready_for_live_delivery(c.feed));
-    cr_expect_eq(accept_id(&c, "x2"), EDDY_ERR_ILLEGAL_STATE);
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, NULL), EDDY_ERR_ILLEGAL_STATE);
-    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_ERR_ILLEGAL_STATE);
-    cr_expect_eq(c.md.abandoned, 1);
-    cr_expect_not(marker_exists(&c), "a new feed with the same id replays the history");
-    teardown(&c);
-}
 
 ParameterizedTestParameters(feed_blocking, a_live_feed_applies_what_it_held_before_failing) {
     return cr_make_param_array(backend, backends, 2);
