@@ -6,7 +6,9 @@
  * marker that skips the replay; go-live, which writes no marker, and a later catch-up under
  * waiting live events; freeing a feed with callers waiting; stopping a running replay, a live
  * feed and an idle one; a catch-up asked for from a live apply; a replay that holds one page at
- * a time; a failed catch-up, after which everything is refused; a held event whose apply fails at the end of a catch-up, which
+ * a time; a failed catch-up, after which everything is refused; a listener (a bus subscription
+ * feeding the feed through the front end's feed handler), whose outcome decides the
+ * acknowledgement; a held event whose apply fails at the end of a catch-up, which
  * fails only its caller; go-live waiting for a running catch-up, with its outcome; a projection
  * keyed by metadata; a live failure that fails only its caller. A catch-up that must be caught
  * running is held at its first step by a checkpoint storage whose answer the test releases
@@ -27,6 +29,7 @@
 #include "eddy/feed.h"
 #include "eddy_test.h"
 #include "feed_driver.h"
+#include "raw.h"
 #include "recorder.h"
 #include "store_driver.h"
 #include "test_backend.h"
@@ -63,6 +66,8 @@ typedef struct model {
     pthread_mutex_t m;
     char ids[MODEL_MAX][64];
     bool meta[MODEL_MAX];
+    char streams[MODEL_MAX][32];
+    long long versions[MODEL_MAX];
     int n;
     int started, completed, abandoned;
     char fail_id[64];
@@ -104,6 +109,9 @@ static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error 
     cr_assert(M.n < MODEL_MAX);
     snprintf(M.ids[M.n], sizeof(M.ids[0]), "%s", e->id);
     M.meta[M.n] = meta != NULL;
+    snprintf(M.streams[M.n], sizeof(M.streams[0]), "%s",
+             meta && meta->stream_id ? meta->stream_id : "");
+    M.versions[M.n] = meta ? meta->version : 0;
     M.n++;
     bool free_now = M.free_on[0] && strcmp(e->id, M.free_on) == 0;
     if (free_now)
@@ -203,6 +211,16 @@ static int model_get(const int *field) {
     return v;
 }
 
+/* order.ignored decodes to nothing (the feed skips it), any other type to a uev. */
+static eddy_status u_decode(const eddy_event *ev, const eddy_event_meta *meta, void **out,
+                            eddy_error *err, void *user) {
+    if (strcmp(eddy_event_type(ev), "order.ignored") == 0) {
+        *out = NULL;
+        return EDDY_OK;
+    }
+    return uev_decode(ev, meta, out, err, user);
+}
+
 /* ---- context ----------------------------------------------------------------------------- */
 
 typedef struct ctx {
@@ -225,6 +243,8 @@ static void setup(ctx *c, const combo *p, const char *prefix) {
     fd = p->frontend ? &reactive_feed_driver : &blocking_feed_driver;
     dd = p->frontend ? &reactive_domain_driver : &blocking_domain_driver;
     eddy_test_settings(&c->s, p->backend, prefix, c->url, sizeof(c->url), c->ns, sizeof(c->ns));
+    c->s.block_ms = 100;
+    c->s.redelivery_idle_ms = 200;
     eddy_error err = {0};
     cr_assert_eq(sd->open(&c->s, &c->store, &err), EDDY_OK, "%s", err.detail);
     eddy_feed_config_init(&c->cfg);
@@ -233,7 +253,7 @@ static void setup(ctx *c, const combo *p, const char *prefix) {
     c->cfg.projection.replay_started = m_started;
     c->cfg.projection.replay_completed = m_completed;
     c->cfg.projection.replay_abandoned = m_abandoned;
-    c->cfg.decode = uev_decode;
+    c->cfg.decode = u_decode;
     c->cfg.free_event = uev_free;
     c->cfg.event_id = uev_id;
     c->cfg.page_size = 3;
@@ -284,13 +304,19 @@ static void teardown(ctx *c) {
     pthread_mutex_destroy(&M.m);
 }
 
-static void append(ctx *c, const char *stream, const char *id) {
+/* Stores an event (and publishes it to subject in the same step; NULL: store only). */
+static void append_to(ctx *c, const char *stream, const char *id, const char *subject) {
     eddy_event *ev = make_event(id, "order.placed");
     const eddy_event *evs[] = {ev};
+    eddy_append_opts o;
+    eddy_append_opts_init(&o);
+    o.publish_subject = subject;
     eddy_error err = {0};
-    cr_assert_eq(sd->append(c->store, stream, evs, 1, NULL, NULL, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(sd->append(c->store, stream, evs, 1, &o, NULL, &err), EDDY_OK, "%s", err.detail);
     eddy_event_free(ev);
 }
+
+static void append(ctx *c, const char *stream, const char *id) { append_to(c, stream, id, NULL); }
 
 static void append_n(ctx *c, int n) {
     char id[16];
@@ -889,5 +915,152 @@ FTEST(a_failed_catch_up_refuses_everything) {
     eddy_feed_info i = info(&c);
     cr_expect(i.failed);
     cr_expect_eq(i.last, EDDY_FEED_FAILED);
+    teardown(&c);
+}
+
+/* ---- a listener: the outcome decides the acknowledgement -------------------------------- */
+
+static long long pending(ctx *c) {
+    redisReply *r = raw_cmdf(c->url, "XPENDING {%s}:s:orders.events order-status", c->ns);
+    long long n = r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 &&
+                          r->element[0]->type == REDIS_REPLY_INTEGER
+                      ? r->element[0]->integer
+                      : -1;
+    if (r)
+        freeReplyObject(r);
+    return n;
+}
+
+static bool nothing_pending(void *user) { return pending(user) == 0; }
+
+typedef struct stats_cond {
+    tlisten *l;
+    uint64_t handled, failed, redelivered;
+} stats_cond;
+
+static bool stats_reached(void *user) {
+    stats_cond *s = user;
+    eddy_consumer_stats cs;
+    return fd->listener_stats(s->l, &cs) == EDDY_OK && cs.handled >= s->handled &&
+           cs.failed >= s->failed && cs.redelivered >= s->redelivered;
+}
+
+static eddy_consumer_stats listener_stats(tlisten *l) {
+    eddy_consumer_stats cs;
+    cr_assert_eq(fd->listener_stats(l, &cs), EDDY_OK);
+    return cs;
+}
+
+static tlisten *listen_on(ctx *c) {
+    tlisten *l = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(fd->listen(c->feed, &c->s, "orders.events", "order-status", &l, &err), EDDY_OK,
+                 "%s", err.detail);
+    return l;
+}
+
+static void publish_plain(tlisten *l, const char *id, const char *type) {
+    eddy_event *ev = make_event(id, type);
+    cr_assert_eq(fd->listener_publish(l, "orders.events", ev), EDDY_OK);
+    eddy_event_free(ev);
+}
+
+FTEST(a_listener_acknowledges_only_what_was_applied) {
+    ctx c;
+    setup(&c, p, "feed-listener");
+    new_feed(&c);
+    fd->stop_catch_up(c.feed); /* stopped: it refuses what the listener feeds */
+    tlisten *l = listen_on(&c);
+    strcpy(M.fail_id, "flaky");
+    M.fail_times = 1;
+    append_to(&c, "order-1", "refused", "orders.events");
+    append_to(&c, "order-1", "flaky", "orders.events");
+    publish_plain(l, "ignored", "order.ignored");
+    /* Refused while stopped: not acknowledged, delivered again and again. */
+    stats_cond sc = {l, 0, 2, 1};
+    cr_expect(eddy_test_wait_until(stats_reached, &sc, 30000),
+              "refused deliveries count as failed, and come back");
+    cr_expect_eq(model_get(&M.n), 0);
+    /* Live: the redeliveries are applied and acknowledged. */
+    eddy_error err = {0};
+    cr_expect_eq(fd->go_live(c.feed, &err), EDDY_OK, "%s", err.detail);
+    sc = (stats_cond){l, 3, 0, 0};
+    cr_expect(eddy_test_wait_until(stats_reached, &sc, 30000),
+              "applied (after one failure of flaky) and acknowledged");
+    cr_expect_eq(count_of("refused"), 1);
+    cr_expect_eq(count_of("flaky"), 1);
+    cr_expect_eq(count_of("ignored"), 0, "skipped by decode, acknowledged");
+    cr_expect(eddy_test_wait_until(nothing_pending, &c, 30000), "applied ones are acknowledged");
+    /* An event whose apply fails on a live feed is not acknowledged: it comes back. */
+    pthread_mutex_lock(&M.m);
+    strcpy(M.fail_id, "bad");
+    M.fail_times = -1;
+    pthread_mutex_unlock(&M.m);
+    eddy_consumer_stats before = listener_stats(l);
+    append_to(&c, "order-1", "bad", "orders.events");
+    sc = (stats_cond){l, 0, before.failed + 2, before.redelivered + 1};
+    cr_expect(eddy_test_wait_until(stats_reached, &sc, 30000), "the failed event came back");
+    pthread_mutex_lock(&M.m);
+    M.fail_id[0] = '\0'; /* now it applies, and is acknowledged */
+    pthread_mutex_unlock(&M.m);
+    cr_expect(eddy_test_wait_until(nothing_pending, &c, 30000), "everything acknowledged");
+    cr_expect_eq(count_of("bad"), 1);
+    fd->listener_free(l);
+    teardown(&c);
+}
+
+/* The handler hands a held event to the feed without waiting for it (blocking: no worker stays
+ * in the handler; reactive: the loop goes on): nothing is settled or acknowledged until the
+ * catch-up applies it. */
+FTEST(a_listener_waits_for_the_catch_up_without_a_worker) {
+    ctx c;
+    setup(&c, p, "feed-listener-hold");
+    c.s.workers = 1;
+    append(&c, "order-1", "stored");
+    new_feed(&c);
+    tlisten *l = listen_on(&c);
+    append_to(&c, "order-1", "live-1", "orders.events");
+    wait_held(&c, 1);
+    eddy_consumer_stats cs = listener_stats(l);
+    cr_expect_eq(cs.delivered + cs.handled + cs.failed, 0,
+                 "the handler returned EDDY_PENDING: nothing settled");
+    cr_expect_eq(pending(&c), 1, "not acknowledged while held");
+    eddy_error err = {0};
+    cr_expect_eq(fd->catch_up(c.feed, &err), EDDY_OK, "%s", err.detail);
+    stats_cond sc = {l, 1, 0, 0};
+    cr_expect(eddy_test_wait_until(stats_reached, &sc, 30000));
+    cr_expect_str_eq(applied(), "stored,live-1");
+    fd->listener_stop(l);
+    cr_expect_eq(pending(&c), 0);
+    fd->listener_free(l);
+    teardown(&c);
+}
+
+FTEST(a_listener_passes_the_stored_metadata) {
+    ctx c;
+    setup(&c, p, "feed-listener-meta");
+    c.cfg.projection.keyed_by_metadata = true;
+    new_feed(&c);
+    eddy_error err = {0};
+    cr_expect_eq(fd->go_live(c.feed, &err), EDDY_OK, "%s", err.detail);
+    tlisten *l = listen_on(&c);
+    append_to(&c, "order-7", "m1", "orders.events");
+    append_to(&c, "order-7", "m2", "orders.events");
+    publish_plain(l, "plain", "order.placed");
+    stats_cond sc = {l, 2, 1, 0};
+    cr_expect(eddy_test_wait_until(stats_reached, &sc, 30000),
+              "a plain publish carries no metadata: refused, not acknowledged");
+    fd->listener_stop(l);
+    cr_expect_eq(count_of("plain"), 0);
+    cr_expect_eq(count_of("m1") + count_of("m2"), 2);
+    pthread_mutex_lock(&M.m);
+    for (int i = 0; i < M.n; i++) {
+        cr_expect(M.meta[i]);
+        cr_expect_str_eq(M.streams[i], "order-7");
+        cr_expect_eq(M.versions[i], strcmp(M.ids[i], "m1") == 0 ? 1 : 2);
+    }
+    pthread_mutex_unlock(&M.m);
+    cr_expect_geq(pending(&c), 1, "the plain one stays pending");
+    fd->listener_free(l);
     teardown(&c);
 }

@@ -16,6 +16,7 @@
 
 typedef struct tfeed tfeed;
 typedef struct tcall tcall;
+typedef struct tlisten tlisten;
 
 typedef enum feed_call_kind {
     FEED_ACCEPT,      /* accept without metadata */
@@ -62,6 +63,17 @@ typedef struct feed_driver {
                                     void *event);
     /* The same for stop_catch_up. */
     void (*stop_from_projection)(tfeed *f);
+    /* A listener: a bus of the same front end (started) with one subscription, named after
+     * group, Competing and AtLeastOnce on subject, whose handler is the front end's feed
+     * handler (eddy_feed_handler or eddy_rfeed_handler) feeding f. */
+    eddy_status (*listen)(tfeed *f, const eddy_settings *s, const char *subject, const char *group,
+                          tlisten **out, eddy_error *err);
+    eddy_status (*listener_stats)(tlisten *l, eddy_consumer_stats *out);
+    /* Publishes ev (not stored) on the listener's bus. */
+    eddy_status (*listener_publish)(tlisten *l, const char *subject, const eddy_event *ev);
+    void (*listener_stop)(tlisten *l);
+    /* Stops and frees the bus. */
+    void (*listener_free)(tlisten *l);
     bool (*ready_for_live_delivery)(tfeed *f);
     bool (*refuses_permanently)(tfeed *f);
     bool (*failure)(tfeed *f, eddy_error *cause);

@@ -4,8 +4,10 @@
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "eddy/blocking.h"
 #include "eddy/feed.h"
 #include "feed_driver.h"
 
@@ -135,6 +137,51 @@ static void b_free_from_projection(tfeed *f) {
     eddy_feed_free(feed);
 }
 static void b_stop_from_projection(tfeed *f) { eddy_feed_stop_catch_up(f->feed); }
+struct tlisten {
+    eddy_bus *bus;
+    char name[64];
+};
+
+static eddy_status b_listen(tfeed *f, const eddy_settings *s, const char *subject,
+                            const char *group, tlisten **out, eddy_error *err) {
+    *out = NULL;
+    tlisten *l = calloc(1, sizeof(*l));
+    cr_assert(l);
+    snprintf(l->name, sizeof(l->name), "%s", group);
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = l->name;
+    sp.pattern = subject;
+    sp.shape = EDDY_COMPETING;
+    sp.group = group;
+    sp.delivery = EDDY_AT_LEAST_ONCE;
+    sp.handler = eddy_feed_handler;
+    sp.user = f->feed;
+    eddy_status rc = eddy_bus_new(s, &sp, 1, &l->bus, err);
+    if (rc == EDDY_OK && (rc = eddy_bus_start(l->bus, err)) != EDDY_OK)
+        eddy_bus_free(l->bus);
+    if (rc != EDDY_OK) {
+        free(l);
+        return rc;
+    }
+    *out = l;
+    return EDDY_OK;
+}
+static eddy_status b_listener_stats(tlisten *l, eddy_consumer_stats *out) {
+    return eddy_bus_consumer_stats(l->bus, l->name, out);
+}
+static eddy_status b_listener_publish(tlisten *l, const char *subject, const eddy_event *ev) {
+    return eddy_bus_publish(l->bus, subject, ev, NULL, 0, NULL);
+}
+static void b_listener_stop(tlisten *l) { eddy_bus_stop(l->bus); }
+static void b_listener_free(tlisten *l) {
+    if (!l)
+        return;
+    eddy_bus_stop(l->bus);
+    eddy_bus_free(l->bus);
+    free(l);
+}
+
 static bool b_ready(tfeed *f) { return eddy_feed_ready_for_live_delivery(f->feed); }
 static bool b_refuses(tfeed *f) { return eddy_feed_refuses_permanently(f->feed); }
 static bool b_failure(tfeed *f, eddy_error *cause) { return eddy_feed_failure(f->feed, cause); }
@@ -160,6 +207,11 @@ const feed_driver blocking_feed_driver = {
     .free_from_projection = b_free_from_projection,
     .start_from_projection = b_start_from_projection,
     .stop_from_projection = b_stop_from_projection,
+    .listen = b_listen,
+    .listener_stats = b_listener_stats,
+    .listener_publish = b_listener_publish,
+    .listener_stop = b_listener_stop,
+    .listener_free = b_listener_free,
     .ready_for_live_delivery = b_ready,
     .refuses_permanently = b_refuses,
     .failure = b_failure,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "eddy/reactive.h"
 #include "eddy/rfeed.h"
 #include "eddy/rstore.h"
 #include "feed_driver.h"
@@ -335,6 +336,120 @@ static void r_stop_from_projection(tfeed *f) {
     eddy_rfeed_stop_catch_up(f->feed);
 }
 
+/* ---- a listener: a reactive bus on the feed's loop ------------------------------------------ */
+
+struct tlisten {
+    rloop *l;
+    eddy_rbus *bus;
+    char name[64];
+};
+
+typedef struct lop {
+    rloop_op op;
+    tlisten *t;
+    tfeed *f;
+    const eddy_settings *s;
+    const char *subject, *group;
+    const eddy_event *ev;
+    eddy_consumer_stats *stats;
+    eddy_error *err;
+} lop;
+
+static void lend(lop *o, eddy_status st, const eddy_error *err, const char *what) {
+    rloop_callback(&o->op, what);
+    if (o->err && err)
+        *o->err = *err;
+    rloop_finish(&o->op, st);
+}
+
+static void on_listener_ready(eddy_status st, const eddy_error *err, void *user) {
+    lend(user, st, err, "listener ready");
+}
+
+static void start_listen(rloop_op *op) {
+    lop *o = (lop *)op;
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = o->t->name;
+    sp.pattern = o->subject;
+    sp.shape = EDDY_COMPETING;
+    sp.group = o->group;
+    sp.delivery = EDDY_AT_LEAST_ONCE;
+    sp.handler = eddy_rfeed_handler;
+    sp.user = o->f->feed;
+    eddy_status st = eddy_rbus_new(rloop_loop(op->l), o->s, &sp, 1, &o->t->bus, o->err);
+    if (st == EDDY_OK && (st = eddy_rbus_start(o->t->bus, on_listener_ready, o, o->err)) == EDDY_OK)
+        return;
+    eddy_rbus_free(o->t->bus);
+    o->t->bus = NULL;
+    rloop_finish(op, st);
+}
+
+static eddy_status r_listen(tfeed *f, const eddy_settings *s, const char *subject,
+                            const char *group, tlisten **out, eddy_error *err) {
+    *out = NULL;
+    tlisten *t = calloc(1, sizeof(*t));
+    cr_assert(t);
+    t->l = f->l;
+    snprintf(t->name, sizeof(t->name), "%s", group);
+    lop o = {.t = t, .f = f, .s = s, .subject = subject, .group = group, .err = err};
+    eddy_status rc = rloop_call(f->l, &o.op, start_listen);
+    if (rc != EDDY_OK) {
+        free(t);
+        return rc;
+    }
+    *out = t;
+    return EDDY_OK;
+}
+
+static void start_listener_stats(rloop_op *op) {
+    lop *o = (lop *)op;
+    rloop_finish(op, eddy_rbus_consumer_stats(o->t->bus, o->t->name, o->stats));
+}
+static eddy_status r_listener_stats(tlisten *t, eddy_consumer_stats *out) {
+    lop o = {.t = t, .stats = out};
+    return rloop_call(t->l, &o.op, start_listener_stats);
+}
+
+static void on_listener_published(eddy_status st, const char *id, void *user) {
+    (void)id;
+    lend(user, st, NULL, "listener publish");
+}
+static void start_listener_publish(rloop_op *op) {
+    lop *o = (lop *)op;
+    eddy_status st =
+        eddy_rbus_publish(o->t->bus, o->subject, o->ev, on_listener_published, o, o->err);
+    if (st != EDDY_OK)
+        rloop_finish(op, st);
+}
+static eddy_status r_listener_publish(tlisten *t, const char *subject, const eddy_event *ev) {
+    lop o = {.t = t, .subject = subject, .ev = ev};
+    return rloop_call(t->l, &o.op, start_listener_publish);
+}
+
+static void start_listener_stop(rloop_op *op) {
+    eddy_rbus_stop(((lop *)op)->t->bus);
+    rloop_finish(op, EDDY_OK);
+}
+static void r_listener_stop(tlisten *t) {
+    lop o = {.t = t};
+    rloop_call(t->l, &o.op, start_listener_stop);
+}
+static void start_listener_free(rloop_op *op) {
+    lop *o = (lop *)op;
+    eddy_rbus_stop(o->t->bus);
+    eddy_rbus_free(o->t->bus);
+    o->t->bus = NULL;
+    rloop_finish(op, EDDY_OK);
+}
+static void r_listener_free(tlisten *t) {
+    if (!t)
+        return;
+    lop o = {.t = t};
+    rloop_call(t->l, &o.op, start_listener_free);
+    free(t);
+}
+
 const feed_driver reactive_feed_driver = {
     .name = "reactive",
     .reactive = true,
@@ -353,6 +468,11 @@ const feed_driver reactive_feed_driver = {
     .free_from_projection = r_free_from_projection,
     .start_from_projection = r_start_from_projection,
     .stop_from_projection = r_stop_from_projection,
+    .listen = r_listen,
+    .listener_stats = r_listener_stats,
+    .listener_publish = r_listener_publish,
+    .listener_stop = r_listener_stop,
+    .listener_free = r_listener_free,
     .ready_for_live_delivery = r_ready,
     .refuses_permanently = r_refuses,
     .failure = r_failure,
