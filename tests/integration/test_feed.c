@@ -8,7 +8,7 @@
  * feed and an idle one; a catch-up asked for from a live apply; a replay that holds one page at
  * a time; a failed catch-up, after which everything is refused; a listener (a bus subscription
  * feeding the feed through the front end's feed handler), whose outcome decides the
- * acknowledgement; a held event whose apply fails at the end of a catch-up, which
+ * acknowledgement; the buffer limit; bad arguments; a held event whose apply fails at the end of a catch-up, which
  * fails only its caller; go-live waiting for a running catch-up, with its outcome; a projection
  * keyed by metadata; a live failure that fails only its caller. A catch-up that must be caught
  * running is held at its first step by a checkpoint storage whose answer the test releases
@@ -1062,5 +1062,55 @@ FTEST(a_listener_passes_the_stored_metadata) {
     pthread_mutex_unlock(&M.m);
     cr_expect_geq(pending(&c), 1, "the plain one stays pending");
     fd->listener_free(l);
+    teardown(&c);
+}
+
+/* ---- limits and bad input ---------------------------------------------------------------- */
+
+FTEST(the_buffer_limit_refuses_what_does_not_fit) {
+    ctx c;
+    setup(&c, p, "feed-buf");
+    c.cfg.max_buffered_events = 2;
+    new_feed(&c);
+    uev e[3] = {{"l1"}, {"l2"}, {"l3"}};
+    tcall *a = fd->start(c.feed, FEED_ACCEPT, NULL, &e[0]);
+    wait_held(&c, 1);
+    tcall *b = fd->start(c.feed, FEED_ACCEPT, NULL, &e[1]);
+    wait_held(&c, 2);
+    tcall *d = fd->start(c.feed, FEED_ACCEPT, NULL, &e[2]);
+    eddy_error err = {0};
+    cr_expect_eq(fd->join(d, &err), EDDY_ERR_ILLEGAL_STATE, "the third held event was refused");
+    cr_expect_not(fd->finished(a));
+    cr_expect_not(fd->finished(b));
+    cr_expect_eq(fd->go_live(c.feed, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(fd->join(a, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(fd->join(b, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_str_eq(applied(), "l1,l2");
+    teardown(&c);
+}
+
+FTEST(bad_arguments_are_refused) {
+    ctx c;
+    setup(&c, p, "feed-args");
+    tfeed *f = NULL;
+    eddy_error err = {0};
+    c.cfg.dedup_cache_size = 0;
+    cr_expect_eq(fd->new_feed(c.store, &c.cfg, &f, &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect_null(f);
+    cr_expect(strstr(err.detail, "dedup_cache_size"), "%s", err.detail);
+    c.cfg.dedup_cache_size = 10;
+    c.cfg.max_buffered_events = -1;
+    cr_expect_eq(fd->new_feed(c.store, &c.cfg, &f, &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect_null(f);
+    c.cfg.max_buffered_events = 10;
+    new_feed(&c);
+    char id[64];
+    fd->id(c.feed, id, sizeof(id));
+    cr_expect_str_eq(id, "order-status");
+    uev e = {"x"};
+    cr_expect_eq(fd->accept_meta(c.feed, NULL, &e, &err), EDDY_ERR_INVALID_ARGUMENT);
+    /* NULL handles, out-pointers and callbacks: each front end's own calling shape. */
+    fd->shape_refusals(c.store, &c.cfg, c.feed);
+    cr_expect_eq(model_get(&M.n), 0);
     teardown(&c);
 }

@@ -523,51 +523,6 @@ ParameterizedTest(backend *p, feed_blocking, a_held_accept_can_be_cancelled, .ti
     teardown(&c);
 }
 
-Test(feed_blocking, bad_arguments_are_refused) {
-    ctx c;
-    backend b = {0};
-    setup(&c, &b, "feed-args");
-    eddy_feed *f = (eddy_feed *)&c;
-    eddy_error err = {0};
-    c.cfg.dedup_cache_size = 0;
-    cr_expect_eq(eddy_feed_new(c.store, &c.cfg, &f, &err), EDDY_ERR_INVALID_SPEC);
-    cr_expect_null(f);
-    cr_expect(strstr(err.detail, "dedup_cache_size"), "%s", err.detail);
-    c.cfg.dedup_cache_size = 10;
-    c.cfg.max_buffered_events = -1;
-    cr_expect_eq(eddy_feed_new(c.store, &c.cfg, &f, &err), EDDY_ERR_INVALID_SPEC);
-    c.cfg.max_buffered_events = 10;
-    eddy_checkpoint_ops half = {NULL, NULL, NULL, NULL};
-    eddy_checkpoints bad = {&half, NULL};
-    c.cfg.checkpoints = &bad;
-    cr_expect_eq(eddy_feed_new(c.store, &c.cfg, &f, &err), EDDY_ERR_INVALID_SPEC);
-    c.cfg.checkpoints = &c.ckpt;
-    cr_expect_eq(eddy_feed_new(NULL, &c.cfg, &f, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_new(c.store, NULL, &f, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_new(c.store, &c.cfg, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_catch_up(NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_go_live(NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_accept(NULL, &c, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_offer(NULL, NULL, &c, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_get_info(NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_null(eddy_feed_id(NULL));
-    cr_expect_not(eddy_feed_refuses_permanently(NULL));
-    cr_expect_not(eddy_feed_ready_for_live_delivery(NULL));
-    cr_expect_not(eddy_feed_failure(NULL, NULL));
-    cr_expect_not(eddy_feed_cancel_fired(NULL));
-    eddy_feed_cancel_fire(NULL);
-    eddy_feed_cancel_free(NULL);
-    eddy_feed_stop_catch_up(NULL);
-    eddy_feed_free(NULL);
-    cr_expect_eq(eddy_feed_handler(NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    eddy_feed_config_init(NULL);
-    new_feed(&c);
-    cr_expect_str_eq(eddy_feed_id(c.feed), "order-status");
-    cr_expect_eq(eddy_feed_accept(c.feed, NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_offer(c.feed, NULL, NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    teardown(&c);
-}
-
 /* ---- offering without waiting ------------------------------------------------------------ */
 
 typedef struct offered {

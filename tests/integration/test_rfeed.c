@@ -237,14 +237,6 @@ static void catch_up(eddy_rfeed *f, done_rec *d) {
     cr_assert_eq(rc, EDDY_OK, "catch_up: %s (%s)", eddy_status_name(rc), err.detail);
 }
 
-static void go_live(eddy_rfeed *f, done_rec *d) {
-    eddy_error err = {0};
-    d->inside = 1;
-    eddy_status rc = eddy_rfeed_go_live(f, on_done_fn, d, &err);
-    d->inside = 0;
-    cr_assert_eq(rc, EDDY_OK, "go_live: %s (%s)", eddy_status_name(rc), err.detail);
-}
-
 static void expect_applied(const char *const *ids, int n) {
     cr_expect_eq(M.napplied, n, "applied %d events, expected %d", M.napplied, n);
     for (int i = 0; i < n && i < M.napplied; i++)
@@ -405,35 +397,6 @@ Test(rfeed, marker_deletion_failing_logs_feed_id, .timeout = 60) {
     cr_expect(strstr(M.log, "could not delete") && strstr(M.log, "orders-del"),
               "the error does not name the feed: %s", M.log);
     cr_expect(eddy_rfeed_refuses_permanently(f));
-    eddy_rfeed_free(f);
-    teardown(&t);
-}
-
-Test(rfeed, buffer_limit, .timeout = 60) {
-    reset_model();
-    tctx t;
-    setup(&t, 0, "rfeed-buf");
-    eddy_feed_config cfg;
-    cfg_init(&cfg, "orders-buf");
-    cfg.max_buffered_events = 2;
-    eddy_rfeed *f = must_feed(&t, &cfg, NULL);
-    uev e[3] = {{"l1"}, {"l2"}, {"l3"}};
-    done_rec d[3] = {{0}};
-    for (int i = 0; i < 3; i++)
-        accept_ev(f, &e[i], &d[i]);
-    cr_assert(run_until(&t, &d[2].calls, 1, 5000));
-    cr_expect_eq(d[2].st, EDDY_ERR_ILLEGAL_STATE, "the third held event was not refused");
-    cr_expect_eq(d[0].calls + d[1].calls, 0);
-    done_rec dg = {0};
-    go_live(f, &dg);
-    cr_assert(run_until(&t, &d[1].calls, 1, 5000));
-    cr_expect_eq(d[0].st, EDDY_OK);
-    cr_expect_eq(d[1].st, EDDY_OK);
-    const char *want[] = {"l1", "l2"};
-    expect_applied(want, 2);
-    run_for(&t, 20);
-    for (int i = 0; i < 3; i++)
-        cr_expect_eq(d[i].calls, 1);
     eddy_rfeed_free(f);
     teardown(&t);
 }

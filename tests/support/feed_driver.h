@@ -74,6 +74,12 @@ typedef struct feed_driver {
     void (*listener_stop)(tlisten *l);
     /* Stops and frees the bus. */
     void (*listener_free)(tlisten *l);
+    /* The feed's id, copied into buf. */
+    void (*id)(tfeed *f, char *buf, size_t size);
+    /* The refusals of the front end's own calling shape (NULL handles, out-pointers and
+     * callbacks, a checkpoint storage of the other kind), asserted here; st and cfg make a
+     * feed that works, f is one. */
+    void (*shape_refusals)(tstore *st, const eddy_feed_config *cfg, tfeed *f);
     bool (*ready_for_live_delivery)(tfeed *f);
     bool (*refuses_permanently)(tfeed *f);
     bool (*failure)(tfeed *f, eddy_error *cause);

@@ -182,6 +182,46 @@ static void b_listener_free(tlisten *l) {
     free(l);
 }
 
+static void b_id(tfeed *f, char *buf, size_t size) {
+    const char *id = eddy_feed_id(f->feed);
+    snprintf(buf, size, "%s", id ? id : "");
+}
+
+static void b_shape_refusals(tstore *st, const eddy_feed_config *cfg, tfeed *f) {
+    eddy_store *store = blocking_store_driver.native(st);
+    eddy_feed *out = NULL;
+    eddy_error err = {0};
+    eddy_feed_config c = *cfg;
+    eddy_checkpoint_ops half = {NULL, NULL, NULL, NULL};
+    eddy_checkpoints bad = {&half, NULL};
+    c.checkpoints = &bad;
+    cr_expect_eq(eddy_feed_new(store, &c, &out, &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect_null(out);
+    c.checkpoints = &f->ckpt;
+    cr_expect_eq(eddy_feed_new(NULL, &c, &out, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_new(store, NULL, &out, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_new(store, &c, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    int any = 0;
+    cr_expect_eq(eddy_feed_catch_up(NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_go_live(NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_accept(NULL, &any, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_offer(NULL, NULL, &any, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_get_info(NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_null(eddy_feed_id(NULL));
+    cr_expect_not(eddy_feed_refuses_permanently(NULL));
+    cr_expect_not(eddy_feed_ready_for_live_delivery(NULL));
+    cr_expect_not(eddy_feed_failure(NULL, NULL));
+    cr_expect_not(eddy_feed_cancel_fired(NULL));
+    eddy_feed_cancel_fire(NULL);
+    eddy_feed_cancel_free(NULL);
+    eddy_feed_stop_catch_up(NULL);
+    eddy_feed_free(NULL);
+    cr_expect_eq(eddy_feed_handler(NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    eddy_feed_config_init(NULL);
+    cr_expect_eq(eddy_feed_accept(f->feed, NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_feed_offer(f->feed, NULL, NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+}
+
 static bool b_ready(tfeed *f) { return eddy_feed_ready_for_live_delivery(f->feed); }
 static bool b_refuses(tfeed *f) { return eddy_feed_refuses_permanently(f->feed); }
 static bool b_failure(tfeed *f, eddy_error *cause) { return eddy_feed_failure(f->feed, cause); }
@@ -212,6 +252,8 @@ const feed_driver blocking_feed_driver = {
     .listener_publish = b_listener_publish,
     .listener_stop = b_listener_stop,
     .listener_free = b_listener_free,
+    .id = b_id,
+    .shape_refusals = b_shape_refusals,
     .ready_for_live_delivery = b_ready,
     .refuses_permanently = b_refuses,
     .failure = b_failure,

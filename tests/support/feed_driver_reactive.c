@@ -450,6 +450,71 @@ static void r_listener_free(tlisten *t) {
     free(t);
 }
 
+typedef struct idarg {
+    tfeed *f;
+    char *buf;
+    size_t size;
+} idarg;
+
+static void id_on_loop(void *arg) {
+    idarg *a = arg;
+    const char *id = eddy_rfeed_id(a->f->feed);
+    snprintf(a->buf, a->size, "%s", id ? id : "");
+}
+
+static void r_id(tfeed *f, char *buf, size_t size) {
+    idarg a = {f, buf, size};
+    rloop_run(f->l, id_on_loop, &a);
+}
+
+typedef struct shape {
+    tfeed *f;
+    const eddy_feed_config *cfg;
+    int calls;
+} shape;
+
+static void count_done(eddy_status st, const eddy_error *err, void *user) {
+    (void)st, (void)err;
+    ((shape *)user)->calls++;
+}
+
+static void shape_on_loop(void *arg) {
+    shape *sh = arg;
+    tfeed *f = sh->f;
+    struct ev_loop *loop = rloop_loop(f->l);
+    eddy_rfeed *out = NULL;
+    eddy_error err = {0};
+    eddy_feed_config c = *sh->cfg;
+    eddy_checkpoints blocking_ckpt = {0};
+    c.checkpoints = &blocking_ckpt; /* its operations block: refused */
+    cr_expect_eq(eddy_rfeed_new(loop, f->store, &c, &f->ckpt, &out, &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect_null(out);
+    c.checkpoints = NULL;
+    cr_expect_neq(eddy_rfeed_new(NULL, f->store, &c, &f->ckpt, &out, &err), EDDY_OK);
+    cr_expect_neq(eddy_rfeed_new(loop, NULL, &c, &f->ckpt, &out, &err), EDDY_OK);
+    cr_expect_neq(eddy_rfeed_new(loop, f->store, NULL, &f->ckpt, &out, &err), EDDY_OK);
+    cr_expect_neq(eddy_rfeed_new(loop, f->store, &c, &f->ckpt, NULL, &err), EDDY_OK);
+    int any = 0;
+    cr_expect_eq(eddy_rfeed_accept(NULL, &any, count_done, sh), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rfeed_accept(f->feed, NULL, count_done, sh), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_rfeed_accept(f->feed, &any, NULL, sh), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_neq(eddy_rfeed_catch_up(NULL, count_done, sh, &err), EDDY_OK);
+    cr_expect_neq(eddy_rfeed_catch_up(f->feed, NULL, sh, &err), EDDY_OK);
+    cr_expect_neq(eddy_rfeed_go_live(NULL, count_done, sh, &err), EDDY_OK);
+    cr_expect_neq(eddy_rfeed_go_live(f->feed, NULL, sh, &err), EDDY_OK);
+    cr_expect_neq(eddy_rfeed_get_info(NULL, NULL), EDDY_OK);
+    eddy_rfeed_free(NULL);
+}
+
+static void r_shape_refusals(tstore *st, const eddy_feed_config *cfg, tfeed *f) {
+    (void)st;
+    shape sh = {.f = f, .cfg = cfg};
+    rloop_run(f->l, shape_on_loop, &sh);
+    eddy_feed_info i;
+    cr_expect_eq(r_info(f, &i), EDDY_OK); /* a turn of the loop later */
+    cr_expect_eq(sh.calls, 0, "a refused call ran its callback (%d)", sh.calls);
+}
+
 const feed_driver reactive_feed_driver = {
     .name = "reactive",
     .reactive = true,
@@ -473,6 +538,8 @@ const feed_driver reactive_feed_driver = {
     .listener_publish = r_listener_publish,
     .listener_stop = r_listener_stop,
     .listener_free = r_listener_free,
+    .id = r_id,
+    .shape_refusals = r_shape_refusals,
     .ready_for_live_delivery = r_ready,
     .refuses_permanently = r_refuses,
     .failure = r_failure,
