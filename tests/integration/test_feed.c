@@ -6,7 +6,8 @@
  * marker that skips the replay; go-live, which writes no marker, and a later catch-up under
  * waiting live events; freeing a feed with callers waiting; stopping a running replay, a live
  * feed and an idle one; a catch-up asked for from a live apply; a replay that holds one page at
- * a time; a failed catch-up, after which everything is refused; a listener (a bus subscription
+ * a time; a failed catch-up, after which everything is refused (a live feed applying first what
+ * it held); a listener (a bus subscription
  * feeding the feed through the front end's feed handler), whose outcome decides the
  * acknowledgement; the buffer limit; bad arguments; a held event whose apply fails at the end of a catch-up, which
  * fails only its caller; go-live waiting for a running catch-up, with its outcome; a projection
@@ -1112,5 +1113,41 @@ FTEST(bad_arguments_are_refused) {
     /* NULL handles, out-pointers and callbacks: each front end's own calling shape. */
     fd->shape_refusals(c.store, &c.cfg, c.feed);
     cr_expect_eq(model_get(&M.n), 0);
+    teardown(&c);
+}
+
+/* A live feed whose later catch-up fails, with a live event waiting for that catch-up, then
+ * refuses everything. The front ends differ on the waiting event, each as its header says:
+ * the blocking feed applies it first, since the feed was live before the catch-up (eddy/feed.h:
+ * "unless the feed was live before that catch-up started: then they are applied first"); the
+ * reactive feed refuses it without applying it (eddy/rfeed.h, failure step 3: "refuses each
+ * listener's event still waiting for the replay"). Asserted per front end so that a change to
+ * either shows here. */
+FTEST(a_live_feed_applies_what_it_held_before_failing) {
+    ctx c;
+    setup(&c, p, "feed-fail-live");
+    append_n(&c, 5);
+    new_gated_feed(&c, false, false);
+    eddy_error err = {0};
+    cr_expect_eq(fd->go_live(c.feed, &err), EDDY_OK, "%s", err.detail);
+    dd->gate_hold(c.gate, true, false);
+    strcpy(M.fail_id, "e3");
+    tcall *cu = fd->start(c.feed, FEED_CATCH_UP, NULL, NULL);
+    wait_gate(&c);
+    uev b = {"b"};
+    tcall *a = fd->start(c.feed, FEED_ACCEPT, NULL, &b);
+    wait_held(&c, 1);
+    dd->gate_open(c.gate);
+    cr_expect_eq(fd->join(cu, &err), EDDY_ERR_HANDLER_FAILED);
+    if (fd->reactive) {
+        cr_expect_eq(fd->join(a, &err), EDDY_ERR_ILLEGAL_STATE, "refused (step 3)");
+        cr_expect(strstr(err.detail, "cause: EDDY_ERR_HANDLER_FAILED"), "%s", err.detail);
+        cr_expect_eq(count_of("b"), 0);
+    } else {
+        cr_expect_eq(fd->join(a, &err), EDDY_OK, "applied first: %s", err.detail);
+        cr_expect_eq(count_of("b"), 1);
+    }
+    cr_expect_eq(accept_id(&c, "c", &err), EDDY_ERR_ILLEGAL_STATE, "then everything is refused");
+    cr_expect(fd->refuses_permanently(c.feed));
     teardown(&c);
 }

@@ -351,12 +351,6 @@ static void wait_held(ctx *c, size_t n) {
 
 static bool one_waiting(void *user) { return info(user).waiting >= 1; }
 
-static eddy_status accept_id(ctx *c, const char *id) {
-    uev e;
-    snprintf(e.id, sizeof(e.id), "%s", id);
-    return eddy_feed_accept(c->feed, &e, NULL, NULL);
-}
-
 /* ---- holding until catch-up or go-live -------------------------------------------------- */
 
 /* ---- calls from the projection's own callbacks --------------------------------------------- */
@@ -402,31 +396,6 @@ ParameterizedTest(own_param *p, feed_blocking, the_projection_calling_its_own_fe
 /* ---- metadata, live failures ------------------------------------------------------------- */
 
 /* ---- blocking failure rules -------------------------------------------------------------- */
-
-ParameterizedTestParameters(feed_blocking, a_live_feed_applies_what_it_held_before_failing) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, a_live_feed_applies_what_it_held_before_failing,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-fail-live");
-    append_n(&c, 5);
-    new_feed(&c);
-    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
-    strcpy(c.md.gate_id, "e2");
-    strcpy(c.md.fail_id, "e3");
-    caller cu, a;
-    call_async(&cu, c.feed, 2, NULL);
-    wait_at_gate(&c.md);
-    call_async(&a, c.feed, 0, "b");
-    wait_held(&c, 1);
-    open_gate(&c.md);
-    cr_expect_eq(join(&cu), EDDY_ERR_HANDLER_FAILED);
-    cr_expect_eq(join(&a), EDDY_OK, "applied first");
-    cr_expect_eq(count_of(&c.md, "b"), 1);
-    cr_expect_eq(accept_id(&c, "c"), EDDY_ERR_ILLEGAL_STATE, "then everything is refused");
-    teardown(&c);
-}
 
 ParameterizedTestParameters(feed_blocking, a_cancelled_catch_up_is_not_a_failure) {
     return cr_make_param_array(backend, backends, 2);
