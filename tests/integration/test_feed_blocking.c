@@ -7,8 +7,9 @@
  * eddy_feed_handler, whose outcome decides the acknowledgement. Nothing here sleeps to let
  * something happen: threads meet on the projection's gates and on the feed's own counters.
  *
- * Being moved into the one table of tests/integration/test_feed.c (both front ends, both
- * backends, through feed_driver.h); the scenarios already there are no longer here. */
+ * The scenarios both front ends share are in the one table of tests/integration/test_feed.c
+ * (feed_driver.h, both backends). What is left here belongs to the blocking front end alone,
+ * each with the reason, except the one marked "not moved yet". */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <pthread.h>
@@ -373,6 +374,10 @@ typedef struct own_param {
 
 static own_param own_params[] = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}};
 
+/* Blocking front end only (a thread rule): the projection's own catch-up or go-live from its
+ * apply returns at once, and its own accept is refused, since it would wait for a drain only
+ * its own thread runs. A reactive projection's own accept is held and applied instead
+ * (test_rfeed.c, own_event_*). */
 ParameterizedTestParameters(feed_blocking, the_projection_calling_its_own_feed_does_not_wait) {
     return cr_make_param_array(own_param, own_params, 6);
 }
@@ -397,6 +402,8 @@ ParameterizedTest(own_param *p, feed_blocking, the_projection_calling_its_own_fe
 
 /* ---- blocking failure rules -------------------------------------------------------------- */
 
+/* Blocking front end only: cancel handles (eddy_feed_cancel) exist on the blocking feed alone;
+ * a reactive call ends through stop or free. */
 ParameterizedTestParameters(feed_blocking, a_cancelled_catch_up_is_not_a_failure) {
     return cr_make_param_array(backend, backends, 2);
 }
@@ -464,6 +471,7 @@ ParameterizedTest(backend *p, feed_blocking, a_cancelled_catch_up_is_not_a_failu
     teardown(&c);
 }
 
+/* Blocking front end only: cancel handles (eddy_feed_cancel), as above. */
 ParameterizedTestParameters(feed_blocking, a_held_accept_can_be_cancelled) {
     return cr_make_param_array(backend, backends, 2);
 }
@@ -506,6 +514,8 @@ static void offered_done(eddy_status st, const eddy_error *err, void *user) {
     atomic_fetch_add(&o->calls, 1);
 }
 
+/* Blocking front end only: eddy_feed_offer is the blocking feed's non-waiting accept; the
+ * reactive accept is already one (its completion). */
 ParameterizedTestParameters(feed_blocking, offer_completes_once_now_or_later) {
     return cr_make_param_array(backend, backends, 2);
 }
@@ -579,6 +589,9 @@ static bool all_applied(void *user) {
     return ok;
 }
 
+/* Not moved yet (a twin of test_rfeed.c's appends_during_the_switch_applied_once): the
+ * replay is held at an apply gate after it read where the history ends, which a reactive loop
+ * cannot be, and the checkpoint gate of feed_driver.h holds it before that read. */
 ParameterizedTestParameters(feed_blocking, writers_during_the_switch_lose_and_double_nothing) {
     return cr_make_param_array(backend, backends, 2);
 }

@@ -10,8 +10,9 @@
  * apply, and a replay that holds one page at a time and lets the loop run between pages. Each
  * test runs its own loop.
  *
- * Being moved into the one table of tests/integration/test_feed.c (both front ends, both
- * backends, through feed_driver.h); the scenarios already there are no longer here. */
+ * The scenarios both front ends share are in the one table of tests/integration/test_feed.c
+ * (feed_driver.h, both backends). What is left here belongs to the reactive front end alone,
+ * each with the reason, except the one marked "not moved yet". */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <ev.h>
@@ -310,6 +311,10 @@ static const eddy_rcheckpoint_ops wrap_ops = {w_exists, w_save, w_remove};
 
 /* ---- tests ------------------------------------------------------------------------------- */
 
+/* Reactive front end only: the five failure steps of eddy/rfeed.h, with the projection feeding
+ * its own event during the replay (a blocking projection's accept there is refused) and the
+ * order of the steps seen through a counting checkpoint storage. The shared part is
+ * test_feed.c's a_failed_catch_up_refuses_everything. */
 ParameterizedTestParameters(rfeed, failing_catch_up_five_steps) {
     return cr_make_param_array(int, backends, 2);
 }
@@ -374,6 +379,8 @@ ParameterizedTest(int *b, rfeed, failing_catch_up_five_steps, .timeout = 60) {
     teardown(&t);
 }
 
+/* Reactive front end only: a failing reactive feed deletes its own marker, with retries
+ * (eddy/feed.h: "A failing reactive feed deletes its own marker"). */
 Test(rfeed, marker_deletion_failing_logs_feed_id, .timeout = 60) {
     reset_model();
     tctx t;
@@ -452,6 +459,8 @@ static void own_event_fails_feed(int backend, int mode) {
     teardown(&t);
 }
 
+/* Reactive front end only: the projection feeds its own event during a replay (a blocking
+ * projection's accept there is refused: test_feed_blocking.c). */
 ParameterizedTestParameters(rfeed, own_event_failing_fails_feed) {
     return cr_make_param_array(int, backends, 2);
 }
@@ -459,6 +468,7 @@ ParameterizedTest(int *b, rfeed, own_event_failing_fails_feed, .timeout = 60) {
     own_event_fails_feed(*b, 0);
 }
 
+/* Reactive front end only: as own_event_failing_fails_feed. */
 ParameterizedTestParameters(rfeed, own_event_refused_fails_feed) {
     return cr_make_param_array(int, backends, 2);
 }
@@ -466,6 +476,7 @@ ParameterizedTest(int *b, rfeed, own_event_refused_fails_feed, .timeout = 60) {
     own_event_fails_feed(*b, 1);
 }
 
+/* Reactive front end only: an event fed from replay_abandoned (failure rules of eddy/rfeed.h). */
 /* A stopped replay is no failure, but the event replay_abandoned feeds (nothing waits for it)
  * fails: the feed starts failing. */
 ParameterizedTestParameters(rfeed, abandoned_event_failing_fails_feed) {
@@ -510,6 +521,7 @@ ParameterizedTest(int *b, rfeed, abandoned_event_failing_fails_feed, .timeout = 
     teardown(&t);
 }
 
+/* Reactive front end only: listeners refused while the failure steps of eddy/rfeed.h run. */
 /* While the failure steps run (the marker deletion waiting to retry), a listener's event is
  * refused at once, and the projection's own events (one taken in during the replay, one fed
  * while it is applied in step 4) are applied. */
@@ -569,6 +581,7 @@ static void on_done_free(eddy_status st, const eddy_error *err, void *user) {
     M.feed = NULL;
 }
 
+/* Reactive front end only: freeing the feed from inside one of its completions. */
 ParameterizedTestParameters(rfeed, free_inside_completion) {
     return cr_make_param_array(int, backends, 2);
 }
@@ -596,6 +609,8 @@ ParameterizedTest(int *b, rfeed, free_inside_completion, .timeout = 60) {
     teardown(&t);
 }
 
+/* Reactive front end only: an asynchronous checkpoint storage whose removals fail through their
+ * callback (eddy_rcheckpoint_ops). */
 /* Marker removals that fail later, through their callback: 4 failures exhaust the first attempt
  * and the 3 retries (an error naming the feed id is logged); with 3 the last retry deletes it. */
 ParameterizedTestParameters(rfeed, marker_removal_failing_asynchronously) {
@@ -642,6 +657,7 @@ ParameterizedTest(int *b, rfeed, marker_removal_failing_asynchronously, .timeout
     }
 }
 
+/* Reactive front end only: as own_event_failing_fails_feed. */
 /* A stop ends the replay while the projection's own event (fed during it) is held: refused as
  * the stopped feed's held events are, it fails the feed, though a stop alone would not. */
 ParameterizedTestParameters(rfeed, own_event_refused_by_stop_fails_feed) {
@@ -737,6 +753,8 @@ static int count_applied(const char *id) {
     return n;
 }
 
+/* Not moved yet (a twin of test_feed_blocking.c's writers_during_the_switch_lose_and_double_
+ * nothing): appends made from the replay's own apply on the loop. */
 ParameterizedTestParameters(rfeed, appends_during_the_switch_applied_once) {
     return cr_make_param_array(int, backends, 2);
 }
@@ -835,6 +853,7 @@ static void turn_apply(const char *id, void *arg) {
     ev_timer_start(tt->loop, &tt->tm);
 }
 
+/* Reactive front end only: the loop turns between replay pages. */
 /* With one event a page, every page is its own round trip on the loop: the loop turns after
  * each one (an ev_prepare sees every intermediate count of applied events) and runs other
  * watchers meanwhile (a timer armed by an apply fires before the replay ends). */
