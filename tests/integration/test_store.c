@@ -9,7 +9,6 @@
  * front end's calling shape and say so where they stand. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
-#include <ev.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -19,7 +18,6 @@
 #include <time.h>
 
 #include "driver.h"
-#include "eddy/rstore.h"
 #include "eddy/store.h"
 #include "eddy_test.h"
 #include "raw.h"
@@ -27,7 +25,6 @@
 #include "redis_server.h"
 #include "store.h"
 #include "store_driver.h"
-#include "test_backend.h"
 
 typedef struct combo {
     int frontend; /* 0 blocking, 1 reactive */
@@ -1526,171 +1523,26 @@ ParameterizedTest(combo *p, store, memory_and_redis_agree, .timeout = 120) {
  *
  * These are rules of the reactive calling shape: a completion callback runs exactly once, with
  * EDDY_ERR_CLOSED when the store is closed first, and a callback may close the store. The
- * blocking store has no completions (each call returns its outcome). The scenarios drive the
- * reactive store on a loop of their own, on the test's thread, to close it between a call and
- * its completion. */
-
-typedef struct rtctx {
-    struct ev_loop *loop;
-    ctx c;
-} rtctx;
-
-static void rsetup(rtctx *t, const combo *p, const char *prefix) {
-    setup(&t->c, p, prefix);
-    t->loop = ev_loop_new(EVFLAG_AUTO);
-    cr_assert(t->loop);
-}
-
-static eddy_rstore *ropen(rtctx *t) {
-    eddy_rstore *st = NULL;
-    eddy_error err = {0};
-    eddy_status rc = eddy_rstore_open(t->loop, &t->c.s, &st, &err);
-    cr_assert_eq(rc, EDDY_OK, "open: %s (%s)", eddy_status_name(rc), err.detail);
-    return st;
-}
-
-/* What a completion reported. */
-typedef struct rrec {
-    int calls;
-    eddy_status st;
-    long long value;
-    bool flag;
-    char text[64];
-    eddy_rstore **close_store; /* close this store from inside the callback */
-    int *delivered;            /* events a page delivered */
-} rrec;
-
-static void rnote(rrec *r, eddy_status st, const eddy_error *err) {
-    r->calls++;
-    r->st = st;
-    cr_expect(st == EDDY_OK || err, "a failure without detail");
-    if (r->close_store && *r->close_store) {
-        eddy_rstore_close(*r->close_store);
-        *r->close_store = NULL;
-    }
-}
-static void ron_append(eddy_status st, long long v, const eddy_error *err, void *user) {
-    ((rrec *)user)->value = v;
-    rnote(user, st, err);
-}
-static void ron_page(eddy_status st, long long next, const eddy_error *err, void *user) {
-    ((rrec *)user)->value = next;
-    rnote(user, st, err);
-}
-static void ron_stream(eddy_status st, long long last, bool more, const eddy_error *err,
-                       void *user) {
-    ((rrec *)user)->value = last;
-    ((rrec *)user)->flag = more;
-    rnote(user, st, err);
-}
-static void ron_head(eddy_status st, long long pos, const eddy_error *err, void *user) {
-    ((rrec *)user)->value = pos;
-    rnote(user, st, err);
-}
-static void ron_exists(eddy_status st, bool exists, const eddy_error *err, void *user) {
-    ((rrec *)user)->flag = exists;
-    rnote(user, st, err);
-}
-static void ron_read(eddy_status st, const char *value, bool found, const eddy_error *err,
-                     void *user) {
-    rrec *r = user;
-    r->flag = found;
-    snprintf(r->text, sizeof(r->text), "%s", value ? value : "");
-    rnote(r, st, err);
-}
-static void ron_done(eddy_status st, const eddy_error *err, void *user) { rnote(user, st, err); }
-
-static eddy_status rcount(const eddy_event *ev, const eddy_event_meta *m, void *user) {
-    (void)ev, (void)m;
-    rrec *r = user;
-    (*r->delivered)++;
-    if (r->close_store && *r->close_store) {
-        eddy_rstore_close(*r->close_store);
-        *r->close_store = NULL;
-    }
-    return EDDY_OK;
-}
-
-static void rappend_wait(rtctx *t, eddy_rstore *st, const char *stream, size_t n) {
-    eddy_event *evs[4];
-    cr_assert(n <= 4);
-    for (size_t i = 0; i < n; i++) {
-        char id[16];
-        snprintf(id, sizeof(id), "e%zu", i + 1);
-        evs[i] = make_event(id, "t");
-    }
-    rrec r = {0};
-    eddy_error err = {0};
-    cr_assert_eq(eddy_rstore_append(st, stream, (const eddy_event *const *)evs, n, NULL, ron_append,
-                                    &r, &err),
-                 EDDY_OK, "%s", err.detail);
-    for (size_t i = 0; i < n; i++)
-        eddy_event_free(evs[i]);
-    cr_assert(eddy_test_run_until(t->loop, &r.calls, 1, 20000), "append never completed");
-    cr_assert_eq(r.st, EDDY_OK);
-}
+ * blocking store has no completions (each call returns its outcome). Each runs in the reactive
+ * store driver (store_driver.h), on a loop of its own on the test's thread, to close the store
+ * between a call and its completion. */
 
 ParameterizedTestParameters(store, reactive_close_with_operations_pending) {
     return cr_make_param_array(combo, combos + 2, 2);
 }
 ParameterizedTest(combo *p, store, reactive_close_with_operations_pending, .timeout = 60) {
-    rtctx t;
-    rsetup(&t, p, "rs-close");
-    eddy_rstore *st = ropen(&t);
-    eddy_error err = {0};
-    int delivered = 0;
-    rrec ap = {0}, pg = {.delivered = &delivered}, sp = {.delivered = &delivered}, hd = {0},
-         ck = {0};
-    eddy_event *ev = make_event("x1", "t");
-    const eddy_event *evs[] = {ev};
-    cr_assert_eq(eddy_rstore_append(st, "s-1", evs, 1, NULL, ron_append, &ap, &err), EDDY_OK);
-    eddy_event_free(ev);
-    cr_assert_eq(eddy_rstore_read_page(st, 0, 10, NULL, rcount, ron_page, &pg, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_read_stream_page(st, "s-1", 0, rcount, ron_stream, &sp, &err),
-                 EDDY_OK);
-    cr_assert_eq(eddy_rstore_head(st, ron_head, &hd, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_ckpt_save(st, "f", "1", ron_done, &ck, &err), EDDY_OK);
-    eddy_rstore_close(st); /* before any reply came: every callback runs now, once */
-    rrec *all[] = {&ap, &pg, &sp, &hd, &ck};
-    for (int i = 0; i < 5; i++) {
-        cr_expect_eq(all[i]->calls, 1, "op %d ran %d times in close", i, all[i]->calls);
-        cr_expect_eq(all[i]->st, EDDY_ERR_CLOSED, "op %d: %s", i, eddy_status_name(all[i]->st));
-    }
-    eddy_test_run_for(t.loop, 100);
-    for (int i = 0; i < 5; i++)
-        cr_expect_eq(all[i]->calls, 1, "op %d ran again after close", i);
-    cr_expect_eq(delivered, 0);
-    ev_loop_destroy(t.loop);
+    ctx c;
+    setup(&c, p, "rs-close");
+    sd->close_with_operations_pending(&c.s);
 }
 
 ParameterizedTestParameters(store, reactive_close_from_a_callback) {
     return cr_make_param_array(combo, combos + 2, 2);
 }
 ParameterizedTest(combo *p, store, reactive_close_from_a_callback, .timeout = 60) {
-    rtctx t;
-    rsetup(&t, p, "rs-cbclose");
-    eddy_rstore *st = ropen(&t);
-    rappend_wait(&t, st, "s-1", 2);
-    /* The head's callback closes the store; what is queued behind it ends closed, once. */
-    eddy_error err = {0};
-    eddy_rstore *victim = st;
-    int delivered = 0;
-    rrec hd = {.close_store = &victim}, hd2 = {0}, pg = {.delivered = &delivered};
-    cr_assert_eq(eddy_rstore_head(st, ron_head, &hd, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_head(st, ron_head, &hd2, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_read_page(st, 0, 10, NULL, rcount, ron_page, &pg, &err), EDDY_OK);
-    cr_assert(eddy_test_run_until(t.loop, &hd.calls, 1, 20000));
-    cr_expect_eq(hd.st, EDDY_OK);
-    cr_expect_eq(hd.value, 2);
-    cr_expect_null(victim);
-    eddy_test_run_for(t.loop, 100);
-    cr_expect_eq(hd.calls, 1);
-    cr_expect_eq(hd2.calls, 1);
-    cr_expect_eq(pg.calls, 1);
-    cr_expect_eq(hd2.st, EDDY_ERR_CLOSED, "%s", eddy_status_name(hd2.st));
-    cr_expect_eq(pg.st, EDDY_ERR_CLOSED, "%s", eddy_status_name(pg.st));
-    cr_expect_eq(delivered, 0);
-    ev_loop_destroy(t.loop);
+    ctx c;
+    setup(&c, p, "rs-cbclose");
+    sd->close_from_a_callback(&c.s);
 }
 
 /* A page whose `each` closes the store: the page stops and ends closed, once. */
@@ -1698,22 +1550,9 @@ ParameterizedTestParameters(store, reactive_close_from_a_pages_each) {
     return cr_make_param_array(combo, combos + 2, 2);
 }
 ParameterizedTest(combo *p, store, reactive_close_from_a_pages_each, .timeout = 60) {
-    rtctx t;
-    rsetup(&t, p, "rs-eachclose");
-    eddy_rstore *st = ropen(&t);
-    rappend_wait(&t, st, "s-1", 3);
-    eddy_error err = {0};
-    eddy_rstore *victim = st;
-    int delivered = 0;
-    rrec pg = {.close_store = &victim, .delivered = &delivered};
-    cr_assert_eq(eddy_rstore_read_page(st, 0, 10, NULL, rcount, ron_page, &pg, &err), EDDY_OK);
-    cr_assert(eddy_test_run_until(t.loop, &pg.calls, 1, 20000));
-    eddy_test_run_for(t.loop, 50);
-    cr_expect_eq(pg.calls, 1);
-    cr_expect_eq(pg.st, EDDY_ERR_CLOSED, "%s", eddy_status_name(pg.st));
-    cr_expect_eq(delivered, 1, "events delivered after the close: %d", delivered);
-    cr_expect_eq(pg.value, 1, "next position %lld", pg.value);
-    ev_loop_destroy(t.loop);
+    ctx c;
+    setup(&c, p, "rs-eachclose");
+    sd->close_from_a_pages_each(&c.s);
 }
 
 /* Checkpoint operations asked for all at once, without waiting: each completes once, in order
@@ -1723,31 +1562,7 @@ ParameterizedTestParameters(store, reactive_checkpoint_operations_in_flight_at_o
 }
 ParameterizedTest(combo *p, store, reactive_checkpoint_operations_in_flight_at_once,
                   .timeout = 60) {
-    rtctx t;
-    rsetup(&t, p, "rs-ckpt");
-    eddy_rstore *st = ropen(&t);
-    eddy_error err = {0};
-    rrec ex = {0}, rd = {0}, sv = {0}, rm = {0}, ex2 = {0}, rd2 = {0}, ex3 = {0};
-    cr_assert_eq(eddy_rstore_ckpt_exists(st, "feed-1", ron_exists, &ex, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_ckpt_read(st, "feed-1", ron_read, &rd, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_ckpt_save(st, "feed-1", "42", ron_done, &sv, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_ckpt_exists(st, "feed-1", ron_exists, &ex2, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_ckpt_read(st, "feed-1", ron_read, &rd2, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_ckpt_remove(st, "feed-1", ron_done, &rm, &err), EDDY_OK);
-    cr_assert_eq(eddy_rstore_ckpt_exists(st, "feed-1", ron_exists, &ex3, &err), EDDY_OK);
-    cr_assert(eddy_test_run_until(t.loop, &ex3.calls, 1, 20000));
-    eddy_test_run_for(t.loop, 10);
-    rrec *all[] = {&ex, &rd, &sv, &ex2, &rd2, &rm, &ex3};
-    for (int i = 0; i < 7; i++) {
-        cr_expect_eq(all[i]->calls, 1, "op %d ran %d times", i, all[i]->calls);
-        cr_expect_eq(all[i]->st, EDDY_OK, "op %d: %s", i, eddy_status_name(all[i]->st));
-    }
-    cr_expect_not(ex.flag);
-    cr_expect_not(rd.flag);
-    cr_expect(ex2.flag);
-    cr_expect(rd2.flag);
-    cr_expect_str_eq(rd2.text, "42");
-    cr_expect_not(ex3.flag);
-    eddy_rstore_close(st);
-    ev_loop_destroy(t.loop);
+    ctx c;
+    setup(&c, p, "rs-ckpt");
+    sd->checkpoint_operations_in_flight_at_once(&c.s);
 }

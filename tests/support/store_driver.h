@@ -46,6 +46,18 @@ typedef struct store_driver {
     /* The loop thread the reactive store lives on (NULL for the blocking one); the drivers of
      * the features built on a store (domain_driver.h) run there too. */
     struct rloop *(*loop)(tstore *st);
+    /* Reactive only (NULL on the blocking driver, whose calls have no completion): each opens a
+     * store on s on a loop of its own on the calling thread and asserts a rule of the reactive
+     * calling shape:
+     * - closing with operations pending completes each once with EDDY_ERR_CLOSED, inside the
+     *   close, and never again;
+     * - a completion may close the store: what is queued behind it ends closed, once;
+     * - a page's each may close the store: the page stops and ends closed, once;
+     * - checkpoint operations asked for all at once complete once each, in order. */
+    void (*close_with_operations_pending)(const eddy_settings *s);
+    void (*close_from_a_callback)(const eddy_settings *s);
+    void (*close_from_a_pages_each)(const eddy_settings *s);
+    void (*checkpoint_operations_in_flight_at_once)(const eddy_settings *s);
 } store_driver;
 
 extern const store_driver blocking_store_driver;

@@ -4,6 +4,7 @@
  * checked to run once and never inside the call. A refusal is the call's own status (no
  * completion runs); any other outcome is the completion's. */
 #include <criterion/criterion.h>
+#include <ev.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include "recorder.h"
 #include "rloop.h"
 #include "store_driver.h"
+#include "test_backend.h"
 
 typedef struct rtstore {
     rloop *l;
@@ -375,6 +377,221 @@ static void r_shape_refusals(const eddy_settings *s, tstore *open) {
 static void *r_native(tstore *st) { return ((rtstore *)st)->st; }
 static rloop *r_loop(tstore *st) { return ((rtstore *)st)->l; }
 
+/* ---- the reactive calling shape: completions at teardown and from a callback -------------
+ *
+ * Rules of the reactive store alone (store_driver.h's reactive-only members): each runs the
+ * store on a loop of its own on the calling thread, to close it between a call and its
+ * completion, and asserts the rule. */
+
+typedef struct rtctx {
+    struct ev_loop *loop;
+    const eddy_settings *s;
+} rtctx;
+
+static void rsetup(rtctx *t, const eddy_settings *s) {
+    t->s = s;
+    t->loop = ev_loop_new(EVFLAG_AUTO);
+    cr_assert(t->loop);
+}
+
+static eddy_rstore *ropen(rtctx *t) {
+    eddy_rstore *st = NULL;
+    eddy_error err = {0};
+    eddy_status rc = eddy_rstore_open(t->loop, t->s, &st, &err);
+    cr_assert_eq(rc, EDDY_OK, "open: %s (%s)", eddy_status_name(rc), err.detail);
+    return st;
+}
+
+/* What a completion reported. */
+typedef struct rrec {
+    int calls;
+    eddy_status st;
+    long long value;
+    bool flag;
+    char text[64];
+    eddy_rstore **close_store; /* close this store from inside the callback */
+    int *delivered;            /* events a page delivered */
+} rrec;
+
+static void rnote(rrec *r, eddy_status st, const eddy_error *err) {
+    r->calls++;
+    r->st = st;
+    cr_expect(st == EDDY_OK || err, "a failure without detail");
+    if (r->close_store && *r->close_store) {
+        eddy_rstore_close(*r->close_store);
+        *r->close_store = NULL;
+    }
+}
+static void ron_append(eddy_status st, long long v, const eddy_error *err, void *user) {
+    ((rrec *)user)->value = v;
+    rnote(user, st, err);
+}
+static void ron_page(eddy_status st, long long next, const eddy_error *err, void *user) {
+    ((rrec *)user)->value = next;
+    rnote(user, st, err);
+}
+static void ron_stream(eddy_status st, long long last, bool more, const eddy_error *err,
+                       void *user) {
+    ((rrec *)user)->value = last;
+    ((rrec *)user)->flag = more;
+    rnote(user, st, err);
+}
+static void ron_head(eddy_status st, long long pos, const eddy_error *err, void *user) {
+    ((rrec *)user)->value = pos;
+    rnote(user, st, err);
+}
+static void ron_exists(eddy_status st, bool exists, const eddy_error *err, void *user) {
+    ((rrec *)user)->flag = exists;
+    rnote(user, st, err);
+}
+static void ron_read(eddy_status st, const char *value, bool found, const eddy_error *err,
+                     void *user) {
+    rrec *r = user;
+    r->flag = found;
+    snprintf(r->text, sizeof(r->text), "%s", value ? value : "");
+    rnote(r, st, err);
+}
+static void ron_done(eddy_status st, const eddy_error *err, void *user) { rnote(user, st, err); }
+
+static eddy_status rcount(const eddy_event *ev, const eddy_event_meta *m, void *user) {
+    (void)ev, (void)m;
+    rrec *r = user;
+    (*r->delivered)++;
+    if (r->close_store && *r->close_store) {
+        eddy_rstore_close(*r->close_store);
+        *r->close_store = NULL;
+    }
+    return EDDY_OK;
+}
+
+static void rappend_wait(rtctx *t, eddy_rstore *st, const char *stream, size_t n) {
+    eddy_event *evs[4];
+    cr_assert(n <= 4);
+    for (size_t i = 0; i < n; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "e%zu", i + 1);
+        evs[i] = make_event(id, "t");
+    }
+    rrec r = {0};
+    eddy_error err = {0};
+    cr_assert_eq(eddy_rstore_append(st, stream, (const eddy_event *const *)evs, n, NULL, ron_append,
+                                    &r, &err),
+                 EDDY_OK, "%s", err.detail);
+    for (size_t i = 0; i < n; i++)
+        eddy_event_free(evs[i]);
+    cr_assert(eddy_test_run_until(t->loop, &r.calls, 1, 20000), "append never completed");
+    cr_assert_eq(r.st, EDDY_OK);
+}
+
+static void r_close_with_operations_pending(const eddy_settings *s) {
+    rtctx t;
+    rsetup(&t, s);
+    eddy_rstore *st = ropen(&t);
+    eddy_error err = {0};
+    int delivered = 0;
+    rrec ap = {0}, pg = {.delivered = &delivered}, sp = {.delivered = &delivered}, hd = {0},
+         ck = {0};
+    eddy_event *ev = make_event("x1", "t");
+    const eddy_event *evs[] = {ev};
+    cr_assert_eq(eddy_rstore_append(st, "s-1", evs, 1, NULL, ron_append, &ap, &err), EDDY_OK);
+    eddy_event_free(ev);
+    cr_assert_eq(eddy_rstore_read_page(st, 0, 10, NULL, rcount, ron_page, &pg, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_read_stream_page(st, "s-1", 0, rcount, ron_stream, &sp, &err),
+                 EDDY_OK);
+    cr_assert_eq(eddy_rstore_head(st, ron_head, &hd, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_ckpt_save(st, "f", "1", ron_done, &ck, &err), EDDY_OK);
+    eddy_rstore_close(st); /* before any reply came: every callback runs now, once */
+    rrec *all[] = {&ap, &pg, &sp, &hd, &ck};
+    for (int i = 0; i < 5; i++) {
+        cr_expect_eq(all[i]->calls, 1, "op %d ran %d times in close", i, all[i]->calls);
+        cr_expect_eq(all[i]->st, EDDY_ERR_CLOSED, "op %d: %s", i, eddy_status_name(all[i]->st));
+    }
+    eddy_test_run_for(t.loop, 100);
+    for (int i = 0; i < 5; i++)
+        cr_expect_eq(all[i]->calls, 1, "op %d ran again after close", i);
+    cr_expect_eq(delivered, 0);
+    ev_loop_destroy(t.loop);
+}
+
+static void r_close_from_a_callback(const eddy_settings *s) {
+    rtctx t;
+    rsetup(&t, s);
+    eddy_rstore *st = ropen(&t);
+    rappend_wait(&t, st, "s-1", 2);
+    /* The head's callback closes the store; what is queued behind it ends closed, once. */
+    eddy_error err = {0};
+    eddy_rstore *victim = st;
+    int delivered = 0;
+    rrec hd = {.close_store = &victim}, hd2 = {0}, pg = {.delivered = &delivered};
+    cr_assert_eq(eddy_rstore_head(st, ron_head, &hd, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_head(st, ron_head, &hd2, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_read_page(st, 0, 10, NULL, rcount, ron_page, &pg, &err), EDDY_OK);
+    cr_assert(eddy_test_run_until(t.loop, &hd.calls, 1, 20000));
+    cr_expect_eq(hd.st, EDDY_OK);
+    cr_expect_eq(hd.value, 2);
+    cr_expect_null(victim);
+    eddy_test_run_for(t.loop, 100);
+    cr_expect_eq(hd.calls, 1);
+    cr_expect_eq(hd2.calls, 1);
+    cr_expect_eq(pg.calls, 1);
+    cr_expect_eq(hd2.st, EDDY_ERR_CLOSED, "%s", eddy_status_name(hd2.st));
+    cr_expect_eq(pg.st, EDDY_ERR_CLOSED, "%s", eddy_status_name(pg.st));
+    cr_expect_eq(delivered, 0);
+    ev_loop_destroy(t.loop);
+}
+
+/* A page whose `each` closes the store: the page stops and ends closed, once. */
+static void r_close_from_a_pages_each(const eddy_settings *s) {
+    rtctx t;
+    rsetup(&t, s);
+    eddy_rstore *st = ropen(&t);
+    rappend_wait(&t, st, "s-1", 3);
+    eddy_error err = {0};
+    eddy_rstore *victim = st;
+    int delivered = 0;
+    rrec pg = {.close_store = &victim, .delivered = &delivered};
+    cr_assert_eq(eddy_rstore_read_page(st, 0, 10, NULL, rcount, ron_page, &pg, &err), EDDY_OK);
+    cr_assert(eddy_test_run_until(t.loop, &pg.calls, 1, 20000));
+    eddy_test_run_for(t.loop, 50);
+    cr_expect_eq(pg.calls, 1);
+    cr_expect_eq(pg.st, EDDY_ERR_CLOSED, "%s", eddy_status_name(pg.st));
+    cr_expect_eq(delivered, 1, "events delivered after the close: %d", delivered);
+    cr_expect_eq(pg.value, 1, "next position %lld", pg.value);
+    ev_loop_destroy(t.loop);
+}
+
+/* Checkpoint operations asked for all at once, without waiting: each completes once, in order
+ * (the driver's checkpoint adapter waits for each, so this is the in-flight case). */
+static void r_checkpoint_operations_in_flight_at_once(const eddy_settings *s) {
+    rtctx t;
+    rsetup(&t, s);
+    eddy_rstore *st = ropen(&t);
+    eddy_error err = {0};
+    rrec ex = {0}, rd = {0}, sv = {0}, rm = {0}, ex2 = {0}, rd2 = {0}, ex3 = {0};
+    cr_assert_eq(eddy_rstore_ckpt_exists(st, "feed-1", ron_exists, &ex, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_ckpt_read(st, "feed-1", ron_read, &rd, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_ckpt_save(st, "feed-1", "42", ron_done, &sv, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_ckpt_exists(st, "feed-1", ron_exists, &ex2, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_ckpt_read(st, "feed-1", ron_read, &rd2, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_ckpt_remove(st, "feed-1", ron_done, &rm, &err), EDDY_OK);
+    cr_assert_eq(eddy_rstore_ckpt_exists(st, "feed-1", ron_exists, &ex3, &err), EDDY_OK);
+    cr_assert(eddy_test_run_until(t.loop, &ex3.calls, 1, 20000));
+    eddy_test_run_for(t.loop, 10);
+    rrec *all[] = {&ex, &rd, &sv, &ex2, &rd2, &rm, &ex3};
+    for (int i = 0; i < 7; i++) {
+        cr_expect_eq(all[i]->calls, 1, "op %d ran %d times", i, all[i]->calls);
+        cr_expect_eq(all[i]->st, EDDY_OK, "op %d: %s", i, eddy_status_name(all[i]->st));
+    }
+    cr_expect_not(ex.flag);
+    cr_expect_not(rd.flag);
+    cr_expect(ex2.flag);
+    cr_expect(rd2.flag);
+    cr_expect_str_eq(rd2.text, "42");
+    cr_expect_not(ex3.flag);
+    eddy_rstore_close(st);
+    ev_loop_destroy(t.loop);
+}
+
 const store_driver reactive_store_driver = {
     .name = "reactive",
     .reactive = true,
@@ -388,4 +605,8 @@ const store_driver reactive_store_driver = {
     .shape_refusals = r_shape_refusals,
     .native = r_native,
     .loop = r_loop,
+    .close_with_operations_pending = r_close_with_operations_pending,
+    .close_from_a_callback = r_close_from_a_callback,
+    .close_from_a_pages_each = r_close_from_a_pages_each,
+    .checkpoint_operations_in_flight_at_once = r_checkpoint_operations_in_flight_at_once,
 };
