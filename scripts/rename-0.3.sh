@@ -28,7 +28,7 @@ s/\beddy_feed_cancel_\(new\|fired\|fire\|free\)\b/eddy_cancel_\1/g
 s/\beddy_feed_cancel\b/eddy_cancel/g
 '
 
-keep='^(tests/twins/self-test\.sh|tests/twins/old-names\.c|tests/twins/deprecated\.sh|tests/integration/test_twins\.c|tests/twins/check-twins\.py|include/eddy/deprecated\.h|include/eddy/rdeprecated\.h|blocking/deprecated\.c|reactive/deprecated\.c|docs/twins\.md|scripts/rename-0\.3\.sh|CHANGELOG\.md)$'
+keep='^(cmake/eddy\.map|tests/abi/.*|tests/twins/self-test\.sh|tests/twins/old-names\.c|tests/twins/deprecated\.sh|tests/integration/test_twins\.c|tests/twins/check-twins\.py|include/eddy/deprecated\.h|include/eddy/rdeprecated\.h|blocking/deprecated\.c|reactive/deprecated\.c|docs/twins\.md|scripts/rename-0\.3\.sh|CHANGELOG\.md)$'
 
 if git rev-parse --is-inside-work-tree >/dev/null 2>&1; then
     list() { git ls-files; }

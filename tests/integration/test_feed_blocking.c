@@ -5,7 +5,11 @@
  * waiting, real pages (a replay holds one at a time) and real markers; writers appending while a
  * feed switches from replay to live; and a bus subscription feeding the feed through
  * eddy_feed_handler, whose outcome decides the acknowledgement. Nothing here sleeps to let
- * something happen: threads meet on the projection's gates and on the feed's own counters. */
+ * something happen: threads meet on the projection's gates and on the feed's own counters.
+ *
+ * The scenarios both front ends share are in the one table of tests/integration/test_feed.c
+ * (feed_driver.h, both backends). What is left here belongs to the blocking front end alone,
+ * each with the reason, except the one marked "not moved yet". */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <pthread.h>
@@ -276,12 +280,6 @@ static void append_n(ctx *c, int n) {
     }
 }
 
-static bool marker_exists(ctx *c) {
-    bool exists = false;
-    cr_assert_eq(c->ckpt.ops->exists(c->ckpt.self, "order-status", &exists, NULL), EDDY_OK);
-    return exists;
-}
-
 static eddy_feed_info info(ctx *c) {
     eddy_feed_info i;
     cr_assert_eq(eddy_feed_stats(c->feed, &i), EDDY_OK);
@@ -354,231 +352,7 @@ static void wait_held(ctx *c, size_t n) {
 
 static bool one_waiting(void *user) { return info(user).waiting >= 1; }
 
-static eddy_status accept_id(ctx *c, const char *id) {
-    uev e;
-    snprintf(e.id, sizeof(e.id), "%s", id);
-    return eddy_feed_accept(c->feed, &e, NULL, NULL);
-}
-
 /* ---- holding until catch-up or go-live -------------------------------------------------- */
-
-ParameterizedTestParameters(feed_blocking, held_until_catch_up_then_replayed_then_held) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, held_until_catch_up_then_replayed_then_held,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-hold");
-    append_n(&c, 7);
-    new_feed(&c);
-    caller a, b, dup;
-    call_async(&a, c.feed, 0, "x1");
-    wait_held(&c, 1);
-    call_async(&dup, c.feed, 0, "e4"); /* the live copy of a stored event */
-    wait_held(&c, 2);
-    call_async(&b, c.feed, 1, "x2");
-    wait_held(&c, 3);
-    cr_expect_not(atomic_load(&a.done), "the listener waits in its first accept");
-    cr_expect_eq(c.md.n, 0);
-    cr_expect_not(marker_exists(&c));
-    eddy_error err = {0};
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, &err), EDDY_OK, "%s", err.detail);
-    cr_expect_eq(join(&a), EDDY_OK);
-    cr_expect_eq(join(&dup), EDDY_OK, "a duplicate of a replayed event: acknowledge it");
-    cr_expect_eq(join(&b), EDDY_OK);
-    cr_expect_str_eq(applied(&c.md), "e1,e2,e3,e4,e5,e6,e7,x1,x2");
-    cr_expect(c.md.meta[0], "replayed with metadata");
-    cr_expect_not(c.md.meta[7], "x1 was fed without");
-    cr_expect(c.md.meta[8], "x2 was fed with");
-    cr_expect_eq(c.md.started, 1);
-    cr_expect_eq(c.md.completed, 1);
-    cr_expect(marker_exists(&c));
-    char value[32];
-    bool found = false;
-    cr_assert_eq(c.ckpt.ops->read(c.ckpt.self, "order-status", value, sizeof(value), &found, NULL),
-                 EDDY_OK);
-    cr_expect_str_eq(value, "7");
-    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
-    eddy_feed_info i = info(&c);
-    cr_expect_eq(i.last, EDDY_FEED_REPLAYED);
-    cr_expect_eq(i.replayed, 7);
-    cr_expect_eq(i.duplicates, 1);
-    cr_expect_eq(accept_id(&c, "x3"), EDDY_OK, "live: applied on the caller's thread");
-    cr_expect_eq(count_of(&c.md, "x3"), 1);
-    teardown(&c);
-}
-
-ParameterizedTestParameters(feed_blocking, held_until_go_live_which_writes_no_marker) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, held_until_go_live_which_writes_no_marker,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-golive");
-    append_n(&c, 4);
-    new_feed(&c);
-    caller a;
-    call_async(&a, c.feed, 0, "x1");
-    wait_held(&c, 1);
-    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
-    cr_expect_eq(join(&a), EDDY_OK);
-    cr_expect_str_eq(applied(&c.md), "x1", "no replay");
-    cr_expect_not(marker_exists(&c));
-    /* A later real catch-up replays the whole history while live events wait. */
-    strcpy(c.md.gate_id, "e2");
-    caller cu;
-    call_async(&cu, c.feed, 2, NULL);
-    wait_at_gate(&c.md);
-    caller live;
-    call_async(&live, c.feed, 0, "x2");
-    wait_held(&c, 1);
-    open_gate(&c.md);
-    cr_expect_eq(join(&cu), EDDY_OK);
-    cr_expect_eq(join(&live), EDDY_OK);
-    cr_expect_str_eq(applied(&c.md), "x1,e1,e2,e3,e4,x2");
-    cr_expect(marker_exists(&c));
-    teardown(&c);
-}
-
-ParameterizedTestParameters(feed_blocking, a_marker_skips_the_replay) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, a_marker_skips_the_replay, .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-marker");
-    append_n(&c, 4);
-    cr_assert_eq(c.ckpt.ops->save(c.ckpt.self, "order-status", "4", NULL), EDDY_OK);
-    new_feed(&c);
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, NULL), EDDY_OK);
-    cr_expect_eq(c.md.n, 0);
-    cr_expect_eq(c.md.started, 0);
-    cr_expect_eq(info(&c).last, EDDY_FEED_SKIPPED);
-    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
-    teardown(&c);
-}
-
-/* ---- stop ------------------------------------------------------------------------------- */
-
-ParameterizedTestParameters(feed_blocking, stop_on_a_running_replay_leaves_a_new_feed_stopped) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, stop_on_a_running_replay_leaves_a_new_feed_stopped,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-stop");
-    append_n(&c, 6);
-    new_feed(&c);
-    caller a;
-    call_async(&a, c.feed, 0, "x1");
-    wait_held(&c, 1);
-    strcpy(c.md.gate_id, "e3");
-    caller cu;
-    call_async(&cu, c.feed, 2, NULL);
-    wait_at_gate(&c.md);
-    eddy_feed_stop_catch_up(c.feed); /* from another thread, while e3 is being applied */
-    open_gate(&c.md);
-    cr_expect_eq(join(&cu), EDDY_OK, "a stopped replay is not a failure");
-    cr_expect_eq(c.md.abandoned, 1);
-    cr_expect_eq(c.md.completed, 0);
-    cr_expect_not(marker_exists(&c));
-    cr_expect_eq(join(&a), EDDY_ERR_ILLEGAL_STATE, "the waiting event is refused");
-    cr_expect(strstr(a.err.detail, "stopped"), "%s", a.err.detail);
-    cr_expect_eq(accept_id(&c, "x2"), EDDY_ERR_ILLEGAL_STATE, "and so is a later one");
-    eddy_feed_info i = info(&c);
-    cr_expect(i.stopped);
-    cr_expect_not(i.failed);
-    cr_expect_eq(i.last, EDDY_FEED_STOPPED);
-    cr_expect_not(eddy_feed_refuses_permanently(c.feed));
-    /* The next catch-up replays everything again. */
-    c.md.gate_id[0] = '\0';
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, NULL), EDDY_OK);
-    cr_expect_str_eq(applied(&c.md), "e1,e2,e3,e4,e5,e6");
-    cr_expect_eq(accept_id(&c, "x1"), EDDY_OK, "redelivered by the broker, applied now");
-    teardown(&c);
-}
-
-ParameterizedTestParameters(feed_blocking, stop_from_the_projection_on_a_live_feed_delivers) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, stop_from_the_projection_on_a_live_feed_delivers,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-stoplive");
-    append_n(&c, 6);
-    new_feed(&c);
-    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
-    eddy_feed_stop_catch_up(c.feed);
-    cr_expect(eddy_feed_ready_for_live_delivery(c.feed), "a stop on a live feed does nothing");
-    cr_expect_eq(accept_id(&c, "a"), EDDY_OK);
-    strcpy(c.md.gate_id, "e2");
-    strcpy(c.md.act_id, "e3");
-    c.md.act = ACT_STOP; /* the projection stops its own replay: no wait */
-    caller cu;
-    call_async(&cu, c.feed, 2, NULL);
-    wait_at_gate(&c.md);
-    caller b;
-    call_async(&b, c.feed, 0, "b");
-    wait_held(&c, 1);
-    open_gate(&c.md);
-    cr_expect_eq(join(&cu), EDDY_OK);
-    cr_expect_eq(join(&b), EDDY_OK, "a previously live feed delivers what waited");
-    cr_expect_str_eq(applied(&c.md), "b", "the model discarded the abandoned replay");
-    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
-    cr_expect_not(marker_exists(&c));
-    teardown(&c);
-}
-
-/* ---- go-live while a catch-up runs ---------------------------------------------------- */
-
-ParameterizedTestParameters(feed_blocking, go_live_waits_for_a_catch_up_and_carries_its_failure) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, go_live_waits_for_a_catch_up_and_carries_its_failure,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-golive-fail");
-    append_n(&c, 5);
-    new_feed(&c);
-    strcpy(c.md.gate_id, "e2");
-    strcpy(c.md.fail_id, "e4");
-    caller cu, gl;
-    call_async(&cu, c.feed, 2, NULL);
-    wait_at_gate(&c.md);
-    call_async(&gl, c.feed, 3, NULL);
-    cr_assert(eddy_test_wait_until(one_waiting, &c, 10000));
-    cr_expect_not(atomic_load(&gl.done), "go-live waits for the replay");
-    open_gate(&c.md);
-    cr_expect_eq(join(&cu), EDDY_ERR_HANDLER_FAILED);
-    cr_expect(strstr(cu.err.detail, "the model rejects e4"), "%s", cu.err.detail);
-    cr_expect_eq(join(&gl), EDDY_ERR_ILLEGAL_STATE);
-    cr_expect(strstr(gl.err.detail, "cause: EDDY_ERR_HANDLER_FAILED"), "%s", gl.err.detail);
-    eddy_error cause;
-    cr_expect(eddy_feed_failure(c.feed, &cause));
-    cr_expect_eq(cause.status, EDDY_ERR_HANDLER_FAILED);
-    teardown(&c);
-}
-
-ParameterizedTestParameters(feed_blocking, go_live_waits_for_a_catch_up_that_succeeds) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, go_live_waits_for_a_catch_up_that_succeeds,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-golive-ok");
-    append_n(&c, 5);
-    new_feed(&c);
-    strcpy(c.md.gate_id, "e2");
-    caller cu, gl;
-    call_async(&cu, c.feed, 2, NULL);
-    wait_at_gate(&c.md);
-    call_async(&gl, c.feed, 3, NULL);
-    cr_assert(eddy_test_wait_until(one_waiting, &c, 10000));
-    open_gate(&c.md);
-    cr_expect_eq(join(&cu), EDDY_OK);
-    cr_expect_eq(join(&gl), EDDY_OK);
-    cr_expect(marker_exists(&c), "still a real catch-up");
-    teardown(&c);
-}
 
 /* ---- calls from the projection's own callbacks --------------------------------------------- */
 
@@ -600,6 +374,10 @@ typedef struct own_param {
 
 static own_param own_params[] = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}};
 
+/* Blocking front end only (a thread rule): the projection's own catch-up or go-live from its
+ * apply returns at once, and its own accept is refused, since it would wait for a drain only
+ * its own thread runs. A reactive projection's own accept is held and applied instead
+ * (test_rfeed.c, own_event_*). */
 ParameterizedTestParameters(feed_blocking, the_projection_calling_its_own_feed_does_not_wait) {
     return cr_make_param_array(own_param, own_params, 6);
 }
@@ -620,172 +398,12 @@ ParameterizedTest(own_param *p, feed_blocking, the_projection_calling_its_own_fe
     teardown(&c);
 }
 
-ParameterizedTestParameters(feed_blocking, a_catch_up_asked_for_from_a_live_apply_runs_after_it) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, a_catch_up_asked_for_from_a_live_apply_runs_after_it,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-own-live");
-    append_n(&c, 3);
-    new_feed(&c);
-    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
-    strcpy(c.md.act_id, "x1");
-    c.md.act = ACT_CATCH_UP;
-    cr_expect_eq(accept_id(&c, "x1"), EDDY_OK);
-    cr_expect_eq(c.md.act_st, EDDY_OK);
-    cr_expect_str_eq(applied(&c.md), "x1,e1,e2,e3", "run by the caller once the apply returned");
-    cr_expect(marker_exists(&c));
-    teardown(&c);
-}
-
 /* ---- metadata, live failures ------------------------------------------------------------- */
-
-ParameterizedTestParameters(feed_blocking, keyed_by_metadata_without_metadata_is_refused) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, keyed_by_metadata_without_metadata_is_refused,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-keyed");
-    c.cfg.projection.keyed_by_metadata = true;
-    new_feed(&c);
-    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
-    eddy_error err = {0};
-    uev e = {"x1"};
-    cr_expect_eq(eddy_feed_accept(c.feed, &e, NULL, &err), EDDY_ERR_ILLEGAL_STATE);
-    cr_expect(strstr(err.detail, "keyed by metadata"), "%s", err.detail);
-    eddy_event_meta m = {"order-1", 3, 0};
-    cr_expect_eq(eddy_feed_accept_meta(c.feed, &m, &e, NULL, NULL), EDDY_OK);
-    cr_expect_str_eq(applied(&c.md), "x1");
-    cr_expect(c.md.meta[0]);
-    cr_expect_eq(eddy_feed_accept_meta(c.feed, NULL, &e, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    teardown(&c);
-}
-
-ParameterizedTestParameters(feed_blocking, a_live_failure_fails_only_its_caller) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, a_live_failure_fails_only_its_caller, .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-livefail");
-    new_feed(&c);
-    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
-    strcpy(c.md.fail_id, "bad");
-    c.md.fail_times = 1;
-    eddy_error err = {0};
-    uev e = {"bad"};
-    cr_expect_eq(eddy_feed_accept(c.feed, &e, NULL, &err), EDDY_ERR_HANDLER_FAILED);
-    cr_expect(strstr(err.detail, "the model rejects bad"), "%s", err.detail);
-    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
-    cr_expect_eq(accept_id(&c, "good"), EDDY_OK);
-    cr_expect_eq(accept_id(&c, "bad"), EDDY_OK, "redelivered: applied now");
-    teardown(&c);
-}
-
-/* A held event whose apply fails at the end of a catch-up fails only its own caller: the other
- * held events are applied in arrival order, the catch-up succeeds and the feed goes live. */
-ParameterizedTestParameters(feed_blocking,
-                            a_held_failure_at_the_end_of_a_catch_up_fails_only_its_caller) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking,
-                  a_held_failure_at_the_end_of_a_catch_up_fails_only_its_caller, .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-heldfail");
-    append_n(&c, 4);
-    new_feed(&c);
-    strcpy(c.md.fail_id, "bad");
-    c.md.fail_times = 1;
-    caller a, bad, b;
-    call_async(&a, c.feed, 0, "x1");
-    wait_held(&c, 1);
-    call_async(&bad, c.feed, 0, "bad");
-    wait_held(&c, 2);
-    call_async(&b, c.feed, 1, "x2");
-    wait_held(&c, 3);
-    eddy_error err = {0};
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, &err), EDDY_OK, "%s", err.detail);
-    cr_expect_eq(join(&a), EDDY_OK, "%s", a.err.detail);
-    cr_expect_eq(join(&bad), EDDY_ERR_HANDLER_FAILED, "%s", eddy_status_name(bad.st));
-    cr_expect(strstr(bad.err.detail, "the model rejects bad"), "%s", bad.err.detail);
-    cr_expect_eq(join(&b), EDDY_OK, "%s", b.err.detail);
-    cr_expect_str_eq(applied(&c.md), "e1,e2,e3,e4,x1,x2");
-    cr_expect_eq(c.md.started, 1);
-    cr_expect_eq(c.md.completed, 1);
-    cr_expect_eq(c.md.abandoned, 0);
-    cr_expect(marker_exists(&c), "the catch-up succeeded: its marker is written");
-    eddy_feed_info i = info(&c);
-    cr_expect(i.live);
-    cr_expect_not(i.failed);
-    cr_expect_eq(i.held, 0);
-    cr_expect_eq(i.last, EDDY_FEED_REPLAYED);
-    cr_expect_not(eddy_feed_refuses_permanently(c.feed));
-    cr_expect_not(eddy_feed_failure(c.feed, NULL));
-    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
-    cr_expect_eq(accept_id(&c, "x3"), EDDY_OK, "live afterwards");
-    cr_expect_eq(accept_id(&c, "bad"), EDDY_OK, "redelivered: applied now");
-    cr_expect_str_eq(applied(&c.md), "e1,e2,e3,e4,x1,x2,x3,bad");
-    teardown(&c);
-}
 
 /* ---- blocking failure rules -------------------------------------------------------------- */
 
-ParameterizedTestParameters(feed_blocking, a_failed_catch_up_refuses_everything) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, a_failed_catch_up_refuses_everything, .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-fail");
-    append_n(&c, 5);
-    new_feed(&c);
-    caller a;
-    call_async(&a, c.feed, 0, "x1");
-    wait_held(&c, 1);
-    strcpy(c.md.fail_id, "e3");
-    strcpy(c.md.act_id, "e2");
-    c.md.act = ACT_NONE;
-    eddy_error err = {0};
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, &err), EDDY_ERR_HANDLER_FAILED);
-    cr_expect(strstr(err.detail, "'e3'"), "%s", err.detail);
-    cr_expect_eq(join(&a), EDDY_ERR_ILLEGAL_STATE, "held while the replay ran: refused");
-    cr_expect(strstr(a.err.detail, "cause: EDDY_ERR_HANDLER_FAILED"), "%s", a.err.detail);
-    cr_expect_eq(count_of(&c.md, "x1"), 0);
-    cr_expect(eddy_feed_refuses_permanently(c.feed));
-    cr_expect_not(eddy_feed_ready_for_live_delivery(c.feed));
-    cr_expect_eq(accept_id(&c, "x2"), EDDY_ERR_ILLEGAL_STATE);
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, NULL), EDDY_ERR_ILLEGAL_STATE);
-    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_ERR_ILLEGAL_STATE);
-    cr_expect_eq(c.md.abandoned, 1);
-    cr_expect_not(marker_exists(&c), "a new feed with the same id replays the history");
-    teardown(&c);
-}
-
-ParameterizedTestParameters(feed_blocking, a_live_feed_applies_what_it_held_before_failing) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, a_live_feed_applies_what_it_held_before_failing,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-fail-live");
-    append_n(&c, 5);
-    new_feed(&c);
-    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
-    strcpy(c.md.gate_id, "e2");
-    strcpy(c.md.fail_id, "e3");
-    caller cu, a;
-    call_async(&cu, c.feed, 2, NULL);
-    wait_at_gate(&c.md);
-    call_async(&a, c.feed, 0, "b");
-    wait_held(&c, 1);
-    open_gate(&c.md);
-    cr_expect_eq(join(&cu), EDDY_ERR_HANDLER_FAILED);
-    cr_expect_eq(join(&a), EDDY_OK, "applied first");
-    cr_expect_eq(count_of(&c.md, "b"), 1);
-    cr_expect_eq(accept_id(&c, "c"), EDDY_ERR_ILLEGAL_STATE, "then everything is refused");
-    teardown(&c);
-}
-
+/* Blocking front end only: cancel handles (eddy_cancel) exist on the blocking feed alone;
+ * a reactive call ends through stop or free. */
 ParameterizedTestParameters(feed_blocking, a_cancelled_catch_up_is_not_a_failure) {
     return cr_make_param_array(backend, backends, 2);
 }
@@ -853,6 +471,7 @@ ParameterizedTest(backend *p, feed_blocking, a_cancelled_catch_up_is_not_a_failu
     teardown(&c);
 }
 
+/* Blocking front end only: cancel handles (eddy_cancel), as above. */
 ParameterizedTestParameters(feed_blocking, a_held_accept_can_be_cancelled) {
     return cr_make_param_array(backend, backends, 2);
 }
@@ -881,100 +500,6 @@ ParameterizedTest(backend *p, feed_blocking, a_held_accept_can_be_cancelled, .ti
     teardown(&c);
 }
 
-/* ---- freeing ---------------------------------------------------------------------------- */
-
-static void *free_main(void *feed) {
-    eddy_feed_free(feed);
-    return NULL;
-}
-
-ParameterizedTestParameters(feed_blocking, freeing_answers_waiting_callers_with_closed) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, freeing_answers_waiting_callers_with_closed,
-                  .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-free");
-    append_n(&c, 4);
-    new_feed(&c);
-    caller a;
-    call_async(&a, c.feed, 0, "x1");
-    wait_held(&c, 1);
-    strcpy(c.md.gate_id, "e2");
-    caller cu;
-    call_async(&cu, c.feed, 2, NULL);
-    wait_at_gate(&c.md);
-    caller gl;
-    call_async(&gl, c.feed, 3, NULL);
-    cr_assert(eddy_test_wait_until(one_waiting, &c, 10000));
-    /* free answers the waiting callers at once, then waits for the replay thread, which goes on
-     * once the gate opens and ends at its next event. */
-    pthread_t freer;
-    cr_assert_eq(pthread_create(&freer, NULL, free_main, c.feed), 0);
-    cr_expect_eq(join(&a), EDDY_ERR_CLOSED);
-    c.feed = NULL;
-    open_gate(&c.md);
-    pthread_join(freer, NULL);
-    cr_expect_eq(join(&cu), EDDY_ERR_CLOSED);
-    cr_expect_eq(join(&gl), EDDY_ERR_CLOSED);
-    cr_expect_not(marker_exists(&c));
-    /* Freed from the projection's own callback: done when the outermost call returns. */
-    c.md.gate_id[0] = '\0';
-    c.md.n = 0;
-    cr_assert_eq(c.ckpt.ops->remove(c.ckpt.self, "order-status", NULL), EDDY_OK);
-    new_feed(&c);
-    strcpy(c.md.act_id, "e2");
-    c.md.act = ACT_FREE;
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, NULL), EDDY_ERR_CLOSED);
-    c.feed = NULL; /* freed by then */
-    teardown(&c);
-}
-
-Test(feed_blocking, bad_arguments_are_refused) {
-    ctx c;
-    backend b = {0};
-    setup(&c, &b, "feed-args");
-    eddy_feed *f = (eddy_feed *)&c;
-    eddy_error err = {0};
-    c.cfg.dedup_cache_size = 0;
-    cr_expect_eq(eddy_feed_new(c.store, &c.cfg, &f, &err), EDDY_ERR_INVALID_SPEC);
-    cr_expect_null(f);
-    cr_expect(strstr(err.detail, "dedup_cache_size"), "%s", err.detail);
-    c.cfg.dedup_cache_size = 10;
-    c.cfg.max_buffered_events = -1;
-    cr_expect_eq(eddy_feed_new(c.store, &c.cfg, &f, &err), EDDY_ERR_INVALID_SPEC);
-    c.cfg.max_buffered_events = 10;
-    eddy_checkpoint_ops half = {NULL, NULL, NULL, NULL};
-    eddy_checkpoints bad = {&half, NULL};
-    c.cfg.checkpoints = &bad;
-    cr_expect_eq(eddy_feed_new(c.store, &c.cfg, &f, &err), EDDY_ERR_INVALID_SPEC);
-    c.cfg.checkpoints = &c.ckpt;
-    cr_expect_eq(eddy_feed_new(NULL, &c.cfg, &f, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_new(c.store, NULL, &f, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_new(c.store, &c.cfg, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_catch_up(NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_go_live(NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_accept(NULL, &c, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_offer(NULL, NULL, &c, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_stats(NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_null(eddy_feed_id(NULL));
-    cr_expect_not(eddy_feed_refuses_permanently(NULL));
-    cr_expect_not(eddy_feed_ready_for_live_delivery(NULL));
-    cr_expect_not(eddy_feed_failure(NULL, NULL));
-    cr_expect_not(eddy_cancel_fired(NULL));
-    eddy_cancel_fire(NULL);
-    eddy_cancel_free(NULL);
-    eddy_feed_stop_catch_up(NULL);
-    eddy_feed_free(NULL);
-    cr_expect_eq(eddy_feed_handler(NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    eddy_feed_config_init(NULL);
-    new_feed(&c);
-    cr_expect_str_eq(eddy_feed_id(c.feed), "order-status");
-    cr_expect_eq(eddy_feed_accept(c.feed, NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_feed_offer(c.feed, NULL, NULL, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
-    teardown(&c);
-}
-
 /* ---- offering without waiting ------------------------------------------------------------ */
 
 typedef struct offered {
@@ -989,6 +514,8 @@ static void offered_done(eddy_status st, const eddy_error *err, void *user) {
     atomic_fetch_add(&o->calls, 1);
 }
 
+/* Blocking front end only: eddy_feed_offer is the blocking feed's non-waiting accept; the
+ * reactive accept is already one (its completion). */
 ParameterizedTestParameters(feed_blocking, offer_completes_once_now_or_later) {
     return cr_make_param_array(backend, backends, 2);
 }
@@ -1062,6 +589,9 @@ static bool all_applied(void *user) {
     return ok;
 }
 
+/* Not moved yet (a twin of test_rfeed.c's appends_during_the_switch_applied_once): the
+ * replay is held at an apply gate after it read where the history ends, which a reactive loop
+ * cannot be, and the checkpoint gate of feed_driver.h holds it before that read. */
 ParameterizedTestParameters(feed_blocking, writers_during_the_switch_lose_and_double_nothing) {
     return cr_make_param_array(backend, backends, 2);
 }
@@ -1140,236 +670,6 @@ ParameterizedTest(backend *p, feed_blocking, writers_during_the_switch_lose_and_
     cr_expect_leq(i.replayed, (uint64_t)(total - WRITERS * (PER_WRITER - PER_WRITER / 3)),
                   "and events written during the replay came live only");
     cr_expect_eq(i.replayed + i.applied, (uint64_t)total);
-    eddy_bus_free(bus);
-    teardown(&c);
-}
-
-/* ---- a replay holds at most one page ---------------------------------------------------- */
-
-typedef struct cut {
-    ctx *c;
-    const char *on; /* the event whose apply deletes the rest of the history */
-    long long keep, total, deleted;
-    int calls;
-} cut;
-
-static void cut_history(const char *id, void *arg) {
-    cut *k = arg;
-    if (!id || strcmp(id, k->on) != 0)
-        return;
-    k->calls++;
-    k->deleted = eddy_test_delete_history_after(k->c->url, k->c->ns, k->keep, k->total);
-}
-
-/* The replay reads the history page by page and holds one page at a time: the apply of the
- * first replayed event deletes every stored entry after the first page, and the replay never
- * sees them. One that had read the whole history up front would still apply all 50. */
-ParameterizedTestParameters(feed_blocking, a_replay_holds_at_most_one_page) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, a_replay_holds_at_most_one_page, .timeout = 60) {
-    ctx c;
-    setup(&c, p, "feed-one-page");
-    c.cfg.page_size = 5;
-    append_n(&c, 50);
-    new_feed(&c);
-    cut k = {&c, "e1", 5, 50, 0, 0};
-    c.md.on_apply = cut_history;
-    c.md.on_apply_arg = &k;
-    eddy_error err = {0};
-    /* What the core does (eddy__feed_page_done): the next page, read after position 5, examines
-     * nothing before the head it read at the start (50), which it takes for the end of a history
-     * whose entries were removed. So the replay completes normally after the first page: the
-     * catch-up succeeds, the marker is written with that head, and the feed goes live. */
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, &err), EDDY_OK, "%s", err.detail);
-    cr_expect_eq(k.calls, 1);
-    cr_expect_eq(k.deleted, 45, "positions 6..50 deleted");
-    cr_expect_str_eq(applied(&c.md), "e1,e2,e3,e4,e5",
-                     "only the page read before the deletion was applied");
-    cr_expect_eq(c.md.started, 1);
-    cr_expect_eq(c.md.completed, 1);
-    cr_expect_eq(c.md.abandoned, 0);
-    eddy_feed_info i = info(&c);
-    cr_expect_eq(i.last, EDDY_FEED_REPLAYED);
-    cr_expect_eq(i.replayed, 5);
-    cr_expect_eq(i.head, 50);
-    cr_expect_eq(i.position, 5);
-    char value[32] = "";
-    bool found = false;
-    cr_assert_eq(c.ckpt.ops->read(c.ckpt.self, "order-status", value, sizeof(value), &found, NULL),
-                 EDDY_OK);
-    cr_expect(found);
-    cr_expect_str_eq(value, "50", "the marker names the head the replay read up front");
-    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
-    teardown(&c);
-}
-
-/* ---- a listener: the outcome decides the acknowledgement -------------------------------- */
-
-static long long pending(ctx *c) {
-    redisReply *r = raw_cmdf(c->url, "XPENDING {%s}:s:orders.events order-status", c->ns);
-    long long n =
-        r && r->type == REDIS_REPLY_ARRAY && r->elements > 0 ? r->element[0]->integer : -1;
-    if (r)
-        freeReplyObject(r);
-    return n;
-}
-
-typedef struct stats_cond {
-    eddy_bus *bus;
-    uint64_t handled;
-} stats_cond;
-
-static bool handled_at_least(void *user) {
-    stats_cond *s = user;
-    eddy_consumer_stats cs;
-    return eddy_bus_consumer_stats(s->bus, "order-status", &cs) == EDDY_OK &&
-           cs.handled >= s->handled;
-}
-
-ParameterizedTestParameters(feed_blocking, a_listener_acknowledges_only_what_was_applied) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, a_listener_acknowledges_only_what_was_applied,
-                  .timeout = 120) {
-    ctx c;
-    setup(&c, p, "feed-listener");
-    new_feed(&c);
-    eddy_feed_stop_catch_up(c.feed); /* stopped: it refuses what the listener feeds */
-    eddy_subscription_spec sp;
-    eddy_subscription_spec_init(&sp);
-    sp.name = "order-status";
-    sp.pattern = "orders.events";
-    sp.shape = EDDY_COMPETING;
-    sp.group = "order-status";
-    sp.delivery = EDDY_AT_LEAST_ONCE;
-    sp.handler = eddy_feed_handler;
-    sp.user = c.feed;
-    eddy_bus *bus = NULL;
-    eddy_error err = {0};
-    cr_assert_eq(eddy_bus_new(&c.s, &sp, 1, &bus, &err), EDDY_OK, "%s", err.detail);
-    cr_assert_eq(eddy_bus_start(bus, &err), EDDY_OK, "%s", err.detail);
-    strcpy(c.md.fail_id, "flaky");
-    c.md.fail_times = 1;
-    append(&c, "order-1", "refused", "orders.events");
-    append(&c, "order-1", "flaky", "orders.events");
-    eddy_event *ign = make_event("ignored", "order.ignored");
-    cr_assert_eq(eddy_bus_publish(bus, "orders.events", ign, NULL, 0, NULL), EDDY_OK);
-    eddy_event_free(ign);
-    /* Refused while stopped: not acknowledged, delivered again and again. */
-    eddy_consumer_stats cs;
-    for (int i = 0; i < 600; i++) {
-        cr_assert_eq(eddy_bus_consumer_stats(bus, "order-status", &cs), EDDY_OK);
-        if (cs.failed >= 2 && cs.redelivered >= 1)
-            break;
-        struct timespec ts = {0, 20 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    cr_expect_geq(cs.failed, 2, "refused deliveries count as failed");
-    cr_expect_geq(cs.redelivered, 1, "and come back");
-    cr_expect_eq(c.md.n, 0);
-    /* Live: the redeliveries are applied and acknowledged. */
-    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
-    stats_cond sc = {bus, 3};
-    cr_expect(eddy_test_wait_until(handled_at_least, &sc, 30000),
-              "applied (after one failure of flaky) and acknowledged");
-    cr_expect_eq(count_of(&c.md, "refused"), 1);
-    cr_expect_eq(count_of(&c.md, "flaky"), 1);
-    cr_expect_eq(count_of(&c.md, "ignored"), 0, "skipped by decode, acknowledged");
-    eddy_bus_stop(bus);
-    cr_expect_eq(pending(&c), 0, "everything acknowledged in the end");
-    eddy_bus_free(bus);
-    teardown(&c);
-}
-
-ParameterizedTestParameters(feed_blocking, a_listener_waits_for_the_catch_up_without_a_worker) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, a_listener_waits_for_the_catch_up_without_a_worker,
-                  .timeout = 120) {
-    ctx c;
-    setup(&c, p, "feed-listener-hold");
-    c.s.workers = 1;
-    append(&c, "order-1", "stored", NULL);
-    new_feed(&c);
-    eddy_subscription_spec sp;
-    eddy_subscription_spec_init(&sp);
-    sp.name = "order-status";
-    sp.pattern = "orders.events";
-    sp.shape = EDDY_COMPETING;
-    sp.group = "order-status";
-    sp.delivery = EDDY_AT_LEAST_ONCE;
-    sp.handler = eddy_feed_handler;
-    sp.user = c.feed;
-    eddy_bus *bus = NULL;
-    eddy_error err = {0};
-    cr_assert_eq(eddy_bus_new(&c.s, &sp, 1, &bus, &err), EDDY_OK, "%s", err.detail);
-    cr_assert_eq(eddy_bus_start(bus, &err), EDDY_OK, "%s", err.detail);
-    append(&c, "order-1", "live-1", "orders.events");
-    wait_held(&c, 1);
-    eddy_consumer_stats cs;
-    cr_assert_eq(eddy_bus_consumer_stats(bus, "order-status", &cs), EDDY_OK);
-    cr_expect_eq(cs.delivered + cs.handled + cs.failed, 0,
-                 "the handler returned EDDY_PENDING: nothing settled, no worker held");
-    cr_expect_eq(pending(&c), 1, "not acknowledged while held");
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, NULL), EDDY_OK);
-    stats_cond sc = {bus, 1};
-    cr_expect(eddy_test_wait_until(handled_at_least, &sc, 30000));
-    cr_expect_str_eq(applied(&c.md), "stored,live-1");
-    eddy_bus_stop(bus);
-    cr_expect_eq(pending(&c), 0);
-    eddy_bus_free(bus);
-    teardown(&c);
-}
-
-ParameterizedTestParameters(feed_blocking, a_listener_passes_the_stored_metadata) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, a_listener_passes_the_stored_metadata,
-                  .timeout = 120) {
-    ctx c;
-    setup(&c, p, "feed-listener-meta");
-    c.cfg.projection.keyed_by_metadata = true;
-    new_feed(&c);
-    cr_expect_eq(eddy_feed_go_live(c.feed, NULL, NULL), EDDY_OK);
-    eddy_subscription_spec sp;
-    eddy_subscription_spec_init(&sp);
-    sp.name = "order-status";
-    sp.pattern = "orders.events";
-    sp.shape = EDDY_COMPETING;
-    sp.group = "order-status";
-    sp.delivery = EDDY_AT_LEAST_ONCE;
-    sp.handler = eddy_feed_handler;
-    sp.user = c.feed;
-    eddy_bus *bus = NULL;
-    eddy_error err = {0};
-    cr_assert_eq(eddy_bus_new(&c.s, &sp, 1, &bus, &err), EDDY_OK, "%s", err.detail);
-    cr_assert_eq(eddy_bus_start(bus, &err), EDDY_OK, "%s", err.detail);
-    append(&c, "order-7", "m1", "orders.events");
-    append(&c, "order-7", "m2", "orders.events");
-    eddy_event *plain = make_event("plain", "order.placed");
-    cr_assert_eq(eddy_bus_publish(bus, "orders.events", plain, NULL, 0, NULL), EDDY_OK);
-    eddy_event_free(plain);
-    stats_cond sc = {bus, 2};
-    cr_expect(eddy_test_wait_until(handled_at_least, &sc, 30000));
-    eddy_consumer_stats cs;
-    for (int i = 0; i < 500; i++) {
-        cr_assert_eq(eddy_bus_consumer_stats(bus, "order-status", &cs), EDDY_OK);
-        if (cs.failed >= 1)
-            break;
-        struct timespec ts = {0, 20 * 1000000L};
-        nanosleep(&ts, NULL);
-    }
-    cr_expect_geq(cs.failed, 1, "a plain publish carries no metadata: refused, not acknowledged");
-    eddy_bus_stop(bus);
-    cr_expect_eq(count_of(&c.md, "plain"), 0);
-    cr_expect_eq(count_of(&c.md, "m1") + count_of(&c.md, "m2"), 2);
-    for (int i = 0; i < c.md.n; i++) {
-        cr_expect(c.md.meta[i]);
-        cr_expect_str_eq(c.md.streams[i], "order-7");
-        cr_expect_eq(c.md.versions[i], strcmp(c.md.ids[i], "m1") == 0 ? 1 : 2);
-    }
-    cr_expect_geq(pending(&c), 1, "the plain one stays pending");
     eddy_bus_free(bus);
     teardown(&c);
 }

@@ -1,41 +1,57 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The event store and checkpoint storage on both backends (memory:// and the fixture's
- * redis-server), through the blocking front end: appends and reads with their metadata,
- * expected versions and conflicts that write nothing, atomic batches, concurrent appenders,
- * paging across the store with filters, publishing in the same step, malformed stored entries,
- * checkpoints (the store's and a user's own), bad input, a lost function library, a server
- * restart, and a differential run of the same appends on both backends. */
+/* The event store and checkpoint storage, one table of scenarios run on both front ends
+ * (blocking and reactive, through store_driver.h) and both backends (memory:// and the
+ * fixture's redis-server): appends and reads with their metadata, expected versions and
+ * conflicts that write nothing, atomic batches, concurrent appenders, paging across the store
+ * with filters, publishing in the same step, malformed stored entries, checkpoints (the
+ * store's and a user's own), bad input, a lost function library, a server restart or stall,
+ * and a differential run of the same appends on both backends. A few scenarios belong to one
+ * front end's calling shape and say so where they stand. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <pthread.h>
+#include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "eddy/blocking.h"
+#include "driver.h"
 #include "eddy/store.h"
 #include "eddy_test.h"
 #include "raw.h"
 #include "recorder.h"
 #include "redis_server.h"
 #include "store.h"
+#include "store_driver.h"
 
-typedef struct backend {
-    int redis; /* 0 memory, 1 the fixture's server */
-} backend;
+typedef struct combo {
+    int frontend; /* 0 blocking, 1 reactive */
+    int backend;  /* 0 memory, 1 redis */
+} combo;
 
-static backend backends[] = {{0}, {1}};
+static combo combos[] = {{0, 0}, {0, 1}, {1, 0}, {1, 1}};
+/* Scenarios that need a server of their own (killed, stopped, flushed) or Redis itself. */
+static combo redis_combos[] = {{0, 1}, {1, 1}};
+/* Front ends alone (the backend is fixed by the scenario). */
+static combo frontends[] = {{0, 0}, {1, 0}};
 
 typedef struct ctx {
     char url[128];
     char ns[96];
     eddy_settings s;
+    const driver *bus; /* the messaging driver of the same front end */
 } ctx;
 
-static void setup(ctx *c, const backend *p, const char *prefix) {
+/* The front end under test; each test runs in a process of its own. */
+static const store_driver *sd;
+
+static void setup(ctx *c, const combo *p, const char *prefix) {
+    sd = p->frontend ? &reactive_store_driver : &blocking_store_driver;
+    c->bus = p->frontend ? &reactive_driver : &blocking_driver;
     eddy_test_namespace(c->ns, sizeof(c->ns), prefix);
-    if (p->redis)
+    if (p->backend)
         snprintf(c->url, sizeof(c->url), "%s", eddy_test_redis_url());
     else
         snprintf(c->url, sizeof(c->url), "memory://%s", c->ns);
@@ -45,19 +61,19 @@ static void setup(ctx *c, const backend *p, const char *prefix) {
     c->s.source = "/tests";
     c->s.block_ms = 200;
     c->s.log = eddy_test_log;
-    c->s.log_user = p->redis ? "redis" : "memory";
+    c->s.log_user = p->backend ? "redis" : "memory";
 }
 
-static eddy_store *must_open(ctx *c) {
-    eddy_store *st = NULL;
+static tstore *must_open(ctx *c) {
+    tstore *st = NULL;
     eddy_error err = {0};
-    eddy_status rc = eddy_store_open(&c->s, &st, &err);
-    cr_assert_eq(rc, EDDY_OK, "open: %s (%s)", eddy_status_name(rc), err.detail);
+    eddy_status rc = sd->open(&c->s, &st, &err);
+    cr_assert_eq(rc, EDDY_OK, "%s open: %s (%s)", sd->name, eddy_status_name(rc), err.detail);
     return st;
 }
 
 /* Appends one event (id, type) and returns the new version. */
-static long long must_append(eddy_store *st, const char *stream, const char *id, const char *type,
+static long long must_append(tstore *st, const char *stream, const char *id, const char *type,
                              long long expected) {
     eddy_event *ev = make_event(id, type);
     eddy_append_opts o;
@@ -66,17 +82,17 @@ static long long must_append(eddy_store *st, const char *stream, const char *id,
     long long v = -1;
     eddy_error err = {0};
     const eddy_event *evs[] = {ev};
-    eddy_status rc = eddy_store_append(st, stream, evs, 1, &o, &v, &err);
+    eddy_status rc = sd->append(st, stream, evs, 1, &o, &v, &err);
     cr_assert_eq(rc, EDDY_OK, "append %s to %s: %s (%s)", id, stream, eddy_status_name(rc),
                  err.detail);
     eddy_event_free(ev);
     return v;
 }
 
-static long long head(eddy_store *st) {
+static long long head(tstore *st) {
     long long h = -1;
     eddy_error err = {0};
-    eddy_status rc = eddy_store_head(st, &h, &err);
+    eddy_status rc = sd->head(st, &h, &err);
     cr_assert_eq(rc, EDDY_OK, "head: %s (%s)", eddy_status_name(rc), err.detail);
     return h;
 }
@@ -126,28 +142,28 @@ static eddy_status collect(const eddy_event *ev, const eddy_event_meta *m, void 
     return EDDY_OK;
 }
 
-static void read_stream(eddy_store *st, const char *stream, long long after, got *g) {
+static void read_stream(tstore *st, const char *stream, long long after, got *g) {
     eddy_error err = {0};
-    eddy_status rc = eddy_store_read_stream(st, stream, after, collect, g, &err);
+    eddy_status rc = sd->read_stream(st, stream, after, collect, g, &err);
     cr_assert_eq(rc, EDDY_OK, "read %s: %s (%s)", stream, eddy_status_name(rc), err.detail);
 }
 
 /* ---- append and read back --------------------------------------------------------------- */
 
 ParameterizedTestParameters(store, append_and_read_back) {
-    return cr_make_param_array(backend, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(backend *p, store, append_and_read_back, .timeout = 60) {
+ParameterizedTest(combo *p, store, append_and_read_back, .timeout = 60) {
     ctx c;
     setup(&c, p, "es-read");
-    eddy_store *st = must_open(&c);
+    tstore *st = must_open(&c);
     cr_expect_eq(head(st), 0);
     got g;
     got_init(&g);
     read_stream(st, "order-1", 0, &g);
     cr_expect_eq(g.n, 0, "an unknown stream reads as empty");
     long long next = -1;
-    cr_assert_eq(eddy_store_read_page(st, 0, 10, NULL, collect, &g, &next, NULL), EDDY_OK);
+    cr_assert_eq(sd->read_all(st, 0, 10, NULL, collect, &g, &next, NULL), EDDY_OK);
     cr_expect_eq(next, 0);
 
     eddy_event *e1 = make_event("e1", "order.placed"), *e2 = make_event("e2", "order.paid"),
@@ -156,13 +172,12 @@ ParameterizedTest(backend *p, store, append_and_read_back, .timeout = 60) {
     const eddy_event *batch[] = {e1, e2, e3};
     long long v = 0;
     eddy_error err = {0};
-    cr_assert_eq(eddy_store_append(st, "order-1", batch, 3, NULL, &v, &err), EDDY_OK, "%s",
-                 err.detail);
+    cr_assert_eq(sd->append(st, "order-1", batch, 3, NULL, &v, &err), EDDY_OK, "%s", err.detail);
     cr_expect_eq(v, 3);
     must_append(st, "order-2", "e4", "order.placed", EDDY_NO_STREAM);
     must_append(st, "order-2", "e5", "order.paid", 1);
     cr_expect_eq(must_append(st, "order-1", "e6", "order.closed", 3), 4);
-    cr_expect_eq(eddy_store_append(st, "order-1", batch, 1, NULL, NULL, NULL), EDDY_OK,
+    cr_expect_eq(sd->append(st, "order-1", batch, 1, NULL, NULL, NULL), EDDY_OK,
                  "new_version may be NULL");
     cr_expect_eq(head(st), 7);
 
@@ -182,7 +197,7 @@ ParameterizedTest(backend *p, store, append_and_read_back, .timeout = 60) {
 
     got all;
     got_init(&all);
-    cr_assert_eq(eddy_store_read_page(st, 0, 100, NULL, collect, &all, &next, &err), EDDY_OK);
+    cr_assert_eq(sd->read_all(st, 0, 100, NULL, collect, &all, &next, &err), EDDY_OK);
     cr_assert_eq(all.n, 7);
     cr_expect_eq(next, 7);
     const char *streams[] = {"order-1", "order-1", "order-1", "order-2",
@@ -193,6 +208,36 @@ ParameterizedTest(backend *p, store, append_and_read_back, .timeout = 60) {
         cr_expect_str_eq(all.streams[i], streams[i]);
         cr_expect_eq(all.versions[i], versions[i]);
     }
+    /* A replay in pages of 2, each asked for after the previous one: 2 + 2 + 2 + 1, then an
+     * empty page at the head. */
+    got paged;
+    got_init(&paged);
+    long long after = 0;
+    int pages = 0;
+    for (;;) {
+        int before = paged.n;
+        cr_assert_eq(sd->read_all(st, after, 2, NULL, collect, &paged, &next, &err), EDDY_OK, "%s",
+                     err.detail);
+        cr_assert_leq(paged.n - before, 2, "a page of %d", paged.n - before);
+        pages++;
+        if (next == after)
+            break;
+        after = next;
+    }
+    cr_expect_eq(after, 7);
+    cr_expect_eq(pages, 5, "pages: %d", pages);
+    cr_assert_eq(paged.n, 7);
+    for (int i = 0; i < 7; i++) {
+        cr_expect_str_eq(paged.ids[i], all.ids[i]);
+        cr_expect_eq(paged.positions[i], i + 1);
+    }
+    /* One stream after a version. */
+    got_init(&g);
+    read_stream(st, "order-1", 3, &g);
+    cr_assert_eq(g.n, 2);
+    cr_expect_str_eq(g.ids[0], "e6");
+    cr_expect_eq(g.versions[1], 5);
+    cr_expect_eq(g.positions[1], 7);
     /* The layout: entry ids are positions and versions. */
     redisReply *r = raw_cmdf(c.url, "XRANGE {%s}:es:all - +", c.ns);
     cr_assert_eq(r->elements, 7);
@@ -206,12 +251,12 @@ ParameterizedTest(backend *p, store, append_and_read_back, .timeout = 60) {
     eddy_event_free(e1);
     eddy_event_free(e2);
     eddy_event_free(e3);
-    eddy_store_close(st);
+    sd->close(st);
 }
 
 /* A projection that writes while it reads: the store is not locked during callbacks. */
 typedef struct copier {
-    eddy_store *st;
+    tstore *st;
     int copied;
 } copier;
 
@@ -221,19 +266,24 @@ static eddy_status copy_to_archive(const eddy_event *ev, const eddy_event_meta *
     eddy_append_opts o;
     eddy_append_opts_init(&o);
     o.expected_version = m->version - 1; /* the archive mirrors the source's versions */
-    eddy_status rc = eddy_store_append(c->st, "archive", evs, 1, &o, NULL, NULL);
+    eddy_status rc = sd->append(c->st, "archive", evs, 1, &o, NULL, NULL);
     if (rc == EDDY_OK)
         c->copied++;
     return rc;
 }
 
+/* Blocking front end only: the projection here calls the store and waits for the outcome from
+ * inside the read's callback, a call a reactive callback cannot make (it runs on the loop,
+ * which the wait would stop); the reactive rule for calls from callbacks is close_from_a_
+ * callback's below. */
+static combo blocking_combos[] = {{0, 0}, {0, 1}};
 ParameterizedTestParameters(store, callbacks_may_use_the_store) {
-    return cr_make_param_array(backend, backends, 2);
+    return cr_make_param_array(combo, blocking_combos, 2);
 }
-ParameterizedTest(backend *p, store, callbacks_may_use_the_store, .timeout = 60) {
+ParameterizedTest(combo *p, store, callbacks_may_use_the_store, .timeout = 60) {
     ctx c;
     setup(&c, p, "es-reenter");
-    eddy_store *st = must_open(&c);
+    tstore *st = must_open(&c);
     for (int i = 1; i <= 5; i++) {
         char id[16];
         snprintf(id, sizeof(id), "s%d", i);
@@ -241,13 +291,13 @@ ParameterizedTest(backend *p, store, callbacks_may_use_the_store, .timeout = 60)
     }
     copier cp = {st, 0};
     eddy_error err = {0};
-    cr_assert_eq(eddy_store_read_stream(st, "source", 0, copy_to_archive, &cp, &err), EDDY_OK, "%s",
+    cr_assert_eq(sd->read_stream(st, "source", 0, copy_to_archive, &cp, &err), EDDY_OK, "%s",
                  err.detail);
     cr_expect_eq(cp.copied, 5);
     long long next;
     copier again = {st, 0};
     /* read_all over the source and the growing archive: one page of what existed. */
-    cr_expect_eq(eddy_store_read_page(st, 0, 5, NULL, copy_to_archive, &again, &next, &err),
+    cr_expect_eq(sd->read_all(st, 0, 5, NULL, copy_to_archive, &again, &next, &err),
                  EDDY_ERR_VERSION_CONFLICT, "the archive already has version 1");
     cr_expect_eq(next, 0);
     got g;
@@ -256,18 +306,18 @@ ParameterizedTest(backend *p, store, callbacks_may_use_the_store, .timeout = 60)
     cr_assert_eq(g.n, 5);
     cr_expect_str_eq(g.ids[4], "s5");
     cr_expect_eq(g.positions[4], 10);
-    eddy_store_close(st);
+    sd->close(st);
 }
 
 /* ---- expected versions ------------------------------------------------------------------ */
 
 ParameterizedTestParameters(store, expected_versions_and_conflicts) {
-    return cr_make_param_array(backend, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(backend *p, store, expected_versions_and_conflicts, .timeout = 60) {
+ParameterizedTest(combo *p, store, expected_versions_and_conflicts, .timeout = 60) {
     ctx c;
     setup(&c, p, "es-version");
-    eddy_store *st = must_open(&c);
+    tstore *st = must_open(&c);
     cr_expect_eq(must_append(st, "acct", "a1", "t", EDDY_NO_STREAM), 1);
     cr_expect_eq(must_append(st, "other", "o1", "t", EDDY_ANY_VERSION), 1);
     cr_expect_eq(must_append(st, "acct", "a2", "t", 1), 2);
@@ -291,7 +341,7 @@ ParameterizedTest(backend *p, store, expected_versions_and_conflicts, .timeout =
         o.expected_version = conflicts[i].expected;
         long long v = -7;
         eddy_error err = {0};
-        cr_expect_eq(eddy_store_append(st, "acct", batch, conflicts[i].n, &o, &v, &err),
+        cr_expect_eq(sd->append(st, "acct", batch, conflicts[i].n, &o, &v, &err),
                      EDDY_ERR_VERSION_CONFLICT, "case %zu", i);
         cr_expect_eq(err.status, EDDY_ERR_VERSION_CONFLICT);
         cr_expect(strstr(err.detail, conflicts[i].detail), "case %zu: %s", i, err.detail);
@@ -306,7 +356,7 @@ ParameterizedTest(backend *p, store, expected_versions_and_conflicts, .timeout =
     eddy_append_opts_init(&o);
     o.expected_version = 2;
     long long v = 0;
-    cr_assert_eq(eddy_store_append(st, "acct", batch, 3, &o, &v, NULL), EDDY_OK);
+    cr_assert_eq(sd->append(st, "acct", batch, 3, &o, &v, NULL), EDDY_OK);
     cr_expect_eq(v, 5);
     cr_expect_eq(head(st), 6);
     got g;
@@ -318,7 +368,7 @@ ParameterizedTest(backend *p, store, expected_versions_and_conflicts, .timeout =
     eddy_event_free(x);
     eddy_event_free(y);
     eddy_event_free(z);
-    eddy_store_close(st);
+    sd->close(st);
 }
 
 /* ---- concurrency ------------------------------------------------------------------------ */
@@ -327,8 +377,10 @@ ParameterizedTest(backend *p, store, expected_versions_and_conflicts, .timeout =
 #define PER_THREAD 40
 #define ROUNDS 25
 
+/* Several threads append at once: on the blocking front end each call waits on its own
+ * thread; on the reactive one the calls meet on the loop, several in flight at once. */
 typedef struct worker {
-    eddy_store *st;
+    tstore *st;
     int index;
     pthread_barrier_t *barrier;
     int wins, conflicts, failures;
@@ -342,8 +394,8 @@ static void *append_any(void *arg) {
         snprintf(id, sizeof(id), "t%d-%03d", w->index, j);
         eddy_event *ev = make_event(id, "t");
         const eddy_event *evs[] = {ev};
-        if (eddy_store_append(w->st, "hot", evs, 1, NULL, NULL, NULL) != EDDY_OK ||
-            eddy_store_append(w->st, own, evs, 1, NULL, NULL, NULL) != EDDY_OK)
+        if (sd->append(w->st, "hot", evs, 1, NULL, NULL, NULL) != EDDY_OK ||
+            sd->append(w->st, own, evs, 1, NULL, NULL, NULL) != EDDY_OK)
             w->failures++;
         eddy_event_free(ev);
     }
@@ -351,12 +403,12 @@ static void *append_any(void *arg) {
 }
 
 ParameterizedTestParameters(store, concurrent_appenders_any_version) {
-    return cr_make_param_array(backend, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(backend *p, store, concurrent_appenders_any_version, .timeout = 120) {
+ParameterizedTest(combo *p, store, concurrent_appenders_any_version, .timeout = 120) {
     ctx c;
     setup(&c, p, "es-any");
-    eddy_store *st = must_open(&c);
+    tstore *st = must_open(&c);
     pthread_t th[THREADS];
     worker w[THREADS];
     for (int i = 0; i < THREADS; i++) {
@@ -386,14 +438,14 @@ ParameterizedTest(backend *p, store, concurrent_appenders_any_version, .timeout 
     got *all = malloc(sizeof(*all));
     got_init(all);
     long long next = 0;
-    cr_assert_eq(eddy_store_read_page(st, 0, 1000, NULL, collect, all, &next, NULL), EDDY_OK);
+    cr_assert_eq(sd->read_all(st, 0, 1000, NULL, collect, all, &next, NULL), EDDY_OK);
     cr_expect_eq(all->n, 2 * THREADS * PER_THREAD);
     for (int i = 0; i < all->n; i++)
         cr_expect_eq(all->positions[i], i + 1, "positions unique, from 1, without gaps");
     cr_expect_eq(head(st), 2 * THREADS * PER_THREAD);
     free(g);
     free(all);
-    eddy_store_close(st);
+    sd->close(st);
 }
 
 static void *append_expected(void *arg) {
@@ -407,7 +459,7 @@ static void *append_expected(void *arg) {
         eddy_append_opts o;
         eddy_append_opts_init(&o);
         o.expected_version = round; /* every thread saw the stream at this version */
-        eddy_status rc = eddy_store_append(w->st, "contended", evs, 1, &o, NULL, NULL);
+        eddy_status rc = sd->append(w->st, "contended", evs, 1, &o, NULL, NULL);
         if (rc == EDDY_OK)
             w->wins++;
         else if (rc == EDDY_ERR_VERSION_CONFLICT)
@@ -421,12 +473,12 @@ static void *append_expected(void *arg) {
 }
 
 ParameterizedTestParameters(store, concurrent_appenders_expected_version) {
-    return cr_make_param_array(backend, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(backend *p, store, concurrent_appenders_expected_version, .timeout = 120) {
+ParameterizedTest(combo *p, store, concurrent_appenders_expected_version, .timeout = 120) {
     ctx c;
     setup(&c, p, "es-race");
-    eddy_store *st = must_open(&c);
+    tstore *st = must_open(&c);
     pthread_barrier_t barrier;
     pthread_barrier_init(&barrier, NULL, THREADS);
     pthread_t th[THREADS];
@@ -455,18 +507,18 @@ ParameterizedTest(backend *p, store, concurrent_appenders_expected_version, .tim
         cr_expect(strncmp(g.ids[i], prefix, strlen(prefix)) == 0, "version %d is %s", i + 1,
                   g.ids[i]);
     }
-    eddy_store_close(st);
+    sd->close(st);
 }
 
 /* ---- reading across the store ----------------------------------------------------------- */
 
 ParameterizedTestParameters(store, read_all_pages_with_a_filter) {
-    return cr_make_param_array(backend, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(backend *p, store, read_all_pages_with_a_filter, .timeout = 60) {
+ParameterizedTest(combo *p, store, read_all_pages_with_a_filter, .timeout = 60) {
     ctx c;
     setup(&c, p, "es-page");
-    eddy_store *st = must_open(&c);
+    tstore *st = must_open(&c);
     const char *types[] = {"a", "b", "c"};
     int versions[12] = {0};
     for (int i = 0; i < 60; i++) {
@@ -488,7 +540,7 @@ ParameterizedTest(backend *p, store, read_all_pages_with_a_filter, .timeout = 60
     while (after != end) {
         long long next = -1;
         eddy_error err = {0};
-        cr_assert_eq(eddy_store_read_page(st, after, 7, f, collect, &g, &next, &err), EDDY_OK, "%s",
+        cr_assert_eq(sd->read_all(st, after, 7, f, collect, &g, &next, &err), EDDY_OK, "%s",
                      err.detail);
         cr_assert_gt(next, after, "every page advances, filtered entries included");
         cr_assert_leq(next - after, 7, "a page examines at most max_entries");
@@ -507,13 +559,13 @@ ParameterizedTest(backend *p, store, read_all_pages_with_a_filter, .timeout = 60
     }
     /* At the head: nothing, and the position stays. */
     long long next = -1;
-    cr_assert_eq(eddy_store_read_page(st, end, 7, f, collect, &g, &next, NULL), EDDY_OK);
+    cr_assert_eq(sd->read_all(st, end, 7, f, collect, &g, &next, NULL), EDDY_OK);
     cr_expect_eq(next, end);
     cr_expect_eq(g.n, 20);
     /* A page whose every entry is filtered out still moves on. */
     const char *only_c[] = {"c"};
     eddy_filter *fc = eddy_filter_types(only_c, 1);
-    cr_assert_eq(eddy_store_read_page(st, 0, 2, fc, collect, &g, &next, NULL), EDDY_OK);
+    cr_assert_eq(sd->read_all(st, 0, 2, fc, collect, &g, &next, NULL), EDDY_OK);
     cr_expect_eq(next, 2);
     cr_expect_eq(g.n, 20);
     /* A callback that stops: the status comes back, the position is before the event. */
@@ -522,23 +574,22 @@ ParameterizedTest(backend *p, store, read_all_pages_with_a_filter, .timeout = 60
     stop.stop_at = 3;
     stop.stop_status = EDDY_ERR_HANDLER_FAILED;
     eddy_error err = {0};
-    cr_expect_eq(eddy_store_read_page(st, 0, 50, f, collect, &stop, &next, &err),
-                 EDDY_ERR_HANDLER_FAILED);
+    cr_expect_eq(sd->read_all(st, 0, 50, f, collect, &stop, &next, &err), EDDY_ERR_HANDLER_FAILED);
     cr_expect_eq(stop.n, 2);
     cr_expect_eq(next, 6, "positions 1-6 were examined; 7 was refused by the callback");
     cr_expect(strstr(err.detail, "position 7"), "%s", err.detail);
     eddy_filter_free(f);
     eddy_filter_free(fc);
-    eddy_store_close(st);
+    sd->close(st);
 }
 
 ParameterizedTestParameters(store, read_stream_after_version_in_pages) {
-    return cr_make_param_array(backend, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(backend *p, store, read_stream_after_version_in_pages, .timeout = 60) {
+ParameterizedTest(combo *p, store, read_stream_after_version_in_pages, .timeout = 60) {
     ctx c;
     setup(&c, p, "es-long");
-    eddy_store *st = must_open(&c);
+    tstore *st = must_open(&c);
     for (int b = 0; b < 10; b++) {
         eddy_event *evs[30];
         for (int i = 0; i < 30; i++) {
@@ -547,9 +598,8 @@ ParameterizedTest(backend *p, store, read_stream_after_version_in_pages, .timeou
             evs[i] = make_event(id, "t");
         }
         long long v = 0;
-        cr_assert_eq(
-            eddy_store_append(st, "long", (const eddy_event *const *)evs, 30, NULL, &v, NULL),
-            EDDY_OK);
+        cr_assert_eq(sd->append(st, "long", (const eddy_event *const *)evs, 30, NULL, &v, NULL),
+                     EDDY_OK);
         cr_assert_eq(v, (b + 1) * 30);
         for (int i = 0; i < 30; i++)
             eddy_event_free(evs[i]);
@@ -577,10 +627,10 @@ ParameterizedTest(backend *p, store, read_stream_after_version_in_pages, .timeou
     got_init(g);
     g->stop_at = 260;
     g->stop_status = EDDY_ERR_CANCELLED;
-    cr_expect_eq(eddy_store_read_stream(st, "long", 0, collect, g, NULL), EDDY_ERR_CANCELLED);
+    cr_expect_eq(sd->read_stream(st, "long", 0, collect, g, NULL), EDDY_ERR_CANCELLED);
     cr_expect_eq(g->n, 259, "a stop in the second page ends the read there");
     free(g);
-    eddy_store_close(st);
+    sd->close(st);
 }
 
 /* ---- publishing in the same step -------------------------------------------------------- */
@@ -643,9 +693,9 @@ static void entry_field(ctx *c, const char *key, const char *id, const char *fie
 }
 
 ParameterizedTestParameters(store, publish_in_the_same_step) {
-    return cr_make_param_array(backend, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(backend *p, store, publish_in_the_same_step, .timeout = 60) {
+ParameterizedTest(combo *p, store, publish_in_the_same_step, .timeout = 60) {
     ctx c;
     setup(&c, p, "es-pub");
     inbox in = {0};
@@ -659,11 +709,12 @@ ParameterizedTest(backend *p, store, publish_in_the_same_step, .timeout = 60) {
     sp.delivery = EDDY_AT_LEAST_ONCE;
     sp.handler = on_published;
     sp.user = &in;
-    eddy_bus *bus = NULL;
+    /* The subscriber is a bus of the same front end. */
+    tbus *bus = NULL;
     eddy_error err = {0};
-    cr_assert_eq(eddy_bus_new(&c.s, &sp, 1, &bus, &err), EDDY_OK, "%s", err.detail);
-    cr_assert_eq(eddy_bus_start(bus, &err), EDDY_OK, "%s", err.detail);
-    eddy_store *st = must_open(&c);
+    cr_assert_eq(c.bus->bus_new(&c.s, &sp, 1, &bus, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(c.bus->start(bus, &err), EDDY_OK, "%s", err.detail);
+    tstore *st = must_open(&c);
 
     eddy_event *e1 = make_event("p1", "order.placed"), *e2 = make_event("p2", "order.placed");
     const eddy_event *evs[] = {e1, e2};
@@ -672,7 +723,7 @@ ParameterizedTest(backend *p, store, publish_in_the_same_step, .timeout = 60) {
     o.expected_version = EDDY_NO_STREAM;
     o.publish_subject = "orders.placed";
     long long v = 0;
-    cr_assert_eq(eddy_store_append(st, "order-7", evs, 2, &o, &v, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(sd->append(st, "order-7", evs, 2, &o, &v, &err), EDDY_OK, "%s", err.detail);
     cr_expect_eq(v, 2);
     cr_assert_eq(inbox_wait(&in, 2, 10000), 2);
     char key[160];
@@ -696,28 +747,27 @@ ParameterizedTest(backend *p, store, publish_in_the_same_step, .timeout = 60) {
                  "pattern subscribers can discover the subject");
 
     /* A conflicting append publishes nothing. */
-    cr_expect_eq(eddy_store_append(st, "order-7", evs, 2, &o, &v, &err), EDDY_ERR_VERSION_CONFLICT);
+    cr_expect_eq(sd->append(st, "order-7", evs, 2, &o, &v, &err), EDDY_ERR_VERSION_CONFLICT);
     /* The reserved attribute is refused only when publishing, and refused before sending. */
     eddy_event *failed = make_event("f1", "order.placed");
     cr_assert_eq(eddy_event_set_extension(failed, "messagingfailed", "true", NULL), EDDY_OK);
     const eddy_event *bad[] = {failed};
     o.expected_version = EDDY_ANY_VERSION;
-    cr_expect_eq(eddy_store_append(st, "order-7", bad, 1, &o, &v, &err),
-                 EDDY_ERR_RESERVED_ATTRIBUTE);
+    cr_expect_eq(sd->append(st, "order-7", bad, 1, &o, &v, &err), EDDY_ERR_RESERVED_ATTRIBUTE);
     cr_expect(strstr(err.detail, "messagingfailed"), "%s", err.detail);
     o.publish_subject = "orders..placed";
-    cr_expect_eq(eddy_store_append(st, "order-7", evs, 1, &o, &v, &err), EDDY_ERR_INVALID_SUBJECT);
+    cr_expect_eq(sd->append(st, "order-7", evs, 1, &o, &v, &err), EDDY_ERR_INVALID_SUBJECT);
     cr_expect_eq(inbox_wait(&in, 3, 500), 2, "nothing more was published");
     cr_expect_eq(xlen(&c, "s", "orders.placed"), 2);
     cr_expect_eq(xlen(&c, "es:all", NULL), 2);
     o.publish_subject = NULL;
-    cr_expect_eq(eddy_store_append(st, "order-7", bad, 1, &o, &v, &err), EDDY_OK,
+    cr_expect_eq(sd->append(st, "order-7", bad, 1, &o, &v, &err), EDDY_OK,
                  "stored without publishing: %s", err.detail);
     cr_expect_eq(v, 3);
     cr_expect_eq(inbox_wait(&in, 3, 300), 2);
 
-    eddy_bus_free(bus);
-    eddy_store_close(st);
+    c.bus->free(bus);
+    sd->close(st);
     eddy_event_free(e1);
     eddy_event_free(e2);
     eddy_event_free(failed);
@@ -728,12 +778,12 @@ ParameterizedTest(backend *p, store, publish_in_the_same_step, .timeout = 60) {
 /* ---- malformed stored entries ----------------------------------------------------------- */
 
 ParameterizedTestParameters(store, malformed_entries_are_reported) {
-    return cr_make_param_array(backend, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(backend *p, store, malformed_entries_are_reported, .timeout = 60) {
+ParameterizedTest(combo *p, store, malformed_entries_are_reported, .timeout = 60) {
     ctx c;
     setup(&c, p, "es-bad");
-    eddy_store *st = must_open(&c);
+    tstore *st = must_open(&c);
     must_append(st, "good", "g1", "t", EDDY_ANY_VERSION);
     must_append(st, "good", "g2", "t", EDDY_ANY_VERSION);
     /* Written behind the store's back: no id or source. */
@@ -747,8 +797,7 @@ ParameterizedTest(backend *p, store, malformed_entries_are_reported, .timeout = 
     got_init(&g);
     long long next = -1;
     eddy_error err = {0};
-    cr_expect_eq(eddy_store_read_page(st, 0, 10, NULL, collect, &g, &next, &err),
-                 EDDY_ERR_MALFORMED);
+    cr_expect_eq(sd->read_all(st, 0, 10, NULL, collect, &g, &next, &err), EDDY_ERR_MALFORMED);
     cr_expect(strstr(err.detail, "position 3"), "%s", err.detail);
     cr_expect(strstr(err.detail, "field 'id': missing"), "%s", err.detail);
     cr_expect_eq(g.n, 2, "the entries before it were delivered");
@@ -761,7 +810,7 @@ ParameterizedTest(backend *p, store, malformed_entries_are_reported, .timeout = 
     cr_expect_eq(g.positions[0], 4);
     cr_expect_eq(head(st), 4);
     got_init(&g);
-    cr_expect_eq(eddy_store_read_page(st, 3, 10, NULL, collect, &g, &next, NULL), EDDY_OK);
+    cr_expect_eq(sd->read_all(st, 3, 10, NULL, collect, &g, &next, NULL), EDDY_OK);
     cr_expect_eq(g.n, 1);
     cr_expect_eq(next, 4);
 
@@ -772,7 +821,7 @@ ParameterizedTest(backend *p, store, malformed_entries_are_reported, .timeout = 
                  c.ns);
     freeReplyObject(r);
     got_init(&g);
-    cr_expect_eq(eddy_store_read_stream(st, "odd", 0, collect, &g, &err), EDDY_ERR_MALFORMED);
+    cr_expect_eq(sd->read_stream(st, "odd", 0, collect, &g, &err), EDDY_ERR_MALFORMED);
     cr_expect(strstr(err.detail, "version 1"), "%s", err.detail);
     cr_expect_eq(g.n, 0);
 
@@ -780,10 +829,10 @@ ParameterizedTest(backend *p, store, malformed_entries_are_reported, .timeout = 
     r = raw_cmdf(c.url, "SET {%s}:es:pos abc", c.ns);
     freeReplyObject(r);
     long long h;
-    cr_expect_eq(eddy_store_head(st, &h, &err), EDDY_ERR_MALFORMED);
+    cr_expect_eq(sd->head(st, &h, &err), EDDY_ERR_MALFORMED);
     eddy_event *ev = make_event("g4", "t");
     const eddy_event *evs[] = {ev};
-    cr_expect_eq(eddy_store_append(st, "good", evs, 1, NULL, NULL, &err), EDDY_ERR_BACKEND);
+    cr_expect_eq(sd->append(st, "good", evs, 1, NULL, NULL, &err), EDDY_ERR_BACKEND);
     cr_expect(strstr(err.detail, "position counter is not a count"), "%s", err.detail);
     cr_expect_eq(xlen(&c, "es:s", "good"), 3);
     cr_expect_eq(xlen(&c, "es:all", NULL), 4);
@@ -792,11 +841,11 @@ ParameterizedTest(backend *p, store, malformed_entries_are_reported, .timeout = 
     freeReplyObject(r);
     r = raw_cmdf(c.url, "SET {%s}:es:s:str x", c.ns);
     freeReplyObject(r);
-    cr_expect_eq(eddy_store_append(st, "str", evs, 1, NULL, NULL, &err), EDDY_ERR_BACKEND);
+    cr_expect_eq(sd->append(st, "str", evs, 1, NULL, NULL, &err), EDDY_ERR_BACKEND);
     cr_expect(strstr(err.detail, "WRONGTYPE"), "%s", err.detail);
-    cr_expect_eq(eddy_store_read_stream(st, "str", 0, collect, &g, &err), EDDY_ERR_BACKEND);
+    cr_expect_eq(sd->read_stream(st, "str", 0, collect, &g, &err), EDDY_ERR_BACKEND);
     eddy_event_free(ev);
-    eddy_store_close(st);
+    sd->close(st);
 }
 
 /* ---- checkpoints ------------------------------------------------------------------------ */
@@ -915,16 +964,15 @@ static void checkpoint_scenario(eddy_checkpoints cp) {
     cr_expect_str_eq(buf, "7");
 }
 
-ParameterizedTestParameters(store, checkpoints) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, store, checkpoints, .timeout = 60) {
+ParameterizedTestParameters(store, checkpoints) { return cr_make_param_array(combo, combos, 4); }
+ParameterizedTest(combo *p, store, checkpoints, .timeout = 60) {
     ctx c;
     setup(&c, p, "es-ckpt");
-    eddy_store *st = must_open(&c);
-    eddy_checkpoints cp = eddy_store_checkpoints(st);
+    tstore *st = must_open(&c);
+    eddy_checkpoints cp = sd->checkpoints(st);
     checkpoint_scenario(cp);
     cr_expect_eq(raw_int(c.url, "EXISTS {%s}:ckpt:other-feed", c.ns), 1, "the key layout");
+    cr_expect_eq(raw_int(c.url, "EXISTS {%s}:ckpt:order-status", c.ns), 0, "a removed marker");
     /* The store's checks. */
     eddy_error err = {0};
     bool b;
@@ -934,18 +982,17 @@ ParameterizedTest(backend *p, store, checkpoints, .timeout = 60) {
     cr_expect_eq(cp.ops->save(cp.self, "", "1", &err), EDDY_ERR_INVALID_ARGUMENT);
     cr_expect_eq(cp.ops->save(cp.self, "f", NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
     cr_expect_eq(cp.ops->remove(cp.self, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(cp.ops->read(cp.self, "f", NULL, 8, &b, &err), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(cp.ops->read(cp.self, "f", buf, 0, &b, &err), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(cp.ops->read(cp.self, "f", buf, 8, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(cp.ops->exists(cp.self, "f", NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(cp.ops->exists(NULL, "f", &b, &err), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(cp.ops->save(NULL, "f", "1", &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(cp.ops->exists(cp.self, "{x}", &b, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(cp.ops->remove(cp.self, "a b", &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(cp.ops->read(cp.self, NULL, buf, sizeof(buf), &b, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    /* (NULL out-pointers and buffers: the front end's own shape, in shape_refusals.) */
     /* A marker written by someone else with the wrong type. */
     redisReply *r = raw_cmdf(c.url, "SADD {%s}:ckpt:odd x", c.ns);
     freeReplyObject(r);
     cr_expect_eq(cp.ops->read(cp.self, "odd", buf, sizeof(buf), &b, &err), EDDY_ERR_BACKEND);
     cr_expect(strstr(err.detail, "WRONGTYPE"), "%s", err.detail);
-    eddy_store_close(st);
+    sd->close(st);
 
     /* The same calls on a user's own implementation. */
     my_ckpt mine = {0};
@@ -959,29 +1006,38 @@ ParameterizedTest(backend *p, store, checkpoints, .timeout = 60) {
 /* ---- bad input -------------------------------------------------------------------------- */
 
 ParameterizedTestParameters(store, bad_input_is_refused_before_sending) {
-    return cr_make_param_array(backend, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(backend *p, store, bad_input_is_refused_before_sending, .timeout = 60) {
+ParameterizedTest(combo *p, store, bad_input_is_refused_before_sending, .timeout = 60) {
     ctx c;
     setup(&c, p, "es-input");
     c.s.max_event_size = 1024;
     eddy_error err = {0};
-    eddy_store *st = NULL;
-    cr_expect_eq(eddy_store_open(&c.s, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
+    tstore *st = NULL;
     eddy_settings bad = c.s;
     bad.url = "nope://x";
-    cr_expect_eq(eddy_store_open(&bad, &st, &err), EDDY_ERR_INVALID_URL);
+    cr_expect_eq(sd->open(&bad, &st, &err), EDDY_ERR_INVALID_URL);
     cr_expect_null(st);
     bad = c.s;
     bad.ns = "a:b";
-    cr_expect_eq(eddy_store_open(&bad, &st, &err), EDDY_ERR_INVALID_SPEC);
-    if (p->redis) {
+    cr_expect_eq(sd->open(&bad, &st, &err), EDDY_ERR_INVALID_SPEC);
+    cr_expect_null(st);
+    if (p->backend) {
         char dead[64];
         snprintf(dead, sizeof(dead), "redis://127.0.0.1:%d", eddy_test_free_port());
         bad = c.s;
         bad.url = dead;
         bad.connect_timeout_ms = 500;
-        cr_expect_eq(eddy_store_open(&bad, &st, &err), EDDY_ERR_IO, "%s", err.detail);
+        eddy_status rc = sd->open(&bad, &st, &err);
+        if (sd->reactive) {
+            /* The reactive open connects on the loop: the first operation reports it. */
+            cr_assert_eq(rc, EDDY_OK, "%s", err.detail);
+            long long h;
+            rc = sd->head(st, &h, &err);
+            sd->close(st);
+            st = NULL;
+        }
+        cr_expect_eq(rc, EDDY_ERR_IO, "%s (%s)", eddy_status_name(rc), err.detail);
         cr_expect_null(st);
     }
     st = must_open(&c);
@@ -999,54 +1055,40 @@ ParameterizedTest(backend *p, store, bad_input_is_refused_before_sending, .timeo
     eddy_append_opts_init(&o);
     o.expected_version = -3;
 
-    cr_expect_eq(eddy_store_append(NULL, "s", one, 1, NULL, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_append(st, NULL, one, 1, NULL, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(sd->append(st, NULL, one, 1, NULL, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
     const char *bad_ids[] = {"", "a b", "a:b", "{a}", "x\ny"};
     for (size_t i = 0; i < sizeof(bad_ids) / sizeof(bad_ids[0]); i++) {
-        cr_expect_eq(eddy_store_append(st, bad_ids[i], one, 1, NULL, NULL, &err),
+        cr_expect_eq(sd->append(st, bad_ids[i], one, 1, NULL, NULL, &err),
                      EDDY_ERR_INVALID_ARGUMENT, "'%s'", bad_ids[i]);
         cr_expect(strstr(err.detail, "stream id"), "%s", err.detail);
-        cr_expect_eq(eddy_store_read_stream(st, bad_ids[i], 0, collect, NULL, &err),
+        cr_expect_eq(sd->read_stream(st, bad_ids[i], 0, collect, NULL, &err),
                      EDDY_ERR_INVALID_ARGUMENT);
     }
-    cr_expect_eq(eddy_store_append(st, "s", one, 0, NULL, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(sd->append(st, "s", one, 0, NULL, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
     cr_expect(strstr(err.detail, "n is 0"), "%s", err.detail);
-    cr_expect_eq(eddy_store_append(st, "s", NULL, 1, NULL, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_append(st, "s", with_null, 2, NULL, NULL, &err),
-                 EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_append(st, "s", with_invalid, 2, NULL, NULL, &err),
-                 EDDY_ERR_INVALID_EVENT);
+    cr_expect_eq(sd->append(st, "s", NULL, 1, NULL, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(sd->append(st, "s", with_null, 2, NULL, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(sd->append(st, "s", with_invalid, 2, NULL, NULL, &err), EDDY_ERR_INVALID_EVENT);
     cr_expect(strstr(err.detail, "event 1"), "%s", err.detail);
-    cr_expect_eq(eddy_store_append(st, "s", with_big, 2, NULL, NULL, &err), EDDY_ERR_TOO_LARGE);
+    cr_expect_eq(sd->append(st, "s", with_big, 2, NULL, NULL, &err), EDDY_ERR_TOO_LARGE);
     cr_expect(strstr(err.detail, "the limit is 1024"), "%s", err.detail);
-    cr_expect_eq(eddy_store_append(st, "s", one, 1, &o, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(sd->append(st, "s", one, 1, &o, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
 
-    long long next, h;
-    cr_expect_eq(eddy_store_read_stream(NULL, "s", 0, collect, NULL, &err),
+    o.expected_version = EDDY_ANY_VERSION;
+    o.publish_subject = "bad subject";
+    cr_expect_eq(sd->append(st, "s", one, 1, &o, NULL, &err), EDDY_ERR_INVALID_SUBJECT);
+    long long next = 17;
+    cr_expect_eq(sd->read_stream(st, "s", -1, collect, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(sd->read_all(st, 0, 0, NULL, collect, NULL, &next, &err),
                  EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_read_stream(st, "s", 0, NULL, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_read_stream(st, "s", -1, collect, NULL, &err),
-                 EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_read_page(NULL, 0, 1, NULL, collect, NULL, &next, &err),
-                 EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_read_page(st, 0, 1, NULL, NULL, NULL, &next, &err),
-                 EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_read_page(st, 0, 1, NULL, collect, NULL, NULL, &err),
-                 EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_read_page(st, 0, 0, NULL, collect, NULL, &next, &err),
-                 EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_read_page(st, -5, 1, NULL, collect, NULL, &next, &err),
-                 EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(next, -5, "next_position is set even on a refusal");
-    cr_expect_eq(eddy_store_head(NULL, &h, &err), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_head(st, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
-    cr_expect_eq(eddy_store_append(st, "s", one, 1, NULL, NULL, NULL), EDDY_OK, "err may be NULL");
+    /* NULL handles, out-pointers and callbacks: each front end's own calling shape. */
+    sd->shape_refusals(&c.s, st);
+    cr_expect_eq(sd->append(st, "s", one, 1, NULL, NULL, NULL), EDDY_OK, "err may be NULL");
 
     /* Nothing of the refused calls reached the backend. */
     cr_expect_eq(head(st), 1);
     cr_expect_eq(xlen(&c, "es:all", NULL), 1);
-    eddy_store_close(st);
-    eddy_store_close(NULL);
+    sd->close(st);
     eddy_event_free(good);
     eddy_event_free(invalid);
     eddy_event_free(big);
@@ -1056,7 +1098,12 @@ ParameterizedTest(backend *p, store, bad_input_is_refused_before_sending, .timeo
 
 /* The database index in a URL is not capped by eddy: the server's `databases` setting decides,
  * and an index it does not have is its own clear error, at open. */
-Test(store, a_database_index_the_server_lacks_is_its_error, .timeout = 60) {
+ParameterizedTestParameters(store, a_database_index_the_server_lacks_is_its_error) {
+    return cr_make_param_array(combo, redis_combos, 2);
+}
+ParameterizedTest(combo *p, store, a_database_index_the_server_lacks_is_its_error, .timeout = 60) {
+    ctx c;
+    setup(&c, p, "es-db");
     int port = 0;
     cr_assert_eq(sscanf(eddy_test_redis_url(), "redis://127.0.0.1:%d", &port), 1);
     char url[96];
@@ -1064,21 +1111,36 @@ Test(store, a_database_index_the_server_lacks_is_its_error, .timeout = 60) {
     eddy_settings s;
     eddy_settings_init(&s);
     s.url = url;
-    eddy_store *st = NULL;
+    s.log = eddy_test_log;
+    tstore *st = NULL;
     eddy_error err = {0};
-    eddy_status rc = eddy_store_open(&s, &st, &err);
+    eddy_status rc = sd->open(&s, &st, &err);
+    if (sd->reactive) {
+        /* The reactive open connects on the loop: the first operation reports it. */
+        cr_assert_eq(rc, EDDY_OK, "%s", err.detail);
+        long long h;
+        rc = sd->head(st, &h, &err);
+        sd->close(st);
+        st = NULL;
+    }
     cr_expect_neq(rc, EDDY_OK);
     cr_expect(strstr(err.detail, "DB index is out of range") != NULL, "%s: %s",
               eddy_status_name(rc), err.detail);
     cr_expect_null(st);
     snprintf(url, sizeof(url), "redis://127.0.0.1:%d/15", port);
-    cr_expect_eq(eddy_store_open(&s, &st, &err), EDDY_OK, "%s", err.detail);
-    eddy_store_close(st);
+    cr_expect_eq(sd->open(&s, &st, &err), EDDY_OK, "%s", err.detail);
+    long long h = -1;
+    cr_expect_eq(sd->head(st, &h, &err), EDDY_OK, "%s", err.detail);
+    sd->close(st);
 }
 
 /* During a rolling upgrade two versions of eddy serve one Redis: each loads its own function
  * library (the name carries the version) and calls its own, so neither overwrites the other. */
-Test(store, two_versions_each_keep_their_own_function_library, .timeout = 60) {
+ParameterizedTestParameters(store, two_versions_each_keep_their_own_function_library) {
+    return cr_make_param_array(combo, redis_combos, 2);
+}
+ParameterizedTest(combo *p, store, two_versions_each_keep_their_own_function_library,
+                  .timeout = 60) {
     const char *url = eddy_test_redis_url();
     const char *older = "#!lua name=eddy_0_0_1\n"
                         "redis.register_function('eddy_0_0_1_append', function(keys, args) "
@@ -1093,9 +1155,8 @@ Test(store, two_versions_each_keep_their_own_function_library, .timeout = 60) {
     freeReplyObject(r);
     redisFree(rc);
     ctx c;
-    backend p = {1};
-    setup(&c, &p, "es-versions");
-    eddy_store *st = must_open(&c);
+    setup(&c, p, "es-versions");
+    tstore *st = must_open(&c);
     cr_expect_eq(must_append(st, "v", "v1", "t", EDDY_NO_STREAM), 1);
     r = raw_cmdf(url, "FCALL eddy_0_0_1_append 0");
     cr_expect(r->type == REDIS_REPLY_STRING && strcmp(r->str, "the older eddy") == 0,
@@ -1104,22 +1165,22 @@ Test(store, two_versions_each_keep_their_own_function_library, .timeout = 60) {
     r = raw_cmdf(url, "FUNCTION LIST LIBRARYNAME %s", EDDY__STORE_LIBRARY);
     cr_expect(r->type == REDIS_REPLY_ARRAY && r->elements == 1, "this version's library");
     freeReplyObject(r);
-    eddy_store_close(st);
+    sd->close(st);
     freeReplyObject(raw_cmdf(url, "FUNCTION DELETE eddy_0_0_1"));
 }
 
 ParameterizedTestParameters(store, lost_function_library_is_loaded_again) {
-    return cr_make_param_array(backend, backends, 2);
+    return cr_make_param_array(combo, combos, 4);
 }
-ParameterizedTest(backend *p, store, lost_function_library_is_loaded_again, .timeout = 60) {
+ParameterizedTest(combo *p, store, lost_function_library_is_loaded_again, .timeout = 60) {
     ctx c;
     setup(&c, p, "es-flush");
-    if (p->redis) {
+    if (p->backend) {
         /* FUNCTION FLUSH reaches every test that shares the fixture: use a private server. */
         eddy_test_redis srv;
         eddy_test_redis_start(&srv, 0);
         snprintf(c.url, sizeof(c.url), "%s", srv.url);
-        eddy_store *st = must_open(&c);
+        tstore *st = must_open(&c);
         cr_expect_eq(must_append(st, "f", "f1", "t", EDDY_NO_STREAM), 1);
         redisReply *r = raw_cmdf(c.url, "FUNCTION FLUSH");
         freeReplyObject(r);
@@ -1128,26 +1189,32 @@ ParameterizedTest(backend *p, store, lost_function_library_is_loaded_again, .tim
         cr_expect_eq(r->type, REDIS_REPLY_STATUS, "the store had loaded it again");
         freeReplyObject(r);
         cr_expect_eq(must_append(st, "f", "f3", "t", 2), 3);
-        eddy_store_close(st);
+        sd->close(st);
         eddy_test_redis_kill(&srv);
         return;
     }
-    eddy_store *st = must_open(&c);
+    tstore *st = must_open(&c);
     cr_expect_eq(must_append(st, "f", "f1", "t", EDDY_NO_STREAM), 1);
     redisReply *r = raw_cmdf(c.url, "FUNCTION FLUSH");
     freeReplyObject(r);
     cr_expect_eq(must_append(st, "f", "f2", "t", 1), 2);
-    eddy_store_close(st);
+    sd->close(st);
 }
 
-Test(store, appends_again_after_a_server_restart, .timeout = 60) {
+/* A server of the test's own, killed and restarted. */
+ParameterizedTestParameters(store, appends_again_after_a_server_restart) {
+    return cr_make_param_array(combo, redis_combos, 2);
+}
+ParameterizedTest(combo *p, store, appends_again_after_a_server_restart, .timeout = 60) {
     eddy_test_redis srv;
     eddy_test_redis_start(&srv, 0);
     ctx c;
-    backend b = {1};
-    setup(&c, &b, "es-restart");
+    setup(&c, p, "es-restart");
     snprintf(c.url, sizeof(c.url), "%s", srv.url);
-    eddy_store *st = must_open(&c);
+    c.s.connect_timeout_ms = 500;
+    c.s.reconnect_min_ms = 20;
+    c.s.reconnect_max_ms = 200;
+    tstore *st = must_open(&c);
     cr_expect_eq(must_append(st, "r", "r1", "t", EDDY_NO_STREAM), 1);
 
     /* A read finds the connection dead, reconnects and loads the library on its own. */
@@ -1163,10 +1230,10 @@ Test(store, appends_again_after_a_server_restart, .timeout = 60) {
     const eddy_event *evs[] = {ev};
     eddy_error err = {0};
     long long v = 0;
-    eddy_status rc = eddy_store_append(st, "r", evs, 1, NULL, &v, &err);
+    eddy_status rc = sd->append(st, "r", evs, 1, NULL, &v, &err);
     if (rc != EDDY_OK) {
         cr_expect_eq(rc, EDDY_ERR_IO, "%s (%s)", eddy_status_name(rc), err.detail);
-        rc = eddy_store_append(st, "r", evs, 1, NULL, &v, &err);
+        rc = sd->append(st, "r", evs, 1, NULL, &v, &err);
     }
     cr_expect_eq(rc, EDDY_OK, "%s", err.detail);
     cr_expect_eq(v, 1);
@@ -1175,11 +1242,42 @@ Test(store, appends_again_after_a_server_restart, .timeout = 60) {
     /* Down: every call reports it. */
     eddy_test_redis_kill(&srv);
     long long h;
-    cr_expect_eq(eddy_store_head(st, &h, &err), EDDY_ERR_IO);
+    cr_expect_eq(sd->head(st, &h, &err), EDDY_ERR_IO);
     got g;
     got_init(&g);
-    cr_expect_eq(eddy_store_read_stream(st, "r", 0, collect, &g, &err), EDDY_ERR_IO);
-    eddy_store_close(st);
+    cr_expect_eq(sd->read_stream(st, "r", 0, collect, &g, &err), EDDY_ERR_IO);
+    sd->close(st);
+}
+
+/* An append while Redis is stopped ends by command_timeout_ms with EDDY_ERR_TIMEOUT (it was
+ * sent: it may have been applied, so it is not sent again); after SIGCONT the store works. */
+ParameterizedTestParameters(store, an_append_during_a_stall_times_out) {
+    return cr_make_param_array(combo, redis_combos, 2);
+}
+ParameterizedTest(combo *p, store, an_append_during_a_stall_times_out, .timeout = 60) {
+    eddy_test_redis srv;
+    eddy_test_redis_start(&srv, 0);
+    ctx c;
+    setup(&c, p, "es-stall");
+    snprintf(c.url, sizeof(c.url), "%s", srv.url);
+    c.s.connect_timeout_ms = 500;
+    c.s.reconnect_min_ms = 20;
+    c.s.reconnect_max_ms = 200;
+    c.s.command_timeout_ms = 300;
+    tstore *st = must_open(&c);
+    cr_expect_eq(must_append(st, "s", "y1", "t", EDDY_ANY_VERSION), 1);
+    cr_assert_eq(kill(srv.pid, SIGSTOP), 0);
+    eddy_event *ev = make_event("y2", "t");
+    const eddy_event *evs[] = {ev};
+    eddy_error err = {0};
+    eddy_status rc = sd->append(st, "s", evs, 1, NULL, NULL, &err);
+    eddy_event_free(ev);
+    cr_expect_eq(rc, EDDY_ERR_TIMEOUT, "%s: %s", eddy_status_name(rc), err.detail);
+    cr_assert_eq(kill(srv.pid, SIGCONT), 0);
+    long long v = must_append(st, "s", "y3", "t", EDDY_ANY_VERSION);
+    cr_expect(v == 2 || v == 3, "y3 at version %lld (y2 may have been applied)", v);
+    sd->close(st);
+    eddy_test_redis_kill(&srv);
 }
 
 /* ---- memory:// and Redis run the same function ------------------------------------------ */
@@ -1277,7 +1375,7 @@ static void run_both(const char *mem, const char *red, text *tm, text *tr, bool 
 }
 
 /* One store call on both backends; the outcome (status, version, detail) joins the texts. */
-static void append_both(eddy_store *m, eddy_store *r, text *tm, text *tr, const char *stream, int n,
+static void append_both(tstore *m, tstore *r, text *tm, text *tr, const char *stream, int n,
                         long long expected, const char *subject) {
     eddy_event *evs[8];
     static int counter;
@@ -1292,13 +1390,13 @@ static void append_both(eddy_store *m, eddy_store *r, text *tm, text *tr, const 
     eddy_append_opts_init(&o);
     o.expected_version = expected;
     o.publish_subject = subject;
-    eddy_store *both[2] = {m, r};
+    tstore *both[2] = {m, r};
     text *out[2] = {tm, tr};
     for (int k = 0; k < 2; k++) {
         long long v = -1;
         eddy_error err = {0};
-        eddy_status rc = eddy_store_append(both[k], stream, (const eddy_event *const *)evs,
-                                           (size_t)n, &o, &v, &err);
+        eddy_status rc =
+            sd->append(both[k], stream, (const eddy_event *const *)evs, (size_t)n, &o, &v, &err);
         char line[512];
         snprintf(line, sizeof(line), "append %s x%d expected %lld -> %s %lld %s\n", stream, n,
                  expected, eddy_status_name(rc), v, rc == EDDY_OK ? "" : err.detail);
@@ -1308,15 +1406,19 @@ static void append_both(eddy_store *m, eddy_store *r, text *tm, text *tr, const 
         eddy_event_free(evs[i]);
 }
 
-Test(store, memory_and_redis_agree, .timeout = 120) {
+/* Both backends at once, on each front end. */
+ParameterizedTestParameters(store, memory_and_redis_agree) {
+    return cr_make_param_array(combo, frontends, 2);
+}
+ParameterizedTest(combo *p, store, memory_and_redis_agree, .timeout = 120) {
     ctx cm, crd;
-    backend bm = {0}, br = {1};
+    combo bm = {p->frontend, 0}, br = {p->frontend, 1};
     setup(&cm, &bm, "es-diff");
     setup(&crd, &br, "es-diff");
     /* The same namespace on both sides, so the keys and replies read the same. */
     snprintf(crd.ns, sizeof(crd.ns), "%s", cm.ns);
     cm.s.stream_maxlen = crd.s.stream_maxlen = 120; /* the publish path trims */
-    eddy_store *m = must_open(&cm), *r = must_open(&crd);
+    tstore *m = must_open(&cm), *r = must_open(&crd);
     text tm = {0}, tr = {0};
     const char *ns = cm.ns;
 
@@ -1413,6 +1515,54 @@ Test(store, memory_and_redis_agree, .timeout = 120) {
               published);
     free(tm.p);
     free(tr.p);
-    eddy_store_close(m);
-    eddy_store_close(r);
+    sd->close(m);
+    sd->close(r);
+}
+
+/* ---- reactive front end only: completions at teardown and from inside a callback ---------
+ *
+ * These are rules of the reactive calling shape: a completion callback runs exactly once, with
+ * EDDY_ERR_CLOSED when the store is closed first, and a callback may close the store. The
+ * blocking store has no completions (each call returns its outcome). Each runs in the reactive
+ * store driver (store_driver.h), on a loop of its own on the test's thread, to close the store
+ * between a call and its completion. */
+
+ParameterizedTestParameters(store, reactive_close_with_operations_pending) {
+    return cr_make_param_array(combo, combos + 2, 2);
+}
+ParameterizedTest(combo *p, store, reactive_close_with_operations_pending, .timeout = 60) {
+    ctx c;
+    setup(&c, p, "rs-close");
+    sd->close_with_operations_pending(&c.s);
+}
+
+ParameterizedTestParameters(store, reactive_close_from_a_callback) {
+    return cr_make_param_array(combo, combos + 2, 2);
+}
+ParameterizedTest(combo *p, store, reactive_close_from_a_callback, .timeout = 60) {
+    ctx c;
+    setup(&c, p, "rs-cbclose");
+    sd->close_from_a_callback(&c.s);
+}
+
+/* A page whose `each` closes the store: the page stops and ends closed, once. */
+ParameterizedTestParameters(store, reactive_close_from_a_pages_each) {
+    return cr_make_param_array(combo, combos + 2, 2);
+}
+ParameterizedTest(combo *p, store, reactive_close_from_a_pages_each, .timeout = 60) {
+    ctx c;
+    setup(&c, p, "rs-eachclose");
+    sd->close_from_a_pages_each(&c.s);
+}
+
+/* Checkpoint operations asked for all at once, without waiting: each completes once, in order
+ * (the driver's checkpoint adapter waits for each, so this is the in-flight case). */
+ParameterizedTestParameters(store, reactive_checkpoint_operations_in_flight_at_once) {
+    return cr_make_param_array(combo, combos + 2, 2);
+}
+ParameterizedTest(combo *p, store, reactive_checkpoint_operations_in_flight_at_once,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p, "rs-ckpt");
+    sd->checkpoint_operations_in_flight_at_once(&c.s);
 }
