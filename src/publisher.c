@@ -214,18 +214,21 @@ static eddy_status add_entry_cmd(eddy__publisher *p, const char *subject, const 
                                  bool dedup, eddy__cmdlist *out) {
     eddy__cmd *x = eddy__cmdlist_add(out, dedup ? P_FCALL : P_XADD, 0);
     char *key = eddy__key_stream(p->s->ns, subject);
-    char *idkey = dedup ? eddy__key_pubid(p->s->ns, subject, eddy_event_id(ev)) : NULL;
-    eddy_status st = x && key && (!dedup || idkey) ? EDDY_OK : EDDY_ERR_NOMEM;
+    char *ids = dedup ? eddy__key_pubids(p->s->ns, subject) : NULL;
+    char *exp = dedup ? eddy__key_pubexp(p->s->ns, subject) : NULL;
+    eddy_status st = x && key && (!dedup || (ids && exp)) ? EDDY_OK : EDDY_ERR_NOMEM;
     if (st == EDDY_OK && dedup) {
         long long maxlen = p->s->stream_maxlen;
         eddy__cmd_str(x, "FCALL");
         eddy__cmd_str(x, EDDY__PUBLISH_FN);
-        eddy__cmd_str(x, "2");
+        eddy__cmd_str(x, "3");
         eddy__cmd_str(x, key);
-        eddy__cmd_str(x, idkey);
+        eddy__cmd_str(x, ids);
+        eddy__cmd_str(x, exp);
         eddy__cmd_fmt(x, "%u", p->s->publish_dedup_ms);
         /* A bound past the function's range could never trim anything anyway. */
         eddy__cmd_fmt(x, "%lld", maxlen > EDDY__STORE_MAX_COUNT ? EDDY__STORE_MAX_COUNT : maxlen);
+        eddy__cmd_str(x, eddy_event_id(ev));
     } else if (st == EDDY_OK) {
         eddy__cmd_str(x, "XADD");
         eddy__cmd_str(x, key);
@@ -237,7 +240,8 @@ static eddy_status add_entry_cmd(eddy__publisher *p, const char *subject, const 
         eddy__cmd_str(x, "*");
     }
     free(key);
-    free(idkey);
+    free(ids);
+    free(exp);
     return st == EDDY_OK ? eddy__entry_encode(ev, x) : st;
 }
 

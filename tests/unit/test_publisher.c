@@ -77,8 +77,8 @@ Test(publisher, loads_the_library_then_calls_the_function) {
     cr_assert_eq(l.n, 3);
     cr_expect(eddy__store_is_load(&l, 0));
     cr_expect_str_eq(head(&l.cmds[1], 3), "SADD {t}:subjects a.b");
-    cr_expect_str_eq(head(&l.cmds[2], 7),
-                     "FCALL " EDDY__PUBLISH_FN " 2 {t}:s:a.b {t}:pubid:3:a.b:e:1 5000 0");
+    cr_expect_str_eq(head(&l.cmds[2], 9), "FCALL " EDDY__PUBLISH_FN
+                                          " 3 {t}:s:a.b {t}:pubids:a.b {t}:pubexp:a.b 5000 0 e:1");
     /* The load is queued: the next publish on the connection runs after it. */
     cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
     cr_assert_eq(l.n, 5);
