@@ -413,14 +413,24 @@ static eddy_status copy_cmds(const eddy__cmdlist *sent, eddy__cmdlist *out) {
 
 bool eddy__publish_moved_again(eddy__publisher *p, size_t npublishes, const eddy__cmdlist *sent,
                                eddy_status st, const eddy_error *err, eddy__cmdlist *again) {
-    if (!eddy__cluster_moved(st, err) || (npublishes != 1 && !p->s->publish_dedup_ms))
+    /* Sent again only when nothing can be stored twice: what went through is deduplicated, or
+     * the one publish is what was refused (a MOVED refuses the rest of the pipeline too; a
+     * TRYAGAIN answers only a multi-key command, which a publish's own is). After a
+     * CLUSTERDOWN the publish may have run behind the refused command once the cluster came
+     * back: only with publish_dedup_ms. */
+    eddy__cluster_refusal why = eddy__cluster_refused(st, err);
+    bool single = npublishes == 1 && why != EDDY__CLUSTER_DOWN;
+    if (why == EDDY__CLUSTER_NOT_REFUSED || (!single && !p->s->publish_dedup_ms))
         return false;
     eddy__cmdlist_init(again);
     if (copy_cmds(sent, again) != EDDY_OK) {
         eddy__cmdlist_reset(again);
         return false;
     }
-    eddy__log(&p->s->log, EDDY_LOG_DEBUG, "publish: refused unwritten (MOVED); sent again");
+    eddy__log(&p->s->log, EDDY_LOG_DEBUG, "publish: refused unwritten (%s); sent again",
+              why == EDDY__CLUSTER_MOVED      ? "MOVED"
+              : why == EDDY__CLUSTER_TRYAGAIN ? "TRYAGAIN"
+                                              : "CLUSTERDOWN");
     return true;
 }
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "entry.h"
 #include "error.h"
 #include "event_internal.h"
@@ -593,6 +594,10 @@ eddy_status eddy__store_append_prepare(const eddy__store *st, const char *stream
         return eddy__fail(err, rc, "append: could not build the command");
     }
     return EDDY_OK;
+}
+
+bool eddy__store_append_again(eddy_status st, const eddy_error *err) {
+    return eddy__cluster_refused(st, err) != EDDY__CLUSTER_NOT_REFUSED;
 }
 
 eddy_status eddy__store_append_result(const eddy__cmdlist *cmds, size_t first, redisReply **replies,
