@@ -137,6 +137,8 @@ eddy_status eddy__bconn_connect_until(bconn *c, long long until, eddy_error *err
         now = eddy__bconn_now_ms();
         eddy__reconnect_started(&c->gate, now, eddy__link_proved(c->link), c->s->reconnect_min_ms,
                                 c->s->reconnect_max_ms);
+        /* One line per connect, with the connection it is for (tests/faults counts spacing). */
+        eddy__log(&c->s->log, EDDY_LOG_DEBUG, "connecting (connection %p)", (void *)&c->gate);
     }
     eddy_status st = eddy__link_connect(c->link, now, err);
     long long deadline = eddy__link_deadline(c->link);
@@ -241,6 +243,8 @@ static eddy_status exec_link(bconn *c, const eddy__cmdlist *cmds, long long bloc
     if (st == EDDY_ERR_TIMEOUT)
         st = eddy__link_expire(l, last, "command", err);
     set_flags(c, false, false);
+    if (st == EDDY_OK)
+        eddy__conn_proved(c->s->conn_state, &c->state_epoch);
     if (st != EDDY_OK) {
         eddy__conn_lost(c->s->conn_state, &c->state_epoch, st, err);
         drop(c);

@@ -164,7 +164,8 @@ eddy_status eddy_store_append(eddy_store *store, const char *stream_id,
     eddy_error e = {0};
     st = exchange(store, &cmds, reply, false, &e);
     /* A cluster that refused it unwritten is healing: again, each time after the backoff. */
-    while (st != EDDY_OK && eddy__store_append_again(st, &e) && eddy__bconn_now_ms() < deadline)
+    while (st != EDDY_OK && eddy__store_append_again(st, &e, true) &&
+           eddy__bconn_now_ms() < deadline)
         st = exchange(store, &cmds, reply, false, &e);
     if (st != EDDY_OK && err)
         *err = e;

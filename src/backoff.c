@@ -52,6 +52,7 @@ void eddy__reconnect_init(eddy__reconnect *g, unsigned seed) {
     g->attempt = 0;
     g->not_before = 0;
     g->seed = seed;
+    g->proved = false;
 }
 
 long long eddy__reconnect_wait_ms(const eddy__reconnect *g, long long now) {
@@ -60,12 +61,15 @@ long long eddy__reconnect_wait_ms(const eddy__reconnect *g, long long now) {
 
 void eddy__reconnect_started(eddy__reconnect *g, long long now, bool proved, long long min_ms,
                              long long max_ms) {
-    if (proved)
+    if (proved || g->proved)
         g->attempt = 0;
+    g->proved = false;
     g->not_before = now + eddy__backoff_delay_ms(g->attempt, min_ms, max_ms, &g->seed);
     if (g->attempt < ATTEMPT_LONGEST)
         g->attempt++;
 }
+
+void eddy__reconnect_proved(eddy__reconnect *g) { g->proved = true; }
 
 void eddy__reconnect_failed(eddy__reconnect *g, eddy_status st) {
     if (st == EDDY_ERR_AUTH)

@@ -37,17 +37,22 @@ typedef struct eddy__reconnect {
     unsigned attempt;     /* connects since the last that proved itself */
     long long not_before; /* monotonic ms: no connect starts earlier; 0 when none started */
     unsigned seed;
+    bool proved; /* eddy__reconnect_proved since the last start */
 } eddy__reconnect;
 
 void eddy__reconnect_init(eddy__reconnect *g, unsigned seed);
 /* How long from now (monotonic ms) before the next connect may start: 0 for at once. */
 long long eddy__reconnect_wait_ms(const eddy__reconnect *g, long long now);
-/* A connect starts at now; `proved`: the previous connection answered a command. The next one
- * may start at now + eddy__backoff_delay_ms(step, min_ms, max_ms) at the earliest. */
+/* A connect starts at now; `proved`: the previous connection answered a command (or
+ * eddy__reconnect_proved said so). The next one may start at now + eddy__backoff_delay_ms(step,
+ * min_ms, max_ms) at the earliest. */
 void eddy__reconnect_started(eddy__reconnect *g, long long now, bool proved, long long min_ms,
                              long long max_ms);
 /* The connect failed with st: refused credentials wait the longest from then on (retrying
  * sooner cannot help and only fills the server's log). */
 void eddy__reconnect_failed(eddy__reconnect *g, eddy_status st);
+/* The current connection answered a command: the next reconnect starts from the shortest
+ * delay. For an owner that does not keep the link (the reactive front end's connections). */
+void eddy__reconnect_proved(eddy__reconnect *g);
 
 #endif

@@ -24,6 +24,7 @@
 #define MOVED_MARK "refused unwritten (MOVED)"
 #define TRYAGAIN_MARK "refused unwritten (TRYAGAIN)"
 #define DOWN_MARK "refused unwritten (CLUSTERDOWN)"
+#define REROUTE_MARK "rerouted"
 
 struct eddy__cluster {
     const eddy__settings *s;
@@ -327,12 +328,14 @@ bool eddy__cluster_redirect(eddy__cluster *cl, const redisReply *r, const char *
             cl->moved_port = 0;
         why = MOVED_MARK " after a failover or a migration: the next connect goes there";
     } else if (has_code(r, "ASK")) { /* one eddy__link_reply could not follow (a MULTI) */
-        why = "the slot is being migrated: the connection is given up, the next one asks again";
+        why = REROUTE_MARK " (ASK): the slot is being migrated; the connection is given up, the "
+                           "next one asks again";
     } else if (has_code(r, "TRYAGAIN")) {
         why = TRYAGAIN_MARK ": the slot is being migrated, its keys split between two nodes; "
                             "the connection is given up, the next one asks again";
     } else if (has_code(r, "UNBLOCKED")) { /* a blocked read, ended as the node became a replica */
-        why = "the node is a replica now: the connection is given up, the next one asks again";
+        why = REROUTE_MARK " (UNBLOCKED): the node is a replica now; the connection is given up, "
+                           "the next one asks again";
     } else if (has_code(r, "CLUSTERDOWN")) {
         why = DOWN_MARK ": the cluster is down; the connection is given up, the next one asks "
                         "again";
@@ -346,6 +349,12 @@ bool eddy__cluster_redirect(eddy__cluster *cl, const redisReply *r, const char *
 
 bool eddy__cluster_moved(eddy_status st, const eddy_error *err) {
     return st == EDDY_ERR_IO && err && strstr(err->detail, MOVED_MARK) != NULL;
+}
+
+bool eddy__cluster_rerouted(eddy_status st, const eddy_error *err) {
+    eddy__cluster_refusal why = eddy__cluster_refused(st, err);
+    return why == EDDY__CLUSTER_MOVED || why == EDDY__CLUSTER_TRYAGAIN ||
+           (st == EDDY_ERR_IO && err && strstr(err->detail, REROUTE_MARK " (") != NULL);
 }
 
 eddy__cluster_refusal eddy__cluster_refused(eddy_status st, const eddy_error *err) {

@@ -99,6 +99,10 @@ typedef enum {
     EDDY__CLUSTER_DOWN,
 } eddy__cluster_refusal;
 eddy__cluster_refusal eddy__cluster_refused(eddy_status st, const eddy_error *err);
+/* True for a failure that only says the slot is served elsewhere now, by a node that answers:
+ * MOVED, TRYAGAIN, an ASK not followed, UNBLOCKED. Not an outage of the cluster (conn_state.c);
+ * CLUSTERDOWN is one. */
+bool eddy__cluster_rerouted(eddy_status st, const eddy_error *err);
 
 /* ---- following an ASK ------------------------------------------------------------------- */
 

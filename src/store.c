@@ -596,8 +596,9 @@ eddy_status eddy__store_append_prepare(const eddy__store *st, const char *stream
     return EDDY_OK;
 }
 
-bool eddy__store_append_again(eddy_status st, const eddy_error *err) {
-    return eddy__cluster_refused(st, err) != EDDY__CLUSTER_NOT_REFUSED;
+bool eddy__store_append_again(eddy_status st, const eddy_error *err, bool first) {
+    eddy__cluster_refusal why = eddy__cluster_refused(st, err);
+    return why == EDDY__CLUSTER_MOVED || (first && why != EDDY__CLUSTER_NOT_REFUSED);
 }
 
 eddy_status eddy__store_append_result(const eddy__cmdlist *cmds, size_t first, redisReply **replies,
