@@ -29,6 +29,7 @@ static const scenario scenarios[] = {
     {"redis_stopped",    fx_redis_stopped},
     {"auth_changed",     fx_auth_changed},
     {"tls_restart",      fx_tls_restart},
+    {"cluster",          fx_cluster},
 };
 // clang-format on
 

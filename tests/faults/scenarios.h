@@ -15,6 +15,7 @@ void fx_feed_killed(const driver *dr);
 void fx_redis_stopped(const driver *dr);
 void fx_auth_changed(const driver *dr);
 void fx_tls_restart(const driver *dr);
+void fx_cluster(const driver *dr);
 
 /* A blocking bus with no subscription, for the scenarios' own publishing and requests. */
 #include "eddy/blocking.h"
