@@ -282,8 +282,9 @@ static void conn_up(void *owner) {
 static void conn_down(void *owner, eddy_status st, const eddy_error *err) {
     eddy_rstore *s = owner;
     enter(s);
+    /* The store's tracker warns once per outage (conn_state.h); each failed try is debug only. */
     if (s->head)
-        eddy__log(&s->s.log, EDDY_LOG_WARN, "store connection: %s", err->detail);
+        eddy__log(&s->s.log, EDDY_LOG_DEBUG, "store connection: %s", err->detail);
     uint64_t sent = eddy__rconn_sent(s->conn);
     eddy__rconn_close(s->conn);
     s->conn = NULL;
