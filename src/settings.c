@@ -37,7 +37,7 @@ void eddy_settings_init(eddy_settings *s) {
     s->consumer_idle_ms = 86400000;
     s->command_timeout_ms = 5000;
     /* off: publishing twice appends twice. Not on by default: it costs ~87% of the pipelined
-     * publish rate and ~50% of the single one (bench_pubsub, publish_dedup_vs_plain_*). */
+     * publish rate and 50-60% of the single one (bench_pubsub, publish_dedup_vs_plain_*). */
     s->publish_dedup_ms = 0;
     s->wait_timeout_ms = 1000;
 }
