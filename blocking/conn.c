@@ -44,7 +44,8 @@ eddy_status eddy__bconn_init(bconn *c, const eddy__settings *s) {
     pthread_mutex_init(&c->lock, NULL);
     eddy__bcond_init_monotonic(&c->wake);
     c->client_id = -1;
-    c->seed = (unsigned)(eddy__bconn_now_ms() ^ (long long)(uintptr_t)c ^ getpid());
+    eddy__reconnect_init(&c->gate,
+                         (unsigned)(eddy__bconn_now_ms() ^ (long long)(uintptr_t)c ^ getpid()));
     return EDDY_OK;
 }
 
@@ -105,7 +106,7 @@ static eddy_status drive(bconn *c, long long deadline, eddy_error *err) {
 /* err may be the caller's NULL: the tracker then names the status only. */
 static eddy_status connect_failed(bconn *c, eddy_status st, const eddy_error *err) {
     eddy__conn_failed(c->s->conn_state, st, err);
-    c->attempt = eddy__conn_next_attempt(c->attempt, st);
+    eddy__reconnect_failed(&c->gate, st);
     return st;
 }
 
@@ -123,6 +124,22 @@ eddy_status eddy__bconn_connect_until(bconn *c, long long until, eddy_error *err
             eddy__reply_arena_install(c->arena, eddy__link_reader(c->link));
     }
     long long now = eddy__bconn_now_ms();
+    if (!eddy__bconn_in_process(c)) {
+        /* Whatever ended the last connection, the next waits for the backoff (backoff.h). */
+        long long wait = eddy__reconnect_wait_ms(&c->gate, now);
+        if (wait > 0 && until >= 0 && now + wait > until) /* not a verdict: not reported */
+            return eddy__fail(err, EDDY_ERR_IO,
+                              "connecting to %s: the reconnect backoff (%lld ms) ends after the "
+                              "deadline",
+                              eddy__link_peer(c->link), wait);
+        if (wait > 0 && !eddy__bconn_sleep(c, wait))
+            return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted while backing off");
+        now = eddy__bconn_now_ms();
+        eddy__reconnect_started(&c->gate, now, eddy__link_proved(c->link), c->s->reconnect_min_ms,
+                                c->s->reconnect_max_ms);
+        /* One line per connect, with the connection it is for (tests/faults counts spacing). */
+        eddy__log(&c->s->log, EDDY_LOG_DEBUG, "connecting (connection %p)", (void *)&c->gate);
+    }
     eddy_status st = eddy__link_connect(c->link, now, err);
     long long deadline = eddy__link_deadline(c->link);
     bool callers = until >= 0 && until < deadline; /* the caller's deadline comes first */
@@ -146,7 +163,6 @@ eddy_status eddy__bconn_connect_until(bconn *c, long long until, eddy_error *err
     c->up = true;
     c->client_id = eddy__link_client_id(c->link);
     pthread_mutex_unlock(&c->lock);
-    c->attempt = 0;
     eddy__conn_up(c->s->conn_state, &c->state_epoch);
     return EDDY_OK;
 }
@@ -227,6 +243,8 @@ static eddy_status exec_link(bconn *c, const eddy__cmdlist *cmds, long long bloc
     if (st == EDDY_ERR_TIMEOUT)
         st = eddy__link_expire(l, last, "command", err);
     set_flags(c, false, false);
+    if (st == EDDY_OK)
+        eddy__conn_proved(c->s->conn_state, &c->state_epoch);
     if (st != EDDY_OK) {
         eddy__conn_lost(c->s->conn_state, &c->state_epoch, st, err);
         drop(c);
@@ -287,9 +305,8 @@ bool eddy__bconn_sleep(bconn *c, long long ms) {
 }
 
 bool eddy__bconn_backoff(bconn *c) {
-    unsigned attempt = c->attempt ? c->attempt - 1 : 0;
-    return eddy__bconn_sleep(c, eddy__backoff_delay_ms(attempt, c->s->reconnect_min_ms,
-                                                       c->s->reconnect_max_ms, &c->seed));
+    long long wait = eddy__reconnect_wait_ms(&c->gate, eddy__bconn_now_ms());
+    return eddy__bconn_sleep(c, wait > 0 ? wait : 0);
 }
 
 void eddy__bconn_interrupt(bconn *c) {

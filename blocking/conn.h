@@ -16,6 +16,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 
+#include "backoff.h"
 #include "cmdlist.h"
 #include "link.h"
 #include "reply_arena.h"
@@ -33,11 +34,10 @@ typedef struct bconn {
     bool cut;            /* eddy__bconn_wake(cut): the next (or current) blocking read ends, once */
     bool blocking;       /* a round with a blocking read is out */
     long long client_id; /* the server's id for this connection, -1 unknown (guarded by lock) */
-    unsigned attempt;    /* consecutive failed connects, for backoff */
+    eddy__reconnect gate;     /* backoff.h: every connect waits for the backoff of the previous */
     unsigned state_epoch;     /* conn_state.h: nonzero while up (reported to the bus's tracker) */
     eddy__reply_arena *arena; /* eddy__bconn_use_arena: redis:// replies are built in it */
     eddy__reply_arena *live_arena; /* the arena the replies handed out live in, or NULL */
-    unsigned seed;
 } bconn;
 
 /* EDDY_OK (the link is made at the first connect); eddy__bconn_destroy either way. */

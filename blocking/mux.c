@@ -279,6 +279,8 @@ static void read_for(bmux *m, mwait *w) {
         eddy_error why;
         bool lost = false;
         int n = parse_some(m, deadline, parsed, PARSED_MAX, &lost, &why);
+        if (n > 0) /* the reader's role: nobody else touches the epoch while it is held */
+            eddy__conn_proved(m->conn.s->conn_state, &m->conn.state_epoch);
         pthread_mutex_lock(&m->lock);
         mwait *done = NULL;
         if (n == 0 && !lost) {

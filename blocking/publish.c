@@ -4,8 +4,8 @@
  * failed send is reported, never retried: a retry could store the message twice. The next publish
  * reconnects. The exceptions are the core's: deduplicated publishes the server refused unwritten
  * because it had lost eddy's function library go once more behind a load of it
- * (eddy__publish_again), and publishes a cluster's MOVED refused unwritten go once more on the
- * next connection, to the slot's new master (eddy__publish_moved_again). */
+ * (eddy__publish_again), and publishes a cluster refused unwritten (MOVED, TRYAGAIN, CLUSTERDOWN)
+ * go again on the next connection while the deadline allows (eddy__publish_moved_again). */
 #include <stdlib.h>
 
 #include "error.h"
@@ -73,7 +73,9 @@ static eddy_status send_publishes(eddy_bus *bus, eddy__cmdlist *cmds, size_t npu
     eddy_error e = {0};
     eddy_status st = send_once(bus, cmds, deadline, s, &e);
     eddy__cmdlist again;
-    if (st != EDDY_OK && eddy__publish_moved_again(bus->publisher, npub, cmds, st, &e, &again)) {
+    /* Each try reconnects, after the connection's backoff (conn.c): bounded by the deadline. */
+    while (st != EDDY_OK && eddy__bconn_now_ms() < deadline &&
+           eddy__publish_moved_again(bus->publisher, npub, cmds, st, &e, &again)) {
         sent_free(s);
         eddy__cmdlist_reset(cmds);
         *cmds = again;

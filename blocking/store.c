@@ -22,6 +22,7 @@
 #include "log.h"
 #include "settings.h"
 #include "store.h"
+#include "timing.h"
 
 struct eddy_store {
     eddy__settings s;
@@ -159,7 +160,16 @@ eddy_status eddy_store_append(eddy_store *store, const char *stream_id,
     }
     redisReply *reply[2] = {NULL, NULL};
     bool reload = false;
-    if ((st = exchange(store, &cmds, reply, false, err)) == EDDY_OK)
+    long long deadline = eddy__bconn_now_ms() + eddy__command_timeout_ms(&store->s, -1);
+    eddy_error e = {0};
+    st = exchange(store, &cmds, reply, false, &e);
+    /* A cluster that refused it unwritten is healing: again, each time after the backoff. */
+    while (st != EDDY_OK && eddy__store_append_again(st, &e, true) &&
+           eddy__bconn_now_ms() < deadline)
+        st = exchange(store, &cmds, reply, false, &e);
+    if (st != EDDY_OK && err)
+        *err = e;
+    if (st == EDDY_OK)
         st = eddy__store_append_result(&cmds, 0, reply, new_version, &reload, err);
     free_replies(reply, 1);
     if (reload) {

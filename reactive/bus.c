@@ -22,12 +22,14 @@
  * - Once free was called, every call is refused with EDDY_ERR_CLOSED (or ignored), so that
  *   callbacks run by the teardown cannot add work to a bus that is going away.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "error.h"
 #include "internal.h"
+#include "timing.h"
 
 long long eddy__rbus_now_ms(void) {
     struct timespec ts;
@@ -319,6 +321,7 @@ eddy_status eddy_rbus_new(struct ev_loop *loop, const eddy_settings *settings,
     eddy_rbus *bus = calloc(1, sizeof(*bus));
     if (!bus)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy__reconnect_init(&bus->pub_gate, (unsigned)(uintptr_t)bus ^ (unsigned)eddy__mono_ms());
     eddy_status st = eddy__settings_copy(&bus->s, settings, err);
     if (st != EDDY_OK) {
         free(bus);

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "backoff.h"
 #include "conn_state.h"
 #include "error.h"
 #include "link.h"
@@ -66,6 +67,10 @@ struct rconn {
     unsigned io_wants;  /* what io watches for (EDDY__LINK_READ / WRITE), 0 when stopped */
     unsigned io_socket; /* the link's socket io was set on (eddy__link_socket_id) */
     ev_timer soon;      /* zero delay: replies the link has ready without waiting */
+    /* The owner's reconnect gate (backoff.h), or NULL; `gating`: the link is not opened yet,
+     * the timer ends the wait for it. */
+    eddy__reconnect *gate;
+    bool gating;
 };
 
 static void timer_after(struct ev_loop *loop, ev_timer *t, long long ms) {
@@ -175,6 +180,8 @@ static void leave_owner(rconn *c) {
 
 static void tell_down(rconn *c) {
     c->down_told = true;
+    if (c->gate && !c->up)
+        eddy__reconnect_failed(c->gate, c->fail_err.status);
     eddy__conn_down(c->s->conn_state, &c->state_epoch, c->fail_err.status, &c->fail_err);
     kill_transport(c);
     c->depth++;
@@ -242,6 +249,10 @@ static void deliver(rconn *c) {
         c->qhead = (c->qhead + 1) % c->qcap;
         c->qn--;
         c->lending = c->arena ? NULL : r; /* an arena's reply cannot be taken, only copied */
+        /* An answer (a redirect fails the link instead): the connection works. */
+        if (c->gate)
+            eddy__reconnect_proved(c->gate);
+        eddy__conn_proved(c->s->conn_state, &c->state_epoch);
         c->ops->reply(c->owner, priv, r);
         if (c->arena)
             eddy__reply_arena_reset(c->arena);
@@ -345,7 +356,14 @@ static void link_open(rconn *c) {
     ev_init(&c->io, on_io);
     c->io.data = c;
     eddy_error err;
-    if (eddy__link_connect(c->link, eddy__mono_ms(), &err) != EDDY_OK) {
+    long long now = eddy__mono_ms();
+    if (c->gate && c->s->url.kind != EDDY__URL_MEMORY) {
+        eddy__reconnect_started(c->gate, now, false, c->s->reconnect_min_ms,
+                                c->s->reconnect_max_ms);
+        /* One line per connect, with the connection it is for (tests/faults counts spacing). */
+        eddy__log(&c->s->log, EDDY_LOG_DEBUG, "connecting (connection %p)", (void *)c->gate);
+    }
+    if (eddy__link_connect(c->link, now, &err) != EDDY_OK) {
         fail_with(c, &err);
         return;
     }
@@ -362,13 +380,23 @@ static void link_open(rconn *c) {
 static void on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
     rconn *c = w->data;
     c->depth++;
-    if (!c->failed)
+    if (c->gating) { /* the backoff after the previous connect passed */
+        c->gating = false;
+        link_open(c);
+    } else if (!c->failed) {
         link_deadline(c);
+    }
     leave_loop(c); /* reports a loss that is due */
 }
 
 eddy_status eddy__rconn_open(struct ev_loop *loop, const eddy__settings *s, const rconn_ops *ops,
                              void *owner, rconn **out) {
+    return eddy__rconn_open_gated(loop, s, ops, owner, NULL, out);
+}
+
+eddy_status eddy__rconn_open_gated(struct ev_loop *loop, const eddy__settings *s,
+                                   const rconn_ops *ops, void *owner, eddy__reconnect *gate,
+                                   rconn **out) {
     rconn *c = calloc(1, sizeof(*c));
     if (!c)
         return EDDY_ERR_NOMEM;
@@ -380,7 +408,16 @@ eddy_status eddy__rconn_open(struct ev_loop *loop, const eddy__settings *s, cons
     c->timer.data = c;
     ev_init(&c->soon, on_soon);
     c->soon.data = c;
-    link_open(c);
+    c->gate = gate;
+    long long wait = gate && s->url.kind != EDDY__URL_MEMORY
+                         ? eddy__reconnect_wait_ms(gate, eddy__mono_ms())
+                         : 0;
+    if (wait > 0) { /* whatever ended the last connection: the next waits (backoff.h) */
+        c->gating = true;
+        timer_after(loop, &c->timer, wait);
+    } else {
+        link_open(c);
+    }
     *out = c;
     return EDDY_OK;
 }
@@ -392,7 +429,7 @@ long long eddy__rconn_client_id(const rconn *c) {
 }
 
 uint64_t eddy__rconn_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv) {
-    if (c->closed || c->failed)
+    if (c->closed || c->failed || !c->link)
         return 0;
     return link_send(c, cmd, block_ms, priv);
 }
@@ -460,7 +497,7 @@ redisReply *eddy__rconn_keep(rconn *c, redisReply *reply) {
 }
 
 void eddy__rconn_drain(rconn *c) {
-    if (!c || c->closed || c->failed || c->depth > 0)
+    if (!c || c->closed || c->failed || c->depth > 0 || !c->link)
         return;
     c->depth++;
     if (link_connected(c)) { /* before that, nothing was written nor can have come */

@@ -30,6 +30,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "backoff.h"
 #include "cmd.h"
 #include "settings.h"
 
@@ -47,6 +48,13 @@ typedef struct rconn_ops {
  * EDDY_ERR_NOMEM is the only failure; every connection error arrives through `down`. */
 eddy_status eddy__rconn_open(struct ev_loop *loop, const eddy__settings *s, const rconn_ops *ops,
                              void *owner, rconn **out);
+/* The same, behind the owner's reconnect gate (backoff.h; borrowed, it outlives the
+ * connection): the link opens once the backoff after the previous connect passed (at once when
+ * it did), and the gate learns of this connect, of its answers and of a refused one. An owner
+ * sends nothing before `up`, so nothing waits on the gate but the connect itself. */
+eddy_status eddy__rconn_open_gated(struct ev_loop *loop, const eddy__settings *s,
+                                   const rconn_ops *ops, void *owner, eddy__reconnect *gate,
+                                   rconn **out);
 
 bool eddy__rconn_is_up(const rconn *c);
 

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 
+#include "backoff.h"
 #include "conn.h"
 #include "consumer.h"
 #include "discovery.h"
@@ -100,6 +101,7 @@ struct rpub {
     size_t npub;                      /* a batch's publishes */
     void *user;
     unsigned seq;
+    long long until; /* a publish: its call's deadline (eddy__mono_ms), for sending it again */
 };
 /* The commands p sends (and its completion reads replies of). */
 const eddy__cmdlist *eddy__rpub_cmds(const rpub *p);
@@ -123,7 +125,8 @@ struct eddy_rbus {
     void *ready_user;
     /* publishing */
     rconn *pub_conn;
-    eddy__pipeline pub_fifo;            /* ops written, awaiting replies, in wire order */
+    eddy__reconnect pub_gate; /* backoff.h: each reconnect of pub_conn waits for the backoff */
+    eddy__pipeline pub_fifo;  /* ops written, awaiting replies, in wire order */
     rpub *pub_unsent, *pub_unsent_tail; /* ops not written yet (the connection was not up) */
     bool pub_close_idle;                /* stopped: close the connection once nothing is queued */
     /* request/reply */

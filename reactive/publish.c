@@ -16,7 +16,9 @@
  *   before its completion runs, so whatever that completion calls finds a consistent queue.
  *   A failed publish is never retried (a retry could store the message twice), but for what the
  *   core says was refused unwritten: a lost function library (eddy__publish_again), a
- *   cluster's MOVED (eddy__publish_moved_again, once, on the next connection).
+ *   cluster's MOVED, TRYAGAIN or CLUSTERDOWN (eddy__publish_moved_again: on the next
+ *   connection, which waits for its backoff, again and again while the call's deadline,
+ *   p->until, allows).
  * - No per-operation timer or thread: the connection's deadlines (conn.h) cover them all. When
  *   one passes, an op the connection had written fails with EDDY_ERR_TIMEOUT (sent, outcome
  *   unknown), one it had not with EDDY_ERR_IO (not sent).
@@ -28,6 +30,7 @@
 #include "error.h"
 #include "event_internal.h"
 #include "internal.h"
+#include "timing.h"
 
 static void pub_up(void *owner);
 static void pub_reply(void *owner, void *priv, redisReply *r);
@@ -166,8 +169,9 @@ static void pub_reply(void *owner, void *priv, redisReply *r) {
 static void pub_down(void *owner, eddy_status st, const eddy_error *err) {
     eddy_rbus *bus = owner;
     eddy__rbus_enter(bus);
+    /* The bus's tracker warns once per outage (conn_state.h); each failed try is debug only. */
     if (!idle(bus))
-        eddy__log(&bus->s.log, EDDY_LOG_WARN, "publishing connection: %s", err->detail);
+        eddy__log(&bus->s.log, EDDY_LOG_DEBUG, "publishing connection: %s", err->detail);
     uint64_t sent = eddy__rconn_sent(bus->pub_conn);
     eddy__rconn_close(bus->pub_conn);
     bus->pub_conn = NULL;                            /* the next op connects again */
@@ -190,8 +194,8 @@ void eddy__rpub_flush(eddy_rbus *bus) {
 
 eddy_status eddy__rpub_open(eddy_rbus *bus) {
     bus->pub_close_idle = false;
-    if (!bus->pub_conn &&
-        eddy__rconn_open(bus->loop, &bus->s, &pub_ops, bus, &bus->pub_conn) != EDDY_OK) {
+    if (!bus->pub_conn && eddy__rconn_open_gated(bus->loop, &bus->s, &pub_ops, bus, &bus->pub_gate,
+                                                 &bus->pub_conn) != EDDY_OK) {
         bus->pub_conn = NULL;
         return EDDY_ERR_NOMEM;
     }
@@ -223,7 +227,6 @@ eddy_status eddy__rpub_submit(eddy_rbus *bus, rpub *p) {
 /* ---- publishing ------------------------------------------------------------------------- */
 
 static void published(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
-static void published_after_move(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
 
 /* Submits `again` as a new op that owns p's outcome, completed by `then`: true when it was
  * queued (false: p completes as it is, `again` is reset). */
@@ -242,6 +245,7 @@ static bool resubmit(eddy_rbus *bus, rpub *p, eddy__cmdlist *again, rpub_fn then
     q->done = p->done;
     q->batch_done = p->batch_done;
     q->npub = p->npub;
+    q->until = p->until;
     if (eddy__rpub_submit(bus, q) != EDDY_OK) {
         eddy__rpub_free(q);
         return false;
@@ -258,22 +262,23 @@ static bool publish_again(eddy_rbus *bus, rpub *p, rpub_fn then) {
     return resubmit(bus, p, &again, then);
 }
 
-static void batch_finish(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err,
-                         bool may_move);
+static void batch_finish(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
 
-/* The outcome; may_move: a MOVED's refusal sends it once more (on the next connection). */
-static void finish(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err, bool may_move) {
+/* The outcome: what a cluster refused unwritten goes again while the call's deadline allows
+ * (each time on a new connection, behind its backoff); a lost library is loaded once (the
+ * core refuses a second time: eddy__publish_again). */
+static void finish(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
     if (p->batch_done) {
-        batch_finish(bus, p, st, err, may_move);
+        batch_finish(bus, p, st, err);
         return;
     }
     char id[64] = "";
     eddy__cmdlist again;
-    if (st != EDDY_OK && may_move &&
+    if (st != EDDY_OK && eddy__mono_ms() < p->until &&
         eddy__publish_moved_again(bus->publisher, 1, &p->cmds, st, err, &again) &&
-        resubmit(bus, p, &again, published_after_move))
+        resubmit(bus, p, &again, published))
         return;
-    if (st == EDDY_OK && publish_again(bus, p, may_move ? published : published_after_move))
+    if (st == EDDY_OK && publish_again(bus, p, published))
         return;
     if (st == EDDY_OK) {
         size_t next;
@@ -286,11 +291,7 @@ static void finish(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *er
 }
 
 static void published(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
-    finish(bus, p, st, err, true);
-}
-
-static void published_after_move(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
-    finish(bus, p, st, err, false);
+    finish(bus, p, st, err);
 }
 
 eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_event *ev,
@@ -308,6 +309,7 @@ eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_ev
         return st;
     }
     p->done = done;
+    p->until = eddy__mono_ms() + eddy__command_timeout_ms(&bus->s, -1);
     eddy__rbus_enter(bus);
     if ((st = eddy__rpub_submit(bus, p)) != EDDY_OK) {
         eddy__rpub_free(p);
@@ -319,14 +321,13 @@ eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_ev
 
 /* A batch's outcome, read as eddy_bus_publish_batch reads it: the publishes in order, counted
  * while they succeed, the first failure ending the count (and the batch's status). */
-static void batch_finish(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err,
-                         bool may_move) {
+static void batch_finish(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
     eddy__cmdlist again;
-    if (st != EDDY_OK && may_move &&
+    if (st != EDDY_OK && eddy__mono_ms() < p->until &&
         eddy__publish_moved_again(bus->publisher, p->npub, &p->cmds, st, err, &again) &&
-        resubmit(bus, p, &again, published_after_move))
+        resubmit(bus, p, &again, published))
         return;
-    if (st == EDDY_OK && publish_again(bus, p, may_move ? published : published_after_move))
+    if (st == EDDY_OK && publish_again(bus, p, published))
         return;
     eddy_error e = {0};
     if (st != EDDY_OK && err)
@@ -367,6 +368,7 @@ eddy_status eddy_rbus_publish_batch(eddy_rbus *bus, const char *subject,
     }
     p->batch_done = done ? done : batch_noop;
     p->npub = n;
+    p->until = eddy__mono_ms() + eddy__command_timeout_ms(&bus->s, -1);
     eddy__rbus_enter(bus);
     if ((st = eddy__rpub_submit(bus, p)) != EDDY_OK) {
         eddy__rpub_free(p);

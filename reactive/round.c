@@ -8,8 +8,8 @@
  *   and never freed here (`lent`), even when the owner is killed from inside `done`.
  * - Every callback from the loop or the connection runs inside eddy__rbus_enter/eddy__rbus_leave,
  * so whatever the owner's callbacks free is released only by the outermost eddy__rbus_leave.
- * - The backoff grows with consecutive failed connects only: a connection that was up and is
- *   lost is opened again after the shortest delay.
+ * - Every connect waits for the backoff after the previous one (the gate, backoff.h), whatever
+ *   ended that one; the step grows until a connection answers a command.
  */
 #include "round.h"
 
@@ -38,18 +38,11 @@ static void free_replies(rround *r) {
 void eddy__rround_replies_done(rround *r) { free_replies(r); }
 
 static void backoff(rround *r) {
-    const eddy__settings *s = &r->bus->s;
     r->state = R_BACKOFF;
-    eddy__rbus_timer_after(r->bus, &r->timer,
-                           eddy__backoff_delay_ms(r->attempt ? r->attempt - 1 : 0,
-                                                  s->reconnect_min_ms, s->reconnect_max_ms,
-                                                  &r->seed));
+    eddy__rbus_timer_after(r->bus, &r->timer, eddy__reconnect_wait_ms(&r->gate, eddy__mono_ms()));
 }
 
-static void came_up(rround *r) {
-    r->attempt = 0;
-    r->ops->step(r->owner);
-}
+static void came_up(rround *r) { r->ops->step(r->owner); }
 
 static void on_up(void *owner);
 static void on_reply(void *owner, void *priv, redisReply *reply);
@@ -58,9 +51,12 @@ static const rconn_ops round_conn_ops = {on_up, on_reply, on_down};
 
 void eddy__rround_connect(rround *r) {
     r->state = R_CONNECTING;
-    if (eddy__rconn_open(r->bus->loop, &r->bus->s, &round_conn_ops, r, &r->conn) != EDDY_OK) {
+    if (eddy__rconn_open_gated(r->bus->loop, &r->bus->s, &round_conn_ops, r, &r->gate, &r->conn) !=
+        EDDY_OK) {
         r->conn = NULL;
-        r->attempt++;
+        /* No connect started: the gate moves on as if one had, so the retry backs off. */
+        eddy__reconnect_started(&r->gate, eddy__mono_ms(), false, r->bus->s.reconnect_min_ms,
+                                r->bus->s.reconnect_max_ms);
         eddy__fail(&r->last_err, EDDY_ERR_NOMEM, "out of memory connecting");
         backoff(r);
         return;
@@ -77,8 +73,6 @@ void eddy__rround_lose(rround *r, const eddy_error *err) {
     r->last_err = *err;
     if (!r->ops->lost(r->owner))
         return;
-    if (was_connecting) /* refused credentials wait the longest (conn_state.h) */
-        r->attempt = eddy__conn_next_attempt(r->attempt, err->status);
     /* The bus's tracker logs the state change this makes, once; each retry is debug only. */
     const char *again = was_connecting ? "" : "; reconnecting";
     if (r->name)
@@ -218,8 +212,8 @@ void eddy__rround_init(rround *r, eddy_rbus *bus, const rround_ops *ops, void *o
     r->name = name;
     r->state = R_CONNECTING;
     eddy__plan_init(&r->plan);
-    r->seed =
-        (unsigned)((unsigned long long)eddy__rbus_now_ms() ^ (uintptr_t)r ^ (unsigned)getpid());
+    eddy__reconnect_init(&r->gate, (unsigned)((unsigned long long)eddy__rbus_now_ms() ^
+                                              (uintptr_t)r ^ (unsigned)getpid()));
     ev_init(&r->timer, on_timer);
     r->timer.data = r;
     ev_init(&r->ready_timer, on_ready_timeout);

@@ -28,6 +28,7 @@
 #include <hiredis/hiredis.h>
 #include <stdbool.h>
 
+#include "backoff.h"
 #include "conn.h"
 #include "consumer.h"
 #include "eddy/reactive.h"
@@ -63,9 +64,8 @@ typedef struct rround {
     bool lent;            /* replies[got - 1] is borrowed from the connection (during done) */
     ev_timer timer;       /* R_BACKOFF, R_IDLE */
     ev_timer ready_timer; /* how long it may take to become ready */
-    unsigned attempt;     /* consecutive failed connects, for backoff */
-    unsigned seed;
-    eddy_error last_err; /* why the connection last failed, for the ready deadline's detail */
+    eddy__reconnect gate; /* backoff.h: every connect waits for the backoff of the previous */
+    eddy_error last_err;  /* why the connection last failed, for the ready deadline's detail */
 } rround;
 
 /* Sets r up (not connected) and arms its ready deadline. Ownership: bus, ops, owner and the

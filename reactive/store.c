@@ -20,6 +20,7 @@
  * connection callback) is bracketed by enter/leave; a close only marks the
  * store, completes the queue with EDDY_ERR_CLOSED and drops the connection, and
  * the outermost leave frees it. */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -30,6 +31,7 @@
 #include "memory/engine.h"
 #include "settings.h"
 #include "store.h"
+#include "timing.h"
 
 #define ROP_MAX_CMDS 4
 
@@ -48,12 +50,13 @@ typedef struct rop {
     eddy__cmdlist cmds;
     redisReply *replies[ROP_MAX_CMDS]; /* owned, but the last one while it is read */
     size_t got;
-    bool sent;     /* its commands went out on a connection */
-    uint64_t last; /* the connection's number for its last command, 0 until given */
-    bool retried;  /* an idempotent op already sent again after a loss */
-    bool reloaded; /* an append already sent again behind a new load */
-    size_t first;  /* index of the op's own command after a reload's load commands */
-    char *id;      /* the stream id (stream reads) */
+    bool sent;       /* its commands went out on a connection */
+    uint64_t last;   /* the connection's number for its last command, 0 until given */
+    bool retried;    /* an idempotent op already sent again after a loss */
+    bool reloaded;   /* an append already sent again behind a new load */
+    long long until; /* an append: its call's deadline (eddy__mono_ms), for sending it again */
+    size_t first;    /* index of the op's own command after a reload's load commands */
+    char *id;        /* the stream id (stream reads) */
     long long after;
     const eddy_filter *filter;
     eddy__ckpt_op ckop;
@@ -74,6 +77,7 @@ struct eddy_rstore {
     eddy__store *core;
     eddy__mem_engine *engine; /* memory://: keeps the store's data alive as long as the store */
     rconn *conn;              /* NULL until needed again after a loss */
+    eddy__reconnect gate;     /* backoff.h: each reconnect waits for the backoff */
     bool need_load;           /* the connection is new: the load goes out first */
     bool load_failed;         /* the load on this connection failed (load_err) */
     eddy_error load_err;
@@ -200,7 +204,8 @@ static void pump(eddy_rstore *s) {
     if (!s->conn) {
         if (!s->head)
             return;
-        if (eddy__rconn_open(s->loop, &s->s, &store_conn_ops, s, &s->conn) != EDDY_OK) {
+        if (eddy__rconn_open_gated(s->loop, &s->s, &store_conn_ops, s, &s->gate, &s->conn) !=
+            EDDY_OK) {
             eddy_error e;
             s->conn = NULL;
             eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory connecting");
@@ -277,16 +282,28 @@ static void conn_up(void *owner) {
 static void conn_down(void *owner, eddy_status st, const eddy_error *err) {
     eddy_rstore *s = owner;
     enter(s);
+    /* The store's tracker warns once per outage (conn_state.h); each failed try is debug only. */
     if (s->head)
-        eddy__log(&s->s.log, EDDY_LOG_WARN, "store connection: %s", err->detail);
+        eddy__log(&s->s.log, EDDY_LOG_DEBUG, "store connection: %s", err->detail);
     uint64_t sent = eddy__rconn_sent(s->conn);
     eddy__rconn_close(s->conn);
     s->conn = NULL;
     rop *p = take_queue(s);
+    bool first = true; /* the oldest op of the connection not answered: the refusal's */
     while (p) {
         rop *next = p->next;
+        bool was_first = first && p->sent;
+        if (p->sent)
+            first = false;
         if (p->kind == OP_LOAD) {
             rop_free(p);
+        } else if (p->kind == OP_APPEND && p->sent && !s->closing && eddy__mono_ms() < p->until &&
+                   eddy__store_append_again(st, err, was_first)) {
+            /* A cluster refused it unwritten: again, on the next connection (its backoff). */
+            p->sent = false;
+            p->last = 0;
+            rop_clear_replies(p);
+            enqueue(s, p);
         } else if (p->kind != OP_APPEND && p->sent && !p->retried && !s->closing) {
             /* Idempotent: once more, on a new connection. */
             p->retried = true;
@@ -506,6 +523,7 @@ eddy_status eddy_rstore_open(struct ev_loop *loop, const eddy_settings *settings
     if (!s)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     s->loop = loop;
+    eddy__reconnect_init(&s->gate, (unsigned)(uintptr_t)s ^ (unsigned)eddy__mono_ms());
     eddy_status st = eddy__settings_copy(&s->s, settings, err);
     if (st != EDDY_OK) {
         free(s);
@@ -514,7 +532,7 @@ eddy_status eddy_rstore_open(struct ev_loop *loop, const eddy_settings *settings
     if (!(s->core = eddy__store_new(&s->s)) ||
         (s->s.url.kind == EDDY__URL_MEMORY &&
          !(s->engine = eddy__mem_engine_acquire(s->s.url.name))) ||
-        eddy__rconn_open(loop, &s->s, &store_conn_ops, s, &s->conn) != EDDY_OK) {
+        eddy__rconn_open_gated(loop, &s->s, &store_conn_ops, s, &s->gate, &s->conn) != EDDY_OK) {
         s->conn = NULL;
         store_free(s);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
@@ -560,6 +578,7 @@ eddy_status eddy_rstore_append(eddy_rstore *store, const char *stream_id,
     rop *p = rop_new(OP_APPEND, user);
     if (!p)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    p->until = eddy__mono_ms() + eddy__command_timeout_ms(&store->s, -1);
     if ((st = eddy__store_append_prepare(store->core, stream_id, evs, n, opts, &p->cmds, err)) !=
         EDDY_OK) {
         rop_free(p);

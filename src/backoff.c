@@ -44,3 +44,34 @@ long long eddy__backoff_delay_ms(unsigned attempt, long long min_ms, long long m
     uint64_t r = (uint64_t)next(seed) << 32 | next(seed);
     return low + (long long)(r % span);
 }
+
+/* Past the cap of any reconnect range (eddy__backoff_delay_ms stops doubling there). */
+#define ATTEMPT_LONGEST 64
+
+void eddy__reconnect_init(eddy__reconnect *g, unsigned seed) {
+    g->attempt = 0;
+    g->not_before = 0;
+    g->seed = seed;
+    g->proved = false;
+}
+
+long long eddy__reconnect_wait_ms(const eddy__reconnect *g, long long now) {
+    return g->not_before > now ? g->not_before - now : 0;
+}
+
+void eddy__reconnect_started(eddy__reconnect *g, long long now, bool proved, long long min_ms,
+                             long long max_ms) {
+    if (proved || g->proved)
+        g->attempt = 0;
+    g->proved = false;
+    g->not_before = now + eddy__backoff_delay_ms(g->attempt, min_ms, max_ms, &g->seed);
+    if (g->attempt < ATTEMPT_LONGEST)
+        g->attempt++;
+}
+
+void eddy__reconnect_proved(eddy__reconnect *g) { g->proved = true; }
+
+void eddy__reconnect_failed(eddy__reconnect *g, eddy_status st) {
+    if (st == EDDY_ERR_AUTH)
+        g->attempt = ATTEMPT_LONGEST;
+}

@@ -11,15 +11,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "error.h"
 #include "keys.h"
 #include "link.h"
 #include "redis.h"
 #include "reply_arena.h"
+#include "store.h"
 
 #define HOST_MAX 256
 #define MOVED_MARK "refused unwritten (MOVED)"
+#define TRYAGAIN_MARK "refused unwritten (TRYAGAIN)"
+#define DOWN_MARK "refused unwritten (CLUSTERDOWN)"
+#define REROUTE_MARK "rerouted"
 
 struct eddy__cluster {
     const eddy__settings *s;
@@ -48,6 +53,11 @@ struct eddy__cluster {
     char detour_host[HOST_MAX];
     int detour_port;
     unsigned detour_left;
+    /* The detour's first reply is FUNCTION LOAD's (an FCALL to a node not known to have the
+     * library); loaded_host:loaded_port is the last importing node that loaded it. */
+    bool detour_loads;
+    char loaded_host[HOST_MAX];
+    int loaded_port;
 };
 
 uint16_t eddy__crc16(const char *buf, size_t len) {
@@ -318,14 +328,17 @@ bool eddy__cluster_redirect(eddy__cluster *cl, const redisReply *r, const char *
             cl->moved_port = 0;
         why = MOVED_MARK " after a failover or a migration: the next connect goes there";
     } else if (has_code(r, "ASK")) { /* one eddy__link_reply could not follow (a MULTI) */
-        why = "the slot is being migrated: the connection is given up, the next one asks again";
+        why = REROUTE_MARK " (ASK): the slot is being migrated; the connection is given up, the "
+                           "next one asks again";
     } else if (has_code(r, "TRYAGAIN")) {
-        why = "the slot is being migrated, its keys split between two nodes: the connection is "
-              "given up, the next one asks again";
+        why = TRYAGAIN_MARK ": the slot is being migrated, its keys split between two nodes; "
+                            "the connection is given up, the next one asks again";
     } else if (has_code(r, "UNBLOCKED")) { /* a blocked read, ended as the node became a replica */
-        why = "the node is a replica now: the connection is given up, the next one asks again";
+        why = REROUTE_MARK " (UNBLOCKED): the node is a replica now; the connection is given up, "
+                           "the next one asks again";
     } else if (has_code(r, "CLUSTERDOWN")) {
-        why = "the cluster is down: the connection is given up, the next one asks again";
+        why = DOWN_MARK ": the cluster is down; the connection is given up, the next one asks "
+                        "again";
     } else {
         return false;
     }
@@ -336,6 +349,34 @@ bool eddy__cluster_redirect(eddy__cluster *cl, const redisReply *r, const char *
 
 bool eddy__cluster_moved(eddy_status st, const eddy_error *err) {
     return st == EDDY_ERR_IO && err && strstr(err->detail, MOVED_MARK) != NULL;
+}
+
+bool eddy__cluster_rerouted(eddy_status st, const eddy_error *err) {
+    eddy__cluster_refusal why = eddy__cluster_refused(st, err);
+    return why == EDDY__CLUSTER_MOVED || why == EDDY__CLUSTER_TRYAGAIN ||
+           (st == EDDY_ERR_IO && err && strstr(err->detail, REROUTE_MARK " (") != NULL);
+}
+
+eddy__cluster_refusal eddy__cluster_refused(eddy_status st, const eddy_error *err) {
+    if (st != EDDY_ERR_IO || !err)
+        return EDDY__CLUSTER_NOT_REFUSED;
+    if (strstr(err->detail, MOVED_MARK))
+        return EDDY__CLUSTER_MOVED;
+    if (strstr(err->detail, TRYAGAIN_MARK))
+        return EDDY__CLUSTER_TRYAGAIN;
+    if (strstr(err->detail, DOWN_MARK))
+        return EDDY__CLUSTER_DOWN;
+    return EDDY__CLUSTER_NOT_REFUSED;
+}
+
+/* True when the RESP command in cmd[0, len) is an FCALL (of eddy's functions, which are the
+ * only ones eddy calls). */
+static bool is_fcall(const char *cmd, size_t len) {
+    const char *nl = memchr(cmd, '\n', len);
+    if (!nl)
+        return false;
+    size_t off = (size_t)(nl - cmd) + 1;
+    return len - off >= 11 && strncasecmp(cmd + off, "$5\r\nFCALL\r\n", 11) == 0;
 }
 
 bool eddy__cluster_is_ask(const redisReply *r) {
@@ -365,6 +406,15 @@ eddy_status eddy__cluster_ask_start(eddy__cluster *cl, const redisReply *ask, co
     rd->privdata = like->privdata;
     eddy__cmdlist q;
     eddy__cmdlist_init(&q);
+    /* eddy's functions are loaded per master, not per cluster: an importing node may not have
+     * them yet, and its "Function not found" would read as permanent. */
+    cl->detour_loads = is_fcall(cmd, len) && !(cl->loaded_port == cl->detour_port &&
+                                               strcmp(cl->loaded_host, cl->detour_host) == 0);
+    if (cl->detour_loads && eddy__store_load_cmds(&q) != EDDY_OK) {
+        eddy__cmdlist_reset(&q); /* out of memory: the command goes alone */
+        eddy__cmdlist_init(&q);
+        cl->detour_loads = false;
+    }
     eddy__cmd *c = eddy__cmdlist_add(&q, 0, 0);
     if (c)
         eddy__cmd_str(c, "ASKING");
@@ -381,7 +431,7 @@ eddy_status eddy__cluster_ask_start(eddy__cluster *cl, const redisReply *ask, co
         eddy__cluster_ask_stop(cl);
         return st;
     }
-    cl->detour_left = 2;
+    cl->detour_left = cl->detour_loads ? 3 : 2;
     /* A loopback connect is often done at once: then ASKING and the command go now. */
     if ((st = eddy__link_flush(cl->detour, err)) != EDDY_OK) {
         eddy__cluster_ask_stop(cl);
@@ -409,6 +459,20 @@ eddy_status eddy__cluster_ask_io(eddy__cluster *cl, unsigned ready, redisReply *
         redisReply *r = NULL;
         if ((st = eddy__link_reply(cl->detour, &r, err)) != EDDY_OK || !r)
             break;
+        if (cl->detour_loads && cl->detour_left == 3) { /* FUNCTION LOAD's */
+            cl->detour_left--;
+            if (r->type == REDIS_REPLY_ERROR) {
+                eddy__log(&cl->s->log, EDDY_LOG_WARN,
+                          "slot %u: loading eddy's functions on %s:%d (an ASK's node): %.*s",
+                          cl->slot, cl->detour_host, cl->detour_port, (int)r->len, r->str);
+            } else {
+                snprintf(cl->loaded_host, sizeof(cl->loaded_host), "%s", cl->detour_host);
+                cl->loaded_port = cl->detour_port;
+            }
+            if (!eddy__reply_arena_of(eddy__link_reader(cl->detour)))
+                freeReplyObject(r);
+            continue;
+        }
         if (--cl->detour_left == 1) { /* ASKING's */
             if (r->type == REDIS_REPLY_ERROR)
                 st = eddy__fail(err, EDDY_ERR_IO, "ASKING refused by %s:%d: %.*s", cl->detour_host,

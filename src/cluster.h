@@ -87,6 +87,23 @@ bool eddy__cluster_redirect(eddy__cluster *cl, const redisReply *r, const char *
  * ASK or TRYAGAIN is not: a later command on a key not yet migrated may have run. */
 bool eddy__cluster_moved(eddy_status st, const eddy_error *err);
 
+/* Which redirect failed a connection (as eddy__cluster_redirect reported it, also passed on by
+ * a front end): the command it answered was refused unwritten in every case. MOVED: so was
+ * every later command of the slot on that connection. TRYAGAIN (a multi-key command whose keys
+ * a migration split; single-key commands get an ASK instead) and CLUSTERDOWN: a later command
+ * may have run (the keys it names were not split, or the cluster came back meanwhile). */
+typedef enum {
+    EDDY__CLUSTER_NOT_REFUSED,
+    EDDY__CLUSTER_MOVED,
+    EDDY__CLUSTER_TRYAGAIN,
+    EDDY__CLUSTER_DOWN,
+} eddy__cluster_refusal;
+eddy__cluster_refusal eddy__cluster_refused(eddy_status st, const eddy_error *err);
+/* True for a failure that only says the slot is served elsewhere now, by a node that answers:
+ * MOVED, TRYAGAIN, an ASK not followed, UNBLOCKED. Not an outage of the cluster (conn_state.c);
+ * CLUSTERDOWN is one. */
+bool eddy__cluster_rerouted(eddy_status st, const eddy_error *err);
+
 /* ---- following an ASK ------------------------------------------------------------------- */
 
 /* True for an -ASK reply. */

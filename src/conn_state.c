@@ -12,6 +12,17 @@
  * - AUTH_FAILED when the server refuses the credentials, NOT_REDIS when the peer does not speak
  *   RESP: from any state, once (a retry that fails the same way changes nothing).
  * - Any other failed attempt changes nothing: the state says what was learnt last.
+ * - Redis Cluster:
+ *   - A connection given up because the slot is served elsewhere by a node that answers
+ *     (MOVED, TRYAGAIN, an ASK not followed, UNBLOCKED: eddy__cluster_rerouted) is routing,
+ *     not an outage: no change. The bus is rerouting until a connection comes up; a connect
+ *     that fails meanwhile is the outage (DISCONNECTED). So a migration or a failover that
+ *     reconnects many times changes nothing while the slot's new node answers.
+ *   - After a CLUSTERDOWN the outage is in doubt: a connection coming up does not end it,
+ *     since the next command may be refused again right after the handshake; it ends when a
+ *     connection that came up answers a command (eddy__conn_proved). Until then the
+ *     connection's epoch carries TENTATIVE, and losing it changes nothing. So one outage of
+ *     the cluster is one DISCONNECTED and one RECONNECTED, however many reconnects it takes.
  * Counters count connections, not changes; disconnected_ms is the time spent outside
  * CONNECTED/RECONNECTED after the first report. */
 #include "conn_state.h"
@@ -21,16 +32,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "timing.h"
 
 /* Past the cap of any reconnect range (eddy__backoff_delay_ms stops doubling there). */
 #define ATTEMPT_LONGEST 64
+/* In a connection's epoch: up during an outage in doubt, not yet proved (see the top). */
+#define TENTATIVE 0x80000000u
 
 struct eddy__conn_state {
     pthread_mutex_t notify; /* held across a change and its callback: callbacks in order */
     pthread_mutex_t lock;   /* guards the fields below; never held across the callback */
     eddy_connection_state state;
     bool ever_connected;
+    bool doubt;                  /* the current outage came from a CLUSTERDOWN (see the top) */
+    bool rerouting;              /* a connection was given up for a reroute; none came up since */
     unsigned epoch;              /* the current connected period, from 1 */
     long long down_since;        /* monotonic ms the bus left CONNECTED, -1 while connected */
     unsigned long long down_sum; /* ms of the periods that ended */
@@ -129,14 +145,15 @@ static void tell(eddy__conn_state *cs, eddy_connection_state to, const eddy_erro
         cs->fn(to, why, cs->user);
 }
 
-typedef enum { UP, FAILED, LOST } report_kind;
+typedef enum { UP, FAILED, LOST, PROVED } report_kind;
 
 /* The state a report asks for, or CONNECTING for none (under lock). */
 static eddy_connection_state decide(const eddy__conn_state *cs, report_kind kind, eddy_status st,
-                                    unsigned epoch) {
+                                    unsigned epoch, bool rerouted) {
     switch (kind) {
     case UP:
-        if (is_connected(cs->state))
+    case PROVED:
+        if (is_connected(cs->state) || (kind == UP && cs->doubt && cs->ever_connected))
             return EDDY_CONN_CONNECTING;
         return cs->ever_connected ? EDDY_CONN_RECONNECTED : EDDY_CONN_CONNECTED;
     case FAILED:
@@ -144,10 +161,12 @@ static eddy_connection_state decide(const eddy__conn_state *cs, report_kind kind
             return EDDY_CONN_AUTH_FAILED;
         if (st == EDDY_ERR_PROTOCOL)
             return EDDY_CONN_NOT_REDIS;
+        if (cs->rerouting && is_connected(cs->state)) /* the reroute found no node */
+            return EDDY_CONN_DISCONNECTED;
         return cs->state == EDDY_CONN_CONNECTING ? EDDY_CONN_DISCONNECTED : EDDY_CONN_CONNECTING;
     case LOST:
-        return epoch == cs->epoch && is_connected(cs->state) ? EDDY_CONN_DISCONNECTED
-                                                             : EDDY_CONN_CONNECTING;
+        return !rerouted && epoch == cs->epoch && is_connected(cs->state) ? EDDY_CONN_DISCONNECTED
+                                                                          : EDDY_CONN_CONNECTING;
     }
     return EDDY_CONN_CONNECTING;
 }
@@ -161,17 +180,28 @@ static unsigned report(eddy__conn_state *cs, report_kind kind, eddy_status st, u
         cs->connects++;
     else if (kind == FAILED)
         cs->connect_failures++;
-    else
+    else if (kind == LOST)
         cs->disconnects++;
+    bool rerouted = (kind == FAILED || kind == LOST) && eddy__cluster_rerouted(st, why);
+    if ((kind == FAILED || kind == LOST) && eddy__cluster_refused(st, why) == EDDY__CLUSTER_DOWN)
+        cs->doubt = true;
     long long now = eddy__mono_ms();
     long long down_ms = cs->down_since >= 0 ? now - cs->down_since : 0;
-    eddy_connection_state to = decide(cs, kind, st, epoch);
+    eddy_connection_state to = decide(cs, kind, st, epoch, rerouted);
     bool change = to != EDDY_CONN_CONNECTING && to != cs->state;
+    if (kind == LOST && rerouted && epoch == cs->epoch && is_connected(cs->state))
+        cs->rerouting = true;
+    else if (kind == UP || (change && to == EDDY_CONN_DISCONNECTED))
+        cs->rerouting = false;
     if (change) {
         move_to(cs, to, now);
         cs->ever_connected |= is_connected(to);
+        if (is_connected(to))
+            cs->doubt = false;
     }
     unsigned now_epoch = cs->epoch;
+    if (kind == UP && !is_connected(cs->state) && cs->doubt)
+        now_epoch |= TENTATIVE;
     pthread_mutex_unlock(&cs->lock);
     if (change)
         tell(cs, to, why, down_ms);
@@ -182,6 +212,11 @@ static unsigned report(eddy__conn_state *cs, report_kind kind, eddy_status st, u
 void eddy__conn_up(eddy__conn_state *cs, unsigned *epoch) {
     if (cs) /* after the change: this connection belongs to the new period */
         *epoch = report(cs, UP, EDDY_OK, 0, NULL);
+}
+
+void eddy__conn_proved(eddy__conn_state *cs, unsigned *epoch) {
+    if (cs && (*epoch & TENTATIVE))
+        *epoch = report(cs, PROVED, EDDY_OK, 0, NULL);
 }
 
 /* why, or the status's text when there is none. */

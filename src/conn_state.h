@@ -8,7 +8,9 @@
  * is not up), written by these calls only:
  *   eddy__conn_up      the handshake succeeded;
  *   eddy__conn_failed  connecting or the handshake failed (never up);
- *   eddy__conn_lost    an up connection failed (a no-op when *epoch is 0).
+ *   eddy__conn_lost    an up connection failed (a no-op when *epoch is 0);
+ *   eddy__conn_proved  an up connection answered a command (see conn_state.c: an outage a
+ *                      cluster redirect began ends only then).
  * A connection the owner closes on purpose reports nothing (it only sets its epoch to 0).
  *
  * Thread: any; the tracker has its own lock, and the user's callback runs outside it but
@@ -34,6 +36,9 @@ void eddy__conn_state_free(eddy__conn_state *cs);
 void eddy__conn_up(eddy__conn_state *cs, unsigned *epoch);
 void eddy__conn_failed(eddy__conn_state *cs, eddy_status st, const eddy_error *why);
 void eddy__conn_lost(eddy__conn_state *cs, unsigned *epoch, eddy_status st, const eddy_error *why);
+/* A connection that is up answered a command: ends an outage in doubt (a cluster redirect's,
+ * see conn_state.c), a test of one bit otherwise, so callable on every answer. */
+void eddy__conn_proved(eddy__conn_state *cs, unsigned *epoch);
 /* eddy__conn_lost when the connection was up, eddy__conn_failed otherwise. */
 void eddy__conn_down(eddy__conn_state *cs, unsigned *epoch, eddy_status st, const eddy_error *why);
 

@@ -30,10 +30,9 @@ char *eddy__key_es_stream(const char *ns, const char *stream_id) {
 char *eddy__key_checkpoint(const char *ns, const char *feed_id) {
     return key_join(ns, "ckpt", feed_id);
 }
-char *eddy__key_pubid(const char *ns, const char *subject, const char *event_id) {
-    size_t n = strlen(ns) + strlen(subject) + strlen(event_id) + 40;
-    char *key = malloc(n);
-    if (key)
-        snprintf(key, n, "{%s}:pubid:%zu:%s:%s", ns, strlen(subject), subject, event_id);
-    return key;
+char *eddy__key_pubids(const char *ns, const char *subject) {
+    return key_join(ns, "pubids", subject);
+}
+char *eddy__key_pubexp(const char *ns, const char *subject) {
+    return key_join(ns, "pubexp", subject);
 }

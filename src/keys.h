@@ -11,9 +11,13 @@
  *   {ns}:es:pos         event store, the last position handed out
  *   {ns}:ckpt:<feed>    a catch-up feed's marker
  *   {ns}:retention      the lease of the process running the retention pass (retention.h)
- *   {ns}:pubid:<n>:<subject>:<id>  with publish_dedup_ms: the entry id an event id was first
- *                       published to a subject as, expiring after the window; <n> is the
- *                       subject's length, since subjects may hold ':' themselves
+ *   {ns}:pubids:<subject>  with publish_dedup_ms: hash, event id -> the entry id it was first
+ *                       published to the subject as ("<entry id> <version>" from an append)
+ *   {ns}:pubexp:<subject>  with publish_dedup_ms: zset, event id -> when it is forgotten (unix
+ *                       ms, the server's clock); the functions prune it and the hash together,
+ *                       and both keys expire a window after the subject's last dedup write.
+ *                       One record per subject (not one key per publish), so a slot migration
+ *                       moves a few keys and a publish never creates a key the source lacks
  * Builders return malloc'd strings (NULL on OOM) the caller frees. */
 #ifndef EDDY_SRC_KEYS_H
 #define EDDY_SRC_KEYS_H
@@ -27,6 +31,7 @@ char *eddy__key_es_all(const char *ns);
 char *eddy__key_es_pos(const char *ns);
 char *eddy__key_es_stream(const char *ns, const char *stream_id);
 char *eddy__key_checkpoint(const char *ns, const char *feed_id);
-char *eddy__key_pubid(const char *ns, const char *subject, const char *event_id);
+char *eddy__key_pubids(const char *ns, const char *subject);
+char *eddy__key_pubexp(const char *ns, const char *subject);
 
 #endif

@@ -79,6 +79,8 @@ struct eddy__link {
     /* redis-cluster://: finds the master of the namespace's slot before each connect; a
      * redirect reply fails the link (eddy__cluster_redirect). */
     eddy__cluster *cl;
+    /* A command (not the handshake) was answered since the last connect: eddy__link_proved. */
+    bool proved;
     bool hs_role_last;
     uint64_t hs_end;
     unsigned socket_id; /* this socket's number among every link's (eddy__link_socket_id) */
@@ -263,6 +265,8 @@ uint64_t eddy__link_queued(const eddy__link *l) {
 uint64_t eddy__link_sent(const eddy__link *l) {
     return l->mem ? eddy__memlink_sent(l->mem) : l->sent;
 }
+bool eddy__link_proved(const eddy__link *l) { return l && !l->mem && l->proved; }
+
 uint64_t eddy__link_answered(const eddy__link *l) {
     return l->mem ? eddy__memlink_answered(l->mem) : l->answered;
 }
@@ -641,6 +645,7 @@ eddy_status eddy__link_connect(eddy__link *l, long long now_ms, eddy_error *err)
     if (l->mem)
         return eddy__memlink_connect(l->mem, err);
     eddy__link_close(l);
+    l->proved = false;
     l->deadline = now_ms + l->s->connect_timeout_ms;
     l->phase = EDDY__LINK_CONNECTING; /* queue_handshake may append */
     eddy_status st = queue_handshake(l, err);
@@ -904,6 +909,7 @@ eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err)
 answered:
     note_answered(l);
     l->answered++;
+    l->proved = true;
     return EDDY_OK;
 }
 

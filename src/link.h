@@ -154,6 +154,11 @@ bool eddy__link_ready(const eddy__link *l);
 uint64_t eddy__link_queued(const eddy__link *l);
 uint64_t eddy__link_sent(const eddy__link *l);
 uint64_t eddy__link_answered(const eddy__link *l);
+/* True when a command (not the handshake) was answered since the last eddy__link_connect, a
+ * redirect that failed the link aside: the connection proved itself, and the next reconnect
+ * starts again from the shortest backoff (backoff.h's eddy__reconnect). False for NULL and
+ * for memory://. */
+bool eddy__link_proved(const eddy__link *l);
 
 /* A driver's deadline for the commands up to number `upto` passed without their replies: fails
  * the link (when upto is not answered yet) and returns EDDY_ERR_TIMEOUT when command upto was

@@ -214,18 +214,21 @@ static eddy_status add_entry_cmd(eddy__publisher *p, const char *subject, const 
                                  bool dedup, eddy__cmdlist *out) {
     eddy__cmd *x = eddy__cmdlist_add(out, dedup ? P_FCALL : P_XADD, 0);
     char *key = eddy__key_stream(p->s->ns, subject);
-    char *idkey = dedup ? eddy__key_pubid(p->s->ns, subject, eddy_event_id(ev)) : NULL;
-    eddy_status st = x && key && (!dedup || idkey) ? EDDY_OK : EDDY_ERR_NOMEM;
+    char *ids = dedup ? eddy__key_pubids(p->s->ns, subject) : NULL;
+    char *exp = dedup ? eddy__key_pubexp(p->s->ns, subject) : NULL;
+    eddy_status st = x && key && (!dedup || (ids && exp)) ? EDDY_OK : EDDY_ERR_NOMEM;
     if (st == EDDY_OK && dedup) {
         long long maxlen = p->s->stream_maxlen;
         eddy__cmd_str(x, "FCALL");
         eddy__cmd_str(x, EDDY__PUBLISH_FN);
-        eddy__cmd_str(x, "2");
+        eddy__cmd_str(x, "3");
         eddy__cmd_str(x, key);
-        eddy__cmd_str(x, idkey);
+        eddy__cmd_str(x, ids);
+        eddy__cmd_str(x, exp);
         eddy__cmd_fmt(x, "%u", p->s->publish_dedup_ms);
         /* A bound past the function's range could never trim anything anyway. */
         eddy__cmd_fmt(x, "%lld", maxlen > EDDY__STORE_MAX_COUNT ? EDDY__STORE_MAX_COUNT : maxlen);
+        eddy__cmd_str(x, eddy_event_id(ev));
     } else if (st == EDDY_OK) {
         eddy__cmd_str(x, "XADD");
         eddy__cmd_str(x, key);
@@ -237,7 +240,8 @@ static eddy_status add_entry_cmd(eddy__publisher *p, const char *subject, const 
         eddy__cmd_str(x, "*");
     }
     free(key);
-    free(idkey);
+    free(ids);
+    free(exp);
     return st == EDDY_OK ? eddy__entry_encode(ev, x) : st;
 }
 
@@ -409,14 +413,24 @@ static eddy_status copy_cmds(const eddy__cmdlist *sent, eddy__cmdlist *out) {
 
 bool eddy__publish_moved_again(eddy__publisher *p, size_t npublishes, const eddy__cmdlist *sent,
                                eddy_status st, const eddy_error *err, eddy__cmdlist *again) {
-    if (!eddy__cluster_moved(st, err) || (npublishes != 1 && !p->s->publish_dedup_ms))
+    /* Sent again only when nothing can be stored twice: what went through is deduplicated, or
+     * the one publish is what was refused (a MOVED refuses the rest of the pipeline too; a
+     * TRYAGAIN answers only a multi-key command, which a publish's own is). After a
+     * CLUSTERDOWN the publish may have run behind the refused command once the cluster came
+     * back: only with publish_dedup_ms. */
+    eddy__cluster_refusal why = eddy__cluster_refused(st, err);
+    bool single = npublishes == 1 && why != EDDY__CLUSTER_DOWN;
+    if (why == EDDY__CLUSTER_NOT_REFUSED || (!single && !p->s->publish_dedup_ms))
         return false;
     eddy__cmdlist_init(again);
     if (copy_cmds(sent, again) != EDDY_OK) {
         eddy__cmdlist_reset(again);
         return false;
     }
-    eddy__log(&p->s->log, EDDY_LOG_DEBUG, "publish: refused unwritten (MOVED); sent again");
+    eddy__log(&p->s->log, EDDY_LOG_DEBUG, "publish: refused unwritten (%s); sent again",
+              why == EDDY__CLUSTER_MOVED      ? "MOVED"
+              : why == EDDY__CLUSTER_TRYAGAIN ? "TRYAGAIN"
+                                              : "CLUSTERDOWN");
     return true;
 }
 

@@ -42,15 +42,18 @@ eddy_status eddy__publish_result(eddy__publisher *p, const eddy__cmdlist *cmds, 
 bool eddy__publish_again(eddy__publisher *p, const eddy__cmdlist *sent, redisReply *const *replies,
                          eddy__cmdlist *again);
 
-/* After a send of `sent` (npublishes publishes) failed with st: true when a cluster's MOVED
- * refused them unwritten and they may go once more, on the next connection (to the slot's new
- * master), as the commands this put in `again` (a copy of sent's: send it instead and read its
- * replies with eddy__publish_result exactly as sent's; `again` is initialised here, the caller
- * resets it). That holds for one publish (its commands are [FUNCTION LOAD] [SADD] XADD/FCALL
+/* After a send of `sent` (npublishes publishes) failed with st: true when a cluster refused
+ * them unwritten (MOVED, TRYAGAIN, CLUSTERDOWN: eddy__cluster_refused) and they may go again, on
+ * the next connection (to the slot's master, once the connection's backoff passed), as the
+ * commands this put in `again` (a copy of sent's: send it instead and read its replies with
+ * eddy__publish_result exactly as sent's; `again` is initialised here, the caller resets it).
+ * A front end sends again as long as this says so and the call's deadline allows: a migration
+ * or a failover heals within it, and the caller never sees the refusal. That holds for one
+ * publish after a MOVED or a TRYAGAIN (its commands are [FUNCTION LOAD] [SADD] XADD/FCALL
  * [WAIT]: whichever keyed one was refused, its entry was not written) and, with
- * publish_dedup_ms, for a batch (what went through is deduplicated); not for a batch without it
- * (its first entries may have been written before the MOVED). False, `again` untouched,
- * otherwise or on OOM. */
+ * publish_dedup_ms, for a batch and after a CLUSTERDOWN (what went through is deduplicated);
+ * not otherwise (an entry may have been written behind the refused command). False, `again`
+ * untouched, otherwise or on OOM. */
 bool eddy__publish_moved_again(eddy__publisher *p, size_t npublishes, const eddy__cmdlist *sent,
                                eddy_status st, const eddy_error *err, eddy__cmdlist *again);
 

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "entry.h"
 #include "error.h"
 #include "event_internal.h"
@@ -62,9 +63,47 @@ const char eddy__store_lua[] =
     "end\n"
     "local WRONGTYPE = 'WRONGTYPE Operation against a key holding the wrong kind of value'\n"
     "local WANT = {'stream', 'stream', 'string', 'stream', 'set'}\n"
+    "-- The dedup record of one subject (publish_dedup_ms): a hash of event id -> the entry id\n"
+    "-- it was first published as ('<entry id> <version>' from an append) and a zset of event\n"
+    "-- id -> when that is forgotten (unix ms, the server's clock). Both keys expire a window\n"
+    "-- after the last write; each call first forgets up to PRUNE ids whose time passed.\n"
+    "local PRUNE = 64 -- EDDY__MPUBREC_PRUNE in src/memory/function.h\n"
+    "local function now_ms()\n"
+    "  local t = redis.call('TIME')\n"
+    "  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)\n"
+    "end\n"
+    "local function rec_check(ids, exp)\n"
+    "  local a = redis.call('TYPE', ids)['ok']\n"
+    "  local b = redis.call('TYPE', exp)['ok']\n"
+    "  return (a == 'none' or a == 'hash') and (b == 'none' or b == 'zset')\n"
+    "end\n"
+    "local function rec_prune(ids, exp, now)\n"
+    "  local old = redis.call('ZRANGEBYSCORE', exp, '-inf', string.format('%d', now),\n"
+    "    'LIMIT', 0, PRUNE)\n"
+    "  if #old > 0 then\n"
+    "    redis.call('HDEL', ids, unpack(old))\n"
+    "    redis.call('ZREM', exp, unpack(old))\n"
+    "  end\n"
+    "end\n"
+    "local function rec_first(ids, exp, id, now)\n"
+    "  local at = redis.call('ZSCORE', exp, id)\n"
+    "  if at and tonumber(at) > now then\n"
+    "    return redis.call('HGET', ids, id)\n"
+    "  end\n"
+    "  return false\n"
+    "end\n"
+    "local function rec_put(ids, exp, id, value, now, window)\n"
+    "  redis.call('HSET', ids, id, value)\n"
+    "  redis.call('ZADD', exp, string.format('%d', now + window), id)\n"
+    "end\n"
+    "local function rec_keep(ids, exp, window)\n"
+    "  redis.call('PEXPIRE', ids, string.format('%d', window))\n"
+    "  redis.call('PEXPIRE', exp, string.format('%d', window))\n"
+    "end\n"
     "-- The append: keys[1..nkeys] and args[1..nargs] as eddy_append takes them; with a window\n"
-    "-- (publish_dedup_ms, as text) keys[5 + e] is event e's dedup key ({ns}:pubid:...).\n"
-    "local function append(keys, nkeys, args, nargs, window)\n"
+    "-- (publish_dedup_ms) keys[6] and keys[7] are the subject's dedup record and ids[e] is\n"
+    "-- event e's id.\n"
+    "local function append(keys, nkeys, args, nargs, window, ids)\n"
     "  if nkeys ~= 3 and nkeys ~= 5 then\n"
     "    return fail('wrong number of keys')\n"
     "  end\n"
@@ -116,20 +155,23 @@ const char eddy__store_lua[] =
     "      return redis.error_reply(WRONGTYPE)\n"
     "    end\n"
     "  end\n"
+    "  local now\n"
     "  if window then\n"
+    "    if not rec_check(keys[6], keys[7]) then\n"
+    "      return redis.error_reply(WRONGTYPE)\n"
+    "    end\n"
+    "    now = now_ms()\n"
+    "    rec_prune(keys[6], keys[7], now)\n"
+    "    -- All published within the window: this append ran before; its reply again.\n"
+    "    local seen, last = 0, false\n"
     "    for e = 1, n do\n"
-    "      local t = redis.call('TYPE', keys[5 + e])['ok']\n"
-    "      if t ~= 'none' and t ~= 'string' then\n"
-    "        return redis.error_reply(WRONGTYPE)\n"
+    "      last = rec_first(keys[6], keys[7], ids[e], now)\n"
+    "      if last then\n"
+    "        seen = seen + 1\n"
     "      end\n"
     "    end\n"
-    "    -- All published within the window: this append ran before; its reply again.\n"
-    "    local seen = 0\n"
-    "    for e = 1, n do\n"
-    "      seen = seen + redis.call('EXISTS', keys[5 + e])\n"
-    "    end\n"
     "    if seen == n then\n"
-    "      local v = string.match(redis.call('GET', keys[5 + n]), '^%S+ (%d+)$')\n"
+    "      local v = string.match(last, '^%S+ (%d+)$')\n"
     "      if v then\n"
     "        return tonumber(v)\n"
     "      end\n"
@@ -181,7 +223,7 @@ const char eddy__store_lua[] =
     "    if nkeys == 5 then\n"
     "      local id = redis.call('XADD', keys[4], '*', unpack(fields))\n"
     "      if window then\n"
-    "        redis.call('SET', keys[5 + e], id .. ' ' .. v, 'PX', window)\n"
+    "        rec_put(keys[6], keys[7], ids[e], id .. ' ' .. v, now, window)\n"
     "      end\n"
     "    end\n"
     "  end\n"
@@ -192,33 +234,45 @@ const char eddy__store_lua[] =
     "    end\n"
     "    redis.call('SADD', keys[5], subject)\n"
     "  end\n"
+    "  if window then\n"
+    "    rec_keep(keys[6], keys[7], window)\n"
+    "  end\n"
     "  return version\n"
     "end\n"
     "redis.register_function('" EDDY__STORE_APPEND_FN "', function(keys, args)\n"
-    "  return append(keys, #keys, args, #args, nil)\n"
+    "  return append(keys, #keys, args, #args, nil, nil)\n"
     "end)\n"
-    "-- The append with publish, deduplicated: eddy_append's 5 keys then one dedup key per\n"
-    "-- event; its arguments then the window in ms.\n"
+    "-- The append with publish, deduplicated: eddy_append's 5 keys then the subject's dedup\n"
+    "-- record (its hash and its zset); eddy_append's arguments, the window in ms, then each\n"
+    "-- event's id.\n"
     "redis.register_function('" EDDY__STORE_APPEND_DEDUP_FN "', function(keys, args)\n"
-    "  local window = count(args[#args])\n"
+    "  local n = count(args[3])\n"
+    "  if #keys ~= 7 or not n or n < 1 or n >= #args then\n"
+    "    return fail('wrong number of keys or arguments')\n"
+    "  end\n"
+    "  local w = #args - n\n"
+    "  local window = count(args[w])\n"
     "  if not window or window < 1 then\n"
     "    return fail('bad dedup window')\n"
     "  end\n"
-    "  local n = count(args[3])\n"
-    "  if not n or #keys ~= 5 + n then\n"
-    "    return fail('wrong number of keys')\n"
+    "  local ids = {}\n"
+    "  for e = 1, n do\n"
+    "    ids[e] = args[w + e]\n"
+    "    if ids[e] == '' then\n"
+    "      return fail('bad event id')\n"
+    "    end\n"
     "  end\n"
-    "  return append(keys, 5, args, #args - 1, args[#args])\n"
+    "  return append(keys, 5, args, w - 1, window, ids)\n"
     "end)\n"
-    "-- Publish, deduplicated by event id: keys the subject's stream and the event's dedup key;\n"
-    "-- args the window in ms, the MAXLEN ~ bound (0: none), then the entry's fields. The reply\n"
-    "-- is the entry id, the first publish's when the id was published within the window.\n"
+    "-- Publish, deduplicated by event id: keys the subject's stream and its dedup record (hash,\n"
+    "-- zset); args the window in ms, the MAXLEN ~ bound (0: none), the event's id, then the\n"
+    "-- entry's fields. The reply is the entry id, the first publish's when the id was\n"
+    "-- published within the window.\n"
     "local function pfail(why)\n"
     "  return redis.error_reply('ERR eddy_publish: ' .. why)\n"
     "end\n"
-    "local PWANT = {'stream', 'string'}\n"
     "redis.register_function('" EDDY__PUBLISH_FN "', function(keys, args)\n"
-    "  if #keys ~= 2 then\n"
+    "  if #keys ~= 3 then\n"
     "    return pfail('wrong number of keys')\n"
     "  end\n"
     "  local window = count(args[1])\n"
@@ -229,26 +283,30 @@ const char eddy__store_lua[] =
     "  if not maxlen then\n"
     "    return pfail('bad maxlen')\n"
     "  end\n"
-    "  if #args < 4 or #args % 2 == 1 then\n"
+    "  if #args < 5 or #args % 2 == 0 then\n"
     "    return pfail('wrong number of arguments')\n"
     "  end\n"
-    "  for k = 1, 2 do\n"
-    "    local t = redis.call('TYPE', keys[k])['ok']\n"
-    "    if t ~= 'none' and t ~= PWANT[k] then\n"
-    "      return redis.error_reply(WRONGTYPE)\n"
-    "    end\n"
+    "  if args[3] == '' then\n"
+    "    return pfail('bad event id')\n"
     "  end\n"
-    "  local first = redis.call('GET', keys[2])\n"
+    "  local t = redis.call('TYPE', keys[1])['ok']\n"
+    "  if (t ~= 'none' and t ~= 'stream') or not rec_check(keys[2], keys[3]) then\n"
+    "    return redis.error_reply(WRONGTYPE)\n"
+    "  end\n"
+    "  local now = now_ms()\n"
+    "  rec_prune(keys[2], keys[3], now)\n"
+    "  local first = rec_first(keys[2], keys[3], args[3], now)\n"
     "  if first then\n"
     "    return string.match(first, '^%S+')\n"
     "  end\n"
     "  local id\n"
     "  if maxlen > 0 then\n"
-    "    id = redis.call('XADD', keys[1], 'MAXLEN', '~', args[2], '*', unpack(args, 3))\n"
+    "    id = redis.call('XADD', keys[1], 'MAXLEN', '~', args[2], '*', unpack(args, 4))\n"
     "  else\n"
-    "    id = redis.call('XADD', keys[1], '*', unpack(args, 3))\n"
+    "    id = redis.call('XADD', keys[1], '*', unpack(args, 4))\n"
     "  end\n"
-    "  redis.call('SET', keys[2], id, 'PX', args[1])\n"
+    "  rec_put(keys[2], keys[3], args[3], id, now, window)\n"
+    "  rec_keep(keys[2], keys[3], window)\n"
     "  return id\n"
     "end)\n";
 /* clang-format on */
@@ -483,7 +541,7 @@ eddy_status eddy__store_append_prepare(const eddy__store *st, const char *stream
     if (rc == EDDY_OK) {
         eddy__cmd_str(c, "FCALL");
         eddy__cmd_str(c, dedup ? EDDY__STORE_APPEND_DEDUP_FN : EDDY__STORE_APPEND_FN);
-        eddy__cmd_fmt(c, "%zu", subject ? 5 + (dedup ? n : 0) : 3);
+        eddy__cmd_fmt(c, "%d", subject ? (dedup ? 7 : 5) : 3);
         eddy__cmd_str(c, skey);
         eddy__cmd_str(c, st->all_key);
         eddy__cmd_str(c, st->pos_key);
@@ -491,13 +549,17 @@ eddy_status eddy__store_append_prepare(const eddy__store *st, const char *stream
             eddy__cmd_str(c, subject_key);
             eddy__cmd_str(c, subjects_key);
         }
-        for (size_t i = 0; dedup && rc == EDDY_OK && i < n; i++) {
-            char *key = eddy__key_pubid(st->s->ns, subject, eddy_event_id(evs[i]));
-            if (key)
-                eddy__cmd_str(c, key);
-            else
+        if (dedup) {
+            char *ids = eddy__key_pubids(st->s->ns, subject);
+            char *exp = eddy__key_pubexp(st->s->ns, subject);
+            if (ids && exp) {
+                eddy__cmd_str(c, ids);
+                eddy__cmd_str(c, exp);
+            } else {
                 rc = EDDY_ERR_NOMEM;
-            free(key);
+            }
+            free(ids);
+            free(exp);
         }
         eddy__cmd_fmt(c, "%lld", opts->expected_version);
         eddy__cmd_str(c, stream_id);
@@ -508,8 +570,11 @@ eddy_status eddy__store_append_prepare(const eddy__store *st, const char *stream
         /* A bound past the function's range could never trim anything anyway. */
         long long maxlen = subject ? st->s->stream_maxlen : 0;
         eddy__cmd_fmt(c, "%lld", maxlen > EDDY__STORE_MAX_COUNT ? EDDY__STORE_MAX_COUNT : maxlen);
-        if (dedup)
+        if (dedup) {
             eddy__cmd_fmt(c, "%u", st->s->publish_dedup_ms);
+            for (size_t i = 0; i < n; i++)
+                eddy__cmd_str(c, eddy_event_id(evs[i]));
+        }
         if (rc == EDDY_OK)
             rc = eddy__cmdlist_status(out);
     }
@@ -522,6 +587,11 @@ eddy_status eddy__store_append_prepare(const eddy__store *st, const char *stream
         return eddy__fail(err, rc, "append: could not build the command");
     }
     return EDDY_OK;
+}
+
+bool eddy__store_append_again(eddy_status st, const eddy_error *err, bool first) {
+    eddy__cluster_refusal why = eddy__cluster_refused(st, err);
+    return why == EDDY__CLUSTER_MOVED || (first && why != EDDY__CLUSTER_NOT_REFUSED);
 }
 
 eddy_status eddy__store_append_result(const eddy__cmdlist *cmds, size_t first, redisReply **replies,

@@ -89,6 +89,13 @@ eddy_status eddy__store_append_prepare(const eddy__store *st, const char *stream
                                        const eddy_event *const *evs, size_t n,
                                        const eddy_append_opts *opts, eddy__cmdlist *out,
                                        eddy_error *err);
+/* After an append's send failed with st: true when a cluster refused it unwritten, so that the
+ * front end sends the same append again, on the next connection (after its backoff), as long
+ * as the call's deadline allows. `first`: the append was the oldest command its connection had
+ * not had answered, the one the refusal answered (an append sent alone always is). A MOVED
+ * refuses every later command of the slot too; after a TRYAGAIN (a migration) or a CLUSTERDOWN
+ * a later append may have run, so only the first goes again. */
+bool eddy__store_append_again(eddy_status st, const eddy_error *err, bool first);
 /* Reads the FCALL's reply. *reload is set when the server does not know the function (it was
  * flushed or the server changed under the connection): nothing was written, and the front end
  * sends eddy__store_load_cmds and the same FCALL again, once. EDDY_ERR_VERSION_CONFLICT with

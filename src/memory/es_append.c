@@ -95,15 +95,16 @@ static void undo_append(const undo *u) {
 
 enum { K_STREAM, K_ALL, K_POS, K_SUBJECT, K_SUBJECTS, NKEYS };
 
-/* The deduplicated append's extra: the window and one dedup key per event. */
+/* The deduplicated append's extra: the window, the subject's dedup record (its two keys) and
+ * each event's id. */
 typedef struct dedup {
     unsigned long long window;
     const char *const *keys;
     const size_t *klen;
+    const char *const *ids;
+    const size_t *idlen;
+    eddy__mpubrec rec;
 } dedup;
-
-/* Room for "<ms>-<seq> <version>". */
-#define DEDUP_VALUE_MAX 64
 
 typedef struct run {
     eddy__mctx *c;
@@ -115,10 +116,10 @@ typedef struct run {
     const char **fv;
     size_t *fvlen;
     char *counter;
-    /* with dedup: the events' dedup keys, created (with their expiry) before any append, and
+    /* with dedup: the record, whose fields are made (with their time) before any append, and
      * their values, written once the entry ids are known */
-    eddy__mobj **dobj;
-    char **dval;
+    dedup *dd;
+    eddy__mblob **dval;
     size_t ndedup;
 } run;
 
@@ -129,8 +130,11 @@ static void rollback(run *r) {
     for (int k = 0; k < r->nkeys; k++)
         if (r->created[k])
             eddy__mkey_delete(r->c, r->obj[k]);
-    for (size_t i = r->ndedup; i > 0; i--) /* their values go in run_free */
-        eddy__mkey_delete(r->c, r->dobj[i - 1]);
+    if (r->dd) {
+        for (size_t i = r->ndedup; i > 0; i--)
+            eddy__mpubrec_forget(r->c, &r->dd->rec, r->dd->ids[i - 1], r->dd->idlen[i - 1]);
+        eddy__mpubrec_close(r->c, &r->dd->rec, false, r->dd->window);
+    }
 }
 
 static void run_free(run *r) {
@@ -138,31 +142,27 @@ static void run_free(run *r) {
     eddy__mem_free(r->fv);
     eddy__mem_free(r->fvlen);
     eddy__mem_free(r->counter);
-    for (size_t i = 0; r->dval && i < r->ndedup; i++)
-        eddy__mem_free(r->dval[i]);
-    eddy__mem_free(r->dval);
-    eddy__mem_free(r->dobj);
+    eddy__mem_free(r->dval); /* the values belong to the record */
 }
 
 /* The Lua's check of the dedup keys: true (and replied) when the append is settled here, as a
  * repeat of one that ran within the window, or refused because only some of its events were
  * published within it. */
-static bool dedup_settled(eddy__mctx *c, const dedup *dd, unsigned long long n) {
+static bool dedup_settled(eddy__mctx *c, dedup *dd, unsigned long long n) {
+    if (!eddy__mpubrec_open(c, dd->keys, dd->klen, &dd->rec))
+        return true; /* WRONGTYPE */
+    eddy__mpubrec_prune(c, &dd->rec);
     unsigned long long seen = 0;
-    eddy__mobj *last = NULL;
+    const eddy__mblob *last = NULL;
     for (unsigned long long e = 0; e < n; e++) {
-        eddy__mobj *o = eddy__mkey_find(c, dd->keys[e], dd->klen[e]);
-        if (o && o->type != EDDY__MT_STRING) {
-            eddy__mctx_err_wrongtype(c);
-            return true;
-        }
+        const eddy__mblob *o = eddy__mpubrec_first(c, &dd->rec, dd->ids[e], dd->idlen[e]);
         seen += o != NULL;
         last = o;
     }
     if (seen == n) {
         /* "<entry id> <version>": the version the first append replied */
-        const char *v = last->v.str.ptr, *end = v + last->v.str.len;
-        const char *sp = memchr(v, ' ', last->v.str.len);
+        const char *v = last->data, *end = v + last->len;
+        const char *sp = memchr(v, ' ', last->len);
         unsigned long long version = 0;
         bool ok = sp && sp > v && end - sp > 1 && end - sp <= 19;
         for (const char *d = sp ? sp + 1 : end; ok && d < end; d++)
@@ -182,23 +182,16 @@ static bool dedup_settled(eddy__mctx *c, const dedup *dd, unsigned long long n) 
     return false;
 }
 
-/* Creates the dedup keys, expiring after the window, with room for their values. */
-static bool dedup_prepare(run *r, const dedup *dd, unsigned long long n) {
-    eddy__mctx *c = r->c;
-    r->dobj = eddy__mem_calloc((size_t)n, sizeof(*r->dobj));
+/* Records every event's id, with room for its value. */
+static bool dedup_prepare(run *r, dedup *dd, unsigned long long n) {
+    r->dd = dd;
     r->dval = eddy__mem_calloc((size_t)n, sizeof(*r->dval));
-    if (!r->dobj || !r->dval)
+    if (!r->dval)
         return false;
     for (unsigned long long e = 0; e < n; e++) {
-        char *v = eddy__mem_malloc(DEDUP_VALUE_MAX);
-        eddy__mobj *o = v ? eddy__mkey_add(c, dd->keys[e], dd->klen[e], EDDY__MT_STRING) : NULL;
-        if (!o) {
-            eddy__mem_free(v);
-            return false;
-        }
-        r->dobj[r->ndedup] = o;
-        r->dval[r->ndedup++] = v;
-        if (eddy__mkey_set_expire(c->eng, o, c->now_ms + (long long)dd->window) != 0)
+        r->ndedup++; /* forgotten on rollback, made or not */
+        if (!eddy__mpubrec_prepare(r->c, &dd->rec, dd->keys, dd->klen, dd->ids[e], dd->idlen[e],
+                                   dd->window, &r->dval[e]))
             return false;
     }
     return true;
@@ -227,7 +220,7 @@ static bool auto_id(eddy__mctx *c, const eddy__mstream *s, eddy__mid *id) {
 }
 
 static void append_fn(eddy__mctx *c, int nkeys, const char *const *keys, const size_t *klen,
-                      int nargs, const char *const *args, const size_t *alen, const dedup *dd) {
+                      int nargs, const char *const *args, const size_t *alen, dedup *dd) {
     /* ---- checks, in the Lua's order ---- */
     if (nkeys != 3 && nkeys != 5) {
         fail(c, "wrong number of keys");
@@ -363,8 +356,9 @@ static void append_fn(eddy__mctx *c, int nkeys, const char *const *keys, const s
             }
             ok = append(&r, subject_stream, id, k + 6);
             if (ok && dd)
-                snprintf(r.dval[e], DEDUP_VALUE_MAX, "%llu-%llu %llu", (unsigned long long)id.ms,
-                         (unsigned long long)id.seq, v);
+                r.dval[e]->len =
+                    (size_t)snprintf(r.dval[e]->data, EDDY__MPUBREC_VALUE_MAX, "%llu-%llu %llu",
+                                     (unsigned long long)id.ms, (unsigned long long)id.seq, v);
         }
         at += 1 + (long long)k;
     }
@@ -392,13 +386,8 @@ static void append_fn(eddy__mctx *c, int nkeys, const char *const *keys, const s
     pos->v.str.len = (size_t)counter_len;
     r.counter = NULL;
     eddy__mkey_set_expire(c->eng, pos, -1); /* SET drops a TTL; removing one never fails */
-    for (size_t e = 0; e < r.ndedup; e++) {
-        eddy__mobj *o = r.dobj[e];
-        eddy__mem_free(o->v.str.ptr);
-        o->v.str.ptr = r.dval[e];
-        o->v.str.len = strlen(r.dval[e]);
-        r.dval[e] = NULL;
-    }
+    if (dd)
+        eddy__mpubrec_close(c, &dd->rec, true, dd->window);
     c->dirty = true;
     eddy__mresp_int(c->out, (long long)(version + n));
     run_free(&r);
@@ -412,15 +401,24 @@ void eddy__mfn_eddy_append(eddy__mctx *c, int nkeys, const char *const *keys, co
 void eddy__mfn_eddy_append_dedup(eddy__mctx *c, int nkeys, const char *const *keys,
                                  const size_t *klen, int nargs, const char *const *args,
                                  const size_t *alen) {
-    dedup dd = {0, keys + 5, klen + 5};
-    if (!eddy__mfn_count(nargs, args, alen, nargs - 1, &dd.window) || dd.window < 1) {
+    /* keys: eddy_append's 5 then the subject's record (2); arguments: eddy_append's, the window,
+     * then each event's id */
+    unsigned long long n;
+    if (nkeys != 7 || !eddy__mfn_count(nargs, args, alen, 2, &n) || n < 1 ||
+        n >= (unsigned long long)nargs) {
+        fail(c, "wrong number of keys or arguments");
+        return;
+    }
+    int w = nargs - (int)n - 1;
+    dedup dd = {0, keys + 5, klen + 5, args + w + 1, alen + w + 1, {0}};
+    if (!eddy__mfn_count(nargs, args, alen, w, &dd.window) || dd.window < 1) {
         fail(c, "bad dedup window");
         return;
     }
-    unsigned long long n;
-    if (!eddy__mfn_count(nargs, args, alen, 2, &n) || (unsigned long long)nkeys != 5 + n) {
-        fail(c, "wrong number of keys");
-        return;
-    }
-    append_fn(c, 5, keys, klen, nargs - 1, args, alen, &dd);
+    for (unsigned long long e = 0; e < n; e++)
+        if (dd.idlen[e] == 0) {
+            fail(c, "bad event id");
+            return;
+        }
+    append_fn(c, 5, keys, klen, w, args, alen, &dd);
 }

@@ -374,6 +374,14 @@ long long eddy__mgroup_lag(const eddy__mstream *s, const eddy__mgroup *g, bool *
 eddy__mzset *eddy__mzset_new(void);
 void eddy__mzset_free(eddy__mzset *z);
 size_t eddy__mzset_card(const eddy__mzset *z);
+/* For native functions (function.h): adds or rescores a member (-1 on OOM, nothing changed);
+ * a member's score; removes a member; removes up to `limit` members of score <= max, lowest
+ * first, calling `each` with each before it goes. The caller deletes a key left empty. */
+int eddy__mzset_put(eddy__mzset *z, double score, const char *member, size_t len);
+bool eddy__mzset_score(const eddy__mzset *z, const char *member, size_t len, double *out);
+bool eddy__mzset_remove(eddy__mzset *z, const char *member, size_t len);
+size_t eddy__mzset_pop_upto(eddy__mzset *z, double max, size_t limit,
+                            void (*each)(const char *member, size_t len, void *user), void *user);
 
 /* ---- command handlers --------------------------------------------------------------------- */
 

@@ -339,3 +339,38 @@ void eddy__mcmd_zcard(eddy__mctx *c) {
         return;
     eddy__mresp_int(c->out, o ? (long long)eddy__mzset_card(o->v.zset) : 0);
 }
+
+/* ---- for native functions ------------------------------------------------------------------ */
+
+int eddy__mzset_put(eddy__mzset *z, double score, const char *member, size_t len) {
+    double ignored;
+    return zset_add(z, score, member, len, 0, &ignored) == Z_OOM ? -1 : 0;
+}
+
+bool eddy__mzset_score(const eddy__mzset *z, const char *member, size_t len, double *out) {
+    eddy__mdict_entry *e = eddy__mdict_find(&z->dict, member, len);
+    if (e)
+        *out = ((const zitem *)e->val)->score;
+    return e != NULL;
+}
+
+bool eddy__mzset_remove(eddy__mzset *z, const char *member, size_t len) {
+    eddy__mdict_entry *e = eddy__mdict_find(&z->dict, member, len);
+    if (e)
+        item_remove(z, e->val);
+    return e != NULL;
+}
+
+size_t eddy__mzset_pop_upto(eddy__mzset *z, double max, size_t limit,
+                            void (*each)(const char *member, size_t len, void *user), void *user) {
+    size_t n = 0;
+    eddy__mskl_node *node;
+    while (n < limit && (node = eddy__mskl_first(&z->list)) &&
+           ((zitem *)node->item)->score <= max) {
+        zitem *it = node->item;
+        each(it->member, it->len, user);
+        item_remove(z, it);
+        n++;
+    }
+    return n;
+}

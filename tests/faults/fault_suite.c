@@ -31,6 +31,7 @@ static const scenario scenarios[] = {
     {"auth_changed",     fx_auth_changed},
     {"tls_restart",      fx_tls_restart},
     {"claim_kept",       fx_claim_kept},
+    {"cluster",          fx_cluster},
 };
 // clang-format on
 

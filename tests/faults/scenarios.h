@@ -17,6 +17,7 @@ void fx_redis_stopped(const driver *dr);
 void fx_auth_changed(const driver *dr);
 void fx_tls_restart(const driver *dr);
 void fx_claim_kept(const driver *dr);
+void fx_cluster(const driver *dr);
 
 /* A blocking bus with no subscription, for the scenarios' own publishing and requests. */
 #include "eddy/blocking.h"

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "driver.h"
@@ -33,6 +34,12 @@ typedef struct seen {
     int wrongpass_lines; /* log lines at INFO or above naming WRONGPASS */
     int not_redis_lines;
     int noperm_lines; /* log lines at INFO or above naming NOPERM */
+    int lost_lines;   /* warnings that a connection was lost or failed */
+    /* eddy's debug line at each connect: its connection and when, and the closest spacing. */
+    const void *conn[32];
+    long long at[32];
+    long long closest; /* ms between two connects of one connection, the least seen */
+    int connects;
 } seen;
 
 static seen rec = {.lock = PTHREAD_MUTEX_INITIALIZER};
@@ -57,6 +64,22 @@ static void on_log(eddy_log_level level, const char *msg, void *user) {
         s->not_redis_lines++;
     if (level >= EDDY_LOG_INFO && strstr(msg, "NOPERM"))
         s->noperm_lines++;
+    if (level == EDDY_LOG_WARN && strstr(msg, "reconnecting"))
+        s->lost_lines++;
+    void *conn = NULL;
+    if (level == EDDY_LOG_DEBUG && sscanf(msg, "connecting (connection %p)", &conn) == 1) {
+        long long now = eddy_test_now_ms();
+        int i = 0;
+        while (i < 32 && s->conn[i] && s->conn[i] != conn)
+            i++;
+        if (i < 32) {
+            if (s->conn[i] == conn && (s->closest < 0 || now - s->at[i] < s->closest))
+                s->closest = now - s->at[i];
+            s->conn[i] = conn;
+            s->at[i] = now;
+        }
+        s->connects++;
+    }
     pthread_mutex_unlock(&s->lock);
     eddy_test_log(level, msg, NULL);
 }
@@ -400,3 +423,91 @@ static void memory_connects_once(const driver *d) {
 
 Test(conn_state, memory_blocking) { memory_connects_once(&blocking_driver); }
 Test(conn_state, memory_reactive) { memory_connects_once(&reactive_driver); }
+
+/* ---- an outage: one change each way, one warning, reconnects spaced by the backoff --------- */
+
+typedef struct flowing {
+    const driver *d;
+    tbus *b;
+    volatile bool stop;
+    int ok, failed;
+} flowing;
+
+static void *publish_on(void *arg) {
+    flowing *f = arg;
+    for (int i = 0; !f->stop && i < 100000; i++) {
+        eddy_event *ev = NULL;
+        char id[32];
+        snprintf(id, sizeof(id), "o-%d", i);
+        ev = eddy_event_new();
+        cr_assert(ev);
+        eddy_event_set_id(ev, id);
+        eddy_event_set_source(ev, "/tests");
+        eddy_event_set_type(ev, "outage");
+        eddy_error err;
+        if (f->d->publish(f->b, "jobs", ev, &err) == EDDY_OK)
+            f->ok++;
+        else
+            f->failed++;
+        eddy_event_free(ev);
+        struct timespec t = {0, 2000000};
+        nanosleep(&t, NULL);
+    }
+    return NULL;
+}
+
+static void outage(const driver *d) {
+    eddy_test_redis srv;
+    eddy_test_redis_start(&srv, 0);
+    tbus *b = started_bus(d, srv.url);
+    waiting w = {.state = EDDY_CONN_CONNECTED, .d = d, .b = b};
+    cr_assert(eddy_test_wait_until(saw_state, &w, 20000));
+    pthread_mutex_lock(&rec.lock);
+    rec.closest = -1;
+    pthread_mutex_unlock(&rec.lock);
+    flowing f = {.d = d, .b = b};
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, publish_on, &f), 0);
+    struct timespec some = {0, 300000000};
+    nanosleep(&some, NULL);
+
+    /* The server goes away for about a second while every connection keeps trying. */
+    int port = srv.port;
+    eddy_test_redis_kill(&srv);
+    w.state = EDDY_CONN_DISCONNECTED;
+    cr_assert(eddy_test_wait_until(saw_state, &w, 20000), "no disconnect reported");
+    struct timespec second = {1, 0};
+    nanosleep(&second, NULL);
+    eddy_test_redis_start(&srv, port);
+    w.state = EDDY_CONN_RECONNECTED;
+    cr_assert(eddy_test_wait_until(saw_state, &w, 20000), "no reconnect reported");
+    nanosleep(&some, NULL);
+    f.stop = true;
+    pthread_join(th, NULL);
+
+    cr_expect_eq(count_state(EDDY_CONN_DISCONNECTED), 1, "one outage, one disconnected change");
+    cr_expect_eq(count_state(EDDY_CONN_RECONNECTED), 1, "one outage, one reconnected change");
+    eddy_connection_stats cs = stats_of(d, b);
+    pthread_mutex_lock(&rec.lock);
+    int lost_lines = rec.lost_lines, connects = rec.connects;
+    long long closest = rec.closest;
+    pthread_mutex_unlock(&rec.lock);
+    cr_expect_eq(lost_lines, 1, "one warning for the outage, not one per retry (%d)", lost_lines);
+    cr_expect_gt(cs.connect_failures, 0, "the connections retried while the server was away");
+    /* reconnect_min_ms is 20: no connection reconnects sooner than half of it after its last
+     * connect (the backoff's jitter draws from [min/2, min]). */
+    cr_expect(closest >= 10,
+              "a connection reconnected %lld ms after its previous connect (%d "
+              "connects)",
+              closest, connects);
+    cr_expect_gt(f.ok, 0);
+    printf("outage %s: %d connects, closest %lld ms apart on one connection, %llu failed "
+           "connects, %d publishes ok, %d failed\n",
+           d->name, connects, closest, (unsigned long long)cs.connect_failures, f.ok, f.failed);
+    cr_expect_eq(d->stop(b), EDDY_OK);
+    d->free(b);
+    eddy_test_redis_kill(&srv);
+}
+
+Test(conn_state, outage_blocking, .timeout = 120) { outage(&blocking_driver); }
+Test(conn_state, outage_reactive, .timeout = 120) { outage(&reactive_driver); }

@@ -16,7 +16,7 @@ typedef struct fake {
     int lfd, port, peer, accepts;
     const char *triggers[FAKE_STEPS], *answers[FAKE_STEPS];
     size_t next;
-    char got[8192]; /* every byte received, over all its connections */
+    char got[65536]; /* every byte received, over all its connections (a function library) */
     size_t ngot, conn_start;
 } fake;
 

@@ -142,3 +142,63 @@ Test(backoff, jitter_covers_large_ranges) {
     cr_expect(mean > (double)base * 0.74 && mean < (double)base * 0.76, "mean %.0f of base %lld",
               mean, base);
 }
+
+/* ---- the reconnect gate (eddy__reconnect) ------------------------------------------------- */
+
+Test(reconnect, the_first_connect_does_not_wait) {
+    eddy__reconnect g;
+    eddy__reconnect_init(&g, 7);
+    cr_expect_eq(eddy__reconnect_wait_ms(&g, 1000), 0);
+}
+
+Test(reconnect, a_connect_that_did_not_prove_itself_makes_the_next_wait_longer) {
+    eddy__reconnect g;
+    eddy__reconnect_init(&g, 7);
+    long long now = 1000;
+    /* A storm: each connection comes up and is given up at once (a cluster redirect right
+     * after the handshake), so none proves itself. No reconnect may start within the backoff
+     * of the previous one, and the backoff grows to the cap. */
+    long long prev = -1, last_gap = 0;
+    for (int i = 0; i < 20; i++) {
+        now += eddy__reconnect_wait_ms(&g, now);
+        if (prev >= 0) {
+            long long gap = now - prev;
+            cr_expect_geq(gap, 25, "connect %d came %lld ms after the previous one", i, gap);
+            last_gap = gap;
+        }
+        prev = now;
+        eddy__reconnect_started(&g, now, false, 50, 2000);
+        now += 1; /* up, then lost 1 ms later */
+    }
+    cr_expect_geq(last_gap, 1000, "the backoff reached the cap's range: %lld", last_gap);
+    cr_expect_leq(last_gap, 2001);
+}
+
+Test(reconnect, a_connection_that_proved_itself_starts_again_from_the_shortest) {
+    eddy__reconnect g;
+    eddy__reconnect_init(&g, 3);
+    long long now = 0;
+    for (int i = 0; i < 10; i++) {
+        now += eddy__reconnect_wait_ms(&g, now);
+        eddy__reconnect_started(&g, now, false, 50, 2000);
+    }
+    now += eddy__reconnect_wait_ms(&g, now);
+    eddy__reconnect_started(&g, now, true, 50, 2000);
+    long long wait = eddy__reconnect_wait_ms(&g, now);
+    cr_expect(wait >= 25 && wait <= 50, "%lld", wait);
+    /* Long after: no wait at all. */
+    cr_expect_eq(eddy__reconnect_wait_ms(&g, now + 60000), 0);
+}
+
+Test(reconnect, refused_credentials_wait_the_longest) {
+    eddy__reconnect g;
+    eddy__reconnect_init(&g, 5);
+    eddy__reconnect_started(&g, 0, false, 50, 2000);
+    eddy__reconnect_failed(&g, EDDY_ERR_AUTH);
+    long long now = eddy__reconnect_wait_ms(&g, 0);
+    eddy__reconnect_started(&g, now, false, 50, 2000);
+    long long wait = eddy__reconnect_wait_ms(&g, now);
+    cr_expect(wait >= 1000 && wait <= 2000, "%lld", wait);
+    eddy__reconnect_failed(&g, EDDY_ERR_IO); /* other failures keep the step */
+    cr_expect_eq(eddy__reconnect_wait_ms(&g, now), wait);
+}

@@ -12,6 +12,7 @@
 #include "fake_server.h"
 #include "link.h"
 #include "settings.h"
+#include "store.h"
 
 static eddy__settings settings_for(const char *url) {
     eddy_settings in;
@@ -105,6 +106,75 @@ Test(cluster_link, an_ask_sends_the_one_command_to_the_importing_node) {
     cr_expect(asking && get && asking < get, "ASKING, then the command: %s", target.got);
     cr_expect(!strstr(target.got, "PING"), "only the ASKed command went there");
     cr_expect_eq(target.accepts, 1);
+    eddy__link_free(l);
+    eddy__settings_free(&s);
+    fake_close(&seed);
+    fake_close(&master);
+    fake_close(&target);
+}
+
+/* An FCALL that an ASK sends to the importing node: eddy's functions are loaded per master, so
+ * FUNCTION LOAD goes there first, once per node (issue 17: appends failed with "the server does
+ * not know eddy_..._append" during a migration). */
+Test(cluster_link, an_asked_fcall_loads_the_library_on_the_importing_node_once) {
+    fake seed, master, target;
+    fake_listen(&seed);
+    fake_listen(&master);
+    fake_listen(&target);
+    seed.triggers[0] = "SLOTS";
+    seed.answers[0] = map_of(0, master.port);
+    master.triggers[0] = "CLIENT";
+    master.answers[0] = ":7\r\n";
+    master.triggers[1] = "FCALL";
+    master.answers[1] = redirect(0, "ASK", target.port);
+    master.triggers[2] = "PING";
+    master.answers[2] = "+PONG\r\n";
+    master.triggers[3] = "k2"; /* the second FCALL */
+    master.answers[3] = redirect(1, "ASK", target.port);
+    target.triggers[0] = "FCALL";
+    char loaded[96]; /* FUNCTION LOAD's reply, ASKING's, the FCALL's */
+    snprintf(loaded, sizeof(loaded), "$%zu\r\n%s\r\n+OK\r\n:1\r\n", sizeof(EDDY__STORE_LIBRARY) - 1,
+             EDDY__STORE_LIBRARY);
+    target.answers[0] = loaded;
+    fake *fakes[] = {&seed, &master, &target};
+
+    char url[96];
+    snprintf(url, sizeof(url), "redis-cluster://127.0.0.1:%d", seed.port);
+    eddy__settings s = settings_for(url);
+    eddy__link *l = eddy__link_new(&s, true);
+    cr_assert(l);
+    eddy_error err;
+    cr_assert_eq(eddy__link_connect(l, eddy_test_now_ms(), &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(fake_until_ready(l, fakes, 3, &err), EDDY_OK, "%s", err.detail);
+    queue(l, (const char *const[]){"FCALL f 1 {orders}:k", "PING", NULL});
+    redisReply *r = NULL;
+    cr_assert_eq(fake_one_reply(l, fakes, 3, &r, &err), EDDY_OK, "%s", err.detail);
+    cr_assert(r);
+    cr_expect_eq(r->type, REDIS_REPLY_INTEGER, "the FCALL's reply from the importing node");
+    freeReplyObject(r);
+    cr_assert_eq(fake_one_reply(l, fakes, 3, &r, &err), EDDY_OK, "%s", err.detail);
+    cr_assert(r);
+    cr_expect_str_eq(r->str, "PONG");
+    freeReplyObject(r);
+    const char *load = strstr(target.got, "FUNCTION"), *asking = strstr(target.got, "ASKING");
+    const char *fcall = asking ? strstr(asking, "FCALL") : NULL;
+    cr_expect(load && asking && fcall && load < asking, "FUNCTION LOAD, ASKING, FCALL: %.200s",
+              target.got);
+    cr_expect(strstr(target.got, "#!lua name=" EDDY__STORE_LIBRARY), "the library's text");
+
+    /* The same node again: it has the library now, so ASKING and the FCALL only. */
+    size_t before = target.ngot;
+    target.next = 0;
+    target.triggers[0] = "FCALL";
+    target.answers[0] = "+OK\r\n:2\r\n";
+    queue(l, (const char *const[]){"FCALL f 1 {orders}:k2", NULL});
+    cr_assert_eq(fake_one_reply(l, fakes, 3, &r, &err), EDDY_OK, "%s", err.detail);
+    cr_assert(r);
+    cr_expect_eq(r->integer, 2);
+    freeReplyObject(r);
+    cr_expect_null(strstr(target.got + before, "FUNCTION"), "loaded once per node: %.200s",
+                   target.got + before);
+    cr_expect(strstr(target.got + before, "ASKING"));
     eddy__link_free(l);
     eddy__settings_free(&s);
     fake_close(&seed);

@@ -6,7 +6,9 @@
 #include <string.h>
 
 #include "backoff.h"
+#include "cluster.h"
 #include "conn_state.h"
+#include "settings.h"
 
 static eddy_connection_state told[32];
 static size_t ntold;
@@ -94,5 +96,97 @@ Test(conn_state, a_first_failure_is_a_disconnect_then_connected) {
     cr_assert_eq(ntold, 2);
     cr_expect_eq(told[0], EDDY_CONN_DISCONNECTED);
     cr_expect_eq(told[1], EDDY_CONN_CONNECTED);
+    eddy__conn_state_free(cs);
+}
+
+/* The failure a cluster's redirect reply causes on a link (cluster.h), for the tracker. */
+static eddy_error redirected(const char *reply_text) {
+    eddy_settings in;
+    eddy_settings_init(&in);
+    in.url = "redis-cluster://127.0.0.1:7000";
+    in.ns = "t";
+    eddy__settings s;
+    eddy_error err = {0};
+    cr_assert_eq(eddy__settings_copy(&s, &in, &err), EDDY_OK, "%s", err.detail);
+    eddy__cluster *cl = eddy__cluster_new(&s);
+    cr_assert(cl);
+    redisReply r = {
+        .type = REDIS_REPLY_ERROR, .str = (char *)reply_text, .len = strlen(reply_text)};
+    eddy_error e = {0};
+    cr_assert(eddy__cluster_redirect(cl, &r, "127.0.0.1:7000", &e));
+    e.status = EDDY_ERR_IO;
+    eddy__cluster_free(cl);
+    eddy__settings_free(&s);
+    return e;
+}
+
+Test(conn_state, a_reroute_is_no_change_and_one_that_finds_no_node_is_the_outage) {
+    eddy__conn_state *cs = tracker();
+    unsigned a = 0, b = 0;
+    eddy__conn_up(cs, &a);
+    eddy__conn_up(cs, &b);
+    /* A migration: the slot's keys are split, each connection comes up, its first command is
+     * answered TRYAGAIN (or MOVED, UNBLOCKED) and it is given up, many times over. */
+    const char *replies[] = {"TRYAGAIN Multiple keys request during rehashing of slot",
+                             "MOVED 3999 127.0.0.1:7002",
+                             "UNBLOCKED force unblock from blocking operation"};
+    for (int i = 0; i < 60; i++) {
+        eddy_error e = redirected(replies[i % 3]);
+        cr_assert(eddy__cluster_rerouted(EDDY_ERR_IO, &e), "%s", e.detail);
+        eddy__conn_lost(cs, &a, EDDY_ERR_IO, &e);
+        eddy__conn_up(cs, &a);
+    }
+    cr_assert_eq(ntold, 1, "%zu changes", ntold);
+    cr_expect_eq(told[0], EDDY_CONN_CONNECTED);
+    /* A MOVED to a node that is gone: the reroute fails, and that is the outage, once. */
+    eddy_error moved = redirected("MOVED 3999 127.0.0.1:7002");
+    eddy_error refused = because(EDDY_ERR_IO, "connect to 127.0.0.1:7002: Connection refused");
+    eddy__conn_lost(cs, &a, EDDY_ERR_IO, &moved);
+    eddy__conn_failed(cs, EDDY_ERR_IO, &refused);
+    eddy__conn_failed(cs, EDDY_ERR_IO, &refused);
+    eddy__conn_lost(cs, &b, EDDY_ERR_IO, &moved); /* b was of the period that ended */
+    cr_assert_eq(ntold, 2);
+    cr_expect_eq(told[1], EDDY_CONN_DISCONNECTED);
+    eddy__conn_up(cs, &a);
+    cr_assert_eq(ntold, 3);
+    cr_expect_eq(told[2], EDDY_CONN_RECONNECTED);
+    eddy__conn_state_free(cs);
+}
+
+Test(conn_state, a_cluster_down_is_one_change_however_many_reconnects) {
+    eddy__conn_state *cs = tracker();
+    unsigned a = 0;
+    eddy__conn_up(cs, &a);
+    eddy_error down = redirected("CLUSTERDOWN The cluster is down");
+    cr_assert_eq(eddy__cluster_refused(EDDY_ERR_IO, &down), EDDY__CLUSTER_DOWN);
+    cr_assert_not(eddy__cluster_rerouted(EDDY_ERR_IO, &down));
+    eddy__conn_lost(cs, &a, EDDY_ERR_IO, &down);
+    /* Each connection comes up, and its first command is refused again. */
+    for (int i = 0; i < 50; i++) {
+        eddy__conn_up(cs, &a);
+        cr_assert_neq(a, 0, "up, if not yet proved");
+        eddy__conn_lost(cs, &a, EDDY_ERR_IO, &down);
+        eddy__conn_failed(cs, EDDY_ERR_IO, &down);
+    }
+    cr_assert_eq(ntold, 2, "%zu changes", ntold);
+    /* Healed: a connection comes up and answers; that ends the outage, once. */
+    eddy__conn_up(cs, &a);
+    cr_expect_eq(ntold, 2, "up is not enough while the outage is in doubt");
+    eddy__conn_proved(cs, &a);
+    eddy__conn_proved(cs, &a); /* every answer calls it: nothing more */
+    cr_assert_eq(ntold, 3);
+    cr_expect_eq(told[0], EDDY_CONN_CONNECTED);
+    cr_expect_eq(told[1], EDDY_CONN_DISCONNECTED);
+    cr_expect_eq(told[2], EDDY_CONN_RECONNECTED);
+    /* An ordinary outage afterwards ends when a connection comes up, as before. */
+    eddy_error io = because(EDDY_ERR_IO, "connection: Server closed the connection");
+    eddy__conn_lost(cs, &a, EDDY_ERR_IO, &io);
+    eddy__conn_up(cs, &a);
+    cr_assert_eq(ntold, 5);
+    cr_expect_eq(told[4], EDDY_CONN_RECONNECTED);
+    eddy_connection_stats st;
+    eddy__conn_stats(cs, &st);
+    cr_expect_eq(st.connects, 53);
+    cr_expect_eq(st.disconnects, 52);
     eddy__conn_state_free(cs);
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "cluster.h"
 #include "publisher.h"
 #include "settings.h"
 #include "store.h"
@@ -77,8 +78,8 @@ Test(publisher, loads_the_library_then_calls_the_function) {
     cr_assert_eq(l.n, 3);
     cr_expect(eddy__store_is_load(&l, 0));
     cr_expect_str_eq(head(&l.cmds[1], 3), "SADD {t}:subjects a.b");
-    cr_expect_str_eq(head(&l.cmds[2], 7),
-                     "FCALL " EDDY__PUBLISH_FN " 2 {t}:s:a.b {t}:pubid:3:a.b:e:1 5000 0");
+    cr_expect_str_eq(head(&l.cmds[2], 9), "FCALL " EDDY__PUBLISH_FN
+                                          " 3 {t}:s:a.b {t}:pubids:a.b {t}:pubexp:a.b 5000 0 e:1");
     /* The load is queued: the next publish on the connection runs after it. */
     cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
     cr_assert_eq(l.n, 5);
@@ -191,4 +192,90 @@ Test(publisher, the_function_takes_a_bounded_number_of_fields) {
     cr_expect_eq(l.n, 0, "nothing left behind");
     eddy__cmdlist_reset(&l);
     eddy_event_free(ev);
+}
+
+/* ---- what a cluster refused unwritten goes again (eddy__publish_moved_again) --------------- */
+
+/* The failure a cluster's redirect reply causes on a link (cluster.h). */
+static eddy_error refusal(const char *reply_text) {
+    eddy_settings in;
+    eddy_settings_init(&in);
+    in.url = "redis-cluster://127.0.0.1:7000";
+    in.ns = "t";
+    eddy__settings s;
+    eddy_error err = {0};
+    cr_assert_eq(eddy__settings_copy(&s, &in, &err), EDDY_OK, "%s", err.detail);
+    eddy__cluster *cl = eddy__cluster_new(&s);
+    cr_assert(cl);
+    redisReply r = {
+        .type = REDIS_REPLY_ERROR, .str = (char *)reply_text, .len = strlen(reply_text)};
+    eddy_error e = {0};
+    cr_assert(eddy__cluster_redirect(cl, &r, "127.0.0.1:7000", &e));
+    e.status = EDDY_ERR_IO;
+    eddy__cluster_free(cl);
+    eddy__settings_free(&s);
+    return e;
+}
+
+/* Whether a send of npub publishes by p, failed with e, goes again. */
+static bool again_after(eddy__publisher *p, size_t npub, const eddy_error *e) {
+    eddy_event *ev = ev_new("e:9");
+    eddy__cmdlist sent, again;
+    eddy__cmdlist_init(&sent);
+    for (size_t i = 0; i < npub; i++)
+        cr_assert_eq(eddy__publish_prepare(p, "a.b", ev, &sent, NULL), EDDY_OK);
+    bool v = eddy__publish_moved_again(p, npub, &sent, e->status, e, &again);
+    if (v) {
+        cr_expect_eq(again.n, sent.n, "a copy of what was sent");
+        eddy__cmdlist_reset(&again);
+    }
+    eddy__cmdlist_reset(&sent);
+    eddy_event_free(ev);
+    return v;
+}
+
+Test(publisher, what_a_cluster_refused_goes_again_when_nothing_can_be_stored_twice) {
+    eddy_error moved = refusal("MOVED 3999 127.0.0.1:7002");
+    eddy_error tryagain = refusal("TRYAGAIN Multiple keys request during rehashing of slot");
+    eddy_error down = refusal("CLUSTERDOWN The cluster is down");
+    eddy_error io = {.status = EDDY_ERR_IO};
+    strcpy(io.detail, "connection to 127.0.0.1:7000: closed by the server");
+    cr_expect_eq(eddy__cluster_refused(EDDY_ERR_IO, &moved), EDDY__CLUSTER_MOVED);
+    cr_expect_eq(eddy__cluster_refused(EDDY_ERR_IO, &tryagain), EDDY__CLUSTER_TRYAGAIN);
+    cr_expect_eq(eddy__cluster_refused(EDDY_ERR_IO, &down), EDDY__CLUSTER_DOWN);
+    cr_expect_eq(eddy__cluster_refused(EDDY_ERR_IO, &io), EDDY__CLUSTER_NOT_REFUSED);
+    cr_expect_eq(eddy__cluster_refused(EDDY_ERR_TIMEOUT, &moved), EDDY__CLUSTER_NOT_REFUSED);
+
+    /* With publish_dedup_ms (this suite's publisher): anything refused goes again. */
+    cr_expect(again_after(pub, 1, &moved));
+    cr_expect(again_after(pub, 3, &tryagain));
+    cr_expect(again_after(pub, 2, &down));
+    cr_expect_not(again_after(pub, 1, &io), "a lost connection is no refusal");
+
+    /* Without it: one publish after a MOVED or a TRYAGAIN (the refused command is its own),
+     * never a batch, never after a CLUSTERDOWN (a publish behind the refused command may have
+     * run once the cluster came back). */
+    eddy_settings s;
+    eddy_settings_init(&s);
+    s.ns = "t";
+    eddy__settings plain_s;
+    cr_assert_eq(eddy__settings_copy(&plain_s, &s, NULL), EDDY_OK);
+    eddy__publisher *plain = eddy__publisher_new(&plain_s);
+    cr_assert(plain);
+    cr_expect(again_after(plain, 1, &moved));
+    cr_expect(again_after(plain, 1, &tryagain));
+    cr_expect_not(again_after(plain, 1, &down));
+    cr_expect_not(again_after(plain, 2, &moved));
+    cr_expect_not(again_after(plain, 2, &tryagain));
+    eddy__publisher_free(plain);
+    eddy__settings_free(&plain_s);
+
+    /* The store's append: after a MOVED always; after a TRYAGAIN or a CLUSTERDOWN only the one
+     * the refusal answered. */
+    cr_expect(eddy__store_append_again(EDDY_ERR_IO, &moved, false));
+    cr_expect(eddy__store_append_again(EDDY_ERR_IO, &tryagain, true));
+    cr_expect_not(eddy__store_append_again(EDDY_ERR_IO, &tryagain, false));
+    cr_expect(eddy__store_append_again(EDDY_ERR_IO, &down, true));
+    cr_expect_not(eddy__store_append_again(EDDY_ERR_IO, &down, false));
+    cr_expect_not(eddy__store_append_again(EDDY_ERR_IO, &io, true));
 }

@@ -1104,17 +1104,56 @@ Test(store_memory, undo_restores_node_bookkeeping) {
 
 Test(store_memory, dedup_publish_answers_with_the_first_id) {
     load_library();
-    const char *first = mrun("FCALL " EDDY__PUBLISH_FN " 2 st dk 60000 0 f v");
+    const char *first = mrun("FCALL " EDDY__PUBLISH_FN " 3 st di de 60000 0 e1 f v");
     char id[64];
     snprintf(id, sizeof(id), "%s", first);
     cr_assert(id[0] == '$' && strchr(id, '-'), "%s", id);
-    cr_expect_str_eq(mrun("FCALL " EDDY__PUBLISH_FN " 2 st dk 60000 0 f w"), id);
+    cr_expect_str_eq(mrun("FCALL " EDDY__PUBLISH_FN " 3 st di de 60000 0 e1 f w"), id);
     cr_expect_str_eq(mrun("XLEN st"), ":1");
-    cr_expect_str_eq(mrun("GET dk"), id);
-    const char *ttl = mrun("PTTL dk");
+    cr_expect_str_eq(mrun("HGET di e1"), id);
+    cr_expect_str_eq(mrun("ZCARD de"), ":1");
+    const char *ttl = mrun("PTTL di");
     cr_expect(ttl[0] == ':' && atol(ttl + 1) > 0 && atol(ttl + 1) <= 60000, "%s", ttl);
-    cr_expect_str_neq(mrun("FCALL " EDDY__PUBLISH_FN " 2 st dk2 60000 0 f v"), id);
+    ttl = mrun("PTTL de");
+    cr_expect(ttl[0] == ':' && atol(ttl + 1) > 0 && atol(ttl + 1) <= 60000, "%s", ttl);
+    cr_expect_str_neq(mrun("FCALL " EDDY__PUBLISH_FN " 3 st di de 60000 0 e2 f v"), id);
     cr_expect_str_eq(mrun("XLEN st"), ":2", "another id is another entry");
+    cr_expect_str_eq(mrun("HLEN di"), ":2", "one record for the subject: two fields, no new key");
+    cr_expect_str_eq(mrun("EXISTS e1 e2"), ":0");
+}
+
+Test(store_memory, dedup_publish_prunes_what_expired) {
+    load_library();
+    /* Two ids whose time passed long ago (as the record would hold them after the window) and
+     * one still inside it: the next publish forgets the first two, not the third. */
+    cr_assert_str_eq(mrun("HSET di old1 1-1 old2 1-2 live 1-3"), ":3");
+    cr_assert_str_eq(mrun("ZADD de 1 old1 2 old2 99999999999999 live"), ":3");
+    cr_assert_str_eq(mrun("XADD st 1-1 f v"), "$1-1");
+    const char *r = mrun("FCALL " EDDY__PUBLISH_FN " 3 st di de 60000 0 old1 f v");
+    cr_expect_str_neq(r, "$1-1", "an id past its time is published again");
+    cr_expect_str_eq(mrun("XLEN st"), ":2");
+    cr_expect_str_eq(mrun("HGET di old2"), "nil");
+    cr_expect_str_eq(mrun("ZSCORE de old2"), "nil");
+    cr_expect_str_eq(mrun("FCALL " EDDY__PUBLISH_FN " 3 st di de 60000 0 live f v"), "$1-3");
+    cr_expect_str_eq(mrun("HLEN di"), ":2", "live and the new old1");
+}
+
+Test(store_memory, dedup_publish_checks_its_arguments) {
+    load_library();
+    cr_expect_str_eq(mrun("FCALL " EDDY__PUBLISH_FN " 2 st di 60000 0 e1 f v"),
+                     "-ERR eddy_publish: wrong number of keys");
+    cr_expect_str_eq(mrun("FCALL " EDDY__PUBLISH_FN " 3 st di de 0 0 e1 f v"),
+                     "-ERR eddy_publish: bad dedup window");
+    cr_expect_str_eq(mrun("FCALL " EDDY__PUBLISH_FN " 3 st di de 60000 x e1 f v"),
+                     "-ERR eddy_publish: bad maxlen");
+    cr_expect_str_eq(mrun("FCALL " EDDY__PUBLISH_FN " 3 st di de 60000 0 e1 f"),
+                     "-ERR eddy_publish: wrong number of arguments");
+    cr_expect_str_eq(mrun("FCALL " EDDY__PUBLISH_FN " 3 st di de 60000 0 '' f v"),
+                     "-ERR eddy_publish: bad event id");
+    cr_assert_str_eq(mrun("SET di x"), "+OK");
+    cr_expect_str_eq(mrun("FCALL " EDDY__PUBLISH_FN " 3 st di de 60000 0 e1 f v"),
+                     "-WRONGTYPE Operation against a key holding the wrong kind of value");
+    cr_expect_str_eq(mrun("EXISTS st"), ":0");
 }
 
 /* One deduplicated publish with the n-th allocation failing: all of it or nothing. Returns
@@ -1122,7 +1161,8 @@ Test(store_memory, dedup_publish_answers_with_the_first_id) {
 static bool dedup_publish_under_oom(long n) {
     cr_assert_str_eq(mrun("FLUSHALL"), "+OK");
     cr_assert_str_eq(mrun("XADD st 1-1 f v"), "$1-1");
-    const char *words[] = {"FCALL", EDDY__PUBLISH_FN, "2", "st", "dk", "60000", "5", "f", "v"};
+    const char *words[] = {
+        "FCALL", EDDY__PUBLISH_FN, "3", "st", "di", "de", "60000", "5", "e1", "f", "v"};
     long long block;
     redisReply *r = mexec_failing(words, sizeof(words) / sizeof(words[0]), n, &block);
     bool applied = r != NULL;
@@ -1131,7 +1171,7 @@ static bool dedup_publish_under_oom(long n) {
         freeReplyObject(r);
     }
     cr_assert_str_eq(mrun("XLEN st"), applied ? ":2" : ":1", "allocation %ld", n);
-    cr_assert_str_eq(mrun("EXISTS dk"), applied ? ":1" : ":0", "allocation %ld", n);
+    cr_assert_str_eq(mrun("EXISTS di de"), applied ? ":2" : ":0", "allocation %ld", n);
     return !applied;
 }
 
@@ -1150,21 +1190,22 @@ Test(store_memory, dedup_publish_is_all_or_nothing_when_memory_runs_out) {
 static bool dedup_append_under_oom(long n) {
     cr_assert_str_eq(mrun("FLUSHALL"), "+OK");
     cr_assert_str_eq(mrun("FCALL " EDDY__STORE_APPEND_DEDUP_FN
-                          " 6 s a p subj subjects d0 -1 o 1 2 f 0 x.y 0 "
-                          "60000"),
+                          " 7 s a p subj subjects di de -1 o 1 2 f 0 x.y 0 "
+                          "60000 d0"),
                      ":1");
     const char *words[] = {"FCALL", EDDY__STORE_APPEND_DEDUP_FN,
                            "7",     "s",
                            "a",     "p",
                            "subj",  "subjects",
-                           "d1",    "d2",
+                           "di",    "de",
                            "1",     "o",
                            "2",     "4",
                            "f",     "1",
                            "g",     "x",
                            "2",     "f",
                            "2",     "x.y",
-                           "0",     "60000"};
+                           "0",     "60000",
+                           "d1",    "d2"};
     size_t nwords = sizeof(words) / sizeof(words[0]);
     long long block;
     redisReply *r = mexec_failing(words, nwords, n, &block);
@@ -1176,7 +1217,8 @@ static bool dedup_append_under_oom(long n) {
     }
     cr_assert_str_eq(mrun("XLEN s"), applied ? ":3" : ":1", "allocation %ld", n);
     cr_assert_str_eq(mrun("XLEN subj"), applied ? ":3" : ":1", "allocation %ld", n);
-    cr_assert_str_eq(mrun("EXISTS d1 d2"), applied ? ":2" : ":0", "allocation %ld", n);
+    cr_assert_str_eq(mrun("HLEN di"), applied ? ":3" : ":1", "allocation %ld", n);
+    cr_assert_str_eq(mrun("ZCARD de"), applied ? ":3" : ":1", "allocation %ld", n);
     if (applied) {
         /* The repeat: the first outcome, nothing written. */
         r = mexec_failing(words, nwords, 0, &block);
