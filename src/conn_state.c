@@ -17,6 +17,7 @@
 #include "conn_state.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,7 +41,9 @@ struct eddy__conn_state {
     eddy_connection_fn fn;
     void *user;
     unsigned reconnect_max_ms;
-    char where[160]; /* the server, without credentials */
+    char where[160];           /* the server, without credentials */
+    atomic_uint master_epoch;  /* eddy__conn_master_moved/doubt */
+    long long master_epoch_at; /* when it last moved (monotonic ms), under lock */
 };
 
 eddy__conn_state *eddy__conn_state_new(const eddy__url *url, const eddy__logger *log,
@@ -249,4 +252,25 @@ void eddy__conn_stats(eddy__conn_state *cs, eddy_connection_stats *out) {
     if (cs->down_since >= 0)
         out->disconnected_ms += (unsigned long long)(eddy__mono_ms() - cs->down_since);
     pthread_mutex_unlock(&cs->lock);
+}
+
+/* A new master epoch; `doubt` only when the last is older than reconnect_max_ms. */
+static void new_master_epoch(eddy__conn_state *cs, bool doubt) {
+    if (!cs)
+        return;
+    long long now = eddy__mono_ms();
+    pthread_mutex_lock(&cs->lock);
+    if (!doubt || cs->master_epoch_at == 0 ||
+        now - cs->master_epoch_at >= (long long)cs->reconnect_max_ms) {
+        atomic_fetch_add(&cs->master_epoch, 1);
+        cs->master_epoch_at = now;
+    }
+    pthread_mutex_unlock(&cs->lock);
+}
+
+void eddy__conn_master_moved(eddy__conn_state *cs) { new_master_epoch(cs, false); }
+void eddy__conn_master_doubt(eddy__conn_state *cs) { new_master_epoch(cs, true); }
+
+unsigned eddy__conn_master_epoch(const eddy__conn_state *cs) {
+    return cs ? atomic_load_explicit(&cs->master_epoch, memory_order_relaxed) : 0;
 }

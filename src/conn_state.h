@@ -51,4 +51,16 @@ bool eddy__conn_refused(eddy_status st);
 
 void eddy__conn_stats(eddy__conn_state *cs, eddy_connection_stats *out);
 
+/* redis-sentinel://: the master this handle writes to is no longer to be trusted, and every
+ * connection of the handle asks the sentinels afresh (src/link.c compares the epoch it
+ * connected at with eddy__conn_master_epoch at each step, and fails when they differ).
+ * eddy__conn_master_moved: a sentinel announced +switch-master, or a master answered READONLY;
+ * always a new epoch. eddy__conn_master_doubt: a WAIT shortfall or a ROLE that is not master;
+ * a new epoch unless the last one is younger than reconnect_max_ms (a replica merely slow
+ * then costs the handle one round of reconnects per reconnect_max_ms, not one per publish).
+ * cs may be NULL (epoch 0, nothing happens). */
+void eddy__conn_master_moved(eddy__conn_state *cs);
+void eddy__conn_master_doubt(eddy__conn_state *cs);
+unsigned eddy__conn_master_epoch(const eddy__conn_state *cs);
+
 #endif

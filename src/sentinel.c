@@ -19,6 +19,7 @@ struct eddy__sentinel {
     const eddy__settings *s;
     eddy__settings child_s;
     eddy__link *child;
+    eddy__link *watch;       /* the child that named this round's master, subscribed (sentinel.h) */
     size_t start, at, tried; /* this round: first asked, being asked, how many asked */
     size_t named_by;         /* the sentinel that named this round's master */
     bool found, ready;       /* this round named a master; it became READY */
@@ -37,6 +38,14 @@ eddy__sentinel *eddy__sentinel_new(const eddy__settings *s) {
 }
 
 void eddy__sentinel_stop(eddy__sentinel *sn) {
+    eddy__link_free(sn->child);
+    sn->child = NULL;
+    eddy__link_free(sn->watch);
+    sn->watch = NULL;
+}
+
+/* Ends the ask only (its link may have become the watch). */
+static void stop_asking(eddy__sentinel *sn) {
     eddy__link_free(sn->child);
     sn->child = NULL;
 }
@@ -63,7 +72,7 @@ static void note(eddy__sentinel *sn, eddy_status st, const char *detail) {
     snprintf(sn->why + n, sizeof(sn->why) - n, "%s%s:%d: %s", n ? "; " : "", hp->host, hp->port,
              detail);
     sn->why_st = st;
-    eddy__sentinel_stop(sn);
+    stop_asking(sn);
 }
 
 /* Asks the next sentinel not asked yet this round. */
@@ -86,6 +95,12 @@ static eddy_status ask_next(eddy__sentinel *sn, eddy_error *err) {
             eddy__cmd_str(c, "SENTINEL");
             eddy__cmd_str(c, "get-master-addr-by-name");
             eddy__cmd_str(c, url->name);
+        }
+        /* In the same write: the sentinel subscribes this connection before it reads anything
+         * else, so no announcement after its answer is missed (sentinel.h). */
+        if ((c = eddy__cmdlist_add(&q, 0, 0))) {
+            eddy__cmd_str(c, "SUBSCRIBE");
+            eddy__cmd_str(c, "+switch-master");
         }
         eddy_error e;
         /* Its deadline is the round's: the link's clock is only known through it. */
@@ -160,7 +175,9 @@ eddy_status eddy__sentinel_io(eddy__sentinel *sn, unsigned ready, const char **h
     if (st == EDDY_OK) {
         eddy__log(&sn->s->log, EDDY_LOG_DEBUG, "sentinel %s: the master '%s' is at %s:%d",
                   eddy__link_peer(sn->child), sn->s->url.name, sn->host, sn->port);
-        eddy__sentinel_stop(sn);
+        sn->watch = sn->child; /* SUBSCRIBE went with the ask: its messages follow */
+        sn->child = NULL;
+        eddy__link_accept_pushes(sn->watch);
         sn->found = true;
         sn->named_by = sn->at;
         *host = sn->host;
@@ -173,6 +190,87 @@ eddy_status eddy__sentinel_io(eddy__sentinel *sn, unsigned ready, const char **h
     }
     note(sn, st, e.detail);
     return ask_next(sn, err);
+}
+
+bool eddy__sentinel_watching(const eddy__sentinel *sn) { return sn->watch != NULL; }
+
+static bool elem_is(const redisReply *r, size_t i, const char *s) {
+    return r->element[i]->type == REDIS_REPLY_STRING && r->element[i]->len == strlen(s) &&
+           memcmp(r->element[i]->str, s, r->element[i]->len) == 0;
+}
+
+bool eddy__sentinel_switch_msg(const redisReply *r, const char *name, char *host, size_t hostsize,
+                               int *port) {
+    /* ["message", "+switch-master", "<name> <old ip> <old port> <new ip> <new port>"] */
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 || !elem_is(r, 0, "message") ||
+        !elem_is(r, 1, "+switch-master") || r->element[2]->type != REDIS_REPLY_STRING)
+        return false;
+    const char *p = r->element[2]->str, *lim = p + r->element[2]->len;
+    const char *word[5];
+    size_t len[5], n = 0;
+    while (p < lim && n < 5) {
+        while (p < lim && *p == ' ')
+            p++;
+        if (p == lim)
+            break;
+        word[n] = p;
+        while (p < lim && *p != ' ')
+            p++;
+        len[n] = (size_t)(p - word[n]);
+        n++;
+    }
+    while (p < lim && *p == ' ')
+        p++;
+    if (n != 5 || p != lim || len[0] != strlen(name) || memcmp(word[0], name, len[0]) != 0 ||
+        len[3] == 0 || len[3] >= hostsize || len[4] == 0 || len[4] > 5)
+        return false;
+    long v = 0;
+    for (size_t i = 0; i < len[4]; i++) {
+        if (word[4][i] < '0' || word[4][i] > '9')
+            return false;
+        v = v * 10 + (word[4][i] - '0');
+    }
+    if (v < 1 || v > 65535)
+        return false;
+    memcpy(host, word[3], len[3]);
+    host[len[3]] = '\0';
+    *port = (int)v;
+    return true;
+}
+
+eddy_status eddy__sentinel_watch(eddy__sentinel *sn, const char *host, int port, eddy_error *err) {
+    if (!sn->watch)
+        return EDDY_OK;
+    eddy_error e;
+    eddy_status st = eddy__link_io(sn->watch, EDDY__LINK_READ, &e);
+    for (redisReply *r = NULL; st == EDDY_OK; r = NULL) {
+        if ((st = eddy__link_reply(sn->watch, &r, &e)) != EDDY_OK || !r)
+            break;
+        char to[256];
+        int to_port = 0;
+        bool moved = eddy__sentinel_switch_msg(r, sn->s->url.name, to, sizeof(to), &to_port) &&
+                     (to_port != port || !host || strcmp(to, host) != 0);
+        if (r->type == REDIS_REPLY_ERROR) /* SUBSCRIBE refused (the sentinels' ACL) */
+            st = eddy__fail(&e, EDDY_ERR_BACKEND, "%.*s", (int)r->len, r->str);
+        freeReplyObject(r);
+        if (moved) {
+            eddy_status out = eddy__fail(err, EDDY_ERR_IO,
+                                         "sentinel %s: +switch-master: the master '%s' moved "
+                                         "from %s:%d to %s:%d",
+                                         eddy__link_peer(sn->watch), sn->s->url.name,
+                                         host ? host : "?", port, to, to_port);
+            eddy__log(&sn->s->log, EDDY_LOG_INFO, "%s", err ? err->detail : "+switch-master");
+            return out;
+        }
+    }
+    if (st != EDDY_OK) { /* the watch is gone; the link's other checks remain */
+        eddy__log(&sn->s->log, EDDY_LOG_DEBUG,
+                  "sentinel %s: no longer watched for +switch-master: %s",
+                  eddy__link_peer(sn->watch), e.detail);
+        eddy__link_free(sn->watch);
+        sn->watch = NULL;
+    }
+    return EDDY_OK;
 }
 
 void eddy__sentinel_role_cmd(eddy__cmdlist *out) {

@@ -9,6 +9,15 @@
  * refused), the next round starts with the sentinel after the one that named it, so that a
  * sentinel with a stale answer cannot hold every connect. Nothing is cached: every round asks.
  *
+ * Following a switch: the ask is pipelined with SUBSCRIBE +switch-master on the same
+ * connection, so the sentinel that named the master handles both in one pass (no announcement
+ * can fall between them), and that connection stays open as the round's watch while the link
+ * is up. The link reads it without waiting whenever it steps (eddy__sentinel_watch: a recv()
+ * that would block, the driver's existing waits drive it), and an announcement that the
+ * master moved away from where the link is fails the link (EDDY_ERR_IO), which makes the
+ * driver connect again, asking afresh. A watch that fails (the sentinel went away) is dropped
+ * with a log line: READONLY, WAIT shortfalls and the ROLE check still make the link ask again.
+ *
  * Thread: the link's. */
 #ifndef EDDY_SRC_SENTINEL_H
 #define EDDY_SRC_SENTINEL_H
@@ -44,6 +53,17 @@ eddy_status eddy__sentinel_io(eddy__sentinel *sn, unsigned ready, const char **h
                               eddy_error *err);
 /* The master this round found is READY: the next round starts with the same sentinel. */
 void eddy__sentinel_ready(eddy__sentinel *sn);
+
+/* Reads what the watch (the subscribed connection of the round's sentinel) holds, without
+ * waiting. EDDY_OK when nothing says the master left host:port (the link's); EDDY_ERR_IO with
+ * the detail when a +switch-master for this master names another address. */
+eddy_status eddy__sentinel_watch(eddy__sentinel *sn, const char *host, int port, eddy_error *err);
+/* True while the round's sentinel connection is kept as the watch. */
+bool eddy__sentinel_watching(const eddy__sentinel *sn);
+/* Whether r (a reply read on a watch) is a +switch-master message for the master `name`: then
+ * true, with the new address in host (NUL-terminated, hostsize bytes at most) and *port. */
+bool eddy__sentinel_switch_msg(const redisReply *r, const char *name, char *host, size_t hostsize,
+                               int *port);
 
 /* Appends ROLE to a master's handshake. */
 void eddy__sentinel_role_cmd(eddy__cmdlist *out);

@@ -17,6 +17,7 @@
 #include "eddy_test.h"
 #include "fake_server.h"
 #include "link.h"
+#include "sentinel.h"
 #include "settings.h"
 
 static eddy__settings settings_for(const char *url) {
@@ -24,6 +25,7 @@ static eddy__settings settings_for(const char *url) {
     eddy_settings_init(&in);
     in.url = url;
     in.connect_timeout_ms = 5000;
+    in.log = eddy_test_log;
     eddy__settings s;
     eddy_error err;
     cr_assert_eq(eddy__settings_copy(&s, &in, &err), EDDY_OK, "%s", err.detail);
@@ -136,4 +138,188 @@ Test(sentinel_link, readonly_fails_the_link) {
     eddy__settings_free(&s);
     fake_close(&master);
     fake_close(&sn);
+}
+
+/* A master (ROLE master, then PONG to each PING) and a sentinel that names it. */
+static void master_and_sentinel(fake *master, fake *sn) {
+    fake_listen(master);
+    fake_listen(sn);
+    master->triggers[0] = "ROLE";
+    master->answers[0] = "*3\r\n$6\r\nmaster\r\n:0\r\n*0\r\n";
+    /* The n-th PING is answered once n of them arrived (a trigger is a substring). */
+    static char pings[FAKE_STEPS][FAKE_STEPS * 14 + 1];
+    for (int i = 1; i < FAKE_STEPS; i++) {
+        pings[i][0] = '\0';
+        for (int k = 0; k < i; k++)
+            strcat(pings[i], "*1\r\n$4\r\nPING\r\n");
+        master->triggers[i] = pings[i];
+        master->answers[i] = "+PONG\r\n";
+    }
+    sn->triggers[0] = "get-master-addr-by-name";
+    sn->answers[0] = addr_of(0, master->port);
+    sn->triggers[1] = "SUBSCRIBE";
+    sn->answers[1] = "*3\r\n$9\r\nsubscribe\r\n$14\r\n+switch-master\r\n:1\r\n";
+}
+
+/* What a sentinel publishes on +switch-master: "<name> <old ip> <old port> <new ip> <new port>". */
+static void announce(fake *sn, const char *text) {
+    char msg[256];
+    int n =
+        snprintf(msg, sizeof(msg), "*3\r\n$7\r\nmessage\r\n$14\r\n+switch-master\r\n$%zu\r\n%s\r\n",
+                 strlen(text), text);
+    cr_assert(sn->peer >= 0);
+    cr_assert_eq(write(sn->peer, msg, (size_t)n), n);
+}
+
+static bool ping_answered(eddy__link *l, fake **fakes, size_t n, eddy_error *err) {
+    queue_ping(l);
+    redisReply *r = NULL;
+    eddy_status st = fake_one_reply(l, fakes, n, &r, err);
+    bool ok = st == EDDY_OK && r && r->type == REDIS_REPLY_STATUS && strcmp(r->str, "PONG") == 0;
+    if (r)
+        freeReplyObject(r);
+    return ok;
+}
+
+static size_t count(const char *hay, const char *needle) {
+    size_t n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
+/* The sentinel that named the master is asked with SUBSCRIBE +switch-master in the same write,
+ * and its announcements are read as the link steps: one for another master or for the address
+ * the link is on changes nothing; one that moves this master away fails the link before
+ * anything more is written to it, and moves the handle's master epoch. */
+Test(sentinel_link, switch_master_announcement_fails_the_link_at_once) {
+    fake master, sn;
+    master_and_sentinel(&master, &sn);
+    fake *fakes[] = {&master, &sn};
+    char url[128];
+    snprintf(url, sizeof(url), "redis-sentinel://127.0.0.1:%d/m", sn.port);
+    eddy__settings s = settings_for(url);
+    eddy__link *l = eddy__link_new(&s, false);
+    eddy_error err;
+    cr_assert_eq(eddy__link_connect(l, eddy_test_now_ms(), &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(fake_until_ready(l, fakes, 2, &err), EDDY_OK, "%s", err.detail);
+    cr_expect(strstr(sn.got, "get-master-addr-by-name") && strstr(sn.got, "SUBSCRIBE"),
+              "asked and subscribed: %s", sn.got);
+    cr_expect(strstr(sn.got, "+switch-master"));
+    cr_assert(ping_answered(l, fakes, 2, &err), "%s", err.detail);
+
+    char text[128];
+    announce(&sn, "other 127.0.0.1 1 127.0.0.1 2");                          /* another master */
+    snprintf(text, sizeof(text), "m 127.0.0.1 1 127.0.0.1 %d", master.port); /* to where it is */
+    announce(&sn, text);
+    announce(&sn, "m 127.0.0.1"); /* not an announcement */
+    cr_assert(ping_answered(l, fakes, 2, &err), "%s", err.detail);
+    size_t pings = count(master.got, "PING");
+    cr_expect_eq(pings, 2);
+
+    unsigned epoch = eddy__conn_master_epoch(s.conn_state);
+    snprintf(text, sizeof(text), "m 127.0.0.1 %d 127.0.0.1 1", master.port);
+    announce(&sn, text);
+    queue_ping(l);
+    redisReply *r = NULL;
+    eddy_status st = fake_one_reply(l, fakes, 2, &r, &err);
+    cr_expect_eq(st, EDDY_ERR_IO, "%s", eddy_status_name(st));
+    cr_expect_null(r);
+    cr_expect(strstr(err.detail, "+switch-master") && strstr(err.detail, "127.0.0.1:1"), "%s",
+              err.detail);
+    cr_expect_eq(eddy__link_phase_of(l), EDDY__LINK_FAILED);
+    cr_expect_eq(count(master.got, "PING"), pings, "nothing more reached the old master");
+    cr_expect_neq(eddy__conn_master_epoch(s.conn_state), epoch, "the handle's epoch moved");
+    eddy__link_free(l);
+    eddy__settings_free(&s);
+    fake_close(&master);
+    fake_close(&sn);
+}
+
+/* Another connection of the handle heard of a switch (or doubted the master): this one fails at
+ * its next step, before writing, and connects again at the new epoch. A doubt (a WAIT shortfall,
+ * a ROLE that is not master) moves the epoch at most once per reconnect_max_ms; an announced
+ * move always does. */
+Test(sentinel_link, a_new_master_epoch_fails_every_link_of_the_handle) {
+    fake master, sn;
+    master_and_sentinel(&master, &sn);
+    fake *fakes[] = {&master, &sn};
+    char url[128];
+    snprintf(url, sizeof(url), "redis-sentinel://127.0.0.1:%d/m", sn.port);
+    eddy_settings in;
+    eddy_settings_init(&in);
+    in.url = url;
+    in.connect_timeout_ms = 5000;
+    in.reconnect_max_ms = 600000; /* the doubts below all fall within it */
+    eddy__settings s;
+    eddy_error err;
+    cr_assert_eq(eddy__settings_copy(&s, &in, &err), EDDY_OK, "%s", err.detail);
+    eddy__link *l = eddy__link_new(&s, false);
+    cr_assert_eq(eddy__link_connect(l, eddy_test_now_ms(), &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(fake_until_ready(l, fakes, 2, &err), EDDY_OK, "%s", err.detail);
+    cr_assert(ping_answered(l, fakes, 2, &err), "%s", err.detail);
+
+    unsigned e0 = eddy__conn_master_epoch(s.conn_state);
+    eddy__conn_master_doubt(s.conn_state);
+    unsigned e1 = eddy__conn_master_epoch(s.conn_state);
+    cr_expect_eq(e1, e0 + 1, "the first doubt moves the epoch");
+    queue_ping(l);
+    redisReply *r = NULL;
+    cr_expect_eq(fake_one_reply(l, fakes, 2, &r, &err), EDDY_ERR_IO);
+    cr_expect_null(r);
+    cr_expect(strstr(err.detail, "asking the sentinels again"), "%s", err.detail);
+    cr_expect_eq(count(master.got, "PING"), 1, "the stale link wrote nothing more");
+
+    int asked = sn.accepts;
+    cr_assert_eq(eddy__link_connect(l, eddy_test_now_ms(), &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(fake_until_ready(l, fakes, 2, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(sn.accepts, asked + 1, "the sentinel was asked afresh");
+    eddy__conn_master_doubt(s.conn_state); /* within reconnect_max_ms of the last: nothing */
+    cr_expect_eq(eddy__conn_master_epoch(s.conn_state), e1);
+    cr_expect(ping_answered(l, fakes, 2, &err), "%s", err.detail);
+    eddy__conn_master_moved(s.conn_state);
+    cr_expect_eq(eddy__conn_master_epoch(s.conn_state), e1 + 1, "a move always counts");
+    queue_ping(l);
+    cr_expect_eq(fake_one_reply(l, fakes, 2, &r, &err), EDDY_ERR_IO);
+    eddy__link_free(l);
+    eddy__settings_free(&s);
+    fake_close(&master);
+    fake_close(&sn);
+}
+
+/* The announcement's words, strictly: anything else is not a switch. */
+Test(sentinel_link, switch_master_messages_are_read_strictly) {
+    redisReply el[3], *els[3] = {&el[0], &el[1], &el[2]};
+    redisReply arr = {.type = REDIS_REPLY_ARRAY, .elements = 3, .element = els};
+    char host[16];
+    int port = 0;
+    struct {
+        const char *kind, *chan, *text;
+        bool ok;
+    } cases[] = {
+        {"message", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 6380", true},
+        {"message", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 6380 extra", false},
+        {"message", "+switch-master", "mm 10.0.0.1 6379 10.0.0.2 6380", false},
+        {"message", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 0", false},
+        {"message", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 65536", false},
+        {"message", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 63x", false},
+        {"message", "+switch-master", "m 10.0.0.1 6379 a-host-name-too-long 6380", false},
+        {"message", "+sdown", "m 10.0.0.1 6379 10.0.0.2 6380", false},
+        {"subscribe", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 6380", false},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        const char *w[3] = {cases[i].kind, cases[i].chan, cases[i].text};
+        for (int k = 0; k < 3; k++)
+            el[k] =
+                (redisReply){.type = REDIS_REPLY_STRING, .str = (char *)w[k], .len = strlen(w[k])};
+        cr_expect_eq(eddy__sentinel_switch_msg(&arr, "m", host, sizeof(host), &port), cases[i].ok,
+                     "%s", cases[i].text);
+        if (cases[i].ok)
+            cr_expect(strcmp(host, "10.0.0.2") == 0 && port == 6380);
+    }
+    arr.elements = 2;
+    cr_expect(!eddy__sentinel_switch_msg(&arr, "m", host, sizeof(host), &port));
+    redisReply nil = {.type = REDIS_REPLY_NIL};
+    cr_expect(!eddy__sentinel_switch_msg(&nil, "m", host, sizeof(host), &port));
+    cr_expect(!eddy__sentinel_switch_msg(NULL, "m", host, sizeof(host), &port));
 }
