@@ -101,6 +101,7 @@ static eddy_status ask_next(eddy__sentinel *sn, eddy_error *err) {
         if ((c = eddy__cmdlist_add(&q, 0, 0))) {
             eddy__cmd_str(c, "SUBSCRIBE");
             eddy__cmd_str(c, "+switch-master");
+            eddy__cmd_str(c, "+failover-state-reconf-slaves");
         }
         eddy_error e;
         /* Its deadline is the round's: the link's clock is only known through it. */
@@ -199,43 +200,67 @@ static bool elem_is(const redisReply *r, size_t i, const char *s) {
            memcmp(r->element[i]->str, s, r->element[i]->len) == 0;
 }
 
-bool eddy__sentinel_switch_msg(const redisReply *r, const char *name, char *host, size_t hostsize,
-                               int *port) {
-    /* ["message", "+switch-master", "<name> <old ip> <old port> <new ip> <new port>"] */
-    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 || !elem_is(r, 0, "message") ||
-        !elem_is(r, 1, "+switch-master") || r->element[2]->type != REDIS_REPLY_STRING)
-        return false;
-    const char *p = r->element[2]->str, *lim = p + r->element[2]->len;
-    const char *word[5];
-    size_t len[5], n = 0;
-    while (p < lim && n < 5) {
+/* Splits [p, lim) at spaces into at most max words; the count, or max + 1 for more. */
+static size_t split(const char *p, const char *lim, const char **word, size_t *len, size_t max) {
+    size_t n = 0;
+    for (;;) {
         while (p < lim && *p == ' ')
             p++;
         if (p == lim)
-            break;
+            return n;
+        if (n == max)
+            return max + 1;
         word[n] = p;
         while (p < lim && *p != ' ')
             p++;
         len[n] = (size_t)(p - word[n]);
         n++;
     }
-    while (p < lim && *p == ' ')
-        p++;
-    if (n != 5 || p != lim || len[0] != strlen(name) || memcmp(word[0], name, len[0]) != 0 ||
-        len[3] == 0 || len[3] >= hostsize || len[4] == 0 || len[4] > 5)
+}
+
+/* host:port from two words; false when they are not an address. */
+static bool take_addr(const char *h, size_t hlen, const char *p, size_t plen, char *host,
+                      size_t hostsize, int *port) {
+    if (hlen == 0 || hlen >= hostsize || plen == 0 || plen > 5)
         return false;
     long v = 0;
-    for (size_t i = 0; i < len[4]; i++) {
-        if (word[4][i] < '0' || word[4][i] > '9')
+    for (size_t i = 0; i < plen; i++) {
+        if (p[i] < '0' || p[i] > '9')
             return false;
-        v = v * 10 + (word[4][i] - '0');
+        v = v * 10 + (p[i] - '0');
     }
     if (v < 1 || v > 65535)
         return false;
-    memcpy(host, word[3], len[3]);
-    host[len[3]] = '\0';
+    memcpy(host, h, hlen);
+    host[hlen] = '\0';
     *port = (int)v;
     return true;
+}
+
+eddy__sentinel_msg eddy__sentinel_message(const redisReply *r, const char *name, char *host,
+                                          size_t hostsize, int *port) {
+    if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 3 || !elem_is(r, 0, "message") ||
+        r->element[2]->type != REDIS_REPLY_STRING)
+        return EDDY__SENTINEL_MSG_NONE;
+    bool sw = elem_is(r, 1, "+switch-master");
+    if (!sw && !elem_is(r, 1, "+failover-state-reconf-slaves"))
+        return EDDY__SENTINEL_MSG_NONE;
+    const char *w[5];
+    size_t len[5];
+    size_t n = split(r->element[2]->str, r->element[2]->str + r->element[2]->len, w, len, 5);
+    if (sw) { /* "<name> <old ip> <old port> <new ip> <new port>" */
+        if (n != 5 || len[0] != strlen(name) || memcmp(w[0], name, len[0]) != 0 ||
+            !take_addr(w[3], len[3], w[4], len[4], host, hostsize, port))
+            return EDDY__SENTINEL_MSG_NONE;
+        return EDDY__SENTINEL_MSG_SWITCH;
+    }
+    /* "master <name> <ip> <port>": the failover of the master at ip:port promoted a replica,
+     * which the sentinel names from now on (get-master-addr-by-name), before +switch-master. */
+    if (n != 4 || len[0] != 6 || memcmp(w[0], "master", 6) != 0 || len[1] != strlen(name) ||
+        memcmp(w[1], name, len[1]) != 0 ||
+        !take_addr(w[2], len[2], w[3], len[3], host, hostsize, port))
+        return EDDY__SENTINEL_MSG_NONE;
+    return EDDY__SENTINEL_MSG_LEAVING;
 }
 
 eddy_status eddy__sentinel_watch(eddy__sentinel *sn, const char *host, int port, eddy_error *err) {
@@ -246,20 +271,28 @@ eddy_status eddy__sentinel_watch(eddy__sentinel *sn, const char *host, int port,
     for (redisReply *r = NULL; st == EDDY_OK; r = NULL) {
         if ((st = eddy__link_reply(sn->watch, &r, &e)) != EDDY_OK || !r)
             break;
-        char to[256];
-        int to_port = 0;
-        bool moved = eddy__sentinel_switch_msg(r, sn->s->url.name, to, sizeof(to), &to_port) &&
-                     (to_port != port || !host || strcmp(to, host) != 0);
+        char at[256];
+        int at_port = 0;
+        eddy__sentinel_msg m = eddy__sentinel_message(r, sn->s->url.name, at, sizeof(at), &at_port);
+        bool here = host && at_port == port && strcmp(at, host) == 0;
+        bool moved =
+            (m == EDDY__SENTINEL_MSG_SWITCH && !here) || (m == EDDY__SENTINEL_MSG_LEAVING && here);
         if (r->type == REDIS_REPLY_ERROR) /* SUBSCRIBE refused (the sentinels' ACL) */
             st = eddy__fail(&e, EDDY_ERR_BACKEND, "%.*s", (int)r->len, r->str);
         freeReplyObject(r);
         if (moved) {
-            eddy_status out = eddy__fail(err, EDDY_ERR_IO,
-                                         "sentinel %s: +switch-master: the master '%s' moved "
-                                         "from %s:%d to %s:%d",
-                                         eddy__link_peer(sn->watch), sn->s->url.name,
-                                         host ? host : "?", port, to, to_port);
-            eddy__log(&sn->s->log, EDDY_LOG_INFO, "%s", err ? err->detail : "+switch-master");
+            eddy_status out =
+                m == EDDY__SENTINEL_MSG_SWITCH
+                    ? eddy__fail(err, EDDY_ERR_IO,
+                                 "sentinel %s: +switch-master: the master '%s' moved from %s:%d "
+                                 "to %s:%d",
+                                 eddy__link_peer(sn->watch), sn->s->url.name, host ? host : "?",
+                                 port, at, at_port)
+                    : eddy__fail(err, EDDY_ERR_IO,
+                                 "sentinel %s: +failover-state-reconf-slaves: a replica of the "
+                                 "master '%s' at %s:%d was promoted; asking for the new master",
+                                 eddy__link_peer(sn->watch), sn->s->url.name, at, at_port);
+            eddy__log(&sn->s->log, EDDY_LOG_INFO, "%s", err ? err->detail : "the master moved");
             return out;
         }
     }

@@ -9,7 +9,8 @@
  * refused), the next round starts with the sentinel after the one that named it, so that a
  * sentinel with a stale answer cannot hold every connect. Nothing is cached: every round asks.
  *
- * Following a switch: the ask is pipelined with SUBSCRIBE +switch-master on the same
+ * Following a switch: the ask is pipelined with SUBSCRIBE +switch-master
+ * +failover-state-reconf-slaves on the same
  * connection, so the sentinel that named the master handles both in one pass (no announcement
  * can fall between them), and that connection stays open as the round's watch while the link
  * is up. The link reads it without waiting whenever it steps (eddy__sentinel_watch: a recv()
@@ -56,14 +57,22 @@ void eddy__sentinel_ready(eddy__sentinel *sn);
 
 /* Reads what the watch (the subscribed connection of the round's sentinel) holds, without
  * waiting. EDDY_OK when nothing says the master left host:port (the link's); EDDY_ERR_IO with
- * the detail when a +switch-master for this master names another address. */
+ * the detail when it did (eddy__sentinel_message). */
 eddy_status eddy__sentinel_watch(eddy__sentinel *sn, const char *host, int port, eddy_error *err);
 /* True while the round's sentinel connection is kept as the watch. */
 bool eddy__sentinel_watching(const eddy__sentinel *sn);
-/* Whether r (a reply read on a watch) is a +switch-master message for the master `name`: then
- * true, with the new address in host (NUL-terminated, hostsize bytes at most) and *port. */
-bool eddy__sentinel_switch_msg(const redisReply *r, const char *name, char *host, size_t hostsize,
-                               int *port);
+
+typedef enum eddy__sentinel_msg {
+    EDDY__SENTINEL_MSG_NONE,    /* not about this master, or not an announcement */
+    EDDY__SENTINEL_MSG_SWITCH,  /* +switch-master: host:port is the new master */
+    EDDY__SENTINEL_MSG_LEAVING, /* +failover-state-reconf-slaves: host:port is being replaced */
+} eddy__sentinel_msg;
+/* What r (a reply read on a watch) announces for the master `name`, with the address in host
+ * (NUL-terminated, hostsize bytes at most) and *port. The leader of a failover names the
+ * promoted replica from the moment it enters reconf-slaves (before +switch-master, which waits
+ * until the other replicas follow it): a link on the address being replaced asks again then. */
+eddy__sentinel_msg eddy__sentinel_message(const redisReply *r, const char *name, char *host,
+                                          size_t hostsize, int *port);
 
 /* Appends ROLE to a master's handshake. */
 void eddy__sentinel_role_cmd(eddy__cmdlist *out);

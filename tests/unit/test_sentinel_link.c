@@ -161,15 +161,17 @@ static void master_and_sentinel(fake *master, fake *sn) {
     sn->answers[1] = "*3\r\n$9\r\nsubscribe\r\n$14\r\n+switch-master\r\n:1\r\n";
 }
 
-/* What a sentinel publishes on +switch-master: "<name> <old ip> <old port> <new ip> <new port>". */
-static void announce(fake *sn, const char *text) {
+/* What a sentinel publishes on a channel: +switch-master's "<name> <old ip> <old port> <new ip>
+ * <new port>", +failover-state-reconf-slaves's "master <name> <ip> <port>". */
+static void announce_on(fake *sn, const char *chan, const char *text) {
     char msg[256];
-    int n =
-        snprintf(msg, sizeof(msg), "*3\r\n$7\r\nmessage\r\n$14\r\n+switch-master\r\n$%zu\r\n%s\r\n",
-                 strlen(text), text);
+    int n = snprintf(msg, sizeof(msg), "*3\r\n$7\r\nmessage\r\n$%zu\r\n%s\r\n$%zu\r\n%s\r\n",
+                     strlen(chan), chan, strlen(text), text);
     cr_assert(sn->peer >= 0);
     cr_assert_eq(write(sn->peer, msg, (size_t)n), n);
 }
+
+static void announce(fake *sn, const char *text) { announce_on(sn, "+switch-master", text); }
 
 static bool ping_answered(eddy__link *l, fake **fakes, size_t n, eddy_error *err) {
     queue_ping(l);
@@ -192,7 +194,9 @@ static size_t count(const char *hay, const char *needle) {
  * and its announcements are read as the link steps: one for another master or for the address
  * the link is on changes nothing; one that moves this master away fails the link before
  * anything more is written to it, and moves the handle's master epoch. */
-Test(sentinel_link, switch_master_announcement_fails_the_link_at_once) {
+/* leaving: the last announcement is +failover-state-reconf-slaves (the link's master is being
+ * replaced) instead of +switch-master (it moved). */
+static void announcement_fails_the_link(bool leaving) {
     fake master, sn;
     master_and_sentinel(&master, &sn);
     fake *fakes[] = {&master, &sn};
@@ -217,16 +221,29 @@ Test(sentinel_link, switch_master_announcement_fails_the_link_at_once) {
     size_t pings = count(master.got, "PING");
     cr_expect_eq(pings, 2);
 
+    snprintf(text, sizeof(text), "master m 127.0.0.1 %d", master.port + 1); /* another one */
+    announce_on(&sn, "+failover-state-reconf-slaves", text);
+    cr_assert(ping_answered(l, fakes, 2, &err), "%s", err.detail);
+    pings = count(master.got, "PING");
+
     unsigned epoch = eddy__conn_master_epoch(s.conn_state);
-    snprintf(text, sizeof(text), "m 127.0.0.1 %d 127.0.0.1 1", master.port);
-    announce(&sn, text);
+    if (leaving) {
+        snprintf(text, sizeof(text), "master m 127.0.0.1 %d", master.port);
+        announce_on(&sn, "+failover-state-reconf-slaves", text);
+    } else {
+        snprintf(text, sizeof(text), "m 127.0.0.1 %d 127.0.0.1 1", master.port);
+        announce(&sn, text);
+    }
     queue_ping(l);
     redisReply *r = NULL;
     eddy_status st = fake_one_reply(l, fakes, 2, &r, &err);
     cr_expect_eq(st, EDDY_ERR_IO, "%s", eddy_status_name(st));
     cr_expect_null(r);
-    cr_expect(strstr(err.detail, "+switch-master") && strstr(err.detail, "127.0.0.1:1"), "%s",
-              err.detail);
+    if (leaving)
+        cr_expect(strstr(err.detail, "+failover-state-reconf-slaves"), "%s", err.detail);
+    else
+        cr_expect(strstr(err.detail, "+switch-master") && strstr(err.detail, "127.0.0.1:1"), "%s",
+                  err.detail);
     cr_expect_eq(eddy__link_phase_of(l), EDDY__LINK_FAILED);
     cr_expect_eq(count(master.got, "PING"), pings, "nothing more reached the old master");
     cr_expect_neq(eddy__conn_master_epoch(s.conn_state), epoch, "the handle's epoch moved");
@@ -234,6 +251,14 @@ Test(sentinel_link, switch_master_announcement_fails_the_link_at_once) {
     eddy__settings_free(&s);
     fake_close(&master);
     fake_close(&sn);
+}
+
+Test(sentinel_link, switch_master_announcement_fails_the_link_at_once) {
+    announcement_fails_the_link(false);
+}
+
+Test(sentinel_link, a_promotion_away_from_the_master_fails_the_link_at_once) {
+    announcement_fails_the_link(true);
 }
 
 /* Another connection of the handle heard of a switch (or doubted the master): this one fails at
@@ -287,39 +312,46 @@ Test(sentinel_link, a_new_master_epoch_fails_every_link_of_the_handle) {
     fake_close(&sn);
 }
 
-/* The announcement's words, strictly: anything else is not a switch. */
-Test(sentinel_link, switch_master_messages_are_read_strictly) {
+/* The announcements' words, strictly: anything else is not one. */
+Test(sentinel_link, sentinel_messages_are_read_strictly) {
     redisReply el[3], *els[3] = {&el[0], &el[1], &el[2]};
     redisReply arr = {.type = REDIS_REPLY_ARRAY, .elements = 3, .element = els};
     char host[16];
     int port = 0;
+    const eddy__sentinel_msg NONE = EDDY__SENTINEL_MSG_NONE, SW = EDDY__SENTINEL_MSG_SWITCH,
+                             LEAVE = EDDY__SENTINEL_MSG_LEAVING;
     struct {
         const char *kind, *chan, *text;
-        bool ok;
+        eddy__sentinel_msg want;
     } cases[] = {
-        {"message", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 6380", true},
-        {"message", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 6380 extra", false},
-        {"message", "+switch-master", "mm 10.0.0.1 6379 10.0.0.2 6380", false},
-        {"message", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 0", false},
-        {"message", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 65536", false},
-        {"message", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 63x", false},
-        {"message", "+switch-master", "m 10.0.0.1 6379 a-host-name-too-long 6380", false},
-        {"message", "+sdown", "m 10.0.0.1 6379 10.0.0.2 6380", false},
-        {"subscribe", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 6380", false},
+        {"message", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 6380", SW},
+        {"message", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 6380 extra", NONE},
+        {"message", "+switch-master", "mm 10.0.0.1 6379 10.0.0.2 6380", NONE},
+        {"message", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 0", NONE},
+        {"message", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 65536", NONE},
+        {"message", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 63x", NONE},
+        {"message", "+switch-master", "m 10.0.0.1 6379 a-host-name-too-long 6380", NONE},
+        {"message", "+sdown", "m 10.0.0.1 6379 10.0.0.2 6380", NONE},
+        {"subscribe", "+switch-master", "m 10.0.0.1 6379 10.0.0.2 6380", NONE},
+        {"message", "+failover-state-reconf-slaves", "master m 10.0.0.2 6380", LEAVE},
+        {"message", "+failover-state-reconf-slaves", "master other 10.0.0.2 6380", NONE},
+        {"message", "+failover-state-reconf-slaves", "slave m 10.0.0.2 6380", NONE},
+        {"message", "+failover-state-reconf-slaves", "master m 10.0.0.2", NONE},
+        {"message", "+failover-state-reconf-slaves", "master m 10.0.0.2 6380 @ x", NONE},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *w[3] = {cases[i].kind, cases[i].chan, cases[i].text};
         for (int k = 0; k < 3; k++)
             el[k] =
                 (redisReply){.type = REDIS_REPLY_STRING, .str = (char *)w[k], .len = strlen(w[k])};
-        cr_expect_eq(eddy__sentinel_switch_msg(&arr, "m", host, sizeof(host), &port), cases[i].ok,
-                     "%s", cases[i].text);
-        if (cases[i].ok)
+        cr_expect_eq(eddy__sentinel_message(&arr, "m", host, sizeof(host), &port), cases[i].want,
+                     "%s %s", cases[i].chan, cases[i].text);
+        if (cases[i].want != NONE)
             cr_expect(strcmp(host, "10.0.0.2") == 0 && port == 6380);
     }
     arr.elements = 2;
-    cr_expect(!eddy__sentinel_switch_msg(&arr, "m", host, sizeof(host), &port));
+    cr_expect_eq(eddy__sentinel_message(&arr, "m", host, sizeof(host), &port), NONE);
     redisReply nil = {.type = REDIS_REPLY_NIL};
-    cr_expect(!eddy__sentinel_switch_msg(&nil, "m", host, sizeof(host), &port));
-    cr_expect(!eddy__sentinel_switch_msg(NULL, "m", host, sizeof(host), &port));
+    cr_expect_eq(eddy__sentinel_message(&nil, "m", host, sizeof(host), &port), NONE);
+    cr_expect_eq(eddy__sentinel_message(NULL, "m", host, sizeof(host), &port), NONE);
 }
