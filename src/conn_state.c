@@ -44,6 +44,9 @@ struct eddy__conn_state {
     char where[160];           /* the server, without credentials */
     atomic_uint master_epoch;  /* eddy__conn_master_moved/doubt */
     long long master_epoch_at; /* when it last moved (monotonic ms), under lock */
+    char avoid_host[256];      /* eddy__conn_master_avoid, under lock ("" for none) */
+    int avoid_port;
+    long long avoid_at;
 };
 
 eddy__conn_state *eddy__conn_state_new(const eddy__url *url, const eddy__logger *log,
@@ -273,4 +276,25 @@ void eddy__conn_master_doubt(eddy__conn_state *cs) { new_master_epoch(cs, true);
 
 unsigned eddy__conn_master_epoch(const eddy__conn_state *cs) {
     return cs ? atomic_load_explicit(&cs->master_epoch, memory_order_relaxed) : 0;
+}
+
+void eddy__conn_master_avoid(eddy__conn_state *cs, const char *host, int port) {
+    if (!cs)
+        return;
+    pthread_mutex_lock(&cs->lock);
+    snprintf(cs->avoid_host, sizeof(cs->avoid_host), "%s", host);
+    cs->avoid_port = port;
+    cs->avoid_at = eddy__mono_ms();
+    pthread_mutex_unlock(&cs->lock);
+    new_master_epoch(cs, false);
+}
+
+bool eddy__conn_master_avoided(eddy__conn_state *cs, const char *host, int port) {
+    if (!cs)
+        return false;
+    pthread_mutex_lock(&cs->lock);
+    bool v = cs->avoid_host[0] && cs->avoid_port == port && strcmp(cs->avoid_host, host) == 0 &&
+             eddy__mono_ms() - cs->avoid_at < EDDY__AVOID_MS;
+    pthread_mutex_unlock(&cs->lock);
+    return v;
 }

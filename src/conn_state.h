@@ -60,6 +60,13 @@ void eddy__conn_stats(eddy__conn_state *cs, eddy_connection_stats *out);
  * then costs the handle one round of reconnects per reconnect_max_ms, not one per publish).
  * cs may be NULL (epoch 0, nothing happens). */
 void eddy__conn_master_moved(eddy__conn_state *cs);
+/* A failover started replacing the master at host:port (+failover-state-wait-promotion): a new
+ * epoch, and eddy__conn_master_avoided says true for that address until the sentinels name
+ * another one, or for EDDY__AVOID_MS at most (a failover that was aborted leaves it the master,
+ * and it is used again then). */
+void eddy__conn_master_avoid(eddy__conn_state *cs, const char *host, int port);
+bool eddy__conn_master_avoided(eddy__conn_state *cs, const char *host, int port);
+#define EDDY__AVOID_MS 10000
 void eddy__conn_master_doubt(eddy__conn_state *cs);
 unsigned eddy__conn_master_epoch(const eddy__conn_state *cs);
 

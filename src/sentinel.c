@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conn_state.h"
 #include "error.h"
 #include "link.h"
 #include "redis.h"
@@ -102,6 +103,7 @@ static eddy_status ask_next(eddy__sentinel *sn, eddy_error *err) {
             eddy__cmd_str(c, "SUBSCRIBE");
             eddy__cmd_str(c, "+switch-master");
             eddy__cmd_str(c, "+failover-state-reconf-slaves");
+            eddy__cmd_str(c, "+failover-state-wait-promotion");
         }
         eddy_error e;
         /* Its deadline is the round's: the link's clock is only known through it. */
@@ -173,6 +175,10 @@ eddy_status eddy__sentinel_io(eddy__sentinel *sn, unsigned ready, const char **h
         st = take_answer(sn, r, &e);
         freeReplyObject(r);
     }
+    if (st == EDDY_OK && eddy__conn_master_avoided(sn->s->conn_state, sn->host, sn->port))
+        st = eddy__fail(&e, EDDY_ERR_IO,
+                        "names %s:%d, which a failover is replacing (not yet promoted)", sn->host,
+                        sn->port);
     if (st == EDDY_OK) {
         eddy__log(&sn->s->log, EDDY_LOG_DEBUG, "sentinel %s: the master '%s' is at %s:%d",
                   eddy__link_peer(sn->child), sn->s->url.name, sn->host, sn->port);
@@ -243,11 +249,19 @@ eddy__sentinel_msg eddy__sentinel_message(const redisReply *r, const char *name,
         r->element[2]->type != REDIS_REPLY_STRING)
         return EDDY__SENTINEL_MSG_NONE;
     bool sw = elem_is(r, 1, "+switch-master");
-    if (!sw && !elem_is(r, 1, "+failover-state-reconf-slaves"))
+    bool promoting = elem_is(r, 1, "+failover-state-wait-promotion");
+    if (!sw && !promoting && !elem_is(r, 1, "+failover-state-reconf-slaves"))
         return EDDY__SENTINEL_MSG_NONE;
-    const char *w[5];
-    size_t len[5];
-    size_t n = split(r->element[2]->str, r->element[2]->str + r->element[2]->len, w, len, 5);
+    const char *w[8];
+    size_t len[8];
+    size_t n = split(r->element[2]->str, r->element[2]->str + r->element[2]->len, w, len, 8);
+    if (promoting) { /* "slave <ip>:<port> <ip> <port> @ <name> <master ip> <master port>" */
+        if (n != 8 || len[0] != 5 || memcmp(w[0], "slave", 5) != 0 || len[4] != 1 ||
+            w[4][0] != '@' || len[5] != strlen(name) || memcmp(w[5], name, len[5]) != 0 ||
+            !take_addr(w[6], len[6], w[7], len[7], host, hostsize, port))
+            return EDDY__SENTINEL_MSG_NONE;
+        return EDDY__SENTINEL_MSG_PROMOTING;
+    }
     if (sw) { /* "<name> <old ip> <old port> <new ip> <new port>" */
         if (n != 5 || len[0] != strlen(name) || memcmp(w[0], name, len[0]) != 0 ||
             !take_addr(w[3], len[3], w[4], len[4], host, hostsize, port))
@@ -276,11 +290,16 @@ eddy_status eddy__sentinel_watch(eddy__sentinel *sn, const char *host, int port,
         eddy__sentinel_msg m = eddy__sentinel_message(r, sn->s->url.name, at, sizeof(at), &at_port);
         bool here = host && at_port == port && strcmp(at, host) == 0;
         bool moved =
-            (m == EDDY__SENTINEL_MSG_SWITCH && !here) || (m == EDDY__SENTINEL_MSG_LEAVING && here);
+            (m == EDDY__SENTINEL_MSG_SWITCH && !here) ||
+            ((m == EDDY__SENTINEL_MSG_LEAVING || m == EDDY__SENTINEL_MSG_PROMOTING) && here);
+        if (m == EDDY__SENTINEL_MSG_PROMOTING && here) /* every connection of the handle */
+            eddy__conn_master_avoid(sn->s->conn_state, at, at_port);
         if (r->type == REDIS_REPLY_ERROR) /* SUBSCRIBE refused (the sentinels' ACL) */
             st = eddy__fail(&e, EDDY_ERR_BACKEND, "%.*s", (int)r->len, r->str);
         freeReplyObject(r);
         if (moved) {
+            const char *what = m == EDDY__SENTINEL_MSG_LEAVING ? "+failover-state-reconf-slaves"
+                                                               : "+failover-state-wait-promotion";
             eddy_status out =
                 m == EDDY__SENTINEL_MSG_SWITCH
                     ? eddy__fail(err, EDDY_ERR_IO,
@@ -289,9 +308,9 @@ eddy_status eddy__sentinel_watch(eddy__sentinel *sn, const char *host, int port,
                                  eddy__link_peer(sn->watch), sn->s->url.name, host ? host : "?",
                                  port, at, at_port)
                     : eddy__fail(err, EDDY_ERR_IO,
-                                 "sentinel %s: +failover-state-reconf-slaves: a replica of the "
-                                 "master '%s' at %s:%d was promoted; asking for the new master",
-                                 eddy__link_peer(sn->watch), sn->s->url.name, at, at_port);
+                                 "sentinel %s: %s: a replica of the master '%s' at %s:%d is "
+                                 "being promoted; asking for the new master",
+                                 eddy__link_peer(sn->watch), what, sn->s->url.name, at, at_port);
             eddy__log(&sn->s->log, EDDY_LOG_INFO, "%s", err ? err->detail : "the master moved");
             return out;
         }

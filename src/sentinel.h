@@ -10,7 +10,7 @@
  * sentinel with a stale answer cannot hold every connect. Nothing is cached: every round asks.
  *
  * Following a switch: the ask is pipelined with SUBSCRIBE +switch-master
- * +failover-state-reconf-slaves on the same
+ * +failover-state-reconf-slaves +failover-state-wait-promotion on the same
  * connection, so the sentinel that named the master handles both in one pass (no announcement
  * can fall between them), and that connection stays open as the round's watch while the link
  * is up. The link reads it without waiting whenever it steps (eddy__sentinel_watch: a recv()
@@ -63,14 +63,18 @@ eddy_status eddy__sentinel_watch(eddy__sentinel *sn, const char *host, int port,
 bool eddy__sentinel_watching(const eddy__sentinel *sn);
 
 typedef enum eddy__sentinel_msg {
-    EDDY__SENTINEL_MSG_NONE,    /* not about this master, or not an announcement */
-    EDDY__SENTINEL_MSG_SWITCH,  /* +switch-master: host:port is the new master */
-    EDDY__SENTINEL_MSG_LEAVING, /* +failover-state-reconf-slaves: host:port is being replaced */
+    EDDY__SENTINEL_MSG_NONE,      /* not about this master, or not an announcement */
+    EDDY__SENTINEL_MSG_SWITCH,    /* +switch-master: host:port is the new master */
+    EDDY__SENTINEL_MSG_LEAVING,   /* +failover-state-reconf-slaves: host:port is being replaced */
+    EDDY__SENTINEL_MSG_PROMOTING, /* +failover-state-wait-promotion: the same, earlier */
 } eddy__sentinel_msg;
 /* What r (a reply read on a watch) announces for the master `name`, with the address in host
- * (NUL-terminated, hostsize bytes at most) and *port. The leader of a failover names the
- * promoted replica from the moment it enters reconf-slaves (before +switch-master, which waits
- * until the other replicas follow it): a link on the address being replaced asks again then. */
+ * (NUL-terminated, hostsize bytes at most) and *port. The leader of a failover announces
+ * wait-promotion as soon as it sent REPLICAOF NO ONE to the replica it chose: from then on
+ * what the old master takes is lost, so the handle avoids it (eddy__conn_master_avoid) until
+ * the sentinels name another; the leader names the promoted replica from reconf-slaves on
+ * (once it saw it promoted, up to a second later), and announces +switch-master only once the
+ * other replicas follow it, seconds later. */
 eddy__sentinel_msg eddy__sentinel_message(const redisReply *r, const char *name, char *host,
                                           size_t hostsize, int *port);
 

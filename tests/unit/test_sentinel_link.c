@@ -194,9 +194,13 @@ static size_t count(const char *hay, const char *needle) {
  * and its announcements are read as the link steps: one for another master or for the address
  * the link is on changes nothing; one that moves this master away fails the link before
  * anything more is written to it, and moves the handle's master epoch. */
-/* leaving: the last announcement is +failover-state-reconf-slaves (the link's master is being
- * replaced) instead of +switch-master (it moved). */
-static void announcement_fails_the_link(bool leaving) {
+enum last { SWITCH, RECONF, PROMOTING };
+
+/* last: the announcement that moves the master away, +switch-master (it moved),
+ * +failover-state-reconf-slaves (it is being replaced, and the sentinel names the new one) or
+ * +failover-state-wait-promotion (it is being replaced, and the sentinel still names it: the
+ * next connect refuses that answer). */
+static void announcement_fails_the_link(enum last last) {
     fake master, sn;
     master_and_sentinel(&master, &sn);
     fake *fakes[] = {&master, &sn};
@@ -227,9 +231,12 @@ static void announcement_fails_the_link(bool leaving) {
     pings = count(master.got, "PING");
 
     unsigned epoch = eddy__conn_master_epoch(s.conn_state);
-    if (leaving) {
+    if (last == RECONF) {
         snprintf(text, sizeof(text), "master m 127.0.0.1 %d", master.port);
         announce_on(&sn, "+failover-state-reconf-slaves", text);
+    } else if (last == PROMOTING) {
+        snprintf(text, sizeof(text), "slave 127.0.0.1:1 127.0.0.1 1 @ m 127.0.0.1 %d", master.port);
+        announce_on(&sn, "+failover-state-wait-promotion", text);
     } else {
         snprintf(text, sizeof(text), "m 127.0.0.1 %d 127.0.0.1 1", master.port);
         announce(&sn, text);
@@ -239,14 +246,24 @@ static void announcement_fails_the_link(bool leaving) {
     eddy_status st = fake_one_reply(l, fakes, 2, &r, &err);
     cr_expect_eq(st, EDDY_ERR_IO, "%s", eddy_status_name(st));
     cr_expect_null(r);
-    if (leaving)
+    if (last == RECONF)
         cr_expect(strstr(err.detail, "+failover-state-reconf-slaves"), "%s", err.detail);
+    else if (last == PROMOTING)
+        cr_expect(strstr(err.detail, "+failover-state-wait-promotion"), "%s", err.detail);
     else
         cr_expect(strstr(err.detail, "+switch-master") && strstr(err.detail, "127.0.0.1:1"), "%s",
                   err.detail);
     cr_expect_eq(eddy__link_phase_of(l), EDDY__LINK_FAILED);
     cr_expect_eq(count(master.got, "PING"), pings, "nothing more reached the old master");
     cr_expect_neq(eddy__conn_master_epoch(s.conn_state), epoch, "the handle's epoch moved");
+    if (last == PROMOTING) { /* the sentinel still names it: not taken */
+        int accepts = master.accepts;
+        cr_assert_eq(eddy__link_connect(l, eddy_test_now_ms(), &err), EDDY_OK, "%s", err.detail);
+        st = fake_until_ready(l, fakes, 2, &err);
+        cr_expect_eq(st, EDDY_ERR_IO, "%s", eddy_status_name(st));
+        cr_expect(strstr(err.detail, "which a failover is replacing"), "%s", err.detail);
+        cr_expect_eq(master.accepts, accepts, "no connection to the master being replaced");
+    }
     eddy__link_free(l);
     eddy__settings_free(&s);
     fake_close(&master);
@@ -254,11 +271,15 @@ static void announcement_fails_the_link(bool leaving) {
 }
 
 Test(sentinel_link, switch_master_announcement_fails_the_link_at_once) {
-    announcement_fails_the_link(false);
+    announcement_fails_the_link(SWITCH);
 }
 
-Test(sentinel_link, a_promotion_away_from_the_master_fails_the_link_at_once) {
-    announcement_fails_the_link(true);
+Test(sentinel_link, reconf_slaves_away_from_the_master_fails_the_link_at_once) {
+    announcement_fails_the_link(RECONF);
+}
+
+Test(sentinel_link, wait_promotion_fails_the_link_and_avoids_the_master_being_replaced) {
+    announcement_fails_the_link(PROMOTING);
 }
 
 /* Another connection of the handle heard of a switch (or doubted the master): this one fails at
@@ -338,6 +359,14 @@ Test(sentinel_link, sentinel_messages_are_read_strictly) {
         {"message", "+failover-state-reconf-slaves", "slave m 10.0.0.2 6380", NONE},
         {"message", "+failover-state-reconf-slaves", "master m 10.0.0.2", NONE},
         {"message", "+failover-state-reconf-slaves", "master m 10.0.0.2 6380 @ x", NONE},
+        {"message", "+failover-state-wait-promotion",
+         "slave 10.0.0.9:7000 10.0.0.9 7000 @ m 10.0.0.2 6380", EDDY__SENTINEL_MSG_PROMOTING},
+        {"message", "+failover-state-wait-promotion",
+         "slave 10.0.0.9:7000 10.0.0.9 7000 @ other 10.0.0.2 6380", NONE},
+        {"message", "+failover-state-wait-promotion",
+         "slave 10.0.0.9:7000 10.0.0.9 7000 # m 10.0.0.2 6380", NONE},
+        {"message", "+failover-state-wait-promotion", "slave 10.0.0.9:7000 10.0.0.9 7000 @ m",
+         NONE},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         const char *w[3] = {cases[i].kind, cases[i].chan, cases[i].text};
