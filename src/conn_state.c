@@ -44,6 +44,7 @@ struct eddy__conn_state {
     char where[160];           /* the server, without credentials */
     atomic_uint master_epoch;  /* eddy__conn_master_moved/doubt */
     long long master_epoch_at; /* when it last moved (monotonic ms), under lock */
+    unsigned doubts;           /* doubts that moved it since the last announced move */
     char avoid_host[256];      /* eddy__conn_master_avoid, under lock ("" for none) */
     int avoid_port;
     long long avoid_at;
@@ -257,16 +258,20 @@ void eddy__conn_stats(eddy__conn_state *cs, eddy_connection_stats *out) {
     pthread_mutex_unlock(&cs->lock);
 }
 
-/* A new master epoch; `doubt` only when the last is older than reconnect_max_ms. */
+/* A new master epoch; for a doubt only when the last is older than reconnect_max_ms, doubled
+ * for each doubt since the last announced move (up to 8 times): a doubt that a fresh ask did
+ * not resolve (the sentinels name the same master: a replica is just down or behind) costs the
+ * handle's connections ever fewer rounds of reconnects. */
 static void new_master_epoch(eddy__conn_state *cs, bool doubt) {
     if (!cs)
         return;
     long long now = eddy__mono_ms();
     pthread_mutex_lock(&cs->lock);
-    if (!doubt || cs->master_epoch_at == 0 ||
-        now - cs->master_epoch_at >= (long long)cs->reconnect_max_ms) {
+    long long after = (long long)cs->reconnect_max_ms << (cs->doubts < 3 ? cs->doubts : 3);
+    if (!doubt || cs->master_epoch_at == 0 || now - cs->master_epoch_at >= after) {
         atomic_fetch_add(&cs->master_epoch, 1);
         cs->master_epoch_at = now;
+        cs->doubts = doubt ? cs->doubts + 1 : 0;
     }
     pthread_mutex_unlock(&cs->lock);
 }

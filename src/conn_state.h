@@ -56,8 +56,9 @@ void eddy__conn_stats(eddy__conn_state *cs, eddy_connection_stats *out);
  * connected at with eddy__conn_master_epoch at each step, and fails when they differ).
  * eddy__conn_master_moved: a sentinel announced +switch-master, or a master answered READONLY;
  * always a new epoch. eddy__conn_master_doubt: a WAIT shortfall or a ROLE that is not master;
- * a new epoch unless the last one is younger than reconnect_max_ms (a replica merely slow
- * then costs the handle one round of reconnects per reconnect_max_ms, not one per publish).
+ * a new epoch unless the last one is younger than reconnect_max_ms, doubled for each doubt
+ * since the last move (at most 8 times): a replica merely down or behind then costs the
+ * handle a few rounds of reconnects, not one per publish.
  * cs may be NULL (epoch 0, nothing happens). */
 void eddy__conn_master_moved(eddy__conn_state *cs);
 /* A failover started replacing the master at host:port (+failover-state-wait-promotion): a new
