@@ -259,15 +259,17 @@ void eddy__conn_stats(eddy__conn_state *cs, eddy_connection_stats *out) {
 }
 
 /* A new master epoch; for a doubt only when the last is older than reconnect_max_ms, doubled
- * for each doubt since the last announced move (up to 8 times): a doubt that a fresh ask did
- * not resolve (the sentinels name the same master: a replica is just down or behind) costs the
- * handle's connections ever fewer rounds of reconnects. */
+ * for each doubt since the last announced move or quiet period (up to 64 times): a doubt that a
+ * fresh ask did not resolve (the sentinels name the same master: a replica is just down or
+ * behind) costs the handle's connections ever fewer rounds of reconnects. */
 static void new_master_epoch(eddy__conn_state *cs, bool doubt) {
     if (!cs)
         return;
     long long now = eddy__mono_ms();
     pthread_mutex_lock(&cs->lock);
-    long long after = (long long)cs->reconnect_max_ms << (cs->doubts < 3 ? cs->doubts : 3);
+    long long after = (long long)cs->reconnect_max_ms << (cs->doubts < 6 ? cs->doubts : 6);
+    if (doubt && cs->master_epoch_at && now - cs->master_epoch_at >= 2 * after)
+        cs->doubts = 0; /* a quiet period: the next doubts count as the first again */
     if (!doubt || cs->master_epoch_at == 0 || now - cs->master_epoch_at >= after) {
         atomic_fetch_add(&cs->master_epoch, 1);
         cs->master_epoch_at = now;

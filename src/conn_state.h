@@ -57,9 +57,9 @@ void eddy__conn_stats(eddy__conn_state *cs, eddy_connection_stats *out);
  * eddy__conn_master_moved: a sentinel announced +switch-master, or a master answered READONLY;
  * always a new epoch. eddy__conn_master_doubt: a WAIT shortfall or a ROLE that is not master;
  * a new epoch unless the last one is younger than reconnect_max_ms, doubled for each doubt
- * since the last move (at most 8 times): a replica merely down or behind then costs the
- * handle a few rounds of reconnects, not one per publish.
- * cs may be NULL (epoch 0, nothing happens). */
+ * since the last move or a quiet period (at most 64 times): a replica merely down or behind then
+ * costs the handle a few rounds of reconnects, not one per publish. cs may be NULL (epoch 0,
+ * nothing happens). */
 void eddy__conn_master_moved(eddy__conn_state *cs);
 /* A failover started replacing the master at host:port (+failover-state-wait-promotion): a new
  * epoch, and eddy__conn_master_avoided says true for that address until the sentinels name

@@ -22,6 +22,7 @@ struct eddy__sentinel {
     eddy__link *child;
     eddy__link *watch;       /* the child that named this round's master, subscribed (sentinel.h) */
     size_t start, at, tried; /* this round: first asked, being asked, how many asked */
+    size_t avoided;          /* this round: sentinels that named an avoided master */
     size_t named_by;         /* the sentinel that named this round's master */
     bool found, ready;       /* this round named a master; it became READY */
     long long deadline;
@@ -124,7 +125,10 @@ static eddy_status ask_next(eddy__sentinel *sn, eddy_error *err) {
     }
     eddy_status st = eddy__fail(err, sn->why_st ? sn->why_st : EDDY_ERR_IO,
                                 "no sentinel named the master '%s': %s", url->name, sn->why);
-    eddy__log(&sn->s->log, EDDY_LOG_WARN, "%s", err ? err->detail : "no sentinel named the master");
+    /* Only masters a failover is replacing: the promotion is awaited, not an outage to warn of
+     * once per round. */
+    eddy__log(&sn->s->log, sn->avoided == sn->tried ? EDDY_LOG_DEBUG : EDDY_LOG_WARN, "%s",
+              err ? err->detail : "no sentinel named the master");
     return st;
 }
 
@@ -133,7 +137,7 @@ eddy_status eddy__sentinel_start(eddy__sentinel *sn, long long deadline, eddy_er
     if (sn->found && !sn->ready) /* its answer did not lead to a master: start after it */
         sn->start = (sn->named_by + 1) % sn->s->url.nsentinels;
     sn->found = sn->ready = false;
-    sn->tried = 0;
+    sn->tried = sn->avoided = 0;
     sn->why[0] = '\0';
     sn->why_st = EDDY_OK;
     sn->deadline = deadline;
@@ -175,10 +179,12 @@ eddy_status eddy__sentinel_io(eddy__sentinel *sn, unsigned ready, const char **h
         st = take_answer(sn, r, &e);
         freeReplyObject(r);
     }
-    if (st == EDDY_OK && eddy__conn_master_avoided(sn->s->conn_state, sn->host, sn->port))
+    if (st == EDDY_OK && eddy__conn_master_avoided(sn->s->conn_state, sn->host, sn->port)) {
+        sn->avoided++;
         st = eddy__fail(&e, EDDY_ERR_IO,
                         "names %s:%d, which a failover is replacing (not yet promoted)", sn->host,
                         sn->port);
+    }
     if (st == EDDY_OK) {
         eddy__log(&sn->s->log, EDDY_LOG_DEBUG, "sentinel %s: the master '%s' is at %s:%d",
                   eddy__link_peer(sn->child), sn->s->url.name, sn->host, sn->port);

@@ -29,6 +29,8 @@ static const scenario scenarios[] = {
     {"redis_stopped",    fx_redis_stopped},
     {"auth_changed",     fx_auth_changed},
     {"tls_restart",      fx_tls_restart},
+    {"sentinel_failover", fx_sentinel_failover},
+    {"sentinel_kill",    fx_sentinel_kill},
 };
 // clang-format on
 
