@@ -241,15 +241,17 @@ typedef struct eddy_settings {
      * only once N replicas acknowledged it. WAIT is not consensus: a failover promotes one
      * replica, not necessarily one that had the write, and the others resync from it. Only a
      * write every replica has survives any promotion, so N = the master's number of replicas is
-     * the setting that survives a failover; fewer only makes the loss smaller. Fewer within
-     * wait_timeout_ms is EDDY_ERR_TIMEOUT: the master stored it, a failover may lose it
-     * (publish again; with publish_dedup_ms that is safe); with redis-sentinel:// it also makes
+     * the setting that survives a failover; a smaller N only makes the loss smaller. A shortfall
+     * (fewer within wait_timeout_ms) is EDDY_ERR_TIMEOUT: the master stored it, a failover may lose
+     * it (publish again; with publish_dedup_ms that is safe); with redis-sentinel:// it also makes
      * the handle ask the sentinels again. Cost: every publish waits for the slowest of the N
      * replicas, the connection's later commands wait behind it (bench_wait: about 38% of
-     * one-at-a-time publish throughput on loopback), and while one of the N is down every
-     * publish fails after wait_timeout_ms. Redis only (EDDY_ERR_INVALID_SPEC with memory://).
-     * wait_timeout_ms: 1 to below command_timeout_ms; default 1000. Default wait_replicas 0: no
-     * WAIT. docs/operations.md says more. */
+     * one-at-a-time publish throughput on loopback), and while one of the N is down, or after a
+     * failover until N replicas follow the new master (Sentinel turns a live old master into
+     * a replica 10 to 15 s after the switch), every publish fails after wait_timeout_ms.
+     * Redis only (EDDY_ERR_INVALID_SPEC with memory://). wait_timeout_ms: 1 to below
+     * command_timeout_ms; default 1000. Default wait_replicas 0: no WAIT. docs/operations.md
+     * says more. */
     unsigned wait_replicas;
     unsigned wait_timeout_ms;
 } eddy_settings;
