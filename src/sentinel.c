@@ -7,6 +7,7 @@
  * at most once; `why` collects what each one that failed said, for the round's detail. */
 #include "sentinel.h"
 
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,11 @@ struct eddy__sentinel {
     const eddy__settings *s;
     eddy__settings child_s;
     eddy__link *child;
-    eddy__link *watch;       /* the child that named this round's master, subscribed (sentinel.h) */
+    /* The watches (sentinel.h), by sentinel: the child that named this round's master, and a
+     * subscribed connection to each other sentinel; their settings (borrowed strings). */
+    eddy__link **watch;
+    eddy__settings *watch_s;
+    size_t nwatch;           /* how many are open */
     size_t start, at, tried; /* this round: first asked, being asked, how many asked */
     size_t avoided;          /* this round: sentinels that named an avoided master */
     size_t named_by;         /* the sentinel that named this round's master */
@@ -34,16 +39,34 @@ struct eddy__sentinel {
 
 eddy__sentinel *eddy__sentinel_new(const eddy__settings *s) {
     eddy__sentinel *sn = calloc(1, sizeof(*sn));
-    if (sn)
-        sn->s = s;
+    if (!sn)
+        return NULL;
+    sn->s = s;
+    size_t n = s->url.nsentinels ? s->url.nsentinels : 1;
+    sn->watch = calloc(n, sizeof(*sn->watch));
+    sn->watch_s = calloc(n, sizeof(*sn->watch_s));
+    if (!sn->watch || !sn->watch_s) {
+        free(sn->watch);
+        free(sn->watch_s);
+        free(sn);
+        return NULL;
+    }
     return sn;
+}
+
+static void drop_watch(eddy__sentinel *sn, size_t i) {
+    if (!sn->watch[i])
+        return;
+    eddy__link_free(sn->watch[i]);
+    sn->watch[i] = NULL;
+    sn->nwatch--;
 }
 
 void eddy__sentinel_stop(eddy__sentinel *sn) {
     eddy__link_free(sn->child);
     sn->child = NULL;
-    eddy__link_free(sn->watch);
-    sn->watch = NULL;
+    for (size_t i = 0; i < sn->s->url.nsentinels; i++)
+        drop_watch(sn, i);
 }
 
 /* Ends the ask only (its link may have become the watch). */
@@ -56,6 +79,8 @@ void eddy__sentinel_free(eddy__sentinel *sn) {
     if (!sn)
         return;
     eddy__sentinel_stop(sn);
+    free(sn->watch);
+    free(sn->watch_s);
     free(sn);
 }
 
@@ -65,7 +90,14 @@ unsigned eddy__sentinel_socket_id(const eddy__sentinel *sn) {
     return eddy__link_socket_id(sn->child);
 }
 unsigned eddy__sentinel_wants(const eddy__sentinel *sn) { return eddy__link_wants(sn->child); }
-void eddy__sentinel_ready(eddy__sentinel *sn) { sn->ready = true; }
+static void open_watch(eddy__sentinel *sn, size_t i);
+
+void eddy__sentinel_ready(eddy__sentinel *sn) {
+    sn->ready = true;
+    for (size_t i = 0; i < sn->s->url.nsentinels; i++) /* the master is up: watch every sentinel */
+        if (!sn->watch[i])
+            open_watch(sn, i);
+}
 
 /* Notes why the sentinel being asked gave no master, and closes its link. */
 static void note(eddy__sentinel *sn, eddy_status st, const char *detail) {
@@ -77,17 +109,62 @@ static void note(eddy__sentinel *sn, eddy_status st, const char *detail) {
     stop_asking(sn);
 }
 
+/* The settings of a link to sentinel i: the bus's, with that sentinel's address. */
+static void sentinel_settings(const eddy__sentinel *sn, size_t i, eddy__settings *out) {
+    const eddy__url *url = &sn->s->url;
+    *out = *sn->s;
+    out->url = (eddy__url){.kind = EDDY__URL_TCP,
+                           .host = url->sentinels[i].host,
+                           .port = url->sentinels[i].port,
+                           .password = sn->s->sentinel_password,
+                           .tls = url->tls};
+}
+
+/* Appends SUBSCRIBE to what a watch listens to (sentinel.h). */
+static void subscribe_cmd(eddy__cmdlist *q) {
+    eddy__cmd *c = eddy__cmdlist_add(q, 0, 0);
+    if (c) {
+        eddy__cmd_str(c, "SUBSCRIBE");
+        eddy__cmd_str(c, "+switch-master");
+        eddy__cmd_str(c, "+failover-state-reconf-slaves");
+        eddy__cmd_str(c, "+failover-state-wait-promotion");
+    }
+}
+
+/* Opens a subscribed connection to sentinel i (a failover's leader may be any sentinel, and
+ * only the leader announces wait-promotion). Not being able to is only logged: the watch of
+ * the sentinel that answered, and the link's other checks, remain. */
+static void open_watch(eddy__sentinel *sn, size_t i) {
+    sentinel_settings(sn, i, &sn->watch_s[i]);
+    eddy__link *w = eddy__link_new(&sn->watch_s[i], false);
+    eddy__cmdlist q;
+    eddy__cmdlist_init(&q);
+    subscribe_cmd(&q);
+    eddy_error e = {.detail = "out of memory"};
+    /* Its connect is stepped by eddy__sentinel_watch, never timed out: a sentinel that does
+     * not answer only leaves its watch connecting. */
+    eddy_status st =
+        w ? eddy__link_connect(w, sn->deadline - sn->s->connect_timeout_ms, &e) : EDDY_ERR_NOMEM;
+    if (st == EDDY_OK && (st = eddy__cmdlist_status(&q)) == EDDY_OK)
+        st = eddy__link_send(w, &q, NULL, &e);
+    eddy__cmdlist_reset(&q);
+    if (st != EDDY_OK) {
+        eddy__log(&sn->s->log, EDDY_LOG_DEBUG, "sentinel %s:%d not watched: %s",
+                  sn->watch_s[i].url.host, sn->watch_s[i].url.port, e.detail);
+        eddy__link_free(w);
+        return;
+    }
+    eddy__link_accept_pushes(w);
+    sn->watch[i] = w;
+    sn->nwatch++;
+}
+
 /* Asks the next sentinel not asked yet this round. */
 static eddy_status ask_next(eddy__sentinel *sn, eddy_error *err) {
     const eddy__url *url = &sn->s->url;
     while (sn->tried < url->nsentinels) {
         sn->at = (sn->start + sn->tried++) % url->nsentinels;
-        sn->child_s = *sn->s;
-        sn->child_s.url = (eddy__url){.kind = EDDY__URL_TCP,
-                                      .host = url->sentinels[sn->at].host,
-                                      .port = url->sentinels[sn->at].port,
-                                      .password = sn->s->sentinel_password,
-                                      .tls = url->tls};
+        sentinel_settings(sn, sn->at, &sn->child_s);
         if (!(sn->child = eddy__link_new(&sn->child_s, false)))
             return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory asking a sentinel");
         eddy__cmdlist q;
@@ -100,12 +177,7 @@ static eddy_status ask_next(eddy__sentinel *sn, eddy_error *err) {
         }
         /* In the same write: the sentinel subscribes this connection before it reads anything
          * else, so no announcement after its answer is missed (sentinel.h). */
-        if ((c = eddy__cmdlist_add(&q, 0, 0))) {
-            eddy__cmd_str(c, "SUBSCRIBE");
-            eddy__cmd_str(c, "+switch-master");
-            eddy__cmd_str(c, "+failover-state-reconf-slaves");
-            eddy__cmd_str(c, "+failover-state-wait-promotion");
-        }
+        subscribe_cmd(&q);
         eddy_error e;
         /* Its deadline is the round's: the link's clock is only known through it. */
         eddy_status st =
@@ -188,9 +260,10 @@ eddy_status eddy__sentinel_io(eddy__sentinel *sn, unsigned ready, const char **h
     if (st == EDDY_OK) {
         eddy__log(&sn->s->log, EDDY_LOG_DEBUG, "sentinel %s: the master '%s' is at %s:%d",
                   eddy__link_peer(sn->child), sn->s->url.name, sn->host, sn->port);
-        sn->watch = sn->child; /* SUBSCRIBE went with the ask: its messages follow */
+        sn->watch[sn->at] = sn->child; /* SUBSCRIBE went with the ask: its messages follow */
         sn->child = NULL;
-        eddy__link_accept_pushes(sn->watch);
+        sn->nwatch++;
+        eddy__link_accept_pushes(sn->watch[sn->at]);
         sn->found = true;
         sn->named_by = sn->at;
         *host = sn->host;
@@ -205,7 +278,7 @@ eddy_status eddy__sentinel_io(eddy__sentinel *sn, unsigned ready, const char **h
     return ask_next(sn, err);
 }
 
-bool eddy__sentinel_watching(const eddy__sentinel *sn) { return sn->watch != NULL; }
+size_t eddy__sentinel_watching(const eddy__sentinel *sn) { return sn->nwatch; }
 
 static bool elem_is(const redisReply *r, size_t i, const char *s) {
     return r->element[i]->type == REDIS_REPLY_STRING && r->element[i]->len == strlen(s) &&
@@ -283,13 +356,15 @@ eddy__sentinel_msg eddy__sentinel_message(const redisReply *r, const char *name,
     return EDDY__SENTINEL_MSG_LEAVING;
 }
 
-eddy_status eddy__sentinel_watch(eddy__sentinel *sn, const char *host, int port, eddy_error *err) {
-    if (!sn->watch)
-        return EDDY_OK;
+/* Reads what watch i holds (it was ready). EDDY_ERR_IO when it announces that the master left
+ * host:port; a watch that fails is dropped. */
+static eddy_status read_watch(eddy__sentinel *sn, size_t i, unsigned ready, const char *host,
+                              int port, eddy_error *err) {
+    eddy__link *w = sn->watch[i];
     eddy_error e;
-    eddy_status st = eddy__link_io(sn->watch, EDDY__LINK_READ, &e);
+    eddy_status st = eddy__link_io(w, ready, &e);
     for (redisReply *r = NULL; st == EDDY_OK; r = NULL) {
-        if ((st = eddy__link_reply(sn->watch, &r, &e)) != EDDY_OK || !r)
+        if ((st = eddy__link_reply(w, &r, &e)) != EDDY_OK || !r)
             break;
         char at[256];
         int at_port = 0;
@@ -311,24 +386,55 @@ eddy_status eddy__sentinel_watch(eddy__sentinel *sn, const char *host, int port,
                     ? eddy__fail(err, EDDY_ERR_IO,
                                  "sentinel %s: +switch-master: the master '%s' moved from %s:%d "
                                  "to %s:%d",
-                                 eddy__link_peer(sn->watch), sn->s->url.name, host ? host : "?",
-                                 port, at, at_port)
+                                 eddy__link_peer(w), sn->s->url.name, host ? host : "?", port, at,
+                                 at_port)
                     : eddy__fail(err, EDDY_ERR_IO,
                                  "sentinel %s: %s: a replica of the master '%s' at %s:%d is "
                                  "being promoted; asking for the new master",
-                                 eddy__link_peer(sn->watch), what, sn->s->url.name, at, at_port);
+                                 eddy__link_peer(w), what, sn->s->url.name, at, at_port);
             eddy__log(&sn->s->log, EDDY_LOG_INFO, "%s", err ? err->detail : "the master moved");
             return out;
         }
     }
-    if (st != EDDY_OK) { /* the watch is gone; the link's other checks remain */
-        eddy__log(&sn->s->log, EDDY_LOG_DEBUG,
-                  "sentinel %s: no longer watched for +switch-master: %s",
-                  eddy__link_peer(sn->watch), e.detail);
-        eddy__link_free(sn->watch);
-        sn->watch = NULL;
+    if (st != EDDY_OK) { /* this watch is gone; the others, and the link's checks, remain */
+        eddy__log(&sn->s->log, EDDY_LOG_DEBUG, "sentinel %s: no longer watched: %s",
+                  eddy__link_peer(w), e.detail);
+        drop_watch(sn, i);
     }
     return EDDY_OK;
+}
+
+eddy_status eddy__sentinel_watch(eddy__sentinel *sn, const char *host, int port, eddy_error *err) {
+    if (sn->nwatch == 0)
+        return EDDY_OK;
+    /* One poll() that does not wait tells which watches have something (or finished their
+     * connect: a connect's end must be seen, not guessed, before the link is stepped). */
+    size_t n = sn->s->url.nsentinels;
+    struct pollfd small[8], *p = n <= 8 ? small : calloc(n, sizeof(*p));
+    if (!p)
+        return EDDY_OK; /* out of memory: looked at next time */
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned wants = sn->watch[i] ? eddy__link_wants(sn->watch[i]) : 0;
+        p[i] = (struct pollfd){.fd = wants ? eddy__link_fd(sn->watch[i]) : -1,
+                               .events = (short)(((wants & EDDY__LINK_READ) ? POLLIN : 0) |
+                                                 ((wants & EDDY__LINK_WRITE) ? POLLOUT : 0))};
+        k += wants != 0;
+    }
+    eddy_status st = EDDY_OK;
+    if (k > 0 && poll(p, (nfds_t)n, 0) > 0)
+        for (size_t i = 0; i < n && st == EDDY_OK; i++) {
+            if (!sn->watch[i] || !p[i].revents)
+                continue;
+            unsigned ready = ((p[i].revents & POLLIN) ? EDDY__LINK_READ : 0) |
+                             ((p[i].revents & POLLOUT) ? EDDY__LINK_WRITE : 0);
+            if (p[i].revents & (POLLERR | POLLHUP | POLLNVAL))
+                ready = EDDY__LINK_READ | EDDY__LINK_WRITE;
+            st = read_watch(sn, i, ready, host, port, err);
+        }
+    if (p != small)
+        free(p);
+    return st;
 }
 
 void eddy__sentinel_role_cmd(eddy__cmdlist *out) {

@@ -10,14 +10,16 @@
  * sentinel with a stale answer cannot hold every connect. Nothing is cached: every round asks.
  *
  * Following a switch: the ask is pipelined with SUBSCRIBE +switch-master
- * +failover-state-reconf-slaves +failover-state-wait-promotion on the same
- * connection, so the sentinel that named the master handles both in one pass (no announcement
- * can fall between them), and that connection stays open as the round's watch while the link
- * is up. The link reads it without waiting whenever it steps (eddy__sentinel_watch: a recv()
- * that would block, the driver's existing waits drive it), and an announcement that the
- * master moved away from where the link is fails the link (EDDY_ERR_IO), which makes the
- * driver connect again, asking afresh. A watch that fails (the sentinel went away) is dropped
- * with a log line: READONLY, WAIT shortfalls and the ROLE check still make the link ask again.
+ * +failover-state-reconf-slaves +failover-state-wait-promotion on the same connection, so the
+ * sentinel that named the master handles both in one pass (no announcement can fall between
+ * them), and that connection stays open as one of the round's watches while the link is up;
+ * once the master is READY, a subscribed connection to every other sentinel is opened too, since
+ * a failover's leader may be any of them and only the leader announces its steps. The link
+ * reads them without waiting whenever it steps (eddy__sentinel_watch: one poll() with no
+ * timeout; the driver's existing waits drive it), and an announcement that the master moved
+ * away from where the link is fails the link (EDDY_ERR_IO), which makes the driver connect
+ * again, asking afresh. A watch that fails (its sentinel went away) is dropped with a debug
+ * line: the others, READONLY, WAIT shortfalls and the ROLE check remain.
  *
  * Thread: the link's. */
 #ifndef EDDY_SRC_SENTINEL_H
@@ -52,15 +54,16 @@ unsigned eddy__sentinel_wants(const eddy__sentinel *sn);
  * none answered, with the summary in err (also logged). */
 eddy_status eddy__sentinel_io(eddy__sentinel *sn, unsigned ready, const char **host, int *port,
                               eddy_error *err);
-/* The master this round found is READY: the next round starts with the same sentinel. */
+/* The master this round found is READY: the next round starts with the same sentinel, and a
+ * watch on every other sentinel is opened. */
 void eddy__sentinel_ready(eddy__sentinel *sn);
 
-/* Reads what the watch (the subscribed connection of the round's sentinel) holds, without
- * waiting. EDDY_OK when nothing says the master left host:port (the link's); EDDY_ERR_IO with
+/* Reads what the watches hold, without waiting (a poll() with no timeout, then the ready
+ * ones). EDDY_OK when nothing says the master left host:port (the link's); EDDY_ERR_IO with
  * the detail when it did (eddy__sentinel_message). */
 eddy_status eddy__sentinel_watch(eddy__sentinel *sn, const char *host, int port, eddy_error *err);
-/* True while the round's sentinel connection is kept as the watch. */
-bool eddy__sentinel_watching(const eddy__sentinel *sn);
+/* How many watches are open (connecting or subscribed). */
+size_t eddy__sentinel_watching(const eddy__sentinel *sn);
 
 typedef enum eddy__sentinel_msg {
     EDDY__SENTINEL_MSG_NONE,      /* not about this master, or not an announcement */

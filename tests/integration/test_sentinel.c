@@ -484,12 +484,14 @@ static void failover_scenario(const driver *d, enum how how, unsigned wait) {
 #define FOLLOW_AFTER 100 /* publishes acknowledged after the announcement, at least */
 #define FOLLOW_MAX 20000
 
-/* SENTINEL FAILOVER with the old master alive: Sentinel reconfigures it as a replica only
- * seconds after it announced the switch (+switch-master), and until then it takes writes that
- * the new master never sees. Every publish that began once the sentinel the bus asked named
+/* SENTINEL FAILOVER (to sentinel `leader`) with the old master alive: Sentinel reconfigures it
+ * as a replica only seconds after it announced the switch (+switch-master), and until then it
+ * takes writes that the new master never sees. Every publish that began once the leader named
  * the new master and that returned EDDY_OK must be in the new master's stream: the bus left
- * the old master as soon as the announcement came, not when the old master was demoted. */
-static void follow_scenario(const driver *d) {
+ * the old master as soon as the leader announced it, not when the old master was demoted.
+ * Printed, not asserted: what was acknowledged before and is missing (replication is
+ * asynchronous; eddy leaves the old master once the leader sent REPLICAOF NO ONE). */
+static void follow_scenario(const driver *d, int leader) {
     cluster c;
     memset(&c, 0, sizeof(c));
     cluster_start(&c);
@@ -504,7 +506,7 @@ static void follow_scenario(const driver *d) {
         snprintf(id, sizeof(id), "b-%d", i);
         cr_assert(publish_until_ok(&f, id));
     }
-    redisReply *r = eddy_test_cmd_at(c.sent[0].port, "SENTINEL FAILOVER %s", MASTER);
+    redisReply *r = eddy_test_cmd_at(c.sent[leader].port, "SENTINEL FAILOVER %s", MASTER);
     cr_assert(r && r->type == REDIS_REPLY_STATUS, "SENTINEL FAILOVER: %s",
               r && r->str ? r->str : "no reply");
     freeReplyObject(r);
@@ -514,8 +516,8 @@ static void follow_scenario(const driver *d) {
     int n = 0, acked_after = 0, new_port = 0;
     long long announced_at = -1, first_ok_after = -1, until = eddy_test_now_ms() + WAIT_MS;
     while (n < FOLLOW_MAX && acked_after < FOLLOW_AFTER && eddy_test_now_ms() < until) {
-        if (announced_at < 0) { /* the sentinel the bus asked (the first) names another */
-            int port = named_port(c.sent[0].port);
+        if (announced_at < 0) { /* the failover's leader names another */
+            int port = named_port(c.sent[leader].port);
             if (port && port != c.master.port) {
                 new_port = port;
                 announced_at = eddy_test_now_ms();
@@ -547,10 +549,11 @@ static void follow_scenario(const driver *d) {
         missing_before += acked[i] && !after[i] && !kept[i];
         acked_before += acked[i] && !after[i];
     }
-    printf("sentinel %s follow: %d acknowledged before the announcement (%d of them not on the "
+    printf("sentinel %s follow (leader: sentinel %d): %d acknowledged before the announcement (%d "
+           "of them not on the "
            "new master), %d after it (%d not on the new master); first acknowledged %lld ms after "
            "the announcement; the old master %s at the end\n",
-           d->name, acked_before, missing_before, acked_after, missing_after,
+           d->name, leader, acked_before, missing_before, acked_after, missing_after,
            first_ok_after - announced_at,
            old_role_master == 1 ? "still said master" : "was a replica by then");
     fflush(stdout);
@@ -567,10 +570,17 @@ static void follow_scenario(const driver *d) {
 }
 
 Test(sentinel, blocking_follows_the_switch_while_the_old_master_answers, .timeout = 400) {
-    follow_scenario(&blocking_driver);
+    follow_scenario(&blocking_driver, 0);
 }
 Test(sentinel, reactive_follows_the_switch_while_the_old_master_answers, .timeout = 400) {
-    follow_scenario(&reactive_driver);
+    follow_scenario(&reactive_driver, 0);
+}
+/* The leader is a sentinel the bus did not ask (the URL lists it second). */
+Test(sentinel, blocking_follows_a_switch_led_by_another_sentinel, .timeout = 400) {
+    follow_scenario(&blocking_driver, 1);
+}
+Test(sentinel, reactive_follows_a_switch_led_by_another_sentinel, .timeout = 400) {
+    follow_scenario(&reactive_driver, 1);
 }
 
 /* Every failover scenario on both front ends. */

@@ -43,6 +43,13 @@ static void queue_ping(eddy__link *l) {
     eddy__cmdlist_reset(&cmds);
 }
 
+static size_t count(const char *hay, const char *needle) {
+    size_t n = 0;
+    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
+        n++;
+    return n;
+}
+
 static char addr_answer[2][96];
 
 /* "*2 127.0.0.1 <port>": what get-master-addr-by-name answers. */
@@ -92,13 +99,16 @@ Test(sentinel_link, a_replica_is_refused_and_the_next_connect_asks_the_next_sent
     cr_assert_eq(eddy__link_connect(l, eddy_test_now_ms(), &err), EDDY_OK, "%s", err.detail);
     queue_ping(l);
     cr_assert_eq(fake_until_ready(l, fakes, 3, &err), EDDY_OK, "%s", err.detail);
-    cr_expect_eq(a.accepts, 1, "the sentinel that named a replica is not asked first again");
-    cr_expect_eq(b.accepts, 1);
+    cr_expect_eq(count(a.got, "get-master-addr-by-name"), 1,
+                 "the sentinel that named a replica is not asked first again");
+    cr_expect_eq(count(b.got, "get-master-addr-by-name"), 1);
+    cr_expect_eq(a.accepts, 2, "once the master is up, every sentinel is watched");
     cr_expect_gt(eddy__link_client_id(l), 0, "CLIENT ID still learnt");
     redisReply *r = NULL;
     cr_assert_eq(fake_one_reply(l, fakes, 3, &r, &err), EDDY_OK, "%s", err.detail);
     cr_assert(r);
     cr_expect_str_eq(r->str, "PONG", "the master answered the queued command");
+    cr_expect_eq(count(a.got, "SUBSCRIBE"), 2, "the watch subscribed: %s", a.got);
     freeReplyObject(r);
     cr_expect_eq(replica.accepts, 1);
     eddy__link_free(l);
@@ -181,13 +191,6 @@ static bool ping_answered(eddy__link *l, fake **fakes, size_t n, eddy_error *err
     if (r)
         freeReplyObject(r);
     return ok;
-}
-
-static size_t count(const char *hay, const char *needle) {
-    size_t n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
 }
 
 /* The sentinel that named the master is asked with SUBSCRIBE +switch-master in the same write,
@@ -383,4 +386,43 @@ Test(sentinel_link, sentinel_messages_are_read_strictly) {
     redisReply nil = {.type = REDIS_REPLY_NIL};
     cr_expect_eq(eddy__sentinel_message(&nil, "m", host, sizeof(host), &port), NONE);
     cr_expect_eq(eddy__sentinel_message(NULL, "m", host, sizeof(host), &port), NONE);
+}
+
+/* A failover's leader may be a sentinel the link did not ask: once the master is up, every
+ * sentinel is watched, and an announcement from another one fails the link as well. */
+Test(sentinel_link, every_sentinel_is_watched_once_the_master_is_up) {
+    fake master, a, b;
+    master_and_sentinel(&master, &a);
+    fake_listen(&b);
+    b.triggers[0] = "SUBSCRIBE";
+    b.answers[0] = "*3\r\n$9\r\nsubscribe\r\n$14\r\n+switch-master\r\n:1\r\n";
+    fake *fakes[] = {&master, &a, &b};
+    char url[128];
+    snprintf(url, sizeof(url), "redis-sentinel://127.0.0.1:%d,127.0.0.1:%d/m", a.port, b.port);
+    eddy__settings s = settings_for(url);
+    eddy__link *l = eddy__link_new(&s, false);
+    eddy_error err;
+    cr_assert_eq(eddy__link_connect(l, eddy_test_now_ms(), &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(fake_until_ready(l, fakes, 3, &err), EDDY_OK, "%s", err.detail);
+    long long until = eddy_test_now_ms() + 20000; /* the watch's connect and SUBSCRIBE */
+    while (!strstr(b.got, "SUBSCRIBE") && eddy_test_now_ms() < until)
+        cr_assert(ping_answered(l, fakes, 3, &err), "%s", err.detail);
+    cr_assert(strstr(b.got, "+failover-state-wait-promotion"), "b subscribed: %s", b.got);
+    cr_expect(!strstr(b.got, "get-master-addr-by-name"), "b was not asked");
+    size_t pings = count(master.got, "PING");
+
+    char text[128];
+    snprintf(text, sizeof(text), "slave 127.0.0.1:1 127.0.0.1 1 @ m 127.0.0.1 %d", master.port);
+    announce_on(&b, "+failover-state-wait-promotion", text);
+    queue_ping(l);
+    redisReply *r = NULL;
+    cr_expect_eq(fake_one_reply(l, fakes, 3, &r, &err), EDDY_ERR_IO);
+    cr_expect_null(r);
+    cr_expect(strstr(err.detail, "+failover-state-wait-promotion"), "%s", err.detail);
+    cr_expect_eq(count(master.got, "PING"), pings, "nothing more reached the old master");
+    eddy__link_free(l);
+    eddy__settings_free(&s);
+    fake_close(&master);
+    fake_close(&a);
+    fake_close(&b);
 }
