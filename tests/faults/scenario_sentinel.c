@@ -3,17 +3,18 @@
  * here on free loopback ports; a bus on redis-sentinel:// consumes one subject (Competing, at
  * least once) while a thread publishes to it every millisecond, recording every publish that
  * returned EDDY_OK. Then the master is failed over (SENTINEL FAILOVER to a sentinel the bus
- * does not ask first, the old master staying up) or killed (kill -9), once without wait_replicas
- * and once with wait_replicas 2 (every replica), each on a fresh set of servers.
+ * does not ask first, or in the long profile to each in turn, the old master staying up) or killed
+ * (kill -9), once without wait_replicas and once with wait_replicas 2 (every replica), each on a
+ * fresh set of servers.
  *
- * FIG sentinel_<how> frontend=<f> wait=<n>: acked (publishes that returned EDDY_OK), missing
- * (acknowledged, not in the final master's stream), missing_late (of those, ones that began
- * more than 100 ms after the promotion: "the switch", the moment the scenario saw a replica
- * say ROLE master), lost (acknowledged, never consumed), dup (consumptions beyond the first),
- * resume_ms (from the promotion to the first publish begun after it that returned EDDY_OK),
- * gap_ms (the longest time without an acknowledged publish), conn_changes (on_connection
- * calls), fast_reconnects (connects of the bus, any connection, that began within 10 ms of
- * the bus's previous one: eddy's debug log line per sentinel answer is the clock).
+ * FIG sentinel_<how> frontend=<f> wait=<n> leader=<sentinel, -1 for a kill>: acked (publishes that
+ * returned EDDY_OK), missing (acknowledged, not in the final master's stream), missing_late (of
+ * those, ones that began more than 100 ms after the promotion: "the switch", the moment the
+ * scenario saw a replica say ROLE master), lost (acknowledged, never consumed), dup (consumptions
+ * beyond the first), resume_ms (from the promotion to the first publish begun after it that
+ * returned EDDY_OK), gap_ms (the longest time without an acknowledged publish), conn_changes
+ * (on_connection calls), fast_reconnects (connects of the bus, any connection, that began within 10
+ * ms of the bus's previous one: eddy's debug log line per sentinel answer is the clock).
  *
  * Checked (what was lost, never how fast): with wait_replicas 2, nothing acknowledged is missing
  * and nothing acknowledged went unconsumed; in every run, what the final master holds is
@@ -280,7 +281,8 @@ static bool mark_kept(const fx_redis *r, const char *ns, unsigned char *kept) {
 
 enum how { BY_COMMAND, BY_KILL };
 
-static void one_run(const driver *dr, enum how how, unsigned wait) {
+/* leader: the sentinel SENTINEL FAILOVER goes to. */
+static void one_run(const driver *dr, enum how how, unsigned wait, int leader) {
     const char *name = how == BY_COMMAND ? "sentinel_failover" : "sentinel_kill";
     servers sv;
     if (!servers_start(&sv)) {
@@ -331,8 +333,7 @@ static void one_run(const driver *dr, enum how how, unsigned wait) {
 
     fx_redis *old = &sv.nodes[0];
     if (how == BY_COMMAND) {
-        /* To a sentinel the bus did not ask first: every sentinel is listened to. */
-        redisReply *r = sentinel_cmd(&sv.sent[1], "SENTINEL FAILOVER %s", MASTER);
+        redisReply *r = sentinel_cmd(&sv.sent[leader], "SENTINEL FAILOVER %s", MASTER);
         FX_CHECK(r && r->type == REDIS_REPLY_STATUS, "%s: SENTINEL FAILOVER: %s", name,
                  r && r->str ? r->str : "no reply");
         if (r)
@@ -421,10 +422,11 @@ static void one_run(const driver *dr, enum how how, unsigned wait) {
     pthread_mutex_lock(&u.lock);
     int fast = u.fast_reconnects, connects = u.connects;
     pthread_mutex_unlock(&u.lock);
-    printf("FIG %s frontend=%s wait=%u acked=%zu missing=%zu missing_late=%zu lost=%zu/%zu "
-           "dup=%zu resume_ms=%lld gap_ms=%lld conn_changes=%d connects=%d fast_reconnects=%d\n",
-           name, dr->name, wait, acked, missing, missing_late, lost, acked, dup, resume_ms, gap,
-           atomic_load(&u.conn_changes), connects, fast);
+    printf(
+        "FIG %s frontend=%s wait=%u leader=%d acked=%zu missing=%zu missing_late=%zu lost=%zu/%zu "
+        "dup=%zu resume_ms=%lld gap_ms=%lld conn_changes=%d connects=%d fast_reconnects=%d\n",
+        name, dr->name, wait, how == BY_COMMAND ? leader : -1, acked, missing, missing_late, lost,
+        acked, dup, resume_ms, gap, atomic_load(&u.conn_changes), connects, fast);
     FX_CHECK(unconsumed == 0, "%s: %zu publishes on the final master never consumed", name,
              unconsumed);
     FX_CHECK(resume_ms >= 0, "%s: publishing did not resume after the switch", name);
@@ -443,12 +445,19 @@ static void one_run(const driver *dr, enum how how, unsigned wait) {
     servers_stop(&sv);
 }
 
+/* The fast profile sends SENTINEL FAILOVER to a sentinel the bus does not ask first (every
+ * sentinel is listened to); the long one to each sentinel in turn, and kills three times. */
 void fx_sentinel_failover(const driver *dr) {
-    one_run(dr, BY_COMMAND, 0);
-    one_run(dr, BY_COMMAND, NREPL);
+    for (int leader = fx_long_profile() ? 0 : 1; leader < (fx_long_profile() ? NSENT : 2);
+         leader++) {
+        one_run(dr, BY_COMMAND, 0, leader);
+        one_run(dr, BY_COMMAND, NREPL, leader);
+    }
 }
 
 void fx_sentinel_kill(const driver *dr) {
-    one_run(dr, BY_KILL, 0);
-    one_run(dr, BY_KILL, NREPL);
+    for (int i = 0; i < (fx_long_profile() ? 3 : 1); i++) {
+        one_run(dr, BY_KILL, 0, -1);
+        one_run(dr, BY_KILL, NREPL, -1);
+    }
 }
