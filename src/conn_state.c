@@ -28,6 +28,7 @@
 #include "conn_state.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +57,13 @@ struct eddy__conn_state {
     eddy_connection_fn fn;
     void *user;
     unsigned reconnect_max_ms;
-    char where[160]; /* the server, without credentials */
+    char where[160];           /* the server, without credentials */
+    atomic_uint master_epoch;  /* eddy__conn_master_moved/doubt */
+    long long master_epoch_at; /* when it last moved (monotonic ms), under lock */
+    unsigned doubts;           /* doubts that moved it since the last announced move */
+    char avoid_host[256];      /* eddy__conn_master_avoid, under lock ("" for none) */
+    int avoid_port;
+    long long avoid_at;
 };
 
 eddy__conn_state *eddy__conn_state_new(const eddy__url *url, const eddy__logger *log,
@@ -284,4 +291,52 @@ void eddy__conn_stats(eddy__conn_state *cs, eddy_connection_stats *out) {
     if (cs->down_since >= 0)
         out->disconnected_ms += (unsigned long long)(eddy__mono_ms() - cs->down_since);
     pthread_mutex_unlock(&cs->lock);
+}
+
+/* A new master epoch; for a doubt only when the last is older than reconnect_max_ms, doubled
+ * for each doubt since the last announced move or quiet period (up to 64 times): a doubt that a
+ * fresh ask did not resolve (the sentinels name the same master: a replica is just down or
+ * behind) costs the handle's connections ever fewer rounds of reconnects. */
+static void new_master_epoch(eddy__conn_state *cs, bool doubt) {
+    if (!cs)
+        return;
+    long long now = eddy__mono_ms();
+    pthread_mutex_lock(&cs->lock);
+    long long after = (long long)cs->reconnect_max_ms << (cs->doubts < 6 ? cs->doubts : 6);
+    if (doubt && cs->master_epoch_at && now - cs->master_epoch_at >= 2 * after)
+        cs->doubts = 0; /* a quiet period: the next doubts count as the first again */
+    if (!doubt || cs->master_epoch_at == 0 || now - cs->master_epoch_at >= after) {
+        atomic_fetch_add(&cs->master_epoch, 1);
+        cs->master_epoch_at = now;
+        cs->doubts = doubt ? cs->doubts + 1 : 0;
+    }
+    pthread_mutex_unlock(&cs->lock);
+}
+
+void eddy__conn_master_moved(eddy__conn_state *cs) { new_master_epoch(cs, false); }
+void eddy__conn_master_doubt(eddy__conn_state *cs) { new_master_epoch(cs, true); }
+
+unsigned eddy__conn_master_epoch(const eddy__conn_state *cs) {
+    return cs ? atomic_load_explicit(&cs->master_epoch, memory_order_relaxed) : 0;
+}
+
+void eddy__conn_master_avoid(eddy__conn_state *cs, const char *host, int port) {
+    if (!cs)
+        return;
+    pthread_mutex_lock(&cs->lock);
+    snprintf(cs->avoid_host, sizeof(cs->avoid_host), "%s", host);
+    cs->avoid_port = port;
+    cs->avoid_at = eddy__mono_ms();
+    pthread_mutex_unlock(&cs->lock);
+    new_master_epoch(cs, false);
+}
+
+bool eddy__conn_master_avoided(eddy__conn_state *cs, const char *host, int port) {
+    if (!cs)
+        return false;
+    pthread_mutex_lock(&cs->lock);
+    bool v = cs->avoid_host[0] && cs->avoid_port == port && strcmp(cs->avoid_host, host) == 0 &&
+             eddy__mono_ms() - cs->avoid_at < EDDY__AVOID_MS;
+    pthread_mutex_unlock(&cs->lock);
+    return v;
 }

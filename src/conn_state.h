@@ -56,4 +56,24 @@ bool eddy__conn_refused(eddy_status st);
 
 void eddy__conn_stats(eddy__conn_state *cs, eddy_connection_stats *out);
 
+/* redis-sentinel://: the master this handle writes to is no longer to be trusted, and every
+ * connection of the handle asks the sentinels afresh (src/link.c compares the epoch it
+ * connected at with eddy__conn_master_epoch at each step, and fails when they differ).
+ * eddy__conn_master_moved: a sentinel announced +switch-master, or a master answered READONLY;
+ * always a new epoch. eddy__conn_master_doubt: a WAIT shortfall or a ROLE that is not master;
+ * a new epoch unless the last one is younger than reconnect_max_ms, doubled for each doubt
+ * since the last move or a quiet period (at most 64 times): a replica merely down or behind then
+ * costs the handle a few rounds of reconnects, not one per publish. cs may be NULL (epoch 0,
+ * nothing happens). */
+void eddy__conn_master_moved(eddy__conn_state *cs);
+/* A failover started replacing the master at host:port (+failover-state-wait-promotion): a new
+ * epoch, and eddy__conn_master_avoided says true for that address until the sentinels name
+ * another one, or for EDDY__AVOID_MS at most (a failover that was aborted leaves it the master,
+ * and it is used again then). */
+void eddy__conn_master_avoid(eddy__conn_state *cs, const char *host, int port);
+bool eddy__conn_master_avoided(eddy__conn_state *cs, const char *host, int port);
+#define EDDY__AVOID_MS 10000
+void eddy__conn_master_doubt(eddy__conn_state *cs);
+unsigned eddy__conn_master_epoch(const eddy__conn_state *cs);
+
 #endif

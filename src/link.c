@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "cluster.h"
+#include "conn_state.h"
 #include "error.h"
 #include "link_mem.h"
 #include "link_tls.h"
@@ -83,6 +84,10 @@ struct eddy__link {
     bool proved;
     bool hs_role_last;
     uint64_t hs_end;
+    /* redis-sentinel://: the handle's master epoch this connect began at (conn_state.h); a
+     * newer one fails the link at its next step, so that it asks the sentinels afresh. */
+    unsigned master_epoch;
+    bool pushes;        /* eddy__link_accept_pushes */
     unsigned socket_id; /* this socket's number among every link's (eddy__link_socket_id) */
     eddy__memlink *mem; /* memory://: every call is handed on to it (link_mem.c) */
     /* redis-cluster://: where each unanswered command ends (a ring; see the top), where the
@@ -271,6 +276,7 @@ uint64_t eddy__link_answered(const eddy__link *l) {
     return l->mem ? eddy__memlink_answered(l->mem) : l->answered;
 }
 bool eddy__link_ready(const eddy__link *l) { return l->mem && eddy__memlink_ready(l->mem); }
+void eddy__link_accept_pushes(eddy__link *l) { l->pushes = true; }
 redisReader *eddy__link_reader(eddy__link *l) { return l->reader; }
 long long eddy__link_client_id(const eddy__link *l) { return l->client_id; }
 const char *eddy__link_peer(const eddy__link *l) {
@@ -336,6 +342,28 @@ eddy_status eddy__link_tick(eddy__link *l, long long now_ms, eddy_error *err) {
                                   l->peer, l->s->connect_timeout_ms));
     eddy_status st = eddy__fail(err, EDDY_ERR_IO, "connect to %s timed out after %u ms", l->peer,
                                 l->s->connect_timeout_ms);
+    return fail(l, st);
+}
+
+/* redis-sentinel://, once a master was named: fails the link when the handle's master epoch
+ * moved since this connect began (another connection of the handle heard of a switch, or
+ * doubted the master), or when this link's own watch announces a switch (sentinel.h), which
+ * then moves the handle's epoch for the others. `watch`: read the watch too (it costs a
+ * recv(); the reply path only compares epochs). */
+static eddy_status follow_master(eddy__link *l, bool watch, eddy_error *err) {
+    if (!l->sen || !l->host || (l->phase != EDDY__LINK_HANDSHAKE && l->phase != EDDY__LINK_READY))
+        return EDDY_OK;
+    if (eddy__conn_master_epoch(l->s->conn_state) != l->master_epoch)
+        return fail(l, eddy__fail(err, EDDY_ERR_IO,
+                                  "%s may no longer be the master '%s' (another connection "
+                                  "heard of a switch or doubted it): asking the sentinels again",
+                                  l->peer, l->s->url.name));
+    if (!watch)
+        return EDDY_OK;
+    eddy_status st = eddy__sentinel_watch(l->sen, l->host, l->port, err);
+    if (st == EDDY_OK)
+        return EDDY_OK;
+    eddy__conn_master_moved(l->s->conn_state);
     return fail(l, st);
 }
 
@@ -653,6 +681,8 @@ eddy_status eddy__link_connect(eddy__link *l, long long now_ms, eddy_error *err)
         return fail(l, st);
     if (l->s->url.kind == EDDY__URL_UNIX)
         return connect_unix(l, err);
+    if (l->sen)
+        l->master_epoch = eddy__conn_master_epoch(l->s->conn_state);
     if (l->sen || l->cl) { /* the master's address first: eddy__link_io goes on with ask_step */
         l->host = NULL;
         set_peer(l);
@@ -797,6 +827,8 @@ static eddy_status take_handshake(eddy__link *l, eddy_error *err) {
         l->hs_left--;
         if (role) {
             st = eddy__sentinel_check_role(l->sen, r, l->peer, err);
+            if (st != EDDY_OK) /* the handle's other connections may be on a replica too */
+                eddy__conn_master_doubt(l->s->conn_state);
         } else if (id) { /* refused by an ACL: the id stays unknown; NOAUTH: credentials wanted */
             st = eddy__client_id_check(r, &l->client_id, err);
         } else {
@@ -866,7 +898,9 @@ eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err)
         return closed(l, err);
     if (l->phase == EDDY__LINK_FAILED || l->phase == EDDY__LINK_IDLE)
         return eddy__fail(err, EDDY_ERR_IO, "connection to %s is not open", l->peer);
-    eddy_status st = take_handshake(l, err);
+    eddy_status st = follow_master(l, false, err);
+    if (st == EDDY_OK)
+        st = take_handshake(l, err);
     if (st == EDDY_OK && l->hs_left > 0 && l->peer_closed)
         return closed(l, err);
     if (st != EDDY_OK || l->hs_left > 0)
@@ -890,6 +924,7 @@ eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err)
     if (l->sen && eddy__sentinel_readonly(*reply)) { /* a failover: the next connect asks */
         free_reply(l, *reply);
         *reply = NULL;
+        eddy__conn_master_moved(l->s->conn_state); /* the handle's other connections too */
         return fail(l, eddy__fail(err, EDDY_ERR_IO,
                                   "%s is a replica now (READONLY): the master '%s' moved", l->peer,
                                   l->s->url.name));
@@ -900,6 +935,8 @@ eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err)
         eddy__log(&l->s->log, EDDY_LOG_DEBUG, "%s", err ? err->detail : "cluster redirect");
         return fail(l, EDDY_ERR_IO);
     }
+    if (l->answered == l->sent && l->answered == l->queued && l->pushes)
+        return EDDY_OK; /* a message of a subscription: not an answer */
     if (l->answered == l->sent && l->answered == l->queued) {
         free_reply(l, *reply);
         *reply = NULL;
@@ -931,6 +968,9 @@ eddy_status eddy__link_flush(eddy__link *l, eddy_error *err) {
         return eddy__memlink_flush(l->mem, err);
     if (discovering(l) && l->phase == EDDY__LINK_CONNECTING)
         return EDDY_OK; /* nothing can be written before the master is known */
+    eddy_status fst = follow_master(l, true, err); /* nothing more to a master that moved */
+    if (fst != EDDY_OK)
+        return fst;
     switch (l->phase) {
     case EDDY__LINK_CONNECTING:
         return finish_connect(l, err);
@@ -969,6 +1009,8 @@ eddy_status eddy__link_io(eddy__link *l, unsigned ready, eddy_error *err) {
     if ((ready & EDDY__LINK_WRITE) || l->tls_want == EDDY__LINK_WRITE) {
         if (l->tls_want == EDDY__LINK_WRITE) /* a TLS read waited to write */
             ready |= EDDY__LINK_READ;
+        if ((st = follow_master(l, true, err)) != EDDY_OK) /* nothing to a master that moved */
+            return st;
         if ((st = write_out(l, err)) != EDDY_OK)
             return st;
     }
@@ -976,6 +1018,10 @@ eddy_status eddy__link_io(eddy__link *l, unsigned ready, eddy_error *err) {
         if ((st = read_in(l, err)) != EDDY_OK)
             return st;
     }
+    /* After the read: an announcement the watch holds now was made before the replies just
+     * read are handed out, and those of a master that moved are not. */
+    if ((st = follow_master(l, true, err)) != EDDY_OK)
+        return st;
     return take_handshake(l, err);
 }
 

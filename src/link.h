@@ -144,6 +144,10 @@ eddy_status eddy__link_reply(eddy__link *l, redisReply **reply, eddy_error *err)
 eddy_status eddy__link_replies(eddy__link *l, redisReply **out, size_t max, size_t *got,
                                eddy_error *err);
 
+/* From now on, replies beyond the commands queued (a SUBSCRIBE's messages) are handed out by
+ * eddy__link_reply instead of failing the link; they are not counted as answers. */
+void eddy__link_accept_pushes(eddy__link *l);
+
 /* Replies can be taken now without waiting on the socket (memory://: commands are queued and
  * the head is not a parked blocking read). A driver looks before it waits. Always false for a
  * socket, whose replies come only after eddy__link_io read them. */

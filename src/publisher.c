@@ -332,11 +332,16 @@ static eddy_status wait_result(eddy__publisher *p, const redisReply *r, eddy_err
         return st;
     if (r->type != REDIS_REPLY_INTEGER)
         return eddy__fail(err, EDDY_ERR_PROTOCOL, "WAIT: unexpected reply type %d", r->type);
-    if (r->integer < (long long)p->s->wait_replicas)
+    if (r->integer < (long long)p->s->wait_replicas) {
+        /* Fewer replicas than there were: a replica may have been promoted away from this
+         * master. The handle's connections ask the sentinels again (conn_state.h). */
+        if (p->s->url.kind == EDDY__URL_SENTINEL)
+            eddy__conn_master_doubt(p->s->conn_state);
         return eddy__fail(err, EDDY_ERR_TIMEOUT,
                           "publish: stored on the master, but %lld of the %u replicas wanted "
                           "had it within %u ms (a failover may lose it)",
                           r->integer, p->s->wait_replicas, p->s->wait_timeout_ms);
+    }
     return EDDY_OK;
 }
 

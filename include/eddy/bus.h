@@ -258,15 +258,23 @@ typedef struct eddy_settings {
     /** redis-sentinel:// only: the password the sentinels want (AUTH, requirepass of the
      * sentinels), copied; NULL, the default, sends none. */
     const char *sentinel_password;
-    /** Publishes that must survive a failover: with wait_replicas N > 0, every publish
-     * (publish, publish_batch's each event, publish_value; not requests, not the event store's
-     * appends) is followed on its connection by WAIT N wait_timeout_ms, and succeeds only once N
-     * replicas have it. Fewer within wait_timeout_ms is EDDY_ERR_TIMEOUT: the master stored it,
-     * and a failover may lose it (publish again; with publish_dedup_ms that is safe). Redis
-     * only (EDDY_ERR_INVALID_SPEC with memory://). Cost: the master's round trip to its
-     * replicas on every publish, during which the connection's later commands wait (bench_wait:
-     * about 38% of one-at-a-time publish throughput on loopback). wait_timeout_ms: 1 to below
-     * command_timeout_ms; default 1000. Default wait_replicas 0: no WAIT. */
+    /** Replicas that must have a publish before it succeeds: with wait_replicas N > 0, every
+     * publish (publish, publish_batch's each event, publish_value; not requests, not the event
+     * store's appends) is followed on its connection by WAIT N wait_timeout_ms, and succeeds
+     * only once N replicas acknowledged it. WAIT is not consensus: a failover promotes one
+     * replica, not necessarily one that had the write, and the others resync from it. Only a
+     * write every replica has survives any promotion, so N = the master's number of replicas is
+     * the setting that survives a failover; a smaller N only makes the loss smaller. A shortfall
+     * (fewer within wait_timeout_ms) is EDDY_ERR_TIMEOUT: the master stored it, a failover may lose
+     * it (publish again; with publish_dedup_ms that is safe); with redis-sentinel:// it also makes
+     * the handle ask the sentinels again. Cost: every publish waits for the slowest of the N
+     * replicas, the connection's later commands wait behind it (bench_wait: about 38% of
+     * one-at-a-time publish throughput on loopback), and while one of the N is down, or after a
+     * failover until N replicas follow the new master (Sentinel turns a live old master into
+     * a replica 10 to 15 s after the switch), every publish fails after wait_timeout_ms.
+     * Redis only (EDDY_ERR_INVALID_SPEC with memory://). wait_timeout_ms: 1 to below
+     * command_timeout_ms; default 1000. Default wait_replicas 0: no WAIT. docs/operations.md
+     * says more. */
     unsigned wait_replicas;
     unsigned wait_timeout_ms;
     /** AtLeastOnce: while a handler runs (or holds its delivery with EDDY_PENDING), tell Redis

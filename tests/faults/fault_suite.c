@@ -32,6 +32,8 @@ static const scenario scenarios[] = {
     {"tls_restart",      fx_tls_restart},
     {"claim_kept",       fx_claim_kept},
     {"cluster",          fx_cluster},
+    {"sentinel_failover", fx_sentinel_failover},
+    {"sentinel_kill",    fx_sentinel_kill},
 };
 // clang-format on
 

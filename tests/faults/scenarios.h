@@ -18,6 +18,8 @@ void fx_auth_changed(const driver *dr);
 void fx_tls_restart(const driver *dr);
 void fx_claim_kept(const driver *dr);
 void fx_cluster(const driver *dr);
+void fx_sentinel_failover(const driver *dr); /* scenario_sentinel.c */
+void fx_sentinel_kill(const driver *dr);
 
 /* A blocking bus with no subscription, for the scenarios' own publishing and requests. */
 #include "eddy/blocking.h"

@@ -1,17 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* redis-sentinel:// on real servers: 1 master, 1 replica and 3 redis-sentinel processes on free
+/* redis-sentinel:// on real servers: 1 master, 2 replicas and 3 redis-sentinel processes on free
  * loopback ports, started and stopped here. Through the sentinel URL a bus of either front end
  * publishes, consumes and answers requests; then a failover (SENTINEL FAILOVER, or kill -9 of
  * the master) happens while a thread publishes, and everything resumes on the new master.
  *
- * What is asserted is deterministic: every message published and replicated (WAIT 1) before
+ * What is asserted is deterministic: every message published and replicated (WAIT 2) before
  * the failover and every one published once the sentinels name the new master (and the old
  * one, when alive, is a replica) is consumed. Replication is asynchronous, so a publish
  * acknowledged during the failover may be missing from the new master: without
- * settings.wait_replicas that figure is printed, not asserted; with wait_replicas 1 it must be
- * 0. Also: TLS (rediss-sentinel://), the sentinels' password, a dead first sentinel, clear
- * statuses when no sentinel names the master. Waits have generous deadlines; nothing asserts a
- * duration. */
+ * settings.wait_replicas that figure is printed, not asserted; with wait_replicas 2 (every
+ * replica) it must be 0. And the switch is followed at once: after SENTINEL FAILOVER, while the
+ * old master still takes writes, what is acknowledged once the sentinel announced the new one
+ * is on the new one. Also: TLS (rediss-sentinel://), the sentinels' password, a dead first
+ * sentinel, clear statuses when no sentinel names the master. Waits have generous deadlines;
+ * nothing asserts a duration. */
 #include <criterion/criterion.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
@@ -35,6 +37,7 @@
 
 #define MASTER "mymaster"
 #define NSENT 3
+#define NREPL 2 /* wait_replicas NREPL: every replica */
 #define BEFORE 20
 #define AFTER 20
 #define DURING_MAX 20000 /* 2 ms apart: 40 s of publishing at most, longer than a failover */
@@ -128,24 +131,30 @@ static void sentinel_kill(sentinel_proc *sp) {
 }
 
 typedef struct cluster {
-    eddy_test_redis master, replica;
+    eddy_test_redis master, replicas[NREPL];
     sentinel_proc sent[NSENT];
     char url[256];
 } cluster;
 
-static bool all_ready(void *arg) {
-    cluster *c = arg;
-    if (has_role(c->replica.port, "slave") != 1)
+/* The replica at port replicates, its link to the master up. */
+static bool replicating(int port) {
+    if (has_role(port, "slave") != 1)
         return false;
-    redisReply *r = eddy_test_cmd_at(c->replica.port, "INFO replication");
+    redisReply *r = eddy_test_cmd_at(port, "INFO replication");
     bool up = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "master_link_status:up");
     if (r)
         freeReplyObject(r);
-    if (!up)
-        return false;
+    return up;
+}
+
+static bool all_ready(void *arg) {
+    cluster *c = arg;
+    for (int i = 0; i < NREPL; i++)
+        if (!replicating(c->replicas[i].port))
+            return false;
     for (int i = 0; i < NSENT; i++)
         if (named_port(c->sent[i].port) != c->master.port ||
-            known(c->sent[i].port, "replicas") < 1 || known(c->sent[i].port, "sentinels") < 2)
+            known(c->sent[i].port, "replicas") < NREPL || known(c->sent[i].port, "sentinels") < 2)
             return false;
     return true;
 }
@@ -155,7 +164,8 @@ static void cluster_start(cluster *c) {
     char mport[16];
     snprintf(mport, sizeof(mport), "%d", c->master.port);
     const char *const extra[] = {"--replicaof", "127.0.0.1", mport, NULL};
-    eddy_test_redis_start_with(&c->replica, 0, extra);
+    for (int i = 0; i < NREPL; i++)
+        eddy_test_redis_start_with(&c->replicas[i], 0, extra);
     int n = snprintf(c->url, sizeof(c->url), "redis-sentinel://");
     for (int i = 0; i < NSENT; i++) {
         sentinel_start(&c->sent[i], c->master.port);
@@ -172,7 +182,8 @@ static void cluster_stop(cluster *c) {
     for (int i = 0; i < NSENT; i++)
         sentinel_kill(&c->sent[i]);
     eddy_test_redis_kill(&c->master);
-    eddy_test_redis_kill(&c->replica);
+    for (int i = 0; i < NREPL; i++)
+        eddy_test_redis_kill(&c->replicas[i]);
     char rm[512];
     for (int i = 0; i < NSENT; i++) {
         snprintf(rm, sizeof(rm), "rm -rf %s", c->sent[i].dir);
@@ -338,19 +349,23 @@ static bool before_and_after_consumed(seen *s) {
 
 typedef struct after_failover {
     cluster *c;
-    int new_port;
+    int new_port; /* the promoted replica's, once known */
     bool old_alive;
 } after_failover;
 
-/* The failover is over: every sentinel names the new master, it says master, and the old one,
- * when alive, is a replica (so no later write can land on it). */
+/* The failover is over: every sentinel names the same new master, it says master, and the old
+ * one, when alive, is a replica (so no later write can land on it). */
 static bool failed_over(void *arg) {
     after_failover *a = arg;
-    for (int i = 0; i < NSENT; i++)
-        if (named_port(a->c->sent[i].port) != a->new_port)
-            return false;
-    if (has_role(a->new_port, "master") != 1)
+    int port = named_port(a->c->sent[0].port);
+    if (port == 0 || port == a->c->master.port)
         return false;
+    for (int i = 1; i < NSENT; i++)
+        if (named_port(a->c->sent[i].port) != port)
+            return false;
+    if (has_role(port, "master") != 1)
+        return false;
+    a->new_port = port;
     return !a->old_alive || has_role(a->c->master.port, "slave") == 1;
 }
 
@@ -371,8 +386,9 @@ static void mark_kept(int port, const char *ns, bool *kept) {
 
 enum how { BY_COMMAND, BY_KILL };
 
-/* wait: settings.wait_replicas (0: none). With 1, a publish is acknowledged only once the one
- * replica has it: none acknowledged can be missing from the stream once it is the master. */
+/* wait: settings.wait_replicas (0: none). With NREPL (every replica), a publish is acknowledged
+ * only once every replica has it, the promoted one included: none acknowledged can be missing
+ * from the stream once it is the master. */
 static void failover_scenario(const driver *d, enum how how, unsigned wait) {
     cluster c;
     memset(&c, 0, sizeof(c));
@@ -391,8 +407,8 @@ static void failover_scenario(const driver *d, enum how how, unsigned wait) {
     }
     cr_assert(eddy_test_wait_until(answered, &f, WAIT_MS), "a request is answered");
     /* Everything so far is on the replica too: it survives the failover. */
-    redisReply *w = eddy_test_cmd_at(c.master.port, "WAIT 1 %d", WAIT_MS);
-    cr_assert(w && w->type == REDIS_REPLY_INTEGER && w->integer >= 1, "WAIT 1");
+    redisReply *w = eddy_test_cmd_at(c.master.port, "WAIT %d %d", NREPL, WAIT_MS);
+    cr_assert(w && w->type == REDIS_REPLY_INTEGER && w->integer >= NREPL, "WAIT every replica");
     freeReplyObject(w);
 
     pub_thread *p = calloc(1, sizeof(*p));
@@ -403,7 +419,7 @@ static void failover_scenario(const driver *d, enum how how, unsigned wait) {
     struct timespec some = {0, 200000000}; /* let some publishes flow first (not asserted) */
     nanosleep(&some, NULL);
 
-    after_failover a = {&c, c.replica.port, how == BY_COMMAND};
+    after_failover a = {&c, 0, how == BY_COMMAND};
     if (how == BY_COMMAND) {
         redisReply *r = eddy_test_cmd_at(c.sent[0].port, "SENTINEL FAILOVER %s", MASTER);
         cr_assert(r && r->type == REDIS_REPLY_STATUS, "SENTINEL FAILOVER: %s",
@@ -416,9 +432,9 @@ static void failover_scenario(const driver *d, enum how how, unsigned wait) {
 
     atomic_store(&p->stop, true);
     pthread_join(th, NULL);
-    if (wait && how == BY_KILL) { /* WAIT 1 needs a replica again: a new one joins */
+    if (wait && how == BY_KILL) { /* WAIT NREPL needs a replica again: a new one joins */
         char nport[16];
-        snprintf(nport, sizeof(nport), "%d", c.replica.port);
+        snprintf(nport, sizeof(nport), "%d", a.new_port);
         const char *const extra[] = {"--replicaof", "127.0.0.1", nport, NULL};
         eddy_test_redis_start_with(&c.master, 0, extra);
     }
@@ -436,7 +452,7 @@ static void failover_scenario(const driver *d, enum how how, unsigned wait) {
      * consumer saw either. */
     bool *kept = calloc(DURING_MAX, sizeof(bool));
     cr_assert(kept);
-    mark_kept(c.replica.port, ns, kept);
+    mark_kept(a.new_port, ns, kept);
     int acked = 0, lost = 0, unseen = 0, extra = 0;
     pthread_mutex_lock(&s->lock);
     for (int i = 0; i < p->tried; i++) {
@@ -465,6 +481,108 @@ static void failover_scenario(const driver *d, enum how how, unsigned wait) {
     cluster_stop(&c);
 }
 
+#define FOLLOW_AFTER 100 /* publishes acknowledged after the announcement, at least */
+#define FOLLOW_MAX 20000
+
+/* SENTINEL FAILOVER (to sentinel `leader`) with the old master alive: Sentinel reconfigures it
+ * as a replica only seconds after it announced the switch (+switch-master), and until then it
+ * takes writes that the new master never sees. Every publish that began once the leader named
+ * the new master and that returned EDDY_OK must be in the new master's stream: the bus left
+ * the old master as soon as the leader announced it, not when the old master was demoted.
+ * Printed, not asserted: what was acknowledged before and is missing (replication is
+ * asynchronous; eddy leaves the old master once the leader sent REPLICAOF NO ONE). */
+static void follow_scenario(const driver *d, int leader) {
+    cluster c;
+    memset(&c, 0, sizeof(c));
+    cluster_start(&c);
+    seen *s = calloc(1, sizeof(*s));
+    cr_assert(s);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_cond_init(&s->cond, NULL);
+    char ns[96];
+    front f = bus_open(d, c.url, ns, sizeof(ns), s, 0);
+    for (int i = 0; i < BEFORE; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "b-%d", i);
+        cr_assert(publish_until_ok(&f, id));
+    }
+    redisReply *r = eddy_test_cmd_at(c.sent[leader].port, "SENTINEL FAILOVER %s", MASTER);
+    cr_assert(r && r->type == REDIS_REPLY_STATUS, "SENTINEL FAILOVER: %s",
+              r && r->str ? r->str : "no reply");
+    freeReplyObject(r);
+
+    bool *acked = calloc(FOLLOW_MAX, sizeof(bool)), *after = calloc(FOLLOW_MAX, sizeof(bool));
+    cr_assert(acked && after);
+    int n = 0, acked_after = 0, new_port = 0;
+    long long announced_at = -1, first_ok_after = -1, until = eddy_test_now_ms() + WAIT_MS;
+    while (n < FOLLOW_MAX && acked_after < FOLLOW_AFTER && eddy_test_now_ms() < until) {
+        if (announced_at < 0) { /* the failover's leader names another */
+            int port = named_port(c.sent[leader].port);
+            if (port && port != c.master.port) {
+                new_port = port;
+                announced_at = eddy_test_now_ms();
+            }
+        }
+        char id[16];
+        snprintf(id, sizeof(id), "d-%d", n);
+        eddy_error err;
+        after[n] = announced_at >= 0;
+        acked[n] = fpublish(&f, id, &err) == EDDY_OK;
+        if (acked[n] && after[n] && acked_after++ == 0)
+            first_ok_after = eddy_test_now_ms();
+        n++;
+        if (!after[n - 1]) { /* before the announcement: a slower pace keeps n bounded */
+            struct timespec pace = {0, 2000000};
+            nanosleep(&pace, NULL);
+        }
+    }
+    cr_assert_geq(announced_at, 0, "the sentinel announced the switch");
+    cr_assert_eq(acked_after, FOLLOW_AFTER, "publishing resumed after the switch");
+    int old_role_master = has_role(c.master.port, "master");
+
+    bool *kept = calloc(DURING_MAX, sizeof(bool));
+    cr_assert(kept && n <= DURING_MAX);
+    mark_kept(new_port, ns, kept);
+    int missing_after = 0, missing_before = 0, acked_before = 0;
+    for (int i = 0; i < n; i++) {
+        missing_after += acked[i] && after[i] && !kept[i];
+        missing_before += acked[i] && !after[i] && !kept[i];
+        acked_before += acked[i] && !after[i];
+    }
+    printf("sentinel %s follow (leader: sentinel %d): %d acknowledged before the announcement (%d "
+           "of them not on the "
+           "new master), %d after it (%d not on the new master); first acknowledged %lld ms after "
+           "the announcement; the old master %s at the end\n",
+           d->name, leader, acked_before, missing_before, acked_after, missing_after,
+           first_ok_after - announced_at,
+           old_role_master == 1 ? "still said master" : "was a replica by then");
+    fflush(stdout);
+    cr_expect_eq(missing_after, 0,
+                 "every publish acknowledged after the announcement is on the new master");
+    free(kept);
+    free(acked);
+    free(after);
+    d->free(f.b);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+    free(s);
+    cluster_stop(&c);
+}
+
+Test(sentinel, blocking_follows_the_switch_while_the_old_master_answers, .timeout = 400) {
+    follow_scenario(&blocking_driver, 0);
+}
+Test(sentinel, reactive_follows_the_switch_while_the_old_master_answers, .timeout = 400) {
+    follow_scenario(&reactive_driver, 0);
+}
+/* The leader is a sentinel the bus did not ask (the URL lists it second). */
+Test(sentinel, blocking_follows_a_switch_led_by_another_sentinel, .timeout = 400) {
+    follow_scenario(&blocking_driver, 1);
+}
+Test(sentinel, reactive_follows_a_switch_led_by_another_sentinel, .timeout = 400) {
+    follow_scenario(&reactive_driver, 1);
+}
+
 /* Every failover scenario on both front ends. */
 #define SCENARIOS(front_end, drv)                                                                  \
     Test(sentinel, front_end##_failover_by_command_during_publish_consume_request,                 \
@@ -476,11 +594,11 @@ static void failover_scenario(const driver *d, enum how how, unsigned wait) {
     }                                                                                              \
     Test(sentinel, front_end##_failover_by_command_with_wait_keeps_acknowledged_publishes,         \
          .timeout = 400) {                                                                         \
-        failover_scenario(&drv, BY_COMMAND, 1);                                                    \
+        failover_scenario(&drv, BY_COMMAND, NREPL);                                                \
     }                                                                                              \
     Test(sentinel, front_end##_failover_after_kill_9_with_wait_keeps_acknowledged_publishes,       \
          .timeout = 400) {                                                                         \
-        failover_scenario(&drv, BY_KILL, 1);                                                       \
+        failover_scenario(&drv, BY_KILL, NREPL);                                                   \
     }
 
 SCENARIOS(blocking, blocking_driver)

@@ -4,6 +4,7 @@
  * is told once however often it repeats, and the counters count connections. */
 #include <criterion/criterion.h>
 #include <string.h>
+#include <time.h>
 
 #include "backoff.h"
 #include "cluster.h"
@@ -188,5 +189,47 @@ Test(conn_state, a_cluster_down_is_one_change_however_many_reconnects) {
     eddy__conn_stats(cs, &st);
     cr_expect_eq(st.connects, 53);
     cr_expect_eq(st.disconnects, 52);
+    eddy__conn_state_free(cs);
+}
+
+/* The master epoch (redis-sentinel://): an announced move always makes a new one; a doubt only
+ * when the last is older than reconnect_max_ms, doubled for each doubt since the last move. The
+ * checks that nothing moves come right after a move (well within the interval); those that it
+ * moves come after sleeping past it. */
+Test(conn_state_core, master_epoch_moves_on_announcements_and_spaced_doubts) {
+    static const eddy__url url = {.kind = EDDY__URL_SENTINEL, .name = "m"};
+    eddy__logger log = {0};
+    eddy__conn_state *cs = eddy__conn_state_new(&url, &log, NULL, NULL, 50);
+    cr_assert(cs);
+    unsigned e = eddy__conn_master_epoch(cs);
+    cr_expect_eq(eddy__conn_master_epoch(NULL), 0);
+    eddy__conn_master_doubt(cs);
+    cr_expect_eq(eddy__conn_master_epoch(cs), e + 1, "the first doubt counts");
+    eddy__conn_master_doubt(cs);
+    cr_expect_eq(eddy__conn_master_epoch(cs), e + 1, "not again at once");
+    struct timespec t = {0, 110 * 1000000}; /* past 2 x 50 ms */
+    nanosleep(&t, NULL);
+    eddy__conn_master_doubt(cs);
+    cr_expect_eq(eddy__conn_master_epoch(cs), e + 2);
+    eddy__conn_master_doubt(cs);
+    cr_expect_eq(eddy__conn_master_epoch(cs), e + 2);
+    eddy__conn_master_moved(cs);
+    eddy__conn_master_moved(cs);
+    cr_expect_eq(eddy__conn_master_epoch(cs), e + 4, "every move counts");
+    eddy__conn_master_doubt(cs);
+    cr_expect_eq(eddy__conn_master_epoch(cs), e + 4, "a doubt right after a move does not");
+    struct timespec base = {0, 60 * 1000000}; /* past 50 ms: the interval started again */
+    nanosleep(&base, NULL);
+    eddy__conn_master_doubt(cs);
+    cr_expect_eq(eddy__conn_master_epoch(cs), e + 5);
+
+    cr_expect(!eddy__conn_master_avoided(cs, "127.0.0.1", 6379));
+    eddy__conn_master_avoid(cs, "127.0.0.1", 6379);
+    cr_expect_eq(eddy__conn_master_epoch(cs), e + 6, "avoiding is a move");
+    cr_expect(eddy__conn_master_avoided(cs, "127.0.0.1", 6379));
+    cr_expect(!eddy__conn_master_avoided(cs, "127.0.0.1", 6380));
+    cr_expect(!eddy__conn_master_avoided(cs, "127.0.0.2", 6379));
+    cr_expect(!eddy__conn_master_avoided(NULL, "127.0.0.1", 6379));
+    eddy__conn_master_avoid(NULL, "127.0.0.1", 6379); /* no tracker: nothing */
     eddy__conn_state_free(cs);
 }
