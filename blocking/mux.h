@@ -38,6 +38,7 @@ typedef struct eddy__bmux_wait {
     eddy__pipe_slot slot;
     uint64_t last;      /* the link's number of its last command */
     long long deadline; /* monotonic ms */
+    long long began;    /* monotonic ms when it was queued (for the texts of a deadline) */
     bool popped;        /* out of the FIFO (guarded by the mux's lock): its completer is decided */
     eddy_error err;
     pthread_mutex_t m; /* guards done, offered and finishing */
