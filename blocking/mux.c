@@ -24,8 +24,8 @@
  *   slot's caller when that one waits in the mux (which takes the role, or, if it is still
  *   writing, takes it when it comes to wait), else to the reader thread.
  * - An async slot (eddy__bmux_send) is completed by whoever reads: its caller is told at once
- *   only of a failure (on_failure, before done is set, so the caller is still there), and
- *   collects its replies in eddy__bmux_finish, which waits, reads or expires like exec. */
+ *   through on_done (before done is set, so the caller is still there), and collects its
+ *   replies in eddy__bmux_finish, which waits, reads or expires like exec. */
 #include "mux.h"
 
 #include <errno.h>
@@ -89,8 +89,8 @@ static void popped(mwait *w, mwait **out) {
 
 static void wake(mwait *w, bool done) {
     pthread_mutex_lock(&w->m);
-    if (done && w->async && w->on_failure && eddy__pipeline_slot_failed(&w->slot))
-        w->on_failure(w->user); /* before done: its caller is still waiting for it */
+    if (done && w->on_done) /* before done: its caller is still waiting for it */
+        w->on_done(w->user, eddy__pipeline_slot_failed(&w->slot));
     if (done)
         w->done = true;
     else
@@ -611,7 +611,7 @@ static bool want_reader(bmux *m) {
 
 eddy_status eddy__bmux_send(bmux *m, const eddy__cmdlist *cmds, long long deadline,
                             redisReply **replies, eddy__bmux_wait *w,
-                            void (*on_failure)(void *user), void *user, eddy_error *err) {
+                            void (*on_done)(void *user, bool failed), void *user, eddy_error *err) {
     for (size_t i = 0; i < cmds->n; i++)
         replies[i] = NULL;
     wait_init(w, deadline);
@@ -620,13 +620,13 @@ eddy_status eddy__bmux_send(bmux *m, const eddy__cmdlist *cmds, long long deadli
                                                       : ensure_connected(m, deadline, &w->err);
         w->slot.replies = replies;
         w->slot.n = cmds->n;
+        if (on_done)
+            on_done(user, eddy__pipeline_slot_failed(&w->slot));
         w->done = true;
-        if (on_failure && eddy__pipeline_slot_failed(&w->slot))
-            on_failure(user);
         return EDDY_OK;
     }
     w->async = true;
-    w->on_failure = on_failure;
+    w->on_done = on_done;
     w->user = user;
     eddy_status st = queue_cmds(m, cmds, replies, w, err);
     if (st != EDDY_OK) {
@@ -639,8 +639,8 @@ eddy_status eddy__bmux_send(bmux *m, const eddy__cmdlist *cmds, long long deadli
          * wake the reader thread for it (one request at a time pays no extra wake). */
         take_role(m, w);
     else if (!w->popped && !want_reader(m)) {
-        /* No reader thread: the caller reads for itself in eddy__bmux_finish (and hears of a
-         * failure only then). */
+        /* No reader thread: the caller reads for itself in eddy__bmux_finish (and on_done
+         * runs only then). */
         pthread_mutex_lock(&w->m);
         w->async = false;
         pthread_mutex_unlock(&w->m);
