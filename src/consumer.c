@@ -55,7 +55,8 @@ enum {
     T_REPLY,
     T_HOLD,
     T_RETRY,
-    T_LOOK
+    T_LOOK,
+    T_SUBJECT
 };
 
 /* How much earlier than planned a retry's entry may be claimed: the XCLAIM that sets its idle
@@ -558,6 +559,15 @@ static step plan_groups(eddy__consumer *c, eddy__plan *p) {
         eddy__cmd_str(cmd, c->sub->group);
         eddy__cmd_str(cmd, c->streams.v[s].group_start);
         eddy__cmd_str(cmd, "MKSTREAM");
+        /* A subject that is only subscribed to is in the subject set too, as a published one
+         * is: the stop-time clean-up and the retention pass find its groups and consumers
+         * there (once an activation: a pattern subscription's subjects come from that set). */
+        if (c->sub->literal && !c->streams.v[s].had_group) {
+            if (!(cmd = add(p, T_SUBJECT, (long)s, "SADD")))
+                return STEP_NOMEM;
+            eddy__cmd_str(cmd, c->subjects_key);
+            eddy__cmd_str(cmd, c->streams.v[s].subject);
+        }
     }
     for (size_t s = 0; missing && s < c->streams.n; s++) {
         if (c->streams.v[s].group_ready || !c->streams.v[s].had_group)
@@ -1234,6 +1244,14 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, long long now_ms, long long w
             break;
         case T_LOOK:
             looked(c, &c->streams.v[arg], r);
+            break;
+        case T_SUBJECT:
+            /* Only the clean-up needs it (a publish to the subject adds it too): a refusal is
+             * logged, nothing else. */
+            if (r->type == REDIS_REPLY_ERROR)
+                eddy__log(&c->s->log, EDDY_LOG_DEBUG,
+                          "subscription '%s': registering subject '%s' failed: %s", sub->name,
+                          c->streams.v[arg].subject, r->str);
             break;
         case T_HISTORY:
         case T_LIVE:
