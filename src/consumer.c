@@ -35,6 +35,7 @@
 #include "redis.h"
 #include "reply.h"
 #include "requests.h"
+#include "resp_scan.h"
 #include "store.h"
 #include "stream_look.h"
 #include "subject.h"
@@ -68,6 +69,9 @@ enum {
 
 /* How many deliveries finished through eddy_delivery_finish are kept to catch a second finish. */
 #define FINISHED_KEPT 64
+
+/* A too_large dead letter keeps the values up to this size (attributes), not larger ones. */
+#define DLQ_VALUE_KEPT 1024
 
 /* Copies an entry id (or cursor) into a fixed buffer of ID_MAX bytes, cut if longer (Redis
  * ids are at most 41 bytes): snprintf("%s") showed in the profile, once per message. */
@@ -846,10 +850,32 @@ static void queue_dead_letter(eddy__consumer *c, size_t stream, const char *id, 
     eddy__cmd_str(x, reason);
     eddy__cmd_str(x, "_dlq_group");
     eddy__cmd_str(x, c->sub->group);
-    /* The original fields follow unchanged, so the dead letter can be inspected or replayed;
-     * the decoder skips the '_'-prefixed fields above. */
-    for (size_t i = 0; i < nfv; i++)
-        eddy__cmd_arg(x, fv[i], fvlen[i]);
+    if (strcmp(reason, EDDY_REASON_TOO_LARGE) == 0) {
+        /* Not its payload: the entry's size, its field names, and the values small enough
+         * to tell what it was (attributes); a larger one (or one the transport skipped) is
+         * a marker with its length (resp_scan.h). Such a dead letter is not replayable. */
+        unsigned long long size = 0, skipped;
+        for (size_t i = 0; i < nfv; i++)
+            size += eddy__resp_skipped(fv[i], fvlen[i], &skipped) ? skipped : fvlen[i];
+        eddy__cmd_str(x, "_dlq_size");
+        eddy__cmd_u64(x, size);
+        for (size_t i = 0; i < nfv; i++) {
+            if (i % 2 == 0 || fvlen[i] <= DLQ_VALUE_KEPT ||
+                eddy__resp_skipped(fv[i], fvlen[i], NULL)) {
+                eddy__cmd_arg(x, fv[i], fvlen[i]);
+                continue;
+            }
+            char marker[EDDY__SKIPPED_PREFIX_LEN + 24];
+            memcpy(marker, EDDY__SKIPPED_PREFIX, EDDY__SKIPPED_PREFIX_LEN);
+            int n = snprintf(marker + EDDY__SKIPPED_PREFIX_LEN, 24, "%zu", fvlen[i]);
+            eddy__cmd_arg(x, marker, EDDY__SKIPPED_PREFIX_LEN + (size_t)n);
+        }
+    } else {
+        /* The original fields follow unchanged, so the dead letter can be inspected or
+         * replayed; the decoder skips the '_'-prefixed fields above. */
+        for (size_t i = 0; i < nfv; i++)
+            eddy__cmd_arg(x, fv[i], fvlen[i]);
+    }
     if (eddy__cmd_status(x) != EDDY_OK) {
         eddy__cmd_reset(x);
         return;
