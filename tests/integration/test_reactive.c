@@ -1187,6 +1187,58 @@ ParameterizedTest(int *backend, reactive, an_idle_started_bus_keeps_ev_run_runni
     teardown(&t);
 }
 
+/* The benchmark's pattern: a bus started (ready), stopped, its stream filled by another bus,
+ * then started again with no ready callback right before ev_run, which must run until the
+ * handler has every message (it breaks the loop then). */
+typedef struct restart_run {
+    struct ev_loop *loop;
+    int want, handled;
+} restart_run;
+
+static eddy_status h_count_then_break(eddy_delivery *d, void *user) {
+    (void)d;
+    restart_run *a = user;
+    if (++a->handled == a->want)
+        ev_break(a->loop, EVBREAK_ALL);
+    return EDDY_OK;
+}
+
+ParameterizedTestParameters(reactive, a_restarted_bus_keeps_ev_run_running_for_its_backlog) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, a_restarted_bus_keeps_ev_run_running_for_its_backlog,
+                  .timeout = 120) {
+    for (int round = 0; round < 5; round++) {
+        tctx t;
+        setup(&t, *backend);
+        restart_run a = {.loop = t.loop, .want = 200};
+        eddy_subscription_spec sp = spec("s", "backlog.x", h_count_then_break, &a);
+        eddy_rbus *b = must_rbus(&t, &sp, 1);
+        must_start(&t, b);
+        eddy_rbus_stop(b);
+        eddy_bus *filler = NULL;
+        eddy_error err = {0};
+        cr_assert_eq(eddy_bus_new(&t.s, NULL, 0, &filler, &err), EDDY_OK, "%s", err.detail);
+        cr_assert_eq(eddy_bus_start(filler, &err), EDDY_OK, "%s", err.detail);
+        for (int i = 0; i < a.want; i++) {
+            char id[32];
+            snprintf(id, sizeof(id), "b-%d", i);
+            eddy_event *ev = make_event(id, "t.x");
+            cr_assert_eq(eddy_bus_publish(filler, "backlog.x", ev, NULL, 0, &err), EDDY_OK, "%s",
+                         err.detail);
+            eddy_event_free(ev);
+        }
+        cr_assert_eq(eddy_rbus_start(b, NULL, NULL, &err), EDDY_OK, "%s", err.detail);
+        ev_run(t.loop, 0);
+        cr_expect_eq(a.handled, a.want, "round %d: ev_run returned with %d of %d handled", round,
+                     a.handled, a.want);
+        eddy_rbus_free(b);
+        eddy_bus_free(filler);
+        ev_run(t.loop, 0);
+        teardown(&t);
+    }
+}
+
 ParameterizedTestParameters(reactive, late_subscription_reports_ready) {
     return cr_make_param_array(int, backends, 2);
 }
