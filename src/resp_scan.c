@@ -9,6 +9,7 @@
  * on it, so a stack that overflows (deeper than EDDY__RESP_SCAN_DEPTH) only ends the sums. */
 #include "resp_scan.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,8 +82,10 @@ static bool header_done(eddy__resp_scan *sc, redisReader *rd, size_t limit) {
     unsigned long long len = (unsigned long long)v;
     bool summed = sc->depth >= 3 && sc->depth <= EDDY__RESP_SCAN_DEPTH;
     unsigned long long *sum = summed ? &sc->stack[sc->depth - 1].bulks : NULL;
-    bool skip =
-        len > limit || (sum && *sum + len > (unsigned long long)limit + EDDY__RESP_SCAN_SLACK);
+    unsigned long long cap = (unsigned long long)limit > ULLONG_MAX - EDDY__RESP_SCAN_SLACK
+                                 ? ULLONG_MAX
+                                 : (unsigned long long)limit + EDDY__RESP_SCAN_SLACK;
+    bool skip = len > limit || (sum && (len > cap || *sum > cap - len));
     sc->left = len + 2;
     if (!skip) {
         if (sum)
@@ -160,6 +163,11 @@ eddy_status eddy__resp_scan_feed(eddy__resp_scan *sc, redisReader *rd, const cha
         }
     }
     return EDDY_OK;
+}
+
+size_t eddy__resp_scan_held(const eddy__resp_scan *sc, const char **bytes) {
+    *bytes = sc->hdr;
+    return sc->mode == M_HDR ? sc->nhdr : 0;
 }
 
 bool eddy__resp_skipped(const char *v, size_t len, unsigned long long *size) {

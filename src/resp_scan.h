@@ -51,6 +51,10 @@ void eddy__resp_scan_init(eddy__resp_scan *sc);
 eddy_status eddy__resp_scan_feed(eddy__resp_scan *sc, redisReader *rd, const char *buf, size_t n,
                                  size_t limit);
 
+/* The bytes held back (the start of a header whose CRLF has not come yet), for a check that
+ * wants everything fed so far: *bytes and their count, 0 when none. */
+size_t eddy__resp_scan_held(const eddy__resp_scan *sc, const char **bytes);
+
 /* Whether a value is the marker of a skipped bulk, and its original length. */
 bool eddy__resp_skipped(const char *v, size_t len, unsigned long long *size);
 
