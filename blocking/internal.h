@@ -77,7 +77,7 @@ eddy_status eddy__bpub_exec_until(eddy_bus *bus, const eddy__cmdlist *cmds, long
  * the replies later. */
 eddy_status eddy__bpub_send(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
                             redisReply **replies, eddy__bmux_wait *w,
-                            void (*on_failure)(void *user), void *user, eddy_error *err);
+                            void (*on_done)(void *user, bool failed), void *user, eddy_error *err);
 eddy_status eddy__bpub_finish(eddy_bus *bus, eddy__bmux_wait *w, eddy_error *err);
 
 /* control.c */

@@ -24,8 +24,8 @@
  *   slot's caller when that one waits in the mux (which takes the role, or, if it is still
  *   writing, takes it when it comes to wait), else to the reader thread.
  * - An async slot (eddy__bmux_send) is completed by whoever reads: its caller is told at once
- *   only of a failure (on_failure, before done is set, so the caller is still there), and
- *   collects its replies in eddy__bmux_finish, which waits, reads or expires like exec. */
+ *   through on_done (before done is set, so the caller is still there), and collects its
+ *   replies in eddy__bmux_finish, which waits, reads or expires like exec. */
 #include "mux.h"
 
 #include <errno.h>
@@ -89,8 +89,8 @@ static void popped(mwait *w, mwait **out) {
 
 static void wake(mwait *w, bool done) {
     pthread_mutex_lock(&w->m);
-    if (done && w->async && w->on_failure && eddy__pipeline_slot_failed(&w->slot))
-        w->on_failure(w->user); /* before done: its caller is still waiting for it */
+    if (done && w->on_done) /* before done: its caller is still waiting for it */
+        w->on_done(w->user, eddy__pipeline_slot_failed(&w->slot));
     if (done)
         w->done = true;
     else
@@ -109,10 +109,12 @@ static void complete_all(mwait *list) {
     }
 }
 
-/* The connection is lost: every slot fails with why (caller holds lock). When a deadline
- * broke it (by_deadline), a slot whose commands were all written fails with EDDY_ERR_TIMEOUT
- * instead (sent, outcome unknown). */
-static void fail_slots(bmux *m, const eddy_error *why, bool by_deadline, mwait **out) {
+/* The connection is lost: every slot fails with why (caller holds lock). When the deadline of
+ * `by`'s caller broke it (by not NULL), a slot whose commands were all written fails with
+ * EDDY_ERR_TIMEOUT instead (sent, outcome unknown), and each slot's text says what happened to
+ * it: its own deadline passed (by itself) or another call's did, and whether its commands were
+ * written. */
+static void fail_slots(bmux *m, const eddy_error *why, const mwait *by, mwait **out) {
     if (!m->broken) {
         m->broken = true;
         m->lost = *why;
@@ -121,22 +123,37 @@ static void fail_slots(bmux *m, const eddy_error *why, bool by_deadline, mwait *
     pthread_mutex_lock(&m->io);
     uint64_t sent = eddy__link_sent(m->conn.link);
     pthread_mutex_unlock(&m->io);
+    long long now = eddy__bconn_now_ms();
     eddy__pipe_slot *s;
     while ((s = eddy__pipeline_fail_next(&m->fifo, m->lost.status))) {
         mwait *w = s->waiter;
         w->err = m->lost;
-        if (by_deadline && w->last <= sent && m->lost.status == EDDY_ERR_IO) {
-            s->st = EDDY_ERR_TIMEOUT;
-            eddy__fail(&w->err, EDDY_ERR_TIMEOUT,
-                       "no reply by the deadline (sent, outcome unknown): %s", m->lost.detail);
+        if (by && m->lost.status == EDDY_ERR_IO) {
+            bool written = w->last <= sent;
+            if (written)
+                s->st = EDDY_ERR_TIMEOUT;
+            if (w == by && written)
+                eddy__fail(&w->err, s->st,
+                           "no reply by the call's deadline, %lld ms after it was queued (sent, "
+                           "outcome unknown)",
+                           now - w->began);
+            else if (w == by)
+                eddy__fail(&w->err, s->st, "not sent by the call's deadline (%lld ms)",
+                           now - w->began);
+            else if (written)
+                eddy__fail(&w->err, s->st,
+                           "sent, outcome unknown: the connection was given up when another "
+                           "call's deadline passed");
+            else
+                eddy__fail(&w->err, s->st,
+                           "not sent: the connection was given up when another call's deadline "
+                           "passed");
         }
         popped(w, out);
     }
 }
 
-static void fail_all(bmux *m, const eddy_error *why, mwait **out) {
-    fail_slots(m, why, false, out);
-}
+static void fail_all(bmux *m, const eddy_error *why, mwait **out) { fail_slots(m, why, NULL, out); }
 
 /* w's deadline passed before its replies came: the connection is given up (its replies are no
  * longer accounted for), and whoever waits in poll() on it wakes. Caller holds lock. */
@@ -144,9 +161,8 @@ static void expire(bmux *m, mwait *w, mwait **out) {
     if (w->popped || m->broken)
         return;
     eddy_error why;
-    eddy__fail(&why, EDDY_ERR_IO, "connection: not sent by the deadline (%u ms)",
-               m->conn.s->command_timeout_ms);
-    fail_slots(m, &why, true, out);
+    eddy__fail(&why, EDDY_ERR_IO, "connection: given up when a call's deadline passed");
+    fail_slots(m, &why, w, out);
     eddy__link_shutdown(m->conn.link);
 }
 
@@ -508,6 +524,7 @@ static eddy_status queue_cmds(bmux *m, const eddy__cmdlist *cmds, redisReply **r
 static void wait_init(mwait *w, long long deadline) {
     memset(w, 0, sizeof(*w));
     w->deadline = deadline;
+    w->began = eddy__bconn_now_ms();
     pthread_mutex_init(&w->m, NULL);
     eddy__bcond_init_monotonic(&w->cond);
 }
@@ -596,7 +613,7 @@ static bool want_reader(bmux *m) {
 
 eddy_status eddy__bmux_send(bmux *m, const eddy__cmdlist *cmds, long long deadline,
                             redisReply **replies, eddy__bmux_wait *w,
-                            void (*on_failure)(void *user), void *user, eddy_error *err) {
+                            void (*on_done)(void *user, bool failed), void *user, eddy_error *err) {
     for (size_t i = 0; i < cmds->n; i++)
         replies[i] = NULL;
     wait_init(w, deadline);
@@ -605,13 +622,13 @@ eddy_status eddy__bmux_send(bmux *m, const eddy__cmdlist *cmds, long long deadli
                                                       : ensure_connected(m, deadline, &w->err);
         w->slot.replies = replies;
         w->slot.n = cmds->n;
+        if (on_done)
+            on_done(user, eddy__pipeline_slot_failed(&w->slot));
         w->done = true;
-        if (on_failure && eddy__pipeline_slot_failed(&w->slot))
-            on_failure(user);
         return EDDY_OK;
     }
     w->async = true;
-    w->on_failure = on_failure;
+    w->on_done = on_done;
     w->user = user;
     eddy_status st = queue_cmds(m, cmds, replies, w, err);
     if (st != EDDY_OK) {
@@ -624,8 +641,8 @@ eddy_status eddy__bmux_send(bmux *m, const eddy__cmdlist *cmds, long long deadli
          * wake the reader thread for it (one request at a time pays no extra wake). */
         take_role(m, w);
     else if (!w->popped && !want_reader(m)) {
-        /* No reader thread: the caller reads for itself in eddy__bmux_finish (and hears of a
-         * failure only then). */
+        /* No reader thread: the caller reads for itself in eddy__bmux_finish (and on_done
+         * runs only then). */
         pthread_mutex_lock(&w->m);
         w->async = false;
         pthread_mutex_unlock(&w->m);

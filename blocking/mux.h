@@ -14,8 +14,8 @@
  * comes from the reply stream): its replies are read by whoever reads, and while such slots
  * wait and nobody else reads, by the mux's own reader thread (started with the first such
  * send), so that the caller sleeps once, for its outcome, instead of once for the entry's
- * acknowledgement and once more for the outcome. The caller is told at once (on_failure) only
- * when its commands failed; it collects the replies with eddy__bmux_finish.
+ * acknowledgement and once more for the outcome. The caller is told (on_done) as soon as its
+ * replies are in or its commands failed; it collects the replies with eddy__bmux_finish.
  *
  * A lost connection (a failed write or read, a read timeout, a reply nobody waits for) fails
  * every slot in flight with EDDY_ERR_IO, each exactly once; the next call reconnects, once
@@ -38,6 +38,7 @@ typedef struct eddy__bmux_wait {
     eddy__pipe_slot slot;
     uint64_t last;      /* the link's number of its last command */
     long long deadline; /* monotonic ms */
+    long long began;    /* monotonic ms when it was queued (for the texts of a deadline) */
     bool popped;        /* out of the FIFO (guarded by the mux's lock): its completer is decided */
     eddy_error err;
     pthread_mutex_t m; /* guards done, offered and finishing */
@@ -46,7 +47,7 @@ typedef struct eddy__bmux_wait {
     bool offered;   /* it is next and nobody reads: take the reader's role (never if async) */
     bool async;     /* eddy__bmux_send: its caller is not waiting in the mux */
     bool finishing; /* async: its caller waits in eddy__bmux_finish */
-    void (*on_failure)(void *user); /* async: called once, before done, when it failed */
+    void (*on_done)(void *user, bool failed); /* called once, before done */
     void *user;
     struct eddy__bmux_wait *next_c; /* on a list of callers to complete */
 } eddy__bmux_wait;
@@ -105,11 +106,13 @@ eddy_status eddy__bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long 
  * (n = cmds->n, NULL first; the array and w must live until eddy__bmux_finish returns) by
  * `deadline` as for eddy__bmux_exec_until. EDDY_OK: queued (or, on memory://, done): call
  * eddy__bmux_finish. Otherwise nothing was queued (w needs no finish) and err says why.
- * on_failure(user), when not NULL, is called once from whichever thread completes the slot
- * (no lock of the mux held) when it failed or a reply is an error, before finish can return. */
+ * on_done(user, failed), when not NULL, is called once from whichever thread completes the
+ * slot (no lock of the mux held; the caller's own thread too, in eddy__bmux_send or finish),
+ * with its replies in, before finish can return: failed when it failed or a reply is an
+ * error. */
 eddy_status eddy__bmux_send(bmux *m, const eddy__cmdlist *cmds, long long deadline,
                             redisReply **replies, eddy__bmux_wait *w,
-                            void (*on_failure)(void *user), void *user, eddy_error *err);
+                            void (*on_done)(void *user, bool failed), void *user, eddy_error *err);
 /* Waits until w's replies are in or it failed, and returns its status (err: why). */
 eddy_status eddy__bmux_finish(bmux *m, eddy__bmux_wait *w, eddy_error *err);
 

@@ -6,9 +6,12 @@
  * cancel token or the bus stopping.
  *
  * The entry's step (SEND) is sent without waiting for its acknowledgement (eddy__bpub_send):
- * the thread sleeps once, for the outcome, and is woken early only when the entry failed; the
- * acknowledgement is fed to the flow after that (it is in by then, or comes by the step's
- * deadline), so the flow still sees every step's answer, in order. */
+ * the thread sleeps once, for the outcome. Whoever reads the acknowledgement feeds it to the
+ * flow there and then (entry_done: the request counts Sent while it waits, as the rules say),
+ * and wakes the thread early only when the entry failed; a failed step is fed by the thread
+ * itself once it collected the step (eddy__bpub_finish), so the flow still sees every step's
+ * answer, in order and from one thread at a time (the thread does not touch the flow while
+ * the step is out, and entry_done runs before the step can be collected). */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -21,7 +24,11 @@
 #include "request_flow.h"
 #include "timing.h"
 
+struct step_io;
+
 typedef struct bwait {
+    eddy__request_flow *flow; /* for entry_done */
+    struct step_io *io;
     pthread_mutex_t m;
     pthread_cond_t cond;
     bool done;
@@ -41,8 +48,16 @@ void eddy__bwait_complete(void *waiter, eddy_status st, eddy_event *reply) {
     pthread_mutex_unlock(&w->m);
 }
 
-static void bwait_send_failed(void *waiter) {
+/* Declared below: the SEND step's commands and replies. */
+static bool entry_acked(bwait *w);
+
+/* The entry's commands are answered (or failed): an answer is the flow's at once, a failure
+ * wakes the thread, which feeds it after collecting the step. Runs on whichever thread read
+ * the answer, before the step can be collected. */
+static void entry_done(void *waiter, bool failed) {
     bwait *w = waiter;
+    if (!failed && entry_acked(w))
+        return;
     pthread_mutex_lock(&w->m);
     w->send_failed = true;
     pthread_cond_broadcast(&w->cond);
@@ -55,6 +70,7 @@ typedef struct step_io {
     redisReply *replies[EDDY__REQUEST_MAX_CMDS];
     eddy__bmux_wait slot;
     bool pending;
+    bool fed; /* entry_done fed the answer to the flow */
     eddy_status st;
     eddy_error err;
 } step_io;
@@ -67,13 +83,22 @@ static void step_io_free(step_io *io) {
         }
 }
 
-/* Feeds the outcome of the step in io to the flow. */
+/* Feeds the answer of the SEND step to the flow where it was read; true when the request now
+ * waits for its outcome (else the thread must hear of it). */
+static bool entry_acked(bwait *w) {
+    w->io->fed = true;
+    return eddy__request_flow_feed(w->flow, EDDY_OK, w->io->replies, NULL) == EDDY__REQ_WAIT;
+}
+
+/* Feeds the outcome of the step in io to the flow (unless entry_done did). */
 static eddy__req_step feed_step(eddy_bus *bus, eddy__request_flow *f, step_io *io) {
     if (io->pending) {
         io->st = eddy__bpub_finish(bus, &io->slot, &io->err);
         io->pending = false;
     }
-    eddy__req_step step = eddy__request_flow_feed(f, io->st, io->replies, &io->err);
+    eddy__req_step step =
+        io->fed ? f->step : eddy__request_flow_feed(f, io->st, io->replies, &io->err);
+    io->fed = false;
     step_io_free(io);
     return step;
 }
@@ -94,8 +119,8 @@ static eddy__req_step run_steps(eddy_bus *bus, eddy__request_flow *f, long long 
             io->st = eddy__fail(&io->err, EDDY_ERR_INVALID_ARGUMENT, "too many commands");
         else if (step == EDDY__REQ_ASK)
             io->st = eddy__bpub_exec_until(bus, cmds, until, io->replies, &io->err);
-        else if ((io->st = eddy__bpub_send(bus, cmds, until, io->replies, &io->slot,
-                                           bwait_send_failed, w, &io->err)) == EDDY_OK) {
+        else if ((io->st = eddy__bpub_send(bus, cmds, until, io->replies, &io->slot, entry_done, w,
+                                           &io->err)) == EDDY_OK) {
             io->pending = true;
             return EDDY__REQ_SEND;
         }
@@ -169,6 +194,8 @@ eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_even
         w.on_cancel = (eddy__cancel_reg){&w.m, &w.cond, NULL, NULL};
         eddy__cancel_attach(opts->cancel, &w.on_cancel);
         step_io io = {.pending = false};
+        w.flow = &f;
+        w.io = &io;
         eddy__req_step step = run_steps(bus, &f, opts ? opts->deadline_ms : 0, &w, &io);
         if (step == EDDY__REQ_SEND) { /* the entry is out: wait, then hear its acknowledgement */
             wait_outcome(bus, &w, id, opts->deadline_ms, opts->cancel);

@@ -17,6 +17,9 @@
  * - A start whose subscriptions or control loop cannot become ready in time fails like the
  *   blocking front end's: EDDY_ERR_IO, and the bus is left stopped. A late subscription that
  *   cannot is removed again, as eddy_bus_subscribe does.
+ * - A started bus holds an active watcher (alive) from start until stop, so an ev_run with
+ *   nothing else on the loop keeps running until the bus is stopped; after a stop, what is
+ *   still out (leaving the registry, closing connections) holds its own watchers.
  * - Stop, in the blocking front end's order: leave the registry and delete the reply stream
  *   (best effort), close the control loop, stop the readers, then complete what waited.
  * - Once free was called, every call is refused with EDDY_ERR_CLOSED (or ignored), so that
@@ -154,6 +157,7 @@ static void stop_all(eddy_rbus *bus, eddy_status st, const eddy_error *err) {
         return;
     bus->started = false;
     bus->active = false;
+    ev_async_stop(bus->loop, &bus->alive);
     eddy__rctl_stop(bus);
     eddy__rpub_close_when_idle(bus);
     for (size_t i = 0; i < bus->nsubs; i++) {
@@ -275,6 +279,7 @@ static void destroy(eddy_rbus *bus) {
         eddy__ract_free(act);
     }
     ev_timer_stop(bus->loop, &bus->deadline);
+    ev_async_stop(bus->loop, &bus->alive);
     eddy_error err;
     eddy__fail(&err, EDDY_ERR_CLOSED, "the bus was freed");
     /* Ops still out complete here; the requests among them ended already (stop_all). */
@@ -312,6 +317,13 @@ void eddy__rbus_leave(eddy_rbus *bus) {
 
 /* ---- interface ---------------------------------------------------------------------------- */
 
+/* Never sent: the watcher only counts as active while the bus is started. */
+static void keep_alive(struct ev_loop *loop, ev_async *w, int revents) {
+    (void)loop;
+    (void)w;
+    (void)revents;
+}
+
 eddy_status eddy_rbus_new(struct ev_loop *loop, const eddy_settings *settings,
                           const eddy_subscription_spec *specs, size_t nspecs, eddy_rbus **out,
                           eddy_error *err) {
@@ -328,6 +340,7 @@ eddy_status eddy_rbus_new(struct ev_loop *loop, const eddy_settings *settings,
         return st;
     }
     bus->loop = loop;
+    ev_async_init(&bus->alive, keep_alive);
     eddy__rreq_setup(bus);
     bus->caps = eddy__capabilities(&bus->s.url);
     if (bus->s.url.kind == EDDY__URL_MEMORY &&
@@ -396,6 +409,9 @@ eddy_status eddy_rbus_start(eddy_rbus *bus, eddy_ready_fn ready, void *user, edd
             eddy__ract_stop(bus->subs[j]->act);
     } else {
         bus->started = true;
+        /* Between two steps of a start (or of any later work) eddy may hold no other watcher
+         * for a moment: this one keeps ev_run running until the bus is stopped. */
+        ev_async_start(bus->loop, &bus->alive);
         bus->ready_pending = true;
         bus->ready = ready;
         bus->ready_user = user;

@@ -138,6 +138,7 @@ struct eddy_rbus {
     rctl *ctls;            /* every control loop not freed yet, live or dead */
     unsigned leaving;      /* leave ops (control.c) whose replies are still out */
     ev_timer deadline;     /* the one timer for every request's deadline (request.c) */
+    ev_async alive;        /* active from start to stop: a started bus keeps ev_run running */
     long long deadline_at; /* when it is armed for (wall-clock ms), -1 when it is not */
     size_t nrequests;      /* request objects alive (in the table, or with an op still out) */
     int depth;

@@ -35,6 +35,7 @@
 #include "redis.h"
 #include "reply.h"
 #include "requests.h"
+#include "resp_scan.h"
 #include "store.h"
 #include "stream_look.h"
 #include "subject.h"
@@ -56,7 +57,8 @@ enum {
     T_HOLD,
     T_RETRY,
     T_REFRESH,
-    T_LOOK
+    T_LOOK,
+    T_SUBJECT
 };
 
 /* How much earlier than planned a retry's entry may be claimed: the XCLAIM that sets its idle
@@ -68,6 +70,9 @@ enum {
 
 /* How many deliveries finished through eddy_delivery_finish are kept to catch a second finish. */
 #define FINISHED_KEPT 64
+
+/* A too_large dead letter keeps the values up to this size (attributes), not larger ones. */
+#define DLQ_VALUE_KEPT 1024
 
 /* Copies an entry id (or cursor) into a fixed buffer of ID_MAX bytes, cut if longer (Redis
  * ids are at most 41 bytes): snprintf("%s") showed in the profile, once per message. */
@@ -675,6 +680,15 @@ static step plan_groups(eddy__consumer *c, eddy__plan *p) {
         eddy__cmd_str(cmd, c->sub->group);
         eddy__cmd_str(cmd, c->streams.v[s].group_start);
         eddy__cmd_str(cmd, "MKSTREAM");
+        /* A subject that is only subscribed to is in the subject set too, as a published one
+         * is: the stop-time clean-up and the retention pass find its groups and consumers
+         * there (once an activation: a pattern subscription's subjects come from that set). */
+        if (c->sub->literal && !c->streams.v[s].had_group) {
+            if (!(cmd = add(p, T_SUBJECT, (long)s, "SADD")))
+                return STEP_NOMEM;
+            eddy__cmd_str(cmd, c->subjects_key);
+            eddy__cmd_str(cmd, c->streams.v[s].subject);
+        }
     }
     for (size_t s = 0; missing && s < c->streams.n; s++) {
         if (c->streams.v[s].group_ready || !c->streams.v[s].had_group)
@@ -955,10 +969,32 @@ static void queue_dead_letter(eddy__consumer *c, size_t stream, const char *id, 
     eddy__cmd_str(x, reason);
     eddy__cmd_str(x, "_dlq_group");
     eddy__cmd_str(x, c->sub->group);
-    /* The original fields follow unchanged, so the dead letter can be inspected or replayed;
-     * the decoder skips the '_'-prefixed fields above. */
-    for (size_t i = 0; i < nfv; i++)
-        eddy__cmd_arg(x, fv[i], fvlen[i]);
+    if (strcmp(reason, EDDY_REASON_TOO_LARGE) == 0) {
+        /* Not its payload: the entry's size, its field names, and the values small enough
+         * to tell what it was (attributes); a larger one (or one the transport skipped) is
+         * a marker with its length (resp_scan.h). Such a dead letter is not replayable. */
+        unsigned long long size = 0, skipped;
+        for (size_t i = 0; i < nfv; i++)
+            size += eddy__resp_skipped(fv[i], fvlen[i], &skipped) ? skipped : fvlen[i];
+        eddy__cmd_str(x, "_dlq_size");
+        eddy__cmd_u64(x, size);
+        for (size_t i = 0; i < nfv; i++) {
+            if (i % 2 == 0 || fvlen[i] <= DLQ_VALUE_KEPT ||
+                eddy__resp_skipped(fv[i], fvlen[i], NULL)) {
+                eddy__cmd_arg(x, fv[i], fvlen[i]);
+                continue;
+            }
+            char marker[EDDY__SKIPPED_PREFIX_LEN + 24];
+            memcpy(marker, EDDY__SKIPPED_PREFIX, EDDY__SKIPPED_PREFIX_LEN);
+            int n = snprintf(marker + EDDY__SKIPPED_PREFIX_LEN, 24, "%zu", fvlen[i]);
+            eddy__cmd_arg(x, marker, EDDY__SKIPPED_PREFIX_LEN + (size_t)n);
+        }
+    } else {
+        /* The original fields follow unchanged, so the dead letter can be inspected or
+         * replayed; the decoder skips the '_'-prefixed fields above. */
+        for (size_t i = 0; i < nfv; i++)
+            eddy__cmd_arg(x, fv[i], fvlen[i]);
+    }
     if (eddy__cmd_status(x) != EDDY_OK) {
         eddy__cmd_reset(x);
         return;
@@ -1358,6 +1394,14 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, long long now_ms, long long w
             break;
         case T_LOOK:
             looked(c, &c->streams.v[arg], r);
+            break;
+        case T_SUBJECT:
+            /* Only the clean-up needs it (a publish to the subject adds it too): a refusal is
+             * logged, nothing else. */
+            if (r->type == REDIS_REPLY_ERROR)
+                eddy__log(&c->s->log, EDDY_LOG_DEBUG,
+                          "subscription '%s': registering subject '%s' failed: %s", sub->name,
+                          c->streams.v[arg].subject, r->str);
             break;
         case T_HISTORY:
         case T_LIVE:

@@ -24,6 +24,7 @@
 #include "options.h"
 #include "redis.h"
 #include "reply.h"
+#include "resp_scan.h"
 #include "subject.h"
 
 #define DLQ_PREFIX "_dlq_"
@@ -353,6 +354,13 @@ eddy_status eddy__dlq_replayable(const char *group, const eddy_dead_letter *dl, 
         return eddy__fail(err, EDDY_ERR_MALFORMED,
                           "dead letter %s of group '%s' holds no original entry: left in place",
                           dl->id, group);
+    for (size_t i = 1; i < dl->nfv; i += 2)
+        if (eddy__resp_skipped(dl->fv[i], dl->fvlen[i], NULL))
+            return eddy__fail(err, EDDY_ERR_TOO_LARGE,
+                              "dead letter %s of group '%s' was too large: it keeps the entry's "
+                              "fields and size, not its payload, so it cannot be replayed: left "
+                              "in place",
+                              dl->id, group);
     return EDDY_OK;
 }
 

@@ -20,6 +20,7 @@
 
 #include "error.h"
 #include "event_internal.h"
+#include "resp_scan.h"
 
 enum field {
     F_SPECVERSION,
@@ -257,7 +258,9 @@ static eddy_status decode(const char *const *fv, const size_t *fvlen, size_t nfv
             return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "entry: NULL field or value");
         if ((nlen && name[0] == '_') || too_large)
             continue;
-        if (nlen > max_size - total || len > max_size - total - nlen) {
+        /* A value the transport skipped as larger than the limit (resp_scan.h). */
+        if (eddy__resp_skipped(v, len, NULL) || nlen > max_size - total ||
+            len > max_size - total - nlen) {
             too_large = true;
             continue;
         }

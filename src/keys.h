@@ -2,7 +2,8 @@
 /* The Redis key layout. Every key of one namespace shares the hash tag "{ns}", so multi-key
  * commands and transactions stay legal on Redis Cluster.
  *   {ns}:s:<subject>    stream of messages published to one subject
- *   {ns}:subjects       set of every subject ever published to (pattern discovery)
+ *   {ns}:subjects       set of every subject ever published or subscribed to (pattern discovery,
+ *                       clean-up)
  *   {ns}:dlq:<group>    dead-letter stream of one group
  *   {ns}:inbox:<id>     reply stream of one bus activation (expires when its process dies)
  *   {ns}:subs           registry of live subscriptions (see registry.h)

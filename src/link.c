@@ -36,6 +36,7 @@
 #include "link_tls.h"
 #include "redis.h"
 #include "reply_arena.h"
+#include "resp_scan.h"
 #include "sentinel.h"
 
 #include <hiredis/sds.h>
@@ -59,6 +60,7 @@ struct eddy__link {
     struct addrinfo *addrs, *next_addr;
     long long deadline;
     redisReader *reader;
+    eddy__resp_scan scan; /* in front of the reader: skips oversize bulks (resp_scan.h) */
     char *out;
     size_t off, len, cap;
     uint64_t queued_bytes, wrote;
@@ -174,6 +176,7 @@ static void drop_queue(eddy__link *l) {
     r->ridx = -1;
     r->err = 0;
     r->errstr[0] = '\0';
+    eddy__resp_scan_init(&l->scan);
 }
 
 void eddy__link_close(eddy__link *l) {
@@ -780,7 +783,9 @@ static eddy_status read_in(eddy__link *l, eddy_error *err) {
         }
         if (!l->reader->buf && !(l->reader->buf = sdsempty()))
             return fail(l, eddy__fail(err, EDDY_ERR_NOMEM, "out of memory reading replies"));
-        if (redisReaderFeed(l->reader, buf, (size_t)k) != REDIS_OK)
+        /* Through the scanner: a bulk over max_event_size is skipped as it arrives. */
+        if (eddy__resp_scan_feed(&l->scan, l->reader, buf, (size_t)k, l->s->max_event_size) !=
+            EDDY_OK)
             return fail(l, eddy__fail(err, EDDY_ERR_NOMEM, "out of memory reading replies"));
         total += (size_t)k;
         /* A short read drained the socket (poll() says when more comes); TLS reads on until

@@ -24,9 +24,19 @@ eddy_status eddy__redis_context_status(int hiredis_err, const char *errstr, eddy
 eddy_status eddy__reply_status(const redisReply *r, const char *what, eddy_error *err) {
     if (!r)
         return eddy__fail(err, EDDY_ERR_IO, "%s: no reply (connection lost)", what);
+    if (r->type == REDIS_REPLY_ERROR && eddy__reply_out_of_memory(r))
+        return eddy__fail(err, EDDY_ERR_SERVER_FULL,
+                          "%s: the server is out of memory (maxmemory reached, policy "
+                          "noeviction): it refuses writes until memory frees; nothing was "
+                          "written (%.*s)",
+                          what, (int)r->len, r->str);
     if (r->type == REDIS_REPLY_ERROR)
         return eddy__fail(err, EDDY_ERR_BACKEND, "%s: %.*s", what, (int)r->len, r->str);
     return EDDY_OK;
+}
+
+bool eddy__reply_out_of_memory(const redisReply *r) {
+    return r && r->type == REDIS_REPLY_ERROR && r->len >= 4 && memcmp(r->str, "OOM ", 4) == 0;
 }
 
 eddy_status eddy__handshake_cmds(const eddy__url *url, eddy__cmdlist *out) {

@@ -13,9 +13,14 @@
 /* Maps a hiredis context error (REDIS_ERR_IO, REDIS_ERR_EOF, ...) to a status with detail. */
 eddy_status eddy__redis_context_status(int hiredis_err, const char *errstr, eddy_error *err);
 
-/* EDDY_OK for a non-error reply; EDDY_ERR_BACKEND with the server's text for an error reply;
- * EDDY_ERR_IO for NULL (the connection failed). `what` names the operation in the detail. */
+/* EDDY_OK for a non-error reply; EDDY_ERR_BACKEND with the server's text for an error reply,
+ * except the server's out-of-memory refusal ("OOM ...": maxmemory reached under noeviction),
+ * which is EDDY_ERR_SERVER_FULL with a text that says so (nothing was written, a later call
+ * may succeed); EDDY_ERR_IO for NULL (the connection failed). `what` names the operation in
+ * the detail. The one place an OOM reply is mapped. */
 eddy_status eddy__reply_status(const redisReply *r, const char *what, eddy_error *err);
+/* True for the server's out-of-memory refusal of a write ("OOM command not allowed ..."). */
+bool eddy__reply_out_of_memory(const redisReply *r);
 
 /* True for an error reply that refuses the credentials: a wrong password (WRONGPASS), none
  * given (NOAUTH), or a user not allowed the command (NOPERM). */

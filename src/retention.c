@@ -31,14 +31,21 @@
  *   counted back from the TIME read in the same round as the registry, not from the pass's
  *   start, so the pass's length does not eat into it: the grace only has to exceed that
  *   start-to-registration time (a few round trips; bounded by the bus's ready timeout).
- * - Dead fanout groups: only "fanout.<name>.i-<32 hex>" (a random instance: nobody can come
- *   back for it), with no live lease naming the group, at least one consumer, and every
- *   consumer idle longer than lease_ms (a live reader is never idle that long, even while its
- *   control loop cannot renew its lease).
- * - Idle consumers: no pending entry, idle > consumer_idle_ms, and no live lease of that
- *   instance (a live bus, even paused, keeps its consumers). XGROUP DELCONSUMER answers how
- *   many entries the consumer had pending: should one have read in between (a dead instance's
- *   name reused within one round trip), the count is logged.
+ * - Dead fanout groups: no live lease naming the group, and idle longer than a limit: every
+ *   consumer idle that long, or, with no consumer at all, seen with none (and no lease) by
+ *   this holder's passes for that long (by server TIME; a group a bus has just made has no
+ *   consumer until its first read, and its lease comes a few round trips later, far within
+ *   the limit). The limit is lease_ms for "fanout.<name>.i-<32 hex>" (a random instance:
+ *   nobody can come back for it; a live reader is never idle that long, even while its control
+ *   loop cannot renew its lease), and consumer_idle_ms for a named instance's fanout group
+ *   (its process has been gone that long; 0 keeps those groups). What such a group still had
+ *   pending goes with it: nobody was left to read it.
+ * - Idle consumers: no pending entry, no live lease of that instance (a live bus, even paused,
+ *   keeps its consumers), and idle > lease_ms for a random instance's consumer ("i-<32 hex>":
+ *   nobody can come back under that name), > consumer_idle_ms for a named one
+ *   (consumer_idle_ms 0 keeps every consumer).
+ *   XGROUP DELCONSUMER answers how many entries the consumer had pending: should one have read
+ *   in between (a dead instance's name reused within one round trip), the count is logged.
  * - One holder: the lease is taken with SET NX PX (its value is the activation's reply stream
  *   key: unique, and it names the holder) and renewed by its holder (GET, then PEXPIRE) for 3
  *   intervals. Two holders at once (a holder stalled past its lease) would cut
@@ -120,6 +127,13 @@ typedef struct member {
     char *group, *instance, *pattern;
 } member;
 
+/* A fanout group seen with no consumer and no lease, since (server ms) a pass first saw it so;
+ * kept from one pass to the next. */
+typedef struct empty_group {
+    char *key, *group;
+    long long since;
+} empty_group;
+
 struct eddy__retention {
     const eddy__settings *s;
     eddy__retention_counters *counters;
@@ -132,7 +146,9 @@ struct eddy__retention {
     member *m;
     size_t nm;
     long long time3_ms, time4_ms;
-    bool plan_nomem; /* a command of the round being planned could not be added */
+    bool plan_nomem;    /* a command of the round being planned could not be added */
+    empty_group *empty; /* seen by the last pass that decided */
+    size_t nempty;
 };
 
 void eddy__retention_counters_snapshot(eddy__retention_counters *c, eddy_retention_stats *out) {
@@ -203,6 +219,11 @@ static bool is_hex32(const char *s) {
     return true;
 }
 
+/* "i-<32 hex>": a random instance (settings.instance NULL), the name of its consumers. */
+static bool random_instance(const char *name) {
+    return strncmp(name, "i-", 2) == 0 && is_hex32(name + 2);
+}
+
 /* "fanout.<name>.i-<32 hex>": the fanout group of a bus with a random instance. */
 static bool fanout_random(const char *group) {
     if (strncmp(group, "fanout.", 7) != 0)
@@ -238,6 +259,14 @@ static void free_pass(eddy__retention *r) {
     free(r->m);
     r->m = NULL;
     r->nm = 0;
+}
+
+static void free_empty(empty_group *v, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        free(v[i].key);
+        free(v[i].group);
+    }
+    free(v);
 }
 
 static void end_pass(eddy__retention *r, long long now_ms) {
@@ -295,6 +324,7 @@ void eddy__retention_free(eddy__retention *r) {
     if (!r)
         return;
     free_pass(r);
+    free_empty(r->empty, r->nempty);
     free(r->holder);
     free(r->lease_key);
     free(r->subjects_key);
@@ -679,6 +709,55 @@ static bool feed_registry(eddy__retention *r, const redisReply *rep, bool *nomem
     return true;
 }
 
+/* How long a fanout group or a consumer must have been idle before it goes (0: never). */
+static long long group_limit(const eddy__settings *s, const rgroup *g) {
+    return g->fanout_random ? (long long)s->lease_ms : (long long)s->consumer_idle_ms;
+}
+
+/* consumer_idle_ms 0 keeps every consumer, a random instance's too. */
+static long long consumer_limit(const eddy__settings *s, const char *name) {
+    if (!s->consumer_idle_ms)
+        return 0;
+    return random_instance(name) ? (long long)s->lease_ms : (long long)s->consumer_idle_ms;
+}
+
+/* g on st has no consumer and no lease: since when (server ms) the passes saw it so, recorded
+ * into next (false on OOM: then it is not removed this time). */
+static bool empty_since(const eddy__retention *r, const rstream *st, const rgroup *g,
+                        empty_group *next, size_t *nnext, long long *since) {
+    *since = r->time4_ms;
+    for (size_t i = 0; i < r->nempty; i++)
+        if (strcmp(r->empty[i].key, st->key) == 0 && strcmp(r->empty[i].group, g->name) == 0)
+            *since = r->empty[i].since;
+    empty_group *e = &next[*nnext];
+    if (!(e->key = strdup(st->key)) || !(e->group = strdup(g->name))) {
+        free(e->key);
+        *since = r->time4_ms;
+        return false;
+    }
+    e->since = *since;
+    (*nnext)++;
+    return true;
+}
+
+/* Whether a fanout group nobody holds (no live lease) is dead: idle past its limit. */
+static bool fanout_dead(const eddy__retention *r, const rstream *st, const rgroup *g,
+                        empty_group *next, size_t *nnext) {
+    long long limit = group_limit(r->s, g);
+    if (strncmp(g->name, "fanout.", 7) != 0 || limit <= 0)
+        return false;
+    if (g->consumers == 0) {
+        long long since;
+        return next && empty_since(r, st, g, next, nnext, &since) && r->time4_ms - since > limit;
+    }
+    if (!g->cons_known || g->ncons == 0)
+        return false;
+    for (size_t k = 0; k < g->ncons; k++)
+        if (g->cons[k].idle <= limit)
+            return false;
+    return true;
+}
+
 /* After round 4: what round 5 does. */
 static void decide(eddy__retention *r) {
     const eddy__settings *s = r->s;
@@ -686,6 +765,11 @@ static void decide(eddy__retention *r) {
                          ? (unsigned long long)(r->time4_ms - s->retention_grace_ms)
                          : 0,
                      0};
+    size_t ngroups = 0;
+    for (size_t i = 0; i < r->nst; i++)
+        ngroups += r->st[i].ng;
+    empty_group *next = calloc(ngroups ? ngroups : 1, sizeof(*next));
+    size_t nnext = 0;
     for (size_t i = 0; i < r->nst; i++) {
         rstream *st = &r->st[i];
         if (st->skip)
@@ -705,12 +789,8 @@ static void decide(eddy__retention *r) {
             bool live = false;
             for (size_t m = 0; m < r->nm && !live; m++)
                 live = strcmp(r->m[m].group, g->name) == 0;
-            if (g->fanout_random && !live && g->cons_known && g->ncons > 0) {
-                bool idle = true;
-                for (size_t k = 0; k < g->ncons && idle; k++)
-                    idle = g->cons[k].idle > (long long)s->lease_ms;
-                g->destroy = idle;
-            }
+            if (!live)
+                g->destroy = fanout_dead(r, st, g, next, &nnext);
             if (g->destroy)
                 continue;
             if (g->pending > 0 && !g->has_min)
@@ -719,12 +799,13 @@ static void decide(eddy__retention *r) {
                 need = g->min_pending;
             if (id_cmp(id_next(g->last), need) < 0)
                 need = id_next(g->last);
-            for (size_t k = 0; s->consumer_idle_ms && k < g->ncons; k++) {
+            for (size_t k = 0; k < g->ncons; k++) {
                 rcons *c = &g->cons[k];
+                long long limit = consumer_limit(s, c->name);
                 bool mine = false;
                 for (size_t m = 0; m < r->nm && !mine; m++)
                     mine = strcmp(r->m[m].instance, c->name) == 0;
-                c->remove = !mine && c->pending == 0 && c->idle > (long long)s->consumer_idle_ms;
+                c->remove = limit > 0 && !mine && c->pending == 0 && c->idle > limit;
             }
         }
         if (!known) { /* cannot happen with replies that parsed; kept as a guard */
@@ -753,6 +834,11 @@ static void decide(eddy__retention *r) {
                     if (!st->g[j].destroy && id_cmp(st->list[k], st->g[j].last) > 0)
                         st->g[j].unread_dropped++;
         }
+    }
+    if (next) { /* out of memory: the old list stays, and what it lacks waits a pass more */
+        free_empty(r->empty, r->nempty);
+        r->empty = next;
+        r->nempty = nnext;
     }
 }
 

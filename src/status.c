@@ -39,7 +39,8 @@
     X(EDDY_ERR_UNAVAILABLE, "nothing can take the message now: held, not acknowledged")            \
     X(EDDY_ERR_NOT_FOUND, "not found")                                                             \
     X(EDDY_ERR_AUTH, "authentication failed")                                                      \
-    X(EDDY_ERR_TLS, "TLS failed")
+    X(EDDY_ERR_TLS, "TLS failed")                                                                  \
+    X(EDDY_ERR_SERVER_FULL, "the server is out of memory: it refuses writes until memory frees")
 
 #define AS_TEXT(sym, text) text,
 #define AS_NAME(sym, text) #sym,

@@ -214,8 +214,11 @@ typedef struct eddy_settings {
     unsigned long long retention_max_age_ms;
     unsigned long long retention_max_len;
     /** The retention pass removes a group's consumer that has no pending entry, has been idle
-     * longer than this and belongs to no live bus (no lease in the registry). A consumer with
-     * pending entries is never removed. Default 86400000 (a day); 0 never removes one. */
+     * longer than this and belongs to no live bus (no lease in the registry), and a named
+     * instance's fanout group that no live bus holds once it has been idle that long (with what
+     * it had pending). A random instance's consumer goes after lease_ms instead. A consumer
+     * with pending entries is never removed. Default 86400000 (a day); 0 removes none of
+     * these. */
     unsigned consumer_idle_ms;
     /** How long a call that waits on the backend and has no deadline of its own (publish,
      * publish_batch, store appends and reads, checkpoints, start) may wait for its replies; a
@@ -488,10 +491,15 @@ EDDY_EXPORT void eddy_subscription_spec_init_sized(eddy_subscription_spec *spec,
  * (retention_max_age_ms, retention_max_len) drops it: then it is counted and logged ("dropped
  * N entries that group G had not read and acknowledged").
  *
- * Clean-up: the fanout groups of a bus whose settings.instance was NULL (a random instance)
- * are destroyed when the bus stops, and by the pass once the process died (no live lease in
- * the registry, and its consumers idle longer than lease_ms). Consumers are removed as
- * consumer_idle_ms says. */
+ * Clean-up: a subscription to one subject adds it to the subject set (as a publish does), so
+ * the clean-up finds it. The fanout groups of a bus whose settings.instance was NULL (a random
+ * instance) are destroyed when the bus stops, and by the pass once the process died (no live
+ * lease in the registry, and idle longer than lease_ms: its consumers, or the group with no
+ * consumer for that long). A named instance's fanout group is kept at its stop, and removed by
+ * the pass once no live lease names it and it has been idle longer than consumer_idle_ms (0
+ * keeps it), with what it had pending. Consumers with nothing pending and no live lease are
+ * removed after lease_ms (a random instance's) or consumer_idle_ms (a named one's; 0 keeps
+ * every consumer). */
 
 /** Counters of the retention passes this bus ran (as the namespace's holder). */
 typedef struct eddy_retention_stats {

@@ -69,7 +69,8 @@ EDDY_EXPORT eddy_status eddy_rbus_subscribe_ready(eddy_rbus *bus,
 /** Starts the activation. `ready` (may be NULL) runs once when it is ready or has failed. A
  * start that fails (EDDY_ERR_IO after 2 * connect_timeout_ms + 2 * reconnect_max_ms) leaves
  * the bus stopped, as the blocking front end's does. EDDY_ERR_ILLEGAL_STATE when already
- * started. */
+ * started. A started bus keeps the loop's ev_run running (it holds an active watcher) until it
+ * is stopped, or its start failed. */
 EDDY_EXPORT eddy_status eddy_rbus_start(eddy_rbus *bus, eddy_ready_fn ready, void *user,
                                         eddy_error *err);
 

@@ -34,7 +34,7 @@ typedef struct setup {
     eddy_bus *bus;
 } setup;
 
-static void start(setup *t) {
+static void start_with(setup *t, unsigned command_timeout_ms) {
     eddy_test_redis_start(&t->srv, 0);
     eddy_test_namespace(t->ns, sizeof(t->ns), "dl");
     eddy_settings s;
@@ -43,7 +43,7 @@ static void start(setup *t) {
     s.ns = t->ns;
     s.source = "/tests/deadlines";
     s.block_ms = 200;
-    s.command_timeout_ms = COMMAND_TIMEOUT_MS;
+    s.command_timeout_ms = command_timeout_ms;
     s.connect_timeout_ms = 1000;
     s.log = eddy_test_log;
     s.log_user = "deadlines";
@@ -57,6 +57,8 @@ static void start(setup *t) {
     cr_assert_eq(eddy_bus_new(&s, &sp, 1, &t->bus, &err), EDDY_OK, "%s", err.detail);
     cr_assert_eq(eddy_bus_start(t->bus, &err), EDDY_OK, "%s", err.detail);
 }
+
+static void start(setup *t) { start_with(t, COMMAND_TIMEOUT_MS); }
 
 static eddy_status ask(eddy_bus *bus, eddy_error *err) {
     eddy_event *ev = make_event("q", "t.ask");
@@ -78,6 +80,31 @@ static eddy_status publish(eddy_bus *bus, const char *id, eddy_error *err) {
     eddy_status st = eddy_bus_publish(bus, "pub", ev, NULL, 0, err);
     eddy_event_free(ev);
     return st;
+}
+
+/* The text of a request that returns at its own deadline (1000 ms, shorter than the command
+ * timeout of 2000 ms) while Redis is stopped says one thing: sent and unknown, or not sent,
+ * and never the command timeout's figure, which played no part. */
+Test(deadlines, a_request_timeout_text_says_one_thing, .timeout = 120) {
+    setup t;
+    start_with(&t, 2000);
+    cr_assert(eddy_test_wait_until(answered, t.bus, 20000), "a request answered before the stop");
+    cr_assert_eq(kill(t.srv.pid, SIGSTOP), 0);
+    eddy_error err = {0};
+    long long t0 = eddy_test_now_ms();
+    eddy_status st = ask(t.bus, &err);
+    long long took = eddy_test_now_ms() - t0;
+    cr_assert_eq(kill(t.srv.pid, SIGCONT), 0);
+    cr_expect_neq(st, EDDY_OK);
+    cr_expect_lt(took, REQUEST_TIMEOUT_MS + SLACK_MS, "request took %lld ms", took);
+    bool unknown = strstr(err.detail, "outcome unknown") != NULL;
+    bool not_sent = strstr(err.detail, "not sent") != NULL;
+    cr_expect(!(unknown && not_sent), "both sent and not sent: %s", err.detail);
+    cr_expect_null(strstr(err.detail, "2000"), "the command timeout's figure: %s", err.detail);
+    if (st == EDDY_ERR_TIMEOUT)
+        cr_expect(unknown, "%s: %s", eddy_status_name(st), err.detail);
+    eddy_bus_free(t.bus);
+    eddy_test_redis_kill(&t.srv);
 }
 
 Test(deadlines, calls_return_by_their_deadline_while_redis_is_stopped, .timeout = 120) {

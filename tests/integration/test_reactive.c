@@ -11,6 +11,8 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1039,6 +1041,202 @@ Test(reactive, memory_read_wakes_on_a_write_from_another_thread, .timeout = 30) 
     pthread_join(th, NULL);
     eddy_rbus_free(b);
     teardown(&t);
+}
+
+/* ---- a started bus keeps ev_run running ---------------------------------------------------- */
+
+typedef struct alive_run {
+    eddy_rbus *bus;
+    int want, handled;
+    ev_timer begin;
+} alive_run;
+
+static eddy_status h_count_then_stop(eddy_delivery *d, void *user) {
+    (void)d;
+    alive_run *a = user;
+    if (++a->handled == a->want)
+        eddy_rbus_stop(a->bus);
+    return EDDY_OK;
+}
+
+/* Inside the run: the bus's first start, with no ready callback, and the messages. */
+static void begin_inside_the_run(struct ev_loop *loop, ev_timer *w, int revents) {
+    (void)loop;
+    (void)revents;
+    alive_run *a = (alive_run *)((char *)w - offsetof(alive_run, begin));
+    eddy_error err = {0};
+    cr_assert_eq(eddy_rbus_start(a->bus, NULL, NULL, &err), EDDY_OK, "%s", err.detail);
+    for (int i = 0; i < a->want; i++) {
+        char id[32];
+        snprintf(id, sizeof(id), "alive-%d", i);
+        publish(a->bus, "alive.x", id, NULL);
+    }
+}
+
+/* ev_run with nothing else on the loop returns only once the handler stopped the bus: every
+ * message handled. Several rounds, each a fresh bus started inside the run. */
+ParameterizedTestParameters(reactive, a_started_bus_keeps_ev_run_running_until_stopped) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, a_started_bus_keeps_ev_run_running_until_stopped,
+                  .timeout = 120) {
+    for (int round = 0; round < 5; round++) {
+        tctx t;
+        setup(&t, *backend);
+        alive_run a = {.want = 20};
+        eddy_subscription_spec sp = spec("s", "alive.x", h_count_then_stop, &a);
+        /* The group made beforehand (by a blocking bus, started and stopped, kept so that
+         * memory://'s engine stays): the messages published right after the start are the
+         * group's whether or not the reactive bus has made it yet. */
+        eddy_bus *maker = NULL;
+        eddy_error err = {0};
+        cr_assert_eq(eddy_bus_new(&t.s, &sp, 1, &maker, &err), EDDY_OK, "%s", err.detail);
+        cr_assert_eq(eddy_bus_start(maker, &err), EDDY_OK, "%s", err.detail);
+        eddy_bus_stop(maker);
+        a.bus = must_rbus(&t, &sp, 1);
+        ev_timer_init(&a.begin, begin_inside_the_run, 0., 0.);
+        ev_timer_start(t.loop, &a.begin);
+        ev_run(t.loop, 0); /* returns when no watcher is active any more */
+        cr_expect_eq(a.handled, a.want, "round %d: ev_run returned with %d of %d handled", round,
+                     a.handled, a.want);
+        eddy_rbus_free(a.bus);
+        ev_run(t.loop, 0); /* what the free left out completes */
+        eddy_bus_free(maker);
+        teardown(&t);
+    }
+}
+
+/* The same with the messages published from another thread a while after the bus is ready:
+ * the bus sits idle in between, and ev_run must not return meanwhile. */
+static eddy_status h_count_then_stop_idle(eddy_delivery *d, void *user) {
+    return h_count_then_stop(d, user);
+}
+
+typedef struct late_pub {
+    const char *url, *ns;
+    int n;
+    atomic_bool ready; /* the reactive bus is ready: its group exists */
+} late_pub;
+
+static void late_ready(eddy_status st, const eddy_error *err, void *user) {
+    cr_expect_eq(st, EDDY_OK, "start: %s", err ? err->detail : "");
+    atomic_store(&((late_pub *)user)->ready, true);
+}
+
+static late_pub *the_late_pub;
+
+static void start_inside_the_run(struct ev_loop *loop, ev_timer *w, int revents) {
+    (void)loop;
+    (void)revents;
+    alive_run *a = (alive_run *)((char *)w - offsetof(alive_run, begin));
+    eddy_error err = {0};
+    cr_assert_eq(eddy_rbus_start(a->bus, late_ready, the_late_pub, &err), EDDY_OK, "%s",
+                 err.detail);
+}
+
+static bool late_is_ready(void *arg) { return atomic_load(&((late_pub *)arg)->ready); }
+
+static void *publish_later(void *arg) {
+    late_pub *lp = arg;
+    cr_assert(eddy_test_wait_until(late_is_ready, lp, 20000), "never ready");
+    struct timespec ts = {0, 300 * 1000000L}; /* the bus sits idle meanwhile */
+    nanosleep(&ts, NULL);
+    eddy_settings s;
+    eddy_settings_init(&s);
+    s.url = lp->url;
+    s.ns = lp->ns;
+    s.source = "/tests";
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_bus_new(&s, NULL, 0, &bus, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(eddy_bus_start(bus, &err), EDDY_OK, "%s", err.detail);
+    for (int i = 0; i < lp->n; i++) {
+        eddy_event *ev = make_event("late", "t.x");
+        char id[32];
+        snprintf(id, sizeof(id), "late-%d", i);
+        eddy_event_set_id(ev, id);
+        cr_assert_eq(eddy_bus_publish(bus, "alive.x", ev, NULL, 0, &err), EDDY_OK, "%s",
+                     err.detail);
+        eddy_event_free(ev);
+    }
+    eddy_bus_free(bus);
+    return NULL;
+}
+
+ParameterizedTestParameters(reactive, an_idle_started_bus_keeps_ev_run_running) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, an_idle_started_bus_keeps_ev_run_running,
+                  .timeout = 120) {
+    tctx t;
+    setup(&t, *backend);
+    alive_run a = {.want = 5};
+    eddy_subscription_spec sp = spec("s", "alive.x", h_count_then_stop_idle, &a);
+    a.bus = must_rbus(&t, &sp, 1);
+    ev_timer_init(&a.begin, start_inside_the_run, 0., 0.);
+    ev_timer_start(t.loop, &a.begin);
+    late_pub lp = {t.url, t.ns, a.want, false};
+    the_late_pub = &lp;
+    pthread_t th;
+    cr_assert_eq(pthread_create(&th, NULL, publish_later, &lp), 0);
+    ev_run(t.loop, 0);
+    pthread_join(th, NULL);
+    cr_expect_eq(a.handled, a.want, "ev_run returned with %d of %d handled", a.handled, a.want);
+    eddy_rbus_free(a.bus);
+    ev_run(t.loop, 0);
+    teardown(&t);
+}
+
+/* The benchmark's pattern: a bus started (ready), stopped, its stream filled by another bus,
+ * then started again with no ready callback right before ev_run, which must run until the
+ * handler has every message (it breaks the loop then). */
+typedef struct restart_run {
+    struct ev_loop *loop;
+    int want, handled;
+} restart_run;
+
+static eddy_status h_count_then_break(eddy_delivery *d, void *user) {
+    (void)d;
+    restart_run *a = user;
+    if (++a->handled == a->want)
+        ev_break(a->loop, EVBREAK_ALL);
+    return EDDY_OK;
+}
+
+ParameterizedTestParameters(reactive, a_restarted_bus_keeps_ev_run_running_for_its_backlog) {
+    return cr_make_param_array(int, backends, 2);
+}
+ParameterizedTest(int *backend, reactive, a_restarted_bus_keeps_ev_run_running_for_its_backlog,
+                  .timeout = 120) {
+    for (int round = 0; round < 5; round++) {
+        tctx t;
+        setup(&t, *backend);
+        restart_run a = {.loop = t.loop, .want = 200};
+        eddy_subscription_spec sp = spec("s", "backlog.x", h_count_then_break, &a);
+        eddy_rbus *b = must_rbus(&t, &sp, 1);
+        must_start(&t, b);
+        eddy_rbus_stop(b);
+        eddy_bus *filler = NULL;
+        eddy_error err = {0};
+        cr_assert_eq(eddy_bus_new(&t.s, NULL, 0, &filler, &err), EDDY_OK, "%s", err.detail);
+        cr_assert_eq(eddy_bus_start(filler, &err), EDDY_OK, "%s", err.detail);
+        for (int i = 0; i < a.want; i++) {
+            char id[32];
+            snprintf(id, sizeof(id), "b-%d", i);
+            eddy_event *ev = make_event(id, "t.x");
+            cr_assert_eq(eddy_bus_publish(filler, "backlog.x", ev, NULL, 0, &err), EDDY_OK, "%s",
+                         err.detail);
+            eddy_event_free(ev);
+        }
+        cr_assert_eq(eddy_rbus_start(b, NULL, NULL, &err), EDDY_OK, "%s", err.detail);
+        ev_run(t.loop, 0);
+        cr_expect_eq(a.handled, a.want, "round %d: ev_run returned with %d of %d handled", round,
+                     a.handled, a.want);
+        eddy_rbus_free(b);
+        eddy_bus_free(filler);
+        ev_run(t.loop, 0);
+        teardown(&t);
+    }
 }
 
 ParameterizedTestParameters(reactive, late_subscription_reports_ready) {

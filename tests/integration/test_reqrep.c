@@ -622,6 +622,60 @@ ParameterizedTest(combo *p, reqrep, stop_ends_waiting_requests_with_no_reply, .t
     rec_destroy(&r);
 }
 
+/* The counters at every moment: three requests waiting (a handler-only subject: sent, never
+ * answered) are Sent, and nothing else, while they wait: an in-flight gap of 3. */
+static bool three_sent(void *arg) {
+    stats_wait *w = arg;
+    return rstats(w->c, w->b, NULL).sent >= 3;
+}
+
+ParameterizedTestParameters(reqrep, waiting_requests_are_counted_sent_while_they_wait) {
+    return cr_make_param_array(combo, combos, 4);
+}
+ParameterizedTest(combo *p, reqrep, waiting_requests_are_counted_sent_while_they_wait,
+                  .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    recorder r;
+    rec_init(&r);
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = "h";
+    sp.pattern = "silent";
+    sp.group = "g";
+    sp.handler = rec_handler;
+    sp.user = &r;
+    tbus *b = must_bus(&c, &sp, 1);
+    pthread_t askers[3];
+    stop_ask sa[3];
+    for (int i = 0; i < 3; i++) {
+        sa[i] = (stop_ask){&c, b, EDDY_OK};
+        pthread_create(&askers[i], NULL, ask_silent, &sa[i]);
+    }
+    cr_assert(rec_wait(&r, 3, 20000), "the requests were not sent");
+    /* Their entries are in the stream: their acknowledgements are in, or on their way. The
+     * requests wait for 600 s: a Sent counted only at the outcome never comes in this wait. */
+    stats_wait w = {&c, b, NULL, 3};
+    cr_expect(eddy_test_wait_until(three_sent, &w, 20000), "sent %lu while 3 requests wait",
+              (unsigned long)rstats(&c, b, NULL).sent);
+    eddy_request_stats s = rstats(&c, b, NULL);
+    uint64_t ended = s.answered + s.no_responders + s.no_reply + s.failed;
+    cr_expect_eq(s.sent, 3);
+    cr_expect_eq(ended, 0);
+    cr_expect_eq(s.sent - ended, 3, "in-flight gap %lu", (unsigned long)(s.sent - ended));
+    c.d->stop(b);
+    for (int i = 0; i < 3; i++) {
+        pthread_join(askers[i], NULL);
+        cr_expect_eq(sa[i].st, EDDY_ERR_NO_REPLY, "%s", eddy_status_name(sa[i].st));
+    }
+    s = rstats(&c, b, NULL);
+    cr_expect_eq(s.sent, 3);
+    cr_expect_eq(s.no_reply, 3);
+    expect_identity(&c, b, NULL);
+    c.d->free(b);
+    rec_destroy(&r);
+}
+
 static void *fire_later(void *arg) {
     pause_ms(300);
     eddy_cancel_fire(arg);

@@ -403,3 +403,129 @@ ParameterizedTest(combo *p, retention, a_restart_after_the_stop_clean_up_keeps_d
     c.d->free(c.b);
     rec_destroy(&r);
 }
+
+/* ---- nothing left behind ------------------------------------------------------------------- */
+
+/* Consumers of a group (0 when the group or its stream is gone). */
+static long long nconsumers(ctx *c, const char *subject, const char *group) {
+    redisReply *r = raw_cmdf(c->url, "XINFO CONSUMERS {%s}:s:%s %s", c->ns, subject, group);
+    long long n = r->type == REDIS_REPLY_ARRAY ? (long long)r->elements : 0;
+    freeReplyObject(r);
+    return n;
+}
+
+typedef struct left_wait {
+    ctx *c;
+} left_wait;
+
+static bool nothing_left(void *arg) {
+    left_wait *w = arg;
+    return ngroups(w->c, "only.f") == 0 && nconsumers(w->c, "only.c", "w") == 0;
+}
+
+#define SHORT_LIVED 300
+#define CRASHED 20
+
+/* Many short-lived buses (random instances) that only subscribed, to a fanout and a competing
+ * subscription of their own subjects (nothing is ever published there), and fanout groups left
+ * by processes that died before their first read (no consumer, no lease): after the clean-up
+ * period (a few passes past lease_ms) no fanout group and no consumer of theirs is left. The
+ * competing group itself is the service's and stays. */
+ParameterizedTestParameters(retention, short_lived_subscribe_only_buses_leave_nothing) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, retention, short_lived_subscribe_only_buses_leave_nothing,
+                  .timeout = 600) {
+    ctx c;
+    setup(&c, p);
+    c.s.lease_ms = 300;
+    c.s.consumer_idle_ms = 600000; /* a named consumer would stay: these are random ones */
+    /* One long-lived bus of the namespace runs the passes (and keeps memory://'s engine). */
+    c.b = must_bus(&c, NULL, 0);
+    c.s.retention_interval_ms = 0; /* the short-lived buses hold no pass */
+    recorder r;
+    rec_init(&r);
+    eddy_subscription_spec sp[2] = {spec("f", "only.f", EDDY_FANOUT, NULL, &r),
+                                    spec("c", "only.c", EDDY_COMPETING, "w", &r)};
+    for (int i = 0; i < SHORT_LIVED; i++) {
+        tbus *b = must_bus(&c, sp, 2);
+        c.d->stop(b);
+        c.d->free(b);
+    }
+    /* The stop-time clean-up found their fanout groups: the subject is in the subject set. */
+    cr_expect_eq(raw_int(c.url, "SISMEMBER {%s}:subjects only.f", c.ns), 1);
+    cr_expect_eq(raw_int(c.url, "SISMEMBER {%s}:subjects only.c", c.ns), 1);
+    len_wait none = {&c, "only.f", 0};
+    cr_expect(eddy_test_wait_until(groups_gone, &none, 30000), "the stops left %lld fanout groups",
+              ngroups(&c, "only.f"));
+    for (int i = 0; i < CRASHED; i++)
+        freeReplyObject(raw_cmdf(c.url, "XGROUP CREATE {%s}:s:only.f fanout.f.i-%032x $", c.ns,
+                                 (unsigned)i + 1));
+    cr_assert_eq(ngroups(&c, "only.f"), CRASHED);
+    left_wait w = {&c};
+    cr_expect(eddy_test_wait_until(nothing_left, &w, 60000),
+              "left: %lld fanout groups, %lld consumers", ngroups(&c, "only.f"),
+              nconsumers(&c, "only.c", "w"));
+    eddy_retention_stats st = stats(&c);
+    /* The crashed ones at least (a stop's own clean-up may have been beaten to its group). */
+    cr_expect_geq(st.groups_removed, CRASHED);
+    cr_expect_eq(ngroups(&c, "only.c"), 1);
+    c.d->stop(c.b);
+    c.d->free(c.b);
+    rec_destroy(&r);
+}
+
+typedef struct group_wait {
+    ctx *c;
+    const char *subject, *group;
+} group_wait;
+
+static bool has_group(ctx *c, const char *subject, const char *group) {
+    redisReply *r = raw_cmdf(c->url, "XINFO GROUPS {%s}:s:%s", c->ns, subject);
+    bool found = false;
+    for (size_t i = 0; r->type == REDIS_REPLY_ARRAY && i < r->elements; i++)
+        found |= strcmp(r->element[i]->element[1]->str, group) == 0;
+    freeReplyObject(r);
+    return found;
+}
+
+static bool group_gone(void *arg) {
+    group_wait *w = arg;
+    return !has_group(w->c, w->subject, w->group);
+}
+
+/* A named instance's fanout group is kept at its stop (it may come back for it) and removed
+ * by the pass once no live bus holds it and it has been idle longer than consumer_idle_ms; a
+ * live bus's group (even paused, even idle that long) stays. */
+ParameterizedTestParameters(retention, a_named_instance_s_fanout_group_goes_after_consumer_idle) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, retention, a_named_instance_s_fanout_group_goes_after_consumer_idle,
+                  .timeout = 120) {
+    ctx c;
+    setup(&c, p);
+    c.s.consumer_idle_ms = 1500;
+    recorder r;
+    rec_init(&r);
+    c.s.instance = "gone";
+    eddy_subscription_spec sp = spec("f", "nm", EDDY_FANOUT, NULL, &r);
+    tbus *gone = must_bus(&c, &sp, 1);
+    c.d->stop(gone);
+    cr_expect(has_group(&c, "nm", "fanout.f.gone"), "kept at the stop");
+    c.s.instance = "stays";
+    eddy_subscription_spec paused = sp;
+    paused.paused = true;
+    c.b = must_bus(&c, &paused, 1);
+    /* A group made by a process that died before reading (no consumer, no lease) goes too. */
+    freeReplyObject(raw_cmdf(c.url, "XGROUP CREATE {%s}:s:nm fanout.f.never $", c.ns));
+    group_wait w[2] = {{&c, "nm", "fanout.f.gone"}, {&c, "nm", "fanout.f.never"}};
+    for (int i = 0; i < 2; i++)
+        cr_expect(eddy_test_wait_until(group_gone, &w[i], 60000), "%s is still there", w[i].group);
+    wait_passes(&c, 3);
+    cr_expect(has_group(&c, "nm", "fanout.f.stays"), "a live (paused) bus's group was removed");
+    cr_expect_eq(stats(&c).groups_removed, 2);
+    c.d->free(gone);
+    c.d->stop(c.b);
+    c.d->free(c.b);
+    rec_destroy(&r);
+}

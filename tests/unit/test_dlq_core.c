@@ -71,7 +71,9 @@ Test(dlq_core, public_reasons_are_the_ones_the_consumer_writes) {
     cr_expect_eq(EDDY_ERR_NOT_FOUND + 1, EDDY_ERR_AUTH, "new statuses go at the end");
     cr_expect_eq(EDDY_ERR_AUTH + 1, EDDY_ERR_TLS, "new statuses go at the end");
     cr_expect_str_eq(eddy_status_name(EDDY_ERR_TLS), "EDDY_ERR_TLS");
-    cr_expect_eq(EDDY_ERR_TLS + 1, EDDY_STATUS_COUNT_, "new statuses go at the end");
+    cr_expect_eq(EDDY_ERR_TLS + 1, EDDY_ERR_SERVER_FULL, "new statuses go at the end");
+    cr_expect_str_eq(eddy_status_name(EDDY_ERR_SERVER_FULL), "EDDY_ERR_SERVER_FULL");
+    cr_expect_eq(EDDY_ERR_SERVER_FULL + 1, EDDY_STATUS_COUNT_, "new statuses go at the end");
 }
 
 Test(dlq_core, a_dead_letter_reads_its_fields_by_name) {
