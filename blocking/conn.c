@@ -32,12 +32,6 @@ void eddy__bcond_init_monotonic(pthread_cond_t *cond) {
     pthread_condattr_destroy(&attr);
 }
 
-long long eddy__bconn_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 eddy_status eddy__bconn_init(bconn *c, const eddy__settings *s) {
     memset(c, 0, sizeof(*c));
     c->s = s;
@@ -45,7 +39,7 @@ eddy_status eddy__bconn_init(bconn *c, const eddy__settings *s) {
     eddy__bcond_init_monotonic(&c->wake);
     c->client_id = -1;
     eddy__reconnect_init(&c->gate,
-                         (unsigned)(eddy__bconn_now_ms() ^ (long long)(uintptr_t)c ^ getpid()));
+                         (unsigned)(eddy__mono_ms() ^ (long long)(uintptr_t)c ^ getpid()));
     return EDDY_OK;
 }
 
@@ -80,7 +74,7 @@ bool eddy__bconn_in_process(const bconn *c) { return c->s->url.kind == EDDY__URL
  * and advances the link. EDDY_ERR_TIMEOUT (err untouched) when the deadline passed first. */
 static eddy_status drive(bconn *c, long long deadline, eddy_error *err) {
     eddy__link *l = c->link;
-    long long now = eddy__bconn_now_ms();
+    long long now = eddy__mono_ms();
     if (deadline - now <= 0)
         return EDDY_ERR_TIMEOUT;
     long long until = eddy__link_deadline(l);
@@ -95,7 +89,7 @@ static eddy_status drive(bconn *c, long long deadline, eddy_error *err) {
     if (n < 0 && errno != EINTR)
         return eddy__fail(err, EDDY_ERR_IO, "poll: %s", strerror(errno));
     if (n <= 0) /* EINTR, or a deadline: the link's may have passed; the caller looks again */
-        return eddy__link_tick(l, eddy__bconn_now_ms(), err);
+        return eddy__link_tick(l, eddy__mono_ms(), err);
     unsigned ready = ((p.revents & POLLIN) ? EDDY__LINK_READ : 0) |
                      ((p.revents & POLLOUT) ? EDDY__LINK_WRITE : 0);
     if (p.revents & (POLLERR | POLLHUP | POLLNVAL))
@@ -123,7 +117,7 @@ eddy_status eddy__bconn_connect_until(bconn *c, long long until, eddy_error *err
         if (c->arena)
             eddy__reply_arena_install(c->arena, eddy__link_reader(c->link));
     }
-    long long now = eddy__bconn_now_ms();
+    long long now = eddy__mono_ms();
     if (!eddy__bconn_in_process(c)) {
         /* Whatever ended the last connection, the next waits for the backoff (backoff.h). */
         long long wait = eddy__reconnect_wait_ms(&c->gate, now);
@@ -134,7 +128,7 @@ eddy_status eddy__bconn_connect_until(bconn *c, long long until, eddy_error *err
                               eddy__link_peer(c->link), wait);
         if (wait > 0 && !eddy__bconn_sleep(c, wait))
             return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted while backing off");
-        now = eddy__bconn_now_ms();
+        now = eddy__mono_ms();
         eddy__reconnect_started(&c->gate, now, eddy__link_proved(c->link), c->s->reconnect_min_ms,
                                 c->s->reconnect_max_ms);
         /* One line per connect, with the connection it is for (tests/faults counts spacing). */
@@ -153,7 +147,7 @@ eddy_status eddy__bconn_connect_until(bconn *c, long long until, eddy_error *err
                               eddy__link_peer(c->link));
         }
         if (st == EDDY_ERR_TIMEOUT)
-            st = eddy__link_tick(c->link, eddy__bconn_now_ms(), err);
+            st = eddy__link_tick(c->link, eddy__mono_ms(), err);
     }
     if (st != EDDY_OK) {
         drop(c);
@@ -210,7 +204,7 @@ static eddy_status exec_link(bconn *c, const eddy__cmdlist *cmds, long long bloc
                              redisReply **replies, eddy_error *err) {
     eddy__link *l = c->link;
     c->live_arena = eddy__reply_arena_of(eddy__link_reader(l)); /* the replies below live in it */
-    long long deadline = eddy__bconn_now_ms() + eddy__command_timeout_ms(c->s, block_ms);
+    long long deadline = eddy__mono_ms() + eddy__command_timeout_ms(c->s, block_ms);
     uint64_t last = 0;
     eddy_status st = eddy__link_send(l, cmds, &last, err);
     if (st != EDDY_OK)
@@ -292,10 +286,10 @@ eddy_status eddy__bconn_exec(bconn *c, const eddy__cmdlist *cmds, long long bloc
 }
 
 bool eddy__bconn_sleep(bconn *c, long long ms) {
-    long long deadline = eddy__bconn_now_ms() + ms;
+    long long deadline = eddy__mono_ms() + ms;
     struct timespec ts = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
     pthread_mutex_lock(&c->lock);
-    while (!c->interrupted && !c->woken && eddy__bconn_now_ms() < deadline)
+    while (!c->interrupted && !c->woken && eddy__mono_ms() < deadline)
         if (pthread_cond_timedwait(&c->wake, &c->lock, &ts) == ETIMEDOUT)
             break;
     bool ok = !c->interrupted && !c->woken;
@@ -305,7 +299,7 @@ bool eddy__bconn_sleep(bconn *c, long long ms) {
 }
 
 bool eddy__bconn_backoff(bconn *c) {
-    long long wait = eddy__reconnect_wait_ms(&c->gate, eddy__bconn_now_ms());
+    long long wait = eddy__reconnect_wait_ms(&c->gate, eddy__mono_ms());
     return eddy__bconn_sleep(c, wait > 0 ? wait : 0);
 }
 

@@ -109,8 +109,8 @@ void eddy__bconn_resume(bconn *c);
 long long eddy__bconn_wake(bconn *c, bool cut);
 void eddy__bconn_wake_clear(bconn *c);
 
-/* CLOCK_MONOTONIC milliseconds, and a condition variable whose timed waits use that clock. */
-long long eddy__bconn_now_ms(void);
+/* A condition variable whose timed waits use CLOCK_MONOTONIC, the clock of eddy__mono_ms
+ * (timing.h), which every deadline here is on. */
 void eddy__bcond_init_monotonic(pthread_cond_t *cond);
 
 #endif

@@ -135,7 +135,7 @@ eddy_status eddy__bctl_start(eddy_bus *bus, eddy_error *err) {
     }
     bus->ctl_running = true;
     const eddy__settings *s = &bus->s;
-    long long deadline = eddy__bconn_now_ms() + eddy__ready_timeout_ms(s);
+    long long deadline = eddy__mono_ms() + eddy__ready_timeout_ms(s);
     struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
     pthread_mutex_lock(&bus->ctl_lock);
     while (!bus->ctl_ready && bus->ctl_refused.status == EDDY_OK)

@@ -69,7 +69,7 @@ struct eddy_bus {
  * held while waiting; cmds stay contiguous on the wire). */
 eddy_status eddy__bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
                             eddy_error *err);
-/* The same with a deadline of the caller's (monotonic ms, eddy__bconn_now_ms) instead of
+/* The same with a deadline of the caller's (monotonic ms, eddy__mono_ms) instead of
  * settings.command_timeout_ms (a request's). */
 eddy_status eddy__bpub_exec_until(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
                                   redisReply **replies, eddy_error *err);

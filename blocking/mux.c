@@ -123,7 +123,7 @@ static void fail_slots(bmux *m, const eddy_error *why, const mwait *by, mwait **
     pthread_mutex_lock(&m->io);
     uint64_t sent = eddy__link_sent(m->conn.link);
     pthread_mutex_unlock(&m->io);
-    long long now = eddy__bconn_now_ms();
+    long long now = eddy__mono_ms();
     eddy__pipe_slot *s;
     while ((s = eddy__pipeline_fail_next(&m->fifo, m->lost.status))) {
         mwait *w = s->waiter;
@@ -174,7 +174,7 @@ static eddy_status lock_connect(bmux *m, long long until, eddy_error *err) {
         return EDDY_OK;
     }
     /* pthread_mutex_timedlock takes CLOCK_REALTIME: the monotonic deadline as a wait from now. */
-    long long left = until - eddy__bconn_now_ms();
+    long long left = until - eddy__mono_ms();
     struct timespec at;
     clock_gettime(CLOCK_REALTIME, &at);
     if (left > 0) {
@@ -239,7 +239,7 @@ eddy_status eddy__bmux_connect(bmux *m, eddy_error *err) {
  * when the deadline passed. Caller holds no lock (the socket cannot change while a role is
  * held). */
 static bool wait_fd(int fd, short events, long long deadline) {
-    long long left = deadline - eddy__bconn_now_ms();
+    long long left = deadline - eddy__mono_ms();
     if (left <= 0)
         return false;
     struct pollfd p = {.fd = fd, .events = events};
@@ -303,7 +303,7 @@ static void read_for(bmux *m, mwait *w) {
             head = eddy__pipeline_head(&m->fifo);
             if (w)
                 expire(m, w, &done);
-            else if (head && ((mwait *)head->waiter)->deadline <= eddy__bconn_now_ms())
+            else if (head && ((mwait *)head->waiter)->deadline <= eddy__mono_ms())
                 expire(m, head->waiter, &done);
         }
         for (int i = 0; i < n; i++) {
@@ -428,7 +428,7 @@ static void write_queued(bmux *m, mwait *w, mwait **done) {
         head = eddy__pipeline_head(&m->fifo);
         if (!in_time && !w->popped)
             expire(m, w, done);
-        else if (!in_time && head && ((mwait *)head->waiter)->deadline <= eddy__bconn_now_ms())
+        else if (!in_time && head && ((mwait *)head->waiter)->deadline <= eddy__mono_ms())
             expire(m, head->waiter, done);
     }
     m->writing = false;
@@ -524,7 +524,7 @@ static eddy_status queue_cmds(bmux *m, const eddy__cmdlist *cmds, redisReply **r
 static void wait_init(mwait *w, long long deadline) {
     memset(w, 0, sizeof(*w));
     w->deadline = deadline;
-    w->began = eddy__bconn_now_ms();
+    w->began = eddy__mono_ms();
     pthread_mutex_init(&w->m, NULL);
     eddy__bcond_init_monotonic(&w->cond);
 }
@@ -665,6 +665,6 @@ eddy_status eddy__bmux_finish(bmux *m, eddy__bmux_wait *w, eddy_error *err) {
 
 eddy_status eddy__bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies,
                             eddy_error *err) {
-    long long deadline = eddy__bconn_now_ms() + eddy__command_timeout_ms(m->conn.s, -1);
+    long long deadline = eddy__mono_ms() + eddy__command_timeout_ms(m->conn.s, -1);
     return eddy__bmux_exec_until(m, cmds, deadline, replies, err);
 }

@@ -95,7 +95,7 @@ eddy_status eddy__bmux_connect(bmux *m, eddy_error *err);
  * settings.command_timeout_ms. */
 eddy_status eddy__bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies,
                             eddy_error *err);
-/* The same until `deadline` (monotonic ms, eddy__bconn_now_ms): past it EDDY_ERR_IO when its
+/* The same until `deadline` (monotonic ms, eddy__mono_ms): past it EDDY_ERR_IO when its
  * commands were not all written, EDDY_ERR_TIMEOUT when they were (sent, outcome unknown), and the
  * connection is given up for every caller in flight (each failing the same way: timed out if
  * sent, EDDY_ERR_IO if not); the next call reconnects. */

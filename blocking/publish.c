@@ -32,7 +32,7 @@ eddy_status eddy__bpub_finish(eddy_bus *bus, eddy__bmux_wait *w, eddy_error *err
 
 eddy_status eddy__bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
                             eddy_error *err) {
-    long long deadline = eddy__bconn_now_ms() + eddy__command_timeout_ms(&bus->s, -1);
+    long long deadline = eddy__mono_ms() + eddy__command_timeout_ms(&bus->s, -1);
     return eddy__bpub_exec_until(bus, cmds, deadline, replies, err);
 }
 
@@ -69,12 +69,12 @@ static eddy_status send_once(eddy_bus *bus, const eddy__cmdlist *cmds, long long
  * belong to cmds. */
 static eddy_status send_publishes(eddy_bus *bus, eddy__cmdlist *cmds, size_t npub, sent *s,
                                   eddy_error *err) {
-    long long deadline = eddy__bconn_now_ms() + eddy__command_timeout_ms(&bus->s, -1);
+    long long deadline = eddy__mono_ms() + eddy__command_timeout_ms(&bus->s, -1);
     eddy_error e = {0};
     eddy_status st = send_once(bus, cmds, deadline, s, &e);
     eddy__cmdlist again;
     /* Each try reconnects, after the connection's backoff (conn.c): bounded by the deadline. */
-    while (st != EDDY_OK && eddy__bconn_now_ms() < deadline &&
+    while (st != EDDY_OK && eddy__mono_ms() < deadline &&
            eddy__publish_moved_again(bus->publisher, npub, cmds, st, &e, &again)) {
         sent_free(s);
         eddy__cmdlist_reset(cmds);

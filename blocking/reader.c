@@ -83,7 +83,7 @@ static void run_round(bpool_job *job) {
     long long first_at = 0;
     for (size_t i; (i = atomic_fetch_add(&r->next, 1)) < r->n;) {
         /* The clock is read every RUN_CLOCK_EVERY outcomes (it showed in the profile). */
-        if (n > 0 && n % RUN_CLOCK_EVERY == 0 && eddy__bconn_now_ms() - first_at >= RUN_WAIT_MS) {
+        if (n > 0 && n % RUN_CLOCK_EVERY == 0 && eddy__mono_ms() - first_at >= RUN_WAIT_MS) {
             finish_run(bs, run, n);
             n = 0;
         }
@@ -93,7 +93,7 @@ static void run_round(bpool_job *job) {
         if (st == EDDY_PENDING || eddy__consumer_finished(d))
             continue; /* finished later through d->finish, or already from inside */
         if (n == 0)
-            first_at = eddy__bconn_now_ms();
+            first_at = eddy__mono_ms();
         run[n++] = (eddy__settlement){.d = d, .st = st, .reply = reply, .reuse = true};
         if (n == RUN_MAX) {
             finish_run(bs, run, n);
@@ -124,7 +124,7 @@ static eddy_status round_trip(bsub *bs, eddy__plan *plan, eddy__delivery_list *o
                                            replies, &err);
     bool lost = st != EDDY_OK; /* the connection's failure: the bus's tracker logged it */
     if (st == EDDY_OK)
-        st = eddy__consumer_feed(bs->consumer, eddy__bconn_now_ms(), eddy_now_ms(), plan, replies,
+        st = eddy__consumer_feed(bs->consumer, eddy__mono_ms(), eddy_now_ms(), plan, replies,
                                  plan->cmds.n, out);
     eddy__bconn_release(&bs->conn, replies, plan->cmds.n);
     if (replies != small)
@@ -218,7 +218,7 @@ static void *reader(void *arg) {
         }
         eddy__plan_reset(&plan);
         eddy__bconn_wake_clear(&bs->conn); /* this plan sees every pause and resume made so far */
-        if (eddy__consumer_plan(bs->consumer, eddy__bconn_now_ms(), &plan) != EDDY_OK) {
+        if (eddy__consumer_plan(bs->consumer, eddy__mono_ms(), &plan) != EDDY_OK) {
             eddy__bconn_sleep(&bs->conn,
                               EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
             continue;
@@ -249,7 +249,7 @@ static void *reader(void *arg) {
     wait_settled(bs);
     eddy__plan_reset(&plan);
     eddy_error err;
-    if (eddy__consumer_plan_flush(bs->consumer, eddy__bconn_now_ms(), &plan) == EDDY_OK &&
+    if (eddy__consumer_plan_flush(bs->consumer, eddy__mono_ms(), &plan) == EDDY_OK &&
         plan.cmds.n > 0 && eddy__bconn_connect(&bs->conn, &err) == EDDY_OK)
         round_trip(bs, &plan, &out);
     eddy__plan_reset(&plan);
@@ -285,7 +285,7 @@ eddy_status eddy__bsub_start(bsub *bs, eddy_error *err) {
 
 eddy_status eddy__bsub_wait_ready(bsub *bs, eddy_error *err) {
     const eddy__settings *s = &bs->bus->s;
-    long long deadline = eddy__bconn_now_ms() + eddy__ready_timeout_ms(s);
+    long long deadline = eddy__mono_ms() + eddy__ready_timeout_ms(s);
     struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
     pthread_mutex_lock(&bs->lock);
     while (!bs->ready && bs->refused.status == EDDY_OK)

@@ -108,7 +108,7 @@ static eddy__req_step feed_step(eddy_bus *bus, eddy__request_flow *f, step_io *i
  * step is left in flight in io (pending) for the caller to feed once it has waited. */
 static eddy__req_step run_steps(eddy_bus *bus, eddy__request_flow *f, long long deadline, bwait *w,
                                 step_io *io) {
-    long long now = eddy__bconn_now_ms();
+    long long now = eddy__mono_ms();
     long long until = now + eddy__command_timeout_ms(&bus->s, -1);
     if (deadline > 0 && now + (deadline - eddy_now_ms()) < until)
         until = now + (deadline - eddy_now_ms());
@@ -133,7 +133,7 @@ static eddy__req_step run_steps(eddy_bus *bus, eddy__request_flow *f, long long 
  * travels to the responder); the wait runs on the monotonic clock from the time left. */
 static void wait_outcome(eddy_bus *bus, bwait *w, const char *id, long long deadline,
                          eddy_cancel *cancel) {
-    long long mono_deadline = eddy__bconn_now_ms() + (deadline - eddy_now_ms());
+    long long mono_deadline = eddy__mono_ms() + (deadline - eddy_now_ms());
     struct timespec at = {(time_t)(mono_deadline / 1000), (long)(mono_deadline % 1000) * 1000000};
     bool timed_out = false;
     pthread_mutex_lock(&w->m);

@@ -160,12 +160,11 @@ eddy_status eddy_store_append(eddy_store *store, const char *stream_id,
     }
     redisReply *reply[2] = {NULL, NULL};
     bool reload = false;
-    long long deadline = eddy__bconn_now_ms() + eddy__command_timeout_ms(&store->s, -1);
+    long long deadline = eddy__mono_ms() + eddy__command_timeout_ms(&store->s, -1);
     eddy_error e = {0};
     st = exchange(store, &cmds, reply, false, &e);
     /* A cluster that refused it unwritten is healing: again, each time after the backoff. */
-    while (st != EDDY_OK && eddy__store_append_again(st, &e, true) &&
-           eddy__bconn_now_ms() < deadline)
+    while (st != EDDY_OK && eddy__store_append_again(st, &e, true) && eddy__mono_ms() < deadline)
         st = exchange(store, &cmds, reply, false, &e);
     if (st != EDDY_OK && err)
         *err = e;

@@ -34,12 +34,6 @@
 #include "internal.h"
 #include "timing.h"
 
-long long eddy__rbus_now_ms(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 void eddy__rbus_timer_after(eddy_rbus *bus, ev_timer *t, long long ms) {
     ev_timer_stop(bus->loop, t);
     ev_timer_set(t, (double)(ms > 0 ? ms : 0) / 1000.0, 0.);

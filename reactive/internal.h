@@ -151,7 +151,6 @@ void eddy__rbus_enter(eddy_rbus *bus);
 void eddy__rbus_leave(eddy_rbus *bus);
 /* An activation became ready, or could not in time (err set). */
 void eddy__rbus_act_ready(eddy_rbus *bus, ract *act, const eddy_error *err);
-long long eddy__rbus_now_ms(void);
 void eddy__rbus_timer_after(eddy_rbus *bus, ev_timer *t, long long ms);
 
 /* reader.c */

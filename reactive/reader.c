@@ -123,7 +123,7 @@ static void act_step_stopping(ract *act) {
     rround *r = &act->r;
     if (r->conn && eddy__rconn_is_up(r->conn)) {
         eddy__plan_reset(&r->plan);
-        if (eddy__consumer_plan_flush(act->consumer, eddy__rbus_now_ms(), &r->plan) == EDDY_OK &&
+        if (eddy__consumer_plan_flush(act->consumer, eddy__mono_ms(), &r->plan) == EDDY_OK &&
             r->plan.cmds.n > 0) {
             act_send(act);
             if (r->state == R_ROUND) /* on the wire before stop returns */
@@ -154,7 +154,7 @@ static void act_step(void *owner) {
         return;
     }
     eddy__plan_reset(&r->plan);
-    if (eddy__consumer_plan(act->consumer, eddy__rbus_now_ms(), &r->plan) != EDDY_OK) {
+    if (eddy__consumer_plan(act->consumer, eddy__mono_ms(), &r->plan) != EDDY_OK) {
         eddy__rround_idle(r, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
         return;
     }
@@ -268,8 +268,8 @@ static void act_done(void *owner) {
     ract *act = owner;
     eddy_rbus *bus = act->bus;
     rround *r = &act->r;
-    eddy_status st = eddy__consumer_feed(act->consumer, eddy__rbus_now_ms(), eddy_now_ms(),
-                                         &r->plan, r->replies, r->plan.cmds.n, &act->out);
+    eddy_status st = eddy__consumer_feed(act->consumer, eddy__mono_ms(), eddy_now_ms(), &r->plan,
+                                         r->replies, r->plan.cmds.n, &act->out);
     eddy__rround_replies_done(r);
     if (st != EDDY_OK) {
         abandon_out(act);
@@ -307,8 +307,8 @@ static void end_read_as_nil(ract *act) {
     if (nil) {
         r->replies[n - 1] = nil;
         r->got = n;
-        if (eddy__consumer_feed(act->consumer, eddy__rbus_now_ms(), eddy_now_ms(), &r->plan,
-                                r->replies, n, &act->out) != EDDY_OK)
+        if (eddy__consumer_feed(act->consumer, eddy__mono_ms(), eddy_now_ms(), &r->plan, r->replies,
+                                n, &act->out) != EDDY_OK)
             eddy__log(&act->bus->s.log, EDDY_LOG_WARN, "subscription '%s': unexpected replies",
                       act->rs->sub->name);
         abandon_out(act);

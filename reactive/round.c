@@ -212,8 +212,8 @@ void eddy__rround_init(rround *r, eddy_rbus *bus, const rround_ops *ops, void *o
     r->name = name;
     r->state = R_CONNECTING;
     eddy__plan_init(&r->plan);
-    eddy__reconnect_init(&r->gate, (unsigned)((unsigned long long)eddy__rbus_now_ms() ^
-                                              (uintptr_t)r ^ (unsigned)getpid()));
+    eddy__reconnect_init(&r->gate, (unsigned)((unsigned long long)eddy__mono_ms() ^ (uintptr_t)r ^
+                                              (unsigned)getpid()));
     ev_init(&r->timer, on_timer);
     r->timer.data = r;
     ev_init(&r->ready_timer, on_ready_timeout);
