@@ -120,12 +120,7 @@ eddy_status eddy__bctl_start(eddy_bus *bus, eddy_error *err) {
     bus->ctl_ready = false;
     bus->ctl_refused.status = EDDY_OK;
     eddy__bconn_resume(&bus->ctl_conn);
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &block, &old);
-    int rc = pthread_create(&bus->ctl_thread, NULL, control, bus);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = eddy__bthread_start(&bus->ctl_thread, control, bus);
     if (rc != 0) {
         pthread_mutex_lock(&bus->ctl_lock);
         eddy__inbox_free(bus->inbox);

@@ -37,6 +37,7 @@
 
 #include "conn_state.h"
 #include "error.h"
+#include "pool.h"
 #include "timing.h"
 
 #define PARSED_MAX 64 /* replies parsed before taking the lock to hand them out */
@@ -602,7 +603,7 @@ static bool want_reader(bmux *m) {
     if (m->reading)
         return true;
     if (!m->reader_started) {
-        if (pthread_create(&m->reader, NULL, reader_main, m) != 0)
+        if (eddy__bthread_start(&m->reader, reader_main, m) != 0)
             return false;
         m->reader_started = true;
     }

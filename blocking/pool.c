@@ -35,6 +35,16 @@ static void *worker(void *arg) {
     }
 }
 
+int eddy__bthread_start(pthread_t *t, void *(*fn)(void *), void *arg) {
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &block, &old); /* the new thread inherits it */
+    int rc = pthread_create(t, NULL, fn, arg);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    return rc;
+}
+
 bpool *eddy__bpool_new(unsigned threads) {
     bpool *p = calloc(1, sizeof(*p));
     if (!p)
@@ -46,16 +56,11 @@ bpool *eddy__bpool_new(unsigned threads) {
         eddy__bpool_free(p);
         return NULL;
     }
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &block, &old); /* inherited by the workers */
     for (unsigned i = 0; i < threads; i++) {
-        if (pthread_create(&p->threads[i], NULL, worker, p) != 0)
+        if (eddy__bthread_start(&p->threads[i], worker, p) != 0)
             break;
         p->nthreads++;
     }
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
     if (p->nthreads != threads) {
         eddy__bpool_free(p);
         return NULL;

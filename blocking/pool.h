@@ -5,6 +5,7 @@
 #ifndef EDDY_BLOCKING_POOL_H
 #define EDDY_BLOCKING_POOL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 typedef struct bpool bpool;
@@ -13,6 +14,12 @@ typedef struct bpool_job {
     void (*fn)(struct bpool_job *job);
     struct bpool_job *next; /* the pool's */
 } bpool_job;
+
+/* Starts a thread of the bus (worker, reader, control loop, the publishing connection's reader,
+ * a push source's ticker or catch-up) with SIGPIPE blocked in it (sigpipe.h: a write to a
+ * closed socket must not kill the process); the caller's mask is left as it was. 0 or
+ * pthread_create's error. */
+int eddy__bthread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 
 /* NULL when threads or memory cannot be had. */
 bpool *eddy__bpool_new(unsigned threads);

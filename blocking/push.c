@@ -27,6 +27,7 @@
 
 #include "eddy/push.h"
 #include "error.h"
+#include "pool.h"
 #include "push.h"
 
 /* ---- the model ------------------------------------------------------------------------ */
@@ -223,7 +224,7 @@ eddy_status eddy_push_sources_new(eddy_bus *bus, const eddy_push_options *opts,
     pthread_cond_init(&ps->c, NULL);
     pthread_mutex_init(&ps->cb_lock, NULL);
     if (ps->set.opts.progress) {
-        if (pthread_create(&ps->ticker, NULL, ticker_main, ps) != 0) {
+        if (eddy__bthread_start(&ps->ticker, ticker_main, ps) != 0) {
             eddy_push_sources_free(ps);
             return eddy__fail(err, EDDY_ERR_NOMEM, "cannot start the progress thread");
         }
@@ -358,7 +359,7 @@ static eddy_status start_one(eddy_push_sources *ps, eddy__push_source *src, eddy
     follow(ps, src);
     if (ps->set.opts.startup == EDDY_PUSH_FOREGROUND)
         return run_catch_up(b, err);
-    if (pthread_create(&b->thread, NULL, catch_up_main, b) != 0) {
+    if (eddy__bthread_start(&b->thread, catch_up_main, b) != 0) {
         e.status = EDDY_ERR_NOMEM;
         snprintf(e.detail, sizeof(e.detail), "cannot start the catch-up thread");
         pthread_mutex_lock(&ps->cb_lock);

@@ -268,12 +268,7 @@ eddy_status eddy__bsub_start(bsub *bs, eddy_error *err) {
     bs->ready = false;
     bs->refused.status = EDDY_OK;
     eddy__bconn_resume(&bs->conn);
-    sigset_t block, old;
-    sigemptyset(&block);
-    sigaddset(&block, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &block, &old); /* the reader inherits it */
-    int rc = pthread_create(&bs->thread, NULL, reader, bs);
-    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    int rc = eddy__bthread_start(&bs->thread, reader, bs);
     if (rc != 0) {
         eddy__consumer_free(bs->consumer);
         bs->consumer = NULL;
