@@ -20,6 +20,18 @@ static void bsub_free(bsub *bs) {
     free(bs);
 }
 
+/* The bus's subscriptions as a list of their core records (malloc'd; the caller frees it):
+ * NULL, with *n set, when there is none or no memory (*n is then what was wanted). */
+static eddy__sub **sub_list(eddy_bus *bus, size_t *n) {
+    pthread_mutex_lock(&bus->subs_lock);
+    *n = bus->nsubs;
+    eddy__sub **v = *n ? malloc(*n * sizeof(*v)) : NULL;
+    for (size_t i = 0; v && i < *n; i++)
+        v[i] = bus->subs[i]->sub;
+    pthread_mutex_unlock(&bus->subs_lock);
+    return v;
+}
+
 /* Checks the spec against the bus and adds it (not started). Caller holds bus->lock. */
 static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, bsub **out,
                            eddy_error *err) {
@@ -27,11 +39,15 @@ static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, bs
     eddy_status st = eddy__sub_new(&bus->s, spec, &sub, err);
     if (st != EDDY_OK)
         return st;
-    eddy__sub *existing[bus->nsubs + 1];
-    for (size_t i = 0; i < bus->nsubs; i++)
-        existing[i] = bus->subs[i]->sub;
-    if ((st = eddy__sub_check_against(&bus->s, bus->caps, sub, existing, bus->nsubs, err)) !=
-        EDDY_OK) {
+    size_t n;
+    eddy__sub **existing = sub_list(bus, &n);
+    if (n && !existing) {
+        eddy__sub_free(sub);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    st = eddy__sub_check_against(&bus->s, bus->caps, sub, existing, n, err);
+    free(existing);
+    if (st != EDDY_OK) {
         eddy__sub_free(sub);
         return st;
     }
@@ -260,20 +276,26 @@ eddy_status eddy_bus_start(eddy_bus *bus, eddy_error *err) {
  * (retention.h). After the readers stopped, so none creates a group again. Best effort: what
  * a failure leaves, the retention pass removes once the leases ended. */
 static void drop_fanout_groups(eddy_bus *bus) {
-    eddy__sub *subs[bus->nsubs + 1];
-    for (size_t i = 0; i < bus->nsubs; i++)
-        subs[i] = bus->subs[i]->sub;
+    size_t nsubs;
+    eddy__sub **subs = sub_list(bus, &nsubs);
+    if (!subs) {
+        if (nsubs)
+            eddy__log(&bus->s.log, EDDY_LOG_WARN,
+                      "stop: out of memory; the retention pass removes the fanout groups once "
+                      "the leases ended");
+        return;
+    }
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
     bool need = false;
     eddy_error err = {0};
     redisReply *list = NULL, **replies = NULL;
-    eddy_status st = eddy__retention_stop_list(&bus->s, subs, bus->nsubs, &cmds, &need);
+    eddy_status st = eddy__retention_stop_list(&bus->s, subs, nsubs, &cmds, &need);
     if (st == EDDY_OK && need)
         st = eddy__bpub_exec(bus, &cmds, &list, &err);
     eddy__cmdlist_reset(&cmds);
     if (st == EDDY_OK && need)
-        st = eddy__retention_stop_destroy(&bus->s, subs, bus->nsubs, list, &cmds);
+        st = eddy__retention_stop_destroy(&bus->s, subs, nsubs, list, &cmds);
     if (st == EDDY_OK && cmds.n) {
         if (!(replies = calloc(cmds.n, sizeof(*replies))))
             st = EDDY_ERR_NOMEM;
@@ -291,6 +313,7 @@ static void drop_fanout_groups(eddy_bus *bus) {
     if (list)
         freeReplyObject(list);
     free(replies);
+    free(subs);
     eddy__cmdlist_reset(&cmds);
 }
 
@@ -304,16 +327,15 @@ eddy_status eddy_bus_stop(eddy_bus *bus) {
         atomic_store(&bus->active, false);
         eddy__cmdlist cmds;
         eddy__cmdlist_init(&cmds);
-        pthread_mutex_lock(&bus->subs_lock);
-        eddy__sub *subs[bus->nsubs + 1];
-        for (size_t i = 0; i < bus->nsubs; i++)
-            subs[i] = bus->subs[i]->sub;
-        size_t n = bus->nsubs;
-        pthread_mutex_unlock(&bus->subs_lock);
+        size_t n;
+        eddy__sub **subs = sub_list(bus, &n);
         pthread_mutex_lock(&bus->ctl_lock);
-        eddy_status st = bus->inbox ? eddy__inbox_close_cmds(bus->inbox, subs, n, &cmds) : EDDY_OK;
+        eddy_status st = n && !subs   ? EDDY_ERR_NOMEM
+                         : bus->inbox ? eddy__inbox_close_cmds(bus->inbox, subs, n, &cmds)
+                                      : EDDY_OK;
         pthread_mutex_unlock(&bus->ctl_lock);
-        if (st == EDDY_OK && cmds.n && run(bus, &cmds, NULL) != EDDY_OK)
+        free(subs);
+        if (st != EDDY_OK || (cmds.n && run(bus, &cmds, NULL) != EDDY_OK))
             eddy__log(&bus->s.log, EDDY_LOG_WARN,
                       "stop: could not leave the subscription registry; the leases end in %u ms",
                       bus->s.lease_ms);
