@@ -253,6 +253,11 @@ static bool wait_for_handled(eddy_bus *bus, uint64_t n, int seconds) {
 }
 
 int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: %s [--url URL] [--ns NAMESPACE]\n", argv[0]);
+            return 0;
+        }
     const char *url = getenv("EDDY_URL") ? getenv("EDDY_URL") : "memory://";
     char ns[64];
     snprintf(ns, sizeof(ns), "order-status-%ld", (long)getpid());
