@@ -3,7 +3,8 @@
 # Installs eddy into a temporary prefix chosen at install time (cmake --install --prefix, as a
 # packager does: the .pc files and the CMake package must not depend on the configure-time
 # prefix), then builds and runs a small program against it four ways: pkg-config and
-# find_package(eddy), each against the shared and the static libraries. Run by CI.
+# find_package(eddy), each against the shared and the static libraries, and the steps of
+# docs/getting-started.md as written. Run by CI.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
@@ -54,4 +55,34 @@ for kind in shared static; do
 done
 LD_LIBRARY_PATH="$libdir" "$work/fp-shared/msgpack_consumer"
 ! ldd "$work/fp-static/consumer" | grep -q "libeddy"
-echo "install check: pkg-config and find_package(eddy), shared and static, and eddy/msgpack.h, all work"
+# eddy-static.pc: eddy's static libraries by their path, nothing of eddy needed at run time.
+cc -std=c11 -o "$work/pc-static2" "$src/tests/install/consumer.c" \
+    $(pkg-config --cflags --libs eddy-reactive-static)
+! ldd "$work/pc-static2" | grep -q "libeddy"
+"$work/pc-static2"
+
+# docs/getting-started.md's steps as written: its blocks marked `getting-started` (the install,
+# CMake, pkg-config with a run path, the static link), with its first program as app.c, run in
+# order in a fresh directory with HOME there. The programs must run without LD_LIBRARY_PATH.
+gs="$work/getting-started"
+mkdir -p "$gs/home"
+python3 - "$src/docs/getting-started.md" "$gs" <<'PY'
+import re, sys
+text, out = open(sys.argv[1]).read(), sys.argv[2]
+steps = []
+for lang, body in re.findall(r"```(\w+) getting-started\n(.*?)```", text, re.S):
+    if lang == "c":
+        open(out + "/app.c", "w").write(body)
+    elif lang == "cmake":
+        open(out + "/CMakeLists.txt", "w").write(body)
+    else:
+        steps.append(body)
+assert len(steps) >= 4, "getting-started.md: fewer steps than install, CMake, pkg-config, static"
+open(out + "/steps.sh", "w").write("set -euo pipefail\n" + "".join(steps))
+PY
+ln -s "$work/build" "$gs/build"
+(cd "$gs" && env -u LD_LIBRARY_PATH -u PKG_CONFIG_PATH HOME="$gs/home" bash steps.sh >/dev/null)
+ldd "$gs/app" | grep -q "$gs/home/.local/lib/libeddy.so.0"
+ldd "$gs/app-build/app" | grep -q "$gs/home/.local/lib/libeddy.so.0"
+! ldd "$gs/app-static" | grep -q "libeddy"
+echo "install check: pkg-config and find_package(eddy), shared and static, eddy/msgpack.h and the getting-started steps, all work"
