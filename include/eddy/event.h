@@ -12,7 +12,9 @@
 #ifndef EDDY_EVENT_H
 #define EDDY_EVENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "eddy/status.h"
 
@@ -22,8 +24,25 @@ extern "C" {
 
 typedef struct eddy_event eddy_event;
 
-/** Longest extension attribute name eddy accepts (the CloudEvents recommendation). */
-#define EDDY_EXTENSION_NAME_MAX 20
+/** Longest extension attribute name eddy accepts. The CloudEvents spec says a name SHOULD NOT
+ * exceed 20 characters; other producers' events carry longer ones, so eddy accepts them. */
+#define EDDY_EXTENSION_NAME_MAX 255
+/** The length the CloudEvents spec recommends an extension name not to exceed. */
+#define EDDY_EXTENSION_NAME_RECOMMENDED 20
+
+/** The CloudEvents type of an extension attribute's value. The value is always held as its
+ * canonical string (Integer: decimal; Boolean: "true"/"false"; Binary: base64; Timestamp:
+ * RFC 3339), so eddy_event_extension reads any of them as text; the type travels with it
+ * through a stream entry and the JSON format (docs/wire-format.md). */
+typedef enum eddy_ext_type {
+    EDDY_EXT_STRING = 0,
+    EDDY_EXT_BOOLEAN,
+    EDDY_EXT_INTEGER, /**< 32-bit signed, as CloudEvents defines Integer */
+    EDDY_EXT_BINARY,
+    EDDY_EXT_URI,
+    EDDY_EXT_URI_REF,
+    EDDY_EXT_TIMESTAMP
+} eddy_ext_type;
 
 /** A new empty event with specversion "1.0". Ownership: caller frees with eddy_event_free.
  * Returns NULL only when out of memory. */
@@ -36,7 +55,8 @@ EDDY_EXPORT eddy_event *eddy_event_dup(const eddy_event *ev);
 EDDY_EXPORT void eddy_event_free(eddy_event *ev);
 
 /* Setters copy `value`; NULL clears an optional attribute. They check only what can be
- * checked alone (no NUL bytes, lengths); eddy_event_validate checks the whole event. */
+ * checked alone (no NUL bytes, lengths); eddy_event_validate checks the whole event, including
+ * the CloudEvents String type's rules on every attribute. */
 EDDY_EXPORT eddy_status eddy_event_set_id(eddy_event *ev, const char *value);
 EDDY_EXPORT eddy_status eddy_event_set_source(eddy_event *ev, const char *value);
 EDDY_EXPORT eddy_status eddy_event_set_type(eddy_event *ev, const char *value);
@@ -57,8 +77,8 @@ EDDY_EXPORT const char *eddy_event_time(const eddy_event *ev);
 EDDY_EXPORT const char *eddy_event_datacontenttype(const eddy_event *ev);
 EDDY_EXPORT const char *eddy_event_dataschema(const eddy_event *ev);
 
-/** Sets (or with value NULL removes) an extension attribute. The name must be 1 to
- * EDDY_EXTENSION_NAME_MAX characters of a-z and 0-9 and not a core attribute name or "data";
+/** Sets (or with value NULL removes) an extension attribute of type String. The name must be 1
+ * to EDDY_EXTENSION_NAME_MAX characters of a-z and 0-9 and not a core attribute name or "data";
  * otherwise EDDY_ERR_INVALID_EVENT naming it. Both strings are copied. */
 EDDY_EXPORT eddy_status eddy_event_set_extension(eddy_event *ev, const char *name,
                                                  const char *value, eddy_error *err);
@@ -68,6 +88,34 @@ EDDY_EXPORT const char *eddy_event_extension(const eddy_event *ev, const char *n
 EDDY_EXPORT size_t eddy_event_extension_count(const eddy_event *ev);
 EDDY_EXPORT eddy_status eddy_event_extension_at(const eddy_event *ev, size_t i, const char **name,
                                                 const char **value);
+
+/** Sets an extension of the given type from its canonical text (see eddy_ext_type);
+ * EDDY_ERR_INVALID_EVENT naming the extension when the text is not a value of the type, and
+ * the name rules of eddy_event_set_extension. value NULL removes it. Ownership: copied. */
+EDDY_EXPORT eddy_status eddy_event_set_ext_typed(eddy_event *ev, const char *name,
+                                                 eddy_ext_type type, const char *value,
+                                                 eddy_error *err);
+/** Typed setters: an Integer, a Boolean, Binary bytes (held as base64). */
+EDDY_EXPORT eddy_status eddy_event_set_ext_int(eddy_event *ev, const char *name, int32_t value,
+                                               eddy_error *err);
+EDDY_EXPORT eddy_status eddy_event_set_ext_bool(eddy_event *ev, const char *name, bool value,
+                                                eddy_error *err);
+EDDY_EXPORT eddy_status eddy_event_set_ext_binary(eddy_event *ev, const char *name,
+                                                  const void *bytes, size_t len, eddy_error *err);
+/** The extension's type: EDDY_OK, or EDDY_ERR_NOT_FOUND when it is not set. */
+EDDY_EXPORT eddy_status eddy_event_ext_type(const eddy_event *ev, const char *name,
+                                            eddy_ext_type *type);
+/** The i-th extension's type (insertion order); EDDY_ERR_INVALID_ARGUMENT past the end. */
+EDDY_EXPORT eddy_status eddy_event_extension_type_at(const eddy_event *ev, size_t i,
+                                                     eddy_ext_type *type);
+/** Typed getters: EDDY_ERR_NOT_FOUND when unset, EDDY_ERR_INVALID_ARGUMENT when the extension
+ * has another type. Binary: *bytes is the caller's (free), with a NUL past *len. */
+EDDY_EXPORT eddy_status eddy_event_ext_int(const eddy_event *ev, const char *name, int32_t *value);
+EDDY_EXPORT eddy_status eddy_event_ext_bool(const eddy_event *ev, const char *name, bool *value);
+EDDY_EXPORT eddy_status eddy_event_ext_binary(const eddy_event *ev, const char *name, void **bytes,
+                                              size_t *len);
+/** The CloudEvents name of a type ("Integer", "URI-reference", ...); never NULL. */
+EDDY_EXPORT const char *eddy_ext_type_name(eddy_ext_type type);
 
 /** Copies `len` bytes of data (may contain NUL; data NULL with len 0 clears it). */
 EDDY_EXPORT eddy_status eddy_event_set_data(eddy_event *ev, const void *data, size_t len);
@@ -119,7 +167,10 @@ EDDY_EXPORT eddy_status eddy_tracestate_check(const char *value, eddy_error *err
 EDDY_EXPORT eddy_status eddy_event_continue_trace(eddy_event *dst, const eddy_event *src,
                                                   eddy_error *err);
 
-/** Checks the whole event against CloudEvents v1.0: required attributes present and
+/** Checks the whole event against CloudEvents v1.0: every attribute and extension value a
+ * CloudEvents String (valid UTF-8; no control characters U+0000-U+001F, U+007F-U+009F; no
+ * noncharacters; no surrogates), with the byte position of the first bad one in the detail;
+ * typed extensions canonical values of their type; required attributes present and
  * non-empty, time in RFC 3339, datacontenttype of the form type/subtype, dataschema an
  * absolute URI, source a URI reference. EDDY_ERR_INVALID_EVENT with the attribute's name
  * in err->detail otherwise. Thread: any, on an event no one is changing. */
