@@ -176,6 +176,42 @@ EDDY_EXPORT eddy_status eddy_event_continue_trace(eddy_event *dst, const eddy_ev
  * in err->detail otherwise. Thread: any, on an event no one is changing. */
 EDDY_EXPORT eddy_status eddy_event_validate(const eddy_event *ev, eddy_error *err);
 
+/* ---- the CloudEvents JSON event format (structured mode) -------------------------------- */
+
+/** The media types of the JSON event format and its batches. */
+#define EDDY_CLOUDEVENTS_JSON "application/cloudevents+json"
+#define EDDY_CLOUDEVENTS_BATCH_JSON "application/cloudevents-batch+json"
+
+/** Reads one event in the CloudEvents JSON format (json[0..len), UTF-8, need not be
+ * NUL-terminated). Attributes are JSON strings (null: unset); an extension that is a JSON
+ * number is an Integer, true/false a Boolean, a string a String. `data_base64` is binary data;
+ * `data` is the data's JSON text (kept as written, without whitespace) when datacontenttype is
+ * JSON (application/json, any type ending in +json) or absent, and must be a JSON string,
+ * taken as the data's bytes, otherwise. EDDY_ERR_MALFORMED for text that is not strict JSON
+ * (the detail gives the byte offset), EDDY_ERR_INVALID_EVENT naming the attribute for a
+ * missing required attribute, a wrong JSON type, both data and data_base64, a duplicate
+ * member, or an event eddy_event_validate refuses. Ownership: on EDDY_OK *out is the caller's.
+ * Thread: any. */
+EDDY_EXPORT eddy_status eddy_event_from_json(const char *json, size_t len, eddy_event **out,
+                                             eddy_error *err);
+/** Writes a valid event as one line of the JSON format: typed extensions as their JSON type
+ * (Integer a number, Boolean true/false, others strings); data inline when datacontenttype is
+ * JSON or absent and the data is one JSON value, as a string when the content type is text
+ * (text/ types, XML and a few other textual types) and the data is UTF-8, and otherwise as
+ * `data_base64`. EDDY_ERR_INVALID_EVENT when validation fails. Ownership: *out is the
+ * caller's (free), NUL-terminated, *len (may be NULL) its length. Thread: any. */
+EDDY_EXPORT eddy_status eddy_event_to_json(const eddy_event *ev, char **out, size_t *len,
+                                           eddy_error *err);
+/** A JSON batch (an array of events, possibly empty). On EDDY_OK *events is a malloc'd array
+ * of *count events: free each with eddy_event_free and the array with free. A refusal names
+ * the index ("event 2: ..."). */
+EDDY_EXPORT eddy_status eddy_event_batch_from_json(const char *json, size_t len,
+                                                   eddy_event ***events, size_t *count,
+                                                   eddy_error *err);
+/** Writes count events as a JSON batch on one line. Ownership and errors as eddy_event_to_json. */
+EDDY_EXPORT eddy_status eddy_event_batch_to_json(const eddy_event *const *events, size_t count,
+                                                 char **out, size_t *len, eddy_error *err);
+
 /** Approximate encoded size in bytes (attributes plus data), as checked against limits. */
 EDDY_EXPORT size_t eddy_event_size(const eddy_event *ev);
 
