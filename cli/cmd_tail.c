@@ -12,8 +12,9 @@ static const char help[] =
     "usage: eddy tail PATTERN [--group GROUP] [--count N] [--timeout MS]\n"
     "\n"
     "Prints each event published to a subject PATTERN matches (\"orders.created\", \"orders.*\",\n"
-    "\"orders.>\") as one JSON line: {\"subject\", \"entry_id\", \"attempt\", \"event\": {the\n"
-    "attributes, extensions and data; msgpack data decoded to JSON}}.\n"
+    "\"orders.>\") as one JSON line: {\"subject\", \"entry_id\", \"attempt\", \"event\": the\n"
+    "CloudEvent in the CloudEvents JSON format (binary data as data_base64), \"data_value\":\n"
+    "msgpack data decoded to JSON}.\n"
     "  --group GROUP  join the competing group GROUP (acknowledging what is printed) instead\n"
     "                 of a fan-out of its own, which sees only what is published after it starts\n"
     "  --count N      stop after N events\n"
@@ -33,9 +34,11 @@ static eddy_status on_event(eddy_delivery *d, void *user) {
         pthread_mutex_unlock(&t->lock);
         return EDDY_ERR_UNAVAILABLE; /* not ours to take: handed back to the group */
     }
-    json_t *line = json_pack("{s:s,s:s,s:i,s:o*}", "subject", eddy_delivery_subject(d), "entry_id",
-                             eddy_delivery_entry_id(d), "attempt", (int)eddy_delivery_attempt(d),
-                             "event", cli_event_json(eddy_delivery_event(d)));
+    json_t *line =
+        json_pack("{s:s,s:s,s:i,s:o*,s:o*}", "subject", eddy_delivery_subject(d), "entry_id",
+                  eddy_delivery_entry_id(d), "attempt", (int)eddy_delivery_attempt(d), "event",
+                  cli_event_json(eddy_delivery_event(d)), "data_value",
+                  cli_data_value(eddy_delivery_event(d)));
     if (!cli_print_line(line)) { /* stdout is gone or full: keep the event, stop */
         t->failed = true;
         cli_wait_done();

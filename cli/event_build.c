@@ -6,7 +6,7 @@
 #include "cli.h"
 #include "eddy/value.h"
 
-static bool read_file(const char *path, char **bytes, size_t *len) {
+bool cli_read_file(const char *path, char **bytes, size_t *len) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!f)
         return false;
@@ -44,7 +44,7 @@ int cli_build_event(cli *c, const cli_event_opts *o, const char *default_type, e
     char why[200];
     if (o->data && !cli_json_to_msgpack(o->data, &bytes, &len, why, sizeof(why)))
         return cli_usage(c, "--data is not JSON: %s", why);
-    if (o->data_file && !read_file(o->data_file, &bytes, &len)) {
+    if (o->data_file && !cli_read_file(o->data_file, &bytes, &len)) {
         fprintf(stderr, "eddy %s: cannot read --data-file '%s'\n", c->command, o->data_file);
         return CLI_USAGE;
     }

@@ -15,6 +15,8 @@ void eddy__jr_init(eddy__jr *r, const char *s, size_t len) {
 }
 
 bool eddy__jr_fail(eddy__jr *r, const char *why) {
+    if (r->pos >= r->len && !r->nomem)
+        why = "unexpected end of input"; /* whatever was expected, nothing came */
     if (!r->failed) {
         r->failed = true;
         r->errpos = r->pos;
