@@ -134,7 +134,8 @@ EDDY_EXPORT void eddy_uuid7(char out[EDDY_UUID_SIZE]);
 
 /** A new event with a fresh UUIDv7 id (eddy_uuid7), the given source and type, and the
  * current time. EDDY_ERR_INVALID_ARGUMENT when source or type is NULL, EDDY_ERR_INVALID_EVENT
- * when source is not a URI reference or type is empty. Ownership: on EDDY_OK *out is the
+ * when source is not a URI reference or type is empty, or either is not a CloudEvents String
+ * (see eddy_event_validate). Ownership: on EDDY_OK *out is the
  * caller's (eddy_event_free); the strings are copied. Thread: any. The buses' own builders
  * (eddy_bus_new_event, eddy_rbus_new_event) take the source from their settings. */
 EDDY_EXPORT eddy_status eddy_event_create(const char *source, const char *type, eddy_event **out,

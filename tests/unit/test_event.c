@@ -767,3 +767,16 @@ Test(event, typed_extension_values_are_checked) {
     cr_expect_eq(eddy_event_set_ext_int(ev, "Bad", 1, NULL), EDDY_ERR_INVALID_EVENT);
     eddy_event_free(ev);
 }
+
+Test(event, the_builder_checks_the_string_type) {
+    eddy_event *ev = (eddy_event *)&ev;
+    eddy_error err = {0};
+    cr_expect_eq(eddy_event_create("/s", "t\x7f", &ev, &err), EDDY_ERR_INVALID_EVENT);
+    cr_expect_null(ev);
+    cr_expect_str_eq(err.detail,
+                     "type: not a CloudEvents String: control character U+007F at byte 1");
+    cr_expect_eq(eddy_event_create("/s\xc2\x85", "t", &ev, &err), EDDY_ERR_INVALID_EVENT);
+    cr_expect(strncmp(err.detail, "source: not a CloudEvents String", 32) == 0, "%s", err.detail);
+    cr_expect_eq(eddy_event_create("/s", "caf\xc3\xa9", &ev, &err), EDDY_OK, "%s", err.detail);
+    eddy_event_free(ev);
+}
