@@ -192,3 +192,10 @@ bool eddy__ext_value_ok(eddy_ext_type type, const char *s) {
     }
     return false;
 }
+
+const char *eddy__ext_type_suffix(eddy_ext_type type) {
+    static const char *const suffix[] = {
+        "", ":boolean", ":integer", ":binary", ":uri", ":uriref", ":timestamp",
+    };
+    return (unsigned)type < sizeof(suffix) / sizeof(suffix[0]) ? suffix[type] : "";
+}

@@ -35,6 +35,9 @@ bool eddy__ext_value_ok(eddy_ext_type type, const char *s);
 bool eddy__uri_reference_ok(const char *s);
 bool eddy__absolute_uri_ok(const char *s);
 bool eddy__rfc3339_ok(const char *s);
+/* The suffix a typed extension's entry field carries after "x-<name>" (":integer" ...; "" for
+ * a String), the one statement of wire format 2's type names (entry.c, eddy_event_size). */
+const char *eddy__ext_type_suffix(eddy_ext_type type);
 /* Parses a canonical Integer value. */
 bool eddy__ce_int_parse(const char *s, int32_t *out);
 

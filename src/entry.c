@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cetext.h"
 #include "error.h"
 #include "event_internal.h"
 
@@ -43,12 +44,9 @@ static const char *const field_names[F_COUNT] = {
 #define EXT_PREFIX "x-"
 #define EXT_PREFIX_LEN 2
 
-/* A typed extension's field is "x-<name>:<type>" (wire format 2); a String's stays "x-<name>",
- * which every reader of format 1 understands. Indexed by eddy_ext_type. */
-static const char *const type_suffix[] = {
-    "", ":boolean", ":integer", ":binary", ":uri", ":uriref", ":timestamp",
-};
-#define TYPE_COUNT (sizeof(type_suffix) / sizeof(type_suffix[0]))
+/* A typed extension's field is "x-<name>:<type>" (wire format 2, eddy__ext_type_suffix); a
+ * String's stays "x-<name>", which every reader of format 1 understands. */
+#define TYPE_COUNT ((unsigned)EDDY_EXT_TIMESTAMP + 1)
 #define SPECVERSION "1.0"
 
 /* Extension names met while decoding, sorted to find duplicates in O(n log n): an entry may
@@ -97,8 +95,7 @@ eddy_status eddy__entry_encode(const eddy_event *ev, eddy__cmd *cmd) {
         eddy_ext_type type = EDDY_EXT_STRING;
         eddy_event_extension_at(ev, i, &name, &value);
         eddy_event_extension_type_at(ev, i, &type);
-        eddy__cmd_fmt(cmd, EXT_PREFIX "%s%s", name,
-                      (unsigned)type < TYPE_COUNT ? type_suffix[type] : "");
+        eddy__cmd_fmt(cmd, EXT_PREFIX "%s%s", name, eddy__ext_type_suffix(type));
         eddy__cmd_str(cmd, value);
     }
     size_t len;
@@ -158,7 +155,8 @@ static size_t extension_field(const char *name, size_t len, eddy_ext_type *type)
         size_t slen = len - nlen;
         unsigned k = 1;
         while (k < TYPE_COUNT &&
-               !(strlen(type_suffix[k]) == slen && memcmp(type_suffix[k], colon, slen) == 0))
+               !(strlen(eddy__ext_type_suffix((eddy_ext_type)k)) == slen &&
+                 memcmp(eddy__ext_type_suffix((eddy_ext_type)k), colon, slen) == 0))
             k++;
         if (k == TYPE_COUNT)
             return 0;

@@ -841,10 +841,9 @@ size_t eddy_event_size(const eddy_event *ev) {
         if (ev->attr[a])
             n += strlen(attr_names[a]) + strlen(ev->attr[a]);
     }
-    static const size_t suffix_len[] = {0, 8, 8, 7, 4, 7, 10}; /* entry.c's ":<type>" */
     for (size_t i = 0; i < ev->next; i++)
         n += 2 + strlen(ev->ext[i].name) + strlen(ev->ext[i].value) +
-             ((unsigned)ev->ext[i].type < 7 ? suffix_len[ev->ext[i].type] : 0);
+             strlen(eddy__ext_type_suffix(ev->ext[i].type));
     if (ev->data)
         n += strlen("data") + ev->datalen;
     return n;
