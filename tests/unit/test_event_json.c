@@ -464,3 +464,106 @@ Test(event_json, length_counted_input) {
     cr_expect_eq(eddy_event_from_json(json, strlen(json) - strlen("garbage"), &ev, NULL), EDDY_OK);
     eddy_event_free(ev);
 }
+
+/* The CloudEvents v1.0.2 rules as a table of events in the JSON format, each accepted or refused
+ * with the attribute it names: the cases SDK conformance suites check (required attributes,
+ * URI-references, timestamps, media types, extension names and types, the String type). */
+Test(event_json, spec_validation_table) {
+    static const struct {
+        const char *members; /* after the BASE members, or the whole object when it starts '{' */
+        const char *refused; /* NULL: accepted; else the start of the detail */
+    } cases[] = {
+        /* accepted */
+        {"", NULL},
+        {",\"subject\":\"s\",\"time\":\"2018-04-05T17:31:00Z\",\"dataschema\":\"https://e.com/s\","
+         "\"datacontenttype\":\"application/json; charset=utf-8\"",
+         NULL},
+        {",\"time\":\"2018-04-05T17:31:00.123456789+05:30\"", NULL},
+        {",\"time\":\"2020-02-29t23:59:60z\"", NULL},
+        {",\"dataschema\":\"urn:example:schema\"", NULL},
+        {",\"abcdefghijklmnopqrstu\":\"21 characters\"", NULL},
+        {",\"x\":\"\"", NULL},
+        {",\"x\":0,\"y\":-1,\"z\":2147483647", NULL},
+        {",\"subject\":\"\\u00e9\\u20ac\\ud83d\\ude00\"", NULL},
+        {"{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":\"https://github.com/cloudevents\","
+         "\"type\":\"t\"}",
+         NULL},
+        {"{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":\"mailto:cncf-wg-serverless@lists.cncf."
+         "io\","
+         "\"type\":\"t\"}",
+         NULL},
+        {"{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":\"urn:uuid:6e8bc430-9c3a-11d9-9669-"
+         "0800200c9a66\",\"type\":\"t\"}",
+         NULL},
+        {"{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":\"/cloudevents/spec/pull/123\","
+         "\"type\":\"t\"}",
+         NULL},
+        {"{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":\"relative/path\",\"type\":\"t\"}",
+         NULL},
+        /* refused */
+        {"{\"id\":\"1\",\"source\":\"/s\",\"type\":\"t\"}", "specversion: required"},
+        {"{\"specversion\":\"1.0\",\"source\":\"/s\",\"type\":\"t\"}", "id: required"},
+        {"{\"specversion\":\"1.0\",\"id\":\"1\",\"type\":\"t\"}", "source: required"},
+        {"{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":\"/s\"}", "type: required"},
+        {"{\"specversion\":\"1.0\",\"id\":\"\",\"source\":\"/s\",\"type\":\"t\"}",
+         "id: must not be"},
+        {"{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":\"\",\"type\":\"t\"}",
+         "source: must not"},
+        {"{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":\"/s\",\"type\":\"\"}",
+         "type: must not"},
+        {"{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":\"a b\",\"type\":\"t\"}",
+         "source: not a URI"},
+        {"{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":\"1http:x\",\"type\":\"t\"}",
+         "source: not a URI"},
+        {"{\"specversion\":\"2.0\",\"id\":\"1\",\"source\":\"/s\",\"type\":\"t\"}", "specversion:"},
+        {"{\"specversion\":1.0,\"id\":\"1\",\"source\":\"/s\",\"type\":\"t\"}",
+         "specversion: must be a"},
+        {",\"subject\":\"\"", "subject: must not be empty"},
+        {",\"time\":\"2018-04-05\"", "time:"},
+        {",\"time\":\"2018-04-05T17:31:00\"", "time:"},
+        {",\"time\":\"2021-02-29T00:00:00Z\"", "time:"},
+        {",\"time\":\"\"", "time:"},
+        {",\"dataschema\":\"/relative\"", "dataschema:"},
+        {",\"dataschema\":\"\"", "dataschema:"},
+        {",\"datacontenttype\":\"json\"", "datacontenttype:"},
+        {",\"datacontenttype\":\"\"", "datacontenttype:"},
+        {",\"ABC\":\"x\"", "ABC: not a CloudEvents attribute name"},
+        {",\"a_b\":\"x\"", "a_b: not a CloudEvents attribute name"},
+        {",\"\":\"x\"", ": not a CloudEvents attribute name"},
+        {",\"x\":{}", "x: an extension cannot be an object"},
+        {",\"x\":2147483648", "x: a number must be"},
+        {",\"x\":-2147483649", "x: a number must be"},
+        {",\"x\":1.0", "x: a number must be"},
+        {",\"id2\":\"a\\u007fb\"", "id2: not a CloudEvents String: control character U+007F"},
+        {",\"subject\":\"\\u0085\"", "subject: not a CloudEvents String: control character U+0085"},
+        {",\"subject\":\"\\ufdd0\"", "subject: not a CloudEvents String: noncharacter U+FDD0"},
+        {",\"subject\":\"\\ud83f\\udffe\"",
+         "subject: not a CloudEvents String: noncharacter U+1FFFE"},
+        {",\"subject\":\"\\ud800\"", "JSON: lone surrogate escape"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        char json[512];
+        if (cases[i].members[0] == '{')
+            snprintf(json, sizeof(json), "%s", cases[i].members);
+        else
+            snprintf(json, sizeof(json), "{" BASE "%s}", cases[i].members);
+        eddy_event *ev = NULL;
+        eddy_error err = {0};
+        eddy_status st = eddy_event_from_json(json, strlen(json), &ev, &err);
+        if (!cases[i].refused) {
+            cr_expect_eq(st, EDDY_OK, "case %zu refused: %s\n%s", i, err.detail, json);
+            if (ev) { /* and what was accepted is written and read back the same */
+                char *out = write_ok(ev);
+                eddy_event *back = read_ok(out);
+                expect_same(ev, back);
+                eddy_event_free(back);
+                free(out);
+            }
+        } else {
+            cr_expect_neq(st, EDDY_OK, "case %zu accepted: %s", i, json);
+            cr_expect(strncmp(err.detail, cases[i].refused, strlen(cases[i].refused)) == 0,
+                      "case %zu: detail '%s' should start '%s'", i, err.detail, cases[i].refused);
+        }
+        eddy_event_free(ev);
+    }
+}
