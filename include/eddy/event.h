@@ -95,21 +95,25 @@ EDDY_EXPORT eddy_status eddy_event_extension_at(const eddy_event *ev, size_t i, 
 EDDY_EXPORT eddy_status eddy_event_set_ext_typed(eddy_event *ev, const char *name,
                                                  eddy_ext_type type, const char *value,
                                                  eddy_error *err);
-/** Typed setters: an Integer, a Boolean, Binary bytes (held as base64). */
+/** Typed setters: an Integer, a Boolean, Binary bytes (held as base64). Errors as
+ * eddy_event_set_extension, EDDY_ERR_NOMEM leaving the event unchanged. Ownership: copied.
+ * Thread: the event is being changed. */
 EDDY_EXPORT eddy_status eddy_event_set_ext_int(eddy_event *ev, const char *name, int32_t value,
                                                eddy_error *err);
 EDDY_EXPORT eddy_status eddy_event_set_ext_bool(eddy_event *ev, const char *name, bool value,
                                                 eddy_error *err);
 EDDY_EXPORT eddy_status eddy_event_set_ext_binary(eddy_event *ev, const char *name,
                                                   const void *bytes, size_t len, eddy_error *err);
-/** The extension's type: EDDY_OK, or EDDY_ERR_NOT_FOUND when it is not set. */
+/** The extension's type: EDDY_OK, or EDDY_ERR_NOT_FOUND when it is not set. Thread: any, on an
+ * event no one is changing (as every getter here). */
 EDDY_EXPORT eddy_status eddy_event_ext_type(const eddy_event *ev, const char *name,
                                             eddy_ext_type *type);
 /** The i-th extension's type (insertion order); EDDY_ERR_INVALID_ARGUMENT past the end. */
 EDDY_EXPORT eddy_status eddy_event_extension_type_at(const eddy_event *ev, size_t i,
                                                      eddy_ext_type *type);
 /** Typed getters: EDDY_ERR_NOT_FOUND when unset, EDDY_ERR_INVALID_ARGUMENT when the extension
- * has another type. Binary: *bytes is the caller's (free), with a NUL past *len. */
+ * has another type. Ownership: Binary's *bytes is the caller's (free), with a NUL past *len;
+ * EDDY_ERR_NOMEM when it cannot be allocated. */
 EDDY_EXPORT eddy_status eddy_event_ext_int(const eddy_event *ev, const char *name, int32_t *value);
 EDDY_EXPORT eddy_status eddy_event_ext_bool(const eddy_event *ev, const char *name, bool *value);
 EDDY_EXPORT eddy_status eddy_event_ext_binary(const eddy_event *ev, const char *name, void **bytes,
@@ -205,11 +209,12 @@ EDDY_EXPORT eddy_status eddy_event_to_json(const eddy_event *ev, char **out, siz
                                            eddy_error *err);
 /** A JSON batch (an array of events, possibly empty). On EDDY_OK *events is a malloc'd array
  * of *count events: free each with eddy_event_free and the array with free. A refusal names
- * the index ("event 2: ..."). */
+ * the index ("event 2: ..."); nothing is left allocated then. Thread: any. */
 EDDY_EXPORT eddy_status eddy_event_batch_from_json(const char *json, size_t len,
                                                    eddy_event ***events, size_t *count,
                                                    eddy_error *err);
-/** Writes count events as a JSON batch on one line. Ownership and errors as eddy_event_to_json. */
+/** Writes count events as a JSON batch on one line. Ownership, errors and threads as
+ * eddy_event_to_json; a refusal names the index. */
 EDDY_EXPORT eddy_status eddy_event_batch_to_json(const eddy_event *const *events, size_t count,
                                                  char **out, size_t *len, eddy_error *err);
 
