@@ -15,6 +15,7 @@
 #include "entry.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -342,16 +343,29 @@ static eddy_status decode(const char *const *fv, const size_t *fvlen, size_t nfv
 
     eddy_error why;
     if (eddy_event_validate(ev, &why) != EDDY_OK) {
+        /* validate's detail is "<attribute>: <reason>"; name the field as the others do: an
+         * extension's is "x-<name>[:<type>]" */
+        const char *sep = strstr(why.detail, ": ");
+        char field[300] = "";
+        if (sep) {
+            int n = (int)(sep - why.detail);
+            char name[256];
+            snprintf(name, sizeof(name), "%.*s", n, why.detail);
+            eddy_ext_type type;
+            if (core_field(name, strlen(name)) < 0 &&
+                eddy_event_ext_type(ev, name, &type) == EDDY_OK)
+                snprintf(field, sizeof(field), EXT_PREFIX "%s%s", name,
+                         eddy__ext_type_suffix(type));
+            else
+                snprintf(field, sizeof(field), "%s", name);
+        }
         if (view)
             eddy__event_view_release(view);
         else
             eddy_event_free(ev);
-        /* validate's detail is "<attribute>: <reason>"; quote the name like the others */
-        const char *sep = strstr(why.detail, ": ");
         if (!sep)
             return eddy__fail(err, EDDY_ERR_MALFORMED, "%s", why.detail);
-        return eddy__fail(err, EDDY_ERR_MALFORMED, "field '%.*s': %s", (int)(sep - why.detail),
-                          why.detail, sep + 2);
+        return eddy__fail(err, EDDY_ERR_MALFORMED, "field '%s': %s", field, sep + 2);
     }
     *out = ev;
     return EDDY_OK;

@@ -752,13 +752,13 @@ Test(entry, typed_extension_refusals) {
     static const struct {
         const char *field, *value, *why;
     } cases[] = {
-        {"x-n:integer", "4.5", "\'n\': not a CloudEvents Integer"},
-        {"x-n:integer", "99999999999", "\'n\': not a CloudEvents Integer"},
-        {"x-b:boolean", "yes", "\'b\': not a CloudEvents Boolean"},
-        {"x-d:binary", "!!", "\'d\': not a CloudEvents Binary"},
-        {"x-u:uri", "/rel", "\'u\': not a CloudEvents URI"},
-        {"x-t:timestamp", "now", "\'t\': not a CloudEvents Timestamp"},
-        {"x-s", "a\nb", "\'s\': not a CloudEvents String"},
+        {"x-n:integer", "4.5", "'x-n:integer': not a CloudEvents Integer"},
+        {"x-n:integer", "99999999999", "'x-n:integer': not a CloudEvents Integer"},
+        {"x-b:boolean", "yes", "'x-b:boolean': not a CloudEvents Boolean"},
+        {"x-d:binary", "!!", "'x-d:binary': not a CloudEvents Binary"},
+        {"x-u:uri", "/rel", "'x-u:uri': not a CloudEvents URI"},
+        {"x-t:timestamp", "now", "'x-t:timestamp': not a CloudEvents Timestamp"},
+        {"x-s", "a\nb", "'x-s': not a CloudEvents String"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct entry e = minimal_entry();
