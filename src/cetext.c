@@ -30,6 +30,19 @@ size_t eddy__utf8_decode(const unsigned char *s, size_t n, uint32_t *cp) {
 bool eddy__ce_string_ok(const char *s, size_t len, size_t *pos, char *why, size_t whysize) {
     const unsigned char *p = (const unsigned char *)s;
     for (size_t i = 0; i < len;) {
+        /* printable ASCII, nearly every attribute's every byte, needs no decoding; this runs
+         * for each attribute of each entry read */
+        for (; i + 8 <= len; i += 8) { /* eight at a time: no byte below 0x20 or above 0x7e */
+            uint64_t w;
+            memcpy(&w, p + i, 8);
+            const uint64_t ones = 0x0101010101010101u, high = 0x8080808080808080u;
+            if ((((w - 0x20 * ones) & ~w) | ((w + ones) | w)) & high)
+                break;
+        }
+        while (i < len && p[i] >= 0x20 && p[i] < 0x7f)
+            i++;
+        if (i == len)
+            break;
         uint32_t cp = 0;
         size_t n = eddy__utf8_decode(p + i, len - i, &cp);
         const char *what = NULL;

@@ -170,6 +170,13 @@ static size_t extension_field(const char *name, size_t len, eddy_ext_type *type)
     return nlen;
 }
 
+/* extension_field for a field already checked: only splits off the type. */
+static size_t checked_extension(const char *name, size_t len, eddy_ext_type *type) {
+    const char *colon = memchr(name + EXT_PREFIX_LEN, ':', len - EXT_PREFIX_LEN);
+    *type = EDDY_EXT_STRING;
+    return colon ? extension_field(name, len, type) : len;
+}
+
 static bool is_extension_field(const char *name, size_t len) {
     return extension_field(name, len, NULL) != 0;
 }
@@ -226,7 +233,7 @@ static eddy_status build(const char *const *fv, const size_t *fvlen, size_t nfv,
         if (fvlen[i] && fv[i][0] != '_' && core_field(fv[i], fvlen[i]) < 0) {
             bytes += fvlen[i] - EXT_PREFIX_LEN + fvlen[i + 1] + 2;
             /* a typed field's name is not terminated where the name part ends */
-            borrow = borrow && extension_field(fv[i], fvlen[i], NULL) == fvlen[i] &&
+            borrow = borrow && !memchr(fv[i] + EXT_PREFIX_LEN, ':', fvlen[i] - EXT_PREFIX_LEN) &&
                      terminated(fv[i], fvlen[i]) && terminated(fv[i + 1], fvlen[i + 1]);
         }
     }
@@ -245,7 +252,7 @@ static eddy_status build(const char *const *fv, const size_t *fvlen, size_t nfv,
         if (fvlen[i] && fv[i][0] != '_' && core_field(fv[i], fvlen[i]) < 0) {
             const char *name = fv[i] + EXT_PREFIX_LEN, *v = fv[i + 1] ? fv[i + 1] : "";
             eddy_ext_type type = EDDY_EXT_STRING;
-            size_t nlen = extension_field(fv[i], fvlen[i], &type) - EXT_PREFIX_LEN;
+            size_t nlen = checked_extension(fv[i], fvlen[i], &type) - EXT_PREFIX_LEN;
             struct eddy__ext *e = &ev->ext[ev->next++];
             e->type = type;
             e->name = borrow ? (char *)name : eddy__event_packed_put(&cur, name, nlen);

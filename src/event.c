@@ -340,8 +340,11 @@ bool eddy__extension_name_ok(const char *name, size_t len) {
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
             return false;
     }
+    if (len > 15) /* longer than any reserved name ("datacontenttype") */
+        return true;
     for (size_t i = 0; i < sizeof(reserved_names) / sizeof(reserved_names[0]); i++) {
-        if (strlen(reserved_names[i]) == len && memcmp(reserved_names[i], name, len) == 0)
+        if (reserved_names[i][0] == name[0] && strlen(reserved_names[i]) == len &&
+            memcmp(reserved_names[i], name, len) == 0)
             return false;
     }
     return true;

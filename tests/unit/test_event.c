@@ -634,6 +634,14 @@ Test(event, string_type_table) {
         {"id", "\xf4\x90\x80\x80", 0, "not UTF-8"}, /* above U+10FFFF */
         {"id", "a\x80", 1, "not UTF-8"},            /* stray continuation byte */
         {"source", "/a\n", 2, "control character U+000A"},
+        /* past the eight-byte steps of the ASCII fast path, and on their edges */
+        {"subject", "abcdefgh\x1f", 8, "control character U+001F"},
+        {"subject", "abcdefg\x7f", 7, "control character U+007F"},
+        {"subject", "0123456789abcdef\x7fq", 16, "control character U+007F"},
+        {"subject", "0123456789abcdefghijklm\xc2\x85", 23, "control character U+0085"},
+        {"subject", "0123456789abcdef\xc3\xa9\xef\xbf\xbe", 18, "noncharacter U+FFFE"},
+        {"subject", "0123456789abcdef0123456789abcdef\xff", 32, "not UTF-8"},
+        {"subject", "0123456789abcdef0123456789abcdef~ \xc3\xa9", -1, NULL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         eddy_event *ev = valid_event();
