@@ -119,15 +119,26 @@ typedef struct cli_event_opts {
  * when --type is not given. Returns -1 with *out set, or an exit code after printing why. */
 int cli_build_event(cli *c, const cli_event_opts *o, const char *default_type, eddy_event **out);
 
+/* Reads a whole file (- for stdin) into *bytes (malloc'd, the caller's); false when it cannot. */
+bool cli_read_file(const char *path, char **bytes, size_t *len);
+
 /* JSON text to msgpack bytes (malloc'd, the caller's). False with why (line and column) when
  * the text is not JSON. */
 bool cli_json_to_msgpack(const char *text, char **bytes, size_t *len, char *why, size_t whysize);
 /* A msgpack value to JSON: maps with string keys become objects, binary becomes
  * {"base64": ...}. NULL when the bytes are not one msgpack value. New reference. */
 json_t *cli_msgpack_to_json(const void *bytes, size_t len);
-/* The event: its attributes, extensions, and data (decoded from msgpack, parsed as JSON for
- * application/json, a string for text, {"base64": ...} otherwise). New reference. */
+/* The event in the CloudEvents JSON format (eddy_event_to_json): data_base64 for binary data
+ * (msgpack included), JSON data inline, text as a string. New reference; NULL when out of
+ * memory. */
 json_t *cli_event_json(const eddy_event *ev);
+/* Msgpack data (application/msgpack) decoded to JSON, shown beside the event as "data_value";
+ * NULL for any other data (a line's "s:o*" then leaves the member out). New reference. */
+json_t *cli_data_value(const eddy_event *ev);
+/* Events in the CloudEvents JSON format: one object, or an array (a batch). On true *events is
+ * a malloc'd array of *count events (free each, then the array); false with why. */
+bool cli_read_events(const char *text, size_t len, eddy_event ***events, size_t *count, char *why,
+                     size_t whysize);
 /* Prints the value as one line on stdout (compact) and flushes, then drops the reference. False
  * when it could not be written (or v is NULL: out of memory): a subscription must then not
  * acknowledge what it did not show. */

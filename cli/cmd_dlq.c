@@ -36,6 +36,9 @@ static json_t *dead_letter_json(const eddy_dead_letter *dl) {
         return NULL;
     if (eddy_dead_letter_event(dl, &ev, &err) == EDDY_OK) {
         json_object_set_new(o, "event", cli_event_json(ev));
+        json_t *value = cli_data_value(ev);
+        if (value)
+            json_object_set_new(o, "data_value", value);
     } else {
         json_object_set_new(o, "event", json_null());
         json_object_set_new(o, "event_error", json_string(err.detail));

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* eddy pub: publishes one event (or --repeat N copies, each with a fresh id), or one event per
- * line of stdin. */
+/* eddy pub: publishes one event (or --repeat N copies, each with a fresh id), one event per
+ * line of stdin, or the events of a file in the CloudEvents JSON format (--event-file: one event,
+ * or a batch). */
 #include <string.h>
 
 #include "cli.h"
@@ -10,6 +11,7 @@ static const char help[] =
     "                [--ext NAME=VALUE]... [--data JSON | --data-file PATH [--content-type TYPE]]\n"
     "                [--repeat N]\n"
     "       eddy pub SUBJECT - [--content-type TYPE] [the same options]   (or --stdin)\n"
+    "       eddy pub SUBJECT --event-file PATH\n"
     "\n"
     "Publishes a CloudEvent to SUBJECT and prints its stream entry id; with - (or --stdin), one\n"
     "event per line of stdin, each line its data, until the end of the input.\n"
@@ -27,6 +29,9 @@ static const char help[] =
     "  --stdin              one event per line of stdin (as SUBJECT -): each line is JSON, sent\n"
     "                       as msgpack, unless --content-type is given; empty lines are skipped\n"
     "  --repeat N           publish N events (fresh ids), default 1\n"
+    "  --event-file PATH    publish the CloudEvent PATH holds in the CloudEvents JSON format\n"
+    "                       (- for stdin), or each event of a JSON batch (an array), as they\n"
+    "                       are (their own ids); not with the options above\n"
     "With --json: {\"subject\", \"entry_id\", \"id\"} per event. A line that is not JSON stops\n"
     "with exit 2, naming it; the lines before it are published.\n";
 
@@ -84,12 +89,62 @@ static int publish_lines(cli *c, eddy_bus *bus, const char *subject, const cli_e
     return rc < 0 ? CLI_OK : rc;
 }
 
+/* --event-file: the events of a JSON document, published in order; stops at the first refusal. */
+static int pub_json_events(cli *c, const char *path, const char *subject) {
+    char *text;
+    size_t len;
+    if (!cli_read_file(path, &text, &len)) {
+        fprintf(stderr, "eddy %s: cannot read --event-file '%s'\n", c->command, path);
+        return CLI_USAGE;
+    }
+    eddy_event **evs;
+    size_t n;
+    char why[300];
+    bool ok = cli_read_events(text, len, &evs, &n, why, sizeof(why));
+    free(text);
+    if (!ok)
+        return cli_usage(c, "--event-file '%s': %s", path, why);
+    eddy_settings s;
+    int rc = cli_settings(c, &s);
+    if (rc >= 0) {
+        for (size_t i = 0; i < n; i++)
+            eddy_event_free(evs[i]);
+        free(evs);
+        return rc;
+    }
+    eddy_error err = {0};
+    eddy_bus *bus = NULL;
+    eddy_status st = eddy_bus_new(&s, NULL, 0, &bus, &err);
+    bool opened = st == EDDY_OK;
+    rc = opened ? CLI_OK : cli_fail(c, "cannot open the bus", st, &err);
+    for (size_t i = 0; i < n && rc == CLI_OK; i++) {
+        char entry[64];
+        if ((st = eddy_bus_publish(bus, subject, evs[i], entry, sizeof(entry), &err)) != EDDY_OK)
+            rc = cli_fail(c, "publish", st, &err);
+        else if (c->json)
+            cli_print_line(json_pack("{s:s,s:s,s:s}", "subject", subject, "entry_id", entry, "id",
+                                     eddy_event_id(evs[i])));
+        else
+            printf("%s\n", entry);
+    }
+    for (size_t i = 0; i < n; i++)
+        eddy_event_free(evs[i]);
+    free(evs);
+    if (opened)
+        eddy_bus_free(bus);
+    return rc;
+}
+
 int cmd_pub(cli *c, int argc, char **argv) {
     cli_event_opts eo = {0};
     long long repeat = 1;
     bool from_stdin = false;
-    cli_opt opts[] = {
-        CLI_EVENT_OPTS(eo), {"repeat", 'n', &repeat}, {"stdin", 'f', &from_stdin}, {NULL, 0, NULL}};
+    const char *event_file = NULL;
+    cli_opt opts[] = {CLI_EVENT_OPTS(eo),
+                      {"repeat", 'n', &repeat},
+                      {"stdin", 'f', &from_stdin},
+                      {"event-file", 's', &event_file},
+                      {NULL, 0, NULL}};
     char *pos[2];
     int npos, rc = cli_parse(c, argc, argv, opts, pos, 2, &npos);
     if (rc >= 0)
@@ -101,6 +156,11 @@ int cmd_pub(cli *c, int argc, char **argv) {
     if (npos == 2 && strcmp(pos[1], "-") != 0)
         return cli_usage(c, "unexpected argument '%s' (- reads events from stdin)", pos[1]);
     from_stdin |= npos == 2;
+    if (event_file && (from_stdin || eo.type || eo.source || eo.id || eo.time || eo.ext.n ||
+                       eo.data || eo.data_file || eo.content_type || repeat != 1))
+        return cli_usage(c, "--event-file brings whole events: no other event option with it");
+    if (event_file)
+        return pub_json_events(c, event_file, pos[0]);
     if (from_stdin && (eo.data || eo.data_file || repeat != 1))
         return cli_usage(c, "stdin lines are the data: no --data, --data-file or --repeat");
     eddy_settings s;

@@ -55,7 +55,8 @@ int cmd_request(cli *c, int argc, char **argv) {
     if (st == EDDY_OK && c->raw)
         cli_print_raw(reply);
     else if (st == EDDY_OK)
-        cli_print_line(json_pack("{s:s,s:o*}", "subject", pos[0], "event", cli_event_json(reply)));
+        cli_print_line(json_pack("{s:s,s:o*,s:o*}", "subject", pos[0], "event",
+                                 cli_event_json(reply), "data_value", cli_data_value(reply)));
     else if (c->json) /* scripts read the outcome where they read a reply */
         cli_print_line(json_pack("{s:s,s:s,s:s}", "subject", pos[0], "status", eddy_status_name(st),
                                  "error", eddy_status_str(st)));
@@ -117,9 +118,9 @@ static eddy_status answer(eddy_delivery *d, eddy_event **reply, void *user) {
     if (st == EDDY_OK && data)
         st = eddy_event_set_data(ev, data, len);
     if (st == EDDY_OK) {
-        (void)cli_print_line(json_pack("{s:s,s:s,s:o*}", "subject", eddy_delivery_subject(d),
+        (void)cli_print_line(json_pack("{s:s,s:s,s:o*,s:o*}", "subject", eddy_delivery_subject(d),
                                        "entry_id", eddy_delivery_entry_id(d), "event",
-                                       cli_event_json(req)));
+                                       cli_event_json(req), "data_value", cli_data_value(req)));
         *reply = ev;
         if (++r->answered == r->count)
             cli_wait_done();

@@ -15,8 +15,9 @@ static const char help[] =
     "                        [--type TYPE] [--data JSON | --data-file PATH ...]\n"
     "\n"
     "  read    prints stored events as JSON lines {\"stream_id\", \"version\", \"position\",\n"
-    "          \"event\"}: one stream's in version order (after version --after), or, without\n"
-    "          STREAM, the whole store in position order (after position --after); at most --max\n"
+    "          \"event\", \"data_value\"} (as eddy tail): one stream's in version order (after\n"
+    "          version --after), or, without STREAM, the whole store in position order (after\n"
+    "          position --after); at most --max\n"
     "  tail    prints events stored from now on (one stream's, or all), until Ctrl-C, --count N\n"
     "          events or --timeout MS (exit 5 when --count was not reached)\n"
     "  append  appends one event to STREAM (the event options as for eddy pub; the type\n"
@@ -45,9 +46,10 @@ static eddy_status print_stored(const eddy_event *ev, const eddy_event_meta *met
         return EDDY_ERR_CANCELLED;
     }
     if (!p->quiet && !p->raw &&
-        !cli_print_line(json_pack("{s:s,s:I,s:I,s:o*}", "stream_id", meta->stream_id, "version",
-                                  (json_int_t)meta->version, "position", (json_int_t)meta->position,
-                                  "event", cli_event_json(ev)))) {
+        !cli_print_line(json_pack("{s:s,s:I,s:I,s:o*,s:o*}", "stream_id", meta->stream_id,
+                                  "version", (json_int_t)meta->version, "position",
+                                  (json_int_t)meta->position, "event", cli_event_json(ev),
+                                  "data_value", cli_data_value(ev)))) {
         p->write_failed = true;
         return EDDY_ERR_CANCELLED; /* stops the read: what is not shown is not skipped */
     }

@@ -19,9 +19,9 @@ static const char help[] =
     "                 [--timeout MS]\n"
     "\n"
     "Prints each event published to a subject PATTERN matches (\"orders.created\", \"orders.*\",\n"
-    "\"orders.>\") as one JSON line: {\"subject\", \"entry_id\", \"attempt\", \"event\": {the\n"
-    "attributes, extensions and data; msgpack data decoded to JSON}}; with --raw, only the\n"
-    "data, one event per line.\n"
+    "\"orders.>\") as one JSON line: {\"subject\", \"entry_id\", \"attempt\", \"event\": the\n"
+    "CloudEvent in the CloudEvents JSON format (binary data as data_base64), \"data_value\":\n"
+    "msgpack data decoded to JSON}; with --raw, only the data, one event per line.\n"
     "  --group GROUP   join the competing group GROUP (acknowledging what is printed) instead\n"
     "                  of a fan-out of its own, which sees only what is published after it starts\n"
     "  --from WHERE    first print the history, then go on live: start (every entry kept), an\n"
@@ -87,8 +87,9 @@ static bool print_event(tail_state *t, const char *subject, const char *entry_id
                         const eddy_event *ev) {
     if (t->raw)
         return cli_print_raw(ev);
-    return cli_print_line(json_pack("{s:s,s:s,s:i,s:o*}", "subject", subject, "entry_id", entry_id,
-                                    "attempt", attempt, "event", cli_event_json(ev)));
+    return cli_print_line(json_pack("{s:s,s:s,s:i,s:o*,s:o*}", "subject", subject, "entry_id",
+                                    entry_id, "attempt", attempt, "event", cli_event_json(ev),
+                                    "data_value", cli_data_value(ev)));
 }
 
 static eddy_status on_event(eddy_delivery *d, void *user) {

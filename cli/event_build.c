@@ -7,7 +7,7 @@
 #include "cli.h"
 #include "eddy/value.h"
 
-static bool read_file(const char *path, char **bytes, size_t *len) {
+bool cli_read_file(const char *path, char **bytes, size_t *len) {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     if (!f)
         return false;
@@ -67,7 +67,7 @@ int cli_build_event(cli *c, const cli_event_opts *o, const char *default_type, e
         memcpy(bytes, o->line, o->line_len);
         len = o->line_len;
     }
-    if (o->data_file && !read_file(o->data_file, &bytes, &len)) {
+    if (o->data_file && !cli_read_file(o->data_file, &bytes, &len)) {
         fprintf(stderr, "eddy %s: cannot read --data-file '%s'\n", c->command, o->data_file);
         return CLI_USAGE;
     }

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Events and their data as JSON, through jansson and msgpack-c: JSON given on the command line
- * is sent as msgpack, and msgpack data read back is shown as JSON. Numbers keep their kind
- * (integers stay integers); what JSON cannot show (binary, non-UTF-8 strings, extension types,
+/* Events and their data as JSON. Events are the CloudEvents JSON format, read and written by the
+ * library (eddy_event_from_json, eddy_event_to_json). Data: JSON given on the command line is
+ * sent as msgpack through jansson and msgpack-c, and msgpack data read back is shown as JSON
+ * beside the event ("data_value"); numbers keep their kind (integers stay integers); what JSON
+ * cannot show inside such a value (binary, non-UTF-8 strings, msgpack extension types,
  * non-string map keys) is shown as {"base64": ...}, or with its key written as JSON text. */
 #include <stdint.h>
 #include <stdlib.h>
@@ -178,54 +180,51 @@ json_t *cli_msgpack_to_json(const void *bytes, size_t len) {
 
 /* ---- events ------------------------------------------------------------------------------- */
 
-static void set_attr(json_t *o, const char *name, const char *value) {
-    if (value) {
-        json_t *s = json_string(value); /* NULL: not UTF-8 */
-        json_object_set_new(o, name, s ? s : base64_object(value, strlen(value)));
-    }
-}
-
-/* The data as JSON, by its content type. */
-static json_t *data_json(const eddy_event *ev, const void *data, size_t len) {
-    const char *ct = eddy_event_datacontenttype(ev);
-    if (ct && strcmp(ct, EDDY_MSGPACK_CONTENT_TYPE) == 0) {
-        json_t *j = cli_msgpack_to_json(data, len);
-        if (j)
-            return j;
-    } else if (ct && (strcmp(ct, "application/json") == 0 || strstr(ct, "+json"))) {
-        json_t *j = json_loadb(data, len, JSON_DECODE_ANY, NULL);
-        if (j)
-            return j;
-    } else if (ct && strncmp(ct, "text/", 5) == 0) {
-        json_t *j = json_stringn(data, len);
-        if (j)
-            return j;
-    }
-    return base64_object(data, len);
-}
-
+/* The CloudEvents JSON format is the library's (eddy_event_to_json): binary data as data_base64,
+ * JSON data inline, text as a string, typed extensions as their JSON type. */
 json_t *cli_event_json(const eddy_event *ev) {
-    json_t *o = json_object();
-    if (!o)
+    char *text;
+    size_t len;
+    if (eddy_event_to_json(ev, &text, &len, NULL) != EDDY_OK)
         return NULL;
-    set_attr(o, "id", eddy_event_id(ev));
-    set_attr(o, "source", eddy_event_source(ev));
-    set_attr(o, "specversion", eddy_event_specversion(ev));
-    set_attr(o, "type", eddy_event_type(ev));
-    set_attr(o, "subject", eddy_event_subject(ev));
-    set_attr(o, "time", eddy_event_time(ev));
-    set_attr(o, "datacontenttype", eddy_event_datacontenttype(ev));
-    set_attr(o, "dataschema", eddy_event_dataschema(ev));
-    for (size_t i = 0; i < eddy_event_extension_count(ev); i++) {
-        const char *name, *value;
-        if (eddy_event_extension_at(ev, i, &name, &value) == EDDY_OK && !json_object_get(o, name))
-            set_attr(o, name, value);
-    }
+    json_t *o = json_loadb(text, len, 0, NULL);
+    free(text);
+    return o;
+}
+
+json_t *cli_data_value(const eddy_event *ev) {
     size_t len;
     const void *data = eddy_event_data(ev, &len);
-    if (data)
-        json_object_set_new(o, "data", data_json(ev, data, len));
-    return o;
+    const char *ct = eddy_event_datacontenttype(ev);
+    if (!data || !ct || strcmp(ct, EDDY_MSGPACK_CONTENT_TYPE) != 0)
+        return NULL;
+    return cli_msgpack_to_json(data, len);
+}
+
+bool cli_read_events(const char *text, size_t len, eddy_event ***events, size_t *count, char *why,
+                     size_t whysize) {
+    size_t i = 0;
+    while (i < len && (text[i] == ' ' || text[i] == '\t' || text[i] == '\n' || text[i] == '\r'))
+        i++;
+    eddy_error err = {0};
+    eddy_status st;
+    if (i < len && text[i] == '[') {
+        st = eddy_event_batch_from_json(text, len, events, count, &err);
+    } else {
+        eddy_event *ev = NULL;
+        st = eddy_event_from_json(text, len, &ev, &err);
+        if (st == EDDY_OK && !(*events = malloc(sizeof(**events)))) {
+            eddy_event_free(ev);
+            st = EDDY_ERR_NOMEM;
+        }
+        if (st == EDDY_OK) {
+            (*events)[0] = ev;
+            *count = 1;
+        }
+    }
+    if (st != EDDY_OK)
+        snprintf(why, whysize, "%s", err.detail[0] ? err.detail : eddy_status_str(st));
+    return st == EDDY_OK;
 }
 
 bool cli_print_line(json_t *v) {

@@ -9,8 +9,8 @@ seconds=${EDDY_FUZZ_SECONDS:-30}
 scripts/install-deps.sh clang-14 libclang-rt-14-dev >/dev/null
 dir=build-fuzz
 CC=clang-14 cmake -S . -B "$dir" -DEDDY_TESTS=ON -DEDDY_FUZZ=ON -DEDDY_SHARED=OFF -DEDDY_EXAMPLES=OFF -DEDDY_BENCH=OFF >/dev/null
-cmake --build "$dir" -j"$(nproc)" --target fuzz_entry fuzz_msgpack fuzz_data_reader fuzz_resp_scan fuzz_cli_json >/dev/null
-for target in fuzz_entry fuzz_msgpack fuzz_data_reader fuzz_resp_scan fuzz_cli_json; do
+cmake --build "$dir" -j"$(nproc)" --target fuzz_entry fuzz_msgpack fuzz_data_reader fuzz_resp_scan fuzz_event_json fuzz_cli_json >/dev/null
+for target in fuzz_entry fuzz_msgpack fuzz_data_reader fuzz_resp_scan fuzz_event_json fuzz_cli_json; do
     corpus="$dir/corpus-$target"
     mkdir -p "$corpus"
     echo "fuzzing $target for ${seconds}s"

@@ -15,9 +15,11 @@
 #include "entry.h"
 
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cetext.h"
 #include "error.h"
 #include "event_internal.h"
 #include "resp_scan.h"
@@ -43,6 +45,10 @@ static const char *const field_names[F_COUNT] = {
 #define REQUIRED_FIELDS ((1u << F_SPECVERSION) | (1u << F_ID) | (1u << F_SOURCE) | (1u << F_TYPE))
 #define EXT_PREFIX "x-"
 #define EXT_PREFIX_LEN 2
+
+/* A typed extension's field is "x-<name>:<type>" (wire format 2, eddy__ext_type_suffix); a
+ * String's stays "x-<name>", which every reader of format 1 understands. */
+#define TYPE_COUNT ((unsigned)EDDY_EXT_TIMESTAMP + 1)
 #define SPECVERSION "1.0"
 
 /* Extension names met while decoding, sorted to find duplicates in O(n log n): an entry may
@@ -88,8 +94,10 @@ eddy_status eddy__entry_encode(const eddy_event *ev, eddy__cmd *cmd) {
     size_t next = eddy_event_extension_count(ev);
     for (size_t i = 0; i < next; i++) {
         const char *name, *value;
+        eddy_ext_type type = EDDY_EXT_STRING;
         eddy_event_extension_at(ev, i, &name, &value);
-        eddy__cmd_fmt(cmd, EXT_PREFIX "%s", name);
+        eddy_event_extension_type_at(ev, i, &type);
+        eddy__cmd_fmt(cmd, EXT_PREFIX "%s%s", name, eddy__ext_type_suffix(type));
         eddy__cmd_str(cmd, value);
     }
     size_t len;
@@ -137,9 +145,41 @@ static int core_field(const char *name, size_t len) {
     return f;
 }
 
+/* The length of the name part of an extension field "x-<name>[:<type>]" (the field's own length
+ * for a String), with the type in *type; 0 when the field is not a valid extension field. */
+static size_t extension_field(const char *name, size_t len, eddy_ext_type *type) {
+    if (len <= EXT_PREFIX_LEN || memcmp(name, EXT_PREFIX, EXT_PREFIX_LEN) != 0)
+        return 0;
+    const char *colon = memchr(name + EXT_PREFIX_LEN, ':', len - EXT_PREFIX_LEN);
+    size_t nlen = colon ? (size_t)(colon - name) : len;
+    eddy_ext_type t = EDDY_EXT_STRING;
+    if (colon) {
+        size_t slen = len - nlen;
+        unsigned k = 1;
+        while (k < TYPE_COUNT &&
+               !(strlen(eddy__ext_type_suffix((eddy_ext_type)k)) == slen &&
+                 memcmp(eddy__ext_type_suffix((eddy_ext_type)k), colon, slen) == 0))
+            k++;
+        if (k == TYPE_COUNT)
+            return 0;
+        t = (eddy_ext_type)k;
+    }
+    if (!eddy__extension_name_ok(name + EXT_PREFIX_LEN, nlen - EXT_PREFIX_LEN))
+        return 0;
+    if (type)
+        *type = t;
+    return nlen;
+}
+
+/* extension_field for a field already checked: only splits off the type. */
+static size_t checked_extension(const char *name, size_t len, eddy_ext_type *type) {
+    const char *colon = memchr(name + EXT_PREFIX_LEN, ':', len - EXT_PREFIX_LEN);
+    *type = EDDY_EXT_STRING;
+    return colon ? extension_field(name, len, type) : len;
+}
+
 static bool is_extension_field(const char *name, size_t len) {
-    return len > EXT_PREFIX_LEN && memcmp(name, EXT_PREFIX, EXT_PREFIX_LEN) == 0 &&
-           eddy__extension_name_ok(name + EXT_PREFIX_LEN, len - EXT_PREFIX_LEN);
+    return extension_field(name, len, NULL) != 0;
 }
 
 static eddy_status field_fail(eddy_error *err, const char *name, size_t len, const char *why) {
@@ -157,8 +197,9 @@ static eddy_status check_duplicate_extensions(const char *const *fv, const size_
         return eddy__fail(err, EDDY_ERR_NOMEM, "entry: out of memory");
     size_t k = 0;
     for (size_t i = 0; i < nfv; i += 2) {
-        if (is_extension_field(fv[i], fvlen[i]))
-            spans[k++] = (struct span){fv[i], fvlen[i]};
+        size_t nlen = extension_field(fv[i], fvlen[i], NULL);
+        if (nlen) /* "x-a" and "x-a:integer" are the same extension twice */
+            spans[k++] = (struct span){fv[i], nlen};
     }
     qsort(spans, k, sizeof(*spans), span_cmp);
     eddy_status st = EDDY_OK;
@@ -192,7 +233,9 @@ static eddy_status build(const char *const *fv, const size_t *fvlen, size_t nfv,
     for (size_t i = 0; i < nfv && next; i += 2) {
         if (fvlen[i] && fv[i][0] != '_' && core_field(fv[i], fvlen[i]) < 0) {
             bytes += fvlen[i] - EXT_PREFIX_LEN + fvlen[i + 1] + 2;
-            borrow = borrow && terminated(fv[i], fvlen[i]) && terminated(fv[i + 1], fvlen[i + 1]);
+            /* a typed field's name is not terminated where the name part ends */
+            borrow = borrow && !memchr(fv[i] + EXT_PREFIX_LEN, ':', fvlen[i] - EXT_PREFIX_LEN) &&
+                     terminated(fv[i], fvlen[i]) && terminated(fv[i + 1], fvlen[i + 1]);
         }
     }
     char *cur = NULL;
@@ -209,8 +252,10 @@ static eddy_status build(const char *const *fv, const size_t *fvlen, size_t nfv,
     for (size_t i = 0; i < nfv && ev->next < next; i += 2) {
         if (fvlen[i] && fv[i][0] != '_' && core_field(fv[i], fvlen[i]) < 0) {
             const char *name = fv[i] + EXT_PREFIX_LEN, *v = fv[i + 1] ? fv[i + 1] : "";
-            size_t nlen = fvlen[i] - EXT_PREFIX_LEN;
+            eddy_ext_type type = EDDY_EXT_STRING;
+            size_t nlen = checked_extension(fv[i], fvlen[i], &type) - EXT_PREFIX_LEN;
             struct eddy__ext *e = &ev->ext[ev->next++];
+            e->type = type;
             e->name = borrow ? (char *)name : eddy__event_packed_put(&cur, name, nlen);
             e->value = borrow ? (char *)v : eddy__event_packed_put(&cur, v, fvlen[i + 1]);
         }
@@ -308,16 +353,29 @@ static eddy_status decode(const char *const *fv, const size_t *fvlen, size_t nfv
 
     eddy_error why;
     if (eddy_event_validate(ev, &why) != EDDY_OK) {
+        /* validate's detail is "<attribute>: <reason>"; name the field as the others do: an
+         * extension's is "x-<name>[:<type>]" */
+        const char *sep = strstr(why.detail, ": ");
+        char field[300] = "";
+        if (sep) {
+            int n = (int)(sep - why.detail);
+            char name[256];
+            snprintf(name, sizeof(name), "%.*s", n, why.detail);
+            eddy_ext_type type;
+            if (core_field(name, strlen(name)) < 0 &&
+                eddy_event_ext_type(ev, name, &type) == EDDY_OK)
+                snprintf(field, sizeof(field), EXT_PREFIX "%s%s", name,
+                         eddy__ext_type_suffix(type));
+            else
+                snprintf(field, sizeof(field), "%s", name);
+        }
         if (view)
             eddy__event_view_release(view);
         else
             eddy_event_free(ev);
-        /* validate's detail is "<attribute>: <reason>"; quote the name like the others */
-        const char *sep = strstr(why.detail, ": ");
         if (!sep)
             return eddy__fail(err, EDDY_ERR_MALFORMED, "%s", why.detail);
-        return eddy__fail(err, EDDY_ERR_MALFORMED, "field '%.*s': %s", (int)(sep - why.detail),
-                          why.detail, sep + 2);
+        return eddy__fail(err, EDDY_ERR_MALFORMED, "field '%s': %s", field, sep + 2);
     }
     *out = ev;
     return EDDY_OK;

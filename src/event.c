@@ -16,9 +16,11 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "cetext.h"
 #include "error.h"
 #include "event_internal.h"
 
@@ -161,7 +163,7 @@ static eddy_status ext_reserve(eddy_event *ev, size_t want) {
 }
 
 static struct eddy__ext ext_make(const char *name, size_t nlen, const char *value, size_t vlen) {
-    struct eddy__ext e = {NULL, NULL};
+    struct eddy__ext e = {NULL, NULL, EDDY_EXT_STRING};
     char *block = malloc(nlen + 1 + vlen + 1);
     if (!block)
         return e;
@@ -196,7 +198,7 @@ eddy_status eddy__event_set_extensions(eddy_event *ev, size_t n, const char *con
     size_t k = 0;
     for (; k < n; k++) {
         made[k] = values[k] ? ext_make(names[k], strlen(names[k]), values[k], strlen(values[k]))
-                            : (struct eddy__ext){NULL, NULL};
+                            : (struct eddy__ext){NULL, NULL, EDDY_EXT_STRING};
         if (values[k] && !made[k].name)
             break;
     }
@@ -244,6 +246,7 @@ eddy_event *eddy_event_dup(const eddy_event *ev) {
         const struct eddy__ext *e = &ev->ext[i];
         d->ext[i].name = eddy__event_packed_put(&cur, e->name, strlen(e->name));
         d->ext[i].value = eddy__event_packed_put(&cur, e->value, strlen(e->value));
+        d->ext[i].type = e->type;
     }
     d->next = ev->next;
     if (ev->data) {
@@ -337,8 +340,11 @@ bool eddy__extension_name_ok(const char *name, size_t len) {
         if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')))
             return false;
     }
+    if (len > 15) /* longer than any reserved name ("datacontenttype") */
+        return true;
     for (size_t i = 0; i < sizeof(reserved_names) / sizeof(reserved_names[0]); i++) {
-        if (strlen(reserved_names[i]) == len && memcmp(reserved_names[i], name, len) == 0)
+        if (reserved_names[i][0] == name[0] && strlen(reserved_names[i]) == len &&
+            memcmp(reserved_names[i], name, len) == 0)
             return false;
     }
     return true;
@@ -352,8 +358,17 @@ static struct eddy__ext *find_ext(const eddy_event *ev, const char *name) {
     return NULL;
 }
 
-eddy_status eddy_event_set_extension(eddy_event *ev, const char *name, const char *value,
-                                     eddy_error *err) {
+static const char *const type_names[] = {
+    "String", "Boolean", "Integer", "Binary", "URI", "URI-reference", "Timestamp",
+};
+
+const char *eddy_ext_type_name(eddy_ext_type type) {
+    return (unsigned)type < sizeof(type_names) / sizeof(type_names[0]) ? type_names[type]
+                                                                       : "unknown";
+}
+
+static eddy_status set_ext(eddy_event *ev, const char *name, eddy_ext_type type, const char *value,
+                           eddy_error *err) {
     if (!ev || !name)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "extension: event or name is NULL");
     size_t nlen = strlen(name);
@@ -364,6 +379,15 @@ eddy_status eddy_event_set_extension(eddy_event *ev, const char *name, const cha
                           "not a core attribute or \"data\"",
                           eddy__printable(shown, sizeof(shown), name, nlen),
                           EDDY_EXTENSION_NAME_MAX);
+    }
+    if ((unsigned)type > EDDY_EXT_TIMESTAMP)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "extension '%s': unknown type %d", name,
+                          (int)type);
+    if (value && !eddy__ext_value_ok(type, value)) {
+        char shown[64];
+        return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "%s: not a CloudEvents %s: '%s'", name,
+                          type_names[type],
+                          eddy__printable(shown, sizeof(shown), value, strlen(value)));
     }
     eddy_status st = value ? eddy__trace_check_value(name, value, err) : EDDY_OK;
     if (st != EDDY_OK)
@@ -378,16 +402,109 @@ eddy_status eddy_event_set_extension(eddy_event *ev, const char *name, const cha
         }
         return EDDY_OK;
     }
-    if (!old)
-        return eddy__event_append_extension_n(ev, name, nlen, value, strlen(value)) == EDDY_OK
-                   ? EDDY_OK
-                   : eddy__fail(err, EDDY_ERR_NOMEM, "extension '%s': out of memory", name);
+    if (!old) {
+        if (eddy__event_append_extension_n(ev, name, nlen, value, strlen(value)) != EDDY_OK)
+            return eddy__fail(err, EDDY_ERR_NOMEM, "extension '%s': out of memory", name);
+        ev->ext[ev->next - 1].type = type;
+        return EDDY_OK;
+    }
     /* Replacing keeps the original position: insertion order is the first insertion's. */
     struct eddy__ext e = ext_make(name, nlen, value, strlen(value));
     if (!e.name)
         return eddy__fail(err, EDDY_ERR_NOMEM, "extension '%s': out of memory", name);
+    e.type = type;
     release(ev, old->name);
     *old = e;
+    return EDDY_OK;
+}
+
+eddy_status eddy_event_set_extension(eddy_event *ev, const char *name, const char *value,
+                                     eddy_error *err) {
+    return set_ext(ev, name, EDDY_EXT_STRING, value, err);
+}
+
+eddy_status eddy_event_set_ext_typed(eddy_event *ev, const char *name, eddy_ext_type type,
+                                     const char *value, eddy_error *err) {
+    return set_ext(ev, name, type, value, err);
+}
+
+eddy_status eddy_event_set_ext_int(eddy_event *ev, const char *name, int32_t value,
+                                   eddy_error *err) {
+    char text[16];
+    snprintf(text, sizeof(text), "%ld", (long)value);
+    return set_ext(ev, name, EDDY_EXT_INTEGER, text, err);
+}
+
+eddy_status eddy_event_set_ext_bool(eddy_event *ev, const char *name, bool value, eddy_error *err) {
+    return set_ext(ev, name, EDDY_EXT_BOOLEAN, value ? "true" : "false", err);
+}
+
+eddy_status eddy_event_set_ext_binary(eddy_event *ev, const char *name, const void *bytes,
+                                      size_t len, eddy_error *err) {
+    if (!bytes && len)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "extension: bytes is NULL");
+    char *text = eddy__base64_encode(bytes ? bytes : "", len);
+    if (!text)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "extension: out of memory");
+    eddy_status st = set_ext(ev, name, EDDY_EXT_BINARY, text, err);
+    free(text);
+    return st;
+}
+
+eddy_status eddy_event_ext_type(const eddy_event *ev, const char *name, eddy_ext_type *type) {
+    const struct eddy__ext *e = ev && name ? find_ext(ev, name) : NULL;
+    if (!e)
+        return EDDY_ERR_NOT_FOUND;
+    if (type)
+        *type = e->type;
+    return EDDY_OK;
+}
+
+eddy_status eddy_event_extension_type_at(const eddy_event *ev, size_t i, eddy_ext_type *type) {
+    if (!ev || i >= ev->next)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    if (type)
+        *type = ev->ext[i].type;
+    return EDDY_OK;
+}
+
+/* The extension called name when it has the type; *st says why not otherwise. */
+static const struct eddy__ext *typed_ext(const eddy_event *ev, const char *name, eddy_ext_type type,
+                                         eddy_status *st) {
+    const struct eddy__ext *e = ev && name ? find_ext(ev, name) : NULL;
+    *st = !e ? EDDY_ERR_NOT_FOUND : e->type != type ? EDDY_ERR_INVALID_ARGUMENT : EDDY_OK;
+    return *st == EDDY_OK ? e : NULL;
+}
+
+eddy_status eddy_event_ext_int(const eddy_event *ev, const char *name, int32_t *value) {
+    eddy_status st;
+    const struct eddy__ext *e = typed_ext(ev, name, EDDY_EXT_INTEGER, &st);
+    if (e && !eddy__ce_int_parse(e->value, value))
+        return EDDY_ERR_MALFORMED; /* only a view over bytes never validated */
+    return st;
+}
+
+eddy_status eddy_event_ext_bool(const eddy_event *ev, const char *name, bool *value) {
+    eddy_status st;
+    const struct eddy__ext *e = typed_ext(ev, name, EDDY_EXT_BOOLEAN, &st);
+    if (e && value)
+        *value = strcmp(e->value, "true") == 0;
+    return st;
+}
+
+eddy_status eddy_event_ext_binary(const eddy_event *ev, const char *name, void **bytes,
+                                  size_t *len) {
+    eddy_status st;
+    const struct eddy__ext *e = typed_ext(ev, name, EDDY_EXT_BINARY, &st);
+    if (!e)
+        return st;
+    if (!bytes || !len)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    unsigned char *out;
+    bool nomem;
+    if (!eddy__base64_decode(e->value, strlen(e->value), &out, len, &nomem))
+        return nomem ? EDDY_ERR_NOMEM : EDDY_ERR_MALFORMED;
+    *bytes = out;
     return EDDY_OK;
 }
 
@@ -512,7 +629,7 @@ static bool uri_chars_ok(const char *s) {
 
 /* RFC 3986 URI-reference: a URI, or a relative reference whose first segment has no ':'.
  * So a ':' before any '/', '?' or '#' must end a valid scheme. */
-static bool uri_reference_ok(const char *s) {
+bool eddy__uri_reference_ok(const char *s) {
     if (!*s || !uri_chars_ok(s))
         return false;
     size_t head = strcspn(s, ":/?#");
@@ -521,7 +638,7 @@ static bool uri_reference_ok(const char *s) {
     return true;
 }
 
-static bool absolute_uri_ok(const char *s) {
+bool eddy__absolute_uri_ok(const char *s) {
     size_t head = strcspn(s, ":/?#");
     return s[head] == ':' && scheme_ok(s, head) && uri_chars_ok(s);
 }
@@ -555,7 +672,7 @@ static int days_in_month(int year, int month) {
 /* RFC 3339 date-time: full-date ("T"/"t") partial-time [time-secfrac] time-offset, where the
  * offset is "Z"/"z" or ("+"/"-") hh ":" mm. Field ranges are checked (day against the month,
  * leap years included); a second of 60 is allowed for leap seconds. */
-static bool rfc3339_ok(const char *s) {
+bool eddy__rfc3339_ok(const char *s) {
     const char *p = s;
     int year, month, day, hour, minute, second;
     if (!take_digits(&p, 4, &year) || !take_char(&p, '-') || !take_digits(&p, 2, &month) ||
@@ -666,9 +783,25 @@ eddy_status eddy_event_validate(const eddy_event *ev, eddy_error *err) {
     if (!ev)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "event is NULL");
     eddy_status st;
+    char why[48];
+    size_t pos;
+    for (int a = 0; a < A_COUNT; a++) {
+        const char *t = ev->attr[a];
+        if (t && !eddy__ce_string_ok(t, strlen(t), &pos, why, sizeof(why)))
+            return eddy__fail(err, EDDY_ERR_INVALID_EVENT,
+                              "%s: not a CloudEvents String: %s at byte %zu", attr_names[a], why,
+                              pos);
+    }
+    for (size_t i = 0; i < ev->next; i++) {
+        const char *name = ev->ext[i].name, *t = ev->ext[i].value;
+        if (!eddy__ce_string_ok(t, strlen(t), &pos, why, sizeof(why)))
+            return eddy__fail(
+                err, EDDY_ERR_INVALID_EVENT, "%s: not a CloudEvents String: %s at byte %zu",
+                eddy__extension_name_ok(name, strlen(name)) ? name : "extension", why, pos);
+    }
     if ((st = required(ev, A_ID, err)) != EDDY_OK || (st = required(ev, A_SOURCE, err)) != EDDY_OK)
         return st;
-    if (!uri_reference_ok(ev->attr[A_SOURCE]))
+    if (!eddy__uri_reference_ok(ev->attr[A_SOURCE]))
         return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "source: not a URI reference");
     if ((st = required(ev, A_TYPE, err)) != EDDY_OK)
         return st;
@@ -677,20 +810,26 @@ eddy_status eddy_event_validate(const eddy_event *ev, eddy_error *err) {
         return eddy__fail(err, EDDY_ERR_INVALID_EVENT,
                           "datacontenttype: not a media type (type/subtype[;parameters])");
     v = ev->attr[A_DATASCHEMA];
-    if (v && !absolute_uri_ok(v))
+    if (v && !eddy__absolute_uri_ok(v))
         return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "dataschema: not an absolute URI");
     v = ev->attr[A_SUBJECT];
     if (v && !*v)
         return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "subject: must not be empty when set");
     v = ev->attr[A_TIME];
-    if (v && !rfc3339_ok(v))
+    if (v && !eddy__rfc3339_ok(v))
         return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "time: not an RFC 3339 timestamp");
     /* Names are checked on insertion; checking again keeps validate the one complete
      * statement of the rules. */
     for (size_t i = 0; i < ev->next; i++) {
         const char *name = ev->ext[i].name;
-        if (!eddy__extension_name_ok(name, strlen(name)))
-            return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "extension '%s': invalid name", name);
+        if (!eddy__extension_name_ok(name, strlen(name))) {
+            char shown[64];
+            return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "extension '%s': invalid name",
+                              eddy__printable(shown, sizeof(shown), name, strlen(name)));
+        }
+        if (!eddy__ext_value_ok(ev->ext[i].type, ev->ext[i].value))
+            return eddy__fail(err, EDDY_ERR_INVALID_EVENT, "%s: not a CloudEvents %s", name,
+                              eddy_ext_type_name(ev->ext[i].type));
     }
     return EDDY_OK;
 }
@@ -706,7 +845,8 @@ size_t eddy_event_size(const eddy_event *ev) {
             n += strlen(attr_names[a]) + strlen(ev->attr[a]);
     }
     for (size_t i = 0; i < ev->next; i++)
-        n += 2 + strlen(ev->ext[i].name) + strlen(ev->ext[i].value);
+        n += 2 + strlen(ev->ext[i].name) + strlen(ev->ext[i].value) +
+             strlen(eddy__ext_type_suffix(ev->ext[i].type));
     if (ev->data)
         n += strlen("data") + ev->datalen;
     return n;

@@ -29,6 +29,7 @@ enum eddy__attr {
 struct eddy__ext {
     char *name;
     char *value;
+    eddy_ext_type type; /* value is the type's canonical text */
 };
 
 /* Every string is NUL-terminated without inner NUL bytes; data (NULL: none) has a NUL after its

@@ -70,8 +70,16 @@ static void put_string(eddy__json *j, const char *s) {
             esc[1] = (char)*p;
             put(j, esc, 2);
         } else if (*p < 0x20) {
-            snprintf(esc, sizeof(esc), "\\u%04x", *p);
-            put(j, esc, 6);
+            /* 0x08..0x0d have short escapes, but for 0x0b ('?' marks it) */
+            static const char short_esc[] = "btn?fr";
+            if (*p >= 0x08 && *p <= 0x0d && *p != 0x0b) {
+                esc[0] = '\\';
+                esc[1] = short_esc[*p - 0x08];
+                put(j, esc, 2);
+            } else {
+                snprintf(esc, sizeof(esc), "\\u%04x", *p);
+                put(j, esc, 6);
+            }
         } else {
             size_t len = utf8_len(p, n);
             if (len == 0) {
@@ -146,6 +154,11 @@ void eddy__json_i64(eddy__json *j, const char *key, long long v) {
 void eddy__json_bool(eddy__json *j, const char *key, bool v) {
     member(j, key);
     put_c(j, v ? "true" : "false");
+}
+
+void eddy__json_raw(eddy__json *j, const char *key, const char *text, size_t len) {
+    member(j, key);
+    put(j, text, len);
 }
 
 void eddy__json_null(eddy__json *j, const char *key) {

@@ -34,6 +34,8 @@ void eddy__json_u64(eddy__json *j, const char *key, uint64_t v);
 void eddy__json_i64(eddy__json *j, const char *key, long long v);
 void eddy__json_bool(eddy__json *j, const char *key, bool v);
 void eddy__json_null(eddy__json *j, const char *key);
+/* A value given as JSON text the caller has checked (eddy__json_valid), copied as it is. */
+void eddy__json_raw(eddy__json *j, const char *key, const char *text, size_t len);
 /* The NUL-terminated document, the caller's (free), or NULL after a failure (nothing to free).
  * The writer is empty afterwards. */
 char *eddy__json_finish(eddy__json *j);

@@ -224,7 +224,11 @@ Test(cli, pub_then_tail_prints_json_lines_with_data_decoded) {
     cr_assert_str_eq(json_string_value(json_object_get(ev, "datacontenttype")),
                      "application/msgpack");
     json_t *want = json_loads("{\"id\":42,\"items\":[\"a\",1.5,true,null]}", 0, NULL);
-    cr_assert(json_equal(json_object_get(ev, "data"), want), "data decoded from msgpack");
+    cr_assert(json_equal(json_object_get(first, "data_value"), want), "data decoded from msgpack");
+    /* the event itself is the CloudEvents JSON format: msgpack is binary, so data_base64 */
+    cr_assert_null(json_object_get(ev, "data"));
+    cr_assert(json_is_string(json_object_get(ev, "data_base64")));
+    cr_assert_str_eq(json_string_value(json_object_get(ev, "specversion")), "1.0");
     cr_assert_str_eq(json_string_value(json_object_get(second, "subject")), "orders.eu.shipped");
     json_decref(want);
     json_decref(first);
@@ -288,7 +292,7 @@ Test(cli, request_respond_round_trip) {
     json_t *reply = line(p.out, 0), *ev = json_object_get(reply, "event");
     cr_assert_str_eq(json_string_value(json_object_get(ev, "type")), "calc.q.reply");
     json_t *want = json_loads("{\"x\":[1,2]}", 0, NULL);
-    cr_assert(json_equal(json_object_get(ev, "data"), want), "the echo: %s", p.out);
+    cr_assert(json_equal(json_object_get(reply, "data_value"), want), "the echo: %s", p.out);
     json_decref(want);
     json_decref(reply);
     release(&p);
@@ -327,7 +331,7 @@ Test(cli, respond_with_a_fixed_reply) {
     cr_assert_eq(p.code, 0, "request: %s", p.err);
     json_t *reply = line(p.out, 0), *ev = json_object_get(reply, "event");
     cr_assert_str_eq(json_string_value(json_object_get(ev, "type")), "fixed.answer");
-    cr_assert(json_is_true(json_object_get(json_object_get(ev, "data"), "ok")));
+    cr_assert(json_is_true(json_object_get(json_object_get(reply, "data_value"), "ok")));
     json_decref(reply);
     release(&p);
     finish(&resp);
@@ -505,9 +509,7 @@ Test(cli, dlq_list_show_replay_purge) {
     json_decref(groups);
 
     json_t *shown = run_json(ns, ARGS("dlq", "show", "payments", id0, "--json"));
-    cr_assert_eq(json_integer_value(json_object_get(
-                     json_object_get(json_object_get(shown, "event"), "data"), "n")),
-                 0);
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(shown, "data_value"), "n")), 0);
     json_decref(shown);
     proc p = RUN(ns, "dlq", "show", "payments", "1-1");
     cr_assert_eq(p.code, 4, "an id that is not there: exit %d: %s", p.code, p.err);
@@ -564,8 +566,7 @@ Test(cli, store_append_read_and_tail) {
     cr_assert_eq(p.code, 0, "read: %s", p.err);
     json_t *e1 = line(p.out, 0), *e2 = line(p.out, 1);
     cr_assert_eq(json_integer_value(json_object_get(e1, "version")), 1);
-    cr_assert_eq(json_integer_value(json_object_get(
-                     json_object_get(json_object_get(e1, "event"), "data"), "total")),
+    cr_assert_eq(json_integer_value(json_object_get(json_object_get(e1, "data_value"), "total")),
                  12);
     cr_assert_eq(json_integer_value(json_object_get(e2, "version")), 2);
     json_decref(e1);
@@ -1327,5 +1328,105 @@ Test(cli, dash_x_sets_any_setting_by_name) {
     release(&p);
     p = RUN(ns, "stats", "-X");
     cr_assert_eq(p.code, 2);
+    release(&p);
+}
+
+/* ---- CloudEvents in the JSON format ------------------------------------------------------ */
+
+static void write_temp(char *path, size_t size, const char *text) {
+    snprintf(path, size, "/tmp/eddy-cli-event-XXXXXX");
+    int fd = mkstemp(path);
+    cr_assert(fd >= 0);
+    size_t n = strlen(text);
+    cr_assert_eq(write(fd, text, n), (ssize_t)n);
+    close(fd);
+}
+
+/* pub reads a CloudEvent (and a batch) in the JSON format; tail writes each in that format: the
+ * Integer extension stays a number, text data a string, binary data data_base64, JSON data
+ * inline; what was published comes back member for member. */
+Test(cli, pub_and_tail_speak_the_cloudevents_json_format) {
+    char ns[96], one[64], batch[64];
+    ns_new(ns, sizeof(ns));
+    const char *event =
+        "{\"specversion\":\"1.0\",\"id\":\"json-1\",\"source\":\"/cli/test\","
+        "\"type\":\"t.xml\",\"comexampleothervalue\":5,\"flag\":true,"
+        "\"averyveryverylongextensionname\":\"long\","
+        "\"datacontenttype\":\"application/xml\",\"data\":\"<much wow=\\\"xml\\\"/>\"}";
+    write_temp(one, sizeof(one), event);
+    write_temp(batch, sizeof(batch),
+               "[{\"specversion\":\"1.0\",\"id\":\"json-2\",\"source\":\"/cli/test\",\"type\":"
+               "\"t.bin\",\"datacontenttype\":\"application/octet-stream\",\"data_base64\":"
+               "\"AAEC/w==\"},\n {\"specversion\":\"1.0\",\"id\":\"json-3\",\"source\":"
+               "\"/cli/test\",\"type\":\"t.json\",\"data\":{\"a\": [1, 2]}}]");
+    proc tail;
+    spawn_url(&tail, NULL, ns, ARGS("tail", "ce.json", "--count", "3", "--timeout", "60000"));
+    wait_registered(ns, "eddy-tail");
+    proc p = RUN(ns, "pub", "ce.json", "--event-file", one);
+    cr_assert_eq(p.code, 0, "pub: %s", p.err);
+    release(&p);
+    p = RUN(ns, "pub", "ce.json", "--event-file", batch, "--json");
+    cr_assert_eq(p.code, 0, "pub: %s", p.err);
+    json_t *l = line(p.out, 1);
+    cr_assert_str_eq(json_string_value(json_object_get(l, "id")), "json-3");
+    json_decref(l);
+    release(&p);
+    finish(&tail);
+    cr_assert_eq(tail.code, 0, "tail: %s", tail.err);
+    json_t *e[3];
+    for (int i = 0; i < 3; i++) { /* one subject, one stream: in publishing order */
+        l = line(tail.out, i);
+        e[i] = json_incref(json_object_get(l, "event"));
+        json_decref(l);
+    }
+    json_t *want = json_loads(event, 0, NULL);
+    cr_assert(json_equal(e[0], want), "the event as published: %s", tail.out);
+    cr_assert(json_is_integer(json_object_get(e[0], "comexampleothervalue")));
+    json_decref(want);
+    cr_assert_str_eq(json_string_value(json_object_get(e[1], "data_base64")), "AAEC/w==");
+    cr_assert_null(json_object_get(e[1], "data"));
+    want = json_loads("{\"a\":[1,2]}", 0, NULL);
+    cr_assert(json_equal(json_object_get(e[2], "data"), want), "%s", tail.out);
+    json_decref(want);
+    for (int i = 0; i < 3; i++)
+        json_decref(e[i]);
+    release(&tail);
+    unlink(one);
+    unlink(batch);
+}
+
+Test(cli, pub_refuses_a_bad_json_event_with_exit_2) {
+    char ns[96], path[64];
+    ns_new(ns, sizeof(ns));
+    static const struct {
+        const char *text, *why;
+    } cases[] = {
+        {"{\"specversion\":\"1.0\",\"source\":\"/s\",\"type\":\"t\"}",
+         "id: required attribute is missing"},
+        {"{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":\"/s\",\"type\":\"t\",\"data\":1,"
+         "\"data_base64\":\"AQ==\"}",
+         "not both"},
+        {"{\"specversion\":\"1.0\",\"id\":\"a\\nb\",\"source\":\"/s\",\"type\":\"t\"}",
+         "id: not a CloudEvents String: control character U+000A at byte 1"},
+        {"{\"specversion\":\"1.0\",", "JSON: unexpected end of input at byte 21"},
+        {"[{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":\"/s\",\"type\":\"t\"}, 5]",
+         "event 1: event: an event must be a JSON object, not a number"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        write_temp(path, sizeof(path), cases[i].text);
+        proc p = RUN(ns, "pub", "ce.bad", "--event-file", path);
+        cr_expect_eq(p.code, 2, "case %zu: exit %d: %s", i, p.code, p.err);
+        cr_expect(strstr(p.err, cases[i].why), "case %zu: %s", i, p.err);
+        cr_expect(strstr(p.err, "--event-file"), "case %zu: %s", i, p.err);
+        release(&p);
+        unlink(path);
+    }
+    proc p = RUN(ns, "pub", "ce.bad", "--event-file", "/nonexistent/x.json");
+    cr_expect_eq(p.code, 2);
+    cr_expect(strstr(p.err, "cannot read --event-file"), "%s", p.err);
+    release(&p);
+    p = RUN(ns, "pub", "ce.bad", "--event-file", "/dev/null", "--type", "t");
+    cr_expect_eq(p.code, 2);
+    cr_expect(strstr(p.err, "no other event option"), "%s", p.err);
     release(&p);
 }

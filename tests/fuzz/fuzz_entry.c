@@ -47,6 +47,10 @@ static void check_same(const eddy_event *a, const eddy_event *b) {
         check_str(an, bn);
         check_str(av, bv);
         check_str(eddy_event_extension(b, an), av);
+        eddy_ext_type at, bt;
+        if (eddy_event_extension_type_at(a, i, &at) != EDDY_OK ||
+            eddy_event_extension_type_at(b, i, &bt) != EDDY_OK || at != bt)
+            abort();
     }
     size_t alen, blen;
     const void *ad = eddy_event_data(a, &alen), *bd = eddy_event_data(b, &blen);

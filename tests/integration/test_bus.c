@@ -632,6 +632,67 @@ ParameterizedTest(combo *p, bus, malformed_and_oversized_entries_go_to_dead_lett
     rec_destroy(&r);
 }
 
+/* Entries other producers write: an attribute that is not a CloudEvents String (a newline in
+ * the id) is malformed and dead-lettered; an extension name over the 20 characters the spec
+ * recommends, and a typed extension field, are delivered. Publishing such a string is refused
+ * before anything is sent, naming the attribute and the byte. */
+ParameterizedTestParameters(bus, foreign_entries_and_the_string_type) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, foreign_entries_and_the_string_type, .timeout = 60) {
+    ctx c;
+    setup(&c, p);
+    recorder r;
+    rec_init(&r);
+    eddy_subscription_spec sp = spec("s", "foreign", EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
+    tbus *b = must_bus(&c, &sp, 1);
+    must_start(&c, b);
+    char key[160];
+    snprintf(key, sizeof(key), "{%s}:s:foreign", c.ns);
+    const char *bad[] = {"XADD",        key,      "*",  "specversion", "1.0",      "id",
+                         "line\nbreak", "source", "/t", "type",        "t.foreign"};
+    const char *long_name[] = {"XADD", key,    "*",         "specversion",
+                               "1.0",  "id",   "long-name", "source",
+                               "/t",   "type", "t.foreign", "x-averyveryverylongextensionname",
+                               "v"};
+    const char *typed[] = {"XADD",   key,  "*",    "specversion", "1.0",         "id", "typed",
+                           "source", "/t", "type", "t.foreign",   "x-n:integer", "5"};
+    redisReply *x = raw_cmd(c.url, 11, bad);
+    cr_assert_eq(x->type, REDIS_REPLY_STRING, "raw XADD failed");
+    freeReplyObject(x);
+    x = raw_cmd(c.url, 13, long_name);
+    cr_assert_eq(x->type, REDIS_REPLY_STRING, "raw XADD failed");
+    freeReplyObject(x);
+    x = raw_cmd(c.url, 13, typed);
+    cr_assert_eq(x->type, REDIS_REPLY_STRING, "raw XADD failed");
+    freeReplyObject(x);
+    cr_assert(rec_wait(&r, 2, 20000));
+    dlq_wait w = {&c, "g", 1};
+    cr_assert(eddy_test_wait_until(dlq_has, &w, 20000), "dead letters: %lld", dlq_len(&c, "g"));
+    c.d->stop(b);
+    cr_expect_eq(rec_handled(&r, "long-name"), 1);
+    cr_expect_eq(rec_handled(&r, "typed"), 1);
+    cr_expect_eq(rec_count(&r), 2);
+    redisReply *all = raw_cmdf(c.url, "XRANGE {%s}:dlq:g - +", c.ns);
+    cr_assert_eq(all->elements, 1);
+    redisReply *f = all->element[0]->element[1];
+    bool malformed = false;
+    for (size_t j = 0; j + 1 < f->elements; j += 2)
+        if (strcmp(f->element[j]->str, "_dlq_reason") == 0)
+            malformed = strcmp(f->element[j + 1]->str, "malformed") == 0;
+    freeReplyObject(all);
+    cr_expect(malformed);
+    eddy_event *ev = make_event("tab\there", "t.foreign");
+    eddy_error err = {0};
+    cr_expect_eq(c.d->publish(b, "foreign", ev, &err), EDDY_ERR_INVALID_EVENT);
+    cr_expect(
+        strstr(err.detail, "id: not a CloudEvents String: control character U+0009 at byte 3"),
+        "%s", err.detail);
+    eddy_event_free(ev);
+    c.d->free(b);
+    rec_destroy(&r);
+}
+
 ParameterizedTestParameters(bus, pattern_subscriber_gets_brand_new_subjects_without_history) {
     return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
 }

@@ -11,6 +11,7 @@ dependencies, and the subset below is all the test needs).
 
 Every line it prints is one JSON object; tests/interop/test_interop.c reads them."""
 
+import base64
 import json
 import os
 import struct
@@ -132,6 +133,40 @@ def now_rfc3339():
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + ".%03dZ" % (int(t * 1000) % 1000)
 
 
+# An extension's CloudEvents type rides in its field name: "x-<name>" is a String,
+# "x-<name>:<type>" any other type, its value the type's canonical text (wire format 2).
+def ext_field(name, value):
+    if isinstance(value, bool):
+        return "x-%s:boolean" % name
+    if isinstance(value, int):
+        return "x-%s:integer" % name
+    if isinstance(value, bytes):
+        return "x-%s:binary" % name
+    return "x-" + name
+
+
+def ext_text(value):
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, bytes):
+        return base64.b64encode(value).decode()
+    return value
+
+
+def ext_value(field, text):
+    """An extension field (without "x-") and its text as (name, Python value)."""
+    name, _, kind = field.partition(":")
+    if kind == "integer":
+        return name, int(text)
+    if kind == "boolean":
+        return name, text == "true"
+    if kind == "binary":
+        return name, base64.b64decode(text)
+    return name, text  # String, URI, URI-reference, Timestamp: text
+
+
 def event_fields(id, type, data, **ext):
     """A CloudEvent as stream entry fields, in the order eddy writes them."""
     fields = {
@@ -143,7 +178,7 @@ def event_fields(id, type, data, **ext):
         "datacontenttype": "application/msgpack",
     }
     for name, value in ext.items():
-        fields["x-" + name] = value
+        fields[ext_field(name, value)] = ext_text(value)
     fields["data"] = pack(data)
     return fields
 
@@ -158,7 +193,8 @@ def decode_event(fields):
         elif k == "data":
             ev["data"] = v  # decoded below: the fields may come in any order
         elif k.startswith("x-"):
-            ev["ext"][k[2:]] = v.decode()
+            name, value = ext_value(k[2:], v.decode())
+            ev["ext"][name] = value if not isinstance(value, bytes) else value.hex()
         else:
             ev[k] = v.decode()
     if "data" in ev:
@@ -187,7 +223,8 @@ def publish(r, ns, subject, n):
     pipe.sadd("{%s}:subjects" % ns, subject)  # pattern subscribers find subjects here
     for i in range(n):
         pipe.xadd(key, event_fields("py-%d" % i, "interop.python.v1",
-                                    {"n": i, "text": "from python"}, origin="python"))
+                                    {"n": i, "text": "from python"}, origin="python",
+                                    attempt=1))
     bad = event_fields("py-bad", "interop.python.v1", {"n": -1})
     del bad["source"]  # a required attribute: eddy dead-letters the entry as malformed
     pipe.xadd(key, bad)

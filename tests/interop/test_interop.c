@@ -102,11 +102,13 @@ static eddy_status handle_python_event(eddy_delivery *d, void *user) {
     seen *s = user;
     const eddy_event *ev = eddy_delivery_event(d);
     eddy_value *v = NULL;
+    int32_t attempt = 0;
     bool ok = strcmp(eddy_event_type(ev), "interop.python.v1") == 0 &&
               strcmp(eddy_event_source(ev), "/interop/python") == 0 &&
               strcmp(eddy_event_datacontenttype(ev), EDDY_MSGPACK_CONTENT_TYPE) == 0 &&
               eddy_event_time(ev) && eddy_event_extension(ev, "origin") &&
               strcmp(eddy_event_extension(ev, "origin"), "python") == 0 &&
+              eddy_event_ext_int(ev, "attempt", &attempt) == EDDY_OK && attempt == 1 &&
               strcmp(eddy_delivery_subject(d), "interop.py.orders") == 0 &&
               eddy_delivery_decode_value(d, &v, NULL) == EDDY_OK &&
               map_str_is(eddy_value_object(v), "text", "from python") &&
@@ -273,6 +275,7 @@ static eddy_event *plain_event(const char *id, const char *text) {
     cr_assert_eq(eddy_event_set_subject(ev, "order-1"), EDDY_OK);
     cr_assert_eq(eddy_event_set_datacontenttype(ev, "text/plain"), EDDY_OK);
     cr_assert_eq(eddy_event_set_extension(ev, "origin", "c", NULL), EDDY_OK);
+    cr_assert_eq(eddy_event_set_ext_int(ev, "priority", 3, NULL), EDDY_OK);
     cr_assert_eq(eddy_event_set_data(ev, text, strlen(text)), EDDY_OK);
     return ev;
 }
@@ -313,7 +316,7 @@ Test(interop, python_consumes_what_eddy_publishes) {
     cr_assert(strstr(out, "\"source\": \"/interop/c\""), "%s", out);
     cr_assert(strstr(out, "\"type\": \"interop.c.value.v1\""), "%s", out);
     cr_assert(strstr(out, "\"data\": \"plain text\""), "%s", out);
-    cr_assert(strstr(out, "\"ext\": {\"origin\": \"c\"}"), "%s", out);
+    cr_assert(strstr(out, "\"ext\": {\"origin\": \"c\", \"priority\": 3}"), "%s", out);
     cr_assert(strstr(out, "\"subject\": \"order-1\""), "%s", out);
     cr_assert(strstr(out, "\"_position\": \"1\", \"_stream\": \"order-1\", \"_version\": \"1\""),
               "%s", out);

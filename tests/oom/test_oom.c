@@ -501,6 +501,63 @@ static void trace_scenario(long n, bool *clean) {
 
 Test(oom, conveniences, .timeout = 600) { sweep("conveniences", trace_scenario); }
 
+/* ---- the CloudEvents JSON format and typed extensions ------------------------------------ */
+
+static void json_scenario(long n, bool *clean) {
+    static const char one[] =
+        "{\"specversion\":\"1.0\",\"id\":\"j1\",\"source\":\"/s\",\"type\":\"t\",\"n\":5,"
+        "\"b\":true,\"s\":\"x\",\"u\":null,\"datacontenttype\":\"application/json\","
+        "\"data\":{\"a\": [1, \"\\u00e9\"]}}";
+    static const char batch[] = "[{\"specversion\":\"1.0\",\"id\":\"1\",\"source\":\"/s\","
+                                "\"type\":\"t\",\"data_base64\":\"AQI=\"},{\"specversion\":\"1.0\","
+                                "\"id\":\"2\",\"source\":\"/s\",\"type\":\"t\",\"datacontenttype\":"
+                                "\"text/plain\",\"data\":\"hi\"}]";
+    eddy_event *typed = make_event("typed", "t");
+    eddy_event *ev = NULL, **evs = NULL;
+    size_t count = 0, blen = 0;
+    char *text = NULL, *btext = NULL;
+    void *bin = NULL;
+    arm(n);
+    eddy_status read = eddy_event_from_json(one, sizeof(one) - 1, &ev, NULL);
+    eddy_status wrote = read == EDDY_OK ? eddy_event_to_json(ev, &text, NULL, NULL) : read;
+    eddy_status bread = eddy_event_batch_from_json(batch, sizeof(batch) - 1, &evs, &count, NULL);
+    eddy_status bwrote = bread == EDDY_OK ? eddy_event_batch_to_json((const eddy_event *const *)evs,
+                                                                     count, &btext, NULL, NULL)
+                                          : bread;
+    eddy_status si = eddy_event_set_ext_int(typed, "i", -7, NULL);
+    eddy_status sb = eddy_event_set_ext_binary(typed, "bin", "\x01\x02", 2, NULL);
+    eddy_status gb = sb == EDDY_OK ? eddy_event_ext_binary(typed, "bin", &bin, &blen) : sb;
+    *clean = !disarm();
+    cr_expect(read == EDDY_OK ? ev != NULL : read == EDDY_ERR_NOMEM && !ev, "read: %s",
+              eddy_status_name(read));
+    cr_expect(wrote == EDDY_OK || wrote == EDDY_ERR_NOMEM, "write: %s", eddy_status_name(wrote));
+    if (wrote == EDDY_OK)
+        cr_expect(strstr(text, "\"n\":5,\"b\":true") && strstr(text, "\"data\":{\"a\":[1,"), "%s",
+                  text);
+    else
+        cr_expect_null(text);
+    cr_expect(bread == EDDY_OK ? count == 2 : bread == EDDY_ERR_NOMEM && !evs && count == 0,
+              "batch read: %s", eddy_status_name(bread));
+    cr_expect(bwrote == EDDY_OK ? btext != NULL : bwrote == EDDY_ERR_NOMEM && !btext);
+    /* a failed setter changes nothing */
+    int32_t iv = 0;
+    cr_expect(si == EDDY_OK ? eddy_event_ext_int(typed, "i", &iv) == EDDY_OK && iv == -7
+                            : si == EDDY_ERR_NOMEM && !eddy_event_extension(typed, "i"));
+    cr_expect(sb == EDDY_OK || (sb == EDDY_ERR_NOMEM && !eddy_event_extension(typed, "bin")));
+    cr_expect(gb == EDDY_OK ? blen == 2 && memcmp(bin, "\x01\x02", 2) == 0
+                            : gb == EDDY_ERR_NOMEM && !bin);
+    for (size_t i = 0; i < count; i++)
+        eddy_event_free(evs[i]);
+    free(evs);
+    free(text);
+    free(btext);
+    free(bin);
+    eddy_event_free(ev);
+    eddy_event_free(typed);
+}
+
+Test(oom, event_json, .timeout = 600) { sweep("event_json", json_scenario); }
+
 /* ---- (j) decoding entries: one block per event, views and their fallback copies ------------ */
 
 static void decode_scenario(long n, bool *clean) {

@@ -358,8 +358,8 @@ Test(entry, duplicate_fields) {
 
 Test(entry, unknown_fields) {
     static const char *const unknown[] = {
-        "foo", "x-", "x-Bad", "x-data", "x-id",  "x-specversion",           "X-foo",
-        "",    "ID", "x-a-b", "y-abc",  "data ", "x-abcdefghijklmnopqrstu",
+        "foo", "x-",    "x-Bad", "x-data", "x-id",    "x-specversion", "X-foo",      "",
+        "ID",  "x-a-b", "y-abc", "data ",  "x-a:int", "x-a:",          "x-:integer", "x-A:integer",
     };
     for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++) {
         struct entry e = minimal_entry();
@@ -375,11 +375,13 @@ Test(entry, unknown_fields) {
     e.fv[e.n] = "v";
     e.len[e.n++] = 1;
     expect_refused(e.fv, e.len, e.n, BIG, EDDY_ERR_MALFORMED, "'bad??name': unknown field");
-    /* a 20-character extension name is fine */
+    /* 20-character and longer extension names are fine (other producers write them) */
     e = minimal_entry();
     add(&e, "x-abcdefghijklmnopqrst", "v");
+    add(&e, "x-abcdefghijklmnopqrstuvwxyz0123456789", "w");
     eddy_event *out = NULL;
     cr_expect_eq(eddy__entry_decode(e.fv, e.len, e.n, BIG, &out, NULL), EDDY_OK);
+    cr_expect_str_eq(eddy_event_extension(out, "abcdefghijklmnopqrstuvwxyz0123456789"), "w");
     eddy_event_free(out);
 }
 
@@ -488,6 +490,13 @@ Test(entry, invalid_attributes) {
         {"time", "yesterday"},
         {"datacontenttype", "json"},
         {"dataschema", "/relative"},
+        /* the CloudEvents String type */
+        {"id", "a\nb"},
+        {"subject", "del\x7f"},
+        {"type", "t\xc2\x85"},
+        {"subject", "\xef\xbf\xbe"},
+        {"subject", "\xed\xa0\x80"},
+        {"id", "\xff"},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
         struct entry base = minimal_entry(), e = {.n = 0};
@@ -648,4 +657,117 @@ Test(entry, a_decoded_event_is_an_ordinary_event) {
     eddy_event_free(out);
     eddy_event_free(ev);
     eddy__cmd_reset(&cmd);
+}
+
+/* An extension's type travels in its field name ("x-<name>:<type>"); a String keeps the plain
+ * "x-<name>" of wire format 1. */
+Test(entry, typed_extensions_round_trip) {
+    eddy_event *ev = minimal_event();
+    cr_assert_eq(eddy_event_set_ext_int(ev, "count", 42, NULL), EDDY_OK);
+    cr_assert_eq(eddy_event_set_ext_bool(ev, "flag", false, NULL), EDDY_OK);
+    cr_assert_eq(eddy_event_set_ext_binary(ev, "blob", "ab", 2, NULL), EDDY_OK);
+    cr_assert_eq(eddy_event_set_ext_typed(ev, "u", EDDY_EXT_URI, "urn:a", NULL), EDDY_OK);
+    cr_assert_eq(eddy_event_set_ext_typed(ev, "r", EDDY_EXT_URI_REF, "/r", NULL), EDDY_OK);
+    cr_assert_eq(
+        eddy_event_set_ext_typed(ev, "t", EDDY_EXT_TIMESTAMP, "2020-01-01T00:00:00Z", NULL),
+        EDDY_OK);
+    cr_assert_eq(eddy_event_set_extension(ev, "s", "42", NULL), EDDY_OK);
+    eddy__cmd cmd;
+    encode(ev, &cmd);
+    static const char *const want[] = {"x-count:integer",
+                                       "x-flag:boolean",
+                                       "x-blob:binary",
+                                       "x-u:uri",
+                                       "x-r:uriref",
+                                       "x-t:timestamp",
+                                       "x-s"};
+    size_t k = 0;
+    for (size_t i = 0; i < n_of(&cmd); i += 2) {
+        if (strncmp(fv_of(&cmd)[i], "x-", 2) == 0) {
+            cr_assert_lt(k, 7);
+            cr_expect_str_eq(fv_of(&cmd)[i], want[k], "field %zu", k);
+            k++;
+        }
+    }
+    cr_expect_eq(k, 7);
+    cr_expect_eq(total_of(&cmd), eddy_event_size(ev), "size measure");
+    for (int v = 0; v < 2; v++) {
+        eddy__event_view view;
+        const eddy_event *out = NULL;
+        eddy_event *owned = NULL;
+        eddy_error err = {0};
+        if (v)
+            cr_assert_eq(eddy__entry_decode_view(fv_of(&cmd), len_of(&cmd), n_of(&cmd), BIG, &view,
+                                                 &out, &err),
+                         EDDY_OK, "%s", err.detail);
+        else
+            cr_assert_eq(
+                eddy__entry_decode(fv_of(&cmd), len_of(&cmd), n_of(&cmd), BIG, &owned, &err),
+                EDDY_OK, "%s", err.detail);
+        if (!v)
+            out = owned;
+        expect_same_event(ev, out);
+        int32_t n = 0;
+        bool b = true;
+        eddy_ext_type t;
+        cr_expect_eq(eddy_event_ext_int(out, "count", &n), EDDY_OK);
+        cr_expect_eq(n, 42);
+        cr_expect_eq(eddy_event_ext_bool(out, "flag", &b), EDDY_OK);
+        cr_expect(!b);
+        cr_expect_str_eq(eddy_event_extension(out, "count"), "42");
+        for (size_t i = 0; i < 7; i++) {
+            eddy_ext_type a, c;
+            eddy_event_extension_type_at(ev, i, &a);
+            cr_expect_eq(eddy_event_extension_type_at(out, i, &c), EDDY_OK);
+            cr_expect_eq(a, c, "extension %zu type", i);
+        }
+        cr_expect_eq(eddy_event_ext_type(out, "s", &t), EDDY_OK);
+        cr_expect_eq(t, EDDY_EXT_STRING);
+        if (v)
+            eddy__event_view_release(&view);
+        else
+            eddy_event_free(owned);
+    }
+    eddy__cmd_reset(&cmd);
+    eddy_event_free(ev);
+}
+
+/* Entries written before types travelled (wire format 1) read as they always did: every
+ * extension a String. */
+Test(entry, format_1_entries_stay_readable) {
+    struct entry e = minimal_entry();
+    add(&e, "x-count", "42");
+    add(&e, "x-flag", "true");
+    eddy_event *out = NULL;
+    cr_assert_eq(eddy__entry_decode(e.fv, e.len, e.n, BIG, &out, NULL), EDDY_OK);
+    eddy_ext_type t = EDDY_EXT_INTEGER;
+    cr_expect_eq(eddy_event_ext_type(out, "count", &t), EDDY_OK);
+    cr_expect_eq(t, EDDY_EXT_STRING);
+    cr_expect_str_eq(eddy_event_extension(out, "count"), "42");
+    cr_expect_str_eq(eddy_event_extension(out, "flag"), "true");
+    eddy_event_free(out);
+}
+
+Test(entry, typed_extension_refusals) {
+    static const struct {
+        const char *field, *value, *why;
+    } cases[] = {
+        {"x-n:integer", "4.5", "'x-n:integer': not a CloudEvents Integer"},
+        {"x-n:integer", "99999999999", "'x-n:integer': not a CloudEvents Integer"},
+        {"x-b:boolean", "yes", "'x-b:boolean': not a CloudEvents Boolean"},
+        {"x-d:binary", "!!", "'x-d:binary': not a CloudEvents Binary"},
+        {"x-u:uri", "/rel", "'x-u:uri': not a CloudEvents URI"},
+        {"x-t:timestamp", "now", "'x-t:timestamp': not a CloudEvents Timestamp"},
+        {"x-s", "a\nb", "'x-s': not a CloudEvents String"},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        struct entry e = minimal_entry();
+        add(&e, cases[i].field, cases[i].value);
+        expect_refused(e.fv, e.len, e.n, BIG, EDDY_ERR_MALFORMED, cases[i].why);
+    }
+    /* the same extension twice, once typed */
+    struct entry e = minimal_entry();
+    add(&e, "x-a", "1");
+    add(&e, "x-a:integer", "1");
+    expect_refused(e.fv, e.len, e.n, BIG, EDDY_ERR_MALFORMED, "duplicate field");
 }

@@ -1,12 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The core's JSON writer (src/json.c): what it writes is valid JSON whatever the strings hold,
- * checked by parsing it back with jansson. */
+ * checked by parsing it back with jansson; and the strict reader (src/json_read.c), checked
+ * against jansson on documents both must accept, and on what only a strict reader refuses. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "json.h"
+#include "json_read.h"
 
 static json_t *parse(char *doc) {
     cr_assert(doc, "the writer failed");
@@ -74,4 +76,76 @@ Test(json, an_unclosed_or_too_deep_document_fails) {
     for (int i = 0; i < EDDY__JSON_MAX_DEPTH + 1; i++)
         eddy__json_end(&j);
     cr_assert_null(eddy__json_finish(&j), "too deep");
+}
+
+Test(json, the_reader_accepts_what_rfc_8259_allows) {
+    static const char *const ok[] = {
+        "0",
+        "-0",
+        "1.5e-3",
+        "-12E+2",
+        "true",
+        "false",
+        "null",
+        "\"\"",
+        "[]",
+        "{}",
+        " [1, [2, [3]], {\"a\": {\"b\": null}}] ",
+        "\"\\\"\\\\\\/\\b\\f\\n\\r\\t\\u00e9\"",
+        "\"\\ud83d\\ude00\"",
+        "\"\xc3\xa9\xf0\x9f\x98\x80\"",
+        "{\"a\":1,\"a\":2}",
+        "\"\\u0000\"",
+    };
+    for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
+        cr_expect(eddy__json_valid(ok[i], strlen(ok[i])), "refused: %s", ok[i]);
+        json_error_t e;
+        json_t *v = json_loadb(ok[i], strlen(ok[i]), JSON_DECODE_ANY | JSON_ALLOW_NUL, &e);
+        cr_expect(v, "jansson refuses %s: %s", ok[i], e.text);
+        json_decref(v);
+    }
+    static const char *const bad[] = {
+        "",          " ",           "01",           "1.",
+        ".5",        "+1",          "1e",           "tru",
+        "nul",       "[1,]",        "{\"a\":1,}",   "{a:1}",
+        "'a'",       "[1 2]",       "\"a",          "\"\\x\"",
+        "\"\\u12\"", "\"\\ud800\"", "\"\\udc00\"",  "\"\t\"",
+        "1 2",       "\"\xff\"",    "\"\xc0\xaf\"", "\"\xed\xa0\x80\"",
+        "/*c*/1",    "[",           "{\"a\"}",      "NaN",
+    };
+    for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+        cr_expect(!eddy__json_valid(bad[i], strlen(bad[i])), "accepted: %s", bad[i]);
+    /* the first failure is kept with its offset */
+    eddy__jr r;
+    eddy__jr_init(&r, "[1, x]", 6);
+    cr_expect(!eddy__jr_value(&r, NULL, NULL));
+    cr_expect_eq(r.errpos, 4);
+    cr_expect_str_eq(r.why, "unexpected character");
+    cr_expect_eq(eddy__jr_peek(&r), 0);
+    /* strings come back unescaped, NUL bytes counted */
+    eddy__jr_init(&r, " \"a\\u0000\\n\\ud83d\\ude00\"", 25);
+    char *str;
+    size_t len;
+    cr_assert(eddy__jr_string(&r, &str, &len));
+    cr_expect_eq(len, 7);
+    cr_expect(memcmp(str, "a\0\n\xf0\x9f\x98\x80", 7) == 0);
+    free(str);
+}
+
+Test(json, minify_drops_whitespace_outside_strings_only) {
+    const char *in = " { \"a b\" : [ 1 , \"x\\\" y\" ] ,\n\t\"c\" : true } ";
+    char out[64];
+    size_t n = eddy__json_minify(in, strlen(in), out);
+    out[n] = '\0';
+    cr_expect_str_eq(out, "{\"a b\":[1,\"x\\\" y\"],\"c\":true}");
+}
+
+Test(json, short_escapes_for_common_controls) {
+    eddy__json j;
+    eddy__json_init(&j);
+    eddy__json_str(&j, NULL, "\b\t\n\v\f\r\x1f");
+    char *doc = eddy__json_finish(&j);
+    cr_assert(doc);
+    cr_expect_str_eq(doc, "\"\\b\\t\\n\\u000b\\f\\r\\u001f\"");
+    free(doc);
 }
