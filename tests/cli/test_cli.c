@@ -1072,7 +1072,7 @@ Test(cli, tail_from_start_prints_the_history_in_order_then_live_without_repeats)
         const char *id = json_string_value(json_object_get(l, "entry_id"));
         cr_assert_str_eq(id, i < 5 ? ids[i] : live, "line %d, in entry id order: %s", i, tail.out);
         json_t *want = json_integer(i);
-        cr_assert(json_equal(json_object_get(json_object_get(l, "event"), "data"), want));
+        cr_assert(json_equal(json_object_get(l, "data_value"), want), "%s", tail.out);
         json_decref(want);
         if (i < 5)
             cr_assert_eq(json_integer_value(json_object_get(l, "attempt")), 0, "history");
