@@ -122,6 +122,9 @@ static const eddy__opt settings_rows[] = {
         "rediss://: server name sent and verified"),
     ROW(tls_insecure, BOOL, C_OFF(tls_insecure), NULL, 0, 0, 1, 0, "", "false", NULL,
         "rediss://: skip certificate verification (tests only)"),
+    ROW(claim_refresh, BOOL, C_OFF(claim_refresh), NULL, 0, 0, 1, 0, "", "false", "AtLeastOnce",
+        "While a handler holds a delivery, tell Redis every third of redelivery_idle_ms that it "
+        "is still being worked on"),
     ROW(on_connection, CALLBACK, NO, NULL, 0, 0, 0, 0, "", "none", NULL,
         "Told of each connection state change (eddy_connection_fn)"),
     ROW(on_connection_user, POINTER, NO, NULL, 0, 0, 0, 0, "", "NULL", NULL,
@@ -139,9 +142,6 @@ static const eddy__opt settings_rows[] = {
     ROW(wait_timeout_ms, UNSIGNED, C_OFF(wait_timeout_ms), NULL, 1000, 0, UMAX, 0, "ms", NULL,
         "with wait_replicas: 1 to below command_timeout_ms",
         "How long a publish's WAIT waits for wait_replicas"),
-    ROW(claim_refresh, BOOL, C_OFF(claim_refresh), NULL, 0, 0, 1, 0, "", "false", "AtLeastOnce",
-        "While a handler holds a delivery, tell Redis every third of redelivery_idle_ms that it "
-        "is still being worked on"),
 };
 #undef ROW
 

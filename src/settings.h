@@ -55,7 +55,7 @@ typedef struct eddy__settings {
 
 /* The size of eddy 0.3.0's eddy_settings (the end of its last field): what a struct_size of 0
  * stands for. Frozen: fields added later come after it. */
-#define EDDY__SETTINGS_SIZE_0_3 (offsetof(eddy_settings, claim_refresh) + sizeof(bool))
+#define EDDY__SETTINGS_SIZE_0_3 (offsetof(eddy_settings, wait_timeout_ms) + sizeof(unsigned))
 
 /* The range of a publish_dedup_ms that is not 0. */
 #define EDDY__PUBLISH_DEDUP_MIN_MS 1000

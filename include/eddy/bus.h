@@ -239,6 +239,14 @@ typedef struct eddy_settings {
     const char *tls_key;
     const char *tls_sni;
     bool tls_insecure;
+    /** AtLeastOnce: while a handler runs (or holds its delivery with EDDY_PENDING), tell Redis
+     * every third of redelivery_idle_ms that the delivery is still being worked on (as
+     * eddy_delivery_in_progress does), so that no other consumer claims it however long the
+     * handler takes. A process that dies stops telling, and its deliveries are redelivered
+     * after redelivery_idle_ms as before; a handler that hangs keeps its delivery for as long
+     * as its process lives. Cost: one XCLAIM per held delivery per third of
+     * redelivery_idle_ms, on the subscription's connection. Default false. */
+    bool claim_refresh;
 
     /** Told of each connection state change (see "connection state" above). Default none. */
     eddy_connection_fn on_connection;
@@ -280,14 +288,6 @@ typedef struct eddy_settings {
      * says more. */
     unsigned wait_replicas;
     unsigned wait_timeout_ms;
-    /** AtLeastOnce: while a handler runs (or holds its delivery with EDDY_PENDING), tell Redis
-     * every third of redelivery_idle_ms that the delivery is still being worked on (as
-     * eddy_delivery_in_progress does), so that no other consumer claims it however long the
-     * handler takes. A process that dies stops telling, and its deliveries are redelivered
-     * after redelivery_idle_ms as before; a handler that hangs keeps its delivery for as long
-     * as its process lives. Cost: one XCLAIM per held delivery per third of
-     * redelivery_idle_ms, on the subscription's connection. Default false. */
-    bool claim_refresh;
 } eddy_settings;
 
 /** Fills every field with its default (docs/configuration.md lists them) and records the

@@ -21,6 +21,7 @@
 #include <stdint.h>
 
 #include "eddy/bus.h"
+#include "eddy/event.h"
 #include "eddy/status.h"
 
 #ifdef __cplusplus
@@ -92,6 +93,25 @@ typedef eddy_status (*eddy_registration_fn)(const eddy_registration *reg, void *
  * it every lease_ms / 3). Members the handle cannot read (written by hand) are skipped. */
 EDDY_EXPORT eddy_status eddy_admin_registry(eddy_admin *admin, eddy_registration_fn fn, void *user,
                                             eddy_error *err);
+
+/** One entry of a subject's stream, as eddy_admin_history reads it: the entry's id and its event,
+ * or ev NULL and why (a short reason) when the entry is not an eddy event or exceeds the
+ * settings' max_event_size. Ownership: everything is borrowed for the call (eddy_event_dup to
+ * keep the event). Return EDDY_OK to go on; any other status stops the read, which returns it. */
+typedef eddy_status (*eddy_history_fn)(const char *subject, const char *entry_id,
+                                       const eddy_event *ev, const char *why, void *user);
+
+/** A subject's history: the entries of its stream "{ns}:s:<subject>", oldest first, from the
+ * entry id `from` (inclusive; "<ms>-<seq>", or "<ms>" for the first entry of that millisecond;
+ * NULL for the first entry), all of them (last 0) or only the last `last` of those. All of them
+ * are read in rounds of 256 entries, the last N in one round of N, so entries published
+ * meanwhile may or may not be seen; nothing is
+ * acknowledged or changed. A subject never published to has no entries. EDDY_ERR_INVALID_SUBJECT
+ * for a bad subject, EDDY_ERR_INVALID_ARGUMENT for a bad id. Thread: as the handle's other
+ * calls; fn runs on the calling thread. */
+EDDY_EXPORT eddy_status eddy_admin_history(eddy_admin *admin, const char *subject, const char *from,
+                                           size_t last, eddy_history_fn fn, void *user,
+                                           eddy_error *err);
 
 /** The namespace as one JSON document (UTF-8, no trailing newline):
  *   {"ns": ..., "time_ms": ..., "subjects": [{"subject", "length", "groups": [{"group",

@@ -32,6 +32,17 @@ EDDY_EXPORT eddy_status eddy_bus_new(const eddy_settings *settings,
 EDDY_EXPORT eddy_status eddy_bus_subscribe(eddy_bus *bus, const eddy_subscription_spec *spec,
                                            eddy_error *err);
 
+/** As eddy_bus_subscribe, and `ready` (may be NULL) runs once with the new subscription's
+ * readiness, as eddy_rbus_subscribe_ready's does: on a started bus, before this returns, with
+ * what the call returns (EDDY_OK once it is ready and in the registry; EDDY_ERR_IO when the
+ * backend could not be reached in time, the subscription then removed again); on a bus not
+ * started yet, with the outcome of the next eddy_bus_start, on its thread once the start is
+ * done; EDDY_ERR_CLOSED when the bus is freed first. A refused subscription (bad spec) does not
+ * call it. Thread: any, except from inside `ready` for this bus's start or free; ready must not
+ * call eddy_bus_start, eddy_bus_stop or eddy_bus_free. */
+EDDY_EXPORT eddy_status eddy_bus_subscribe_ready(eddy_bus *bus, const eddy_subscription_spec *spec,
+                                                 eddy_ready_fn ready, void *user, eddy_error *err);
+
 /** Starts the activation: subscriptions begin reading. EDDY_ERR_ILLEGAL_STATE when already
  * started. */
 EDDY_EXPORT eddy_status eddy_bus_start(eddy_bus *bus, eddy_error *err);

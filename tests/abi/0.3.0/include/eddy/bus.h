@@ -63,7 +63,9 @@ EDDY_EXPORT eddy_status eddy_backend_capabilities(const char *url, unsigned *cap
  * A bus (likewise a store or a dead-letter reader: each handle built from settings keeps its
  * own) follows all its connections as one state, and tells settings.on_connection of each
  * change once, however many connections notice it and however often they retry; each change
- * is also logged once. */
+ * is also logged once. On Redis Cluster a redirect (MOVED, TRYAGAIN, UNBLOCKED) is routing, not
+ * an outage, and a CLUSTERDOWN outage ends when a connection answers a command
+ * (docs/operations.md). */
 
 typedef enum eddy_connection_state {
     EDDY_CONN_CONNECTING, /**< nothing learnt yet (only in eddy_connection_stats) */
@@ -163,7 +165,11 @@ typedef struct eddy_settings {
      * yet starts on a new one at once; one already reading other subjects starts on it when
      * its current read ends (within block_ms). Default 250. */
     unsigned discovery_ms;
-    /** Connect timeout, and the reconnect backoff range. Defaults 2000, 50, 2000. */
+    /** Connect timeout, and the reconnect backoff range. Defaults 2000, 50, 2000. Every
+     * connect of a connection waits for the backoff after its previous one, whatever ended that
+     * one; the delay doubles from reconnect_min_ms (with jitter: drawn from half of it to all
+     * of it) up to reconnect_max_ms, and goes back to the shortest once a connection answered a
+     * command. */
     unsigned connect_timeout_ms;
     unsigned reconnect_min_ms;
     unsigned reconnect_max_ms;
@@ -208,8 +214,11 @@ typedef struct eddy_settings {
     unsigned long long retention_max_age_ms;
     unsigned long long retention_max_len;
     /** The retention pass removes a group's consumer that has no pending entry, has been idle
-     * longer than this and belongs to no live bus (no lease in the registry). A consumer with
-     * pending entries is never removed. Default 86400000 (a day); 0 never removes one. */
+     * longer than this and belongs to no live bus (no lease in the registry), and a named
+     * instance's fanout group that no live bus holds once it has been idle that long (with what
+     * it had pending). A random instance's consumer goes after lease_ms instead. A consumer
+     * with pending entries is never removed. Default 86400000 (a day); 0 removes none of
+     * these. */
     unsigned consumer_idle_ms;
     /** How long a call that waits on the backend and has no deadline of its own (publish,
      * publish_batch, store appends and reads, checkpoints, start) may wait for its replies; a
@@ -230,6 +239,14 @@ typedef struct eddy_settings {
     const char *tls_key;
     const char *tls_sni;
     bool tls_insecure;
+    /** AtLeastOnce: while a handler runs (or holds its delivery with EDDY_PENDING), tell Redis
+     * every third of redelivery_idle_ms that the delivery is still being worked on (as
+     * eddy_delivery_in_progress does), so that no other consumer claims it however long the
+     * handler takes. A process that dies stops telling, and its deliveries are redelivered
+     * after redelivery_idle_ms as before; a handler that hangs keeps its delivery for as long
+     * as its process lives. Cost: one XCLAIM per held delivery per third of
+     * redelivery_idle_ms, on the subscription's connection. Default false. */
+    bool claim_refresh;
 
     /** Told of each connection state change (see "connection state" above). Default none. */
     eddy_connection_fn on_connection;
@@ -242,21 +259,33 @@ typedef struct eddy_settings {
      * (sent, outcome unknown) or EDDY_ERR_IO is safe, as long as it happens within the window.
      * It holds for publish, publish_batch (each event on its own, duplicates inside one batch
      * included) and the event store's append with publish; requests are never deduplicated.
-     * Each published id keeps a small key for the window. 1000 to 86400000 (a day): a shorter
-     * window would not cover a retry after a timeout. Redis 7 (functions) is needed. */
+     * Each subject keeps one hash and one sorted set of the ids published within the window
+     * (docs/wire-format.md). 1000 to 86400000 (a day): a shorter window would not cover a
+     * retry after a timeout. Redis 7 (functions) is needed. Off by default, unlike Kafka's
+     * idempotent producer, because of its cost: measured with bench_pubsub (5 alternating
+     * runs, medians), it keeps 12-13% of the pipelined publish rate and 38-50% of the
+     * one-at-a-time rate. */
     unsigned publish_dedup_ms;
     /** redis-sentinel:// only: the password the sentinels want (AUTH, requirepass of the
      * sentinels), copied; NULL, the default, sends none. */
     const char *sentinel_password;
-    /** Publishes that must survive a failover: with wait_replicas N > 0, every publish
-     * (publish, publish_batch's each event, publish_value; not requests, not the event store's
-     * appends) is followed on its connection by WAIT N wait_timeout_ms, and succeeds only once N
-     * replicas have it. Fewer within wait_timeout_ms is EDDY_ERR_TIMEOUT: the master stored it,
-     * and a failover may lose it (publish again; with publish_dedup_ms that is safe). Redis
-     * only (EDDY_ERR_INVALID_SPEC with memory://). Cost: the master's round trip to its
-     * replicas on every publish, during which the connection's later commands wait (bench_wait:
-     * about 38% of one-at-a-time publish throughput on loopback). wait_timeout_ms: 1 to below
-     * command_timeout_ms; default 1000. Default wait_replicas 0: no WAIT. */
+    /** Replicas that must have a publish before it succeeds: with wait_replicas N > 0, every
+     * publish (publish, publish_batch's each event, publish_value; not requests, not the event
+     * store's appends) is followed on its connection by WAIT N wait_timeout_ms, and succeeds
+     * only once N replicas acknowledged it. WAIT is not consensus: a failover promotes one
+     * replica, not necessarily one that had the write, and the others resync from it. Only a
+     * write every replica has survives any promotion, so N = the master's number of replicas is
+     * the setting that survives a failover; a smaller N only makes the loss smaller. A shortfall
+     * (fewer within wait_timeout_ms) is EDDY_ERR_TIMEOUT: the master stored it, a failover may lose
+     * it (publish again; with publish_dedup_ms that is safe); with redis-sentinel:// it also makes
+     * the handle ask the sentinels again. Cost: every publish waits for the slowest of the N
+     * replicas, the connection's later commands wait behind it (bench_wait: about 38% of
+     * one-at-a-time publish throughput on loopback), and while one of the N is down, or after a
+     * failover until N replicas follow the new master (Sentinel turns a live old master into
+     * a replica 10 to 15 s after the switch), every publish fails after wait_timeout_ms.
+     * Redis only (EDDY_ERR_INVALID_SPEC with memory://). wait_timeout_ms: 1 to below
+     * command_timeout_ms; default 1000. Default wait_replicas 0: no WAIT. docs/operations.md
+     * says more. */
     unsigned wait_replicas;
     unsigned wait_timeout_ms;
 } eddy_settings;
@@ -318,6 +347,16 @@ EDDY_EXPORT eddy_status eddy_delivery_decode_value(const eddy_delivery *d, eddy_
  * the delivery's memory may be gone or serve another delivery.
  * Thread: blocking front end, any thread; reactive front end, the loop's thread. */
 EDDY_EXPORT void eddy_delivery_finish(eddy_delivery *d, eddy_status st);
+
+/** Tells Redis the delivery is still being worked on: its entry's idle time is reset for this
+ * consumer (XCLAIM ... JUSTID; the delivery count does not change), so another consumer's claim
+ * round, which takes entries idle longer than redelivery_idle_ms, does not take it. Sent with
+ * the subscription's next round trip, within about 100 ms. A handler that runs longer than
+ * redelivery_idle_ms calls it more often than that (or the bus sets settings.claim_refresh).
+ * If another consumer already claimed the entry (the handler overran before telling), it is
+ * left to that consumer. No effect for AtMostOnce, or once the delivery is finished.
+ * Thread: any, while the delivery is held (in its handler, or until eddy_delivery_finish). */
+EDDY_EXPORT void eddy_delivery_in_progress(eddy_delivery *d);
 
 /** True when the delivery is a request, i.e. someone waits for a reply to it. */
 EDDY_EXPORT int eddy_delivery_is_request(const eddy_delivery *d);
@@ -452,10 +491,15 @@ EDDY_EXPORT void eddy_subscription_spec_init_sized(eddy_subscription_spec *spec,
  * (retention_max_age_ms, retention_max_len) drops it: then it is counted and logged ("dropped
  * N entries that group G had not read and acknowledged").
  *
- * Clean-up: the fanout groups of a bus whose settings.instance was NULL (a random instance)
- * are destroyed when the bus stops, and by the pass once the process died (no live lease in
- * the registry, and its consumers idle longer than lease_ms). Consumers are removed as
- * consumer_idle_ms says. */
+ * Clean-up: a subscription to one subject adds it to the subject set (as a publish does), so
+ * the clean-up finds it. The fanout groups of a bus whose settings.instance was NULL (a random
+ * instance) are destroyed when the bus stops, and by the pass once the process died (no live
+ * lease in the registry, and idle longer than lease_ms: its consumers, or the group with no
+ * consumer for that long). A named instance's fanout group is kept at its stop, and removed by
+ * the pass once no live lease names it and it has been idle longer than consumer_idle_ms (0
+ * keeps it), with what it had pending. Consumers with nothing pending and no live lease are
+ * removed after lease_ms (a random instance's) or consumer_idle_ms (a named one's; 0 keeps
+ * every consumer). */
 
 /** Counters of the retention passes this bus ran (as the namespace's holder). */
 typedef struct eddy_retention_stats {
@@ -504,6 +548,14 @@ typedef struct eddy_consumer_stats {
     uint64_t lost_writes;
 } eddy_consumer_stats;
 
+/** Readiness: the completion of eddy_rbus_start, and of eddy_bus_subscribe_ready and
+ * eddy_rbus_subscribe_ready. EDDY_OK once every subscription concerned is ready (a message
+ * published after this point is delivered) and then the activation's reply stream is open and
+ * its subscriptions are in the namespace's registry (requests may be sent, and answered),
+ * EDDY_ERR_IO when the backend could not be reached in time, EDDY_ERR_CLOSED when the bus was
+ * stopped or freed first. err is borrowed (NULL on EDDY_OK). */
+typedef void (*eddy_ready_fn)(eddy_status st, const eddy_error *err, void *user);
+
 /* ---- requests ------------------------------------------------------------------------ */
 
 /** Milliseconds since the epoch (CLOCK_REALTIME), the clock deadlines are written in: a
@@ -512,13 +564,22 @@ EDDY_EXPORT long long eddy_now_ms(void);
 /** eddy_now_ms() + ms: a deadline ms from now. */
 EDDY_EXPORT long long eddy_deadline_in(long long ms);
 
-/** A cancellation token for blocking requests: fire it from any thread and the request it was
- * given to ends with EDDY_ERR_NO_REPLY. One token may serve several requests; a fired token
- * refuses every later request. */
+/** The cancellation token, the one form of cancellation: fired, it ends the calls given it (a
+ * request, blocking or reactive, ends with EDDY_ERR_NO_REPLY; a blocking feed's catch-up,
+ * go-live or held accept with EDDY_ERR_CANCELLED, see eddy/feed.h). One token may serve several
+ * calls; a fired token stays fired, and calls given it later are refused or end at once. A
+ * blocking call waits inside the call, so its token is fired from another thread (any); a
+ * reactive request's token must be fired on the loop's thread, and its callback runs before
+ * eddy_cancel_fire returns. */
 typedef struct eddy_cancel eddy_cancel;
-/** NULL on OOM. Ownership: the caller's; free it after the requests that use it returned. */
+/** NULL on OOM. Ownership: the caller's; free it after the calls that use it returned.
+ * Thread: any. */
 EDDY_EXPORT eddy_cancel *eddy_cancel_new(void);
+/** Fires the token (again: no-op). NULL is a no-op. Thread: any. */
 EDDY_EXPORT void eddy_cancel_fire(eddy_cancel *c);
+/** Whether the token was fired (false for NULL). Thread: any. */
+EDDY_EXPORT bool eddy_cancel_fired(const eddy_cancel *c);
+/** NULL is a no-op. */
 EDDY_EXPORT void eddy_cancel_free(eddy_cancel *c);
 
 typedef struct eddy_request_opts {
@@ -527,7 +588,7 @@ typedef struct eddy_request_opts {
     long long deadline_ms;
     /** Conversation name for the counters: one of settings.request_names, or NULL. */
     const char *name;
-    /** Optional cancellation token (blocking front end). */
+    /** Optional cancellation token (both front ends; see eddy_cancel). */
     eddy_cancel *cancel;
 } eddy_request_opts;
 

@@ -14,6 +14,15 @@
  * and, like any publish, it reaches every group subscribed to the subject, not only the one
  * that dead-lettered it. An entry that could not be decoded is dead-lettered again when read.
  *
+ * An entry larger than max_event_size ("too_large") is not copied whole: reading it, the
+ * transport skips any value over the limit as its bytes arrive (the reader's memory stays
+ * within a few MiB of the limit whatever the entry's size), and its dead letter keeps the
+ * reason, the original entry id, the entry's size in bytes (field "_dlq_size" of the
+ * dead-letter stream) and its field names, with the values up to 1 KiB (the attributes:
+ * id, source, type, ...); a larger value is replaced by a marker (a NUL byte, "eddy:skipped:" and
+ * its length in bytes, what eddy_dead_letter_field returns for it). Such a dead letter cannot be
+ * replayed (EDDY_ERR_TOO_LARGE); list it, read its fields, purge it.
+ *
  * The handle has a connection of its own: it works whether or not a bus runs (an operator's
  * tool) and on any backend a bus runs on (memory:// by name, in the same process).
  *
@@ -103,12 +112,13 @@ EDDY_EXPORT eddy_status eddy_dlq_get(eddy_dlq *dlq, const char *group, const cha
  * to its original subject (and registers the subject for pattern discovery) and deletes the
  * dead letter. On EDDY_OK and when entry_id is not NULL, copies the new entry's id (at most
  * entry_id_size bytes including the NUL). EDDY_ERR_NOT_FOUND as for eddy_dlq_get: nothing was
- * published. EDDY_ERR_MALFORMED when the dead letter names no valid subject: it is left in
- * place. When the server refuses the publish (the subject's key is not a stream), the dead
- * letter is written back, under a new id, and the status is EDDY_ERR_BACKEND.
- * Two replays of the same dead letter at the same moment (two threads, or two handles) may both
- * publish it: the dead letter is read, then the transaction runs, and nothing conditions the
- * transaction on the read (no WATCH on the memory backend); the later one is logged. */
+ * published. EDDY_ERR_MALFORMED when the dead letter names no valid subject, EDDY_ERR_TOO_LARGE
+ * when it is a too_large one (it lacks its payload): it is left in place. When the server refuses
+ * the publish (the subject's key is not a stream), the dead letter is written back, under a new id,
+ * and the status is EDDY_ERR_BACKEND. Two replays of the same dead letter at the same moment (two
+ * threads, or two handles) may both publish it: the dead letter is read, then the transaction runs,
+ * and nothing conditions the transaction on the read (no WATCH on the memory backend); the later
+ * one is logged. */
 EDDY_EXPORT eddy_status eddy_dlq_replay(eddy_dlq *dlq, const char *group, const char *id,
                                         char *entry_id, size_t entry_id_size, eddy_error *err);
 

@@ -11,7 +11,7 @@
  * optional data field reader, all in an eddy_feed_config whose id, projection and filter stay
  * unset), then eddy_domain_register once (a second is refused), then eddy_domain_catch_up(_all)
  * or eddy_domain_go_live, then live events. The registered id is the id of the catch-up feed
- * underneath, so it names the catch-up marker; it must be unique in the process (a registered
+ * underneath, so it names the catch-up checkpoint; it must be unique in the process (a registered
  * id is refused until the feed holding it is freed). Every rule of feed.h holds for the
  * registered projection (holding, stopping, failing, cancel handles, callbacks calling back).
  *
@@ -79,7 +79,7 @@ EDDY_EXPORT eddy_status eddy_domain_new(eddy_store *store, const eddy_feed_confi
 EDDY_EXPORT void eddy_domain_free(eddy_domain_feed *feed);
 
 /** Registers the projection under id with filter (NULL: every event), and builds the catch-up
- * feed underneath, with id as its feed id (its marker's key). EDDY_ERR_ILLEGAL_STATE when the
+ * feed underneath, with id as its feed id (its checkpoint's key). EDDY_ERR_ILLEGAL_STATE when the
  * feed has a projection already (it takes one only: replace the whole feed);
  * EDDY_ERR_INVALID_ARGUMENT for a bad id (feed.h's rules) or for an id already registered on
  * any feed of this process, the detail saying so; EDDY_ERR_INVALID_SPEC for a projection
@@ -95,16 +95,16 @@ EDDY_EXPORT const char *eddy_domain_projection_id(eddy_domain_feed *feed);
 
 /** eddy_feed_catch_up for the registered projection (the only one). EDDY_ERR_ILLEGAL_STATE
  * when none is registered. cancel may be NULL. */
-EDDY_EXPORT eddy_status eddy_domain_catch_up_all(eddy_domain_feed *feed, eddy_feed_cancel *cancel,
+EDDY_EXPORT eddy_status eddy_domain_catch_up_all(eddy_domain_feed *feed, eddy_cancel *cancel,
                                                  eddy_error *err);
 /** eddy_feed_catch_up for the projection registered as id: EDDY_ERR_INVALID_ARGUMENT when id
  * is not the registered one (or none is registered). */
 EDDY_EXPORT eddy_status eddy_domain_catch_up(eddy_domain_feed *feed, const char *id,
-                                             eddy_feed_cancel *cancel, eddy_error *err);
+                                             eddy_cancel *cancel, eddy_error *err);
 /** eddy_feed_go_live for the projection registered as id: EDDY_ERR_INVALID_ARGUMENT when id
  * is not the registered one (or none is registered). */
 EDDY_EXPORT eddy_status eddy_domain_go_live(eddy_domain_feed *feed, const char *id,
-                                            eddy_feed_cancel *cancel, eddy_error *err);
+                                            eddy_cancel *cancel, eddy_error *err);
 /** eddy_feed_stop_catch_up; no effect without a projection. */
 EDDY_EXPORT void eddy_domain_stop_catch_up(eddy_domain_feed *feed);
 
@@ -112,7 +112,7 @@ EDDY_EXPORT void eddy_domain_stop_catch_up(eddy_domain_feed *feed);
  * while the feed holds the event. EDDY_ERR_ILLEGAL_STATE when no projection is registered.
  * Ownership: event and meta are borrowed for the call. */
 EDDY_EXPORT eddy_status eddy_domain_accept(eddy_domain_feed *feed, const eddy_event_meta *meta,
-                                           void *event, eddy_feed_cancel *cancel, eddy_error *err);
+                                           void *event, eddy_cancel *cancel, eddy_error *err);
 
 /** Feeds a decoded live event (meta may be NULL) without ever waiting: *out is
  * EDDY_ROUTE_DELIVERED once it is applied on this thread (or a duplicate of an applied event),
@@ -144,9 +144,13 @@ EDDY_EXPORT bool eddy_domain_refuses_permanently(eddy_domain_feed *feed);
 EDDY_EXPORT bool eddy_domain_failure(eddy_domain_feed *feed, eddy_error *cause);
 /** The catch-up feed's state (eddy_feed_info); all zero (EDDY_FEED_NONE) with no projection.
  * EDDY_ERR_INVALID_ARGUMENT for a NULL argument. */
-EDDY_EXPORT eddy_status eddy_domain_get_info(eddy_domain_feed *feed, eddy_feed_info *out);
+EDDY_EXPORT eddy_status eddy_domain_stats(eddy_domain_feed *feed, eddy_feed_info *out);
 
 #ifdef __cplusplus
 }
 #endif
+
+/* The names this header had before 0.3.0, deprecated (eddy/deprecated.h). */
+#define EDDY_DEPRECATED_DOMAIN_H
+#include "eddy/deprecated.h"
 #endif

@@ -1,17 +1,18 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* eddy — catch-up projection feeds (blocking front end).
+/** @file
+ * eddy — catch-up projection feeds (blocking front end).
  *
  * A feed keeps a read model (the projection) up to date from two sources: the history in the
  * event store, replayed once in position order (the catch-up), and the live events a listener
  * receives from the bus. A new feed applies nothing until eddy_feed_catch_up or
  * eddy_feed_go_live is called: until then it holds every live event, and a caller of
- * eddy_feed_accept waits. The catch-up checks the feed's marker in the checkpoint storage;
+ * eddy_feed_accept waits. The catch-up checks the feed's checkpoint in the checkpoint storage;
  * without one it replays the history, applies the events it held once each in arrival order
- * (dropping those the replay already applied, see "Duplicates"), writes the marker and goes
- * live. With a marker it skips the replay. eddy_feed_go_live skips the replay and writes no
- * marker.
+ * (dropping those the replay already applied, see "Duplicates"), writes the checkpoint and goes
+ * live. With a checkpoint it skips the replay. eddy_feed_go_live skips the replay and writes no
+ * checkpoint.
  *
- * The marker means "this feed caught up once", and nothing more. It is a small value the feed
+ * The checkpoint means "this feed caught up once", and nothing more. It is a small value the feed
  * writes to its checkpoint storage, under its id, when a catch-up has replayed the whole history
  * and applied what it held. From then on every catch-up of a feed with that id, in this process
  * or a later one, skips the replay and relies on the listener's subscription (its consumer
@@ -19,12 +20,12 @@
  * position the replay reached, for whoever inspects the storage; the feed never reads it back.
  * It is not a consumer offset: it does not advance as live events are applied, and no catch-up
  * resumes from it. To rebuild a read model (lost, or kept in memory only) the feed must replay
- * the whole history: delete its marker first, or give the feed no checkpoint storage
+ * the whole history: delete its checkpoint first, or give the feed no checkpoint storage
  * (cfg.checkpoints NULL) so that every catch-up replays. A failing reactive feed deletes its
- * own marker (eddy/rfeed.h).
+ * own checkpoint (eddy/rfeed.h).
  *
  * The rules (the reactive feed, eddy/rfeed.h, differs only where it says):
- * - A stopped replay (eddy_feed_stop_catch_up) writes no marker and is not a failure; the
+ * - A stopped replay (eddy_feed_stop_catch_up) writes no checkpoint and is not a failure; the
  *   projection's replay_abandoned runs. A feed that was live before the catch-up (or that
  *   eddy_feed_go_live was called for meanwhile) delivers what it held and goes on live; one
  *   that was not stays stopped: each waiting event, and each one fed later, is refused with
@@ -36,7 +37,7 @@
  *   catch-up and go-live. The events held while the replay ran are refused too, unless the feed
  *   was live before that catch-up started: then they are applied first. Replace a failed feed
  *   with a new one with the same id (see examples/order_status.c).
- * - A catch-up ended through its cancel handle (eddy_feed_cancel_fire, from another thread)
+ * - A catch-up ended through its cancel handle (eddy_cancel_fire, from another thread)
  *   returns EDDY_ERR_CANCELLED but is not recorded as a failure: a feed that was not live keeps
  *   holding, one that was live delivers what it held and goes on live.
  * - A live event whose apply fails fails only its caller (do not acknowledge it: the broker
@@ -58,7 +59,7 @@
  *   reached: exactly, however many events were held or redelivered. The replay meant is the
  *   last one that completed, as long as no other has started since; one that is stopped,
  *   cancelled or fails counts for nothing (the projection discarded its work), and a catch-up
- *   the marker skips or a go-live replays nothing. That replay examined every stored event up
+ *   the checkpoint skips or a go-live replays nothing. That replay examined every stored event up
  *   to its position and applied each one, unless the filter or decode skipped it, in which case
  *   the live copy is not applied either.
  * - Otherwise (fed without metadata, position 0, or a position above the replay's), by its id
@@ -76,7 +77,7 @@
  * it decides nothing differently: it takes the same eddy_feed_config and eddy_projection,
  * answers through a completion callback on the loop where these functions wait (accept,
  * catch-up, go-live), reads replay pages on the loop, and has failure rules of its own: the
- * marker is deleted (first attempt plus 3 retries, then an error naming the feed id to the log
+ * checkpoint is deleted (first attempt plus 3 retries, then an error naming the feed id to the log
  * hook), listeners' events are refused while the projection's own are still applied, then
  * everything is refused.
  *
@@ -108,15 +109,28 @@ typedef struct eddy_projection {
      * Ownership: event and meta are borrowed for the call.
      * Thread: the thread running the catch-up, or the caller of accept. */
     eddy_status (*apply)(void *event, const eddy_event_meta *meta, eddy_error *err, void *user);
-    /** A replay is about to apply the history (not called when the marker skips it). An error
+    /** A replay is about to apply the history (not called when the checkpoint skips it). An error
      * fails the catch-up. */
     eddy_status (*replay_started)(eddy_error *err, void *user);
-    /** The replay applied the whole history; the held events and the marker come next. An
+    /** The replay applied the whole history; the held events and the checkpoint come next. An
      * error fails the catch-up (replay_abandoned then runs). */
     eddy_status (*replay_completed)(eddy_error *err, void *user);
     /** The replay ended before it completed (stopped, cancelled or failed): discard what was
      * buffered since replay_started. */
     void (*replay_abandoned)(void *user);
+    /** Optional, beyond the catch-up rules above: the position the read model has reached (the
+     * store position of the last event it applied, as its own storage keeps it), asked when a
+     * replay starts, right after replay_started. The replay then starts after it instead of
+     * from the beginning, and live copies at or below it count as duplicates (the model has
+     * them). 0 replays everything; a negative position or an error fails the catch-up
+     * (replay_abandoned then runs). Use it for a model that saves its position with its writes:
+     * a process killed during a replay then re-applies only what it read after the last
+     * position it saved. The position must be one up to which the model has every stored event:
+     * a replay applies in position order, live events come in delivery order (a model that
+     * saves live events' positions may save only one below which it has them all). The
+     * checkpoint keeps its meaning ("caught up once"): a feed whose
+     * checkpoint exists still skips the replay. Thread: as replay_started. */
+    eddy_status (*position)(long long *position, eddy_error *err, void *user);
     /** The projection finds its instance through the metadata (the stream id, say): a live
      * event fed without metadata is refused with EDDY_ERR_ILLEGAL_STATE. */
     bool keyed_by_metadata;
@@ -142,7 +156,7 @@ typedef struct eddy_feed_config {
     /** Set by eddy_feed_config_init: the size of this struct in the caller's program (see bus.h).
      */
     size_t struct_size;
-    /** Required. Names the catch-up marker: 1-128 printable ASCII characters, no space, '{',
+    /** Required. Names the catch-up checkpoint: 1-128 printable ASCII characters, no space, '{',
      * '}' or ':'. Copied. */
     const char *id;
     eddy_projection projection;
@@ -150,8 +164,8 @@ typedef struct eddy_feed_config {
     eddy_feed_free_fn free_event;   /**< optional */
     eddy_feed_event_id_fn event_id; /**< required */
     void *codec_user;               /**< the user of decode, free_event and event_id */
-    /** Where the marker is kept; NULL: no marker, every catch-up replays the whole history (the
-     * right choice for a read model that lives in memory only). The struct is copied; its
+    /** Where the checkpoint is kept; NULL: no checkpoint, every catch-up replays the whole history
+     * (the right choice for a read model that lives in memory only). The struct is copied; its
      * implementation must outlive the feed. */
     const eddy_checkpoints *checkpoints;
     /** Which stored events the replay applies; NULL: all. Matched by the feed with reader
@@ -198,38 +212,27 @@ EDDY_EXPORT void eddy_feed_free(eddy_feed *feed);
 /** The id (borrowed; lives as the feed). */
 EDDY_EXPORT const char *eddy_feed_id(const eddy_feed *feed);
 
-/* ---- cancel handles: ending a wait from another thread -------------------------------- */
-
-/** Fired from any thread, it ends what the calls given it wait for: a catch-up or go-live
- * returns EDDY_ERR_CANCELLED (see the rules above), an accept still held returns
- * EDDY_ERR_CANCELLED and is not applied. A fired handle stays fired: calls given it later end
- * at once. One handle may serve several calls. */
-typedef struct eddy_feed_cancel eddy_feed_cancel;
-/** NULL on OOM. Ownership: the caller's; free it after the calls that use it returned. */
-EDDY_EXPORT eddy_feed_cancel *eddy_feed_cancel_new(void);
-EDDY_EXPORT void eddy_feed_cancel_fire(eddy_feed_cancel *c);
-EDDY_EXPORT bool eddy_feed_cancel_fired(const eddy_feed_cancel *c);
-EDDY_EXPORT void eddy_feed_cancel_free(eddy_feed_cancel *c);
+/* Cancellation: the calls that wait take the blocking front end's token, eddy_cancel (bus.h):
+ * fired from another thread, a catch-up or go-live returns EDDY_ERR_CANCELLED (see the rules
+ * above), an accept still held returns EDDY_ERR_CANCELLED and is not applied. */
 
 /* ---- catching up ----------------------------------------------------------------------- */
 
 /** Runs the catch-up on the calling thread: waits for a catch-up already running, then checks
- * the marker; replays the history in position order (pages of page_size, never the whole
- * history at once) while live events wait; applies the held events; writes the marker; goes
+ * the checkpoint; replays the history in position order (pages of page_size, never the whole
+ * history at once) while live events wait; applies the held events; writes the checkpoint; goes
  * live. EDDY_OK also when the replay was stopped (eddy_feed_info tells). The failure's own
  * status when it failed (the feed then refuses everything), EDDY_ERR_CANCELLED when cancel was
  * fired, EDDY_ERR_ILLEGAL_STATE on a failed feed or when the catch-up it waited for failed.
  * From a callback of this feed: returns EDDY_OK at once, see above. cancel may be NULL. */
-EDDY_EXPORT eddy_status eddy_feed_catch_up(eddy_feed *feed, eddy_feed_cancel *cancel,
-                                           eddy_error *err);
+EDDY_EXPORT eddy_status eddy_feed_catch_up(eddy_feed *feed, eddy_cancel *cancel, eddy_error *err);
 
-/** Skips the replay: applies the held events in arrival order and goes live, writing no marker
+/** Skips the replay: applies the held events in arrival order and goes live, writing no checkpoint
  * (a later real catch-up replays the whole history, while live events wait). While a catch-up
  * runs, waits for it to end; the feed then goes live even when the replay was stopped.
  * EDDY_ERR_ILLEGAL_STATE on a failed feed, or when the catch-up it waited for failed (the
  * detail names that failure). EDDY_ERR_CANCELLED when cancel fired while it waited. */
-EDDY_EXPORT eddy_status eddy_feed_go_live(eddy_feed *feed, eddy_feed_cancel *cancel,
-                                          eddy_error *err);
+EDDY_EXPORT eddy_status eddy_feed_go_live(eddy_feed *feed, eddy_cancel *cancel, eddy_error *err);
 
 /** Stops a running replay (it notices before its next event), or, on a feed that is not live
  * and has no catch-up running, the feed itself; see the rules above. Does not wait. */
@@ -242,13 +245,12 @@ EDDY_EXPORT void eddy_feed_stop_catch_up(eddy_feed *feed);
  * error: it was not applied; do not acknowledge it. Held (the feed is not live yet) the call
  * waits for the catch-up or go-live; it ends with EDDY_ERR_CANCELLED when cancel fires first.
  * Ownership: event is borrowed for the call. */
-EDDY_EXPORT eddy_status eddy_feed_accept(eddy_feed *feed, void *event, eddy_feed_cancel *cancel,
+EDDY_EXPORT eddy_status eddy_feed_accept(eddy_feed *feed, void *event, eddy_cancel *cancel,
                                          eddy_error *err);
 /** The same with the metadata the source knows (a projection keyed by metadata needs it).
  * Ownership: meta is borrowed for the call. */
 EDDY_EXPORT eddy_status eddy_feed_accept_meta(eddy_feed *feed, const eddy_event_meta *meta,
-                                              void *event, eddy_feed_cancel *cancel,
-                                              eddy_error *err);
+                                              void *event, eddy_cancel *cancel, eddy_error *err);
 
 /** The outcome of an eddy_feed_offer: the status eddy_feed_accept would have returned. err is
  * borrowed for the call (NULL on EDDY_OK). */
@@ -285,8 +287,8 @@ EDDY_EXPORT bool eddy_feed_failure(eddy_feed *feed, eddy_error *cause);
 /** How the last catch-up or go-live that ran ended. */
 typedef enum eddy_feed_outcome {
     EDDY_FEED_NONE,      /**< none has ended yet */
-    EDDY_FEED_REPLAYED,  /**< replayed the history, wrote the marker, went live */
-    EDDY_FEED_SKIPPED,   /**< the marker existed: went live without a replay */
+    EDDY_FEED_REPLAYED,  /**< replayed the history, wrote the checkpoint, went live */
+    EDDY_FEED_SKIPPED,   /**< the checkpoint existed: went live without a replay */
     EDDY_FEED_WENT_LIVE, /**< go-live: went live without a replay */
     EDDY_FEED_STOPPED,   /**< stopped before the replay completed */
     EDDY_FEED_CANCELLED, /**< cancelled through its handle */
@@ -310,9 +312,13 @@ typedef struct eddy_feed_info {
     eddy_feed_outcome last; /**< how the last catch-up or go-live ended */
 } eddy_feed_info;
 
-EDDY_EXPORT eddy_status eddy_feed_get_info(eddy_feed *feed, eddy_feed_info *out);
+EDDY_EXPORT eddy_status eddy_feed_stats(eddy_feed *feed, eddy_feed_info *out);
 
 #ifdef __cplusplus
 }
 #endif
+
+/* The names this header had before 0.3.0, deprecated (eddy/deprecated.h). */
+#define EDDY_DEPRECATED_FEED_H
+#include "eddy/deprecated.h"
 #endif

@@ -40,7 +40,7 @@
  * Starting a source means: register its projection with its domain feed, then catch up (or go
  * live, when spec.go_live says so: the events are stored elsewhere). EDDY_PUSH_FOREGROUND runs the
  * catch-up on the calling thread; EDDY_PUSH_BACKGROUND runs it on a thread of its own, off the
- * start-up path, and reports its progress through eddy_push_sources_status and the progress
+ * start-up path, and reports its progress through eddy_push_sources_stats and the progress
  * callback.
  *
  * Thread: every function is safe from any thread unless it says otherwise.
@@ -217,8 +217,8 @@ EDDY_EXPORT eddy_status eddy_push_sources_start_all(eddy_push_sources *ps, const
                                                     size_t *n, eddy_error *err);
 
 /** The progress of source id: EDDY_ERR_INVALID_ARGUMENT when there is none. */
-EDDY_EXPORT eddy_status eddy_push_sources_status(eddy_push_sources *ps, const char *id,
-                                                 eddy_push_progress *out);
+EDDY_EXPORT eddy_status eddy_push_sources_stats(eddy_push_sources *ps, const char *id,
+                                                eddy_push_progress *out);
 
 /** Waits until no source is catching up (each is not started, live or failed), or timeout_ms
  * passed (EDDY_ERR_TIMEOUT). When it returns EDDY_OK, the progress callback has been told how
@@ -228,4 +228,8 @@ EDDY_EXPORT eddy_status eddy_push_sources_wait(eddy_push_sources *ps, unsigned t
 #ifdef __cplusplus
 }
 #endif
+
+/* The names this header had before 0.3.0, deprecated (eddy/deprecated.h). */
+#define EDDY_DEPRECATED_PUSH_H
+#include "eddy/deprecated.h"
 #endif

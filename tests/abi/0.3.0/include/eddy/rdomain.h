@@ -52,11 +52,12 @@ typedef void (*eddy_route_done_fn)(eddy_status st, eddy_route route, const eddy_
 
 /** Builds a feed with no projection over a reactive store on loop. cfg as for eddy_domain_new
  * (id, projection and filter unset, else EDDY_ERR_INVALID_SPEC; cfg->checkpoints must be NULL,
- * as for eddy_rfeed_new); ckpt (may be NULL: no marker) is copied and its implementation must
- * outlive the feed. Ownership: loop and store are borrowed and must outlive the feed; cfg is
+ * as for eddy_rfeed_new); checkpoints (may be NULL: no checkpoint) is copied and its implementation
+ * must outlive the feed. Ownership: loop and store are borrowed and must outlive the feed; cfg is
  * copied; on EDDY_OK *out is the caller's (eddy_rdomain_free). */
 EDDY_EXPORT eddy_status eddy_rdomain_new(struct ev_loop *loop, eddy_rstore *store,
-                                         const eddy_feed_config *cfg, const eddy_rcheckpoints *ckpt,
+                                         const eddy_feed_config *cfg,
+                                         const eddy_rcheckpoints *checkpoints,
                                          eddy_rdomain_feed **out, eddy_error *err);
 
 /** As eddy_rfeed_free (everything pending completed with EDDY_ERR_CLOSED before it returns),
@@ -117,9 +118,13 @@ EDDY_EXPORT eddy_status eddy_rdomain_route(eddy_rdomain_feed *feed, const eddy_e
 EDDY_EXPORT bool eddy_rdomain_ready_for_live_delivery(eddy_rdomain_feed *feed);
 EDDY_EXPORT bool eddy_rdomain_refuses_permanently(eddy_rdomain_feed *feed);
 EDDY_EXPORT bool eddy_rdomain_failure(eddy_rdomain_feed *feed, eddy_error *cause);
-EDDY_EXPORT eddy_status eddy_rdomain_get_info(eddy_rdomain_feed *feed, eddy_feed_info *out);
+EDDY_EXPORT eddy_status eddy_rdomain_stats(eddy_rdomain_feed *feed, eddy_feed_info *out);
 
 #ifdef __cplusplus
 }
 #endif
+
+/* The names this header had before 0.3.0, deprecated (eddy/rdeprecated.h). */
+#define EDDY_DEPRECATED_RDOMAIN_H
+#include "eddy/rdeprecated.h"
 #endif

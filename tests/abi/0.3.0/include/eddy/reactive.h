@@ -14,12 +14,12 @@
  *
  * Callbacks never run inside the call that asked for them (a publish's outcome, a start's
  * readiness, a request's reply, a handler: always later, from the loop), with two exceptions:
- * eddy_rrequest_cancel, and teardown. Stop runs pending ready callbacks with EDDY_ERR_CLOSED
- * and the callbacks of requests still waiting with EDDY_ERR_NO_REPLY before it returns; free
- * does the same, and runs the pending publish callbacks with EDDY_ERR_CLOSED before it returns
- * (or, called from inside a callback, when that callback returns). Once eddy_rbus_free was
- * called, the bus refuses new work: publish, request, subscribe and start return
- * EDDY_ERR_CLOSED, stop is a no-op.
+ * eddy_rrequest_cancel (and eddy_cancel_fire of a request's token), and teardown. Stop runs pending
+ * ready callbacks with EDDY_ERR_CLOSED and the callbacks of requests still waiting with
+ * EDDY_ERR_NO_REPLY before it returns; free does the same, and runs the pending publish callbacks
+ * with EDDY_ERR_CLOSED before it returns (or, called from inside a callback, when that callback
+ * returns). Once eddy_rbus_free was called, the bus refuses new work: publish, request, subscribe
+ * and start return EDDY_ERR_CLOSED, stop is a no-op.
  *
  * Memory: a bus on memory:// keeps its in-process store alive while it lives; its commands run
  * on the loop thread and complete from the loop.
@@ -37,12 +37,8 @@ extern "C" {
 
 typedef struct eddy_rbus eddy_rbus;
 
-/** Completion of eddy_rbus_start: EDDY_OK once every subscription is ready (a message
- * published after this point is delivered) and then the activation's reply stream is open and
- * its subscriptions are in the namespace's registry (requests may be sent, and answered),
- * EDDY_ERR_IO when the backend could not be reached in time, EDDY_ERR_CLOSED when the bus was
- * stopped or freed first. err is borrowed. */
-typedef void (*eddy_ready_fn)(eddy_status st, const eddy_error *err, void *user);
+/* eddy_ready_fn, the completion of eddy_rbus_start and of eddy_rbus_subscribe_ready, is in
+ * eddy/bus.h (eddy_bus_subscribe_ready takes it too). */
 
 /** Completion of a publish: the new entry id (borrowed) on EDDY_OK, NULL otherwise. */
 typedef void (*eddy_publish_fn)(eddy_status st, const char *entry_id, void *user);
@@ -73,7 +69,8 @@ EDDY_EXPORT eddy_status eddy_rbus_subscribe_ready(eddy_rbus *bus,
 /** Starts the activation. `ready` (may be NULL) runs once when it is ready or has failed. A
  * start that fails (EDDY_ERR_IO after 2 * connect_timeout_ms + 2 * reconnect_max_ms) leaves
  * the bus stopped, as the blocking front end's does. EDDY_ERR_ILLEGAL_STATE when already
- * started. */
+ * started. A started bus keeps the loop's ev_run running (it holds an active watcher) until it
+ * is stopped, or its start failed. */
 EDDY_EXPORT eddy_status eddy_rbus_start(eddy_rbus *bus, eddy_ready_fn ready, void *user,
                                         eddy_error *err);
 
@@ -106,6 +103,23 @@ EDDY_EXPORT void eddy_rbus_free(eddy_rbus *bus);
 EDDY_EXPORT eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_event *ev,
                                           eddy_publish_fn done, void *user, eddy_error *err);
 
+/** Completion of eddy_rbus_publish_batch: published is how many of the events the backend
+ * accepted, in order (all of them on EDDY_OK); on an error, err (borrowed for the call) says
+ * why, as eddy_bus_publish_batch's would. */
+typedef void (*eddy_publish_batch_fn)(eddy_status st, size_t published, const eddy_error *err,
+                                      void *user);
+
+/** Publishes n (>= 1) events to one subject in one pipelined write, as eddy_bus_publish_batch:
+ * all are checked before anything is sent (a refusal is returned and `done` does not run);
+ * `done` (may be NULL) runs once, from the loop, with the outcome and how many were accepted.
+ * With settings.publish_dedup_ms each event is deduplicated on its own, so the whole batch may
+ * be sent again after EDDY_ERR_TIMEOUT. n == 0 is refused (EDDY_ERR_INVALID_ARGUMENT). The
+ * events are copied before the call returns. */
+EDDY_EXPORT eddy_status eddy_rbus_publish_batch(eddy_rbus *bus, const char *subject,
+                                                const eddy_event *const *evs, size_t n,
+                                                eddy_publish_batch_fn done, void *user,
+                                                eddy_error *err);
+
 /** A new event for this bus to publish, as eddy_bus_new_event builds it. Thread: any (it
  * only reads the bus's settings). */
 EDDY_EXPORT eddy_status eddy_rbus_new_event(eddy_rbus *bus, const char *type, eddy_event **out,
@@ -133,8 +147,12 @@ typedef void (*eddy_reply_fn)(eddy_status st, eddy_event *reply, void *user);
  * EDDY_ERR_NO_DEADLINE, EDDY_ERR_NO_REPLY for a deadline already passed, EDDY_ERR_NOT_READY
  * (not started, or its start not ready yet), EDDY_ERR_NOT_SUPPORTED,
  * EDDY_ERR_RESERVED_ATTRIBUTE, then the publish checks; EDDY_ERR_CLOSED once free was called)
- * are returned by the call itself and `done` does not run. opts->cancel is for the blocking
- * front end and is refused here (EDDY_ERR_INVALID_ARGUMENT): cancel through *handle.
+ * are returned by the call itself and `done` does not run; a fired opts->cancel is refused as
+ * in eddy_bus_request (EDDY_ERR_NO_REPLY). opts->cancel (an eddy_cancel token, as for
+ * eddy_bus_request) must then be fired on the loop's thread: the request ends with
+ * EDDY_ERR_NO_REPLY (counted NoReply), its callback running before eddy_cancel_fire returns; free
+ * the token after that call returned. *handle does the same for this request alone
+ * (eddy_rrequest_cancel).
  * Ownership: the event is copied before the call returns; *handle (may be NULL) is the bus's.
  * Memory and time per request in flight are bounded: one table entry, no timer or key of its
  * own (one timer serves every deadline). */
@@ -149,8 +167,9 @@ EDDY_EXPORT eddy_status eddy_rbus_request_value(eddy_rbus *bus, const char *subj
                                                 eddy_reply_fn done, void *user,
                                                 eddy_rrequest **handle, eddy_error *err);
 
-/** Cancels a request in flight: its callback runs with EDDY_ERR_NO_REPLY (counted NoReply)
- * before this returns. A request that already completed must not be cancelled. */
+/** Cancels a request in flight, as firing a token given to it alone would (opts->cancel): its
+ * callback runs with EDDY_ERR_NO_REPLY (counted NoReply) before this returns. A request that
+ * already completed must not be cancelled. NULL is a no-op. */
 EDDY_EXPORT void eddy_rrequest_cancel(eddy_rrequest *req);
 
 /** Request counters, as eddy_bus_request_stats. */

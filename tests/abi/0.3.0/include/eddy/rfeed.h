@@ -1,18 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* eddy — catch-up projection feeds on a libev loop (reactive front end).
+/** @file
+ * eddy — catch-up projection feeds on a libev loop (reactive front end).
  *
  * The same feed as eddy/feed.h, built on the same core state machine, with the same
  * eddy_feed_config and eddy_projection: it holds live events until eddy_rfeed_catch_up or
  * eddy_rfeed_go_live, replays the history one page at a time on the loop
  * (eddy_rstore_read_page, so the loop never blocks), applies the held events once each in
- * arrival order, writes the marker and goes live. Where the blocking feed waits, this one
+ * arrival order, writes the checkpoint and goes live. Where the blocking feed waits, this one
  * answers through a completion callback on the loop.
  *
- * The rules are those of eddy/feed.h (duplicates and the marker's meaning included), except:
+ * The rules are those of eddy/feed.h (duplicates and the checkpoint's meaning included), except:
  * - The feed starts failing when a catch-up fails, when an event the projection fed during a
  *   replay or from a callback (replay_started, ...) fails or is refused, or when an event
- *   nothing waits for fails. It then (1) deletes its marker (the first attempt plus 3 retries,
- *   then an error naming the feed id goes to cfg.log: delete the marker yourself before
+ *   nothing waits for fails. It then (1) deletes its checkpoint (the first attempt plus 3 retries,
+ *   then an error naming the feed id goes to cfg.log: delete the checkpoint yourself before
  *   building a new feed), (2) refuses every later accept not made by the projection with
  *   EDDY_ERR_ILLEGAL_STATE, (3) refuses each listener's event still waiting for the replay
  *   without applying it, (4) applies the events it had already taken in and those the
@@ -25,9 +26,9 @@
  *   eddy_rfeed_go_live), not from when the loop first drives it: live events accepted in
  *   between wait for its replay.
  *
- * Marker ("caught up once", not a position to resume from; see eddy/feed.h): cfg.checkpoints
- * must be NULL (its operations block); the marker is kept through the asynchronous
- * eddy_rcheckpoints given to eddy_rfeed_new (eddy_rfeed_store_checkpoints: the rstore's own
+ * Checkpoint ("caught up once", not a position to resume from; see eddy/feed.h): cfg.checkpoints
+ * must be NULL (its operations block); the checkpoint is kept through the asynchronous
+ * eddy_rcheckpoints given to eddy_rfeed_new (eddy_rstore_checkpoints: the rstore's own
  * storage, key "{ns}:ckpt:F"), or not at all when that is NULL.
  *
  * Projection: its callbacks run on the loop; apply must return a final status (EDDY_PENDING
@@ -59,38 +60,18 @@ extern "C" {
 
 typedef struct eddy_rfeed eddy_rfeed;
 
-/** An asynchronous checkpoint storage. Each operation either returns an error (done is then
- * not called) or returns EDDY_OK and calls done exactly once later, from the loop (never inside
- * the call). The signatures are those of eddy_rstore_ckpt_exists/_save/_remove. */
-typedef struct eddy_rcheckpoint_ops {
-    eddy_status (*exists)(void *self, const char *feed_id, eddy_rstore_exists_fn done, void *user,
-                          eddy_error *err);
-    eddy_status (*save)(void *self, const char *feed_id, const char *value,
-                        eddy_rstore_done_fn done, void *user, eddy_error *err);
-    /** Deleting a marker that does not exist is not an error. */
-    eddy_status (*remove)(void *self, const char *feed_id, eddy_rstore_done_fn done, void *user,
-                          eddy_error *err);
-} eddy_rcheckpoint_ops;
-
-typedef struct eddy_rcheckpoints {
-    const eddy_rcheckpoint_ops *ops;
-    void *self;
-} eddy_rcheckpoints;
-
-/** The rstore's own checkpoint storage (eddy_rstore_ckpt_*). Valid as long as the store. */
-EDDY_EXPORT eddy_rcheckpoints eddy_rfeed_store_checkpoints(eddy_rstore *store);
-
 /** Completion of a catch-up, go-live or accept: the status the blocking call would have
  * returned. err is borrowed for the call (NULL on EDDY_OK). */
 typedef void (*eddy_rfeed_done_fn)(eddy_status st, const eddy_error *err, void *user);
 
 /** Builds a feed over a reactive store on loop. cfg as for eddy_feed_new (copied; cfg.checkpoints
- * must be NULL: EDDY_ERR_INVALID_SPEC); ckpt (may be NULL: no marker) is copied and its
+ * must be NULL: EDDY_ERR_INVALID_SPEC); checkpoints (may be NULL: no checkpoint) is copied and its
  * implementation must outlive the feed. Ownership: loop and store are borrowed and must outlive
  * the feed; on EDDY_OK *out is the caller's (eddy_rfeed_free). */
 EDDY_EXPORT eddy_status eddy_rfeed_new(struct ev_loop *loop, eddy_rstore *store,
-                                       const eddy_feed_config *cfg, const eddy_rcheckpoints *ckpt,
-                                       eddy_rfeed **out, eddy_error *err);
+                                       const eddy_feed_config *cfg,
+                                       const eddy_rcheckpoints *checkpoints, eddy_rfeed **out,
+                                       eddy_error *err);
 
 /** Completes every pending accept, catch-up and go-live with EDDY_ERR_CLOSED before it returns
  * and frees the feed (its memory once the store operations in flight have returned, which
@@ -128,6 +109,15 @@ EDDY_EXPORT eddy_status eddy_rfeed_accept(eddy_rfeed *feed, void *event, eddy_rf
 EDDY_EXPORT eddy_status eddy_rfeed_accept_meta(eddy_rfeed *feed, const eddy_event_meta *meta,
                                                void *event, eddy_rfeed_done_fn done, void *user);
 
+/** Feeds a live event (meta may be NULL: fed without metadata; copied) without waiting, as
+ * eddy_feed_offer: the twin that the reactive accept already is, taking eddy_feed_offer's
+ * arguments. done runs exactly once with the outcome, from the loop (never inside this call,
+ * unlike eddy_feed_offer's, which may run before it returns). EDDY_ERR_INVALID_ARGUMENT (done not
+ * called) for a NULL feed, event or done; EDDY_ERR_NOMEM (done not called) out of memory.
+ * Ownership: event stays the caller's until done runs. */
+EDDY_EXPORT eddy_status eddy_rfeed_offer(eddy_rfeed *feed, const eddy_event_meta *meta, void *event,
+                                         eddy_rfeed_done_fn done, void *user);
+
 /** A subscription handler (reactive bus; spec.user = the feed) that feeds each delivery to the
  * feed, decoded with cfg.decode and with the delivery's stored metadata when it carries some:
  * applied, acknowledged; refused or failed, not acknowledged, so an AtLeastOnce subscription gets
@@ -141,9 +131,13 @@ EDDY_EXPORT bool eddy_rfeed_ready_for_live_delivery(eddy_rfeed *feed);
 EDDY_EXPORT bool eddy_rfeed_refuses_permanently(eddy_rfeed *feed);
 /** When the feed failed, copies the failure into *cause (may be NULL) and returns true. */
 EDDY_EXPORT bool eddy_rfeed_failure(eddy_rfeed *feed, eddy_error *cause);
-EDDY_EXPORT eddy_status eddy_rfeed_get_info(eddy_rfeed *feed, eddy_feed_info *out);
+EDDY_EXPORT eddy_status eddy_rfeed_stats(eddy_rfeed *feed, eddy_feed_info *out);
 
 #ifdef __cplusplus
 }
 #endif
+
+/* The names this header had before 0.3.0, deprecated (eddy/rdeprecated.h). */
+#define EDDY_DEPRECATED_RFEED_H
+#include "eddy/rdeprecated.h"
 #endif

@@ -150,10 +150,14 @@ EDDY_EXPORT eddy_status eddy_rpush_sources_start_all(eddy_rpush_sources *ps,
 
 /** The progress of source id (sampled now while it catches up): EDDY_ERR_INVALID_ARGUMENT when
  * there is none. out->id lives as the sources. */
-EDDY_EXPORT eddy_status eddy_rpush_sources_status(eddy_rpush_sources *ps, const char *id,
-                                                  eddy_push_progress *out);
+EDDY_EXPORT eddy_status eddy_rpush_sources_stats(eddy_rpush_sources *ps, const char *id,
+                                                 eddy_push_progress *out);
 
 #ifdef __cplusplus
 }
 #endif
+
+/* The names this header had before 0.3.0, deprecated (eddy/rdeprecated.h). */
+#define EDDY_DEPRECATED_RPUSH_H
+#include "eddy/rdeprecated.h"
 #endif

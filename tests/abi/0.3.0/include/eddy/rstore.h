@@ -56,13 +56,15 @@ typedef void (*eddy_rstore_stream_page_fn)(eddy_status st, long long last_versio
 /** Completion of eddy_rstore_head: the last stored position (0 for an empty store). */
 typedef void (*eddy_rstore_head_fn)(eddy_status st, long long position, const eddy_error *err,
                                     void *user);
-/** Completion of eddy_rstore_ckpt_exists. */
+/** Completion of eddy_rstore_checkpoint_exists. */
 typedef void (*eddy_rstore_exists_fn)(eddy_status st, bool exists, const eddy_error *err,
                                       void *user);
-/** Completion of eddy_rstore_ckpt_read: value (borrowed for the call) when found, else NULL. */
-typedef void (*eddy_rstore_ckpt_read_fn)(eddy_status st, const char *value, bool found,
-                                         const eddy_error *err, void *user);
-/** Completion of an operation with no result (checkpoint save and remove). */
+/** Completion of eddy_rstore_checkpoint_read: value (borrowed for the call) when found, else
+ * NULL. */
+typedef void (*eddy_rstore_checkpoint_read_fn)(eddy_status st, const char *value, bool found,
+                                               const eddy_error *err, void *user);
+/** Completion of an operation with no result (checkpoint save and remove, a whole stream's read).
+ */
 typedef void (*eddy_rstore_done_fn)(eddy_status st, const eddy_error *err, void *user);
 
 /** Opens a store on `loop`, on the settings' backend and namespace (url, ns, max_event_size,
@@ -89,7 +91,7 @@ EDDY_EXPORT eddy_status eddy_rstore_append(eddy_rstore *store, const char *strea
                                            const eddy_append_opts *opts, eddy_rstore_append_fn done,
                                            void *user, eddy_error *err);
 
-/** Reads one page across the store, as eddy_store_read_all: events with position >
+/** Reads one page across the store, as eddy_store_read_page: events with position >
  * after_position, at most max_entries examined; `each` receives those that pass the filter
  * (from the loop, before done), and may stop the page by returning another status, which done
  * then receives. Ownership: the filter is borrowed until done runs; the event and meta given
@@ -100,12 +102,24 @@ EDDY_EXPORT eddy_status eddy_rstore_read_page(eddy_rstore *store, long long afte
                                               void *user, eddy_error *err);
 
 /** Reads one page of stream_id's events with version > after_version, in version order (a
- * bounded number of entries). `each` as in eddy_rstore_read_page. Ownership: stream_id is
+ * bounded number of entries), as eddy_store_read_stream_page. `each` as in
+ * eddy_rstore_read_page. Ownership: stream_id is
  * copied. Thread: the loop's thread. */
 EDDY_EXPORT eddy_status eddy_rstore_read_stream_page(eddy_rstore *store, const char *stream_id,
                                                      long long after_version, eddy_stored_fn each,
                                                      eddy_rstore_stream_page_fn done, void *user,
                                                      eddy_error *err);
+
+/** Reads all of stream_id's events with version > after_version, in version order, as
+ * eddy_store_read_stream: page after page (each page asked for from the previous one's
+ * completion, so no more than a page is held), `each` receiving every event, done running once
+ * at the end (EDDY_OK), at the first failure, or with each's status when each stopped the read.
+ * Refused up front (done not called) as eddy_rstore_read_stream_page. Ownership: stream_id is
+ * copied. Thread: the loop's thread. */
+EDDY_EXPORT eddy_status eddy_rstore_read_stream(eddy_rstore *store, const char *stream_id,
+                                                long long after_version, eddy_stored_fn each,
+                                                eddy_rstore_done_fn done, void *user,
+                                                eddy_error *err);
 
 /** The position of the last stored event, through done. Thread: the loop's thread. */
 EDDY_EXPORT eddy_status eddy_rstore_head(eddy_rstore *store, eddy_rstore_head_fn done, void *user,
@@ -113,27 +127,55 @@ EDDY_EXPORT eddy_status eddy_rstore_head(eddy_rstore *store, eddy_rstore_head_fn
 
 /* ---- checkpoint storage on the store's backend (key "{ns}:ckpt:F") -------------------------- */
 
-/** Whether feed_id has a marker. Ownership: feed_id is copied. Thread: the loop's thread. */
-EDDY_EXPORT eddy_status eddy_rstore_ckpt_exists(eddy_rstore *store, const char *feed_id,
-                                                eddy_rstore_exists_fn done, void *user,
-                                                eddy_error *err);
-/** Reads feed_id's marker. Ownership: feed_id is copied; the value given to done is borrowed
- * for its call. Thread: the loop's thread. */
-EDDY_EXPORT eddy_status eddy_rstore_ckpt_read(eddy_rstore *store, const char *feed_id,
-                                              eddy_rstore_ckpt_read_fn done, void *user,
-                                              eddy_error *err);
-/** Saves value as feed_id's marker. Ownership: feed_id and value are copied. Thread: the loop's
- * thread. */
-EDDY_EXPORT eddy_status eddy_rstore_ckpt_save(eddy_rstore *store, const char *feed_id,
-                                              const char *value, eddy_rstore_done_fn done,
-                                              void *user, eddy_error *err);
-/** Deletes feed_id's marker (one that does not exist is not an error). Ownership: feed_id is
+/** Whether feed_id has a checkpoint, as eddy_store_checkpoint_exists. Ownership: feed_id is
  * copied. Thread: the loop's thread. */
-EDDY_EXPORT eddy_status eddy_rstore_ckpt_remove(eddy_rstore *store, const char *feed_id,
-                                                eddy_rstore_done_fn done, void *user,
-                                                eddy_error *err);
+EDDY_EXPORT eddy_status eddy_rstore_checkpoint_exists(eddy_rstore *store, const char *feed_id,
+                                                      eddy_rstore_exists_fn done, void *user,
+                                                      eddy_error *err);
+/** Reads feed_id's checkpoint, as eddy_store_checkpoint_read. Ownership: feed_id is copied; the
+ * value given to done is borrowed for its call. Thread: the loop's thread. */
+EDDY_EXPORT eddy_status eddy_rstore_checkpoint_read(eddy_rstore *store, const char *feed_id,
+                                                    eddy_rstore_checkpoint_read_fn done, void *user,
+                                                    eddy_error *err);
+/** Saves value as feed_id's checkpoint, as eddy_store_checkpoint_save. Ownership: feed_id and
+ * value are copied. Thread: the loop's thread. */
+EDDY_EXPORT eddy_status eddy_rstore_checkpoint_save(eddy_rstore *store, const char *feed_id,
+                                                    const char *value, eddy_rstore_done_fn done,
+                                                    void *user, eddy_error *err);
+/** Deletes feed_id's checkpoint (one that does not exist is not an error), as
+ * eddy_store_checkpoint_remove. Ownership: feed_id is copied. Thread: the loop's thread. */
+EDDY_EXPORT eddy_status eddy_rstore_checkpoint_remove(eddy_rstore *store, const char *feed_id,
+                                                      eddy_rstore_done_fn done, void *user,
+                                                      eddy_error *err);
+
+/** An asynchronous checkpoint storage, the reactive feed's (eddy/rfeed.h): the twin of
+ * eddy_checkpoints. Each operation either returns an error (done is then not called) or returns
+ * EDDY_OK and calls done exactly once later, from the loop (never inside the call). The
+ * signatures are those of eddy_rstore_checkpoint_exists/_save/_remove. */
+typedef struct eddy_rcheckpoint_ops {
+    eddy_status (*exists)(void *self, const char *feed_id, eddy_rstore_exists_fn done, void *user,
+                          eddy_error *err);
+    eddy_status (*save)(void *self, const char *feed_id, const char *value,
+                        eddy_rstore_done_fn done, void *user, eddy_error *err);
+    /** Deleting a checkpoint that does not exist is not an error. */
+    eddy_status (*remove)(void *self, const char *feed_id, eddy_rstore_done_fn done, void *user,
+                          eddy_error *err);
+} eddy_rcheckpoint_ops;
+
+typedef struct eddy_rcheckpoints {
+    const eddy_rcheckpoint_ops *ops;
+    void *self;
+} eddy_rcheckpoints;
+
+/** Checkpoint storage on the store's backend (eddy_rstore_checkpoint_*), as
+ * eddy_store_checkpoints gives it for the blocking store. Valid as long as the store. */
+EDDY_EXPORT eddy_rcheckpoints eddy_rstore_checkpoints(eddy_rstore *store);
 
 #ifdef __cplusplus
 }
 #endif
+
+/* The names this header had before 0.3.0, deprecated (eddy/rdeprecated.h). */
+#define EDDY_DEPRECATED_RSTORE_H
+#include "eddy/rdeprecated.h"
 #endif

@@ -20,6 +20,15 @@ extern "C" {
 #define EDDY_EXPORT
 #endif
 
+/** Marks a name kept for one release after it was renamed (eddy/deprecated.h and
+ * eddy/rdeprecated.h list them):
+ * using it warns, with the new name in the message. */
+#if defined(__GNUC__)
+#define EDDY_DEPRECATED(msg) __attribute__((deprecated(msg)))
+#else
+#define EDDY_DEPRECATED(msg)
+#endif
+
 typedef enum eddy_status {
     EDDY_OK = 0,
     /** Not an error: a handler or responder that returns it finishes later (see bus.h). */
@@ -59,7 +68,11 @@ typedef enum eddy_status {
     EDDY_ERR_NOT_FOUND, /**< what the call names (a dead letter's id) is not there */
     EDDY_ERR_AUTH,      /**< the server refused the credentials (WRONGPASS, NOAUTH, NOPERM) */
     EDDY_ERR_TLS,       /**< the TLS handshake failed or the server's certificate was refused */
-    EDDY_STATUS_COUNT_  /**< not a status: the number of values above */
+    /** The server is out of memory (Redis at maxmemory under noeviction answered OOM): it
+     * refuses writes until memory frees. Nothing was written; the same call on the same bus
+     * succeeds again by itself once memory frees (no reconnect). */
+    EDDY_ERR_SERVER_FULL,
+    EDDY_STATUS_COUNT_ /**< not a status: the number of values above */
 } eddy_status;
 
 /** Static English text for a status ("invalid subject"). Never NULL. Thread: any. */

@@ -9,7 +9,7 @@
  * publish the same events to a bus subject in the same atomic step, so no event is stored
  * but not published, or published but not stored.
  *
- * Checkpoint storage keeps a catch-up feed's marker by feed id. eddy_store_checkpoints gives
+ * Checkpoint storage keeps a catch-up feed's checkpoint by feed id. eddy_store_checkpoints gives
  * the one on the store's backend; users may implement eddy_checkpoint_ops over their own.
  *
  * Thread: every function of a store is safe from any thread.
@@ -85,33 +85,44 @@ EDDY_EXPORT eddy_status eddy_store_read_stream(eddy_store *store, const char *st
                                                long long after_version, eddy_stored_fn fn,
                                                void *user, eddy_error *err);
 
+/** Reads one page of stream_id's events with version > after_version, in version order (a
+ * bounded number of entries): the twin of eddy_rstore_read_stream_page. *last_version is the
+ * last version delivered (after_version when none was; also set after a failure, where to
+ * resume); *more is true when the page was full, so another may follow (ask after
+ * *last_version). fn may stop the page by returning another status, which the call returns.
+ * EDDY_ERR_INVALID_ARGUMENT for a NULL store, fn, last_version or more. */
+EDDY_EXPORT eddy_status eddy_store_read_stream_page(eddy_store *store, const char *stream_id,
+                                                    long long after_version, eddy_stored_fn fn,
+                                                    void *user, long long *last_version, bool *more,
+                                                    eddy_error *err);
+
 /** Reads one page across the store: events with position > after_position, in position
  * order, examining at most max_entries stored events (filtered-out ones count: a page is
  * bounded work). fn receives those that pass the filter. *next_position is the last
  * position examined (after_position when none was): pass it as the next after_position. The
  * end is reached when *next_position == the head position. Data conditions of the filter are
  * read with eddy_msgpack_reader (eddy_filter_matches). */
-EDDY_EXPORT eddy_status eddy_store_read_all(eddy_store *store, long long after_position,
-                                            size_t max_entries, const eddy_filter *filter,
-                                            eddy_stored_fn fn, void *user, long long *next_position,
-                                            eddy_error *err);
+EDDY_EXPORT eddy_status eddy_store_read_page(eddy_store *store, long long after_position,
+                                             size_t max_entries, const eddy_filter *filter,
+                                             eddy_stored_fn fn, void *user,
+                                             long long *next_position, eddy_error *err);
 
 /** The position of the last stored event (0 for an empty store). */
 EDDY_EXPORT eddy_status eddy_store_head(eddy_store *store, long long *position, eddy_error *err);
 
-/* ---- checkpoint storage (a catch-up feed's marker) ------------------------------------ */
+/* ---- checkpoint storage (a catch-up feed's checkpoint) -------------------------------- */
 
 /** The operations of a checkpoint storage. Every operation returns EDDY_OK or an error with
  * detail; `self` is the implementation's state. Thread: implementations must be safe from any
  * thread. */
 typedef struct eddy_checkpoint_ops {
     eddy_status (*exists)(void *self, const char *feed_id, bool *exists, eddy_error *err);
-    /** Copies the marker into buf (NUL-terminated, at most size bytes); *found false when
+    /** Copies the checkpoint into buf (NUL-terminated, at most size bytes); *found false when
      * there is none. */
     eddy_status (*read)(void *self, const char *feed_id, char *buf, size_t size, bool *found,
                         eddy_error *err);
     eddy_status (*save)(void *self, const char *feed_id, const char *value, eddy_error *err);
-    /** Deleting a marker that does not exist is not an error. */
+    /** Deleting a checkpoint that does not exist is not an error. */
     eddy_status (*remove)(void *self, const char *feed_id, eddy_error *err);
 } eddy_checkpoint_ops;
 
@@ -120,11 +131,32 @@ typedef struct eddy_checkpoints {
     void *self;
 } eddy_checkpoints;
 
-/** Checkpoint storage on the store's backend: the marker of feed F is the key
+/** Checkpoint storage on the store's backend: the checkpoint of feed F is the key
  * "{ns}:ckpt:F". Valid as long as the store. */
 EDDY_EXPORT eddy_checkpoints eddy_store_checkpoints(eddy_store *store);
+
+/** The operations of eddy_store_checkpoints(store), called directly: the twins of
+ * eddy_rstore_checkpoint_*. Whether feed_id has a checkpoint. EDDY_ERR_INVALID_ARGUMENT for a
+ * NULL argument or a bad feed id. */
+EDDY_EXPORT eddy_status eddy_store_checkpoint_exists(eddy_store *store, const char *feed_id,
+                                                     bool *exists, eddy_error *err);
+/** Copies feed_id's checkpoint into buf (NUL-terminated, at most size bytes); *found false when
+ * there is none. */
+EDDY_EXPORT eddy_status eddy_store_checkpoint_read(eddy_store *store, const char *feed_id,
+                                                   char *buf, size_t size, bool *found,
+                                                   eddy_error *err);
+/** Saves value as feed_id's checkpoint. Ownership: feed_id and value stay the caller's. */
+EDDY_EXPORT eddy_status eddy_store_checkpoint_save(eddy_store *store, const char *feed_id,
+                                                   const char *value, eddy_error *err);
+/** Deletes feed_id's checkpoint (one that does not exist is not an error). */
+EDDY_EXPORT eddy_status eddy_store_checkpoint_remove(eddy_store *store, const char *feed_id,
+                                                     eddy_error *err);
 
 #ifdef __cplusplus
 }
 #endif
+
+/* The names this header had before 0.3.0, deprecated (eddy/deprecated.h). */
+#define EDDY_DEPRECATED_STORE_H
+#include "eddy/deprecated.h"
 #endif

@@ -253,6 +253,11 @@ static bool wait_for_handled(eddy_bus *bus, uint64_t n, int seconds) {
 }
 
 int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: %s [--url URL] [--ns NAMESPACE]\n", argv[0]);
+            return 0;
+        }
     const char *url = getenv("EDDY_URL") ? getenv("EDDY_URL") : "memory://";
     char ns[64];
     snprintf(ns, sizeof(ns), "order-status-%ld", (long)getpid());
@@ -334,7 +339,7 @@ int main(int argc, char **argv) {
         eddy_consumer_stats cs;
         eddy_feed_info info;
         eddy_bus_consumer_stats(bus, "order-status", &cs);
-        eddy_feed_get_info(feed, &info);
+        eddy_feed_stats(feed, &info);
         printf("listener: %llu deliveries, %llu acknowledged, %llu refused or failed\n",
                (unsigned long long)cs.delivered, (unsigned long long)cs.handled,
                (unsigned long long)cs.failed);

@@ -228,6 +228,11 @@ static void sleep_ms(long ms) {
 }
 
 int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: %s [--url URL] [--ns NAMESPACE] [--history N]\n", argv[0]);
+            return 0;
+        }
     const char *url = getenv("EDDY_URL") ? getenv("EDDY_URL") : "memory://read-models";
     char ns[64];
     snprintf(ns, sizeof(ns), "read-models-%ld", (long)getpid());

@@ -346,6 +346,11 @@ static void log_to_stderr(eddy_log_level level, const char *msg, void *user) {
 }
 
 int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: %s [--url URL] [--role both|responder|caller]\n", argv[0]);
+            return 0;
+        }
     const char *url = getenv("EDDY_URL") ? getenv("EDDY_URL") : "memory://";
     const char *role = "both";
     for (int i = 1; i + 1 < argc; i += 2) {

@@ -6,7 +6,8 @@
  * With the default memory:// backend everything runs in this one process: the publisher
  * publishes N orders and two workers in the group "fulfilment" share them, each order handled
  * by exactly one. With --url redis://127.0.0.1:6379 (or EDDY_URL) the roles can run in
- * separate processes: start several `--role worker` and one `--role publisher`. */
+ * separate processes: start several `--role worker` and one `--role publisher`. Each worker
+ * process is named worker-<pid> unless --instance says otherwise, and prints its pid. */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "eddy/blocking.h"
 #include "eddy/msgpack.h"
@@ -42,7 +44,8 @@ static eddy_status handle_order(eddy_delivery *d, void *user) {
     long long order = -1;
     if (o->type == MSGPACK_OBJECT_MAP && o->via.map.size > 0)
         order = (long long)o->via.map.ptr[0].val.via.i64;
-    printf("%s handled order %lld (attempt %u)\n", worker, order, eddy_delivery_attempt(d));
+    printf("%s (pid %d) handled order %lld (attempt %u)\n", worker, (int)getpid(), order,
+           eddy_delivery_attempt(d));
     fflush(stdout);
     eddy_value_free(v);
     atomic_fetch_add(&handled, 1);
@@ -80,9 +83,18 @@ static eddy_bus *worker_bus(const eddy_settings *base, const char *instance) {
 }
 
 int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: %s [--url URL] [--count N] [--role both|publisher|worker] [--instance "
+                   "NAME]\n",
+                   argv[0]);
+            return 0;
+        }
     const char *url = getenv("EDDY_URL") ? getenv("EDDY_URL") : "memory://";
     const char *role = "both";
-    const char *instance = "worker-1";
+    char own[32];
+    snprintf(own, sizeof(own), "worker-%d", (int)getpid()); /* two processes, two names */
+    const char *instance = own;
     int count = 10;
     for (int i = 1; i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--url") == 0)

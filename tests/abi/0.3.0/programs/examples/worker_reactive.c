@@ -71,7 +71,7 @@ static void fail(app *a, const char *what, eddy_status st, const char *detail) {
 static void work_done(struct ev_loop *loop, ev_timer *t, int revents) {
     job *j = (job *)t; /* the timer is the job's first member */
     app *a = j->w->app;
-    printf("%s handled order %lld (attempt %u)%s\n", j->w->name, j->order,
+    printf("%s (pid %d) handled order %lld (attempt %u)%s\n", j->w->name, (int)getpid(), j->order,
            eddy_delivery_attempt(j->d), j->ours ? "" : " from an earlier run");
     fflush(stdout);
     eddy_delivery_finish(j->d, EDDY_OK); /* acknowledged */
@@ -164,6 +164,11 @@ static void log_to_stderr(eddy_log_level level, const char *msg, void *user) {
 }
 
 int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            printf("usage: %s [--url URL] [--count N]\n", argv[0]);
+            return 0;
+        }
     const char *url = getenv("EDDY_URL") ? getenv("EDDY_URL") : "memory://";
     int count = 10;
     for (int i = 1; i < argc; i += 2) {
