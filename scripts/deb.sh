@@ -80,7 +80,7 @@ echo "== programs built against the installed packages"
 prog="$work/prog"
 mkdir -p "$prog"
 cp examples/reqrep_blocking.c examples/reqrep_reactive.c tests/install/consumer.c \
-    tests/install/CMakeLists.txt "$prog"/
+    tests/install/msgpack_consumer.c tests/install/CMakeLists.txt "$prog"/
 cd "$prog"
 cflags=(-std=c11 -D_POSIX_C_SOURCE=200809L) # the examples use POSIX (sigwait)
 cc "${cflags[@]}" -o reqrep_blocking reqrep_blocking.c $(pkg-config --cflags --libs eddy)
@@ -94,10 +94,15 @@ for p in reqrep_blocking reqrep_reactive; do
     "./$p" --url memory:// >"$p.out" 2>&1 || { cat "$p.out" >&2; exit 1; }
 done
 ./consumer
+# The static link through eddy-reactive-static.pc: nothing of eddy needed at run time.
+cc "${cflags[@]}" -o consumer-static consumer.c $(pkg-config --cflags --libs eddy-reactive-static)
+! ldd consumer-static | grep -q libeddy
+./consumer-static
 for kind in shared static; do
     cmake -S . -B "fp-$kind" -DEDDY_KIND="$kind" >/dev/null
     cmake --build "fp-$kind" >/dev/null
     "fp-$kind/consumer"
 done
+fp-shared/msgpack_consumer
 echo "deb.sh: the packages build, pass lintian, install, and programs built against them run"
 echo "        ($out)"
