@@ -3,6 +3,8 @@
  * anything was written, and `failed` makes every later call a no-op. */
 #include "json.h"
 
+#include "cetext.h"
+
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,27 +40,6 @@ static void put(eddy__json *j, const char *s, size_t n) {
 
 static void put_c(eddy__json *j, const char *s) { put(j, s, strlen(s)); }
 
-/* Length of the well-formed UTF-8 sequence at s (n bytes left), 0 when it is not one. */
-static size_t utf8_len(const unsigned char *s, size_t n) {
-    size_t len = s[0] < 0x80             ? 1
-                 : (s[0] & 0xE0) == 0xC0 ? 2
-                 : (s[0] & 0xF0) == 0xE0 ? 3
-                 : (s[0] & 0xF8) == 0xF0 ? 4
-                                         : 0;
-    if (len == 0 || len > n)
-        return 0;
-    for (size_t i = 1; i < len; i++)
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-    uint32_t cp = len == 1 ? s[0] : len == 2 ? s[0] & 0x1F : len == 3 ? s[0] & 0x0F : s[0] & 0x07;
-    for (size_t i = 1; i < len; i++)
-        cp = (cp << 6) | (s[i] & 0x3F);
-    static const uint32_t min[] = {0, 0, 0x80, 0x800, 0x10000};
-    if (cp < min[len] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0; /* overlong, out of range or a surrogate */
-    return len;
-}
-
 static void put_string(eddy__json *j, const char *s) {
     put(j, "\"", 1);
     const unsigned char *p = (const unsigned char *)s;
@@ -81,7 +62,8 @@ static void put_string(eddy__json *j, const char *s) {
                 put(j, esc, 6);
             }
         } else {
-            size_t len = utf8_len(p, n);
+            uint32_t cp;
+            size_t len = eddy__utf8_decode(p, n, &cp);
             if (len == 0) {
                 put_c(j, "\\ufffd");
                 len = 1;
