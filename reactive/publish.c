@@ -294,6 +294,20 @@ static void published(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error 
     finish(bus, p, st, err);
 }
 
+/* Queues a prepared publish (or batch) with the call's deadline: what a cluster refused unwritten
+ * may go again until then. On failure p is freed. */
+static eddy_status submit_publish(eddy_rbus *bus, rpub *p, eddy_error *err) {
+    p->until = eddy__mono_ms() + eddy__command_timeout_ms(&bus->s, -1);
+    eddy__rbus_enter(bus);
+    eddy_status st = eddy__rpub_submit(bus, p);
+    if (st != EDDY_OK) {
+        eddy__rpub_free(p);
+        eddy__fail(err, st, "out of memory connecting");
+    }
+    eddy__rbus_leave(bus);
+    return st;
+}
+
 eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_event *ev,
                               eddy_publish_fn done, void *user, eddy_error *err) {
     if (!bus)
@@ -309,14 +323,7 @@ eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_ev
         return st;
     }
     p->done = done;
-    p->until = eddy__mono_ms() + eddy__command_timeout_ms(&bus->s, -1);
-    eddy__rbus_enter(bus);
-    if ((st = eddy__rpub_submit(bus, p)) != EDDY_OK) {
-        eddy__rpub_free(p);
-        eddy__fail(err, st, "out of memory connecting");
-    }
-    eddy__rbus_leave(bus);
-    return st;
+    return submit_publish(bus, p, err);
 }
 
 /* A batch's outcome, read as eddy_bus_publish_batch reads it: the publishes in order, counted
@@ -368,14 +375,7 @@ eddy_status eddy_rbus_publish_batch(eddy_rbus *bus, const char *subject,
     }
     p->batch_done = done ? done : batch_noop;
     p->npub = n;
-    p->until = eddy__mono_ms() + eddy__command_timeout_ms(&bus->s, -1);
-    eddy__rbus_enter(bus);
-    if ((st = eddy__rpub_submit(bus, p)) != EDDY_OK) {
-        eddy__rpub_free(p);
-        eddy__fail(err, st, "out of memory connecting");
-    }
-    eddy__rbus_leave(bus);
-    return st;
+    return submit_publish(bus, p, err);
 }
 
 eddy_status eddy_rbus_new_event(eddy_rbus *bus, const char *type, eddy_event **out,
