@@ -36,3 +36,15 @@ char *eddy__key_pubids(const char *ns, const char *subject) {
 char *eddy__key_pubexp(const char *ns, const char *subject) {
     return key_join(ns, "pubexp", subject);
 }
+
+bool eddy__key_name_ok(const char *s) {
+    size_t n = s ? strlen(s) : 0;
+    if (n == 0 || n > 128)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c <= ' ' || c >= 127 || c == '{' || c == '}' || c == ':')
+            return false;
+    }
+    return true;
+}

@@ -23,6 +23,8 @@
 #ifndef EDDY_SRC_KEYS_H
 #define EDDY_SRC_KEYS_H
 
+#include <stdbool.h>
+
 char *eddy__key_stream(const char *ns, const char *subject);
 char *eddy__key_subjects(const char *ns);
 char *eddy__key_dlq(const char *ns, const char *group);
@@ -34,5 +36,9 @@ char *eddy__key_es_stream(const char *ns, const char *stream_id);
 char *eddy__key_checkpoint(const char *ns, const char *feed_id);
 char *eddy__key_pubids(const char *ns, const char *subject);
 char *eddy__key_pubexp(const char *ns, const char *subject);
+
+/* A name that may stand inside a key (namespace, group, instance, subscription name, stream id,
+ * feed id): 1 to 128 printable ASCII characters other than space, '{', '}' and ':'. */
+bool eddy__key_name_ok(const char *s);
 
 #endif

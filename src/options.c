@@ -14,6 +14,7 @@
 #include <strings.h>
 
 #include "error.h"
+#include "keys.h"
 
 const eddy__opt *eddy__opts_find(const eddy__opt_table *t, const char *name) {
     if (!name)
@@ -189,19 +190,6 @@ void eddy__opts_widen(const eddy__opt_table *t, void *full, const void *src) {
     memcpy(full, &size, sizeof(size));
 }
 
-/* A name that is safe inside a key: 1..128 printable ASCII, no space, '{', '}', ':'. */
-static bool key_safe(const char *s) {
-    size_t n = strlen(s);
-    if (n == 0 || n > 128)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c <= ' ' || c >= 127 || c == '{' || c == '}' || c == ':')
-            return false;
-    }
-    return true;
-}
-
 static eddy_status check_row(const eddy__opt_table *t, const eddy__opt *o, const void *s,
                              eddy_error *err) {
     const char *pre = t->prefix;
@@ -212,7 +200,7 @@ static eddy_status check_row(const eddy__opt_table *t, const eddy__opt *o, const
             v = o->def_str;
         if (!v)
             return EDDY_OK;
-        if ((o->flags & EDDY__OPT_KEY_SAFE) && !key_safe(v))
+        if ((o->flags & EDDY__OPT_KEY_SAFE) && !eddy__key_name_ok(v))
             return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
                               "%s.%s '%s': 1-128 printable characters without space, '{', "
                               "'}' or ':'",

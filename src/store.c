@@ -342,17 +342,11 @@ void eddy__store_free(eddy__store *st) {
 eddy_status eddy__store_check_id(const char *id, const char *what, eddy_error *err) {
     if (!id)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "%s is NULL", what);
-    size_t n = strlen(id);
-    bool ok = n >= 1 && n <= 128;
-    for (size_t i = 0; ok && i < n; i++) {
-        unsigned char c = (unsigned char)id[i];
-        ok = c > ' ' && c < 127 && c != '{' && c != '}' && c != ':';
-    }
-    if (!ok) {
+    if (!eddy__key_name_ok(id)) {
         char shown[64];
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT,
                           "%s '%s': 1-128 printable characters without space, '{', '}' or ':'",
-                          what, eddy__printable(shown, sizeof(shown), id, n));
+                          what, eddy__printable(shown, sizeof(shown), id, strlen(id)));
     }
     return EDDY_OK;
 }

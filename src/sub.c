@@ -7,20 +7,9 @@
 #include <string.h>
 
 #include "error.h"
+#include "keys.h"
 #include "options.h"
 #include "subject.h"
-
-static bool name_ok(const char *s) {
-    size_t n = strlen(s);
-    if (n == 0 || n > 128)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c <= ' ' || c >= 127 || c == '{' || c == '}' || c == ':')
-            return false;
-    }
-    return true;
-}
 
 eddy_status eddy__sub_new(const eddy__settings *s, const eddy_subscription_spec *spec,
                           eddy__sub **out, eddy_error *err) {
@@ -30,7 +19,7 @@ eddy_status eddy__sub_new(const eddy__settings *s, const eddy_subscription_spec 
     eddy__opts_widen(&eddy__subscription_spec_table, &full, spec);
     spec = &full;
     const char *name = spec->name ? spec->name : "";
-    if (!name_ok(name))
+    if (!eddy__key_name_ok(name))
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
                           "subscription '%s': name must be 1-128 printable characters without "
                           "space, '{', '}' or ':'",
@@ -70,7 +59,7 @@ eddy_status eddy__sub_new(const eddy__settings *s, const eddy_subscription_spec 
     if (spec->delivery != EDDY_AT_MOST_ONCE && spec->delivery != EDDY_AT_LEAST_ONCE)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "subscription '%s': unknown delivery mode %d",
                           name, (int)spec->delivery);
-    if (spec->shape == EDDY_COMPETING && (!spec->group || !name_ok(spec->group)))
+    if (spec->shape == EDDY_COMPETING && (!spec->group || !eddy__key_name_ok(spec->group)))
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
                           "subscription '%s': a competing subscription needs a group of 1-128 "
                           "printable characters without space, '{', '}' or ':'",
