@@ -1,20 +1,20 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Admin handles on the blocking front end: the core (src/admin.c) plans and reads; this file
+/* Admin handles on the blocking front end: the core (src/bus/admin.c) plans and reads; this file
  * sends each round as one pipeline on the handle's own connection, behind a mutex, and makes the
  * calling thread wait. Every call only reads, so a round that failed on a connection made before
  * the call (it may have been dead for a while) is tried once more on a new one. */
 #include <pthread.h>
 #include <stdlib.h>
 
-#include "admin.h"
+#include "bus/admin.h"
+#include "bus/registry.h"
+#include "config/settings.h"
 #include "conn.h"
 #include "eddy/admin.h"
 #include "error.h"
-#include "redis.h"
-#include "registry.h"
+#include "events/subject.h"
+#include "link/redis.h"
 #include "scan.h"
-#include "settings.h"
-#include "subject.h"
 
 struct eddy_admin {
     eddy__settings s;

@@ -8,7 +8,7 @@
 
 #include "error.h"
 #include "internal.h"
-#include "redis.h"
+#include "link/redis.h"
 
 static void bsub_free(bsub *bs) {
     if (!bs)

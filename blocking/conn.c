@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Blocking transport; see conn.h. The link (src/link.h) speaks to the server, or to the
+/* Blocking transport; see conn.h. The link (src/link/link.h) speaks to the server, or to the
  * memory engine; this file only waits for it with poll() until a deadline.
  *
  * Interrupting a blocking read: the reader marks itself in_read only after its whole pipeline
@@ -18,11 +18,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "backoff.h"
-#include "conn_state.h"
+#include "config/conn_state.h"
 #include "error.h"
-#include "reply.h"
 #include "timing.h"
+#include "util/backoff.h"
+#include "util/reply.h"
 
 void eddy__bcond_init_monotonic(pthread_cond_t *cond) {
     pthread_condattr_t attr;

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A blocking connection to the backend: the core's link (src/link.h) driven with poll(), for
+/* A blocking connection to the backend: the core's link (src/link/link.h) driven with poll(), for
  * every URL (memory:// included: the engine stands behind the same link). It only waits; what to
  * send, what replies mean and how the socket is spoken are decided in the core. Every call that
  * waits on the server has a deadline: settings.command_timeout_ms, plus block_ms for a
@@ -16,11 +16,11 @@
 #include <pthread.h>
 #include <stdbool.h>
 
-#include "backoff.h"
-#include "cmdlist.h"
-#include "link.h"
-#include "reply_arena.h"
-#include "settings.h"
+#include "config/settings.h"
+#include "link/link.h"
+#include "util/backoff.h"
+#include "util/cmdlist.h"
+#include "util/reply_arena.h"
 
 typedef struct bconn {
     const eddy__settings *s;

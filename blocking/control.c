@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "conn_state.h"
+#include "config/conn_state.h"
 #include "error.h"
 #include "internal.h"
 #include "timing.h"

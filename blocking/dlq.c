@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Dead letters on the blocking front end: the core (src/dlq.c) builds and reads; this file
+/* Dead letters on the blocking front end: the core (src/bus/dlq.c) builds and reads; this file
  * sends, on one connection of the handle's own behind a mutex, and makes the calling thread
  * wait.
  *
@@ -15,12 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bus/dlq.h"
+#include "config/settings.h"
 #include "conn.h"
-#include "dlq.h"
 #include "eddy/dlq.h"
 #include "error.h"
 #include "log.h"
-#include "settings.h"
 
 #define REPLAY_PAGE 64
 

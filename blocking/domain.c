@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Domain event feeds on the blocking front end: a blocking catch-up feed (feed.c), built at
- * register, under the decisions of src/domain.c (registry, "no projection", routing) and of the
+ * register, under the decisions of src/store/domain.c (registry, "no projection", routing) and of the
  * feed core (deferring instead of holding). This file only asks, calls and reports.
  *
  * Invariants:
@@ -12,10 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "domain.h"
 #include "eddy/domain.h"
 #include "error.h"
 #include "feed_hooks.h"
+#include "store/domain.h"
 
 struct eddy_domain_feed {
     eddy__domain *core;

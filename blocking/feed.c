@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Catch-up projection feeds on the blocking front end. The core (src/feed.c) decides everything;
+/* Catch-up projection feeds on the blocking front end. The core (src/store/feed.c) decides everything;
  * this file runs what it asks for on the calling thread (the store's pages, the checkpoint
  * storage, the projection's callbacks) and makes callers wait: each waiting call has a waiter on
  * its own stack, completed through the core's out lists, and sleeps on the feed's condition
@@ -23,12 +23,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "cancel.h"
 #include "eddy/feed.h"
 #include "error.h"
-#include "feed.h"
 #include "feed_hooks.h"
+#include "store/feed.h"
 #include "timing.h"
+#include "util/cancel.h"
 
 /* ---- the feed ---------------------------------------------------------------------------- */
 

@@ -6,18 +6,18 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "bus/consumer.h"
+#include "bus/discovery.h"
+#include "bus/inbox.h"
+#include "bus/publisher.h"
+#include "bus/registry.h"
+#include "bus/requests.h"
+#include "bus/sub.h"
+#include "config/settings.h"
 #include "conn.h"
-#include "consumer.h"
-#include "discovery.h"
 #include "eddy/blocking.h"
-#include "inbox.h"
 #include "mux.h"
 #include "pool.h"
-#include "publisher.h"
-#include "registry.h"
-#include "requests.h"
-#include "settings.h"
-#include "sub.h"
 
 /* One subscription and its reader thread. */
 typedef struct bsub {

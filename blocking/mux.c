@@ -35,7 +35,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "conn_state.h"
+#include "config/conn_state.h"
 #include "error.h"
 #include "pool.h"
 #include "timing.h"

@@ -2,7 +2,7 @@
 /* The blocking bus's publishing connection, shared by every thread that publishes, requests
  * or registers: multiplexed, so that no lock is held across a round trip. A caller queues its
  * commands under a short lock (one contiguous run on the wire: a MULTI/EXEC or a publish batch
- * stays whole) with a slot for their replies in the core's FIFO (src/pipeline.h); one thread
+ * stays whole) with a slot for their replies in the core's FIFO (src/util/pipeline.h); one thread
  * at a time writes (whoever finds nobody writing writes what is queued, its own and what others
  * queued meanwhile, so busy callers share a write instead of queueing for the socket); then
  * one thread at a time reads (leader/follower): a caller whose replies have not come takes the
@@ -29,9 +29,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "cmdlist.h"
 #include "conn.h"
-#include "pipeline.h"
+#include "util/cmdlist.h"
+#include "util/pipeline.h"
 
 /* One caller's slot (the mux's fields; the caller only allocates it, on its stack). */
 typedef struct eddy__bmux_wait {

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 
 #include "error.h"
-#include "event_internal.h"
+#include "events/event_internal.h"
 #include "internal.h"
 #include "timing.h"
 

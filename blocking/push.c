@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Push subscription models and push sources on the blocking front end. The core (src/push.c)
+/* Push subscription models and push sources on the blocking front end. The core (src/store/push.c)
  * decides everything: what an outcome means for the broker, the model's aggregation, the
  * sources' states, start-all's order and the progress figures. This file only drives it: it
  * routes through the blocking domain feeds on the calling thread (a handler's worker, the
@@ -28,7 +28,7 @@
 #include "eddy/push.h"
 #include "error.h"
 #include "pool.h"
-#include "push.h"
+#include "store/push.h"
 
 /* ---- the model ------------------------------------------------------------------------ */
 

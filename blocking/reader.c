@@ -19,10 +19,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "conn_state.h"
+#include "config/conn_state.h"
 #include "error.h"
 #include "internal.h"
-#include "redis.h"
+#include "link/redis.h"
 #include "timing.h"
 
 /* Settles under bs->lock, so a stopping reader that sees nothing outstanding (wait_settled)

@@ -18,11 +18,11 @@
 #include <string.h>
 #include <time.h>
 
-#include "cancel.h"
+#include "bus/request_flow.h"
 #include "error.h"
 #include "internal.h"
-#include "request_flow.h"
 #include "timing.h"
+#include "util/cancel.h"
 
 struct step_io;
 

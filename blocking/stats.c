@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy_bus_stats_json on the blocking front end: the broker's view is scanned on the publishing
  * connection (multiplexed: no lock held while it travels), then the counters are read under
- * subs_lock and the core writes the document (src/bus_stats.c). */
+ * subs_lock and the core writes the document (src/bus/bus_stats.c). */
 #include <stdlib.h>
 #include <string.h>
 
-#include "bus_stats.h"
+#include "bus/bus_stats.h"
 #include "error.h"
 #include "internal.h"
 #include "scan.h"

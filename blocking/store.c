@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The event store on the blocking front end: the core (src/store.c) checks, builds and reads;
+/* The event store on the blocking front end: the core (src/store/store.c) checks, builds and reads;
  * this file sends, on one connection behind a mutex, and makes the calling thread wait.
  *
  * Invariants:
@@ -16,12 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/settings.h"
 #include "conn.h"
 #include "eddy/store.h"
 #include "error.h"
+#include "link/library.h"
 #include "log.h"
-#include "settings.h"
-#include "store.h"
+#include "store/store.h"
 #include "timing.h"
 
 struct eddy_store {
@@ -41,11 +42,11 @@ static eddy_status ensure_loaded(eddy_store *store, eddy_error *err) {
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
     redisReply *reply = NULL;
-    eddy_status st = eddy__store_load_cmds(&cmds);
+    eddy_status st = eddy__library_load_cmds(&cmds);
     if (st != EDDY_OK)
         st = eddy__fail(err, st, "out of memory");
     else if ((st = eddy__bconn_exec(&store->conn, &cmds, -1, &reply, err)) == EDDY_OK)
-        st = eddy__store_load_result(&cmds, 0, &reply, NULL, err);
+        st = eddy__library_load_result(&cmds, 0, &reply, NULL, err);
     if (reply)
         freeReplyObject(reply);
     eddy__cmdlist_reset(&cmds);
@@ -179,12 +180,12 @@ eddy_status eddy_store_append(eddy_store *store, const char *stream_id,
         eddy__cmdlist again;
         eddy__cmdlist_init(&again);
         size_t next = 0;
-        if (eddy__store_load_cmds(&again) != EDDY_OK ||
+        if (eddy__library_load_cmds(&again) != EDDY_OK ||
             eddy__store_append_prepare(store->core, stream_id, evs, n, opts, &again, err) !=
                 EDDY_OK)
             st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
         else if ((st = exchange(store, &again, reply, false, err)) == EDDY_OK &&
-                 (st = eddy__store_load_result(&again, 0, reply, &next, err)) == EDDY_OK)
+                 (st = eddy__library_load_result(&again, 0, reply, &next, err)) == EDDY_OK)
             st = eddy__store_append_result(&again, next, reply, new_version, &reload, err);
         free_replies(reply, again.n);
         eddy__cmdlist_reset(&again);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Reactive transport (see conn.h): a link (src/link.h: the socket, TLS, the handshake, RESP
+/* Reactive transport (see conn.h): a link (src/link/link.h: the socket, TLS, the handshake, RESP
  * both ways, or the memory engine behind the same interface) that this file only waits on,
  * with one ev_io, one ev_timer, and a zero-delay timer for replies the link has ready without
  * waiting (memory://).
@@ -28,13 +28,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "backoff.h"
-#include "conn_state.h"
+#include "config/conn_state.h"
 #include "error.h"
-#include "link.h"
-#include "reply.h"
-#include "reply_arena.h"
+#include "link/link.h"
 #include "timing.h"
+#include "util/backoff.h"
+#include "util/reply.h"
+#include "util/reply_arena.h"
 
 /* A command awaiting its reply. */
 typedef struct pending {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A connection of the reactive front end, on the user's libev loop: the core's link (redis://,
- * rediss://, unix://, and memory://, whose engine stands behind the same link; src/link.h)
+ * rediss://, unix://, and memory://, whose engine stands behind the same link; src/link/link.h)
  * waited on with ev_io and ev_timer. It only moves commands and replies; what to send and what
  * replies mean is decided by the core.
  *
@@ -30,9 +30,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "backoff.h"
-#include "cmd.h"
-#include "settings.h"
+#include "config/settings.h"
+#include "util/backoff.h"
+#include "util/cmd.h"
 
 typedef struct rconn rconn;
 

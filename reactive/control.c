@@ -27,7 +27,7 @@
 
 #include "error.h"
 #include "internal.h"
-#include "redis.h"
+#include "link/redis.h"
 #include "timing.h"
 
 struct rctl {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Domain event feeds on the reactive front end: a reactive catch-up feed (feed.c), built at
- * register, under the decisions of src/domain.c (registry, "no projection", routing) and of the
+ * register, under the decisions of src/store/domain.c (registry, "no projection", routing) and of the
  * feed core (deferring instead of holding). This file only asks, calls and reports; every
  * completion goes through the catch-up feed's queue, so it runs on the loop, never inside the
  * call, exactly once (eddy_rfeed_free completes what is pending with EDDY_ERR_CLOSED).
@@ -15,10 +15,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "domain.h"
 #include "eddy/rdomain.h"
 #include "error.h"
 #include "rfeed_hooks.h"
+#include "store/domain.h"
 
 struct eddy_rdomain_feed {
     eddy__domain *core;

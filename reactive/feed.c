@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Catch-up projection feeds on the reactive front end. The core (src/feed.c) decides everything;
+/* Catch-up projection feeds on the reactive front end. The core (src/store/feed.c) decides everything;
  * this file runs what it asks for on the loop: runs are driven step by step, each asynchronous
  * step (head, page, marker) sent through the rstore or the checkpoint storage and the next step
  * asked for from its completion, a retry delay an ev_timer, WAIT simply returning to the loop.
@@ -23,8 +23,8 @@
 
 #include "eddy/rfeed.h"
 #include "error.h"
-#include "feed.h"
 #include "rfeed_hooks.h"
+#include "store/feed.h"
 #include "timing.h"
 
 typedef enum wkind { W_ACCEPT, W_RUN } wkind;

@@ -12,20 +12,20 @@
 
 #include <stdbool.h>
 
-#include "backoff.h"
+#include "bus/consumer.h"
+#include "bus/discovery.h"
+#include "bus/inbox.h"
+#include "bus/publisher.h"
+#include "bus/registry.h"
+#include "bus/requests.h"
+#include "bus/sub.h"
+#include "config/settings.h"
 #include "conn.h"
-#include "consumer.h"
-#include "discovery.h"
 #include "eddy/reactive.h"
-#include "inbox.h"
 #include "memory/engine.h"
-#include "pipeline.h"
-#include "publisher.h"
-#include "registry.h"
-#include "requests.h"
 #include "round.h"
-#include "settings.h"
-#include "sub.h"
+#include "util/backoff.h"
+#include "util/pipeline.h"
 
 typedef struct ract ract;
 typedef struct rctl rctl;

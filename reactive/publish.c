@@ -8,7 +8,7 @@
  * waiting for the one before.
  *
  * Invariants:
- * - Written operations wait in the core's FIFO of reply slots (src/pipeline.h) in the order of
+ * - Written operations wait in the core's FIFO of reply slots (src/util/pipeline.h) in the order of
  *   their commands, so each reply belongs to the oldest operation still waiting; operations
  *   queued while the connection is not up wait in the unsent list, in order, behind them.
  * - Each operation completes exactly once: with its replies, with the connection's error when
@@ -28,7 +28,7 @@
 #include <stdlib.h>
 
 #include "error.h"
-#include "event_internal.h"
+#include "events/event_internal.h"
 #include "internal.h"
 #include "timing.h"
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Push subscription models and push sources on the reactive (libev) front end. The core
- * (src/push.c) decides everything; this file drives it on the loop: routes through the reactive
+ * (src/store/push.c) decides everything; this file drives it on the loop: routes through the reactive
  * domain feeds and settles each delivery from the route's completion (the handler returns
  * EDDY_PENDING), starts catch-ups whose completions move the sources on, reports progress from
  * one ev_timer while any source catches up, and completes add / start-all / accept-or-defer
@@ -20,7 +20,7 @@
 
 #include "eddy/rpush.h"
 #include "error.h"
-#include "push.h"
+#include "store/push.h"
 
 /* ---- the model ------------------------------------------------------------------------ */
 

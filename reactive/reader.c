@@ -26,12 +26,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "delivery.h"
+#include "bus/delivery.h"
 #include "error.h"
 #include "internal.h"
-#include "redis.h"
-#include "reply.h"
+#include "link/redis.h"
 #include "timing.h"
+#include "util/reply.h"
 
 static void act_step(void *owner);
 

@@ -21,10 +21,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cancel.h"
+#include "bus/request_flow.h"
 #include "error.h"
 #include "internal.h"
-#include "request_flow.h"
+#include "util/cancel.h"
 
 struct eddy_rrequest {
     eddy_rbus *bus;

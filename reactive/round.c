@@ -18,11 +18,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "backoff.h"
-#include "conn_state.h"
+#include "config/conn_state.h"
 #include "error.h"
 #include "internal.h"
 #include "timing.h"
+#include "util/backoff.h"
 
 static void free_replies(rround *r) {
     size_t n = r->lent ? r->got - 1 : r->got;

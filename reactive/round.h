@@ -28,10 +28,10 @@
 #include <hiredis/hiredis.h>
 #include <stdbool.h>
 
-#include "backoff.h"
+#include "bus/consumer.h"
 #include "conn.h"
-#include "consumer.h"
 #include "eddy/reactive.h"
+#include "util/backoff.h"
 
 typedef enum rstate {
     R_CONNECTING, /* waiting for the connection to come up */

@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy_rbus_stats_json on the reactive front end: the counters, written by the core
- * (src/bus_stats.c) at once on the loop's thread. The broker's part is left out: reading it takes
+ * (src/bus/bus_stats.c) at once on the loop's thread. The broker's part is left out: reading it takes
  * round trips, and a call on the loop does not wait for them (an admin handle, eddy/admin.h, reads
  * it from any other thread, as `eddy stats` does). */
 #include <stdlib.h>
 
-#include "bus_stats.h"
+#include "bus/bus_stats.h"
 #include "error.h"
 #include "internal.h"
 

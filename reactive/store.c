@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The event store on the reactive front end: the core (src/store.c) checks,
+/* The event store on the reactive front end: the core (src/store/store.c) checks,
  * builds and reads; this file queues the commands on one connection on the
  * user's loop and hands the replies back, completing each operation through its
  * callback.
@@ -24,13 +24,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "config/settings.h"
 #include "conn.h"
 #include "eddy/rstore.h"
 #include "error.h"
+#include "link/library.h"
 #include "log.h"
 #include "memory/engine.h"
-#include "settings.h"
-#include "store.h"
+#include "store/store.h"
 #include "timing.h"
 
 #define ROP_MAX_CMDS 4
@@ -220,7 +221,7 @@ static void pump(eddy_rstore *s) {
     if (s->need_load) {
         /* Nothing was sent on this connection yet: the whole queue is unsent. */
         rop *l = rop_new(OP_LOAD, NULL);
-        if (!l || eddy__store_load_cmds(&l->cmds) != EDDY_OK) {
+        if (!l || eddy__library_load_cmds(&l->cmds) != EDDY_OK) {
             eddy_error e;
             rop_free(l);
             eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory");
@@ -353,7 +354,7 @@ static bool reload_append(eddy_rstore *s, rop *p) {
     eddy__cmdlist again;
     eddy__cmdlist_init(&again);
     size_t first = 0;
-    if (eddy__store_load_cmds(&again) != EDDY_OK)
+    if (eddy__library_load_cmds(&again) != EDDY_OK)
         goto oom;
     first = again.n;
     if (first + p->cmds.n > ROP_MAX_CMDS)
@@ -391,7 +392,7 @@ static bool finish(eddy_rstore *s, rop *p) {
     eddy_status st;
     switch (p->kind) {
     case OP_LOAD:
-        if ((st = eddy__store_load_result(&p->cmds, 0, p->replies, NULL, &e)) != EDDY_OK) {
+        if ((st = eddy__library_load_result(&p->cmds, 0, p->replies, NULL, &e)) != EDDY_OK) {
             s->load_failed = true;
             s->load_err = e;
             eddy__log(&s->s.log, EDDY_LOG_WARN, "store: loading the function library: %s",
@@ -404,7 +405,7 @@ static bool finish(eddy_rstore *s, rop *p) {
         size_t first = 0;
         st = EDDY_OK;
         if (p->reloaded)
-            st = eddy__store_load_result(&p->cmds, 0, p->replies, &first, &e);
+            st = eddy__library_load_result(&p->cmds, 0, p->replies, &first, &e);
         if (st == EDDY_OK)
             st = eddy__store_append_result(&p->cmds, first, p->replies, &v, &reload, &e);
         if (reload && !p->reloaded && !s->closing) {

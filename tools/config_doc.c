@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* eddy_config_doc: prints docs/configuration.md from the option tables (src/options.h), so the
+/* eddy_config_doc: prints docs/configuration.md from the option tables (src/util/options.h), so the
  * configuration reference is the code's own. scripts/config-doc.sh writes it; CI (the ctest
  * docs.configuration) fails when the checked-in file differs. */
 #include <limits.h>
@@ -8,7 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "options.h"
+#include "util/options.h"
 
 static const char *type_name(const eddy__opt *o) {
     switch (o->type) {

@@ -6,7 +6,7 @@
  * tells an observer what became of each. A push source is the ready-made listener that feeds a
  * domain feed from the bus: it consumes a subject through a competing group, AtLeastOnce, routes
  * each message into its domain feed (eddy_domain_route) and settles the message from the
- * outcome (the rules live in one place, src/push.c, shared with the reactive side, rpush.h):
+ * outcome (the rules live in one place, src/store/push.c, shared with the reactive side, rpush.h):
  *
  *   DELIVERED, FILTERED            acknowledged
  *   DEFERRED, nothing registered   handed back (the handler returns EDDY_ERR_UNAVAILABLE: not

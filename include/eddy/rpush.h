@@ -3,7 +3,7 @@
  * eddy — push subscription models and push sources on a libev loop (reactive front end).
  *
  * The mirror of eddy/push.h over the reactive bus (eddy_rbus) and reactive domain feeds
- * (eddy_rdomain_feed), built on the same core (src/push.c), so nothing is decided differently:
+ * (eddy_rdomain_feed), built on the same core (src/store/push.c), so nothing is decided differently:
  * the same outcomes settle the same way (DELIVERED and FILTERED acknowledged; DEFERRED and
  * nothing registered handed back with EDDY_ERR_UNAVAILABLE; EDDY_ERR_UNREADABLE_FILTER or a
  * failed feed fails the source, which hands back the message in hand and stops consuming: its

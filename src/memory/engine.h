@@ -58,7 +58,7 @@ redisReply *eddy__mem_exec(eddy__mem_conn *conn, int argc, const char **argv, co
 uint64_t eddy__mem_engine_seq(eddy__mem_engine *engine);
 
 /* For a connection whose last command was a blocking read that found nothing, a driver that
- * waits on a file descriptor (the memory:// link, src/link_mem.c) parks it: from now on the
+ * waits on a file descriptor (the memory:// link, src/link/link_mem.c) parks it: from now on the
  * writes that can serve its read (an XADD to one of the keys it reads, or any other kind of
  * write: readers of other streams sleep through a publisher's appends, and deliveries,
  * acknowledgements and claims wake nobody) write 1 to fd (an eventfd, non-blocking) once; the

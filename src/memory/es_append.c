@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The "eddy" library's eddy_append, run natively by the memory engine: the same checks in the
- * same order with the same replies as the Lua in src/store.c, and the same resulting keys.
+ * same order with the same replies as the Lua in src/link/library.c, and the same resulting keys.
  * A differential test (tests/integration/test_store.c) runs both and compares them.
  *
  * It runs under the engine lock like every command, so it is atomic. Unlike a Redis function,

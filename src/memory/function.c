@@ -11,7 +11,7 @@
  */
 #include "memory/function.h"
 
-#include "store.h"
+#include "util/functions.h"
 
 #include <ctype.h>
 #include <string.h>

@@ -23,13 +23,13 @@ typedef void (*eddy__mnative_fn)(eddy__mctx *c, int nkeys, const char *const *ke
                                  const size_t *alen);
 
 /* es_append.c: the "eddy" library's eddy_append, and its deduplicated form for
- * publish_dedup_ms (src/store.c holds the Lua). */
+ * publish_dedup_ms (src/link/library.c holds the Lua). */
 void eddy__mfn_eddy_append(eddy__mctx *c, int nkeys, const char *const *keys, const size_t *klen,
                            int nargs, const char *const *args, const size_t *alen);
 void eddy__mfn_eddy_append_dedup(eddy__mctx *c, int nkeys, const char *const *keys,
                                  const size_t *klen, int nargs, const char *const *args,
                                  const size_t *alen);
-/* pub_dedup.c: the dedup record of one subject, as the Lua keeps it (src/store.c): a hash of
+/* pub_dedup.c: the dedup record of one subject, as the Lua keeps it (src/link/library.c): a hash of
  * event id -> the entry id it was first published as ("<entry id> <version>" from an append),
  * and a zset of event id -> when that is forgotten (unix ms). Both keys expire a window after
  * the last write; each call first forgets up to EDDY__MPUBREC_PRUNE ids whose time passed. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The function library's deduplicating publish, run natively by the memory engine: the same
- * checks in the same order with the same replies as the Lua in src/store.c, and the subject's
+ * checks in the same order with the same replies as the Lua in src/link/library.c, and the subject's
  * dedup record (function.h) that it and the deduplicated append keep.
  *
  * An id recorded within the window (the value the entry id of an earlier publish, or

@@ -12,7 +12,7 @@
 
 #include "memory/resp.h"
 #include "memory/util.h"
-#include "reply_arena.h"
+#include "util/reply_arena.h"
 
 /* Buffer kept between commands; larger ones are given back. Big enough for an XREADGROUP
  * COUNT 256 of ordinary events, so a consumer's steady state does not reallocate. */

@@ -106,7 +106,7 @@ assert s.count(anchor) == 1, "bus.h: where does eddy_settings end?"
 s = s.replace(anchor, "    /** Scratch: a field added after the release. */\n"
               "    unsigned abi_probe_ms;\n" + anchor)
 open(bus, "w").write(s)
-st = root + "/src/settings.c"
+st = root + "/src/config/settings.c"
 s = open(st).read()
 start = s.index("static const eddy__opt settings_rows[] = {")
 end = s.index("\n};", start)

@@ -23,7 +23,7 @@ def patch(path, old, new):
 patch("include/eddy/bus.h", "} eddy_consumer_stats;",
       "    uint64_t abi_probe; /**< scratch: a field added after the release */\n"
       "} eddy_consumer_stats;")
-patch("src/sub.c", "    out->lost_writes = atomic_load(&st->lost_writes);\n",
+patch("src/bus/sub.c", "    out->lost_writes = atomic_load(&st->lost_writes);\n",
       "    out->lost_writes = atomic_load(&st->lost_writes);\n    out->abi_probe = 4242;\n")
 head = ("eddy_status eddy_bus_consumer_stats(eddy_bus *bus, const char *name, "
         "eddy_consumer_stats *out) {")

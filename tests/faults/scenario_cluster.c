@@ -22,10 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cluster.h"
 #include "eddy/store.h"
 #include "eddy_test.h"
 #include "faults.h"
+#include "link/cluster.h"
 #include "redis_cluster.h"
 #include "scenarios.h"
 

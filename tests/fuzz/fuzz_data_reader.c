@@ -13,7 +13,7 @@
 
 #include "eddy/filter.h"
 #include "eddy/msgpack.h"
-#include "rfc3339.h"
+#include "util/rfc3339.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd.h"
-#include "entry.h"
+#include "events/entry.h"
+#include "util/cmd.h"
 
 #define MAX_PIECES 64
 

@@ -14,7 +14,7 @@
 #include <string.h>
 
 #include "eddy/event.h"
-#include "json_read.h"
+#include "util/json_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

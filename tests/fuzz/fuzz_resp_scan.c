@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* libFuzzer target for the RESP pre-scanner (src/resp_scan.h), which sees every byte a server
+/* libFuzzer target for the RESP pre-scanner (src/util/resp_scan.h), which sees every byte a server
  * sends before hiredis's reader does.
  *
  * Input layout: one byte choosing the chunk size the bytes are fed in (1..256), one choosing
@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "resp_scan.h"
+#include "util/resp_scan.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -19,12 +19,12 @@
 #include <string.h>
 #include <time.h>
 
-#include "cluster.h"
 #include "driver.h"
 #include "eddy/blocking.h"
 #include "eddy/feed.h"
 #include "eddy/store.h"
 #include "eddy_test.h"
+#include "link/cluster.h"
 #include "recorder.h"
 #include "redis_cluster.h"
 

@@ -24,7 +24,7 @@
 #include "raw.h"
 #include "recorder.h"
 #include "redis_server.h"
-#include "store.h"
+#include "store/store.h"
 #include "test_backend.h"
 
 typedef struct combo {

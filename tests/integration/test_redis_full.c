@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Redis full (maxmemory reached under noeviction), on a private redis-server, both front
  * ends: a publish and a request fail at once with EDDY_ERR_SERVER_FULL and a text that says
- * the server is out of memory (the one OOM mapping, src/redis.c), nothing is written,
+ * the server is out of memory (the one OOM mapping, src/link/redis.c), nothing is written,
  * consumers keep draining what is there (reads and acknowledgements are not refused), and
  * publishing resumes by itself on the same bus once memory frees. The blocking store's append
  * says the same. */

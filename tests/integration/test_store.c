@@ -23,7 +23,7 @@
 #include "raw.h"
 #include "recorder.h"
 #include "redis_server.h"
-#include "store.h"
+#include "store/store.h"
 #include "store_driver.h"
 
 typedef struct combo {

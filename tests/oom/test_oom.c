@@ -51,6 +51,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bus/retention.h"
 #include "eddy/blocking.h"
 #include "eddy/domain.h"
 #include "eddy/feed.h"
@@ -62,10 +63,9 @@
 #include "eddy/rstore.h"
 #include "eddy/store.h"
 #include "eddy_test.h"
-#include "entry.h"
+#include "events/entry.h"
 #include "raw.h"
 #include "recorder.h"
-#include "retention.h"
 #include "test_backend.h"
 #include "test_codec.h"
 

@@ -6,7 +6,7 @@
 
 #include <stddef.h>
 
-#include "link.h"
+#include "link/link.h"
 
 #define FAKE_STEPS 8
 

@@ -58,6 +58,6 @@ eddy_event *amount_event(const char *id, int amount) {
 eddy_filter *amount_over(int n) {
     eddy_field v = eddy_field_int(n);
     eddy_filter *f = eddy_filter_data("amount", EDDY_DATA_GT, &v);
-    cr_assert(f, "eddy_filter_data is not implemented yet (src/filter.c)");
+    cr_assert(f, "eddy_filter_data is not implemented yet (src/events/filter.c)");
     return f;
 }

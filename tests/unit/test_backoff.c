@@ -6,7 +6,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "backoff.h"
+#include "util/backoff.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The link with a redis-cluster:// URL (src/cluster.c), driven by the test with poll(), against
+/* The link with a redis-cluster:// URL (src/link/cluster.c), driven by the test with poll(), against
  * fake nodes (tests/support/fake_server.h) that answer on cue: a seed names the slot's master,
  * which answers -ASK, -MOVED, or -ASK inside a MULTI; the fixture's redis-server stands for a
  * master a MOVED leads to. */
@@ -7,12 +7,12 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cluster.h"
+#include "config/settings.h"
 #include "eddy_test.h"
 #include "fake_server.h"
-#include "link.h"
-#include "settings.h"
-#include "store.h"
+#include "link/cluster.h"
+#include "link/link.h"
+#include "store/store.h"
 
 static eddy__settings settings_for(const char *url) {
     eddy_settings in;

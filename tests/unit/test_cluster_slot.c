@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Slots as Redis Cluster computes them (src/cluster.c): CRC16-XMODEM of the hash tag, mod
+/* Slots as Redis Cluster computes them (src/link/cluster.c): CRC16-XMODEM of the hash tag, mod
  * 16384. The values are the cluster specification's check value and what
  * `redis-cli cluster keyslot` answers. */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "cluster.h"
+#include "link/cluster.h"
 
 Test(cluster_slot, crc16_check_value) {
     cr_expect_eq(eddy__crc16("123456789", 9), 0x31C3);

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd.h"
+#include "util/cmd.h"
 
 static void expect_same_as_hiredis(const eddy__cmd *cmd) {
     char *want = NULL;

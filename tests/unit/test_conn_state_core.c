@@ -6,10 +6,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "backoff.h"
-#include "cluster.h"
-#include "conn_state.h"
-#include "settings.h"
+#include "config/conn_state.h"
+#include "config/settings.h"
+#include "link/cluster.h"
+#include "util/backoff.h"
 
 static eddy_connection_state told[32];
 static size_t ntold;

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "consumer.h"
-#include "delivery.h"
-#include "settings.h"
-#include "sub.h"
+#include "bus/consumer.h"
+#include "bus/delivery.h"
+#include "bus/sub.h"
+#include "config/settings.h"
 #include "timing.h"
 
 static redisReply *resp(const char *text) {
@@ -772,7 +772,7 @@ Test(consumer, a_pattern_with_no_subject_idles_until_the_next_discovery, .fini =
     eddy__delivery_list_free(&out);
 }
 
-#include "discovery.h"
+#include "bus/discovery.h"
 
 /* Two pattern subscriptions of one bus share its discovery: after each one's own first look,
  * one SMEMBERS per interval serves both; a subject found by it is newer than both (group at 0),

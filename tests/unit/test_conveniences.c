@@ -11,7 +11,7 @@
 #include "eddy/bus.h"
 #include "eddy/event.h"
 #include "eddy/msgpack.h"
-#include "event_internal.h"
+#include "events/event_internal.h"
 
 /* ---- UUIDv7 ------------------------------------------------------------------------------- */
 

@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dlq.h"
-#include "entry.h"
-#include "settings.h"
+#include "bus/dlq.h"
+#include "config/settings.h"
+#include "events/entry.h"
 
 static eddy__settings settings;
 

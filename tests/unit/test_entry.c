@@ -7,8 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cmd.h"
-#include "entry.h"
+#include "events/entry.h"
+#include "util/cmd.h"
 
 #define PREFIX 3 /* "XADD key *" */
 #define BIG ((size_t)1 << 20)

@@ -13,9 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "dedup.h"
 #include "error.h"
-#include "feed.h"
+#include "store/feed.h"
+#include "util/dedup.h"
 
 /* ---- the harness ------------------------------------------------------------------------ */
 

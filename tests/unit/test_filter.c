@@ -10,7 +10,7 @@
 
 #include "eddy/filter.h"
 #include "eddy/msgpack.h"
-#include "rfc3339.h"
+#include "util/rfc3339.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 

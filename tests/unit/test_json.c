@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The core's JSON writer (src/json.c): what it writes is valid JSON whatever the strings hold,
- * checked by parsing it back with jansson; and the strict reader (src/json_read.c), checked
+/* The core's JSON writer (src/util/json.c): what it writes is valid JSON whatever the strings hold,
+ * checked by parsing it back with jansson; and the strict reader (src/util/json_read.c), checked
  * against jansson on documents both must accept, and on what only a strict reader refuses. */
 #include <criterion/criterion.h>
 #include <jansson.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
-#include "json_read.h"
+#include "util/json.h"
+#include "util/json_read.h"
 
 static json_t *parse(char *doc) {
     cr_assert(doc, "the writer failed");

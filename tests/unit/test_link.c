@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The sans-IO link (src/link.h), driven here by the test with poll(): against the fixture's
+/* The sans-IO link (src/link/link.h), driven here by the test with poll(): against the fixture's
  * redis-server, and against tiny local servers made of a listening socket that never accepts
  * (the kernel completes the connect and buffers what is written, so bytes are "sent" and never
  * answered), or that accepts and answers something that is not RESP. */
@@ -14,10 +14,10 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "config/settings.h"
 #include "eddy_test.h"
-#include "link.h"
-#include "redis.h"
-#include "settings.h"
+#include "link/link.h"
+#include "link/redis.h"
 
 static eddy__settings settings_for(const char *url) {
     eddy_settings in;

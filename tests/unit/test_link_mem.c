@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The memory:// link (src/link_mem.h), driven here by the test as a front end drives any link:
+/* The memory:// link (src/link/link_mem.h), driven here by the test as a front end drives any link:
  * replies ready without waiting, a blocking read that parks until the engine signals the
  * link's eventfd, its BLOCK end through eddy__link_deadline/eddy__link_tick, and a shutdown
  * that cuts a parked read without the engine ever running it. */
@@ -9,10 +9,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "config/settings.h"
 #include "eddy_test.h"
-#include "link.h"
+#include "link/link.h"
 #include "memory/engine.h"
-#include "settings.h"
 
 static eddy__settings settings_for(const char *url) {
     eddy_settings in;

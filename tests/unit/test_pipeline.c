@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The FIFO of reply slots a shared connection matches replies with (src/pipeline.h), with no
+/* The FIFO of reply slots a shared connection matches replies with (src/util/pipeline.h), with no
  * server: replies are parsed from RESP text and fed in wire order. */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "pipeline.h"
+#include "util/pipeline.h"
 
 static redisReply *resp(const char *text) {
     redisReader *rd = redisReaderCreate();

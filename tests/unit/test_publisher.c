@@ -7,10 +7,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cluster.h"
-#include "publisher.h"
-#include "settings.h"
-#include "store.h"
+#include "bus/publisher.h"
+#include "config/settings.h"
+#include "link/cluster.h"
+#include "link/library.h"
+#include "store/store.h"
 
 static eddy__settings settings;
 static eddy__publisher *pub;
@@ -76,14 +77,14 @@ Test(publisher, loads_the_library_then_calls_the_function) {
     eddy__cmdlist_init(&l);
     cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
     cr_assert_eq(l.n, 3);
-    cr_expect(eddy__store_is_load(&l, 0));
+    cr_expect(eddy__library_is_load(&l, 0));
     cr_expect_str_eq(head(&l.cmds[1], 3), "SADD {t}:subjects a.b");
     cr_expect_str_eq(head(&l.cmds[2], 9), "FCALL " EDDY__PUBLISH_FN
                                           " 3 {t}:s:a.b {t}:pubids:a.b {t}:pubexp:a.b 5000 0 e:1");
     /* The load is queued: the next publish on the connection runs after it. */
     cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
     cr_assert_eq(l.n, 5);
-    cr_expect_not(eddy__store_is_load(&l, 3));
+    cr_expect_not(eddy__library_is_load(&l, 3));
 
     redisReply *r[5] = {reply(REDIS_REPLY_STRING, EDDY__STORE_LIBRARY),
                         reply(REDIS_REPLY_INTEGER, NULL), reply(REDIS_REPLY_STRING, "7-0"),
@@ -126,7 +127,7 @@ Test(publisher, a_lost_library_is_sent_again_behind_a_load) {
     eddy__cmdlist_init(&again);
     cr_assert(eddy__publish_again(pub, &l, lost, &again));
     cr_assert_eq(again.n, 2);
-    cr_expect(eddy__store_is_load(&again, 0));
+    cr_expect(eddy__library_is_load(&again, 0));
     cr_expect_str_eq(head(&again.cmds[1], 3), head(&l.cmds[0], 3));
     cr_expect_eq(again.cmds[1].argc, l.cmds[0].argc);
     /* Refused again behind its own load: no third try. */
@@ -160,7 +161,7 @@ Test(publisher, a_server_without_functions_is_not_supported) {
     eddy__cmdlist_reset(&l);
     /* The failed load is not taken as done: the next publish loads again. */
     cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
-    cr_expect(eddy__store_is_load(&l, 0));
+    cr_expect(eddy__library_is_load(&l, 0));
     eddy__cmdlist_reset(&l);
     eddy__publisher_connection_lost(pub);
     eddy_event_free(ev);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The push core (src/push.c) with no server, no thread and no front end: each routing outcome's
+/* The push core (src/store/push.c) with no server, no thread and no front end: each routing outcome's
  * settle action (acknowledge, hand back, failed attempt, source failed), the model's aggregation
  * over feeds, the sources' state machine and which transitions it refuses, start-all's claim
  * order (a second start-all claims none), and the progress figures computed from eddy_feed_info
@@ -11,8 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "push.h"
 #include "recorder.h"
+#include "store/push.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 

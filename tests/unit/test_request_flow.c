@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A request's sequence (src/request_flow.h) with no server and no front end: the steps it asks
+/* A request's sequence (src/bus/request_flow.h) with no server and no front end: the steps it asks
  * for, the replies fed back as parsed RESP, and what the counters and the table say after
  * each outcome. */
 #include <criterion/criterion.h>
 #include <string.h>
 
-#include "request_flow.h"
+#include "bus/request_flow.h"
 
 static redisReply *resp(const char *text) {
     redisReader *rd = redisReaderCreate();

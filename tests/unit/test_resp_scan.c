@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The RESP pre-scanner (src/resp_scan.h) in front of hiredis's reader, with no socket: replies
+/* The RESP pre-scanner (src/util/resp_scan.h) in front of hiredis's reader, with no socket: replies
  * fed whole and byte by byte; a bulk over the limit becomes a marker with its length, an
  * entry's field list past the limit (many fields) too, shallow lists are never summed, and
  * everything around a skip parses as it was. */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "resp_scan.h"
+#include "util/resp_scan.h"
 
 /* Feeds resp through a scanner in chunks of `step` bytes and returns the one reply. */
 static redisReply *scan_parse(const char *resp, size_t n, size_t step, size_t limit,

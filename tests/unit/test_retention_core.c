@@ -8,9 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "retention.h"
-#include "settings.h"
-#include "sub.h"
+#include "bus/retention.h"
+#include "bus/sub.h"
+#include "config/settings.h"
 
 static redisReply *resp(const char *text) {
     redisReader *rd = redisReaderCreate();

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The link with a redis-sentinel:// URL (src/sentinel.c), driven by the test with poll(), against
+/* The link with a redis-sentinel:// URL (src/link/sentinel.c), driven by the test with poll(), against
  * fake sentinels and servers: listening sockets the test itself accepts and answers with
  * scripted replies, so that a sentinel can name a replica, and a master can turn READONLY, on
  * cue. The fixture's redis-server stands for a real master. */
@@ -14,11 +14,11 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "config/settings.h"
 #include "eddy_test.h"
 #include "fake_server.h"
-#include "link.h"
-#include "sentinel.h"
-#include "settings.h"
+#include "link/link.h"
+#include "link/sentinel.h"
 
 static eddy__settings settings_for(const char *url) {
     eddy_settings in;

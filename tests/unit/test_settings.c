@@ -8,14 +8,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bus/sub.h"
+#include "config/settings.h"
 #include "eddy/blocking.h"
 #include "eddy/dlq.h"
 #include "eddy/feed.h"
 #include "eddy/push.h"
 #include "eddy/store.h"
-#include "options.h"
-#include "settings.h"
-#include "sub.h"
+#include "util/options.h"
 
 static eddy_status nop(eddy_delivery *d, void *user) { return EDDY_OK; }
 
@@ -74,7 +74,7 @@ Test(settings, every_field_is_a_row) {
         cr_expect_lt(t->size - end, 8, "%s: the last fields have no row", t->prefix);
         cr_expect_leq(t->size_0_3, t->size);
         /* Until v0.3.0 is tagged every field is a 0.3.0 field: a field added before the tag
-         * moves the struct's size_0_3 (src/settings.h, src/sub.h, src/option_tables.c). After
+         * moves the struct's size_0_3 (src/config/settings.h, src/bus/sub.h, src/config/option_tables.c). After
          * the tag, fields come after size_0_3 and this line names the last 0.3.0 field. */
         cr_expect_geq(t->size_0_3, end, "%s: size_0_3 ends before the last row", t->prefix);
         cr_expect_leq(t->size, 1024, "%s: larger than eddy__opts_init's buffer", t->prefix);

@@ -9,11 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "entry.h"
+#include "config/settings.h"
+#include "events/entry.h"
+#include "link/library.h"
 #include "memory/engine.h"
 #include "memory/internal.h"
-#include "settings.h"
-#include "store.h"
+#include "store/store.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
@@ -207,13 +208,13 @@ Test(store_core, type_filters) {
 Test(store_core, load_command_and_replies) {
     eddy__cmdlist l;
     eddy__cmdlist_init(&l);
-    cr_assert_eq(eddy__store_load_cmds(&l), EDDY_OK);
+    cr_assert_eq(eddy__library_load_cmds(&l), EDDY_OK);
     cr_assert_eq(l.n, 1);
     cr_expect_str_eq(l.cmds[0].argv[0], "FUNCTION");
     cr_expect_str_eq(l.cmds[0].argv[1], "LOAD");
     cr_expect_str_eq(l.cmds[0].argv[2], "REPLACE");
-    cr_expect_str_eq(l.cmds[0].argv[3], eddy__store_lua);
-    cr_expect(strncmp(eddy__store_lua, "#!lua name=" EDDY__STORE_LIBRARY "\n",
+    cr_expect_str_eq(l.cmds[0].argv[3], eddy__library_lua);
+    cr_expect(strncmp(eddy__library_lua, "#!lua name=" EDDY__STORE_LIBRARY "\n",
                       strlen("#!lua name=" EDDY__STORE_LIBRARY "\n")) == 0);
     char want[64];
     snprintf(want, sizeof(want), "eddy_%d_%d_%d", EDDY_VERSION_MAJOR, EDDY_VERSION_MINOR,
@@ -236,13 +237,13 @@ Test(store_core, load_command_and_replies) {
         redisReply *r = resps(cases[i].reply);
         size_t next = 99;
         eddy_error err = {0};
-        cr_expect_eq(eddy__store_load_result(&l, 0, &r, &next, &err), cases[i].want, "%s: %s",
+        cr_expect_eq(eddy__library_load_result(&l, 0, &r, &next, &err), cases[i].want, "%s: %s",
                      cases[i].reply, err.detail);
         cr_expect_eq(next, 1);
         freeReplyObject(r);
     }
     redisReply *none = NULL;
-    cr_expect_eq(eddy__store_load_result(&l, 0, &none, NULL, NULL), EDDY_ERR_IO);
+    cr_expect_eq(eddy__library_load_result(&l, 0, &none, NULL, NULL), EDDY_ERR_IO);
     eddy__cmdlist_reset(&l);
 }
 
@@ -411,12 +412,12 @@ Test(store_core, append_replies) {
     /* After a reload the append follows the load in one pipeline. */
     eddy__cmdlist both;
     eddy__cmdlist_init(&both);
-    cr_assert_eq(eddy__store_load_cmds(&both), EDDY_OK);
+    cr_assert_eq(eddy__library_load_cmds(&both), EDDY_OK);
     cr_assert_eq(eddy__store_append_prepare(core, "acct-9", evs, 1, &o, &both, NULL), EDDY_OK);
     redisReply *rs[2] = {resps("$10\r\n" EDDY__STORE_LIBRARY "\r\n"), resps(":4\r\n")};
     size_t next;
     long long version = 0;
-    cr_expect_eq(eddy__store_load_result(&both, 0, rs, &next, NULL), EDDY_OK);
+    cr_expect_eq(eddy__library_load_result(&both, 0, rs, &next, NULL), EDDY_OK);
     cr_expect_eq(next, 1);
     cr_expect_eq(eddy__store_append_result(&both, next, rs, &version, &reload, NULL), EDDY_OK);
     cr_expect_eq(version, 4);
@@ -822,9 +823,9 @@ static const char *mrun(const char *line) {
 static void load_library(void) {
     eddy__cmdlist l;
     eddy__cmdlist_init(&l);
-    cr_assert_eq(eddy__store_load_cmds(&l), EDDY_OK);
+    cr_assert_eq(eddy__library_load_cmds(&l), EDDY_OK);
     redisReply *r = mexec(&l.cmds[0]);
-    cr_assert_eq(eddy__store_load_result(&l, 0, &r, NULL, NULL), EDDY_OK);
+    cr_assert_eq(eddy__library_load_result(&l, 0, &r, NULL, NULL), EDDY_OK);
     freeReplyObject(r);
     eddy__cmdlist_reset(&l);
 }

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "stream_look.h"
+#include "events/stream_look.h"
 
 static redisReply *resp(const char *text) {
     redisReader *r = redisReaderCreate();

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Subjects and patterns: every validation rule and its detail, matching, and overlap, the
  * last checked both against a table and exhaustively against brute-force enumeration of
- * subjects, using a reference matcher written independently of src/subject.c. */
+ * subjects, using a reference matcher written independently of src/events/subject.c. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <string.h>
 
-#include "subject.h"
+#include "events/subject.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

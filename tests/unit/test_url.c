@@ -16,7 +16,7 @@
 #include <string.h>
 #include <sys/un.h>
 
-#include "url.h"
+#include "util/url.h"
 
 #define N(a) (sizeof(a) / sizeof((a)[0]))
 

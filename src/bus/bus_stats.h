@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A bus's whole state as one JSON document (eddy_bus_stats_json): written here from what a front
+ * end hands over, so both front ends write the same document. */
+#ifndef EDDY_SRC_BUS_STATS_H
+#define EDDY_SRC_BUS_STATS_H
+
+#include "bus/admin.h"
+#include "bus/requests.h"
+#include "bus/sub.h"
+#include "config/settings.h"
+
+typedef struct eddy__bus_stats_in {
+    const eddy__settings *s;
+    bool started;
+    eddy__sub *const *subs; /* their counters are read here (atomics) */
+    size_t nsubs;
+    eddy__requests *requests;
+    eddy_retention_stats retention;
+    /* The broker's view (a complete scan of every subject), or NULL and why there is none. */
+    const eddy__admin_scan *scan;
+    const eddy_error *scan_err;
+} eddy__bus_stats_in;
+
+/* The document; the caller's (free). NULL with err set on OOM. */
+char *eddy__bus_stats_json(const eddy__bus_stats_in *in, eddy_error *err);
+
+#endif

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A bus activation's control loop, as a state machine both front ends drive on a connection
+ * of its own: it opens the activation's reply stream ({ns}:inbox:<random id>) before any
+ * request can be sent, renews the subscription registry's leases and the reply stream's
+ * expiry by heartbeat (every lease_ms / 3), and reads replies, matching each to the request
+ * waiting for it (see requests.h); once registered it also runs the retention passes
+ * (retention.h) in rounds of their own. Protocol as for the consumer: plan, send, feed; a
+ * blocking read is never pipelined behind other commands. A plan may hold any number of
+ * commands (a retention round has some per subject stream); a plan that could not be sent is
+ * followed by eddy__inbox_reset.
+ * Thread: plan, feed and reset from one thread at a time. */
+#ifndef EDDY_SRC_INBOX_H
+#define EDDY_SRC_INBOX_H
+
+#include "bus/consumer.h"
+#include "bus/requests.h"
+#include "bus/retention.h"
+
+typedef struct eddy__inbox eddy__inbox;
+
+typedef struct eddy__reply_list {
+    eddy__reply_done *v;
+    size_t n, cap;
+} eddy__reply_list;
+
+/* Ownership: settings, requests and counters (the bus's retention counters, retention.h) are
+ * borrowed. NULL on OOM. */
+eddy__inbox *eddy__inbox_new(const eddy__settings *s, eddy__requests *reqs,
+                             eddy__retention_counters *counters, long long now_ms);
+void eddy__inbox_free(eddy__inbox *ib);
+/* The reply stream's key (borrowed). */
+const char *eddy__inbox_key(const eddy__inbox *ib);
+
+/* Every now_ms here is wall-clock (eddy_now_ms), read by the caller: leases are wall-clock.
+ * subs are the bus's current
+ * subscriptions, registered and renewed by the heartbeat. */
+eddy_status eddy__inbox_plan(eddy__inbox *ib, long long now_ms, eddy__sub *const *subs, size_t n,
+                             eddy__plan *plan);
+/* Appends completed requests to out (the receiver completes each waiter, owns each reply). */
+eddy_status eddy__inbox_feed(eddy__inbox *ib, long long now_ms, const eddy__plan *plan,
+                             redisReply **replies, size_t n, eddy__reply_list *out);
+/* True once the reply stream exists and the subscriptions are registered. */
+bool eddy__inbox_ready(const eddy__inbox *ib);
+/* The connection was lost: register again on the next plan, and open a new reply stream only
+ * if the old one is gone. */
+void eddy__inbox_reset(eddy__inbox *ib, long long now_ms);
+/* Commands for a bus that stops: its subscriptions leave the registry, its reply stream goes. */
+eddy_status eddy__inbox_close_cmds(eddy__inbox *ib, eddy__sub *const *subs, size_t n,
+                                   eddy__cmdlist *out);
+/* Registers one subscription at once (a late subscribe must count before it returns). */
+eddy_status eddy__inbox_register_cmds(eddy__inbox *ib, eddy__sub *sub, long long now_ms,
+                                      eddy__cmdlist *out);
+
+void eddy__reply_list_free(eddy__reply_list *l);
+
+#endif

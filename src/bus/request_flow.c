@@ -1,0 +1,117 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A request's sequence; see request_flow.h. The table (requests.c) decides who ends a
+ * request: every step that ends one here goes through eddy__requests_unsent, and only when
+ * that finds it still waiting is it this flow's to end. */
+#include "bus/request_flow.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+
+eddy_status eddy__request_flow_begin(eddy__request_flow *f, const eddy__request_ctx *ctx,
+                                     const eddy_request_opts *opts, const char *subject,
+                                     const eddy_event *ev, void *waiter, long long now_ms,
+                                     eddy_error *err) {
+    memset(f, 0, sizeof(*f));
+    eddy__cmdlist_init(&f->ask);
+    f->requests = ctx->requests;
+    f->cache = ctx->cache;
+    f->publisher = ctx->publisher;
+    eddy_status st =
+        eddy__request_begin(ctx->requests, ctx->publisher, opts, ctx->cancelled, ctx->active,
+                            ctx->caps, subject, ev, ctx->reply_to, now_ms, &f->out, err);
+    if (st != EDDY_OK)
+        return st;
+    bool cached = false;
+    f->asked_ms = now_ms;
+    if (!(f->subject = strdup(subject)))
+        st = EDDY_ERR_NOMEM;
+    if (st == EDDY_OK)
+        st = eddy__registry_ask(ctx->cache, ctx->ns, subject, now_ms, &f->ask, 0, &cached);
+    /* In the table before anything is sent: the reply may beat the send's own answer, and a
+     * deadline, cancel or stop may end it while a step is out. */
+    if (st == EDDY_OK)
+        st = eddy__requests_add(ctx->requests, f->out.id, waiter, f->out.row, f->out.deadline_ms);
+    if (st != EDDY_OK) {
+        eddy__request_flow_reset(f);
+        return eddy__fail(err, st, "out of memory");
+    }
+    f->step = cached ? EDDY__REQ_SEND : EDDY__REQ_ASK;
+    return EDDY_OK;
+}
+
+const eddy__cmdlist *eddy__request_flow_cmds(const eddy__request_flow *f) {
+    return f->step == EDDY__REQ_ASK ? &f->ask : &f->out.cmds;
+}
+
+/* Ends the request here with st, if it is still this flow's to end. */
+static eddy__req_step end(eddy__request_flow *f, eddy_status st, const eddy_error *err) {
+    if (!eddy__requests_unsent(f->requests, f->out.id))
+        return f->step = EDDY__REQ_ENDED;
+    if (st == EDDY_ERR_NO_RESPONDERS) {
+        eddy__requests_count_no_responders(f->requests, f->out.row);
+        eddy__fail(&f->err, st, "nothing is subscribed to '%s'", f->subject);
+    } else if (err && err->status == st) {
+        f->err = *err;
+    } else {
+        eddy__fail(&f->err, st, "request %s could not be sent", f->out.id);
+    }
+    f->st = st;
+    return f->step = EDDY__REQ_END;
+}
+
+static eddy__req_step asked(eddy__request_flow *f, eddy_status st, redisReply **replies,
+                            const eddy_error *err) {
+    bool any = false;
+    eddy_error e;
+    if (st == EDDY_OK) {
+        redisReply *reply = replies[0];
+        replies[0] = NULL;
+        st = eddy__registry_answer(f->cache, reply, f->subject, f->asked_ms, &any, &e);
+        err = &e;
+    } else
+        eddy__registry_unanswered(f->cache);
+    if (st == EDDY_OK && !any)
+        st = EDDY_ERR_NO_RESPONDERS;
+    if (st != EDDY_OK)
+        return end(f, st, err);
+    /* Ended while the question was out: nothing goes out after that. */
+    if (!eddy__requests_waiting(f->requests, f->out.id))
+        return f->step = EDDY__REQ_ENDED;
+    return f->step = EDDY__REQ_SEND;
+}
+
+static eddy__req_step sent(eddy__request_flow *f, eddy_status st, redisReply **replies,
+                           const eddy_error *err) {
+    eddy_error e;
+    if (st == EDDY_OK) {
+        size_t next;
+        st = eddy__publish_result(f->publisher, &f->out.cmds, 0, replies, &next, NULL, 0, &e);
+        err = &e;
+    }
+    if (st != EDDY_OK)
+        return end(f, st, err);
+    /* Counted even when the request ended meanwhile: it went out. */
+    eddy__requests_sent(f->requests, f->out.id);
+    return f->step = EDDY__REQ_WAIT;
+}
+
+eddy__req_step eddy__request_flow_feed(eddy__request_flow *f, eddy_status st, redisReply **replies,
+                                       const eddy_error *err) {
+    switch (f->step) {
+    case EDDY__REQ_ASK:
+        return asked(f, st, replies, err);
+    case EDDY__REQ_SEND:
+        return sent(f, st, replies, err);
+    default:
+        return f->step;
+    }
+}
+
+void eddy__request_flow_reset(eddy__request_flow *f) {
+    eddy__request_out_reset(&f->out);
+    eddy__cmdlist_reset(&f->ask);
+    free(f->subject);
+    f->subject = NULL;
+}

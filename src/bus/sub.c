@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Subscription rules that need no backend: names, patterns, shape and group. */
+#include "bus/sub.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "events/subject.h"
+#include "keys.h"
+#include "util/options.h"
+
+eddy_status eddy__sub_new(const eddy__settings *s, const eddy_subscription_spec *spec,
+                          eddy__sub **out, eddy_error *err) {
+    if (!spec || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "subscription spec is NULL");
+    eddy_subscription_spec full; /* the caller's fields, and the defaults of the newer ones */
+    eddy__opts_widen(&eddy__subscription_spec_table, &full, spec);
+    spec = &full;
+    const char *name = spec->name ? spec->name : "";
+    if (!eddy__key_name_ok(name))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': name must be 1-128 printable characters without "
+                          "space, '{', '}' or ':'",
+                          name);
+    if (!spec->pattern)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "subscription '%s': no pattern", name);
+    eddy_status st = eddy__pattern_check(spec->pattern, err);
+    if (st != EDDY_OK)
+        return st;
+    if (spec->handler && spec->responder)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': has both a handler and a responder", name);
+    if (!spec->handler && !spec->responder)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': needs a handler or a responder", name);
+    if (spec->responder && spec->shape == EDDY_FANOUT)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': a responder must be Competing: a request goes to "
+                          "one member of one group",
+                          name);
+    if (spec->responder && spec->delivery == EDDY_AT_LEAST_ONCE)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': a responder cannot be AtLeastOnce: a redelivered "
+                          "request would answer nobody",
+                          name);
+    if (spec->responder && !spec->group)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': a responder needs a group", name);
+    if (spec->responder && !s->source)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': a responder needs settings.source (failure "
+                          "replies carry it)",
+                          name);
+    if (spec->shape != EDDY_COMPETING && spec->shape != EDDY_FANOUT)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "subscription '%s': unknown shape %d", name,
+                          (int)spec->shape);
+    if (spec->delivery != EDDY_AT_MOST_ONCE && spec->delivery != EDDY_AT_LEAST_ONCE)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "subscription '%s': unknown delivery mode %d",
+                          name, (int)spec->delivery);
+    if (spec->shape == EDDY_COMPETING && (!spec->group || !eddy__key_name_ok(spec->group)))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': a competing subscription needs a group of 1-128 "
+                          "printable characters without space, '{', '}' or ':'",
+                          name);
+    if (spec->shape == EDDY_FANOUT && spec->group)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': a fanout subscription takes no group (each "
+                          "subscriber is its own)",
+                          name);
+
+    eddy__sub *sub = calloc(1, sizeof(*sub));
+    if (!sub)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    sub->name = strdup(name);
+    sub->pattern = strdup(spec->pattern);
+    sub->consumer = strdup(s->instance);
+    if (spec->shape == EDDY_COMPETING) {
+        sub->group = strdup(spec->group);
+    } else {
+        size_t n = strlen(name) + strlen(s->instance) + 16;
+        sub->group = malloc(n);
+        if (sub->group)
+            snprintf(sub->group, n, "fanout.%s.%s", name, s->instance);
+    }
+    if (!sub->name || !sub->pattern || !sub->consumer || !sub->group) {
+        eddy__sub_free(sub);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    sub->shape = spec->shape;
+    sub->delivery = spec->delivery;
+    sub->handler = spec->handler;
+    sub->responder = spec->responder;
+    sub->user = spec->user;
+    sub->literal = eddy__pattern_is_literal(spec->pattern);
+    atomic_init(&sub->paused, spec->paused);
+    *out = sub;
+    return EDDY_OK;
+}
+
+void eddy__sub_free(eddy__sub *sub) {
+    if (!sub)
+        return;
+    free(sub->name);
+    free(sub->pattern);
+    free(sub->group);
+    free(sub->consumer);
+    free(sub);
+}
+
+eddy_status eddy__sub_check_against(const eddy__settings *s, unsigned caps, const eddy__sub *sub,
+                                    eddy__sub *const *existing, size_t n, eddy_error *err) {
+    (void)s;
+    if (sub->responder && !(caps & EDDY_CAP_REQUEST_REPLY))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "subscription '%s': this backend does not answer requests", sub->name);
+    for (size_t i = 0; i < n; i++) {
+        const eddy__sub *o = existing[i];
+        if (strcmp(o->name, sub->name) == 0)
+            return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                              "subscription '%s': the name is already used on this bus", sub->name);
+        if (sub->responder && o->responder && strcmp(sub->group, o->group) != 0 &&
+            eddy__pattern_overlap(sub->pattern, o->pattern))
+            return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                              "subscription '%s': responder in group '%s' can answer the same "
+                              "subjects as responder '%s' in group '%s' (both would answer)",
+                              sub->name, sub->group, o->name, o->group);
+        const eddy__sub *handler = sub->responder ? o : sub, *responder = sub->responder ? sub : o;
+        if (responder->responder && !handler->responder && handler->shape == EDDY_COMPETING &&
+            strcmp(handler->group, responder->group) == 0)
+            return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                              "subscription '%s': handler '%s' is in responder '%s''s group "
+                              "'%s' and would take requests it cannot answer",
+                              sub->name, handler->name, responder->name, responder->group);
+    }
+    return EDDY_OK;
+}
+
+/* Outcomes are read before the deliveries they follow (which are counted first), so that no
+ * snapshot shows more outcomes than deliveries. */
+void eddy__stats_snapshot(const eddy__stats *st, eddy_consumer_stats *out) {
+    out->handled = atomic_load(&st->handled);
+    out->failed = atomic_load(&st->failed);
+    out->redelivered = atomic_load(&st->redelivered);
+    out->dead_lettered = atomic_load(&st->dead_lettered);
+    out->malformed = atomic_load(&st->malformed);
+    out->replied = atomic_load(&st->replied);
+    out->refused = atomic_load(&st->refused);
+    out->unaddressed = atomic_load(&st->unaddressed);
+    out->responder_failed = atomic_load(&st->responder_failed);
+    out->expired = atomic_load(&st->expired);
+    out->held = atomic_load(&st->held);
+    out->overlapping = atomic_load(&st->overlapping);
+    out->delivered = atomic_load(&st->delivered);
+    out->recreated = atomic_load(&st->recreated);
+    out->lost_writes = atomic_load(&st->lost_writes);
+}
+
+void eddy_subscription_spec_init_sized(eddy_subscription_spec *spec, size_t size) {
+    if (spec)
+        eddy__opts_init(&eddy__subscription_spec_table, spec, size);
+}
+
+const eddy_subscription_spec *eddy__spec_at(const eddy_subscription_spec *specs, size_t i) {
+    size_t recorded = specs[0].struct_size;
+    size_t stride = recorded ? recorded : EDDY__SPEC_STRIDE_0_3;
+    return (const eddy_subscription_spec *)(const void *)((const char *)specs + i * stride);
+}
+
+/* ---- the table ---------------------------------------------------------------------- */
+
+#define P_OFF(f) offsetof(eddy_subscription_spec, f), sizeof(((eddy_subscription_spec *)0)->f)
+#define ROW(f, type, def, max, flags, ddoc, choices, doc)                                          \
+    {                                                                                              \
+#f, EDDY__OPT_##type, P_OFF(f), EDDY__OPT_NO_COPY, NULL, def, 0, max, flags, "", ddoc,     \
+            NULL, choices, doc                                                                     \
+    }
+static const char *const shapes[] = {"competing", "fanout", NULL};
+static const char *const modes[] = {"at_most_once", "at_least_once", NULL};
+static const eddy__opt spec_rows[] = {
+    ROW(name, STRING, 0, 0, EDDY__OPT_REQUIRED, "none (required)", NULL,
+        "Unique within the bus; names the counters (1-128 printable, no space, '{', '}', ':')"),
+    ROW(pattern, STRING, 0, 0, EDDY__OPT_REQUIRED, "none (required)", NULL,
+        "Subject or pattern: orders.created, orders.*, orders.>"),
+    ROW(shape, ENUM, EDDY_COMPETING, 1, 0, NULL, shapes,
+        "competing: one member of the group handles each message; fanout: every subscriber"),
+    ROW(group, STRING, 0, 0, 0, "none", NULL,
+        "Competing: the group's name, required; fanout: must be NULL"),
+    ROW(delivery, ENUM, EDDY_AT_MOST_ONCE, 1, 0, NULL, modes,
+        "at_most_once: acknowledged when read; at_least_once: after the handler succeeded"),
+    ROW(handler, CALLBACK, 0, 0, 0, "none", NULL,
+        "The handler (exactly one of handler, responder)"),
+    ROW(user, POINTER, 0, 0, 0, "NULL", NULL, "The handler's or responder's user pointer"),
+    ROW(responder, CALLBACK, 0, 0, 0, "none", NULL,
+        "The responder: competing, at_most_once, with a group and settings.source"),
+    ROW(paused, BOOL, 0, 1, 0, "false", NULL,
+        "Start paused: the group is created at start, nothing is read until resumed"),
+};
+#undef ROW
+
+const eddy__opt_table eddy__subscription_spec_table = {
+    .prefix = "subscription_spec",
+    .type_name = "eddy_subscription_spec",
+    .init_name = "eddy_subscription_spec_init",
+    .rows = spec_rows,
+    .nrows = sizeof(spec_rows) / sizeof(spec_rows[0]),
+    .size = sizeof(eddy_subscription_spec),
+    .size_0_3 = EDDY__SPEC_STRIDE_0_3,
+    .doc = "A subscription (eddy_bus_subscribe, eddy_rbus_subscribe, the specs of eddy_bus_new and "
+           "eddy_rbus_new): include/eddy/bus.h. Its rules between fields are checked when it is "
+           "subscribed.",
+};

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A subscription as a bus holds it: the spec checked and copied, the group and consumer names
+ * it uses in Redis, and its counters (atomics: handlers settle on worker threads). */
+#ifndef EDDY_SRC_SUB_H
+#define EDDY_SRC_SUB_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config/settings.h"
+#include "eddy/bus.h"
+
+typedef struct eddy__stats {
+    atomic_uint_fast64_t delivered, handled, failed, redelivered, dead_lettered, malformed;
+    atomic_uint_fast64_t replied, refused, unaddressed, responder_failed, expired, held;
+    atomic_uint_fast64_t overlapping, recreated, lost_writes;
+} eddy__stats;
+
+typedef struct eddy__sub {
+    char *name;
+    char *pattern;
+    char *group;    /* competing: the spec's group; fanout: "fanout.<name>.<instance>" */
+    char *consumer; /* the bus's instance */
+    eddy_shape shape;
+    eddy_delivery_mode delivery;
+    eddy_handler_fn handler;
+    eddy_responder_fn responder;
+    void *user;
+    bool literal; /* the pattern names one subject */
+    /* Paused (consumer.c decides what that means): set from any thread, read by the reader.
+     * It belongs to the subscription, so it holds across activations. */
+    atomic_bool paused;
+    eddy__stats stats;
+} eddy__sub;
+
+/* Checks one spec (EDDY_ERR_INVALID_SPEC naming the subscription and the rule, or
+ * EDDY_ERR_INVALID_PATTERN) and copies it. Ownership: *out is the caller's (eddy__sub_free). */
+/* The size of eddy 0.3.0's eddy_subscription_spec, padding included: the stride of an array
+ * of specs whose struct_size is 0. Frozen (fields added later come after it, and never raise the
+ * struct's alignment). */
+#define EDDY__SPEC_STRIDE_0_3                                                                      \
+    ((offsetof(eddy_subscription_spec, paused) + sizeof(bool) + _Alignof(eddy_subscription_spec) - \
+      1) /                                                                                         \
+     _Alignof(eddy_subscription_spec) * _Alignof(eddy_subscription_spec))
+
+/* The i-th spec of a caller's array, strided by the caller's struct size (specs[0]'s). */
+const eddy_subscription_spec *eddy__spec_at(const eddy_subscription_spec *specs, size_t i);
+
+eddy_status eddy__sub_new(const eddy__settings *s, const eddy_subscription_spec *spec,
+                          eddy__sub **out, eddy_error *err);
+void eddy__sub_free(eddy__sub *sub);
+
+/* Checks a new subscription against those a bus already has: unique names; no two responders
+ * in different groups whose patterns can select the same subject; no handler in a responder's
+ * group. `caps` are the backend's capabilities (a responder needs request/reply). */
+eddy_status eddy__sub_check_against(const eddy__settings *s, unsigned caps, const eddy__sub *sub,
+                                    eddy__sub *const *existing, size_t n, eddy_error *err);
+
+void eddy__stats_snapshot(const eddy__stats *st, eddy_consumer_stats *out);
+
+#endif

@@ -1,0 +1,536 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The push core (see push.h): settling, the model's aggregation, the sources' states, start-all's
+ * order and the progress figures. No I/O, no thread, no timer; the front ends drive it.
+ *
+ * Invariants:
+ * - A source's state only moves NOT_STARTED -> CATCHING_UP -> LIVE or FAILED (or straight to
+ *   FAILED when its registration is refused or its filter turns out unreadable); FAILED is
+ *   final, and a source is claimed (started) at most once.
+ * - Messages are routed only for CATCHING_UP and LIVE sources: a source that is not registered
+ *   yet, or that failed, hands back any message it is given without touching its feed, so
+ *   nothing is acknowledged that no projection received. Such a source is not given any, as a
+ *   rule: its subscription is paused while it does not route (eddy__push_consuming), so the
+ *   broker keeps its messages instead of handing them out to be handed back.
+ * - No user callback runs under a lock. */
+#include "store/push.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "timing.h"
+#include "util/options.h"
+
+long long eddy__push_now_ms(void) { return eddy__mono_ms(); }
+
+/* ---- the model ------------------------------------------------------------------------ */
+
+eddy_status eddy__push_model_init(eddy__push_model *m, const eddy_push_observer *observer,
+                                  eddy_log_fn log, void *log_user) {
+    memset(m, 0, sizeof(*m));
+    if (observer)
+        m->observer = *observer;
+    m->log.fn = log;
+    m->log.user = log_user;
+    pthread_mutex_init(&m->lock, NULL);
+    return EDDY_OK;
+}
+
+void eddy__push_model_destroy(eddy__push_model *m) {
+    free(m->feeds);
+    pthread_mutex_destroy(&m->lock);
+}
+
+eddy_status eddy__push_model_add(eddy__push_model *m, void *feed, eddy_error *err) {
+    if (!feed)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed is NULL");
+    pthread_mutex_lock(&m->lock);
+    eddy_status st = EDDY_OK;
+    for (size_t i = 0; i < m->n && st == EDDY_OK; i++)
+        if (m->feeds[i] == feed)
+            st = eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "the feed was added already");
+    if (st == EDDY_OK && m->n == m->cap) {
+        size_t cap = m->cap ? m->cap * 2 : 4;
+        void **v = realloc(m->feeds, cap * sizeof(*v));
+        if (!v)
+            st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory adding a feed");
+        else
+            m->feeds = v, m->cap = cap;
+    }
+    if (st == EDDY_OK)
+        m->feeds[m->n++] = feed;
+    pthread_mutex_unlock(&m->lock);
+    return st;
+}
+
+eddy_status eddy__push_model_feeds(eddy__push_model *m, void ***feeds, size_t *n) {
+    *feeds = NULL;
+    *n = 0;
+    pthread_mutex_lock(&m->lock);
+    eddy_status st = EDDY_OK;
+    if (m->n) {
+        *feeds = malloc(m->n * sizeof(**feeds));
+        if (*feeds) {
+            memcpy(*feeds, m->feeds, m->n * sizeof(**feeds));
+            *n = m->n;
+        } else {
+            st = EDDY_ERR_NOMEM;
+        }
+    }
+    pthread_mutex_unlock(&m->lock);
+    return st;
+}
+
+void eddy__push_agg_init(eddy__push_agg *a) {
+    memset(a, 0, sizeof(*a));
+    a->first_error = EDDY_OK;
+}
+
+void eddy__push_agg_add(eddy__push_agg *a, eddy_status st, eddy_route route,
+                        const eddy_error *err) {
+    a->registered++;
+    if (st != EDDY_OK) {
+        if (a->first_error == EDDY_OK) {
+            a->first_error = st;
+            a->err.status = st;
+            snprintf(a->err.detail, sizeof(a->err.detail), "%s",
+                     err && err->detail[0] ? err->detail : eddy_status_str(st));
+        }
+        return;
+    }
+    if (route == EDDY_ROUTE_DEFERRED)
+        a->any_deferred = true;
+    else if (route == EDDY_ROUTE_DELIVERED)
+        a->any_delivered = true;
+}
+
+eddy_status eddy__push_agg_result(const eddy__push_agg *a, eddy_route *route, eddy_error *err) {
+    if (route)
+        *route = EDDY_ROUTE_FILTERED;
+    if (a->registered == 0)
+        return eddy__fail(err, EDDY_ERR_UNAVAILABLE,
+                          "no projection is registered: hold the event (do not acknowledge it)");
+    if (a->first_error != EDDY_OK)
+        return eddy__fail(err, a->first_error, "%s", a->err.detail);
+    if (route)
+        *route = a->any_deferred    ? EDDY_ROUTE_DEFERRED
+                 : a->any_delivered ? EDDY_ROUTE_DELIVERED
+                                    : EDDY_ROUTE_FILTERED;
+    return EDDY_OK;
+}
+
+void eddy__push_notify(const eddy_push_observer *obs, const eddy__logger *log, const eddy_event *ev,
+                       eddy_status st, eddy_route route, const eddy_error *err) {
+    if (!obs || !obs->observe)
+        return;
+    eddy_status ost = obs->observe(ev, st, route, st == EDDY_OK ? NULL : err, obs->user);
+    if (ost != EDDY_OK)
+        eddy__log(log, EDDY_LOG_WARN,
+                  "push observer failed (%s) for event %s; routing is unchanged",
+                  eddy_status_name(ost), ev ? eddy_event_id(ev) : "?");
+}
+
+void eddy__push_observe(eddy__push_model *m, const eddy_event *ev, eddy_status st, eddy_route route,
+                        const eddy_error *err, bool write_path) {
+    const char *id = ev ? eddy_event_id(ev) : "?";
+    eddy__push_notify(&m->observer, &m->log, ev, st, route, err);
+    if (!write_path)
+        return;
+    if (st == EDDY_ERR_UNAVAILABLE)
+        eddy__log(&m->log, EDDY_LOG_DEBUG, "push: no projection is registered; event %s dropped",
+                  id);
+    else if (st != EDDY_OK)
+        eddy__log(&m->log, EDDY_LOG_WARN, "push: event %s was not delivered: %s: %s", id,
+                  eddy_status_name(st), err && err->detail[0] ? err->detail : "");
+}
+
+/* ---- sources -------------------------------------------------------------------------- */
+
+eddy_status eddy__push_set_init(eddy__push_set *s, const eddy_push_options *opts) {
+    memset(s, 0, sizeof(*s));
+    /* The caller's fields (its struct may be smaller than ours), the defaults of the others. */
+    eddy__opts_widen(&eddy__push_options_table, &s->opts, opts);
+    if (s->opts.progress_ms == 0)
+        s->opts.progress_ms = 250;
+    s->log.fn = s->opts.log;
+    s->log.user = s->opts.log_user;
+    pthread_mutex_init(&s->lock, NULL);
+    return EDDY_OK;
+}
+
+static void source_free(eddy__push_source *src) {
+    if (!src)
+        return;
+    free(src->id);
+    free(src->subject);
+    free(src->group);
+    free(src->sub_name);
+    eddy_filter_free(src->filter);
+    free(src);
+}
+
+void eddy__push_set_destroy(eddy__push_set *s) {
+    for (size_t i = 0; i < s->n; i++)
+        source_free(s->v[i]);
+    free(s->v);
+    pthread_mutex_destroy(&s->lock);
+}
+
+static bool blank(const char *s) { return !s || !*s; }
+
+eddy_status eddy__push_set_add(eddy__push_set *s, const char *id, void *feed,
+                               const eddy_projection *projection, const eddy_filter *filter,
+                               const char *subject, const char *group, bool go_live,
+                               eddy__push_source **out, eddy_error *err) {
+    if (blank(id))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "push source: no id");
+    if (!feed)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "push source '%s': no feed", id);
+    if (!projection || !projection->apply)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "push source '%s': no apply", id);
+    if (blank(subject))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "push source '%s': no subject", id);
+    if (blank(group))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "push source '%s': no group", id);
+    eddy__push_source *src = calloc(1, sizeof(*src));
+    if (!src)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory adding push source '%s'", id);
+    src->id = strdup(id);
+    src->subject = strdup(subject);
+    src->group = strdup(group);
+    size_t nlen = strlen(id) + 6;
+    src->sub_name = malloc(nlen);
+    if (src->sub_name)
+        snprintf(src->sub_name, nlen, "push.%s", id);
+    src->filter = filter ? eddy_filter_dup(filter) : NULL;
+    if (!src->id || !src->subject || !src->group || !src->sub_name || (filter && !src->filter)) {
+        source_free(src);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory adding push source '%s'", id);
+    }
+    src->feed = feed;
+    src->projection = *projection;
+    src->go_live = go_live;
+    src->state = EDDY_PUSH_NOT_STARTED;
+    src->eta = -1;
+    pthread_mutex_lock(&s->lock);
+    eddy_status st = EDDY_OK;
+    for (size_t i = 0; i < s->n && st == EDDY_OK; i++)
+        if (strcmp(s->v[i]->id, id) == 0)
+            st = eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "push source '%s' was added already",
+                            id);
+    if (st == EDDY_OK && s->n == s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 4;
+        eddy__push_source **v = realloc(s->v, cap * sizeof(*v));
+        if (!v)
+            st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory adding push source '%s'", id);
+        else
+            s->v = v, s->cap = cap;
+    }
+    if (st == EDDY_OK)
+        s->v[s->n++] = src;
+    pthread_mutex_unlock(&s->lock);
+    if (st != EDDY_OK) {
+        source_free(src);
+        return st;
+    }
+    *out = src;
+    return EDDY_OK;
+}
+
+void eddy__push_set_drop_last(eddy__push_set *s, eddy__push_source *src) {
+    pthread_mutex_lock(&s->lock);
+    if (s->n && s->v[s->n - 1] == src)
+        s->n--;
+    else
+        src = NULL;
+    pthread_mutex_unlock(&s->lock);
+    source_free(src);
+}
+
+eddy__push_source *eddy__push_set_find(eddy__push_set *s, const char *id) {
+    eddy__push_source *found = NULL;
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; id && i < s->n && !found; i++)
+        if (strcmp(s->v[i]->id, id) == 0)
+            found = s->v[i];
+    pthread_mutex_unlock(&s->lock);
+    return found;
+}
+
+bool eddy__push_set_claim_one(eddy__push_set *s, eddy__push_source *src) {
+    pthread_mutex_lock(&s->lock);
+    bool mine = !src->claimed;
+    src->claimed = true;
+    pthread_mutex_unlock(&s->lock);
+    return mine;
+}
+
+eddy_status eddy__push_set_claim(eddy__push_set *s, eddy__push_source ***out, size_t *n,
+                                 eddy_error *err) {
+    *out = NULL;
+    *n = 0;
+    pthread_mutex_lock(&s->lock);
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++)
+        k += !s->v[i]->claimed;
+    eddy__push_source **v = k ? malloc(k * sizeof(*v)) : NULL;
+    if (k && !v) {
+        pthread_mutex_unlock(&s->lock);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory starting the push sources");
+    }
+    k = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (!s->v[i]->claimed) {
+            s->v[i]->claimed = true;
+            v[k++] = s->v[i];
+        }
+    pthread_mutex_unlock(&s->lock);
+    *out = v;
+    *n = k;
+    return EDDY_OK;
+}
+
+void eddy__push_set_unclaim(eddy__push_set *s, eddy__push_source *const *srcs, size_t n) {
+    pthread_mutex_lock(&s->lock);
+    for (size_t i = 0; i < n; i++)
+        srcs[i]->claimed = false;
+    pthread_mutex_unlock(&s->lock);
+}
+
+eddy_status eddy__push_ids(eddy__push_source *const *srcs, size_t n, const char ***ids) {
+    const char **v = malloc((n + 1) * sizeof(*v));
+    if (!v)
+        return EDDY_ERR_NOMEM;
+    for (size_t i = 0; i < n; i++)
+        v[i] = srcs[i]->id;
+    v[n] = NULL;
+    *ids = v;
+    return EDDY_OK;
+}
+
+bool eddy__push_admits(eddy__push_set *s, eddy__push_source *src) {
+    pthread_mutex_lock(&s->lock);
+    bool ok = eddy__push_consuming(src->state);
+    pthread_mutex_unlock(&s->lock);
+    return ok;
+}
+
+bool eddy__push_consuming(eddy_push_state state) {
+    return state == EDDY_PUSH_CATCHING_UP || state == EDDY_PUSH_LIVE;
+}
+
+void eddy__push_sub_spec(const eddy__push_source *src, eddy_handler_fn handler, void *user,
+                         eddy_subscription_spec *out) {
+    eddy_subscription_spec_init(out);
+    out->name = src->sub_name;
+    out->pattern = src->subject;
+    out->shape = EDDY_COMPETING;
+    out->group = src->group;
+    out->delivery = EDDY_AT_LEAST_ONCE;
+    out->handler = handler;
+    out->user = user;
+    out->paused = true; /* until the projection is registered */
+}
+
+bool eddy__push_gate(eddy__push_set *s, eddy__push_source *src, bool *pause) {
+    pthread_mutex_lock(&s->lock);
+    eddy_push_state state = src->state;
+    pthread_mutex_unlock(&s->lock);
+    *pause = state == EDDY_PUSH_FAILED;
+    return eddy__push_consuming(state);
+}
+
+static void fill(const eddy__push_source *src, eddy_push_progress *out) {
+    if (!out)
+        return;
+    memset(out, 0, sizeof(*out));
+    out->id = src->id;
+    out->state = src->state;
+    out->replayed = src->replayed;
+    out->position = src->position;
+    out->head = src->head;
+    out->rate = src->rate;
+    out->eta_seconds = src->eta;
+    out->failure = src->failure;
+}
+
+/* Under the lock. True when the source moved to FAILED now. */
+static bool fail_locked(eddy__push_source *src, eddy_status st, const char *detail) {
+    if (src->state == EDDY_PUSH_FAILED)
+        return false;
+    src->state = EDDY_PUSH_FAILED;
+    src->failure.status = st;
+    snprintf(src->failure.detail, sizeof(src->failure.detail), "%s",
+             detail && *detail ? detail : eddy_status_str(st));
+    src->eta = -1;
+    return true;
+}
+
+eddy__push_settled eddy__push_settle(eddy__push_set *s, eddy__push_source *src, eddy_status st,
+                                     eddy_route route, const eddy_error *err, bool has_projection,
+                                     bool refuses_permanently) {
+    eddy__push_settled r = {st, false, false};
+    const char *detail = err && err->status == st ? err->detail : NULL;
+    if (st == EDDY_OK) {
+        r.handler = route == EDDY_ROUTE_DEFERRED ? EDDY_ERR_UNAVAILABLE : EDDY_OK;
+        return r;
+    }
+    if (st == EDDY_ERR_UNREADABLE_FILTER || (st == EDDY_ERR_ILLEGAL_STATE && refuses_permanently)) {
+        pthread_mutex_lock(&s->lock);
+        r.failed = fail_locked(src, st, detail);
+        pthread_mutex_unlock(&s->lock);
+        if (r.failed)
+            eddy__log(&s->log, EDDY_LOG_ERROR,
+                      "push source '%s' stops consuming (%s: %s): its messages stay with the "
+                      "broker for the feed that replaces this one",
+                      src->id, eddy_status_name(st), detail ? detail : "");
+        r.handler = EDDY_ERR_UNAVAILABLE;
+        r.pause = true;
+        return r;
+    }
+    if (st == EDDY_ERR_ILLEGAL_STATE && !has_projection) {
+        r.handler = EDDY_ERR_UNAVAILABLE;
+        return r;
+    }
+    /* A pending status is not final: treat it as the failure the bus would make of it. */
+    r.handler = st == EDDY_PENDING ? EDDY_ERR_HANDLER_FAILED : st;
+    return r;
+}
+
+void eddy__push_estimate(long long p0, long long t0_ms, long long position, long long head,
+                         long long now_ms, double *rate, double *eta) {
+    *rate = 0;
+    *eta = -1;
+    if (now_ms > t0_ms && position > p0)
+        *rate = (double)(position - p0) * 1000.0 / (double)(now_ms - t0_ms);
+    if (head > 0 && position >= head)
+        *eta = 0;
+    else if (*rate > 0)
+        *eta = (double)(head - position) / *rate;
+}
+
+void eddy__push_catching_up(eddy__push_set *s, eddy__push_source *src, long long now_ms,
+                            eddy_push_progress *out) {
+    pthread_mutex_lock(&s->lock);
+    if (src->state == EDDY_PUSH_NOT_STARTED) {
+        src->state = EDDY_PUSH_CATCHING_UP;
+        src->replayed = 0;
+        src->position = src->head = 0;
+        src->rate = 0;
+        src->eta = -1;
+        /* A catch-up replays from the start of the store: the rate counts from position 0 and
+         * from now. */
+        src->sampled = true;
+        src->p0 = 0;
+        src->t0_ms = now_ms;
+    }
+    fill(src, out);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Under the lock. */
+static void take(eddy__push_source *src, const eddy_feed_info *info, long long now_ms) {
+    src->replayed = info->replayed;
+    src->position = info->position;
+    src->head = info->head;
+    if (!src->sampled) {
+        /* The first snapshot is where this catch-up started from: the rate counts from it. */
+        src->sampled = true;
+        src->p0 = info->position;
+        src->t0_ms = now_ms;
+    }
+    eddy__push_estimate(src->p0, src->t0_ms, src->position, src->head, now_ms, &src->rate,
+                        &src->eta);
+}
+
+bool eddy__push_sample(eddy__push_set *s, eddy__push_source *src, const eddy_feed_info *info,
+                       long long now_ms, eddy_push_progress *out) {
+    pthread_mutex_lock(&s->lock);
+    bool catching = src->state == EDDY_PUSH_CATCHING_UP;
+    if (catching) {
+        take(src, info, now_ms);
+        fill(src, out);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return catching;
+}
+
+void eddy__push_ended(eddy__push_set *s, eddy__push_source *src, eddy_status st,
+                      const eddy_error *err, const eddy_feed_info *info, long long now_ms,
+                      eddy_push_progress *out) {
+    pthread_mutex_lock(&s->lock);
+    bool failed_now = false;
+    bool stopped = false;
+    if (src->state == EDDY_PUSH_CATCHING_UP) {
+        if (info)
+            take(src, info, now_ms);
+        if (st == EDDY_OK && (!info || (info->live && !info->failed))) {
+            src->state = EDDY_PUSH_LIVE;
+            src->eta = 0;
+        } else if ((st == EDDY_OK || st == EDDY_ERR_CANCELLED) && !(info && info->failed)) {
+            /* Stopped (eddy_domain_stop_catch_up) or cancelled (freeing the sources) before
+             * the feed went live: not the feed's failure, but this source routes no more. */
+            stopped = fail_locked(src, EDDY_ERR_CLOSED,
+                                  "the catch-up was stopped before the feed went live");
+        } else {
+            eddy_status why = st != EDDY_OK ? st : EDDY_ERR_ILLEGAL_STATE;
+            failed_now = fail_locked(src, why, err && err->status == why ? err->detail : NULL);
+        }
+    }
+    fill(src, out);
+    pthread_mutex_unlock(&s->lock);
+    if (failed_now)
+        eddy__log(&s->log, EDDY_LOG_ERROR, "push source '%s': the catch-up failed: %s: %s", src->id,
+                  eddy_status_name(src->failure.status), src->failure.detail);
+    else if (stopped)
+        eddy__log(&s->log, EDDY_LOG_INFO, "push source '%s': %s", src->id, src->failure.detail);
+}
+
+void eddy__push_fail(eddy__push_set *s, eddy__push_source *src, eddy_status st,
+                     const eddy_error *err, eddy_push_progress *out) {
+    pthread_mutex_lock(&s->lock);
+    bool now = fail_locked(src, st, err && err->status == st ? err->detail : NULL);
+    fill(src, out);
+    pthread_mutex_unlock(&s->lock);
+    if (now)
+        eddy__log(&s->log, EDDY_LOG_ERROR, "push source '%s' failed to start: %s: %s", src->id,
+                  eddy_status_name(st), src->failure.detail);
+}
+
+void eddy__push_snapshot(eddy__push_set *s, eddy__push_source *src, eddy_push_progress *out) {
+    pthread_mutex_lock(&s->lock);
+    fill(src, out);
+    pthread_mutex_unlock(&s->lock);
+}
+
+bool eddy__push_any_catching_up(eddy__push_set *s) {
+    pthread_mutex_lock(&s->lock);
+    bool any = false;
+    for (size_t i = 0; i < s->n && !any; i++)
+        any = s->v[i]->state == EDDY_PUSH_CATCHING_UP;
+    pthread_mutex_unlock(&s->lock);
+    return any;
+}
+
+eddy_status eddy__push_set_catching(eddy__push_set *s, eddy__push_source ***out, size_t *n) {
+    *out = NULL;
+    *n = 0;
+    pthread_mutex_lock(&s->lock);
+    size_t k = 0;
+    for (size_t i = 0; i < s->n; i++)
+        k += s->v[i]->state == EDDY_PUSH_CATCHING_UP;
+    eddy__push_source **v = k ? malloc(k * sizeof(*v)) : NULL;
+    if (k && !v) {
+        pthread_mutex_unlock(&s->lock);
+        return EDDY_ERR_NOMEM;
+    }
+    k = 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->v[i]->state == EDDY_PUSH_CATCHING_UP)
+            v[k++] = s->v[i];
+    pthread_mutex_unlock(&s->lock);
+    *out = v;
+    *n = k;
+    return EDDY_OK;
+}
