@@ -59,6 +59,7 @@ struct eddy__conn_state {
     unsigned reconnect_max_ms;
     char where[160];           /* the server, without credentials */
     atomic_uint master_epoch;  /* eddy__conn_master_moved/doubt */
+    atomic_uint master_moves;  /* the epochs a move (not a doubt) began */
     long long master_epoch_at; /* when it last moved (monotonic ms), under lock */
     unsigned doubts;           /* doubts that moved it since the last announced move */
     char avoid_host[256];      /* eddy__conn_master_avoid, under lock ("" for none) */
@@ -307,6 +308,8 @@ static void new_master_epoch(eddy__conn_state *cs, bool doubt) {
         cs->doubts = 0; /* a quiet period: the next doubts count as the first again */
     if (!doubt || cs->master_epoch_at == 0 || now - cs->master_epoch_at >= after) {
         atomic_fetch_add(&cs->master_epoch, 1);
+        if (!doubt)
+            atomic_fetch_add(&cs->master_moves, 1);
         cs->master_epoch_at = now;
         cs->doubts = doubt ? cs->doubts + 1 : 0;
     }
@@ -315,6 +318,10 @@ static void new_master_epoch(eddy__conn_state *cs, bool doubt) {
 
 void eddy__conn_master_moved(eddy__conn_state *cs) { new_master_epoch(cs, false); }
 void eddy__conn_master_doubt(eddy__conn_state *cs) { new_master_epoch(cs, true); }
+
+unsigned eddy__conn_master_moves(const eddy__conn_state *cs) {
+    return cs ? atomic_load_explicit(&cs->master_moves, memory_order_relaxed) : 0;
+}
 
 unsigned eddy__conn_master_epoch(const eddy__conn_state *cs) {
     return cs ? atomic_load_explicit(&cs->master_epoch, memory_order_relaxed) : 0;

@@ -75,5 +75,9 @@ bool eddy__conn_master_avoided(eddy__conn_state *cs, const char *host, int port)
 #define EDDY__AVOID_MS 10000
 void eddy__conn_master_doubt(eddy__conn_state *cs);
 unsigned eddy__conn_master_epoch(const eddy__conn_state *cs);
+/* How many epochs a move (eddy__conn_master_moved or _avoid) began, doubts not counted: a
+ * connection that watches every sentinel (sentinel.h) follows a doubt only when it comes with
+ * a move, since a failover's leader, whichever sentinel it is, announces its steps to it. */
+unsigned eddy__conn_master_moves(const eddy__conn_state *cs);
 
 #endif

@@ -89,9 +89,10 @@ struct eddy__link {
     /* redis-sentinel://: the handle's master epoch this connect began at (conn_state.h); a
      * newer one fails the link at its next step, so that it asks the sentinels afresh. */
     unsigned master_epoch;
-    bool pushes;        /* eddy__link_accept_pushes */
-    unsigned socket_id; /* this socket's number among every link's (eddy__link_socket_id) */
-    eddy__memlink *mem; /* memory://: every call is handed on to it (link_mem.c) */
+    unsigned master_moves; /* eddy__conn_master_moves at the same moment */
+    bool pushes;           /* eddy__link_accept_pushes */
+    unsigned socket_id;    /* this socket's number among every link's (eddy__link_socket_id) */
+    eddy__memlink *mem;    /* memory://: every call is handed on to it (link_mem.c) */
     /* redis-cluster://: where each unanswered command ends (a ring; see the top), where the
      * last answered one ended, whether that is exact, whether the next reply is inside a
      * MULTI (an ASK there is not followed: the transaction is aborted by the server), and the
@@ -356,7 +357,19 @@ eddy_status eddy__link_tick(eddy__link *l, long long now_ms, eddy_error *err) {
 static eddy_status follow_master(eddy__link *l, bool watch, eddy_error *err) {
     if (!l->sen || !l->host || (l->phase != EDDY__LINK_HANDSHAKE && l->phase != EDDY__LINK_READY))
         return EDDY_OK;
-    if (eddy__conn_master_epoch(l->s->conn_state) != l->master_epoch)
+    unsigned epoch = eddy__conn_master_epoch(l->s->conn_state);
+    if (epoch != l->master_epoch && eddy__conn_master_moves(l->s->conn_state) == l->master_moves &&
+        eddy__sentinel_watches_all(l->sen)) {
+        /* Only doubts (a WAIT shortfall, a ROLE seen elsewhere): every sentinel is watched
+         * here, so a failover would have been announced; a READONLY still moves the epoch. A
+         * replica that is down or resyncing then costs no reconnect. */
+        l->master_epoch = epoch;
+        eddy__log(&l->s->log, EDDY_LOG_DEBUG,
+                  "%s stays the master '%s' for this connection: a doubt, and no sentinel "
+                  "announced a switch",
+                  l->peer, l->s->url.name);
+    }
+    if (epoch != l->master_epoch)
         return fail(l, eddy__fail(err, EDDY_ERR_IO,
                                   "%s may no longer be the master '%s' (another connection "
                                   "heard of a switch or doubted it): asking the sentinels again",
@@ -686,6 +699,7 @@ eddy_status eddy__link_connect(eddy__link *l, long long now_ms, eddy_error *err)
         return connect_unix(l, err);
     if (l->sen)
         l->master_epoch = eddy__conn_master_epoch(l->s->conn_state);
+    l->master_moves = eddy__conn_master_moves(l->s->conn_state);
     if (l->sen || l->cl) { /* the master's address first: eddy__link_io goes on with ask_step */
         l->host = NULL;
         set_peer(l);

@@ -280,6 +280,15 @@ eddy_status eddy__sentinel_io(eddy__sentinel *sn, unsigned ready, const char **h
 
 size_t eddy__sentinel_watching(const eddy__sentinel *sn) { return sn->nwatch; }
 
+bool eddy__sentinel_watches_all(const eddy__sentinel *sn) {
+    if (!sn || sn->nwatch < sn->s->url.nsentinels)
+        return false;
+    for (size_t i = 0; i < sn->s->url.nsentinels; i++)
+        if (eddy__link_phase_of(sn->watch[i]) != EDDY__LINK_READY)
+            return false;
+    return true;
+}
+
 static bool elem_is(const redisReply *r, size_t i, const char *s) {
     return r->element[i]->type == REDIS_REPLY_STRING && r->element[i]->len == strlen(s) &&
            memcmp(r->element[i]->str, s, r->element[i]->len) == 0;

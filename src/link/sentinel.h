@@ -64,6 +64,8 @@ void eddy__sentinel_ready(eddy__sentinel *sn);
 eddy_status eddy__sentinel_watch(eddy__sentinel *sn, const char *host, int port, eddy_error *err);
 /* How many watches are open (connecting or subscribed). */
 size_t eddy__sentinel_watching(const eddy__sentinel *sn);
+/* True when every sentinel of the URL has a watch that is subscribed (READY). */
+bool eddy__sentinel_watches_all(const eddy__sentinel *sn);
 
 typedef enum eddy__sentinel_msg {
     EDDY__SENTINEL_MSG_NONE,      /* not about this master, or not an announcement */
