@@ -11,7 +11,8 @@ set -euo pipefail
 # tmux: the terminal of eddy top's test (tests/cli/top-tmux.sh).
 packages=(build-essential cmake pkg-config libhiredis-dev libev-dev libmsgpack-dev libssl-dev
           libcriterion-dev redis-server redis-tools redis-sentinel clang-format openssl
-          libjansson-dev doxygen python3 python3-redis help2man groff-base zsh abigail-tools tmux "$@")
+          libjansson-dev doxygen python3 python3-redis help2man groff-base zsh abigail-tools
+          tmux "$@")
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -128,18 +128,20 @@ wait_for "top to exit on Ctrl-C" top:intr test -s "$work/intr.exit"
 [ "$(cat "$work/intr.exit")" = 0 ] || fail "Ctrl-C: exit code $(cat "$work/intr.exit"), want 0"
 wait_for "the shell's stty after Ctrl-C" top:intr test -s "$work/intr.after"
 cmp -s "$work/intr.before" "$work/intr.after" || fail "Ctrl-C: the terminal's mode was not restored"
-[ "$(tm display -p -t top:intr '#{alternate_on}')" = 0 ] || fail "Ctrl-C: still on the alternate screen"
+[ "$(tm display -p -t top:intr '#{alternate_on}')" = 0 ] ||
+    fail "Ctrl-C: still on the alternate screen"
 
 # ---- not a terminal ----------------------------------------------------------------------
 "$eddy" top --count 2 --interval 0.5 | cat >"$work/plain"
 if grep -q $'\x1b' "$work/plain"; then fail "piped: escape codes in the output"; fi
 times=$(awk '{ print $1 }' "$work/plain" | sort -u | wc -l)
 [ "$times" -eq 2 ] || fail "piped --count 2: $times distinct timestamps, want 2"
-grep -Eq '^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z subject=t\.alpha group=backlog in=- out=- lag=300 ' \
-    "$work/plain" || fail "piped: no first t.alpha line (rates -, lag 300)"
+first='^[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z subject=t\.alpha group=backlog in=- out=- lag=300 '
+grep -Eq "$first" "$work/plain" || fail "piped: no first t.alpha line (rates -, lag 300)"
 zulu=$(grep -c 'subject=t\.zulu group=workers ' "$work/plain" || true)
 [ "$zulu" -eq 2 ] || fail "piped: $zulu t.zulu lines, want one per refresh"
-grep 'subject=t\.zulu group=workers ' "$work/plain" | tail -1 | grep -Eq ' in=[0-9.]+ out=[0-9.]+ ' ||
+grep 'subject=t\.zulu group=workers ' "$work/plain" | tail -1 |
+    grep -Eq ' in=[0-9.]+ out=[0-9.]+ ' ||
     fail "piped: the second refresh has no rates for t.zulu"
 grep -q 'responder=eddy-respond pattern=calc.>' "$work/plain" || fail "piped: no responder line"
 "$eddy" --json top --count 1 | python3 -c '
