@@ -64,6 +64,8 @@ static const char usage[] =
     "  feed status|reset FEED       a catch-up feed's marker (\"caught up once\")\n"
     "  registry             live subscriptions and responders, with their leases\n"
     "  stats [PATTERN]      the namespace as one JSON document (subjects, groups, registry)\n"
+    "  top [PATTERN]        a live view: per subject and group rates in and out, lag, pending,\n"
+    "                       oldest pending, consumers, dead letters; responders (q quits)\n"
     "  version              the library's version\n"
     "\n"
     "Exit codes:\n"
@@ -98,7 +100,8 @@ static const command commands[] = {
     {"pub", cmd_pub},         {"tail", cmd_tail},       {"request", cmd_request},
     {"respond", cmd_respond}, {"groups", cmd_groups},   {"dlq", cmd_dlq},
     {"store", cmd_store},     {"feed", cmd_feed},       {"registry", cmd_registry},
-    {"stats", cmd_stats},     {"version", cmd_version}, {NULL, NULL},
+    {"stats", cmd_stats},     {"version", cmd_version}, {"top", cmd_top},
+    {NULL, NULL},
 };
 
 /* Takes the global options before the command: the index of the command's name, or -1 (with

@@ -8,9 +8,11 @@ set -euo pipefail
 # the eddy tool's JSON; doxygen: the API reference; python3-redis: the wire-format test's peer;
 # help2man: the tool's man page (groff-base renders it in its test); zsh: the test of its zsh
 # completion; abigail-tools: abidw/abidiff of the ABI check (tests/abi/check.sh).
+# tmux: the terminal of eddy top's test (tests/cli/top-tmux.sh).
 packages=(build-essential cmake pkg-config libhiredis-dev libev-dev libmsgpack-dev libssl-dev
           libcriterion-dev redis-server redis-tools redis-sentinel clang-format openssl
-          libjansson-dev doxygen python3 python3-redis help2man groff-base zsh abigail-tools "$@")
+          libjansson-dev doxygen python3 python3-redis help2man groff-base zsh abigail-tools
+          tmux "$@")
 missing=()
 for p in "${packages[@]}"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -114,14 +114,20 @@ EDDY_EXPORT eddy_status eddy_admin_history(eddy_admin *admin, const char *subjec
                                            eddy_error *err);
 
 /** The namespace as one JSON document (UTF-8, no trailing newline):
- *   {"ns": ..., "time_ms": ..., "subjects": [{"subject", "length", "groups": [{"group",
- *    "consumers", "pending", "lag", "oldest_pending_ms", "last_delivered_id", "dead_letters"}]}],
+ *   {"ns": ..., "time_ms": ..., "subjects": [{"subject", "length", "entries_added", "groups":
+ *    [{"group", "consumers", "pending", "lag", "oldest_pending_ms", "last_delivered_id",
+ *    "dead_letters", "entries_read"}]}],
  *    "groups": [{"group", "subjects", "consumers", "pending", "lag", "oldest_pending_ms",
  *    "dead_letters"}], "registry": [{"kind", "group", "instance", "name", "pattern",
  *    "lease_until_ms"}]}
  * "subjects" as eddy_admin_subjects lists them (pattern NULL: all); "groups" sums each group
  * over those subjects (lag null when one is unknown; the oldest pending age is the largest);
- * -1 figures are written as null. Ownership: the caller's, released with free(). */
+ * -1 figures are written as null. Counters for rates (added after 0.3.0: readers must not
+ * require them): a subject's "entries_added" (every entry ever added to its stream, trimmed
+ * ones included: XINFO STREAM's entries-added) and a group's "entries_read" (entries delivered
+ * to the group: XINFO GROUPS's entries-read), null when the server does not tell; their change
+ * between two documents over the change of "time_ms" is a rate in and out (eddy top).
+ * Ownership: the caller's, released with free(). */
 EDDY_EXPORT char *eddy_admin_stats_json(eddy_admin *admin, const char *pattern, eddy_error *err);
 
 #ifdef __cplusplus

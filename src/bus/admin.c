@@ -19,7 +19,7 @@
 #include "util/json.h"
 #include "util/reply.h"
 
-enum { T_SUBJECTS = 1, T_TIME, T_LEN, T_GROUPS, T_PENDING, T_DLQ };
+enum { T_SUBJECTS = 1, T_TIME, T_LEN, T_GROUPS, T_STREAM, T_PENDING, T_DLQ };
 
 typedef struct pending_target {
     size_t subject, group;
@@ -31,7 +31,12 @@ struct eddy__admin_scan {
     long long time_ms;
     eddy_subject_info *subjects;
     size_t nsubjects;
-    char **names; /* distinct group names, sorted: round 3's dead-letter counts */
+    /* Beside each subject (the public structs stay as they are): its stream's entries-added and
+     * each group's entries-read (XINFO's counters, -1 when the server does not tell), the
+     * stats document's "entries_added" and "entries_read". */
+    long long *entries_added;
+    long long **entries_read; /* per subject, one per group, in the groups' order */
+    char **names;             /* distinct group names, sorted: round 3's dead-letter counts */
     uint64_t *dead_letters;
     size_t nnames;
     pending_target *targets; /* round 3's XPENDING commands, in order */
@@ -58,8 +63,12 @@ void eddy__admin_scan_free(eddy__admin_scan *s) {
         }
         free((eddy_group_info *)si->groups);
         free((char *)si->subject);
+        if (s->entries_read)
+            free(s->entries_read[i]);
     }
     free(s->subjects);
+    free(s->entries_added);
+    free(s->entries_read);
     for (size_t i = 0; i < s->nnames; i++)
         free(s->names[i]);
     free(s->names);
@@ -88,10 +97,6 @@ static int cmp_subject(const void *a, const void *b) {
     return strcmp(((const eddy_subject_info *)a)->subject, ((const eddy_subject_info *)b)->subject);
 }
 
-static int cmp_group(const void *a, const void *b) {
-    return strcmp(((const eddy_group_info *)a)->group, ((const eddy_group_info *)b)->group);
-}
-
 static int cmp_name(const void *a, const void *b) {
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
@@ -102,7 +107,9 @@ static eddy_status feed_subjects(eddy__admin_scan *s, const redisReply *r, eddy_
         return st;
     if (r->type != REDIS_REPLY_ARRAY)
         return eddy__fail(err, EDDY_ERR_PROTOCOL, "SMEMBERS subjects: not a list");
-    if (r->elements > 0 && !(s->subjects = calloc(r->elements, sizeof(*s->subjects))))
+    if (r->elements > 0 && (!(s->subjects = calloc(r->elements, sizeof(*s->subjects))) ||
+                            !(s->entries_added = calloc(r->elements, sizeof(*s->entries_added))) ||
+                            !(s->entries_read = calloc(r->elements, sizeof(*s->entries_read)))))
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < r->elements; i++) {
         const redisReply *m = r->element[i];
@@ -131,8 +138,19 @@ static eddy_status feed_time(eddy__admin_scan *s, const redisReply *r, eddy_erro
     return EDDY_OK;
 }
 
-static eddy_status feed_groups(eddy__admin_scan *s, eddy_subject_info *si, const redisReply *len,
+/* A group and its entries-read, sorted together by the group's name. */
+typedef struct group_row {
+    eddy_group_info g;
+    long long read;
+} group_row;
+
+static int cmp_row(const void *a, const void *b) {
+    return strcmp(((const group_row *)a)->g.group, ((const group_row *)b)->g.group);
+}
+
+static eddy_status feed_groups(eddy__admin_scan *s, size_t at, const redisReply *len,
                                const redisReply *r, eddy_error *err) {
+    eddy_subject_info *si = &s->subjects[at];
     eddy_status st = eddy__reply_status(len, "XLEN", err);
     if (st != EDDY_OK)
         return st;
@@ -146,9 +164,11 @@ static eddy_status feed_groups(eddy__admin_scan *s, eddy_subject_info *si, const
     if (r->type != REDIS_REPLY_ARRAY)
         return eddy__fail(err, EDDY_ERR_PROTOCOL, "XINFO GROUPS %s: not a list", si->subject);
     eddy_group_info *groups = r->elements ? calloc(r->elements, sizeof(*groups)) : NULL;
-    if (r->elements && !groups)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    long long *reads = r->elements ? calloc(r->elements, sizeof(*reads)) : NULL;
     si->groups = groups;
+    s->entries_read[at] = reads;
+    if (r->elements && (!groups || !reads))
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     for (size_t i = 0; i < r->elements; i++) {
         const redisReply *rec = r->element[i], *name = eddy__reply_field(rec, "name");
         const redisReply *last = eddy__reply_field(rec, "last-delivered-id");
@@ -166,9 +186,36 @@ static eddy_status feed_groups(eddy__admin_scan *s, eddy_subject_info *si, const
         g->pending = pending > 0 ? (uint64_t)pending : 0;
         g->lag = field_int(rec, "lag", -1);
         g->oldest_pending_ms = -1;
+        reads[si->ngroups - 1] = field_int(rec, "entries-read", -1);
     }
-    if (si->ngroups > 1)
-        qsort(groups, si->ngroups, sizeof(*groups), cmp_group);
+    if (si->ngroups > 1) {
+        group_row *rows = calloc(si->ngroups, sizeof(*rows));
+        if (!rows)
+            return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; i < si->ngroups; i++)
+            rows[i] = (group_row){groups[i], reads[i]};
+        qsort(rows, si->ngroups, sizeof(*rows), cmp_row);
+        for (size_t i = 0; i < si->ngroups; i++) {
+            groups[i] = rows[i].g;
+            reads[i] = rows[i].read;
+        }
+        free(rows);
+    }
+    return EDDY_OK;
+}
+
+/* XINFO STREAM: the stream's entries-added. An error (the stream is gone) or an older server
+ * leaves it unknown; XLEN has already said whether the key is a stream. */
+static eddy_status feed_stream(eddy__admin_scan *s, size_t at, const redisReply *r,
+                               eddy_error *err) {
+    s->entries_added[at] = -1;
+    if (!r || r->type == REDIS_REPLY_ERROR)
+        return EDDY_OK;
+    if (r->type != REDIS_REPLY_ARRAY)
+        return eddy__fail(err, EDDY_ERR_PROTOCOL, "XINFO STREAM %s: not a record",
+                          s->subjects[at].subject);
+    long long added = field_int(r, "entries-added", -1);
+    s->entries_added[at] = added >= 0 ? added : -1;
     return EDDY_OK;
 }
 
@@ -249,6 +296,14 @@ eddy_status eddy__admin_scan_plan(eddy__admin_scan *s, eddy__cmdlist *out) {
                 return EDDY_ERR_NOMEM;
             eddy__cmd_str(c, key);
             free(key);
+            if (!(c = eddy__cmdlist_add(out, T_STREAM, (long)i)))
+                return EDDY_ERR_NOMEM;
+            eddy__cmd_str(c, "XINFO");
+            eddy__cmd_str(c, "STREAM");
+            if (!(key = eddy__key_stream(s->ns, subject)))
+                return EDDY_ERR_NOMEM;
+            eddy__cmd_str(c, key);
+            free(key);
         }
         break;
     case 2: {
@@ -297,9 +352,12 @@ eddy_status eddy__admin_scan_feed(eddy__admin_scan *s, const eddy__cmdlist *cmds
             st = feed_time(s, replies[i], err);
             break;
         case T_LEN: /* followed by its XINFO GROUPS */
-            st = i + 1 < n ? feed_groups(s, &s->subjects[arg], replies[i], replies[i + 1], err)
+            st = i + 1 < n ? feed_groups(s, (size_t)arg, replies[i], replies[i + 1], err)
                            : eddy__fail(err, EDDY_ERR_PROTOCOL, "XLEN without XINFO");
             i++;
+            break;
+        case T_STREAM:
+            st = feed_stream(s, (size_t)arg, replies[i], err);
             break;
         case T_PENDING: {
             pending_target t = s->targets[arg];
@@ -458,6 +516,7 @@ char *eddy__admin_stats_json(const char *ns, const eddy__admin_scan *s, const re
         eddy__json_object(&j, NULL);
         eddy__json_str(&j, "subject", si->subject);
         eddy__json_u64(&j, "length", si->length);
+        json_figure(&j, "entries_added", s->entries_added[i]);
         eddy__json_array(&j, "groups");
         for (size_t k = 0; k < si->ngroups; k++) {
             const eddy_group_info *g = &si->groups[k];
@@ -469,6 +528,7 @@ char *eddy__admin_stats_json(const char *ns, const eddy__admin_scan *s, const re
             json_figure(&j, "oldest_pending_ms", g->oldest_pending_ms);
             eddy__json_str(&j, "last_delivered_id", g->last_delivered_id);
             eddy__json_u64(&j, "dead_letters", g->dead_letters);
+            json_figure(&j, "entries_read", s->entries_read[i][k]);
             eddy__json_end(&j);
         }
         eddy__json_end(&j);

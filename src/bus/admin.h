@@ -2,7 +2,8 @@
 /* What an admin handle reads (include/eddy/admin.h), as a sans-IO scan the blocking front end
  * drives: plan a round, send it as one pipeline, feed its replies, until a plan appends nothing.
  *   1. SMEMBERS {ns}:subjects, TIME
- *   2. per subject the pattern matches: XLEN and XINFO GROUPS of its stream
+ *   2. per subject the pattern matches: XLEN, XINFO GROUPS and XINFO STREAM of its stream
+ *      (XINFO STREAM for its entries-added only)
  *   3. per group with pending entries: XPENDING summary (the oldest pending id); per group name:
  *      XLEN of its dead-letter stream
  * and the registry's JSON, which the stats document embeds. */

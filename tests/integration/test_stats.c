@@ -153,6 +153,12 @@ static void bus_stats(bool redis) {
     cr_assert_eq(json_array_size(json_object_get(ns_doc, "registry")), 2);
     json_t *workers = by_name(json_object_get(ns_doc, "groups"), "group", "workers");
     cr_assert_eq(json_integer_value(json_object_get(workers, "subjects")), 1);
+    /* The counters eddy top takes its rates from: entries added to the stream, and read by
+     * the group (all three delivered). */
+    json_t *sta = by_name(json_object_get(ns_doc, "subjects"), "subject", "st.a");
+    cr_assert_eq(json_integer_value(json_object_get(sta, "entries_added")), 3);
+    json_t *sta_workers = by_name(json_object_get(sta, "groups"), "group", "workers");
+    cr_assert_eq(json_integer_value(json_object_get(sta_workers, "entries_read")), 3);
     json_decref(ns_doc);
     eddy_admin_close(a);
     eddy_bus_free(bus);
