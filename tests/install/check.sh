@@ -84,7 +84,7 @@ python3 - "$src/docs/getting-started.md" "$gs" <<'PY'
 import re, sys
 text, out = open(sys.argv[1]).read(), sys.argv[2]
 steps = []
-for lang, body in re.findall(r"```(\w+) getting-started\n(.*?)```", text, re.S):
+for lang, _, body in re.findall(r"```(\w+) getting-started( program)?\n(.*?)```", text, re.S):
     if lang == "c":
         open(out + "/app.c", "w").write(body)
     elif lang == "cmake":
