@@ -19,7 +19,7 @@ import re
 import subprocess
 import sys
 
-REQUIRED = ["docs/getting-started.md", "docs/request-reply.md",
+REQUIRED = ["README.md", "docs/getting-started.md", "docs/request-reply.md",
             "docs/store-and-feeds.md"]
 TIMEOUT = 60  # seconds; a program that has not ended by then is stuck, not slow
 FENCE = re.compile(r"^```(.*)$")
