@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Builds eddy's Debian packages (debian/: libeddy0, libeddy-dev, eddy-tools) with
 # dpkg-buildpackage from a copy of the tree (the checkout stays clean), checks them with lintian
-# (any error fails; warnings are printed), installs them with dpkg, builds programs against them
+# (any error fails; warnings are printed), installs them with dpkg (the tool and its man page,
+# the API reference as HTML and man3 pages are checked to be there), builds programs against them
 # (the request/reply examples with pkg-config eddy and eddy-reactive, the install check's
 # consumer with find_package(eddy)) and runs them on memory://, then removes the packages.
 # It installs into the machine it runs on: run it as root on a throwaway machine (CI does).
@@ -69,12 +70,17 @@ multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 for f in /usr/lib/$multiarch/libeddy.so.0 /usr/lib/$multiarch/libeddy_reactive.so.0 \
     /usr/include/eddy/bus.h /usr/lib/$multiarch/libeddy.a /usr/lib/$multiarch/cmake/eddy \
     /usr/share/doc/libeddy-dev/html/index.html /usr/share/man/man1/eddy.1.gz \
+    /usr/share/man/man3/eddy_bus_publish.3.gz /usr/share/man/man3/eddy_bus.h.3.gz \
     /usr/share/bash-completion/completions/eddy /usr/share/zsh/vendor-completions/_eddy; do
     [ -e "$f" ] || { echo "deb.sh: $f is not installed" >&2; exit 1; }
 done
 # (Outputs are captured before they are matched: grep -q ending a pipe early fails it.)
 [ "$(eddy version)" = "eddy $version" ]
 [ "$(man -w eddy)" = /usr/share/man/man1/eddy.1.gz ]
+# A function's man page is a link to its header's.
+[ "$(man -w eddy_bus_publish)" = /usr/share/man/man3/eddy_blocking.h.3.gz ]
+man eddy_bus_publish >"$work/man.out" 2>&1
+grep -q "eddy_bus_publish" "$work/man.out"
 
 echo "== programs built against the installed packages"
 prog="$work/prog"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Builds the API reference (Doxygen over include/eddy; any warning fails) into
-# build-docs/docs/html, the way CI does.
+# build-docs/docs/html and build-docs/docs/man/man3, the way CI does.
 #   EDDY_DOCS_BUILD_DIR=dir scripts/docs.sh   another build directory
 set -euo pipefail
 cd "$(dirname "$0")/.."

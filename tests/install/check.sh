@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Installs eddy into a temporary prefix chosen at install time (cmake --install --prefix, as a
 # packager does: the .pc files and the CMake package must not depend on the configure-time
-# prefix), then builds and runs a small program against it four ways: pkg-config and
-# find_package(eddy), each against the shared and the static libraries, and the steps of
-# docs/getting-started.md as written. Run by CI.
+# prefix), checks the tool and the API reference (HTML, man3) are there, then builds and runs a
+# small program against it four ways: pkg-config and find_package(eddy), each against the shared
+# and the static libraries, and the steps of docs/getting-started.md as written. Run by CI.
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 work=$(mktemp -d)
@@ -22,6 +22,20 @@ if command -v help2man >/dev/null; then
 fi
 test -s "$prefix/share/bash-completion/completions/eddy"
 test -s "$prefix/share/zsh/vendor-completions/_eddy"
+# The API reference (EDDY_DOCS is on when Doxygen is there; scripts/install-deps.sh installs
+# it): the HTML pages, and man3 pages, one per function, type and header, that man renders
+# without a warning (a function's page is a link to its header's).
+test -s "$prefix/share/doc/eddy/html/index.html"
+man3="$prefix/share/man/man3"
+for page in eddy_bus_publish eddy_rbus_request eddy_settings eddy_bus.h; do
+    test -s "$man3/$page.3"
+    LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings -l "$man3/$page.3" >"$work/man.out" 2>"$work/man.err"
+    [ ! -s "$work/man.err" ] || { cat "$work/man.err" >&2; exit 1; }
+    grep -q "eddy_bus_publish\|eddy_rbus_request\|eddy_settings" "$work/man.out"
+done
+# No page that could be another package's (a struct member's name, a bare header name).
+stray=$(ls "$man3" | grep -v -e '^eddy_' -e '^EDDY_' || true)
+[ -z "$stray" ] || { echo "man3 pages not named eddy_*: $stray" >&2; exit 1; }
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 grep -q "pcfiledir" "$libdir/pkgconfig/eddy.pc"
 
@@ -70,7 +84,7 @@ python3 - "$src/docs/getting-started.md" "$gs" <<'PY'
 import re, sys
 text, out = open(sys.argv[1]).read(), sys.argv[2]
 steps = []
-for lang, body in re.findall(r"```(\w+) getting-started\n(.*?)```", text, re.S):
+for lang, _, body in re.findall(r"```(\w+) getting-started( program)?\n(.*?)```", text, re.S):
     if lang == "c":
         open(out + "/app.c", "w").write(body)
     elif lang == "cmake":
