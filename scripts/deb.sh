@@ -102,7 +102,7 @@ done
 ./consumer
 # The static link through eddy-reactive-static.pc: nothing of eddy needed at run time.
 cc "${cflags[@]}" -o consumer-static consumer.c $(pkg-config --cflags --libs eddy-reactive-static)
-! ldd consumer-static | grep -q libeddy
+if ldd consumer-static | grep -q libeddy; then echo "FAIL: ldd consumer-static | grep -q libeddy" >&2; exit 1; fi
 ./consumer-static
 for kind in shared static; do
     cmake -S . -B "fp-$kind" -DEDDY_KIND="$kind" >/dev/null

@@ -50,14 +50,14 @@ LD_LIBRARY_PATH="$libdir" "$work/pc-shared"
 cc -std=c11 -o "$work/pc-msgpack" "$src/tests/install/msgpack_consumer.c" \
     $(pkg-config --cflags --libs eddy msgpack)
 LD_LIBRARY_PATH="$libdir" "$work/pc-msgpack"
-! pkg-config --libs eddy | grep -q msgpack
+if pkg-config --libs eddy | grep -q msgpack; then echo "FAIL: pkg-config --libs eddy | grep -q msgpack" >&2; exit 1; fi
 
 # pkg-config, static: eddy's own libraries linked in, nothing of eddy needed at run time.
 cc -std=c11 -o "$work/pc-static" "$src/tests/install/consumer.c" \
     $(pkg-config --cflags eddy-reactive) -Wl,-Bstatic -leddy_reactive -leddy -Wl,-Bdynamic \
     $(pkg-config --static --libs-only-L eddy-reactive) \
     $(pkg-config --static --libs eddy-reactive | tr ' ' '\n' | grep -v -e '^-leddy' | tr '\n' ' ')
-! ldd "$work/pc-static" | grep -q "libeddy"
+if ldd "$work/pc-static" | grep -q "libeddy"; then echo "FAIL: ldd '$work/pc-static' | grep -q 'libeddy'" >&2; exit 1; fi
 "$work/pc-static"
 
 # find_package(eddy), shared and static targets.
@@ -68,11 +68,11 @@ for kind in shared static; do
     LD_LIBRARY_PATH="$libdir" "$work/fp-$kind/consumer"
 done
 LD_LIBRARY_PATH="$libdir" "$work/fp-shared/msgpack_consumer"
-! ldd "$work/fp-static/consumer" | grep -q "libeddy"
+if ldd "$work/fp-static/consumer" | grep -q "libeddy"; then echo "FAIL: ldd '$work/fp-static/consumer' | grep -q 'libeddy'" >&2; exit 1; fi
 # eddy-static.pc: eddy's static libraries by their path, nothing of eddy needed at run time.
 cc -std=c11 -o "$work/pc-static2" "$src/tests/install/consumer.c" \
     $(pkg-config --cflags --libs eddy-reactive-static)
-! ldd "$work/pc-static2" | grep -q "libeddy"
+if ldd "$work/pc-static2" | grep -q "libeddy"; then echo "FAIL: ldd '$work/pc-static2' | grep -q 'libeddy'" >&2; exit 1; fi
 "$work/pc-static2"
 
 # docs/getting-started.md's steps as written: its blocks marked `getting-started` (the install,
@@ -98,5 +98,5 @@ ln -s "$work/build" "$gs/build"
 (cd "$gs" && env -u LD_LIBRARY_PATH -u PKG_CONFIG_PATH HOME="$gs/home" bash steps.sh >/dev/null)
 ldd "$gs/app" | grep -q "$gs/home/.local/lib/libeddy.so.0"
 ldd "$gs/app-build/app" | grep -q "$gs/home/.local/lib/libeddy.so.0"
-! ldd "$gs/app-static" | grep -q "libeddy"
+if ldd "$gs/app-static" | grep -q "libeddy"; then echo "FAIL: ldd '$gs/app-static' | grep -q 'libeddy'" >&2; exit 1; fi
 echo "install check: pkg-config and find_package(eddy), shared and static, eddy/msgpack.h and the getting-started steps, all work"
