@@ -19,6 +19,7 @@
 #include "fake_server.h"
 #include "link/link.h"
 #include "link/sentinel.h"
+#include "redis_server.h"
 
 static eddy__settings settings_for(const char *url) {
     eddy_settings in;
@@ -285,10 +286,11 @@ Test(sentinel_link, wait_promotion_fails_the_link_and_avoids_the_master_being_re
     announcement_fails_the_link(PROMOTING);
 }
 
-/* Another connection of the handle heard of a switch (or doubted the master): this one fails at
- * its next step, before writing, and connects again at the new epoch. A doubt (a WAIT shortfall,
- * a ROLE that is not master) moves the epoch at most once per reconnect_max_ms; an announced
- * move always does. */
+/* Another connection of the handle heard of a switch: this one fails at its next step, before
+ * writing, and connects again at the new epoch. A doubt (a WAIT shortfall, a ROLE that is not
+ * master) moves the epoch at most once per reconnect_max_ms, and costs a link that watches every
+ * sentinel nothing (a failover would have been announced to it); an announced move always
+ * counts. */
 Test(sentinel_link, a_new_master_epoch_fails_every_link_of_the_handle) {
     fake master, sn;
     master_and_sentinel(&master, &sn);
@@ -312,24 +314,59 @@ Test(sentinel_link, a_new_master_epoch_fails_every_link_of_the_handle) {
     eddy__conn_master_doubt(s.conn_state);
     unsigned e1 = eddy__conn_master_epoch(s.conn_state);
     cr_expect_eq(e1, e0 + 1, "the first doubt moves the epoch");
+    cr_expect(ping_answered(l, fakes, 2, &err), "its only sentinel is watched: %s", err.detail);
+    eddy__conn_master_doubt(s.conn_state); /* within reconnect_max_ms of the last: nothing */
+    cr_expect_eq(eddy__conn_master_epoch(s.conn_state), e1);
+
+    eddy__conn_master_moved(s.conn_state);
+    cr_expect_eq(eddy__conn_master_epoch(s.conn_state), e1 + 1, "a move always counts");
+    int pings = count(master.got, "PING");
     queue_ping(l);
     redisReply *r = NULL;
     cr_expect_eq(fake_one_reply(l, fakes, 2, &r, &err), EDDY_ERR_IO);
     cr_expect_null(r);
     cr_expect(strstr(err.detail, "asking the sentinels again"), "%s", err.detail);
-    cr_expect_eq(count(master.got, "PING"), 1, "the stale link wrote nothing more");
+    cr_expect_eq(count(master.got, "PING"), pings, "the stale link wrote nothing more");
 
     int asked = sn.accepts;
     cr_assert_eq(eddy__link_connect(l, eddy_test_now_ms(), &err), EDDY_OK, "%s", err.detail);
     cr_assert_eq(fake_until_ready(l, fakes, 2, &err), EDDY_OK, "%s", err.detail);
     cr_expect_eq(sn.accepts, asked + 1, "the sentinel was asked afresh");
-    eddy__conn_master_doubt(s.conn_state); /* within reconnect_max_ms of the last: nothing */
-    cr_expect_eq(eddy__conn_master_epoch(s.conn_state), e1);
     cr_expect(ping_answered(l, fakes, 2, &err), "%s", err.detail);
-    eddy__conn_master_moved(s.conn_state);
-    cr_expect_eq(eddy__conn_master_epoch(s.conn_state), e1 + 1, "a move always counts");
+    eddy__link_free(l);
+    eddy__settings_free(&s);
+    fake_close(&master);
+    fake_close(&sn);
+}
+
+/* A link that cannot watch every sentinel (one of the URL's is down) follows a doubt: it fails
+ * at its next step and asks afresh, since the failover's leader may be the one it cannot hear. */
+Test(sentinel_link, a_doubt_fails_a_link_that_does_not_watch_every_sentinel) {
+    fake master, sn;
+    master_and_sentinel(&master, &sn);
+    fake *fakes[] = {&master, &sn};
+    char url[160];
+    snprintf(url, sizeof(url), "redis-sentinel://127.0.0.1:%d,127.0.0.1:%d/m", sn.port,
+             eddy_test_free_port()); /* nobody listens on the second */
+    eddy_settings in;
+    eddy_settings_init(&in);
+    in.url = url;
+    in.connect_timeout_ms = 5000;
+    eddy__settings s;
+    eddy_error err;
+    cr_assert_eq(eddy__settings_copy(&s, &in, &err), EDDY_OK, "%s", err.detail);
+    eddy__link *l = eddy__link_new(&s, false);
+    cr_assert_eq(eddy__link_connect(l, eddy_test_now_ms(), &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(fake_until_ready(l, fakes, 2, &err), EDDY_OK, "%s", err.detail);
+    cr_assert(ping_answered(l, fakes, 2, &err), "%s", err.detail);
+    eddy__conn_master_doubt(s.conn_state);
+    int pings = count(master.got, "PING");
     queue_ping(l);
+    redisReply *r = NULL;
     cr_expect_eq(fake_one_reply(l, fakes, 2, &r, &err), EDDY_ERR_IO);
+    cr_expect_null(r);
+    cr_expect(strstr(err.detail, "asking the sentinels again"), "%s", err.detail);
+    cr_expect_eq(count(master.got, "PING"), pings, "the link wrote nothing more");
     eddy__link_free(l);
     eddy__settings_free(&s);
     fake_close(&master);
