@@ -177,7 +177,8 @@ static struct addrinfo *listen_address(cli *c, const char *spec, int *rc) {
     const char *colon = strrchr(spec, ':');
     *rc = -1;
     if (!colon || colon == spec || !colon[1] ||
-        strspn(colon + 1, "0123456789") != strlen(colon + 1)) {
+        strspn(colon + 1, "0123456789") != strlen(colon + 1) || strlen(colon + 1) > 5 ||
+        atoi(colon + 1) > 65535) {
         *rc = cli_usage(c, "--listen %s: not HOST:PORT (127.0.0.1:9464, [::1]:9464)", spec);
         return NULL;
     }
@@ -200,6 +201,23 @@ static struct addrinfo *listen_address(cli *c, const char *spec, int *rc) {
         return NULL;
     }
     return ai;
+}
+
+/* A bad pattern is refused at the start, whether the backend answers or not: read on an
+ * in-process backend (memory://), where the library checks it as on any other. */
+static eddy_status pattern_check(const char *pattern, eddy_error *err) {
+    eddy_settings s;
+    eddy_settings_init(&s);
+    s.url = "memory://eddy-exporter-pattern-check";
+    eddy_admin *a;
+    eddy_status st = eddy_admin_open(&s, &a, err);
+    if (st != EDDY_OK)
+        return st;
+    char *doc = eddy_admin_stats_prometheus(a, pattern, err);
+    st = doc ? EDDY_OK : err->status;
+    free(doc);
+    eddy_admin_close(a);
+    return st;
 }
 
 static const char help[] =
@@ -232,11 +250,16 @@ int cmd_exporter(cli *c, int argc, char **argv) {
     struct addrinfo *ai = listen_address(c, listen, &rc);
     if (!ai)
         return rc;
-    cli_block_signals(); /* before any thread exists (the handle's, the daemon's): they inherit it */
+    cli_block_signals(); /* before any thread exists (the handles', the daemon's): they inherit it */
     eddy_error err = {0};
-    eddy_status st = eddy_admin_open(&x.settings, &x.admin, &err);
-    if (st != EDDY_OK &&
-        cli_exit_code(st) == CLI_USAGE) { /* a bad URL or setting: no use going on */
+    eddy_status st;
+    if (x.pattern && (st = pattern_check(x.pattern, &err)) != EDDY_OK) {
+        freeaddrinfo(ai);
+        return cli_fail(c, "bad pattern", st, &err);
+    }
+    st = eddy_admin_open(&x.settings, &x.admin, &err);
+    /* A bad URL or setting is refused; a backend that does not answer yet is served as down. */
+    if (st != EDDY_OK && cli_exit_code(st) == CLI_USAGE) {
         freeaddrinfo(ai);
         return cli_fail_connect(c, "cannot connect", st, &err);
     }
@@ -247,15 +270,6 @@ int cmd_exporter(cli *c, int argc, char **argv) {
                 eddy_status_str(st), err.detail);
     }
     cli_connected(false);
-    if (x.pattern) { /* a bad pattern is refused now, not at every scrape */
-        char *doc = x.admin ? eddy_admin_stats_prometheus(x.admin, x.pattern, &err) : NULL;
-        if (!doc && x.admin && err.status == EDDY_ERR_INVALID_PATTERN) {
-            eddy_admin_close(x.admin);
-            freeaddrinfo(ai);
-            return cli_fail(c, "bad pattern", err.status, &err);
-        }
-        free(doc);
-    }
     unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
     if (ai->ai_family == AF_INET6)
         flags |= MHD_USE_IPv6;

@@ -102,6 +102,14 @@ grep -qE '^eddy_bus_broker_up\{.*\} 0$' "$work/bus-reactive.txt" ||
     fail "the reactive bus's document: $(cat "$work/bus-reactive.txt")"
 
 # ---- 3. eddy exporter ----
+# Refused at the start, exit 2 (bounded: a bad one that served would not stop by itself).
+for bad in "--listen 127.0.0.1" "--listen 127.0.0.1:70000" "--listen :9464" \
+    "--listen 127.0.0.1:0 bad..pattern" ""; do
+    rc=0
+    # shellcheck disable=SC2086 # the words of $bad are the arguments
+    timeout 30 "$eddy" --url "$url" --ns "$ns" exporter $bad >/dev/null 2>&1 || rc=$?
+    [ "$rc" = 2 ] || fail "eddy exporter $bad: exit $rc, want 2"
+done
 ed_bg exporter --listen 127.0.0.1:0 >"$work/exporter.out" 2>"$work/exporter.log" &
 exporter=$!
 pids+=("$exporter")
