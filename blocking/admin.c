@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "bus/admin.h"
+#include "bus/prometheus.h"
 #include "bus/registry.h"
 #include "config/settings.h"
 #include "conn.h"
@@ -161,7 +162,11 @@ eddy_status eddy_admin_registry(eddy_admin *a, eddy_registration_fn fn, void *us
     return st;
 }
 
-char *eddy_admin_stats_json(eddy_admin *a, const char *pattern, eddy_error *err) {
+typedef char *(*stats_writer)(const char *ns, const eddy__admin_scan *s, const redisReply *registry,
+                              eddy_error *err);
+
+/* A stats document: one scan and the registry, written by the core. */
+static char *stats_doc(eddy_admin *a, const char *pattern, stats_writer write, eddy_error *err) {
     if (!a) {
         eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "admin is NULL");
         return NULL;
@@ -170,13 +175,21 @@ char *eddy_admin_stats_json(eddy_admin *a, const char *pattern, eddy_error *err)
     if (scan_new(a, pattern, &s, err) != EDDY_OK)
         return NULL;
     redisReply *r = NULL;
-    char *json = NULL;
+    char *doc = NULL;
     if (registry(a, &r, err) == EDDY_OK)
-        json = eddy__admin_stats_json(a->s.ns, s, r, err);
+        doc = write(a->s.ns, s, r, err);
     if (r)
         freeReplyObject(r);
     eddy__admin_scan_free(s);
-    return json;
+    return doc;
+}
+
+char *eddy_admin_stats_json(eddy_admin *a, const char *pattern, eddy_error *err) {
+    return stats_doc(a, pattern, eddy__admin_stats_json, err);
+}
+
+char *eddy_admin_stats_prometheus(eddy_admin *a, const char *pattern, eddy_error *err) {
+    return stats_doc(a, pattern, eddy__admin_stats_prometheus, err);
 }
 
 /* One round of a history read, fed to fn. */

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* eddy_bus_stats_json on the blocking front end: the broker's view is scanned on the publishing
- * connection (multiplexed: no lock held while it travels), then the counters are read under
- * subs_lock and the core writes the document (src/bus/bus_stats.c). */
+/* eddy_bus_stats_json and eddy_bus_stats_prometheus on the blocking front end: the broker's view
+ * is scanned on the publishing connection (multiplexed: no lock held while it travels), then the
+ * counters are read under subs_lock and the core writes the document (src/bus/bus_stats.c,
+ * src/bus/prometheus.c). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "bus/bus_stats.h"
+#include "bus/prometheus.h"
 #include "error.h"
 #include "internal.h"
 #include "scan.h"
@@ -15,7 +17,9 @@ static eddy_status on_publisher(void *ctx, const eddy__cmdlist *cmds, redisReply
     return eddy__bpub_exec(ctx, cmds, replies, err);
 }
 
-char *eddy_bus_stats_json(eddy_bus *bus, eddy_error *err) {
+typedef char *(*stats_writer)(const eddy__bus_stats_in *in, eddy_error *err);
+
+static char *stats_doc(eddy_bus *bus, stats_writer write, eddy_error *err) {
     if (!bus) {
         eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
         return NULL;
@@ -42,10 +46,18 @@ char *eddy_bus_stats_json(eddy_bus *bus, eddy_error *err) {
             subs[i] = bus->subs[i]->sub;
         in.subs = subs;
         in.nsubs = bus->nsubs;
-        doc = eddy__bus_stats_json(&in, err);
+        doc = write(&in, err);
     }
     pthread_mutex_unlock(&bus->subs_lock);
     free(subs);
     eddy__admin_scan_free(scan);
     return doc;
+}
+
+char *eddy_bus_stats_json(eddy_bus *bus, eddy_error *err) {
+    return stats_doc(bus, eddy__bus_stats_json, err);
+}
+
+char *eddy_bus_stats_prometheus(eddy_bus *bus, eddy_error *err) {
+    return stats_doc(bus, eddy__bus_stats_prometheus, err);
 }

@@ -185,5 +185,6 @@ int cmd_feed(cli *c, int argc, char **argv);
 int cmd_registry(cli *c, int argc, char **argv);
 int cmd_stats(cli *c, int argc, char **argv);
 int cmd_top(cli *c, int argc, char **argv);
+int cmd_exporter(cli *c, int argc, char **argv);
 
 #endif

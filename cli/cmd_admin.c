@@ -20,14 +20,16 @@ static int open_admin(cli *c, eddy_admin **out) {
     return -1;
 }
 
-/* The namespace's stats document as the library writes it (the caller frees it). */
-static int stats_text(cli *c, const char *pattern, char **out) {
+/* The namespace's stats document as the library writes it, JSON or the Prometheus text format
+ * (the caller frees it). */
+static int stats_text(cli *c, const char *pattern, bool prometheus, char **out) {
     eddy_admin *a;
     int rc = open_admin(c, &a);
     if (rc >= 0)
         return rc;
     eddy_error err = {0};
-    *out = eddy_admin_stats_json(a, pattern, &err);
+    *out = prometheus ? eddy_admin_stats_prometheus(a, pattern, &err)
+                      : eddy_admin_stats_json(a, pattern, &err);
     eddy_admin_close(a);
     return *out ? -1 : cli_fail(c, "cannot read the namespace", err.status, &err);
 }
@@ -35,7 +37,7 @@ static int stats_text(cli *c, const char *pattern, char **out) {
 /* The namespace's stats document, parsed. */
 static int stats_doc(cli *c, const char *pattern, json_t **out) {
     char *text;
-    int rc = stats_text(c, pattern, &text);
+    int rc = stats_text(c, pattern, false, &text);
     if (rc >= 0)
         return rc;
     json_error_t je;
@@ -204,27 +206,39 @@ int cmd_registry(cli *c, int argc, char **argv) {
 /* ---- stats -------------------------------------------------------------------------------- */
 
 static const char stats_help[] =
-    "usage: eddy stats [PATTERN]\n"
+    "usage: eddy stats [--prometheus] [PATTERN]\n"
     "\n"
     "Prints the namespace as one JSON document, what can be read from the backend: every\n"
     "subject (PATTERN: those it matches) with its groups, each group summed over them, and the\n"
     "registry (eddy_admin_stats_json in eddy/admin.h). A bus's own counters are in its\n"
-    "process: eddy_bus_stats_json. Compact with --json, indented otherwise.\n";
+    "process: eddy_bus_stats_json. Compact with --json, indented otherwise.\n"
+    "\n"
+    "Options:\n"
+    "  --prometheus   the same figures in the Prometheus text format (version 0.0.4:\n"
+    "                 eddy_subject_*, eddy_group_*, eddy_registry_subscriptions; see\n"
+    "                 docs/metrics.md), as eddy exporter serves them\n";
 
 int cmd_stats(cli *c, int argc, char **argv) {
+    bool prometheus = false;
+    const cli_opt opts[] = {{"prometheus", 'f', &prometheus}, {NULL}};
     char *pos[1];
-    int npos, rc = cli_parse(c, argc, argv, NULL, pos, 1, &npos);
+    int npos, rc = cli_parse(c, argc, argv, opts, pos, 1, &npos);
     if (rc >= 0)
         return rc;
     if (c->help)
         return cli_help(stats_help);
-    if (c->json) { /* the library's document is compact JSON already: printed as it is */
+    if (prometheus && c->json)
+        return cli_usage(c, "--prometheus and --json: choose one");
+    if (c->json || prometheus) { /* the library's text is printed as it is */
         char *text;
-        if ((rc = stats_text(c, npos ? pos[0] : NULL, &text)) >= 0)
+        if ((rc = stats_text(c, npos ? pos[0] : NULL, prometheus, &text)) >= 0)
             return rc;
-        puts(text);
+        if (prometheus)
+            fputs(text, stdout); /* it ends in a newline */
+        else
+            puts(text);
         free(text);
-        return CLI_OK;
+        return fflush(stdout) == 0 ? CLI_OK : CLI_FAILED;
     }
     json_t *doc;
     if ((rc = stats_doc(c, npos ? pos[0] : NULL, &doc)) >= 0)

@@ -1,15 +1,19 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* eddy_rbus_stats_json on the reactive front end: the counters, written by the core
- * (src/bus/bus_stats.c) at once on the loop's thread. The broker's part is left out: reading it takes
- * round trips, and a call on the loop does not wait for them (an admin handle, eddy/admin.h, reads
- * it from any other thread, as `eddy stats` does). */
+/* eddy_rbus_stats_json and eddy_rbus_stats_prometheus on the reactive front end: the counters,
+ * written by the core (src/bus/bus_stats.c, src/bus/prometheus.c) at once on the loop's thread. The
+ * broker's part is left out: reading it takes round trips, and a call on the loop does not wait
+ * for them (an admin handle, eddy/admin.h, reads it from any other thread, as `eddy stats`
+ * does). */
 #include <stdlib.h>
 
 #include "bus/bus_stats.h"
+#include "bus/prometheus.h"
 #include "error.h"
 #include "internal.h"
 
-char *eddy_rbus_stats_json(eddy_rbus *bus, eddy_error *err) {
+typedef char *(*stats_writer)(const eddy__bus_stats_in *in, eddy_error *err);
+
+static char *stats_doc(eddy_rbus *bus, stats_writer write, eddy_error *err) {
     if (!bus) {
         eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
         return NULL;
@@ -30,7 +34,15 @@ char *eddy_rbus_stats_json(eddy_rbus *bus, eddy_error *err) {
     for (size_t i = 0; i < bus->nsubs; i++)
         subs[i] = bus->subs[i]->sub;
     in.subs = subs;
-    char *doc = eddy__bus_stats_json(&in, err);
+    char *doc = write(&in, err);
     free(subs);
     return doc;
+}
+
+char *eddy_rbus_stats_json(eddy_rbus *bus, eddy_error *err) {
+    return stats_doc(bus, eddy__bus_stats_json, err);
+}
+
+char *eddy_rbus_stats_prometheus(eddy_rbus *bus, eddy_error *err) {
+    return stats_doc(bus, eddy__bus_stats_prometheus, err);
 }

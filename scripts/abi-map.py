@@ -3,8 +3,9 @@
 """Writes cmake/eddy.map, the linker version script of both shared libraries, from the public
 headers: every function a header declares EDDY_EXPORT is named in a version node. A symbol
 already named in a node stays there (a released node is never edited); a symbol no node names
-yet goes into the node of the current minor release (EDDY_<major>.<minor>, from version.h),
-which is created, inheriting the previous one, when it does not exist; a symbol the headers no
+yet goes into the node of the next release: EDDY_<major>.<minor> from version.h, or the next
+minor's once that version is released (its ABI baseline, tests/abi/<version>, exists), created,
+inheriting the previous one, when it does not exist; a symbol the headers no
 longer declare is dropped (the abidiff check says whether that was allowed).
 Usage: scripts/abi-map.py [--check]   (--check: fail when the file would change)"""
 import os
@@ -31,6 +32,9 @@ for name in sorted(os.listdir(inc)):
 ver = open(os.path.join(inc, "version.h")).read()
 major = re.search(r"#define EDDY_VERSION_MAJOR (\d+)", ver).group(1)
 minor = re.search(r"#define EDDY_VERSION_MINOR (\d+)", ver).group(1)
+patch = re.search(r"#define EDDY_VERSION_PATCH (\d+)", ver).group(1)
+if os.path.isdir(os.path.join(src, "tests", "abi", "%s.%s.%s" % (major, minor, patch))):
+    minor = str(int(minor) + 1)  # released: what is added now comes with the next release
 current = "EDDY_%s.%s" % (major, minor)
 
 nodes = []  # [name, [symbols], parent]

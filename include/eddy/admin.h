@@ -130,6 +130,18 @@ EDDY_EXPORT eddy_status eddy_admin_history(eddy_admin *admin, const char *subjec
  * Ownership: the caller's, released with free(). */
 EDDY_EXPORT char *eddy_admin_stats_json(eddy_admin *admin, const char *pattern, eddy_error *err);
 
+/** The same figures in the Prometheus text exposition format (version 0.0.4, UTF-8, ending in a
+ * newline), what `eddy stats --prometheus` prints and `eddy exporter` serves: gauges named
+ * eddy_subjects, eddy_subject_length{subject}, eddy_subject_group_*{subject,group} (consumers,
+ * pending, lag, oldest_pending_age_seconds), eddy_group_*{group} (the same summed over the
+ * subjects, with subjects and dead_letters) and eddy_registry_subscriptions{group,kind}, each
+ * with the label namespace (docs/metrics.md lists them). A lag the server cannot tell is left
+ * out; the oldest pending age is 0 when nothing is pending. Label values are escaped as the
+ * format wants (backslash, double quote, newline); bytes that are not UTF-8 become U+FFFD.
+ * Errors as eddy_admin_stats_json. Ownership: the caller's, released with free(). */
+EDDY_EXPORT char *eddy_admin_stats_prometheus(eddy_admin *admin, const char *pattern,
+                                              eddy_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -153,6 +153,18 @@ EDDY_EXPORT eddy_status eddy_bus_retention_stats(eddy_bus *bus, eddy_retention_s
  * Thread: any, including a handler. */
 EDDY_EXPORT char *eddy_bus_stats_json(eddy_bus *bus, eddy_error *err);
 
+/** The same state in the Prometheus text exposition format (version 0.0.4, UTF-8, ending in a
+ * newline; serve it as "text/plain; version=0.0.4"), for a scrape endpoint the program serves:
+ * every metric is named eddy_..., with the labels namespace and consumer (the bus's instance),
+ * and per subscription subscription and group; counters end in _total, ages are in seconds.
+ * docs/metrics.md lists them. The broker's figures (eddy_subscription_pending, _lag,
+ * _oldest_pending_age_seconds, _dead_letters, _subjects) are read as for eddy_bus_stats_json;
+ * when they cannot be, they are left out and eddy_bus_broker_up is 0. A lag the server cannot
+ * tell is left out; the oldest pending age is 0 when nothing is pending.
+ * Ownership: the caller's, released with free(). NULL only for a NULL bus or out of memory.
+ * Thread: any, including a handler. */
+EDDY_EXPORT char *eddy_bus_stats_prometheus(eddy_bus *bus, eddy_error *err);
+
 /** The state of the bus's connections and their counters (see "connection state" in bus.h).
  * EDDY_ERR_INVALID_ARGUMENT for a NULL argument. Thread: any, also from inside
  * settings.on_connection. */

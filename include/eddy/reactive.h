@@ -206,6 +206,12 @@ EDDY_EXPORT eddy_status eddy_rbus_retention_stats(eddy_rbus *bus, eddy_retention
  * Thread: the loop's. */
 EDDY_EXPORT char *eddy_rbus_stats_json(eddy_rbus *bus, eddy_error *err);
 
+/** The bus's counters in the Prometheus text format, as eddy_bus_stats_prometheus writes them,
+ * without the broker's figures (eddy_bus_broker_up is 0), as eddy_rbus_stats_json leaves them
+ * out. Ownership: the caller's, released with free(). NULL only for a NULL bus or out of
+ * memory. Thread: the loop's. */
+EDDY_EXPORT char *eddy_rbus_stats_prometheus(eddy_rbus *bus, eddy_error *err);
+
 /** The state of the bus's connections and their counters (see "connection state" in bus.h).
  * EDDY_ERR_INVALID_ARGUMENT for a NULL argument. Thread: any, also from inside
  * settings.on_connection. */

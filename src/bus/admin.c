@@ -441,12 +441,6 @@ static void json_figure(eddy__json *j, const char *key, long long v) {
         eddy__json_i64(j, key, v);
 }
 
-typedef struct total {
-    const char *group;
-    uint64_t subjects, consumers, pending, dead_letters;
-    long long lag, oldest; /* -1 unknown / none */
-} total;
-
 static eddy_status json_registration(const eddy_registration *reg, void *user) {
     eddy__json *j = user;
     eddy__json_object(j, NULL);
@@ -460,29 +454,37 @@ static eddy_status json_registration(const eddy_registration *reg, void *user) {
     return EDDY_OK;
 }
 
-/* t has one row per distinct group name, in the order of s->names (sorted). */
-static void json_totals(eddy__json *j, const eddy__admin_scan *s, total *t) {
+eddy__group_total *eddy__admin_scan_totals(const eddy__admin_scan *s, size_t *n) {
     size_t nt = s->nnames;
+    eddy__group_total *t = calloc(nt ? nt : 1, sizeof(*t));
+    *n = 0;
+    if (!t)
+        return NULL;
     for (size_t i = 0; i < nt; i++)
-        t[i] = (total){.group = s->names[i], .oldest = -1};
+        t[i] = (eddy__group_total){.group = s->names[i], .oldest_pending_ms = -1};
     for (size_t i = 0; i < s->nsubjects; i++)
         for (size_t k = 0; k < s->subjects[i].ngroups; k++) {
             const eddy_group_info *g = &s->subjects[i].groups[k];
             char *const *found = bsearch(&g->group, s->names, nt, sizeof(*s->names), cmp_name);
             if (!found)
                 continue; /* not possible: every group's name is in names */
-            size_t at = (size_t)(found - s->names);
-            t[at].dead_letters = g->dead_letters;
-            t[at].subjects++;
-            t[at].consumers += g->consumers;
-            t[at].pending += g->pending;
-            if (t[at].subjects == 1)
-                t[at].lag = g->lag;
-            else if (t[at].lag >= 0)
-                t[at].lag = g->lag < 0 ? -1 : t[at].lag + g->lag; /* one unknown: unknown */
-            if (g->oldest_pending_ms > t[at].oldest)
-                t[at].oldest = g->oldest_pending_ms;
+            eddy__group_total *at = &t[found - s->names];
+            at->dead_letters = g->dead_letters;
+            at->subjects++;
+            at->consumers += g->consumers;
+            at->pending += g->pending;
+            if (at->subjects == 1)
+                at->lag = g->lag;
+            else if (at->lag >= 0)
+                at->lag = g->lag < 0 ? -1 : at->lag + g->lag; /* one unknown: unknown */
+            if (g->oldest_pending_ms > at->oldest_pending_ms)
+                at->oldest_pending_ms = g->oldest_pending_ms;
         }
+    *n = nt;
+    return t;
+}
+
+static void json_totals(eddy__json *j, const eddy__group_total *t, size_t nt) {
     eddy__json_array(j, "groups");
     for (size_t i = 0; i < nt; i++) {
         eddy__json_object(j, NULL);
@@ -491,7 +493,7 @@ static void json_totals(eddy__json *j, const eddy__admin_scan *s, total *t) {
         eddy__json_u64(j, "consumers", t[i].consumers);
         eddy__json_u64(j, "pending", t[i].pending);
         json_figure(j, "lag", t[i].lag);
-        json_figure(j, "oldest_pending_ms", t[i].oldest);
+        json_figure(j, "oldest_pending_ms", t[i].oldest_pending_ms);
         eddy__json_u64(j, "dead_letters", t[i].dead_letters);
         eddy__json_end(j);
     }
@@ -500,7 +502,8 @@ static void json_totals(eddy__json *j, const eddy__admin_scan *s, total *t) {
 
 char *eddy__admin_stats_json(const char *ns, const eddy__admin_scan *s, const redisReply *registry,
                              eddy_error *err) {
-    total *t = calloc(s->nnames ? s->nnames : 1, sizeof(*t));
+    size_t nt;
+    eddy__group_total *t = eddy__admin_scan_totals(s, &nt);
     if (!t) {
         eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
         return NULL;
@@ -535,7 +538,7 @@ char *eddy__admin_stats_json(const char *ns, const eddy__admin_scan *s, const re
         eddy__json_end(&j);
     }
     eddy__json_end(&j);
-    json_totals(&j, s, t);
+    json_totals(&j, t, nt);
     eddy__json_array(&j, "registry");
     eddy_status st = eddy__admin_registry_each(registry, json_registration, &j, err);
     eddy__json_end(&j);

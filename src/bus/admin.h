@@ -33,6 +33,18 @@ eddy_status eddy__admin_scan_feed(eddy__admin_scan *s, const eddy__cmdlist *cmds
 const eddy_subject_info *eddy__admin_scan_result(const eddy__admin_scan *s, size_t *n);
 long long eddy__admin_scan_time_ms(const eddy__admin_scan *s);
 
+/* One group name of a complete scan summed over its subjects, as the stats documents give it:
+ * lag -1 when one subject's is unknown, the oldest pending age the largest (-1: none pending),
+ * dead letters once (one dead-letter stream per group name). */
+typedef struct eddy__group_total {
+    const char *group; /* the scan's */
+    uint64_t subjects, consumers, pending, dead_letters;
+    long long lag, oldest_pending_ms;
+} eddy__group_total;
+
+/* Each distinct group name once, in name order: *n rows, the caller's (free). NULL on OOM. */
+eddy__group_total *eddy__admin_scan_totals(const eddy__admin_scan *s, size_t *n);
+
 /* Calls fn for each live member of a registry listing (eddy__registry_list's reply, borrowed),
  * skipping members eddy did not write; stops at fn's first error and returns it. */
 eddy_status eddy__admin_registry_each(const redisReply *r, eddy_registration_fn fn, void *user,

@@ -48,7 +48,7 @@ static void counters(eddy__json *j, const eddy__sub *sub) {
     eddy__json_end(j);
 }
 
-static const char *state_name(eddy_connection_state st) {
+const char *eddy__conn_state_name(eddy_connection_state st) {
     switch (st) {
     case EDDY_CONN_CONNECTED:
         return "connected";
@@ -72,7 +72,7 @@ static void connection(eddy__json *j, const eddy__settings *s) {
     if (s->conn_state)
         eddy__conn_stats(s->conn_state, &c);
     eddy__json_object(j, "connection");
-    eddy__json_str(j, "state", state_name(c.state));
+    eddy__json_str(j, "state", eddy__conn_state_name(c.state));
     eddy__json_u64(j, "connects", c.connects);
     eddy__json_u64(j, "connect_failures", c.connect_failures);
     eddy__json_u64(j, "disconnects", c.disconnects);
@@ -81,12 +81,11 @@ static void connection(eddy__json *j, const eddy__settings *s) {
     eddy__json_end(j);
 }
 
-/* The subscription's group over the subjects its pattern matches. */
-static void broker(eddy__json *j, const eddy__sub *sub, const eddy__admin_scan *scan) {
+void eddy__bus_stats_broker(const eddy__sub *sub, const eddy__admin_scan *scan,
+                            eddy__sub_broker *out) {
     size_t n;
     const eddy_subject_info *subjects = eddy__admin_scan_result(scan, &n);
-    uint64_t count = 0, pending = 0, dead_letters = 0;
-    long long lag = 0, oldest = -1;
+    *out = (eddy__sub_broker){.oldest_pending_ms = -1};
     for (size_t i = 0; i < n; i++) {
         if (!eddy__pattern_match(sub->pattern, subjects[i].subject))
             continue;
@@ -94,26 +93,31 @@ static void broker(eddy__json *j, const eddy__sub *sub, const eddy__admin_scan *
             const eddy_group_info *g = &subjects[i].groups[k];
             if (strcmp(g->group, sub->group) != 0)
                 continue;
-            count++;
-            pending += g->pending;
-            lag = lag < 0 || g->lag < 0 ? -1 : lag + g->lag;
-            if (g->oldest_pending_ms > oldest)
-                oldest = g->oldest_pending_ms;
-            dead_letters = g->dead_letters;
+            out->subjects++;
+            out->pending += g->pending;
+            out->lag = out->lag < 0 || g->lag < 0 ? -1 : out->lag + g->lag;
+            if (g->oldest_pending_ms > out->oldest_pending_ms)
+                out->oldest_pending_ms = g->oldest_pending_ms;
+            out->dead_letters = g->dead_letters;
         }
     }
+}
+
+static void broker(eddy__json *j, const eddy__sub *sub, const eddy__admin_scan *scan) {
+    eddy__sub_broker b;
+    eddy__bus_stats_broker(sub, scan, &b);
     eddy__json_object(j, "broker");
-    eddy__json_u64(j, "subjects", count);
-    eddy__json_u64(j, "pending", pending);
-    if (lag < 0)
+    eddy__json_u64(j, "subjects", b.subjects);
+    eddy__json_u64(j, "pending", b.pending);
+    if (b.lag < 0)
         eddy__json_null(j, "lag");
     else
-        eddy__json_i64(j, "lag", lag);
-    if (oldest < 0)
+        eddy__json_i64(j, "lag", b.lag);
+    if (b.oldest_pending_ms < 0)
         eddy__json_null(j, "oldest_pending_ms");
     else
-        eddy__json_i64(j, "oldest_pending_ms", oldest);
-    eddy__json_u64(j, "dead_letters", dead_letters);
+        eddy__json_i64(j, "oldest_pending_ms", b.oldest_pending_ms);
+    eddy__json_u64(j, "dead_letters", b.dead_letters);
     eddy__json_end(j);
 }
 

@@ -24,4 +24,17 @@ typedef struct eddy__bus_stats_in {
 /* The document; the caller's (free). NULL with err set on OOM. */
 char *eddy__bus_stats_json(const eddy__bus_stats_in *in, eddy_error *err);
 
+/* A subscription's group summed over the subjects of the scan its pattern matches: the
+ * documents' "broker" figures. lag -1 when one subject's is unknown; oldest_pending_ms the
+ * largest, -1 when nothing is pending. */
+typedef struct eddy__sub_broker {
+    uint64_t subjects, pending, dead_letters;
+    long long lag, oldest_pending_ms;
+} eddy__sub_broker;
+void eddy__bus_stats_broker(const eddy__sub *sub, const eddy__admin_scan *scan,
+                            eddy__sub_broker *out);
+
+/* The name of a connection state in the documents ("connected", "auth_failed", ...; static). */
+const char *eddy__conn_state_name(eddy_connection_state st);
+
 #endif

@@ -56,6 +56,8 @@ expect "bash: eddy after global options" \
     "$(bash_complete "$eddy --url redis://127.0.0.1:6379 --ns n dlq l")" "list"
 expect "bash: eddy pub S --da<TAB>" "$(bash_complete "$eddy pub S --da")" "--data --data-file"
 expect "bash: eddy --j<TAB>" "$(bash_complete "$eddy --j")" "--json"
+expect "bash: eddy exporter --l<TAB>" "$(bash_complete "$eddy exporter --l")" "--listen"
+expect "bash: eddy stats --p<TAB>" "$(bash_complete "$eddy stats --p")" "--prometheus"
 expect "bash: eddy dlq replay G --a<TAB>" "$(bash_complete "$eddy dlq replay G --a")" "--all --askpass"
 touch "$work/data.bin"
 expect "bash: --data-file FILE" "$(bash_complete "$eddy pub S --data-file $work/da")" \
@@ -98,6 +100,7 @@ expect "zsh: eddy <TAB>" "$(zsh_complete "$eddy ") " "$commands"
 expect "zsh: eddy dlq <TAB>" "$(zsh_complete "$eddy dlq ")" "list show replay purge"
 expect "zsh: eddy --ns n store <TAB>" "$(zsh_complete "$eddy --ns n store ")" "read tail append"
 grep -q -- "--data-file" <<<"$(zsh_complete "$eddy pub S --")" || fail "zsh: pub's options"
+grep -q -- "--listen" <<<"$(zsh_complete "$eddy exporter --")" || fail "zsh: exporter's options"
 # (Captured first: grep -q ending the pipe early would fail it under pipefail.)
 got=$(zsh -f "$work/complete.zsh" "$src/cli/completion" "$eddy ")
 grep -q "^D:pub  -- publish" <<<"$got" || fail "zsh: commands without their descriptions"

@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Stats for scraping: eddy_bus_stats_json, eddy_rbus_stats_json and an admin handle
- * (eddy/admin.h), on both backends; every document is parsed back with jansson. */
+ * (eddy/admin.h), on both backends; every JSON document is parsed back with jansson, and the
+ * Prometheus ones (eddy_*_stats_prometheus) are looked at line by line (tests/cli/prometheus.sh
+ * has promtool and a real Prometheus read them). */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <ev.h>
 #include <jansson.h>
+#include <stdarg.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -35,6 +39,18 @@ static json_t *parse(char *doc) {
     cr_assert(v, "not JSON (%s): %s", e.text, doc);
     free(doc);
     return v;
+}
+
+/* The Prometheus document has the line, whole. */
+__attribute__((format(printf, 2, 3))) static void has_line(const char *doc, const char *fmt, ...) {
+    char line[512], framed[520];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof(line), fmt, ap);
+    va_end(ap);
+    snprintf(framed, sizeof(framed), "\n%s\n", line);
+    cr_assert(strncmp(doc, line, strlen(line)) == 0 || strstr(doc, framed), "no line '%s' in:\n%s",
+              line, doc);
 }
 
 static json_t *by_name(json_t *list, const char *key, const char *name) {
@@ -139,6 +155,46 @@ static void bus_stats(bool redis) {
     cr_assert_eq(json_integer_value(json_object_get(conn, "lost_writes")), 0);
     json_decref(doc);
 
+    /* The same state in the Prometheus text format. */
+    char *prom = eddy_bus_stats_prometheus(bus, NULL);
+    cr_assert(prom);
+    const char *inst = eddy_bus_instance(bus);
+    has_line(prom, "eddy_bus_started{namespace=\"%s\",consumer=\"%s\"} 1", ns, inst);
+    has_line(prom, "eddy_bus_broker_up{namespace=\"%s\",consumer=\"%s\"} 1", ns, inst);
+    has_line(prom, "eddy_connection_state{namespace=\"%s\",consumer=\"%s\",state=\"connected\"} 1",
+             ns, inst);
+    has_line(prom, "eddy_connection_disconnects_total{namespace=\"%s\",consumer=\"%s\"} 0", ns,
+             inst);
+    has_line(prom, "# TYPE eddy_subscription_handled_total counter");
+    has_line(prom,
+             "eddy_subscription_handled_total{namespace=\"%s\",consumer=\"%s\",subscription="
+             "\"work\",group=\"workers\"} 3",
+             ns, inst);
+    has_line(prom,
+             "eddy_subscription_info{namespace=\"%s\",consumer=\"%s\",subscription=\"work\","
+             "group=\"workers\",pattern=\"st.*\",shape=\"competing\",delivery=\"at_least_once\","
+             "kind=\"handler\"} 1",
+             ns, inst);
+    has_line(prom,
+             "eddy_subscription_subjects{namespace=\"%s\",consumer=\"%s\",subscription=\"work\","
+             "group=\"workers\"} 1",
+             ns, inst);
+    has_line(prom, "# TYPE eddy_subscription_lag gauge");
+    has_line(prom,
+             "eddy_subscription_replied_total{namespace=\"%s\",consumer=\"%s\",subscription="
+             "\"pinger\",group=\"pingers\"} 0",
+             ns, inst);
+    cr_assert_null(strstr(prom, "eddy_subscription_replied_total{namespace=\"%s\",consumer=\"%s\","
+                                "subscription=\"work\""),
+                   "a responder's counter on a handler");
+    has_line(prom, "eddy_requests_sent_total{namespace=\"%s\",consumer=\"%s\",request=\"ping\"} 0",
+             ns, inst);
+    has_line(prom, "eddy_requests_sent_total{namespace=\"%s\",consumer=\"%s\",request=\"\"} 0", ns,
+             inst);
+    has_line(prom, "eddy_retention_passes_total{namespace=\"%s\",consumer=\"%s\"} 0", ns, inst);
+    cr_assert_eq(prom[strlen(prom) - 1], '\n');
+    free(prom);
+
     /* The same namespace through an admin handle: its subjects, groups and registry. */
     eddy_admin *a;
     cr_assert_eq(eddy_admin_open(&s, &a, NULL), EDDY_OK);
@@ -160,7 +216,24 @@ static void bus_stats(bool redis) {
     json_t *sta_workers = by_name(json_object_get(sta, "groups"), "group", "workers");
     cr_assert_eq(json_integer_value(json_object_get(sta_workers, "entries_read")), 3);
     json_decref(ns_doc);
+    char *ns_prom = eddy_admin_stats_prometheus(a, NULL, NULL);
+    cr_assert(ns_prom);
+    has_line(ns_prom, "eddy_subject_length{namespace=\"%s\",subject=\"st.a\"} 3", ns);
+    has_line(ns_prom, "eddy_group_subjects{namespace=\"%s\",group=\"workers\"} 1", ns);
+    has_line(ns_prom, "eddy_group_dead_letters{namespace=\"%s\",group=\"workers\"} 0", ns);
+    has_line(ns_prom,
+             "eddy_registry_subscriptions{namespace=\"%s\",group=\"pingers\",kind=\"responder\"} 1",
+             ns);
+    has_line(ns_prom,
+             "eddy_registry_subscriptions{namespace=\"%s\",group=\"workers\",kind=\"handler\"} 1",
+             ns);
+    free(ns_prom);
+    cr_assert_null(eddy_admin_stats_prometheus(a, "st.>.x", &err));
+    cr_assert_eq(err.status, EDDY_ERR_INVALID_PATTERN);
     eddy_admin_close(a);
+    cr_assert_null(eddy_admin_stats_prometheus(NULL, NULL, &err));
+    cr_assert_eq(err.status, EDDY_ERR_INVALID_ARGUMENT);
+    cr_assert_null(eddy_bus_stats_prometheus(NULL, &err));
     eddy_bus_free(bus);
 }
 
@@ -187,6 +260,18 @@ Test(stats, reactive_document_has_the_counters_without_the_broker) {
     cr_assert_null(json_object_get(work, "broker"));
     cr_assert(json_is_string(json_object_get(doc, "broker_error")));
     json_decref(doc);
+    char *prom = eddy_rbus_stats_prometheus(bus, NULL);
+    cr_assert(prom);
+    const char *inst = eddy_rbus_instance(bus);
+    has_line(prom, "eddy_bus_started{namespace=\"%s\",consumer=\"%s\"} 0", ns, inst);
+    has_line(prom, "eddy_bus_broker_up{namespace=\"%s\",consumer=\"%s\"} 0", ns, inst);
+    has_line(prom,
+             "eddy_subscription_delivered_total{namespace=\"%s\",consumer=\"%s\",subscription="
+             "\"work\",group=\"workers\"} 0",
+             ns, inst);
+    cr_assert_null(strstr(prom, "\neddy_subscription_pending{"), "%s", prom);
+    free(prom);
+    cr_assert_null(eddy_rbus_stats_prometheus(NULL, NULL));
     eddy_rbus_free(bus);
     ev_loop_destroy(loop);
 }

@@ -1576,7 +1576,7 @@ static void raw(const char *url, int argc, const char **argv) {
 }
 
 /* An admin handle over two subjects with groups, pending entries and dead letters, and a
- * reactive bus's stats document: with a failure anywhere, each call returns a status (NULL with
+ * reactive bus's stats documents (JSON and Prometheus): with a failure anywhere, each call returns a status (NULL with
  * one for a document) and leaks nothing. */
 static void admin_scenario(long n, bool *clean) {
     char url[160], ns[96], key[2][160], subjects[160], dlq[160], subs[160];
@@ -1607,7 +1607,7 @@ static void admin_scenario(long n, bool *clean) {
     eddy_rbus *rbus = NULL;
     cr_assert_eq(eddy_rbus_new(loop, &s, &spec, 1, &rbus, NULL), EDDY_OK);
     eddy_status so = -1, ss = -1, sr = -1;
-    char *doc = NULL, *rdoc = NULL;
+    char *doc = NULL, *rdoc = NULL, *prom = NULL, *rprom = NULL;
     subjects_seen = 0;
 
     arm(n);
@@ -1621,6 +1621,9 @@ static void admin_scenario(long n, bool *clean) {
         err.status = EDDY_OK;
         doc = eddy_admin_stats_json(a, NULL, &err);
         cr_expect(doc || err.status != EDDY_OK, "a document or a status");
+        err.status = EDDY_OK;
+        prom = eddy_admin_stats_prometheus(a, NULL, &err);
+        cr_expect(prom || err.status != EDDY_OK, "a Prometheus document or a status");
         eddy_admin_close(a);
     } else {
         cr_expect_null(a);
@@ -1628,6 +1631,9 @@ static void admin_scenario(long n, bool *clean) {
     err.status = EDDY_OK;
     rdoc = eddy_rbus_stats_json(rbus, &err);
     cr_expect(rdoc || err.status == EDDY_ERR_NOMEM, "a document or out of memory");
+    err.status = EDDY_OK;
+    rprom = eddy_rbus_stats_prometheus(rbus, &err);
+    cr_expect(rprom || err.status == EDDY_ERR_NOMEM, "a Prometheus document or out of memory");
     *clean = !disarm();
     eddy_rbus_free(rbus);
     ev_loop_destroy(loop);
@@ -1637,9 +1643,13 @@ static void admin_scenario(long n, bool *clean) {
         cr_expect(doc && strstr(doc, "\"dead_letters\":1") && strstr(doc, "\"pending\":1"), "%s",
                   doc ? doc : "(none)");
         cr_expect(rdoc && strstr(rdoc, "\"subscriptions\""));
+        cr_expect(prom && strstr(prom, "group=\"g\"} 1\n"), "%s", prom ? prom : "(none)");
+        cr_expect(rprom && strstr(rprom, "eddy_subscription_delivered_total{"));
     }
     free(doc);
     free(rdoc);
+    free(prom);
+    free(rprom);
 }
 
 Test(oom, admin, .timeout = 600) { sweep("admin", admin_scenario); }
