@@ -184,5 +184,6 @@ int cmd_store(cli *c, int argc, char **argv);
 int cmd_feed(cli *c, int argc, char **argv);
 int cmd_registry(cli *c, int argc, char **argv);
 int cmd_stats(cli *c, int argc, char **argv);
+int cmd_bench(cli *c, int argc, char **argv);
 
 #endif

@@ -64,6 +64,7 @@ static const char usage[] =
     "  feed status|reset FEED       a catch-up feed's marker (\"caught up once\")\n"
     "  registry             live subscriptions and responders, with their leases\n"
     "  stats [PATTERN]      the namespace as one JSON document (subjects, groups, registry)\n"
+    "  bench pub|sub|req    measure the backend: rates and latency (writes to it; see --help)\n"
     "  version              the library's version\n"
     "\n"
     "Exit codes:\n"
@@ -95,10 +96,19 @@ static int cmd_version(cli *c, int argc, char **argv) {
 }
 
 static const command commands[] = {
-    {"pub", cmd_pub},         {"tail", cmd_tail},       {"request", cmd_request},
-    {"respond", cmd_respond}, {"groups", cmd_groups},   {"dlq", cmd_dlq},
-    {"store", cmd_store},     {"feed", cmd_feed},       {"registry", cmd_registry},
-    {"stats", cmd_stats},     {"version", cmd_version}, {NULL, NULL},
+    {"pub", cmd_pub},
+    {"tail", cmd_tail},
+    {"request", cmd_request},
+    {"respond", cmd_respond},
+    {"groups", cmd_groups},
+    {"dlq", cmd_dlq},
+    {"store", cmd_store},
+    {"feed", cmd_feed},
+    {"registry", cmd_registry},
+    {"stats", cmd_stats},
+    {"version", cmd_version},
+    {"bench", cmd_bench},
+    {NULL, NULL},
 };
 
 /* Takes the global options before the command: the index of the command's name, or -1 (with
