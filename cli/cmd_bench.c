@@ -647,12 +647,14 @@ int cmd_bench(cli *c, int argc, char **argv) {
     for (int i = 0; i < npub; i++) {
         worker *w = &b.role[ROLE_PUB][i].w[0];
         w->share = (unsigned long long)(msgs / npub + (i < msgs % npub ? 1 : 0));
-        w->started = pthread_create(&w->thread, NULL, publisher, w) == 0;
+        if (!(w->started = pthread_create(&w->thread, NULL, publisher, w) == 0))
+            failed(&b, "cannot start a publisher thread", EDDY_ERR_NOMEM, NULL);
     }
     for (int i = 0; i < b.nrole[ROLE_REQ]; i++)
         for (int k = 0; k < b.role[ROLE_REQ][i].nw; k++) {
             worker *w = &b.role[ROLE_REQ][i].w[k];
-            w->started = pthread_create(&w->thread, NULL, requester, w) == 0;
+            if (!(w->started = pthread_create(&w->thread, NULL, requester, w) == 0))
+                failed(&b, "cannot start a requester thread", EDDY_ERR_NOMEM, NULL);
         }
     int main_role = mode == MODE_PUB ? ROLE_PUB : mode == MODE_SUB ? ROLE_SUB : ROLE_REQ;
     unsigned long long expected =
@@ -797,6 +799,10 @@ int cmd_bench(cli *c, int argc, char **argv) {
     }
     if (rst != EDDY_OK) {
         int frc = cli_fail(c, "cannot remove the subject", rst, &rerr);
+        fprintf(stderr,
+                "eddy bench: subject %s is left in namespace %s (an ACL user needs +srem to "
+                "remove it: docs/operations.md)\n",
+                b.subject, c->ns);
         if (rc == CLI_OK)
             rc = frc;
     }

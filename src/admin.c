@@ -628,7 +628,7 @@ eddy_status eddy__admin_remove_result(redisReply **replies, size_t n, bool *remo
     *removed = false;
     eddy_status st = EDDY_OK;
     for (size_t i = 0; i + 1 < n && st == EDDY_OK; i++) /* MULTI's OK, then QUEUED each */
-        st = eddy__reply_status(replies[i], "remove subject: MULTI", err);
+        st = eddy__reply_status(replies[i], "remove subject", err);
     if (st != EDDY_OK)
         return st;
     const redisReply *r = replies[n - 1];
