@@ -225,3 +225,25 @@ eddy_status eddy_admin_history(eddy_admin *a, const char *subject, const char *f
                            &n, err);
     return st;
 }
+
+eddy_status eddy_admin_subject_remove(eddy_admin *a, const char *subject, bool *removed,
+                                      eddy_error *err) {
+    bool found = false;
+    if (removed)
+        *removed = false;
+    if (!a || !subject)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "admin or subject is NULL");
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    redisReply *replies[4] = {NULL, NULL, NULL, NULL};
+    eddy_status st = eddy__admin_remove_cmds(a->s.ns, subject, &cmds, err);
+    if (st == EDDY_OK && (st = exchange(a, &cmds, replies, err)) == EDDY_OK)
+        st = eddy__admin_remove_result(replies, cmds.n, &found, err);
+    for (size_t i = 0; i < 4; i++)
+        if (replies[i])
+            freeReplyObject(replies[i]);
+    eddy__cmdlist_reset(&cmds);
+    if (st == EDDY_OK && removed)
+        *removed = found;
+    return st;
+}

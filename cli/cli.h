@@ -186,5 +186,6 @@ int cmd_registry(cli *c, int argc, char **argv);
 int cmd_stats(cli *c, int argc, char **argv);
 int cmd_top(cli *c, int argc, char **argv);
 int cmd_exporter(cli *c, int argc, char **argv);
+int cmd_bench(cli *c, int argc, char **argv);
 
 #endif

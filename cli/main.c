@@ -67,6 +67,7 @@ static const char usage[] =
     "  top [PATTERN]        a live view: per subject and group rates in and out, lag, pending,\n"
     "                       oldest pending, consumers, dead letters; responders (q quits)\n"
     "  exporter --listen HOST:PORT   serve the namespace's figures to Prometheus (/metrics)\n"
+    "  bench pub|sub|req    measure the backend: rates and latency (writes to it; see --help)\n"
     "  version              the library's version\n"
     "\n"
     "Exit codes:\n"
@@ -98,13 +99,11 @@ static int cmd_version(cli *c, int argc, char **argv) {
 }
 
 static const command commands[] = {
-    {"pub", cmd_pub},           {"tail", cmd_tail},
-    {"request", cmd_request},   {"respond", cmd_respond},
-    {"groups", cmd_groups},     {"dlq", cmd_dlq},
-    {"store", cmd_store},       {"feed", cmd_feed},
-    {"registry", cmd_registry}, {"stats", cmd_stats},
-    {"version", cmd_version},   {"top", cmd_top},
-    {"exporter", cmd_exporter}, {NULL, NULL},
+    {"pub", cmd_pub},           {"tail", cmd_tail},       {"request", cmd_request},
+    {"respond", cmd_respond},   {"groups", cmd_groups},   {"dlq", cmd_dlq},
+    {"store", cmd_store},       {"feed", cmd_feed},       {"registry", cmd_registry},
+    {"stats", cmd_stats},       {"version", cmd_version}, {"top", cmd_top},
+    {"exporter", cmd_exporter}, {"bench", cmd_bench},     {NULL, NULL},
 };
 
 /* Takes the global options before the command: the index of the command's name, or -1 (with

@@ -5,7 +5,9 @@
  * letters), the registry of live subscriptions, and all of it as one JSON document. What the
  * `eddy` command-line tool shows (groups, registry, stats).
  *
- * Everything is read from the backend; nothing is changed. An admin handle has a connection of
+ * Everything is read from the backend; nothing is changed, but by eddy_admin_subject_remove
+ * (what a tool that made a subject of its own, such as `eddy bench`, calls to leave nothing
+ * behind). An admin handle has a connection of
  * its own: it works whether or not a bus runs (an operator's tool) and on any backend a bus runs
  * on (memory:// by name, in the same process). Figures are a snapshot taken over a few round
  * trips (one pipeline each), not one atomic view: a busy namespace moves meanwhile.
@@ -141,6 +143,18 @@ EDDY_EXPORT char *eddy_admin_stats_json(eddy_admin *admin, const char *pattern, 
  * Errors as eddy_admin_stats_json. Ownership: the caller's, released with free(). */
 EDDY_EXPORT char *eddy_admin_stats_prometheus(eddy_admin *admin, const char *pattern,
                                               eddy_error *err);
+
+/** Removes a subject from the namespace, in one transaction (MULTI/EXEC): deletes its stream
+ * "{ns}:s:<subject>" (its entries, its groups with their pending entries) and its
+ * publish-dedup records, and takes it out of the namespace's subject set. Dead letters stay
+ * (their streams are per group, "{ns}:dlq:<group>"). A subscription still reading the subject
+ * creates its group again (counted in eddy_consumer_stats.recreated); a publish makes the
+ * subject again. Meant for subjects a tool made for itself (`eddy bench`), not for live ones.
+ * *removed (may be NULL) says whether there was anything to remove; a subject that is not
+ * there is not an error. EDDY_ERR_INVALID_SUBJECT for a bad subject. Ownership: subject is
+ * borrowed for the call. Thread: as the handle's other calls. */
+EDDY_EXPORT eddy_status eddy_admin_subject_remove(eddy_admin *admin, const char *subject,
+                                                  bool *removed, eddy_error *err);
 
 #ifdef __cplusplus
 }

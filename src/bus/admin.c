@@ -651,3 +651,59 @@ eddy_status eddy__admin_history_feed(const redisReply *r, const char *subject, s
     }
     return EDDY_OK;
 }
+
+/* ---- removing a subject (eddy_admin_subject_remove) ------------------------------------- */
+
+eddy_status eddy__admin_remove_cmds(const char *ns, const char *subject, eddy__cmdlist *out,
+                                    eddy_error *err) {
+    eddy_status st = eddy__subject_check(subject, err);
+    if (st != EDDY_OK)
+        return st;
+    size_t before = out->n;
+    char *keys[3] = {eddy__key_stream(ns, subject), eddy__key_pubids(ns, subject),
+                     eddy__key_pubexp(ns, subject)};
+    eddy__cmd *multi = eddy__cmdlist_add(out, 0, 0);
+    if (multi)
+        eddy__cmd_str(multi, "MULTI");
+    eddy__cmd *del = multi && keys[0] && keys[1] && keys[2] ? eddy__cmdlist_add(out, 0, 0) : NULL;
+    if (del) {
+        eddy__cmd_str(del, "DEL");
+        for (int i = 0; i < 3; i++)
+            eddy__cmd_str(del, keys[i]);
+    }
+    eddy__cmd *srem = del ? add(out, 0, 0, "SREM", eddy__key_subjects(ns)) : NULL;
+    if (srem)
+        eddy__cmd_str(srem, subject);
+    eddy__cmd *exec = srem ? eddy__cmdlist_add(out, 0, 0) : NULL;
+    if (exec)
+        eddy__cmd_str(exec, "EXEC");
+    for (int i = 0; i < 3; i++)
+        free(keys[i]);
+    if (exec && eddy__cmdlist_status_from(out, before) == EDDY_OK)
+        return EDDY_OK;
+    while (out->n > before)
+        eddy__cmd_reset(&out->cmds[--out->n]);
+    return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+}
+
+eddy_status eddy__admin_remove_result(redisReply **replies, size_t n, bool *removed,
+                                      eddy_error *err) {
+    *removed = false;
+    eddy_status st = EDDY_OK;
+    for (size_t i = 0; i + 1 < n && st == EDDY_OK; i++) /* MULTI's OK, then QUEUED each */
+        st = eddy__reply_status(replies[i], "remove subject", err);
+    if (st != EDDY_OK)
+        return st;
+    const redisReply *r = replies[n - 1];
+    if ((st = eddy__reply_status(r, "remove subject: EXEC", err)) != EDDY_OK)
+        return st;
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2)
+        return eddy__fail(err, EDDY_ERR_PROTOCOL, "remove subject: EXEC: unexpected reply");
+    for (size_t i = 0; i < 2 && st == EDDY_OK; i++)
+        st = eddy__reply_status(r->element[i],
+                                i == 0 ? "remove subject: DEL" : "remove subject: SREM", err);
+    if (st == EDDY_OK)
+        *removed = (r->element[0]->type == REDIS_REPLY_INTEGER && r->element[0]->integer > 0) ||
+                   (r->element[1]->type == REDIS_REPLY_INTEGER && r->element[1]->integer > 0);
+    return st;
+}

@@ -75,4 +75,14 @@ eddy_status eddy__admin_history_feed(const redisReply *r, const char *subject, s
                                      bool reverse, eddy_history_fn fn, void *user, char *last_id,
                                      size_t last_size, size_t *n, eddy_error *err);
 
+/* ---- removing a subject (eddy_admin_subject_remove) ------------------------------------- */
+
+/* Appends MULTI, DEL {ns}:s:<subject> {ns}:pubids:<subject> {ns}:pubexp:<subject>,
+ * SREM {ns}:subjects <subject>, EXEC (4 commands). EDDY_ERR_INVALID_SUBJECT. */
+eddy_status eddy__admin_remove_cmds(const char *ns, const char *subject, eddy__cmdlist *out,
+                                    eddy_error *err);
+/* Their n replies (borrowed): *removed when the DEL or the SREM found something. */
+eddy_status eddy__admin_remove_result(redisReply **replies, size_t n, bool *removed,
+                                      eddy_error *err);
+
 #endif

@@ -22,7 +22,7 @@ expect() { # what, got, want
 # The commands, as the tool lists them (the first word of each line of its Commands section).
 commands=$("$eddy" --help | sed -n '/^Commands:/,/^[^ ]/p' | grep -E '^  [a-z]' |
     sed -E 's/^  ([a-z]+).*/\1/' | tr '\n' ' ')
-for c in pub tail request respond groups dlq store feed registry stats version; do
+for c in pub tail request respond groups dlq store feed registry stats bench version; do
     [[ " $commands" == *" $c "* ]] || fail "eddy --help does not list '$c' (got: $commands)"
 done
 
@@ -52,6 +52,7 @@ bash_complete() { # the line up to the cursor: the completions, space-separated
 expect "bash: eddy <TAB>" "$(bash_complete "$eddy ") " "$commands"
 expect "bash: eddy st<TAB>" "$(bash_complete "$eddy st")" "store stats"
 expect "bash: eddy dlq <TAB>" "$(bash_complete "$eddy dlq ")" "list show replay purge"
+expect "bash: eddy bench <TAB>" "$(bash_complete "$eddy bench ")" "pub sub req"
 expect "bash: eddy after global options" \
     "$(bash_complete "$eddy --url redis://127.0.0.1:6379 --ns n dlq l")" "list"
 expect "bash: eddy pub S --da<TAB>" "$(bash_complete "$eddy pub S --da")" "--data --data-file"
@@ -98,6 +99,7 @@ zsh_complete() { # the line up to the cursor: the matches (not the descriptions)
 }
 expect "zsh: eddy <TAB>" "$(zsh_complete "$eddy ") " "$commands"
 expect "zsh: eddy dlq <TAB>" "$(zsh_complete "$eddy dlq ")" "list show replay purge"
+expect "zsh: eddy bench <TAB>" "$(zsh_complete "$eddy bench ")" "pub sub req"
 expect "zsh: eddy --ns n store <TAB>" "$(zsh_complete "$eddy --ns n store ")" "read tail append"
 grep -q -- "--data-file" <<<"$(zsh_complete "$eddy pub S --")" || fail "zsh: pub's options"
 grep -q -- "--listen" <<<"$(zsh_complete "$eddy exporter --")" || fail "zsh: exporter's options"

@@ -732,6 +732,7 @@ static const char *const *const every_command[] = {
     ARGS("store", "append", "s-1", "--data", "1"),
     ARGS("feed", "status", "f"),
     ARGS("feed", "reset", "f"),
+    ARGS("bench", "pub", "--msgs", "1"),
     ARGS("version"),
 };
 #define N_COMMANDS (sizeof(every_command) / sizeof(every_command[0]))

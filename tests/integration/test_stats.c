@@ -16,6 +16,7 @@
 #include "eddy/blocking.h"
 #include "eddy/reactive.h"
 #include "eddy_test.h"
+#include "raw.h"
 #include "test_backend.h"
 
 static atomic_int handled;
@@ -375,3 +376,58 @@ static void history(bool redis) {
 
 Test(stats, history_memory) { history(false); }
 Test(stats, history_redis) { history(true); }
+
+static eddy_status count_subject(const eddy_subject_info *si, void *user) {
+    (void)si;
+    (*(int *)user)++;
+    return EDDY_OK;
+}
+
+/* eddy_admin_subject_remove: the stream with its group, the dedup records and the subject's
+ * place in the set go; other subjects stay; a second removal finds nothing. */
+static void subject_remove(bool redis) {
+    char url[128], ns[96];
+    eddy_settings s;
+    eddy_test_settings(&s, redis, "rm", url, sizeof(url), ns, sizeof(ns));
+    s.publish_dedup_ms = 60000;
+    eddy_subscription_spec spec;
+    eddy_subscription_spec_init(&spec);
+    spec.name = "g";
+    spec.pattern = "rm.a";
+    spec.group = "rm-group";
+    spec.handler = count_it;
+    eddy_bus *bus;
+    eddy_error err = {0};
+    cr_assert_eq(eddy_bus_new(&s, &spec, 1, &bus, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(eddy_bus_start(bus, &err), EDDY_OK, "%s", err.detail);
+    for (int i = 0; i < 3; i++) {
+        eddy_event *ev;
+        cr_assert_eq(eddy_bus_new_event(bus, "t", &ev, &err), EDDY_OK, "%s", err.detail);
+        cr_assert_eq(eddy_bus_publish(bus, i < 2 ? "rm.a" : "rm.b", ev, NULL, 0, &err), EDDY_OK);
+        eddy_event_free(ev);
+    }
+    eddy_bus_stop(bus); /* stopped, not freed: memory:// lives as long as a handle on it */
+    eddy_admin *a;
+    cr_assert_eq(eddy_admin_open(&s, &a, &err), EDDY_OK, "%s", err.detail);
+    int before = 0, after = 0, a_left = 0;
+    cr_assert_eq(eddy_admin_subjects(a, NULL, count_subject, &before, &err), EDDY_OK);
+    cr_assert_eq(before, 2);
+    bool removed = false;
+    cr_assert_eq(eddy_admin_subject_remove(a, "rm.a", &removed, &err), EDDY_OK, "%s", err.detail);
+    cr_assert(removed);
+    cr_assert_eq(eddy_admin_subjects(a, NULL, count_subject, &after, &err), EDDY_OK);
+    cr_assert_eq(after, 1, "rm.b stays");
+    cr_assert_eq(eddy_admin_subjects(a, "rm.a", count_subject, &a_left, &err), EDDY_OK);
+    cr_assert_eq(a_left, 0);
+    cr_assert_eq(raw_int(url, "EXISTS {%s}:s:rm.a {%s}:pubids:rm.a {%s}:pubexp:rm.a", ns, ns, ns),
+                 0, "stream and dedup records gone");
+    cr_assert_eq(raw_int(url, "EXISTS {%s}:s:rm.b", ns), 1);
+    cr_assert_eq(eddy_admin_subject_remove(a, "rm.a", &removed, &err), EDDY_OK);
+    cr_assert(!removed, "nothing left to remove");
+    cr_assert_eq(eddy_admin_subject_remove(a, "a..b", NULL, &err), EDDY_ERR_INVALID_SUBJECT);
+    eddy_admin_close(a);
+    eddy_bus_free(bus);
+}
+
+Test(stats, subject_remove_memory) { subject_remove(false); }
+Test(stats, subject_remove_redis) { subject_remove(true); }
