@@ -215,13 +215,15 @@ Test(prometheus, the_namespace_document_from_a_scan) {
     bulk("1700000010");
     bulk("000000");
     feed(s, 2);
-    /* round 2: per subject its length and groups */
+    /* round 2: per subject its length, groups and XINFO STREAM (for entries-added) */
     resp(":5\r\n*2\r\n");
     group_record("q\"1\\", 1, 2, 3);
     group_record("w2", 0, 0, -2);
+    resp("*2\r\n$13\r\nentries-added\r\n:7\r\n");
     resp(":4\r\n*1\r\n");
     group_record("w2", 2, 0, 4);
-    feed(s, 4);
+    resp("-ERR no such key\r\n"); /* gone meanwhile: entries-added unknown */
+    feed(s, 6);
     /* round 3: the oldest pending entry of the one group with pending entries, then each
      * group name's dead letters */
     resp("*4\r\n:2\r\n");
