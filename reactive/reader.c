@@ -186,7 +186,7 @@ static void act_finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
     ract *act = sl->act;
     eddy_rbus *bus = act->bus;
     eddy__rbus_enter(bus);
-    bool wake = settle(act, sl, st == EDDY_PENDING ? EDDY_ERR_HANDLER_FAILED : st, reply);
+    bool wake = settle(act, sl, st, reply);
     if (!act->dispatching)
         act_kick(act, wake);
     eddy__rbus_leave(bus);

@@ -341,7 +341,8 @@ EDDY_EXPORT eddy_status eddy_delivery_decode_value(const eddy_delivery *d, eddy_
                                                    eddy_error *err);
 /** Finishes a delivery whose handler returned EDDY_PENDING: EDDY_OK acknowledges it,
  * EDDY_ERR_UNAVAILABLE hands it back (see eddy_handler_fn), any other status counts as a
- * failure (AtLeastOnce: it stays pending and comes back). Call it
+ * failure (AtLeastOnce: it stays pending and comes back); EDDY_PENDING here is a failure too
+ * (EDDY_ERR_HANDLER_FAILED), on both front ends. Call it
  * exactly once; the delivery is invalid afterwards. A second call soon after (or a call on a
  * delivery whose handler returned a result) is caught: logged as an error and ignored; later,
  * the delivery's memory may be gone or serve another delivery.

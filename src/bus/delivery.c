@@ -23,6 +23,8 @@ eddy_status eddy_delivery_decode_value(const eddy_delivery *d, eddy_value **out,
 }
 
 void eddy_delivery_finish(eddy_delivery *d, eddy_status st) {
+    if (st == EDDY_PENDING) /* a late "still pending" cannot be put off again: a failure */
+        st = EDDY_ERR_HANDLER_FAILED;
     if (d && d->finish)
         d->finish(d, st, NULL);
 }
