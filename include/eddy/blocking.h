@@ -176,7 +176,10 @@ EDDY_EXPORT eddy_status eddy_bus_retention_stats(eddy_bus *bus, eddy_retention_s
  *    "requests": {"total": {eddy_request_stats' fields}, "unnamed": {...},
  *      "named": {"<name>": {...}, ...}},
  *    "retention": {eddy_retention_stats' fields}}
- * "broker" is read from the backend at the call, on the publishing connection (a few round
+ * "kind" is "responder", "handler" or "gather": a responder's scatter-gather twin
+ * (eddy_bus_answer_all), an entry of its own with the responder's name, its fanout group and
+ * the counters of the requests it answered (its "broker" figures are the subject streams', not
+ * the gather streams'). "broker" is read from the backend at the call, on the publishing connection (a few round
  * trips, as eddy_admin_subjects): the subscription's group summed over the subjects its
  * pattern matches (lag null when the server cannot tell). When it cannot be read, every
  * "broker" is left out and "broker_error" says why; the counters are there either way.
