@@ -188,21 +188,9 @@ typedef struct req_args {
 
 static eddy_status request(eddy_bus *bus, const char *subject, const eddy_event *ev,
                            const req_args *a, eddy_event **reply, eddy_error *err) {
-    const eddy_request_opts *opts = a->opts;
-    eddy_request_opts gathering = {0};
-    if (a->replies) { /* the deadline and token the waits below use */
-        opts = NULL;
-        if (a->gopts) {
-            eddy__gather g;
-            bool has;
-            if (eddy__gather_init(&g, a->gopts, false, &gathering, &has) != EDDY_OK) {
-                eddy__gather_reset(&g);
-                return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-            }
-            eddy__gather_reset(&g);
-            opts = &gathering;
-        }
-    }
+    eddy_request_opts gathering; /* a gather's deadline and token, for the waits below */
+    const eddy_request_opts *opts =
+        a->replies ? eddy__gather_request_opts(a->gopts, &gathering) : a->opts;
     char inbox[256] = "";
     bool cancelled;
     bool active = bus_state(bus, opts, inbox, &cancelled);

@@ -234,15 +234,10 @@ static eddy_status request(eddy_rbus *bus, const char *subject, const eddy_event
     q->on_reply = a->on_reply;
     q->gathered = a->gathered;
     q->user = user;
-    eddy_cancel *cancel = a->opts ? a->opts->cancel : NULL;
-    if (a->gather && a->gopts) { /* the token, read as the flow reads the options */
-        eddy__gather g;
-        eddy_request_opts ro;
-        bool has;
-        if (eddy__gather_init(&g, a->gopts, false, &ro, &has) == EDDY_OK)
-            cancel = ro.cancel;
-        eddy__gather_reset(&g);
-    }
+    eddy_request_opts gathering;
+    const eddy_request_opts *opts =
+        a->gather ? eddy__gather_request_opts(a->gopts, &gathering) : a->opts;
+    eddy_cancel *cancel = opts ? opts->cancel : NULL;
     bool cancelled = eddy_cancel_fired(cancel);
     eddy__request_ctx ctx = {bus->requests,  bus->registry_cache,
                              bus->publisher, bus->s.ns,

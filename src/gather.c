@@ -81,17 +81,26 @@ void eddy_replies_free(eddy_replies *r) {
 
 /* ---- the rules --------------------------------------------------------------------------- */
 
+const eddy_request_opts *eddy__gather_request_opts(const eddy_gather_opts *opts,
+                                                   eddy_request_opts *out) {
+    memset(out, 0, sizeof(*out));
+    if (!opts)
+        return NULL;
+    eddy_gather_opts full;
+    eddy__opts_widen(&eddy__gather_opts_table, &full, opts);
+    out->deadline_ms = full.deadline_ms;
+    out->name = full.name;
+    out->cancel = full.cancel;
+    return out;
+}
+
 eddy_status eddy__gather_init(eddy__gather *g, const eddy_gather_opts *opts, bool each,
                               eddy_request_opts *ropts, bool *has_opts) {
     memset(g, 0, sizeof(*g));
-    memset(ropts, 0, sizeof(*ropts));
-    *has_opts = opts != NULL;
+    *has_opts = eddy__gather_request_opts(opts, ropts) != NULL;
     if (opts) {
         eddy_gather_opts full;
         eddy__opts_widen(&eddy__gather_opts_table, &full, opts);
-        ropts->deadline_ms = full.deadline_ms;
-        ropts->name = full.name;
-        ropts->cancel = full.cancel;
         g->max = full.max_replies;
         g->stop_on_failure = full.stop_on_failure;
     }

@@ -58,6 +58,10 @@ typedef struct eddy__gather {
  * eddy_request_opts for the request's checks, and sets up g. EDDY_ERR_NOMEM. */
 eddy_status eddy__gather_init(eddy__gather *g, const eddy_gather_opts *opts, bool each,
                               eddy_request_opts *ropts, bool *has_opts);
+/* The part of the options a request's checks and waits read (deadline, name, token), widened;
+ * NULL (out zeroed) for NULL opts. */
+const eddy_request_opts *eddy__gather_request_opts(const eddy_gather_opts *opts,
+                                                   eddy_request_opts *out);
 /* Frees what is left (the list, unless taken). */
 void eddy__gather_reset(eddy__gather *g);
 /* Takes the list (the caller's; an empty list when it could not be made: NULL then). */
