@@ -414,12 +414,14 @@ eddy_status eddy_bus_consumer_stats(eddy_bus *bus, const char *name, eddy_consum
         return EDDY_ERR_INVALID_ARGUMENT;
     eddy_status st = EDDY_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&bus->subs_lock);
-    memset(out, 0, sizeof(*out));
+    eddy_consumer_stats sum = {0};
     for (size_t i = 0; i < bus->nsubs; i++) /* a gather responder's twin has its name too */
         if (strcmp(bus->subs[i]->sub->name, name) == 0) {
-            eddy__stats_add(&bus->subs[i]->sub->stats, out);
+            eddy__stats_add(&bus->subs[i]->sub->stats, &sum);
             st = EDDY_OK;
         }
+    if (st == EDDY_OK)
+        *out = sum;
     pthread_mutex_unlock(&bus->subs_lock);
     return st;
 }

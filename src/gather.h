@@ -2,7 +2,7 @@
 /* What a scatter-gather request gathers, and when it ends: the rules both front ends share
  * (docs/request-reply.md, "Asking every responder").
  *
- * How a request reaches every responder: a responder that opts in (spec.gather) has a twin
+ * How a request reaches every responder: a responder that opts in (eddy_bus_answer_all) has a twin
  * subscription in its bus, a fanout group per instance ("gather.<name>.<instance>") on the
  * subject's gather stream "{ns}:all:<subject>" (sub.h: eddy__sub_gather_twin), registered as
  * kind 'g' in the namespace's registry. A scatter-gather request is one entry on that stream,

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The subscription registry; see registry.h. A member is
  * "<r|h|g>\t<group>\t<instance>\t<subscription name>\t<pattern>": the kind first (responder,
- * handler or gather twin) for tools that show it, the pattern last because it is what requesters match. The
- * instance makes members of different processes distinct. */
+ * handler or gather twin) for tools that show it, the pattern last because it is what
+ * requesters match. The instance makes members of different processes distinct. */
 #include "registry.h"
 
 #include <stdio.h>

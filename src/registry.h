@@ -26,8 +26,9 @@ eddy_status eddy__registry_query(const char *ns, long long now_ms, eddy__cmdlist
 /* Appends the query for every live subscription with its lease's end (WITHSCORES: member,
  * score pairs), for tools that show the registry. */
 eddy_status eddy__registry_list(const char *ns, long long now_ms, eddy__cmdlist *out, int tag);
-/* One member's fields: kind ("r" responder, "h" handler, "g" gather twin), group, instance, name, pattern, as
- * pointers into m with their lengths. False when m is not a member eddy wrote. */
+/* One member's fields: kind ("r" responder, "h" handler, "g" gather twin), group, instance,
+ * name, pattern, as pointers into m with their lengths. False when m is not a member eddy
+ * wrote. */
 bool eddy__registry_split_member(const char *m, size_t len, const char *out[5], size_t outlen[5]);
 /* From the query's reply: does any live subscription's pattern match subject? A reply that
  * is not a list answers EDDY_ERR_PROTOCOL (or the server's error). */

@@ -125,7 +125,7 @@ EDDY_EXPORT eddy_status eddy_bus_answer_all(eddy_bus *bus, const char *name, edd
  * - EDDY_OK: max_replies replies came; or, with max_replies 0, the deadline came after at least
  *   one reply;
  * - EDDY_ERR_NO_RESPONDERS, at once, when no live subscription in any process is a gather
- *   responder (eddy_subscription_spec.gather) matching the subject;
+ *   responder (eddy_bus_answer_all) matching the subject;
  * - EDDY_ERR_RESPONDER_FAILED: a failure reply came and opts->stop_on_failure is set;
  * - EDDY_ERR_NO_REPLY: the deadline came before max_replies replies (or before any reply, with
  *   max_replies 0), or the request was cancelled, or the bus stopped;
@@ -179,10 +179,11 @@ EDDY_EXPORT eddy_status eddy_bus_retention_stats(eddy_bus *bus, eddy_retention_s
  * "kind" is "responder", "handler" or "gather": a responder's scatter-gather twin
  * (eddy_bus_answer_all), an entry of its own with the responder's name, its fanout group and
  * the counters of the requests it answered (its "broker" figures are the subject streams', not
- * the gather streams'). "broker" is read from the backend at the call, on the publishing connection (a few round
- * trips, as eddy_admin_subjects): the subscription's group summed over the subjects its
- * pattern matches (lag null when the server cannot tell). When it cannot be read, every
- * "broker" is left out and "broker_error" says why; the counters are there either way.
+ * the gather streams'). "broker" is read from the backend at the call, on the publishing
+ * connection (a few round trips, as eddy_admin_subjects): the subscription's group summed
+ * over the subjects its pattern matches (lag null when the server cannot tell). When it
+ * cannot be read, every "broker" is left out and "broker_error" says why; the counters are
+ * there either way.
  * Ownership: the caller's, released with free(). NULL only for a NULL bus or out of memory.
  * Thread: any, including a handler. */
 EDDY_EXPORT char *eddy_bus_stats_json(eddy_bus *bus, eddy_error *err);

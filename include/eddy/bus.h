@@ -607,13 +607,14 @@ typedef struct eddy_request_stats {
  *
  * A scatter-gather request (eddy_bus_request_all, eddy_rbus_request_all) is sent once and
  * reaches every live instance of every responder that opted in (eddy_bus_answer_all,
- * eddy_rbus_answer_all) and whose pattern matches the subject; their replies are gathered until the deadline, until
- * max_replies replies came, or until the first failure reply when stop_on_failure is set,
- * whichever comes first. It is one request for the counters (eddy_request_stats), counted as a
- * single request is: refusals are not counted; Sent when its entry was written; then one
- * outcome when it ends: Answered for EDDY_OK, Failed for EDDY_ERR_RESPONDER_FAILED, NoReply for
- * EDDY_ERR_NO_REPLY, NoResponders (with Sent) for EDDY_ERR_NO_RESPONDERS; a reply that comes
- * after it ended (past max_replies, or the deadline) is Unclaimed. */
+ * eddy_rbus_answer_all) and whose pattern matches the subject; their replies are gathered
+ * until the deadline, until max_replies replies came, or until the first failure reply when
+ * stop_on_failure is set, whichever comes first. It is one request for the counters
+ * (eddy_request_stats), counted as a single request is: refusals are not counted; Sent when
+ * its entry was written; then one outcome when it ends: Answered for EDDY_OK, Failed for
+ * EDDY_ERR_RESPONDER_FAILED, NoReply for EDDY_ERR_NO_REPLY, NoResponders (with Sent) for
+ * EDDY_ERR_NO_RESPONDERS; a reply that comes after it ended (past max_replies, or the
+ * deadline) is Unclaimed. */
 
 /** Options of a scatter-gather request. Fill after eddy_gather_opts_init. */
 typedef struct eddy_gather_opts {
