@@ -150,7 +150,9 @@ eddy_status eddy__sub_check_against(const eddy__settings *s, unsigned caps, cons
         if (strcmp(o->name, sub->name) == 0)
             return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
                               "subscription '%s': the name is already used on this bus", sub->name);
-        if (sub->responder && o->responder && strcmp(sub->group, o->group) != 0 &&
+        /* A gather twin (o->twin) answers only scatter-gather requests, in a group of its own
+         * per instance: it never competes with a responder for a request. */
+        if (sub->responder && o->responder && !o->twin && strcmp(sub->group, o->group) != 0 &&
             eddy__pattern_overlap(sub->pattern, o->pattern))
             return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
                               "subscription '%s': responder in group '%s' can answer the same "

@@ -356,6 +356,14 @@ ParameterizedTest(combo *p, gather, refusals_are_not_counted, .timeout = 60) {
     cr_expect(strstr(err.detail, "not a responder"), "%s", err.detail);
     cr_expect_eq(c.d->answer_all(b, "r", &err), EDDY_OK, "%s", err.detail);
     cr_expect_eq(c.d->answer_all(b, "r", &err), EDDY_OK, "again: %s", err.detail);
+    /* The twin does not count against the rules for responders: another responder of the
+     * same group on an overlapping pattern is still accepted. */
+    eddy_subscription_spec more = responder_spec("g.*", ANSWER);
+    more.name = "r2";
+    cr_expect_eq(c.d->subscribe(b, &more, &err), EDDY_OK, "%s", err.detail);
+    more.name = "r3";
+    more.group = "other";
+    cr_expect_eq(c.d->subscribe(b, &more, &err), EDDY_ERR_INVALID_SPEC, "still refused");
 
     /* Before start: not ready, and nothing counted. */
     eddy_replies *r = (eddy_replies *)1;
