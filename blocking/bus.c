@@ -32,6 +32,8 @@ static eddy__sub **sub_list(eddy_bus *bus, size_t *n) {
     return v;
 }
 
+static eddy_status push_sub(eddy_bus *bus, eddy__sub *sub, bsub **out, eddy_error *err);
+
 /* Checks the spec against the bus and adds it (not started). Caller holds bus->lock. */
 static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, bsub **out,
                            eddy_error *err) {
@@ -51,6 +53,11 @@ static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, bs
         eddy__sub_free(sub);
         return st;
     }
+    return push_sub(bus, sub, out, err);
+}
+
+/* Adds one subscription's record to the bus (taking sub). */
+static eddy_status push_sub(eddy_bus *bus, eddy__sub *sub, bsub **out, eddy_error *err) {
     bsub *bs = calloc(1, sizeof(*bs));
     pthread_mutex_lock(&bus->subs_lock); /* the control thread reads the list */
     bsub **subs = realloc(bus->subs, (bus->nsubs + 1) * sizeof(*subs));
@@ -191,6 +198,26 @@ eddy_status eddy_bus_subscribe(eddy_bus *bus, const eddy_subscription_spec *spec
     bsub *bs;
     bool added;
     eddy_status st = subscribe_locked(bus, spec, &bs, &added, err);
+    pthread_mutex_unlock(&bus->lock);
+    return st;
+}
+
+eddy_status eddy_bus_answer_all(eddy_bus *bus, const char *name, eddy_error *err) {
+    if (!bus)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
+    pthread_mutex_lock(&bus->lock);
+    size_t n;
+    eddy__sub **subs = sub_list(bus, &n);
+    eddy__sub *responder = NULL, *twin = NULL;
+    eddy_status st = n && !subs
+                         ? eddy__fail(err, EDDY_ERR_NOMEM, "out of memory")
+                         : eddy__sub_answer_all(subs, n, name, bus->started, &responder, err);
+    free(subs);
+    if (st == EDDY_OK && responder && eddy__sub_gather_twin(responder, &twin) != EDDY_OK)
+        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    bsub *bs;
+    if (st == EDDY_OK && twin)
+        st = push_sub(bus, twin, &bs, err); /* started with the others (sub.h) */
     pthread_mutex_unlock(&bus->lock);
     return st;
 }
@@ -387,11 +414,14 @@ eddy_status eddy_bus_consumer_stats(eddy_bus *bus, const char *name, eddy_consum
         return EDDY_ERR_INVALID_ARGUMENT;
     eddy_status st = EDDY_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&bus->subs_lock);
-    for (size_t i = 0; i < bus->nsubs; i++)
+    eddy_consumer_stats sum = {0};
+    for (size_t i = 0; i < bus->nsubs; i++) /* a gather responder's twin has its name too */
         if (strcmp(bus->subs[i]->sub->name, name) == 0) {
-            eddy__stats_snapshot(&bus->subs[i]->sub->stats, out);
+            eddy__stats_add(&bus->subs[i]->sub->stats, &sum);
             st = EDDY_OK;
         }
+    if (st == EDDY_OK)
+        *out = sum;
     pthread_mutex_unlock(&bus->subs_lock);
     return st;
 }
@@ -404,10 +434,13 @@ static eddy_status set_paused(eddy_bus *bus, const char *name, bool pause, eddy_
     bool found = false;
     long long kill = -1;
     pthread_mutex_lock(&bus->subs_lock);
-    for (size_t i = 0; i < bus->nsubs && !found; i++)
+    for (size_t i = 0; i < bus->nsubs; i++) /* a gather responder and its twin together */
         if (strcmp(bus->subs[i]->sub->name, name) == 0) {
             found = true;
-            kill = eddy__bsub_wake(bus->subs[i], eddy__consumer_pause(bus->subs[i]->sub, pause));
+            long long k =
+                eddy__bsub_wake(bus->subs[i], eddy__consumer_pause(bus->subs[i]->sub, pause));
+            if (k >= 0)
+                kill = k;
         }
     pthread_mutex_unlock(&bus->subs_lock);
     if (!found)

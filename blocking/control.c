@@ -93,7 +93,9 @@ static void *control(void *arg) {
             continue;
         }
         for (size_t i = 0; i < done.n; i++) {
-            eddy__bwait_complete(done.v[i].waiter, done.v[i].st, done.v[i].reply);
+            /* A gather's reply list is its flow's: the waiter learns only the end. */
+            eddy__bwait_complete(done.v[i].waiter, done.v[i].st,
+                                 done.v[i].gather ? NULL : done.v[i].reply);
             done.v[i].reply = NULL;
         }
         done.n = 0;

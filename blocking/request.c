@@ -11,7 +11,10 @@
  * and wakes the thread early only when the entry failed; a failed step is fed by the thread
  * itself once it collected the step (eddy__bpub_finish), so the flow still sees every step's
  * answer, in order and from one thread at a time (the thread does not touch the flow while
- * the step is out, and entry_done runs before the step can be collected). */
+ * the step is out, and entry_done runs before the step can be collected).
+ *
+ * A scatter-gather request (eddy_bus_request_all) runs the same way: the flow gathers its
+ * replies (gather.h), and the thread waits for the table to take it out, as for one reply. */
 #include <errno.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -141,7 +144,9 @@ static void wait_outcome(eddy_bus *bus, bwait *w, const char *id, long long dead
         bool cancelled = eddy_cancel_fired(cancel);
         if (cancelled || timed_out) {
             pthread_mutex_unlock(&w->m);
-            bool mine = eddy__requests_give_up(bus->requests, id);
+            /* A gather may end well at its deadline (gather.h); a single request ends alike. */
+            bool mine = cancelled ? eddy__requests_give_up(bus->requests, id)
+                                  : eddy__requests_expire(bus->requests, id);
             pthread_mutex_lock(&w->m);
             if (mine) {
                 w->done = true;
@@ -173,11 +178,19 @@ static bool bus_state(eddy_bus *bus, const eddy_request_opts *opts, char inbox[2
     return active;
 }
 
-eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_event *ev,
-                             const eddy_request_opts *opts, eddy_event **reply, eddy_error *err) {
-    if (!bus || !reply)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or reply is NULL");
-    *reply = NULL;
+/* What both kinds of request ask of the call: the deadline and token, a single request's
+ * options or a gather's (widened by the flow). */
+typedef struct req_args {
+    const eddy_request_opts *opts; /* a single request */
+    const eddy_gather_opts *gopts; /* a scatter-gather request */
+    eddy_replies **replies;        /* its outcome's list */
+} req_args;
+
+static eddy_status request(eddy_bus *bus, const char *subject, const eddy_event *ev,
+                           const req_args *a, eddy_event **reply, eddy_error *err) {
+    eddy_request_opts gathering; /* a gather's deadline and token, for the waits below */
+    const eddy_request_opts *opts =
+        a->replies ? eddy__gather_request_opts(a->gopts, &gathering) : a->opts;
     char inbox[256] = "";
     bool cancelled;
     bool active = bus_state(bus, opts, inbox, &cancelled);
@@ -188,7 +201,10 @@ eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_even
     pthread_mutex_init(&w.m, NULL);
     eddy__bcond_init_monotonic(&w.cond);
     eddy__request_flow f;
-    eddy_status st = eddy__request_flow_begin(&f, &ctx, opts, subject, ev, &w, eddy_now_ms(), err);
+    eddy_status st =
+        a->replies ? eddy__request_flow_begin_gather(&f, &ctx, a->gopts, false, subject, ev, &w,
+                                                     eddy_now_ms(), err)
+                   : eddy__request_flow_begin(&f, &ctx, opts, subject, ev, &w, eddy_now_ms(), err);
     if (st == EDDY_OK) {
         const char *id = f.out.id;
         w.on_cancel = (eddy__cancel_reg){&w.m, &w.cond, NULL, NULL};
@@ -209,18 +225,51 @@ eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_even
         } else { /* WAIT, or ENDED: its waiter is completed, or will be */
             wait_outcome(bus, &w, id, opts->deadline_ms, opts->cancel);
             st = w.st;
+            if (a->replies && f.gather.ended) /* the table decided it (gather.h) */
+                st = f.gather.outcome;
             *reply = w.reply;
-            if (st == EDDY_ERR_NO_REPLY)
+            if (st == EDDY_ERR_NO_REPLY && a->replies)
+                eddy__fail(err, st,
+                           "request %s: %zu replies before its deadline, cancel or stop; %zu "
+                           "asked",
+                           id, f.gather.came, f.gather.max);
+            else if (st == EDDY_ERR_RESPONDER_FAILED && a->replies)
+                eddy__fail(err, st, "a responder failed on request %s", id);
+            else if (st == EDDY_ERR_NO_REPLY)
                 eddy__fail(err, st, "no reply to request %s before its deadline, cancel or stop",
                            id);
             else if (st == EDDY_ERR_RESPONDER_FAILED)
                 eddy__fail(err, st, "the responder failed on request %s", id);
         }
         eddy__cancel_detach(opts->cancel, &w.on_cancel);
+        if (a->replies && !(*a->replies = eddy__gather_take(&f.gather)))
+            st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
         eddy__request_flow_reset(&f);
     }
     pthread_cond_destroy(&w.cond);
     pthread_mutex_destroy(&w.m);
+    return st;
+}
+
+eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_event *ev,
+                             const eddy_request_opts *opts, eddy_event **reply, eddy_error *err) {
+    if (!bus || !reply)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or reply is NULL");
+    *reply = NULL;
+    req_args a = {.opts = opts};
+    return request(bus, subject, ev, &a, reply, err);
+}
+
+eddy_status eddy_bus_request_all(eddy_bus *bus, const char *subject, const eddy_event *ev,
+                                 const eddy_gather_opts *opts, eddy_replies **out,
+                                 eddy_error *err) {
+    if (!bus || !out)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or out is NULL");
+    *out = NULL;
+    eddy_event *none = NULL;
+    req_args a = {.gopts = opts, .replies = out};
+    eddy_status st = request(bus, subject, ev, &a, &none, err);
+    eddy_event_free(none); /* a gather's replies are in its list */
     return st;
 }
 

@@ -49,6 +49,9 @@ static void rsub_free(rsub *rs) {
     free(rs);
 }
 
+static eddy_status push_sub(eddy_rbus *bus, eddy__sub *sub, rsub **out, eddy_error *err);
+
+/* Checks the spec against the bus and adds it. */
 static eddy_status add_sub(eddy_rbus *bus, const eddy_subscription_spec *spec, rsub **out,
                            eddy_error *err) {
     eddy__sub *sub = NULL;
@@ -69,6 +72,11 @@ static eddy_status add_sub(eddy_rbus *bus, const eddy_subscription_spec *spec, r
         eddy__sub_free(sub);
         return st;
     }
+    return push_sub(bus, sub, out, err);
+}
+
+/* Adds one subscription's record to the bus (taking sub). */
+static eddy_status push_sub(eddy_rbus *bus, eddy__sub *sub, rsub **out, eddy_error *err) {
     if (bus->nsubs == bus->subs_cap) {
         size_t cap = bus->subs_cap ? bus->subs_cap * 2 : 4;
         rsub **subs = realloc(bus->subs, cap * sizeof(*subs));
@@ -380,6 +388,27 @@ eddy_status eddy_rbus_subscribe_ready(eddy_rbus *bus, const eddy_subscription_sp
     return st;
 }
 
+eddy_status eddy_rbus_answer_all(eddy_rbus *bus, const char *name, eddy_error *err) {
+    if (!bus)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
+    if (bus->freeing)
+        return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
+    eddy__sub **subs = malloc((bus->nsubs + 1) * sizeof(*subs));
+    if (!subs)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < bus->nsubs; i++)
+        subs[i] = bus->subs[i]->sub;
+    eddy__sub *responder = NULL, *twin = NULL;
+    eddy_status st = eddy__sub_answer_all(subs, bus->nsubs, name, bus->started, &responder, err);
+    free(subs);
+    if (st == EDDY_OK && responder && eddy__sub_gather_twin(responder, &twin) != EDDY_OK)
+        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    rsub *rs;
+    if (st == EDDY_OK && twin)
+        st = push_sub(bus, twin, &rs, err); /* started with the others (sub.h) */
+    return st;
+}
+
 eddy_status eddy_rbus_subscribe(eddy_rbus *bus, const eddy_subscription_spec *spec,
                                 eddy_error *err) {
     return eddy_rbus_subscribe_ready(bus, spec, NULL, NULL, err);
@@ -449,29 +478,36 @@ void eddy_rbus_free(eddy_rbus *bus) {
 eddy_status eddy_rbus_consumer_stats(eddy_rbus *bus, const char *name, eddy_consumer_stats *out) {
     if (!bus || !name || !out)
         return EDDY_ERR_INVALID_ARGUMENT;
-    for (size_t i = 0; i < bus->nsubs; i++)
+    eddy_status st = EDDY_ERR_INVALID_ARGUMENT;
+    eddy_consumer_stats sum = {0};
+    for (size_t i = 0; i < bus->nsubs; i++) /* a gather responder's twin has its name too */
         if (strcmp(bus->subs[i]->sub->name, name) == 0) {
-            eddy__stats_snapshot(&bus->subs[i]->sub->stats, out);
-            return EDDY_OK;
+            eddy__stats_add(&bus->subs[i]->sub->stats, &sum);
+            st = EDDY_OK;
         }
-    return EDDY_ERR_INVALID_ARGUMENT;
+    if (st == EDDY_OK)
+        *out = sum;
+    return st;
 }
 
 /* The core decides what a pause means (consumer.c); here the activation is only woken. */
 static eddy_status set_paused(eddy_rbus *bus, const char *name, bool pause, eddy_error *err) {
     if (!bus || !name)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or name is NULL");
-    for (size_t i = 0; i < bus->nsubs; i++) {
+    bool found = false;
+    for (size_t i = 0; i < bus->nsubs; i++) { /* a gather responder and its twin together */
         rsub *rs = bus->subs[i];
         if (strcmp(rs->sub->name, name) != 0)
             continue;
+        found = true;
         eddy__wake how = eddy__consumer_pause(rs->sub, pause);
         eddy__rbus_enter(bus);
         if (rs->act)
             eddy__ract_wake(rs->act, how);
         eddy__rbus_leave(bus);
-        return EDDY_OK;
     }
+    if (found)
+        return EDDY_OK;
     return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "no subscription '%s' on this bus", name);
 }
 

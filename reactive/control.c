@@ -126,7 +126,14 @@ static void ctl_done(void *owner) {
     }
     /* Matched requests were taken out of the table: each is completed here, whatever the
      * callbacks before it did to the bus. */
+    for (size_t i = 0; i < done.n; i++) /* a gather may have several, and stays in the table */
+        if (done.v[i].gather)
+            eddy__rreq_pin(done.v[i].waiter);
     for (size_t i = 0; i < done.n; i++) {
+        if (done.v[i].gather) {
+            eddy__rreq_gather_reply(&done.v[i]);
+            continue;
+        }
         eddy_event *reply = done.v[i].reply;
         done.v[i].reply = NULL;
         eddy__rreq_complete_waiter(done.v[i].waiter, done.v[i].st, reply);

@@ -217,6 +217,10 @@ void eddy__rreq_abandon_all(eddy_rbus *bus);
 void eddy__rreq_expire(eddy_rbus *bus);
 /* Completes one request the core took out of its table (a matched reply). */
 void eddy__rreq_complete_waiter(void *waiter, eddy_status st, eddy_event *reply);
+/* A scatter-gather request's reply (d->gather): keeps the request while the control loop's
+ * round hands over its replies (pin each first), then tells it (and completes it at the end). */
+void eddy__rreq_pin(void *waiter);
+void eddy__rreq_gather_reply(const eddy__reply_done *d);
 /* For tests: requests in the core's table, request objects alive, ops on the publishing
  * connection. */
 void eddy__rbus_request_counts(eddy_rbus *bus, size_t *in_table, size_t *alive, size_t *ops);

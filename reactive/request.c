@@ -13,6 +13,10 @@
  * - Refusals (the core's checks, out of memory before anything was queued) are returned by
  *   the call and run no callback; every other outcome is delivered from the loop, never inside
  *   the call, except cancel's and teardown's, as reactive.h says.
+ * - A scatter-gather request (eddy_rbus_request_all) is the same object in gather mode: the
+ *   flow gathers its replies (gather.h); the control loop hands each to on_reply as it comes
+ *   (eddy__rreq_gather_reply), pinning the object while it does (a callback may end it), and
+ *   its completion hands over the list with the core's outcome.
  * - Memory per request in flight: the request object (with its flow's commands) and one table
  *   entry. A request object outlives its completion only while an op of the publishing
  *   connection still points at it; that op frees it.
@@ -30,9 +34,12 @@ struct eddy_rrequest {
     eddy_rbus *bus;
     eddy__request_flow flow; /* the sequence (request_flow.h): id, row, deadline, commands */
     eddy_reply_fn done;
+    eddy_gather_reply_fn on_reply; /* a scatter-gather request (flow.is_gather): each reply */
+    eddy_gather_fn gathered;       /* ... and its completion */
     void *user;
     bool completed;             /* its callback ran (or is running) */
     unsigned ops;               /* ops on the publishing connection that point at it */
+    unsigned pins;              /* replies of a gather the control loop is handing over */
     eddy_cancel *cancel;        /* opts->cancel, while it is in the table */
     eddy__cancel_reg on_cancel; /* on it */
 };
@@ -51,17 +58,47 @@ static void complete(rreq *q, eddy_status st, eddy_event *reply) {
     eddy__cancel_detach(q->cancel, &q->on_cancel);
     q->cancel = NULL;
     eddy_reply_fn done = q->done;
+    eddy_gather_fn gathered = q->gathered;
+    bool is_gather = q->flow.is_gather;
+    eddy_replies *replies = NULL;
+    if (is_gather) {
+        /* Ended in the table (a reply, the deadline, cancel, stop): the core's outcome. */
+        if (q->flow.gather.ended)
+            st = q->flow.gather.outcome;
+        replies = eddy__gather_take(&q->flow.gather); /* NULL only on OOM */
+    }
     void *user = q->user;
-    if (q->ops == 0)
+    if (q->ops == 0 && q->pins == 0)
         rreq_free(q);
-    if (done)
-        done(st, reply, user);
-    else
+    if (is_gather) {
         eddy_event_free(reply);
+        if (gathered)
+            gathered(st, replies, user);
+        else
+            eddy_replies_free(replies);
+    } else if (done) {
+        done(st, reply, user);
+    } else {
+        eddy_event_free(reply);
+    }
 }
 
 void eddy__rreq_complete_waiter(void *waiter, eddy_status st, eddy_event *reply) {
     complete(waiter, st, reply);
+}
+
+void eddy__rreq_pin(void *waiter) { ((rreq *)waiter)->pins++; }
+
+void eddy__rreq_gather_reply(const eddy__reply_done *d) {
+    rreq *q = d->waiter;
+    /* A callback before this one may have ended it (a cancel): then nothing is told. */
+    if (!q->completed && q->on_reply)
+        q->on_reply(d->last_st, d->reply, q->user);
+    if (!q->completed && !d->more)
+        complete(q, d->st, NULL);
+    q->pins--;
+    if (q->completed && q->ops == 0 && q->pins == 0)
+        rreq_free(q);
 }
 
 /* ---- deadlines ------------------------------------------------------------------------------ */
@@ -153,7 +190,7 @@ static void stepped(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *e
     /* Fed even when q already ended: a written entry still counts Sent (the core knows). */
     eddy__req_step step = eddy__request_flow_feed(&q->flow, st, p->replies, err);
     if (q->completed) {
-        if (q->ops == 0)
+        if (q->ops == 0 && q->pins == 0)
             rreq_free(q);
         return;
     }
@@ -170,9 +207,19 @@ static void token_fired(eddy__cancel_reg *r) {
     eddy_rrequest_cancel(q);
 }
 
-eddy_status eddy_rbus_request(eddy_rbus *bus, const char *subject, const eddy_event *ev,
-                              const eddy_request_opts *opts, eddy_reply_fn done, void *user,
-                              eddy_rrequest **handle, eddy_error *err) {
+/* What both kinds of request are given: a single request's options and callback, or a
+ * gather's (its options widened by the flow). */
+typedef struct req_args {
+    const eddy_request_opts *opts;
+    eddy_reply_fn done;
+    const eddy_gather_opts *gopts;
+    bool gather;
+    eddy_gather_reply_fn on_reply;
+    eddy_gather_fn gathered;
+} req_args;
+
+static eddy_status request(eddy_rbus *bus, const char *subject, const eddy_event *ev,
+                           const req_args *a, void *user, eddy_rrequest **handle, eddy_error *err) {
     if (handle)
         *handle = NULL;
     if (!bus)
@@ -183,16 +230,25 @@ eddy_status eddy_rbus_request(eddy_rbus *bus, const char *subject, const eddy_ev
     if (!q)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     q->bus = bus;
-    q->done = done;
+    q->done = a->done;
+    q->on_reply = a->on_reply;
+    q->gathered = a->gathered;
     q->user = user;
-    bool cancelled = opts && eddy_cancel_fired(opts->cancel);
+    eddy_request_opts gathering;
+    const eddy_request_opts *opts =
+        a->gather ? eddy__gather_request_opts(a->gopts, &gathering) : a->opts;
+    eddy_cancel *cancel = opts ? opts->cancel : NULL;
+    bool cancelled = eddy_cancel_fired(cancel);
     eddy__request_ctx ctx = {bus->requests,  bus->registry_cache,
                              bus->publisher, bus->s.ns,
                              bus->caps,      bus->active,
                              cancelled,      bus->ctl ? eddy__rctl_inbox_key(bus->ctl) : NULL};
     eddy__rbus_enter(bus);
     eddy_status st =
-        eddy__request_flow_begin(&q->flow, &ctx, opts, subject, ev, q, eddy_now_ms(), err);
+        a->gather
+            ? eddy__request_flow_begin_gather(&q->flow, &ctx, a->gopts, a->on_reply != NULL,
+                                              subject, ev, q, eddy_now_ms(), err)
+            : eddy__request_flow_begin(&q->flow, &ctx, a->opts, subject, ev, q, eddy_now_ms(), err);
     if (st != EDDY_OK) {
         free(q);
         eddy__rbus_leave(bus);
@@ -206,8 +262,8 @@ eddy_status eddy_rbus_request(eddy_rbus *bus, const char *subject, const eddy_ev
         rreq_free(q);
         eddy__fail(err, st, "out of memory");
     } else {
-        if (opts && opts->cancel) {
-            q->cancel = opts->cancel;
+        if (cancel) {
+            q->cancel = cancel;
             q->on_cancel = (eddy__cancel_reg){NULL, NULL, token_fired, NULL};
             eddy__cancel_attach(q->cancel, &q->on_cancel);
         }
@@ -217,6 +273,20 @@ eddy_status eddy_rbus_request(eddy_rbus *bus, const char *subject, const eddy_ev
     }
     eddy__rbus_leave(bus);
     return st;
+}
+
+eddy_status eddy_rbus_request(eddy_rbus *bus, const char *subject, const eddy_event *ev,
+                              const eddy_request_opts *opts, eddy_reply_fn done, void *user,
+                              eddy_rrequest **handle, eddy_error *err) {
+    req_args a = {.opts = opts, .done = done};
+    return request(bus, subject, ev, &a, user, handle, err);
+}
+
+eddy_status eddy_rbus_request_all(eddy_rbus *bus, const char *subject, const eddy_event *ev,
+                                  const eddy_gather_opts *opts, eddy_gather_reply_fn on_reply,
+                                  eddy_gather_fn done, void *user, eddy_error *err) {
+    req_args a = {.gopts = opts, .gather = true, .on_reply = on_reply, .gathered = done};
+    return request(bus, subject, ev, &a, user, NULL, err);
 }
 
 eddy_status eddy_rbus_request_value(eddy_rbus *bus, const char *subject, const char *type,

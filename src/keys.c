@@ -19,6 +19,7 @@ static char *key_join(const char *ns, const char *kind, const char *rest) {
 }
 
 char *eddy__key_stream(const char *ns, const char *subject) { return key_join(ns, "s", subject); }
+char *eddy__key_gather(const char *ns, const char *subject) { return key_join(ns, "all", subject); }
 char *eddy__key_subjects(const char *ns) { return key_join(ns, "subjects", NULL); }
 char *eddy__key_dlq(const char *ns, const char *group) { return key_join(ns, "dlq", group); }
 char *eddy__key_inbox(const char *ns, const char *id) { return key_join(ns, "inbox", id); }

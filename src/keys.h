@@ -2,6 +2,8 @@
 /* The Redis key layout. Every key of one namespace shares the hash tag "{ns}", so multi-key
  * commands and transactions stay legal on Redis Cluster.
  *   {ns}:s:<subject>    stream of messages published to one subject
+ *   {ns}:all:<subject>  gather stream of one subject: its scatter-gather requests, read by a
+ *                       fanout group per gather responder instance (gather.h)
  *   {ns}:subjects       set of every subject ever published or subscribed to (pattern discovery,
  *                       clean-up)
  *   {ns}:dlq:<group>    dead-letter stream of one group
@@ -26,6 +28,7 @@
 #include <stdbool.h>
 
 char *eddy__key_stream(const char *ns, const char *subject);
+char *eddy__key_gather(const char *ns, const char *subject);
 char *eddy__key_subjects(const char *ns);
 char *eddy__key_dlq(const char *ns, const char *group);
 /* {ns}:inbox:<id>: a bus activation's reply stream; with id "" the prefix every one shares. */

@@ -105,6 +105,37 @@ EDDY_EXPORT eddy_status eddy_bus_request_value(eddy_bus *bus, const char *subjec
                                                const eddy_request_opts *opts, eddy_event **reply,
                                                eddy_error *err);
 
+/** Makes the responder subscription `name` answer scatter-gather requests too (see
+ * "scatter-gather" in eddy/bus.h): from the bus's next start, each such request to a subject
+ * its pattern matches reaches this bus, as it reaches every other instance that opted in,
+ * while single requests and publishes still reach one member of its group. Opt-in, because a
+ * responder written for "one member answers" (one that reserves something) must not be asked
+ * by all of its instances at once. The subscription keeps its name: its counters
+ * (eddy_bus_consumer_stats) and pause cover both kinds of request. Call it before
+ * eddy_bus_start (EDDY_ERR_ILLEGAL_STATE once started; again: EDDY_OK, nothing more);
+ * EDDY_ERR_INVALID_ARGUMENT for a name that is not one of the bus's responders.
+ * Thread: any, not concurrently with eddy_bus_start. */
+EDDY_EXPORT eddy_status eddy_bus_answer_all(eddy_bus *bus, const char *name, eddy_error *err);
+
+/** Sends a scatter-gather request (see "scatter-gather" in eddy/bus.h) and waits until it
+ * ends: at the deadline, after opts->max_replies replies, at the first failure reply with
+ * opts->stop_on_failure, on cancel or when the bus stops. Refused before anything is sent, and
+ * not counted, as eddy_bus_request is (same statuses, same order), with *out NULL. Then the
+ * outcome, with *out the replies gathered so far (possibly none):
+ * - EDDY_OK: max_replies replies came; or, with max_replies 0, the deadline came after at least
+ *   one reply;
+ * - EDDY_ERR_NO_RESPONDERS, at once, when no live subscription in any process is a gather
+ *   responder (eddy_bus_answer_all) matching the subject;
+ * - EDDY_ERR_RESPONDER_FAILED: a failure reply came and opts->stop_on_failure is set;
+ * - EDDY_ERR_NO_REPLY: the deadline came before max_replies replies (or before any reply, with
+ *   max_replies 0), or the request was cancelled, or the bus stopped;
+ * - a transport status when sending failed (not counted as sent).
+ * Never retried. Ownership: opts and ev are borrowed for the call; *out is the caller's
+ * (eddy_replies_free), NULL when the call was refused. Thread: any, as eddy_bus_request. */
+EDDY_EXPORT eddy_status eddy_bus_request_all(eddy_bus *bus, const char *subject,
+                                             const eddy_event *ev, const eddy_gather_opts *opts,
+                                             eddy_replies **out, eddy_error *err);
+
 /** Request counters: the total (name NULL), the unnamed row (name ""), or a declared name's
  * row; an undeclared name reads as zero. Unclaimed is in the total only. Once nothing is in
  * flight, sent == answered + no_responders + no_reply + failed. */
@@ -145,10 +176,14 @@ EDDY_EXPORT eddy_status eddy_bus_retention_stats(eddy_bus *bus, eddy_retention_s
  *    "requests": {"total": {eddy_request_stats' fields}, "unnamed": {...},
  *      "named": {"<name>": {...}, ...}},
  *    "retention": {eddy_retention_stats' fields}}
- * "broker" is read from the backend at the call, on the publishing connection (a few round
- * trips, as eddy_admin_subjects): the subscription's group summed over the subjects its
- * pattern matches (lag null when the server cannot tell). When it cannot be read, every
- * "broker" is left out and "broker_error" says why; the counters are there either way.
+ * "kind" is "responder", "handler" or "gather": a responder's scatter-gather twin
+ * (eddy_bus_answer_all), an entry of its own with the responder's name, its fanout group and
+ * the counters of the requests it answered (its "broker" figures are the subject streams', not
+ * the gather streams'). "broker" is read from the backend at the call, on the publishing
+ * connection (a few round trips, as eddy_admin_subjects): the subscription's group summed
+ * over the subjects its pattern matches (lag null when the server cannot tell). When it
+ * cannot be read, every "broker" is left out and "broker_error" says why; the counters are
+ * there either way.
  * Ownership: the caller's, released with free(). NULL only for a NULL bus or out of memory.
  * Thread: any, including a handler. */
 EDDY_EXPORT char *eddy_bus_stats_json(eddy_bus *bus, eddy_error *err);

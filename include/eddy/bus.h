@@ -604,6 +604,63 @@ typedef struct eddy_request_stats {
     uint64_t unclaimed;
 } eddy_request_stats;
 
+/* ---- scatter-gather ------------------------------------------------------------------ *
+ *
+ * A scatter-gather request (eddy_bus_request_all, eddy_rbus_request_all) is sent once and
+ * reaches every live instance of every responder that opted in (eddy_bus_answer_all,
+ * eddy_rbus_answer_all) and whose pattern matches the subject; their replies are gathered
+ * until the deadline, until max_replies replies came, or until the first failure reply when
+ * stop_on_failure is set, whichever comes first. It is one request for the counters
+ * (eddy_request_stats), counted as a single request is: refusals are not counted; Sent when
+ * its entry was written; then one outcome when it ends: Answered for EDDY_OK, Failed for
+ * EDDY_ERR_RESPONDER_FAILED, NoReply for EDDY_ERR_NO_REPLY, NoResponders (with Sent) for
+ * EDDY_ERR_NO_RESPONDERS; a reply that comes after it ended (past max_replies, or the
+ * deadline) is Unclaimed. */
+
+/** Options of a scatter-gather request. Fill after eddy_gather_opts_init. */
+typedef struct eddy_gather_opts {
+    /** Set by eddy_gather_opts_init: the size of this struct in the caller's program. */
+    size_t struct_size;
+    /** Absolute deadline in eddy_now_ms() milliseconds. Required (EDDY_ERR_NO_DEADLINE), as
+     * for a single request: it is also how long replies are gathered. */
+    long long deadline_ms;
+    /** Conversation name for the counters, as eddy_request_opts.name. */
+    const char *name;
+    /** Optional cancellation token: fired, the request ends with EDDY_ERR_NO_REPLY and the
+     * replies gathered so far. */
+    eddy_cancel *cancel;
+    /** Stop once this many replies (failure replies included) came: EDDY_OK. 0, the default,
+     * gathers until the deadline. */
+    size_t max_replies;
+    /** Stop at the first failure reply: EDDY_ERR_RESPONDER_FAILED (that reply is the last of
+     * the list). Default false: a failure reply is gathered like the others. */
+    bool stop_on_failure;
+} eddy_gather_opts;
+
+/** Zeroes the options: no deadline (set one), no name, gather until the deadline, failures
+ * gathered. Thread: any. */
+#define eddy_gather_opts_init(o) eddy_gather_opts_init_sized((o), sizeof *(o))
+/** What eddy_gather_opts_init calls: writes no more than size bytes. Thread: any. */
+EDDY_EXPORT void eddy_gather_opts_init_sized(eddy_gather_opts *o, size_t size);
+
+/** The replies a scatter-gather request gathered, in the order they arrived. Ownership: the
+ * caller's, from the call or callback that handed it over (eddy_replies_free). Thread: one at
+ * a time. */
+typedef struct eddy_replies eddy_replies;
+/** How many replies (0 for NULL). */
+EDDY_EXPORT size_t eddy_replies_count(const eddy_replies *r);
+/** Reply i's status: EDDY_OK (a reply event), EDDY_ERR_RESPONDER_FAILED (a failure reply,
+ * or a reply that could not be read: it carries nothing of the responder's error), or
+ * EDDY_ERR_INVALID_ARGUMENT for an i out of range. */
+EDDY_EXPORT eddy_status eddy_replies_result(const eddy_replies *r, size_t i);
+/** Reply i's event (borrowed: valid until eddy_replies_free; keep it with eddy_event_dup), or
+ * NULL for a failure reply or an i out of range. */
+EDDY_EXPORT const eddy_event *eddy_replies_event(const eddy_replies *r, size_t i);
+/** Of the replies, how many are failure replies. */
+EDDY_EXPORT size_t eddy_replies_failed(const eddy_replies *r);
+/** Frees the list and its events. NULL is a no-op. */
+EDDY_EXPORT void eddy_replies_free(eddy_replies *r);
+
 #ifdef __cplusplus
 }
 #endif

@@ -172,6 +172,34 @@ EDDY_EXPORT eddy_status eddy_rbus_request_value(eddy_rbus *bus, const char *subj
  * already completed must not be cancelled. NULL is a no-op. */
 EDDY_EXPORT void eddy_rrequest_cancel(eddy_rrequest *req);
 
+/** As eddy_bus_answer_all: the responder `name` answers scatter-gather requests too, from
+ * the bus's next start (EDDY_ERR_ILLEGAL_STATE once started). Thread: the loop's. */
+EDDY_EXPORT eddy_status eddy_rbus_answer_all(eddy_rbus *bus, const char *name, eddy_error *err);
+
+/** One reply of a scatter-gather request, as it arrives (on the loop): st EDDY_OK with the
+ * reply event, or EDDY_ERR_RESPONDER_FAILED with NULL for a failure reply. Ownership: reply is
+ * borrowed until the request's completion callback returns (it is also in the list that
+ * callback receives). Re-entrancy: it may call the bus (publish, request) but not free it. */
+typedef void (*eddy_gather_reply_fn)(eddy_status st, const eddy_event *reply, void *user);
+
+/** Completion of a scatter-gather request, run exactly once on the loop: the outcome as
+ * eddy_bus_request_all gives it, with the replies gathered (possibly none). Ownership: replies
+ * is the callback's (eddy_replies_free). */
+typedef void (*eddy_gather_fn)(eddy_status st, eddy_replies *replies, void *user);
+
+/** Sends a scatter-gather request (see "scatter-gather" in eddy/bus.h): each reply goes to
+ * on_reply as it arrives (may be NULL), and the outcome with every reply to done (may be NULL:
+ * the replies are then freed), at the deadline (the bus's one deadline timer), after
+ * opts->max_replies replies, at the first failure with opts->stop_on_failure, on cancel (the
+ * token fired on the loop's thread; done runs before eddy_cancel_fire returns) or when the bus
+ * stops or is freed (EDDY_ERR_NO_REPLY). Refusals are returned by the call, as for
+ * eddy_rbus_request, and no callback runs. Ownership: ev and opts are copied before the call
+ * returns. */
+EDDY_EXPORT eddy_status eddy_rbus_request_all(eddy_rbus *bus, const char *subject,
+                                              const eddy_event *ev, const eddy_gather_opts *opts,
+                                              eddy_gather_reply_fn on_reply, eddy_gather_fn done,
+                                              void *user, eddy_error *err);
+
 /** Request counters, as eddy_bus_request_stats. */
 EDDY_EXPORT eddy_status eddy_rbus_request_stats(eddy_rbus *bus, const char *name,
                                                 eddy_request_stats *out);

@@ -142,7 +142,7 @@ char *eddy__bus_stats_json(const eddy__bus_stats_in *in, eddy_error *err) {
         eddy__json_str(&j, "shape", sub->shape == EDDY_FANOUT ? "fanout" : "competing");
         eddy__json_str(&j, "delivery",
                        sub->delivery == EDDY_AT_LEAST_ONCE ? "at_least_once" : "at_most_once");
-        eddy__json_str(&j, "kind", sub->responder ? "responder" : "handler");
+        eddy__json_str(&j, "kind", sub->twin ? "gather" : sub->responder ? "responder" : "handler");
         eddy__json_bool(&j, "paused", atomic_load(&sub->paused));
         counters(&j, sub);
         if (in->scan)

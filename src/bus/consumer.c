@@ -218,7 +218,7 @@ static eddy_status add_stream(eddy__consumer *c, const char *subject, const char
     cstream *st = &c->streams.v[c->streams.n];
     memset(st, 0, sizeof(*st));
     st->subject = strdup(subject);
-    st->key = eddy__key_stream(c->s->ns, subject);
+    st->key = eddy__sub_stream_key(c->s->ns, c->sub, subject);
     if (!st->subject || !st->key) {
         free(st->subject);
         free(st->key);

@@ -141,7 +141,8 @@ void eddy__inbox_reset(eddy__inbox *ib, long long now_ms) {
 
 void eddy__reply_list_free(eddy__reply_list *l) {
     for (size_t i = 0; i < l->n; i++)
-        eddy_event_free(l->v[i].reply);
+        if (!l->v[i].gather) /* a gather's replies are its list's */
+            eddy_event_free(l->v[i].reply);
     free(l->v);
     memset(l, 0, sizeof(*l));
 }

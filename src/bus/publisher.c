@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bus/gather.h"
 #include "bus/requests.h"
 #include "error.h"
 #include "events/entry.h"
@@ -211,9 +212,9 @@ static void note_round(eddy__publisher *p, const eddy__cmdlist *cmds, redisReply
 }
 
 static eddy_status add_entry_cmd(eddy__publisher *p, const char *subject, const eddy_event *ev,
-                                 bool dedup, eddy__cmdlist *out) {
+                                 bool dedup, bool gather, eddy__cmdlist *out) {
     eddy__cmd *x = eddy__cmdlist_add(out, dedup ? P_FCALL : P_XADD, 0);
-    char *key = eddy__key_stream(p->s->ns, subject);
+    char *key = gather ? eddy__key_gather(p->s->ns, subject) : eddy__key_stream(p->s->ns, subject);
     char *ids = dedup ? eddy__key_pubids(p->s->ns, subject) : NULL;
     char *exp = dedup ? eddy__key_pubexp(p->s->ns, subject) : NULL;
     eddy_status st = x && key && (!dedup || (ids && exp)) ? EDDY_OK : EDDY_ERR_NOMEM;
@@ -232,7 +233,11 @@ static eddy_status add_entry_cmd(eddy__publisher *p, const char *subject, const 
     } else if (st == EDDY_OK) {
         eddy__cmd_str(x, "XADD");
         eddy__cmd_str(x, key);
-        if (p->s->stream_maxlen > 0) {
+        if (gather) { /* only worth its deadline, and no retention pass looks there */
+            eddy__cmd_str(x, "MAXLEN");
+            eddy__cmd_str(x, "~");
+            eddy__cmd_fmt(x, "%d", EDDY__GATHER_MAXLEN);
+        } else if (p->s->stream_maxlen > 0) {
             eddy__cmd_str(x, "MAXLEN");
             eddy__cmd_str(x, "~");
             eddy__cmd_fmt(x, "%lld", p->s->stream_maxlen);
@@ -248,7 +253,8 @@ static eddy_status add_entry_cmd(eddy__publisher *p, const char *subject, const 
 /* look: a publish (not a request, whose flow has room for its own commands only) may look at
  * its stream first (add_look). */
 static eddy_status prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
-                           bool dedup, bool look, eddy__cmdlist *out, eddy_error *err) {
+                           bool dedup, bool look, bool gather, eddy__cmdlist *out,
+                           eddy_error *err) {
     if (!subject || !ev)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "publish: subject or event is NULL");
     eddy_status st = eddy__subject_check(subject, err);
@@ -288,7 +294,7 @@ static eddy_status prepare(eddy__publisher *p, const char *subject, const eddy_e
         }
     }
     if (st == EDDY_OK)
-        st = add_entry_cmd(p, subject, ev, dedup, out);
+        st = add_entry_cmd(p, subject, ev, dedup, gather, out);
     if (st == EDDY_OK)
         st = eddy__cmdlist_status_from(out, before);
     if (st != EDDY_OK) {
@@ -307,7 +313,7 @@ static eddy_status prepare(eddy__publisher *p, const char *subject, const eddy_e
 eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
                                   eddy__cmdlist *out, eddy_error *err) {
     size_t before = out->n;
-    eddy_status st = prepare(p, subject, ev, p->s->publish_dedup_ms != 0, true, out, err);
+    eddy_status st = prepare(p, subject, ev, p->s->publish_dedup_ms != 0, true, false, out, err);
     if (st != EDDY_OK || !p->s->wait_replicas)
         return st;
     eddy__cmd *w = eddy__cmdlist_add(out, P_WAIT, 0);
@@ -485,8 +491,16 @@ eddy_status eddy__publish_value_event(const eddy__settings *s, const char *type,
 eddy_status eddy__request_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
                                   const char *reply_to, const char *request_id,
                                   long long deadline_ms, eddy__cmdlist *out, eddy_error *err) {
+    return eddy__request_prepare_to(p, subject, ev, reply_to, request_id, deadline_ms, false, out,
+                                    err);
+}
+
+eddy_status eddy__request_prepare_to(eddy__publisher *p, const char *subject, const eddy_event *ev,
+                                     const char *reply_to, const char *request_id,
+                                     long long deadline_ms, bool gather, eddy__cmdlist *out,
+                                     eddy_error *err) {
     /* Never deduplicated: each request is a new conversation with its own request id. */
-    eddy_status st = prepare(p, subject, ev, false, false, out, err);
+    eddy_status st = prepare(p, subject, ev, false, false, gather, out, err);
     if (st != EDDY_OK)
         return st;
     eddy__cmd *x = &out->cmds[out->n - 1]; /* the XADD: the request travels with the event */

@@ -62,6 +62,11 @@ bool eddy__publish_moved_again(eddy__publisher *p, size_t npublishes, const eddy
 eddy_status eddy__request_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
                                   const char *reply_to, const char *request_id,
                                   long long deadline_ms, eddy__cmdlist *out, eddy_error *err);
+/* The same; gather: a scatter-gather request, to the subject's gather stream (gather.h). */
+eddy_status eddy__request_prepare_to(eddy__publisher *p, const char *subject, const eddy_event *ev,
+                                     const char *reply_to, const char *request_id,
+                                     long long deadline_ms, bool gather, eddy__cmdlist *out,
+                                     eddy_error *err);
 
 /* The publishing connection was lost: forget which subjects are known to be registered. A
  * server that restarted without persistence lost its subject set, and pattern subscribers

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The subscription registry; see registry.h. A member is
- * "<r|h>\t<group>\t<instance>\t<subscription name>\t<pattern>": the kind first (responder or
- * handler) for tools that show it, the pattern last because it is what requesters match. The
- * instance makes members of different processes distinct. */
+ * "<r|h|g>\t<group>\t<instance>\t<subscription name>\t<pattern>": the kind first (responder,
+ * handler or gather twin) for tools that show it, the pattern last because it is what
+ * requesters match. The instance makes members of different processes distinct. */
 #include "bus/registry.h"
 
 #include <stdio.h>
@@ -23,8 +23,12 @@ static char *registry_key(const char *ns) {
     return k;
 }
 
+char eddy__registry_kind(const eddy__sub *sub) {
+    return sub->twin ? 'g' : sub->responder ? 'r' : 'h';
+}
+
 static void add_member(eddy__cmd *cmd, const eddy__sub *sub) {
-    eddy__cmd_fmt(cmd, "%c\t%s\t%s\t%s\t%s", sub->responder ? 'r' : 'h', sub->group, sub->consumer,
+    eddy__cmd_fmt(cmd, "%c\t%s\t%s\t%s\t%s", eddy__registry_kind(sub), sub->group, sub->consumer,
                   sub->name, sub->pattern);
 }
 
@@ -99,8 +103,17 @@ eddy_status eddy__registry_list(const char *ns, long long now_ms, eddy__cmdlist 
     return st == EDDY_OK ? eddy__cmdlist_status_from(out, first) : st;
 }
 
+static eddy_status matches_kind(const redisReply *r, const char *subject, char kind, bool *any,
+                                eddy_error *err);
+
 eddy_status eddy__registry_matches(const redisReply *r, const char *subject, bool *any,
                                    eddy_error *err) {
+    return matches_kind(r, subject, 0, any, err);
+}
+
+/* kind 0: any member; else only members of that kind. */
+static eddy_status matches_kind(const redisReply *r, const char *subject, char kind, bool *any,
+                                eddy_error *err) {
     *any = false;
     eddy_status st = eddy__reply_status(r, "subscription registry", err);
     if (st != EDDY_OK)
@@ -112,6 +125,8 @@ eddy_status eddy__registry_matches(const redisReply *r, const char *subject, boo
         if (m->type != REDIS_REPLY_STRING || strlen(m->str) != m->len)
             continue;
         const char *pattern = strrchr(m->str, '\t');
+        if (kind && (m->len < 2 || m->str[0] != kind || m->str[1] != '\t'))
+            continue;
         if (pattern && eddy__pattern_check(pattern + 1, NULL) == EDDY_OK &&
             eddy__pattern_match(pattern + 1, subject))
             *any = true;
@@ -147,9 +162,9 @@ void eddy__registry_cache_free(eddy__registry_cache *c) {
 }
 
 /* Caller holds the lock. */
-static bool remembered_match(eddy__registry_cache *c, const char *subject) {
+static bool remembered_match(eddy__registry_cache *c, const char *subject, char kind) {
     bool any = false;
-    if (c->reply && eddy__registry_matches(c->reply, subject, &any, NULL) != EDDY_OK)
+    if (c->reply && matches_kind(c->reply, subject, kind, &any, NULL) != EDDY_OK)
         any = false;
     return any;
 }
@@ -158,12 +173,13 @@ static bool remembered_match(eddy__registry_cache *c, const char *subject) {
  * question renews an answer that grew old: while it is out (not longer than max_age), the old
  * answer, not older than twice max_age, still counts, so that requests in flight do not each
  * ask the same question. */
-static bool cache_match_or_refresh(eddy__registry_cache *c, const char *subject, long long now_ms) {
+static bool cache_match_or_refresh(eddy__registry_cache *c, const char *subject, char kind,
+                                   long long now_ms) {
     pthread_mutex_lock(&c->lock);
     long long age = now_ms - c->at_ms;
     bool refreshing = c->refresh_ms >= 0 && now_ms - c->refresh_ms <= c->max_age_ms;
     bool any = c->reply && (age <= c->max_age_ms || (refreshing && age <= 2 * c->max_age_ms)) &&
-               remembered_match(c, subject);
+               remembered_match(c, subject, kind);
     if (!any && !refreshing)
         c->refresh_ms = now_ms; /* this caller asks */
     pthread_mutex_unlock(&c->lock);
@@ -188,7 +204,13 @@ void eddy__registry_cache_store(eddy__registry_cache *c, redisReply *r, long lon
 
 eddy_status eddy__registry_ask(eddy__registry_cache *c, const char *ns, const char *subject,
                                long long now_ms, eddy__cmdlist *out, int tag, bool *cached) {
-    if ((*cached = cache_match_or_refresh(c, subject, now_ms)))
+    return eddy__registry_ask_kind(c, ns, subject, 0, now_ms, out, tag, cached);
+}
+
+eddy_status eddy__registry_ask_kind(eddy__registry_cache *c, const char *ns, const char *subject,
+                                    char kind, long long now_ms, eddy__cmdlist *out, int tag,
+                                    bool *cached) {
+    if ((*cached = cache_match_or_refresh(c, subject, kind, now_ms)))
         return EDDY_OK;
     return eddy__registry_query(ns, now_ms, out, tag);
 }
@@ -201,7 +223,13 @@ void eddy__registry_unanswered(eddy__registry_cache *c) {
 
 eddy_status eddy__registry_answer(eddy__registry_cache *c, redisReply *reply, const char *subject,
                                   long long asked_ms, bool *any, eddy_error *err) {
-    eddy_status st = eddy__registry_matches(reply, subject, any, err);
+    return eddy__registry_answer_kind(c, reply, subject, 0, asked_ms, any, err);
+}
+
+eddy_status eddy__registry_answer_kind(eddy__registry_cache *c, redisReply *reply,
+                                       const char *subject, char kind, long long asked_ms,
+                                       bool *any, eddy_error *err) {
+    eddy_status st = matches_kind(reply, subject, kind, any, err);
     if (st == EDDY_OK) {
         eddy__registry_cache_store(c, reply, asked_ms);
         return st;
@@ -248,7 +276,7 @@ void eddy__registry_overlaps(const redisReply *r, eddy__sub *const *subs, size_t
         if (strcmp(instance, self) == 0 || eddy__pattern_check(pattern, NULL) != EDDY_OK)
             continue;
         for (size_t s = 0; s < n; s++)
-            if (subs[s]->responder && strcmp(subs[s]->group, group) != 0 &&
+            if (subs[s]->responder && !subs[s]->twin && strcmp(subs[s]->group, group) != 0 &&
                 eddy__pattern_overlap(subs[s]->pattern, pattern))
                 fn(subs[s], group, instance, m->str, user);
     }

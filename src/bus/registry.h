@@ -26,8 +26,9 @@ eddy_status eddy__registry_query(const char *ns, long long now_ms, eddy__cmdlist
 /* Appends the query for every live subscription with its lease's end (WITHSCORES: member,
  * score pairs), for tools that show the registry. */
 eddy_status eddy__registry_list(const char *ns, long long now_ms, eddy__cmdlist *out, int tag);
-/* One member's fields: kind ("r" responder, "h" handler), group, instance, name, pattern, as
- * pointers into m with their lengths. False when m is not a member eddy wrote. */
+/* One member's fields: kind ("r" responder, "h" handler, "g" gather twin), group, instance,
+ * name, pattern, as pointers into m with their lengths. False when m is not a member eddy
+ * wrote. */
 bool eddy__registry_split_member(const char *m, size_t len, const char *out[5], size_t outlen[5]);
 /* From the query's reply: does any live subscription's pattern match subject? A reply that
  * is not a list answers EDDY_ERR_PROTOCOL (or the server's error). */
@@ -66,6 +67,15 @@ eddy_status eddy__registry_ask(eddy__registry_cache *c, const char *ns, const ch
  * asked_ms is the now_ms given to eddy__registry_ask. */
 eddy_status eddy__registry_answer(eddy__registry_cache *c, redisReply *reply, const char *subject,
                                   long long asked_ms, bool *any, eddy_error *err);
+/* The same questions about one kind of member only (kind 'g': the gather twins, gather.h). */
+eddy_status eddy__registry_ask_kind(eddy__registry_cache *c, const char *ns, const char *subject,
+                                    char kind, long long now_ms, eddy__cmdlist *out, int tag,
+                                    bool *cached);
+eddy_status eddy__registry_answer_kind(eddy__registry_cache *c, redisReply *reply,
+                                       const char *subject, char kind, long long asked_ms,
+                                       bool *any, eddy_error *err);
+/* A subscription's kind in the registry: 'r' responder, 'h' handler, 'g' gather twin. */
+char eddy__registry_kind(const eddy__sub *sub);
 /* The query got no reply (it could not be sent, or the connection was lost). */
 void eddy__registry_unanswered(eddy__registry_cache *c);
 

@@ -9,36 +9,62 @@
 
 #include "error.h"
 
-eddy_status eddy__request_flow_begin(eddy__request_flow *f, const eddy__request_ctx *ctx,
-                                     const eddy_request_opts *opts, const char *subject,
-                                     const eddy_event *ev, void *waiter, long long now_ms,
-                                     eddy_error *err) {
-    memset(f, 0, sizeof(*f));
+/* Both kinds of request; f->is_gather (and f->gather) set by the caller beforehand. */
+static eddy_status begin(eddy__request_flow *f, const eddy__request_ctx *ctx,
+                         const eddy_request_opts *opts, const char *subject, const eddy_event *ev,
+                         void *waiter, long long now_ms, eddy_error *err) {
     eddy__cmdlist_init(&f->ask);
     f->requests = ctx->requests;
     f->cache = ctx->cache;
     f->publisher = ctx->publisher;
-    eddy_status st =
-        eddy__request_begin(ctx->requests, ctx->publisher, opts, ctx->cancelled, ctx->active,
-                            ctx->caps, subject, ev, ctx->reply_to, now_ms, &f->out, err);
-    if (st != EDDY_OK)
+    eddy_status st = eddy__request_begin(ctx->requests, ctx->publisher, opts, ctx->cancelled,
+                                         ctx->active, ctx->caps, subject, ev, ctx->reply_to, now_ms,
+                                         f->is_gather, &f->out, err);
+    if (st != EDDY_OK) {
+        eddy__gather_reset(&f->gather);
         return st;
+    }
     bool cached = false;
     f->asked_ms = now_ms;
     if (!(f->subject = strdup(subject)))
         st = EDDY_ERR_NOMEM;
     if (st == EDDY_OK)
-        st = eddy__registry_ask(ctx->cache, ctx->ns, subject, now_ms, &f->ask, 0, &cached);
+        st = eddy__registry_ask_kind(ctx->cache, ctx->ns, subject, f->is_gather ? 'g' : 0, now_ms,
+                                     &f->ask, 0, &cached);
     /* In the table before anything is sent: the reply may beat the send's own answer, and a
      * deadline, cancel or stop may end it while a step is out. */
     if (st == EDDY_OK)
-        st = eddy__requests_add(ctx->requests, f->out.id, waiter, f->out.row, f->out.deadline_ms);
+        st = eddy__requests_add_gather(ctx->requests, f->out.id, waiter, f->out.row,
+                                       f->out.deadline_ms, f->is_gather ? &f->gather : NULL);
     if (st != EDDY_OK) {
         eddy__request_flow_reset(f);
         return eddy__fail(err, st, "out of memory");
     }
     f->step = cached ? EDDY__REQ_SEND : EDDY__REQ_ASK;
     return EDDY_OK;
+}
+
+eddy_status eddy__request_flow_begin(eddy__request_flow *f, const eddy__request_ctx *ctx,
+                                     const eddy_request_opts *opts, const char *subject,
+                                     const eddy_event *ev, void *waiter, long long now_ms,
+                                     eddy_error *err) {
+    memset(f, 0, sizeof(*f));
+    return begin(f, ctx, opts, subject, ev, waiter, now_ms, err);
+}
+
+eddy_status eddy__request_flow_begin_gather(eddy__request_flow *f, const eddy__request_ctx *ctx,
+                                            const eddy_gather_opts *opts, bool each,
+                                            const char *subject, const eddy_event *ev, void *waiter,
+                                            long long now_ms, eddy_error *err) {
+    memset(f, 0, sizeof(*f));
+    f->is_gather = true;
+    eddy_request_opts ropts;
+    bool has;
+    if (eddy__gather_init(&f->gather, opts, each, &ropts, &has) != EDDY_OK) {
+        eddy__gather_reset(&f->gather);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    return begin(f, ctx, has ? &ropts : NULL, subject, ev, waiter, now_ms, err);
 }
 
 const eddy__cmdlist *eddy__request_flow_cmds(const eddy__request_flow *f) {
@@ -51,7 +77,10 @@ static eddy__req_step end(eddy__request_flow *f, eddy_status st, const eddy_erro
         return f->step = EDDY__REQ_ENDED;
     if (st == EDDY_ERR_NO_RESPONDERS) {
         eddy__requests_count_no_responders(f->requests, f->out.row);
-        eddy__fail(&f->err, st, "nothing is subscribed to '%s'", f->subject);
+        if (f->is_gather)
+            eddy__fail(&f->err, st, "no gather responder is subscribed to '%s'", f->subject);
+        else
+            eddy__fail(&f->err, st, "nothing is subscribed to '%s'", f->subject);
     } else if (err && err->status == st) {
         f->err = *err;
     } else {
@@ -68,7 +97,8 @@ static eddy__req_step asked(eddy__request_flow *f, eddy_status st, redisReply **
     if (st == EDDY_OK) {
         redisReply *reply = replies[0];
         replies[0] = NULL;
-        st = eddy__registry_answer(f->cache, reply, f->subject, f->asked_ms, &any, &e);
+        st = eddy__registry_answer_kind(f->cache, reply, f->subject, f->is_gather ? 'g' : 0,
+                                        f->asked_ms, &any, &e);
         err = &e;
     } else
         eddy__registry_unanswered(f->cache);
@@ -110,6 +140,7 @@ eddy__req_step eddy__request_flow_feed(eddy__request_flow *f, eddy_status st, re
 }
 
 void eddy__request_flow_reset(eddy__request_flow *f) {
+    eddy__gather_reset(&f->gather);
     eddy__request_out_reset(&f->out);
     eddy__cmdlist_reset(&f->ask);
     free(f->subject);

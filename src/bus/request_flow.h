@@ -24,10 +24,17 @@
  * second group) is counted Unclaimed by eddy__requests_match and never reaches a later
  * request.
  *
+ * A scatter-gather request (eddy__request_flow_begin_gather) takes the same steps: the
+ * registry question asks for gather responders (kind 'g') only, the entry goes to the
+ * subject's gather stream, and in WAIT the replies are gathered into f->gather (gather.h)
+ * until the table takes the request out; the front end then hands over f->gather's list with
+ * the outcome (f->gather.outcome when it ended in the table, f->st at END).
+ *
  * Thread: one flow is driven by one thread at a time; the table it uses is locked. */
 #ifndef EDDY_SRC_REQUEST_FLOW_H
 #define EDDY_SRC_REQUEST_FLOW_H
 
+#include "bus/gather.h"
 #include "bus/registry.h"
 #include "bus/requests.h"
 
@@ -53,6 +60,8 @@ typedef struct eddy__request_flow {
     eddy__req_step step;
     eddy_status st; /* END: why */
     eddy_error err; /* END: its detail */
+    bool is_gather;
+    eddy__gather gather; /* a scatter-gather request's replies and rules */
 } eddy__request_flow;
 
 /* What begin needs from the front end's bus. */
@@ -75,6 +84,13 @@ eddy_status eddy__request_flow_begin(eddy__request_flow *f, const eddy__request_
                                      const eddy_request_opts *opts, const char *subject,
                                      const eddy_event *ev, void *waiter, long long now_ms,
                                      eddy_error *err);
+
+/* The same for a scatter-gather request: opts are the caller's (widened here; NULL is refused
+ * as no deadline), each: the front end hears of every reply (eddy__reply_done.more). */
+eddy_status eddy__request_flow_begin_gather(eddy__request_flow *f, const eddy__request_ctx *ctx,
+                                            const eddy_gather_opts *opts, bool each,
+                                            const char *subject, const eddy_event *ev, void *waiter,
+                                            long long now_ms, eddy_error *err);
 
 /* ASK or SEND: the commands to send, one contiguous run (borrowed: valid until the next feed
  * returns, or the reset). */

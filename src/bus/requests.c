@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bus/gather.h"
 #include "error.h"
 #include "events/entry.h"
 
@@ -27,6 +28,7 @@ struct eddy__req_row {
 typedef struct req {
     char id[48];
     void *waiter;
+    eddy__gather *gather; /* a scatter-gather request (gather.h); NULL for a single one */
     eddy__req_row *row;
     long long deadline;
     size_t heap_i;
@@ -118,8 +120,8 @@ eddy_status eddy__request_precheck(const eddy_request_opts *opts, bool cancelled
 eddy_status eddy__request_begin(eddy__requests *r, eddy__publisher *p,
                                 const eddy_request_opts *opts, bool cancelled, bool active,
                                 unsigned caps, const char *subject, const eddy_event *ev,
-                                const char *reply_to, long long now_ms, eddy__request_out *out,
-                                eddy_error *err) {
+                                const char *reply_to, long long now_ms, bool gather,
+                                eddy__request_out *out, eddy_error *err) {
     memset(out, 0, sizeof(*out));
     eddy__cmdlist_init(&out->cmds);
     eddy_status st = eddy__request_precheck(opts, cancelled, active, caps, ev, now_ms, err);
@@ -131,8 +133,8 @@ eddy_status eddy__request_begin(eddy__requests *r, eddy__publisher *p,
         return eddy__fail(err, EDDY_ERR_NOT_READY, "the bus has no reply stream");
     eddy__requests_new_id(r, out->id);
     out->deadline_ms = opts->deadline_ms;
-    st = eddy__request_prepare(p, subject, ev, reply_to, out->id, opts->deadline_ms, &out->cmds,
-                               err);
+    st = eddy__request_prepare_to(p, subject, ev, reply_to, out->id, opts->deadline_ms, gather,
+                                  &out->cmds, err);
     if (st != EDDY_OK) {
         eddy__cmdlist_reset(&out->cmds);
         return st;
@@ -250,9 +252,16 @@ static req *find(eddy__requests *r, const char *id) {
 
 eddy_status eddy__requests_add(eddy__requests *r, const char *id, void *waiter, eddy__req_row *row,
                                long long deadline_ms) {
+    return eddy__requests_add_gather(r, id, waiter, row, deadline_ms, NULL);
+}
+
+eddy_status eddy__requests_add_gather(eddy__requests *r, const char *id, void *waiter,
+                                      eddy__req_row *row, long long deadline_ms,
+                                      eddy__gather *gather) {
     req *q = calloc(1, sizeof(*q));
     if (!q)
         return EDDY_ERR_NOMEM;
+    q->gather = gather;
     snprintf(q->id, sizeof(q->id), "%s", id);
     q->waiter = waiter;
     q->row = row;
@@ -317,15 +326,39 @@ static void count_end(eddy__requests *r, req *q, size_t outcome_offset) {
     count(r, q->row, outcome_offset);
 }
 
-bool eddy__requests_give_up(eddy__requests *r, const char *id) {
+/* The counter a gather's outcome goes to (gather.h). */
+static size_t gather_offset(eddy_status outcome) {
+    return outcome == EDDY_OK                     ? offsetof(eddy__req_row, answered)
+           : outcome == EDDY_ERR_RESPONDER_FAILED ? offsetof(eddy__req_row, failed)
+                                                  : offsetof(eddy__req_row, no_reply);
+}
+
+/* Counts the end of q taken out without a reply: NoReply, or for a gather what it gathered
+ * makes of `how`. */
+static void count_given_up(eddy__requests *r, req *q, eddy__gather_end how) {
+    if (q->gather)
+        count_end(r, q, gather_offset(eddy__gather_finish(q->gather, how)));
+    else
+        count_end(r, q, offsetof(eddy__req_row, no_reply));
+}
+
+static bool give_up(eddy__requests *r, const char *id, eddy__gather_end how) {
     pthread_mutex_lock(&r->lock);
     req *q = unlink_req(r, id);
     pthread_mutex_unlock(&r->lock);
     if (!q)
         return false;
-    count_end(r, q, offsetof(eddy__req_row, no_reply));
+    count_given_up(r, q, how);
     free(q);
     return true;
+}
+
+bool eddy__requests_give_up(eddy__requests *r, const char *id) {
+    return give_up(r, id, EDDY__GATHER_CANCEL);
+}
+
+bool eddy__requests_expire(eddy__requests *r, const char *id) {
+    return give_up(r, id, EDDY__GATHER_DEADLINE);
 }
 
 long long eddy__requests_next_deadline(eddy__requests *r) {
@@ -344,7 +377,7 @@ void *eddy__requests_pop_expired(eddy__requests *r, long long now_ms) {
     if (!q)
         return NULL;
     void *waiter = q->waiter;
-    count_end(r, q, offsetof(eddy__req_row, no_reply));
+    count_given_up(r, q, EDDY__GATHER_DEADLINE);
     free(q);
     return waiter;
 }
@@ -358,7 +391,7 @@ void eddy__requests_abandon_all(eddy__requests *r, void (*done)(void *waiter, vo
         if (!q)
             return;
         void *waiter = q->waiter;
-        count_end(r, q, offsetof(eddy__req_row, no_reply));
+        count_given_up(r, q, EDDY__GATHER_CANCEL);
         free(q);
         done(waiter, user);
     }
@@ -371,17 +404,71 @@ size_t eddy__requests_in_flight(eddy__requests *r) {
     return n;
 }
 
+/* A reply entry's event, or EDDY_ERR_RESPONDER_FAILED (a failure reply, or one that cannot be
+ * read: the responder's side failed to produce a usable reply). */
+static eddy_status decode_reply(eddy__requests *r, const char *key, const char *const *fv,
+                                const size_t *fvlen, size_t nfv, eddy_event **reply) {
+    eddy_error err;
+    eddy_status st = eddy__entry_decode(fv, fvlen, nfv, r->s->max_event_size, reply, &err);
+    if (st == EDDY_OK && eddy_event_extension(*reply, EDDY__FAILED_ATTR)) {
+        eddy_event_free(*reply);
+        *reply = NULL;
+        st = EDDY_ERR_RESPONDER_FAILED;
+    } else if (st != EDDY_OK) {
+        eddy__log(&r->s->log, EDDY_LOG_WARN, "request %s: unreadable reply: %s", key, err.detail);
+        *reply = NULL;
+        st = EDDY_ERR_RESPONDER_FAILED;
+    }
+    return st;
+}
+
+/* One reply to a gather: added to its list, under the lock (it may have ended meanwhile: then
+ * Unclaimed, as any late reply); the gather decides whether it ends now. */
+static bool gathered(eddy__requests *r, const char *key, eddy_status st, eddy_event *reply,
+                     eddy__reply_done *out) {
+    pthread_mutex_lock(&r->lock);
+    req *q = find(r, key);
+    if (!q || !q->gather) {
+        pthread_mutex_unlock(&r->lock);
+        eddy_event_free(reply);
+        atomic_fetch_add(&r->unclaimed, 1);
+        return false;
+    }
+    bool ends = eddy__gather_add(q->gather, st, &reply);
+    bool each = q->gather->each;
+    /* Read under the lock: once it is released, a gather still in the table may end. */
+    out->waiter = q->waiter;
+    out->st = ends ? q->gather->outcome : st;
+    if (ends)
+        unlink_req(r, key);
+    pthread_mutex_unlock(&r->lock);
+    out->reply = each ? reply : NULL; /* the list's: borrowed */
+    out->gather = true;
+    out->more = !ends;
+    out->last_st = st;
+    if (ends) {
+        count_end(r, q, gather_offset(out->st));
+        free(q);
+        return true;
+    }
+    return each; /* a front end that waits for the end alone hears nothing now */
+}
+
 bool eddy__requests_match(eddy__requests *r, const char *const *fv, const size_t *fvlen, size_t nfv,
                           eddy__reply_done *out) {
     size_t idlen = 0;
     const char *id = eddy__entry_field(fv, fvlen, nfv, EDDY__F_REQUEST, &idlen);
     char key[48];
     req *q = NULL;
+    bool gathering = false;
     if (id && idlen < sizeof(key)) {
         memcpy(key, id, idlen);
         key[idlen] = '\0';
         pthread_mutex_lock(&r->lock);
-        q = unlink_req(r, key);
+        q = find(r, key);
+        /* A gather stays in the table for its next replies; a single request ends here. */
+        if (q && !(gathering = q->gather != NULL))
+            q = unlink_req(r, key);
         pthread_mutex_unlock(&r->lock);
     }
     if (!q) {
@@ -390,23 +477,16 @@ bool eddy__requests_match(eddy__requests *r, const char *const *fv, const size_t
         return false;
     }
     eddy_event *reply = NULL;
-    eddy_error err;
-    eddy_status st = eddy__entry_decode(fv, fvlen, nfv, r->s->max_event_size, &reply, &err);
-    if (st == EDDY_OK && eddy_event_extension(reply, EDDY__FAILED_ATTR)) {
-        eddy_event_free(reply);
-        reply = NULL;
-        st = EDDY_ERR_RESPONDER_FAILED;
-    } else if (st != EDDY_OK) {
-        /* An answer came, but not one that can be handed over: the responder's side failed
-         * to produce a usable reply. */
-        eddy__log(&r->s->log, EDDY_LOG_WARN, "request %s: unreadable reply: %s", key, err.detail);
-        st = EDDY_ERR_RESPONDER_FAILED;
-    }
+    eddy_status st = decode_reply(r, key, fv, fvlen, nfv, &reply);
+    if (gathering)
+        return gathered(r, key, st, reply, out);
     count_end(r, q,
               st == EDDY_OK ? offsetof(eddy__req_row, answered) : offsetof(eddy__req_row, failed));
     out->waiter = q->waiter;
     out->st = st;
     out->reply = reply;
+    out->gather = false;
+    out->more = false;
     free(q);
     return true;
 }

@@ -47,13 +47,14 @@ typedef struct eddy__request_out {
  * eddy__request_precheck, then the publish checks (subject, event, size), so that a request
  * refused for any reason is never counted and a front end that answers asynchronously can
  * still return every refusal from the call; then its id, its counter row and its commands
- * (reply_to is the activation's reply stream; it may be NULL when !active). On failure out
+ * (reply_to is the activation's reply stream; it may be NULL when !active; gather: a
+ * scatter-gather request, to the gather stream, gather.h). On failure out
  * holds nothing to free; otherwise release it with eddy__request_out_reset. */
 eddy_status eddy__request_begin(eddy__requests *r, eddy__publisher *p,
                                 const eddy_request_opts *opts, bool cancelled, bool active,
                                 unsigned caps, const char *subject, const eddy_event *ev,
-                                const char *reply_to, long long now_ms, eddy__request_out *out,
-                                eddy_error *err);
+                                const char *reply_to, long long now_ms, bool gather,
+                                eddy__request_out *out, eddy_error *err);
 void eddy__request_out_reset(eddy__request_out *o);
 
 /* The counter row for a name (NULL or "" is the unnamed row; an undeclared name counts with
@@ -70,6 +71,12 @@ void eddy__requests_count_no_responders(eddy__requests *r, eddy__req_row *row);
  * answer). EDDY_ERR_NOMEM. */
 eddy_status eddy__requests_add(eddy__requests *r, const char *id, void *waiter, eddy__req_row *row,
                                long long deadline_ms);
+/* The same for a scatter-gather request (gather.h): replies to it are gathered into *gather
+ * (the caller's, until the request leaves the table) until it says the request ends. */
+typedef struct eddy__gather eddy__gather;
+eddy_status eddy__requests_add_gather(eddy__requests *r, const char *id, void *waiter,
+                                      eddy__req_row *row, long long deadline_ms,
+                                      eddy__gather *gather);
 /* The request was sent: counts Sent. */
 void eddy__requests_sent(eddy__requests *r, const char *id);
 /* Sending failed: removes it without counting anything (nothing was sent). False when it had
@@ -81,6 +88,9 @@ bool eddy__requests_waiting(eddy__requests *r, const char *id);
 /* Ends a request without a reply (deadline, cancel, stop): if it is still in the table,
  * removes it, counts NoReply and returns true; false when it already ended (a reply won). */
 bool eddy__requests_give_up(eddy__requests *r, const char *id);
+/* As give_up, for a deadline: the same for a single request; a gather may end well at its
+ * deadline (gather.h). */
+bool eddy__requests_expire(eddy__requests *r, const char *id);
 
 /* The earliest deadline in the table, or -1 when it is empty. */
 long long eddy__requests_next_deadline(eddy__requests *r);
@@ -99,10 +109,15 @@ typedef struct eddy__reply_done {
     void *waiter;
     eddy_status st;
     eddy_event *reply;
+    /* A scatter-gather request (gather.h): `reply` is borrowed from its list (set only when it
+     * hears of each reply), last_st is that reply's status; `more` while the gather goes on
+     * (st is then last_st), else st is the gather's outcome and the request left the table. */
+    bool gather, more;
+    eddy_status last_st;
 } eddy__reply_done;
 
 /* Matches one reply entry (its field/value pairs) to its request. Returns true with *out
- * filled when it completes a waiting request. */
+ * filled when it completes a waiting request, or is a reply a gather's front end hears of. */
 bool eddy__requests_match(eddy__requests *r, const char *const *fv, const size_t *fvlen, size_t nfv,
                           eddy__reply_done *out);
 

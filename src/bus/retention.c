@@ -696,6 +696,8 @@ static bool feed_registry(eddy__retention *r, const redisReply *rep, bool *nomem
                    *p = tab_field(e->str, e->len, 4, &pl);
         if (!g || !in || !p)
             continue; /* not eddy's member */
+        if (e->len > 1 && e->str[0] == 'g' && e->str[1] == '\t')
+            continue; /* a gather twin: its groups are on the gather streams (gather.h) */
         member *m = &r->m[r->nm];
         m->group = strndup(g, gl);
         m->instance = strndup(in, il);
@@ -1025,11 +1027,12 @@ eddy_status eddy__retention_stop_destroy(const eddy__settings *s, eddy__sub *con
         const redisReply *e = subjects->element[i];
         if (!eddy__reply_is_str(e) || strlen(e->str) != e->len)
             continue;
-        char *key = NULL;
         for (size_t j = 0; j < n; j++) {
             if (!stop_wanted(s, subs[j]) || !eddy__pattern_match(subs[j]->pattern, e->str))
                 continue;
-            if (!key && !(key = eddy__key_stream(s->ns, e->str)))
+            /* A gather twin's group is on the gather stream (gather.h). */
+            char *key = eddy__sub_stream_key(s->ns, subs[j], e->str);
+            if (!key)
                 return EDDY_ERR_NOMEM;
             eddy__cmd *c = add_to(NULL, out, 0, 0, "XGROUP");
             if (!c) {
@@ -1039,8 +1042,8 @@ eddy_status eddy__retention_stop_destroy(const eddy__settings *s, eddy__sub *con
             eddy__cmd_str(c, "DESTROY");
             eddy__cmd_str(c, key);
             eddy__cmd_str(c, subs[j]->group);
+            free(key);
         }
-        free(key);
     }
     return eddy__cmdlist_status_from(out, first);
 }

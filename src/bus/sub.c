@@ -99,6 +99,36 @@ eddy_status eddy__sub_new(const eddy__settings *s, const eddy_subscription_spec 
     return EDDY_OK;
 }
 
+eddy_status eddy__sub_gather_twin(const eddy__sub *r, eddy__sub **out) {
+    *out = NULL;
+    eddy__sub *t = calloc(1, sizeof(*t));
+    if (!t)
+        return EDDY_ERR_NOMEM;
+    t->name = strdup(r->name);
+    t->pattern = strdup(r->pattern);
+    t->consumer = strdup(r->consumer);
+    size_t n = strlen(r->name) + strlen(r->consumer) + 16;
+    if ((t->group = malloc(n)))
+        snprintf(t->group, n, "gather.%s.%s", r->name, r->consumer);
+    if (!t->name || !t->pattern || !t->consumer || !t->group) {
+        eddy__sub_free(t);
+        return EDDY_ERR_NOMEM;
+    }
+    t->shape = EDDY_FANOUT;
+    t->delivery = EDDY_AT_MOST_ONCE;
+    t->responder = r->responder;
+    t->user = r->user;
+    t->literal = r->literal;
+    t->twin = true;
+    atomic_init(&t->paused, atomic_load(&r->paused));
+    *out = t;
+    return EDDY_OK;
+}
+
+char *eddy__sub_stream_key(const char *ns, const eddy__sub *sub, const char *subject) {
+    return sub->twin ? eddy__key_gather(ns, subject) : eddy__key_stream(ns, subject);
+}
+
 void eddy__sub_free(eddy__sub *sub) {
     if (!sub)
         return;
@@ -120,7 +150,9 @@ eddy_status eddy__sub_check_against(const eddy__settings *s, unsigned caps, cons
         if (strcmp(o->name, sub->name) == 0)
             return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
                               "subscription '%s': the name is already used on this bus", sub->name);
-        if (sub->responder && o->responder && strcmp(sub->group, o->group) != 0 &&
+        /* A gather twin (o->twin) answers only scatter-gather requests, in a group of its own
+         * per instance: it never competes with a responder for a request. */
+        if (sub->responder && o->responder && !o->twin && strcmp(sub->group, o->group) != 0 &&
             eddy__pattern_overlap(sub->pattern, o->pattern))
             return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
                               "subscription '%s': responder in group '%s' can answer the same "
@@ -160,6 +192,26 @@ void eddy__stats_snapshot(const eddy__stats *st, eddy_consumer_stats *out) {
 void eddy_subscription_spec_init_sized(eddy_subscription_spec *spec, size_t size) {
     if (spec)
         eddy__opts_init(&eddy__subscription_spec_table, spec, size);
+}
+
+void eddy__stats_add(const eddy__stats *st, eddy_consumer_stats *out) {
+    eddy_consumer_stats s;
+    eddy__stats_snapshot(st, &s);
+    out->delivered += s.delivered;
+    out->handled += s.handled;
+    out->failed += s.failed;
+    out->redelivered += s.redelivered;
+    out->dead_lettered += s.dead_lettered;
+    out->malformed += s.malformed;
+    out->replied += s.replied;
+    out->refused += s.refused;
+    out->unaddressed += s.unaddressed;
+    out->responder_failed += s.responder_failed;
+    out->expired += s.expired;
+    out->held += s.held;
+    out->overlapping += s.overlapping;
+    out->recreated += s.recreated;
+    out->lost_writes += s.lost_writes;
 }
 
 const eddy_subscription_spec *eddy__spec_at(const eddy_subscription_spec *specs, size_t i) {
@@ -211,3 +263,35 @@ const eddy__opt_table eddy__subscription_spec_table = {
            "eddy_rbus_new): include/eddy/bus.h. Its rules between fields are checked when it is "
            "subscribed.",
 };
+
+eddy_status eddy__sub_answer_all(eddy__sub *const *subs, size_t n, const char *name, bool started,
+                                 eddy__sub **responder, eddy_error *err) {
+    *responder = NULL;
+    if (!name)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "name is NULL");
+    eddy__sub *r = NULL;
+    bool twinned = false;
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(subs[i]->name, name) == 0) {
+            if (subs[i]->twin)
+                twinned = true;
+            else
+                r = subs[i];
+        }
+    if (!r)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "no subscription '%s' on this bus", name);
+    if (!r->responder)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT,
+                          "subscription '%s' is not a responder: only a responder answers "
+                          "scatter-gather requests",
+                          name);
+    if (twinned)
+        return EDDY_OK;
+    if (started)
+        return eddy__fail(err, EDDY_ERR_ILLEGAL_STATE,
+                          "subscription '%s': a responder answers scatter-gather requests from "
+                          "the bus's next start; call this before starting it",
+                          name);
+    *responder = r;
+    return EDDY_OK;
+}

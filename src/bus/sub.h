@@ -28,6 +28,7 @@ typedef struct eddy__sub {
     eddy_responder_fn responder;
     void *user;
     bool literal; /* the pattern names one subject */
+    bool twin;    /* the gather twin of a responder (gather.h): reads "{ns}:all:<subject>" */
     /* Paused (consumer.c decides what that means): set from any thread, read by the reader.
      * It belongs to the subscription, so it holds across activations. */
     atomic_bool paused;
@@ -58,5 +59,22 @@ eddy_status eddy__sub_check_against(const eddy__settings *s, unsigned caps, cons
                                     eddy__sub *const *existing, size_t n, eddy_error *err);
 
 void eddy__stats_snapshot(const eddy__stats *st, eddy_consumer_stats *out);
+/* Adds a snapshot of st to out (a responder's counters and its gather twin's, read as one). */
+void eddy__stats_add(const eddy__stats *st, eddy_consumer_stats *out);
+
+/* The gather twin of a responder that answers scatter-gather requests (gather.h): the same
+ * name, pattern, responder and pause, a fanout group of its own per instance
+ * ("gather.<name>.<instance>") on the gather streams; registered as kind 'g'. The front ends
+ * add it to the bus (eddy_bus_answer_all) and treat it as a subscription of its own, except
+ * that the names' lookups (counters, pause) cover both. Ownership: *out is the caller's.
+ * EDDY_ERR_NOMEM. */
+eddy_status eddy__sub_gather_twin(const eddy__sub *responder, eddy__sub **out);
+/* The stream a subscription reads for subject (malloc'd; NULL on OOM). */
+char *eddy__sub_stream_key(const char *ns, const eddy__sub *sub, const char *subject);
+/* eddy_bus_answer_all / eddy_rbus_answer_all, as both front ends check it: subs are the bus's;
+ * returns the responder named `name` that gets a twin (*responder; NULL when it has one
+ * already: nothing to do), or the refusal (not a responder's name, a bus started). */
+eddy_status eddy__sub_answer_all(eddy__sub *const *subs, size_t n, const char *name, bool started,
+                                 eddy__sub **responder, eddy_error *err);
 
 #endif

@@ -133,6 +133,11 @@ void eddy_append_opts_init_sized(eddy_append_opts *o, size_t size) {
 }
 
 const eddy__opt_table *const eddy__opt_tables[] = {
-    &eddy__settings_table,     &eddy__subscription_spec_table, &eddy__feed_config_table,
-    &eddy__push_options_table, &eddy__append_opts_table,       NULL,
+    &eddy__settings_table,
+    &eddy__subscription_spec_table,
+    &eddy__feed_config_table,
+    &eddy__push_options_table,
+    &eddy__append_opts_table,
+    &eddy__gather_opts_table,
+    NULL,
 };

@@ -77,6 +77,7 @@ extern const eddy__opt_table eddy__subscription_spec_table;
 extern const eddy__opt_table eddy__feed_config_table;
 extern const eddy__opt_table eddy__push_options_table;
 extern const eddy__opt_table eddy__append_opts_table;
+extern const eddy__opt_table eddy__gather_opts_table;
 /* Every table, for the documentation; NULL-terminated. */
 extern const eddy__opt_table *const eddy__opt_tables[];
 

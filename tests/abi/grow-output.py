@@ -49,5 +49,9 @@ patch("blocking/bus.c", head,
       "eddy_consumer_stats *out) {")
 m = root + "/cmake/eddy.map"
 s = open(m).read()
-s += "EDDY_0.4 {\n  global:\n    eddy_bus_consumer_stats;\n} EDDY_0.3;\n"
+node = "EDDY_0.4 {\n  global:\n"
+if node in s:  # the next release's node exists already: the new version goes into it
+    s = s.replace(node, node + "    eddy_bus_consumer_stats;\n")
+else:
+    s += node + "    eddy_bus_consumer_stats;\n} EDDY_0.3;\n"
 open(m, "w").write(s)

@@ -304,6 +304,51 @@ Test(cli, request_respond_round_trip) {
     release(&resp);
 }
 
+/* True once the registry lists two subscriptions named "eddy-respond". */
+static bool two_respond(void *user) {
+    json_t *list = run_json(user, ARGS("registry", "--json"));
+    int n = 0;
+    size_t i;
+    json_t *r;
+    json_array_foreach(list, i, r) n +=
+        strcmp(json_string_value(json_object_get(r, "name")), "eddy-respond") == 0;
+    json_decref(list);
+    if (n < 2)
+        pause_a_little();
+    return n >= 2;
+}
+
+Test(cli, request_all_gathers_every_responder) {
+    char ns[96];
+    ns_new(ns, sizeof(ns));
+    proc a, b;
+    spawn_url(&a, NULL, ns, ARGS("respond", "calc.>", "--all", "--count", "1"));
+    spawn_url(&b, NULL, ns, ARGS("respond", "calc.>", "--all", "--count", "1"));
+    cr_assert(eddy_test_wait_until(two_respond, ns, 30000), "the responders never registered");
+    proc p = RUN(ns, "request", "calc.echo", "--type", "calc.q", "--data", "7", "--all", "--max",
+                 "2", "--timeout", "30000");
+    cr_assert_eq(p.code, 0, "request --all: %s", p.err);
+    for (int i = 0; i < 2; i++) {
+        json_t *reply = line(p.out, i), *ev = json_object_get(reply, "event");
+        cr_expect_str_eq(json_string_value(json_object_get(ev, "type")), "calc.q.reply");
+        json_decref(reply);
+    }
+    release(&p);
+    finish(&a);
+    finish(&b);
+    cr_expect_eq(a.code, 0, "respond: %s", a.err);
+    cr_expect_eq(b.code, 0, "respond: %s", b.err);
+    release(&a);
+    release(&b);
+    /* --max without --all is a usage error; nobody answering gathers is "no responders". */
+    p = RUN(ns, "request", "calc.echo", "--max", "2");
+    cr_expect_neq(p.code, 0);
+    release(&p);
+    p = RUN(ns, "request", "nobody.here", "--all", "--timeout", "30000");
+    cr_expect_eq(p.code, 5, "exit %d: %s", p.code, p.err);
+    release(&p);
+}
+
 Test(cli, request_without_responders_exits_5) {
     char ns[96];
     ns_new(ns, sizeof(ns));

@@ -26,7 +26,8 @@
  * one hands back once), pause/resume, stop, free; (g) the blocking event store: append with an
  * expected version and a publish subject, read_stream, read_all with a filter, head, checkpoints;
  * (h) the blocking catch-up feed: new, an accept held on a thread while the catch-up runs,
- * go-live, offer, free; (i) request/reply on the blocking bus: a responder, one request;
+ * go-live, offer, free; (i) request/reply on the blocking bus: a responder, one request (and
+ * one scatter-gather request);
  * (j) decoding entries (no server): one block per event, views, their fallback copies, and
  * setters and dup on a decoded event; (k) publishes and requests in flight together on the
  * reactive bus's publishing connection; (l) dead letters: open, count, list (with a dup of
@@ -1278,6 +1279,63 @@ out:
 }
 
 Test(oom, reqrep, .timeout = 600) { sweep_strided("reqrep", reqrep_scenario, 40, 17, true); }
+
+/* A scatter-gather request on the blocking bus, to a responder that answers them: every
+ * outcome a status, the list freed, the counters one request. */
+static void gather_scenario(long n, bool *clean) {
+    char url[160], ns[96];
+    eddy_settings s;
+    bus_settings(&s, "oom-sg", url, sizeof(url), ns, sizeof(ns));
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = "responder";
+    sp.pattern = "oom.sg";
+    sp.shape = EDDY_COMPETING;
+    sp.group = "oom-sg";
+    sp.delivery = EDDY_AT_MOST_ONCE;
+    sp.responder = respond;
+    eddy_event *req = make_event("q1", "t.ask");
+    eddy_replies *replies = NULL;
+    eddy_status started = -1, rq = -1;
+    eddy_request_stats rst = {0};
+    atomic_store(&responded, 0);
+
+    arm(n);
+    eddy_bus *bus = NULL;
+    eddy_error err = {0};
+    eddy_status st = eddy_bus_new(&s, &sp, 1, &bus, &err);
+    expect_status(st, "bus_new");
+    if (st != EDDY_OK) {
+        cr_expect_null(bus);
+        goto out;
+    }
+    expect_status(eddy_bus_answer_all(bus, "responder", &err), "bus_answer_all");
+    started = eddy_bus_start(bus, &err);
+    expect_status(started, "bus_start");
+    eddy_gather_opts o;
+    eddy_gather_opts_init(&o);
+    o.deadline_ms = eddy_deadline_in(bound_ms(sticky ? 100 : 300));
+    o.max_replies = 1;
+    rq = eddy_bus_request_all(bus, "oom.sg", req, &o, &replies, &err);
+    expect_status(rq, "bus_request_all");
+    cr_expect(rq != EDDY_OK || eddy_replies_count(replies) == 1, "N=%ld: %s with %zu replies", n,
+              eddy_status_name(rq), eddy_replies_count(replies));
+    expect_status(eddy_bus_request_stats(bus, NULL, &rst), "request_stats");
+    expect_status(eddy_bus_stop(bus), "bus_stop");
+    eddy_bus_free(bus);
+out:
+    *clean = !disarm();
+    eddy_replies_free(replies);
+    eddy_event_free(req);
+    if (patient) {
+        cr_expect_eq(started, EDDY_OK);
+        cr_expect_eq(rq, EDDY_OK, "request_all: %s", eddy_status_name(rq));
+        cr_expect_eq(atomic_load(&responded), 1);
+        cr_expect(rst.sent == 1 && rst.answered == 1);
+    }
+}
+
+Test(oom, gather, .timeout = 600) { sweep_strided("gather", gather_scenario, 40, 17, true); }
 
 /* ---- (k) the reactive publishing connection's pipeline ----------------------------------- */
 /* Publishes and requests in flight together on one reactive bus (their commands queued behind

@@ -45,6 +45,14 @@ typedef struct driver {
     /* publish, copying the entry id the front end gives back into id. */
     eddy_status (*publish_id)(tbus *b, const char *subject, const eddy_event *ev, char *id,
                               size_t id_size, eddy_error *err);
+    /* A subscription of the bus answers scatter-gather requests too (before start). */
+    eddy_status (*answer_all)(tbus *b, const char *name, eddy_error *err);
+    /* A scatter-gather request, waited for: the outcome and every reply (*out, the caller
+     * frees it; NULL when refused). *each: how many replies the front end told of one at a
+     * time (reactive: its per-reply callback; blocking: the list's count). */
+    eddy_status (*request_all)(tbus *b, const char *subject, const eddy_event *ev,
+                               const eddy_gather_opts *opts, eddy_replies **out, size_t *each,
+                               eddy_error *err);
 } driver;
 
 extern const driver blocking_driver;

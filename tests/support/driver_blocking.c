@@ -51,7 +51,18 @@ static void b_run(tbus *b, void (*fn)(void *arg), void *arg) {
     fn(arg);
 }
 
-const driver blocking_driver = {"blocking", b_new,           b_subscribe,     b_start,
-                                b_stop,     b_free,          b_publish,       b_stats,
-                                b_request,  b_request_value, b_request_stats, b_pause,
-                                b_resume,   b_native,        b_run,           b_publish_id};
+static eddy_status b_answer_all(tbus *b, const char *name, eddy_error *err) {
+    return eddy_bus_answer_all((eddy_bus *)b, name, err);
+}
+static eddy_status b_request_all(tbus *b, const char *subject, const eddy_event *ev,
+                                 const eddy_gather_opts *opts, eddy_replies **out, size_t *each,
+                                 eddy_error *err) {
+    eddy_status st = eddy_bus_request_all((eddy_bus *)b, subject, ev, opts, out, err);
+    *each = eddy_replies_count(*out);
+    return st;
+}
+
+const driver blocking_driver = {
+    "blocking", b_new,    b_subscribe, b_start,         b_stop,          b_free,
+    b_publish,  b_stats,  b_request,   b_request_value, b_request_stats, b_pause,
+    b_resume,   b_native, b_run,       b_publish_id,    b_answer_all,    b_request_all};

@@ -38,6 +38,9 @@ typedef struct call {
     eddy_pack_fn pack;
     void *pack_user;
     eddy_event **reply;
+    const eddy_gather_opts *gopts; /* request_all */
+    eddy_replies **replies;
+    size_t each;
     char *entry_id; /* publish_id: where the entry id goes */
     size_t entry_id_size;
     eddy_error *err;
@@ -231,6 +234,45 @@ static void run_request(rtbus *t, call *c) {
     }
 }
 
+static void run_answer_all(rtbus *t, call *c) {
+    finish(t, c, eddy_rbus_answer_all(t->bus, c->name, c->err));
+}
+
+static void on_gather_reply(eddy_status st, const eddy_event *reply, void *user) {
+    call *c = user;
+    cr_assert(!c->in_call, "a gather's reply was told inside the call that asked for it");
+    cr_assert_eq(c->callbacks, 0, "a reply was told after the gather's completion");
+    cr_assert(st == EDDY_OK ? reply != NULL : (st == EDDY_ERR_RESPONDER_FAILED && !reply),
+              "%s with%s a reply", eddy_status_name(st), reply ? "" : "out");
+    c->each++;
+}
+
+static void on_gathered(eddy_status st, eddy_replies *replies, void *user) {
+    call *c = user;
+    cr_assert(!c->in_call, "a gather's callback ran inside the call that asked for it");
+    cr_assert_eq(++c->callbacks, 1, "a gather's callback ran twice");
+    cr_assert_not_null(replies, "a gather completed without its list");
+    *c->replies = replies;
+    if (st != EDDY_OK && c->err) {
+        c->err->status = st;
+        snprintf(c->err->detail, sizeof(c->err->detail), "request_all: %s", eddy_status_name(st));
+    }
+    finish(c->t, c, st);
+}
+
+static void run_request_all(rtbus *t, call *c) {
+    c->t = t;
+    c->in_call = true;
+    eddy_status st = eddy_rbus_request_all(t->bus, c->subject, c->ev, c->gopts, on_gather_reply,
+                                           on_gathered, c, c->err);
+    c->in_call = false;
+    if (st != EDDY_OK) {
+        cr_assert_eq(c->callbacks, 0, "a refused gather ran its callback");
+        cr_assert_eq(c->each, 0, "a refused gather told of a reply");
+        finish(t, c, st);
+    }
+}
+
 /* ---- the driver --------------------------------------------------------------------------- */
 
 static void destroy(rtbus *t) {
@@ -357,7 +399,27 @@ static void r_run(tbus *b, void (*fn)(void *arg), void *arg) {
     submit((rtbus *)b, &c);
 }
 
-const driver reactive_driver = {"reactive", r_new,           r_subscribe,     r_start,
-                                r_stop,     r_free,          r_publish,       r_stats,
-                                r_request,  r_request_value, r_request_stats, r_pause,
-                                r_resume,   r_native,        r_run,           r_publish_id};
+static eddy_status r_answer_all(tbus *b, const char *name, eddy_error *err) {
+    call c = {.run = run_answer_all, .name = name, .err = err};
+    return submit((rtbus *)b, &c);
+}
+
+static eddy_status r_request_all(tbus *b, const char *subject, const eddy_event *ev,
+                                 const eddy_gather_opts *opts, eddy_replies **out, size_t *each,
+                                 eddy_error *err) {
+    *out = NULL;
+    call c = {.run = run_request_all,
+              .subject = subject,
+              .ev = ev,
+              .gopts = opts,
+              .replies = out,
+              .err = err};
+    eddy_status st = submit((rtbus *)b, &c);
+    *each = c.each;
+    return st;
+}
+
+const driver reactive_driver = {
+    "reactive", r_new,    r_subscribe, r_start,         r_stop,          r_free,
+    r_publish,  r_stats,  r_request,   r_request_value, r_request_stats, r_pause,
+    r_resume,   r_native, r_run,       r_publish_id,    r_answer_all,    r_request_all};
