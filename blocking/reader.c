@@ -113,13 +113,16 @@ static void wait_settled(bsub *bs) {
 }
 
 /* Sends one plan and feeds the replies; the failure when the connection failed (EDDY_ERR_CLOSED:
- * a stop, or a pause that cut a blocking read short). */
+ * a stop, or a pause that cut a blocking read short), or EDDY_ERR_NOMEM when nothing could be
+ * sent (the consumer is reset: it plans what the round held again). */
 static eddy_status round_trip(bsub *bs, eddy__plan *plan, eddy__delivery_list *out) {
     eddy_error err;
     redisReply *small[16];
     redisReply **replies = plan->cmds.n <= 16 ? small : calloc(plan->cmds.n, sizeof(*replies));
-    if (!replies)
-        return EDDY_OK; /* out of memory: nothing was sent; try again later */
+    if (!replies) { /* nothing was sent: the core plans the round again, as after a loss */
+        eddy__consumer_reset(bs->consumer);
+        return EDDY_ERR_NOMEM;
+    }
     eddy_status st = eddy__bconn_exec_read(&bs->conn, &plan->cmds, plan->block_ms, plan->live_read,
                                            replies, &err);
     bool lost = st != EDDY_OK; /* the connection's failure: the bus's tracker logged it */
@@ -228,6 +231,10 @@ static void *reader(void *arg) {
             continue;
         }
         eddy_status st = round_trip(bs, &plan, &out);
+        if (st == EDDY_ERR_NOMEM) {
+            eddy__bconn_sleep(&bs->conn, EDDY__NOMEM_RETRY_MS); /* the connection is fine */
+            continue;
+        }
         if (st != EDDY_OK) {
             /* A read cut short by a pause reconnects at once: nothing failed. */
             if (!atomic_load(&bs->stopping) && st != EDDY_ERR_CLOSED)
