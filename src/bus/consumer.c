@@ -823,9 +823,11 @@ static step plan_live(eddy__consumer *c, long long now, eddy__plan *p, bool allo
          * outstanding (a settle that completes the round ends it sooner). */
         return planned(p, outstanding > 0 ? min_ll(drain, wait) : wait);
     }
-    /* Behind acknowledgements or replies the read does not block (a blocking read is never
-     * pipelined behind them): under load it finds the next batch in the same round trip;
-     * when it finds nothing, the next plan blocks. */
+    /* Behind dead letters the read does not block (see plan_main): under load it finds the
+     * next batch in the same round trip; when it finds nothing, the next plan blocks. Behind
+     * acknowledgements, hand-backs, refreshes and replies it blocks: the server runs them
+     * before it blocks, so a reply reaches its requester at once and a responder needs one
+     * read per request, not two. */
     eddy__cmd *cmd = add(p, T_LIVE, -1, "XREADGROUP");
     if (!cmd)
         return STEP_NOMEM;
@@ -846,9 +848,13 @@ static step plan_live(eddy__consumer *c, long long now, eddy__plan *p, bool allo
     return STEP_PLANNED;
 }
 
-/* The steps in order, until one plans. allow_block is false when acknowledgements or dead
- * letters go first: a blocking read is never sent behind them, so a stop that cuts the read
- * short loses no reply the core needs (a live read behind them is planned without BLOCK).
+/* The steps in order, until one plans. allow_block is false when dead letters go first: a
+ * blocking read is never sent behind them, so a stop that cuts the read short loses no
+ * MULTI/EXEC reply the core needs (a lost one would dead-letter the entry twice; a live read
+ * behind them is planned without BLOCK). What else may go first is idempotent or need not
+ * be answered: an acknowledgement, hand-back or refresh whose reply a cut read loses is sent
+ * again after the reset (XACK and XCLAIM ... JUSTID are idempotent), and a reply (XADD to
+ * the requester's stream) was run by the server before it blocked.
  * outstanding: deliveries handed out and not settled when the plan began. While there are any,
  * only live reads (">", which never return an entry a handler holds) are planned, for the room
  * left in the batch; the history, claims and counts wait until they are settled, since those
@@ -902,10 +908,11 @@ static eddy_status plan(eddy__consumer *c, long long now_ms, eddy__plan *p, bool
         st = plan_refreshes(c, p);
     if (st == EDDY_OK)
         st = plan_replies(c, p);
+    size_t before_dlq = p->cmds.n;
     if (st == EDDY_OK)
         st = plan_dead_letters(c, p);
     if (st == EDDY_OK && with_main)
-        st = plan_main(c, now_ms, p, p->cmds.n == 0, outstanding);
+        st = plan_main(c, now_ms, p, p->cmds.n == before_dlq, outstanding);
     if (st == EDDY_OK)
         st = eddy__cmdlist_status(&p->cmds);
     return st;
