@@ -103,9 +103,7 @@ eddy_status eddy_bus_publish_batch(eddy_bus *bus, const char *subject, const edd
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or events is NULL");
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
-    eddy_status st = EDDY_OK;
-    for (size_t i = 0; st == EDDY_OK && i < n; i++)
-        st = eddy__publish_prepare(bus->publisher, subject, evs[i], &cmds, err);
+    eddy_status st = eddy__publish_prepare_batch(bus->publisher, subject, evs, n, &cmds, err);
     sent s = {.n = 0};
     if (st == EDDY_OK && cmds.n > 0)
         st = send_publishes(bus, &cmds, n, &s, err);

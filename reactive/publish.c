@@ -364,9 +364,7 @@ eddy_status eddy_rbus_publish_batch(eddy_rbus *bus, const char *subject,
     rpub *p = eddy__rpub_new(published, user);
     if (!p)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    eddy_status st = EDDY_OK;
-    for (size_t i = 0; st == EDDY_OK && i < n; i++)
-        st = eddy__publish_prepare(bus->publisher, subject, evs[i], &p->cmds, err);
+    eddy_status st = eddy__publish_prepare_batch(bus->publisher, subject, evs, n, &p->cmds, err);
     if (st == EDDY_OK && eddy__rpub_reserve(p, p->cmds.n) != EDDY_OK)
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     if (st != EDDY_OK) {

@@ -211,28 +211,48 @@ static void note_round(eddy__publisher *p, const eddy__cmdlist *cmds, redisReply
     pthread_mutex_unlock(&p->lock);
 }
 
-static eddy_status add_entry_cmd(eddy__publisher *p, const char *subject, const eddy_event *ev,
+/* The keys a run of publishes to one subject writes: formatted once per run, not per event. */
+typedef struct subject_keys {
+    char *key, *ids, *exp; /* the stream; with dedup, its dedup record's two keys */
+} subject_keys;
+
+static void keys_free(subject_keys *k) {
+    free(k->key);
+    free(k->ids);
+    free(k->exp);
+}
+
+static eddy_status keys_make(const eddy__publisher *p, const char *subject, bool dedup, bool gather,
+                             subject_keys *k) {
+    k->key = gather ? eddy__key_gather(p->s->ns, subject) : eddy__key_stream(p->s->ns, subject);
+    k->ids = dedup ? eddy__key_pubids(p->s->ns, subject) : NULL;
+    k->exp = dedup ? eddy__key_pubexp(p->s->ns, subject) : NULL;
+    if (k->key && (!dedup || (k->ids && k->exp)))
+        return EDDY_OK;
+    keys_free(k);
+    return EDDY_ERR_NOMEM;
+}
+
+static eddy_status add_entry_cmd(eddy__publisher *p, const subject_keys *k, const eddy_event *ev,
                                  bool dedup, bool gather, eddy__cmdlist *out) {
     eddy__cmd *x = eddy__cmdlist_add(out, dedup ? P_FCALL : P_XADD, 0);
-    char *key = gather ? eddy__key_gather(p->s->ns, subject) : eddy__key_stream(p->s->ns, subject);
-    char *ids = dedup ? eddy__key_pubids(p->s->ns, subject) : NULL;
-    char *exp = dedup ? eddy__key_pubexp(p->s->ns, subject) : NULL;
-    eddy_status st = x && key && (!dedup || (ids && exp)) ? EDDY_OK : EDDY_ERR_NOMEM;
-    if (st == EDDY_OK && dedup) {
+    if (!x)
+        return EDDY_ERR_NOMEM;
+    if (dedup) {
         long long maxlen = p->s->stream_maxlen;
         eddy__cmd_str(x, "FCALL");
         eddy__cmd_str(x, EDDY__PUBLISH_FN);
         eddy__cmd_str(x, "3");
-        eddy__cmd_str(x, key);
-        eddy__cmd_str(x, ids);
-        eddy__cmd_str(x, exp);
+        eddy__cmd_str(x, k->key);
+        eddy__cmd_str(x, k->ids);
+        eddy__cmd_str(x, k->exp);
         eddy__cmd_fmt(x, "%u", p->s->publish_dedup_ms);
         /* A bound past the function's range could never trim anything anyway. */
         eddy__cmd_fmt(x, "%lld", maxlen > EDDY__STORE_MAX_COUNT ? EDDY__STORE_MAX_COUNT : maxlen);
         eddy__cmd_str(x, eddy_event_id(ev));
-    } else if (st == EDDY_OK) {
+    } else {
         eddy__cmd_str(x, "XADD");
-        eddy__cmd_str(x, key);
+        eddy__cmd_str(x, k->key);
         if (gather) { /* only worth its deadline, and no retention pass looks there */
             eddy__cmd_str(x, "MAXLEN");
             eddy__cmd_str(x, "~");
@@ -244,22 +264,15 @@ static eddy_status add_entry_cmd(eddy__publisher *p, const char *subject, const 
         }
         eddy__cmd_str(x, "*");
     }
-    free(key);
-    free(ids);
-    free(exp);
-    return st == EDDY_OK ? eddy__entry_encode(ev, x) : st;
+    return eddy__entry_encode(ev, x);
 }
 
-/* look: a publish (not a request, whose flow has room for its own commands only) may look at
- * its stream first (add_look). */
-static eddy_status prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
-                           bool dedup, bool look, bool gather, eddy__cmdlist *out,
-                           eddy_error *err) {
-    if (!subject || !ev)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "publish: subject or event is NULL");
-    eddy_status st = eddy__subject_check(subject, err);
-    if (st != EDDY_OK)
-        return st;
+/* What refuses one event before anything is built. */
+static eddy_status check_event(const eddy__publisher *p, const eddy_event *ev, bool dedup,
+                               eddy_error *err) {
+    if (!ev)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "publish: the event is NULL");
+    eddy_status st;
     if ((st = eddy_event_validate(ev, err)) != EDDY_OK ||
         (st = eddy__event_check_trace(ev, err)) != EDDY_OK)
         return st;
@@ -276,6 +289,38 @@ static eddy_status prepare(eddy__publisher *p, const char *subject, const eddy_e
                           "event '%s' has %zu extensions; with publish_dedup_ms at most %d",
                           eddy_event_id(ev), eddy_event_extension_count(ev),
                           (EDDY__STORE_MAX_FIELDS - 18) / 2);
+    return EDDY_OK;
+}
+
+static eddy_status add_wait(const eddy__publisher *p, eddy__cmdlist *out) {
+    eddy__cmd *w = eddy__cmdlist_add(out, P_WAIT, 0);
+    if (!w)
+        return EDDY_ERR_NOMEM;
+    eddy__cmd_str(w, "WAIT");
+    eddy__cmd_fmt(w, "%u", p->s->wait_replicas);
+    eddy__cmd_fmt(w, "%u", p->s->wait_timeout_ms);
+    return EDDY_OK;
+}
+
+/* A run of n publishes (or one request) to one subject, each laid out as eddy__publish_result
+ * reads it: the library's load (the first, once per connection, with dedup), a look at the
+ * stream (the first, after a reconnect; `look`: a publish, not a request, whose flow has room
+ * for its own commands only), the subject's registration (the first, until it is known), the
+ * entry, and with `wait` a WAIT. Every event is checked before anything is built; on failure
+ * out is as it was. */
+static eddy_status prepare_run(eddy__publisher *p, const char *subject,
+                               const eddy_event *const *evs, size_t n, bool dedup, bool look,
+                               bool gather, bool wait, eddy__cmdlist *out, eddy_error *err) {
+    if (!subject)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "publish: the subject is NULL");
+    eddy_status st = eddy__subject_check(subject, err);
+    for (size_t i = 0; st == EDDY_OK && i < n; i++)
+        st = check_event(p, evs[i], dedup, err);
+    if (st != EDDY_OK)
+        return st;
+    subject_keys k;
+    if (keys_make(p, subject, dedup, gather, &k) != EDDY_OK)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "publish: could not build the command");
     size_t before = out->n;
     bool loads = dedup && !atomic_exchange(&p->loaded, true);
     if (loads)
@@ -293,8 +338,12 @@ static eddy_status prepare(eddy__publisher *p, const char *subject, const eddy_e
             st = EDDY_ERR_NOMEM;
         }
     }
-    if (st == EDDY_OK)
-        st = add_entry_cmd(p, subject, ev, dedup, gather, out);
+    for (size_t i = 0; st == EDDY_OK && i < n; i++) {
+        st = add_entry_cmd(p, &k, evs[i], dedup, gather, out);
+        if (st == EDDY_OK && wait)
+            st = add_wait(p, out);
+    }
+    keys_free(&k);
     if (st == EDDY_OK)
         st = eddy__cmdlist_status_from(out, before);
     if (st != EDDY_OK) {
@@ -312,23 +361,16 @@ static eddy_status prepare(eddy__publisher *p, const char *subject, const eddy_e
 
 eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
                                   eddy__cmdlist *out, eddy_error *err) {
-    size_t before = out->n;
-    eddy_status st = prepare(p, subject, ev, p->s->publish_dedup_ms != 0, true, false, out, err);
-    if (st != EDDY_OK || !p->s->wait_replicas)
-        return st;
-    eddy__cmd *w = eddy__cmdlist_add(out, P_WAIT, 0);
-    if (w) {
-        eddy__cmd_str(w, "WAIT");
-        eddy__cmd_fmt(w, "%u", p->s->wait_replicas);
-        eddy__cmd_fmt(w, "%u", p->s->wait_timeout_ms);
-    }
-    if (eddy__cmdlist_status_from(out, before) == EDDY_OK)
-        return EDDY_OK;
-    if (eddy__library_is_load(out, before))
-        atomic_store(&p->loaded, false); /* not sent: the next publish loads */
-    while (out->n > before)
-        eddy__cmd_reset(&out->cmds[--out->n]);
-    return eddy__fail(err, EDDY_ERR_NOMEM, "publish: could not build the command");
+    return eddy__publish_prepare_batch(p, subject, &ev, 1, out, err);
+}
+
+eddy_status eddy__publish_prepare_batch(eddy__publisher *p, const char *subject,
+                                        const eddy_event *const *evs, size_t n, eddy__cmdlist *out,
+                                        eddy_error *err) {
+    if (n && !evs)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "publish: the events are NULL");
+    return prepare_run(p, subject, evs, n, p->s->publish_dedup_ms != 0, true, false,
+                       p->s->wait_replicas != 0, out, err);
 }
 
 /* WAIT's reply: how many replicas have the publish. */
@@ -500,7 +542,7 @@ eddy_status eddy__request_prepare_to(eddy__publisher *p, const char *subject, co
                                      long long deadline_ms, bool gather, eddy__cmdlist *out,
                                      eddy_error *err) {
     /* Never deduplicated: each request is a new conversation with its own request id. */
-    eddy_status st = prepare(p, subject, ev, false, false, gather, out, err);
+    eddy_status st = prepare_run(p, subject, &ev, 1, false, false, gather, false, out, err);
     if (st != EDDY_OK)
         return st;
     eddy__cmd *x = &out->cmds[out->n - 1]; /* the XADD: the request travels with the event */

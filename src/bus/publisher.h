@@ -23,6 +23,12 @@ void eddy__publisher_free(eddy__publisher *p);
  * size (EDDY_ERR_TOO_LARGE), then appends this publish's commands to out. */
 eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
                                   eddy__cmdlist *out, eddy_error *err);
+/* The same for a batch of n events to one subject: every event is checked first, the stream's
+ * key is formatted once, and out then holds n publishes, each read by its own
+ * eddy__publish_result; on failure out is unchanged. */
+eddy_status eddy__publish_prepare_batch(eddy__publisher *p, const char *subject,
+                                        const eddy_event *const *evs, size_t n, eddy__cmdlist *out,
+                                        eddy_error *err);
 
 /* Commands one prepare appended start at `first`; reads their replies and returns the
  * publish's outcome, copying the entry id into id (when not NULL). *next is set to the index
