@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Building blocks of the memory engine that know nothing about Redis commands: a fault-injecting
- * allocator, an insertion-ordered hash table, a skip list, and Redis's own number parsers
- * (their exact acceptance rules decide which inputs are errors, so they are copied, not
- * approximated). Private to src/memory/. */
+/* Building blocks of the memory engine that know nothing about Redis commands: its allocation,
+ * an insertion-ordered hash table, a skip list, and Redis's own number parsers (their exact
+ * acceptance rules decide which inputs are errors, so they are copied, not approximated).
+ * Private to src/memory/. */
 #ifndef EDDY_SRC_MEMORY_UTIL_H
 #define EDDY_SRC_MEMORY_UTIL_H
 
@@ -10,21 +10,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- allocation (alloc.c) ----------------------------------------------------------------- */
+#include "util/falloc.h"
 
-/* Every allocation of the engine goes through these, so tests can fail the n-th one. */
-void *eddy__mem_malloc(size_t size);
-void *eddy__mem_calloc(size_t count, size_t size);
-void *eddy__mem_realloc(void *ptr, size_t size);
-void eddy__mem_free(void *ptr);
-/* A NUL-terminated copy of len bytes, or NULL on OOM. */
+/* ---- allocation ---------------------------------------------------------------------------- */
+
+/* Every allocation of the engine goes through these (util/falloc.h), so that a test build can
+ * fail the n-th one. */
+#define eddy__mem_malloc eddy__fmalloc
+#define eddy__mem_calloc eddy__fcalloc
+#define eddy__mem_realloc eddy__frealloc
+#define eddy__mem_free eddy__ffree
+/* A NUL-terminated copy of len bytes, or NULL on OOM (alloc.c). */
 char *eddy__mem_memdup(const void *ptr, size_t len);
-
-/* Test hook: the n-th allocation from now fails (n >= 1); with sticky, every later one fails
- * too. n == 0 turns injection off. Process-wide. */
-void eddy__mem_fail_after(long n, bool sticky);
-/* Number of allocations the calling thread made through eddy__mem_malloc & co. */
-unsigned long eddy__mem_alloc_count(void);
 
 /* ---- insertion-ordered hash table (dict.c) ------------------------------------------------ */
 

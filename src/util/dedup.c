@@ -14,50 +14,9 @@
 #include <stdint.h>
 #include <string.h>
 
-#include <stdatomic.h>
 #include <stdlib.h>
 
 #define EMPTY SIZE_MAX
-
-/* ---- allocation with fault injection -------------------------------------------------- */
-
-static atomic_long fail_countdown; /* > 0: allocations left before the failing one */
-static atomic_bool fail_sticky, failing;
-
-void eddy__falloc_fail_after(long n, bool sticky) {
-    atomic_store(&failing, false);
-    atomic_store(&fail_sticky, sticky);
-    atomic_store(&fail_countdown, n > 0 ? n : 0);
-}
-
-static bool inject(void) {
-    if (atomic_load_explicit(&failing, memory_order_relaxed))
-        return true;
-    long n = atomic_load_explicit(&fail_countdown, memory_order_relaxed);
-    while (n > 0) {
-        if (atomic_compare_exchange_weak(&fail_countdown, &n, n - 1)) {
-            if (n != 1)
-                return false;
-            if (atomic_load(&fail_sticky))
-                atomic_store(&failing, true);
-            return true;
-        }
-    }
-    return false;
-}
-
-void *eddy__fmalloc(size_t size) { return inject() ? NULL : malloc(size ? size : 1); }
-void *eddy__fcalloc(size_t count, size_t size) {
-    return inject() ? NULL : calloc(count ? count : 1, size ? size : 1);
-}
-void eddy__ffree(void *ptr) { free(ptr); }
-char *eddy__fstrdup(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *copy = eddy__fmalloc(n);
-    if (copy)
-        memcpy(copy, s, n);
-    return copy;
-}
 
 /* ---- the set ----------------------------------------------------------------------------- */
 

@@ -13,17 +13,7 @@
 #include <stddef.h>
 
 #include "eddy/status.h"
-
-/* Allocation of the feed core (dedup.c, feed.c): tests make the n-th one fail to check that every
- * out-of-memory path reports EDDY_ERR_NOMEM and leaks nothing. */
-void *eddy__fmalloc(size_t size);
-void *eddy__fcalloc(size_t count, size_t size);
-void eddy__ffree(void *ptr);
-/* A copy of s, or NULL on OOM. */
-char *eddy__fstrdup(const char *s);
-/* Test hook: the n-th allocation from now fails (n >= 1), and with sticky every later one too;
- * 0 turns injection off. Process-wide. */
-void eddy__falloc_fail_after(long n, bool sticky);
+#include "util/falloc.h"
 
 typedef struct eddy__dedup eddy__dedup;
 

@@ -965,7 +965,7 @@ Test(reactive, memory_engine_out_of_memory, .timeout = 120) {
         snprintf(ids[n - 1], sizeof(ids[n - 1]), "m%ld", n);
         eddy_event *ev = make_event(ids[n - 1], "t.x");
         pubrec p = {0};
-        eddy__mem_fail_after(n, false);
+        eddy__falloc_fail_after(n, false);
         eddy_status st = eddy_rbus_publish(b, "oom.x", ev, on_pub, &p, NULL);
         eddy_event_free(ev);
         if (st != EDDY_OK) {
@@ -983,7 +983,7 @@ Test(reactive, memory_engine_out_of_memory, .timeout = 120) {
             }
         }
         run_for(&t, 5); /* let the reader meet the failure too */
-        eddy__mem_fail_after(0, false);
+        eddy__falloc_fail_after(0, false);
     }
     cr_expect_gt(nomem + refused, 0, "no allocation failure reached a publish");
     for (int i = 0; i < 80; i++) {
@@ -2111,7 +2111,7 @@ Test(reactive, memory_engine_out_of_memory_during_requests, .timeout = 120) {
         char id[16];
         snprintf(id, sizeof(id), "o%ld", n);
         reqrec rec = {0};
-        eddy__mem_fail_after(n, false);
+        eddy__falloc_fail_after(n, false);
         eddy_status st = request(b, "oomrq.x", id, "t.echo", 1500, &rec, NULL);
         if (st != EDDY_OK) {
             refused++;
@@ -2122,7 +2122,7 @@ Test(reactive, memory_engine_out_of_memory_during_requests, .timeout = 120) {
             else
                 failed++;
         }
-        eddy__mem_fail_after(0, false);
+        eddy__falloc_fail_after(0, false);
         run_for(&t, 5);
         cr_expect_eq(rec.calls, st == EDDY_OK ? 1 : 0, "request %ld: %d calls", n, rec.calls);
     }

@@ -44,7 +44,7 @@ static void check_invariants(void) {
 }
 
 static void teardown(void) {
-    eddy__mem_fail_after(0, false);
+    eddy__falloc_fail_after(0, false);
     check_invariants();
     eddy__mem_conn_free(conn);
     eddy__mem_engine_release(eng);
@@ -1998,7 +1998,7 @@ static int run_oom_script(long fail_at, bool sticky) {
         return 0;
     }
     int failures = 0;
-    eddy__mem_fail_after(fail_at, sticky);
+    eddy__falloc_fail_after(fail_at, sticky);
     for (int i = 0; oom_script[i]; i++) {
         long long block_ms = -5;
         redisReply *r = run_on(c, oom_script[i], &block_ms);
@@ -2012,7 +2012,7 @@ static int run_oom_script(long fail_at, bool sticky) {
                              block_ms);
         }
     }
-    eddy__mem_fail_after(0, false);
+    eddy__falloc_fail_after(0, false);
     const char *err = eddy__mem_engine_check(e);
     cr_assert_null(err, "after failing allocation %ld: %s", fail_at, err ? err : "");
     /* The engine still works. */
@@ -2026,9 +2026,9 @@ static int run_oom_script(long fail_at, bool sticky) {
 }
 
 Test(memory, out_of_memory_at_every_allocation) {
-    unsigned long before = eddy__mem_alloc_count();
+    unsigned long before = eddy__falloc_count();
     run_oom_script(0, false);
-    long total = (long)(eddy__mem_alloc_count() - before);
+    long total = (long)(eddy__falloc_count() - before);
     cr_assert_gt(total, 100);
     int reported = 0;
     for (long n = 1; n <= total; n++)
@@ -2038,9 +2038,9 @@ Test(memory, out_of_memory_at_every_allocation) {
 }
 
 Test(memory, out_of_memory_from_some_point_on) {
-    unsigned long before = eddy__mem_alloc_count();
+    unsigned long before = eddy__falloc_count();
     run_oom_script(0, false);
-    long total = (long)(eddy__mem_alloc_count() - before);
+    long total = (long)(eddy__falloc_count() - before);
     for (long n = 1; n <= total; n += 3)
         run_oom_script(n, true);
 }
@@ -2049,26 +2049,26 @@ Test(memory, out_of_memory_in_setup_calls) {
     char name[96];
     eddy_test_namespace(name, sizeof(name), "oomsetup");
     for (long n = 1; n <= 3; n++) {
-        eddy__mem_fail_after(n, false);
+        eddy__falloc_fail_after(n, false);
         eddy__mem_engine *e = eddy__mem_engine_acquire(name);
-        eddy__mem_fail_after(0, false);
+        eddy__falloc_fail_after(0, false);
         eddy__mem_engine_release(e);
     }
-    eddy__mem_fail_after(1, false);
+    eddy__falloc_fail_after(1, false);
     cr_expect_null(eddy__mem_conn_new(eng));
     /* A transaction whose queueing failed is aborted rather than run without a command. */
     EXPECT("MULTI", "+OK");
-    eddy__mem_fail_after(1, true);
+    eddy__falloc_fail_after(1, true);
     long long block_ms = 0;
     cr_expect_null(run_on(conn, "SET a 1", &block_ms));
     cr_expect_eq(block_ms, -1);
-    eddy__mem_fail_after(0, false);
+    eddy__falloc_fail_after(0, false);
     EXPECT("EXEC", "-EXECABORT Transaction discarded because of previous errors.");
     /* A blocked XREAD that cannot remember its '$' reports OOM instead of blocking. */
-    eddy__mem_fail_after(1, true);
+    eddy__falloc_fail_after(1, true);
     cr_expect_null(run_on(conn, "XREAD BLOCK 0 STREAMS s $", &block_ms));
     cr_expect_eq(block_ms, -1);
-    eddy__mem_fail_after(0, false);
+    eddy__falloc_fail_after(0, false);
 }
 
 /* ---- private data structures against reference models ------------------------------------- */

@@ -768,7 +768,7 @@ static void mem_setup(void) {
 }
 
 static void mem_teardown(void) {
-    eddy__mem_fail_after(0, false);
+    eddy__falloc_fail_after(0, false);
     const char *bad = eddy__mem_engine_check(eng);
     cr_expect_null(bad, "engine invariant: %s", bad ? bad : "");
     eddy__mem_conn_free(mconn);
@@ -998,10 +998,10 @@ static redisReply *mexec_failing(const char *const *words, size_t nwords, long n
     eddy__cmd_init(&c);
     for (size_t i = 0; i < nwords; i++)
         eddy__cmd_str(&c, words[i]);
-    eddy__mem_fail_after(n, false);
+    eddy__falloc_fail_after(n, false);
     *block = -5;
     redisReply *r = eddy__mem_exec(mconn, c.argc, eddy__cmd_argv(&c), c.argvlen, block);
-    eddy__mem_fail_after(0, false);
+    eddy__falloc_fail_after(0, false);
     eddy__cmd_reset(&c);
     const char *bad = eddy__mem_engine_check(eng);
     cr_assert_null(bad, "allocation %ld: %s", n, bad ? bad : "");
@@ -1050,9 +1050,9 @@ static bool append_under_oom(long n) {
 
 Test(store_memory, eddy_append_is_all_or_nothing_when_memory_runs_out) {
     load_library();
-    unsigned long before = eddy__mem_alloc_count();
+    unsigned long before = eddy__falloc_count();
     cr_assert_not(append_under_oom(0));
-    long total = (long)(eddy__mem_alloc_count() - before);
+    long total = (long)(eddy__falloc_count() - before);
     cr_assert_gt(total, 10);
     int failed = 0;
     for (long n = 1; n <= total; n++)
@@ -1075,7 +1075,7 @@ Test(store_memory, undo_restores_node_bookkeeping) {
     }
     cr_assert_str_eq(mrun("XLEN subj"), ":150", "approximate trim drops whole nodes");
     for (long n = 1; n <= 40; n++) {
-        eddy__mem_fail_after(n, false);
+        eddy__falloc_fail_after(n, false);
         const char *cmd =
             "FCALL " EDDY__STORE_APPEND_FN " 5 s a p subj subjects -1 o 2 2 f v 2 f w x.y 150";
         eddy__cmd c;
@@ -1086,7 +1086,7 @@ Test(store_memory, undo_restores_node_bookkeeping) {
             eddy__cmd_str(&c, tok);
         long long block;
         redisReply *r = eddy__mem_exec(mconn, c.argc, eddy__cmd_argv(&c), c.argvlen, &block);
-        eddy__mem_fail_after(0, false);
+        eddy__falloc_fail_after(0, false);
         eddy__cmd_reset(&c);
         if (r) {
             version += 2;
@@ -1178,9 +1178,9 @@ static bool dedup_publish_under_oom(long n) {
 
 Test(store_memory, dedup_publish_is_all_or_nothing_when_memory_runs_out) {
     load_library();
-    unsigned long before = eddy__mem_alloc_count();
+    unsigned long before = eddy__falloc_count();
     cr_assert_not(dedup_publish_under_oom(0));
-    long total = (long)(eddy__mem_alloc_count() - before);
+    long total = (long)(eddy__falloc_count() - before);
     int failed = 0;
     for (long n = 1; n <= total; n++)
         failed += dedup_publish_under_oom(n);
@@ -1232,9 +1232,9 @@ static bool dedup_append_under_oom(long n) {
 
 Test(store_memory, dedup_append_is_all_or_nothing_when_memory_runs_out) {
     load_library();
-    unsigned long before = eddy__mem_alloc_count();
+    unsigned long before = eddy__falloc_count();
     cr_assert_not(dedup_append_under_oom(0));
-    long total = (long)(eddy__mem_alloc_count() - before);
+    long total = (long)(eddy__falloc_count() - before);
     int failed = 0;
     for (long n = 1; n <= total; n++)
         failed += dedup_append_under_oom(n);
