@@ -23,6 +23,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 
 #include "bus/discovery.h"
 #include "bus/requests.h"
+#include "bus/wakeup.h"
 #include "error.h"
 #include "events/entry.h"
 #include "events/fields.h"
@@ -194,6 +196,13 @@ struct eddy__consumer {
     VEC(dlq_item) dlq;
     eddy_delivery *held;    /* AtLeastOnce deliveries handlers hold (under lock) */
     VEC(refresh) refreshes; /* claim refreshes planned, until their replies are fed */
+
+    /* The bus-wide wake-up (eddy__consumer_share_wakeup; NULL: blocking reads of its own). */
+    eddy__wakeup *wakeup;
+    atomic_bool news;  /* a stream it watches may have entries for it: read without blocking */
+    size_t watched;    /* streams [0, watched) are watched (0 while paused) */
+    bool wake_replan;  /* a watch the wake-up's read in flight does not cover */
+    size_t live_asked; /* COUNT of the last live read planned without blocking, for news */
 };
 
 static bool at_least_once(const eddy__consumer *c) {
@@ -290,6 +299,38 @@ eddy__wake eddy__consumer_pause(eddy__sub *sub, bool pause) {
 
 void eddy__consumer_share_discovery(eddy__consumer *c, eddy__discovery *d) { c->shared = d; }
 
+void eddy__consumer_share_wakeup(eddy__consumer *c, eddy__wakeup *w) {
+    c->wakeup = w;
+    atomic_store(&c->news, true);
+}
+
+void eddy__consumer_wake(eddy__consumer *c) { atomic_store(&c->news, true); }
+
+bool eddy__consumer_wakeup_replan(eddy__consumer *c) {
+    bool replan = c->wake_replan;
+    c->wake_replan = false;
+    return replan;
+}
+
+/* Watches the streams not watched yet; news, so that the next plan reads them once (what came
+ * before the wake-up fixed its id for a stream it already knew). */
+static eddy_status watch_new_streams(eddy__consumer *c) {
+    for (; c->watched < c->streams.n; c->watched++) {
+        bool replan = false;
+        if (eddy__wakeup_watch(c->wakeup, c->streams.v[c->watched].key, c, &replan) != EDDY_OK)
+            return EDDY_ERR_NOMEM;
+        c->wake_replan |= replan;
+        atomic_store(&c->news, true);
+    }
+    return EDDY_OK;
+}
+
+static void unwatch_streams(eddy__consumer *c) {
+    if (c->wakeup && c->watched > 0)
+        eddy__wakeup_unwatch(c->wakeup, NULL, c);
+    c->watched = 0;
+}
+
 bool eddy__consumer_found_subjects(eddy__consumer *c) {
     bool found = c->found_subjects;
     c->found_subjects = false;
@@ -301,6 +342,7 @@ void eddy__consumer_free(eddy__consumer *c) {
         return;
     if (c->shared)
         eddy__discovery_leave(c->shared, c);
+    unwatch_streams(c);
     for (size_t i = 0; i < c->streams.n; i++) {
         free(c->streams.v[i].subject);
         free(c->streams.v[i].key);
@@ -707,6 +749,7 @@ static step plan_paused(eddy__consumer *c, long long now, eddy__plan *p) {
     if (!paused(c))
         return STEP_ON;
     rewind_history(c);
+    unwatch_streams(c); /* a resume watches them again, with news */
     long long wait = c->s->block_ms;
     if (!c->sub->literal)
         wait = min_ll(wait, c->next_discovery - now);
@@ -802,6 +845,17 @@ static step plan_claims(eddy__consumer *c, long long now, eddy__plan *p, size_t 
     return STEP_ON;
 }
 
+/* With the wake-up: how long to idle with no news. Not bounded by block_ms (a wake ends it),
+ * only by what the consumer must do by itself, and by EDDY__WOKEN_IDLE_MAX_MS. */
+static long long woken_wait(eddy__consumer *c, long long now, size_t outstanding) {
+    long long wait = min_ll(EDDY__WOKEN_IDLE_MAX_MS, discovery_wait(c, now));
+    if (outstanding > 0)
+        wait = min_ll(wait, EDDY__OUTSTANDING_BLOCK_MS);
+    else if (at_least_once(c) && c->streams.n > 0)
+        wait = min_ll(wait, next_claim_at(c) - now);
+    return wait;
+}
+
 /* The live read (">") for the room left in the batch, blocking unless allow_block is false;
  * or, with nothing to read from or no room, an idle wait. */
 static step plan_live(eddy__consumer *c, long long now, eddy__plan *p, bool allow_block,
@@ -826,10 +880,20 @@ static step plan_live(eddy__consumer *c, long long now, eddy__plan *p, bool allo
     /* Behind acknowledgements or replies the read does not block (a blocking read is never
      * pipelined behind them): under load it finds the next batch in the same round trip;
      * when it finds nothing, the next plan blocks. */
+    if (c->wakeup && allow_block) {
+        /* The bus-wide wake-up blocks for every subscription (wakeup.h): no news, no read; the
+         * idle wait ends at a wake, or when a claim round or a discovery is due. */
+        if (watch_new_streams(c) != EDDY_OK)
+            return STEP_NOMEM;
+        if (!atomic_exchange(&c->news, false))
+            return planned(p, woken_wait(c, now, outstanding));
+        allow_block = false;
+    }
     eddy__cmd *cmd = add(p, T_LIVE, -1, "XREADGROUP");
     if (!cmd)
         return STEP_NOMEM;
     add_group_args(c, cmd, c->s->read_batch - outstanding);
+    c->live_asked = c->s->read_batch - outstanding;
     if (allow_block) {
         eddy__cmd_str(cmd, "BLOCK");
         eddy__cmd_u64(cmd, (unsigned long long)wait);
@@ -1172,6 +1236,20 @@ static long stream_by_key(eddy__consumer *c, const redisReply *key) {
 }
 
 /* XREADGROUP: nil (timeout) or [[key, entries], ...]. */
+/* The entries of an XREADGROUP reply, over its streams (0 for anything else). */
+static size_t live_count(const redisReply *r) {
+    size_t n = 0;
+    if (r->type != REDIS_REPLY_ARRAY)
+        return 0;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *kv = r->element[i];
+        if (kv->type == REDIS_REPLY_ARRAY && kv->elements == 2 &&
+            kv->element[1]->type == REDIS_REPLY_ARRAY)
+            n += kv->element[1]->elements;
+    }
+    return n;
+}
+
 static eddy_status feed_read(eddy__consumer *c, const redisReply *r, bool history, bool withhold,
                              eddy__delivery_list *out) {
     if (r->type == REDIS_REPLY_NIL)
@@ -1419,6 +1497,9 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, long long now_ms, long long w
                 retry_later(c, "XREADGROUP", r);
             else
                 c->refusal_told = false;
+            if (c->wakeup && plan->cmds.tags[i] == T_LIVE && plan->block_ms < 0 &&
+                live_count(r) >= c->live_asked)
+                atomic_store(&c->news, true); /* a full batch: there may be more */
             break;
         case T_CLAIM:
             if (is_nogroup(r)) {
@@ -1682,6 +1763,7 @@ size_t eddy__consumer_outstanding(eddy__consumer *c) {
 void eddy__consumer_reset(eddy__consumer *c) {
     if (c->shared)
         eddy__discovery_leave(c->shared, c); /* a discovery in flight is lost with the link */
+    atomic_store(&c->news, true);            /* a wake may have come for a read that was lost */
     pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < c->inflight.n; i++)
         if (VEC_GROW(c->acks))

@@ -963,3 +963,98 @@ Test(consumer, lost_group_is_recreated_counted_and_the_server_found_behind, .fin
     eddy__plan_reset(&p);
     eddy__delivery_list_free(&out);
 }
+
+#include "bus/wakeup.h"
+
+static void wake_consumer(const void *who, void *user) {
+    (void)user;
+    eddy__consumer_wake((eddy__consumer *)who);
+}
+
+/* Feeds the wake-up one reply to the one command it plans (its text checked). */
+static void wakeup_step(eddy__wakeup *w, const char *want, const char *reply) {
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    long long block;
+    cr_assert_eq(eddy__wakeup_plan(w, 1000, &cmds, &block), EDDY_OK);
+    cr_assert_eq(cmds.n, 1);
+    char text[256] = "";
+    for (int i = 0; i < cmds.cmds[0].argc; i++) {
+        if (i > 0)
+            strcat(text, " ");
+        strcat(text, eddy__cmd_argv(&cmds.cmds[0])[i]);
+    }
+    cr_assert_str_eq(text, want);
+    redisReply *r = resp(reply);
+    cr_assert_eq(eddy__wakeup_feed(w, &cmds, &r, 1, wake_consumer, NULL), EDDY_OK);
+    freeReplyObject(r);
+    eddy__cmdlist_reset(&cmds);
+}
+
+Test(consumer, with_the_wakeup_live_reads_do_not_block_and_wait_for_news, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__wakeup *w = eddy__wakeup_new(10);
+    eddy__consumer_share_wakeup(consumer, w);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    plan(0, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XGROUP CREATE {t}:s:jobs g $ MKSTREAM");
+    step(0, &p, (const char *[]){OK, ":1\r\n"}, 2, &out);
+    plan(0, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs 0");
+    step(0, &p, (const char *[]){EMPTY_READ}, 1, &out);
+    /* The first live read: once, without BLOCK; the stream is watched from now on. */
+    plan(0, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    cr_expect_eq(p.block_ms, -1);
+    cr_expect_eq(eddy__wakeup_streams(w), 1);
+    step(0, &p, (const char *[]){EMPTY_READ}, 1, &out);
+    /* No news: it idles, not bounded by block_ms but by its next claim round. */
+    plan(0, &p);
+    cr_expect_eq(p.cmds.n, 0, "%s", p.cmds.n ? cmd_text(&p, 0) : "");
+    cr_expect_eq(p.idle_ms, 500, "the claim interval (redelivery_idle_ms / 2)");
+
+    /* The wake-up fixes the stream's id, which wakes its watcher once; then its XREAD says the
+     * stream has an entry, which wakes it again. */
+    wakeup_step(w, "XREVRANGE {t}:s:jobs + - COUNT 1", "*0\r\n");
+    plan(1, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    step(1, &p, (const char *[]){EMPTY_READ}, 1, &out);
+    plan(1, &p);
+    cr_expect_eq(p.cmds.n, 0);
+    wakeup_step(w, "XREAD COUNT 10 BLOCK 1000 STREAMS {t}:s:jobs 0-0", ONE_ENTRY("1-1"));
+    plan(2, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    step(2, &p, (const char *[]){ONE_ENTRY("1-1")}, 1, &out);
+    cr_assert_eq(out.n, 1);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
+    out.n = 0;
+    plan(3, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-1");
+    /* Behind an acknowledgement a live read never blocks anyway: it goes along, as without the
+     * wake-up. */
+    cr_assert_str_eq(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    step(3, &p, (const char *[]){":1\r\n", EMPTY_READ}, 2, &out);
+    plan(3, &p);
+    cr_expect_eq(p.cmds.n, 0, "no news: idle");
+
+    /* Paused, it no longer watches; resumed, it watches again and reads once. */
+    eddy__consumer_pause(sub, true);
+    plan(4, &p);
+    cr_expect_eq(p.cmds.n, 0);
+    cr_expect_eq(eddy__wakeup_streams(w), 0);
+    eddy__consumer_pause(sub, false);
+    plan(5, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs 0");
+    step(5, &p, (const char *[]){EMPTY_READ}, 1, &out);
+    plan(5, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    cr_expect_eq(eddy__wakeup_streams(w), 1);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+    eddy__consumer_free(consumer);
+    consumer = NULL;
+    cr_expect_eq(eddy__wakeup_streams(w), 0, "a freed consumer watches nothing");
+    eddy__wakeup_free(w);
+}
