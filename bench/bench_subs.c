@@ -13,6 +13,10 @@
  *       the publish call to the handler: `among` is the bus with 1,000 subscriptions, `alone` a
  *       bus with that subscription only, made back to back in each repetition; the ratio is
  *       among / alone (printed in the eddy= / hiredis= slots of the usual line).
+ *   subs_wide_xread_server_us_<K>   what the design's bus-wide wake-up (src/bus/wakeup.h) would
+ *       cost the server per wake: a non-blocking XREAD COUNT 256 STREAMS over K existing streams
+ *       from their newest ids (so it finds nothing), 200 times, server usec per call from INFO
+ *       commandstats, for K = 1, 100 and 1,000. No front end sends it yet.
  * The reactive bus's loop runs on the bench's thread for the idle window and on a thread of its
  * own for the latency runs. */
 #include <ev.h>
@@ -260,6 +264,51 @@ static void side_reactive(const bench_env *env, int rep, double *out, void *user
     redisFree(c);
 }
 
+/* ---- the wide XREAD ------------------------------------------------------------------- */
+
+#define WIDE_CALLS 200
+
+/* cmdstat_xread's usec (0 before the first call). */
+static double xread_usec(redisContext *c) {
+    redisReply *r = redisCommand(c, "INFO commandstats");
+    const char *v = r && r->type == REDIS_REPLY_STRING ? strstr(r->str, "cmdstat_xread:") : 0;
+    const char *u = v ? strstr(v, "usec=") : 0;
+    double usec = u ? strtod(u + 5, NULL) : 0;
+    freeReplyObject(r);
+    return usec;
+}
+
+static void side_wide(const bench_env *env, int rep, double *out, void *user) {
+    (void)user;
+    redisContext *c = bench_connect(env);
+    static char keys[MAX_SUBS][128];
+    static const char *argv[4 + 2 * MAX_SUBS];
+    char ns[96];
+    bench_ns(env, ns, sizeof(ns), "wide", rep);
+    for (long i = 0; i < MAX_SUBS; i++) {
+        snprintf(keys[i], sizeof(keys[i]), "{%s}:s:subs.%ld", ns, i);
+        redisReply *r = redisCommand(c, "XADD %s * f v", keys[i]);
+        freeReplyObject(r);
+    }
+    for (int j = 0; j < 3; j++) {
+        long k = counts[j];
+        argv[0] = "XREAD", argv[1] = "COUNT", argv[2] = "256", argv[3] = "STREAMS";
+        for (long i = 0; i < k; i++) {
+            argv[4 + i] = keys[i];
+            argv[4 + k + i] = "$";
+        }
+        double u0 = xread_usec(c);
+        for (int n = 0; n < WIDE_CALLS; n++) {
+            redisReply *r = redisCommandArgv(c, (int)(4 + 2 * k), argv, NULL);
+            if (!r || r->type == REDIS_REPLY_ERROR)
+                bench_die("XREAD", r ? r->str : c->errstr);
+            freeReplyObject(r);
+        }
+        out[j] = (xread_usec(c) - u0) / WIDE_CALLS;
+    }
+    redisFree(c);
+}
+
 static void print_side(const char *fe, int f, const double *m, int reps) {
     char name[64];
     for (int j = 0; j < 3; j++) {
@@ -305,6 +354,15 @@ int main(int argc, char **argv) {
     double r[NOUT];
     bench_sides(&env, &reactive, 1, NOUT, r);
     print_side("reactive", 1, r, env.reps);
+
+    bench_side wide = {"wide-xread", side_wide, NULL};
+    double w[3];
+    bench_sides(&env, &wide, 1, 3, w);
+    for (int j = 0; j < 3; j++) {
+        char name[64];
+        snprintf(name, sizeof(name), "subs_wide_xread_server_us_%ld", counts[j]);
+        bench_print1(name, w[j]);
+    }
 
     free(sent_at);
     free(latency);
