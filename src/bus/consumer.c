@@ -199,10 +199,12 @@ struct eddy__consumer {
 
     /* The bus-wide wake-up (eddy__consumer_share_wakeup; NULL: blocking reads of its own). */
     eddy__wakeup *wakeup;
-    atomic_bool news;  /* a stream it watches may have entries for it: read without blocking */
-    size_t watched;    /* streams [0, watched) are watched (0 while paused) */
-    bool wake_replan;  /* a watch the wake-up's read in flight does not cover */
-    size_t live_asked; /* COUNT of the last live read planned without blocking, for news */
+    atomic_bool news;   /* a stream it watches may have entries for it: read without blocking */
+    size_t watched;     /* streams [0, watched) are watched (0 while paused) */
+    bool wake_replan;   /* a watch the wake-up's read in flight does not cover */
+    size_t live_asked;  /* COUNT of the last live read planned without blocking, for news */
+    bool hot;           /* out of the wake-up: reading with blocking reads of its own */
+    long long found_at; /* when a read woken by news last found entries (-1: the last did not) */
 };
 
 static bool at_least_once(const eddy__consumer *c) {
@@ -301,6 +303,7 @@ void eddy__consumer_share_discovery(eddy__consumer *c, eddy__discovery *d) { c->
 
 void eddy__consumer_share_wakeup(eddy__consumer *c, eddy__wakeup *w) {
     c->wakeup = w;
+    c->found_at = -1;
     atomic_store(&c->news, true);
 }
 
@@ -880,7 +883,9 @@ static step plan_live(eddy__consumer *c, long long now, eddy__plan *p, bool allo
     /* Behind acknowledgements or replies the read does not block (a blocking read is never
      * pipelined behind them): under load it finds the next batch in the same round trip;
      * when it finds nothing, the next plan blocks. */
-    if (c->wakeup && allow_block) {
+    if (c->wakeup && c->hot)
+        unwatch_streams(c); /* blocking reads of its own until one finds nothing (wakeup.h) */
+    if (c->wakeup && allow_block && !c->hot) {
         /* The bus-wide wake-up blocks for every subscription (wakeup.h): no news, no read; the
          * idle wait ends at a wake, or when a claim round or a discovery is due. */
         if (watch_new_streams(c) != EDDY_OK)
@@ -1236,6 +1241,32 @@ static long stream_by_key(eddy__consumer *c, const redisReply *key) {
 }
 
 /* XREADGROUP: nil (timeout) or [[key, entries], ...]. */
+/* With the wake-up: a full batch is news (there may be more). A stream whose woken reads find
+ * entries twice within block_ms is hot: it leaves the wake-up, whose wide read would otherwise
+ * be sent again after each of its entries (wakeup.h), and reads with blocking reads of its own
+ * until one finds nothing; it then watches again, with news. */
+static size_t live_count(const redisReply *r);
+static void fed_live(eddy__consumer *c, const eddy__plan *plan, const redisReply *r) {
+    size_t n = live_count(r);
+    if (plan->block_ms >= 0) {
+        if (c->hot && n == 0) {
+            c->hot = false;
+            c->found_at = -1;
+        }
+        return;
+    }
+    if (n >= c->live_asked)
+        atomic_store(&c->news, true);
+    if (n == 0) {
+        c->found_at = -1;
+    } else if (c->found_at >= 0 && c->fed_ms - c->found_at <= (long long)c->s->block_ms) {
+        c->hot = true;
+        c->found_at = -1;
+    } else {
+        c->found_at = c->fed_ms;
+    }
+}
+
 /* The entries of an XREADGROUP reply, over its streams (0 for anything else). */
 static size_t live_count(const redisReply *r) {
     size_t n = 0;
@@ -1497,9 +1528,8 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, long long now_ms, long long w
                 retry_later(c, "XREADGROUP", r);
             else
                 c->refusal_told = false;
-            if (c->wakeup && plan->cmds.tags[i] == T_LIVE && plan->block_ms < 0 &&
-                live_count(r) >= c->live_asked)
-                atomic_store(&c->news, true); /* a full batch: there may be more */
+            if (c->wakeup && plan->cmds.tags[i] == T_LIVE)
+                fed_live(c, plan, r);
             break;
         case T_CLAIM:
             if (is_nogroup(r)) {
@@ -1764,6 +1794,8 @@ void eddy__consumer_reset(eddy__consumer *c) {
     if (c->shared)
         eddy__discovery_leave(c->shared, c); /* a discovery in flight is lost with the link */
     atomic_store(&c->news, true);            /* a wake may have come for a read that was lost */
+    c->hot = false;
+    c->found_at = -1;
     pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < c->inflight.n; i++)
         if (VEC_GROW(c->acks))

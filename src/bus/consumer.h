@@ -97,8 +97,12 @@ struct eddy__wakeup;
  * front end drives yet): it watches its streams there (who: the consumer; not while paused)
  * and plans its live reads without BLOCK, only when it has news (eddy__consumer_wake, or a
  * start, a resume, a new stream, a lost connection, or a live read that filled its batch); with
- * no news it idles, for as long as its claim rounds and discovery allow, until woken. Everything
- * else (acknowledgements, history, claims, pause, stop) plans as without it. Borrowed: it must
+ * no news it idles, for as long as its claim rounds and discovery allow, until woken. A hot
+ * stream (two non-blocking live reads that found entries within block_ms) leaves the wake-up:
+ * the consumer then plans blocking live reads of its own, as without it (the front end sends
+ * them on a connection where blocking is allowed), until one finds nothing, and watches again,
+ * with news. Everything else (acknowledgements, history, claims, pause, stop) plans as without
+ * it. Borrowed: it must
  * outlive the consumer. Call before the first plan. */
 void eddy__consumer_share_wakeup(eddy__consumer *c, struct eddy__wakeup *w);
 /* The wake-up says a stream the consumer watches has news: its next plan reads. The front end

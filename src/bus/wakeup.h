@@ -40,13 +40,13 @@
  * and under 1 us at N = 1. Idle, that is one call per block_ms for the whole bus, much less
  * than 1,000 reads timing out. But one hot stream among 1,000 would have the wide read sent
  * again after each of its entries: at 1,000 entries a second some 40% of a server core, and up
- * to a millisecond more latency. So the front ends
- * that drive this must keep hot streams out of it: a subscription that was woken and found a
- * full batch, or found entries on each of its last reads, leaves the wake-up (unwatch) and
- * reads with a blocking group read of its own on one of a few shared "hot" connections, and
- * comes back (watch) once a read finds nothing; and a bus with many streams splits them over
- * a few wake-ups (one object per shard, at most a few hundred streams each). Both stay within
- * the fixed connection budget.
+ * to a millisecond more latency. So hot streams stay out of it, as the consumer decides
+ * (consumer.h, eddy__consumer_share_wakeup): one whose woken reads found entries twice within
+ * block_ms leaves the wake-up (unwatch) and plans blocking group reads of its own, which the
+ * front end sends on one of a few shared "hot" connections, and comes back (watch) once such a
+ * read finds nothing. And a bus with many streams splits them over a few wake-ups (one object
+ * per shard, at most a few hundred streams each). Both stay within the fixed connection
+ * budget.
  *
  * Cluster: a bus's streams are all in its namespace's slot (keys.h: one hash tag), so one XREAD
  * over them is legal and stays on that slot's master.

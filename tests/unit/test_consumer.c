@@ -645,7 +645,7 @@ Test(consumer, outstanding_deliveries_leave_room_for_live_reads_only, .fini = te
                      "XREADGROUP GROUP g me COUNT 9 BLOCK 100 STREAMS {t}:s:jobs >");
     step(120, &p, (const char *[]){"*-1\r\n"}, 1, &out);
     /* The claim round is due (the interval is 500): it waits while one is outstanding. */
-    plan(600, &p);
+    plan(40, &p);
     cr_assert_eq(p.cmds.n, 1);
     cr_expect_str_eq(cmd_text(&p, 0),
                      "XREADGROUP GROUP g me COUNT 9 BLOCK 100 STREAMS {t}:s:jobs >");
@@ -1056,5 +1056,78 @@ Test(consumer, with_the_wakeup_live_reads_do_not_block_and_wait_for_news, .fini 
     eddy__consumer_free(consumer);
     consumer = NULL;
     cr_expect_eq(eddy__wakeup_streams(w), 0, "a freed consumer watches nothing");
+    eddy__wakeup_free(w);
+}
+
+/* Brings a literal AtLeastOnce consumer with the wake-up w to its first idle wait, the stream's
+ * id fixed at 0-0 by the wake-up. */
+static void to_woken_idle(eddy__wakeup *w, eddy__plan *p, eddy__delivery_list *out) {
+    eddy__consumer_share_wakeup(consumer, w);
+    plan(0, p);
+    step(0, p, (const char *[]){OK, ":1\r\n"}, 2, out);
+    plan(0, p);
+    step(0, p, (const char *[]){EMPTY_READ}, 1, out);
+    plan(0, p);
+    cr_assert_str_eq(cmd_text(p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    step(0, p, (const char *[]){EMPTY_READ}, 1, out);
+    wakeup_step(w, "XREVRANGE {t}:s:jobs + - COUNT 1", "*0\r\n");
+    plan(0, p);
+    step(0, p, (const char *[]){EMPTY_READ}, 1, out);
+    plan(0, p);
+    cr_assert_eq(p->cmds.n, 0);
+}
+
+Test(consumer, a_hot_stream_leaves_the_wakeup_until_a_read_finds_nothing, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__wakeup *w = eddy__wakeup_new(10);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_woken_idle(w, &p, &out);
+    /* Two woken reads find entries within block_ms (500): the stream is hot. */
+    const char *ids[] = {"1-1", "1-2"};
+    const char *replies[] = {ONE_ENTRY("1-1"), ONE_ENTRY("1-2")};
+    for (int k = 0; k < 2; k++) {
+        char xread[128];
+        snprintf(xread, sizeof(xread), "XREAD COUNT 10 BLOCK 1000 STREAMS {t}:s:jobs %s",
+                 k == 0 ? "0-0" : ids[0]);
+        wakeup_step(w, xread, replies[k]);
+        plan(10 + k, &p);
+        cr_assert_str_eq(cmd_text(&p, p.cmds.n - 1),
+                         "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+        const char *with_ack[] = {":1\r\n", replies[k]};
+        step(10 + k, &p, p.cmds.n == 2 ? with_ack : &replies[k], p.cmds.n, &out);
+        cr_assert_eq(out.n, 1);
+        eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
+        out.n = 0;
+    }
+    /* Hot: out of the wake-up, it blocks by itself (the acknowledgement goes first, alone). */
+    plan(20, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-2");
+    step(20, &p, (const char *[]){":1\r\n", EMPTY_READ}, 2, &out);
+    plan(20, &p);
+    cr_assert(strncmp(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 BLOCK ", 37) == 0, "%s",
+              cmd_text(&p, 0));
+    cr_expect_gt(p.block_ms, 0);
+    cr_expect_eq(eddy__wakeup_streams(w), 0, "the hot stream left the wake-up");
+    step(20, &p, (const char *[]){ONE_ENTRY("1-3")}, 1, &out);
+    cr_assert_eq(out.n, 1, "still hot: it keeps reading by itself");
+    eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
+    out.n = 0;
+    plan(30, &p);
+    step(30, &p, (const char *[]){":1\r\n", EMPTY_READ}, 2, &out);
+    plan(30, &p);
+    cr_assert(strncmp(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 BLOCK ", 37) == 0);
+    step(30, &p, (const char *[]){"*-1\r\n"}, 1, &out);
+    /* A blocking read found nothing: cold again, it watches, with news (one read at once). */
+    plan(40, &p);
+    cr_assert_str_eq(cmd_text(&p, p.cmds.n - 1),
+                     "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    cr_expect_eq(p.block_ms, -1);
+    cr_expect_eq(eddy__wakeup_streams(w), 1);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+    eddy__consumer_free(consumer);
+    consumer = NULL;
     eddy__wakeup_free(w);
 }
