@@ -31,7 +31,7 @@ machine_line() {
 machine_line before
 started=$(date +%s)
 for b in bench_pubsub bench_reqrep bench_latency bench_replay bench_store bench_domain bench_idle bench_wait \
-    bench_cluster; do
+    bench_cluster bench_subs; do
     echo "== $b"
     "$build/bench/$b" "${common[@]}"
 done

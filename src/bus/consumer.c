@@ -23,6 +23,7 @@
 
 #include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,6 +31,7 @@
 
 #include "bus/discovery.h"
 #include "bus/requests.h"
+#include "bus/wakeup.h"
 #include "error.h"
 #include "events/entry.h"
 #include "events/fields.h"
@@ -194,6 +196,15 @@ struct eddy__consumer {
     VEC(dlq_item) dlq;
     eddy_delivery *held;    /* AtLeastOnce deliveries handlers hold (under lock) */
     VEC(refresh) refreshes; /* claim refreshes planned, until their replies are fed */
+
+    /* The bus-wide wake-up (eddy__consumer_share_wakeup; NULL: blocking reads of its own). */
+    eddy__wakeup *wakeup;
+    atomic_bool news;   /* a stream it watches may have entries for it: read without blocking */
+    size_t watched;     /* streams [0, watched) are watched (0 while paused) */
+    bool wake_replan;   /* a watch the wake-up's read in flight does not cover */
+    size_t live_asked;  /* COUNT of the last live read planned without blocking, for news */
+    bool hot;           /* out of the wake-up: reading with blocking reads of its own */
+    long long found_at; /* when a read woken by news last found entries (-1: the last did not) */
 };
 
 static bool at_least_once(const eddy__consumer *c) {
@@ -290,6 +301,39 @@ eddy__wake eddy__consumer_pause(eddy__sub *sub, bool pause) {
 
 void eddy__consumer_share_discovery(eddy__consumer *c, eddy__discovery *d) { c->shared = d; }
 
+void eddy__consumer_share_wakeup(eddy__consumer *c, eddy__wakeup *w) {
+    c->wakeup = w;
+    c->found_at = -1;
+    atomic_store(&c->news, true);
+}
+
+void eddy__consumer_wake(eddy__consumer *c) { atomic_store(&c->news, true); }
+
+bool eddy__consumer_wakeup_replan(eddy__consumer *c) {
+    bool replan = c->wake_replan;
+    c->wake_replan = false;
+    return replan;
+}
+
+/* Watches the streams not watched yet; news, so that the next plan reads them once (what came
+ * before the wake-up fixed its id for a stream it already knew). */
+static eddy_status watch_new_streams(eddy__consumer *c) {
+    for (; c->watched < c->streams.n; c->watched++) {
+        bool replan = false;
+        if (eddy__wakeup_watch(c->wakeup, c->streams.v[c->watched].key, c, &replan) != EDDY_OK)
+            return EDDY_ERR_NOMEM;
+        c->wake_replan |= replan;
+        atomic_store(&c->news, true);
+    }
+    return EDDY_OK;
+}
+
+static void unwatch_streams(eddy__consumer *c) {
+    if (c->wakeup && c->watched > 0)
+        eddy__wakeup_unwatch(c->wakeup, NULL, c);
+    c->watched = 0;
+}
+
 bool eddy__consumer_found_subjects(eddy__consumer *c) {
     bool found = c->found_subjects;
     c->found_subjects = false;
@@ -301,6 +345,7 @@ void eddy__consumer_free(eddy__consumer *c) {
         return;
     if (c->shared)
         eddy__discovery_leave(c->shared, c);
+    unwatch_streams(c);
     for (size_t i = 0; i < c->streams.n; i++) {
         free(c->streams.v[i].subject);
         free(c->streams.v[i].key);
@@ -707,6 +752,7 @@ static step plan_paused(eddy__consumer *c, long long now, eddy__plan *p) {
     if (!paused(c))
         return STEP_ON;
     rewind_history(c);
+    unwatch_streams(c); /* a resume watches them again, with news */
     long long wait = c->s->block_ms;
     if (!c->sub->literal)
         wait = min_ll(wait, c->next_discovery - now);
@@ -802,6 +848,17 @@ static step plan_claims(eddy__consumer *c, long long now, eddy__plan *p, size_t 
     return STEP_ON;
 }
 
+/* With the wake-up: how long to idle with no news. Not bounded by block_ms (a wake ends it),
+ * only by what the consumer must do by itself, and by EDDY__WOKEN_IDLE_MAX_MS. */
+static long long woken_wait(eddy__consumer *c, long long now, size_t outstanding) {
+    long long wait = min_ll(EDDY__WOKEN_IDLE_MAX_MS, discovery_wait(c, now));
+    if (outstanding > 0)
+        wait = min_ll(wait, EDDY__OUTSTANDING_BLOCK_MS);
+    else if (at_least_once(c) && c->streams.n > 0)
+        wait = min_ll(wait, next_claim_at(c) - now);
+    return wait;
+}
+
 /* The live read (">") for the room left in the batch, blocking unless allow_block is false;
  * or, with nothing to read from or no room, an idle wait. */
 static step plan_live(eddy__consumer *c, long long now, eddy__plan *p, bool allow_block,
@@ -828,10 +885,23 @@ static step plan_live(eddy__consumer *c, long long now, eddy__plan *p, bool allo
      * acknowledgements, hand-backs, refreshes and replies it blocks: the server runs them
      * before it blocks, so a reply reaches its requester at once and a responder needs one
      * read per request, not two. */
+    if (c->wakeup && c->hot)
+        unwatch_streams(c); /* blocking reads of its own until one finds nothing (wakeup.h) */
+    if (c->wakeup && !c->hot) {
+        /* The bus-wide wake-up blocks for every subscription (wakeup.h): no news, no read; the
+         * idle wait ends at a wake, or when a claim round or a discovery is due. Behind
+         * acknowledgements the read goes without BLOCK, news or not. */
+        if (watch_new_streams(c) != EDDY_OK)
+            return STEP_NOMEM;
+        if (allow_block && p->cmds.n == 0 && !atomic_exchange(&c->news, false))
+            return planned(p, woken_wait(c, now, outstanding));
+        allow_block = false;
+    }
     eddy__cmd *cmd = add(p, T_LIVE, -1, "XREADGROUP");
     if (!cmd)
         return STEP_NOMEM;
     add_group_args(c, cmd, c->s->read_batch - outstanding);
+    c->live_asked = c->s->read_batch - outstanding;
     if (allow_block) {
         eddy__cmd_str(cmd, "BLOCK");
         eddy__cmd_u64(cmd, (unsigned long long)wait);
@@ -1179,6 +1249,46 @@ static long stream_by_key(eddy__consumer *c, const redisReply *key) {
 }
 
 /* XREADGROUP: nil (timeout) or [[key, entries], ...]. */
+/* With the wake-up: a full batch is news (there may be more). A stream whose woken reads find
+ * entries twice within block_ms is hot: it leaves the wake-up, whose wide read would otherwise
+ * be sent again after each of its entries (wakeup.h), and reads with blocking reads of its own
+ * until one finds nothing; it then watches again, with news. */
+static size_t live_count(const redisReply *r);
+static void fed_live(eddy__consumer *c, const eddy__plan *plan, const redisReply *r) {
+    size_t n = live_count(r);
+    if (plan->block_ms >= 0) {
+        if (c->hot && n == 0) {
+            c->hot = false;
+            c->found_at = -1;
+        }
+        return;
+    }
+    if (n >= c->live_asked)
+        atomic_store(&c->news, true);
+    if (n == 0) {
+        c->found_at = -1;
+    } else if (c->found_at >= 0 && c->fed_ms - c->found_at <= (long long)c->s->block_ms) {
+        c->hot = true;
+        c->found_at = -1;
+    } else {
+        c->found_at = c->fed_ms;
+    }
+}
+
+/* The entries of an XREADGROUP reply, over its streams (0 for anything else). */
+static size_t live_count(const redisReply *r) {
+    size_t n = 0;
+    if (r->type != REDIS_REPLY_ARRAY)
+        return 0;
+    for (size_t i = 0; i < r->elements; i++) {
+        const redisReply *kv = r->element[i];
+        if (kv->type == REDIS_REPLY_ARRAY && kv->elements == 2 &&
+            kv->element[1]->type == REDIS_REPLY_ARRAY)
+            n += kv->element[1]->elements;
+    }
+    return n;
+}
+
 static eddy_status feed_read(eddy__consumer *c, const redisReply *r, bool history, bool withhold,
                              eddy__delivery_list *out) {
     if (r->type == REDIS_REPLY_NIL)
@@ -1426,6 +1536,8 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, long long now_ms, long long w
                 retry_later(c, "XREADGROUP", r);
             else
                 c->refusal_told = false;
+            if (c->wakeup && plan->cmds.tags[i] == T_LIVE)
+                fed_live(c, plan, r);
             break;
         case T_CLAIM:
             if (is_nogroup(r)) {
@@ -1689,6 +1801,9 @@ size_t eddy__consumer_outstanding(eddy__consumer *c) {
 void eddy__consumer_reset(eddy__consumer *c) {
     if (c->shared)
         eddy__discovery_leave(c->shared, c); /* a discovery in flight is lost with the link */
+    atomic_store(&c->news, true);            /* a wake may have come for a read that was lost */
+    c->hot = false;
+    c->found_at = -1;
     pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < c->inflight.n; i++)
         if (VEC_GROW(c->acks))

@@ -89,6 +89,28 @@ struct eddy__discovery;
  * first one, instead of looking every discovery_ms by itself. Borrowed: it must outlive the
  * consumer. Call before the first plan. */
 void eddy__consumer_share_discovery(eddy__consumer *c, struct eddy__discovery *d);
+
+struct eddy__wakeup;
+/* The longest idle wait planned with the wake-up while nothing else is due. */
+#define EDDY__WOKEN_IDLE_MAX_MS 60000
+/* The consumer leaves blocking to the bus-wide wake-up (wakeup.h; issue 22's design, which no
+ * front end drives yet): it watches its streams there (who: the consumer; not while paused)
+ * and plans its live reads without BLOCK, only when it has news (eddy__consumer_wake, or a
+ * start, a resume, a new stream, a lost connection, or a live read that filled its batch); with
+ * no news it idles, for as long as its claim rounds and discovery allow, until woken. A hot
+ * stream (two non-blocking live reads that found entries within block_ms) leaves the wake-up:
+ * the consumer then plans blocking live reads of its own, as without it (the front end sends
+ * them on a connection where blocking is allowed), until one finds nothing, and watches again,
+ * with news. Everything else (acknowledgements, history, claims, pause, stop) plans as without
+ * it. Borrowed: it must
+ * outlive the consumer. Call before the first plan. */
+void eddy__consumer_share_wakeup(eddy__consumer *c, struct eddy__wakeup *w);
+/* The wake-up says a stream the consumer watches has news: its next plan reads. The front end
+ * then ends the reader's idle wait. Thread: any. */
+void eddy__consumer_wake(eddy__consumer *c);
+/* True (once) when the last plan watched a stream the wake-up's blocking read in flight does
+ * not cover: the front end cuts that read short so that it plans again. */
+bool eddy__consumer_wakeup_replan(eddy__consumer *c);
 /* True (once) when a shared discovery this consumer sent found subjects: the front end then
  * wakes the bus's other readers that are idle, so they take them at once. */
 bool eddy__consumer_found_subjects(eddy__consumer *c);

@@ -649,7 +649,7 @@ Test(consumer, outstanding_deliveries_leave_room_for_live_reads_only, .fini = te
                      "XREADGROUP GROUP g me COUNT 9 BLOCK 100 STREAMS {t}:s:jobs >");
     step(120, &p, (const char *[]){"*-1\r\n"}, 1, &out);
     /* The claim round is due (the interval is 500): it waits while one is outstanding. */
-    plan(600, &p);
+    plan(40, &p);
     cr_assert_eq(p.cmds.n, 1);
     cr_expect_str_eq(cmd_text(&p, 0),
                      "XREADGROUP GROUP g me COUNT 9 BLOCK 100 STREAMS {t}:s:jobs >");
@@ -967,4 +967,170 @@ Test(consumer, lost_group_is_recreated_counted_and_the_server_found_behind, .fin
     cr_expect_eq(st.lost_writes, 3);
     eddy__plan_reset(&p);
     eddy__delivery_list_free(&out);
+}
+
+#include "bus/wakeup.h"
+
+static void wake_consumer(const void *who, void *user) {
+    (void)user;
+    eddy__consumer_wake((eddy__consumer *)who);
+}
+
+/* Feeds the wake-up one reply to the one command it plans (its text checked). */
+static void wakeup_step(eddy__wakeup *w, const char *want, const char *reply) {
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    long long block;
+    cr_assert_eq(eddy__wakeup_plan(w, 1000, &cmds, &block), EDDY_OK);
+    cr_assert_eq(cmds.n, 1);
+    char text[256] = "";
+    for (int i = 0; i < cmds.cmds[0].argc; i++) {
+        if (i > 0)
+            strcat(text, " ");
+        strcat(text, eddy__cmd_argv(&cmds.cmds[0])[i]);
+    }
+    cr_assert_str_eq(text, want);
+    redisReply *r = resp(reply);
+    cr_assert_eq(eddy__wakeup_feed(w, &cmds, &r, 1, wake_consumer, NULL), EDDY_OK);
+    freeReplyObject(r);
+    eddy__cmdlist_reset(&cmds);
+}
+
+Test(consumer, with_the_wakeup_live_reads_do_not_block_and_wait_for_news, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__wakeup *w = eddy__wakeup_new(10);
+    eddy__consumer_share_wakeup(consumer, w);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    plan(0, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XGROUP CREATE {t}:s:jobs g $ MKSTREAM");
+    step(0, &p, (const char *[]){OK, ":1\r\n"}, 2, &out);
+    plan(0, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs 0");
+    step(0, &p, (const char *[]){EMPTY_READ}, 1, &out);
+    /* The first live read: once, without BLOCK; the stream is watched from now on. */
+    plan(0, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    cr_expect_eq(p.block_ms, -1);
+    cr_expect_eq(eddy__wakeup_streams(w), 1);
+    step(0, &p, (const char *[]){EMPTY_READ}, 1, &out);
+    /* No news: it idles, not bounded by block_ms but by its next claim round. */
+    plan(0, &p);
+    cr_expect_eq(p.cmds.n, 0, "%s", p.cmds.n ? cmd_text(&p, 0) : "");
+    cr_expect_eq(p.idle_ms, 500, "the claim interval (redelivery_idle_ms / 2)");
+
+    /* The wake-up fixes the stream's id, which wakes its watcher once; then its XREAD says the
+     * stream has an entry, which wakes it again. */
+    wakeup_step(w, "XREVRANGE {t}:s:jobs + - COUNT 1", "*0\r\n");
+    plan(1, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    step(1, &p, (const char *[]){EMPTY_READ}, 1, &out);
+    plan(1, &p);
+    cr_expect_eq(p.cmds.n, 0);
+    wakeup_step(w, "XREAD COUNT 10 BLOCK 1000 STREAMS {t}:s:jobs 0-0", ONE_ENTRY("1-1"));
+    plan(2, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    step(2, &p, (const char *[]){ONE_ENTRY("1-1")}, 1, &out);
+    cr_assert_eq(out.n, 1);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
+    out.n = 0;
+    plan(3, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-1");
+    /* Behind an acknowledgement a live read never blocks anyway: it goes along, as without the
+     * wake-up. */
+    cr_assert_str_eq(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    step(3, &p, (const char *[]){":1\r\n", EMPTY_READ}, 2, &out);
+    plan(3, &p);
+    cr_expect_eq(p.cmds.n, 0, "no news: idle");
+
+    /* Paused, it no longer watches; resumed, it watches again and reads once. */
+    eddy__consumer_pause(sub, true);
+    plan(4, &p);
+    cr_expect_eq(p.cmds.n, 0);
+    cr_expect_eq(eddy__wakeup_streams(w), 0);
+    eddy__consumer_pause(sub, false);
+    plan(5, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs 0");
+    step(5, &p, (const char *[]){EMPTY_READ}, 1, &out);
+    plan(5, &p);
+    cr_assert_str_eq(cmd_text(&p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    cr_expect_eq(eddy__wakeup_streams(w), 1);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+    eddy__consumer_free(consumer);
+    consumer = NULL;
+    cr_expect_eq(eddy__wakeup_streams(w), 0, "a freed consumer watches nothing");
+    eddy__wakeup_free(w);
+}
+
+/* Brings a literal AtLeastOnce consumer with the wake-up w to its first idle wait, the stream's
+ * id fixed at 0-0 by the wake-up. */
+static void to_woken_idle(eddy__wakeup *w, eddy__plan *p, eddy__delivery_list *out) {
+    eddy__consumer_share_wakeup(consumer, w);
+    plan(0, p);
+    step(0, p, (const char *[]){OK, ":1\r\n"}, 2, out);
+    plan(0, p);
+    step(0, p, (const char *[]){EMPTY_READ}, 1, out);
+    plan(0, p);
+    cr_assert_str_eq(cmd_text(p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    step(0, p, (const char *[]){EMPTY_READ}, 1, out);
+    wakeup_step(w, "XREVRANGE {t}:s:jobs + - COUNT 1", "*0\r\n");
+    plan(0, p);
+    step(0, p, (const char *[]){EMPTY_READ}, 1, out);
+    plan(0, p);
+    cr_assert_eq(p->cmds.n, 0);
+}
+
+Test(consumer, a_hot_stream_leaves_the_wakeup_until_a_read_finds_nothing, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__wakeup *w = eddy__wakeup_new(10);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_woken_idle(w, &p, &out);
+    /* Two woken reads find entries within block_ms (500): the stream is hot. */
+    const char *ids[] = {"1-1", "1-2"};
+    const char *replies[] = {ONE_ENTRY("1-1"), ONE_ENTRY("1-2")};
+    for (int k = 0; k < 2; k++) {
+        char xread[128];
+        snprintf(xread, sizeof(xread), "XREAD COUNT 10 BLOCK 1000 STREAMS {t}:s:jobs %s",
+                 k == 0 ? "0-0" : ids[0]);
+        wakeup_step(w, xread, replies[k]);
+        plan(10 + k, &p);
+        cr_assert_str_eq(cmd_text(&p, p.cmds.n - 1),
+                         "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+        const char *with_ack[] = {":1\r\n", replies[k]};
+        step(10 + k, &p, p.cmds.n == 2 ? with_ack : &replies[k], p.cmds.n, &out);
+        cr_assert_eq(out.n, 1);
+        eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
+        out.n = 0;
+    }
+    /* Hot: out of the wake-up, it blocks by itself, behind the acknowledgement. */
+    plan(20, &p);
+    cr_assert_eq(p.cmds.n, 2);
+    cr_assert_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-2");
+    cr_assert(strncmp(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 10 BLOCK ", 37) == 0, "%s",
+              cmd_text(&p, 1));
+    cr_expect_gt(p.block_ms, 0);
+    cr_expect_eq(eddy__wakeup_streams(w), 0, "the hot stream left the wake-up");
+    step(20, &p, (const char *[]){":1\r\n", ONE_ENTRY("1-3")}, 2, &out);
+    cr_assert_eq(out.n, 1, "still hot: it keeps reading by itself");
+    eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
+    out.n = 0;
+    plan(30, &p);
+    cr_assert_eq(p.cmds.n, 2);
+    cr_assert(strncmp(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 10 BLOCK ", 37) == 0);
+    step(30, &p, (const char *[]){":1\r\n", "*-1\r\n"}, 2, &out);
+    /* A blocking read found nothing: cold again, it watches, with news (one read at once). */
+    plan(40, &p);
+    cr_assert_str_eq(cmd_text(&p, p.cmds.n - 1),
+                     "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    cr_expect_eq(p.block_ms, -1);
+    cr_expect_eq(eddy__wakeup_streams(w), 1);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+    eddy__consumer_free(consumer);
+    consumer = NULL;
+    eddy__wakeup_free(w);
 }
