@@ -3,7 +3,10 @@
  * fault_worker transform processes share a group on faults.txn.in; each input "m<n>" makes one
  * output "o<n>" on faults.txn.out, committed with the input's acknowledgement
  * (eddy_delivery_emit). The suite kills one worker with SIGKILL each time another share of the
- * inputs was handled, while it holds pending entries, and starts another in its place. Inputs
+ * inputs was handled, while it holds pending entries, and starts another in its place; and every
+ * 100 ms it drops the workers' connections (CLIENT KILL ID of the clients whose last command was
+ * a read, a commit or an acknowledgement), so that commits whose replies are lost are sent
+ * again on the next connection. Inputs
  * the dead held come back and are handled again (handler runs beyond one per input are counted
  * and printed: they are allowed), but the output stream must hold each input's output exactly
  * once: lost 0, dup 0, nothing pending. */
@@ -41,6 +44,8 @@ typedef struct run {
     fx_worker w[CONSUMERS];
     size_t total;
     int kills, killed;
+    long long next_drop;
+    int drops; /* connections dropped */
     long long held_at_kills;
 } run;
 
@@ -79,8 +84,34 @@ static void add_consumer(run *u, int k) {
     start_consumer(&u->w[k], u->dr, &u->r, u->ns, u->files[u->nfiles++]);
 }
 
+/* Drops the workers' connections: the clients whose last command was theirs (the publisher's
+ * are XADD and SADD). */
+static void drop_connections(run *u) {
+    if (fx_now_ms() < u->next_drop)
+        return;
+    u->next_drop = fx_now_ms() + 100;
+    redisReply *r = fx_cmd(&u->r, "CLIENT LIST");
+    if (!r || (r->type != REDIS_REPLY_STRING)) {
+        freeReplyObject(r);
+        return;
+    }
+    for (char *line = r->str; line && *line;) {
+        char *end = strchr(line, '\n');
+        if (end)
+            *end = '\0';
+        long long id;
+        if ((strstr(line, " cmd=fcall") || strstr(line, " cmd=xreadgroup") ||
+             strstr(line, " cmd=xack")) &&
+            sscanf(line, "id=%lld", &id) == 1 && fx_int(&u->r, "CLIENT KILL ID %lld", id) == 1)
+            u->drops++;
+        line = end ? end + 1 : NULL;
+    }
+    freeReplyObject(r);
+}
+
 /* Kills a consumer (and starts another) once another share of the messages was handled. */
 static void maybe_kill(run *u) {
+    drop_connections(u);
     if (u->killed >= u->kills)
         return;
     size_t handled = handled_lines(u);
@@ -197,11 +228,13 @@ void fx_txn_killed(const driver *dr) {
     long long pending = fx_pending(&u.r, u.ns, SUBJECT, GROUP);
     size_t lost = fx_tally_missing(&t), dup = fx_tally_extra(&t), reran = fx_tally_extra(&runs);
     printf("FIG txn_killed frontend=%s inputs=%zu outputs_lost=%zu outputs_dup=%zu "
-           "handler_reruns=%zu pending=%lld kills=%d held_at_kills=%lld workers=%d\n",
-           dr->name, u.total, lost, dup, reran, pending, u.killed, u.held_at_kills, CONSUMERS);
+           "handler_reruns=%zu pending=%lld kills=%d held_at_kills=%lld drops=%d workers=%d\n",
+           dr->name, u.total, lost, dup, reran, pending, u.killed, u.held_at_kills, u.drops,
+           CONSUMERS);
     FX_CHECK(lost == 0, "txn_killed: %zu inputs have no output", lost);
     FX_CHECK(dup == 0, "txn_killed: %zu outputs appended more than once", dup);
     FX_CHECK(pending == 0, "txn_killed: %lld entries still pending", pending);
+    FX_CHECK(u.drops > 0, "txn_killed: no connection was dropped");
     FX_CHECK(u.held_at_kills > 0, "txn_killed: no kill fell on a worker holding entries");
     fx_tally_free(&runs);
     fx_tally_free(&t);
