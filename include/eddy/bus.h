@@ -394,7 +394,7 @@ EDDY_EXPORT eddy_status eddy_delivery_new_reply(const eddy_delivery *d, const ch
  *
  * The event is copied (it stays the caller's). It is checked as a publish checks it, before
  * anything is sent: EDDY_ERR_INVALID_SUBJECT, EDDY_ERR_INVALID_EVENT, EDDY_ERR_RESERVED_ATTRIBUTE,
- * EDDY_ERR_TOO_LARGE (larger than max_event_size, more than 991 extensions, or more than 1000
+ * EDDY_ERR_TOO_LARGE (larger than max_event_size, more than 1991 extensions, or more than 1000
  * outputs for one delivery); the delivery is unchanged then. EDDY_ERR_ILLEGAL_STATE for a
  * responder's or an AtMostOnce subscription's delivery (its acknowledgement was sent when it
  * was read), or one that was finished. EDDY_ERR_NOMEM: the outputs are incomplete, and the
