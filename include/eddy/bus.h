@@ -400,7 +400,9 @@ EDDY_EXPORT eddy_status eddy_delivery_new_reply(const eddy_delivery *d, const ch
  * was read), or one that was finished. EDDY_ERR_NOMEM: the outputs are incomplete, and the
  * delivery fails whatever its handler returns (it comes back). Outputs take stream_maxlen
  * like a publish, not publish_dedup_ms (the input deduplicates them) nor wait_replicas. Redis
- * 7 (functions) is needed. Ownership: ev is borrowed for the call. Thread: whichever holds the
+ * 7 (functions) is needed. Cost: one function call per input instead of one XACK per round;
+ * measured with bench_pubsub (consume_txn_vs_plain: blocking front end, one output per input, 5
+ * alternating runs, medians) it keeps 19% of the plain consume rate. Ownership: ev is borrowed for the call. Thread: whichever holds the
  * delivery. */
 EDDY_EXPORT eddy_status eddy_delivery_emit(eddy_delivery *d, const char *subject,
                                            const eddy_event *ev, eddy_error *err);
