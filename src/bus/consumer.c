@@ -34,10 +34,12 @@
 #include "bus/wakeup.h"
 #include "error.h"
 #include "events/entry.h"
+#include "events/event_internal.h"
 #include "events/fields.h"
 #include "events/stream_look.h"
 #include "events/subject.h"
 #include "keys.h"
+#include "link/library.h"
 #include "link/redis.h"
 #include "util/reply.h"
 #include "util/resp_scan.h"
@@ -60,7 +62,8 @@ enum {
     T_RETRY,
     T_REFRESH,
     T_LOOK,
-    T_SUBJECT
+    T_SUBJECT,
+    T_COMMIT
 };
 
 /* How much earlier than planned a retry's entry may be claimed: the XCLAIM that sets its idle
@@ -110,6 +113,14 @@ typedef struct ack {
     size_t stream;
     char id[ID_MAX];
 } ack;
+
+/* A transactional handler's success: its outputs and its acknowledgement, one FCALL of the
+ * library's commit. */
+typedef struct commit {
+    size_t stream;
+    char id[ID_MAX];
+    eddy__emits *emits;
+} commit;
 
 /* A hand-back: the entry's delivery count is set back to `count`; or, retry_ms > 0, a failure
  * whose redelivery waits retry_ms (backoff): its idle time is set so that a claim round finds
@@ -182,6 +193,7 @@ struct eddy__consumer {
     VEC(ack) acks;
     VEC(hold) holds;
     VEC(eddy__cmd) replies; /* XADDs of replies, sent with the next round trip */
+    VEC(commit) commits;    /* transactional successes, sent with the next round trip */
     size_t outstanding;
     eddy_delivery *spare; /* settled deliveries kept for reuse (through `frontend`) */
     eddy_delivery *finished[FINISHED_KEPT]; /* finished through eddy_delivery_finish (ring) */
@@ -192,6 +204,8 @@ struct eddy__consumer {
     char *inbox_prefix; /* "{ns}:inbox:": the only place a reply may go */
 
     VEC(ack) inflight;
+    VEC(commit) commits_inflight; /* until answered; a lost connection puts them back */
+    bool library_loaded;          /* the function library's load was sent on this connection */
     VEC(hold) held_inflight;
     VEC(dlq_item) dlq;
     eddy_delivery *held;    /* AtLeastOnce deliveries handlers hold (under lock) */
@@ -356,6 +370,12 @@ void eddy__consumer_free(eddy__consumer *c) {
     drop_dlq(c);
     free(c->dlq.v);
     free(c->acks.v);
+    for (size_t i = 0; i < c->commits.n; i++)
+        eddy__emits_free(c->commits.v[i].emits);
+    free(c->commits.v);
+    for (size_t i = 0; i < c->commits_inflight.n; i++)
+        eddy__emits_free(c->commits_inflight.v[i].emits);
+    free(c->commits_inflight.v);
     free(c->holds.v);
     free(c->held_inflight.v);
     free(c->refreshes.v);
@@ -433,6 +453,93 @@ static eddy_status plan_acks(eddy__consumer *c, eddy__plan *p) {
         }
     }
     return EDDY_OK;
+}
+
+/* Transactional handlers: one FCALL of the library's commit per success that emitted outputs
+ * (see "transactional handlers" above eddy__consumer_emit), behind the library's load when it
+ * is the first on this connection. */
+static eddy_status plan_commits(eddy__consumer *c, eddy__plan *p) {
+    pthread_mutex_lock(&c->lock);
+    for (size_t i = 0; i < c->commits.n; i++) {
+        if (!VEC_GROW(c->commits_inflight)) {
+            memmove(c->commits.v, c->commits.v + i, (c->commits.n - i) * sizeof(*c->commits.v));
+            c->commits.n -= i;
+            pthread_mutex_unlock(&c->lock);
+            return EDDY_ERR_NOMEM;
+        }
+        c->commits_inflight.v[c->commits_inflight.n++] = c->commits.v[i];
+    }
+    c->commits.n = 0;
+    pthread_mutex_unlock(&c->lock);
+    if (c->commits_inflight.n == 0)
+        return EDDY_OK;
+    if (!c->library_loaded) {
+        eddy_status st = eddy__library_load_cmds(&p->cmds);
+        if (st != EDDY_OK)
+            return st;
+        c->library_loaded = true;
+    }
+    long long maxlen = c->s->stream_maxlen;
+    if (maxlen > EDDY__STORE_MAX_COUNT) /* past the function's range it would trim nothing */
+        maxlen = EDDY__STORE_MAX_COUNT;
+    for (size_t i = 0; i < c->commits_inflight.n; i++) {
+        const commit *m = &c->commits_inflight.v[i];
+        const eddy__emits *e = m->emits;
+        eddy__cmd *cmd = add(p, T_COMMIT, (long)i, "FCALL");
+        if (!cmd)
+            return EDDY_ERR_NOMEM;
+        eddy__cmd_str(cmd, EDDY__COMMIT_FN);
+        eddy__cmd_u64(cmd, e->n + 2);
+        eddy__cmd_str(cmd, c->streams.v[m->stream].key);
+        eddy__cmd_str(cmd, c->subjects_key);
+        for (int k = 0; k < e->keys.argc; k++)
+            eddy__cmd_arg(cmd, e->keys.argv[k], e->keys.argvlen[k]);
+        eddy__cmd_str(cmd, c->sub->group);
+        eddy__cmd_str(cmd, m->id);
+        eddy__cmd_fmt(cmd, "%lld", maxlen > 0 ? maxlen : 0);
+        eddy__cmd_u64(cmd, e->n);
+        for (int k = 0; k < e->args.argc; k++)
+            eddy__cmd_arg(cmd, e->args.argv[k], e->args.argvlen[k]);
+    }
+    return EDDY_OK;
+}
+
+/* A commit's reply. 1: the outputs were added and the input acknowledged. 0: the input was no
+ * longer pending in the group (its commit ran before, its reply lost with a connection; or
+ * another consumer, which claimed it after redelivery_idle_ms, committed or dead-lettered it):
+ * nothing was added. "Function not found" (the server lost the library: a restart, FUNCTION
+ * FLUSH) wrote nothing either, and is sent again behind a load, unless this round loaded it.
+ * Any other error wrote nothing: the input stays pending and comes back, like a failure. */
+static void feed_commit(eddy__consumer *c, const redisReply *r, long index, bool loaded_here) {
+    if (index < 0 || (size_t)index >= c->commits_inflight.n)
+        return;
+    commit *m = &c->commits_inflight.v[index];
+    static const char not_found[] = "ERR Function not found";
+    if (r->type == REDIS_REPLY_ERROR && !loaded_here &&
+        strncmp(r->str, not_found, sizeof(not_found) - 1) == 0) {
+        c->library_loaded = false;
+        pthread_mutex_lock(&c->lock);
+        bool kept = VEC_GROW(c->commits);
+        if (kept) {
+            c->commits.v[c->commits.n++] = *m;
+            m->emits = NULL;
+        }
+        pthread_mutex_unlock(&c->lock);
+        if (kept)
+            return;
+    }
+    if (r->type == REDIS_REPLY_INTEGER && r->integer == 0)
+        eddy__log(&c->s->log, EDDY_LOG_DEBUG,
+                  "subscription '%s': entry %s of '%s' was committed already (or acknowledged "
+                  "elsewhere): its outputs were not added again",
+                  c->sub->name, m->id, c->streams.v[m->stream].subject);
+    else if (r->type != REDIS_REPLY_INTEGER)
+        eddy__log(&c->s->log, EDDY_LOG_WARN,
+                  "subscription '%s': committing entry %s of '%s' failed (nothing was added; it "
+                  "stays pending and comes back): %.*s",
+                  c->sub->name, m->id, c->streams.v[m->stream].subject,
+                  r->type == REDIS_REPLY_ERROR ? (int)r->len : 10,
+                  r->type == REDIS_REPLY_ERROR ? r->str : "bad answer");
 }
 
 /* One XCLAIM per hand-back: RETRYCOUNT is one value per command. The minimum idle time is how
@@ -973,6 +1080,8 @@ static eddy_status plan(eddy__consumer *c, long long now_ms, eddy__plan *p, bool
     }
     eddy_status st = plan_acks(c, p);
     if (st == EDDY_OK)
+        st = plan_commits(c, p);
+    if (st == EDDY_OK)
         st = plan_holds(c, p);
     if (st == EDDY_OK)
         st = plan_refreshes(c, p);
@@ -1439,9 +1548,22 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, long long now_ms, long long w
     bool withhold = withholding(c); /* paused since the plan: hand nothing out */
     c->inflight.n = 0;              /* every acknowledgement and hand-back got its answer */
     c->held_inflight.n = 0;
+    bool loaded_here = false;
     for (size_t i = 0; i < n; i++) {
         const redisReply *r = replies[i];
         long arg = plan->cmds.args[i];
+        if (eddy__library_is_load(&plan->cmds, i)) {
+            eddy_error e = {0};
+            loaded_here = true;
+            if (eddy__library_load_result(&plan->cmds, i, replies, NULL, &e) != EDDY_OK) {
+                c->library_loaded = false;
+                eddy__log(&c->s->log, EDDY_LOG_ERROR,
+                          "subscription '%s': loading the function library for its commits "
+                          "failed: %s",
+                          sub->name, e.detail);
+            }
+            continue;
+        }
         switch (plan->cmds.tags[i]) {
         case T_ACK:
             if (r->type == REDIS_REPLY_ERROR)
@@ -1460,6 +1582,9 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, long long now_ms, long long w
             break;
         case T_REFRESH:
             feed_refresh(c, r, arg);
+            break;
+        case T_COMMIT:
+            feed_commit(c, r, arg, loaded_here);
             break;
         case T_RETRY:
             /* Claimed with its new idle time: a claim round finds it when its wait is over.
@@ -1551,6 +1676,9 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, long long now_ms, long long w
             break;
         }
     }
+    for (size_t i = 0; i < c->commits_inflight.n; i++)
+        eddy__emits_free(c->commits_inflight.v[i].emits); /* answered (or sent again) */
+    c->commits_inflight.n = 0;
     if (withhold)
         rewind_history(c); /* what was withheld stays pending: the history finds it on resume */
     else if (c->counts_asked)
@@ -1678,6 +1806,17 @@ static void queue_outcome_locked(eddy__consumer *c, eddy__settlement *v, uint64_
         }
         return;
     }
+    if (v->st == EDDY_OK && d->emits) {
+        (*handled)++;
+        if (VEC_GROW(c->commits)) { /* on OOM it stays pending: redelivered */
+            commit *m = &c->commits.v[c->commits.n++];
+            m->stream = d->stream;
+            copy_id(m->id, d->entry_id, strlen(d->entry_id));
+            m->emits = d->emits;
+            v->d->emits = NULL;
+        }
+        return;
+    }
     if (v->st == EDDY_OK) {
         (*handled)++;
         if (at_least_once(c) && VEC_GROW(c->acks)) { /* on OOM it stays pending: redelivered */
@@ -1715,6 +1854,8 @@ bool eddy__consumer_settle_run(eddy__consumer *c, eddy__settlement *v, size_t n)
     for (size_t i = 0; i < n; i++) {
         v[i].has_reply = false;
         redelivered += v[i].d->attempt > 1;
+        if (v[i].d->emits && v[i].d->emits->broken && v[i].st == EDDY_OK)
+            v[i].st = EDDY_ERR_NOMEM; /* an output was lost: it must come back */
         if (c->sub->responder) {
             settle_responder(c, &v[i]);
         } else {
@@ -1729,11 +1870,17 @@ bool eddy__consumer_settle_run(eddy__consumer *c, eddy__settlement *v, size_t n)
         free(d->stream_id);
         d->ev = NULL;
         d->reply_to = d->stream_id = NULL;
+        if (d->emits && v[i].st != EDDY_OK) { /* a failed handler's outputs are dropped */
+            eddy__emits_free(d->emits);
+            d->emits = NULL;
+        }
     }
     pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < n; i++) {
         release_delivery_locked(c, v[i].d);
         queue_outcome_locked(c, &v[i], &handled, &held, &failed);
+        eddy__emits_free(v[i].d->emits); /* not queued: out of memory, it stays pending */
+        v[i].d->emits = NULL;
         if (v[i].reuse && c->nspare < SPARE_DELIVERIES_MAX) {
             v[i].d->finish = finished_again; /* a finish after its handler's result: caught */
             v[i].d->frontend = c->spare;
@@ -1811,6 +1958,15 @@ void eddy__consumer_reset(eddy__consumer *c) {
     for (size_t i = 0; i < c->held_inflight.n; i++)
         if (VEC_GROW(c->holds))
             c->holds.v[c->holds.n++] = c->held_inflight.v[i];
+    /* Sent again on the next connection: the commit adds nothing for an input it committed. */
+    for (size_t i = 0; i < c->commits_inflight.n; i++) {
+        if (VEC_GROW(c->commits))
+            c->commits.v[c->commits.n++] = c->commits_inflight.v[i];
+        else
+            eddy__emits_free(c->commits_inflight.v[i].emits); /* it stays pending, or was done */
+    }
+    c->commits_inflight.n = 0;
+    c->library_loaded = false;
     for (size_t i = 0; i < c->refreshes.n; i++) { /* lost with the connection */
         eddy_delivery *d = refreshed_locked(c, &c->refreshes.v[i]);
         if (d)
@@ -1834,4 +1990,86 @@ void eddy__consumer_reset(eddy__consumer *c) {
         strcpy(st->history_cursor, "0");
     }
     c->retry_at = 0;
+}
+
+/* ---- transactional handlers ------------------------------------------------------------ *
+ *
+ * A handler of an AtLeastOnce subscription may emit outputs (eddy_delivery_emit): events for
+ * subjects of the same namespace, checked and encoded when emitted, kept on the delivery. When
+ * it succeeds, its acknowledgement is not an XACK but one FCALL of the library's commit
+ * (link/library.c; memory/commit.c natively): while the input is still pending in the group,
+ * the outputs are added to their subjects' streams (their subjects to {ns}:subjects, as a
+ * publish does; MAXLEN ~ stream_maxlen when set) and the input acknowledged, atomically. The
+ * group's pending entry is the record that the input was not committed: once the commit ran,
+ * the input is no longer pending, so a commit sent again (its reply lost with the connection,
+ * see eddy__consumer_reset) or one from another consumer that handled the same input (claimed
+ * after redelivery_idle_ms while this handler overran) adds nothing, and answers 0. The record
+ * lives exactly as long as the input can be redelivered. A failed handler (or a hand-back)
+ * drops its outputs: nothing is sent, and the redelivery and dead-letter rules apply as for any
+ * failure. Commits travel like acknowledgements: with the next round trip, on the
+ * subscription's connection (one slot on Cluster: every key is the namespace's). */
+eddy_status eddy__consumer_emit(eddy__consumer *c, eddy_delivery *d, const char *subject,
+                                const eddy_event *ev, eddy_error *err) {
+    if (eddy__consumer_finished(d))
+        return eddy__fail(err, EDDY_ERR_ILLEGAL_STATE, "emit: the delivery was finished");
+    if (c->sub->responder || !at_least_once(c))
+        return eddy__fail(err, EDDY_ERR_ILLEGAL_STATE,
+                          "emit: subscription '%s' is not an AtLeastOnce handler's (outputs are "
+                          "committed with the input's acknowledgement)",
+                          c->sub->name);
+    eddy_status st = eddy__subject_check(subject, err);
+    if (st != EDDY_OK)
+        return st;
+    if ((st = eddy_event_validate(ev, err)) != EDDY_OK ||
+        (st = eddy__event_check_trace(ev, err)) != EDDY_OK)
+        return st;
+    if (eddy_event_extension(ev, EDDY__FAILED_ATTR))
+        return eddy__fail(err, EDDY_ERR_RESERVED_ATTRIBUTE,
+                          "the event carries '" EDDY__FAILED_ATTR "', which marks failure replies");
+    size_t size = eddy_event_size(ev);
+    if (size > c->s->max_event_size)
+        return eddy__fail(err, EDDY_ERR_TOO_LARGE, "event '%s' is %zu bytes; the limit is %zu",
+                          eddy_event_id(ev), size, c->s->max_event_size);
+    /* The commit passes each output's fields to XADD as Lua call arguments. */
+    if (2 * eddy_event_extension_count(ev) + 18 > EDDY__STORE_MAX_FIELDS)
+        return eddy__fail(err, EDDY_ERR_TOO_LARGE, "event '%s' has %zu extensions; at most %d",
+                          eddy_event_id(ev), eddy_event_extension_count(ev),
+                          (EDDY__STORE_MAX_FIELDS - 18) / 2);
+    if (d->emits && d->emits->broken)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "emit: an earlier output was lost (out of memory)");
+    if (d->emits && d->emits->n >= EDDY__EMIT_MAX)
+        return eddy__fail(err, EDDY_ERR_TOO_LARGE, "emit: at most %d outputs per delivery",
+                          EDDY__EMIT_MAX);
+    if (!d->emits) {
+        if (!(d->emits = calloc(1, sizeof(*d->emits))))
+            return eddy__fail(err, EDDY_ERR_NOMEM, "emit: out of memory");
+        eddy__cmd_init(&d->emits->keys);
+        eddy__cmd_init(&d->emits->args);
+    }
+    eddy__emits *e = d->emits;
+    eddy__cmd fields;
+    eddy__cmd_init(&fields);
+    char *key = eddy__key_stream(c->s->ns, subject);
+    st = key ? eddy__entry_encode(ev, &fields) : EDDY_ERR_NOMEM;
+    if (st == EDDY_OK)
+        st = eddy__cmd_status(&fields);
+    if (st == EDDY_OK) {
+        eddy__cmd_str(&e->keys, key);
+        eddy__cmd_str(&e->args, subject);
+        eddy__cmd_u64(&e->args, (unsigned long long)fields.argc);
+        for (int i = 0; i < fields.argc; i++)
+            eddy__cmd_arg(&e->args, fields.argv[i], fields.argvlen[i]);
+        if (eddy__cmd_status(&e->keys) != EDDY_OK || eddy__cmd_status(&e->args) != EDDY_OK)
+            st = EDDY_ERR_NOMEM;
+    }
+    free(key);
+    eddy__cmd_reset(&fields);
+    if (st != EDDY_OK) {
+        /* The outputs are incomplete: the delivery cannot succeed any more (settled as a
+         * failure whatever its handler returns, so it comes back). */
+        e->broken = true;
+        return eddy__fail(err, st, "emit: out of memory (the delivery now fails)");
+    }
+    e->n++;
+    return EDDY_OK;
 }

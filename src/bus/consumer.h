@@ -177,6 +177,16 @@ void eddy__consumer_drop(eddy__consumer *c, eddy_delivery *d);
  * published from now on will be delivered. Front ends wait for it before start returns. */
 bool eddy__consumer_ready(const eddy__consumer *c);
 
+/* eddy_delivery_emit: checks the output (the subscription a handler's and AtLeastOnce, the
+ * subject, the event and its size) and adds it to d's outputs, committed with its
+ * acknowledgement when the handler succeeds (see consumer.c, "transactional handlers").
+ * Thread: whichever holds the delivery. */
+eddy_status eddy__consumer_emit(eddy__consumer *c, eddy_delivery *d, const char *subject,
+                                const eddy_event *ev, eddy_error *err);
+
+/* The most outputs one delivery may emit. */
+#define EDDY__EMIT_MAX 1000
+
 /* Runs the subscription's handler or responder on a delivery (front ends call this, then
  * settle unless it returned EDDY_PENDING). *reply is the responder's reply, or NULL. */
 eddy_status eddy__sub_run(const eddy__sub *sub, eddy_delivery *d, eddy_event **reply);

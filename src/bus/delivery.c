@@ -81,9 +81,26 @@ long long eddy_now_ms(void) {
 
 long long eddy_deadline_in(long long ms) { return eddy_now_ms() + ms; }
 
+eddy_status eddy_delivery_emit(eddy_delivery *d, const char *subject, const eddy_event *ev,
+                               eddy_error *err) {
+    if (!d || !subject || !ev || !d->consumer)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT,
+                          "emit: delivery, subject or event is NULL");
+    return eddy__consumer_emit(d->consumer, d, subject, ev, err);
+}
+
+void eddy__emits_free(eddy__emits *e) {
+    if (!e)
+        return;
+    eddy__cmd_reset(&e->keys);
+    eddy__cmd_reset(&e->args);
+    free(e);
+}
+
 void eddy__delivery_free(eddy_delivery *d) {
     if (!d)
         return;
+    eddy__emits_free(d->emits);
     eddy_event_free(d->ev);
     free(d->reply_to);
     free(d->stream_id);

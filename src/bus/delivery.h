@@ -6,8 +6,21 @@
 #define EDDY_SRC_DELIVERY_H
 
 #include "eddy/bus.h"
+#include "util/cmd.h"
 
 struct eddy__consumer;
+
+/* The outputs a transactional handler emitted (eddy_delivery_emit), encoded as the commit
+ * function takes them: each output's stream key in keys; its subject, field count and fields in
+ * args. */
+typedef struct eddy__emits {
+    size_t n;
+    bool broken; /* an output could not be kept (out of memory): the delivery fails */
+    eddy__cmd keys;
+    eddy__cmd args;
+} eddy__emits;
+
+void eddy__emits_free(eddy__emits *e);
 
 struct eddy_delivery {
     eddy_event *ev;
@@ -33,6 +46,7 @@ struct eddy_delivery {
     bool refresh_asked;  /* eddy_delivery_in_progress since the last refresh was planned */
     bool refreshing;     /* a refresh is on its way: none is planned beside it */
     long long idle_from; /* CLOCK_MONOTONIC ms; the server's idle time for it started before */
+    eddy__emits *emits;  /* NULL until the handler emits; the thread holding it writes it */
     /* Set by the front end; eddy_delivery_finish and eddy_delivery_reply call it. reply is
      * owned by the callee. */
     void (*finish)(eddy_delivery *d, eddy_status st, eddy_event *reply);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* eddy's Redis function library (names and limits in util/functions.h): one atomic step for a
- * store append (eddy_append, with its optional publish) and for a deduplicated publish.
+ * store append (eddy_append, with its optional publish), for a deduplicated publish and for a
+ * transactional handler's commit (its outputs and its acknowledgement).
  *
  * Connecting: after every (re)connect that will call a function, a front end sends
  * eddy__library_load_cmds first, which loads (FUNCTION LOAD REPLACE) the library; Redis keeps

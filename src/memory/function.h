@@ -64,6 +64,10 @@ void eddy__mpubrec_close(eddy__mctx *c, eddy__mpubrec *r, bool keep, unsigned lo
 void eddy__mfn_eddy_publish(eddy__mctx *c, int nkeys, const char *const *keys, const size_t *klen,
                             int nargs, const char *const *args, const size_t *alen);
 
+/* commit.c: the library's commit of a transactional handler. */
+void eddy__mfn_eddy_commit(eddy__mctx *c, int nkeys, const char *const *keys, const size_t *klen,
+                           int nargs, const char *const *args, const size_t *alen);
+
 /* The Lua's count(): 1-15 decimal digits. `i` is a 0-based argument index; a missing argument
  * (i outside [0, nargs)) is Lua's nil. */
 bool eddy__mfn_count(int nargs, const char *const *args, const size_t *alen, long long i,

@@ -60,6 +60,10 @@ void eddy__mresp_reset(eddy__mresp *r) {
     r->oom = false;
 }
 
+bool eddy__mresp_is_error_at(const eddy__mresp *r, size_t mark) {
+    return mark < r->len && r->buf[mark] == T_ERROR;
+}
+
 void eddy__mresp_truncate(eddy__mresp *r, size_t mark) {
     if (mark < r->len)
         r->len = mark;

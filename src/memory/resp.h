@@ -44,6 +44,8 @@ bool eddy__mresp_prepare(eddy__mresp *r);
 void eddy__mresp_reset(eddy__mresp *r);
 /* Drops everything written after mark (a previous r->len or eddy__mresp_defer). */
 void eddy__mresp_truncate(eddy__mresp *r, size_t mark);
+/* Whether the record at mark (the start of a command's reply) is an error. */
+bool eddy__mresp_is_error_at(const eddy__mresp *r, size_t mark);
 
 /* Appends whole replies written in another writer (a scratch writer for a part of the reply
  * known only later). */

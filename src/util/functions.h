@@ -21,6 +21,9 @@
  * (bus/publisher.h). */
 #define EDDY__STORE_APPEND_DEDUP_FN EDDY__STORE_LIBRARY "_append_dedup"
 #define EDDY__PUBLISH_FN EDDY__STORE_LIBRARY "_publish"
+/* A transactional handler's commit (eddy_delivery_emit, bus/consumer.c): its outputs appended
+ * and its input acknowledged in one call, unless the input was no longer pending. */
+#define EDDY__COMMIT_FN EDDY__STORE_LIBRARY "_commit"
 
 /* Most entry fields (names and values) an event may have in the store: eddy_append passes an
  * event's fields to XADD as Lua call arguments, and Lua's stack holds about 8000. */

@@ -23,6 +23,7 @@ typedef struct scenario {
 // clang-format off
 static const scenario scenarios[] = {
     {"kill_consumers",   fx_kill_consumers},
+    {"txn_killed",       fx_txn_killed},
     {"aof_restart",      fx_aof_restart},
     {"responder_killed", fx_responder_killed},
     {"feed_killed",      fx_feed_killed},

@@ -12,6 +12,10 @@
  *   feed     <frontend> <url> <ns> <subject> <group> <dedup_cache_size> <file> [resume]   a
  *            catch-up feed listener (worker_feed.c; resume: its model is kept in Redis and the
  *            replay resumes from it)
+ *   transform <frontend> <url> <ns> <subject> <group> <out_subject> <file> <hold_us>   a
+ *            transactional handler (AtLeastOnce): records each input's id as a line in file (each
+ *            run of the handler, duplicates included), emits "o<n>" for input "m<n>" to
+ *            out_subject (eddy_delivery_emit), holds hold_us microseconds and succeeds
  *   hold     <frontend> <url> <ns> <subject> <group> <hold_ms>   AtLeastOnce with claim_refresh:
  *            each message is held (EDDY_PENDING) hold_ms, then finished; prints "got <id>" when
  *            it is handed over and "done <id>" once it is finished
@@ -119,6 +123,54 @@ static int consume(const driver *dr, char **a) {
     fx_competing(&sp, "consume", a[3], a[4], EDDY_AT_LEAST_ONCE);
     sp.handler = record_handled;
     sp.user = &c;
+    return run_bus(dr, a[1], a[2], &sp);
+}
+
+/* ---- transform --------------------------------------------------------------------------- */
+
+typedef struct transformer {
+    consumer rec;
+    const char *out_subject;
+} transformer;
+
+static eddy_status transform_once(eddy_delivery *d, void *user) {
+    transformer *t = user;
+    const char *id = eddy_event_id(eddy_delivery_event(d));
+    char line[96];
+    int n = snprintf(line, sizeof(line), "%s\n", id);
+    if (write(t->rec.fd, line, (size_t)n) != n)
+        return EDDY_ERR_HANDLER_FAILED;
+    eddy_event *ev = eddy_event_new();
+    char oid[96];
+    snprintf(oid, sizeof(oid), "o%s", id + 1);
+    eddy_status st = ev && eddy_event_set_id(ev, oid) == EDDY_OK &&
+                             eddy_event_set_source(ev, "/faults/transform") == EDDY_OK &&
+                             eddy_event_set_type(ev, "faults.out") == EDDY_OK
+                         ? eddy_delivery_emit(d, t->out_subject, ev, NULL)
+                         : EDDY_ERR_NOMEM;
+    eddy_event_free(ev);
+    if (st != EDDY_OK)
+        return st;
+    if (t->rec.hold_us > 0) {
+        struct timespec ts = {0, (long)(t->rec.hold_us * 1000)};
+        nanosleep(&ts, NULL);
+    }
+    return EDDY_OK;
+}
+
+static int transform(const driver *dr, char **a) {
+    static transformer t;
+    t.out_subject = a[5];
+    t.rec.fd = open(a[6], O_WRONLY | O_CREAT | O_APPEND, 0600);
+    t.rec.hold_us = atoll(a[7]);
+    if (t.rec.fd < 0) {
+        perror(a[6]);
+        return 1;
+    }
+    eddy_subscription_spec sp;
+    fx_competing(&sp, "transform", a[3], a[4], EDDY_AT_LEAST_ONCE);
+    sp.handler = transform_once;
+    sp.user = &t;
     return run_bus(dr, a[1], a[2], &sp);
 }
 
@@ -239,12 +291,15 @@ int main(int argc, char **argv) {
     signal(SIGPIPE, SIG_IGN);
     if (argc >= 9 && strcmp(argv[1], "consume") == 0)
         return consume(driver_of(argv[2]), argv + 2);
+    if (argc >= 10 && strcmp(argv[1], "transform") == 0)
+        return transform(driver_of(argv[2]), argv + 2);
     if (argc >= 8 && strcmp(argv[1], "respond") == 0)
         return respond(driver_of(argv[2]), argv + 2);
     if (argc >= 8 && strcmp(argv[1], "hold") == 0)
         return hold(driver_of(argv[2]), argv + 2);
     if (argc >= 9 && strcmp(argv[1], "feed") == 0)
         return fw_feed(strcmp(argv[2], "reactive") == 0, argv + 2);
-    fprintf(stderr, "usage: fault_worker consume|respond|feed|hold <frontend> <url> <ns> ...\n");
+    fprintf(stderr,
+            "usage: fault_worker consume|transform|respond|feed|hold <frontend> <url> <ns> ...\n");
     return 2;
 }

@@ -9,6 +9,7 @@
 typedef void (*fx_scenario_fn)(const driver *dr);
 
 void fx_kill_consumers(const driver *dr);
+void fx_txn_killed(const driver *dr); /* scenario_txn.c */
 void fx_aof_restart(const driver *dr);
 void fx_responder_killed(const driver *dr);
 void fx_feed_killed(const driver *dr);

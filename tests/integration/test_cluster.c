@@ -10,7 +10,9 @@
  *   MIGRATING, MIGRATE of each key, SETSLOT NODE). Asserted: every acknowledged publish is
  *   consumed (nothing lost), duplicates are counted and printed (at-least-once redelivery,
  *   and publishes retried after a failure that had written), and the group ends with nothing
- *   pending on the slot's final master (XPENDING). Nothing asserts a duration. */
+ *   pending on the slot's final master (XPENDING). Nothing asserts a duration.
+ * - A transactional handler (eddy_delivery_emit): its commit (outputs and acknowledgement in one
+ *   function call) runs on the namespace's master; every output is there once. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -555,3 +557,70 @@ Test(cluster, connect_fails_clearly_when_no_node_answers, .timeout = 60) {
     snprintf(at, sizeof(at), "127.0.0.1:%d:", b);
     cr_expect(strstr(err.detail, at), "%s", err.detail);
 }
+
+/* ---- a transactional handler (eddy_delivery_emit) on a cluster --------------------------- */
+
+static eddy_status transform(eddy_delivery *d, void *user) {
+    (void)user;
+    char id[64];
+    snprintf(id, sizeof(id), "out-%s", eddy_event_id(eddy_delivery_event(d)));
+    eddy_event *ev = make_event(id, "t.out");
+    eddy_status st = eddy_delivery_emit(d, "orders.out", ev, NULL);
+    eddy_event_free(ev);
+    return st;
+}
+
+typedef struct committed {
+    const char *url, *ns;
+} committed;
+
+static bool all_committed(void *arg) {
+    const committed *w = arg;
+    return eddy_test_redis_int(w->url, "XLEN {%s}:s:orders.out", w->ns) >= COUNT &&
+           eddy_test_redis_int(w->url, "XLEN {%s}:s:orders", w->ns) >= COUNT;
+}
+
+static void transactional(const driver *d) {
+    eddy_test_cluster c;
+    eddy_test_cluster_start(&c);
+    char ns[NNS][96];
+    int master[NNS];
+    pick_namespaces(&c, ns, master);
+    eddy_settings st;
+    settings_for(&st, c.url, ns[0]);
+    eddy_subscription_spec sp;
+    eddy_subscription_spec_init(&sp);
+    sp.name = "pipe";
+    sp.pattern = "orders";
+    sp.group = "pipe";
+    sp.delivery = EDDY_AT_LEAST_ONCE;
+    sp.handler = transform;
+    front f = {d, NULL};
+    eddy_error err = {0};
+    cr_assert_eq(d->bus_new(&st, &sp, 1, &f.b, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(d->start(f.b, &err), EDDY_OK, "%s", err.detail);
+    for (int i = 0; i < COUNT; i++)
+        cr_assert(publish_until_ok(&f, i, NULL));
+    /* The outputs are on the namespace's own master, once each; nothing is left pending. */
+    char url[64];
+    snprintf(url, sizeof(url), "redis://127.0.0.1:%d", master[0]);
+    committed w = {url, ns[0]};
+    cr_expect(eddy_test_wait_until(all_committed, &w, WAIT_MS), "every output committed");
+    long long pending = -1;
+    for (long long until = eddy_test_now_ms() + WAIT_MS; eddy_test_now_ms() < until;) {
+        redisReply *r = eddy_test_cmd_at(master[0], "XPENDING {%s}:s:orders pipe", ns[0]);
+        pending = r && r->type == REDIS_REPLY_ARRAY && r->elements ? r->element[0]->integer : -1;
+        freeReplyObject(r);
+        if (pending == 0)
+            break;
+        struct timespec ts = {0, 20 * 1000000L};
+        nanosleep(&ts, NULL);
+    }
+    cr_expect_eq(pending, 0);
+    cr_expect_eq(eddy_test_redis_int(url, "XLEN {%s}:s:orders.out", ns[0]), COUNT);
+    d->free(f.b);
+    eddy_test_cluster_stop(&c);
+}
+
+Test(cluster, blocking_transactional_handler, .timeout = 300) { transactional(&blocking_driver); }
+Test(cluster, reactive_transactional_handler, .timeout = 300) { transactional(&reactive_driver); }

@@ -11,6 +11,7 @@
 #include "bus/sub.h"
 #include "config/settings.h"
 #include "timing.h"
+#include "util/functions.h"
 
 static redisReply *resp(const char *text) {
     redisReader *rd = redisReaderCreate();
@@ -1133,4 +1134,212 @@ Test(consumer, a_hot_stream_leaves_the_wakeup_until_a_read_finds_nothing, .fini 
     eddy__consumer_free(consumer);
     consumer = NULL;
     eddy__wakeup_free(w);
+}
+
+/* ---- transactional handlers (eddy_delivery_emit) ------------------------------------------ */
+
+static eddy_event *output(const char *id) {
+    eddy_event *ev = eddy_event_new();
+    cr_assert(ev);
+    cr_assert_eq(eddy_event_set_id(ev, id), EDDY_OK);
+    cr_assert_eq(eddy_event_set_source(ev, "/t"), EDDY_OK);
+    cr_assert_eq(eddy_event_set_type(ev, "out"), EDDY_OK);
+    return ev;
+}
+
+/* FUNCTION LOAD's reply: the library's name. */
+static const char *loaded(void) {
+    static char buf[64];
+    snprintf(buf, sizeof(buf), "$%zu\r\n%s\r\n", strlen(EDDY__STORE_LIBRARY), EDDY__STORE_LIBRARY);
+    return buf;
+}
+
+static eddy_delivery *one_delivery(eddy__plan *p, eddy__delivery_list *out) {
+    to_live(p, out);
+    step(0, p, (const char *[]){ONE_ENTRY("1-1")}, 1, out);
+    cr_assert_eq(out->n, 1);
+    eddy_delivery *d = out->v[0];
+    out->n = 0;
+    return d;
+}
+
+static void emit(eddy_delivery *d, const char *subject, const char *id) {
+    eddy_event *ev = output(id);
+    eddy_error err = {0};
+    eddy_status st = eddy_delivery_emit(d, subject, ev, &err);
+    cr_assert_eq(st, EDDY_OK, "%s: %s", eddy_status_name(st), err.detail);
+    eddy_event_free(ev);
+}
+
+/* The commit's FCALL, its fields (the outputs' encodings) left out. */
+static const char *commit_head(const eddy__plan *p, size_t i) {
+    const char *t = cmd_text(p, i);
+    static char buf[512];
+    snprintf(buf, sizeof(buf), "%.*s",
+             (int)(strstr(t, " specversion") ? strstr(t, " specversion") - t : (long)strlen(t)), t);
+    return buf;
+}
+
+Test(consumer, emitted_outputs_commit_with_the_acknowledgement, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    eddy_delivery *d = one_delivery(&p, &out);
+    emit(d, "done.a", "o1");
+    emit(d, "done.b", "o2");
+    eddy__consumer_settle(consumer, d, EDDY_OK, NULL);
+    plan(10, &p);
+    /* The library is loaded ahead of the first commit on the connection; no XACK beside it. */
+    cr_assert_eq(p.cmds.n, 3, "%s", cmd_text(&p, p.cmds.n - 1));
+    cr_expect(strncmp(cmd_text(&p, 0), "FUNCTION LOAD REPLACE #!lua", 27) == 0);
+    cr_expect_str_eq(commit_head(&p, 1), "FCALL " EDDY__COMMIT_FN " 4 {t}:s:jobs {t}:subjects "
+                                         "{t}:s:done.a {t}:s:done.b g 1-1 0 2 done.a 8");
+    cr_expect(strstr(cmd_text(&p, 1), "id o1 source /t type out done.b 8 specversion 1.0 id o2"),
+              "%s", cmd_text(&p, 1));
+    cr_expect(strncmp(cmd_text(&p, 2), "XREADGROUP", 10) == 0);
+    step(10, &p, (const char *[]){loaded(), ":1\r\n", "*-1\r\n"}, 3, &out);
+    plan(20, &p);
+    cr_assert_eq(p.cmds.n, 1, "the commit is done: %s", cmd_text(&p, 0));
+    cr_expect(strncmp(cmd_text(&p, 0), "XREADGROUP", 10) == 0);
+    cr_expect_eq(atomic_load(&sub->stats.handled), 1);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, a_commit_whose_reply_was_lost_is_sent_again, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    eddy_delivery *d = one_delivery(&p, &out);
+    emit(d, "done", "o1");
+    eddy__consumer_settle(consumer, d, EDDY_OK, NULL);
+    plan(10, &p);
+    cr_assert_str_eq(commit_head(&p, 1),
+                     "FCALL " EDDY__COMMIT_FN " 3 {t}:s:jobs {t}:subjects {t}:s:done g 1-1 0 1 "
+                     "done 8");
+    redisReply *none[4] = {NULL, NULL, NULL, NULL};
+    cr_expect_eq(eddy__consumer_feed(consumer, 0, eddy_now_ms(), &p, none, p.cmds.n, &out),
+                 EDDY_ERR_IO);
+    eddy__consumer_reset(consumer);
+    plan(20, &p);
+    /* A new connection: the library again, the same commit (the server adds nothing when the
+     * first one ran: the input is no longer pending). */
+    cr_expect(strncmp(cmd_text(&p, 0), "FUNCTION LOAD REPLACE #!lua", 27) == 0);
+    cr_expect_str_eq(commit_head(&p, 1),
+                     "FCALL " EDDY__COMMIT_FN " 3 {t}:s:jobs {t}:subjects {t}:s:done g 1-1 0 1 "
+                     "done 8");
+    cr_expect_str_eq(cmd_text(&p, 2), "XGROUP CREATE {t}:s:jobs g 0 MKSTREAM");
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, a_lost_library_is_loaded_again_for_the_commit, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    eddy_delivery *d = one_delivery(&p, &out);
+    emit(d, "done", "o1");
+    eddy__consumer_settle(consumer, d, EDDY_OK, NULL);
+    plan(10, &p);
+    cr_assert_eq(p.cmds.n, 3);
+    const char *second = "*1\r\n*2\r\n$10\r\n{t}:s:jobs\r\n*1\r\n"
+                         "*2\r\n$3\r\n1-2\r\n*8\r\n$11\r\nspecversion\r\n$3\r\n1.0\r\n$2\r\nid"
+                         "\r\n$1\r\nb\r\n$6\r\nsource\r\n$2\r\n/s\r\n$4\r\ntype\r\n$1\r\nt\r\n";
+    step(10, &p, (const char *[]){loaded(), ":1\r\n", second}, 3, &out);
+    cr_assert_eq(out.n, 1);
+    d = out.v[0];
+    out.n = 0;
+    emit(d, "done", "o2");
+    eddy__consumer_settle(consumer, d, EDDY_OK, NULL);
+    plan(20, &p);
+    cr_assert_eq(p.cmds.n, 2, "loaded on this connection already: %s", cmd_text(&p, 0));
+    cr_expect_str_eq(commit_head(&p, 0),
+                     "FCALL " EDDY__COMMIT_FN " 3 {t}:s:jobs {t}:subjects {t}:s:done g 1-2 0 1 "
+                     "done 8");
+    /* The server lost its functions (a restart, FUNCTION FLUSH): nothing was written. */
+    step(20, &p, (const char *[]){"-ERR Function not found\r\n", "*-1\r\n"}, 2, &out);
+    plan(30, &p);
+    cr_expect(strncmp(cmd_text(&p, 0), "FUNCTION LOAD REPLACE #!lua", 27) == 0);
+    cr_expect_str_eq(commit_head(&p, 1),
+                     "FCALL " EDDY__COMMIT_FN " 3 {t}:s:jobs {t}:subjects {t}:s:done g 1-2 0 1 "
+                     "done 8");
+    /* Still not found right after a load: given up (it stays pending and comes back). */
+    step(30, &p, (const char *[]){loaded(), "-ERR Function not found\r\n", "*-1\r\n"}, 3, &out);
+    plan(40, &p);
+    cr_expect_eq(p.cmds.n, 1, "%s", cmd_text(&p, 0));
+    cr_expect(strncmp(cmd_text(&p, 0), "XREADGROUP", 10) == 0);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, a_failed_handler_commits_nothing, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    settings.redelivery_backoff_ms = 0;
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    eddy_delivery *d = one_delivery(&p, &out);
+    emit(d, "done", "o1");
+    eddy__consumer_settle(consumer, d, EDDY_ERR_HANDLER_FAILED, NULL);
+    plan(10, &p);
+    cr_assert_eq(p.cmds.n, 1, "neither commit nor XACK: %s", cmd_text(&p, 0));
+    cr_expect(strncmp(cmd_text(&p, 0), "XREADGROUP", 10) == 0);
+    cr_expect_eq(atomic_load(&sub->stats.failed), 1);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, emit_checks_before_anything_is_sent, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    settings.max_event_size = 200;
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    eddy_delivery *d = one_delivery(&p, &out);
+    eddy_event *ev = output("o1");
+    eddy_error err = {0};
+    cr_expect_eq(eddy_delivery_emit(d, "bad..subject", ev, &err), EDDY_ERR_INVALID_SUBJECT);
+    cr_expect_eq(eddy_delivery_emit(d, "a.>", ev, &err), EDDY_ERR_INVALID_SUBJECT);
+    cr_expect_eq(eddy_delivery_emit(d, NULL, ev, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy_delivery_emit(NULL, "ok", ev, &err), EDDY_ERR_INVALID_ARGUMENT);
+    char big[300];
+    memset(big, 'x', sizeof(big) - 1);
+    big[sizeof(big) - 1] = '\0';
+    cr_assert_eq(eddy_event_set_data(ev, big, strlen(big)), EDDY_OK);
+    cr_expect_eq(eddy_delivery_emit(d, "ok", ev, &err), EDDY_ERR_TOO_LARGE);
+    cr_expect(strstr(err.detail, "limit is 200"), "%s", err.detail);
+    eddy_event_free(ev);
+    ev = eddy_event_new(); /* no id, source, type */
+    cr_expect_eq(eddy_delivery_emit(d, "ok", ev, &err), EDDY_ERR_INVALID_EVENT);
+    eddy_event_free(ev);
+    /* Nothing was kept: success is a plain XACK. */
+    eddy__consumer_settle(consumer, d, EDDY_OK, NULL);
+    plan(10, &p);
+    cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-1");
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+Test(consumer, at_most_once_deliveries_cannot_emit, .fini = teardown) {
+    make("jobs", EDDY_AT_MOST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    plan(0, &p);
+    step(0, &p, (const char *[]){"-BUSYGROUP Consumer Group name already exists\r\n", ":0\r\n"}, 2,
+         &out);
+    plan(0, &p);
+    step(0, &p, (const char *[]){ONE_ENTRY("1-1")}, 1, &out);
+    cr_assert_eq(out.n, 1);
+    eddy_event *ev = output("o1");
+    eddy_error err = {0};
+    cr_expect_eq(eddy_delivery_emit(out.v[0], "ok", ev, &err), EDDY_ERR_ILLEGAL_STATE);
+    cr_expect(strstr(err.detail, "AtLeastOnce"), "%s", err.detail);
+    eddy_event_free(ev);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
 }
