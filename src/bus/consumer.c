@@ -2020,21 +2020,8 @@ eddy_status eddy__consumer_emit(eddy__consumer *c, eddy_delivery *d, const char 
     eddy_status st = eddy__subject_check(subject, err);
     if (st != EDDY_OK)
         return st;
-    if ((st = eddy_event_validate(ev, err)) != EDDY_OK ||
-        (st = eddy__event_check_trace(ev, err)) != EDDY_OK)
+    if ((st = eddy__publish_check_event(c->s, ev, "as an output", err)) != EDDY_OK)
         return st;
-    if (eddy_event_extension(ev, EDDY__FAILED_ATTR))
-        return eddy__fail(err, EDDY_ERR_RESERVED_ATTRIBUTE,
-                          "the event carries '" EDDY__FAILED_ATTR "', which marks failure replies");
-    size_t size = eddy_event_size(ev);
-    if (size > c->s->max_event_size)
-        return eddy__fail(err, EDDY_ERR_TOO_LARGE, "event '%s' is %zu bytes; the limit is %zu",
-                          eddy_event_id(ev), size, c->s->max_event_size);
-    /* The commit passes each output's fields to XADD as Lua call arguments. */
-    if (2 * eddy_event_extension_count(ev) + 18 > EDDY__STORE_MAX_FIELDS)
-        return eddy__fail(err, EDDY_ERR_TOO_LARGE, "event '%s' has %zu extensions; at most %d",
-                          eddy_event_id(ev), eddy_event_extension_count(ev),
-                          (EDDY__STORE_MAX_FIELDS - 18) / 2);
     if (d->emits && d->emits->broken)
         return eddy__fail(err, EDDY_ERR_NOMEM, "emit: an earlier output was lost (out of memory)");
     if (d->emits && d->emits->n >= EDDY__EMIT_MAX)

@@ -267,9 +267,8 @@ static eddy_status add_entry_cmd(eddy__publisher *p, const subject_keys *k, cons
     return eddy__entry_encode(ev, x);
 }
 
-/* What refuses one event before anything is built. */
-static eddy_status check_event(const eddy__publisher *p, const eddy_event *ev, bool dedup,
-                               eddy_error *err) {
+eddy_status eddy__publish_check_event(const eddy__settings *s, const eddy_event *ev,
+                                      const char *via, eddy_error *err) {
     if (!ev)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "publish: the event is NULL");
     eddy_status st;
@@ -280,14 +279,13 @@ static eddy_status check_event(const eddy__publisher *p, const eddy_event *ev, b
         return eddy__fail(err, EDDY_ERR_RESERVED_ATTRIBUTE,
                           "the event carries '" EDDY__FAILED_ATTR "', which marks failure replies");
     size_t size = eddy_event_size(ev);
-    if (size > p->s->max_event_size)
+    if (size > s->max_event_size)
         return eddy__fail(err, EDDY_ERR_TOO_LARGE, "event '%s' is %zu bytes; the limit is %zu",
-                          eddy_event_id(ev), size, p->s->max_event_size);
-    /* The function passes the fields to XADD as Lua call arguments, as the store does. */
-    if (dedup && 2 * eddy_event_extension_count(ev) + 18 > EDDY__STORE_MAX_FIELDS)
-        return eddy__fail(err, EDDY_ERR_TOO_LARGE,
-                          "event '%s' has %zu extensions; with publish_dedup_ms at most %d",
-                          eddy_event_id(ev), eddy_event_extension_count(ev),
+                          eddy_event_id(ev), size, s->max_event_size);
+    /* A function passes the fields to XADD as Lua call arguments, as the store does. */
+    if (via && 2 * eddy_event_extension_count(ev) + 18 > EDDY__STORE_MAX_FIELDS)
+        return eddy__fail(err, EDDY_ERR_TOO_LARGE, "event '%s' has %zu extensions; %s at most %d",
+                          eddy_event_id(ev), eddy_event_extension_count(ev), via,
                           (EDDY__STORE_MAX_FIELDS - 18) / 2);
     return EDDY_OK;
 }
@@ -315,7 +313,7 @@ static eddy_status prepare_run(eddy__publisher *p, const char *subject,
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "publish: the subject is NULL");
     eddy_status st = eddy__subject_check(subject, err);
     for (size_t i = 0; st == EDDY_OK && i < n; i++)
-        st = check_event(p, evs[i], dedup, err);
+        st = eddy__publish_check_event(p->s, evs[i], dedup ? "with publish_dedup_ms" : NULL, err);
     if (st != EDDY_OK)
         return st;
     subject_keys k;

@@ -23,6 +23,12 @@ void eddy__publisher_free(eddy__publisher *p);
  * size (EDDY_ERR_TOO_LARGE), then appends this publish's commands to out. */
 eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
                                   eddy__cmdlist *out, eddy_error *err);
+/* What refuses an event before anything is built: NULL (EDDY_ERR_INVALID_ARGUMENT), not valid
+ * (EDDY_ERR_INVALID_EVENT), the reserved failure attribute, over max_event_size; and when `via`
+ * names a Redis function that will write it (its text goes in the error), more extensions than
+ * Lua's arguments hold (EDDY_ERR_TOO_LARGE). */
+eddy_status eddy__publish_check_event(const eddy__settings *s, const eddy_event *ev,
+                                      const char *via, eddy_error *err);
 /* The same for a batch of n events to one subject: every event is checked first, the stream's
  * key is formatted once, and out then holds n publishes, each read by its own
  * eddy__publish_result; on failure out is unchanged. */
