@@ -367,6 +367,8 @@ eddy_status eddy__publish_prepare_batch(eddy__publisher *p, const char *subject,
                                         eddy_error *err) {
     if (n && !evs)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "publish: the events are NULL");
+    if (n == 0)
+        return EDDY_OK; /* nothing to send: no registration or load either */
     return prepare_run(p, subject, evs, n, p->s->publish_dedup_ms != 0, true, false,
                        p->s->wait_replicas != 0, out, err);
 }

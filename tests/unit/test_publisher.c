@@ -104,6 +104,47 @@ Test(publisher, loads_the_library_then_calls_the_function) {
     eddy_event_free(ev);
 }
 
+/* A batch is one run: the load and the subject's registration once, then an entry per event,
+ * each read by its own eddy__publish_result; a bad event refuses the whole batch before anything
+ * is built, and an empty batch builds nothing. */
+Test(publisher, a_batch_is_one_run_of_publishes) {
+    eddy_event *a = ev_new("e:1"), *b = ev_new("e:2"), *bad = eddy_event_new();
+    const eddy_event *evs[] = {a, b}, *with_bad[] = {a, bad};
+    eddy__cmdlist l;
+    eddy__cmdlist_init(&l);
+    eddy_error err;
+    cr_assert_eq(eddy__publish_prepare_batch(pub, "a.b", with_bad, 2, &l, &err),
+                 EDDY_ERR_INVALID_EVENT);
+    cr_expect_eq(l.n, 0, "nothing built");
+    cr_assert_eq(eddy__publish_prepare_batch(pub, "a.b", evs, 0, &l, &err), EDDY_OK);
+    cr_expect_eq(l.n, 0, "an empty batch builds nothing");
+    cr_assert_eq(eddy__publish_prepare_batch(pub, "a.b", evs, 2, &l, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_assert_eq(l.n, 4);
+    cr_expect(eddy__library_is_load(&l, 0), "the load is still owed: the refusal sent nothing");
+    cr_expect_str_eq(head(&l.cmds[1], 3), "SADD {t}:subjects a.b");
+    cr_expect_str_eq(head(&l.cmds[2], 9), "FCALL " EDDY__PUBLISH_FN
+                                          " 3 {t}:s:a.b {t}:pubids:a.b {t}:pubexp:a.b 5000 0 e:1");
+    cr_expect_str_eq(head(&l.cmds[3], 9), "FCALL " EDDY__PUBLISH_FN
+                                          " 3 {t}:s:a.b {t}:pubids:a.b {t}:pubexp:a.b 5000 0 e:2");
+    redisReply *r[4] = {reply(REDIS_REPLY_STRING, EDDY__STORE_LIBRARY),
+                        reply(REDIS_REPLY_INTEGER, NULL), reply(REDIS_REPLY_STRING, "7-0"),
+                        reply(REDIS_REPLY_STRING, "8-0")};
+    char id[32] = "";
+    size_t next;
+    cr_expect_eq(eddy__publish_result(pub, &l, 0, r, &next, id, sizeof(id), NULL), EDDY_OK);
+    cr_expect_str_eq(id, "7-0");
+    cr_expect_eq(next, 3);
+    cr_expect_eq(eddy__publish_result(pub, &l, next, r, &next, id, sizeof(id), NULL), EDDY_OK);
+    cr_expect_str_eq(id, "8-0");
+    cr_expect_eq(next, 4);
+    free_replies(r, 4);
+    eddy__cmdlist_reset(&l);
+    eddy_event_free(a);
+    eddy_event_free(b);
+    eddy_event_free(bad);
+}
+
 Test(publisher, a_lost_library_is_sent_again_behind_a_load) {
     eddy_event *ev = ev_new("e1");
     eddy__cmdlist l;
