@@ -13,10 +13,10 @@
  * - No handler is called once stop (or free) was called. Deliveries read but not handed out by
  *   then are dropped: AtLeastOnce entries stay pending and come back; AtMostOnce entries were
  *   acknowledged by their read (NOACK) and are gone, as at-most-once allows.
- * - A stop loses no settled acknowledgement, and waits for no blocking read. The core never
- *   plans a blocking read behind acknowledgements or dead letters; still, should a blocking
- *   round carry other commands, a stop waits for their replies only (they come at once), and
- *   the read counts as timed out (nil) so that they are fed. A stop during any other round
+ * - A stop loses no settled acknowledgement, and waits for no blocking read. The core plans a
+ *   blocking read behind acknowledgements, commits and replies (never behind dead letters): a
+ *   stop during such a round waits for the replies of the commands before the read only (they
+ *   come at once), and the read counts as timed out (nil) so that they are fed. A stop during any other round
  *   waits for its replies and feeds them. Deliveries settled after the stop (their handler
  *   returned EDDY_PENDING) are flushed on the same connection before the activation dies; so a
  *   blocking read sent while deliveries were outstanding (`overlapped`: the core keeps it

@@ -1030,8 +1030,9 @@ static step plan_live(eddy__consumer *c, long long now, eddy__plan *p, bool allo
  * MULTI/EXEC reply the core needs (a lost one would dead-letter the entry twice; a live read
  * behind them is planned without BLOCK). What else may go first is idempotent or need not
  * be answered: an acknowledgement, hand-back or refresh whose reply a cut read loses is sent
- * again after the reset (XACK and XCLAIM ... JUSTID are idempotent), and a reply (XADD to
- * the requester's stream) was run by the server before it blocked.
+ * again after the reset (XACK and XCLAIM ... JUSTID are idempotent; a commit of emitted outputs
+ * answers 0 and adds nothing once its input is no longer pending), and a reply (XADD to the
+ * requester's stream) was run by the server before it blocked.
  * outstanding: deliveries handed out and not settled when the plan began. While there are any,
  * only live reads (">", which never return an entry a handler holds) are planned, for the room
  * left in the batch; the history, claims and counts wait until they are settled, since those

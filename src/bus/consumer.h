@@ -38,8 +38,10 @@
  * and entries delivered too often, go to the dead-letter stream together with their
  * acknowledgement in one MULTI/EXEC. A handler's hand-back (EDDY_ERR_UNAVAILABLE,
  * AtLeastOnce) leaves the entry pending and sets its delivery count back with XCLAIM
- * RETRYCOUNT, so it does not count toward max_deliveries. A blocking read is never pipelined
- * behind acknowledgements, hand-backs or dead letters: those go in a round trip of their own.
+ * RETRYCOUNT, so it does not count toward max_deliveries. A blocking read is pipelined behind
+ * acknowledgements, hand-backs, refreshes, commits and replies (the server runs them before
+ * it blocks; sent again after a cut read, they change nothing), never behind a dead letter's
+ * MULTI/EXEC, which goes with a read that does not block.
  *
  * Pausing (eddy__consumer_pause; the state lives in the sub, so it outlives activations): a
  * paused consumer still sends what was settled, discovers subjects and creates groups (so it
