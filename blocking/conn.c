@@ -197,6 +197,7 @@ static void set_flags(bconn *c, bool blocking, bool in_read) {
     pthread_mutex_lock(&c->lock);
     c->blocking = blocking;
     c->in_read = in_read;
+    pthread_cond_broadcast(&c->wake); /* a waker waits for the end of a round's writing */
     pthread_mutex_unlock(&c->lock);
 }
 
@@ -221,11 +222,17 @@ static eddy_status exec_link(bconn *c, const eddy__cmdlist *cmds, long long bloc
         st = eddy__fail(err, EDDY_ERR_CLOSED, "interrupted"); /* the server dropped us: a pause */
     if (st == EDDY_OK && cuttable) {
         pthread_mutex_lock(&c->lock);
-        if (c->interrupted || c->cut)
+        if (c->interrupted || c->cut) {
             st = eddy__fail(err, EDDY_ERR_CLOSED, "interrupted");
-        else
+            /* The read may be parked already (memory:// runs it in the flush): end it before
+             * a waker that cannot have the server drop us goes on (eddy__bconn_wake). */
+            if (c->cut && c->up)
+                eddy__link_shutdown(c->link);
+        } else {
             c->in_read = true;
+        }
         c->cut = false;
+        pthread_cond_broadcast(&c->wake);
         pthread_mutex_unlock(&c->lock);
     }
     for (size_t i = 0, got; st == EDDY_OK && i < cmds->n; i += got) {
@@ -320,6 +327,12 @@ long long eddy__bconn_wake(bconn *c, bool cut) {
         c->cut = true;
         if (c->blocking && c->up)
             kill = c->client_id;
+        /* A round still being written has its read on the way (memory://: maybe parked). With
+         * no client id to have the server drop it (memory://, or CLIENT ID refused), wait for
+         * the writer to take the cut, so that nothing published after this call reaches that
+         * read; writing takes no longer than the socket takes the bytes. */
+        while (kill < 0 && c->cut && c->blocking && !c->in_read && c->up)
+            pthread_cond_wait(&c->wake, &c->lock);
         if (c->in_read && c->up)
             eddy__link_shutdown(c->link);
     }
