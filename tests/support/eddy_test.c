@@ -57,8 +57,14 @@ bool eddy_test_wait_until(bool (*cond)(void *user), void *user, long long timeou
     }
 }
 
+/* EDDY_TEST_LOG=debug: every level, for a failing run's story. */
 void eddy_test_log(eddy_log_level level, const char *msg, void *user) {
-    if (level >= EDDY_LOG_WARN)
+    static int least = -1;
+    if (least < 0) {
+        const char *v = getenv("EDDY_TEST_LOG");
+        least = v && strcmp(v, "debug") == 0 ? EDDY_LOG_DEBUG : EDDY_LOG_WARN;
+    }
+    if ((int)level >= least)
         fprintf(stderr, "[eddy %s] %s\n", user ? (const char *)user : "", msg);
 }
 
