@@ -555,58 +555,16 @@ eddy_status eddy_feed_offer(eddy_feed *feed, const eddy_event_meta *meta, void *
 
 /* ---- the listener ------------------------------------------------------------------------ */
 
-enum { L_OFFERED, L_PENDING, L_DONE };
-
-typedef struct listened {
-    eddy_feed *feed;
-    eddy_delivery *d;
-    void *event;
-    atomic_int state;
-    eddy_status st;
-} listened;
-
-static void listened_done(eddy_status st, const eddy_error *err, void *user) {
-    (void)err;
-    listened *l = user;
-    eddy__feed_free_event(l->feed->core, l->event);
-    l->st = st;
-    int expected = L_OFFERED;
-    if (atomic_compare_exchange_strong(&l->state, &expected, L_DONE))
-        return; /* the handler has not returned: it returns st itself */
-    eddy_delivery_finish(l->d, st);
-    free(l);
+static eddy_status offer(void *feed, const eddy_event_meta *meta, void *event,
+                         eddy_feed_done_fn done, void *user) {
+    return eddy_feed_offer(feed, meta, event, done, user);
 }
 
 eddy_status eddy_feed_handler(eddy_delivery *d, void *user) {
     eddy_feed *feed = user;
     if (!feed || !d)
         return EDDY_ERR_INVALID_ARGUMENT;
-    void *event;
-    eddy_error err = {0};
-    eddy_event_meta meta;
-    bool has_meta;
-    eddy_status st = eddy__feed_listen(feed->core, d, &event, &meta, &has_meta, &err);
-    if (st != EDDY_OK)
-        return st; /* not decoded: not acknowledged */
-    if (!event)
-        return EDDY_OK; /* not for this projection: acknowledged */
-    listened *l = calloc(1, sizeof(*l));
-    if (!l) {
-        eddy__feed_free_event(feed->core, event);
-        return EDDY_ERR_NOMEM;
-    }
-    l->feed = feed;
-    l->d = d;
-    l->event = event;
-    atomic_init(&l->state, L_OFFERED);
-    /* The metadata (borrowed from the delivery, which outlives the offer) is copied if held. */
-    eddy_feed_offer(feed, has_meta ? &meta : NULL, event, listened_done, l);
-    int expected = L_OFFERED;
-    if (atomic_compare_exchange_strong(&l->state, &expected, L_PENDING))
-        return EDDY_PENDING; /* held: listened_done finishes the delivery */
-    st = l->st;
-    free(l);
-    return st;
+    return eddy__feed_handle(feed->core, d, offer, feed);
 }
 
 /* ---- state ------------------------------------------------------------------------------- */

@@ -762,49 +762,14 @@ bool eddy_rfeed_failure(eddy_rfeed *feed, eddy_error *cause) {
 
 /* ---- listener ------------------------------------------------------------------------------ */
 
-typedef struct rlistened {
-    eddy_rfeed *feed;
-    eddy_delivery *d;
-    void *event;
-} rlistened;
-
-static void rlistened_done(eddy_status st, const eddy_error *err, void *user) {
-    rlistened *l = user;
-    (void)err;
-    eddy__feed_free_event(l->feed->core, l->event);
-    /* Applied (or a duplicate of an applied event): acknowledged. Anything else: not, so the
-     * subscription gets it again. */
-    eddy_delivery_finish(l->d, st);
-    free(l);
+static eddy_status offer(void *feed, const eddy_event_meta *meta, void *event,
+                         eddy_feed_done_fn done, void *user) {
+    return eddy_rfeed_offer(feed, meta, event, done, user);
 }
 
 eddy_status eddy_rfeed_handler(eddy_delivery *d, void *user) {
     eddy_rfeed *feed = user;
     if (!feed || !d)
         return EDDY_ERR_INVALID_ARGUMENT;
-    void *event;
-    eddy_error err = {0};
-    eddy_event_meta meta;
-    bool has_meta;
-    eddy_status st = eddy__feed_listen(feed->core, d, &event, &meta, &has_meta, &err);
-    if (st != EDDY_OK)
-        return st; /* not decoded: not acknowledged */
-    if (!event)
-        return EDDY_OK; /* not for this projection: acknowledged */
-    rlistened *l = calloc(1, sizeof(*l));
-    if (!l) {
-        eddy__feed_free_event(feed->core, event);
-        return EDDY_ERR_NOMEM;
-    }
-    l->feed = feed;
-    l->d = d;
-    l->event = event;
-    st = has_meta ? eddy_rfeed_accept_meta(feed, &meta, event, rlistened_done, l)
-                  : eddy_rfeed_accept(feed, event, rlistened_done, l);
-    if (st != EDDY_OK) { /* refused up front: the completion does not run */
-        eddy__feed_free_event(feed->core, event);
-        free(l);
-        return st;
-    }
-    return EDDY_PENDING; /* rlistened_done finishes the delivery */
+    return eddy__feed_handle(feed->core, d, offer, feed);
 }

@@ -250,6 +250,17 @@ eddy_status eddy__feed_listen(eddy__feed *f, const eddy_delivery *d, void **even
                               eddy_event_meta *meta, bool *has_meta, eddy_error *err);
 void eddy__feed_free_event(eddy__feed *f, void *event);
 
+/* A feed as a subscription's handler (feed_listen.c): decodes the delivery's event, acknowledges
+ * one not for this projection, and offers the rest through `offer`, the front end's
+ * asynchronous accept on `feed`, whose `done` runs exactly once, before offer returns or later
+ * on any thread, unless offer fails. Returns what the handler returns: the outcome when it came
+ * before offer returned, EDDY_PENDING when the event is held (its completion finishes the
+ * delivery), an error when it was not decoded or offered (not acknowledged). */
+typedef eddy_status (*eddy__feed_offer_fn)(void *feed, const eddy_event_meta *meta, void *event,
+                                           eddy_feed_done_fn done, void *user);
+eddy_status eddy__feed_handle(eddy__feed *f, eddy_delivery *d, eddy__feed_offer_fn offer,
+                              void *feed);
+
 /* ---- state ----------------------------------------------------------------------------- */
 
 void eddy__feed_info(eddy__feed *f, eddy_feed_info *out);
