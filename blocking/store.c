@@ -2,16 +2,10 @@
 /* The event store on the blocking front end: the core (src/store/store.c) checks, builds and reads;
  * this file sends, on one connection behind a mutex, and makes the calling thread wait.
  *
- * Invariants:
- * - The function library is loaded on every new connection before anything else is sent
- *   (`loaded` is true only while the connection that loaded it lives), because a server that
- *   restarted has lost it. A server that answers "Function not found" anyway gets it again
- *   together with the same append, once.
- * - The lock is held only while commands travel, never while a read's callback runs, so a
- *   callback may use the store (append, read) without deadlocking.
- * - A failed append is never sent again: the server may have run it. Reads and checkpoint
- *   operations are idempotent, so one that failed on a connection made before the call (it may
- *   have been dead for a while) is tried once more on a new connection. */
+ * The store's rules (the library loaded on each new connection, what is sent again after a loss
+ * or a lost library) are src/store/store_op.h's. `loaded` is true only while the connection that
+ * loaded it lives. The lock is held only while commands travel, never while a read's callback
+ * runs, so a callback may use the store (append, read) without deadlocking. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +17,7 @@
 #include "link/library.h"
 #include "log.h"
 #include "store/store.h"
+#include "store/store_op.h"
 #include "timing.h"
 
 struct eddy_store {
@@ -54,31 +49,45 @@ static eddy_status ensure_loaded(eddy_store *store, eddy_error *err) {
     return st;
 }
 
-/* Sends cmds and reads their replies (each is the caller's to free). `retry`: the commands are
- * idempotent and may be sent again after a connection failure. With an arena, the replies may
- * be built in it (*in_arena): the caller resets it instead of freeing them. */
-static eddy_status exchange_in(eddy_store *store, const eddy__cmdlist *cmds,
-                               eddy__reply_arena *arena, redisReply **replies, bool *in_arena,
-                               bool retry, eddy_error *err) {
-    pthread_mutex_lock(&store->lock);
-    bool was_connected = eddy__bconn_connected(&store->conn);
-    eddy_status st = ensure_loaded(store, err);
-    *in_arena = false;
-    for (int attempt = 0; st == EDDY_OK && attempt < 2; attempt++) {
-        st = arena ? eddy__bconn_exec_in(&store->conn, arena, cmds, -1, replies, in_arena, err)
-                   : eddy__bconn_exec(&store->conn, cmds, -1, replies, err);
-        if (!(retry && was_connected && st == EDDY_ERR_IO && attempt == 0))
+/* Sends op's commands and reads their replies (each is the caller's to free), sending them
+ * again where the store's rules say (store_op.h), the lock released between tries. With an
+ * arena, the replies may be built in it (*in_arena): the caller resets it instead of freeing
+ * them. */
+static eddy_status exchange_in(eddy_store *store, eddy__store_op *op, eddy__reply_arena *arena,
+                               redisReply **replies, bool *in_arena, eddy_error *err) {
+    eddy_error e = {0};
+    eddy_status st;
+    for (;;) {
+        pthread_mutex_lock(&store->lock);
+        bool fresh = !eddy__bconn_connected(&store->conn);
+        *in_arena = false;
+        st = ensure_loaded(store, &e);
+        if (st == EDDY_OK)
+            st = arena ? eddy__bconn_exec_in(&store->conn, arena, &op->cmds, -1, replies, in_arena,
+                                             &e)
+                       : eddy__bconn_exec(&store->conn, &op->cmds, -1, replies, &e);
+        pthread_mutex_unlock(&store->lock);
+        if (st == EDDY_OK || !eddy__store_op_lost(op, st, &e, true, fresh))
             break;
-        st = ensure_loaded(store, err);
     }
-    pthread_mutex_unlock(&store->lock);
+    if (st != EDDY_OK && err)
+        *err = e;
     return st;
 }
 
-static eddy_status exchange(eddy_store *store, const eddy__cmdlist *cmds, redisReply **replies,
-                            bool retry, eddy_error *err) {
+static eddy_status exchange(eddy_store *store, eddy__store_op *op, redisReply **replies,
+                            eddy_error *err) {
     bool in_arena;
-    return exchange_in(store, cmds, NULL, replies, &in_arena, retry, err);
+    return exchange_in(store, op, NULL, replies, &in_arena, err);
+}
+
+/* An idempotent op of the commands in *cmds (moved into it; *cmds is left empty). */
+static eddy__store_op idempotent(eddy__cmdlist *cmds) {
+    eddy__store_op op;
+    eddy__store_op_init(&op, false, 0);
+    op.cmds = *cmds;
+    eddy__cmdlist_init(cmds);
+    return op;
 }
 
 /* A page of events: read into an arena (one allocation for the page's reply instead of
@@ -86,8 +95,9 @@ static eddy_status exchange(eddy_store *store, const eddy__cmdlist *cmds, redisR
 static eddy_status read_page(eddy_store *store, eddy__cmdlist *cmds, eddy__reply_arena *arena,
                              redisReply **reply, bool *in_arena, eddy_error *err) {
     *reply = NULL;
-    eddy_status st = exchange_in(store, cmds, arena, reply, in_arena, true, err);
-    eddy__cmdlist_reset(cmds);
+    eddy__store_op op = idempotent(cmds);
+    eddy_status st = exchange_in(store, &op, arena, reply, in_arena, err);
+    eddy__store_op_reset(&op);
     return st;
 }
 
@@ -152,45 +162,19 @@ eddy_status eddy_store_append(eddy_store *store, const char *stream_id,
                               long long *new_version, eddy_error *err) {
     if (!store)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "store is NULL");
-    eddy__cmdlist cmds;
-    eddy__cmdlist_init(&cmds);
-    eddy_status st = eddy__store_append_prepare(store->core, stream_id, evs, n, opts, &cmds, err);
-    if (st != EDDY_OK) {
-        eddy__cmdlist_reset(&cmds); /* a failed prepare empties the list, not its arrays */
-        return st;
+    eddy__store_op op;
+    eddy__store_op_init(&op, true, eddy__mono_ms() + eddy__command_timeout_ms(&store->s, -1));
+    eddy_status st =
+        eddy__store_append_prepare(store->core, stream_id, evs, n, opts, &op.cmds, err);
+    redisReply *reply[EDDY__STORE_OP_MAX_CMDS] = {NULL};
+    for (bool again = st == EDDY_OK; again;) {
+        if ((st = exchange(store, &op, reply, err)) != EDDY_OK)
+            break;
+        size_t got = op.cmds.n; /* a reload puts a load in front */
+        st = eddy__store_op_append_result(&op, reply, new_version, &again, &store->s.log, err);
+        free_replies(reply, got);
     }
-    redisReply *reply[2] = {NULL, NULL};
-    bool reload = false;
-    long long deadline = eddy__mono_ms() + eddy__command_timeout_ms(&store->s, -1);
-    eddy_error e = {0};
-    st = exchange(store, &cmds, reply, false, &e);
-    /* A cluster that refused it unwritten is healing: again, each time after the backoff. */
-    while (st != EDDY_OK && eddy__store_append_again(st, &e, true) && eddy__mono_ms() < deadline)
-        st = exchange(store, &cmds, reply, false, &e);
-    if (st != EDDY_OK && err)
-        *err = e;
-    if (st == EDDY_OK)
-        st = eddy__store_append_result(&cmds, 0, reply, new_version, &reload, err);
-    free_replies(reply, 1);
-    if (reload) {
-        /* Nothing was written: load the library and send the same append behind it. */
-        eddy__log(&store->s.log, EDDY_LOG_WARN,
-                  "store: the server had lost the '" EDDY__STORE_LIBRARY
-                  "' function library (flushed or replaced); loading it again");
-        eddy__cmdlist again;
-        eddy__cmdlist_init(&again);
-        size_t next = 0;
-        if (eddy__library_load_cmds(&again) != EDDY_OK ||
-            eddy__store_append_prepare(store->core, stream_id, evs, n, opts, &again, err) !=
-                EDDY_OK)
-            st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-        else if ((st = exchange(store, &again, reply, false, err)) == EDDY_OK &&
-                 (st = eddy__library_load_result(&again, 0, reply, &next, err)) == EDDY_OK)
-            st = eddy__store_append_result(&again, next, reply, new_version, &reload, err);
-        free_replies(reply, again.n);
-        eddy__cmdlist_reset(&again);
-    }
-    eddy__cmdlist_reset(&cmds);
+    eddy__store_op_reset(&op); /* a failed prepare empties the list, not its arrays */
     return st;
 }
 
@@ -198,8 +182,9 @@ eddy_status eddy_store_append(eddy_store *store, const char *stream_id,
 static eddy_status read_one(eddy_store *store, eddy__cmdlist *cmds, redisReply **reply,
                             eddy_error *err) {
     *reply = NULL;
-    eddy_status st = exchange(store, cmds, reply, true, err);
-    eddy__cmdlist_reset(cmds);
+    eddy__store_op op = idempotent(cmds);
+    eddy_status st = exchange(store, &op, reply, err);
+    eddy__store_op_reset(&op);
     return st;
 }
 

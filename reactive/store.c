@@ -8,14 +8,11 @@
  * - Operations are kept in the order of their commands on the wire, so each
  * reply belongs to the oldest operation still waiting. An operation leaves the
  * queue before its callback runs.
- * - The function library is loaded on every new connection before anything else
- * is sent (an internal load op goes first); when that load fails, the
- * operations sent behind it on that connection fail with its error, as the
- * blocking front end's do. An append answered with "Function not found" is sent
- * once more behind a new load.
- * - A failed append is never sent again: the server may have run it. Reads,
- * head and checkpoint operations lost with a connection they were sent on are
- * sent once more on a new one.
+ * - The store's rules (the library loaded on each new connection, what is sent
+ * again after a loss or a lost library) are src/store/store_op.h's; this file
+ * sends the load as an internal op in front of the queue, and when that load
+ * fails, the operations sent behind it on that connection fail with its error,
+ * as the blocking front end's do.
  * - Each callback runs exactly once. Every way into the store (a public call, a
  * connection callback) is bracketed by enter/leave; a close only marks the
  * store, completes the queue with EDDY_ERR_CLOSED and drops the connection, and
@@ -32,9 +29,8 @@
 #include "log.h"
 #include "memory/engine.h"
 #include "store/store.h"
+#include "store/store_op.h"
 #include "timing.h"
-
-#define ROP_MAX_CMDS 4
 
 typedef enum rop_kind {
     OP_LOAD,
@@ -48,16 +44,13 @@ typedef enum rop_kind {
 typedef struct rop {
     struct rop *next;
     rop_kind kind;
-    eddy__cmdlist cmds;
-    redisReply *replies[ROP_MAX_CMDS]; /* owned, but the last one while it is read */
+    eddy__store_op op; /* its commands, and what a loss or a reply means (store_op.h) */
+    redisReply *replies[EDDY__STORE_OP_MAX_CMDS]; /* owned, but the last one while it is read */
     size_t got;
-    bool sent;       /* its commands went out on a connection */
-    uint64_t last;   /* the connection's number for its last command, 0 until given */
-    bool retried;    /* an idempotent op already sent again after a loss */
-    bool reloaded;   /* an append already sent again behind a new load */
-    long long until; /* an append: its call's deadline (eddy__mono_ms), for sending it again */
-    size_t first;    /* index of the op's own command after a reload's load commands */
-    char *id;        /* the stream id (stream reads) */
+    bool sent;     /* its commands went out on a connection */
+    bool fresh;    /* queued when there was no connection: the next one is made for it */
+    uint64_t last; /* the connection's number for its last command, 0 until given */
+    char *id;      /* the stream id (stream reads) */
     long long after;
     const eddy_filter *filter;
     eddy__ckpt_op ckop;
@@ -100,14 +93,14 @@ static rop *rop_new(rop_kind kind, void *user) {
     rop *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
-    eddy__cmdlist_init(&p->cmds);
+    eddy__store_op_init(&p->op, kind == OP_APPEND, 0);
     p->kind = kind;
     p->user = user;
     return p;
 }
 
 static void rop_clear_replies(rop *p) {
-    for (size_t i = 0; i < ROP_MAX_CMDS; i++) {
+    for (size_t i = 0; i < EDDY__STORE_OP_MAX_CMDS; i++) {
         if (p->replies[i])
             freeReplyObject(p->replies[i]);
         p->replies[i] = NULL;
@@ -119,7 +112,7 @@ static void rop_free(rop *p) {
     if (!p)
         return;
     rop_clear_replies(p);
-    eddy__cmdlist_reset(&p->cmds);
+    eddy__store_op_reset(&p->op);
     free(p->id);
     free(p);
 }
@@ -221,7 +214,7 @@ static void pump(eddy_rstore *s) {
     if (s->need_load) {
         /* Nothing was sent on this connection yet: the whole queue is unsent. */
         rop *l = rop_new(OP_LOAD, NULL);
-        if (!l || eddy__library_load_cmds(&l->cmds) != EDDY_OK) {
+        if (!l || eddy__library_load_cmds(&l->op.cmds) != EDDY_OK) {
             eddy_error e;
             rop_free(l);
             eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory");
@@ -237,8 +230,8 @@ static void pump(eddy_rstore *s) {
     }
     for (rop *p = s->unsent; p; p = p->next) {
         p->sent = true;
-        for (size_t i = 0; i < p->cmds.n; i++)
-            if (!(p->last = eddy__rconn_send(s->conn, &p->cmds.cmds[i], -1, p))) {
+        for (size_t i = 0; i < p->op.cmds.n; i++)
+            if (!(p->last = eddy__rconn_send(s->conn, &p->op.cmds.cmds[i], -1, p))) {
                 s->unsent = NULL; /* down follows from the loop and settles them */
                 return;
             }
@@ -259,11 +252,12 @@ static void enqueue(eddy_rstore *s, rop *p) {
 
 /* Queues a new op from a public call. The op is the store's from here on. */
 static eddy_status submit(eddy_rstore *s, rop *p, eddy_error *err) {
-    if (p->cmds.n == 0 || p->cmds.n > ROP_MAX_CMDS) {
+    if (p->op.cmds.n == 0 || p->op.cmds.n > EDDY__STORE_OP_MAX_CMDS) {
         rop_free(p);
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "unexpected command count");
     }
     enter(s);
+    p->fresh = !s->conn;
     enqueue(s, p);
     pump(s);
     leave(s);
@@ -298,16 +292,10 @@ static void conn_down(void *owner, eddy_status st, const eddy_error *err) {
             first = false;
         if (p->kind == OP_LOAD) {
             rop_free(p);
-        } else if (p->kind == OP_APPEND && p->sent && !s->closing && eddy__mono_ms() < p->until &&
-                   eddy__store_append_again(st, err, was_first)) {
-            /* A cluster refused it unwritten: again, on the next connection (its backoff). */
-            p->sent = false;
-            p->last = 0;
-            rop_clear_replies(p);
-            enqueue(s, p);
-        } else if (p->kind != OP_APPEND && p->sent && !p->retried && !s->closing) {
-            /* Idempotent: once more, on a new connection. */
-            p->retried = true;
+        } else if (p->kind != OP_LOAD && p->sent && !s->closing &&
+                   eddy__store_op_lost(&p->op, st, err, was_first, p->fresh)) {
+            /* Sent again on the next connection (its backoff): an idempotent op once, an
+             * append a cluster refused unwritten while its call's deadline allows. */
             p->sent = false;
             p->last = 0;
             rop_clear_replies(p);
@@ -348,43 +336,6 @@ static const eddy_error *detail(eddy_status st, eddy_error *e) {
     return e;
 }
 
-/* An append answered "Function not found": the load, then the same FCALL, once
- * more. */
-static bool reload_append(eddy_rstore *s, rop *p) {
-    eddy__cmdlist again;
-    eddy__cmdlist_init(&again);
-    size_t first = 0;
-    if (eddy__library_load_cmds(&again) != EDDY_OK)
-        goto oom;
-    first = again.n;
-    if (first + p->cmds.n > ROP_MAX_CMDS)
-        goto oom;
-    for (size_t i = 0; i < p->cmds.n; i++) {
-        eddy__cmd *c = eddy__cmdlist_add(&again, p->cmds.tags[i], p->cmds.args[i]);
-        if (!c)
-            goto oom;
-        *c = p->cmds.cmds[i]; /* moved: the events are not at hand any more */
-        eddy__cmd_init(&p->cmds.cmds[i]);
-    }
-    eddy__cmdlist_reset(&p->cmds);
-    p->cmds = again;
-    p->first = first;
-    p->reloaded = true;
-    p->sent = false;
-    p->last = 0;
-    p->replies[p->got] = NULL; /* the last reply is borrowed from the connection: not ours */
-    rop_clear_replies(p);
-    eddy__log(&s->s.log, EDDY_LOG_WARN,
-              "store: the server had lost the '" EDDY__STORE_LIBRARY
-              "' function library (flushed or replaced); loading it again");
-    enqueue(s, p);
-    pump(s);
-    return true;
-oom:
-    eddy__cmdlist_reset(&again);
-    return false;
-}
-
 /* Interprets p's replies and runs its callback; false when p was queued again
  * instead. */
 static bool finish(eddy_rstore *s, rop *p) {
@@ -392,7 +343,7 @@ static bool finish(eddy_rstore *s, rop *p) {
     eddy_status st;
     switch (p->kind) {
     case OP_LOAD:
-        if ((st = eddy__library_load_result(&p->cmds, 0, p->replies, NULL, &e)) != EDDY_OK) {
+        if ((st = eddy__library_load_result(&p->op.cmds, 0, p->replies, NULL, &e)) != EDDY_OK) {
             s->load_failed = true;
             s->load_err = e;
             eddy__log(&s->s.log, EDDY_LOG_WARN, "store: loading the function library: %s",
@@ -401,18 +352,19 @@ static bool finish(eddy_rstore *s, rop *p) {
         return true;
     case OP_APPEND: {
         long long v = 0;
-        bool reload = false;
-        size_t first = 0;
-        st = EDDY_OK;
-        if (p->reloaded)
-            st = eddy__library_load_result(&p->cmds, 0, p->replies, &first, &e);
-        if (st == EDDY_OK)
-            st = eddy__store_append_result(&p->cmds, first, p->replies, &v, &reload, &e);
-        if (reload && !p->reloaded && !s->closing) {
-            if (reload_append(s, p))
-                return false;
-            st = eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory");
+        bool again = false;
+        st = eddy__store_op_append_result(&p->op, p->replies, &v, &again, &s->s.log, &e);
+        if (again && !s->closing) { /* a load in front of the same append, once */
+            p->sent = false;
+            p->last = 0;
+            p->replies[p->got] = NULL; /* the last reply is the connection's: not ours */
+            rop_clear_replies(p);
+            enqueue(s, p);
+            pump(s);
+            return false;
         }
+        if (again)
+            st = eddy__fail(&e, EDDY_ERR_CLOSED, "the store was closed");
         if (p->on_append)
             p->on_append(st, st == EDDY_OK ? v : 0, detail(st, &e), p->user);
         return true;
@@ -481,7 +433,7 @@ static void conn_reply(void *owner, void *priv, redisReply *r) {
     rop *p = s->head;
     (void)priv; /* always the head: replies come in command order */
     enter(s);
-    if (p->got + 1 < p->cmds.n) {
+    if (p->got + 1 < p->op.cmds.n) {
         /* Earlier replies are read together with the last: keep them. Without
          * memory for one, its op reads it as a lost reply (NULL). */
         p->replies[p->got++] = eddy__rconn_keep(s->conn, r);
@@ -579,8 +531,8 @@ eddy_status eddy_rstore_append(eddy_rstore *store, const char *stream_id,
     rop *p = rop_new(OP_APPEND, user);
     if (!p)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    p->until = eddy__mono_ms() + eddy__command_timeout_ms(&store->s, -1);
-    if ((st = eddy__store_append_prepare(store->core, stream_id, evs, n, opts, &p->cmds, err)) !=
+    p->op.until = eddy__mono_ms() + eddy__command_timeout_ms(&store->s, -1);
+    if ((st = eddy__store_append_prepare(store->core, stream_id, evs, n, opts, &p->op.cmds, err)) !=
         EDDY_OK) {
         rop_free(p);
         return st;
@@ -600,8 +552,8 @@ eddy_status eddy_rstore_read_page(eddy_rstore *store, long long after_position, 
     rop *p = rop_new(OP_READ_ALL, user);
     if (!p)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    if ((st = eddy__store_read_all_cmd(store->core, after_position, max_entries, &p->cmds, err)) !=
-        EDDY_OK) {
+    if ((st = eddy__store_read_all_cmd(store->core, after_position, max_entries, &p->op.cmds,
+                                       err)) != EDDY_OK) {
         rop_free(p);
         return st;
     }
@@ -624,8 +576,8 @@ eddy_status eddy_rstore_read_stream_page(eddy_rstore *store, const char *stream_
     rop *p = rop_new(OP_READ_STREAM, user);
     if (!p)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    if ((st = eddy__store_read_stream_cmd(store->core, stream_id, after_version, &p->cmds, err)) !=
-        EDDY_OK) {
+    if ((st = eddy__store_read_stream_cmd(store->core, stream_id, after_version, &p->op.cmds,
+                                          err)) != EDDY_OK) {
         rop_free(p);
         return st;
     }
@@ -700,7 +652,7 @@ eddy_status eddy_rstore_head(eddy_rstore *store, eddy_rstore_head_fn done, void 
     if (st != EDDY_OK)
         return st;
     rop *p = rop_new(OP_HEAD, user);
-    if (!p || eddy__store_head_cmd(store->core, &p->cmds) != EDDY_OK) {
+    if (!p || eddy__store_head_cmd(store->core, &p->op.cmds) != EDDY_OK) {
         rop_free(p);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     }
@@ -713,7 +665,7 @@ eddy_status eddy_rstore_head(eddy_rstore *store, eddy_rstore_head_fn done, void 
 
 static eddy_status ckpt_submit(eddy_rstore *store, eddy__ckpt_op op, const char *feed_id,
                                const char *value, rop *p, eddy_error *err) {
-    eddy_status st = eddy__ckpt_cmd(store->core, op, feed_id, value, &p->cmds, err);
+    eddy_status st = eddy__ckpt_cmd(store->core, op, feed_id, value, &p->op.cmds, err);
     if (st != EDDY_OK) {
         rop_free(p);
         return st;

@@ -10,11 +10,14 @@
 #include <string.h>
 
 #include "config/settings.h"
+#include "error.h"
 #include "events/entry.h"
 #include "link/library.h"
 #include "memory/engine.h"
 #include "memory/internal.h"
 #include "store/store.h"
+#include "store/store_op.h"
+#include "timing.h"
 
 /* ---- helpers ---------------------------------------------------------------------------- */
 
@@ -425,6 +428,64 @@ Test(store_core, append_replies) {
     freeReplyObject(rs[1]);
     eddy__cmdlist_reset(&both);
     eddy__cmdlist_reset(&l);
+    eddy_event_free(e);
+}
+
+/* ---- one op's life (store_op.h) --------------------------------------------------------- */
+
+Test(store_core, op_sends_an_idempotent_op_once_more_after_a_loss_not_an_append) {
+    eddy_error io = {0};
+    eddy__fail(&io, EDDY_ERR_IO, "connection to 127.0.0.1:1: closed by the server");
+    eddy__store_op read;
+    eddy__store_op_init(&read, false, 0);
+    cr_expect_not(eddy__store_op_lost(&read, EDDY_ERR_IO, &io, true, true),
+                  "not after the connection made for it failed");
+    cr_expect_not(eddy__store_op_lost(&read, EDDY_ERR_TIMEOUT, &io, true, false),
+                  "not after a timeout: the wait would double");
+    cr_expect(eddy__store_op_lost(&read, EDDY_ERR_IO, &io, true, false), "once");
+    cr_expect_not(eddy__store_op_lost(&read, EDDY_ERR_IO, &io, true, false), "only once");
+    eddy__store_op_reset(&read);
+
+    eddy__store_op append;
+    eddy__store_op_init(&append, true, eddy__mono_ms() + 60000);
+    cr_expect_not(eddy__store_op_lost(&append, EDDY_ERR_IO, &io, true, false),
+                  "an append the server may have run is never sent again");
+    eddy__store_op_reset(&append);
+}
+
+Test(store_core, op_loads_the_library_in_front_of_the_same_append_once) {
+    eddy_event *e = ev_new("e-1", "t.ev");
+    const eddy_event *evs[] = {e};
+    eddy__store_op op;
+    eddy__store_op_init(&op, true, eddy__mono_ms() + 60000);
+    cr_assert_eq(eddy__store_append_prepare(core, "acct-9", evs, 1, NULL, &op.cmds, NULL), EDDY_OK);
+    char fcall[512];
+    snprintf(fcall, sizeof(fcall), "%s", cmd_text(&op.cmds.cmds[0]));
+
+    redisReply *lost = resps("-ERR Function not found\r\n");
+    bool again = false;
+    eddy_error err = {0};
+    eddy__store_op_append_result(&op, &lost, NULL, &again, &settings.log, &err);
+    freeReplyObject(lost);
+    cr_assert(again, "a lost library: sent again");
+    cr_assert_eq(op.cmds.n, 2);
+    cr_expect(eddy__library_is_load(&op.cmds, 0), "the load first");
+    cr_expect_str_eq(cmd_text(&op.cmds.cmds[1]), fcall, "then the same append");
+
+    redisReply *rs[2] = {resps("$10\r\n" EDDY__STORE_LIBRARY "\r\n"),
+                         resps("-ERR Function not found\r\n")};
+    cr_expect_eq(eddy__store_op_append_result(&op, rs, NULL, &again, &settings.log, &err),
+                 EDDY_ERR_BACKEND, "lost again: a failure");
+    cr_expect_not(again, "only once");
+    freeReplyObject(rs[1]);
+    rs[1] = resps(":1\r\n");
+    long long version = 0;
+    cr_expect_eq(eddy__store_op_append_result(&op, rs, &version, &again, &settings.log, &err),
+                 EDDY_OK, "%s", err.detail);
+    cr_expect_eq(version, 1);
+    freeReplyObject(rs[0]);
+    freeReplyObject(rs[1]);
+    eddy__store_op_reset(&op);
     eddy_event_free(e);
 }
 
