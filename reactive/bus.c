@@ -225,10 +225,7 @@ void eddy__rbus_act_ready(eddy_rbus *bus, ract *act, const eddy_error *err) {
     } else if (bus->ctl) {
         /* The control loop may have registered the others already: this one is registered
          * on its own, before it counts for the bus or for its own callback. */
-        rs->registering = true;
-        rs->reg_seq++;
         if (eddy__rctl_register(bus, rs) != EDDY_OK) {
-            rs->registering = false;
             eddy_error e;
             eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory registering subscription '%s'",
                        rs->sub->name);
@@ -239,11 +236,7 @@ void eddy__rbus_act_ready(eddy_rbus *bus, ract *act, const eddy_error *err) {
     }
 }
 
-void eddy__rbus_sub_registered(eddy_rbus *bus, rsub *rs, unsigned seq, eddy_status st,
-                               const eddy_error *err) {
-    if (!rs->registering || seq != rs->reg_seq)
-        return; /* stopped meanwhile */
-    rs->registering = false;
+void eddy__rbus_sub_registered(eddy_rbus *bus, rsub *rs, eddy_status st, const eddy_error *err) {
     if (st == EDDY_OK)
         sub_ready(bus, rs);
     else

@@ -187,22 +187,32 @@ static void left(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err)
     leave_done(bus);
 }
 
+/* The handshake of a late subscription: `registering` while its registration is out, `reg_seq`
+ * naming the one that counts. A stop clears `registering` (bus.c), and a start after it sends
+ * a new one, so an answer to a stale one is dropped here. */
 static void registered(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
+    rsub *rs = p->user;
+    if (!rs->registering || p->seq != rs->reg_seq)
+        return; /* stopped meanwhile */
+    rs->registering = false;
     eddy_error e;
     st = replies_status(p, st, err, &e);
-    eddy__rbus_sub_registered(bus, p->user, p->seq, st, st == EDDY_OK ? NULL : &e);
+    eddy__rbus_sub_registered(bus, rs, st, st == EDDY_OK ? NULL : &e);
 }
 
 eddy_status eddy__rctl_register(eddy_rbus *bus, rsub *rs) {
     rpub *p = eddy__rpub_new(registered, rs);
     if (!p)
         return EDDY_ERR_NOMEM;
-    p->seq = rs->reg_seq;
+    p->seq = ++rs->reg_seq;
+    rs->registering = true; /* before the submit: an answer may come inside it */
     eddy_status st = eddy__inbox_register_cmds(bus->ctl->inbox, rs->sub, eddy_now_ms(), &p->cmds);
     if (st == EDDY_OK)
         st = eddy__rpub_submit(bus, p);
-    if (st != EDDY_OK)
+    if (st != EDDY_OK) {
         eddy__rpub_free(p);
+        rs->registering = false; /* the caller fails the subscription */
+    }
     return st;
 }
 

@@ -40,7 +40,8 @@ typedef struct rsub {
     void *ready_user;
     /* In the registry's heartbeats: ready, and (a late subscription) registered. */
     bool listed;
-    /* A late subscription's registration is out (its reg_seq), before it counts as ready. */
+    /* A late subscription's registration is out (its reg_seq), before it counts as ready;
+     * control.c's handshake sets both. */
     bool registering;
     unsigned reg_seq;
 } rsub;
@@ -164,9 +165,8 @@ void eddy__ract_wake(ract *act, eddy__wake how);
  * detached so that eddy_delivery_finish stays valid on them. */
 void eddy__ract_free(ract *act);
 
-/* A late subscription's registration finished (control.c), with the seq it was sent with. */
-void eddy__rbus_sub_registered(eddy_rbus *bus, rsub *rs, unsigned seq, eddy_status st,
-                               const eddy_error *err);
+/* A late subscription's registration finished (control.c, which drops stale answers). */
+void eddy__rbus_sub_registered(eddy_rbus *bus, rsub *rs, eddy_status st, const eddy_error *err);
 /* The control loop became ready, or could not in time (err set). */
 void eddy__rbus_ctl_ready(eddy_rbus *bus, const eddy_error *err);
 
