@@ -6,9 +6,7 @@
  * It runs under the engine lock like every command, so it is atomic. Unlike a Redis function,
  * it is also all-or-nothing when memory runs out: every key it needs is created and every
  * entry appended before anything that cannot be undone, and a failure undoes the appends in
- * reverse order and removes the keys it created. Undoing an append pops the stream's last
- * entry and restores the bookkeeping stream.c keeps for it (node counts and sizes, last id,
- * entries added); this file relies on eddy__mstream_append's effects being exactly those.
+ * reverse order (undo.h) and removes the keys it created.
  *
  * What it leaves, once everything is checked: per event, position+1 to {ns}:es:all with id "<p>-0",
  * version+1 to the stream's stream with id "<v>-0", and when publishing an entry with an
@@ -18,6 +16,7 @@
 #include <string.h>
 
 #include "memory/function.h"
+#include "memory/undo.h"
 
 #define MAX_COUNT 999999999999999ULL /* 15 digits: what the Lua's numbers hold exactly */
 #define MAX_FIELDS 4000
@@ -41,58 +40,6 @@ bool eddy__mfn_count(int nargs, const char *const *args, const size_t *alen, lon
     return true;
 }
 
-/* One append to undo. */
-typedef struct undo {
-    eddy__mstream *s;
-    size_t nodes_used;
-    size_t bytes; /* the tail node's, when it was kept */
-    uint64_t live, total;
-    eddy__mid tail_last, last_id, first_id;
-    uint64_t entries_added;
-} undo;
-
-static undo snapshot(eddy__mstream *s) {
-    undo u = {.s = s,
-              .nodes_used = s->nn - s->nhead,
-              .last_id = s->last_id,
-              .first_id = s->first_id,
-              .entries_added = s->entries_added};
-    if (u.nodes_used) {
-        const eddy__mnode *t = &s->nodes[s->nn - 1];
-        u.bytes = t->bytes;
-        u.live = t->live;
-        u.total = t->total;
-        u.tail_last = t->last_id;
-    }
-    return u;
-}
-
-/* Pops the entry appended after the snapshot (it is the stream's last). */
-static void undo_append(const undo *u) {
-    eddy__mstream *s = u->s;
-    eddy__mstream_entry_release(s, &s->e[s->n - 1]);
-    s->n--;
-    s->length--;
-    if (s->nn - s->nhead > u->nodes_used) {
-        eddy__mem_free(s->nodes[s->nn - 1].master);
-        s->nn--;
-        s->next_serial--;
-        if (s->nn == s->nhead)
-            s->nhead = s->nn = 0;
-    } else {
-        eddy__mnode *t = &s->nodes[s->nn - 1];
-        t->bytes = u->bytes;
-        t->live = u->live;
-        t->total = u->total;
-        t->last_id = u->tail_last;
-    }
-    if (s->n == s->head)
-        s->head = s->n = 0;
-    s->last_id = u->last_id;
-    s->first_id = u->first_id;
-    s->entries_added = u->entries_added;
-}
-
 enum { K_STREAM, K_ALL, K_POS, K_SUBJECT, K_SUBJECTS, NKEYS };
 
 /* The deduplicated append's extra: the window, the subject's dedup record (its two keys) and
@@ -111,7 +58,7 @@ typedef struct run {
     int nkeys;
     eddy__mobj *obj[NKEYS];
     bool created[NKEYS];
-    undo *undo;
+    eddy__mundo *undo;
     size_t nundo;
     const char **fv;
     size_t *fvlen;
@@ -126,7 +73,7 @@ typedef struct run {
 /* Undoes every write and frees what the run allocated. */
 static void rollback(run *r) {
     while (r->nundo)
-        undo_append(&r->undo[--r->nundo]);
+        eddy__mundo_append(&r->undo[--r->nundo]);
     for (int k = 0; k < r->nkeys; k++)
         if (r->created[k])
             eddy__mkey_delete(r->c, r->obj[k]);
@@ -198,15 +145,14 @@ static bool dedup_prepare(run *r, dedup *dd, unsigned long long n) {
 }
 
 static bool append(run *r, eddy__mstream *s, eddy__mid id, size_t nfv) {
-    undo u = snapshot(s);
+    eddy__mundo u = eddy__mundo_snapshot(s);
     if (eddy__mstream_append(s, id, (int)(nfv / 2), r->fv, r->fvlen) != 0)
         return false;
     r->undo[r->nundo++] = u;
     return true;
 }
 
-/* The id XADD '*' would give (xcmd.c): the engine's clock, or one above the last id. */
-static bool auto_id(eddy__mctx *c, const eddy__mstream *s, eddy__mid *id) {
+bool eddy__mfn_auto_id(eddy__mctx *c, const eddy__mstream *s, eddy__mid *id) {
     uint64_t ms = (uint64_t)c->now_ms;
     if (ms < c->eng->last_id_ms)
         ms = c->eng->last_id_ms;
@@ -347,7 +293,7 @@ static void append_fn(eddy__mctx *c, int nkeys, const char *const *keys, const s
              append(&r, r.obj[K_STREAM]->v.stream, (eddy__mid){v, 0}, k + 6);
         if (ok && subject_stream) {
             eddy__mid id;
-            if (!auto_id(c, subject_stream, &id)) {
+            if (!eddy__mfn_auto_id(c, subject_stream, &id)) {
                 rollback(&r);
                 run_free(&r);
                 eddy__mctx_error(c, "ERR The stream has exhausted the last possible ID, unable "

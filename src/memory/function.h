@@ -72,5 +72,9 @@ void eddy__mfn_eddy_commit(eddy__mctx *c, int nkeys, const char *const *keys, co
  * (i outside [0, nargs)) is Lua's nil. */
 bool eddy__mfn_count(int nargs, const char *const *args, const size_t *alen, long long i,
                      unsigned long long *out);
+/* es_append.c: the id XADD '*' would give (xcmd.c) for an entry appended to s now: the
+ * engine's clock, or one above the stream's last id. False when the stream's last id is the
+ * greatest there is (XADD's "exhausted the last possible ID"). */
+bool eddy__mfn_auto_id(eddy__mctx *c, const eddy__mstream *s, eddy__mid *id);
 
 #endif

@@ -509,7 +509,30 @@ Test(txn, memory_and_redis_agree, .timeout = 60) {
         "C|3|k6|k2|k3|g|1-1|0|1|out.a|2|f|v",
         "XLEN|k3",
         "XPENDING|k1|g",
+        /* two outputs to one stream with one subject, then two to k7 (250 entries: three
+         * emulated nodes) with a bound that trims, then an output to the input's stream */
+        "XADD|k1|1-4|f|v",
+        "XADD|k1|1-5|f|v",
+        "XREADGROUP|GROUP|g|me|STREAMS|k1|>",
+        "C|4|k1|k2|k5|k5|g|1-3|1|2|out.c|2|f|v|out.c|2|f|w",
+        "XLEN|k5",
+        "SCARD|k2",
+        "SISMEMBER|k2|out.c",
+        "C|4|k1|k2|k7|k7|g|1-4|150|2|out.e|2|f|v|out.e|2|f|w",
+        "XLEN|k7",
+        "XRANGE|k7|-|+|COUNT|1",
+        "C|3|k1|k2|k1|g|1-5|0|1|out.d|2|f|v",
+        "XLEN|k1",
+        "XPENDING|k1|g",
+        "SCARD|k2",
     };
+    for (int i = 1; i <= 250; i++) {
+        redisReply *a = raw_cmdf(cm.url, "XADD {%s}:k7 1-%d f %d", cm.ns, i, i);
+        redisReply *b = raw_cmdf(crd.url, "XADD {%s}:k7 1-%d f %d", cm.ns, i, i);
+        cr_assert(a && b && a->type == REDIS_REPLY_STRING && b->type == REDIS_REPLY_STRING);
+        freeReplyObject(a);
+        freeReplyObject(b);
+    }
     for (size_t i = 0; i < sizeof(calls) / sizeof(calls[0]); i++) {
         char copy[256];
         snprintf(copy, sizeof(copy), "%s", calls[i]);
@@ -542,6 +565,10 @@ Test(txn, memory_and_redis_agree, .timeout = 60) {
         freeReplyObject(a);
         freeReplyObject(b);
     }
+    redisReply *trimmed = raw_cmdf(cm.url, "XLEN {%s}:k7", cm.ns);
+    cr_expect(trimmed && trimmed->integer == 152, "the bound dropped one node of k7: %lld",
+              trimmed ? trimmed->integer : -1);
+    freeReplyObject(trimmed);
     eddy_store_close(sm);
     eddy_store_close(sr);
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The event store's core with no server: the commands it builds (checked as text), the replies
  * it reads (written as RESP and parsed by hiredis), filters, and the memory engine's FUNCTION
- * and FCALL eddy_append run directly on an engine, including a failed allocation at every
- * point of an append. */
+ * and FCALL eddy_append (and the transactional handler's commit) run directly on an engine,
+ * including a failed allocation at every point of an append or a commit. */
 #include <criterion/criterion.h>
 #include <ctype.h>
 #include <stdio.h>
@@ -1300,4 +1300,205 @@ Test(store_memory, dedup_append_is_all_or_nothing_when_memory_runs_out) {
     for (long n = 1; n <= total; n++)
         failed += dedup_append_under_oom(n);
     cr_expect_gt(failed, 5, "only %d failures hit the append", failed);
+}
+
+/* ---- the transactional handler's commit: all or nothing ---------------------------------- */
+
+/* Appends a reply as text, every array in full; with `mask`, an automatic stream id (a clock's
+ * milliseconds, which differ between runs) reads "ID". */
+static void render_reply(char *out, size_t size, const redisReply *r, bool mask) {
+    size_t n = strlen(out);
+    switch (r->type) {
+    case REDIS_REPLY_ARRAY:
+        snprintf(out + n, size - n, "[");
+        for (size_t i = 0; i < r->elements; i++)
+            render_reply(out, size, r->element[i], mask);
+        n = strlen(out);
+        snprintf(out + n, size - n, "] ");
+        break;
+    case REDIS_REPLY_INTEGER:
+        snprintf(out + n, size - n, ":%lld ", r->integer);
+        break;
+    case REDIS_REPLY_NIL:
+        snprintf(out + n, size - n, "nil ");
+        break;
+    default: {
+        char ms[32];
+        bool id = mask && sscanf(r->str, "%31[0-9]-%*[0-9]", ms) == 1 && strlen(ms) >= 12;
+        snprintf(out + n, size - n, "%c%s ", r->type == REDIS_REPLY_ERROR ? '-' : '+',
+                 id ? "ID" : r->str);
+    }
+    }
+}
+
+/* Everything the commit's keys hold, as text (but pending entries' idle times): the input's
+ * stream, its group and the group's pending entries, the subject set, and each output stream (its bookkeeping and its entries). */
+static void commit_state(char *out, size_t size, bool mask) {
+    static const char *const probes[] = {
+        "EXISTS in o0 o1 o2 subjects",
+        "XPENDING in g",
+        "XINFO GROUPS in",
+        "XINFO STREAM in",
+        "SMEMBERS subjects",
+        "XINFO STREAM o0",
+        "XRANGE o0 - +",
+        "XINFO STREAM o1",
+        "XRANGE o1 - +",
+        "XINFO STREAM o2",
+        "XRANGE o2 - +",
+    };
+    out[0] = '\0';
+    for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++) {
+        eddy__cmd c;
+        eddy__cmd_init(&c);
+        char copy[128];
+        snprintf(copy, sizeof(copy), "%s", probes[i]);
+        for (char *tok = strtok(copy, " "); tok; tok = strtok(NULL, " "))
+            eddy__cmd_str(&c, tok);
+        redisReply *r = mexec(&c);
+        eddy__cmd_reset(&c);
+        cr_assert(r, "%s", probes[i]);
+        size_t n = strlen(out);
+        snprintf(out + n, size - n, "%s: ", probes[i]);
+        render_reply(out, size, r, mask);
+        freeReplyObject(r);
+        n = strlen(out);
+        snprintf(out + n, size - n, "\n");
+    }
+    cr_assert_lt(strlen(out), size - 1, "the state was cut short");
+}
+
+/* The state a commit starts from: the input 1-1 (and 1-2) pending in group g; o0 an output
+ * stream with 250 entries (three emulated nodes, so a bound of 150 trims), o1 and o2 missing;
+ * with `set`, the subject set holding "old". */
+static void commit_setup(bool set) {
+    cr_assert_str_eq(mrun("FLUSHALL"), "+OK");
+    cr_assert_str_eq(mrun("XADD in 1-1 f v"), "$1-1");
+    cr_assert_str_eq(mrun("XADD in 1-2 f v"), "$1-2");
+    cr_assert_str_eq(mrun("XGROUP CREATE in g 0"), "+OK");
+    cr_assert_str_eq(mrun("XREADGROUP GROUP g me COUNT 2 STREAMS in >"), "*1");
+    for (int i = 1; i <= 250; i++) {
+        char cmd[64];
+        snprintf(cmd, sizeof(cmd), "XADD o0 1-%d f %d", i, i);
+        cr_assert_str_neq(mrun(cmd), "nil");
+    }
+    if (set)
+        cr_assert_str_eq(mrun("SADD subjects old"), ":1");
+}
+
+/* The commit of input 1-1 with nout outputs: output i to o<i % 3> (o0 more than once from four
+ * on) with subject a<i % 2>, or "old" for the third; a bound of 150 (which trims o0) when
+ * `bound`. */
+static size_t commit_words(const char **words, char (*bufs)[16], int nout, bool bound) {
+    size_t n = 0;
+    words[n++] = "FCALL";
+    words[n++] = EDDY__COMMIT_FN;
+    snprintf(bufs[0], sizeof(bufs[0]), "%d", nout + 2);
+    words[n++] = bufs[0];
+    words[n++] = "in";
+    words[n++] = "subjects";
+    static const char *const streams[] = {"o0", "o1", "o2"};
+    for (int i = 0; i < nout; i++)
+        words[n++] = streams[i % 3];
+    words[n++] = "g";
+    words[n++] = "1-1";
+    words[n++] = bound ? "150" : "0";
+    snprintf(bufs[1], sizeof(bufs[1]), "%d", nout);
+    words[n++] = bufs[1];
+    for (int i = 0; i < nout; i++) {
+        words[n++] = i == 2 ? "old" : i % 2 ? "a1" : "a0";
+        words[n++] = i == 1 ? "4" : "2";
+        words[n++] = "f";
+        words[n++] = "x";
+        if (i == 1) {
+            words[n++] = "g";
+            words[n++] = "y";
+        }
+    }
+    return n;
+}
+
+enum { COMMIT_STATE = 16384 };
+
+/* Runs the commit with 1..nout outputs failing each allocation in turn until it succeeds:
+ * each failure (the engine's out-of-memory) leaves every key exactly as it was, the input
+ * pending; the success leaves what a run without failures does. */
+static void commit_under_oom(int nout, bool set, bool bound) {
+    const char *words[64];
+    char bufs[2][16];
+    size_t nwords = commit_words(words, bufs, nout, bound);
+    static char want[COMMIT_STATE], before[COMMIT_STATE], after[COMMIT_STATE];
+    long long block;
+    /* the run without failures */
+    commit_setup(set);
+    redisReply *r = mexec_failing(words, nwords, 0, &block);
+    cr_assert(r && r->type == REDIS_REPLY_INTEGER && r->integer == 1, "%d outputs", nout);
+    freeReplyObject(r);
+    commit_state(want, sizeof(want), true);
+    cr_assert_str_eq(mrun("XPENDING in g - + 10"), "*1", "the input is acknowledged");
+    if (bound)
+        cr_assert_str_lt(mrun("XLEN o0"), ":250", "the bound trimmed o0");
+    int failures = 0;
+    for (long n = 1;; n++) {
+        cr_assert_lt(n, 100000, "the commit never succeeded");
+        commit_setup(set);
+        commit_state(before, sizeof(before), false);
+        r = mexec_failing(words, nwords, n, &block);
+        if (r) {
+            cr_assert(r->type == REDIS_REPLY_INTEGER && r->integer == 1,
+                      "%d outputs, allocation %ld: %s", nout, n, r->str ? r->str : "");
+            freeReplyObject(r);
+            commit_state(after, sizeof(after), true);
+            cr_assert_str_eq(after, want,
+                             "%d outputs, allocation %ld: not what a run without "
+                             "failures left",
+                             nout, n);
+            break;
+        }
+        failures++;
+        commit_state(after, sizeof(after), false);
+        cr_assert_str_eq(after, before, "%d outputs, allocation %ld failed: the keys changed", nout,
+                         n);
+        cr_assert_str_eq(mrun("XPENDING in g 1-1 1-1 1"), "*1",
+                         "%d outputs, allocation %ld failed: the input is not pending", nout, n);
+    }
+    cr_expect_gt(failures, nout, "only %d failures hit the commit", failures);
+    /* A redelivered input commits once. */
+    r = mexec_failing(words, nwords, 0, &block);
+    cr_assert(r && r->type == REDIS_REPLY_INTEGER && r->integer == 0);
+    freeReplyObject(r);
+}
+
+Test(store_memory, commit_is_all_or_nothing_when_memory_runs_out) {
+    load_library();
+    for (int nout = 1; nout <= 4; nout++) {
+        commit_under_oom(nout, true, false);
+        commit_under_oom(nout, false, true);
+    }
+}
+
+/* A commit that fails midway for another reason (an output's stream at the subject set's key,
+ * which an earlier output's subject created) leaves nothing either. */
+Test(store_memory, commit_undoes_what_it_wrote_when_an_output_fails) {
+    load_library();
+    commit_setup(false);
+    cr_assert_str_eq(mrun("FCALL " EDDY__COMMIT_FN " 4 in subjects o1 subjects g 1-1 0 2 a 2 f "
+                          "x b 2 f y"),
+                     "-WRONGTYPE Operation against a key holding the wrong kind of value");
+    cr_expect_str_eq(mrun("EXISTS o1 subjects"), ":0");
+    cr_expect_str_eq(mrun("XPENDING in g 1-1 1-1 1"), "*1");
+    /* An output stream whose ids ran out: the outputs before it are taken back. */
+    cr_assert_str_eq(mrun("XADD o2 18446744073709551615-18446744073709551615 f v"),
+                     "$18446744073709551615-18446744073709551615");
+    cr_assert_str_eq(mrun("SADD subjects old"), ":1");
+    cr_assert_str_eq(
+        mrun("FCALL " EDDY__COMMIT_FN " 5 in subjects o0 o1 o2 g 1-1 0 3 a 2 f x old 2 f y b 2 "
+             "f z"),
+        "-ERR The stream has exhausted the last possible ID, unable to add more items");
+    cr_expect_str_eq(mrun("XLEN o0"), ":250");
+    cr_expect_str_eq(mrun("EXISTS o1"), ":0");
+    cr_expect_str_eq(mrun("XLEN o2"), ":1");
+    cr_expect_str_eq(mrun("SCARD subjects"), ":1");
+    cr_expect_str_eq(mrun("SISMEMBER subjects a"), ":0");
+    cr_expect_str_eq(mrun("XPENDING in g 1-1 1-1 1"), "*1");
 }
