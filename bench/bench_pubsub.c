@@ -315,17 +315,24 @@ int main(int argc, char **argv) {
     sem_init(&all_handled, 0, 0);
     events = bench_events(N);
 
-    publish(&env, "publish_pipelined", true, N);
-    publish(&env, "publish_single", false, N / 10 > 0 ? N / 10 : 1);
-    publish_dedup_cost(&env, "publish_dedup_vs_plain_pipelined", true, N);
-    publish_dedup_cost(&env, "publish_dedup_vs_plain_single", false, N / 10 > 0 ? N / 10 : 1);
-    consume(&env);
-    consume_txn_cost(&env);
-
-    bench_side mem = {"eddy", memory_publish_handle, NULL};
-    double rate;
-    bench_sides(&env, &mem, 1, 1, &rate);
-    bench_print1("memory_publish_handle", rate);
+    if (bench_wanted(&env, "publish_pipelined"))
+        publish(&env, "publish_pipelined", true, N);
+    if (bench_wanted(&env, "publish_single"))
+        publish(&env, "publish_single", false, N / 10 > 0 ? N / 10 : 1);
+    if (bench_wanted(&env, "publish_dedup"))
+        publish_dedup_cost(&env, "publish_dedup_vs_plain_pipelined", true, N);
+    if (bench_wanted(&env, "publish_dedup"))
+        publish_dedup_cost(&env, "publish_dedup_vs_plain_single", false, N / 10 > 0 ? N / 10 : 1);
+    if (bench_wanted(&env, "consume"))
+        consume(&env);
+    if (bench_wanted(&env, "consume_txn"))
+        consume_txn_cost(&env);
+    if (bench_wanted(&env, "memory_publish_handle")) {
+        bench_side mem = {"eddy", memory_publish_handle, NULL};
+        double rate;
+        bench_sides(&env, &mem, 1, 1, &rate);
+        bench_print1("memory_publish_handle", rate);
+    }
 
     bench_events_free(events, N);
     sem_destroy(&all_handled);

@@ -112,7 +112,7 @@ static pid_t start_redis(bench_env *env, int server_cpu) {
 
 static void usage_exit(const char *prog, const char *usage) {
     fprintf(stderr,
-            "usage: %s [redis://127.0.0.1:PORT] [--pin] [--reps R] [-n N]%s%s\n"
+            "usage: %s [redis://127.0.0.1:PORT] [--pin] [--reps R] [-n N] [--only NAME]%s%s\n"
             "  without a URL a private redis-server is started on a free 127.0.0.1 port;\n"
             "  --pin puts this process on one CPU and that server on another\n",
             prog, usage ? " " : "", usage ? usage : "");
@@ -157,6 +157,8 @@ void bench_setup(bench_env *env, int argc, char **argv, long default_n, const ch
             env->reps = atoi(argv[++i]);
         else if (strcmp(a, "-n") == 0 && i + 1 < argc)
             env->n = atol(argv[++i]);
+        else if (strcmp(a, "--only") == 0 && i + 1 < argc)
+            env->only = argv[++i];
         else if (is_extra(a, extra) && i + 1 < argc)
             i++;
         else
@@ -191,6 +193,10 @@ void bench_setup(bench_env *env, int argc, char **argv, long default_n, const ch
     printf("machine cpus=%ld redis=%s reps=%d n=%ld\n", sysconf(_SC_NPROCESSORS_ONLN), version,
            env->reps, env->n);
     fflush(stdout);
+}
+
+bool bench_wanted(const bench_env *env, const char *name) {
+    return !env->only || strcmp(env->only, name) == 0;
 }
 
 long bench_opt(const bench_env *env, const char *name, long def) {

@@ -39,6 +39,7 @@ typedef struct bench_env {
     bool keep_keys; /* bench_sides leaves the keys between repetitions (shared read-only data) */
     int argc;
     char **argv;
+    const char *only; /* --only NAME: run only that measurement (for a profile) */
 } bench_env;
 
 /* Repetitions when --reps is not given (5; a long bench may set it lower before bench_setup). */
@@ -48,6 +49,8 @@ extern int bench_default_reps;
  * no URL is given, and prints the header. */
 void bench_setup(bench_env *env, int argc, char **argv, long default_n, const char *const *extra,
                  const char *usage);
+/* Whether the measurement `name` runs: every one, unless --only names another. */
+bool bench_wanted(const bench_env *env, const char *name);
 /* A bench option's value (one of `extra`), or def when it was not given. */
 long bench_opt(const bench_env *env, const char *name, long def);
 /* Deletes this run's keys, stops the private server. */
