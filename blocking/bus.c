@@ -101,7 +101,8 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
     if (st == EDDY_OK) {
         bus->caps = eddy__capabilities(&bus->s.url);
         if (eddy__bmux_init(&bus->pub, &bus->s) != EDDY_OK ||
-            eddy__bconn_init(&bus->ctl_conn, &bus->s) != EDDY_OK)
+            eddy__bconn_init(&bus->ctl_conn, &bus->s) != EDDY_OK ||
+            !eddy__link_hold_backend(&bus->s, &bus->backend))
             st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
         conns_ready = true;
     }
@@ -401,6 +402,7 @@ void eddy_bus_free(eddy_bus *bus) {
     eddy__requests_free(bus->requests);
     eddy__registry_cache_free(bus->registry_cache);
     eddy__discovery_free(bus->discovery);
+    eddy__link_release_backend(bus->backend);
     eddy__settings_free(&bus->s);
     pthread_cond_destroy(&bus->ctl_cond);
     pthread_mutex_destroy(&bus->ctl_lock);

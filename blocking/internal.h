@@ -39,6 +39,7 @@ typedef struct bsub {
 
 struct eddy_bus {
     eddy__settings s;
+    eddy__backend_hold *backend; /* memory://: the data lives as long as the bus */
     unsigned caps;
     eddy__publisher *publisher;
     eddy__requests *requests;

@@ -15,6 +15,7 @@
 #include "eddy/store.h"
 #include "error.h"
 #include "link/library.h"
+#include "link/link.h"
 #include "log.h"
 #include "store/store.h"
 #include "store/store_op.h"
@@ -26,6 +27,7 @@ struct eddy_store {
     pthread_mutex_t lock; /* one pipeline at a time on conn; guards loaded */
     bconn conn;
     bool loaded;
+    eddy__backend_hold *backend; /* memory://: the store's data lives as long as the store */
 };
 
 /* Connects and loads the library unless done on this connection. Caller holds the lock. */
@@ -130,7 +132,8 @@ eddy_status eddy_store_open(const eddy_settings *settings, eddy_store **out, edd
     }
     pthread_mutex_init(&store->lock, NULL);
     if (eddy__bconn_init(&store->conn, &store->s) != EDDY_OK ||
-        !(store->core = eddy__store_new(&store->s)))
+        !(store->core = eddy__store_new(&store->s)) ||
+        !eddy__link_hold_backend(&store->s, &store->backend))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     /* Connecting now reports a wrong URL, a dead server or a server without functions here
      * rather than at the first append. */
@@ -153,6 +156,7 @@ void eddy_store_close(eddy_store *store) {
     eddy__bconn_destroy(&store->conn);
     eddy__store_free(store->core);
     pthread_mutex_destroy(&store->lock);
+    eddy__link_release_backend(store->backend);
     eddy__settings_free(&store->s);
     free(store);
 }

@@ -292,8 +292,7 @@ static void destroy(eddy_rbus *bus) {
         rsub_free(bus->gone[i]);
     free(bus->gone);
     eddy__publisher_free(bus->publisher);
-    if (bus->engine)
-        eddy__mem_engine_release(bus->engine);
+    eddy__link_release_backend(bus->backend);
     eddy__settings_free(&bus->s);
     free(bus);
 }
@@ -338,8 +337,7 @@ eddy_status eddy_rbus_new(struct ev_loop *loop, const eddy_settings *settings,
     ev_async_init(&bus->alive, keep_alive);
     eddy__rreq_setup(bus);
     bus->caps = eddy__capabilities(&bus->s.url);
-    if (bus->s.url.kind == EDDY__URL_MEMORY &&
-        !(bus->engine = eddy__mem_engine_acquire(bus->s.url.name)))
+    if (!eddy__link_hold_backend(&bus->s, &bus->backend))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory opening memory://%s", bus->s.url.name);
     if (st == EDDY_OK &&
         (!(bus->publisher = eddy__publisher_new(&bus->s)) ||

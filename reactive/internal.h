@@ -22,7 +22,7 @@
 #include "config/settings.h"
 #include "conn.h"
 #include "eddy/reactive.h"
-#include "memory/engine.h"
+#include "link/link.h"
 #include "round.h"
 #include "util/backoff.h"
 #include "util/pipeline.h"
@@ -111,7 +111,7 @@ struct eddy_rbus {
     struct ev_loop *loop;
     eddy__settings s;
     eddy__publisher *publisher;
-    eddy__mem_engine *engine; /* memory://: keeps the store alive as long as the bus */
+    eddy__backend_hold *backend; /* memory://: the data lives as long as the bus */
     rsub **subs;
     size_t nsubs, subs_cap;
     rsub **gone; /* subscriptions removed after a failed late subscribe; their memory stays

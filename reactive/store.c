@@ -26,8 +26,8 @@
 #include "eddy/rstore.h"
 #include "error.h"
 #include "link/library.h"
+#include "link/link.h"
 #include "log.h"
-#include "memory/engine.h"
 #include "store/store.h"
 #include "store/store_op.h"
 #include "timing.h"
@@ -69,11 +69,11 @@ struct eddy_rstore {
     struct ev_loop *loop;
     eddy__settings s;
     eddy__store *core;
-    eddy__mem_engine *engine; /* memory://: keeps the store's data alive as long as the store */
-    rconn *conn;              /* NULL until needed again after a loss */
-    eddy__reconnect gate;     /* backoff.h: each reconnect waits for the backoff */
-    bool need_load;           /* the connection is new: the load goes out first */
-    bool load_failed;         /* the load on this connection failed (load_err) */
+    eddy__backend_hold *backend; /* memory://: the store's data lives as long as the store */
+    rconn *conn;                 /* NULL until needed again after a loss */
+    eddy__reconnect gate;        /* backoff.h: each reconnect waits for the backoff */
+    bool need_load;              /* the connection is new: the load goes out first */
+    bool load_failed;            /* the load on this connection failed (load_err) */
     eddy_error load_err;
     rop *head, *tail, *unsent;
     int depth;
@@ -160,8 +160,7 @@ static void rop_fail(rop *p, eddy_status st, const eddy_error *err) {
 
 static void store_free(eddy_rstore *s) {
     eddy__store_free(s->core);
-    if (s->engine)
-        eddy__mem_engine_release(s->engine);
+    eddy__link_release_backend(s->backend);
     eddy__settings_free(&s->s);
     free(s);
 }
@@ -482,9 +481,7 @@ eddy_status eddy_rstore_open(struct ev_loop *loop, const eddy_settings *settings
         free(s);
         return st;
     }
-    if (!(s->core = eddy__store_new(&s->s)) ||
-        (s->s.url.kind == EDDY__URL_MEMORY &&
-         !(s->engine = eddy__mem_engine_acquire(s->s.url.name))) ||
+    if (!(s->core = eddy__store_new(&s->s)) || !eddy__link_hold_backend(&s->s, &s->backend) ||
         eddy__rconn_open_gated(loop, &s->s, &store_conn_ops, s, &s->gate, &s->conn) != EDDY_OK) {
         s->conn = NULL;
         store_free(s);

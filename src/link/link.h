@@ -71,6 +71,13 @@ eddy__link *eddy__link_new(const eddy__settings *s, bool want_client_id);
 /* Closes the socket and frees everything, replies not yet taken included. NULL is fine. */
 void eddy__link_free(eddy__link *l);
 
+/* A handle's hold on its backend, for as long as the handle lives: for memory://, the engine,
+ * so that the namespace's data outlives every connection of the handle closing (a reactive
+ * handle closes its idle ones); for any other URL nothing (*out NULL). false: out of memory. */
+typedef struct eddy__backend_hold eddy__backend_hold;
+bool eddy__link_hold_backend(const eddy__settings *s, eddy__backend_hold **out);
+void eddy__link_release_backend(eddy__backend_hold *h);
+
 /* Starts connecting (a closed or failed link first closes): resolves the host (getaddrinfo,
  * which may block on DNS for a name that is not an address), opens a non-blocking socket and
  * starts the connect; the connect, the TLS handshake and the AUTH / SELECT / CLIENT ID

@@ -50,6 +50,31 @@ struct eddy__memlink {
     char peer[128];
 };
 
+/* The hold is the engine's reference itself. */
+struct eddy__backend_hold {
+    eddy__mem_engine *engine;
+};
+
+bool eddy__link_hold_backend(const eddy__settings *s, eddy__backend_hold **out) {
+    *out = NULL;
+    if (s->url.kind != EDDY__URL_MEMORY)
+        return true;
+    eddy__backend_hold *h = malloc(sizeof(*h));
+    if (!h || !(h->engine = eddy__mem_engine_acquire(s->url.name))) {
+        free(h);
+        return false;
+    }
+    *out = h;
+    return true;
+}
+
+void eddy__link_release_backend(eddy__backend_hold *h) {
+    if (!h)
+        return;
+    eddy__mem_engine_release(h->engine);
+    free(h);
+}
+
 eddy__memlink *eddy__memlink_new(const eddy__settings *s, redisReader *reader) {
     eddy__memlink *m = calloc(1, sizeof(*m));
     if (!m)
