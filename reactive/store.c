@@ -291,7 +291,7 @@ static void conn_down(void *owner, eddy_status st, const eddy_error *err) {
             first = false;
         if (p->kind == OP_LOAD) {
             rop_free(p);
-        } else if (p->kind != OP_LOAD && p->sent && !s->closing &&
+        } else if (p->sent && !s->closing &&
                    eddy__store_op_lost(&p->op, st, err, was_first, p->fresh)) {
             /* Sent again on the next connection (its backoff): an idempotent op once, an
              * append a cluster refused unwritten while its call's deadline allows. */
