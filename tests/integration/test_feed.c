@@ -1,24 +1,27 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Catch-up projection feeds, one table of scenarios run on both front ends (blocking and
- * reactive, through feed_driver.h over store_driver.h) and both backends (memory:// and the
- * fixture's redis-server), with the real event store and its checkpoint storage: live events
- * held until a catch-up, which replays the history and then applies them once each in order; a
- * marker that skips the replay; go-live, which writes no marker, and a later catch-up under
- * waiting live events; freeing a feed with callers waiting; stopping a running replay, a live
- * feed and an idle one; a catch-up asked for from a live apply; a replay that holds one page at
- * a time; a failed catch-up, after which everything is refused (a live feed applying first what
- * it held); a listener (a bus subscription
- * feeding the feed through the front end's feed handler), whose outcome decides the
- * acknowledgement; the buffer limit; bad arguments; a held event whose apply fails at the end of a catch-up, which
- * fails only its caller; go-live waiting for a running catch-up, with its outcome; a projection
- * keyed by metadata; a live failure that fails only its caller. A catch-up that must be caught
- * running is held at its first step by a checkpoint storage whose answer the test releases
- * (domain_driver.h's gate). Calls left in flight (a listener waiting in its accept) run on a thread of their
- * own (blocking) or wait for their completion on the loop (reactive); nothing sleeps to let
- * something happen: the test waits on the feed's own counters.
+/* Catch-up projection feeds, one table of scenarios run on both front ends (blocking and reactive,
+ * through feed_driver.h over store_driver.h) and both backends (memory:// and the fixture's
+ * redis-server), with the real event store and its checkpoint storage: live events held until a
+ * catch-up, which replays the history and then applies them once each in order; a marker that
+ * skips the replay; go-live, which writes no marker, and a later catch-up under waiting live
+ * events; freeing a feed with callers waiting; stopping a running replay, a live feed and an idle
+ * one; a catch-up asked for from a live apply; a replay that holds one page at a time; a failed
+ * catch-up, after which everything is refused (a live feed applying first what it held); a
+ * listener (a bus subscription feeding the feed through the front end's feed handler), whose
+ * outcome decides the acknowledgement; the buffer limit; bad arguments; a held event whose apply
+ * fails at the end of a catch-up, which fails only its caller; go-live waiting for a running
+ * catch-up, with its outcome; a projection keyed by metadata; a live failure that fails only its
+ * caller; writers appending while the feed switches from replay to live, which lose and double
+ * nothing. A catch-up that must be caught running is held at its first step (the checkpoint's
+ * exists, before it reads where the history ends) or at its last (the checkpoint's save, after the
+ * replay and before the feed goes live) by a checkpoint storage whose answer the test releases
+ * (domain_driver.h's gate: the blocking step waits on its thread, the reactive one's completion is
+ * kept while the loop runs on). Calls left in flight (a listener waiting in its accept) run on a
+ * thread of their own (blocking) or wait for their completion on the loop (reactive); nothing
+ * sleeps to let something happen: the test waits on the feed's own counters.
  *
- * The rest of the feed scenarios are still in test_feed_blocking.c and test_rfeed.c, to be
- * moved here the same way. */
+ * What test_feed_blocking.c and test_rfeed.c still hold belongs to one front end alone, each with
+ * the reason. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <pthread.h>
@@ -61,7 +64,7 @@ static const domain_driver *dd; /* for its checkpoint gate */
 
 /* ---- the read model ---------------------------------------------------------------------- */
 
-#define MODEL_MAX 256
+#define MODEL_MAX 1024
 
 typedef struct model {
     pthread_mutex_t m;
@@ -1064,6 +1067,227 @@ FTEST(a_listener_passes_the_stored_metadata) {
     cr_expect_geq(pending(&c), 1, "the plain one stays pending");
     fd->listener_free(l);
     teardown(&c);
+}
+
+/* ---- writers appending while the feed switches from replay to live ------------------------ */
+
+#define HISTORY 40
+#define WRITERS 4
+#define PER_WRITER 150
+/* Every DIRECT-th event of a writer is stored without being published, and its live copy is fed
+ * to the feed directly, without metadata: at once, before it is stored (even writers), or once
+ * it is (odd writers). The others reach the feed through the listener. */
+#define DIRECT 10
+
+/* How far the writers may go: in phase p each writes its events below phase_end[p]. 1: before
+ * the catch-up (replayed and live); 2: from the replay's apply of old-20, after it read where
+ * the history ends (live only); 3: once the catch-up is held at its last step, the replay done
+ * and the feed not live yet (held, live only); 4: as the catch-up goes on, racing its switch to
+ * live. */
+static const int phase_end[] = {0, PER_WRITER / 3, PER_WRITER / 2, 2 * PER_WRITER / 3, PER_WRITER};
+
+typedef struct phases {
+    pthread_mutex_t m;
+    pthread_cond_t cv;
+    int phase;
+} phases;
+
+static void set_phase(phases *ph, int p) {
+    pthread_mutex_lock(&ph->m);
+    if (ph->phase < p)
+        ph->phase = p;
+    pthread_cond_broadcast(&ph->cv);
+    pthread_mutex_unlock(&ph->m);
+}
+
+static int get_phase(phases *ph) {
+    pthread_mutex_lock(&ph->m);
+    int p = ph->phase;
+    pthread_mutex_unlock(&ph->m);
+    return p;
+}
+
+static void wait_phase(phases *ph, int p) {
+    pthread_mutex_lock(&ph->m);
+    while (ph->phase < p)
+        pthread_cond_wait(&ph->cv, &ph->m);
+    pthread_mutex_unlock(&ph->m);
+}
+
+/* The replay's apply of old-20 lets the writers on without waiting (reactive: on the loop). */
+static void release_from_the_replay(const char *id, void *arg) {
+    if (strcmp(id, "old-20") == 0)
+        set_phase(arg, 2);
+}
+
+typedef struct writer {
+    pthread_t t;
+    ctx *c;
+    phases *ph;
+    int n;
+    uev live[PER_WRITER / DIRECT]; /* the direct live copies */
+    tcall *calls[PER_WRITER / DIRECT];
+} writer;
+
+static void *writer_main(void *arg) {
+    writer *w = arg;
+    char id[32], stream[32];
+    snprintf(stream, sizeof(stream), "order-w%d", w->n);
+    int p = 1;
+    for (int i = 0; i < PER_WRITER; i++) {
+        while (i >= phase_end[p])
+            wait_phase(w->ph, ++p);
+        snprintf(id, sizeof(id), "w%d-%d", w->n, i);
+        if (i % DIRECT != DIRECT - 1) {
+            append_to(w->c, stream, id, "orders.events");
+            continue;
+        }
+        int k = i / DIRECT;
+        snprintf(w->live[k].id, sizeof(w->live[k].id), "%s", id);
+        if (w->n % 2 == 0)
+            w->calls[k] = fd->start(w->c->feed, FEED_ACCEPT, NULL, &w->live[k]);
+        append(w->c, stream, id);
+        if (w->n % 2 == 1)
+            w->calls[k] = fd->start(w->c->feed, FEED_ACCEPT, NULL, &w->live[k]);
+    }
+    return NULL;
+}
+
+typedef struct head_cond {
+    ctx *c;
+    long long n;
+} head_cond;
+
+static bool head_at_least(void *user) {
+    head_cond *h = user;
+    long long head = 0;
+    return sd->head(h->c->store, &head, NULL) == EDDY_OK && head >= h->n;
+}
+
+static bool all_applied(void *user) { return model_get(&M.n) >= *(const int *)user; }
+
+/* Writers append (and publish, or feed a live copy directly) while the feed switches from
+ * replay to live: released from inside the replay (its apply of old-20, which does not wait),
+ * and then while the catch-up is held at its last step (the checkpoint's save, after the replay
+ * and before the feed goes live: a gate that holds the blocking catch-up's thread and keeps the
+ * reactive save's completion, the loop running on; an apply cannot be held there, since a
+ * reactive apply runs on the loop and must return its outcome). Nothing is lost, nothing
+ * applied twice: the old events come from the replay only, the first third of the writers' both
+ * ways (dropped as duplicates the second time), the rest live only; the replay applies the
+ * history in store order, each stream's events in their order; every direct live copy is
+ * answered once, with EDDY_OK. The live copies that arrive through the listener are not in any
+ * order the feed promises (blocking: several workers), so only the replay's order is
+ * asserted. */
+ParameterizedTestParameters(feed, writers_during_the_switch_lose_and_double_nothing) {
+    return cr_make_param_array(combo, combos, 4);
+}
+ParameterizedTest(combo *p, feed, writers_during_the_switch_lose_and_double_nothing,
+                  .timeout = 120) {
+    ctx c;
+    setup(&c, p, "feed-writers");
+    c.cfg.page_size = 16;
+    c.s.workers = 4;
+    /* History from before the listener existed: only the replay has it. */
+    for (int i = 0; i < HISTORY; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "old-%d", i);
+        append(&c, "order-old", id);
+    }
+    new_gated_feed(&c, false, true);
+    tlisten *l = listen_on(&c);
+    phases ph = {.phase = 1};
+    pthread_mutex_init(&ph.m, NULL);
+    pthread_cond_init(&ph.cv, NULL);
+    M.on_apply = release_from_the_replay;
+    M.on_apply_arg = &ph;
+    writer *w = calloc(WRITERS, sizeof(*w));
+    cr_assert(w);
+    for (int k = 0; k < WRITERS; k++) {
+        w[k].c = &c;
+        w[k].ph = &ph;
+        w[k].n = k;
+        cr_assert_eq(pthread_create(&w[k].t, NULL, writer_main, &w[k]), 0);
+    }
+    int total = HISTORY + WRITERS * PER_WRITER;
+    int published = total - HISTORY - WRITERS * (PER_WRITER / DIRECT);
+    /* The catch-up starts once the writers wrote their first third. */
+    head_cond hc = {&c, HISTORY + WRITERS * phase_end[1]};
+    cr_assert(eddy_test_wait_until(head_at_least, &hc, 30000));
+    tcall *cu = fd->start(c.feed, FEED_CATCH_UP, NULL, NULL);
+    /* Held at its save: the replay is done (its apply of old-20 let the second phase on) and
+     * the feed is not live; the third phase is written now and its live copies are held. */
+    wait_gate(&c);
+    cr_expect_eq(get_phase(&ph), 2, "the replay let the writers on");
+    set_phase(&ph, 3);
+    hc.n = HISTORY + WRITERS * phase_end[3];
+    cr_assert(eddy_test_wait_until(head_at_least, &hc, 30000));
+    wait_held(&c, 1);
+    /* The last phase races the catch-up's switch to live. */
+    set_phase(&ph, 4);
+    dd->gate_open(c.gate);
+    eddy_error err = {0};
+    cr_expect_eq(fd->join(cu, &err), EDDY_OK, "%s", err.detail);
+    for (int k = 0; k < WRITERS; k++)
+        pthread_join(w[k].t, NULL);
+    cr_expect(eddy_test_wait_until(all_applied, &total, 60000), "applied %d of %d", model_get(&M.n),
+              total);
+    /* Every listener copy settled (a redelivery also counts): the duplicates are all in. */
+    stats_cond sc = {l, (uint64_t)published, 0, 0};
+    cr_expect(eddy_test_wait_until(stats_reached, &sc, 60000), "handled %llu of %d",
+              (unsigned long long)listener_stats(l).handled, published);
+    for (int k = 0; k < WRITERS; k++) {
+        for (int j = 0; j < PER_WRITER / DIRECT; j++) {
+            cr_expect_eq(fd->join(w[k].calls[j], &err), EDDY_OK, "%s: %s", w[k].live[j].id,
+                         err.detail);
+        }
+    }
+    cr_expect_eq(listener_stats(l).failed, 0);
+    fd->listener_stop(l);
+    cr_expect_eq(model_get(&M.n), total, "nothing applied twice");
+    for (int i = 0; i < HISTORY; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "old-%d", i);
+        cr_expect_eq(count_of(id), 1, "%s", id);
+    }
+    for (int k = 0; k < WRITERS; k++) {
+        for (int i = 0; i < PER_WRITER; i++) {
+            char id[32];
+            snprintf(id, sizeof(id), "w%d-%d", k, i);
+            cr_expect_eq(count_of(id), 1, "%s applied once", id);
+        }
+    }
+    eddy_feed_info i = info(&c);
+    /* The replay came first and applied the history up to where it ended, in store order: the
+     * old events, then each writer's first third in its stream's order. */
+    cr_expect_eq(i.replayed, (uint64_t)(HISTORY + WRITERS * phase_end[1]),
+                 "events written after the replay began came live only");
+    pthread_mutex_lock(&M.m);
+    int next[WRITERS] = {0};
+    for (int j = 0; j < (int)i.replayed && j < M.n; j++) {
+        int k = -1, n = -1;
+        if (j < HISTORY) {
+            char id[16];
+            snprintf(id, sizeof(id), "old-%d", j);
+            cr_expect_str_eq(M.ids[j], id, "the history in order");
+        } else if (sscanf(M.ids[j], "w%d-%d", &k, &n) == 2 && k >= 0 && k < WRITERS) {
+            cr_expect_eq(n, next[k], "%s replayed out of its stream's order", M.ids[j]);
+            next[k] = n + 1;
+        } else {
+            cr_expect_fail("%s replayed at %d", M.ids[j], j);
+        }
+    }
+    pthread_mutex_unlock(&M.m);
+    cr_expect_geq(i.duplicates, (uint64_t)(WRITERS * phase_end[1]),
+                  "the replay and the live feed overlapped");
+    cr_expect_eq(i.replayed + i.applied, (uint64_t)total);
+    cr_expect_eq(model_get(&M.started), 1);
+    cr_expect_eq(model_get(&M.completed), 1);
+    cr_expect(fd->ready_for_live_delivery(c.feed));
+    fd->listener_free(l);
+    free(w);
+    teardown(&c);
+    pthread_cond_destroy(&ph.cv);
+    pthread_mutex_destroy(&ph.m);
 }
 
 /* ---- limits and bad input ---------------------------------------------------------------- */

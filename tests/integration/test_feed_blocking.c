@@ -2,14 +2,15 @@
 /* Catch-up projection feeds through the blocking front end, on memory:// and on the fixture's
  * redis-server, with the real event store and its checkpoint storage: the main rules of
  * spec/catch-up-feeds.txt again (the core's unit test has every one), now with real threads
- * waiting, real pages (a replay holds one at a time) and real markers; writers appending while a
- * feed switches from replay to live; and a bus subscription feeding the feed through
- * eddy_feed_handler, whose outcome decides the acknowledgement. Nothing here sleeps to let
- * something happen: threads meet on the projection's gates and on the feed's own counters.
+ * waiting, real pages (a replay holds one at a time) and real markers; and a bus subscription
+ * feeding the feed through eddy_feed_handler, whose outcome decides the acknowledgement. Nothing
+ * here sleeps to let something happen: threads meet on the projection's gates and on the feed's
+ * own counters.
  *
  * The scenarios both front ends share are in the one table of tests/integration/test_feed.c
- * (feed_driver.h, both backends). What is left here belongs to the blocking front end alone,
- * each with the reason, except the one marked "not moved yet". */
+ * (feed_driver.h, both backends), writers appending while a feed switches from replay to live
+ * among them. What is left here belongs to the blocking front end alone, each with the
+ * reason. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <pthread.h>
@@ -536,140 +537,5 @@ ParameterizedTest(backend *p, feed_blocking, offer_completes_once_now_or_later, 
     cr_expect_eq(atomic_load(&d.calls), 1, "a duplicate: answered at once");
     cr_expect_eq(d.st, EDDY_OK);
     cr_expect_str_eq(applied(&c.md), "a,b");
-    teardown(&c);
-}
-
-/* ---- writers appending while the feed switches from replay to live ---------------------- */
-
-#define WRITERS 4
-#define PER_WRITER 150
-
-typedef struct writer {
-    pthread_t t;
-    ctx *c;
-    int n;
-} writer;
-
-static void *writer_main(void *arg) {
-    writer *w = arg;
-    char id[32], stream[32];
-    snprintf(stream, sizeof(stream), "order-w%d", w->n);
-    for (int i = 0; i < PER_WRITER; i++) {
-        /* A third before the catch-up reads where the history ends (replayed and live), the
-         * rest once its replay is under way (live only). */
-        if (i == PER_WRITER / 3)
-            wait_at_gate(&w->c->md);
-        snprintf(id, sizeof(id), "w%d-%d", w->n, i);
-        append(w->c, stream, id, "orders.events");
-    }
-    return NULL;
-}
-
-typedef struct all_cond {
-    model *md;
-    int n;
-} all_cond;
-
-typedef struct head_cond {
-    ctx *c;
-    long long n;
-} head_cond;
-
-static bool head_at_least(void *user) {
-    head_cond *h = user;
-    long long head = 0;
-    return eddy_store_head(h->c->store, &head, NULL) == EDDY_OK && head >= h->n;
-}
-
-static bool all_applied(void *user) {
-    all_cond *a = user;
-    pthread_mutex_lock(&a->md->m);
-    bool ok = a->md->n >= a->n;
-    pthread_mutex_unlock(&a->md->m);
-    return ok;
-}
-
-/* Not moved yet (a twin of test_rfeed.c's appends_during_the_switch_applied_once): the
- * replay is held at an apply gate after it read where the history ends, which a reactive loop
- * cannot be, and the checkpoint gate of feed_driver.h holds it before that read. */
-ParameterizedTestParameters(feed_blocking, writers_during_the_switch_lose_and_double_nothing) {
-    return cr_make_param_array(backend, backends, 2);
-}
-ParameterizedTest(backend *p, feed_blocking, writers_during_the_switch_lose_and_double_nothing,
-                  .timeout = 120) {
-    ctx c;
-    setup(&c, p, "feed-writers");
-    c.cfg.page_size = 16;
-    c.s.workers = 4;
-    /* History from before the listener existed: only the replay has it. */
-    for (int i = 0; i < 40; i++) {
-        char id[16];
-        snprintf(id, sizeof(id), "old-%d", i);
-        append(&c, "order-old", id, "orders.events");
-    }
-    new_feed(&c);
-    eddy_subscription_spec sp;
-    eddy_subscription_spec_init(&sp);
-    sp.name = "order-status";
-    sp.pattern = "orders.events";
-    sp.shape = EDDY_COMPETING;
-    sp.group = "order-status";
-    sp.delivery = EDDY_AT_LEAST_ONCE;
-    sp.handler = eddy_feed_handler;
-    sp.user = c.feed;
-    eddy_bus *bus = NULL;
-    eddy_error err = {0};
-    cr_assert_eq(eddy_bus_new(&c.s, &sp, 1, &bus, &err), EDDY_OK, "%s", err.detail);
-    cr_assert_eq(eddy_bus_start(bus, &err), EDDY_OK, "%s", err.detail);
-    writer w[WRITERS];
-    for (int i = 0; i < WRITERS; i++) {
-        w[i].c = &c;
-        w[i].n = i;
-        cr_assert_eq(pthread_create(&w[i].t, NULL, writer_main, &w[i]), 0);
-    }
-    int total = 40 + WRITERS * PER_WRITER;
-    /* The catch-up starts once the writers wrote a third, and its replay pauses (at old-20,
-     * after it read where the history ends) until two thirds are written and live events are
-     * held: the old events come from the replay only, the first third both ways, the rest live
-     * only. */
-    strcpy(c.md.gate_id, "old-20");
-    head_cond hc = {&c, 40 + WRITERS * (PER_WRITER / 3)};
-    cr_assert(eddy_test_wait_until(head_at_least, &hc, 30000));
-    caller cu;
-    call_async(&cu, c.feed, 2, NULL);
-    wait_at_gate(&c.md);
-    hc.n = 40 + 2 * WRITERS * PER_WRITER / 3;
-    cr_assert(eddy_test_wait_until(head_at_least, &hc, 30000));
-    wait_held(&c, 1);
-    open_gate(&c.md);
-    cr_expect_eq(join(&cu), EDDY_OK, "%s", cu.err.detail);
-    for (int i = 0; i < WRITERS; i++)
-        pthread_join(w[i].t, NULL);
-    all_cond ac = {&c.md, total};
-    cr_expect(eddy_test_wait_until(all_applied, &ac, 60000), "applied %d of %d", c.md.n, total);
-    eddy_bus_stop(bus);
-    cr_expect_eq(c.md.n, total, "nothing applied twice");
-    for (int i = 0; i < 40; i++) {
-        char id[16];
-        snprintf(id, sizeof(id), "old-%d", i);
-        cr_expect_eq(count_of(&c.md, id), 1, "%s", id);
-    }
-    for (int k = 0; k < WRITERS; k++) {
-        for (int i = 0; i < PER_WRITER; i++) {
-            char id[32];
-            snprintf(id, sizeof(id), "w%d-%d", k, i);
-            cr_expect_eq(count_of(&c.md, id), 1, "%s applied once", id);
-        }
-    }
-    eddy_consumer_stats cs;
-    cr_assert_eq(eddy_bus_consumer_stats(bus, "order-status", &cs), EDDY_OK);
-    cr_expect_eq(cs.failed, 0);
-    eddy_feed_info i = info(&c);
-    cr_expect_geq(i.duplicates, (uint64_t)(WRITERS * (PER_WRITER / 3)),
-                  "the replay and the live feed overlapped");
-    cr_expect_leq(i.replayed, (uint64_t)(total - WRITERS * (PER_WRITER - PER_WRITER / 3)),
-                  "and events written during the replay came live only");
-    cr_expect_eq(i.replayed + i.applied, (uint64_t)total);
-    eddy_bus_free(bus);
     teardown(&c);
 }

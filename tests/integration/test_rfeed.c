@@ -11,8 +11,9 @@
  * test runs its own loop.
  *
  * The scenarios both front ends share are in the one table of tests/integration/test_feed.c
- * (feed_driver.h, both backends). What is left here belongs to the reactive front end alone,
- * each with the reason, except the one marked "not moved yet". */
+ * (feed_driver.h, both backends), appends made while the feed switches from replay to live
+ * among them. What is left here belongs to the reactive front end alone, each with the
+ * reason. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <ev.h>
@@ -692,113 +693,6 @@ ParameterizedTest(int *b, rfeed, own_event_refused_by_stop_fails_feed, .timeout 
     cr_expect_eq(d2.st, EDDY_ERR_ILLEGAL_STATE);
     run_for(&t, 20);
     cr_expect_eq(dc.calls + M.own_done.calls + d2.calls, 3, "exactly once");
-    eddy_rfeed_free(f);
-    teardown(&t);
-}
-
-/* Events appended while the feed switches from replay to live: appended from the replay (its
- * own apply), with live copies accepted at once (held) or once the append completed. Each is
- * applied exactly once, the history too. */
-typedef struct sw_ctx {
-    tctx *t;
-    int next;     /* next new event to append */
-    int appended; /* appends completed */
-    uev live[8];  /* live copies */
-    done_rec ld[8];
-    int naccepted;
-} sw_ctx;
-
-static sw_ctx SW;
-
-static void sw_accept(int i) {
-    snprintf(SW.live[i].id, sizeof(SW.live[i].id), "n%d", i);
-    cr_expect_eq(eddy_rfeed_accept(M.feed, &SW.live[i], on_done_fn, &SW.ld[i]), EDDY_OK);
-    SW.naccepted++;
-}
-
-static void sw_appended(eddy_status st, long long v, const eddy_error *err, void *user) {
-    cr_expect_eq(st, EDDY_OK, "append: %s", err ? err->detail : "");
-    int i = (int)(intptr_t)user;
-    SW.appended++;
-    if (i % 2 == 1) /* odd ones: the live copy arrives once stored */
-        sw_accept(i);
-}
-
-static void sw_append(int i) {
-    char id[16];
-    snprintf(id, sizeof(id), "n%d", i);
-    eddy_event *ev = make_event(id, "t");
-    eddy_error err = {0};
-    eddy_status rc = eddy_rstore_append(SW.t->store, "order-1", (const eddy_event *const *)&ev, 1,
-                                        NULL, sw_appended, (void *)(intptr_t)i, &err);
-    eddy_event_free(ev);
-    cr_expect_eq(rc, EDDY_OK, "append: %s", err.detail);
-    if (i % 2 == 0) /* even ones: the live copy arrives at once */
-        sw_accept(i);
-}
-
-static eddy_status sw_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *user) {
-    eddy_status st = m_apply(event, meta, err, user);
-    const char *id = ((uev *)event)->id;
-    if (strcmp(id, "h2") == 0 || strcmp(id, "h5") == 0) /* during the replay */
-        for (int k = 0; k < 3; k++)
-            sw_append(SW.next++);
-    return st;
-}
-
-static int count_applied(const char *id) {
-    int n = 0;
-    for (int i = 0; i < M.napplied; i++)
-        n += strcmp(M.applied[i], id) == 0;
-    return n;
-}
-
-/* Not moved yet (a twin of test_feed_blocking.c's writers_during_the_switch_lose_and_double_
- * nothing): appends made from the replay's own apply on the loop. */
-ParameterizedTestParameters(rfeed, appends_during_the_switch_applied_once) {
-    return cr_make_param_array(int, backends, 2);
-}
-ParameterizedTest(int *b, rfeed, appends_during_the_switch_applied_once, .timeout = 60) {
-    reset_model();
-    memset(&SW, 0, sizeof(SW));
-    tctx t;
-    setup(&t, *b, "rfeed-switch");
-    SW.t = &t;
-    const char *hist[] = {"h1", "h2", "h3", "h4", "h5", "h6"};
-    append(&t, hist, 6);
-    eddy_rcheckpoints ck = eddy_rstore_checkpoints(t.store);
-    eddy_feed_config cfg;
-    cfg_init(&cfg, "orders-switch");
-    cfg.page_size = 2;
-    cfg.projection.apply = sw_apply;
-    eddy_rfeed *f = must_feed(&t, &cfg, &ck);
-    done_rec dc = {0};
-    catch_up(f, &dc);
-    cr_assert(run_until(&t, &dc.calls, 1, 20000), "catch-up never completed");
-    cr_expect_eq(dc.st, EDDY_OK, "%s", dc.detail);
-    cr_assert(run_until(&t, &SW.appended, 6, 20000), "appends never completed");
-    cr_assert(run_until(&t, &SW.naccepted, 6, 5000));
-    for (int i = 0; i < 6; i++)
-        cr_assert(run_until(&t, &SW.ld[i].calls, 1, 5000), "n%d never answered", i);
-    run_for(&t, 100);
-    cr_expect_eq(SW.next, 6);
-    for (int i = 0; i < 6; i++) {
-        cr_expect_eq(SW.ld[i].calls, 1, "n%d answered %d times", i, SW.ld[i].calls);
-        cr_expect_eq(SW.ld[i].st, EDDY_OK, "n%d: %s", i, SW.ld[i].detail);
-        char id[16];
-        snprintf(id, sizeof(id), "n%d", i);
-        cr_expect_eq(count_applied(id), 1, "%s applied %d times", id, count_applied(id));
-    }
-    for (int i = 0; i < 6; i++)
-        cr_expect_eq(count_applied(hist[i]), 1, "%s applied %d times", hist[i],
-                     count_applied(hist[i]));
-    for (int i = 0; i < 6; i++)
-        cr_expect_str_eq(M.applied[i], hist[i], "history in order");
-    cr_expect_eq(M.napplied, 12, "applied %d", M.napplied);
-    cr_expect_eq(M.started, 1);
-    cr_expect_eq(M.completed, 1);
-    cr_expect(eddy_rfeed_ready_for_live_delivery(f));
-    cr_expect_eq(dc.calls, 1);
     eddy_rfeed_free(f);
     teardown(&t);
 }
