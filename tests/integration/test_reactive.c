@@ -2242,6 +2242,9 @@ Test(reactive, publishes_during_a_stall_say_whether_they_were_sent, .timeout = 1
     tctx t;
     setup_url(&t, srv.url);
     stall_settings(&t);
+    /* Queuing 50 MB takes a while under a sanitizer: the first publish's deadline must not pass
+     * before the loop runs and writes it (CI once saw none written within 300 ms). */
+    t.s.command_timeout_ms = 3000;
     eddy_rbus *b = must_rbus(&t, NULL, 0);
     cr_assert_eq(publish_wait(&t, b, "stall.x", "before"), EDDY_OK); /* connected */
     /* 50 MB in all: far more than the sockets' buffers hold, so the later ones stay unsent. */
@@ -2251,16 +2254,19 @@ Test(reactive, publishes_during_a_stall_say_whether_they_were_sent, .timeout = 1
     memset(data, 'x', size);
     static pubrec p[NSTALLED];
     memset(p, 0, sizeof(p));
-    cr_assert_eq(kill(srv.pid, SIGSTOP), 0);
+    static eddy_event *evs[NSTALLED]; /* made before the stop: only the publishes run during it */
     for (int i = 0; i < NSTALLED; i++) {
         char id[16];
         snprintf(id, sizeof(id), "p-%d", i);
-        eddy_event *ev = make_event(id, "t.x");
-        cr_assert_eq(eddy_event_set_data(ev, data, size), EDDY_OK);
-        cr_assert_eq(eddy_rbus_publish(b, "stall.x", ev, on_pub, &p[i], NULL), EDDY_OK);
-        eddy_event_free(ev);
+        evs[i] = make_event(id, "t.x");
+        cr_assert_eq(eddy_event_set_data(evs[i], data, size), EDDY_OK);
     }
     free(data);
+    cr_assert_eq(kill(srv.pid, SIGSTOP), 0);
+    for (int i = 0; i < NSTALLED; i++) {
+        cr_assert_eq(eddy_rbus_publish(b, "stall.x", evs[i], on_pub, &p[i], NULL), EDDY_OK);
+        eddy_event_free(evs[i]);
+    }
     for (int i = 0; i < NSTALLED; i++)
         cr_assert(run_until_count(&t, &p[i].calls, 1, 60000),
                   "publish %d did not end while Redis was stopped", i);
