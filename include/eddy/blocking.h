@@ -91,8 +91,9 @@ EDDY_EXPORT eddy_status eddy_bus_publish_value(eddy_bus *bus, const char *subjec
  * extension (EDDY_ERR_RESERVED_ATTRIBUTE); then the subject and event checks of publish.
  * Then: EDDY_ERR_NO_RESPONDERS at once when nothing in any process subscribes to the subject;
  * EDDY_OK with the reply; EDDY_ERR_RESPONDER_FAILED at once when the responder failed;
- * EDDY_ERR_NO_REPLY at the deadline, on cancel, or when the bus stops; a transport status
- * when sending failed (not counted as sent). Never retried.
+ * EDDY_ERR_NO_REPLY at the deadline, on cancel, or when the bus stops (also when Redis did not
+ * answer a step in time: the entry may have gone out, so the deadline decides); a transport
+ * status such as EDDY_ERR_IO when sending failed (not counted as sent). Never retried.
  * Ownership: on EDDY_OK *reply is the caller's (eddy_event_free). Thread: any; any number of
  * threads may wait in requests at once. */
 EDDY_EXPORT eddy_status eddy_bus_request(eddy_bus *bus, const char *subject, const eddy_event *ev,
@@ -129,7 +130,8 @@ EDDY_EXPORT eddy_status eddy_bus_answer_all(eddy_bus *bus, const char *name, edd
  * - EDDY_ERR_RESPONDER_FAILED: a failure reply came and opts->stop_on_failure is set;
  * - EDDY_ERR_NO_REPLY: the deadline came before max_replies replies (or before any reply, with
  *   max_replies 0), or the request was cancelled, or the bus stopped;
- * - a transport status when sending failed (not counted as sent).
+ * - a transport status when sending failed (not counted as sent); Redis not answering a
+ *   step in time is no failure: the deadline decides, as for eddy_bus_request.
  * Never retried. Ownership: opts and ev are borrowed for the call; *out is the caller's
  * (eddy_replies_free), NULL when the call was refused. Thread: any, as eddy_bus_request. */
 EDDY_EXPORT eddy_status eddy_bus_request_all(eddy_bus *bus, const char *subject,

@@ -138,7 +138,8 @@ typedef struct eddy_rrequest eddy_rrequest;
 /** Completion of a request, run exactly once on the loop: EDDY_OK with the reply (ownership
  * passes to the callback: eddy_event_free it), or NULL with EDDY_ERR_NO_RESPONDERS,
  * EDDY_ERR_RESPONDER_FAILED, EDDY_ERR_NO_REPLY (deadline, cancel, stop, free: counted NoReply;
- * a request's outcome is never EDDY_ERR_CLOSED), or a transport status when sending failed
+ * a request's outcome is never EDDY_ERR_CLOSED; also when Redis did not answer a step in time,
+ * for the entry may have gone out), or a transport status when sending failed
  * (not counted: nothing was sent). */
 typedef void (*eddy_reply_fn)(eddy_status st, eddy_event *reply, void *user);
 

@@ -90,6 +90,18 @@ static eddy__req_step end(eddy__request_flow *f, eddy_status st, const eddy_erro
     return f->step = EDDY__REQ_END;
 }
 
+/* A step Redis did not answer in time (EDDY_ERR_TIMEOUT: written, outcome unknown) leaves the
+ * request to its deadline, as if the answer were late: the entry may have gone out and its
+ * reply may still come, and the outcome must not depend on which of two timers fired first.
+ * An entry is counted Sent now; a question is counted as the deadline counts it. */
+static eddy__req_step unanswered(eddy__request_flow *f) {
+    if (!eddy__requests_waiting(f->requests, f->out.id))
+        return f->step = EDDY__REQ_ENDED;
+    if (f->step == EDDY__REQ_SEND)
+        eddy__requests_sent(f->requests, f->out.id);
+    return f->step = EDDY__REQ_WAIT;
+}
+
 static eddy__req_step asked(eddy__request_flow *f, eddy_status st, redisReply **replies,
                             const eddy_error *err) {
     bool any = false;
@@ -100,8 +112,11 @@ static eddy__req_step asked(eddy__request_flow *f, eddy_status st, redisReply **
         st = eddy__registry_answer_kind(f->cache, reply, f->subject, f->is_gather ? 'g' : 0,
                                         f->asked_ms, &any, &e);
         err = &e;
-    } else
+    } else {
         eddy__registry_unanswered(f->cache);
+        if (st == EDDY_ERR_TIMEOUT)
+            return unanswered(f);
+    }
     if (st == EDDY_OK && !any)
         st = EDDY_ERR_NO_RESPONDERS;
     if (st != EDDY_OK)
@@ -120,6 +135,8 @@ static eddy__req_step sent(eddy__request_flow *f, eddy_status st, redisReply **r
         st = eddy__publish_result(f->publisher, &f->out.cmds, 0, replies, &next, NULL, 0, &e);
         err = &e;
     }
+    if (st == EDDY_ERR_TIMEOUT) /* also a WAIT for replicas that fell short: it is stored */
+        return unanswered(f);
     if (st != EDDY_OK)
         return end(f, st, err);
     /* Counted even when the request ended meanwhile: it went out. */

@@ -15,6 +15,9 @@
  *   END     the flow took the request out of the table itself (no responders, or a step that
  *           failed, which is not counted: nothing went out) with status st: the front end
  *           completes its waiter with it.
+ *           A step Redis did not answer in time (EDDY_ERR_TIMEOUT) is no failure of the
+ *           request: it goes to WAIT (an entry counted Sent, it may have gone out), and its
+ *           deadline ends it, counted NoReply, unless its reply comes first.
  *   ENDED   someone else (deadline, cancel, stop) ended the request while a step was out,
  *           and completed it; nothing is sent after that.
  *

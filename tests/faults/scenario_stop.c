@@ -100,7 +100,7 @@ static void *requester(void *arg) {
         } else if (st == EDDY_ERR_NO_REPLY) {
             atomic_fetch_add(&u->no_reply, 1);
         } else {
-            atomic_fetch_add(&u->other, 1); /* EDDY_ERR_IO, EDDY_ERR_TIMEOUT: reported, allowed */
+            atomic_fetch_add(&u->other, 1); /* a transport status: reported, allowed */
         }
         fx_sleep_ms(5);
     }

@@ -2318,11 +2318,16 @@ Test(reactive, a_stall_ends_requests_by_their_deadline_and_everything_resumes, .
     cr_assert_eq(publish_wait(&t, b, "resume.x", "before"), EDDY_OK);
     cr_assert(run_until_count(&t, &got, 1, 20000));
     cr_assert_eq(kill(srv.pid, SIGSTOP), 0);
-    /* A responder is registered: the request is sent, and no reply can come. */
+    /* A responder is registered: the request is sent, and no reply can come. Its deadline is
+     * past the command timeout (300 ms): Redis not answering a step in time is no outcome of
+     * a request (its entry may have gone out), its deadline is. */
     reqrec r = {0};
-    must_request(b, "resume.ask", "ask", "t.echo", 300, &r, NULL);
+    long long asked = eddy_now_ms();
+    must_request(b, "resume.ask", "ask", "t.echo", 700, &r, NULL);
     cr_assert(run_until_count(&t, &r.calls, 1, 30000), "the request outlived its deadline");
     cr_expect_eq(r.st, EDDY_ERR_NO_REPLY, "%s", eddy_status_name(r.st));
+    cr_expect_geq(eddy_now_ms() - asked, 690,
+                  "ended %lld ms after it was asked, before its deadline", eddy_now_ms() - asked);
     run_for(&t, 1000); /* every connection's deadline passes: they all reconnect */
     cr_assert_eq(kill(srv.pid, SIGCONT), 0);
     eddy_status st = EDDY_ERR_IO;

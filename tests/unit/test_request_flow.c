@@ -161,6 +161,45 @@ Test(request_flow, a_failed_step_ends_it_uncounted_with_the_transport_status) {
     fixture_free(&f);
 }
 
+/* EDDY_ERR_TIMEOUT (written, no answer in time) is no failure of the request: it waits for its
+ * deadline, which ends it NoReply, as when the deadline's timer fires before the step's. */
+Test(request_flow, a_step_not_answered_in_time_leaves_the_request_to_its_deadline) {
+    fixture f;
+    fixture_init(&f);
+    eddy__request_flow fl;
+    begin(&f, &fl);
+    eddy_error late;
+    late.status = EDDY_ERR_TIMEOUT;
+    snprintf(late.detail, sizeof(late.detail), "no answer in time");
+    redisReply *none[EDDY__REQUEST_MAX_CMDS] = {NULL, NULL};
+    cr_assert_eq(eddy__request_flow_feed(&fl, EDDY_ERR_TIMEOUT, none, &late), EDDY__REQ_WAIT,
+                 "the question");
+    cr_assert_eq(eddy__requests_in_flight(f.requests), 1, "still in the table");
+    cr_assert(eddy__requests_expire(f.requests, fl.out.id), "its deadline ends it");
+    eddy_request_stats s = stats(&f);
+    cr_assert(s.sent == 1 && s.no_reply == 1, "sent %lu no_reply %lu", (unsigned long)s.sent,
+              (unsigned long)s.no_reply);
+    eddy__request_flow_reset(&fl);
+    /* the entry: it may have gone out, so it is counted Sent at once and a reply may come */
+    begin(&f, &fl);
+    answer_registry(&fl, "tables.setup");
+    cr_assert_eq(eddy__request_flow_feed(&fl, EDDY_ERR_TIMEOUT, none, &late), EDDY__REQ_WAIT,
+                 "the entry");
+    cr_assert_eq(stats(&f).sent, 2, "counted Sent when its answer was late");
+    cr_assert(eddy__requests_expire(f.requests, fl.out.id));
+    s = stats(&f);
+    cr_assert(s.sent == 2 && s.no_reply == 2, "counted once: sent %lu no_reply %lu",
+              (unsigned long)s.sent, (unsigned long)s.no_reply);
+    eddy__request_flow_reset(&fl);
+    /* ended meanwhile (the deadline's timer fired first): nobody's to report */
+    begin(&f, &fl);
+    cr_assert(eddy__requests_expire(f.requests, fl.out.id));
+    cr_assert_eq(eddy__request_flow_feed(&fl, EDDY_ERR_TIMEOUT, none, &late), EDDY__REQ_ENDED);
+    cr_assert_eq(stats(&f).no_reply, 3);
+    eddy__request_flow_reset(&fl);
+    fixture_free(&f);
+}
+
 Test(request_flow, ended_while_a_step_was_out_sends_nothing_more_and_counts_once) {
     fixture f;
     fixture_init(&f);
