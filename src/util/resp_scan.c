@@ -3,9 +3,10 @@
  *
  * It follows RESP's framing only: every element starts a line with its type byte; a bulk's
  * header gives how many bytes follow (and a CRLF); an aggregate's header how many elements.
- * The headers of bulks and aggregates are held (at most 31 bytes) until their CRLF, then
- * passed on or, for a bulk to skip, replaced by the marker; everything else is passed on in
- * runs as it comes. The stack of open aggregates only serves the sums: framing never depends
+ * The headers of bulks and aggregates are read (at most 31 bytes) to their CRLF, then passed
+ * on or, for a bulk to skip, replaced by the marker; a header whose CRLF has not come yet is
+ * held for the next call. Everything else is passed on as it came, in one run per call up to
+ * a skip (one redisReaderFeed per page of entries, not one per header and bulk). The stack of open aggregates only serves the sums: framing never depends
  * on it, so a stack that overflows (deeper than EDDY__RESP_SCAN_DEPTH) only ends the sums. */
 #include "util/resp_scan.h"
 
@@ -50,18 +51,42 @@ static long long header_value(const eddy__resp_scan *sc, bool *ok) {
     return v;
 }
 
-/* A complete header in sc->hdr: passed on, or replaced by a marker. */
-static bool header_done(eddy__resp_scan *sc, redisReader *rd, size_t limit) {
+/* What one call has not handed to the reader yet: the bytes from `from` on are passed on as
+ * one run (one redisReaderFeed, not one per element), up to a bulk that is skipped or a
+ * header held for the next call. `hdr_at` is where the current header began in this call's
+ * bytes, NULL when it began in an earlier call (then its bytes are in sc->hdr only). */
+typedef struct run {
+    redisReader *rd;
+    const char *from;
+    const char *hdr_at;
+} run;
+
+/* Hands the reader the bytes of the run before `to`. */
+static bool flush(run *r, const char *to) {
+    bool ok = feed(r->rd, r->from, (size_t)(to - r->from));
+    r->from = to;
+    return ok;
+}
+
+/* The header just completed (it ends before p) goes on as it came: in the run when it began in
+ * this call, else from sc->hdr. */
+static bool pass_header(eddy__resp_scan *sc, run *r, const char *p) {
+    if (r->hdr_at)
+        return true;
+    r->from = p;
+    return feed(r->rd, sc->hdr, sc->nhdr);
+}
+
+/* A complete header in sc->hdr, ending before p: passed on, or replaced by a marker. */
+static bool header_done(eddy__resp_scan *sc, run *r, const char *p, size_t limit) {
     bool ok;
     long long v = header_value(sc, &ok);
     char t = sc->hdr[0];
     if (!ok) { /* not RESP we follow: the reader says what is wrong */
         sc->mode = M_START;
-        return feed(rd, sc->hdr, sc->nhdr);
+        return pass_header(sc, r, p);
     }
     if (is_aggregate(t)) {
-        if (!feed(rd, sc->hdr, sc->nhdr))
-            return false;
         sc->mode = M_START;
         if (v <= 0) {
             complete(sc);
@@ -69,15 +94,13 @@ static bool header_done(eddy__resp_scan *sc, redisReader *rd, size_t limit) {
             sc->stack[sc->depth - 1].elems = (t == '%' || t == '|') ? 2 * v : v;
             sc->stack[sc->depth - 1].bulks = 0;
         }
-        return true;
+        return pass_header(sc, r, p);
     }
     /* a bulk */
     if (v < 0) {
         sc->mode = M_START;
-        if (!feed(rd, sc->hdr, sc->nhdr))
-            return false;
         complete(sc);
-        return true;
+        return pass_header(sc, r, p);
     }
     unsigned long long len = (unsigned long long)v;
     bool summed = sc->depth >= 3 && sc->depth <= EDDY__RESP_SCAN_DEPTH;
@@ -91,8 +114,12 @@ static bool header_done(eddy__resp_scan *sc, redisReader *rd, size_t limit) {
         if (sum)
             *sum += len;
         sc->mode = M_PASS;
-        return feed(rd, sc->hdr, sc->nhdr);
+        return pass_header(sc, r, p);
     }
+    /* What came before the header goes on; the header and the bulk do not. */
+    if (!flush(r, r->hdr_at ? r->hdr_at : r->from))
+        return false;
+    r->from = p;
     char marker[96], value[64];
     int vn = snprintf(value, sizeof(value), "%s%llu", "", len);
     size_t mlen = EDDY__SKIPPED_PREFIX_LEN + (size_t)vn;
@@ -104,28 +131,27 @@ static bool header_done(eddy__resp_scan *sc, redisReader *rd, size_t limit) {
         *sum += mlen;
     sc->skipped++;
     sc->mode = M_SKIP;
-    return feed(rd, marker, (size_t)hn + mlen + 2);
+    return feed(r->rd, marker, (size_t)hn + mlen + 2);
 }
 
 eddy_status eddy__resp_scan_feed(eddy__resp_scan *sc, redisReader *rd, const char *buf, size_t n,
                                  size_t limit) {
     const char *p = buf, *end = buf + n;
+    run r = {rd, buf, NULL};
     while (p < end) {
         switch (sc->mode) {
         case M_START:
             if (is_bulk(*p) || is_aggregate(*p)) {
                 sc->mode = M_HDR;
                 sc->nhdr = 0;
+                r.hdr_at = p;
             } else {
                 sc->mode = M_LINE;
             }
             break;
         case M_LINE: { /* a line passed on as it is, to its '\n' */
             const char *nl = memchr(p, '\n', (size_t)(end - p));
-            const char *to = nl ? nl + 1 : end;
-            if (!feed(rd, p, (size_t)(to - p)))
-                return EDDY_ERR_NOMEM;
-            p = to;
+            p = nl ? nl + 1 : end;
             if (nl) {
                 sc->mode = M_START;
                 complete(sc);
@@ -137,10 +163,10 @@ eddy_status eddy__resp_scan_feed(eddy__resp_scan *sc, redisReader *rd, const cha
                 sc->hdr[sc->nhdr++] = *p++;
             if (p < end && *p == '\n' && sc->nhdr < sizeof(sc->hdr)) {
                 sc->hdr[sc->nhdr++] = *p++;
-                if (!header_done(sc, rd, limit))
+                if (!header_done(sc, &r, p, limit))
                     return EDDY_ERR_NOMEM;
             } else if (sc->nhdr == sizeof(sc->hdr)) { /* no header this long: not ours */
-                if (!feed(rd, sc->hdr, sc->nhdr))
+                if (!pass_header(sc, &r, p))
                     return EDDY_ERR_NOMEM;
                 sc->mode = M_LINE;
             }
@@ -148,9 +174,9 @@ eddy_status eddy__resp_scan_feed(eddy__resp_scan *sc, redisReader *rd, const cha
         case M_PASS:
         case M_SKIP: {
             size_t take = (size_t)(end - p) < sc->left ? (size_t)(end - p) : (size_t)sc->left;
-            if (sc->mode == M_PASS && !feed(rd, p, take))
-                return EDDY_ERR_NOMEM;
             p += take;
+            if (sc->mode == M_SKIP)
+                r.from = p; /* skipped bytes never reach the reader */
             sc->left -= take;
             if (sc->left == 0) {
                 sc->mode = M_START;
@@ -162,7 +188,9 @@ eddy_status eddy__resp_scan_feed(eddy__resp_scan *sc, redisReader *rd, const cha
             return EDDY_ERR_PROTOCOL;
         }
     }
-    return EDDY_OK;
+    /* A header not complete yet is held (in sc->hdr) for the next call. */
+    const char *to = sc->mode == M_HDR ? (r.hdr_at ? r.hdr_at : r.from) : p;
+    return flush(&r, to) ? EDDY_OK : EDDY_ERR_NOMEM;
 }
 
 size_t eddy__resp_scan_held(const eddy__resp_scan *sc, const char **bytes) {

@@ -168,3 +168,78 @@ Test(resp_scan, markers_are_recognised_only_whole) {
     cr_expect_not(eddy__resp_skipped("\0eddy:skipped:12x", 17, NULL));
     cr_expect_not(eddy__resp_skipped("eddy:skipped:12", 15, NULL));
 }
+
+/* Feeds resp in chunks of random sizes (seeded) and renders every reply the reader makes. */
+static void render(const redisReply *r, char **out, size_t *len, size_t *cap) {
+    char head[64];
+    int n = snprintf(head, sizeof(head), "(%d:%zu:%lld:", r->type, r->len, r->integer);
+    size_t need = (size_t)n + r->len + 2;
+    while (*len + need >= *cap)
+        cr_assert(*out = realloc(*out, *cap *= 2));
+    memcpy(*out + *len, head, (size_t)n);
+    *len += (size_t)n;
+    if (r->str) {
+        memcpy(*out + *len, r->str, r->len);
+        *len += r->len;
+    }
+    for (size_t i = 0; i < r->elements; i++)
+        render(r->element[i], out, len, cap);
+    (*out)[(*len)++] = ')';
+}
+
+static char *scan_render(const char *resp, size_t n, unsigned seed, size_t limit, size_t *len) {
+    redisReader *rd = redisReaderCreate();
+    eddy__resp_scan sc;
+    eddy__resp_scan_init(&sc);
+    size_t cap = 4096;
+    char *out = malloc(cap);
+    cr_assert(out);
+    *len = 0;
+    for (size_t off = 0; off < n;) {
+        size_t k = seed ? 1 + (size_t)rand_r(&seed) % 40 : n;
+        if (k > n - off)
+            k = n - off;
+        cr_assert_eq(eddy__resp_scan_feed(&sc, rd, resp + off, k, limit), EDDY_OK);
+        off += k;
+        void *r = NULL;
+        while (redisReaderGetReply(rd, &r) == REDIS_OK && r) {
+            render(r, &out, len, &cap);
+            freeReplyObject(r);
+        }
+    }
+    redisReaderFree(rd);
+    return out;
+}
+
+/* Several replies back to back, with skips, nils, empty and nested aggregates and headers cut
+ * anywhere: every chunking gives the replies the whole feed gives. */
+Test(resp_scan, any_chunking_gives_the_same_replies) {
+    size_t big_n;
+    char *big = xread_reply(3000, &big_n);
+    const char *small = "*3\r\n:7\r\n$-1\r\n*2\r\n$5\r\nhello\r\n*2\r\n$1\r\nk\r\n$2\r\nvv\r\n"
+                        "+PONG\r\n$0\r\n\r\n*0\r\n";
+    size_t sn = strlen(small);
+    size_t n = 2 * big_n + 2 * sn;
+    char *all = malloc(n);
+    cr_assert(all);
+    memcpy(all, big, big_n);
+    memcpy(all + big_n, small, sn);
+    memcpy(all + big_n + sn, big, big_n);
+    memcpy(all + 2 * big_n + sn, small, sn);
+    size_t limits[] = {1000, 100000};
+    for (size_t l = 0; l < 2; l++) {
+        size_t want_n;
+        char *want = scan_render(all, n, 0, limits[l], &want_n);
+        cr_assert_gt(want_n, 0);
+        for (unsigned seed = 1; seed <= 200; seed++) {
+            size_t got_n;
+            char *got = scan_render(all, n, seed, limits[l], &got_n);
+            cr_assert(got_n == want_n && memcmp(got, want, want_n) == 0,
+                      "chunking seed %u, limit %zu: other replies", seed, limits[l]);
+            free(got);
+        }
+        free(want);
+    }
+    free(all);
+    free(big);
+}
