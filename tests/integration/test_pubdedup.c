@@ -443,32 +443,6 @@ Test(pubdedup, the_window_is_checked) {
 
 /* ---- the memory engine's functions answer as the Lua does --------------------------------- */
 
-/* A reply as text, entry ids ("<ms>-<seq>" of a clock) masked as "ID". */
-static void render(char *out, size_t size, const redisReply *r) {
-    size_t n = strlen(out);
-    switch (r->type) {
-    case REDIS_REPLY_ARRAY:
-        snprintf(out + n, size - n, "[");
-        for (size_t i = 0; i < r->elements; i++)
-            render(out, size, r->element[i]);
-        n = strlen(out);
-        snprintf(out + n, size - n, "]");
-        break;
-    case REDIS_REPLY_INTEGER:
-        snprintf(out + n, size - n, ":%lld ", r->integer);
-        break;
-    case REDIS_REPLY_NIL:
-        snprintf(out + n, size - n, "nil ");
-        break;
-    default: {
-        char ms[32];
-        bool id = sscanf(r->str, "%31[0-9]-%*[0-9]", ms) == 1 && strlen(ms) >= 12;
-        snprintf(out + n, size - n, "%c%s ", r->type == REDIS_REPLY_ERROR ? '-' : '+',
-                 id ? "ID" : r->str);
-    }
-    }
-}
-
 Test(pubdedup, memory_and_redis_agree, .timeout = 60) {
     ctx cm, crd;
     combo m = {0, 0}, rd = {0, 1};
@@ -553,8 +527,8 @@ Test(pubdedup, memory_and_redis_agree, .timeout = 60) {
         }
         redisReply *a = raw_cmd(cm.url, argc, argv), *b = raw_cmd(crd.url, argc, argv);
         char ta[1024] = "", tb[1024] = "";
-        render(ta, sizeof(ta), a);
-        render(tb, sizeof(tb), b);
+        raw_render(ta, sizeof(ta), a, true);
+        raw_render(tb, sizeof(tb), b, true);
         cr_expect_str_eq(ta, tb, "%s", calls[i]);
         freeReplyObject(a);
         freeReplyObject(b);

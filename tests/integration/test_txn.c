@@ -431,31 +431,6 @@ ParameterizedTest(combo *p, txn, at_most_once_cannot_emit, .timeout = 60) {
 
 /* ---- the memory engine's commit answers as the Lua does ---------------------------------- */
 
-static void render(char *out, size_t size, const redisReply *r) {
-    size_t n = strlen(out);
-    switch (r->type) {
-    case REDIS_REPLY_ARRAY:
-        snprintf(out + n, size - n, "[");
-        for (size_t i = 0; i < r->elements; i++)
-            render(out, size, r->element[i]);
-        n = strlen(out);
-        snprintf(out + n, size - n, "]");
-        break;
-    case REDIS_REPLY_INTEGER:
-        snprintf(out + n, size - n, ":%lld ", r->integer);
-        break;
-    case REDIS_REPLY_NIL:
-        snprintf(out + n, size - n, "nil ");
-        break;
-    default: {
-        char ms[32];
-        bool id = sscanf(r->str, "%31[0-9]-%*[0-9]", ms) == 1 && strlen(ms) >= 12;
-        snprintf(out + n, size - n, "%c%s ", r->type == REDIS_REPLY_ERROR ? '-' : '+',
-                 id ? "ID" : r->str);
-    }
-    }
-}
-
 Test(txn, memory_and_redis_agree, .timeout = 60) {
     ctx cm, crd;
     combo m = {0, 0}, rd = {0, 1};
@@ -556,8 +531,8 @@ Test(txn, memory_and_redis_agree, .timeout = 60) {
         }
         redisReply *a = raw_cmd(cm.url, argc, argv), *b = raw_cmd(crd.url, argc, argv);
         char ta[2048] = "", tb[2048] = "";
-        render(ta, sizeof(ta), a);
-        render(tb, sizeof(tb), b);
+        raw_render(ta, sizeof(ta), a, true);
+        raw_render(tb, sizeof(tb), b, true);
         cr_expect_str_eq(ta, tb, "%s", calls[i]);
         if (i == 5 || i == 6)
             cr_expect_str_eq(ta, i == 5 ? ":1 " : ":0 ", "%s: the second call appends nothing",

@@ -62,3 +62,28 @@ long long raw_int(const char *url, const char *fmt, ...) {
     freeReplyObject(r);
     return v;
 }
+
+void raw_render(char *out, size_t size, const redisReply *r, bool mask_ids) {
+    size_t n = strlen(out);
+    switch (r->type) {
+    case REDIS_REPLY_ARRAY:
+        snprintf(out + n, size - n, "[");
+        for (size_t i = 0; i < r->elements; i++)
+            raw_render(out, size, r->element[i], mask_ids);
+        n = strlen(out);
+        snprintf(out + n, size - n, "] ");
+        break;
+    case REDIS_REPLY_INTEGER:
+        snprintf(out + n, size - n, ":%lld ", r->integer);
+        break;
+    case REDIS_REPLY_NIL:
+        snprintf(out + n, size - n, "nil ");
+        break;
+    default: {
+        char ms[32];
+        bool id = mask_ids && sscanf(r->str, "%31[0-9]-%*[0-9]", ms) == 1 && strlen(ms) >= 12;
+        snprintf(out + n, size - n, "%c%s ", r->type == REDIS_REPLY_ERROR ? '-' : '+',
+                 id ? "ID" : r->str);
+    }
+    }
+}

@@ -6,6 +6,7 @@
 #define EDDY_TEST_RAW_H
 
 #include <hiredis/hiredis.h>
+#include <stdbool.h>
 
 /* Runs one command given as NUL-terminated strings (argv[argc]); fails the test on transport
  * errors. The caller frees the reply with freeReplyObject. */
@@ -14,5 +15,9 @@ redisReply *raw_cmd(const char *url, int argc, const char **argv);
 redisReply *raw_cmdf(const char *url, const char *fmt, ...);
 /* The integer a command answers, or -1. */
 long long raw_int(const char *url, const char *fmt, ...);
+/* Appends reply r to the text in out (size bytes, NUL-terminated), every array in full, to
+ * compare two backends' answers; with mask_ids, an automatic stream id (a clock's milliseconds,
+ * which differ between runs) reads "ID". */
+void raw_render(char *out, size_t size, const redisReply *r, bool mask_ids);
 
 #endif

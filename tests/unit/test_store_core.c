@@ -15,6 +15,7 @@
 #include "link/library.h"
 #include "memory/engine.h"
 #include "memory/internal.h"
+#include "raw.h"
 #include "store/store.h"
 #include "store/store_op.h"
 #include "timing.h"
@@ -1304,33 +1305,6 @@ Test(store_memory, dedup_append_is_all_or_nothing_when_memory_runs_out) {
 
 /* ---- the transactional handler's commit: all or nothing ---------------------------------- */
 
-/* Appends a reply as text, every array in full; with `mask`, an automatic stream id (a clock's
- * milliseconds, which differ between runs) reads "ID". */
-static void render_reply(char *out, size_t size, const redisReply *r, bool mask) {
-    size_t n = strlen(out);
-    switch (r->type) {
-    case REDIS_REPLY_ARRAY:
-        snprintf(out + n, size - n, "[");
-        for (size_t i = 0; i < r->elements; i++)
-            render_reply(out, size, r->element[i], mask);
-        n = strlen(out);
-        snprintf(out + n, size - n, "] ");
-        break;
-    case REDIS_REPLY_INTEGER:
-        snprintf(out + n, size - n, ":%lld ", r->integer);
-        break;
-    case REDIS_REPLY_NIL:
-        snprintf(out + n, size - n, "nil ");
-        break;
-    default: {
-        char ms[32];
-        bool id = mask && sscanf(r->str, "%31[0-9]-%*[0-9]", ms) == 1 && strlen(ms) >= 12;
-        snprintf(out + n, size - n, "%c%s ", r->type == REDIS_REPLY_ERROR ? '-' : '+',
-                 id ? "ID" : r->str);
-    }
-    }
-}
-
 /* Everything the commit's keys hold, as text (but pending entries' idle times): the input's
  * stream, its group and the group's pending entries, the subject set, and each output stream (its bookkeeping and its entries). */
 static void commit_state(char *out, size_t size, bool mask) {
@@ -1360,7 +1334,7 @@ static void commit_state(char *out, size_t size, bool mask) {
         cr_assert(r, "%s", probes[i]);
         size_t n = strlen(out);
         snprintf(out + n, size - n, "%s: ", probes[i]);
-        render_reply(out, size, r, mask);
+        raw_render(out, size, r, mask);
         freeReplyObject(r);
         n = strlen(out);
         snprintf(out + n, size - n, "\n");
