@@ -209,6 +209,7 @@ static void servers_stop(servers *sv) {
 typedef struct run {
     fx_acks acks;
     long long *began, *ended; /* each publish's times (fx_now_ms) */
+    eddy_status *status;      /* and what it returned */
     atomic_int tried;
     atomic_bool stop;
     const driver *dr;
@@ -264,6 +265,7 @@ static void *publisher(void *arg) {
         eddy_status st = u->dr->publish(u->bus, SUBJECT, ev, &err);
         u->ended[i] = fx_now_ms();
         eddy_event_free(ev);
+        u->status[i] = st;
         u->acks.acked[i] = st == EDDY_OK;
         atomic_store(&u->tried, i + 1);
         fx_sleep_ms(1);
@@ -291,6 +293,37 @@ static bool mark_kept(const fx_redis *r, const char *ns, unsigned char *kept) {
     return true;
 }
 
+/* When publishing did not resume: what the publishes begun after the switch returned, and how
+ * every server and sentinel sees the replication, so a failure can be told apart from a slow
+ * machine. */
+static void tell_state(const servers *sv, const run *u, int tried, long long switched) {
+    int counts[EDDY_STATUS_COUNT_] = {0};
+    for (int i = 0; i < tried; i++)
+        if (u->began[i] >= switched && u->status[i] >= 0 && u->status[i] < EDDY_STATUS_COUNT_)
+            counts[u->status[i]]++;
+    for (int st = 0; st < EDDY_STATUS_COUNT_; st++)
+        if (counts[st])
+            fprintf(stderr, "  after the switch: %d x %s\n", counts[st],
+                    eddy_status_name((eddy_status)st));
+    for (int i = 0; i < sv->nnodes; i++) {
+        redisReply *rep = fx_cmd(&sv->nodes[i], "INFO replication");
+        const char *role =
+            rep && rep->type == REDIS_REPLY_STRING ? strstr(rep->str, "role:") : NULL;
+        const char *slaves =
+            rep && rep->type == REDIS_REPLY_STRING ? strstr(rep->str, "connected_slaves:") : NULL;
+        const char *link =
+            rep && rep->type == REDIS_REPLY_STRING ? strstr(rep->str, "master_link_status:") : NULL;
+        fprintf(stderr, "  node %d (port %d): %.*s %.*s %.*s\n", i, sv->nodes[i].port,
+                role ? (int)strcspn(role, "\r\n") : 4, role ? role : "down",
+                slaves ? (int)strcspn(slaves, "\r\n") : 0, slaves ? slaves : "",
+                link ? (int)strcspn(link, "\r\n") : 0, link ? link : "");
+        if (rep)
+            freeReplyObject(rep);
+    }
+    for (int i = 0; i < NSENT; i++)
+        fprintf(stderr, "  sentinel %d names port %d\n", i, named_port(&sv->sent[i]));
+}
+
 enum how { BY_COMMAND, BY_KILL };
 
 /* leader: the sentinel SENTINEL FAILOVER goes to. */
@@ -309,8 +342,9 @@ static void one_run(const driver *dr, enum how how, unsigned wait, int leader) {
     fx_acks_init(&u.acks, MAX_PUB, 'p');
     u.began = calloc(MAX_PUB, sizeof(long long));
     u.ended = calloc(MAX_PUB, sizeof(long long));
+    u.status = calloc(MAX_PUB, sizeof(eddy_status));
     unsigned char *kept = calloc(MAX_PUB, 1);
-    if (!u.began || !u.ended || !kept) {
+    if (!u.began || !u.ended || !u.status || !kept) {
         fprintf(stderr, "out of memory\n");
         exit(2);
     }
@@ -324,6 +358,9 @@ static void one_run(const driver *dr, enum how how, unsigned wait, int leader) {
     s.command_timeout_ms = 2000;
     s.wait_replicas = wait;
     s.wait_timeout_ms = 500;
+    /* A run that reaches its bounds outlasts the retention grace: a pass would then trim
+     * consumed entries, and "missing" would count them. */
+    s.retention_interval_ms = 0;
     s.on_connection = on_connection;
     s.on_connection_user = &u;
     eddy_subscription_spec sp;
@@ -442,6 +479,8 @@ static void one_run(const driver *dr, enum how how, unsigned wait, int leader) {
     FX_CHECK(unconsumed == 0, "%s: %zu publishes on the final master never consumed", name,
              unconsumed);
     FX_CHECK(resume_ms >= 0, "%s: publishing did not resume after the switch", name);
+    if (resume_ms < 0)
+        tell_state(&sv, &u, tried, switched);
     FX_CHECK(fast == 0, "%s: %d reconnects within 10 ms of the same connection's previous one",
              name, fast);
     if (wait) {
@@ -453,6 +492,7 @@ static void one_run(const driver *dr, enum how how, unsigned wait, int leader) {
     free(kept);
     free(u.began);
     free(u.ended);
+    free(u.status);
     fx_acks_free(&u.acks);
     pthread_mutex_destroy(&u.lock);
     the_run = NULL;
