@@ -32,6 +32,7 @@
 
 #include "error.h"
 #include "internal.h"
+#include "share.h"
 #include "timing.h"
 
 void eddy__rbus_timer_after(eddy_rbus *bus, ev_timer *t, long long ms) {
@@ -169,6 +170,8 @@ static void stop_all(eddy_rbus *bus, eddy_status st, const eddy_error *err) {
         if (rs->act)
             eddy__ract_stop(rs->act);
     }
+    if (bus->wake)
+        eddy__rwake_stop(bus->wake);
     /* The start's callback is taken first: a callback below may start the bus again. */
     bool pending = bus->ready_pending;
     eddy_ready_fn fn = bus->ready;
@@ -273,6 +276,9 @@ static void destroy(eddy_rbus *bus) {
         bus->acts = act->next;
         eddy__ract_free(act);
     }
+    eddy__rwake_free(bus->wake); /* after the activations: their consumers watched there */
+    for (size_t i = 0; i < EDDY__RSHARES; i++)
+        eddy__rshare_free(bus->shares[i]);
     ev_timer_stop(bus->loop, &bus->deadline);
     ev_async_stop(bus->loop, &bus->alive);
     eddy_error err;

@@ -29,6 +29,11 @@
 
 typedef struct ract ract;
 typedef struct rctl rctl;
+typedef struct rwake rwake;
+struct rshare;
+
+/* Shared connections for the reads of a bus that shares them (settings.share_reads_from). */
+#define EDDY__RSHARES 2
 
 /* A subscription of the bus. */
 typedef struct rsub {
@@ -135,6 +140,10 @@ struct eddy_rbus {
     eddy__requests *requests;
     eddy__registry_cache *registry_cache;
     eddy__discovery *discovery; /* shared by the pattern subscriptions */
+    /* reads sharing connections (share.h, wake.c): made with the first activation that shares */
+    rwake *wake;
+    struct rshare *shares[EDDY__RSHARES];
+    unsigned next_share;
     rctl *ctl;             /* the live activation's control loop (control.c), NULL when stopped */
     rctl *ctls;            /* every control loop not freed yet, live or dead */
     unsigned leaving;      /* leave ops (control.c) whose replies are still out */
@@ -189,6 +198,17 @@ eddy_status eddy__rpub_open(eddy_rbus *bus);
 /* The bus stopped: the connection closes once nothing is queued, so that a stopped bus holds
  * no connection (the loop may end); the next op opens it again. */
 void eddy__rpub_close_when_idle(eddy_rbus *bus);
+
+/* wake.c: the bus-wide wake-up's connection. New is stopped; start connects it. */
+rwake *eddy__rwake_new(eddy_rbus *bus);
+void eddy__rwake_free(rwake *w);
+struct eddy__wakeup *eddy__rwake_core(rwake *w);
+void eddy__rwake_start(rwake *w);
+/* An activation planned, and may have watched a stream: an idle wake-up plans now; with
+ * `replan` (eddy__consumer_wakeup_replan: a watch the blocking read in flight does not cover)
+ * that read is cut short, so that the next one covers it. */
+void eddy__rwake_watched(rwake *w, bool replan);
+void eddy__rwake_stop(rwake *w);
 
 /* control.c */
 /* Creates bus->ctl and starts it: the reply stream, then the registry; eddy__rbus_ctl_ready

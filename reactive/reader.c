@@ -27,9 +27,11 @@
 #include <string.h>
 
 #include "bus/delivery.h"
+#include "bus/wakeup.h"
 #include "error.h"
 #include "internal.h"
 #include "link/redis.h"
+#include "share.h"
 #include "timing.h"
 #include "util/reply.h"
 
@@ -121,7 +123,7 @@ static void act_send(ract *act) {
 /* Stopping: send what was settled, then die once nothing is pending. */
 static void act_step_stopping(ract *act) {
     rround *r = &act->r;
-    if (r->conn && eddy__rconn_is_up(r->conn)) {
+    if (eddy__rround_up(r)) {
         eddy__plan_reset(&r->plan);
         if (eddy__consumer_plan_flush(act->consumer, eddy__mono_ms(), &r->plan) == EDDY_OK &&
             r->plan.cmds.n > 0) {
@@ -149,7 +151,7 @@ static void act_step(void *owner) {
     }
     if (act->bus->freeing)
         return; /* the bus kills this activation before the current callback returns */
-    if (!r->conn) {
+    if (!eddy__rround_linked(r)) {
         eddy__rround_connect(r);
         return;
     }
@@ -158,6 +160,8 @@ static void act_step(void *owner) {
         eddy__rround_idle(r, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
         return;
     }
+    if (r->share) /* this plan may have watched a stream */
+        eddy__rwake_watched(act->bus->wake, eddy__consumer_wakeup_replan(act->consumer));
     if (r->plan.cmds.n == 0) {
         eddy__rround_idle(r, r->plan.idle_ms);
         return;
@@ -349,7 +353,7 @@ static void act_kept(void *owner) {
         return;
     if (act->stopping && act->r.plan.block_ms >= 0 && !act->overlapped)
         end_stopped_round(act);
-    else if (act->cut && act->r.plan.live_read)
+    else if (act->cut && act->r.plan.live_read && act->r.conn) /* never a shared connection */
         cut_round(act);
 }
 
@@ -367,6 +371,19 @@ static const rround_ops act_round_ops = {act_step, act_kept, act_done, act_lost,
 
 /* ---- interface ------------------------------------------------------------------------------ */
 
+/* A bus with share_reads_from subscriptions or more shares its reads' connections: the
+ * wake-up and the shared connections are made once, with the first activation that shares
+ * (bus->wake then set). Activations started before stay on connections of their own. */
+static eddy_status share_reads(eddy_rbus *bus) {
+    unsigned from = bus->s.share_reads_from;
+    if (bus->wake || from == 0 || bus->nsubs < from)
+        return EDDY_OK;
+    for (size_t i = 0; i < EDDY__RSHARES; i++)
+        if (!bus->shares[i] && !(bus->shares[i] = eddy__rshare_new(bus)))
+            return EDDY_ERR_NOMEM;
+    return (bus->wake = eddy__rwake_new(bus)) ? EDDY_OK : EDDY_ERR_NOMEM;
+}
+
 eddy_status eddy__ract_start(rsub *rs) {
     eddy_rbus *bus = rs->bus;
     ract *act = calloc(1, sizeof(*act));
@@ -380,6 +397,17 @@ eddy_status eddy__ract_start(rsub *rs) {
     act->bus = bus;
     act->rs = rs;
     eddy__rround_init(&act->r, bus, &act_round_ops, act, "subscription", rs->sub->name);
+    if (share_reads(bus) != EDDY_OK) {
+        eddy__rround_free(&act->r);
+        eddy__consumer_free(act->consumer);
+        free(act);
+        return EDDY_ERR_NOMEM;
+    }
+    if (bus->wake) {
+        eddy__consumer_share_wakeup(act->consumer, eddy__rwake_core(bus->wake));
+        eddy__rround_share(&act->r, bus->shares[bus->next_share++ % EDDY__RSHARES]);
+        eddy__rwake_start(bus->wake);
+    }
     act->next = bus->acts;
     bus->acts = act;
     rs->act = act;
@@ -401,8 +429,9 @@ void eddy__ract_stop(ract *act) {
     case R_CONNECTING:
     case R_BACKOFF:
         /* With deliveries outstanding it goes on connecting, to send their acknowledgements
-         * (act_step_stopping); a failure ends it (act_lost). */
-        if (act->unsettled == 0)
+         * (act_step_stopping), and so it does with a round that waits for its connection
+         * (round.h: planned to block while on a shared one); a failure ends it (act_lost). */
+        if (act->unsettled == 0 && !r->send_when_up)
             act_kill(act);
         break;
     case R_IDLE:
@@ -452,7 +481,8 @@ void eddy__ract_wake(ract *act, eddy__wake how) {
     if (r->state == R_IDLE) {
         ev_timer_stop(act->bus->loop, &r->timer);
         act_step(act);
-    } else if (how == EDDY__WAKE_READ && r->state == R_ROUND && r->plan.live_read) {
+    } else if (how == EDDY__WAKE_READ && r->state == R_ROUND && r->plan.live_read && r->conn) {
+        /* (a read on a shared connection does not block: it ends by itself) */
         act->cut = true;
         eddy__rround_drain(r); /* replies that already arrived count */
         if (act->cut && only_read_left(act)) {

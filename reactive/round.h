@@ -20,6 +20,12 @@
  *          server) while it ran: a start need not wait it out (eddy__rround_late_error says
  *          why).
  *
+ * A round may share its connection (share.h) with other subscriptions' rounds instead of
+ * owning one (eddy__rround_share): its rounds then go on the shared connection, except one
+ * whose plan blocks, which takes a connection of its own (opened then; the round is sent once
+ * it is up) and keeps it until the round idles, when it goes back to the shared one. A lost
+ * shared connection is lost for every round on it, each told through `lost` as for its own.
+ *
  * Thread: the loop's thread only. */
 #ifndef EDDY_REACTIVE_ROUND_H
 #define EDDY_REACTIVE_ROUND_H
@@ -32,6 +38,8 @@
 #include "conn.h"
 #include "eddy/reactive.h"
 #include "util/backoff.h"
+
+struct rshare;
 
 typedef enum rstate {
     R_CONNECTING, /* waiting for the connection to come up */
@@ -66,6 +74,12 @@ typedef struct rround {
     ev_timer ready_timer; /* how long it may take to become ready */
     eddy__reconnect gate; /* backoff.h: every connect waits for the backoff of the previous */
     eddy_error last_err;  /* why the connection last failed, for the ready deadline's detail */
+    /* sharing (share.h): the shared connection it uses when its plan does not block */
+    struct rshare *share;
+    bool attached; /* in share's list (share.c keeps it) */
+    struct rround *share_prev, *share_next;
+    bool wants_own;    /* the next connect opens one of its own (it blocks) */
+    bool send_when_up; /* the planned round goes once its own connection is up */
 } rround;
 
 /* Sets r up (not connected) and arms its ready deadline. Ownership: bus, ops, owner and the
@@ -73,8 +87,17 @@ typedef struct rround {
 void eddy__rround_init(rround *r, eddy_rbus *bus, const rround_ops *ops, void *owner,
                        const char *what, const char *name);
 
-/* Opens a connection; step follows once it is up (at once for memory://). */
+/* Its rounds share s's connection from the next connect on (before the first). Borrowed. */
+void eddy__rround_share(rround *r, struct rshare *s);
+
+/* Opens a connection (or attaches to the shared one); step follows once it is up (at once for
+ * memory://). */
 void eddy__rround_connect(rround *r);
+
+/* Whether it has a connection to send on, or one coming up (else the owner connects). */
+bool eddy__rround_linked(const rround *r);
+/* Whether that connection is up. */
+bool eddy__rround_up(const rround *r);
 
 /* Sends r->plan's commands (at least one) as one round. False when nothing was sent (out of
  * memory): r then idles briefly and plans again. A connection that cannot take them reports
@@ -105,5 +128,11 @@ void eddy__rround_kill(rround *r);
 
 /* Frees what eddy__rround_init and the rounds allocated (after eddy__rround_kill). */
 void eddy__rround_free(rround *r);
+
+/* From share.c: the shared connection is up, a reply of r's round came, or the connection was
+ * lost (r is detached already). */
+void eddy__rround_share_up(rround *r);
+void eddy__rround_share_reply(rround *r, redisReply *reply);
+void eddy__rround_share_down(rround *r, const eddy_error *err);
 
 #endif

@@ -1365,6 +1365,10 @@ static long stream_by_key(eddy__consumer *c, const redisReply *key) {
  * until one finds nothing; it then watches again, with news. */
 static size_t live_count(const redisReply *r);
 static void fed_live(eddy__consumer *c, const eddy__plan *plan, const redisReply *r) {
+    if (r->type == REDIS_REPLY_ERROR) { /* tried again at retry_at (retry_later): still news */
+        atomic_store(&c->news, true);
+        return;
+    }
     size_t n = live_count(r);
     if (plan->block_ms >= 0) {
         if (c->hot && n == 0) {

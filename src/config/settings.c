@@ -141,6 +141,10 @@ static const eddy__opt settings_rows[] = {
     ROW(wait_timeout_ms, UNSIGNED, C_OFF(wait_timeout_ms), NULL, 1000, 0, UMAX, 0, "ms", NULL,
         "with wait_replicas: 1 to below command_timeout_ms",
         "How long a publish's WAIT waits for wait_replicas"),
+    ROW(share_reads_from, UNSIGNED, C_OFF(share_reads_from), NULL, 5, 0, UMAX, 0, "subscriptions",
+        "5", "reactive front end",
+        "A bus with this many subscriptions or more reads them over a few shared connections "
+        "(0: never)"),
 };
 #undef ROW
 

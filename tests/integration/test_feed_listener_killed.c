@@ -694,6 +694,7 @@ static void listener_start(listener *l) {
         cr_assert_eq(eddy_rfeed_new(l->loop, l->rstore, &cfg, NULL, &l->rfeed, &err), EDDY_OK, "%s",
                      err.detail);
         eddy_subscription_spec sp = listener_spec(l->rfeed, eddy_rfeed_handler);
+        eddy_test_share_reads(&l->s);
         cr_assert_eq(eddy_rbus_new(l->loop, &l->s, &sp, 1, &l->rbus, &err), EDDY_OK, "%s",
                      err.detail);
         int ready = 0;

@@ -56,6 +56,7 @@ static void setup_url(tctx *t, const char *url) {
     t->s.source = "/tests";
     t->s.block_ms = 200;
     t->s.redelivery_idle_ms = 100;
+    eddy_test_share_reads(&t->s);
 }
 
 static void setup(tctx *t, int backend) {

@@ -16,6 +16,7 @@
 
 #include "driver.h"
 #include "eddy/reactive.h"
+#include "eddy_test.h"
 
 typedef struct rtbus rtbus;
 
@@ -118,7 +119,9 @@ static void copy_err(call *c, const eddy_error *err) {
 /* ---- calls, on the loop thread ---------------------------------------------------------- */
 
 static void run_new(rtbus *t, call *c) {
-    finish(t, c, eddy_rbus_new(t->loop, c->settings, c->specs, c->n, &t->bus, c->err));
+    eddy_settings s = *c->settings;
+    eddy_test_share_reads(&s);
+    finish(t, c, eddy_rbus_new(t->loop, &s, c->specs, c->n, &t->bus, c->err));
 }
 
 static void run_quit(rtbus *t, call *c) {

@@ -80,3 +80,9 @@ void eddy_test_mem_wait(struct eddy__mem_conn *conn, long long deadline_ms) {
     }
     close(fd);
 }
+
+void eddy_test_share_reads(eddy_settings *s) {
+    const char *v = getenv("EDDY_TEST_SHARE_READS");
+    if (v && *v)
+        s->share_reads_from = (unsigned)strtoul(v, NULL, 10);
+}

@@ -17,6 +17,9 @@ const char *eddy_test_namespace(char *buf, unsigned long size, const char *prefi
  * failure. */
 #include "eddy/bus.h"
 void eddy_test_log(eddy_log_level level, const char *msg, void *user);
+/* With EDDY_TEST_SHARE_READS=N in the environment, sets s->share_reads_from to N: the suite runs
+ * the reactive scenarios once more with every subscription's reads on shared connections. */
+void eddy_test_share_reads(eddy_settings *s);
 
 /* Monotonic milliseconds. */
 long long eddy_test_now_ms(void);

@@ -11,6 +11,7 @@
 #include "eddy/reactive.h"
 #include "eddy/rfeed.h"
 #include "eddy/rstore.h"
+#include "eddy_test.h"
 #include "feed_driver.h"
 #include "rloop.h"
 
@@ -377,7 +378,9 @@ static void start_listen(rloop_op *op) {
     sp.delivery = EDDY_AT_LEAST_ONCE;
     sp.handler = eddy_rfeed_handler;
     sp.user = o->f->feed;
-    eddy_status st = eddy_rbus_new(rloop_loop(op->l), o->s, &sp, 1, &o->t->bus, o->err);
+    eddy_settings s = *o->s;
+    eddy_test_share_reads(&s);
+    eddy_status st = eddy_rbus_new(rloop_loop(op->l), &s, &sp, 1, &o->t->bus, o->err);
     if (st == EDDY_OK && (st = eddy_rbus_start(o->t->bus, on_listener_ready, o, o->err)) == EDDY_OK)
         return;
     eddy_rbus_free(o->t->bus);
