@@ -11,12 +11,13 @@
  *   subs_latency_p50_us_{blocking,reactive}, subs_latency_p99_us_...   events published one at
  *       a time at 1,000 per second (-n N of them, default 1,000) to subs.0 by another bus, from
  *       the publish call to the handler: `among` is the bus with 1,000 subscriptions, `alone` a
- *       bus with that subscription only, made back to back in each repetition; the ratio is
+ *       bus with that subscription only, made back to back in each repetition, each timed from
+ *       --settle-ms after its start (steady state, not the start's first rounds); the ratio is
  *       among / alone (printed in the eddy= / hiredis= slots of the usual line).
  *   subs_wide_xread_server_us_<K>   what the design's bus-wide wake-up (src/bus/wakeup.h) would
  *       cost the server per wake: a non-blocking XREAD COUNT 256 STREAMS over K existing streams
  *       from their newest ids (so it finds nothing), 200 times, server usec per call from INFO
- *       commandstats, for K = 1, 100 and 1,000. No front end sends it yet.
+ *       commandstats, for K = 1, 100 and 1,000.
  * The reactive bus's loop runs on the bench's thread for the idle window and on a thread of its
  * own for the latency runs. */
 #include <ev.h>
@@ -116,6 +117,10 @@ static void publish_run(const eddy_settings *s, bool reactive) {
     eddy_error err;
     if (eddy_bus_new(s, NULL, 0, &pub, &err) != EDDY_OK)
         bench_die("eddy_bus_new", err.detail);
+    /* Steady state: the subscriptions' first rounds (groups, claims, the first reads) are done
+     * before the first timed event, on both sides alike (--settle-ms). */
+    struct timespec settle = {SETTLE_MS / 1000, (SETTLE_MS % 1000) * 1000000L};
+    nanosleep(&settle, NULL);
     double t0 = bench_now();
     for (long i = 0; i < N; i++) {
         pace(t0, i);
