@@ -244,6 +244,13 @@ eddy__mux_req *eddy__mux_head(const eddy__mux *m) {
     return s ? s->waiter : NULL;
 }
 
+size_t eddy__mux_queued(const eddy__mux *m) {
+    size_t n = m->fifo.nslots;
+    for (const eddy__mux_req *r = m->unsent; r; r = r->next)
+        n++;
+    return n;
+}
+
 bool eddy__mux_idle(const eddy__mux *m) {
     return !eddy__pipeline_head(&m->fifo) && !m->unsent && !m->done;
 }

@@ -136,6 +136,8 @@ bool eddy__mux_req_failed(const eddy__mux_req *req);
 
 /* The oldest request handed and still waiting, or NULL. */
 eddy__mux_req *eddy__mux_head(const eddy__mux *m);
+/* How many requests are queued, handed or unsent. */
+size_t eddy__mux_queued(const eddy__mux *m);
 /* Nothing is queued (handed, unsent or done and not taken). */
 bool eddy__mux_idle(const eddy__mux *m);
 

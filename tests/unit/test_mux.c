@@ -74,6 +74,7 @@ Test(mux, unsent_requests_are_handed_in_order_behind_the_handed_ones) {
     cr_assert_eq(eddy__mux_submit(&m, &a, ra, 2, -1, 0, 0, NULL, NULL), EDDY_OK);
     cr_assert_eq(eddy__mux_submit(&m, &b, rb, 1, -1, 0, 0, NULL, NULL), EDDY_OK);
     cr_assert_eq(a.state, EDDY__MUX_UNSENT);
+    cr_assert_eq(eddy__mux_queued(&m), 2);
     cr_assert_null(eddy__mux_head(&m), "nothing is awaited before it is handed");
     cr_assert_eq(eddy__mux_next_unsent(&m), &a);
     eddy__mux_handed(&m, &a, 2);
