@@ -105,31 +105,27 @@ bool eddy__mux_next_is_last(const eddy__mux *m) {
     return h && h->got + 1 == h->n;
 }
 
-/* Fails every request queued: handed ones, then unsent ones (caller sets m->lost first). */
+/* r failed with st (why: the detail, NULL none); with outcome, a timeout holds only when its
+ * commands were all written (sent: the link's count), else it was not sent. */
+static void fail_one(eddy__mux *m, eddy__mux_req *r, eddy_status st, const eddy_error *why,
+                     uint64_t sent, bool outcome) {
+    r->slot.st = st;
+    r->err = why ? *why : (eddy_error){.status = st};
+    if (outcome && st == EDDY_ERR_TIMEOUT && !(r->last > 0 && r->last <= sent))
+        r->slot.st = eddy__fail(&r->err, EDDY_ERR_IO, "not sent: %s", why ? why->detail : "");
+    done_push(m, r);
+}
+
+/* Fails every request queued: handed ones (their replies freed), then unsent ones. */
 static void fail_queued(eddy__mux *m, eddy_status st, const eddy_error *why, uint64_t sent,
                         bool outcome) {
     eddy__pipe_slot *s;
-    while ((s = eddy__pipeline_fail_next(&m->fifo, st))) {
-        eddy__mux_req *r = s->waiter;
-        if (why)
-            r->err = *why;
-        else
-            r->err = (eddy_error){.status = st};
-        if (outcome && st == EDDY_ERR_TIMEOUT && !(r->last > 0 && r->last <= sent))
-            s->st = eddy__fail(&r->err, EDDY_ERR_IO, "not sent: %s", why ? why->detail : "");
-        done_push(m, r);
-    }
+    while ((s = eddy__pipeline_fail_next(&m->fifo, st)))
+        fail_one(m, s->waiter, st, why, sent, outcome);
     while (m->unsent) {
         eddy__mux_req *r = m->unsent;
         m->unsent = r->next;
-        r->slot.st = st;
-        if (why)
-            r->err = *why;
-        else
-            r->err = (eddy_error){.status = st};
-        if (outcome && st == EDDY_ERR_TIMEOUT)
-            r->slot.st = eddy__fail(&r->err, EDDY_ERR_IO, "not sent: %s", why ? why->detail : "");
-        done_push(m, r);
+        fail_one(m, r, st, why, sent, outcome);
     }
     m->unsent_tail = NULL;
 }

@@ -8,21 +8,12 @@
 #include <string.h>
 
 #include "link/mux.h"
-
-static redisReply *resp(const char *text) {
-    redisReader *rd = redisReaderCreate();
-    void *reply = NULL;
-    cr_assert_eq(redisReaderFeed(rd, text, strlen(text)), REDIS_OK);
-    cr_assert_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
-    cr_assert(reply, "incomplete RESP: %s", text);
-    redisReaderFree(rd);
-    return reply;
-}
+#include "raw.h"
 
 static redisReply *num(long long n) {
     char text[32];
     snprintf(text, sizeof(text), ":%lld\r\n", n);
-    return resp(text);
+    return raw_parse(text);
 }
 
 static void free_replies(eddy__mux_req *r) {
@@ -83,7 +74,7 @@ Test(mux, unsent_requests_are_handed_in_order_behind_the_handed_ones) {
     cr_assert_null(eddy__mux_next_unsent(&m));
     cr_assert_eq(eddy__mux_head(&m), &a);
     cr_assert(eddy__mux_feed(&m, num(1)));
-    cr_assert(eddy__mux_feed(&m, resp("-ERR no\r\n")));
+    cr_assert(eddy__mux_feed(&m, raw_parse("-ERR no\r\n")));
     eddy__mux_req *d = eddy__mux_take_done(&m);
     cr_assert_eq(d, &a);
     cr_assert_eq(d->slot.st, EDDY_OK);
