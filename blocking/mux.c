@@ -46,7 +46,7 @@
 #include "pool.h"
 #include "timing.h"
 
-#define PARSED_MAX 64 /* replies parsed before taking the lock to hand them out */
+#define PARSED_MAX 256 /* replies parsed before taking the lock to hand them out */
 
 /* One caller of eddy__bmux_exec or eddy__bmux_send. A caller of exec waits for its slot on a
  * mutex of its own, so that handing out replies does not make every woken caller queue up on
@@ -239,19 +239,15 @@ static int parse_some(bmux *m, long long deadline, redisReply **out, int max, bo
     /* First what is parsed already; then wait for the socket and read: a reply just asked for
      * is rarely there yet, so poll() comes before recv() (no recv() that would block). */
     for (bool readable = false;; readable = true) {
-        int n = 0;
+        size_t got = 0;
         pthread_mutex_lock(&m->io);
         eddy_status st = readable ? eddy__link_io(l, EDDY__LINK_READ, err) : EDDY_OK;
-        while (n < max) {
-            redisReply *r = NULL;
-            eddy_status got = eddy__link_reply(l, &r, err);
-            if (got != EDDY_OK && st == EDDY_OK)
-                st = got;
-            if (got != EDDY_OK || !r)
-                break;
-            out[n++] = r;
-        }
+        eddy_status taken =
+            eddy__link_replies(l, out, (size_t)max, &got, st == EDDY_OK ? err : NULL);
+        if (st == EDDY_OK)
+            st = taken;
         pthread_mutex_unlock(&m->io);
+        int n = (int)got;
         *lost = st != EDDY_OK;
         if (n > 0 || *lost) /* what came before a failure is handed out all the same */
             return n;
