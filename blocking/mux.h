@@ -98,8 +98,9 @@ eddy_status eddy__bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long 
                                   redisReply **replies, eddy_error *err);
 
 /* Sends cmds as one contiguous run without waiting for their replies, which fill `replies`
- * (n = cmds->n, NULL first; the array and w must live until eddy__bmux_finish returns) by
- * `deadline` as for eddy__bmux_exec_until. EDDY_OK: queued (or, on memory://, done): call
+ * (n = cmds->n, NULL first; the array and w must live until eddy__bmux_finish returns, and cmds
+ * until on_done is called or finish returns: memory:// borrows them) by `deadline` as for
+ * eddy__bmux_exec_until. EDDY_OK: queued (or, with no command, done at once): call
  * eddy__bmux_finish. Otherwise nothing was queued (w needs no finish) and err says why.
  * on_done(user, failed), when not NULL, is called once from whichever thread completes the
  * slot (no lock of the mux held; the caller's own thread too, in eddy__bmux_send or finish),
