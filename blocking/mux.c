@@ -1,9 +1,15 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The multiplexed publishing connection; see mux.h.
  *
+ * The decisions are the core's machine's (src/link/mux.h): the order replies are matched in,
+ * who holds the reader's and the writer's roles and who is offered the reader's next, what a
+ * lost connection, a passed deadline or a reply nobody asked for means for each slot. This
+ * file keeps the locks, the waits and the writing.
+ *
  * Rules:
  * - A slot is pushed and its commands are queued under `lock`, together, so the FIFO's order is
- *   the wire's order: straight into the link when nobody writes and nothing is staged, else
+ *   the wire's order: straight into the link when nobody writes and nothing is staged (and
+ *   always for memory://, whose link borrows commands rather than take their RESP), else
  *   into the stage (RESP bytes, a run per caller), which only the writer hands to the link.
  *   Every call into the link is made under `io` (short, non-blocking calls: TLS allows one
  *   thread in a session at a time); the writer holds `io`, not `lock`, while it writes, so
@@ -40,7 +46,7 @@
 #include "pool.h"
 #include "timing.h"
 
-#define PARSED_MAX 64 /* replies parsed before taking the lock to hand them out */
+#define PARSED_MAX 256 /* replies parsed before taking the lock to hand them out */
 
 /* One caller of eddy__bmux_exec or eddy__bmux_send. A caller of exec waits for its slot on a
  * mutex of its own, so that handing out replies does not make every woken caller queue up on
@@ -56,7 +62,7 @@ eddy_status eddy__bmux_init(bmux *m, const eddy__settings *s) {
     pthread_cond_init(&m->idle, NULL);
     pthread_mutex_init(&m->io, NULL);
     eddy__bcond_init_monotonic(&m->reader_cond);
-    eddy__pipeline_init(&m->fifo);
+    eddy__mux_init(&m->mux);
     return eddy__bconn_init(&m->conn, s);
 }
 
@@ -80,18 +86,15 @@ void eddy__bmux_destroy(bmux *m) {
     pthread_mutex_destroy(&m->connect_lock);
 }
 
-/* w left the FIFO: queued on *out, to be completed (complete_all) once the mux's lock is
- * released. Caller holds lock. */
-static void popped(mwait *w, mwait **out) {
-    w->popped = true;
-    w->next_c = *out;
-    *out = w;
+/* Whether w left the machine's queue (guarded by the mux's lock): its completer is decided. */
+static bool popped(const mwait *w) {
+    return w->req.state != EDDY__MUX_HANDED && w->req.state != EDDY__MUX_UNSENT;
 }
 
 static void wake(mwait *w, bool done) {
     pthread_mutex_lock(&w->m);
     if (done && w->on_done) /* before done: its caller is still waiting for it */
-        w->on_done(w->user, eddy__pipeline_slot_failed(&w->slot));
+        w->on_done(w->user, eddy__mux_req_failed(&w->req));
     if (done)
         w->done = true;
     else
@@ -110,61 +113,47 @@ static void complete_all(mwait *list) {
     }
 }
 
-/* The connection is lost: every slot fails with why (caller holds lock). When the deadline of
- * `by`'s caller broke it (by not NULL), a slot whose commands were all written fails with
- * EDDY_ERR_TIMEOUT instead (sent, outcome unknown), and each slot's text says what happened to
- * it: its own deadline passed (by itself) or another call's did, and whether its commands were
- * written. */
-static void fail_slots(bmux *m, const eddy_error *why, const mwait *by, mwait **out) {
-    if (!m->broken) {
-        m->broken = true;
-        m->lost = *why;
-    }
-    m->stage.len = m->stage.nruns = 0; /* their slots fail below */
-    pthread_mutex_lock(&m->io);
-    uint64_t sent = eddy__link_sent(m->conn.link);
-    pthread_mutex_unlock(&m->io);
-    long long now = eddy__mono_ms();
-    eddy__pipe_slot *s;
-    while ((s = eddy__pipeline_fail_next(&m->fifo, m->lost.status))) {
-        mwait *w = s->waiter;
-        w->err = m->lost;
-        if (by && m->lost.status == EDDY_ERR_IO) {
-            bool written = w->last <= sent;
-            if (written)
-                s->st = EDDY_ERR_TIMEOUT;
-            if (w == by && written)
-                eddy__fail(&w->err, s->st,
-                           "no reply by the call's deadline, %lld ms after it was queued (sent, "
-                           "outcome unknown)",
-                           now - w->began);
-            else if (w == by)
-                eddy__fail(&w->err, s->st, "not sent by the call's deadline (%lld ms)",
-                           now - w->began);
-            else if (written)
-                eddy__fail(&w->err, s->st,
-                           "sent, outcome unknown: the connection was given up when another "
-                           "call's deadline passed");
-            else
-                eddy__fail(&w->err, s->st,
-                           "not sent: the connection was given up when another call's deadline "
-                           "passed");
-        }
-        popped(w, out);
+/* Takes every slot the machine is done with onto *out, to be completed (complete_all) once the
+ * mux's lock is released; on a lost connection, what is staged goes with its slots. Caller
+ * holds lock. */
+static void collect(bmux *m, mwait **out) {
+    if (m->mux.broken)
+        m->stage.len = m->stage.nruns = 0;
+    eddy__mux_req *r;
+    while ((r = eddy__mux_take_done(&m->mux))) {
+        mwait *w = r->token;
+        w->next_c = *out;
+        *out = w;
     }
 }
 
-static void fail_all(bmux *m, const eddy_error *why, mwait **out) { fail_slots(m, why, NULL, out); }
+/* The link's count of commands written whole (lock held; io taken here). */
+static uint64_t link_sent(bmux *m) {
+    pthread_mutex_lock(&m->io);
+    uint64_t sent = eddy__link_sent(m->conn.link);
+    pthread_mutex_unlock(&m->io);
+    return sent;
+}
 
-/* w's deadline passed before its replies came: the connection is given up (its replies are no
- * longer accounted for), and whoever waits in poll() on it wakes. Caller holds lock. */
+/* The connection is lost: every slot fails with why (caller holds lock). */
+static void fail_all(bmux *m, const eddy_error *why, mwait **out) {
+    eddy__mux_lost(&m->mux, why->status, why, link_sent(m));
+    collect(m, out);
+}
+
+/* w's deadline passed before its replies came (w NULL: the oldest slot's whose deadline is
+ * past, if any): the connection is given up (its replies are no longer accounted for), and
+ * whoever waits in poll() on it wakes. Caller holds lock. */
 static void expire(bmux *m, mwait *w, mwait **out) {
-    if (w->popped || m->broken)
+    if (m->mux.broken || (w && popped(w)))
         return;
-    eddy_error why;
-    eddy__fail(&why, EDDY_ERR_IO, "connection: given up when a call's deadline passed");
-    fail_slots(m, &why, w, out);
-    eddy__link_shutdown(m->conn.link);
+    long long now = eddy__mono_ms();
+    uint64_t sent = link_sent(m);
+    if (w ? eddy__mux_expire(&m->mux, &w->req, now, sent)
+          : eddy__mux_expire_due(&m->mux, now, sent)) {
+        collect(m, out);
+        eddy__link_shutdown(m->conn.link);
+    }
 }
 
 /* Takes connect_lock by until (monotonic ms; -1 none): another caller may be connecting to a
@@ -195,7 +184,7 @@ static eddy_status lock_connect(bmux *m, long long until, eddy_error *err) {
  * Caller holds no lock. */
 static eddy_status ensure_connected(bmux *m, long long until, eddy_error *err) {
     pthread_mutex_lock(&m->lock);
-    bool ok = m->up && !m->broken;
+    bool ok = m->up && !m->mux.broken;
     pthread_mutex_unlock(&m->lock);
     if (ok)
         return EDDY_OK;
@@ -203,11 +192,11 @@ static eddy_status ensure_connected(bmux *m, long long until, eddy_error *err) {
     if (st != EDDY_OK)
         return st;
     pthread_mutex_lock(&m->lock);
-    while (m->broken && (m->reading || m->writing))
+    while (m->mux.broken && !eddy__mux_may_reconnect(&m->mux))
         pthread_cond_wait(&m->idle, &m->lock);
-    bool broken = m->broken;
-    eddy_error lost = m->lost;
-    ok = m->up && !m->broken;
+    bool broken = m->mux.broken;
+    eddy_error lost = m->mux.lost;
+    ok = m->up && !broken;
     pthread_mutex_unlock(&m->lock);
     if (!ok) { /* nobody uses the socket: no slot is in flight, no role is held */
         if (broken) {
@@ -216,7 +205,7 @@ static eddy_status ensure_connected(bmux *m, long long until, eddy_error *err) {
         }
         st = eddy__bconn_connect_until(&m->conn, until, err);
         pthread_mutex_lock(&m->lock);
-        m->broken = false;
+        eddy__mux_reconnected(&m->mux);
         m->up = st == EDDY_OK;
         if (m->up)
             m->numbered = eddy__link_queued(m->conn.link);
@@ -226,15 +215,7 @@ static eddy_status ensure_connected(bmux *m, long long until, eddy_error *err) {
     return st;
 }
 
-eddy_status eddy__bmux_connect(bmux *m, eddy_error *err) {
-    if (eddy__bconn_in_process(&m->conn)) {
-        pthread_mutex_lock(&m->connect_lock);
-        eddy_status st = eddy__bconn_connect(&m->conn, err);
-        pthread_mutex_unlock(&m->connect_lock);
-        return st;
-    }
-    return ensure_connected(m, -1, err);
-}
+eddy_status eddy__bmux_connect(bmux *m, eddy_error *err) { return ensure_connected(m, -1, err); }
 
 /* Waits in poll() for fd (the link's socket) to be ready for `events`, until deadline. false
  * when the deadline passed. Caller holds no lock (the socket cannot change while a role is
@@ -258,19 +239,15 @@ static int parse_some(bmux *m, long long deadline, redisReply **out, int max, bo
     /* First what is parsed already; then wait for the socket and read: a reply just asked for
      * is rarely there yet, so poll() comes before recv() (no recv() that would block). */
     for (bool readable = false;; readable = true) {
-        int n = 0;
+        size_t got = 0;
         pthread_mutex_lock(&m->io);
         eddy_status st = readable ? eddy__link_io(l, EDDY__LINK_READ, err) : EDDY_OK;
-        while (n < max) {
-            redisReply *r = NULL;
-            eddy_status got = eddy__link_reply(l, &r, err);
-            if (got != EDDY_OK && st == EDDY_OK)
-                st = got;
-            if (got != EDDY_OK || !r)
-                break;
-            out[n++] = r;
-        }
+        eddy_status taken =
+            eddy__link_replies(l, out, (size_t)max, &got, st == EDDY_OK ? err : NULL);
+        if (st == EDDY_OK)
+            st = taken;
         pthread_mutex_unlock(&m->io);
+        int n = (int)got;
         *lost = st != EDDY_OK;
         if (n > 0 || *lost) /* what came before a failure is handed out all the same */
             return n;
@@ -287,10 +264,9 @@ static int parse_some(bmux *m, long long deadline, redisReply **out, int max, bo
  * it passes, that slot's caller gives the connection up. Called and returns with lock held, in
  * the reader's role. */
 static void read_for(bmux *m, mwait *w) {
-    eddy__pipe_slot *head;
-    while (!m->broken && (w ? !w->popped : (head = eddy__pipeline_head(&m->fifo)) != NULL)) {
-        mwait *by = w ? w : head->waiter; /* alive: in the FIFO, or w itself */
-        long long deadline = by->deadline;
+    eddy__mux_req *head = NULL;
+    while (!m->mux.broken && (w ? !popped(w) : (head = eddy__mux_head(&m->mux)) != NULL)) {
+        long long deadline = w ? w->req.deadline : head->deadline; /* alive: in the machine */
         pthread_mutex_unlock(&m->lock);
         redisReply *parsed[PARSED_MAX];
         eddy_error why;
@@ -300,28 +276,17 @@ static void read_for(bmux *m, mwait *w) {
             eddy__conn_proved(m->conn.s->conn_state, &m->conn.state_epoch);
         pthread_mutex_lock(&m->lock);
         mwait *done = NULL;
-        if (n == 0 && !lost) {
-            head = eddy__pipeline_head(&m->fifo);
-            if (w)
-                expire(m, w, &done);
-            else if (head && ((mwait *)head->waiter)->deadline <= eddy__mono_ms())
-                expire(m, head->waiter, &done);
-        }
-        for (int i = 0; i < n; i++) {
-            bool unexpected;
-            eddy__pipe_slot *s = eddy__pipeline_feed(&m->fifo, parsed[i], &unexpected);
-            if (s)
-                popped(s->waiter, &done);
-            if (unexpected) {
-                eddy__fail(&why, EDDY_ERR_IO, "connection: a reply that no command asked for");
+        if (n == 0 && !lost)
+            expire(m, w, &done);
+        for (int i = 0; i < n; i++)
+            if (!eddy__mux_feed(&m->mux, parsed[i])) { /* nobody's: every slot failed */
                 while (++i < n)
                     freeReplyObject(parsed[i]);
-                lost = true;
                 break;
             }
-        }
         if (lost)
             fail_all(m, &why, &done);
+        collect(m, &done);
         if (done) {
             pthread_mutex_unlock(&m->lock);
             complete_all(done);
@@ -330,27 +295,31 @@ static void read_for(bmux *m, mwait *w) {
     }
 }
 
-/* Leaving the reader's role with lock held: passes it on to the oldest slot's caller when it
- * waits in the mux, to the reader thread when that slot's caller does not, or, on a lost
- * connection, to whoever waits to reconnect. */
+/* Leaving the reader's role with lock held: the machine says who reads next: the oldest slot's
+ * caller when it waits in the mux, the reader thread when that slot's caller does not, or, on
+ * a lost connection, whoever waits to reconnect. */
 static void leave_role(bmux *m) {
-    m->reading = false;
-    eddy__pipe_slot *next = eddy__pipeline_head(&m->fifo);
-    if (m->broken)
+    switch (eddy__mux_leave_reader(&m->mux)) {
+    case EDDY__MUX_RECONNECT:
         pthread_cond_broadcast(&m->idle);
-    else if (next && ((mwait *)next->waiter)->async) {
+        break;
+    case EDDY__MUX_READER:
         m->reader_wanted = true;
         pthread_cond_signal(&m->reader_cond);
-    } else if (next) /* in the FIFO: its caller is waiting, so it is alive */
-        wake(next->waiter, false);
+        break;
+    case EDDY__MUX_OFFER: /* in the machine: its caller is waiting, so it is alive */
+        wake(eddy__mux_head(&m->mux)->token, false);
+        break;
+    case EDDY__MUX_NOBODY:
+        break;
+    }
 }
 
 /* Takes the reader's role if nobody holds it and reads until w's replies are in, then passes
  * the role on. Caller holds lock. */
 static void take_role(bmux *m, mwait *w) {
-    if (m->reading || m->broken || w->popped)
+    if (popped(w) || !eddy__mux_take_reader(&m->mux))
         return;
-    m->reading = true;
     read_for(m, w);
     leave_role(m);
 }
@@ -365,9 +334,8 @@ static void *reader_main(void *arg) {
             continue;
         }
         m->reader_wanted = false;
-        if (m->reading || m->broken || !eddy__pipeline_head(&m->fifo))
+        if (!eddy__mux_head(&m->mux) || !eddy__mux_take_reader(&m->mux))
             continue;
-        m->reading = true;
         read_for(m, NULL);
         leave_role(m);
     }
@@ -399,7 +367,7 @@ static eddy_status hand_over(bmux *m, eddy__bmux_stage *taken, bool *pending, ed
  * role. A failed write fails every slot (their callers are queued on *done). */
 static void write_queued(bmux *m, mwait *w, mwait **done) {
     eddy__link *l = m->conn.link;
-    while (!m->broken) {
+    while (!m->mux.broken) {
         eddy__bmux_stage taken = m->stage;
         m->stage = m->spare;
         m->stage.len = m->stage.nruns = 0;
@@ -421,25 +389,21 @@ static void write_queued(bmux *m, mwait *w, mwait **done) {
         /* Bytes are unwritten, so their slot is in the FIFO: wait until the writer's own
          * deadline while its slot is there, else the oldest slot's (its waiter is alive while
          * in the FIFO, and lock is held here). */
-        eddy__pipe_slot *head = eddy__pipeline_head(&m->fifo);
-        long long until = !w->popped || !head ? w->deadline : ((mwait *)head->waiter)->deadline;
+        eddy__mux_req *head = eddy__mux_head(&m->mux);
+        long long until = !popped(w) || !head ? w->req.deadline : head->deadline;
         pthread_mutex_unlock(&m->lock);
         bool in_time = wait_fd(eddy__link_write_fd(l), POLLOUT, until);
         pthread_mutex_lock(&m->lock);
-        head = eddy__pipeline_head(&m->fifo);
-        if (!in_time && !w->popped)
-            expire(m, w, done);
-        else if (!in_time && head && ((mwait *)head->waiter)->deadline <= eddy__mono_ms())
-            expire(m, head->waiter, done);
+        if (!in_time)
+            expire(m, popped(w) ? NULL : w, done);
     }
-    m->writing = false;
-    if (m->broken)
+    if (eddy__mux_leave_writer(&m->mux))
         pthread_cond_broadcast(&m->idle);
 }
 
-/* Appends cmds' RESP to the stage as one run; w->last gets the link's number of its last
+/* Appends cmds' RESP to the stage as one run; *last gets the link's number of its last
  * command. false when out of memory (nothing staged). Caller holds lock. */
-static bool stage_cmds(bmux *m, const eddy__cmdlist *cmds, mwait *w) {
+static bool stage_cmds(bmux *m, const eddy__cmdlist *cmds, uint64_t *last) {
     eddy__bmux_stage *sg = &m->stage;
     size_t len = 0;
     for (size_t i = 0; i < cmds->n; i++)
@@ -467,11 +431,11 @@ static bool stage_cmds(bmux *m, const eddy__cmdlist *cmds, mwait *w) {
         at = eddy__cmd_resp_write(&cmds->cmds[i], at);
     sg->len += len;
     sg->runs[sg->nruns++] = (struct eddy__bmux_run){sg->len, cmds->n};
-    w->last = m->numbered += cmds->n;
+    *last = m->numbered += cmds->n;
     return true;
 }
 
-/* Queues cmds with w's slot, and writes unless someone does. EDDY_OK: w is in the FIFO, or
+/* Queues cmds with w's slot, and writes unless someone does. EDDY_OK: w is in the machine, or
  * already failed with the connection. Caller holds no lock. */
 static eddy_status queue_cmds(bmux *m, const eddy__cmdlist *cmds, redisReply **replies, mwait *w,
                               eddy_error *err) {
@@ -480,21 +444,23 @@ static eddy_status queue_cmds(bmux *m, const eddy__cmdlist *cmds, redisReply **r
      * the connection was lost meanwhile. */
     for (int attempt = 0;; attempt++) {
         pthread_mutex_lock(&m->lock);
-        if (m->up && !m->broken)
+        if (m->up && !m->mux.broken)
             break;
-        eddy_error lost = m->lost;
+        eddy_error lost = m->mux.lost;
         pthread_mutex_unlock(&m->lock);
         if (attempt == 2)
             return eddy__fail(err, EDDY_ERR_IO, "%s", lost.detail);
-        if ((st = ensure_connected(m, w->deadline, err)) != EDDY_OK)
+        if ((st = ensure_connected(m, w->req.deadline, err)) != EDDY_OK)
             return st;
     }
-    if (!m->writing && m->stage.nruns == 0) {
+    uint64_t last;
+    if ((!m->mux.writing && m->stage.nruns == 0) || eddy__bconn_in_process(&m->conn)) {
         /* Nobody writes and nothing waits: straight into the link (no copy through the stage);
-         * whoever comes meanwhile stages behind it. */
+         * whoever comes meanwhile stages behind it. memory:// always: its link borrows the
+         * commands (alive until their replies are in: the caller waits for them). */
         eddy_error why;
         pthread_mutex_lock(&m->io);
-        st = eddy__link_send(m->conn.link, cmds, &w->last, &why);
+        st = eddy__link_send(m->conn.link, cmds, &last, &why);
         pthread_mutex_unlock(&m->io);
         if (st != EDDY_OK) { /* nothing queued: out of memory, or the link failed unnoticed */
             mwait *done = NULL;
@@ -506,17 +472,17 @@ static eddy_status queue_cmds(bmux *m, const eddy__cmdlist *cmds, redisReply **r
                 *err = why;
             return st;
         }
-        m->numbered = w->last;
-    } else if (!stage_cmds(m, cmds, w)) { /* nothing queued */
+        m->numbered = last;
+    } else if (!stage_cmds(m, cmds, &last)) { /* nothing queued */
         pthread_mutex_unlock(&m->lock);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory queueing commands");
     }
-    eddy__pipeline_push(&m->fifo, &w->slot, replies, cmds->n, w);
+    /* Cannot be refused: cmds->n > 0 (the callers' check) and the connection is not broken. */
+    (void)eddy__mux_submit(&m->mux, &w->req, replies, cmds->n, w->req.deadline, w->req.began, last,
+                           w, NULL);
     mwait *done = NULL;
-    if (!m->writing) {
-        m->writing = true;
+    if (eddy__mux_take_writer(&m->mux))
         write_queued(m, w, &done);
-    }
     pthread_mutex_unlock(&m->lock);
     complete_all(done); /* w among them, when a write failed */
     return EDDY_OK;
@@ -524,8 +490,8 @@ static eddy_status queue_cmds(bmux *m, const eddy__cmdlist *cmds, redisReply **r
 
 static void wait_init(mwait *w, long long deadline) {
     memset(w, 0, sizeof(*w));
-    w->deadline = deadline;
-    w->began = eddy__mono_ms();
+    w->req.deadline = deadline;
+    w->req.began = eddy__mono_ms();
     pthread_mutex_init(&w->m, NULL);
     eddy__bcond_init_monotonic(&w->cond);
 }
@@ -542,7 +508,7 @@ static eddy_status wait_done(bmux *m, mwait *w, eddy_error *err) {
     pthread_mutex_lock(&m->lock);
     take_role(m, w); /* nobody reads: read now, without going to sleep first */
     pthread_mutex_unlock(&m->lock);
-    long long deadline = w->deadline;
+    long long deadline = w->req.deadline;
     struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
     pthread_mutex_lock(&w->m);
     while (!w->done) {
@@ -565,18 +531,9 @@ static eddy_status wait_done(bmux *m, mwait *w, eddy_error *err) {
         pthread_mutex_lock(&w->m);
     }
     pthread_mutex_unlock(&w->m);
-    eddy_status st = w->slot.st;
+    eddy_status st = w->req.slot.st;
     if (st != EDDY_OK && err)
-        *err = w->err;
-    return st;
-}
-
-/* memory://: the engine answers at once, under the connect lock (no round trip there). */
-static eddy_status exec_memory(bmux *m, const eddy__cmdlist *cmds, redisReply **replies,
-                               eddy_error *err) {
-    pthread_mutex_lock(&m->connect_lock);
-    eddy_status st = eddy__bconn_exec(&m->conn, cmds, -1, replies, err);
-    pthread_mutex_unlock(&m->connect_lock);
+        *err = w->req.err;
     return st;
 }
 
@@ -584,9 +541,7 @@ eddy_status eddy__bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long 
                                   redisReply **replies, eddy_error *err) {
     for (size_t i = 0; i < cmds->n; i++)
         replies[i] = NULL;
-    if (eddy__bconn_in_process(&m->conn))
-        return exec_memory(m, cmds, replies, err);
-    if (cmds->n == 0)
+    if (cmds->n == 0) /* nothing to send: connected, or why not */
         return ensure_connected(m, deadline, err);
     mwait w;
     wait_init(&w, deadline);
@@ -600,7 +555,7 @@ eddy_status eddy__bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long 
 /* Has the reader thread read for an async slot that nobody reads for (starting it the first
  * time). Caller holds lock. false when it could not be started. */
 static bool want_reader(bmux *m) {
-    if (m->reading)
+    if (m->mux.reading)
         return true;
     if (!m->reader_started) {
         if (eddy__bthread_start(&m->reader, reader_main, m) != 0)
@@ -618,17 +573,17 @@ eddy_status eddy__bmux_send(bmux *m, const eddy__cmdlist *cmds, long long deadli
     for (size_t i = 0; i < cmds->n; i++)
         replies[i] = NULL;
     wait_init(w, deadline);
-    if (eddy__bconn_in_process(&m->conn) || cmds->n == 0) { /* done at once */
-        w->slot.st = eddy__bconn_in_process(&m->conn) ? exec_memory(m, cmds, replies, &w->err)
-                                                      : ensure_connected(m, deadline, &w->err);
-        w->slot.replies = replies;
-        w->slot.n = cmds->n;
+    if (cmds->n == 0) { /* nothing to send: done at once */
+        w->req.slot.st = ensure_connected(m, deadline, &w->req.err);
+        w->req.slot.replies = replies;
+        w->req.slot.n = 0;
         if (on_done)
-            on_done(user, eddy__pipeline_slot_failed(&w->slot));
+            on_done(user, eddy__mux_req_failed(&w->req));
         w->done = true;
         return EDDY_OK;
     }
     w->async = true;
+    w->req.detached = true;
     w->on_done = on_done;
     w->user = user;
     eddy_status st = queue_cmds(m, cmds, replies, w, err);
@@ -637,13 +592,14 @@ eddy_status eddy__bmux_send(bmux *m, const eddy__cmdlist *cmds, long long deadli
         return st;
     }
     pthread_mutex_lock(&m->lock);
-    if (!m->reading && eddy__pipeline_head(&m->fifo) == &w->slot && !w->slot.next)
+    if (!m->mux.reading && eddy__mux_head(&m->mux) == &w->req && eddy__mux_queued(&m->mux) == 1)
         /* Alone on the connection: read the acknowledgement here, as exec would, rather than
          * wake the reader thread for it (one request at a time pays no extra wake). */
         take_role(m, w);
-    else if (!w->popped && !want_reader(m)) {
+    else if (!popped(w) && !want_reader(m)) {
         /* No reader thread: the caller reads for itself in eddy__bmux_finish (and on_done
          * runs only then). */
+        w->req.detached = false;
         pthread_mutex_lock(&w->m);
         w->async = false;
         pthread_mutex_unlock(&w->m);
@@ -657,9 +613,9 @@ eddy_status eddy__bmux_finish(bmux *m, eddy__bmux_wait *w, eddy_error *err) {
     w->finishing = true;
     bool done = w->done;
     pthread_mutex_unlock(&w->m);
-    eddy_status st = done ? w->slot.st : wait_done(m, w, err);
+    eddy_status st = done ? w->req.slot.st : wait_done(m, w, err);
     if (done && st != EDDY_OK && err)
-        *err = w->err;
+        *err = w->req.err;
     wait_destroy(w);
     return st;
 }

@@ -2,13 +2,14 @@
 /* The blocking bus's publishing connection, shared by every thread that publishes, requests
  * or registers: multiplexed, so that no lock is held across a round trip. A caller queues its
  * commands under a short lock (one contiguous run on the wire: a MULTI/EXEC or a publish batch
- * stays whole) with a slot for their replies in the core's FIFO (src/util/pipeline.h); one thread
+ * stays whole) with a slot for their replies in the core's machine (src/link/mux.h); one thread
  * at a time writes (whoever finds nobody writing writes what is queued, its own and what others
  * queued meanwhile, so busy callers share a write instead of queueing for the socket); then
  * one thread at a time reads (leader/follower): a caller whose replies have not come takes the
  * reader's role if nobody holds it, reads replies and hands each to its slot's caller until
- * its own are in, then passes the role to the oldest caller still waiting. memory:// runs each
- * command at once in the engine, under the connect lock (no round trip there).
+ * its own are in, then passes the role to the oldest caller still waiting. memory:// goes
+ * through the link like any URL (its commands are handed to the link at once, never staged:
+ * the memory link borrows them, and runs them when they are flushed or their replies taken).
  *
  * A caller may also send without waiting (eddy__bmux_send: a request's entry, whose outcome
  * comes from the reply stream): its replies are read by whoever reads, and while such slots
@@ -30,22 +31,18 @@
 #include <stdint.h>
 
 #include "conn.h"
+#include "link/mux.h"
 #include "util/cmdlist.h"
-#include "util/pipeline.h"
 
 /* One caller's slot (the mux's fields; the caller only allocates it, on its stack). */
 typedef struct eddy__bmux_wait {
-    eddy__pipe_slot slot;
-    uint64_t last;      /* the link's number of its last command */
-    long long deadline; /* monotonic ms */
-    long long began;    /* monotonic ms when it was queued (for the texts of a deadline) */
-    bool popped;        /* out of the FIFO (guarded by the mux's lock): its completer is decided */
-    eddy_error err;
-    pthread_mutex_t m; /* guards done, offered and finishing */
+    eddy__mux_req req; /* in the core's machine (guarded by the mux's lock): its replies, its
+                          deadline (monotonic ms), its outcome */
+    pthread_mutex_t m; /* guards done, offered, async and finishing */
     pthread_cond_t cond;
     bool done;      /* its replies are in, or it failed: the caller may return */
     bool offered;   /* it is next and nobody reads: take the reader's role (never if async) */
-    bool async;     /* eddy__bmux_send: its caller is not waiting in the mux */
+    bool async;     /* eddy__bmux_send: its caller is not waiting in the mux (req.detached) */
     bool finishing; /* async: its caller waits in eddy__bmux_finish */
     void (*on_done)(void *user, bool failed); /* called once, before done */
     void *user;
@@ -69,12 +66,10 @@ typedef struct bmux {
     pthread_mutex_t lock;         /* everything below */
     pthread_mutex_t io;           /* the link's calls (after lock when both are taken) */
     pthread_cond_t idle;          /* a broken connection's reader or writer left */
-    eddy__pipeline fifo;
-    bool up;      /* connected: conn.link is the socket */
-    bool reading; /* a caller holds the reader's role */
-    bool writing; /* a caller holds the writer's role: it writes `out` until it is empty */
-    bool broken;  /* lost: reconnect once neither role is held */
-    eddy_error lost;
+    /* The core's machine (src/link/mux.h): the slots in wire order, who reads and who writes,
+     * whether the connection is lost (broken) and why, and what that means for each slot. */
+    eddy__mux mux;
+    bool up; /* connected: conn.link is the socket */
     /* Queued under `lock` alone, so that callers never wait for the link (held by the writer
      * while it writes); the writer hands the stage to the link, swapping in `spare`. */
     eddy__bmux_stage stage, spare;
@@ -103,8 +98,9 @@ eddy_status eddy__bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long 
                                   redisReply **replies, eddy_error *err);
 
 /* Sends cmds as one contiguous run without waiting for their replies, which fill `replies`
- * (n = cmds->n, NULL first; the array and w must live until eddy__bmux_finish returns) by
- * `deadline` as for eddy__bmux_exec_until. EDDY_OK: queued (or, on memory://, done): call
+ * (n = cmds->n, NULL first; the array and w must live until eddy__bmux_finish returns, and cmds
+ * until on_done is called or finish returns: memory:// borrows them) by `deadline` as for
+ * eddy__bmux_exec_until. EDDY_OK: queued (or, with no command, done at once): call
  * eddy__bmux_finish. Otherwise nothing was queued (w needs no finish) and err says why.
  * on_done(user, failed), when not NULL, is called once from whichever thread completes the
  * slot (no lock of the mux held; the caller's own thread too, in eddy__bmux_send or finish),

@@ -333,6 +333,7 @@ eddy_status eddy_rbus_new(struct ev_loop *loop, const eddy_settings *settings,
     eddy_rbus *bus = calloc(1, sizeof(*bus));
     if (!bus)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy__mux_init(&bus->pub_mux);
     eddy__reconnect_init(&bus->pub_gate, (unsigned)(uintptr_t)bus ^ (unsigned)eddy__mono_ms());
     eddy_status st = eddy__settings_copy(&bus->s, settings, err);
     if (st != EDDY_OK) {

@@ -23,9 +23,9 @@
 #include "conn.h"
 #include "eddy/reactive.h"
 #include "link/link.h"
+#include "link/mux.h"
 #include "round.h"
 #include "util/backoff.h"
-#include "util/pipeline.h"
 
 typedef struct ract ract;
 typedef struct rctl rctl;
@@ -92,15 +92,13 @@ typedef struct rpub rpub;
  * is freed when it returns. */
 typedef void (*rpub_fn)(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
 struct rpub {
-    struct rpub *next; /* in the unsent list */
     eddy__cmdlist cmds;
     const eddy__cmdlist *ext; /* when set, sent instead of cmds (owned by the op's user, who
                                  outlives the op: a request's flow) */
     redisReply **replies;     /* cap slots: small, or allocated for a batch */
     size_t cap;
     redisReply *small[RPUB_MAX_CMDS];
-    eddy__pipe_slot slot; /* in the connection's FIFO once written */
-    uint64_t last;        /* the connection's number for its last command, 0 until given */
+    eddy__mux_req req; /* in the bus's multiplexing machine (src/link/mux.h) once submitted */
     rpub_fn complete;
     eddy_publish_fn done;             /* a publish's callback */
     eddy_publish_batch_fn batch_done; /* a batch's callback (done is then NULL) */
@@ -132,9 +130,8 @@ struct eddy_rbus {
     /* publishing */
     rconn *pub_conn;
     eddy__reconnect pub_gate; /* backoff.h: each reconnect of pub_conn waits for the backoff */
-    eddy__pipeline pub_fifo;  /* ops written, awaiting replies, in wire order */
-    rpub *pub_unsent, *pub_unsent_tail; /* ops not written yet (the connection was not up) */
-    bool pub_close_idle;                /* stopped: close the connection once nothing is queued */
+    eddy__mux pub_mux;        /* the ops queued, written or not, and the order of their replies */
+    bool pub_close_idle;      /* stopped: close the connection once nothing is queued */
     /* request/reply */
     unsigned caps;
     eddy__requests *requests;

@@ -8,12 +8,13 @@
  * waiting for the one before.
  *
  * Invariants:
- * - Written operations wait in the core's FIFO of reply slots (src/util/pipeline.h) in the order of
- *   their commands, so each reply belongs to the oldest operation still waiting; operations
- *   queued while the connection is not up wait in the unsent list, in order, behind them.
+ * - The core's multiplexing machine (src/link/mux.h) holds the operations, written or not, and
+ *   decides what each reply, a lost connection or a reply nobody asked for means for each:
+ *   this file writes what it says is unsent once the connection is up, feeds it the replies
+ *   and runs the completions it hands back.
  * - Each operation completes exactly once: with its replies, with the connection's error when
- *   it was lost first, or with EDDY_ERR_CLOSED when the bus is freed first. It leaves the queue
- *   before its completion runs, so whatever that completion calls finds a consistent queue.
+ *   it was lost first, or with EDDY_ERR_CLOSED when the bus is freed first. It leaves the
+ *   machine before its completion runs, so whatever that completion calls finds it consistent.
  *   A failed publish is never retried (a retry could store the message twice), but for what the
  *   core says was refused unwritten: a lost function library (eddy__publish_again), a
  *   cluster's MOVED, TRYAGAIN or CLUSTERDOWN (eddy__publish_moved_again: on the next
@@ -84,9 +85,7 @@ static void complete(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *
     eddy__rpub_free(p);
 }
 
-static bool idle(const eddy_rbus *bus) {
-    return !eddy__pipeline_head(&bus->pub_fifo) && !bus->pub_unsent;
-}
+static bool idle(const eddy_rbus *bus) { return eddy__mux_idle(&bus->pub_mux); }
 
 static void close_if_idle(eddy_rbus *bus) {
     if (bus->pub_close_idle && idle(bus) && bus->pub_conn) {
@@ -96,45 +95,39 @@ static void close_if_idle(eddy_rbus *bus) {
     }
 }
 
-/* Completes p after its connection failed with st: EDDY_ERR_TIMEOUT (sent, outcome unknown)
- * only when its commands were written, EDDY_ERR_IO when not (eddy__rconn_outcome). */
-static void complete_failed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err,
-                            uint64_t sent) {
-    eddy_error e;
-    const eddy_error *d;
-    st = eddy__rconn_outcome(st, err, p->last, sent, &e, &d);
-    complete(bus, p, st, d);
-}
-
-/* Completes every queued op with st, in order: those written, then those not (sent: the last
- * command the connection wrote whole). Completions may queue new ops: those go to a new queue
- * (and, after a loss, a new connection). */
-static void complete_all(eddy_rbus *bus, eddy_status st, const eddy_error *err, uint64_t sent) {
-    eddy__pipeline written = bus->pub_fifo;
-    rpub *p = bus->pub_unsent;
-    eddy__pipeline_init(&bus->pub_fifo);
-    bus->pub_unsent = bus->pub_unsent_tail = NULL;
-    eddy__pipe_slot *s;
-    while ((s = eddy__pipeline_fail_next(&written, st)))
-        complete_failed(bus, s->waiter, st, err, sent);
-    while (p) {
-        rpub *next = p->next;
-        complete_failed(bus, p, st, err, sent);
-        p = next;
+/* Completes every op the machine failed, in the order it failed them (a failure without detail
+ * is a closing bus's: err NULL). Completions may queue new ops: those wait for a new connection,
+ * which the next op opens. */
+static void complete_failed(eddy_rbus *bus) {
+    eddy__mux_req *r;
+    while ((r = eddy__mux_take_done(&bus->pub_mux))) {
+        rpub *p = r->token;
+        complete(bus, p, r->slot.st, r->err.detail[0] ? &r->err : NULL);
     }
 }
 
-/* Writes the unsent ops, each one's commands together, its slot in the FIFO first. */
+/* The connection is gone (sent: the last command it wrote whole): the machine fails every op
+ * queued, and the next op connects again. */
+static void lost(eddy_rbus *bus, eddy_status st, const eddy_error *err, uint64_t sent) {
+    eddy__rconn_close(bus->pub_conn);
+    bus->pub_conn = NULL;
+    eddy__mux_lost(&bus->pub_mux, st, err, sent);
+    eddy__mux_reconnected(&bus->pub_mux);
+    complete_failed(bus);
+}
+
+/* Writes the ops the machine says are unsent, each one's commands together. */
 static void send_unsent(eddy_rbus *bus) {
-    while (bus->pub_unsent) {
-        rpub *p = bus->pub_unsent;
-        if (!(bus->pub_unsent = p->next))
-            bus->pub_unsent_tail = NULL;
-        const eddy__cmdlist *cmds = eddy__rpub_cmds(p);
-        eddy__pipeline_push(&bus->pub_fifo, &p->slot, p->replies, cmds->n, p);
-        for (size_t i = 0; i < cmds->n; i++)
-            if (!(p->last = eddy__rconn_send(bus->pub_conn, &cmds->cmds[i], -1, p)))
-                return; /* down follows and fails them all */
+    eddy__mux_req *r;
+    while ((r = eddy__mux_next_unsent(&bus->pub_mux))) {
+        const eddy__cmdlist *cmds = eddy__rpub_cmds(r->token);
+        uint64_t last = 0;
+        bool ok = true;
+        for (size_t i = 0; i < cmds->n && ok; i++)
+            ok = (last = eddy__rconn_send(bus->pub_conn, &cmds->cmds[i], -1, r->token)) != 0;
+        eddy__mux_handed(&bus->pub_mux, r, last);
+        if (!ok)
+            return; /* down follows and fails them all */
     }
 }
 
@@ -147,19 +140,21 @@ static void pub_up(void *owner) {
 
 static void pub_reply(void *owner, void *priv, redisReply *r) {
     eddy_rbus *bus = owner;
-    (void)priv; /* the FIFO knows whose it is */
+    (void)priv; /* the machine knows whose it is */
     eddy__rbus_enter(bus);
-    const eddy__pipe_slot *head = eddy__pipeline_head(&bus->pub_fifo);
     /* Replies before an op's last are needed together with it: keep them. Without memory for
      * one, its op reads it as a lost reply (NULL). The last is borrowed for the completion. */
-    bool last = head && head->got + 1 == head->n;
-    bool unexpected;
-    eddy__pipe_slot *done = eddy__pipeline_feed(
-        &bus->pub_fifo, last ? r : eddy__rconn_keep(bus->pub_conn, r), &unexpected);
+    bool last = eddy__mux_next_is_last(&bus->pub_mux);
+    if (!eddy__mux_feed(&bus->pub_mux, last ? r : eddy__rconn_keep(bus->pub_conn, r))) {
+        /* A reply nobody asked for: the machine failed every op; the connection goes. */
+        eddy__publisher_connection_lost(bus->publisher);
+        lost(bus, bus->pub_mux.lost.status, &bus->pub_mux.lost, 0);
+    }
+    eddy__mux_req *done = eddy__mux_take_done(&bus->pub_mux);
     if (done) {
-        rpub *p = done->waiter;
+        rpub *p = done->token;
         p->complete(bus, p, EDDY_OK, NULL);
-        p->replies[done->n - 1] = NULL; /* hiredis's or the connection's, not ours */
+        p->replies[done->slot.n - 1] = NULL; /* hiredis's or the connection's, not ours */
         eddy__rpub_free(p);
         close_if_idle(bus);
     }
@@ -173,18 +168,14 @@ static void pub_down(void *owner, eddy_status st, const eddy_error *err) {
     if (!idle(bus))
         eddy__log(&bus->s.log, EDDY_LOG_DEBUG, "publishing connection: %s", err->detail);
     uint64_t sent = eddy__rconn_sent(bus->pub_conn);
-    eddy__rconn_close(bus->pub_conn);
-    bus->pub_conn = NULL;                            /* the next op connects again */
     eddy__publisher_connection_lost(bus->publisher); /* a new server may lack what this one had */
-    complete_all(bus, st, err, sent);
+    lost(bus, st, err, sent);
     eddy__rbus_leave(bus);
 }
 
 void eddy__rpub_close_all(eddy_rbus *bus) {
-    eddy__rconn_close(bus->pub_conn);
-    bus->pub_conn = NULL;
     bus->pub_close_idle = false;
-    complete_all(bus, EDDY_ERR_CLOSED, NULL, 0);
+    lost(bus, EDDY_ERR_CLOSED, NULL, 0);
 }
 
 void eddy__rpub_flush(eddy_rbus *bus) {
@@ -209,16 +200,14 @@ void eddy__rpub_close_when_idle(eddy_rbus *bus) {
 
 eddy_status eddy__rpub_submit(eddy_rbus *bus, rpub *p) {
     size_t n = eddy__rpub_cmds(p)->n;
-    if (n == 0 || n > p->cap)
+    if (n > p->cap)
         return EDDY_ERR_INVALID_ARGUMENT;
-    if (eddy__rpub_open(bus) != EDDY_OK)
+    if (n > 0 && eddy__rpub_open(bus) != EDDY_OK)
         return EDDY_ERR_NOMEM;
-    p->next = NULL;
-    if (bus->pub_unsent_tail)
-        bus->pub_unsent_tail->next = p;
-    else
-        bus->pub_unsent = p;
-    bus->pub_unsent_tail = p;
+    /* No deadline of the machine's: the connection's deadlines (conn.h) cover every op. */
+    eddy_status st = eddy__mux_submit(&bus->pub_mux, &p->req, p->replies, n, -1, 0, 0, p, NULL);
+    if (st != EDDY_OK)
+        return st;
     if (eddy__rconn_is_up(bus->pub_conn))
         send_unsent(bus);
     return EDDY_OK;

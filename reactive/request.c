@@ -334,8 +334,5 @@ eddy_status eddy_rbus_request_stats(eddy_rbus *bus, const char *name, eddy_reque
 void eddy__rbus_request_counts(eddy_rbus *bus, size_t *in_table, size_t *alive, size_t *ops) {
     *in_table = eddy__requests_in_flight(bus->requests);
     *alive = bus->nrequests;
-    size_t n = bus->pub_fifo.nslots;
-    for (rpub *p = bus->pub_unsent; p; p = p->next)
-        n++;
-    *ops = n;
+    *ops = eddy__mux_queued(&bus->pub_mux);
 }

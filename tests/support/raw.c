@@ -87,3 +87,14 @@ void raw_render(char *out, size_t size, const redisReply *r, bool mask_ids) {
     }
     }
 }
+
+redisReply *raw_parse(const char *resp) {
+    redisReader *rd = redisReaderCreate();
+    cr_assert(rd, "out of memory");
+    void *reply = NULL;
+    cr_assert_eq(redisReaderFeed(rd, resp, strlen(resp)), REDIS_OK);
+    cr_assert_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
+    cr_assert(reply, "incomplete RESP: %s", resp);
+    redisReaderFree(rd);
+    return reply;
+}

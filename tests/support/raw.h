@@ -19,5 +19,8 @@ long long raw_int(const char *url, const char *fmt, ...);
  * compare two backends' answers; with mask_ids, an automatic stream id (a clock's milliseconds,
  * which differ between runs) reads "ID". */
 void raw_render(char *out, size_t size, const redisReply *r, bool mask_ids);
+/* The reply that RESP text (one whole reply) stands for, as hiredis parses it off a socket;
+ * fails the test when the text is not one. The caller frees it with freeReplyObject. */
+redisReply *raw_parse(const char *resp);
 
 #endif

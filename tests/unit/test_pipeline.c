@@ -4,22 +4,13 @@
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "raw.h"
 #include "util/pipeline.h"
-
-static redisReply *resp(const char *text) {
-    redisReader *rd = redisReaderCreate();
-    void *reply = NULL;
-    cr_assert_eq(redisReaderFeed(rd, text, strlen(text)), REDIS_OK);
-    cr_assert_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
-    cr_assert(reply, "incomplete RESP: %s", text);
-    redisReaderFree(rd);
-    return reply;
-}
 
 static redisReply *num(long long n) {
     char text[32];
     snprintf(text, sizeof(text), ":%lld\r\n", n);
-    return resp(text);
+    return raw_parse(text);
 }
 
 Test(pipeline, each_reply_fills_the_oldest_slot_in_wire_order) {
@@ -96,10 +87,10 @@ Test(pipeline, a_slot_failed_when_it_failed_or_a_reply_is_an_error) {
     eddy__pipeline_push(&pl, &lost, rlost, 1, &w);
     bool unexpected;
     eddy__pipeline_feed(&pl, num(1), &unexpected);
-    cr_assert_eq(eddy__pipeline_feed(&pl, resp("+OK\r\n"), &unexpected), &ok);
+    cr_assert_eq(eddy__pipeline_feed(&pl, raw_parse("+OK\r\n"), &unexpected), &ok);
     cr_expect_not(eddy__pipeline_slot_failed(&ok));
     eddy__pipeline_feed(&pl, num(2), &unexpected);
-    cr_assert_eq(eddy__pipeline_feed(&pl, resp("-OOM no room\r\n"), &unexpected), &refused);
+    cr_assert_eq(eddy__pipeline_feed(&pl, raw_parse("-OOM no room\r\n"), &unexpected), &refused);
     cr_expect(eddy__pipeline_slot_failed(&refused));
     cr_assert_eq(eddy__pipeline_fail_next(&pl, EDDY_ERR_IO), &lost);
     cr_expect(eddy__pipeline_slot_failed(&lost));
