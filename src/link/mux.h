@@ -54,7 +54,8 @@ typedef struct eddy__mux_req {
     uint64_t last;        /* the link's number of its last command, 0 until handed */
     long long deadline;   /* the front end's clock (ms); -1 none */
     long long began;      /* when it was submitted */
-    bool detached;        /* its caller does not wait to read (a reader of the front end's) */
+    bool detached;        /* its caller does not wait to read (a reader of the front end's);
+                           * set before submit, which leaves it (zero the request first) */
     eddy__mux_state state;
     struct eddy__mux_req *next; /* in the unsent or the done list */
 } eddy__mux_req;

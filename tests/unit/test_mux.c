@@ -26,7 +26,7 @@ static void free_replies(eddy__mux_req *r) {
 Test(mux, replies_complete_requests_in_wire_order) {
     eddy__mux m;
     eddy__mux_init(&m);
-    eddy__mux_req a, b, c;
+    eddy__mux_req a = {0}, b = {0}, c = {0};
     redisReply *ra[1], *rb[3], *rc[1];
     int ta, tb, tc;
     cr_assert_eq(eddy__mux_submit(&m, &a, ra, 1, 100, 0, 1, &ta, NULL), EDDY_OK);
@@ -60,7 +60,7 @@ Test(mux, replies_complete_requests_in_wire_order) {
 Test(mux, unsent_requests_are_handed_in_order_behind_the_handed_ones) {
     eddy__mux m;
     eddy__mux_init(&m);
-    eddy__mux_req a, b;
+    eddy__mux_req a = {0}, b = {0};
     redisReply *ra[2], *rb[1];
     cr_assert_eq(eddy__mux_submit(&m, &a, ra, 2, -1, 0, 0, NULL, NULL), EDDY_OK);
     cr_assert_eq(eddy__mux_submit(&m, &b, rb, 1, -1, 0, 0, NULL, NULL), EDDY_OK);
@@ -89,7 +89,7 @@ Test(mux, unsent_requests_are_handed_in_order_behind_the_handed_ones) {
 Test(mux, a_request_of_no_command_is_refused) {
     eddy__mux m;
     eddy__mux_init(&m);
-    eddy__mux_req a;
+    eddy__mux_req a = {0};
     redisReply *ra[1];
     eddy_error err;
     cr_assert_eq(eddy__mux_submit(&m, &a, ra, 0, -1, 0, 0, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
@@ -101,7 +101,7 @@ Test(mux, a_request_of_no_command_is_refused) {
 Test(mux, a_lost_connection_fails_every_request_once_in_order_and_resends_none) {
     eddy__mux m;
     eddy__mux_init(&m);
-    eddy__mux_req a, b, c;
+    eddy__mux_req a = {0}, b = {0}, c = {0};
     redisReply *ra[2], *rb[1], *rc[1];
     cr_assert_eq(eddy__mux_submit(&m, &a, ra, 2, -1, 0, 2, NULL, NULL), EDDY_OK);
     cr_assert_eq(eddy__mux_submit(&m, &b, rb, 1, -1, 0, 3, NULL, NULL), EDDY_OK);
@@ -123,7 +123,7 @@ Test(mux, a_lost_connection_fails_every_request_once_in_order_and_resends_none) 
     cr_assert_null(eddy__mux_take_done(&m), "each fails exactly once");
     cr_assert_null(eddy__mux_next_unsent(&m), "nothing is sent again");
     /* Broken: refused until the front end has a new connection. */
-    eddy__mux_req e;
+    eddy__mux_req e = {0};
     redisReply *re[1];
     eddy_error err;
     cr_assert_eq(eddy__mux_submit(&m, &e, re, 1, -1, 0, 4, NULL, &err), EDDY_ERR_IO);
@@ -139,7 +139,7 @@ Test(mux, a_lost_connection_fails_every_request_once_in_order_and_resends_none) 
 Test(mux, a_lost_connections_timeout_holds_only_for_what_was_written) {
     eddy__mux m;
     eddy__mux_init(&m);
-    eddy__mux_req a, b, c;
+    eddy__mux_req a = {0}, b = {0}, c = {0};
     redisReply *ra[1], *rb[1], *rc[1];
     cr_assert_eq(eddy__mux_submit(&m, &a, ra, 1, -1, 0, 1, NULL, NULL), EDDY_OK);
     cr_assert_eq(eddy__mux_submit(&m, &b, rb, 1, -1, 0, 2, NULL, NULL), EDDY_OK);
@@ -160,7 +160,7 @@ Test(mux, a_lost_connections_timeout_holds_only_for_what_was_written) {
 Test(mux, closing_without_detail_fails_each_with_the_status) {
     eddy__mux m;
     eddy__mux_init(&m);
-    eddy__mux_req a;
+    eddy__mux_req a = {0};
     redisReply *ra[1];
     cr_assert_eq(eddy__mux_submit(&m, &a, ra, 1, -1, 0, 0, NULL, NULL), EDDY_OK);
     eddy__mux_lost(&m, EDDY_ERR_CLOSED, NULL, 0);
@@ -172,7 +172,7 @@ Test(mux, closing_without_detail_fails_each_with_the_status) {
 Test(mux, a_passed_deadline_gives_the_connection_up_for_every_request) {
     eddy__mux m;
     eddy__mux_init(&m);
-    eddy__mux_req a, b, c;
+    eddy__mux_req a = {0}, b = {0}, c = {0};
     redisReply *ra[1], *rb[1], *rc[1];
     cr_assert_eq(eddy__mux_submit(&m, &a, ra, 1, 500, 0, 1, NULL, NULL), EDDY_OK);
     cr_assert_eq(eddy__mux_submit(&m, &b, rb, 1, 100, 10, 2, NULL, NULL), EDDY_OK);
@@ -202,7 +202,7 @@ Test(mux, a_passed_deadline_gives_the_connection_up_for_every_request) {
 Test(mux, a_deadline_of_a_request_not_written_says_not_sent) {
     eddy__mux m;
     eddy__mux_init(&m);
-    eddy__mux_req a;
+    eddy__mux_req a = {0};
     redisReply *ra[1];
     cr_assert_eq(eddy__mux_submit(&m, &a, ra, 1, 50, 0, 1, NULL, NULL), EDDY_OK);
     cr_assert(eddy__mux_expire(&m, &a, 60, 0));
@@ -214,7 +214,7 @@ Test(mux, a_deadline_of_a_request_not_written_says_not_sent) {
 Test(mux, a_deadline_after_the_reply_changes_nothing) {
     eddy__mux m;
     eddy__mux_init(&m);
-    eddy__mux_req a;
+    eddy__mux_req a = {0};
     redisReply *ra[1];
     cr_assert_eq(eddy__mux_submit(&m, &a, ra, 1, 50, 0, 1, NULL, NULL), EDDY_OK);
     cr_assert(eddy__mux_feed(&m, num(1)));
@@ -230,7 +230,7 @@ Test(mux, a_reply_nobody_asked_for_fails_the_connection) {
     cr_assert_not(eddy__mux_feed(&m, num(1)), "no request waits");
     cr_assert(m.broken);
     eddy__mux_reconnected(&m);
-    eddy__mux_req a, b;
+    eddy__mux_req a = {0}, b = {0};
     redisReply *ra[1], *rb[1];
     cr_assert_eq(eddy__mux_submit(&m, &a, ra, 1, -1, 0, 1, NULL, NULL), EDDY_OK);
     cr_assert_eq(eddy__mux_submit(&m, &b, rb, 1, -1, 0, 0, NULL, NULL), EDDY_OK); /* unsent */
@@ -247,7 +247,7 @@ Test(mux, a_reply_nobody_asked_for_fails_the_connection) {
 Test(mux, a_request_withdrawn_for_want_of_memory_leaves_the_others_alone) {
     eddy__mux m;
     eddy__mux_init(&m);
-    eddy__mux_req a, b, c;
+    eddy__mux_req a = {0}, b = {0}, c = {0};
     redisReply *ra[1], *rb[1], *rc[1];
     cr_assert_eq(eddy__mux_submit(&m, &a, ra, 1, -1, 0, 1, NULL, NULL), EDDY_OK);
     cr_assert_eq(eddy__mux_submit(&m, &b, rb, 1, -1, 0, 0, NULL, NULL), EDDY_OK);
@@ -272,7 +272,7 @@ Test(mux, a_request_withdrawn_for_want_of_memory_leaves_the_others_alone) {
 Test(mux, one_reader_at_a_time_and_the_role_goes_to_the_oldest_caller) {
     eddy__mux m;
     eddy__mux_init(&m);
-    eddy__mux_req a, b;
+    eddy__mux_req a = {0}, b = {0};
     redisReply *ra[1], *rb[1];
     cr_assert_eq(eddy__mux_submit(&m, &a, ra, 1, -1, 0, 1, NULL, NULL), EDDY_OK);
     cr_assert_eq(eddy__mux_submit(&m, &b, rb, 1, -1, 0, 2, NULL, NULL), EDDY_OK);
