@@ -87,6 +87,37 @@ static int named_port(const sentinel_proc *sp) {
     return port;
 }
 
+/* The port every sentinel names as the master, 0 while they disagree. */
+static int agreed_port(const servers *sv) {
+    int port = named_port(&sv->sent[0]);
+    for (int i = 1; i < NSENT && port > 0; i++)
+        if (named_port(&sv->sent[i]) != port)
+            port = 0;
+    return port;
+}
+
+/* The node (not the old master) listening on port, or NULL. */
+static fx_redis *node_at(servers *sv, int port) {
+    for (int i = 1; i < sv->nnodes; i++)
+        if (sv->nodes[i].port == port)
+            return &sv->nodes[i];
+    return NULL;
+}
+
+/* Points the fresh replica at the master the sentinels agree on when that changed: they only
+ * reconfigure replicas of the master they failed over from, and one started under a replica
+ * that a second failover left behind would never count in the new master's WAIT. */
+static void follow_agreed(servers *sv, fx_redis *fresh, int *following) {
+    int port = agreed_port(sv);
+    if (port <= 0 || port == *following)
+        return;
+    redisReply *r = fx_cmd(fresh, "REPLICAOF 127.0.0.1 %d", port);
+    if (r && r->type == REDIS_REPLY_STATUS)
+        *following = port;
+    if (r)
+        freeReplyObject(r);
+}
+
 static size_t known(const sentinel_proc *sp, const char *what) {
     char fmt[64];
     snprintf(fmt, sizeof(fmt), "SENTINEL %s %%s", what);
@@ -412,25 +443,23 @@ static void one_run(const driver *dr, enum how how, unsigned wait, int leader) {
      * does.) */
     bool over = false;
     while (!over && fx_now_ms() < until) {
-        int port = named_port(&sv.sent[0]);
-        over = port > 0;
-        for (int i = 1; i < NSENT && over; i++)
-            over = named_port(&sv.sent[i]) == port;
-        for (int i = 1; i <= NREPL && over; i++)
-            if (sv.nodes[i].port == port)
-                promoted = &sv.nodes[i];
-        over = over && promoted->port == port;
+        fx_redis *named = node_at(&sv, agreed_port(&sv));
+        if (named)
+            promoted = named;
+        over = named != NULL;
         if (!over)
             fx_sleep_ms(20);
     }
     FX_CHECK(over, "%s: the failover did not end", name);
+    fx_redis *fresh = NULL;
+    int following = 0;
     if (how == BY_KILL && wait) {
         /* WAIT 2 needs a second replica again: a fresh one of the final master (a replica of
-         * the other replica would not count in the master's WAIT). */
-        static char nport[16];
-        snprintf(nport, sizeof(nport), "%d", promoted->port);
-        static const char *replica_of[] = {"--replicaof", "127.0.0.1", nport, NULL};
-        fx_redis_start(&sv.nodes[sv.nnodes++], replica_of);
+         * the other replica would not count in the master's WAIT). The sentinels can still
+         * fail over once more, so it follows whatever they agree on until the end. */
+        fresh = &sv.nodes[sv.nnodes++];
+        fx_redis_start(fresh, NULL);
+        follow_agreed(&sv, fresh, &following);
     }
     /* Publishing resumed: one begun after the switch was acknowledged (or the bound passed). */
     long long resume_ms = -1;
@@ -439,13 +468,19 @@ static void one_run(const driver *dr, enum how how, unsigned wait, int leader) {
         for (int i = 0; i < n && resume_ms < 0; i++)
             if (u.acks.acked[i] && u.began[i] >= switched)
                 resume_ms = u.ended[i] - switched;
-        if (resume_ms < 0)
+        if (resume_ms < 0) {
+            if (fresh)
+                follow_agreed(&sv, fresh, &following);
             fx_sleep_ms(10);
+        }
     }
     fx_sleep_ms(1000); /* and goes on */
     atomic_store(&u.stop, true);
     pthread_join(th, NULL);
     int tried = atomic_load(&u.tried);
+    fx_redis *named = node_at(&sv, agreed_port(&sv));
+    if (named)
+        promoted = named; /* a later failover moved the master: its stream is the record */
 
     FX_CHECK(mark_kept(promoted, ns, kept), "%s: XRANGE on the new master", name);
     size_t acked = 0, missing = 0, missing_late = 0;
