@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "bus/admin.h"
+#include "raw.h"
 
 static const char *cmd_text(const eddy__cmd *c) {
     static char buf[1024];
@@ -16,16 +17,6 @@ static const char *cmd_text(const eddy__cmd *c) {
         strncat(buf, c->argv[a], sizeof(buf) - strlen(buf) - 1);
     }
     return buf;
-}
-
-static redisReply *resp(const char *text) {
-    redisReader *rd = redisReaderCreate();
-    void *reply = NULL;
-    cr_assert_eq(redisReaderFeed(rd, text, strlen(text)), REDIS_OK);
-    cr_assert_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
-    cr_assert(reply, "incomplete RESP: %s", text);
-    redisReaderFree(rd);
-    return reply;
 }
 
 Test(admin_core, subject_remove_plans_one_transaction) {
@@ -48,7 +39,8 @@ Test(admin_core, subject_remove_plans_one_transaction) {
 }
 
 static eddy_status feed(const char *exec, const char *queued, bool *removed, eddy_error *err) {
-    redisReply *r[4] = {resp("+OK\r\n"), resp(queued), resp("+QUEUED\r\n"), resp(exec)};
+    redisReply *r[4] = {raw_parse("+OK\r\n"), raw_parse(queued), raw_parse("+QUEUED\r\n"),
+                        raw_parse(exec)};
     eddy_status st = eddy__admin_remove_result(r, 4, removed, err);
     for (int i = 0; i < 4; i++)
         freeReplyObject(r[i]);

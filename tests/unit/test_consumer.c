@@ -10,18 +10,9 @@
 #include "bus/delivery.h"
 #include "bus/sub.h"
 #include "config/settings.h"
+#include "raw.h"
 #include "timing.h"
 #include "util/functions.h"
-
-static redisReply *resp(const char *text) {
-    redisReader *rd = redisReaderCreate();
-    void *reply = NULL;
-    cr_assert_eq(redisReaderFeed(rd, text, strlen(text)), REDIS_OK);
-    cr_assert_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
-    cr_assert(reply, "incomplete RESP: %s", text);
-    redisReaderFree(rd);
-    return reply;
-}
 
 /* The i-th planned command as "ARG ARG ...". */
 static const char *cmd_text(const eddy__plan *p, size_t i) {
@@ -99,7 +90,7 @@ static void step(long long now, eddy__plan *p, const char *const *replies, size_
                  n, p->cmds.n ? cmd_text(p, 0) : "-");
     redisReply *r[32];
     for (size_t i = 0; i < n; i++)
-        r[i] = resp(replies[i]);
+        r[i] = raw_parse(replies[i]);
     cr_assert_eq(eddy__consumer_feed(consumer, now, eddy_now_ms(), p, r, n, out), EDDY_OK);
     for (size_t i = 0; i < n; i++)
         freeReplyObject(r[i]);
@@ -812,7 +803,7 @@ Test(consumer, pattern_subscriptions_share_one_discovery, .fini = teardown) {
     step(0, &p, (const char *[]){"*1\r\n$6\r\nshop.a\r\n"}, 1, &out);
     cr_assert_eq(eddy__consumer_plan(c2, 0, &p2), EDDY_OK);
     cr_assert_str_eq(cmd_text(&p2, 0), "SMEMBERS {t}:subjects");
-    r = resp("*1\r\n$6\r\nshop.a\r\n");
+    r = raw_parse("*1\r\n$6\r\nshop.a\r\n");
     cr_assert_eq(eddy__consumer_feed(c2, 0, eddy_now_ms(), &p2, &r, 1, &out), EDDY_OK);
     freeReplyObject(r);
     plan(0, &p);
@@ -821,7 +812,7 @@ Test(consumer, pattern_subscriptions_share_one_discovery, .fini = teardown) {
     eddy__plan_reset(&p2);
     cr_assert_eq(eddy__consumer_plan(c2, 0, &p2), EDDY_OK);
     cr_expect_str_eq(cmd_text(&p2, 0), "XGROUP CREATE {t}:s:shop.a g2 $ MKSTREAM");
-    r = resp(OK);
+    r = raw_parse(OK);
     cr_assert_eq(eddy__consumer_feed(c2, 0, eddy_now_ms(), &p2, &r, 1, &out), EDDY_OK);
     freeReplyObject(r);
 
@@ -835,7 +826,7 @@ Test(consumer, pattern_subscriptions_share_one_discovery, .fini = teardown) {
     cr_assert_eq(eddy__consumer_plan(c2, 251, &p2), EDDY_OK);
     cr_assert_eq(p2.cmds.n, 1);
     cr_expect_str_eq(cmd_text(&p2, 0), "XGROUP CREATE {t}:s:shop.b.c g2 0 MKSTREAM");
-    r = resp(OK);
+    r = raw_parse(OK);
     cr_assert_eq(eddy__consumer_feed(c2, 0, eddy_now_ms(), &p2, &r, 1, &out), EDDY_OK);
     freeReplyObject(r);
     eddy__plan_reset(&p2);
@@ -991,7 +982,7 @@ static void wakeup_step(eddy__wakeup *w, const char *want, const char *reply) {
         strcat(text, eddy__cmd_argv(&cmds.cmds[0])[i]);
     }
     cr_assert_str_eq(text, want);
-    redisReply *r = resp(reply);
+    redisReply *r = raw_parse(reply);
     cr_assert_eq(eddy__wakeup_feed(w, &cmds, &r, 1, wake_consumer, NULL), EDDY_OK);
     freeReplyObject(r);
     eddy__cmdlist_reset(&cmds);

@@ -10,6 +10,7 @@
 #include "bus/dlq.h"
 #include "config/settings.h"
 #include "events/entry.h"
+#include "raw.h"
 
 static eddy__settings settings;
 
@@ -34,16 +35,6 @@ static const char *cmd_text(const eddy__cmd *c) {
         strncat(buf, c->argv[a], sizeof(buf) - strlen(buf) - 1);
     }
     return buf;
-}
-
-static redisReply *resp(const char *text) {
-    redisReader *rd = redisReaderCreate();
-    void *reply = NULL;
-    cr_assert_eq(redisReaderFeed(rd, text, strlen(text)), REDIS_OK);
-    cr_assert_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
-    cr_assert(reply, "incomplete RESP: %s", text);
-    redisReaderFree(rd);
-    return reply;
 }
 
 /* A dead letter as the consumer writes one, original fields after the _dlq_ ones. */
@@ -178,8 +169,8 @@ Test(dlq_core, commands) {
 /* Runs a replay's result over the five replies given as RESP. */
 static eddy_status replay_with(const char *exec, bool *restore, char *id, eddy_error *err) {
     eddy_dead_letter *dl = consumer_shaped();
-    redisReply *r[5] = {resp("+OK\r\n"), resp("+QUEUED\r\n"), resp("+QUEUED\r\n"),
-                        resp("+QUEUED\r\n"), resp(exec)};
+    redisReply *r[5] = {raw_parse("+OK\r\n"), raw_parse("+QUEUED\r\n"), raw_parse("+QUEUED\r\n"),
+                        raw_parse("+QUEUED\r\n"), raw_parse(exec)};
     eddy_status st =
         eddy__dlq_replay_result(&settings, "g", dl, r, id, EDDY_DLQ_ID_SIZE, restore, err);
     for (int i = 0; i < 5; i++)
@@ -220,8 +211,9 @@ Test(dlq_core, replay_results) {
     cr_expect(!restore);
     /* A queued command refused. */
     eddy_dead_letter *dl = consumer_shaped();
-    redisReply *r[5] = {resp("+OK\r\n"), resp("-ERR wrong number of arguments\r\n"),
-                        resp("+QUEUED\r\n"), resp("+QUEUED\r\n"), resp("-EXECABORT x\r\n")};
+    redisReply *r[5] = {raw_parse("+OK\r\n"), raw_parse("-ERR wrong number of arguments\r\n"),
+                        raw_parse("+QUEUED\r\n"), raw_parse("+QUEUED\r\n"),
+                        raw_parse("-EXECABORT x\r\n")};
     cr_expect_eq(eddy__dlq_replay_result(&settings, "g", dl, r, NULL, 0, &restore, &err),
                  EDDY_ERR_BACKEND);
     cr_expect(strstr(err.detail, "wrong number"), "%s", err.detail);
@@ -244,48 +236,48 @@ Test(dlq_core, other_results) {
     int n = 0;
     size_t accepted = 9;
     char after[EDDY_DLQ_ID_SIZE] = "keep";
-    redisReply *r = resp("*0\r\n");
+    redisReply *r = raw_parse("*0\r\n");
     cr_expect_eq(eddy__dlq_entries(&settings, r, drop, &n, &accepted, after, &err), EDDY_OK);
     cr_expect_eq(accepted, 0);
     cr_expect_str_eq(after, "keep");
     freeReplyObject(r);
-    r = resp("*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$2\r\nid\r\n$1\r\nx\r\n");
+    r = raw_parse("*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$2\r\nid\r\n$1\r\nx\r\n");
     cr_expect_eq(eddy__dlq_entries(&settings, r, drop, &n, &accepted, after, &err), EDDY_OK);
     cr_expect_eq(accepted, 1);
     cr_expect_eq(n, 1);
     cr_expect_str_eq(after, "1-1");
     freeReplyObject(r);
-    r = resp("*1\r\n*2\r\n$3\r\n1-1\r\n*1\r\n$2\r\nid\r\n");
+    r = raw_parse("*1\r\n*2\r\n$3\r\n1-1\r\n*1\r\n$2\r\nid\r\n");
     cr_expect_eq(eddy__dlq_entries(&settings, r, drop, &n, NULL, NULL, &err), EDDY_ERR_PROTOCOL);
     freeReplyObject(r);
-    r = resp("*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$2\r\nid\r\n:1\r\n");
+    r = raw_parse("*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$2\r\nid\r\n:1\r\n");
     cr_expect_eq(eddy__dlq_entries(&settings, r, drop, &n, NULL, NULL, &err), EDDY_ERR_PROTOCOL);
     freeReplyObject(r);
-    r = resp("-WRONGTYPE x\r\n");
+    r = raw_parse("-WRONGTYPE x\r\n");
     cr_expect_eq(eddy__dlq_entries(&settings, r, drop, &n, NULL, NULL, &err), EDDY_ERR_BACKEND);
     freeReplyObject(r);
     cr_expect_eq(eddy__dlq_entries(&settings, NULL, drop, &n, NULL, NULL, &err), EDDY_ERR_IO);
 
     size_t c = 0;
-    r = resp(":7\r\n");
+    r = raw_parse(":7\r\n");
     cr_expect_eq(eddy__dlq_count_result(r, &c, &err), EDDY_OK);
     cr_expect_eq(c, 7);
     freeReplyObject(r);
-    r = resp("+OK\r\n");
+    r = raw_parse("+OK\r\n");
     cr_expect_eq(eddy__dlq_count_result(r, &c, &err), EDDY_ERR_PROTOCOL);
     cr_expect_eq(eddy__dlq_purge_result(r, "g", "1-1", &err), EDDY_ERR_PROTOCOL);
     cr_expect_eq(eddy__dlq_restore_result(r, &err), EDDY_ERR_PROTOCOL);
     freeReplyObject(r);
-    r = resp(":0\r\n");
+    r = raw_parse(":0\r\n");
     cr_expect_eq(eddy__dlq_purge_result(r, "g", "1-1", &err), EDDY_ERR_NOT_FOUND);
     freeReplyObject(r);
 
-    redisReply *all[4] = {resp("+OK\r\n"), resp("+QUEUED\r\n"), resp("+QUEUED\r\n"),
-                          resp("*2\r\n:3\r\n:1\r\n")};
+    redisReply *all[4] = {raw_parse("+OK\r\n"), raw_parse("+QUEUED\r\n"), raw_parse("+QUEUED\r\n"),
+                          raw_parse("*2\r\n:3\r\n:1\r\n")};
     cr_expect_eq(eddy__dlq_purge_all_result(all, &c, &err), EDDY_OK);
     cr_expect_eq(c, 3);
     freeReplyObject(all[3]);
-    all[3] = resp("*2\r\n:0\r\n-WRONGTYPE x\r\n");
+    all[3] = raw_parse("*2\r\n:0\r\n-WRONGTYPE x\r\n");
     cr_expect_eq(eddy__dlq_purge_all_result(all, &c, &err), EDDY_ERR_BACKEND);
     for (int i = 0; i < 4; i++)
         freeReplyObject(all[i]);

@@ -8,16 +8,7 @@
 
 #include "bus/request_flow.h"
 #include "events/entry.h"
-
-static redisReply *resp(const char *text) {
-    redisReader *rd = redisReaderCreate();
-    void *reply = NULL;
-    cr_assert_eq(redisReaderFeed(rd, text, strlen(text)), REDIS_OK);
-    cr_assert_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
-    cr_assert(reply, "incomplete RESP: %s", text);
-    redisReaderFree(rd);
-    return reply;
-}
+#include "raw.h"
 
 typedef struct fixture {
     eddy__settings s;
@@ -83,7 +74,7 @@ static eddy__req_step answer_registry(eddy__request_flow *fl, char kind, const c
     char text[256];
     snprintf(text, sizeof(text), "*1\r\n$%zu\r\n%c\tg\ti\tn\t%s\r\n", 8 + strlen(pattern), kind,
              pattern);
-    redisReply *replies[EDDY__REQUEST_MAX_CMDS] = {resp(text), NULL};
+    redisReply *replies[EDDY__REQUEST_MAX_CMDS] = {raw_parse(text), NULL};
     return eddy__request_flow_feed(fl, EDDY_OK, replies, NULL);
 }
 
@@ -91,8 +82,8 @@ static eddy__req_step answer_entry(eddy__request_flow *fl) {
     const eddy__cmdlist *cmds = eddy__request_flow_cmds(fl);
     redisReply *replies[EDDY__REQUEST_MAX_CMDS] = {NULL, NULL};
     for (size_t i = 0; i < cmds->n; i++)
-        replies[i] =
-            strcmp(cmds->cmds[i].argv[0], "XADD") == 0 ? resp("$3\r\n1-1\r\n") : resp(":1\r\n");
+        replies[i] = strcmp(cmds->cmds[i].argv[0], "XADD") == 0 ? raw_parse("$3\r\n1-1\r\n")
+                                                                : raw_parse(":1\r\n");
     eddy__req_step step = eddy__request_flow_feed(fl, EDDY_OK, replies, NULL);
     for (size_t i = 0; i < cmds->n; i++)
         freeReplyObject(replies[i]);

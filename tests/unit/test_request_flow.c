@@ -6,16 +6,7 @@
 #include <string.h>
 
 #include "bus/request_flow.h"
-
-static redisReply *resp(const char *text) {
-    redisReader *rd = redisReaderCreate();
-    void *reply = NULL;
-    cr_assert_eq(redisReaderFeed(rd, text, strlen(text)), REDIS_OK);
-    cr_assert_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
-    cr_assert(reply, "incomplete RESP: %s", text);
-    redisReaderFree(rd);
-    return reply;
-}
+#include "raw.h"
 
 typedef struct fixture {
     eddy__settings s;
@@ -81,7 +72,7 @@ static eddy__req_step answer_registry(eddy__request_flow *fl, const char *patter
                  pattern);
     else
         snprintf(text, sizeof(text), "*0\r\n");
-    redisReply *replies[EDDY__REQUEST_MAX_CMDS] = {resp(text), NULL};
+    redisReply *replies[EDDY__REQUEST_MAX_CMDS] = {raw_parse(text), NULL};
     eddy__req_step step = eddy__request_flow_feed(fl, EDDY_OK, replies, NULL);
     cr_assert_null(replies[0], "the flow takes the registry's reply");
     return step;
@@ -92,8 +83,8 @@ static eddy__req_step answer_entry(eddy__request_flow *fl) {
     const eddy__cmdlist *cmds = eddy__request_flow_cmds(fl);
     redisReply *replies[EDDY__REQUEST_MAX_CMDS] = {NULL, NULL};
     for (size_t i = 0; i < cmds->n; i++)
-        replies[i] =
-            strcmp(cmds->cmds[i].argv[0], "XADD") == 0 ? resp("$3\r\n1-1\r\n") : resp(":1\r\n");
+        replies[i] = strcmp(cmds->cmds[i].argv[0], "XADD") == 0 ? raw_parse("$3\r\n1-1\r\n")
+                                                                : raw_parse(":1\r\n");
     eddy__req_step step = eddy__request_flow_feed(fl, EDDY_OK, replies, NULL);
     for (size_t i = 0; i < cmds->n; i++)
         freeReplyObject(replies[i]);

@@ -11,16 +11,7 @@
 #include "bus/retention.h"
 #include "bus/sub.h"
 #include "config/settings.h"
-
-static redisReply *resp(const char *text) {
-    redisReader *rd = redisReaderCreate();
-    void *reply = NULL;
-    cr_assert_eq(redisReaderFeed(rd, text, strlen(text)), REDIS_OK);
-    cr_assert_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
-    cr_assert(reply, "incomplete RESP: %s", text);
-    redisReaderFree(rd);
-    return reply;
-}
+#include "raw.h"
 
 static const char *cmd_text(const eddy__cmdlist *l, size_t i) {
     static char buf[4096];
@@ -127,7 +118,7 @@ static eddy_status feed(long long now, size_t n, ...) {
     va_start(ap, n);
     for (size_t i = 0; i < n; i++) {
         char *text = va_arg(ap, char *);
-        replies[i] = text ? resp(text) : NULL;
+        replies[i] = text ? raw_parse(text) : NULL;
         free(text);
     }
     va_end(ap);
@@ -391,7 +382,7 @@ Test(retention, stop_destroys_a_random_instance_s_fanout_groups) {
     cr_assert_str_eq(cmd_text(&cmds, 0), "SMEMBERS {t}:subjects");
     eddy__cmdlist_reset(&cmds);
     char *text = arr(3, bulk("a.x"), bulk("b"), bulk("a.y"));
-    redisReply *r = resp(text);
+    redisReply *r = raw_parse(text);
     free(text);
     cr_assert_eq(eddy__retention_stop_destroy(&settings, &sub, 1, r, &cmds), EDDY_OK);
     freeReplyObject(r);

@@ -6,16 +6,7 @@
 #include <string.h>
 
 #include "events/stream_look.h"
-
-static redisReply *resp(const char *text) {
-    redisReader *r = redisReaderCreate();
-    redisReaderFeed(r, text, strlen(text));
-    void *out = NULL;
-    cr_assert_eq(redisReaderGetReply(r, &out), REDIS_OK);
-    cr_assert(out);
-    redisReaderFree(r);
-    return out;
-}
+#include "raw.h"
 
 static redisReply *info(const char *last_id, long long added) {
     char buf[256];
@@ -23,7 +14,7 @@ static redisReply *info(const char *last_id, long long added) {
              "*6\r\n$6\r\nlength\r\n:0\r\n$17\r\nlast-generated-id\r\n$%zu\r\n%s\r\n"
              "$13\r\nentries-added\r\n:%lld\r\n",
              strlen(last_id), last_id, added);
-    return resp(buf);
+    return raw_parse(buf);
 }
 
 /* A live read's entries array with ids ms-1 .. ms-n. */
@@ -36,7 +27,7 @@ static redisReply *entries(long long ms, int n) {
         len += snprintf(buf + len, sizeof(buf) - (size_t)len,
                         "*2\r\n$%zu\r\n%s\r\n*2\r\n$1\r\nk\r\n$1\r\nv\r\n", strlen(id), id);
     }
-    return resp(buf);
+    return raw_parse(buf);
 }
 
 static eddy__stream_behind feed(eddy__stream_look *l, redisReply *r) {
@@ -90,7 +81,7 @@ Test(stream_look, a_reply_that_is_not_stream_info_is_skipped) {
     eddy__stream_look l = {.looked = true};
     read_live(&l, 100, 3);
     eddy__stream_behind b;
-    redisReply *err = resp("-ERR no such key\r\n");
+    redisReply *err = raw_parse("-ERR no such key\r\n");
     cr_expect(!eddy__stream_look_feed(&l, err, &b));
     freeReplyObject(err);
     b = feed(&l, info("0-0", 0)); /* the reads still count at the next look */
@@ -141,11 +132,11 @@ Test(pub_look, a_snapshot_inside_a_round_counts_its_last_and_a_gone_stream_count
     cr_expect(b.behind);
     cr_expect_eq(b.lost, 1, "a lower bound: the ids inside a round are not kept");
     note(&t, "s", "20-0", "20-3", 4);
-    b = look(&t, "s", resp("-ERR no such key\r\n"));
+    b = look(&t, "s", raw_parse("-ERR no such key\r\n"));
     cr_expect(b.behind);
     cr_expect_eq(b.lost, 4);
     note(&t, "s", "30-0", "30-1", 2);
-    b = look(&t, "s", resp("-NOPERM this user has no permissions\r\n"));
+    b = look(&t, "s", raw_parse("-NOPERM this user has no permissions\r\n"));
     cr_expect(!b.behind, "another error says nothing about the stream");
     b = look(&t, "s", info("30-1", 2));
     cr_expect(!b.behind);
@@ -173,10 +164,10 @@ Test(pub_look, the_table_keeps_the_streams_published_to_most_recently) {
         snprintf(key, sizeof(key), "s%d", i);
         note(&t, key, "1-0", "1-0", 1);
     }
-    eddy__stream_behind b = look(&t, "s0", resp("-ERR no such key\r\n"));
+    eddy__stream_behind b = look(&t, "s0", raw_parse("-ERR no such key\r\n"));
     cr_expect(!b.behind, "the least recent stream was replaced");
     snprintf(key, sizeof(key), "s%d", EDDY__PUB_LOOK_STREAMS);
-    b = look(&t, key, resp("-ERR no such key\r\n"));
+    b = look(&t, key, raw_parse("-ERR no such key\r\n"));
     cr_expect_eq(b.lost, 1);
     eddy__pub_look_free(&t);
 }

@@ -5,16 +5,7 @@
 #include <string.h>
 
 #include "bus/wakeup.h"
-
-static redisReply *resp(const char *text) {
-    redisReader *rd = redisReaderCreate();
-    void *reply = NULL;
-    cr_assert_eq(redisReaderFeed(rd, text, strlen(text)), REDIS_OK);
-    cr_assert_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
-    cr_assert(reply, "incomplete RESP: %s", text);
-    redisReaderFree(rd);
-    return reply;
-}
+#include "raw.h"
 
 /* Who was woken, in order. */
 typedef struct woken {
@@ -59,7 +50,7 @@ static woken round_trip(eddy__wakeup *w, long long block_ms, const char *const *
         char text[512];
         joined(&cmds.cmds[i], text, sizeof(text));
         cr_assert_str_eq(text, want[i]);
-        r[i] = resp(replies[i]);
+        r[i] = raw_parse(replies[i]);
     }
     woken k = {0};
     cr_assert_eq(eddy__wakeup_feed(w, &cmds, r, n, on_wake, &k), EDDY_OK);
@@ -163,8 +154,8 @@ Test(wakeup, unwatching_leaves_the_plan_and_a_late_reply_is_ignored) {
     cr_assert_eq(eddy__wakeup_plan(w, 100, &cmds, &block), EDDY_OK);
     eddy__wakeup_unwatch(w, NULL, &a); /* a stops: x has no watcher left, y keeps b */
     cr_assert_eq(eddy__wakeup_streams(w), 1);
-    redisReply *r = resp("*2\r\n*2\r\n$7\r\n{n}:s:x\r\n*1\r\n*2\r\n$3\r\n1-0\r\n*0\r\n"
-                         "*2\r\n$7\r\n{n}:s:y\r\n*1\r\n*2\r\n$3\r\n2-0\r\n*0\r\n");
+    redisReply *r = raw_parse("*2\r\n*2\r\n$7\r\n{n}:s:x\r\n*1\r\n*2\r\n$3\r\n1-0\r\n*0\r\n"
+                              "*2\r\n$7\r\n{n}:s:y\r\n*1\r\n*2\r\n$3\r\n2-0\r\n*0\r\n");
     woken k = {0};
     cr_assert_eq(eddy__wakeup_feed(w, &cmds, &r, 1, on_wake, &k), EDDY_OK);
     cr_assert_eq(k.n, 1);
@@ -188,7 +179,7 @@ Test(wakeup, a_reply_of_the_wrong_shape_is_a_protocol_error_and_unfixes_the_id) 
     eddy__cmdlist_init(&cmds);
     long long block;
     cr_assert_eq(eddy__wakeup_plan(w, 100, &cmds, &block), EDDY_OK);
-    redisReply *r = resp("*1\r\n*2\r\n$7\r\n{n}:s:x\r\n:3\r\n");
+    redisReply *r = raw_parse("*1\r\n*2\r\n$7\r\n{n}:s:x\r\n:3\r\n");
     woken k = {0};
     cr_assert_eq(eddy__wakeup_feed(w, &cmds, &r, 1, on_wake, &k), EDDY_ERR_PROTOCOL);
     cr_assert_eq(k.n, 0);
