@@ -456,7 +456,7 @@ static void one_run(const driver *dr, enum how how, unsigned wait, int leader) {
     if (how == BY_KILL && wait) {
         /* WAIT 2 needs a second replica again: a fresh one of the final master (a replica of
          * the other replica would not count in the master's WAIT). The sentinels can still
-         * fail over once more, so it follows whatever they agree on until the end. */
+         * fail over once more, so it follows what they agree on until publishing resumes. */
         fresh = &sv.nodes[sv.nnodes++];
         fx_redis_start(fresh, NULL);
         follow_agreed(&sv, fresh, &following);
