@@ -28,6 +28,7 @@ static const native natives[] = {
     {EDDY__STORE_LIBRARY, EDDY__STORE_APPEND_DEDUP_FN, eddy__mfn_eddy_append_dedup},
     {EDDY__STORE_LIBRARY, EDDY__PUBLISH_FN, eddy__mfn_eddy_publish},
     {EDDY__STORE_LIBRARY, EDDY__COMMIT_FN, eddy__mfn_eddy_commit},
+    {EDDY__STORE_LIBRARY, EDDY__MODEL_FN, eddy__mfn_eddy_model},
 };
 
 void eddy__mfunctions_free(eddy__mem_engine *e) {

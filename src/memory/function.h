@@ -68,6 +68,10 @@ void eddy__mfn_eddy_publish(eddy__mctx *c, int nkeys, const char *const *keys, c
 void eddy__mfn_eddy_commit(eddy__mctx *c, int nkeys, const char *const *keys, const size_t *klen,
                            int nargs, const char *const *args, const size_t *alen);
 
+/* model.c: the library's read model commit. */
+void eddy__mfn_eddy_model(eddy__mctx *c, int nkeys, const char *const *keys, const size_t *klen,
+                          int nargs, const char *const *args, const size_t *alen);
+
 /* The Lua's count(): 1-15 decimal digits. `i` is a 0-based argument index; a missing argument
  * (i outside [0, nargs)) is Lua's nil. */
 bool eddy__mfn_count(int nargs, const char *const *args, const size_t *alen, long long i,

@@ -24,6 +24,9 @@
 /* A transactional handler's commit (eddy_delivery_emit, bus/consumer.c): its outputs appended
  * and its input acknowledged in one call, unless the input was no longer pending. */
 #define EDDY__COMMIT_FN EDDY__STORE_LIBRARY "_commit"
+/* A read model's commit (eddy_feed_config.writes, store/model.h): the write sets of one or
+ * more events applied together with the model's position, skipping events at or below it. */
+#define EDDY__MODEL_FN EDDY__STORE_LIBRARY "_model"
 
 /* Most entry fields (names and values) an event may have in the store: eddy_append passes an
  * event's fields to XADD as Lua call arguments, and Lua's stack holds about 8000. */
