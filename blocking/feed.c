@@ -27,6 +27,8 @@
 #include "error.h"
 #include "feed_hooks.h"
 #include "store/feed.h"
+#include "store/model.h"
+#include "store_call.h"
 #include "timing.h"
 #include "util/cancel.h"
 
@@ -39,6 +41,8 @@ struct eddy_feed {
     eddy_store *store;
     eddy_projection proj;
     eddy_checkpoints ckpt;
+    eddy__model *model;    /* cfg.writes: the model kept in Redis, or NULL */
+    eddy_writes page;      /* with a model: the write sets of the replay page being read */
     pthread_mutex_t wlock; /* waiters' state, calls, free_state */
     pthread_cond_t wcond;
     unsigned calls;
@@ -147,6 +151,8 @@ static void copy_err(eddy_error *dst, eddy_status st, const eddy_error *src) {
 
 static void destroy(eddy_feed *feed) {
     eddy__feed_free(feed->core);
+    eddy__writes_reset(&feed->page);
+    eddy__model_free(feed->model);
     pthread_cond_destroy(&feed->wcond);
     pthread_mutex_destroy(&feed->wlock);
     free(feed);
@@ -191,6 +197,21 @@ static void note_cancel(eddy_feed *feed, eddy__feed_run *run, eddy_cancel *cance
     }
 }
 
+/* Applies one held or live event: the projection's apply, or with a model kept in Redis its
+ * write set committed on its own. */
+static eddy_status apply_one(eddy_feed *feed, void *event, const eddy_event_meta *meta,
+                             eddy_error *err) {
+    if (!feed->model)
+        return feed->proj.apply(event, meta, err, feed->proj.user);
+    eddy_writes w;
+    eddy__writes_init(&w, feed->model);
+    eddy_status st = eddy__model_gather(feed->model, &w, event, meta, err);
+    if (st == EDDY_OK)
+        st = eddy__bmodel_commit(feed->store, feed->model, &w, false, err);
+    eddy__writes_reset(&w);
+    return st;
+}
+
 typedef struct page_ctx {
     eddy_feed *feed;
     eddy__feed_run *run;
@@ -212,7 +233,9 @@ static eddy_status page_event(const eddy_event *ev, const eddy_event_meta *meta,
         break;
     }
     eddy_error aerr = {0};
-    eddy_status st = feed->proj.apply(step.event, step.meta, &aerr, feed->proj.user);
+    eddy_status st =
+        feed->model ? eddy__model_gather(feed->model, &feed->page, step.event, step.meta, &aerr)
+                    : feed->proj.apply(step.event, step.meta, &aerr, feed->proj.user);
     note_cancel(feed, pc->run, pc->cancel, pc->noted);
     st = eddy__feed_replay_applied(feed->core, pc->run, st, &aerr);
     return st;
@@ -284,7 +307,8 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
             break;
         case EDDY__STEP_POSITION: {
             long long at = 0;
-            st = feed->proj.position(&at, &e, feed->proj.user);
+            st = feed->model ? eddy_store_model_position(feed->store, id, &at, &e)
+                             : feed->proj.position(&at, &e, feed->proj.user);
             note_cancel(feed, run, cancel, &noted);
             eddy__feed_position_read(core, run, st, at, &e);
             break;
@@ -299,15 +323,28 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
         case EDDY__STEP_READ_PAGE: {
             page_ctx pc = {feed, run, cancel, &noted};
             long long next = step.position;
+            if (feed->model)
+                eddy__writes_clear(&feed->page);
             /* No filter here: the core matches each stored event (eddy__feed_page_event). */
             st = eddy_store_read_page(feed->store, step.position, step.max, NULL, page_event, &pc,
                                       &next, &e);
+            if (feed->model && feed->page.events > 0) {
+                /* What the page applied commits with its position, even when the read stopped
+                 * midway (a stop, an entry that does not decode). */
+                eddy_error ce = {0};
+                eddy_status cst =
+                    eddy__bmodel_commit(feed->store, feed->model, &feed->page, true, &ce);
+                if (cst != EDDY_OK && st == EDDY_OK) {
+                    st = cst;
+                    e = ce;
+                }
+            }
             note_cancel(feed, run, cancel, &noted);
             eddy__feed_page_done(core, run, st, next, &e);
             break;
         }
         case EDDY__STEP_APPLY:
-            st = feed->proj.apply(step.event, step.meta, &e, feed->proj.user);
+            st = apply_one(feed, step.event, step.meta, &e);
             eddy__feed_step_done(core, run, st, &e, &out);
             break;
         case EDDY__STEP_SAVE_MARKER:
@@ -352,6 +389,14 @@ eddy_status eddy_feed_new(eddy_store *store, const eddy_feed_config *cfg, eddy_f
     }
     feed->store = store;
     feed->proj = cfg->projection;
+    eddy_feed_writes_fn writes = eddy__feed_writes(feed->core);
+    if (writes && !(feed->model = eddy__model_new(eddy__bstore_ns(store), cfg->id, writes,
+                                                  feed->proj.user))) {
+        eddy__feed_free(feed->core);
+        free(feed);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    eddy__writes_init(&feed->page, feed->model);
     if (cp)
         feed->ckpt = *cp;
     pthread_mutex_init(&feed->wlock, NULL);
@@ -428,7 +473,7 @@ static eddy_status apply_live(eddy_feed *feed, eddy__feed_entry *entry, void *ev
     frame fr;
     frame_push(&fr, feed);
     eddy_error aerr = {0};
-    eddy_status st = feed->proj.apply(event, meta, &aerr, feed->proj.user);
+    eddy_status st = apply_one(feed, event, meta, &aerr);
     frame_pop(&fr);
     eddy__feed_out out;
     eddy__feed_out_init(&out);

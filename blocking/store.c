@@ -19,6 +19,7 @@
 #include "log.h"
 #include "store/store.h"
 #include "store/store_op.h"
+#include "store_call.h"
 #include "timing.h"
 
 struct eddy_store {
@@ -181,6 +182,26 @@ eddy_status eddy_store_append(eddy_store *store, const char *stream_id,
     eddy__store_op_reset(&op); /* a failed prepare empties the list, not its arrays */
     return st;
 }
+
+eddy_status eddy__bstore_call(eddy_store *store, eddy__cmdlist *cmds, eddy__bstore_reply_fn read,
+                              void *user, eddy_error *err) {
+    eddy__store_op op = idempotent(cmds);
+    redisReply *reply[EDDY__STORE_OP_MAX_CMDS] = {NULL};
+    eddy_status st;
+    for (bool again = true; again;) {
+        if ((st = exchange(store, &op, reply, err)) != EDDY_OK)
+            break;
+        size_t got = op.cmds.n, at = 0; /* a reload puts a load in front */
+        st = eddy__store_op_call_result(&op, reply, &at, &again, &store->s.log, err);
+        if (st == EDDY_OK && !again)
+            st = read(reply[at], user, err);
+        free_replies(reply, got);
+    }
+    eddy__store_op_reset(&op);
+    return st;
+}
+
+const char *eddy__bstore_ns(const eddy_store *store) { return store->s.ns; }
 
 /* One read command, its reply in *reply (the caller frees it). */
 static eddy_status read_one(eddy_store *store, eddy__cmdlist *cmds, redisReply **reply,

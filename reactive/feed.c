@@ -545,6 +545,12 @@ eddy_status eddy_rfeed_new(struct ev_loop *loop, eddy_rstore *store, const eddy_
     if (!feed)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     eddy_status st = eddy__feed_new(cfg, EDDY__FEED_REACTIVE, ckpt != NULL, &feed->core, err);
+    if (st == EDDY_OK && eddy__feed_writes(feed->core)) {
+        eddy__feed_free(feed->core);
+        st = eddy__fail(err, EDDY_ERR_NOT_SUPPORTED,
+                        "feed '%s': writes (a model kept in Redis) is not on the reactive feed yet",
+                        cfg->id);
+    }
     if (st != EDDY_OK) {
         free(feed);
         return st;

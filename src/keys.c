@@ -31,6 +31,16 @@ char *eddy__key_es_stream(const char *ns, const char *stream_id) {
 char *eddy__key_checkpoint(const char *ns, const char *feed_id) {
     return key_join(ns, "ckpt", feed_id);
 }
+char *eddy__key_model(const char *ns, const char *feed_id, const char *part) {
+    size_t n = strlen(feed_id) + strlen(part) + 2;
+    char *rest = malloc(n);
+    if (!rest)
+        return NULL;
+    snprintf(rest, n, "%s:%s", feed_id, part);
+    char *key = key_join(ns, "rm", rest);
+    free(rest);
+    return key;
+}
 char *eddy__key_pubids(const char *ns, const char *subject) {
     return key_join(ns, "pubids", subject);
 }

@@ -13,6 +13,11 @@
  *   {ns}:es:s:<stream>  event store, one stream's events in version order (id "<ver>-0")
  *   {ns}:es:pos         event store, the last position handed out
  *   {ns}:ckpt:<feed>    a catch-up feed's marker
+ *   {ns}:rm:<feed>:pos  a read model kept in Redis (eddy_feed_config.writes): the position its
+ *                       last committed replay page reached (string)
+ *   {ns}:rm:<feed>:ver  ... hash, stream id -> the last version of that stream committed
+ *   {ns}:rm:<feed>:keys ... hash, each key of the model -> "hash" or "set"
+ *   {ns}:rm:<feed>:k:<key>  ... one key of the model, named by its writes
  *   {ns}:retention      the lease of the process running the retention pass (retention.h)
  *   {ns}:pubids:<subject>  with publish_dedup_ms: hash, event id -> the entry id it was first
  *                       published to the subject as ("<entry id> <version>" from an append)
@@ -37,6 +42,8 @@ char *eddy__key_es_all(const char *ns);
 char *eddy__key_es_pos(const char *ns);
 char *eddy__key_es_stream(const char *ns, const char *stream_id);
 char *eddy__key_checkpoint(const char *ns, const char *feed_id);
+/* {ns}:rm:<feed>:<part>: a part of a read model kept in Redis ("pos", "ver", "keys", "k:<key>"). */
+char *eddy__key_model(const char *ns, const char *feed_id, const char *part);
 char *eddy__key_pubids(const char *ns, const char *subject);
 char *eddy__key_pubexp(const char *ns, const char *subject);
 

@@ -91,6 +91,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "eddy/model.h"
 #include "eddy/store.h"
 
 #ifdef __cplusplus
@@ -101,7 +102,8 @@ typedef struct eddy_feed eddy_feed;
 
 /** The read model a feed keeps up to date. Every callback but apply is optional (NULL). */
 typedef struct eddy_projection {
-    /** Applies one event (the user's event, as decode made it). meta is the stored event's
+    /** Applies one event (the user's event, as decode made it); required unless the config
+     * gives writes (a model kept in Redis, eddy/model.h), then NULL. meta is the stored event's
      * metadata during a replay, the caller's for a live event fed with metadata, NULL for one
      * fed without. Return EDDY_OK once applied; any error (with detail in err if useful) means
      * it was not: a replayed event's failure fails the catch-up, a live event's fails only its
@@ -189,6 +191,14 @@ typedef struct eddy_feed_config {
      * msgpack data); NULL: none (a filter without data conditions needs none). Borrowed: its
      * implementation must outlive the feed. */
     const eddy_data_reader *reader;
+    /** Optional (new in 0.4): keeps the read model in Redis, committed with its progress, instead
+     * of calling projection.apply (eddy/model.h): for each event the feed asks this for its
+     * write set and commits it in one function call with the event's stream version, a replay
+     * one call per page with the page's last position, from which the next catch-up resumes.
+     * Needs projection.apply and projection.position NULL (EDDY_ERR_INVALID_SPEC otherwise)
+     * and events with their store metadata; its user is projection.user. The model is named
+     * after the feed id. */
+    eddy_feed_writes_fn writes;
 } eddy_feed_config;
 
 /** Fills every field with its default (no id, no callbacks). Thread: any. */

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "eddy/feed.h"
+#include "eddy/model.h"
 #include "eddy/push.h"
 #include "eddy/store.h"
 #include "util/options.h"
@@ -47,6 +48,8 @@ static const eddy__opt feed_rows[] = {
     F(log_user, POINTER, NULL, 0, 0, 0, 0, "", "NULL", NULL, "The log hook's user pointer"),
     F(reader, POINTER, NULL, 0, 0, 0, 0, "", "none", NULL,
       "Reads the data fields a filter's data conditions name (eddy_msgpack_reader)"),
+    F(writes, CALLBACK, NULL, 0, 0, 0, 0, "", "none (projection.apply)", NULL,
+      "Keeps the read model in Redis: each event's write set, committed with its progress"),
 };
 #undef F
 

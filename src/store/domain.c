@@ -106,6 +106,10 @@ eddy_status eddy__domain_new(const eddy_feed_config *cfg, eddy__domain **out, ed
     if (cfg->filter)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
                           "domain feed: cfg.filter must be unset (the filter comes with register)");
+    if (cfg->writes)
+        return eddy__fail(err, EDDY_ERR_NOT_SUPPORTED,
+                          "domain feed: cfg.writes (a model kept in Redis) is not supported: "
+                          "register projections with apply");
     if (!cfg->decode)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "domain feed: decode is required");
     if (!cfg->event_id)

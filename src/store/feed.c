@@ -115,7 +115,8 @@ struct eddy__feed {
     char *id;
     eddy__feed_mode mode;
     bool keyed, has_marker;
-    bool resumes; /* projection.position: a replay starts where the model is */
+    bool resumes;               /* projection.position: a replay starts where the model is */
+    eddy_feed_writes_fn writes; /* a model kept in Redis (model.h), or NULL */
     eddy_feed_decode_fn decode;
     eddy_feed_free_fn free_event;
     eddy_feed_event_id_fn event_id;
@@ -165,8 +166,13 @@ eddy_status eddy__feed_new(const eddy_feed_config *cfg, eddy__feed_mode mode, bo
     eddy_status st = eddy__store_check_id(cfg->id, "the feed id", err);
     if (st != EDDY_OK)
         return st;
-    if (!cfg->projection.apply)
-        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "feed '%s': projection.apply is required",
+    if (!cfg->projection.apply && !cfg->writes)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "feed '%s': projection.apply (or writes) is required", cfg->id);
+    if (cfg->writes && (cfg->projection.apply || cfg->projection.position))
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                          "feed '%s': writes keeps the model in Redis: projection.apply and "
+                          "projection.position must be NULL",
                           cfg->id);
     if (!cfg->decode)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "feed '%s': decode is required", cfg->id);
@@ -201,7 +207,8 @@ eddy_status eddy__feed_new(const eddy_feed_config *cfg, eddy__feed_mode mode, bo
     pthread_mutex_init(&f->lock, NULL);
     f->mode = mode;
     f->keyed = cfg->projection.keyed_by_metadata;
-    f->resumes = cfg->projection.position != NULL;
+    f->resumes = cfg->projection.position != NULL || cfg->writes != NULL;
+    f->writes = cfg->writes;
     f->has_marker = has_marker;
     f->decode = cfg->decode;
     f->free_event = cfg->free_event;
@@ -246,6 +253,8 @@ void eddy__feed_free(eddy__feed *f) {
 }
 
 const char *eddy__feed_id(const eddy__feed *f) { return f ? f->id : NULL; }
+
+eddy_feed_writes_fn eddy__feed_writes(const eddy__feed *f) { return f->writes; }
 
 bool eddy__feed_keyed_by_metadata(const eddy__feed *f) { return f && f->keyed; }
 

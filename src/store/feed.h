@@ -267,5 +267,11 @@ void eddy__feed_info(eddy__feed *f, eddy_feed_info *out);
 /* Copies the failure into *cause (may be NULL); false when the feed has not failed. */
 bool eddy__feed_failure(eddy__feed *f, eddy_error *cause);
 bool eddy__feed_keyed_by_metadata(const eddy__feed *f);
+/* cfg.writes (a model kept in Redis, model.h), or NULL. With it, the front end applies an event
+ * by gathering its write set and committing it (eddy__model_gather, eddy__model_commit_cmd): a
+ * replay page's together, once the page was read and before eddy__feed_page_done, with page
+ * set; a held or live event alone, before reporting it; and it answers EDDY__STEP_POSITION with
+ * the model's committed position (eddy__model_read_cmd). */
+eddy_feed_writes_fn eddy__feed_writes(const eddy__feed *f);
 
 #endif

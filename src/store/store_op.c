@@ -2,6 +2,8 @@
 /* The store's rules for one operation on a connection: see store_op.h. */
 #include "store/store_op.h"
 
+#include <string.h>
+
 #include "error.h"
 #include "link/library.h"
 #include "store/store.h"
@@ -50,6 +52,37 @@ static bool behind_load(eddy__store_op *op) {
     return true;
 }
 
+/* Puts the load in front of op once the server lost the library: false on OOM. */
+static bool load_again(eddy__store_op *op, const eddy__logger *log) {
+    if (!behind_load(op))
+        return false;
+    eddy__log(log, EDDY_LOG_WARN,
+              "store: the server had lost the '" EDDY__STORE_LIBRARY
+              "' function library (flushed or replaced); loading it again");
+    op->reloaded = true;
+    return true;
+}
+
+eddy_status eddy__store_op_call_result(eddy__store_op *op, redisReply **replies, size_t *at,
+                                       bool *again, const eddy__logger *log, eddy_error *err) {
+    *again = false;
+    *at = 0;
+    if (op->reloaded) {
+        eddy_status st = eddy__library_load_result(&op->cmds, 0, replies, at, err);
+        if (st != EDDY_OK)
+            return st;
+    }
+    const redisReply *r = *at < op->cmds.n ? replies[*at] : NULL;
+    bool lost = r && r->type == REDIS_REPLY_ERROR && r->len >= 22 &&
+                memcmp(r->str, "ERR Function not found", 22) == 0;
+    if (!lost || op->reloaded)
+        return EDDY_OK;
+    if (!load_again(op, log))
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    *again = true;
+    return EDDY_OK;
+}
+
 eddy_status eddy__store_op_append_result(eddy__store_op *op, redisReply **replies,
                                          long long *new_version, bool *again,
                                          const eddy__logger *log, eddy_error *err) {
@@ -63,11 +96,8 @@ eddy_status eddy__store_op_append_result(eddy__store_op *op, redisReply **replie
         st = eddy__store_append_result(&op->cmds, first, replies, new_version, &reload, err);
     if (!reload || op->reloaded)
         return st;
-    if (!behind_load(op))
+    if (!load_again(op, log))
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    eddy__log(log, EDDY_LOG_WARN,
-              "store: the server had lost the '" EDDY__STORE_LIBRARY
-              "' function library (flushed or replaced); loading it again");
-    op->reloaded = *again = true;
+    *again = true;
     return st;
 }

@@ -51,4 +51,11 @@ eddy_status eddy__store_op_append_result(eddy__store_op *op, redisReply **replie
                                          long long *new_version, bool *again,
                                          const eddy__logger *log, eddy_error *err);
 
+/* An idempotent function call's replies (a read model's commit): EDDY_OK with *at the index of
+ * the call's reply (behind a load once reloaded), or the load's failure. *again: the server had
+ * lost the library, and op->cmds now load it in front of the same call: send them again
+ * (once; a second loss is the call's reply, for its reader to fail). */
+eddy_status eddy__store_op_call_result(eddy__store_op *op, redisReply **replies, size_t *at,
+                                       bool *again, const eddy__logger *log, eddy_error *err);
+
 #endif
