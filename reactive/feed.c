@@ -22,9 +22,12 @@
 #include <string.h>
 
 #include "eddy/rfeed.h"
+#include "eddy/rmodel.h"
 #include "error.h"
 #include "rfeed_hooks.h"
 #include "store/feed.h"
+#include "store/model.h"
+#include "store_call.h"
 #include "timing.h"
 
 typedef enum wkind { W_ACCEPT, W_RUN } wkind;
@@ -54,6 +57,10 @@ struct rrun {
     struct rrun *next; /* the feed's live runs */
     qitem rq;          /* queues the run's next step: never allocated */
     qitem *fin;        /* queues done; allocated with the call (NULL when done is) */
+    /* With a model kept in Redis: a read page's outcome, kept while its write sets commit. */
+    eddy_status page_st;
+    long long page_next;
+    eddy_error page_err;
 };
 
 typedef struct racc {
@@ -80,7 +87,10 @@ struct eddy_rfeed {
      * spare a deferred request's run (allocated before the core is polled, kept when none). */
     rrun frec;
     rrun *spare;
-    bool direct; /* complete accepts at once (stop, free) */
+    eddy__model *model; /* cfg.writes: the model kept in Redis, or NULL */
+    eddy_writes page;   /* with a model: the write sets of the replay page being read */
+    struct rcommit *commits; /* live events' commits in flight (the feed lives until they end) */
+    bool direct;        /* complete accepts at once (stop, free) */
     bool closing;
 };
 
@@ -130,8 +140,10 @@ static void post_resume(eddy_rfeed *feed, rrun *r) {
 }
 
 static void destroy_if_done(eddy_rfeed *feed) {
-    if (feed->closing && feed->depth == 0 && feed->runs == 0 && !feed->qhead) {
+    if (feed->closing && feed->depth == 0 && feed->runs == 0 && !feed->commits && !feed->qhead) {
         eddy__feed_free(feed->core);
+        eddy__writes_reset(&feed->page);
+        eddy__model_free(feed->model);
         free(feed->spare);
         free(feed);
     }
@@ -304,6 +316,41 @@ static eddy_status apply(eddy_rfeed *feed, void *event, const eddy_event_meta *m
     return st;
 }
 
+/* With a model kept in Redis: adds the event's write set to w (the user's writes callback). */
+static eddy_status gather(eddy_rfeed *feed, eddy_writes *w, void *event,
+                          const eddy_event_meta *meta, eddy_error *e) {
+    feed->depth++;
+    eddy_status st = eddy__model_gather(feed->model, w, event, meta, e);
+    feed->depth--;
+    return st;
+}
+
+/* A held or live event's commit in flight (a model kept in Redis). */
+typedef struct rcommit {
+    struct rcommit *next; /* the feed's live commits in flight */
+    eddy_rfeed *feed;
+    rrun *r;                 /* a run's held event, or NULL: a live accept's */
+    eddy__feed_entry *entry; /* the live accept's */
+    qitem *q;                /* ... and its completion (NULL once answered by a free) */
+    eddy_rfeed_done_fn done;
+    void *user;
+    eddy_writes w;
+} rcommit;
+
+static rcommit *rcommit_new(eddy_rfeed *feed) {
+    rcommit *c = calloc(1, sizeof(*c));
+    if (c) {
+        c->feed = feed;
+        eddy__writes_init(&c->w, feed->model);
+    }
+    return c;
+}
+
+static void rcommit_free(rcommit *c) {
+    eddy__writes_reset(&c->w);
+    free(c);
+}
+
 static void async_done(rrun *r) {
     eddy_rfeed *feed = r->feed;
     r->in_flight = false;
@@ -348,15 +395,81 @@ static eddy_status page_event(const eddy_event *ev, const eddy_event_meta *meta,
         break;
     }
     eddy_error e = {0};
-    eddy_status st = apply(feed, step.event, step.meta, &e);
+    eddy_status st = feed->model ? gather(feed, &feed->page, step.event, step.meta, &e)
+                                 : apply(feed, step.event, step.meta, &e);
     st = eddy__feed_replay_applied(feed->core, r->run, st, &e);
     return st;
 }
 
+static void on_page_committed(eddy_status st, const eddy_error *err, void *user) {
+    rrun *r = user;
+    if (st != EDDY_OK && r->page_st == EDDY_OK) {
+        r->page_st = st;
+        r->page_err = *err;
+    }
+    eddy__feed_page_done(r->feed->core, r->run, r->page_st, r->page_next,
+                         r->page_st == EDDY_OK ? NULL : &r->page_err);
+    async_done(r);
+}
+
 static void on_page(eddy_status st, long long next, const eddy_error *err, void *user) {
     rrun *r = user;
-    eddy__feed_page_done(r->feed->core, r->run, st, next, err);
+    eddy_rfeed *feed = r->feed;
+    if (feed->model && feed->page.events > 0) {
+        /* What the page applied commits with its position before the page is reported, even
+         * when the read stopped midway (a stop, an entry that does not decode). */
+        r->page_st = st;
+        r->page_next = next;
+        if (st != EDDY_OK && err)
+            r->page_err = *err;
+        eddy_error ce = {0};
+        eddy_status cst = eddy__rmodel_commit(feed->store, feed->model, &feed->page, true,
+                                              on_page_committed, r, &ce);
+        if (cst == EDDY_OK)
+            return;
+        if (st == EDDY_OK) {
+            st = cst;
+            err = &ce;
+        }
+    }
+    eddy__feed_page_done(feed->core, r->run, st, next, err);
     async_done(r);
+}
+
+static void on_position(eddy_status st, long long position, const eddy_error *err, void *user) {
+    rrun *r = user;
+    eddy__feed_position_read(r->feed->core, r->run, st, position, err);
+    async_done(r);
+}
+
+static void on_held_committed(eddy_status st, const eddy_error *err, void *user) {
+    rcommit *c = user;
+    rrun *r = c->r;
+    rcommit_free(c);
+    on_step_done(st, err, r);
+}
+
+/* A held event with a model kept in Redis: its write set, committed. True when the commit is
+ * on its way (on_held_committed reports it); false with *st the outcome otherwise. */
+static bool commit_held(rrun *r, void *event, const eddy_event_meta *meta, eddy_status *st,
+                        eddy_error *e) {
+    eddy_rfeed *feed = r->feed;
+    rcommit *c = rcommit_new(feed);
+    if (!c) {
+        *st = eddy__fail(e, EDDY_ERR_NOMEM, "out of memory");
+        return false;
+    }
+    c->r = r;
+    *st = gather(feed, &c->w, event, meta, e);
+    if (*st == EDDY_OK) {
+        r->in_flight = true;
+        *st = eddy__rmodel_commit(feed->store, feed->model, &c->w, false, on_held_committed, c, e);
+        if (*st == EDDY_OK)
+            return true;
+        r->in_flight = false;
+    }
+    rcommit_free(c);
+    return false;
 }
 
 static void delete_marker(rrun *r) {
@@ -435,6 +548,15 @@ static void drive(rrun *r) {
             eddy__feed_step_done(core, r->run, st, &e, &out);
             break;
         case EDDY__STEP_POSITION: {
+            if (feed->model) {
+                r->in_flight = true;
+                st = eddy_rstore_model_position(feed->store, id, on_position, r, &e);
+                if (st == EDDY_OK)
+                    return;
+                r->in_flight = false;
+                eddy__feed_position_read(core, r->run, st, 0, &e);
+                break;
+            }
             long long at = 0;
             feed->depth++;
             st = feed->proj.position(&at, &e, feed->proj.user);
@@ -463,6 +585,8 @@ static void drive(rrun *r) {
             eddy__feed_head_read(core, r->run, st, 0, &e);
             break;
         case EDDY__STEP_READ_PAGE:
+            if (feed->model)
+                eddy__writes_clear(&feed->page);
             r->in_flight = true;
             /* No filter here: the core matches each stored event (eddy__feed_page_event). */
             st = eddy_rstore_read_page(feed->store, step.position, step.max, NULL, page_event,
@@ -473,7 +597,12 @@ static void drive(rrun *r) {
             eddy__feed_page_done(core, r->run, st, step.position, &e);
             break;
         case EDDY__STEP_APPLY:
-            st = apply(feed, step.event, step.meta, &e);
+            if (feed->model) {
+                if (commit_held(r, step.event, step.meta, &st, &e))
+                    return;
+            } else {
+                st = apply(feed, step.event, step.meta, &e);
+            }
             eddy__feed_step_done(core, r->run, st, &e, &out);
             break;
         case EDDY__STEP_SAVE_MARKER:
@@ -545,11 +674,11 @@ eddy_status eddy_rfeed_new(struct ev_loop *loop, eddy_rstore *store, const eddy_
     if (!feed)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     eddy_status st = eddy__feed_new(cfg, EDDY__FEED_REACTIVE, ckpt != NULL, &feed->core, err);
-    if (st == EDDY_OK && eddy__feed_writes(feed->core)) {
+    eddy_feed_writes_fn writes = st == EDDY_OK ? eddy__feed_writes(feed->core) : NULL;
+    if (writes && !(feed->model = eddy__model_new(eddy__rstore_ns(store), cfg->id, writes,
+                                                  cfg->projection.user))) {
         eddy__feed_free(feed->core);
-        st = eddy__fail(err, EDDY_ERR_NOT_SUPPORTED,
-                        "feed '%s': writes (a model kept in Redis) is not on the reactive feed yet",
-                        cfg->id);
+        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     }
     if (st != EDDY_OK) {
         free(feed);
@@ -558,6 +687,7 @@ eddy_status eddy_rfeed_new(struct ev_loop *loop, eddy_rstore *store, const eddy_
     feed->loop = loop;
     feed->store = store;
     feed->proj = cfg->projection;
+    eddy__writes_init(&feed->page, feed->model);
     if (ckpt) {
         feed->ckpt = *ckpt;
         feed->has_ckpt = true;
@@ -573,6 +703,14 @@ eddy_status eddy_rfeed_new(struct ev_loop *loop, eddy_rstore *store, const eddy_
 static void close_runs(eddy_rfeed *feed) {
     eddy_error e = {0};
     eddy__fail(&e, EDDY_ERR_CLOSED, "feed '%s' is freed", eddy__feed_id(feed->core));
+    /* A live commit in flight may still land: answered as not applied, the listener's delivery
+     * comes again, and its version then says it is in. */
+    for (rcommit *c = feed->commits; c; c = c->next)
+        if (c->q) {
+            qitem *q = c->q;
+            c->q = NULL;
+            post_done(feed, q, c->done, c->user, EDDY_ERR_CLOSED, &e);
+        }
     for (rrun *r = feed->rlist; r; r = r->next)
         if (r->done) {
             eddy_rfeed_done_fn done = r->done;
@@ -668,6 +806,56 @@ void eddy_rfeed_stop_catch_up(eddy_rfeed *feed) {
     destroy_if_done(feed);
 }
 
+static void on_live_committed(eddy_status st, const eddy_error *err, void *user) {
+    rcommit *c = user;
+    eddy_rfeed *feed = c->feed;
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    eddy_error e = {0};
+    st = eddy__feed_live_done(feed->core, c->entry, st, err, &out, &e);
+    flush(feed, &out);
+    if (c->q)
+        post_done(feed, c->q, c->done, c->user, st, &e);
+    for (rcommit **pp = &feed->commits; *pp; pp = &(*pp)->next)
+        if (*pp == c) {
+            *pp = c->next;
+            break;
+        }
+    rcommit_free(c);
+    if (feed->depth == 0)
+        poll_deferred(feed);
+    destroy_if_done(feed);
+}
+
+/* A live event with a model kept in Redis: its write set, committed; on_live_committed answers
+ * the accept, or this does when the commit cannot be sent. */
+static void commit_live(eddy_rfeed *feed, eddy__feed_entry *entry, void *event,
+                        const eddy_event_meta *meta, qitem *q, eddy_rfeed_done_fn done,
+                        void *user) {
+    eddy_error e = {0};
+    eddy_status st;
+    rcommit *c = rcommit_new(feed);
+    if (!c) {
+        st = eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory");
+    } else {
+        *c = (rcommit){NULL, feed, NULL, entry, q, done, user, c->w};
+        st = gather(feed, &c->w, event, meta, &e);
+        if (st == EDDY_OK && (st = eddy__rmodel_commit(feed->store, feed->model, &c->w, false,
+                                                       on_live_committed, c, &e)) == EDDY_OK) {
+            c->next = feed->commits;
+            feed->commits = c;
+            return;
+        }
+        rcommit_free(c);
+    }
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    eddy_error ferr = {0};
+    st = eddy__feed_live_done(feed->core, entry, st, &e, &out, &ferr);
+    flush(feed, &out);
+    post_done(feed, q, done, user, st, &ferr);
+}
+
 static eddy_status rf_accept(eddy_rfeed *feed, const eddy_event_meta *meta, void *event, bool defer,
                              eddy_rfeed_done_fn done, void *user) {
     if (!feed || !event || !done)
@@ -700,7 +888,10 @@ static eddy_status rf_accept(eddy_rfeed *feed, const eddy_event_meta *meta, void
     flush(feed, &out);
     if (kind != EDDY__ACCEPT_HELD) {
         free(a); /* answered here: the core will not complete it */
-        if (kind == EDDY__ACCEPT_APPLY) {
+        if (kind == EDDY__ACCEPT_APPLY && feed->model) {
+            commit_live(feed, entry, event, meta, q, done, user);
+            goto out; /* answered there, or by on_live_committed */
+        } else if (kind == EDDY__ACCEPT_APPLY) {
             eddy_error aerr = {0};
             eddy_status ast = apply(feed, event, meta, &aerr);
             eddy__feed_out_init(&out);
@@ -711,6 +902,7 @@ static eddy_status rf_accept(eddy_rfeed *feed, const eddy_event_meta *meta, void
         }
         post_done(feed, q, done, user, st, &err);
     }
+out:
     if (feed->depth == 0)
         poll_deferred(feed);
     return EDDY_OK;

@@ -30,6 +30,7 @@
 #include "log.h"
 #include "store/store.h"
 #include "store/store_op.h"
+#include "store_call.h"
 #include "timing.h"
 
 typedef enum rop_kind {
@@ -38,7 +39,8 @@ typedef enum rop_kind {
     OP_READ_ALL,
     OP_READ_STREAM,
     OP_HEAD,
-    OP_CKPT
+    OP_CKPT,
+    OP_CALL /* eddy__rstore_call: one idempotent command, its reply handed over */
 } rop_kind;
 
 typedef struct rop {
@@ -62,6 +64,7 @@ typedef struct rop {
     eddy_rstore_exists_fn on_exists;
     eddy_rstore_checkpoint_read_fn on_read;
     eddy_rstore_done_fn on_done;
+    eddy__rstore_reply_fn on_call;
     void *user;
 } rop;
 
@@ -143,6 +146,10 @@ static void rop_fail(rop *p, eddy_status st, const eddy_error *err) {
     case OP_HEAD:
         if (p->on_head)
             p->on_head(st, 0, err, p->user);
+        break;
+    case OP_CALL:
+        if (p->on_call)
+            p->on_call(st, NULL, err, p->user);
         break;
     case OP_CKPT:
         if (p->ckop == EDDY__CKPT_EXISTS && p->on_exists)
@@ -335,6 +342,22 @@ static const eddy_error *detail(eddy_status st, eddy_error *e) {
     return e;
 }
 
+/* The server had lost the library: p's commands, now behind a load, go once more (true), unless
+ * the store is closing (false, *st the closing's). */
+static bool send_again(eddy_rstore *s, rop *p, eddy_status *st, eddy_error *e) {
+    if (s->closing) {
+        *st = eddy__fail(e, EDDY_ERR_CLOSED, "the store was closed");
+        return false;
+    }
+    p->sent = false;
+    p->last = 0;
+    p->replies[p->got] = NULL; /* the last reply is the connection's: not ours */
+    rop_clear_replies(p);
+    enqueue(s, p);
+    pump(s);
+    return true;
+}
+
 /* Interprets p's replies and runs its callback; false when p was queued again
  * instead. */
 static bool finish(eddy_rstore *s, rop *p) {
@@ -353,17 +376,8 @@ static bool finish(eddy_rstore *s, rop *p) {
         long long v = 0;
         bool again = false;
         st = eddy__store_op_append_result(&p->op, p->replies, &v, &again, &s->s.log, &e);
-        if (again && !s->closing) { /* a load in front of the same append, once */
-            p->sent = false;
-            p->last = 0;
-            p->replies[p->got] = NULL; /* the last reply is the connection's: not ours */
-            rop_clear_replies(p);
-            enqueue(s, p);
-            pump(s);
+        if (again && send_again(s, p, &st, &e))
             return false;
-        }
-        if (again)
-            st = eddy__fail(&e, EDDY_ERR_CLOSED, "the store was closed");
         if (p->on_append)
             p->on_append(st, st == EDDY_OK ? v : 0, detail(st, &e), p->user);
         return true;
@@ -396,6 +410,16 @@ static bool finish(eddy_rstore *s, rop *p) {
         st = eddy__store_head_result(p->replies[0], &pos, &e);
         if (p->on_head)
             p->on_head(st, st == EDDY_OK ? pos : 0, detail(st, &e), p->user);
+        return true;
+    }
+    case OP_CALL: {
+        size_t at = 0;
+        bool again = false;
+        st = eddy__store_op_call_result(&p->op, p->replies, &at, &again, &s->s.log, &e);
+        if (again && send_again(s, p, &st, &e))
+            return false;
+        if (p->on_call)
+            p->on_call(st, st == EDDY_OK ? p->replies[at] : NULL, detail(st, &e), p->user);
         return true;
     }
     case OP_CKPT:
@@ -721,3 +745,22 @@ eddy_status eddy_rstore_checkpoint_remove(eddy_rstore *store, const char *feed_i
     p->on_done = done;
     return ckpt_submit(store, EDDY__CKPT_REMOVE, feed_id, NULL, p, err);
 }
+
+/* ---- calls for the front end's other files (store_call.h)
+ * --------------------------------------------------------- */
+
+eddy_status eddy__rstore_call(eddy_rstore *store, eddy__cmdlist *cmds, eddy__rstore_reply_fn fn,
+                              void *user, eddy_error *err) {
+    eddy_status st = check_store(store, fn != NULL, err);
+    if (st != EDDY_OK)
+        return st;
+    rop *p = rop_new(OP_CALL, user);
+    if (!p)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    p->op.cmds = *cmds;
+    eddy__cmdlist_init(cmds);
+    p->on_call = fn;
+    return submit(store, p, err);
+}
+
+const char *eddy__rstore_ns(const eddy_rstore *store) { return store->s.ns; }

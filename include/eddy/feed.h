@@ -91,8 +91,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "eddy/model.h"
 #include "eddy/store.h"
+#include "eddy/writes.h"
 
 #ifdef __cplusplus
 extern "C" {

@@ -32,7 +32,11 @@
  * storage, key "{ns}:ckpt:F"), or not at all when that is NULL.
  *
  * Projection: its callbacks run on the loop; apply must return a final status (EDDY_PENDING
- * counts as a failure, as on the blocking feed).
+ * counts as a failure, as on the blocking feed). With cfg.writes (a model kept in Redis,
+ * eddy/model.h) each write set is committed on the rstore's connection: a replayed page's
+ * before the next page is read, a held or live event's before its completion runs. Freed
+ * while a live event's commit is in flight, the feed completes it with EDDY_ERR_CLOSED at
+ * once (the commit may still land: the event's version then makes its redelivery a no-op).
  *
  * Callbacks: every completion runs exactly once, on the loop's thread, never inside the call
  * that asked for it, except: eddy_rfeed_stop_catch_up completes the events it refuses before it

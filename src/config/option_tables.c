@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "eddy/feed.h"
-#include "eddy/model.h"
+#include "eddy/writes.h"
 #include "eddy/push.h"
 #include "eddy/store.h"
 #include "util/options.h"

@@ -19,7 +19,7 @@
 #include <hiredis/hiredis.h>
 #include <stdbool.h>
 
-#include "eddy/model.h"
+#include "eddy/writes.h"
 #include "util/cmd.h"
 #include "util/cmdlist.h"
 

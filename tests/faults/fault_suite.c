@@ -28,6 +28,7 @@ static const scenario scenarios[] = {
     {"responder_killed", fx_responder_killed},
     {"feed_killed",      fx_feed_killed},
     {"feed_resumed",     fx_feed_resumed},
+    {"feed_model",       fx_feed_model},
     {"redis_stopped",    fx_redis_stopped},
     {"auth_changed",     fx_auth_changed},
     {"tls_restart",      fx_tls_restart},

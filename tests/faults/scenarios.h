@@ -14,6 +14,7 @@ void fx_aof_restart(const driver *dr);
 void fx_responder_killed(const driver *dr);
 void fx_feed_killed(const driver *dr);
 void fx_feed_resumed(const driver *dr);
+void fx_feed_model(const driver *dr);
 void fx_redis_stopped(const driver *dr);
 void fx_auth_changed(const driver *dr);
 void fx_tls_restart(const driver *dr);

@@ -13,7 +13,12 @@
  * in one HSET (its streams and, during a replay, the position it reached: a replay applies in
  * position order) to {ns}:faults:model, loaded when the listener starts, and its position given
  * to the feed (projection.position, printed as "resumed <position>"): a killed listener's
- * successor replays only what came after the last event its model saved. */
+ * successor replays only what came after the last event its model saved.
+ * With "model" instead the read model is eddy's own (eddy_feed_config.writes, eddy/model.h): per
+ * stream "o<k>" the count of events, the sum of their values and the last version, in the
+ * hashes count, sum and last of the model, each event's write set committed with its progress;
+ * the listener keeps nothing itself and says "resumed <position>" with the model's position
+ * when it starts. The suite reads the model back from Redis. */
 #include <ev.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -25,6 +30,7 @@
 
 #include "eddy/blocking.h"
 #include "eddy/feed.h"
+#include "eddy/model.h"
 #include "eddy/reactive.h"
 #include "eddy/rfeed.h"
 #include "eddy/rstore.h"
@@ -39,7 +45,8 @@ typedef struct model {
     uint64_t fold[FX_FEED_STREAMS];
     unsigned long applied, dup, gap, replayed;
     bool replaying;
-    long long position; /* resume: the replay position the model saved */
+    long long position; /* resume: the replay position the model saved; model: eddy's model's */
+    bool kept;          /* model: said as "resumed <position>" after "ready" */
     redisContext *keep; /* resume: where the model is kept (NULL: memory only) */
     char key[96];
 } model;
@@ -178,6 +185,27 @@ static eddy_status f_completed(eddy_error *err, void *user) {
     return set_replaying(false);
 }
 
+/* model: one event's write set (the model is eddy's, kept in Redis). */
+static eddy_status f_writes(void *event, const eddy_event_meta *meta, eddy_writes *w,
+                            eddy_error *err, void *user) {
+    (void)user;
+    const fevent *e = event;
+    const char *s = meta->stream_id;
+    size_t n = strlen(s);
+    char version[24];
+    int vlen = snprintf(version, sizeof(version), "%lld", meta->version);
+    eddy_status st = eddy_writes_hincr(w, "count", s, n, 1, err);
+    if (st == EDDY_OK)
+        st = eddy_writes_hincr(w, "sum", s, n, e->value, err);
+    if (st == EDDY_OK)
+        st = eddy_writes_hset(w, "last", s, n, version, (size_t)vlen, err);
+    pthread_mutex_lock(&m.lock);
+    if (st == EDDY_OK && m.replaying && ++m.replayed % 1000 == 0)
+        fw_say("replay %lu", m.replayed);
+    pthread_mutex_unlock(&m.lock);
+    return st;
+}
+
 static int dump(const char *path, const eddy_feed_info *info) {
     FILE *f = fopen(path, "w");
     if (!f)
@@ -191,12 +219,15 @@ static int dump(const char *path, const eddy_feed_info *info) {
     return fclose(f) == 0 ? 0 : 1;
 }
 
-static void config(eddy_feed_config *cfg, long dedup, bool resume) {
+static void config(eddy_feed_config *cfg, long dedup, bool resume, bool kept) {
     eddy_feed_config_init(cfg);
     if (resume)
         cfg->projection.position = f_position;
     cfg->id = "faults-feed";
-    cfg->projection.apply = f_apply;
+    if (kept)
+        cfg->writes = f_writes;
+    else
+        cfg->projection.apply = f_apply;
     cfg->projection.replay_started = f_started;
     cfg->projection.replay_completed = f_completed;
     cfg->projection.keyed_by_metadata = true;
@@ -230,11 +261,19 @@ static int run_blocking(char **a, const eddy_settings *s, const eddy_feed_config
         return fail("store", &err);
     if (eddy_feed_new(store, cfg, &feed, &err) != EDDY_OK)
         return fail("feed", &err);
+    if (cfg->writes) {
+        long long at = -1;
+        if (eddy_store_model_position(store, cfg->id, &at, &err) != EDDY_OK)
+            return fail("model position", &err);
+        m.position = at;
+    }
     eddy_subscription_spec sp;
     spec(&sp, a, eddy_feed_handler, feed);
     if (eddy_bus_new(s, &sp, 1, &bus, &err) != EDDY_OK || eddy_bus_start(bus, &err) != EDDY_OK)
         return fail("bus", &err);
     fw_say("ready");
+    if (m.kept)
+        fw_say("resumed %lld", m.position);
     if (eddy_feed_catch_up(feed, NULL, &err) != EDDY_OK)
         return fail("catch-up", &err);
     fw_say("live");
@@ -280,6 +319,8 @@ static void on_ready(eddy_status st, const eddy_error *err, void *user) {
         return;
     }
     fw_say("ready");
+    if (m.kept)
+        fw_say("resumed %lld", m.position);
 }
 
 static void on_poll(struct ev_loop *loop, ev_timer *t, int revents) {
@@ -294,6 +335,22 @@ static void on_poll(struct ev_loop *loop, ev_timer *t, int revents) {
     ev_break(loop, EVBREAK_ALL);
 }
 
+/* model: the position the model kept (read with a blocking store before the loop runs). */
+static bool say_position(const eddy_settings *s, const char *id) {
+    eddy_error err = {0};
+    eddy_store *store = NULL;
+    long long at = -1;
+    if (eddy_store_open(s, &store, &err) != EDDY_OK ||
+        eddy_store_model_position(store, id, &at, &err) != EDDY_OK) {
+        fail("model position", &err);
+        eddy_store_close(store);
+        return false;
+    }
+    eddy_store_close(store);
+    m.position = at;
+    return true;
+}
+
 static int run_reactive(char **a, const eddy_settings *s, const eddy_feed_config *cfg) {
     rworker w = {.loop = ev_loop_new(EVFLAG_AUTO), .path = a[6]};
     eddy_error err = {0};
@@ -302,6 +359,8 @@ static int run_reactive(char **a, const eddy_settings *s, const eddy_feed_config
         return fail("store", &err);
     if (eddy_rfeed_new(w.loop, store, cfg, NULL, &w.feed, &err) != EDDY_OK)
         return fail("feed", &err);
+    if (cfg->writes && !say_position(s, cfg->id))
+        return 1;
     eddy_subscription_spec sp;
     spec(&sp, a, eddy_rfeed_handler, w.feed);
     if (eddy_rbus_new(w.loop, s, &sp, 1, &w.bus, &err) != EDDY_OK ||
@@ -328,11 +387,13 @@ int fw_feed(bool reactive, char **a) {
      * order, which this model would count as gaps and double applies). */
     s.workers = 1;
     bool resume = a[7] && strcmp(a[7], "resume") == 0;
+    bool kept = a[7] && strcmp(a[7], "model") == 0;
+    m.kept = kept;
     if (resume && !load_model(a[1], a[2])) {
         fprintf(stderr, "feed worker: the kept model could not be loaded\n");
         return 1;
     }
     eddy_feed_config cfg;
-    config(&cfg, atol(a[5]), resume);
+    config(&cfg, atol(a[5]), resume, kept);
     return reactive ? run_reactive(a, &s, &cfg) : run_blocking(a, &s, &cfg);
 }

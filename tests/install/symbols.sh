@@ -11,7 +11,7 @@
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
 build=${1:?usage: $0 BUILD_DIR}
-reactive_only="reactive.h rfeed.h rstore.h rdomain.h rpush.h rdeprecated.h"
+reactive_only="reactive.h rfeed.h rstore.h rdomain.h rpush.h rdeprecated.h rmodel.h"
 declared() { # the names declared EDDY_EXPORT in the given headers
     grep -h 'EDDY_EXPORT' "$@" | grep -v '#define' | sed -E 's/^.*[ *]([a-z_0-9]+)\(.*$/\1/' |
         sort -u

@@ -17,9 +17,9 @@ Usage: check-twins.py INCLUDE_DIR TWINS_MD
 import re
 import sys
 
-BLOCKING = ["blocking.h", "store.h", "feed.h", "push.h", "domain.h", "dlq.h", "admin.h"]
-REACTIVE = ["reactive.h", "rstore.h", "rfeed.h", "rpush.h", "rdomain.h"]
-SHARED = ["bus.h", "event.h", "filter.h", "status.h", "value.h", "version.h"]
+BLOCKING = ["blocking.h", "store.h", "feed.h", "push.h", "domain.h", "dlq.h", "admin.h", "model.h"]
+REACTIVE = ["reactive.h", "rstore.h", "rfeed.h", "rpush.h", "rdomain.h", "rmodel.h"]
+SHARED = ["bus.h", "event.h", "filter.h", "status.h", "value.h", "version.h", "writes.h"]
 
 # Object types of the blocking side and their reactive twins, for comparing arguments.
 TYPE_TWINS = {
