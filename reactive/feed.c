@@ -87,10 +87,10 @@ struct eddy_rfeed {
      * spare a deferred request's run (allocated before the core is polled, kept when none). */
     rrun frec;
     rrun *spare;
-    eddy__model *model; /* cfg.writes: the model kept in Redis, or NULL */
-    eddy_writes page;   /* with a model: the write sets of the replay page being read */
+    eddy__model *model;      /* cfg.writes: the model kept in Redis, or NULL */
+    eddy_writes page;        /* with a model: the write sets of the replay page being read */
     struct rcommit *commits; /* live events' commits in flight (the feed lives until they end) */
-    bool direct;        /* complete accepts at once (stop, free) */
+    bool direct;             /* complete accepts at once (stop, free) */
     bool closing;
 };
 

@@ -8,9 +8,9 @@
 #include <string.h>
 
 #include "eddy/feed.h"
-#include "eddy/writes.h"
 #include "eddy/push.h"
 #include "eddy/store.h"
+#include "eddy/writes.h"
 #include "util/options.h"
 
 #define ROW(T, f, type, dstr, def, min, max, flags, unit, ddoc, choices, doc)                      \
