@@ -24,6 +24,7 @@
 #include "driver.h"
 #include "eddy/blocking.h"
 #include "eddy/feed.h"
+#include "eddy/model.h"
 #include "eddy/store.h"
 #include "eddy_test.h"
 #include "link/cluster.h"
@@ -318,6 +319,49 @@ static void catch_up_twice(eddy_store *store, int events) {
     }
 }
 
+/* A read model kept in Redis (eddy_feed_config.writes): each event counted per stream. */
+static eddy_status m_writes(void *ev, const eddy_event_meta *meta, eddy_writes *w, eddy_error *err,
+                            void *user) {
+    (void)ev, (void)user;
+    return eddy_writes_hincr(w, "count", meta->stream_id, strlen(meta->stream_id), 1, err);
+}
+
+static eddy_status sum_counts(const char *name, size_t nlen, const char *value, size_t vlen,
+                              void *user) {
+    (void)name, (void)nlen, (void)vlen;
+    *(long long *)user += atoll(value);
+    return EDDY_OK;
+}
+
+/* Catches a feed with a model in Redis up, twice (no checkpoint): the first commits every event
+ * (`events` in all, counted in the namespace's slot), the second resumes after them and changes
+ * nothing. */
+static void model_twice(eddy_store *store, long long events) {
+    for (int round = 0; round < 2; round++) {
+        eddy_feed_config cfg;
+        eddy_feed_config_init(&cfg);
+        cfg.id = "cl-model";
+        cfg.writes = m_writes;
+        cfg.decode = f_decode;
+        cfg.free_event = f_free;
+        cfg.event_id = f_id;
+        eddy_feed *feed = NULL;
+        eddy_error err = {0};
+        cr_assert_eq(eddy_feed_new(store, &cfg, &feed, &err), EDDY_OK, "%s", err.detail);
+        cr_expect_eq(eddy_feed_catch_up(feed, NULL, &err), EDDY_OK, "%s", err.detail);
+        eddy_feed_info i;
+        eddy_feed_stats(feed, &i);
+        cr_expect_eq((long long)i.replayed, round == 0 ? events : 0, "round %d", round);
+        eddy_feed_free(feed);
+        long long counted = 0, pos = 0;
+        cr_expect_eq(eddy_store_model_hash(store, "cl-model", "count", sum_counts, &counted, &err),
+                     EDDY_OK, "%s", err.detail);
+        cr_expect_eq(counted, events, "round %d: the model counts each event once", round);
+        cr_expect_eq(eddy_store_model_position(store, "cl-model", &pos, &err), EDDY_OK);
+        cr_expect_eq(pos, events);
+    }
+}
+
 /* The store's publishes (m-<first>..) are consumed. */
 static bool three_consumed(seen *s, int first) {
     bool want[FLOW_MAX] = {0};
@@ -349,6 +393,7 @@ static void three_namespaces(const driver *d) {
             eddy_store *store = store_open(c.url, ns[k]);
             append_three(store, "order-1", 10000);
             catch_up_twice(store, 3);
+            model_twice(store, 3);
             eddy_store_close(store);
             cr_expect(three_consumed(s[k], 10000), "the store's publishes are consumed");
         }
@@ -487,6 +532,8 @@ static void failover_and_migration(const driver *d) {
     /* The store follows the slot to a master that never had the function library loaded. */
     append_three(store, "order-2", 10003);
     catch_up_twice(store, 6);
+    /* The model's commit is a function call too, on a master that had to load the library. */
+    model_twice(store, 6);
     eddy_store_close(store);
     cr_expect(three_consumed(s, 10000) && three_consumed(s, 10003),
               "the store's publishes are consumed");

@@ -492,3 +492,26 @@ ParameterizedTest(combo *p, model, a_freed_feed_answers_a_live_commit_in_flight_
     cr_expect_str_eq(set_of(&c, "ids"), "e1,e2,e3");
     teardown(&c);
 }
+
+MTEST(a_server_that_lost_the_library_gets_it_again_in_front_of_the_commit) {
+    ctx c;
+    setup(&c, p, "model-flush");
+    append_n(&c, 1, 2);
+    new_feed(&c);
+    eddy_error err = {0};
+    cr_assert_eq(fd->catch_up(c.feed, &err), EDDY_OK, "%s", err.detail);
+    /* Functions are kept in memory only: a restarted or flushed server has none. */
+    freeReplyObject(raw_cmd(c.url, 2, (const char *[]){"FUNCTION", "FLUSH"}));
+    append_n(&c, 3, 4);
+    new_feed(&c);
+    cr_assert_eq(fd->catch_up(c.feed, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(info(&c).replayed, 2);
+    cr_expect_str_eq(hash_of(&c, "counts"), "order-1=2,order-2=2");
+    freeReplyObject(raw_cmd(c.url, 2, (const char *[]){"FUNCTION", "FLUSH"}));
+    append_n(&c, 5, 5);
+    uev e5 = {"e5"};
+    eddy_event_meta meta = {"order-1", 3, 5};
+    cr_expect_eq(fd->accept_meta(c.feed, &meta, &e5, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_str_eq(hash_of(&c, "counts"), "order-1=3,order-2=2");
+    teardown(&c);
+}
