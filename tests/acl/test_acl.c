@@ -4,7 +4,8 @@
  * main flows as that user on the blocking front end: publish and consume (competing and
  * fanout, redelivery, dead-lettering, pause), request/reply, the dead-letter API, the event
  * store (append with publish, reads, head), a catch-up feed with its marker, fed live by a
- * subscription, and the retention pass. Many of eddy's steps retry rather than fail when the
+ * subscription, a feed whose read model is kept in Redis (every kind of write, its reads), and
+ * the retention pass. Many of eddy's steps retry rather than fail when the
  * server refuses them, so besides the flows' own results every NOPERM that reaches the log
  * hook fails the test: a permission missing from the document cannot go unnoticed. */
 #include <criterion/criterion.h>
@@ -19,6 +20,7 @@
 #include "eddy/blocking.h"
 #include "eddy/dlq.h"
 #include "eddy/feed.h"
+#include "eddy/model.h"
 #include "eddy/store.h"
 #include "eddy_test.h"
 #include "redis_server.h"
@@ -275,6 +277,33 @@ static eddy_status count_letter(const eddy_dead_letter *dl, void *user) {
     return EDDY_OK;
 }
 
+/* A read model kept in Redis: every kind of write, so the function's commands all run. */
+static eddy_status model_writes(void *ev, const eddy_event_meta *meta, eddy_writes *w,
+                                eddy_error *err, void *user) {
+    (void)ev, (void)user;
+    const char *id = meta->stream_id;
+    size_t n = strlen(id);
+    eddy_status st = eddy_writes_hincr(w, "count", id, n, 1, err);
+    if (st == EDDY_OK)
+        st = eddy_writes_hset(w, "last", id, n, "x", 1, err);
+    if (st == EDDY_OK)
+        st = eddy_writes_sadd(w, "seen", id, n, err);
+    if (st == EDDY_OK)
+        st = eddy_writes_srem(w, "gone", id, n, err);
+    if (st == EDDY_OK)
+        st = eddy_writes_hdel(w, "last", "none", 4, err);
+    if (st == EDDY_OK)
+        st = eddy_writes_del(w, "scratch", err);
+    return st;
+}
+
+static eddy_status count_item(const char *name, size_t nlen, const char *value, size_t vlen,
+                              void *user) {
+    (void)name, (void)nlen, (void)value, (void)vlen;
+    (*(int *)user)++;
+    return EDDY_OK;
+}
+
 static eddy_status count_stored(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
     (*(int *)user)++;
     return EDDY_OK;
@@ -452,6 +481,33 @@ Test(acl, main_flows_run_with_the_documented_rules) {
     eddy_feed_stats(again, &info);
     cr_assert_eq(info.last, EDDY_FEED_SKIPPED);
     eddy_feed_free(again);
+
+    /* A read model kept in Redis: its commit (one function call) and its reads. */
+    eddy_feed_config mcfg;
+    eddy_feed_config_init(&mcfg);
+    mcfg.id = "acl-model";
+    mcfg.writes = model_writes;
+    mcfg.decode = decode;
+    mcfg.free_event = free_event;
+    mcfg.event_id = event_id;
+    mcfg.log = log_hook;
+    mcfg.log_user = "model";
+    eddy_feed *model;
+    cr_assert_eq(eddy_feed_new(store, &mcfg, &model, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(eddy_feed_catch_up(model, NULL, &err), EDDY_OK, "%s", err.detail);
+    eddy_feed_free(model);
+    int items = 0;
+    long long mpos = 0;
+    cr_assert_eq(eddy_store_model_hash(store, "acl-model", "count", count_item, &items, &err),
+                 EDDY_OK, "%s", err.detail);
+    cr_assert_eq(eddy_store_model_set(store, "acl-model", "seen", count_item, &items, &err),
+                 EDDY_OK, "%s", err.detail);
+    cr_assert_eq(eddy_store_model_keys(store, "acl-model", count_item, &items, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_assert_eq(eddy_store_model_position(store, "acl-model", &mpos, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_assert_eq(items, 1 + 1 + 3, "count, seen, and the keys count, last and seen");
+    cr_assert_eq(mpos, 3);
 
     /* A bus that joins the group and stops leaves a consumer of no live bus behind. */
     eddy_settings gone_s = s;
