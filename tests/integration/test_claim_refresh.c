@@ -4,7 +4,8 @@
  * still being worked on (eddy_delivery_in_progress, or settings.claim_refresh), the other
  * consumer's claim rounds leave it: it is delivered once. Told nothing, it is claimed and
  * delivered again; and once the telling stops (as when a process dies), it is too. Every
- * front end and backend. No timing is asserted: a redelivery is waited for, and "delivered
+ * front end and backend, and a Redis Cluster namespace (a cluster of the test's own) for the
+ * told modes and the untold one. No timing is asserted: a redelivery is waited for, and "delivered
  * once" is what the stats say after the holder finished. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
@@ -17,6 +18,7 @@
 #include "driver.h"
 #include "eddy_test.h"
 #include "recorder.h"
+#include "redis_cluster.h"
 
 /* Redelivery after 1.5 s idle; a refresh every 0.5 s leaves 1 s of slack for a loaded machine. */
 #define IDLE_MS 1500
@@ -26,7 +28,7 @@ typedef enum mode { TELL_NOTHING, TELL_BY_HAND, TELL_AUTOMATICALLY, TELL_THEN_ST
 
 typedef struct combo {
     int frontend; /* 0 blocking, 1 reactive */
-    int backend;  /* 0 memory, 1 redis */
+    int backend;  /* 0 memory, 1 redis, 2 a Redis Cluster */
     mode how;
 } combo;
 
@@ -36,7 +38,9 @@ static combo combos[] = {
     {1, 0, TELL_BY_HAND},       {1, 1, TELL_BY_HAND},       {0, 0, TELL_AUTOMATICALLY},
     {0, 1, TELL_AUTOMATICALLY}, {1, 0, TELL_AUTOMATICALLY}, {1, 1, TELL_AUTOMATICALLY},
     {0, 0, TELL_THEN_STOP},     {0, 1, TELL_THEN_STOP},     {1, 0, TELL_THEN_STOP},
-    {1, 1, TELL_THEN_STOP}};
+    {1, 1, TELL_THEN_STOP},     {0, 2, TELL_NOTHING},       {1, 2, TELL_NOTHING},
+    {0, 2, TELL_BY_HAND},       {1, 2, TELL_BY_HAND},       {0, 2, TELL_AUTOMATICALLY},
+    {1, 2, TELL_AUTOMATICALLY}};
 
 /* What the handlers of both buses saw: the first delivery is held; later ones succeed. */
 typedef struct seen {
@@ -108,12 +112,17 @@ ParameterizedTestParameters(claim_refresh, a_held_delivery) {
 }
 ParameterizedTest(combo *p, claim_refresh, a_held_delivery, .timeout = 90) {
     const driver *d = p->frontend == 0 ? &blocking_driver : &reactive_driver;
-    char ns[96], url[128];
+    char ns[96], url[256];
     eddy_test_namespace(ns, sizeof(ns), "claim");
+    eddy_test_cluster cluster;
     if (p->backend == 0)
         snprintf(url, sizeof(url), "memory://%s", ns);
-    else
+    else if (p->backend == 1)
         snprintf(url, sizeof(url), "%s", eddy_test_redis_url());
+    if (p->backend == 2) {
+        eddy_test_cluster_start(&cluster);
+        snprintf(url, sizeof(url), "%s", cluster.url);
+    }
     eddy_settings s;
     eddy_settings_init(&s);
     s.url = url;
@@ -123,7 +132,7 @@ ParameterizedTest(combo *p, claim_refresh, a_held_delivery, .timeout = 90) {
     s.redelivery_idle_ms = IDLE_MS;
     s.claim_refresh = p->how == TELL_AUTOMATICALLY;
     s.log = eddy_test_log;
-    s.log_user = p->backend == 0 ? "memory" : "redis";
+    s.log_user = p->backend == 0 ? "memory" : p->backend == 1 ? "redis" : "cluster";
     seen sn = {.lock = PTHREAD_MUTEX_INITIALIZER};
     handler_ctx h[2] = {{&sn, 0}, {&sn, 1}};
     tbus *b[2];
@@ -178,4 +187,6 @@ ParameterizedTest(combo *p, claim_refresh, a_held_delivery, .timeout = 90) {
         cr_expect_eq(d->stop(b[i]), EDDY_OK);
         d->free(b[i]);
     }
+    if (p->backend == 2)
+        eddy_test_cluster_stop(&cluster);
 }

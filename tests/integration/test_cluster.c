@@ -362,6 +362,44 @@ static void model_twice(eddy_store *store, long long events) {
     }
 }
 
+/* A projection that keeps its own position (projection.position): where its last apply was. */
+static long long resumed_at;
+static eddy_status r_apply(void *ev, const eddy_event_meta *meta, eddy_error *err, void *user) {
+    (void)ev, (void)err;
+    (*(int *)user)++;
+    resumed_at = meta->position;
+    return EDDY_OK;
+}
+static eddy_status r_position(long long *position, eddy_error *err, void *user) {
+    (void)err, (void)user;
+    *position = resumed_at;
+    return EDDY_OK;
+}
+
+/* Catches a feed that resumes from its projection's position up twice (no checkpoint): the
+ * first replays `events`, the second starts after them and replays nothing. */
+static void resume_twice(eddy_store *store, int events) {
+    resumed_at = 0;
+    for (int round = 0; round < 2; round++) {
+        int applied = 0;
+        eddy_feed_config cfg;
+        eddy_feed_config_init(&cfg);
+        cfg.id = "cl-resume";
+        cfg.projection.apply = r_apply;
+        cfg.projection.position = r_position;
+        cfg.projection.user = &applied;
+        cfg.decode = f_decode;
+        cfg.free_event = f_free;
+        cfg.event_id = f_id;
+        eddy_feed *feed = NULL;
+        eddy_error err = {0};
+        cr_assert_eq(eddy_feed_new(store, &cfg, &feed, &err), EDDY_OK, "%s", err.detail);
+        cr_expect_eq(eddy_feed_catch_up(feed, NULL, &err), EDDY_OK, "%s", err.detail);
+        cr_expect_eq(applied, round == 0 ? events : 0, "round %d applied %d", round, applied);
+        eddy_feed_free(feed);
+    }
+}
+
 /* The store's publishes (m-<first>..) are consumed. */
 static bool three_consumed(seen *s, int first) {
     bool want[FLOW_MAX] = {0};
@@ -394,6 +432,7 @@ static void three_namespaces(const driver *d) {
             append_three(store, "order-1", 10000);
             catch_up_twice(store, 3);
             model_twice(store, 3);
+            resume_twice(store, 3);
             eddy_store_close(store);
             cr_expect(three_consumed(s[k], 10000), "the store's publishes are consumed");
         }
@@ -671,3 +710,63 @@ static void transactional(const driver *d) {
 
 Test(cluster, blocking_transactional_handler, .timeout = 300) { transactional(&blocking_driver); }
 Test(cluster, reactive_transactional_handler, .timeout = 300) { transactional(&reactive_driver); }
+
+/* ---- scatter-gather (eddy_bus_request_all) and resuming a feed on a cluster ----------------- */
+
+static eddy_status answer(eddy_delivery *d, eddy_event **reply, void *user) {
+    (void)user;
+    return eddy_delivery_new_reply(d, "t.answer", reply, NULL);
+}
+
+/* Two responder instances answer every request (answer_all): a gather on the namespace's slot
+ * gets both replies, and counts one request in the requester's counters. */
+static void gathered(const driver *d) {
+    eddy_test_cluster c;
+    eddy_test_cluster_start(&c);
+    char ns[NNS][96];
+    int master[NNS];
+    pick_namespaces(&c, ns, master);
+    eddy_settings st;
+    settings_for(&st, c.url, ns[1]);
+    tbus *resp[2], *req = NULL;
+    eddy_error err = {0};
+    for (int i = 0; i < 2; i++) {
+        eddy_settings si = st;
+        si.instance = i ? "answerer-2" : "answerer-1";
+        eddy_subscription_spec sp;
+        eddy_subscription_spec_init(&sp);
+        sp.name = "ask";
+        sp.pattern = "svc.ask";
+        sp.group = "ask";
+        sp.delivery = EDDY_AT_MOST_ONCE;
+        sp.responder = answer;
+        cr_assert_eq(d->bus_new(&si, &sp, 1, &resp[i], &err), EDDY_OK, "%s", err.detail);
+        cr_assert_eq(d->answer_all(resp[i], "ask", &err), EDDY_OK, "%s", err.detail);
+        cr_assert_eq(d->start(resp[i], &err), EDDY_OK, "%s", err.detail);
+    }
+    cr_assert_eq(d->bus_new(&st, NULL, 0, &req, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(d->start(req, &err), EDDY_OK, "%s", err.detail);
+    eddy_event *ev = make_event("ask-1", "t.ask");
+    eddy_gather_opts o;
+    eddy_gather_opts_init(&o);
+    o.deadline_ms = eddy_deadline_in(WAIT_MS);
+    o.max_replies = 2;
+    eddy_replies *out = NULL;
+    size_t each = 0;
+    cr_expect_eq(d->request_all(req, "svc.ask", ev, &o, &out, &each, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_expect_eq(out ? eddy_replies_count(out) : 0, 2, "both instances answered");
+    eddy_replies_free(out);
+    eddy_event_free(ev);
+    eddy_request_stats rs;
+    cr_assert_eq(d->request_stats(req, NULL, &rs), EDDY_OK);
+    cr_expect_eq(rs.sent, 1);
+    cr_expect_eq(rs.answered, 1);
+    d->free(req);
+    for (int i = 0; i < 2; i++)
+        d->free(resp[i]);
+    eddy_test_cluster_stop(&c);
+}
+
+Test(cluster, blocking_scatter_gather, .timeout = 300) { gathered(&blocking_driver); }
+Test(cluster, reactive_scatter_gather, .timeout = 300) { gathered(&reactive_driver); }

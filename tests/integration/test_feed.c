@@ -441,6 +441,64 @@ FTEST(a_marker_skips_the_replay) {
     teardown(&c);
 }
 
+/* ---- resuming from the projection's position (projection.position) ------------------------ */
+
+static long long M_position;          /* what m_position answers */
+static eddy_status M_position_status; /* ... and with which status */
+
+static eddy_status m_position(long long *position, eddy_error *err, void *user) {
+    (void)user;
+    *position = M_position;
+    if (M_position_status != EDDY_OK)
+        snprintf(err->detail, sizeof(err->detail), "the model's store is down");
+    return M_position_status;
+}
+
+FTEST(a_replay_resumes_after_the_projections_position) {
+    ctx c;
+    setup(&c, p, "feed-resume");
+    append_n(&c, 7);
+    c.cfg.projection.position = m_position;
+    M_position = 4;
+    M_position_status = EDDY_OK;
+    new_feed(&c);
+    /* Live copies held before the catch-up: at or below the model's position (e3) and at or
+     * below what the replay reaches (e6) are duplicates either way. */
+    uev e3 = {"e3"}, e6 = {"e6"};
+    eddy_event_meta m3 = {"order-1", 2, 3}, m6 = {"order-2", 3, 6};
+    tcall *a = fd->start(c.feed, FEED_ACCEPT_META, &m3, &e3);
+    wait_held(&c, 1);
+    tcall *b = fd->start(c.feed, FEED_ACCEPT_META, &m6, &e6);
+    wait_held(&c, 2);
+    eddy_error err = {0};
+    cr_expect_eq(fd->catch_up(c.feed, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(fd->join(a, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_eq(fd->join(b, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_str_eq(applied(), "e5,e6,e7", "only what came after position 4");
+    eddy_feed_info i = info(&c);
+    cr_expect_eq(i.replayed, 3);
+    cr_expect_eq(i.duplicates, 2);
+    cr_expect_eq(model_get(&M.started), 1);
+    teardown(&c);
+
+    /* A position that fails, or is negative, fails the catch-up (replay_abandoned runs). */
+    for (int bad = 0; bad < 2; bad++) {
+        setup(&c, p, "feed-resume-bad");
+        append_n(&c, 2);
+        c.cfg.projection.position = m_position;
+        M_position = bad ? -1 : 0;
+        M_position_status = bad ? EDDY_OK : EDDY_ERR_IO;
+        new_feed(&c);
+        cr_expect_eq(fd->catch_up(c.feed, &err), bad ? EDDY_ERR_INVALID_ARGUMENT : EDDY_ERR_IO,
+                     "%s", err.detail);
+        cr_expect(strstr(err.detail, bad ? "negative" : "the model's store is down"), "%s",
+                  err.detail);
+        cr_expect_eq(model_get(&M.n), 0);
+        cr_expect_eq(model_get(&M.abandoned), 1);
+        teardown(&c);
+    }
+}
+
 /* ---- metadata, live failures ------------------------------------------------------------- */
 
 FTEST(keyed_by_metadata_without_metadata_is_refused) {
