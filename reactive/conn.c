@@ -440,15 +440,6 @@ uint64_t eddy__rconn_sent(const rconn *c) {
     return c->link ? eddy__link_sent(c->link) : 0;
 }
 
-eddy_status eddy__rconn_outcome(eddy_status st, const eddy_error *err, uint64_t last, uint64_t sent,
-                                eddy_error *out, const eddy_error **detail) {
-    *detail = err;
-    if (st != EDDY_ERR_TIMEOUT || (last > 0 && last <= sent))
-        return st;
-    *detail = out;
-    return eddy__fail(out, EDDY_ERR_IO, "not sent: %s", err->detail);
-}
-
 static redisReply *clone_reply(const redisReply *r) {
     redisReply *o = calloc(1, sizeof(*o));
     if (!o)

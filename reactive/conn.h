@@ -75,14 +75,6 @@ uint64_t eddy__rconn_send(rconn *c, const eddy__cmd *cmd, long long block_ms, vo
  * never reached the server whole. */
 uint64_t eddy__rconn_sent(const rconn *c);
 
-/* An operation whose last command is numbered `last` (0: never given to the connection) failed
- * with the connection's st (EDDY_ERR_CLOSED: err may be NULL): what it is told. A passed deadline
- * (EDDY_ERR_TIMEOUT, sent, outcome unknown) is its own outcome only when its last command was
- * written whole (last <= sent, eddy__rconn_sent); otherwise the server never ran it: EDDY_ERR_IO,
- * and *out explains. Returns the status and sets *detail to err or to out. */
-eddy_status eddy__rconn_outcome(eddy_status st, const eddy_error *err, uint64_t last, uint64_t sent,
-                                eddy_error *out, const eddy_error **detail);
-
 /* During `reply`: an owned reply equal to `reply` (freeReplyObject it), or NULL on OOM. */
 redisReply *eddy__rconn_keep(rconn *c, redisReply *reply);
 

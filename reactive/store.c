@@ -308,9 +308,8 @@ static void conn_down(void *owner, eddy_status st, const eddy_error *err) {
             enqueue(s, p);
         } else {
             eddy_error e;
-            const eddy_error *d;
-            eddy_status pst = eddy__rconn_outcome(st, err, p->last, sent, &e, &d);
-            rop_fail(p, pst, d);
+            eddy_status pst = eddy__link_outcome(st, err, p->last, sent, &e);
+            rop_fail(p, pst, err || pst != st ? &e : NULL);
             rop_free(p);
         }
         p = next;

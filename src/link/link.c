@@ -1044,6 +1044,14 @@ eddy_status eddy__link_io(eddy__link *l, unsigned ready, eddy_error *err) {
     return take_handshake(l, err);
 }
 
+eddy_status eddy__link_outcome(eddy_status st, const eddy_error *why, uint64_t last, uint64_t sent,
+                               eddy_error *out) {
+    *out = why ? *why : (eddy_error){.status = st};
+    if (st != EDDY_ERR_TIMEOUT || (last > 0 && last <= sent))
+        return st;
+    return eddy__fail(out, EDDY_ERR_IO, "not sent: %s", why ? why->detail : "");
+}
+
 eddy_status eddy__link_expire(eddy__link *l, uint64_t upto, const char *what, eddy_error *err) {
     if (l->mem)
         return eddy__memlink_expire(l->mem, upto, what, err);

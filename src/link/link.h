@@ -177,6 +177,13 @@ bool eddy__link_proved(const eddy__link *l);
  * server never had all of it). `what` names the operation in the detail. EDDY_OK when upto was
  * answered already (nothing happens). */
 eddy_status eddy__link_expire(eddy__link *l, uint64_t upto, const char *what, eddy_error *err);
+/* What an operation whose last command is numbered `last` (0: never given to the link) is told
+ * when its connection failed with st (why: the detail, NULL none): a passed deadline
+ * (EDDY_ERR_TIMEOUT, sent, outcome unknown) holds only when that command was written whole
+ * (last <= sent, the link's count); otherwise the server never ran it: EDDY_ERR_IO ("not
+ * sent"). *out gets the detail; the status is returned. */
+eddy_status eddy__link_outcome(eddy_status st, const eddy_error *why, uint64_t last, uint64_t sent,
+                               eddy_error *out);
 
 /* The reader, for installing a reply arena (eddy__reply_arena_install). It lives as long as
  * the link (a reconnect keeps it, emptied). */

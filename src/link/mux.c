@@ -4,6 +4,7 @@
  * the done ones in a list the front end empties. Failing the connection moves every request
  * to the done list, handed ones first, so callers are woken in wire order. */
 #include "link/mux.h"
+#include "link/link.h"
 
 #include <string.h>
 
@@ -105,14 +106,16 @@ bool eddy__mux_next_is_last(const eddy__mux *m) {
     return h && h->got + 1 == h->n;
 }
 
-/* r failed with st (why: the detail, NULL none); with outcome, a timeout holds only when its
- * commands were all written (sent: the link's count), else it was not sent. */
+/* r failed with st (why: the detail, NULL none); with outcome, what the link says a failure
+ * means for its commands (eddy__link_outcome: a timeout holds only once they were written). */
 static void fail_one(eddy__mux *m, eddy__mux_req *r, eddy_status st, const eddy_error *why,
                      uint64_t sent, bool outcome) {
-    r->slot.st = st;
-    r->err = why ? *why : (eddy_error){.status = st};
-    if (outcome && st == EDDY_ERR_TIMEOUT && !(r->last > 0 && r->last <= sent))
-        r->slot.st = eddy__fail(&r->err, EDDY_ERR_IO, "not sent: %s", why ? why->detail : "");
+    if (outcome) {
+        r->slot.st = eddy__link_outcome(st, why, r->last, sent, &r->err);
+    } else {
+        r->slot.st = st;
+        r->err = why ? *why : (eddy_error){.status = st};
+    }
     done_push(m, r);
 }
 

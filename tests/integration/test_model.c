@@ -25,6 +25,7 @@
 #include "feed_driver.h"
 #include "raw.h"
 #include "recorder.h"
+#include "redis_server.h"
 #include "store_driver.h"
 #include "test_backend.h"
 #include "test_codec.h"
@@ -91,13 +92,19 @@ typedef struct ctx {
     tfeed *feed;
 } ctx;
 
-static void setup(ctx *c, const combo *p, const char *prefix) {
+/* private: a redis-server of the test's own instead of the fixture's (NULL: the fixture's), for a
+ * test that flushes the functions, which every test sharing the fixture would lose. */
+static void setup_on(ctx *c, const combo *p, const char *prefix, eddy_test_redis *private) {
     memset(c, 0, sizeof(*c));
     memset(&W, 0, sizeof(W));
     W.fail_times = -1;
     sd = p->frontend ? &reactive_store_driver : &blocking_store_driver;
     fd = p->frontend ? &reactive_feed_driver : &blocking_feed_driver;
     eddy_test_settings(&c->s, p->backend, prefix, c->url, sizeof(c->url), c->ns, sizeof(c->ns));
+    if (private && p->backend) {
+        eddy_test_redis_start(private, 0);
+        snprintf(c->url, sizeof(c->url), "%s", private->url);
+    }
     eddy_error err = {0};
     cr_assert_eq(sd->open(&c->s, &c->st, &err), EDDY_OK, "%s", err.detail);
     cr_assert_eq(eddy_store_open(&c->s, &c->store, &err), EDDY_OK, "%s", err.detail);
@@ -109,6 +116,8 @@ static void setup(ctx *c, const combo *p, const char *prefix) {
     c->cfg.event_id = uev_id;
     c->cfg.page_size = 2;
 }
+
+static void setup(ctx *c, const combo *p, const char *prefix) { setup_on(c, p, prefix, NULL); }
 
 /* A new feed; the driver's keeps its checkpoint in the store, which a new feed finds and then
  * skips the replay: forgotten here, so that the new feed replays from the model's position. */
@@ -495,7 +504,8 @@ ParameterizedTest(combo *p, model, a_freed_feed_answers_a_live_commit_in_flight_
 
 MTEST(a_server_that_lost_the_library_gets_it_again_in_front_of_the_commit) {
     ctx c;
-    setup(&c, p, "model-flush");
+    eddy_test_redis srv;
+    setup_on(&c, p, "model-flush", &srv);
     append_n(&c, 1, 2);
     new_feed(&c);
     eddy_error err = {0};
@@ -514,4 +524,6 @@ MTEST(a_server_that_lost_the_library_gets_it_again_in_front_of_the_commit) {
     cr_expect_eq(fd->accept_meta(c.feed, &meta, &e5, &err), EDDY_OK, "%s", err.detail);
     cr_expect_str_eq(hash_of(&c, "counts"), "order-1=3,order-2=2");
     teardown(&c);
+    if (p->backend)
+        eddy_test_redis_kill(&srv);
 }
