@@ -553,15 +553,17 @@ eddy_status eddy__bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long 
 }
 
 /* Has the reader thread read for an async slot that nobody reads for (starting it the first
- * time). Caller holds lock. false when it could not be started. */
+ * time). Caller holds lock. false when it could not be started. The thread is started even
+ * when someone reads now: that reader, leaving, hands a detached slot to the thread
+ * (EDDY__MUX_READER), which must then exist. */
 static bool want_reader(bmux *m) {
-    if (m->mux.reading)
-        return true;
     if (!m->reader_started) {
         if (eddy__bthread_start(&m->reader, reader_main, m) != 0)
             return false;
         m->reader_started = true;
     }
+    if (m->mux.reading)
+        return true;
     m->reader_wanted = true;
     pthread_cond_signal(&m->reader_cond);
     return true;

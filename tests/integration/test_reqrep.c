@@ -656,8 +656,9 @@ ParameterizedTest(combo *p, reqrep, waiting_requests_are_counted_sent_while_they
     /* Their entries are in the stream: their acknowledgements are in, or on their way. The
      * requests wait for 600 s: a Sent counted only at the outcome never comes in this wait. */
     stats_wait w = {&c, b, NULL, 3};
-    cr_expect(eddy_test_wait_until(three_sent, &w, 20000), "sent %lu while 3 requests wait",
-              (unsigned long)rstats(&c, b, NULL).sent);
+    cr_expect(eddy_test_wait_until(three_sent, &w, 20000),
+              "sent %lu while 3 requests wait (front end %d, backend %d)",
+              (unsigned long)rstats(&c, b, NULL).sent, p->frontend, p->backend);
     eddy_request_stats s = rstats(&c, b, NULL);
     uint64_t ended = s.answered + s.no_responders + s.no_reply + s.failed;
     cr_expect_eq(s.sent, 3);
