@@ -88,13 +88,15 @@ void raw_render(char *out, size_t size, const redisReply *r, bool mask_ids) {
     }
 }
 
-redisReply *raw_parse(const char *resp) {
+redisReply *raw_parse_len(const char *resp, size_t len) {
     redisReader *rd = redisReaderCreate();
     cr_assert(rd, "out of memory");
     void *reply = NULL;
-    cr_assert_eq(redisReaderFeed(rd, resp, strlen(resp)), REDIS_OK);
+    cr_assert_eq(redisReaderFeed(rd, resp, len), REDIS_OK);
     cr_assert_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
-    cr_assert(reply, "incomplete RESP: %s", resp);
+    cr_assert(reply, "incomplete RESP: %.*s", (int)len, resp);
     redisReaderFree(rd);
     return reply;
 }
+
+redisReply *raw_parse(const char *resp) { return raw_parse_len(resp, strlen(resp)); }

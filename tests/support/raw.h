@@ -22,5 +22,7 @@ void raw_render(char *out, size_t size, const redisReply *r, bool mask_ids);
 /* The reply that RESP text (one whole reply) stands for, as hiredis parses it off a socket;
  * fails the test when the text is not one. The caller frees it with freeReplyObject. */
 redisReply *raw_parse(const char *resp);
+/* The same for len bytes of binary RESP (NUL bytes and all). */
+redisReply *raw_parse_len(const char *resp, size_t len);
 
 #endif

@@ -65,18 +65,6 @@ static const char *cmd_text(const eddy__cmd *c) {
     return buf;
 }
 
-static redisReply *resp(const char *text, size_t len) {
-    redisReader *rd = redisReaderCreate();
-    void *reply = NULL;
-    cr_assert_eq(redisReaderFeed(rd, text, len), REDIS_OK);
-    cr_assert_eq(redisReaderGetReply(rd, &reply), REDIS_OK);
-    cr_assert(reply, "incomplete RESP: %s", text);
-    redisReaderFree(rd);
-    return reply;
-}
-
-static redisReply *resps(const char *text) { return resp(text, strlen(text)); }
-
 /* A RESP writer for entry replies. */
 typedef struct rb {
     char *p;
@@ -238,7 +226,7 @@ Test(store_core, load_command_and_replies) {
         {":1\r\n", EDDY_ERR_PROTOCOL},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        redisReply *r = resps(cases[i].reply);
+        redisReply *r = raw_parse(cases[i].reply);
         size_t next = 99;
         eddy_error err = {0};
         cr_expect_eq(eddy__library_load_result(&l, 0, &r, &next, &err), cases[i].want, "%s: %s",
@@ -396,7 +384,7 @@ Test(store_core, append_replies) {
         {":0\r\n", EDDY_ERR_PROTOCOL, false, -1, ""},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        redisReply *r = resps(cases[i].reply);
+        redisReply *r = raw_parse(cases[i].reply);
         long long version = -1;
         bool reload = !cases[i].reload;
         eddy_error err = {0};
@@ -418,7 +406,7 @@ Test(store_core, append_replies) {
     eddy__cmdlist_init(&both);
     cr_assert_eq(eddy__library_load_cmds(&both), EDDY_OK);
     cr_assert_eq(eddy__store_append_prepare(core, "acct-9", evs, 1, &o, &both, NULL), EDDY_OK);
-    redisReply *rs[2] = {resps("$10\r\n" EDDY__STORE_LIBRARY "\r\n"), resps(":4\r\n")};
+    redisReply *rs[2] = {raw_parse("$10\r\n" EDDY__STORE_LIBRARY "\r\n"), raw_parse(":4\r\n")};
     size_t next;
     long long version = 0;
     cr_expect_eq(eddy__library_load_result(&both, 0, rs, &next, NULL), EDDY_OK);
@@ -463,7 +451,7 @@ Test(store_core, op_loads_the_library_in_front_of_the_same_append_once) {
     char fcall[512];
     snprintf(fcall, sizeof(fcall), "%s", cmd_text(&op.cmds.cmds[0]));
 
-    redisReply *lost = resps("-ERR Function not found\r\n");
+    redisReply *lost = raw_parse("-ERR Function not found\r\n");
     bool again = false;
     eddy_error err = {0};
     eddy__store_op_append_result(&op, &lost, NULL, &again, &settings.log, &err);
@@ -473,13 +461,13 @@ Test(store_core, op_loads_the_library_in_front_of_the_same_append_once) {
     cr_expect(eddy__library_is_load(&op.cmds, 0), "the load first");
     cr_expect_str_eq(cmd_text(&op.cmds.cmds[1]), fcall, "then the same append");
 
-    redisReply *rs[2] = {resps("$10\r\n" EDDY__STORE_LIBRARY "\r\n"),
-                         resps("-ERR Function not found\r\n")};
+    redisReply *rs[2] = {raw_parse("$10\r\n" EDDY__STORE_LIBRARY "\r\n"),
+                         raw_parse("-ERR Function not found\r\n")};
     cr_expect_eq(eddy__store_op_append_result(&op, rs, NULL, &again, &settings.log, &err),
                  EDDY_ERR_BACKEND, "lost again: a failure");
     cr_expect_not(again, "only once");
     freeReplyObject(rs[1]);
-    rs[1] = resps(":1\r\n");
+    rs[1] = raw_parse(":1\r\n");
     long long version = 0;
     cr_expect_eq(eddy__store_op_append_result(&op, rs, &version, &again, &settings.log, &err),
                  EDDY_OK, "%s", err.detail);
@@ -519,7 +507,7 @@ Test(store_core, read_stream_pages) {
     rb_stored(&b, 1, "o-1", 1, 4, "t");
     rb_stored(&b, 2, "o-1", 2, 9, "t");
     rb_stored(&b, 3, "o-1", 3, 12, "t");
-    redisReply *r = resp(b.p, b.len);
+    redisReply *r = raw_parse_len(b.p, b.len);
     seen s = {0};
     long long after = 0;
     bool more = true;
@@ -549,7 +537,7 @@ Test(store_core, read_stream_pages) {
     rb_fmt(&full, "*%d\r\n", EDDY__STORE_PAGE);
     for (int i = 1; i <= EDDY__STORE_PAGE; i++)
         rb_stored(&full, i, "o-1", i, i, "t");
-    r = resp(full.p, full.len);
+    r = raw_parse_len(full.p, full.len);
     seen many = {0}; /* holds 300: enough for one page */
     after = 0;
     cr_assert_eq(eddy__store_read_stream_page(core, "o-1", r, record, &many, &after, &more, NULL),
@@ -563,7 +551,7 @@ Test(store_core, read_stream_pages) {
 /* One entry reply that read_stream of "o-1" (by_version) or read_all must refuse. */
 static void expect_refused(bool by_version, const char *text, size_t len, eddy_status want,
                            const char *detail) {
-    redisReply *r = resp(text, len);
+    redisReply *r = raw_parse_len(text, len);
     seen s = {0};
     eddy_error err = {0};
     eddy_status st;
@@ -695,7 +683,7 @@ Test(store_core, read_all_filters_and_advances) {
     rb_stored(&b, 13, "a", 2, 13, "keep");
     rb_stored(&b, 14, "c", 1, 14, "drop");
     rb_stored(&b, 15, "c", 2, 15, "drop");
-    redisReply *r = resp(b.p, b.len);
+    redisReply *r = raw_parse_len(b.p, b.len);
     const char *types[] = {"keep"};
     eddy_filter *f = eddy_filter_types(types, 1);
     seen s = {0};
@@ -716,7 +704,7 @@ Test(store_core, read_all_filters_and_advances) {
     freeReplyObject(r);
 
     /* An empty page leaves the position. */
-    r = resps("*0\r\n");
+    r = raw_parse("*0\r\n");
     cr_assert_eq(eddy__store_read_all_page(core, r, f, record, &s, 15, &next, NULL), EDDY_OK);
     cr_expect_eq(next, 15);
     freeReplyObject(r);
@@ -737,7 +725,7 @@ Test(store_core, head_replies) {
         {"-ERR x\r\n", EDDY_ERR_BACKEND, -1},
     };
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-        redisReply *r = resps(cases[i].reply);
+        redisReply *r = raw_parse(cases[i].reply);
         long long pos = -1;
         cr_expect_eq(eddy__store_head_result(r, &pos, NULL), cases[i].want, "%s", cases[i].reply);
         cr_expect_eq(pos, cases[i].pos, "%s", cases[i].reply);
@@ -770,45 +758,45 @@ Test(store_core, checkpoint_commands_and_replies) {
     eddy__cmdlist_reset(&l);
 
     bool b = false;
-    redisReply *r = resps(":1\r\n");
+    redisReply *r = raw_parse(":1\r\n");
     cr_expect_eq(eddy__ckpt_exists_result(r, &b, NULL), EDDY_OK);
     cr_expect(b);
     freeReplyObject(r);
-    r = resps(":0\r\n");
+    r = raw_parse(":0\r\n");
     cr_expect_eq(eddy__ckpt_exists_result(r, &b, NULL), EDDY_OK);
     cr_expect_not(b);
     freeReplyObject(r);
-    r = resps(":2\r\n");
+    r = raw_parse(":2\r\n");
     cr_expect_eq(eddy__ckpt_exists_result(r, &b, NULL), EDDY_ERR_PROTOCOL);
     freeReplyObject(r);
 
     char buf[4];
-    r = resps("$3\r\n123\r\n");
+    r = raw_parse("$3\r\n123\r\n");
     cr_expect_eq(eddy__ckpt_read_result(r, buf, sizeof(buf), &b, NULL), EDDY_OK);
     cr_expect(b);
     cr_expect_str_eq(buf, "123");
     freeReplyObject(r);
-    r = resps("$4\r\n1234\r\n");
+    r = raw_parse("$4\r\n1234\r\n");
     cr_expect_eq(eddy__ckpt_read_result(r, buf, sizeof(buf), &b, &err), EDDY_ERR_TOO_LARGE);
     cr_expect(strstr(err.detail, "4 bytes"), "%s", err.detail);
     cr_expect_str_eq(buf, "");
     freeReplyObject(r);
-    r = resps("$-1\r\n");
+    r = raw_parse("$-1\r\n");
     cr_expect_eq(eddy__ckpt_read_result(r, buf, sizeof(buf), &b, NULL), EDDY_OK);
     cr_expect_not(b);
     freeReplyObject(r);
-    r = resps(":1\r\n");
+    r = raw_parse(":1\r\n");
     cr_expect_eq(eddy__ckpt_read_result(r, buf, sizeof(buf), &b, NULL), EDDY_ERR_PROTOCOL);
     freeReplyObject(r);
 
-    r = resps("+OK\r\n");
+    r = raw_parse("+OK\r\n");
     cr_expect_eq(eddy__ckpt_write_result(r, EDDY__CKPT_SAVE, NULL), EDDY_OK);
     cr_expect_eq(eddy__ckpt_write_result(r, EDDY__CKPT_REMOVE, NULL), EDDY_ERR_PROTOCOL);
     freeReplyObject(r);
-    r = resps(":0\r\n");
+    r = raw_parse(":0\r\n");
     cr_expect_eq(eddy__ckpt_write_result(r, EDDY__CKPT_REMOVE, NULL), EDDY_OK);
     freeReplyObject(r);
-    r = resps("-READONLY You can't write against a read only replica.\r\n");
+    r = raw_parse("-READONLY You can't write against a read only replica.\r\n");
     cr_expect_eq(eddy__ckpt_write_result(r, EDDY__CKPT_SAVE, &err), EDDY_ERR_BACKEND);
     cr_expect(strstr(err.detail, "READONLY"));
     freeReplyObject(r);
