@@ -420,8 +420,7 @@ static void on_page(eddy_status st, long long next, const eddy_error *err, void 
          * when the read stopped midway (a stop, an entry that does not decode). */
         r->page_st = st;
         r->page_next = next;
-        if (st != EDDY_OK && err)
-            r->page_err = *err;
+        r->page_err = st != EDDY_OK && err ? *err : (eddy_error){.status = st};
         eddy_error ce = {0};
         eddy_status cst = eddy__rmodel_commit(feed->store, feed->model, &feed->page, true,
                                               on_page_committed, r, &ce);
