@@ -6,6 +6,7 @@
  * cannot show inside such a value (binary, non-UTF-8 strings, msgpack extension types,
  * non-string map keys) is shown as {"base64": ...}, or with its key written as JSON text. */
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -106,6 +107,9 @@ static json_t *base64_object(const void *bytes, size_t len) {
     return o;
 }
 
+/* The longest map key shown as JSON text when it is not a string (see to_json). */
+#define KEY_TEXT_MAX 1024
+
 static json_t *to_json(const msgpack_object *o) {
     switch (o->type) {
     case MSGPACK_OBJECT_NIL:
@@ -156,6 +160,15 @@ static json_t *to_json(const msgpack_object *o) {
                 json_t *kj = to_json(&kv->key);
                 char *k = kj ? json_dumps(kj, JSON_COMPACT | JSON_ENCODE_ANY) : NULL;
                 json_decref(kj);
+                if (k && strlen(k) > KEY_TEXT_MAX) {
+                    /* Keys within keys are escaped once more at each level, which doubles
+                     * them: past the bound, the key is named, not shown. */
+                    char named[96];
+                    snprintf(named, sizeof(named), "(key %u: %zu bytes of JSON, not shown)",
+                             (unsigned)i, strlen(k));
+                    free(k);
+                    k = strdup(named);
+                }
                 if (k)
                     json_object_set_new(m, k, val);
                 else

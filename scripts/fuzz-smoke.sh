@@ -13,6 +13,9 @@ cmake --build "$dir" -j"$(nproc)" --target fuzz_entry fuzz_msgpack fuzz_data_rea
 for target in fuzz_entry fuzz_msgpack fuzz_data_reader fuzz_resp_scan fuzz_event_json fuzz_cli_json; do
     corpus="$dir/corpus-$target"
     mkdir -p "$corpus"
+    # tests/fuzz/seeds/<target>: inputs that once failed, run first every time (read only).
+    seeds=()
+    [ -d "tests/fuzz/seeds/$target" ] && seeds=("tests/fuzz/seeds/$target")
     echo "fuzzing $target for ${seconds}s"
     log="$dir/$target.log"
     # libFuzzer once ran on for 14 minutes past -max_total_time here (not reproduced since): a
@@ -20,7 +23,7 @@ for target in fuzz_entry fuzz_msgpack fuzz_data_reader fuzz_resp_scan fuzz_event
     # reported no failure (no crash, leak, timeout or sanitizer report, nothing written out).
     rc=0
     timeout -s INT -k 30 $((seconds + 60)) "$dir/tests/fuzz/$target" -max_total_time="$seconds" \
-        -print_final_stats=1 "$corpus" >"$log" 2>&1 || rc=$?
+        -print_final_stats=1 "$corpus" "${seeds[@]}" >"$log" 2>&1 || rc=$?
     if [ "$rc" -eq 124 ] &&
         ! grep -qE "^==[0-9]+==ERROR|deadly signal|Test unit written|SUMMARY: |ALARM: " "$log"; then
         echo "$target ran past its ${seconds}s and was stopped (no failure reported)"
