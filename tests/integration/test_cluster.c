@@ -711,7 +711,7 @@ static void transactional(const driver *d) {
 Test(cluster, blocking_transactional_handler, .timeout = 300) { transactional(&blocking_driver); }
 Test(cluster, reactive_transactional_handler, .timeout = 300) { transactional(&reactive_driver); }
 
-/* ---- scatter-gather (eddy_bus_request_all) and resuming a feed on a cluster ----------------- */
+/* ---- scatter-gather (eddy_bus_request_all) on a cluster ------------------------------------ */
 
 static eddy_status answer(eddy_delivery *d, eddy_event **reply, void *user) {
     (void)user;
