@@ -14,6 +14,7 @@ static void bsub_free(bsub *bs) {
     if (!bs)
         return;
     eddy__bconn_destroy(&bs->conn);
+    eddy__plan_reset(&bs->plan);
     pthread_mutex_destroy(&bs->lock);
     pthread_cond_destroy(&bs->settled);
     eddy__sub_free(bs->sub);
@@ -71,6 +72,7 @@ static eddy_status push_sub(eddy_bus *bus, eddy__sub *sub, bsub **out, eddy_erro
     }
     bs->bus = bus;
     bs->sub = sub;
+    eddy__plan_init(&bs->plan);
     pthread_mutex_init(&bs->lock, NULL);
     eddy__bcond_init_monotonic(&bs->settled); /* start waits on it with a deadline */
     if (eddy__bconn_init(&bs->conn, &bus->s) != EDDY_OK) {
@@ -284,8 +286,7 @@ eddy_status eddy_bus_start(eddy_bus *bus, eddy_error *err) {
         bus->started = true;
         atomic_store(&bus->active, true);
     } else if (st != EDDY_ERR_ILLEGAL_STATE) {
-        for (size_t i = 0; i < bus->nsubs; i++)
-            eddy__bsub_stop(bus->subs[i]);
+        eddy__bsub_stop_all(bus);
     }
     pthread_mutex_unlock(&bus->lock);
     if (st != EDDY_ERR_ILLEGAL_STATE) {
@@ -376,8 +377,7 @@ eddy_status eddy_bus_stop(eddy_bus *bus) {
             atomic_store(&bus->subs[i]->stopping, true);
             eddy__bconn_interrupt(&bus->subs[i]->conn);
         }
-    for (size_t i = 0; i < bus->nsubs; i++)
-        eddy__bsub_stop(bus->subs[i]);
+    eddy__bsub_stop_all(bus);
     if (was_started)
         drop_fanout_groups(bus);
     bus->started = false;
@@ -392,6 +392,7 @@ void eddy_bus_free(eddy_bus *bus) {
     eddy__fail(&closed, EDDY_ERR_CLOSED, "the bus was freed before its start");
     tell_ready(bus, EDDY_ERR_CLOSED, &closed);
     eddy_bus_stop(bus);
+    eddy__bshare_free(bus->share);
     eddy__bpool_free(bus->pool);
     for (size_t i = 0; i < bus->nsubs; i++)
         bsub_free(bus->subs[i]);

@@ -18,15 +18,26 @@
 #include "eddy/blocking.h"
 #include "mux.h"
 #include "pool.h"
+#include "share.h"
 
-/* One subscription and its reader thread. */
+/* One subscription and its reader: a thread of its own, or the bus's shared reads (share.h). */
 typedef struct bsub {
     eddy_bus *bus;
     eddy__sub *sub;
     eddy__consumer *consumer; /* one per activation */
     bconn conn;               /* the reader's own connection: blocking reads tie it up */
+    eddy__plan plan;          /* its driver's (whoever has the consumer) */
     pthread_t thread;
+    bool thread_started; /* `thread` is to be joined */
     bool running;
+    /* Shared reads (share.h), NULL when it reads alone. where, due, wake_at and leaving are
+     * guarded by the share's lock; next_at and handed belong to its driver. */
+    bshare *share;
+    bsub_where where;
+    bool due, leaving;
+    long long wake_at; /* when the read thread plans it next (monotonic ms) */
+    long long next_at; /* when its last plan on the read thread wants it planned again */
+    bool handed;       /* its reader thread sends `plan` (made by the read thread) first */
     atomic_bool stopping;
     pthread_mutex_t lock; /* with `settled`: a stopping reader waits for its handlers, and
                              start waits for `ready` */
@@ -62,7 +73,8 @@ struct eddy_bus {
     size_t nsubs;
     bool started;
     bpool *pool;
-    eddy__discovery *discovery;         /* shared by the pattern subscriptions */
+    eddy__discovery *discovery; /* shared by the pattern subscriptions */
+    bshare *share; /* reads shared from settings.share_reads_from subscriptions (share.h) */
     eddy__retention_counters retention; /* of every activation's passes (retention.h) */
 };
 
@@ -93,11 +105,17 @@ eddy_status eddy__bsub_start(bsub *bs, eddy_error *err);
 /* Waits until the reader is ready (see eddy__consumer_ready); EDDY_ERR_IO after the timeout. */
 eddy_status eddy__bsub_wait_ready(bsub *bs, eddy_error *err);
 void eddy__bsub_stop(bsub *bs);
+/* Stops every subscription, then the shared reads. */
+void eddy__bsub_stop_all(eddy_bus *bus);
 /* Wakes the reader after a pause or resume, as the core asks (eddy__consumer_pause). Thread:
  * any; harmless when the reader is not running (the next activation plans afresh). Returns the
  * reader connection's client id when a blocking read was cut on redis:// (see eddy__bconn_wake),
  * for eddy__bsub_kill_read; else -1. */
 long long eddy__bsub_wake(bsub *bs, eddy__wake how);
+/* One round of the share's read thread (share.h) over the subscriptions in v (each ROUND):
+ * plans each; one whose plan blocks goes to a reader thread of its own; the others' plans go
+ * as one pipeline on conn, and each is fed its replies. Sets each one's next_at. */
+void eddy__bsub_round_shared(bshare *s, bconn *conn, bsub **v, size_t n);
 /* Has the server drop the reader connection client_id (on the publishing connection, so it is
  * done before anything this bus publishes next). */
 void eddy__bsub_kill_read(eddy_bus *bus, long long client_id);

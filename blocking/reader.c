@@ -25,6 +25,13 @@
 #include "link/redis.h"
 #include "timing.h"
 
+/* Ends the reader's idle wait: its own thread's, or the shared reads' (it plans again now). */
+static void kick(bsub *bs) {
+    eddy__bconn_wake(&bs->conn, false);
+    if (bs->share)
+        eddy__bshare_kick(bs->share, bs);
+}
+
 /* Settles under bs->lock, so a stopping reader that sees nothing outstanding (wait_settled)
  * cannot go on, and free the subscription, before this returns. The wake, when the core asks
  * for it, ends the reader's idle wait: the round is settled, there is room to read again and
@@ -34,7 +41,7 @@ static void finish_run(bsub *bs, eddy__settlement *v, size_t n) {
         return;
     pthread_mutex_lock(&bs->lock);
     if (eddy__consumer_settle_run(bs->consumer, v, n))
-        eddy__bconn_wake(&bs->conn, false);
+        kick(bs);
     pthread_cond_broadcast(&bs->settled);
     pthread_mutex_unlock(&bs->lock);
 }
@@ -112,6 +119,20 @@ static void wait_settled(bsub *bs) {
     pthread_mutex_unlock(&bs->lock);
 }
 
+/* A round that failed: the connection's failure (`lost`, err says why), or the consumer's to
+ * make sense of the replies (err NULL). Logged unless a stop or a pause's cut, and the consumer
+ * reset. True when st is such a failure. */
+static bool round_failed(bsub *bs, eddy_status st, const eddy_error *lost) {
+    if (st != EDDY_ERR_IO && st != EDDY_ERR_CLOSED && st != EDDY_ERR_PROTOCOL)
+        return false;
+    if (st != EDDY_ERR_CLOSED) /* (the bus's tracker logged a lost connection's state) */
+        eddy__log(&bs->bus->s.log, lost ? EDDY_LOG_DEBUG : EDDY_LOG_WARN,
+                  "subscription '%s': %s; reconnecting", bs->sub->name,
+                  lost ? lost->detail : "a reply of an unexpected shape");
+    eddy__consumer_reset(bs->consumer);
+    return true;
+}
+
 /* Sends one plan and feeds the replies; the failure when the connection failed (EDDY_ERR_CLOSED:
  * a stop, or a pause that cut a blocking read short), or EDDY_ERR_NOMEM when nothing could be
  * sent (the consumer is reset: it plans what the round held again). */
@@ -125,21 +146,14 @@ static eddy_status round_trip(bsub *bs, eddy__plan *plan, eddy__delivery_list *o
     }
     eddy_status st = eddy__bconn_exec_read(&bs->conn, &plan->cmds, plan->block_ms, plan->live_read,
                                            replies, &err);
-    bool lost = st != EDDY_OK; /* the connection's failure: the bus's tracker logged it */
+    bool lost = st != EDDY_OK;
     if (st == EDDY_OK)
         st = eddy__consumer_feed(bs->consumer, eddy__mono_ms(), eddy_now_ms(), plan, replies,
                                  plan->cmds.n, out);
     eddy__bconn_release(&bs->conn, replies, plan->cmds.n);
     if (replies != small)
         free(replies);
-    if (st == EDDY_ERR_IO || st == EDDY_ERR_CLOSED || st == EDDY_ERR_PROTOCOL) {
-        if (st != EDDY_ERR_CLOSED)
-            eddy__log(&bs->bus->s.log, lost ? EDDY_LOG_DEBUG : EDDY_LOG_WARN,
-                      "subscription '%s': %s; reconnecting", bs->sub->name, err.detail);
-        eddy__consumer_reset(bs->consumer);
-        return st;
-    }
-    return EDDY_OK;
+    return round_failed(bs, st, lost ? &err : NULL) ? st : EDDY_OK;
 }
 
 static void dispatch(bsub *bs, eddy__delivery_list *out) {
@@ -187,7 +201,7 @@ static void wake_others(bsub *bs) {
     pthread_mutex_lock(&bus->subs_lock);
     for (size_t i = 0; i < bus->nsubs; i++)
         if (bus->subs[i] != bs && !bus->subs[i]->sub->literal)
-            eddy__bconn_wake(&bus->subs[i]->conn, false);
+            kick(bus->subs[i]);
     pthread_mutex_unlock(&bus->subs_lock);
 }
 
@@ -201,10 +215,36 @@ static void note_refused(bsub *bs, const eddy_error *err) {
     pthread_mutex_unlock(&bs->lock);
 }
 
+/* What a round's replies told: subjects found, readiness, deliveries for the workers. */
+static void after_feed(bsub *bs, eddy__delivery_list *out) {
+    if (eddy__consumer_found_subjects(bs->consumer))
+        wake_others(bs);
+    if (!bs->ready && eddy__consumer_ready(bs->consumer)) {
+        pthread_mutex_lock(&bs->lock);
+        bs->ready = true;
+        pthread_cond_broadcast(&bs->settled);
+        pthread_mutex_unlock(&bs->lock);
+    }
+    dispatch(bs, out);
+}
+
+/* Stopping: the running handlers finish, then what they settled is acknowledged. The stop may
+ * have dropped the connection in the middle of a read: one attempt at a new one. */
+static void flush_settled(bsub *bs, eddy__delivery_list *out) {
+    wait_settled(bs);
+    eddy__plan_reset(&bs->plan);
+    eddy_error err;
+    if (eddy__consumer_plan_flush(bs->consumer, eddy__mono_ms(), &bs->plan) == EDDY_OK &&
+        bs->plan.cmds.n > 0 && eddy__bconn_connect(&bs->conn, &err) == EDDY_OK)
+        round_trip(bs, &bs->plan, out);
+    eddy__plan_reset(&bs->plan);
+}
+
+/* The subscription's own reader thread: for the whole activation, or (shared reads) while its
+ * plans block, starting with the plan the read thread handed it. */
 static void *reader(void *arg) {
     bsub *bs = arg;
-    eddy__plan plan;
-    eddy__plan_init(&plan);
+    eddy__plan *plan = &bs->plan;
     eddy__delivery_list out = {0};
     while (!atomic_load(&bs->stopping)) {
         eddy_error err;
@@ -219,18 +259,32 @@ static void *reader(void *arg) {
             eddy__bconn_backoff(&bs->conn);
             continue;
         }
-        eddy__plan_reset(&plan);
-        eddy__bconn_wake_clear(&bs->conn); /* this plan sees every pause and resume made so far */
-        if (eddy__consumer_plan(bs->consumer, eddy__mono_ms(), &plan) != EDDY_OK) {
-            eddy__bconn_sleep(&bs->conn,
-                              EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
-            continue;
+        if (bs->handed) {
+            bs->handed = false; /* the read thread planned it (and cleared the wake flags) */
+        } else {
+            eddy__plan_reset(plan);
+            eddy__bconn_wake_clear(&bs->conn); /* the plan sees every pause and resume so far */
+            if (eddy__consumer_plan(bs->consumer, eddy__mono_ms(), plan) != EDDY_OK) {
+                eddy__bconn_sleep(&bs->conn, EDDY__NOMEM_RETRY_MS); /* nothing was sent */
+                continue;
+            }
+            if (bs->share) /* a hot stream that went quiet watches again */
+                eddy__bshare_watched(bs->share, eddy__consumer_wakeup_replan(bs->consumer));
+            if (plan->cmds.n == 0 && bs->share && !eddy__consumer_hot(bs->consumer)) {
+                /* Idle and quiet: back to the shared reads, without this thread or connection. */
+                eddy__bconn_close(&bs->conn);
+                if (eddy__bshare_give_back(bs->share, bs, eddy__mono_ms() + plan->idle_ms)) {
+                    eddy__delivery_list_free(&out);
+                    return NULL;
+                }
+                continue; /* it is leaving: stopping is set */
+            }
+            if (plan->cmds.n == 0) {
+                eddy__bconn_sleep(&bs->conn, plan->idle_ms);
+                continue;
+            }
         }
-        if (plan.cmds.n == 0) {
-            eddy__bconn_sleep(&bs->conn, plan.idle_ms);
-            continue;
-        }
-        eddy_status st = round_trip(bs, &plan, &out);
+        eddy_status st = round_trip(bs, plan, &out);
         if (st == EDDY_ERR_NOMEM) {
             eddy__bconn_sleep(&bs->conn, EDDY__NOMEM_RETRY_MS); /* the connection is fine */
             continue;
@@ -241,45 +295,152 @@ static void *reader(void *arg) {
                 eddy__bconn_backoff(&bs->conn);
             continue;
         }
-        if (eddy__consumer_found_subjects(bs->consumer))
-            wake_others(bs);
-        if (!bs->ready && eddy__consumer_ready(bs->consumer)) {
-            pthread_mutex_lock(&bs->lock);
-            bs->ready = true;
-            pthread_cond_broadcast(&bs->settled);
-            pthread_mutex_unlock(&bs->lock);
-        }
-        dispatch(bs, &out);
+        after_feed(bs, &out);
     }
-    /* Stopping: the running handlers finish, then what they settled is acknowledged. The stop
-     * may have dropped the connection in the middle of a read: one attempt at a new one. */
-    wait_settled(bs);
-    eddy__plan_reset(&plan);
-    eddy_error err;
-    if (eddy__consumer_plan_flush(bs->consumer, eddy__mono_ms(), &plan) == EDDY_OK &&
-        plan.cmds.n > 0 && eddy__bconn_connect(&bs->conn, &err) == EDDY_OK)
-        round_trip(bs, &plan, &out);
-    eddy__plan_reset(&plan);
+    if (bs->handed) { /* a stop came before the plan handed over could be sent */
+        bs->handed = false;
+        eddy__consumer_reset(bs->consumer);
+    }
+    flush_settled(bs, &out);
     eddy__delivery_list_free(&out);
     return NULL;
 }
 
+/* Hands bs, whose plan blocks, to a reader thread of its own with that plan. When none can be
+ * started the plan is dropped, as after a lost connection, and tried again a little later. */
+static void go_own(bshare *s, bsub *bs, long long now) {
+    if (eddy__bshare_own(s, bs, reader))
+        return;
+    eddy__consumer_reset(bs->consumer);
+    bs->next_at = now + EDDY__NOMEM_RETRY_MS;
+}
+
+void eddy__bsub_round_shared(bshare *s, bconn *conn, bsub **v, size_t n) {
+    long long now = eddy__mono_ms();
+    eddy_error err;
+    eddy_status cst = EDDY_OK;
+    if (!eddy__bconn_connected(conn) && (cst = eddy__bconn_connect(conn, &err)) != EDDY_OK) {
+        long long wait = eddy__reconnect_wait_ms(&conn->gate, now);
+        eddy__log(&v[0]->bus->s.log, EDDY_LOG_DEBUG, "shared read connection: %s", err.detail);
+        for (size_t i = 0; i < n; i++) {
+            if (eddy__conn_refused(cst))
+                note_refused(v[i], &err);
+            v[i]->next_at = now + (wait > 0 ? wait : 0);
+        }
+        return;
+    }
+    /* Plans: each one's, or none; those with commands go out together. */
+    const eddy__cmdlist **lists = malloc(n * sizeof(*lists));
+    bsub **sent = malloc(n * sizeof(*sent));
+    size_t k = 0;
+    bool cut = false;
+    for (size_t i = 0; i < n; i++) {
+        bsub *bs = v[i];
+        bs->next_at = now; /* by default, plan again at once (say, after a round) */
+        eddy__plan_reset(&bs->plan);
+        eddy__bconn_wake_clear(&bs->conn); /* the plan sees every pause and resume so far */
+        if (!lists || !sent || eddy__consumer_plan(bs->consumer, now, &bs->plan) != EDDY_OK) {
+            bs->next_at = now + EDDY__NOMEM_RETRY_MS; /* out of memory: nothing was sent */
+            continue;
+        }
+        cut |= eddy__consumer_wakeup_replan(bs->consumer);
+        if (bs->plan.cmds.n == 0)
+            bs->next_at = now + bs->plan.idle_ms;
+        else if (bs->plan.block_ms >= 0)
+            go_own(s, bs, now);
+        else
+            lists[k] = &bs->plan.cmds, sent[k++] = bs;
+    }
+    eddy__bshare_watched(s, cut);
+    eddy__cmdlist view;
+    eddy__cmdlist_init(&view);
+    redisReply **replies = NULL;
+    eddy_status st = k == 0 ? EDDY_OK : eddy__cmdlist_view(&view, lists, k);
+    if (st == EDDY_OK && k > 0 && !(replies = calloc(view.n, sizeof(*replies))))
+        st = EDDY_ERR_NOMEM;
+    if (st == EDDY_OK && k > 0)
+        st = eddy__bconn_exec_read(conn, &view, -1, false, replies, &err);
+    if (st != EDDY_OK) {
+        /* Nothing sent (out of memory), or the connection failed: each plans its round again. */
+        long long wait =
+            st == EDDY_ERR_NOMEM ? EDDY__NOMEM_RETRY_MS : eddy__reconnect_wait_ms(&conn->gate, now);
+        if (st != EDDY_ERR_NOMEM && st != EDDY_ERR_CLOSED)
+            eddy__log(&v[0]->bus->s.log, EDDY_LOG_DEBUG, "shared read connection: %s", err.detail);
+        for (size_t j = 0; j < k; j++) {
+            eddy__consumer_reset(sent[j]->consumer);
+            sent[j]->next_at = now + (wait > 0 ? wait : 0);
+        }
+        k = 0;
+    }
+    eddy__delivery_list out = {0};
+    long long mono = eddy__mono_ms(), wall = eddy_now_ms();
+    for (size_t j = 0, at = 0; j < k; j++) {
+        bsub *bs = sent[j];
+        size_t m = bs->plan.cmds.n;
+        eddy_status fst =
+            eddy__consumer_feed(bs->consumer, mono, wall, &bs->plan, replies + at, m, &out);
+        at += m;
+        if (round_failed(bs, fst, NULL))
+            continue;
+        after_feed(bs, &out);
+    }
+    if (replies)
+        eddy__bconn_release(conn, replies, view.n);
+    eddy__delivery_list_free(&out);
+    eddy__cmdlist_view_free(&view);
+    free(replies);
+    free(lists);
+    free(sent);
+}
+
+/* A bus with share_reads_from subscriptions or more shares its reads (share.h): *out is the
+ * bus's share, made and started with the first subscription that shares; NULL when this one
+ * reads alone (so do those started before the bus had that many). */
+static eddy_status share_for(eddy_bus *bus, bshare **out, eddy_error *err) {
+    *out = NULL;
+    if (!eddy__wakeup_wanted(bus->s.share_reads_from, bus->nsubs))
+        return EDDY_OK;
+    if (!bus->share && !(bus->share = eddy__bshare_new(bus)))
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy_status st = eddy__bshare_start(bus->share, err);
+    if (st == EDDY_OK)
+        *out = bus->share;
+    return st;
+}
+
 eddy_status eddy__bsub_start(bsub *bs, eddy_error *err) {
+    eddy_bus *bus = bs->bus;
     if (eddy__bconn_use_arena(&bs->conn) != EDDY_OK)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    bs->consumer = eddy__consumer_new(&bs->bus->s, bs->sub);
+    bs->consumer = eddy__consumer_new(&bus->s, bs->sub);
     if (!bs->consumer)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    eddy__consumer_share_discovery(bs->consumer, bs->bus->discovery);
+    eddy__consumer_share_discovery(bs->consumer, bus->discovery);
     atomic_store(&bs->stopping, false);
     bs->ready = false;
     bs->refused.status = EDDY_OK;
+    bs->handed = false;
     eddy__bconn_resume(&bs->conn);
-    int rc = eddy__bthread_start(&bs->thread, reader, bs);
-    if (rc != 0) {
+    bshare *share;
+    eddy_status st = share_for(bus, &share, err);
+    pthread_mutex_lock(&bus->subs_lock); /* kick() reads it there */
+    bs->share = share;
+    pthread_mutex_unlock(&bus->subs_lock);
+    if (share) {
+        eddy__consumer_share_wakeup(bs->consumer, eddy__bshare_wakeup(share), bs);
+        st = eddy__bshare_attach(share, bs);
+        if (st != EDDY_OK)
+            eddy__fail(err, st, "out of memory");
+    } else if (st == EDDY_OK) {
+        if (eddy__bthread_start(&bs->thread, reader, bs) == 0)
+            bs->thread_started = true;
+        else
+            st = eddy__fail(err, EDDY_ERR_NOMEM, "could not start a reader thread");
+    }
+    if (st != EDDY_OK) {
         eddy__consumer_free(bs->consumer);
         bs->consumer = NULL;
-        return eddy__fail(err, EDDY_ERR_NOMEM, "could not start a reader thread");
+        return st;
     }
     bs->running = true;
     return EDDY_OK;
@@ -310,16 +471,34 @@ void eddy__bsub_stop(bsub *bs) {
         return;
     atomic_store(&bs->stopping, true);
     eddy__bconn_interrupt(&bs->conn);
-    pthread_join(bs->thread, NULL);
+    bool own = !bs->share || eddy__bshare_detach(bs->share, bs);
+    if (bs->thread_started)
+        pthread_join(bs->thread, NULL);
+    bs->thread_started = false;
+    if (!own) { /* the shared reads had it: what its handlers settled is sent from here */
+        eddy__delivery_list out = {0};
+        flush_settled(bs, &out);
+        eddy__delivery_list_free(&out);
+    }
     bs->running = false;
     eddy__consumer_free(bs->consumer);
     bs->consumer = NULL;
 }
 
+void eddy__bsub_stop_all(eddy_bus *bus) {
+    for (size_t i = 0; i < bus->nsubs; i++)
+        eddy__bsub_stop(bus->subs[i]);
+    if (bus->share)
+        eddy__bshare_stop(bus->share);
+}
+
 long long eddy__bsub_wake(bsub *bs, eddy__wake how) {
     if (how == EDDY__WAKE_NONE)
         return -1;
-    return eddy__bconn_wake(&bs->conn, how == EDDY__WAKE_READ);
+    long long kill = eddy__bconn_wake(&bs->conn, how == EDDY__WAKE_READ);
+    if (bs->share) /* (a shared read does not block: the next plan sees the change) */
+        eddy__bshare_kick(bs->share, bs);
+    return kill;
 }
 
 void eddy__bsub_kill_read(eddy_bus *bus, long long client_id) {

@@ -375,8 +375,7 @@ static const rround_ops act_round_ops = {act_step, act_kept, act_done, act_lost,
  * wake-up and the shared connections are made once, with the first activation that shares
  * (bus->wake then set). Activations started before stay on connections of their own. */
 static eddy_status share_reads(eddy_rbus *bus) {
-    unsigned from = bus->s.share_reads_from;
-    if (bus->wake || from == 0 || bus->nsubs < from)
+    if (bus->wake || !eddy__wakeup_wanted(bus->s.share_reads_from, bus->nsubs))
         return EDDY_OK;
     for (size_t i = 0; i < EDDY__RSHARES; i++)
         if (!bus->shares[i] && !(bus->shares[i] = eddy__rshare_new(bus)))
@@ -404,7 +403,7 @@ eddy_status eddy__ract_start(rsub *rs) {
         return EDDY_ERR_NOMEM;
     }
     if (bus->wake) {
-        eddy__consumer_share_wakeup(act->consumer, eddy__rwake_core(bus->wake));
+        eddy__consumer_share_wakeup(act->consumer, eddy__rwake_core(bus->wake), act);
         eddy__rround_share(&act->r, bus->shares[bus->next_share++ % EDDY__RSHARES]);
         eddy__rwake_start(bus->wake);
     }

@@ -33,21 +33,18 @@ struct rwake {
 
 static void woken(const void *who, void *user) {
     rwake *w = user;
-    for (ract *a = w->bus->acts; a; a = a->next)
-        if (a->consumer == who) {
-            eddy__consumer_wake(a->consumer);
-            if (w->nkick == w->capkick) {
-                size_t cap = w->capkick ? 2 * w->capkick : 16;
-                ract **v = realloc(w->kick, cap * sizeof(*v));
-                if (!v) {
-                    w->kick_all = true;
-                    return;
-                }
-                w->kick = v, w->capkick = cap;
-            }
-            w->kick[w->nkick++] = a;
+    ract *a = eddy__consumer_owner(who);
+    eddy__consumer_wake(a->consumer);
+    if (w->nkick == w->capkick) {
+        size_t cap = w->capkick ? 2 * w->capkick : 16;
+        ract **v = realloc(w->kick, cap * sizeof(*v));
+        if (!v) {
+            w->kick_all = true;
             return;
         }
+        w->kick = v, w->capkick = cap;
+    }
+    w->kick[w->nkick++] = a;
 }
 
 /* Ends the idle wait of each activation the feed woke (its news is marked: it reads now). */

@@ -288,14 +288,15 @@ typedef struct eddy_settings {
      * says more. */
     unsigned wait_replicas;
     unsigned wait_timeout_ms;
-    /** Reactive front end: a bus with at least this many subscriptions reads them over a few
-     * shared connections instead of one each: one bus-wide blocking read (the wake-up) learns
-     * which streams have news, and the woken subscriptions' reads, which do not block, go on
-     * two shared connections; a stream that keeps having news (a hot one) reads with
-     * blocking reads on a connection of its own until it goes quiet. So 1,000 subscriptions
-     * hold about 6 connections (docs/threads.md). The cost, for each delivery that wakes an
-     * idle subscription: one more round trip. Default 5; 1 shares always; 0 never. The blocking
-     * front end does not share yet: a connection and a thread per subscription. */
+    /** A bus with at least this many subscriptions reads them over a few shared connections
+     * instead of one each: one bus-wide blocking read (the wake-up) learns which streams have
+     * news, and the woken subscriptions' reads, which do not block, go on shared connections
+     * (two on the reactive front end, one on the blocking front end, whose two threads, the
+     * wake-up's and the shared reads', replace a reader thread per subscription); a stream
+     * that keeps having news (a hot one) reads with blocking reads on a connection (blocking:
+     * and a thread) of its own until it goes quiet. So 1,000 subscriptions hold 4 or 5
+     * connections (docs/threads.md). The cost, for each delivery that wakes an idle
+     * subscription: one more round trip. Default 5; 1 shares always; 0 never. */
     unsigned share_reads_from;
 } eddy_settings;
 

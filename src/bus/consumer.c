@@ -213,6 +213,7 @@ struct eddy__consumer {
 
     /* The bus-wide wake-up (eddy__consumer_share_wakeup; NULL: blocking reads of its own). */
     eddy__wakeup *wakeup;
+    void *owner;        /* the front end's, for the wake-up's callbacks */
     atomic_bool news;   /* a stream it watches may have entries for it: read without blocking */
     size_t watched;     /* streams [0, watched) are watched (0 while paused) */
     bool wake_replan;   /* a watch the wake-up's read in flight does not cover */
@@ -315,13 +316,18 @@ eddy__wake eddy__consumer_pause(eddy__sub *sub, bool pause) {
 
 void eddy__consumer_share_discovery(eddy__consumer *c, eddy__discovery *d) { c->shared = d; }
 
-void eddy__consumer_share_wakeup(eddy__consumer *c, eddy__wakeup *w) {
+void eddy__consumer_share_wakeup(eddy__consumer *c, eddy__wakeup *w, void *owner) {
     c->wakeup = w;
+    c->owner = owner;
     c->found_at = -1;
     atomic_store(&c->news, true);
 }
 
+void *eddy__consumer_owner(const void *who) { return ((const eddy__consumer *)who)->owner; }
+
 void eddy__consumer_wake(eddy__consumer *c) { atomic_store(&c->news, true); }
+
+bool eddy__consumer_hot(const eddy__consumer *c) { return c->hot; }
 
 bool eddy__consumer_wakeup_replan(eddy__consumer *c) {
     bool replan = c->wake_replan;

@@ -95,8 +95,9 @@ void eddy__consumer_share_discovery(eddy__consumer *c, struct eddy__discovery *d
 struct eddy__wakeup;
 /* The longest idle wait planned with the wake-up while nothing else is due. */
 #define EDDY__WOKEN_IDLE_MAX_MS 60000
-/* The consumer leaves blocking to the bus-wide wake-up (wakeup.h; issue 22's design, which no
- * front end drives yet): it watches its streams there (who: the consumer; not while paused)
+/* The consumer leaves blocking to the bus-wide wake-up (wakeup.h): it watches its streams there
+ * (who: the consumer, whose owner, the front end's record of it, eddy__consumer_owner gives
+ * back; not while paused)
  * and plans its live reads without BLOCK, only when it has news (eddy__consumer_wake, or a
  * start, a resume, a new stream, a lost connection, or a live read that filled its batch); with
  * no news it idles, for as long as its claim rounds and discovery allow, until woken. A hot
@@ -106,10 +107,17 @@ struct eddy__wakeup;
  * with news. Everything else (acknowledgements, history, claims, pause, stop) plans as without
  * it. Borrowed: it must
  * outlive the consumer. Call before the first plan. */
-void eddy__consumer_share_wakeup(eddy__consumer *c, struct eddy__wakeup *w);
+void eddy__consumer_share_wakeup(eddy__consumer *c, struct eddy__wakeup *w, void *owner);
+/* The owner given to eddy__consumer_share_wakeup, for a wake-up callback's `who` (a consumer
+ * that watches is alive: eddy__consumer_free leaves the wake-up first). Thread: any. */
+void *eddy__consumer_owner(const void *who);
 /* The wake-up says a stream the consumer watches has news: its next plan reads. The front end
  * then ends the reader's idle wait. Thread: any. */
 void eddy__consumer_wake(eddy__consumer *c);
+/* True while a stream of its is hot: it reads with blocking reads of its own, out of the
+ * wake-up (a front end keeps a connection on which it may block for it until then). Thread:
+ * its reader's. */
+bool eddy__consumer_hot(const eddy__consumer *c);
 /* True (once) when the last plan watched a stream the wake-up's blocking read in flight does
  * not cover: the front end cuts that read short so that it plans again. */
 bool eddy__consumer_wakeup_replan(eddy__consumer *c);

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The bus-wide wake-up (issue 22, first step: the core's half, not yet driven by a front end).
+/* The bus-wide wake-up, which both front ends drive (reactive/wake.c, blocking/share.c).
  *
  * Today each subscription's reader ties up a connection (and, on the blocking front end, a
  * thread) with a blocking XREADGROUP of its own: a bus with 1,000 subscriptions holds about
@@ -64,6 +64,11 @@
 #include "util/cmdlist.h"
 
 typedef struct eddy__wakeup eddy__wakeup;
+
+/* Whether a bus of nsubs subscriptions shares its reads (settings.share_reads_from: 0 never). */
+static inline bool eddy__wakeup_wanted(unsigned share_reads_from, size_t nsubs) {
+    return share_reads_from != 0 && nsubs >= share_reads_from;
+}
 
 /* count: the XREAD's COUNT (the bus's read batch, at least 1). NULL on OOM. */
 eddy__wakeup *eddy__wakeup_new(unsigned count);

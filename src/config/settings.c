@@ -142,7 +142,7 @@ static const eddy__opt settings_rows[] = {
         "with wait_replicas: 1 to below command_timeout_ms",
         "How long a publish's WAIT waits for wait_replicas"),
     ROW(share_reads_from, UNSIGNED, C_OFF(share_reads_from), NULL, 5, 0, UMAX, 0, "subscriptions",
-        "5", "reactive front end",
+        "5", NULL,
         "A bus with this many subscriptions or more reads them over a few shared connections "
         "(0: never)"),
 };

@@ -51,7 +51,7 @@ typedef struct eddy__settings {
     unsigned wait_replicas;    /* 0: publish without WAIT */
     unsigned wait_timeout_ms;
     bool claim_refresh;        /* handlers keep their claim while they run */
-    unsigned share_reads_from; /* reactive: subscriptions from which reads share connections */
+    unsigned share_reads_from; /* subscriptions from which reads share connections */
 } eddy__settings;
 
 /* The size of eddy 0.3.0's eddy_settings (the end of its last field): what a struct_size of 0

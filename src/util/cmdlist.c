@@ -49,3 +49,28 @@ eddy_status eddy__cmdlist_status_from(const eddy__cmdlist *l, size_t first) {
             return EDDY_ERR_NOMEM;
     return EDDY_OK;
 }
+
+eddy_status eddy__cmdlist_view(eddy__cmdlist *view, const eddy__cmdlist *const *lists, size_t k) {
+    size_t n = 0;
+    for (size_t i = 0; i < k; i++)
+        n += lists[i]->n;
+    view->n = 0;
+    if (n > view->cap) {
+        eddy__cmd *cmds = realloc(view->cmds, n * sizeof(*cmds));
+        if (!cmds)
+            return EDDY_ERR_NOMEM;
+        view->cmds = cmds;
+        view->cap = n;
+    }
+    for (size_t i = 0; i < k; i++) {
+        if (lists[i]->n)
+            memcpy(view->cmds + view->n, lists[i]->cmds, lists[i]->n * sizeof(*view->cmds));
+        view->n += lists[i]->n;
+    }
+    return EDDY_OK;
+}
+
+void eddy__cmdlist_view_free(eddy__cmdlist *view) {
+    free(view->cmds);
+    eddy__cmdlist_init(view);
+}

@@ -26,4 +26,11 @@ eddy_status eddy__cmdlist_status(const eddy__cmdlist *l);
  * only what it added). */
 eddy_status eddy__cmdlist_status_from(const eddy__cmdlist *l, size_t first);
 
+/* A view: the commands of k lists, back to back, borrowed (copies of the command structs; the
+ * lists keep what they point to), to send several owners' commands as one pipeline. Grows
+ * view's arrays as needed (its tags and args stay unset). EDDY_ERR_NOMEM leaves it empty.
+ * Release it with eddy__cmdlist_view_free, never eddy__cmdlist_reset. */
+eddy_status eddy__cmdlist_view(eddy__cmdlist *view, const eddy__cmdlist *const *lists, size_t k);
+void eddy__cmdlist_view_free(eddy__cmdlist *view);
+
 #endif

@@ -6,12 +6,14 @@
  * pausing and resuming a subscription. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
+#include <dirent.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "driver.h"
 #include "eddy/blocking.h"
@@ -1331,5 +1333,84 @@ ParameterizedTest(combo *p, bus, stop_with_a_held_delivery_still_acknowledges_it
     cr_expect_eq(st.failed, 0);
     c.d->free(b);
     held_destroy(&h);
+    rec_destroy(&r);
+}
+
+/* Issue 22: many subscriptions share a few connections and (blocking) threads. */
+static int open_sockets(void) {
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    for (struct dirent *e; d && (e = readdir(d));) {
+        char path[300], target[64];
+        snprintf(path, sizeof(path), "/proc/self/fd/%s", e->d_name);
+        ssize_t len = readlink(path, target, sizeof(target) - 1);
+        if (len > 0 && (target[len] = 0, strncmp(target, "socket:", 7) == 0))
+            n++;
+    }
+    if (d)
+        closedir(d);
+    return n;
+}
+
+static int threads_now(void) {
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[256];
+    int n = -1;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "Threads: %d", &n) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return n;
+}
+
+#define MANY_SUBS 300
+
+ParameterizedTestParameters(bus, many_subscriptions_share_a_few_connections_and_threads) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, many_subscriptions_share_a_few_connections_and_threads,
+                  .timeout = 120) {
+    ctx c;
+    setup(&c, p);
+    recorder r;
+    rec_init(&r);
+    static char names[MANY_SUBS][16], subjects[MANY_SUBS][24];
+    eddy_subscription_spec specs[MANY_SUBS];
+    for (int i = 0; i < MANY_SUBS; i++) {
+        snprintf(names[i], sizeof(names[i]), "s%d", i);
+        snprintf(subjects[i], sizeof(subjects[i]), "many.%d", i);
+        specs[i] = spec(names[i], subjects[i], EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
+    }
+    c.s.share_reads_from = 5; /* the default, whatever the suite's environment says */
+    int sockets0 = open_sockets(), threads0 = threads_now();
+    tbus *b = must_bus(&c, specs, MANY_SUBS);
+    must_start(&c, b);
+    char id[32];
+    must_publish(&c, b, "many.0", "first", "t.many"); /* the publishing connection is open */
+    cr_assert(rec_wait(&r, 1, 30000), "the first event was not delivered");
+    int sockets = open_sockets() - sockets0, threads = threads_now() - threads0;
+    cr_expect_leq(sockets, 8, "%d sockets for %d subscriptions", sockets, MANY_SUBS);
+    /* blocking: the workers and at most 4 more; reactive: the driver's loop thread */
+    cr_expect_leq(threads, (int)c.s.workers + 4, "%d threads for %d subscriptions", threads,
+                  MANY_SUBS);
+    eddy_error err;
+    cr_assert_eq(c.d->pause(b, "s7", &err), EDDY_OK, "%s", err.detail);
+    for (int i = 0; i < MANY_SUBS; i++) {
+        snprintf(id, sizeof(id), "m%d", i);
+        must_publish(&c, b, subjects[i], id, "t.many");
+    }
+    cr_assert(rec_wait(&r, MANY_SUBS, 30000), "only %d of %d delivered", rec_count(&r), MANY_SUBS);
+    cr_expect_eq(rec_seen(&r, "m7"), 0, "a paused subscription was delivered to");
+    cr_assert_eq(c.d->resume(b, "s7", &err), EDDY_OK, "%s", err.detail);
+    cr_assert(rec_wait(&r, MANY_SUBS + 1, 30000), "the resumed subscription got nothing");
+    c.d->stop(b);
+    for (int i = 0; i < MANY_SUBS; i++) {
+        snprintf(id, sizeof(id), "m%d", i);
+        cr_expect_eq(rec_seen(&r, id), 1, "%s seen %d times", id, rec_seen(&r, id));
+        if (p->backend == 1)
+            cr_expect_eq(pending_count(&c, subjects[i], "g"), 0, "%s left pending", subjects[i]);
+    }
+    c.d->free(b);
     rec_destroy(&r);
 }

@@ -705,6 +705,7 @@ static void listener_start(listener *l) {
         cr_assert_eq(eddy_store_open(&l->s, &l->store, &err), EDDY_OK, "%s", err.detail);
         cr_assert_eq(eddy_feed_new(l->store, &cfg, &l->feed, &err), EDDY_OK, "%s", err.detail);
         eddy_subscription_spec sp = listener_spec(l->feed, eddy_feed_handler);
+        eddy_test_share_reads(&l->s);
         cr_assert_eq(eddy_bus_new(&l->s, &sp, 1, &l->bus, &err), EDDY_OK, "%s", err.detail);
         cr_assert_eq(eddy_bus_start(l->bus, &err), EDDY_OK, "%s", err.detail);
     }

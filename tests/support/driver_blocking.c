@@ -2,10 +2,13 @@
 /* The blocking front end behind the scenario driver: a direct mapping. */
 #include "driver.h"
 #include "eddy/blocking.h"
+#include "eddy_test.h"
 
 static eddy_status b_new(const eddy_settings *s, const eddy_subscription_spec *specs, size_t n,
                          tbus **out, eddy_error *err) {
-    return eddy_bus_new(s, specs, n, (eddy_bus **)out, err);
+    eddy_settings shared = *s;
+    eddy_test_share_reads(&shared);
+    return eddy_bus_new(&shared, specs, n, (eddy_bus **)out, err);
 }
 static eddy_status b_subscribe(tbus *b, const eddy_subscription_spec *spec, eddy_error *err) {
     return eddy_bus_subscribe((eddy_bus *)b, spec, err);

@@ -9,6 +9,7 @@
 
 #include "eddy/blocking.h"
 #include "eddy/feed.h"
+#include "eddy_test.h"
 #include "feed_driver.h"
 
 struct tfeed {
@@ -157,7 +158,9 @@ static eddy_status b_listen(tfeed *f, const eddy_settings *s, const char *subjec
     sp.delivery = EDDY_AT_LEAST_ONCE;
     sp.handler = eddy_feed_handler;
     sp.user = f->feed;
-    eddy_status rc = eddy_bus_new(s, &sp, 1, &l->bus, err);
+    eddy_settings shared = *s;
+    eddy_test_share_reads(&shared);
+    eddy_status rc = eddy_bus_new(&shared, &sp, 1, &l->bus, err);
     if (rc == EDDY_OK && (rc = eddy_bus_start(l->bus, err)) != EDDY_OK)
         eddy_bus_free(l->bus);
     if (rc != EDDY_OK) {

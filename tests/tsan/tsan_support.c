@@ -69,6 +69,10 @@ void tsan_settings(eddy_settings *s, const tsan_run *run) {
     s->discovery_ms = 50;
     s->lease_ms = 3000;
     s->log = tsan_log;
+    /* EDDY_TEST_SHARE_READS=N: reads shared from N subscriptions (blocking/share.h) */
+    const char *share = getenv("EDDY_TEST_SHARE_READS");
+    if (share && *share)
+        s->share_reads_from = (unsigned)strtoul(share, NULL, 10);
 }
 
 eddy_event *tsan_event(const char *prefix, int n, const char *type) {

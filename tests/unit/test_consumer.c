@@ -991,7 +991,7 @@ static void wakeup_step(eddy__wakeup *w, const char *want, const char *reply) {
 Test(consumer, with_the_wakeup_live_reads_do_not_block_and_wait_for_news, .fini = teardown) {
     make("jobs", EDDY_AT_LEAST_ONCE, 5);
     eddy__wakeup *w = eddy__wakeup_new(10);
-    eddy__consumer_share_wakeup(consumer, w);
+    eddy__consumer_share_wakeup(consumer, w, NULL);
     eddy__plan p;
     eddy__plan_init(&p);
     eddy__delivery_list out = {0};
@@ -1059,7 +1059,7 @@ Test(consumer, with_the_wakeup_live_reads_do_not_block_and_wait_for_news, .fini 
 /* Brings a literal AtLeastOnce consumer with the wake-up w to its first idle wait, the stream's
  * id fixed at 0-0 by the wake-up. */
 static void to_woken_idle(eddy__wakeup *w, eddy__plan *p, eddy__delivery_list *out) {
-    eddy__consumer_share_wakeup(consumer, w);
+    eddy__consumer_share_wakeup(consumer, w, NULL);
     plan(0, p);
     step(0, p, (const char *[]){OK, ":1\r\n"}, 2, out);
     plan(0, p);

@@ -1,0 +1,304 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Shared reads on the blocking front end; see share.h. This file keeps who is due and runs the
+ * two threads; reader.c plans, sends and feeds a round of them (eddy__bsub_round_shared). */
+#include "share.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "error.h"
+#include "internal.h"
+#include "timing.h"
+
+/* With nothing watched the wake thread sleeps this long, unless a watch ends it sooner. */
+#define WAKE_IDLE_MS 60000
+/* The longest the read thread sleeps with nobody due. */
+#define READ_IDLE_MS 60000
+
+struct bshare {
+    eddy_bus *bus;
+    eddy__wakeup *core;
+    bconn wake_conn, read_conn;
+    pthread_t wake_thread, read_thread;
+    bool running;
+    atomic_bool stopping;
+    atomic_bool wake_idle; /* the wake thread is planning or sleeping: a watch must wake it */
+    pthread_mutex_t lock;  /* members, and each member's where, due, wake_at and leaving */
+    pthread_cond_t cond;   /* the read thread's wait */
+    pthread_cond_t ended;  /* a round ended (a detach waits for it) */
+    bsub **members;
+    size_t n, cap;
+    bsub **batch; /* the read thread's own: it grows it (under lock) to take every member */
+    size_t batch_cap;
+};
+
+bshare *eddy__bshare_new(eddy_bus *bus) {
+    bshare *s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    if (!(s->core = eddy__wakeup_new(bus->s.read_batch ? bus->s.read_batch : 1))) {
+        free(s);
+        return NULL;
+    }
+    s->bus = bus;
+    pthread_mutex_init(&s->lock, NULL);
+    eddy__bcond_init_monotonic(&s->cond);
+    pthread_cond_init(&s->ended, NULL);
+    eddy__bconn_init(&s->wake_conn, &bus->s);
+    eddy__bconn_init(&s->read_conn, &bus->s);
+    if (eddy__bconn_use_arena(&s->read_conn) != EDDY_OK) {
+        eddy__bshare_free(s);
+        return NULL;
+    }
+    return s;
+}
+
+void eddy__bshare_free(bshare *s) {
+    if (!s)
+        return;
+    eddy__bshare_stop(s);
+    eddy__bconn_destroy(&s->wake_conn);
+    eddy__bconn_destroy(&s->read_conn);
+    eddy__wakeup_free(s->core);
+    pthread_mutex_destroy(&s->lock);
+    pthread_cond_destroy(&s->cond);
+    pthread_cond_destroy(&s->ended);
+    free(s->members);
+    free(s->batch);
+    free(s);
+}
+
+eddy__wakeup *eddy__bshare_wakeup(bshare *s) { return s->core; }
+
+/* ---- the wake thread ------------------------------------------------------------------- */
+
+/* A watched stream has news: its watcher reads (under the core's lock; see share.h's order). */
+static void woken(const void *who, void *user) {
+    bsub *bs = eddy__consumer_owner(who);
+    eddy__consumer_wake(bs->consumer);
+    eddy__bshare_kick(user, bs);
+}
+
+static void *wake_thread(void *arg) {
+    bshare *s = arg;
+    bconn *c = &s->wake_conn;
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    redisReply **replies = NULL;
+    size_t cap = 0;
+    while (!atomic_load(&s->stopping)) {
+        eddy_error err;
+        if (!eddy__bconn_connected(c) && eddy__bconn_connect(c, &err) != EDDY_OK) {
+            eddy__log(&s->bus->s.log, EDDY_LOG_DEBUG, "wake-up connection: %s", err.detail);
+            eddy__bconn_backoff(c);
+            continue;
+        }
+        /* Set from before the plan until it sleeps no more: a watch made meanwhile ends that
+         * sleep (once it blocks, a watch the XREAD does not cover cuts it: the core says so). */
+        atomic_store(&s->wake_idle, true);
+        eddy__bconn_wake_clear(c);
+        eddy__cmdlist_reset(&cmds);
+        long long block = -1;
+        if (eddy__wakeup_plan(s->core, (long long)s->bus->s.block_ms, &cmds, &block) != EDDY_OK) {
+            eddy__bconn_sleep(c, EDDY__NOMEM_RETRY_MS);
+            continue;
+        }
+        if (cmds.n == 0) {
+            eddy__bconn_sleep(c, WAKE_IDLE_MS);
+            continue;
+        }
+        atomic_store(&s->wake_idle, false);
+        if (cmds.n > cap) {
+            redisReply **v = realloc(replies, cmds.n * sizeof(*v));
+            if (!v) {
+                eddy__bconn_sleep(c, EDDY__NOMEM_RETRY_MS);
+                continue;
+            }
+            replies = v, cap = cmds.n;
+        }
+        eddy_status st = eddy__bconn_exec(c, &cmds, block, replies, &err);
+        if (st == EDDY_ERR_CLOSED)
+            continue; /* cut short by a watch or a stop: the ids are as they were */
+        if (st != EDDY_OK) {
+            /* A restarted server may have lost or trimmed streams: every id is fixed again. */
+            eddy__wakeup_reset(s->core);
+            eddy__log(&s->bus->s.log, EDDY_LOG_DEBUG, "wake-up connection: %s", err.detail);
+            eddy__bconn_backoff(c);
+            continue;
+        }
+        if (eddy__wakeup_feed(s->core, &cmds, replies, cmds.n, woken, s) == EDDY_ERR_PROTOCOL)
+            eddy__log(&s->bus->s.log, EDDY_LOG_WARN, "wake-up: a reply of an unexpected shape");
+        eddy__bconn_release(c, replies, cmds.n);
+    }
+    eddy__cmdlist_reset(&cmds);
+    free(replies);
+    return NULL;
+}
+
+void eddy__bshare_watched(bshare *s, bool cut) {
+    if (cut || atomic_load(&s->wake_idle))
+        eddy__bconn_wake(&s->wake_conn, cut);
+}
+
+/* ---- the read thread ------------------------------------------------------------------- */
+
+/* Under lock: the members due now into s->batch (each then ROUND); *next_at is the earliest
+ * time another one is due. */
+static size_t take_due(bshare *s, long long now, long long *next_at) {
+    size_t k = 0;
+    *next_at = now + READ_IDLE_MS;
+    if (s->batch_cap < s->n) {
+        bsub **b = realloc(s->batch, s->n * sizeof(*b));
+        if (b)
+            s->batch = b, s->batch_cap = s->n;
+    }
+    for (size_t i = 0; i < s->n && k < s->batch_cap; i++) {
+        bsub *bs = s->members[i];
+        if (bs->where != BS_SHARED || bs->leaving)
+            continue;
+        if (bs->due || bs->wake_at <= now) {
+            bs->due = false;
+            bs->where = BS_ROUND;
+            s->batch[k++] = bs;
+        } else if (bs->wake_at < *next_at) {
+            *next_at = bs->wake_at;
+        }
+    }
+    return k;
+}
+
+static void *read_thread(void *arg) {
+    bshare *s = arg;
+    pthread_mutex_lock(&s->lock);
+    while (!atomic_load(&s->stopping)) {
+        long long next_at;
+        size_t k = take_due(s, eddy__mono_ms(), &next_at);
+        if (k == 0) {
+            struct timespec at = {(time_t)(next_at / 1000), (long)(next_at % 1000) * 1000000};
+            pthread_cond_timedwait(&s->cond, &s->lock, &at);
+            continue;
+        }
+        pthread_mutex_unlock(&s->lock);
+        eddy__bsub_round_shared(s, &s->read_conn, s->batch, k);
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < k; i++) {
+            bsub *bs = s->batch[i];
+            if (bs->where != BS_ROUND)
+                continue; /* its own reader thread has it now */
+            bs->where = BS_SHARED;
+            bs->wake_at = bs->next_at;
+        }
+        pthread_cond_broadcast(&s->ended);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return NULL;
+}
+
+/* ---- members --------------------------------------------------------------------------- */
+
+eddy_status eddy__bshare_start(bshare *s, eddy_error *err) {
+    if (s->running)
+        return EDDY_OK;
+    atomic_store(&s->stopping, false);
+    eddy__bconn_resume(&s->wake_conn);
+    eddy__bconn_resume(&s->read_conn);
+    if (eddy__bthread_start(&s->wake_thread, wake_thread, s) != 0)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "could not start the wake-up thread");
+    if (eddy__bthread_start(&s->read_thread, read_thread, s) != 0) {
+        atomic_store(&s->stopping, true);
+        eddy__bconn_interrupt(&s->wake_conn);
+        pthread_join(s->wake_thread, NULL);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "could not start the shared read thread");
+    }
+    s->running = true;
+    return EDDY_OK;
+}
+
+void eddy__bshare_stop(bshare *s) {
+    if (!s->running)
+        return;
+    atomic_store(&s->stopping, true);
+    eddy__bconn_interrupt(&s->wake_conn);
+    eddy__bconn_interrupt(&s->read_conn);
+    pthread_mutex_lock(&s->lock);
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    pthread_join(s->wake_thread, NULL);
+    pthread_join(s->read_thread, NULL);
+    eddy__bconn_close(&s->wake_conn);
+    eddy__bconn_close(&s->read_conn);
+    eddy__wakeup_reset(s->core);
+    s->running = false;
+}
+
+eddy_status eddy__bshare_attach(bshare *s, bsub *bs) {
+    pthread_mutex_lock(&s->lock);
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        bsub **m = realloc(s->members, cap * sizeof(*m));
+        if (!m) {
+            pthread_mutex_unlock(&s->lock);
+            return EDDY_ERR_NOMEM;
+        }
+        s->members = m, s->cap = cap;
+    }
+    s->members[s->n++] = bs;
+    bs->where = BS_SHARED;
+    bs->leaving = false;
+    bs->due = true;
+    pthread_cond_signal(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+    return EDDY_OK;
+}
+
+bool eddy__bshare_detach(bshare *s, bsub *bs) {
+    pthread_mutex_lock(&s->lock);
+    bs->leaving = true;
+    while (bs->where == BS_ROUND)
+        pthread_cond_wait(&s->ended, &s->lock);
+    bool own = bs->where == BS_OWN;
+    for (size_t i = 0; i < s->n; i++)
+        if (s->members[i] == bs) {
+            s->members[i] = s->members[--s->n];
+            break;
+        }
+    bs->where = BS_OFF;
+    pthread_mutex_unlock(&s->lock);
+    return own;
+}
+
+void eddy__bshare_kick(bshare *s, bsub *bs) {
+    pthread_mutex_lock(&s->lock);
+    bs->due = true;
+    if (bs->where == BS_SHARED)
+        pthread_cond_signal(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+bool eddy__bshare_own(bshare *s, bsub *bs, void *(*fn)(void *)) {
+    pthread_mutex_lock(&s->lock);
+    if (bs->thread_started) /* it gave bs back, so it has ended or is about to */
+        pthread_join(bs->thread, NULL);
+    bs->handed = true;
+    bs->where = BS_OWN;
+    bs->thread_started = eddy__bthread_start(&bs->thread, fn, bs) == 0;
+    if (!bs->thread_started) {
+        bs->handed = false;
+        bs->where = BS_ROUND;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return bs->thread_started;
+}
+
+bool eddy__bshare_give_back(bshare *s, bsub *bs, long long next_at) {
+    pthread_mutex_lock(&s->lock);
+    bool back = !bs->leaving && bs->where == BS_OWN;
+    if (back) {
+        bs->where = BS_SHARED;
+        bs->wake_at = next_at; /* (a kick since its last plan has set it due) */
+        pthread_cond_signal(&s->cond);
+    }
+    pthread_mutex_unlock(&s->lock);
+    return back;
+}
