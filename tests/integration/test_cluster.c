@@ -770,3 +770,65 @@ static void gathered(const driver *d) {
 
 Test(cluster, blocking_scatter_gather, .timeout = 300) { gathered(&blocking_driver); }
 Test(cluster, reactive_scatter_gather, .timeout = 300) { gathered(&reactive_driver); }
+
+/* ---- shared reads (issue 22) on a cluster: the wake-up's XREAD stays in the namespace's slot */
+
+#define SHARED_SUBS 8
+#define SHARED_EACH 10
+
+static void shared_reads(const driver *d) {
+    eddy_test_cluster c;
+    eddy_test_cluster_start(&c);
+    char ns[NNS][96];
+    int master[NNS];
+    pick_namespaces(&c, ns, master);
+    eddy_settings st;
+    settings_for(&st, c.url, ns[0]);
+    st.share_reads_from = 5; /* the default: 8 subscriptions share */
+    recorder r;
+    rec_init(&r);
+    char names[SHARED_SUBS][16], subjects[SHARED_SUBS][24];
+    eddy_subscription_spec sp[SHARED_SUBS];
+    for (int i = 0; i < SHARED_SUBS; i++) {
+        snprintf(names[i], sizeof(names[i]), "s%d", i);
+        snprintf(subjects[i], sizeof(subjects[i]), "orders.%d", i);
+        eddy_subscription_spec_init(&sp[i]);
+        sp[i].name = names[i];
+        sp[i].pattern = subjects[i];
+        sp[i].group = "g";
+        sp[i].delivery = EDDY_AT_LEAST_ONCE;
+        sp[i].handler = rec_handler;
+        sp[i].user = &r;
+    }
+    tbus *b = NULL;
+    eddy_error err = {0};
+    cr_assert_eq(d->bus_new(&st, sp, SHARED_SUBS, &b, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_eq(d->start(b, &err), EDDY_OK, "%s", err.detail);
+    char id[32];
+    for (int k = 0; k < SHARED_EACH; k++)
+        for (int i = 0; i < SHARED_SUBS; i++) {
+            snprintf(id, sizeof(id), "e%d-%d", i, k);
+            eddy_event *ev = make_event(id, "t.shared");
+            cr_assert_eq(d->publish(b, subjects[i], ev, &err), EDDY_OK, "%s", err.detail);
+            eddy_event_free(ev);
+        }
+    cr_assert(rec_wait(&r, SHARED_SUBS * SHARED_EACH, WAIT_MS), "only %d of %d delivered",
+              rec_count(&r), SHARED_SUBS * SHARED_EACH);
+    d->stop(b);
+    for (int i = 0; i < SHARED_SUBS; i++) {
+        for (int k = 0; k < SHARED_EACH; k++) {
+            snprintf(id, sizeof(id), "e%d-%d", i, k);
+            cr_expect_eq(rec_seen(&r, id), 1, "%s seen %d times", id, rec_seen(&r, id));
+        }
+        redisReply *p = eddy_test_cmd_at(master[0], "XPENDING {%s}:s:%s g", ns[0], subjects[i]);
+        cr_expect(p && p->type == REDIS_REPLY_ARRAY && p->elements && p->element[0]->integer == 0,
+                  "%s left pending", subjects[i]);
+        freeReplyObject(p);
+    }
+    d->free(b);
+    rec_destroy(&r);
+    eddy_test_cluster_stop(&c);
+}
+
+Test(cluster, blocking_shared_reads, .timeout = 300) { shared_reads(&blocking_driver); }
+Test(cluster, reactive_shared_reads, .timeout = 300) { shared_reads(&reactive_driver); }
