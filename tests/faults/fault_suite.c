@@ -15,6 +15,16 @@
 #include "faults.h"
 #include "scenarios.h"
 
+/* Scenarios again with every subscription on the shared reads (blocking/share.h,
+ * reactive/share.h): the drivers, the workers' included, read EDDY_TEST_SHARE_READS. */
+static void shared(const driver *dr, fx_scenario_fn fn) {
+    setenv("EDDY_TEST_SHARE_READS", "1", 1);
+    fn(dr);
+    unsetenv("EDDY_TEST_SHARE_READS");
+}
+static void redis_stopped_shared(const driver *dr) { shared(dr, fx_redis_stopped); }
+static void kill_consumers_shared(const driver *dr) { shared(dr, fx_kill_consumers); }
+
 typedef struct scenario {
     const char *name;
     fx_scenario_fn fn;
@@ -30,6 +40,8 @@ static const scenario scenarios[] = {
     {"feed_resumed",     fx_feed_resumed},
     {"feed_model",       fx_feed_model},
     {"redis_stopped",    fx_redis_stopped},
+    {"redis_stopped_shared", redis_stopped_shared},
+    {"kill_consumers_shared", kill_consumers_shared},
     {"auth_changed",     fx_auth_changed},
     {"tls_restart",      fx_tls_restart},
     {"claim_kept",       fx_claim_kept},
