@@ -120,11 +120,16 @@ static void wait_settled(bsub *bs) {
 }
 
 /* A round that failed: the connection's failure (`lost`, err says why), or the consumer's to
- * make sense of the replies (err NULL). Logged unless a stop or a pause's cut, and the consumer
+ * make sense of the replies (err NULL). Logged unless a stop or a pause's cut; what the feed
+ * handed out before it failed is dropped (AtLeastOnce: pending, it comes back), and the consumer
  * reset. True when st is such a failure. */
-static bool round_failed(bsub *bs, eddy_status st, const eddy_error *lost) {
+static bool round_failed(bsub *bs, eddy_status st, const eddy_error *lost,
+                         eddy__delivery_list *out) {
     if (st != EDDY_ERR_IO && st != EDDY_ERR_CLOSED && st != EDDY_ERR_PROTOCOL)
         return false;
+    for (size_t i = 0; i < out->n; i++)
+        eddy__consumer_drop(bs->consumer, out->v[i]);
+    out->n = 0;
     if (st != EDDY_ERR_CLOSED) /* (the bus's tracker logged a lost connection's state) */
         eddy__log(&bs->bus->s.log, lost ? EDDY_LOG_DEBUG : EDDY_LOG_WARN,
                   "subscription '%s': %s; reconnecting", bs->sub->name,
@@ -153,7 +158,7 @@ static eddy_status round_trip(bsub *bs, eddy__plan *plan, eddy__delivery_list *o
     eddy__bconn_release(&bs->conn, replies, plan->cmds.n);
     if (replies != small)
         free(replies);
-    return round_failed(bs, st, lost ? &err : NULL) ? st : EDDY_OK;
+    return round_failed(bs, st, lost ? &err : NULL, out) ? st : EDDY_OK;
 }
 
 static void dispatch(bsub *bs, eddy__delivery_list *out) {
@@ -380,7 +385,7 @@ void eddy__bsub_round_shared(bshare *s, bconn *conn, bsub **v, size_t n) {
         eddy_status fst =
             eddy__consumer_feed(bs->consumer, mono, wall, &bs->plan, replies + at, m, &out);
         at += m;
-        if (round_failed(bs, fst, NULL))
+        if (round_failed(bs, fst, NULL, &out))
             continue;
         after_feed(bs, &out);
     }

@@ -76,7 +76,7 @@ eddy__wakeup *eddy__bshare_wakeup(bshare *s) { return s->core; }
 /* A watched stream has news: its watcher reads (under the core's lock; see share.h's order). */
 static void woken(const void *who, void *user) {
     bsub *bs = eddy__consumer_owner(who);
-    eddy__consumer_wake(bs->consumer);
+    eddy__consumer_wake((eddy__consumer *)who);
     eddy__bshare_kick(user, bs);
 }
 
@@ -282,13 +282,15 @@ bool eddy__bshare_own(bshare *s, bsub *bs, void *(*fn)(void *)) {
         pthread_join(bs->thread, NULL);
     bs->handed = true;
     bs->where = BS_OWN;
-    bs->thread_started = eddy__bthread_start(&bs->thread, fn, bs) == 0;
-    if (!bs->thread_started) {
+    bool started = eddy__bthread_start(&bs->thread, fn, bs) == 0;
+    bs->thread_started = started;
+    if (!started) {
         bs->handed = false;
         bs->where = BS_ROUND;
     }
     pthread_mutex_unlock(&s->lock);
-    return bs->thread_started;
+    return started; /* (not bs's field: once OWN, a stop may join that thread and free bs's
+                       consumer at any time) */
 }
 
 bool eddy__bshare_give_back(bshare *s, bsub *bs, long long next_at) {

@@ -58,7 +58,8 @@ void eddy__bshare_kick(bshare *s, struct bsub *bs);
 /* From the read thread (reader.c), whose plan for bs blocks: starts bs's reader thread
  * (fn(bs); the last one, which gave bs back, is joined first), which has bs from now on and
  * sends that plan first (bs->handed). False, with bs still in the round, when no thread could be
- * started. Under the lock, so a detach sees a thread to join with OWN. */
+ * started. Under the lock, so a detach sees a thread to join with OWN; after true the caller
+ * must not touch bs again. */
 bool eddy__bshare_own(bshare *s, struct bsub *bs, void *(*fn)(void *));
 /* From bs's reader thread, whose plan idled until next_at (monotonic ms): the read thread
  * serves bs again. False (nothing changed) when bs is leaving: the thread then stops. */
