@@ -1382,7 +1382,7 @@ ParameterizedTest(combo *p, bus, many_subscriptions_share_a_few_connections_and_
         snprintf(subjects[i], sizeof(subjects[i]), "many.%d", i);
         specs[i] = spec(names[i], subjects[i], EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
     }
-    c.s.share_reads_from = 5; /* the default, whatever the suite's environment says */
+    c.s.share_reads_from = 5; /* the default (EDDY_TEST_SHARE_READS=1 shares too) */
     int sockets0 = open_sockets(), threads0 = threads_now();
     tbus *b = must_bus(&c, specs, MANY_SUBS);
     must_start(&c, b);
