@@ -4,7 +4,6 @@
 #include "share.h"
 
 #include <stdlib.h>
-#include <string.h>
 #include <time.h>
 
 #include "error.h"
@@ -37,7 +36,7 @@ bshare *eddy__bshare_new(eddy_bus *bus) {
     bshare *s = calloc(1, sizeof(*s));
     if (!s)
         return NULL;
-    if (!(s->core = eddy__wakeup_new(bus->s.read_batch ? bus->s.read_batch : 1))) {
+    if (!(s->core = eddy__wakeup_new(bus->s.read_batch))) {
         free(s);
         return NULL;
     }

@@ -34,7 +34,7 @@ struct rwake {
 static void woken(const void *who, void *user) {
     rwake *w = user;
     ract *a = eddy__consumer_owner(who);
-    eddy__consumer_wake(a->consumer);
+    eddy__consumer_wake((eddy__consumer *)who);
     if (w->nkick == w->capkick) {
         size_t cap = w->capkick ? 2 * w->capkick : 16;
         ract **v = realloc(w->kick, cap * sizeof(*v));
@@ -116,7 +116,7 @@ rwake *eddy__rwake_new(eddy_rbus *bus) {
     rwake *w = calloc(1, sizeof(*w));
     if (!w)
         return NULL;
-    if (!(w->core = eddy__wakeup_new(bus->s.read_batch ? bus->s.read_batch : 1))) {
+    if (!(w->core = eddy__wakeup_new(bus->s.read_batch))) {
         free(w);
         return NULL;
     }

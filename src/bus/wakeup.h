@@ -70,7 +70,7 @@ static inline bool eddy__wakeup_wanted(unsigned share_reads_from, size_t nsubs) 
     return share_reads_from != 0 && nsubs >= share_reads_from;
 }
 
-/* count: the XREAD's COUNT (the bus's read batch, at least 1). NULL on OOM. */
+/* count: the XREAD's COUNT (the bus's read batch; 0 counts as 1). NULL on OOM. */
 eddy__wakeup *eddy__wakeup_new(unsigned count);
 void eddy__wakeup_free(eddy__wakeup *w);
 
