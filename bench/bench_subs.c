@@ -9,9 +9,11 @@
  *       --seconds S (default 2) while nothing is published: context switches of the process per
  *       second (as bench_idle: less the bench's own sleeping thread on the blocking side);
  *   subs_latency_p50_us_{blocking,reactive}, subs_latency_p99_us_...   events published one at
- *       a time at 1,000 per second (-n N of them, default 1,000) to subs.0 by another bus, from
- *       the publish call to the handler: `among` is the bus with 1,000 subscriptions, `alone` a
- *       bus with that subscription only, made back to back in each repetition, each timed from
+ *       a time at 1,000 per second (-n N of them, default 3,000: at 1,000 a p99 is the tenth
+ *       slowest event, one scheduling hiccup) to subs.0 by another bus, from the publish call to
+ *       the handler: `among` is the bus with 1,000 subscriptions, `alone` a bus with that
+ *       subscription only, made back to back in each repetition (in turns: among first in even
+ *       repetitions, alone first in odd ones), each timed from
  *       --settle-ms after its start (steady state, not the start's first rounds); the ratio is
  *       among / alone (printed in the eddy= / hiredis= slots of the usual line).
  *   subs_wide_xread_server_us_<K>   what the design's bus-wide wake-up (src/bus/wakeup.h) would
@@ -19,7 +21,8 @@
  *       from their newest ids (so it finds nothing), 200 times, server usec per call from INFO
  *       commandstats, for K = 1, 100 and 1,000.
  * The reactive bus's loop runs on the bench's thread for the idle window and on a thread of its
- * own for the latency runs. */
+ * own for the latency runs. --only blocking, reactive or wide_xread runs that part alone (for a
+ * profile). */
 #include <ev.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -142,6 +145,27 @@ static void percentiles(double *p50, double *p99) {
     *p99 = latency[(N * 99) / 100 < N ? (N * 99) / 100 : N - 1];
 }
 
+/* out: connections x3, threads x3, idle wakeups, p50 among, p99 among, p50 alone, p99 alone */
+#define NOUT 11
+
+typedef void (*latency_fn)(const eddy_settings *s, long k, double *p50, double *p99);
+
+/* Front end f's among and alone runs of repetition rep into out[7..10], in turns. */
+static void latency_pair(const bench_env *env, int rep, int f, latency_fn run, double *out) {
+    for (int k = 0; k < 2; k++) {
+        bool among = (k == 0) == (rep % 2 == 0);
+        char ns[96], side[32];
+        snprintf(side, sizeof(side), "%s-%s", f ? "reactive" : "blocking", among ? "lat" : "alone");
+        eddy_settings s;
+        bench_ns(env, ns, sizeof(ns), side, rep);
+        bench_settings(env, &s, ns);
+        double *o = &out[among ? 7 : 9];
+        run(&s, among ? MAX_SUBS : 1, &o[0], &o[1]);
+    }
+    p50_among[f][rep] = out[7], p99_among[f][rep] = out[8];
+    p50_alone[f][rep] = out[9], p99_alone[f][rep] = out[10];
+}
+
 /* ---- blocking ------------------------------------------------------------------------- */
 
 static eddy_bus *bus_started(const eddy_settings *s, long k) {
@@ -161,9 +185,6 @@ static void latency_blocking(const eddy_settings *s, long k, double *p50, double
     percentiles(p50, p99);
     eddy_bus_free(bus);
 }
-
-/* out: connections x3, threads x3, idle wakeups, p50 among, p99 among, p50 alone, p99 alone */
-#define NOUT 11
 
 static void side_blocking(const bench_env *env, int rep, double *out, void *user) {
     (void)user;
@@ -186,15 +207,7 @@ static void side_blocking(const bench_env *env, int rep, double *out, void *user
         }
         eddy_bus_free(bus);
     }
-    char ns[96];
-    eddy_settings s;
-    bench_ns(env, ns, sizeof(ns), "blocking-lat", rep);
-    bench_settings(env, &s, ns);
-    latency_blocking(&s, MAX_SUBS, &out[7], &out[8]);
-    bench_ns(env, ns, sizeof(ns), "blocking-alone", rep);
-    latency_blocking(&s, 1, &out[9], &out[10]);
-    p50_among[0][rep] = out[7], p99_among[0][rep] = out[8];
-    p50_alone[0][rep] = out[9], p99_alone[0][rep] = out[10];
+    latency_pair(env, rep, 0, latency_blocking, out);
     redisFree(c);
 }
 
@@ -257,15 +270,7 @@ static void side_reactive(const bench_env *env, int rep, double *out, void *user
         eddy_rbus_free(bus);
         ev_loop_destroy(loop);
     }
-    char ns[96];
-    eddy_settings s;
-    bench_ns(env, ns, sizeof(ns), "reactive-lat", rep);
-    bench_settings(env, &s, ns);
-    latency_reactive(&s, MAX_SUBS, &out[7], &out[8]);
-    bench_ns(env, ns, sizeof(ns), "reactive-alone", rep);
-    latency_reactive(&s, 1, &out[9], &out[10]);
-    p50_among[1][rep] = out[7], p99_among[1][rep] = out[8];
-    p50_alone[1][rep] = out[9], p99_alone[1][rep] = out[10];
+    latency_pair(env, rep, 1, latency_reactive, out);
     redisFree(c);
 }
 
@@ -337,7 +342,7 @@ static void print_side(const char *fe, int f, const double *m, int reps) {
 int main(int argc, char **argv) {
     static const char *const extra[] = {"--seconds", "--settle-ms", NULL};
     bench_env env;
-    bench_setup(&env, argc, argv, 1000, extra, "[-n messages] [--seconds S] [--settle-ms MS]");
+    bench_setup(&env, argc, argv, 3000, extra, "[-n messages] [--seconds S] [--settle-ms MS]");
     SECONDS = bench_opt(&env, "--seconds", 2);
     SETTLE_MS = bench_opt(&env, "--settle-ms", 500);
     N = env.n;
@@ -350,23 +355,27 @@ int main(int argc, char **argv) {
     sem_init(&all_handled, 0, 0);
     specs_make();
 
-    bench_side blocking = {"eddy-blocking", side_blocking, NULL};
-    double b[NOUT];
-    bench_sides(&env, &blocking, 1, NOUT, b);
-    print_side("blocking", 0, b, env.reps);
-
-    bench_side reactive = {"eddy-reactive", side_reactive, NULL};
-    double r[NOUT];
-    bench_sides(&env, &reactive, 1, NOUT, r);
-    print_side("reactive", 1, r, env.reps);
-
-    bench_side wide = {"wide-xread", side_wide, NULL};
-    double w[3];
-    bench_sides(&env, &wide, 1, 3, w);
-    for (int j = 0; j < 3; j++) {
-        char name[64];
-        snprintf(name, sizeof(name), "subs_wide_xread_server_us_%ld", counts[j]);
-        bench_print1(name, w[j]);
+    if (bench_wanted(&env, "blocking")) {
+        bench_side blocking = {"eddy-blocking", side_blocking, NULL};
+        double b[NOUT];
+        bench_sides(&env, &blocking, 1, NOUT, b);
+        print_side("blocking", 0, b, env.reps);
+    }
+    if (bench_wanted(&env, "reactive")) {
+        bench_side reactive = {"eddy-reactive", side_reactive, NULL};
+        double r[NOUT];
+        bench_sides(&env, &reactive, 1, NOUT, r);
+        print_side("reactive", 1, r, env.reps);
+    }
+    if (bench_wanted(&env, "wide_xread")) {
+        bench_side wide = {"wide-xread", side_wide, NULL};
+        double w[3];
+        bench_sides(&env, &wide, 1, 3, w);
+        for (int j = 0; j < 3; j++) {
+            char name[64];
+            snprintf(name, sizeof(name), "subs_wide_xread_server_us_%ld", counts[j]);
+            bench_print1(name, w[j]);
+        }
     }
 
     free(sent_at);
