@@ -38,23 +38,14 @@ static eddy_status push_sub(eddy_bus *bus, eddy__sub *sub, bsub **out, eddy_erro
 /* Checks the spec against the bus and adds it (not started). Caller holds bus->lock. */
 static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, bsub **out,
                            eddy_error *err) {
-    eddy__sub *sub = NULL;
-    eddy_status st = eddy__sub_new(&bus->s, spec, &sub, err);
-    if (st != EDDY_OK)
-        return st;
     size_t n;
     eddy__sub **existing = sub_list(bus, &n);
-    if (n && !existing) {
-        eddy__sub_free(sub);
+    if (n && !existing)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    }
-    st = eddy__sub_check_against(&bus->s, bus->caps, sub, existing, n, err);
+    eddy__sub *sub;
+    eddy_status st = eddy__sub_new_checked(&bus->s, bus->caps, spec, existing, n, &sub, err);
     free(existing);
-    if (st != EDDY_OK) {
-        eddy__sub_free(sub);
-        return st;
-    }
-    return push_sub(bus, sub, out, err);
+    return st == EDDY_OK ? push_sub(bus, sub, out, err) : st;
 }
 
 /* Adds one subscription's record to the bus (taking sub). */

@@ -51,21 +51,22 @@ void eddy_domain_free(eddy_domain_feed *d) {
     free(d);
 }
 
+/* The registered projection's catch-up feed (eddy__domain_register). */
+static eddy_status build_feed(const eddy_feed_config *fc, void *user, eddy_error *err) {
+    eddy_domain_feed *d = user;
+    eddy_feed *feed = NULL;
+    eddy_status st = eddy_feed_new(d->store, fc, &feed, err);
+    if (st == EDDY_OK)
+        d->feed = feed;
+    return st;
+}
+
 eddy_status eddy_domain_register(eddy_domain_feed *d, const char *id,
                                  const eddy_projection *projection, const eddy_filter *filter,
                                  eddy_error *err) {
     if (!d)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed is NULL");
-    eddy_feed_config fc;
-    eddy_status st = eddy__domain_register_begin(d->core, id, projection, filter, &fc, err);
-    if (st != EDDY_OK)
-        return st;
-    eddy_feed *feed = NULL;
-    st = eddy_feed_new(d->store, &fc, &feed, err);
-    if (st == EDDY_OK)
-        d->feed = feed;
-    eddy__domain_register_end(d->core, st == EDDY_OK);
-    return st;
+    return eddy__domain_register(d->core, id, projection, filter, build_feed, d, err);
 }
 
 bool eddy_domain_has_projection(eddy_domain_feed *d) {

@@ -131,6 +131,11 @@ struct eddy_push_sources {
     bool has_ticker;
 };
 
+/* A source's feed's figures (eddy__push_stats). */
+static bool feed_info(void *feed, eddy_feed_info *info) {
+    return eddy_domain_stats(feed, info) == EDDY_OK;
+}
+
 static void wake(eddy_push_sources *ps) {
     pthread_mutex_lock(&ps->m);
     pthread_cond_broadcast(&ps->c);
@@ -171,7 +176,7 @@ static void sample_all(eddy_push_sources *ps) {
         eddy_push_progress p;
         /* Sampled and told under cb_lock, so a report never follows the source's end. */
         pthread_mutex_lock(&ps->cb_lock);
-        if (eddy_domain_stats(v[i]->feed, &info) == EDDY_OK &&
+        if (feed_info(v[i]->feed, &info) &&
             eddy__push_sample(&ps->set, v[i], &info, eddy__push_now_ms(), &p))
             tell(ps, &p);
         pthread_mutex_unlock(&ps->cb_lock);
@@ -318,7 +323,7 @@ static eddy_status run_catch_up(bsrc *b, eddy_error *err) {
     eddy_status st = src->go_live ? eddy_domain_go_live(src->feed, src->id, ps->cancel, &e)
                                   : eddy_domain_catch_up(src->feed, src->id, ps->cancel, &e);
     eddy_feed_info info;
-    bool has_info = eddy_domain_stats(src->feed, &info) == EDDY_OK;
+    bool has_info = feed_info(src->feed, &info);
     eddy_push_progress p;
     pthread_mutex_lock(&ps->cb_lock);
     eddy__push_ended(&ps->set, src, st, &e, has_info ? &info : NULL, eddy__push_now_ms(), &p);
@@ -439,17 +444,7 @@ eddy_status eddy_push_sources_start_all(eddy_push_sources *ps, const char ***ids
 
 eddy_status eddy_push_sources_stats(eddy_push_sources *ps, const char *id,
                                     eddy_push_progress *out) {
-    if (!ps || !id || !out)
-        return EDDY_ERR_INVALID_ARGUMENT;
-    eddy__push_source *src = eddy__push_set_find(&ps->set, id);
-    if (!src)
-        return EDDY_ERR_INVALID_ARGUMENT;
-    eddy_feed_info info;
-    /* A fresh sample while it catches up, so the figures do not depend on the ticker. */
-    if (!(eddy_domain_stats(src->feed, &info) == EDDY_OK &&
-          eddy__push_sample(&ps->set, src, &info, eddy__push_now_ms(), out)))
-        eddy__push_snapshot(&ps->set, src, out);
-    return EDDY_OK;
+    return ps ? eddy__push_stats(&ps->set, id, out, feed_info) : EDDY_ERR_INVALID_ARGUMENT;
 }
 
 eddy_status eddy_push_sources_wait(eddy_push_sources *ps, unsigned timeout_ms) {

@@ -55,25 +55,16 @@ static eddy_status push_sub(eddy_rbus *bus, eddy__sub *sub, rsub **out, eddy_err
 /* Checks the spec against the bus and adds it. */
 static eddy_status add_sub(eddy_rbus *bus, const eddy_subscription_spec *spec, rsub **out,
                            eddy_error *err) {
-    eddy__sub *sub = NULL;
-    eddy_status st = eddy__sub_new(&bus->s, spec, &sub, err);
-    if (st != EDDY_OK)
-        return st;
     eddy__sub **existing = malloc((bus->nsubs + 1) * sizeof(*existing));
-    if (!existing) {
-        eddy__sub_free(sub);
+    if (!existing)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    }
     for (size_t i = 0; i < bus->nsubs; i++)
         existing[i] = bus->subs[i]->sub;
-    st = eddy__sub_check_against(&bus->s, eddy__capabilities(&bus->s.url), sub, existing,
-                                 bus->nsubs, err);
+    eddy__sub *sub;
+    eddy_status st = eddy__sub_new_checked(&bus->s, eddy__capabilities(&bus->s.url), spec, existing,
+                                           bus->nsubs, &sub, err);
     free(existing);
-    if (st != EDDY_OK) {
-        eddy__sub_free(sub);
-        return st;
-    }
-    return push_sub(bus, sub, out, err);
+    return st == EDDY_OK ? push_sub(bus, sub, out, err) : st;
 }
 
 /* Adds one subscription's record to the bus (taking sub). */

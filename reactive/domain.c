@@ -71,21 +71,23 @@ void eddy_rdomain_free(eddy_rdomain_feed *d) {
     free(d);
 }
 
+/* The registered projection's catch-up feed (eddy__domain_register). */
+static eddy_status build_feed(const eddy_feed_config *fc, void *user, eddy_error *err) {
+    eddy_rdomain_feed *d = user;
+    eddy_rfeed *feed = NULL;
+    eddy_status st =
+        eddy_rfeed_new(d->loop, d->store, fc, d->has_ckpt ? &d->ckpt : NULL, &feed, err);
+    if (st == EDDY_OK)
+        d->feed = feed;
+    return st;
+}
+
 eddy_status eddy_rdomain_register(eddy_rdomain_feed *d, const char *id,
                                   const eddy_projection *projection, const eddy_filter *filter,
                                   eddy_error *err) {
     if (!d)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed is NULL");
-    eddy_feed_config fc;
-    eddy_status st = eddy__domain_register_begin(d->core, id, projection, filter, &fc, err);
-    if (st != EDDY_OK)
-        return st;
-    eddy_rfeed *feed = NULL;
-    st = eddy_rfeed_new(d->loop, d->store, &fc, d->has_ckpt ? &d->ckpt : NULL, &feed, err);
-    if (st == EDDY_OK)
-        d->feed = feed;
-    eddy__domain_register_end(d->core, st == EDDY_OK);
-    return st;
+    return eddy__domain_register(d->core, id, projection, filter, build_feed, d, err);
 }
 
 bool eddy_rdomain_has_projection(eddy_rdomain_feed *d) {

@@ -239,6 +239,11 @@ typedef struct rroute {
     const eddy_event *ev;
 } rroute;
 
+/* A source's feed's figures (eddy__push_stats). */
+static bool feed_info(void *feed, eddy_feed_info *info) {
+    return eddy_rdomain_stats(feed, info) == EDDY_OK;
+}
+
 static void release(eddy_rpush_sources *ps) {
     for (size_t i = 0; i < ps->set.n; i++)
         free(ps->set.v[i]->fe);
@@ -328,7 +333,7 @@ static void progress_tick(struct ev_loop *loop, ev_timer *w, int revents) {
     for (size_t i = 0; i < n && !ps->closing; i++) {
         eddy_feed_info info;
         eddy_push_progress p;
-        if (eddy_rdomain_stats(v[i]->feed, &info) == EDDY_OK &&
+        if (feed_info(v[i]->feed, &info) &&
             eddy__push_sample(&ps->set, v[i], &info, eddy__push_now_ms(), &p))
             tell(ps, &p);
     }
@@ -465,7 +470,7 @@ static void caught_up(eddy_status st, const eddy_error *err, void *user) {
     if (!ps->closing) {
         eddy__push_source *src = b->src;
         eddy_feed_info info;
-        bool has_info = eddy_rdomain_stats(src->feed, &info) == EDDY_OK;
+        bool has_info = feed_info(src->feed, &info);
         eddy_push_progress p;
         eddy__push_ended(&ps->set, src, st, err, has_info ? &info : NULL, eddy__push_now_ms(), &p);
         tell(ps, &p);
@@ -508,7 +513,7 @@ static eddy_status start_one(eddy_rpush_sources *ps, eddy__push_source *src, rre
                       : eddy_rdomain_catch_up(src->feed, src->id, caught_up, b, &e);
     if (st != EDDY_OK) {
         eddy_feed_info info;
-        bool has_info = eddy_rdomain_stats(src->feed, &info) == EDDY_OK;
+        bool has_info = feed_info(src->feed, &info);
         eddy__push_ended(&ps->set, src, st, &e, has_info ? &info : NULL, eddy__push_now_ms(), &p);
         tell(ps, &p);
         if (!ps->closing)
@@ -648,14 +653,5 @@ eddy_status eddy_rpush_sources_start_all(eddy_rpush_sources *ps, eddy_rpush_star
 
 eddy_status eddy_rpush_sources_stats(eddy_rpush_sources *ps, const char *id,
                                      eddy_push_progress *out) {
-    if (!ps || !id || !out)
-        return EDDY_ERR_INVALID_ARGUMENT;
-    eddy__push_source *src = eddy__push_set_find(&ps->set, id);
-    if (!src)
-        return EDDY_ERR_INVALID_ARGUMENT;
-    eddy_feed_info info;
-    if (!(eddy_rdomain_stats(src->feed, &info) == EDDY_OK &&
-          eddy__push_sample(&ps->set, src, &info, eddy__push_now_ms(), out)))
-        eddy__push_snapshot(&ps->set, src, out);
-    return EDDY_OK;
+    return ps ? eddy__push_stats(&ps->set, id, out, feed_info) : EDDY_ERR_INVALID_ARGUMENT;
 }

@@ -169,6 +169,20 @@ eddy_status eddy__sub_check_against(const eddy__settings *s, unsigned caps, cons
     return EDDY_OK;
 }
 
+eddy_status eddy__sub_new_checked(const eddy__settings *s, unsigned caps,
+                                  const eddy_subscription_spec *spec, eddy__sub *const *existing,
+                                  size_t n, eddy__sub **out, eddy_error *err) {
+    eddy__sub *sub = NULL;
+    eddy_status st = eddy__sub_new(s, spec, &sub, err);
+    if (st == EDDY_OK &&
+        (st = eddy__sub_check_against(s, caps, sub, existing, n, err)) != EDDY_OK) {
+        eddy__sub_free(sub);
+        sub = NULL;
+    }
+    *out = sub;
+    return st;
+}
+
 /* Outcomes are read before the deliveries they follow (which are counted first), so that no
  * snapshot shows more outcomes than deliveries. */
 void eddy__stats_snapshot(const eddy__stats *st, eddy_consumer_stats *out) {

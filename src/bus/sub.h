@@ -57,6 +57,11 @@ void eddy__sub_free(eddy__sub *sub);
  * group. `caps` are the backend's capabilities (a responder needs request/reply). */
 eddy_status eddy__sub_check_against(const eddy__settings *s, unsigned caps, const eddy__sub *sub,
                                     eddy__sub *const *existing, size_t n, eddy_error *err);
+/* A bus adds a subscription: eddy__sub_new, then eddy__sub_check_against the bus's existing
+ * ones (n of them; NULL when none). On a failure *out is NULL and nothing is kept. */
+eddy_status eddy__sub_new_checked(const eddy__settings *s, unsigned caps,
+                                  const eddy_subscription_spec *spec, eddy__sub *const *existing,
+                                  size_t n, eddy__sub **out, eddy_error *err);
 
 void eddy__stats_snapshot(const eddy__stats *st, eddy_consumer_stats *out);
 /* Adds a snapshot of st to out (a responder's counters and its gather twin's, read as one). */

@@ -219,6 +219,20 @@ void eddy__domain_register_end(eddy__domain *d, bool ok) {
     pthread_mutex_unlock(&d->lock);
 }
 
+eddy_status eddy__domain_register(eddy__domain *d, const char *id,
+                                  const eddy_projection *projection, const eddy_filter *filter,
+                                  eddy_status (*build)(const eddy_feed_config *feed_cfg, void *user,
+                                                       eddy_error *err),
+                                  void *user, eddy_error *err) {
+    eddy_feed_config fc;
+    eddy_status st = eddy__domain_register_begin(d, id, projection, filter, &fc, err);
+    if (st != EDDY_OK)
+        return st;
+    st = build(&fc, user, err);
+    eddy__domain_register_end(d, st == EDDY_OK);
+    return st;
+}
+
 bool eddy__domain_registered(eddy__domain *d) {
     if (!d)
         return false;

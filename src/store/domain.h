@@ -38,6 +38,13 @@ eddy_status eddy__domain_register_begin(eddy__domain *d, const char *id,
                                         const eddy_filter *filter, eddy_feed_config *feed_cfg,
                                         eddy_error *err);
 void eddy__domain_register_end(eddy__domain *d, bool ok);
+/* The front ends' register: begin, build(feed_cfg, user, err) the catch-up feed, end with
+ * whether build returned EDDY_OK; build's status, or begin's. */
+eddy_status eddy__domain_register(eddy__domain *d, const char *id,
+                                  const eddy_projection *projection, const eddy_filter *filter,
+                                  eddy_status (*build)(const eddy_feed_config *feed_cfg, void *user,
+                                                       eddy_error *err),
+                                  void *user, eddy_error *err);
 
 bool eddy__domain_registered(eddy__domain *d);
 /* The registered id, NULL when none. */

@@ -504,6 +504,18 @@ void eddy__push_snapshot(eddy__push_set *s, eddy__push_source *src, eddy_push_pr
     pthread_mutex_unlock(&s->lock);
 }
 
+eddy_status eddy__push_stats(eddy__push_set *s, const char *id, eddy_push_progress *out,
+                             bool (*feed_info)(void *feed, eddy_feed_info *info)) {
+    eddy__push_source *src = id && out ? eddy__push_set_find(s, id) : NULL;
+    if (!src)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy_feed_info info;
+    if (!(feed_info(src->feed, &info) &&
+          eddy__push_sample(s, src, &info, eddy__push_now_ms(), out)))
+        eddy__push_snapshot(s, src, out);
+    return EDDY_OK;
+}
+
 bool eddy__push_any_catching_up(eddy__push_set *s) {
     pthread_mutex_lock(&s->lock);
     bool any = false;

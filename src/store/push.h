@@ -197,6 +197,12 @@ void eddy__push_fail(eddy__push_set *s, eddy__push_source *src, eddy_status st,
                      const eddy_error *err, eddy_push_progress *out);
 /* The source's progress now. */
 void eddy__push_snapshot(eddy__push_set *s, eddy__push_source *src, eddy_push_progress *out);
+/* The front ends' *_sources_stats: the progress of the source with this id, a fresh sample
+ * while it catches up (feed_info, the front end's domain-feed stats, gives the feed's figures;
+ * false when it has none), so the figures do not depend on the ticker. EDDY_ERR_INVALID_ARGUMENT
+ * for a NULL id or out, or an id the set does not hold. */
+eddy_status eddy__push_stats(eddy__push_set *s, const char *id, eddy_push_progress *out,
+                             bool (*feed_info)(void *feed, eddy_feed_info *info));
 /* The sources CATCHING_UP now, in the order they were added (the caller frees the array; NULL
  * when *n is 0). Sources are never removed while they can be catching up, so the pointers stay
  * valid as long as the set. */
