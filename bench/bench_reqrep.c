@@ -28,7 +28,8 @@
  *       doing sequential eddy_bus_request, against a blocking responder bus.
  *
  * `# ... commands per request` lines give what the server counted for each side's first
- * repetition (INFO commandstats, before and after). */
+ * repetition (INFO commandstats, before and after). --only sequential or inflight runs that part
+ * alone (for a profile). */
 #include <ev.h>
 #include <hiredis/adapters/libev.h>
 #include <hiredis/async.h>
@@ -739,23 +740,26 @@ int main(int argc, char **argv) {
         bench_die("--inflight-n", "must be at least 64");
     memset(payload, 'q', sizeof(payload));
 
-    bench_side seq[3] = {{"hiredis", raw_sequential, NULL},
-                         {"eddy-blocking", eddy_sequential, NULL},
-                         {"eddy-reactive", eddy_rsequential, NULL}};
-    double lat[6];
-    bench_sides(&env, seq, 3, 2, lat);
-    bench_print_med("reqrep_p50_us", 2, 0);
-    bench_print_med("reqrep_p99_us", 3, 1);
-    bench_print_med("reqrep_p50_us_reactive", 4, 0);
-    bench_print_med("reqrep_p99_us_reactive", 5, 1);
-
-    bench_side inf[3] = {{"hiredis-libev", raw_inflight, NULL},
-                         {"eddy-reactive", eddy_reactive_inflight, NULL},
-                         {"eddy-blocking", eddy_blocking_inflight, NULL}};
-    double rps[3];
-    bench_sides(&env, inf, 3, 1, rps);
-    bench_print_med("reqrep_inflight64_reactive", 1, 0);
-    bench_print_med("reqrep_inflight64_blocking", 2, 0);
+    if (bench_wanted(&env, "sequential")) {
+        bench_side seq[3] = {{"hiredis", raw_sequential, NULL},
+                             {"eddy-blocking", eddy_sequential, NULL},
+                             {"eddy-reactive", eddy_rsequential, NULL}};
+        double lat[6];
+        bench_sides(&env, seq, 3, 2, lat);
+        bench_print_med("reqrep_p50_us", 2, 0);
+        bench_print_med("reqrep_p99_us", 3, 1);
+        bench_print_med("reqrep_p50_us_reactive", 4, 0);
+        bench_print_med("reqrep_p99_us_reactive", 5, 1);
+    }
+    if (bench_wanted(&env, "inflight")) {
+        bench_side inf[3] = {{"hiredis-libev", raw_inflight, NULL},
+                             {"eddy-reactive", eddy_reactive_inflight, NULL},
+                             {"eddy-blocking", eddy_blocking_inflight, NULL}};
+        double rps[3];
+        bench_sides(&env, inf, 3, 1, rps);
+        bench_print_med("reqrep_inflight64_reactive", 1, 0);
+        bench_print_med("reqrep_inflight64_blocking", 2, 0);
+    }
 
     bench_teardown(&env);
     return 0;
