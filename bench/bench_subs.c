@@ -9,7 +9,7 @@
  *       --seconds S (default 2) while nothing is published: context switches of the process per
  *       second (as bench_idle: less the bench's own sleeping thread on the blocking side);
  *   subs_latency_p50_us_{blocking,reactive}, subs_latency_p99_us_...   events published one at
- *       a time at 1,000 per second (-n N of them, default 3,000: at 1,000 a p99 is the tenth
+ *       a time at 1,000 per second (-n N of them, default 2,000: at 1,000 a p99 is the tenth
  *       slowest event, one scheduling hiccup) to subs.0 by another bus, from the publish call to
  *       the handler: `among` is the bus with 1,000 subscriptions, `alone` a bus with that
  *       subscription only, made back to back in each repetition (in turns: among first in even
@@ -342,7 +342,7 @@ static void print_side(const char *fe, int f, const double *m, int reps) {
 int main(int argc, char **argv) {
     static const char *const extra[] = {"--seconds", "--settle-ms", NULL};
     bench_env env;
-    bench_setup(&env, argc, argv, 3000, extra, "[-n messages] [--seconds S] [--settle-ms MS]");
+    bench_setup(&env, argc, argv, 2000, extra, "[-n messages] [--seconds S] [--settle-ms MS]");
     SECONDS = bench_opt(&env, "--seconds", 2);
     SETTLE_MS = bench_opt(&env, "--settle-ms", 500);
     N = env.n;

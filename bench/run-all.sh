@@ -33,7 +33,9 @@ started=$(date +%s)
 for b in bench_pubsub bench_reqrep bench_latency bench_replay bench_store bench_domain bench_idle bench_wait \
     bench_cluster bench_subs; do
     echo "== $b"
+    began=$(date +%s)
     "$build/bench/$b" "${common[@]}"
+    echo "elapsed_s $b $(($(date +%s) - began))"
 done
 if [ $rss = 1 ]; then
     echo "== bench_rss"
