@@ -884,6 +884,8 @@ PTEST(bad_specs_are_refused) {
     cr_expect_neq(pd->add(c.env, &sp, &err), EDDY_OK, "the bus refuses it");
     cr_expect_eq(pd->status(c.env, "y", &pr), EDDY_ERR_INVALID_ARGUMENT, "nothing was added");
     cr_expect_eq(pd->status(c.env, "nope", &pr), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(pd->status(c.env, NULL, &pr), EDDY_ERR_INVALID_ARGUMENT, "no id");
+    cr_expect_eq(pd->status(c.env, "x", NULL), EDDY_ERR_INVALID_ARGUMENT, "nowhere to write");
     if (pd->wait) /* blocking only: the reactive sources have no wait */
         cr_expect_eq(pd->wait(c.env, 0), EDDY_OK, "nothing catches up");
     teardown(&c);
