@@ -88,7 +88,12 @@ int main(int argc, char **argv) {
             return fail("request", &err);
         eddy_event_free(req);
         eddy_event_free(reply);
-        for (long long until = eddy_now_ms() + 30000; atomic_load(&handled) < 3;) {
+        /* The bus counts a handled delivery after its handler returns, so the wait is on the
+         * bus's counter, not on the handler's. */
+        eddy_consumer_stats st = {0};
+        for (long long until = eddy_now_ms() + 30000;
+             atomic_load(&handled) < 3 || eddy_bus_consumer_stats(bus, "work", &st) != EDDY_OK ||
+             st.handled < 3;) {
             if (eddy_now_ms() > until)
                 return fail("the 3 events were not handled in 30 s", NULL);
             nanosleep(&(struct timespec){0, 1000000}, NULL);
