@@ -97,7 +97,9 @@ void eddy__bpool_submit(bpool *p, bpool_job *first, unsigned n) {
     else
         p->head = first;
     p->tail = last;
+    pthread_mutex_unlock(&p->lock);
+    /* Signalled after the unlock: a worker woken under the lock would run only to block on it
+     * again. No wake is lost: the jobs are queued, and a worker re-checks under the lock. */
     for (unsigned i = 0; i < n && i < p->nthreads; i++)
         pthread_cond_signal(&p->cond);
-    pthread_mutex_unlock(&p->lock);
 }
