@@ -219,7 +219,7 @@ struct eddy__consumer {
     bool wake_replan;   /* a watch the wake-up's read in flight does not cover */
     size_t live_asked;  /* COUNT of the last live read planned without blocking, for news */
     bool hot;           /* out of the wake-up: reading with blocking reads of its own */
-    long long found_at; /* when a read woken by news last found entries (-1: the last did not) */
+    long long found_at; /* when a live read without BLOCK last found entries (-1: none yet) */
 };
 
 static bool at_least_once(const eddy__consumer *c) {
@@ -1364,11 +1364,19 @@ static long stream_by_key(eddy__consumer *c, const redisReply *key) {
     return -1;
 }
 
+/* Two live reads without BLOCK that find entries this close together make a stream hot: about
+ * 100 entries a second or more, where the wake-up's wide read would cost the server a wide
+ * read's CPU (wakeup.h) after every few of them. */
+#define HOT_WINDOW_MS 10
+
 /* XREADGROUP: nil (timeout) or [[key, entries], ...]. */
-/* With the wake-up: a full batch is news (there may be more). A stream whose woken reads find
- * entries twice within block_ms is hot: it leaves the wake-up, whose wide read would otherwise
- * be sent again after each of its entries (wakeup.h), and reads with blocking reads of its own
- * until one finds nothing; it then watches again, with news. */
+/* With the wake-up: a full batch is news (there may be more). A stream whose reads without
+ * BLOCK find entries twice within HOT_WINDOW_MS is hot: it leaves the wake-up, whose wide read
+ * would otherwise be sent again after each of its entries (wakeup.h), and reads with blocking
+ * reads of its own until one finds nothing; it then watches again, with news. A read that
+ * finds nothing between the two does not undo the first: behind an acknowledgement the
+ * consumer reads without BLOCK, news or not, and on a busy stream that read usually lands
+ * between two entries. */
 static size_t live_count(const redisReply *r);
 static void fed_live(eddy__consumer *c, const eddy__plan *plan, const redisReply *r) {
     if (r->type == REDIS_REPLY_ERROR) { /* tried again at retry_at (retry_later): still news */
@@ -1385,9 +1393,9 @@ static void fed_live(eddy__consumer *c, const eddy__plan *plan, const redisReply
     }
     if (n >= c->live_asked)
         atomic_store(&c->news, true);
-    if (n == 0) {
-        c->found_at = -1;
-    } else if (c->found_at >= 0 && c->fed_ms - c->found_at <= (long long)c->s->block_ms) {
+    if (n == 0)
+        return;
+    if (c->found_at >= 0 && c->fed_ms - c->found_at <= HOT_WINDOW_MS) {
         c->hot = true;
         c->found_at = -1;
     } else {

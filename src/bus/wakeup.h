@@ -41,12 +41,10 @@
  * than 1,000 reads timing out. But one hot stream among 1,000 would have the wide read sent
  * again after each of its entries: at 1,000 entries a second some 40% of a server core, and up
  * to a millisecond more latency. So hot streams stay out of it, as the consumer decides
- * (consumer.h, eddy__consumer_share_wakeup): one whose woken reads found entries twice within
- * block_ms leaves the wake-up (unwatch) and plans blocking group reads of its own, which the
- * front end sends on one of a few shared "hot" connections, and comes back (watch) once such a
- * read finds nothing. And a bus with many streams splits them over a few wake-ups (one object
- * per shard, at most a few hundred streams each). Both stay within the fixed connection
- * budget.
+ * (consumer.h, eddy__consumer_share_wakeup): one whose reads without BLOCK found entries twice
+ * within 10 ms leaves the wake-up (unwatch) and plans blocking group reads of its own, which
+ * the front end sends on a connection of that subscription's own (docs/threads.md), and comes
+ * back (watch) once such a read finds nothing.
  *
  * Cluster: a bus's streams are all in its namespace's slot (keys.h: one hash tag), so one XREAD
  * over them is legal and stays on that slot's master.

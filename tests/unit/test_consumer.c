@@ -1127,6 +1127,84 @@ Test(consumer, a_hot_stream_leaves_the_wakeup_until_a_read_finds_nothing, .fini 
     eddy__wakeup_free(w);
 }
 
+/* A woken read finds entry 1-<k+1> at time `at`, and its handler settles it. */
+static void woken_find(eddy__wakeup *w, int k, long long at, eddy__plan *p,
+                       eddy__delivery_list *out) {
+    char xread[128];
+    snprintf(xread, sizeof(xread), "XREAD COUNT 10 BLOCK 1000 STREAMS {t}:s:jobs %s",
+             k == 0 ? "0-0" : "1-1");
+    const char *entry = k == 0 ? ONE_ENTRY("1-1") : ONE_ENTRY("1-2");
+    wakeup_step(w, xread, entry);
+    plan(at, p);
+    cr_assert_eq(p->cmds.n, 1, "nothing to acknowledge before the woken read");
+    cr_assert_str_eq(cmd_text(p, 0), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    step(at, p, &entry, 1, out);
+    cr_assert_eq(out->n, 1);
+    cr_assert_str_eq(eddy_delivery_entry_id(out->v[0]), k == 0 ? "1-1" : "1-2");
+    eddy__consumer_settle(consumer, out->v[0], EDDY_OK, NULL);
+    out->n = 0;
+}
+
+/* The read behind the acknowledgement of 1-<k+1>, at time `at`: planned `blocking` or not; it
+ * finds nothing. */
+static void ack_read_finds_nothing(int k, long long at, bool blocking, eddy__plan *p,
+                                   eddy__delivery_list *out) {
+    plan(at, p);
+    cr_assert_eq(p->cmds.n, 2);
+    cr_assert_str_eq(cmd_text(p, 0), k == 0 ? "XACK {t}:s:jobs g 1-1" : "XACK {t}:s:jobs g 1-2");
+    if (blocking)
+        cr_assert(strncmp(cmd_text(p, 1), "XREADGROUP GROUP g me COUNT 10 BLOCK ", 37) == 0,
+                  "hot: %s", cmd_text(p, 1));
+    else
+        cr_assert_str_eq(cmd_text(p, 1), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >",
+                         "behind an acknowledgement the read goes without BLOCK");
+    step(at, p, (const char *[]){":1\r\n", blocking ? "*-1\r\n" : EMPTY_READ}, 2, out);
+}
+
+/* The pattern of a stream with an entry every millisecond: each woken read finds one, and the
+ * read behind its acknowledgement comes before the next. That miss does not keep it cold. */
+Test(consumer, a_miss_between_two_close_finds_still_makes_the_stream_hot, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__wakeup *w = eddy__wakeup_new(10);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_woken_idle(w, &p, &out);
+    woken_find(w, 0, 10, &p, &out);
+    ack_read_finds_nothing(0, 11, false, &p, &out);
+    plan(12, &p);
+    cr_assert_eq(p.cmds.n, 0, "no news: it waits for the wake-up");
+    woken_find(w, 1, 14, &p, &out); /* 4 ms after the first find */
+    cr_expect_eq(eddy__wakeup_streams(w), 1, "it leaves the wake-up at its next plan");
+    ack_read_finds_nothing(1, 15, true, &p, &out);
+    cr_expect_eq(eddy__wakeup_streams(w), 0, "the hot stream left the wake-up");
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+    eddy__consumer_free(consumer);
+    consumer = NULL;
+    eddy__wakeup_free(w);
+}
+
+/* Two finds 50 ms apart (some 20 entries a second) are not hot: the stream stays watched. */
+Test(consumer, finds_far_apart_leave_the_stream_in_the_wakeup, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__wakeup *w = eddy__wakeup_new(10);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_woken_idle(w, &p, &out);
+    woken_find(w, 0, 10, &p, &out);
+    ack_read_finds_nothing(0, 11, false, &p, &out);
+    woken_find(w, 1, 60, &p, &out);
+    ack_read_finds_nothing(1, 61, false, &p, &out);
+    cr_expect_eq(eddy__wakeup_streams(w), 1, "still watched");
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+    eddy__consumer_free(consumer);
+    consumer = NULL;
+    eddy__wakeup_free(w);
+}
+
 /* ---- transactional handlers (eddy_delivery_emit) ------------------------------------------ */
 
 static eddy_event *output(const char *id) {
