@@ -1,18 +1,17 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The reader thread of one subscription: drives the core consumer (plan, send, feed), hands
- * each delivery to the worker pool, and plans again at once: the core decides what may be read
- * while deliveries are outstanding (it waits a little for a round's deliveries, as one batch,
- * then reads live beside slow ones, for the room left in the batch). When it has nothing to
- * send the reader sleeps for the idle time, or until a settle the core asks to wake it for
- * (finish, through eddy__bconn_wake), a pause or a resume. Settled acknowledgements go out with the
- * next plan. Stopping interrupts a blocking read at once; handlers that are running finish
- * and their acknowledgements are sent (on a new connection when the interrupt dropped the
- * old one) before the thread ends. A pause or resume
- * wakes the reader (eddy__bsub_wake): an idle wait ends, and a pause the core says to hurry cuts a
- * blocking read short (on redis:// the server also drops the reader's connection, CLIENT KILL
- * through the publishing connection, so the cut comes before anything published after the
- * pause); the reader then reconnects at once, plans again, and the core decides from the new
- * state. */
+/* The reader thread of one subscription: drives the core consumer (plan, send, feed), hands each
+ * delivery to the worker pool, and plans again at once: the core decides what may be read while
+ * deliveries are outstanding (it waits a little for a round's deliveries, as one batch, then reads
+ * live beside slow ones, for the room left in the batch). When it has nothing to send the reader
+ * sleeps for the idle time, or until a settle the core asks to wake it for (finish, through
+ * eddy__bconn_wake), a pause or a resume. Settled acknowledgements go out with the next plan.
+ * Stopping interrupts a blocking read at once; handlers that are running finish and their
+ * acknowledgements are sent (on a new connection when the interrupt dropped the old one) before the
+ * thread ends. A pause or resume wakes the reader (eddy__bsub_wake): an idle wait ends, and a pause
+ * the core says to hurry cuts a blocking read short (on redis:// the server also drops the reader's
+ * connection, CLIENT KILL through the publishing connection, so the cut comes before anything
+ * published after the pause); the reader then reconnects at once, plans again, and the core decides
+ * from the new state. */
 #include <errno.h>
 #include <signal.h>
 #include <stdlib.h>

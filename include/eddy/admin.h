@@ -5,12 +5,12 @@
  * letters), the registry of live subscriptions, and all of it as one JSON document. What the
  * `eddy` command-line tool shows (groups, registry, stats).
  *
- * Everything is read from the backend; nothing is changed, but by eddy_admin_subject_remove
- * (what a tool that made a subject of its own, such as `eddy bench`, calls to leave nothing
- * behind). An admin handle has a connection of
- * its own: it works whether or not a bus runs (an operator's tool) and on any backend a bus runs
- * on (memory:// by name, in the same process). Figures are a snapshot taken over a few round
- * trips (one pipeline each), not one atomic view: a busy namespace moves meanwhile.
+ * Everything is read from the backend; nothing is changed, but by eddy_admin_subject_remove (what a
+ * tool that made a subject of its own, such as `eddy bench`, calls to leave nothing behind). An
+ * admin handle has a connection of its own: it works whether or not a bus runs (an operator's
+ * tool) and on any backend a bus runs on (memory:// by name, in the same process). Figures are a
+ * snapshot taken over a few round trips (one pipeline each), not one atomic view: a busy namespace
+ * moves meanwhile.
  *
  * Thread: every function of a handle is safe from any thread (calls are serialised on the
  * handle's connection); callbacks run on the calling thread and may not use the handle.
@@ -103,14 +103,13 @@ EDDY_EXPORT eddy_status eddy_admin_registry(eddy_admin *admin, eddy_registration
 typedef eddy_status (*eddy_history_fn)(const char *subject, const char *entry_id,
                                        const eddy_event *ev, const char *why, void *user);
 
-/** A subject's history: the entries of its stream "{ns}:s:<subject>", oldest first, from the
- * entry id `from` (inclusive; "<ms>-<seq>", or "<ms>" for the first entry of that millisecond;
- * NULL for the first entry), all of them (last 0) or only the last `last` of those. All of them
- * are read in rounds of 256 entries, the last N in one round of N, so entries published
- * meanwhile may or may not be seen; nothing is
- * acknowledged or changed. A subject never published to has no entries. EDDY_ERR_INVALID_SUBJECT
- * for a bad subject, EDDY_ERR_INVALID_ARGUMENT for a bad id. Thread: as the handle's other
- * calls; fn runs on the calling thread. */
+/** A subject's history: the entries of its stream "{ns}:s:<subject>", oldest first, from the entry
+ * id `from` (inclusive; "<ms>-<seq>", or "<ms>" for the first entry of that millisecond; NULL for
+ * the first entry), all of them (last 0) or only the last `last` of those. All of them are read in
+ * rounds of 256 entries, the last N in one round of N, so entries published meanwhile may or may
+ * not be seen; nothing is acknowledged or changed. A subject never published to has no entries.
+ * EDDY_ERR_INVALID_SUBJECT for a bad subject, EDDY_ERR_INVALID_ARGUMENT for a bad id. Thread: as
+ * the handle's other calls; fn runs on the calling thread. */
 EDDY_EXPORT eddy_status eddy_admin_history(eddy_admin *admin, const char *subject, const char *from,
                                            size_t last, eddy_history_fn fn, void *user,
                                            eddy_error *err);

@@ -350,12 +350,12 @@ EDDY_EXPORT const char *eddy_delivery_subscription(const eddy_delivery *d);
 EDDY_EXPORT eddy_status eddy_delivery_decode_value(const eddy_delivery *d, eddy_value **out,
                                                    eddy_error *err);
 /** Finishes a delivery whose handler returned EDDY_PENDING: EDDY_OK acknowledges it,
- * EDDY_ERR_UNAVAILABLE hands it back (see eddy_handler_fn), any other status counts as a
- * failure (AtLeastOnce: it stays pending and comes back); EDDY_PENDING here is a failure too
- * (EDDY_ERR_HANDLER_FAILED), on both front ends. Call it
- * exactly once; the delivery is invalid afterwards. A second call soon after (or a call on a
- * delivery whose handler returned a result) is caught: logged as an error and ignored; later,
- * the delivery's memory may be gone or serve another delivery.
+ * EDDY_ERR_UNAVAILABLE hands it back (see eddy_handler_fn), any other status counts as a failure
+ * (AtLeastOnce: it stays pending and comes back); EDDY_PENDING here is a failure too
+ * (EDDY_ERR_HANDLER_FAILED), on both front ends. Call it exactly once; the delivery is invalid
+ * afterwards. A second call soon after (or a call on a delivery whose handler returned a result) is
+ * caught: logged as an error and ignored; later, the delivery's memory may be gone or serve another
+ * delivery.
  * Thread: blocking front end, any thread; reactive front end, the loop's thread. */
 EDDY_EXPORT void eddy_delivery_finish(eddy_delivery *d, eddy_status st);
 

@@ -63,10 +63,9 @@ extern "C" {
 
 /** Told the outcome of each event a model is asked to deliver, once per event with the model's
  * answer over all its feeds (or, given to push sources, of each message a source routed): st is
- * EDDY_OK with route set, or
- * the error (EDDY_ERR_UNAVAILABLE when nothing is registered; err borrowed, NULL on EDDY_OK).
- * Its return value is logged when it is an error and changes nothing: an observer's failure
- * never changes routing. Thread: the thread routing the event. */
+ * EDDY_OK with route set, or the error (EDDY_ERR_UNAVAILABLE when nothing is registered; err
+ * borrowed, NULL on EDDY_OK). Its return value is logged when it is an error and changes nothing:
+ * an observer's failure never changes routing. Thread: the thread routing the event. */
 typedef struct eddy_push_observer {
     eddy_status (*observe)(const eddy_event *ev, eddy_status st, eddy_route route,
                            const eddy_error *err, void *user);

@@ -101,10 +101,9 @@ EDDY_EXPORT eddy_status eddy_rstore_read_page(eddy_rstore *store, long long afte
                                               eddy_stored_fn each, eddy_rstore_page_fn done,
                                               void *user, eddy_error *err);
 
-/** Reads one page of stream_id's events with version > after_version, in version order (a
- * bounded number of entries), as eddy_store_read_stream_page. `each` as in
- * eddy_rstore_read_page. Ownership: stream_id is
- * copied. Thread: the loop's thread. */
+/** Reads one page of stream_id's events with version > after_version, in version order (a bounded
+ * number of entries), as eddy_store_read_stream_page. `each` as in eddy_rstore_read_page.
+ * Ownership: stream_id is copied. Thread: the loop's thread. */
 EDDY_EXPORT eddy_status eddy_rstore_read_stream_page(eddy_rstore *store, const char *stream_id,
                                                      long long after_version, eddy_stored_fn each,
                                                      eddy_rstore_stream_page_fn done, void *user,
