@@ -139,8 +139,8 @@ void eddy__sub_free(eddy__sub *sub) {
     free(sub);
 }
 
-eddy_status eddy__sub_check_against(const eddy__settings *s, unsigned caps, const eddy__sub *sub,
-                                    eddy__sub *const *existing, size_t n, eddy_error *err) {
+static eddy_status check_against(const eddy__settings *s, unsigned caps, const eddy__sub *sub,
+                                 eddy__sub *const *existing, size_t n, eddy_error *err) {
     (void)s;
     if (sub->responder && !(caps & EDDY_CAP_REQUEST_REPLY))
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
@@ -174,8 +174,7 @@ eddy_status eddy__sub_new_checked(const eddy__settings *s, unsigned caps,
                                   size_t n, eddy__sub **out, eddy_error *err) {
     eddy__sub *sub = NULL;
     eddy_status st = eddy__sub_new(s, spec, &sub, err);
-    if (st == EDDY_OK &&
-        (st = eddy__sub_check_against(s, caps, sub, existing, n, err)) != EDDY_OK) {
+    if (st == EDDY_OK && (st = check_against(s, caps, sub, existing, n, err)) != EDDY_OK) {
         eddy__sub_free(sub);
         sub = NULL;
     }

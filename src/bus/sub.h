@@ -52,13 +52,11 @@ eddy_status eddy__sub_new(const eddy__settings *s, const eddy_subscription_spec 
                           eddy__sub **out, eddy_error *err);
 void eddy__sub_free(eddy__sub *sub);
 
-/* Checks a new subscription against those a bus already has: unique names; no two responders
- * in different groups whose patterns can select the same subject; no handler in a responder's
- * group. `caps` are the backend's capabilities (a responder needs request/reply). */
-eddy_status eddy__sub_check_against(const eddy__settings *s, unsigned caps, const eddy__sub *sub,
-                                    eddy__sub *const *existing, size_t n, eddy_error *err);
-/* A bus adds a subscription: eddy__sub_new, then eddy__sub_check_against the bus's existing
- * ones (n of them; NULL when none). On a failure *out is NULL and nothing is kept. */
+/* A bus adds a subscription: eddy__sub_new, then the checks against the bus's existing ones (n
+ * of them; NULL when none): unique names; no two responders in different groups whose patterns
+ * can select the same subject; no handler in a responder's group. `caps` are the backend's
+ * capabilities (a responder needs request/reply). On a failure *out is NULL and nothing is
+ * kept. */
 eddy_status eddy__sub_new_checked(const eddy__settings *s, unsigned caps,
                                   const eddy_subscription_spec *spec, eddy__sub *const *existing,
                                   size_t n, eddy__sub **out, eddy_error *err);

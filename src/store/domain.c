@@ -161,10 +161,11 @@ void eddy__domain_free(eddy__domain *d) {
     free(d);
 }
 
-eddy_status eddy__domain_register_begin(eddy__domain *d, const char *id,
-                                        const eddy_projection *projection,
-                                        const eddy_filter *filter, eddy_feed_config *feed_cfg,
-                                        eddy_error *err) {
+/* Registration's first step, before the front end builds the catch-up feed: the checks, the
+ * id reserved, the copies made, and *feed_cfg filled. */
+static eddy_status register_begin(eddy__domain *d, const char *id,
+                                  const eddy_projection *projection, const eddy_filter *filter,
+                                  eddy_feed_config *feed_cfg, eddy_error *err) {
     if (!d || !projection || !feed_cfg)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed or projection is NULL");
     pthread_mutex_lock(&d->lock);
@@ -206,7 +207,8 @@ eddy_status eddy__domain_register_begin(eddy__domain *d, const char *id,
     return st;
 }
 
-void eddy__domain_register_end(eddy__domain *d, bool ok) {
+/* Its last: ok, the projection is registered; else the id is released, the copies forgotten. */
+static void register_end(eddy__domain *d, bool ok) {
     pthread_mutex_lock(&d->lock);
     if (d->state == D_REGISTERING) {
         if (ok) {
@@ -225,11 +227,11 @@ eddy_status eddy__domain_register(eddy__domain *d, const char *id,
                                                        eddy_error *err),
                                   void *user, eddy_error *err) {
     eddy_feed_config fc;
-    eddy_status st = eddy__domain_register_begin(d, id, projection, filter, &fc, err);
+    eddy_status st = register_begin(d, id, projection, filter, &fc, err);
     if (st != EDDY_OK)
         return st;
     st = build(&fc, user, err);
-    eddy__domain_register_end(d, st == EDDY_OK);
+    register_end(d, st == EDDY_OK);
     return st;
 }
 

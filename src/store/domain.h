@@ -27,19 +27,12 @@ eddy_status eddy__domain_new(const eddy_feed_config *cfg, eddy__domain **out, ed
  * first. NULL is a no-op. */
 void eddy__domain_free(eddy__domain *d);
 
-/* Registration, in two steps around the front end building its catch-up feed:
- * begin checks (one projection only: EDDY_ERR_ILLEGAL_STATE; the id: EDDY_ERR_INVALID_ARGUMENT,
- * also when registered anywhere in the process; apply required: EDDY_ERR_INVALID_SPEC), reserves
- * the id, copies id, projection and filter, and fills *feed_cfg: the config of the catch-up feed
- * to build (its pointers live as the domain). end(true) makes the projection registered;
- * end(false) (the feed could not be built) releases the id and forgets the copies. */
-eddy_status eddy__domain_register_begin(eddy__domain *d, const char *id,
-                                        const eddy_projection *projection,
-                                        const eddy_filter *filter, eddy_feed_config *feed_cfg,
-                                        eddy_error *err);
-void eddy__domain_register_end(eddy__domain *d, bool ok);
-/* The front ends' register: begin, build(feed_cfg, user, err) the catch-up feed, end with
- * whether build returned EDDY_OK; build's status, or begin's. */
+/* The front ends' register: checks (one projection only: EDDY_ERR_ILLEGAL_STATE; the id:
+ * EDDY_ERR_INVALID_ARGUMENT, also when registered anywhere in the process; apply required:
+ * EDDY_ERR_INVALID_SPEC), reserves the id, copies id, projection and filter, and has
+ * build(feed_cfg, user, err) build the catch-up feed of feed_cfg (its pointers live as the
+ * domain). When build returns EDDY_OK the projection is registered; otherwise the id is
+ * released and the copies forgotten. build's status, or the checks'. */
 eddy_status eddy__domain_register(eddy__domain *d, const char *id,
                                   const eddy_projection *projection, const eddy_filter *filter,
                                   eddy_status (*build)(const eddy_feed_config *feed_cfg, void *user,
