@@ -14,6 +14,8 @@
 #define WAKE_IDLE_MS 60000
 /* The longest the read thread sleeps with nobody due. */
 #define READ_IDLE_MS 60000
+/* The longest the wake thread holds its next wide read back for the reads a wake made. */
+#define REARM_HOLD_MS 10
 
 struct bshare {
     eddy_bus *bus;
@@ -25,7 +27,9 @@ struct bshare {
     atomic_bool wake_idle; /* the wake thread is planning or sleeping: a watch must wake it */
     pthread_mutex_t lock;  /* members, and each member's where, due, wake_at and leaving */
     pthread_cond_t cond;   /* the read thread's wait */
-    pthread_cond_t ended;  /* a round ended (a detach waits for it) */
+    pthread_cond_t ended;  /* a round ended (a detach and the wake thread wait for it) */
+    unsigned long rounds_begun, rounds_done; /* the read thread's rounds so far */
+    unsigned long rearm_after; /* the wake thread's next wide read waits for this round */
     bsub **members;
     size_t n, cap;
     bsub **batch; /* the read thread's own: it grows it (under lock) to take every member */
@@ -43,7 +47,7 @@ bshare *eddy__bshare_new(eddy_bus *bus) {
     s->bus = bus;
     pthread_mutex_init(&s->lock, NULL);
     eddy__bcond_init_monotonic(&s->cond);
-    pthread_cond_init(&s->ended, NULL);
+    eddy__bcond_init_monotonic(&s->ended);
     eddy__bconn_init(&s->wake_conn, &bus->s);
     eddy__bconn_init(&s->read_conn, &bus->s);
     if (eddy__bconn_use_arena(&s->read_conn) != EDDY_OK) {
@@ -72,11 +76,34 @@ eddy__wakeup *eddy__bshare_wakeup(bshare *s) { return s->core; }
 
 /* ---- the wake thread ------------------------------------------------------------------- */
 
-/* A watched stream has news: its watcher reads (under the core's lock; see share.h's order). */
+/* A watched stream has news: its watcher reads (under the core's lock; see share.h's order),
+ * in the read thread's next round, which the next wide read waits for (hold_rearm). */
 static void woken(const void *who, void *user) {
+    bshare *s = user;
     bsub *bs = eddy__consumer_owner(who);
     eddy__consumer_wake((eddy__consumer *)who);
-    eddy__bshare_kick(user, bs);
+    eddy__bshare_kick(s, bs);
+    pthread_mutex_lock(&s->lock);
+    s->rearm_after = s->rounds_begun + 1; /* (a round under way planned before the news) */
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* The reads a wake made go out before the next wide read: the server runs one command at a
+ * time, and a wide read over 1,000 streams costs it some 400 us (wakeup.h), which a woken read
+ * queued behind it would wait, and with it the delivery. Nothing is missed while the wide read
+ * is held back: it starts from the ids the last one ended at. At most REARM_HOLD_MS, since
+ * the round may never come (the subscription left, or went to a reader of its own). */
+static void hold_rearm(bshare *s) {
+    pthread_mutex_lock(&s->lock);
+    long long until = eddy__mono_ms() + REARM_HOLD_MS;
+    while (s->rounds_done < s->rearm_after && !atomic_load(&s->stopping)) {
+        long long now = eddy__mono_ms();
+        if (now >= until)
+            break;
+        struct timespec at = {(time_t)(until / 1000), (long)(until % 1000) * 1000000};
+        pthread_cond_timedwait(&s->ended, &s->lock, &at);
+    }
+    pthread_mutex_unlock(&s->lock);
 }
 
 static void *wake_thread(void *arg) {
@@ -129,6 +156,7 @@ static void *wake_thread(void *arg) {
         if (eddy__wakeup_feed(s->core, &cmds, replies, cmds.n, woken, s) == EDDY_ERR_PROTOCOL)
             eddy__log(&s->bus->s.log, EDDY_LOG_WARN, "wake-up: a reply of an unexpected shape");
         eddy__bconn_release(c, replies, cmds.n);
+        hold_rearm(s);
     }
     eddy__cmdlist_reset(&cmds);
     free(replies);
@@ -178,9 +206,11 @@ static void *read_thread(void *arg) {
             pthread_cond_timedwait(&s->cond, &s->lock, &at);
             continue;
         }
+        s->rounds_begun++;
         pthread_mutex_unlock(&s->lock);
         eddy__bsub_round_shared(s, &s->read_conn, s->batch, k);
         pthread_mutex_lock(&s->lock);
+        s->rounds_done++;
         for (size_t i = 0; i < k; i++) {
             bsub *bs = s->batch[i];
             if (bs->where != BS_ROUND)
@@ -222,6 +252,7 @@ void eddy__bshare_stop(bshare *s) {
     eddy__bconn_interrupt(&s->read_conn);
     pthread_mutex_lock(&s->lock);
     pthread_cond_broadcast(&s->cond);
+    pthread_cond_broadcast(&s->ended); /* a held wide read */
     pthread_mutex_unlock(&s->lock);
     pthread_join(s->wake_thread, NULL);
     pthread_join(s->read_thread, NULL);
