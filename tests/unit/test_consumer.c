@@ -1161,48 +1161,50 @@ static void ack_read_finds_nothing(int k, long long at, bool blocking, eddy__pla
     step(at, p, (const char *[]){":1\r\n", blocking ? "*-1\r\n" : EMPTY_READ}, 2, out);
 }
 
+/* A watching consumer whose first woken read found 1-1 at 10 ms, and whose read behind its
+ * acknowledgement found nothing at 11 ms. */
+static eddy__wakeup *found_once(eddy__plan *p, eddy__delivery_list *out) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__wakeup *w = eddy__wakeup_new(10);
+    eddy__plan_init(p);
+    to_woken_idle(w, p, out);
+    woken_find(w, 0, 10, p, out);
+    ack_read_finds_nothing(0, 11, false, p, out);
+    return w;
+}
+
+static void woken_end(eddy__wakeup *w, eddy__plan *p, eddy__delivery_list *out) {
+    eddy__plan_reset(p);
+    eddy__delivery_list_free(out);
+    eddy__consumer_free(consumer);
+    consumer = NULL;
+    eddy__wakeup_free(w);
+}
+
 /* The pattern of a stream with an entry every millisecond: each woken read finds one, and the
  * read behind its acknowledgement comes before the next. That miss does not keep it cold. */
 Test(consumer, a_miss_between_two_close_finds_still_makes_the_stream_hot, .fini = teardown) {
-    make("jobs", EDDY_AT_LEAST_ONCE, 5);
-    eddy__wakeup *w = eddy__wakeup_new(10);
     eddy__plan p;
-    eddy__plan_init(&p);
     eddy__delivery_list out = {0};
-    to_woken_idle(w, &p, &out);
-    woken_find(w, 0, 10, &p, &out);
-    ack_read_finds_nothing(0, 11, false, &p, &out);
+    eddy__wakeup *w = found_once(&p, &out);
     plan(12, &p);
     cr_assert_eq(p.cmds.n, 0, "no news: it waits for the wake-up");
     woken_find(w, 1, 14, &p, &out); /* 4 ms after the first find */
     cr_expect_eq(eddy__wakeup_streams(w), 1, "it leaves the wake-up at its next plan");
     ack_read_finds_nothing(1, 15, true, &p, &out);
     cr_expect_eq(eddy__wakeup_streams(w), 0, "the hot stream left the wake-up");
-    eddy__plan_reset(&p);
-    eddy__delivery_list_free(&out);
-    eddy__consumer_free(consumer);
-    consumer = NULL;
-    eddy__wakeup_free(w);
+    woken_end(w, &p, &out);
 }
 
 /* Two finds 50 ms apart (some 20 entries a second) are not hot: the stream stays watched. */
 Test(consumer, finds_far_apart_leave_the_stream_in_the_wakeup, .fini = teardown) {
-    make("jobs", EDDY_AT_LEAST_ONCE, 5);
-    eddy__wakeup *w = eddy__wakeup_new(10);
     eddy__plan p;
-    eddy__plan_init(&p);
     eddy__delivery_list out = {0};
-    to_woken_idle(w, &p, &out);
-    woken_find(w, 0, 10, &p, &out);
-    ack_read_finds_nothing(0, 11, false, &p, &out);
+    eddy__wakeup *w = found_once(&p, &out);
     woken_find(w, 1, 60, &p, &out);
     ack_read_finds_nothing(1, 61, false, &p, &out);
     cr_expect_eq(eddy__wakeup_streams(w), 1, "still watched");
-    eddy__plan_reset(&p);
-    eddy__delivery_list_free(&out);
-    eddy__consumer_free(consumer);
-    consumer = NULL;
-    eddy__wakeup_free(w);
+    woken_end(w, &p, &out);
 }
 
 /* ---- transactional handlers (eddy_delivery_emit) ------------------------------------------ */
