@@ -392,6 +392,29 @@ void bench_print1(const char *name, double eddy) {
     fflush(stdout);
 }
 
+void bench_print1_med(const char *name, int index) {
+    if (!last.all || index < 0 || index >= last.nsides * last.nout)
+        bench_die("bench_print1_med", "no such figure of the last bench_sides");
+    double *v = malloc((size_t)last.reps * sizeof(*v));
+    if (!v)
+        bench_die("bench_print1_med", "out of memory");
+    double lo = 0, hi = 0;
+    for (int r = 0; r < last.reps; r++) {
+        v[r] = last_figure(index, r);
+        lo = r == 0 || v[r] < lo ? v[r] : lo;
+        hi = r == 0 || v[r] > hi ? v[r] : hi;
+    }
+    printf("bench %s eddy=", name);
+    print_value(bench_median(v, last.reps));
+    printf(" min=");
+    print_value(lo);
+    printf(" max=");
+    print_value(hi);
+    printf(" reps=%d\n", last.reps);
+    fflush(stdout);
+    free(v);
+}
+
 /* ---- the events ----------------------------------------------------------------------- */
 
 /* 120 bytes of 'p', made once (the benches are single-threaded until they build a bus). */

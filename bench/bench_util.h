@@ -103,6 +103,9 @@ void bench_print_med(const char *name, int eddy_index, int raw_index);
 void bench_print_runs(const char *name, const double *eddy, const double *hiredis, int n);
 /* `bench <name> eddy=<x>`: no hiredis counterpart. */
 void bench_print1(const char *name, double eddy);
+/* `bench <name> eddy=<x> min=<m> max=<M> reps=<R>`: figure `index` of the last bench_sides call,
+ * its median and its range over the repetitions (no counterpart). */
+void bench_print1_med(const char *name, int index);
 
 /* ---- the events ----------------------------------------------------------------------- */
 
