@@ -354,6 +354,14 @@ static void unwatch_streams(eddy__consumer *c) {
     c->watched = 0;
 }
 
+/* Hot no more: its hot place goes back to the bus's wake-up. */
+static void cool(eddy__consumer *c) {
+    if (c->hot)
+        eddy__wakeup_hot_give(c->wakeup);
+    c->hot = false;
+    c->found_at = -1;
+}
+
 bool eddy__consumer_found_subjects(eddy__consumer *c) {
     bool found = c->found_subjects;
     c->found_subjects = false;
@@ -366,6 +374,7 @@ void eddy__consumer_free(eddy__consumer *c) {
     if (c->shared)
         eddy__discovery_leave(c->shared, c);
     unwatch_streams(c);
+    cool(c);
     for (size_t i = 0; i < c->streams.n; i++) {
         free(c->streams.v[i].subject);
         free(c->streams.v[i].key);
@@ -1368,14 +1377,19 @@ static long stream_by_key(eddy__consumer *c, const redisReply *key) {
  * 100 entries a second or more, where the wake-up's wide read would cost the server a wide
  * read's CPU (wakeup.h) after every few of them. */
 #define HOT_WINDOW_MS 10
+/* A hot stream's blocking read that waited this long for what it found has slowed down: it goes
+ * back to the wake-up. Ten times the window, so a stream near the line does not go back and
+ * forth with every entry (each time a connection, and on the blocking front end a thread). */
+#define HOT_LEAVE_MS 100
 
 /* XREADGROUP: nil (timeout) or [[key, entries], ...]. */
 /* With the wake-up: a full batch is news (there may be more). A stream whose reads without
- * BLOCK find entries twice within HOT_WINDOW_MS is hot: it leaves the wake-up, whose wide read
- * would otherwise be sent again after each of its entries (wakeup.h), and reads with blocking
- * reads of its own until one finds nothing; it then watches again, with news. A read that
- * finds nothing between the two does not undo the first: behind an acknowledgement the
- * consumer reads without BLOCK, news or not, and on a busy stream that read usually lands
+ * BLOCK find entries twice within HOT_WINDOW_MS is hot, when one of the bus's hot places is
+ * free (wakeup.h, EDDY__WAKEUP_HOT_MAX): it leaves the wake-up, whose wide read would otherwise
+ * be sent again after each of its entries, and reads with blocking reads of its own until one
+ * finds nothing or waited HOT_LEAVE_MS for what it found; it then watches again, with news. A
+ * read that finds nothing between the two does not undo the first: behind an acknowledgement
+ * the consumer reads without BLOCK, news or not, and on a busy stream that read usually lands
  * between two entries. */
 static size_t live_count(const redisReply *r);
 static void fed_live(eddy__consumer *c, const eddy__plan *plan, const redisReply *r) {
@@ -1385,10 +1399,8 @@ static void fed_live(eddy__consumer *c, const eddy__plan *plan, const redisReply
     }
     size_t n = live_count(r);
     if (plan->block_ms >= 0) {
-        if (c->hot && n == 0) {
-            c->hot = false;
-            c->found_at = -1;
-        }
+        if (c->hot && (n == 0 || c->fed_ms - c->now >= HOT_LEAVE_MS)) /* c->now: its plan's */
+            cool(c);
         return;
     }
     if (n >= c->live_asked)
@@ -1396,7 +1408,7 @@ static void fed_live(eddy__consumer *c, const eddy__plan *plan, const redisReply
     if (n == 0)
         return;
     if (c->found_at >= 0 && c->fed_ms - c->found_at <= HOT_WINDOW_MS) {
-        c->hot = true;
+        c->hot = eddy__wakeup_hot_take(c->wakeup); /* all taken: it stays watched */
         c->found_at = -1;
     } else {
         c->found_at = c->fed_ms;
@@ -1968,8 +1980,7 @@ void eddy__consumer_reset(eddy__consumer *c) {
     if (c->shared)
         eddy__discovery_leave(c->shared, c); /* a discovery in flight is lost with the link */
     atomic_store(&c->news, true);            /* a wake may have come for a read that was lost */
-    c->hot = false;
-    c->found_at = -1;
+    cool(c);
     pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < c->inflight.n; i++)
         if (VEC_GROW(c->acks))

@@ -101,9 +101,10 @@ struct eddy__wakeup;
  * (eddy__consumer_wake, or a start, a resume, a new stream, a lost connection, or a live read
  * that filled its batch); with no news it idles, for as long as its claim rounds and discovery
  * allow, until woken. A hot stream (two live reads without BLOCK that found entries within
- * 10 ms, consumer.c) leaves the wake-up: the consumer then plans blocking live reads of its
- * own, as without it (the front end sends them on a connection where blocking is allowed),
- * until one finds nothing, and watches again, with news. Everything else (acknowledgements,
+ * 10 ms, consumer.c; at most EDDY__WAKEUP_HOT_MAX per bus) leaves the wake-up: the consumer
+ * then plans blocking live reads of its own, as without it (the front end sends them on a
+ * connection where blocking is allowed), until one finds nothing or waited 100 ms for what it
+ * found, and watches again, with news. Everything else (acknowledgements,
  * history, claims, pause, stop) plans as without it. Borrowed: it must outlive the consumer.
  * Call before the first plan. */
 void eddy__consumer_share_wakeup(eddy__consumer *c, struct eddy__wakeup *w, void *owner);

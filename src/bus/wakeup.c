@@ -27,6 +27,7 @@ struct eddy__wakeup {
     pthread_mutex_t lock;
     unsigned count;
     bool reading; /* a planned XREAD is not fed yet */
+    unsigned hot; /* hot places taken (EDDY__WAKEUP_HOT_MAX at most) */
     wstream *v;
     size_t n, cap;
 };
@@ -278,4 +279,27 @@ void eddy__wakeup_reset(eddy__wakeup *w) {
     pthread_mutex_lock(&w->lock);
     reset_locked(w);
     pthread_mutex_unlock(&w->lock);
+}
+
+bool eddy__wakeup_hot_take(eddy__wakeup *w) {
+    pthread_mutex_lock(&w->lock);
+    bool ok = w->hot < EDDY__WAKEUP_HOT_MAX;
+    if (ok)
+        w->hot++;
+    pthread_mutex_unlock(&w->lock);
+    return ok;
+}
+
+void eddy__wakeup_hot_give(eddy__wakeup *w) {
+    pthread_mutex_lock(&w->lock);
+    if (w->hot > 0)
+        w->hot--;
+    pthread_mutex_unlock(&w->lock);
+}
+
+unsigned eddy__wakeup_hot(eddy__wakeup *w) {
+    pthread_mutex_lock(&w->lock);
+    unsigned n = w->hot;
+    pthread_mutex_unlock(&w->lock);
+    return n;
 }

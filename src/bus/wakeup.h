@@ -44,7 +44,8 @@
  * (consumer.h, eddy__consumer_share_wakeup): one whose reads without BLOCK found entries twice
  * within 10 ms leaves the wake-up (unwatch) and plans blocking group reads of its own, which
  * the front end sends on a connection of that subscription's own (docs/threads.md), and comes
- * back (watch) once such a read finds nothing.
+ * back (watch) once such a read finds nothing or waited 100 ms for what it found. At most
+ * EDDY__WAKEUP_HOT_MAX streams of a bus are hot at once (below).
  *
  * The order the front ends aim for: the group reads a wake made go out before the next wide read.
  * The server runs one command at a time, so a woken read queued behind a wide XREAD waits its
@@ -114,5 +115,18 @@ eddy_status eddy__wakeup_feed(eddy__wakeup *w, const eddy__cmdlist *cmds, redisR
 /* The connection was lost: every id is unknown again (a restarted server may have lost or
  * trimmed streams), so the next plan fixes them and wakes every watcher. */
 void eddy__wakeup_reset(eddy__wakeup *w);
+
+/* Hot streams read alone, each on a connection (and, blocking, a thread) of its own, so a bus
+ * lets at most this many be hot at once: its connections and threads stay bounded whatever
+ * its subscription count and however many of its streams are busy. Further busy streams stay
+ * on the wake-up and pay its wide read (above). */
+#define EDDY__WAKEUP_HOT_MAX 2
+
+/* A consumer about to go hot takes one of the bus's hot places: false when all are taken (it
+ * stays watched). eddy__wakeup_hot_give hands one back when it stops being hot. */
+bool eddy__wakeup_hot_take(eddy__wakeup *w);
+void eddy__wakeup_hot_give(eddy__wakeup *w);
+/* Hot places taken now. */
+unsigned eddy__wakeup_hot(eddy__wakeup *w);
 
 #endif

@@ -15,6 +15,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bus/wakeup.h"
 #include "driver.h"
 #include "eddy/blocking.h"
 #include "eddy/reactive.h"
@@ -1411,6 +1412,63 @@ ParameterizedTest(combo *p, bus, many_subscriptions_share_a_few_connections_and_
         if (p->backend == 1)
             cr_expect_eq(pending_count(&c, subjects[i], "g"), 0, "%s left pending", subjects[i]);
     }
+    c.d->free(b);
+    rec_destroy(&r);
+}
+
+#define BUSY_STREAMS 6
+#define BUSY_EVENTS 300
+
+/* Six streams of a shared bus busy at once (each event to one of them, in turn, as fast as one
+ * thread publishes): each would read alone on a connection (and, blocking, a thread) of its own,
+ * but at most EDDY__WAKEUP_HOT_MAX of them do; the others stay on the wake-up. So the bus's
+ * sockets and threads stay within the bounds of the test above however many streams are busy,
+ * and every event is delivered once. */
+ParameterizedTestParameters(bus, busy_streams_keep_the_connections_and_threads_bounded) {
+    return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
+}
+ParameterizedTest(combo *p, bus, busy_streams_keep_the_connections_and_threads_bounded,
+                  .timeout = 120) {
+    ctx c;
+    setup(&c, p);
+    recorder r;
+    rec_init(&r);
+    static char names[MANY_SUBS][16], subjects[MANY_SUBS][24];
+    eddy_subscription_spec specs[MANY_SUBS];
+    for (int i = 0; i < MANY_SUBS; i++) {
+        snprintf(names[i], sizeof(names[i]), "s%d", i);
+        snprintf(subjects[i], sizeof(subjects[i]), "busy.%d", i);
+        specs[i] = spec(names[i], subjects[i], EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
+    }
+    c.s.share_reads_from = 5;
+    int sockets0 = open_sockets(), threads0 = threads_now();
+    tbus *b = must_bus(&c, specs, MANY_SUBS);
+    must_start(&c, b);
+    must_publish(&c, b, "busy.0", "first", "t.busy"); /* the publishing connection is open */
+    cr_assert(rec_wait(&r, 1, 30000), "the first event was not delivered");
+    int max_sockets = 0, max_threads = 0;
+    char id[32];
+    for (int k = 0; k < BUSY_EVENTS; k++) {
+        for (int j = 0; j < BUSY_STREAMS; j++) {
+            snprintf(id, sizeof(id), "b%d-%d", j, k);
+            must_publish(&c, b, subjects[j], id, "t.busy");
+        }
+        int sockets = open_sockets() - sockets0, threads = threads_now() - threads0;
+        max_sockets = sockets > max_sockets ? sockets : max_sockets;
+        max_threads = threads > max_threads ? threads : max_threads;
+    }
+    cr_assert(rec_wait(&r, 1 + BUSY_STREAMS * BUSY_EVENTS, 60000), "only %d of %d delivered",
+              rec_count(&r), 1 + BUSY_STREAMS * BUSY_EVENTS);
+    cr_expect_leq(max_sockets, 8, "%d sockets with %d busy streams", max_sockets, BUSY_STREAMS);
+    /* blocking: the workers, 4 more, and a reader thread per hot stream; reactive: the loop's */
+    cr_expect_leq(max_threads, (int)c.s.workers + 4 + EDDY__WAKEUP_HOT_MAX,
+                  "%d threads with %d busy streams", max_threads, BUSY_STREAMS);
+    c.d->stop(b);
+    for (int j = 0; j < BUSY_STREAMS; j++)
+        for (int k = 0; k < BUSY_EVENTS; k++) {
+            snprintf(id, sizeof(id), "b%d-%d", j, k);
+            cr_expect_eq(rec_seen(&r, id), 1, "%s seen %d times", id, rec_seen(&r, id));
+        }
     c.d->free(b);
     rec_destroy(&r);
 }

@@ -1114,6 +1114,7 @@ Test(consumer, a_hot_stream_leaves_the_wakeup_until_a_read_finds_nothing, .fini 
     cr_assert_eq(p.cmds.n, 2);
     cr_assert(strncmp(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 10 BLOCK ", 37) == 0);
     step(30, &p, (const char *[]){":1\r\n", "*-1\r\n"}, 2, &out);
+    cr_expect_eq(eddy__wakeup_hot(w), 0, "its hot place is back");
     /* A blocking read found nothing: cold again, it watches, with news (one read at once). */
     plan(40, &p);
     cr_assert_str_eq(cmd_text(&p, p.cmds.n - 1),
@@ -1204,6 +1205,60 @@ Test(consumer, finds_far_apart_leave_the_stream_in_the_wakeup, .fini = teardown)
     woken_find(w, 1, 60, &p, &out);
     ack_read_finds_nothing(1, 61, false, &p, &out);
     cr_expect_eq(eddy__wakeup_streams(w), 1, "still watched");
+    woken_end(w, &p, &out);
+}
+
+/* The bus's hot places all taken (by other subscriptions): two close finds leave the stream
+ * watched, paying the wide read, so the bus's connections and threads stay bounded. */
+Test(consumer, a_stream_stays_watched_when_no_hot_place_is_free, .fini = teardown) {
+    eddy__plan p;
+    eddy__delivery_list out = {0};
+    eddy__wakeup *w = found_once(&p, &out);
+    for (int i = 0; i < EDDY__WAKEUP_HOT_MAX; i++)
+        cr_assert(eddy__wakeup_hot_take(w));
+    cr_expect(!eddy__wakeup_hot_take(w), "no more than EDDY__WAKEUP_HOT_MAX");
+    woken_find(w, 1, 14, &p, &out);
+    ack_read_finds_nothing(1, 15, false, &p, &out);
+    cr_expect_eq(eddy__wakeup_streams(w), 1, "still watched");
+    cr_expect_eq(eddy__wakeup_hot(w), EDDY__WAKEUP_HOT_MAX);
+    woken_end(w, &p, &out);
+}
+
+/* A hot stream whose blocking read waited HOT_LEAVE_MS (100) or more for its entry has slowed
+ * down: it gives its hot place back and watches again, reading at once (news). */
+Test(consumer, a_hot_stream_that_slows_down_goes_back_to_the_wakeup, .fini = teardown) {
+    eddy__plan p;
+    eddy__delivery_list out = {0};
+    eddy__wakeup *w = found_once(&p, &out);
+    woken_find(w, 1, 14, &p, &out);
+    cr_expect_eq(eddy__wakeup_hot(w), 1, "it took a hot place");
+    plan(15, &p);
+    cr_assert_eq(p.cmds.n, 2);
+    cr_assert(strncmp(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 10 BLOCK ", 37) == 0, "%s",
+              cmd_text(&p, 1));
+    step(165, &p, (const char *[]){":1\r\n", ONE_ENTRY("1-3")}, 2, &out);
+    cr_assert_eq(out.n, 1, "what it found is delivered");
+    eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
+    out.n = 0;
+    cr_expect_eq(eddy__wakeup_hot(w), 0, "its hot place is back");
+    plan(166, &p);
+    cr_assert_eq(p.cmds.n, 2);
+    cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-3");
+    cr_expect_str_eq(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
+    cr_expect_eq(eddy__wakeup_streams(w), 1, "watched again");
+    woken_end(w, &p, &out);
+}
+
+/* A consumer freed while hot gives its place back (a stopped subscription holds none). */
+Test(consumer, a_hot_consumer_freed_gives_its_place_back, .fini = teardown) {
+    eddy__plan p;
+    eddy__delivery_list out = {0};
+    eddy__wakeup *w = found_once(&p, &out);
+    woken_find(w, 1, 14, &p, &out);
+    cr_expect_eq(eddy__wakeup_hot(w), 1);
+    eddy__consumer_free(consumer);
+    consumer = NULL;
+    cr_expect_eq(eddy__wakeup_hot(w), 0);
     woken_end(w, &p, &out);
 }
 
