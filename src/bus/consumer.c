@@ -219,6 +219,7 @@ struct eddy__consumer {
     bool wake_replan;   /* a watch the wake-up's read in flight does not cover */
     size_t live_asked;  /* COUNT of the last live read planned without blocking, for news */
     bool hot;           /* out of the wake-up: reading with blocking reads of its own */
+    bool placed;        /* holds one of the wake-up's hot places (release_place) */
     long long found_at; /* when a live read without BLOCK last found entries (-1: none yet) */
 };
 
@@ -354,12 +355,20 @@ static void unwatch_streams(eddy__consumer *c) {
     c->watched = 0;
 }
 
-/* Hot no more: its hot place goes back to the bus's wake-up. */
+/* Hot no more: it watches again. Its hot place stays its own while the front end keeps the
+ * connection it read on, until release_place. */
 static void cool(eddy__consumer *c) {
-    if (c->hot)
-        eddy__wakeup_hot_give(c->wakeup);
     c->hot = false;
     c->found_at = -1;
+}
+
+/* Its hot place goes back to the bus's wake-up, for another stream: once a plan idles cold
+ * (when both front ends close the connection of its own), on a reset (that connection is
+ * gone) and when freed. */
+static void release_place(eddy__consumer *c) {
+    if (c->placed)
+        eddy__wakeup_hot_give(c->wakeup);
+    c->placed = false;
 }
 
 bool eddy__consumer_found_subjects(eddy__consumer *c) {
@@ -374,7 +383,7 @@ void eddy__consumer_free(eddy__consumer *c) {
     if (c->shared)
         eddy__discovery_leave(c->shared, c);
     unwatch_streams(c);
-    cool(c);
+    release_place(c);
     for (size_t i = 0; i < c->streams.n; i++) {
         free(c->streams.v[i].subject);
         free(c->streams.v[i].key);
@@ -1114,7 +1123,10 @@ static eddy_status plan(eddy__consumer *c, long long now_ms, eddy__plan *p, bool
 }
 
 eddy_status eddy__consumer_plan(eddy__consumer *c, long long now_ms, eddy__plan *p) {
-    return plan(c, now_ms, p, true);
+    eddy_status st = plan(c, now_ms, p, true);
+    if (st == EDDY_OK && p->cmds.n == 0 && !c->hot)
+        release_place(c);
+    return st;
 }
 
 eddy_status eddy__consumer_plan_flush(eddy__consumer *c, long long now_ms, eddy__plan *p) {
@@ -1408,7 +1420,9 @@ static void fed_live(eddy__consumer *c, const eddy__plan *plan, const redisReply
     if (n == 0)
         return;
     if (c->found_at >= 0 && c->fed_ms - c->found_at <= HOT_WINDOW_MS) {
-        c->hot = eddy__wakeup_hot_take(c->wakeup); /* all taken: it stays watched */
+        /* A place it still holds (cooled, its connection not yet closed) serves again. */
+        c->hot = c->placed || eddy__wakeup_hot_take(c->wakeup); /* none free: it stays watched */
+        c->placed = c->hot;
         c->found_at = -1;
     } else {
         c->found_at = c->fed_ms;
@@ -1981,6 +1995,7 @@ void eddy__consumer_reset(eddy__consumer *c) {
         eddy__discovery_leave(c->shared, c); /* a discovery in flight is lost with the link */
     atomic_store(&c->news, true);            /* a wake may have come for a read that was lost */
     cool(c);
+    release_place(c);
     pthread_mutex_lock(&c->lock);
     for (size_t i = 0; i < c->inflight.n; i++)
         if (VEC_GROW(c->acks))

@@ -1114,13 +1114,17 @@ Test(consumer, a_hot_stream_leaves_the_wakeup_until_a_read_finds_nothing, .fini 
     cr_assert_eq(p.cmds.n, 2);
     cr_assert(strncmp(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 10 BLOCK ", 37) == 0);
     step(30, &p, (const char *[]){":1\r\n", "*-1\r\n"}, 2, &out);
-    cr_expect_eq(eddy__wakeup_hot(w), 0, "its hot place is back");
+    cr_expect_eq(eddy__wakeup_hot(w), 1, "held while its own connection may still be open");
     /* A blocking read found nothing: cold again, it watches, with news (one read at once). */
     plan(40, &p);
     cr_assert_str_eq(cmd_text(&p, p.cmds.n - 1),
                      "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
     cr_expect_eq(p.block_ms, -1);
     cr_expect_eq(eddy__wakeup_streams(w), 1);
+    step(40, &p, (const char *[]){EMPTY_READ}, 1, &out);
+    plan(41, &p);
+    cr_assert_eq(p.cmds.n, 0, "idle: the front end closes the connection of its own");
+    cr_expect_eq(eddy__wakeup_hot(w), 0, "its hot place is back");
     eddy__plan_reset(&p);
     eddy__delivery_list_free(&out);
     eddy__consumer_free(consumer);
@@ -1240,12 +1244,20 @@ Test(consumer, a_hot_stream_that_slows_down_goes_back_to_the_wakeup, .fini = tea
     cr_assert_eq(out.n, 1, "what it found is delivered");
     eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
     out.n = 0;
-    cr_expect_eq(eddy__wakeup_hot(w), 0, "its hot place is back");
     plan(166, &p);
     cr_assert_eq(p.cmds.n, 2);
     cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-3");
     cr_expect_str_eq(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
     cr_expect_eq(eddy__wakeup_streams(w), 1, "watched again");
+    cr_expect_eq(eddy__wakeup_hot(w), 1, "held while it reads on its own connection");
+    step(166, &p, (const char *[]){":1\r\n", EMPTY_READ}, 2, &out);
+    plan(167, &p); /* its news (a watch again) still wants a read of its own */
+    cr_assert_eq(p.cmds.n, 1);
+    step(167, &p, (const char *[]){EMPTY_READ}, 1, &out);
+    cr_expect_eq(eddy__wakeup_hot(w), 1);
+    plan(168, &p);
+    cr_assert_eq(p.cmds.n, 0);
+    cr_expect_eq(eddy__wakeup_hot(w), 0, "its hot place is back once it idles");
     woken_end(w, &p, &out);
 }
 
