@@ -281,16 +281,22 @@ static void consume_txn_cost(const bench_env *env) {
 
 /* ---- memory:// --------------------------------------------------------------------------- */
 
+/* A side's memory:// namespace (ns, 96 bytes), URL (url, 128 bytes), settings and spec. */
+static void memory_setup(const bench_env *env, int rep, const char *side, char *ns, char *url,
+                         eddy_settings *s, eddy_subscription_spec *sp) {
+    bench_ns(env, ns, 96, side, rep);
+    snprintf(url, 128, "memory://%s", ns);
+    bench_settings(env, s, ns);
+    s->url = url;
+    bench_consume_spec(sp, count);
+}
+
 static void memory_publish_handle(const bench_env *env, int rep, double *out, void *user) {
     (void)user;
     char ns[96], url[128];
-    bench_ns(env, ns, sizeof(ns), "mem", rep);
-    snprintf(url, sizeof(url), "memory://%s", ns);
     eddy_settings s;
-    bench_settings(env, &s, ns);
-    s.url = url;
     eddy_subscription_spec sp;
-    bench_consume_spec(&sp, count);
+    memory_setup(env, rep, "mem", ns, url, &s, &sp);
     eddy_bus *sub = bus_new(&s, &sp, 1), *pub = bus_new(&s, NULL, 0);
     eddy_error err;
     if (eddy_bus_start(sub, &err) != EDDY_OK)
@@ -341,13 +347,9 @@ static void mem_published(eddy_status st, size_t published, const eddy_error *er
 static void memory_publish_handle_reactive(const bench_env *env, int rep, double *out, void *user) {
     (void)user;
     char ns[96], url[128];
-    bench_ns(env, ns, sizeof(ns), "memr", rep);
-    snprintf(url, sizeof(url), "memory://%s", ns);
     eddy_settings s;
-    bench_settings(env, &s, ns);
-    s.url = url;
     eddy_subscription_spec sp;
-    bench_consume_spec(&sp, count);
+    memory_setup(env, rep, "memr", ns, url, &s, &sp);
     struct ev_loop *loop = ev_loop_new(EVFLAG_AUTO);
     eddy_rbus *sub = bench_rbus_started(loop, &s, &sp, 1);
     eddy_rbus *pub = bench_rbus_started(loop, &s, NULL, 0);

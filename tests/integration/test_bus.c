@@ -1367,6 +1367,16 @@ static int threads_now(void) {
 
 #define MANY_SUBS 300
 
+/* MANY_SUBS competing AtLeastOnce subscriptions s<i> of group g, on subjects <prefix>.<i>. */
+static void many_specs(eddy_subscription_spec *specs, char (*names)[16], char (*subjects)[24],
+                       const char *prefix, recorder *r) {
+    for (int i = 0; i < MANY_SUBS; i++) {
+        snprintf(names[i], 16, "s%d", i);
+        snprintf(subjects[i], 24, "%s.%d", prefix, i);
+        specs[i] = spec(names[i], subjects[i], EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, r);
+    }
+}
+
 ParameterizedTestParameters(bus, many_subscriptions_share_a_few_connections_and_threads) {
     return cr_make_param_array(combo, combos, sizeof(combos) / sizeof(combos[0]));
 }
@@ -1378,11 +1388,7 @@ ParameterizedTest(combo *p, bus, many_subscriptions_share_a_few_connections_and_
     rec_init(&r);
     static char names[MANY_SUBS][16], subjects[MANY_SUBS][24];
     eddy_subscription_spec specs[MANY_SUBS];
-    for (int i = 0; i < MANY_SUBS; i++) {
-        snprintf(names[i], sizeof(names[i]), "s%d", i);
-        snprintf(subjects[i], sizeof(subjects[i]), "many.%d", i);
-        specs[i] = spec(names[i], subjects[i], EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
-    }
+    many_specs(specs, names, subjects, "many", &r);
     c.s.share_reads_from = 5; /* the default (EDDY_TEST_SHARE_READS=1 shares too) */
     int sockets0 = open_sockets(), threads0 = threads_now();
     tbus *b = must_bus(&c, specs, MANY_SUBS);
@@ -1435,11 +1441,7 @@ ParameterizedTest(combo *p, bus, busy_streams_keep_the_connections_and_threads_b
     rec_init(&r);
     static char names[MANY_SUBS][16], subjects[MANY_SUBS][24];
     eddy_subscription_spec specs[MANY_SUBS];
-    for (int i = 0; i < MANY_SUBS; i++) {
-        snprintf(names[i], sizeof(names[i]), "s%d", i);
-        snprintf(subjects[i], sizeof(subjects[i]), "busy.%d", i);
-        specs[i] = spec(names[i], subjects[i], EDDY_COMPETING, "g", EDDY_AT_LEAST_ONCE, &r);
-    }
+    many_specs(specs, names, subjects, "busy", &r);
     c.s.share_reads_from = 5;
     int sockets0 = open_sockets(), threads0 = threads_now();
     tbus *b = must_bus(&c, specs, MANY_SUBS);
