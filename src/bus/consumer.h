@@ -96,17 +96,16 @@ struct eddy__wakeup;
 /* The longest idle wait planned with the wake-up while nothing else is due. */
 #define EDDY__WOKEN_IDLE_MAX_MS 60000
 /* The consumer leaves blocking to the bus-wide wake-up (wakeup.h): it watches its streams there
- * (who: the consumer, whose owner, the front end's record of it, eddy__consumer_owner gives
- * back; not while paused) and plans its live reads without BLOCK, only when it has news
- * (eddy__consumer_wake, or a start, a resume, a new stream, a lost connection, or a live read
- * that filled its batch); with no news it idles, for as long as its claim rounds and discovery
- * allow, until woken. A hot stream (two live reads without BLOCK that found entries within
- * 10 ms, consumer.c; at most EDDY__WAKEUP_HOT_MAX per bus) leaves the wake-up: the consumer
- * then plans blocking live reads of its own, as without it (the front end sends them on a
- * connection where blocking is allowed), until one finds nothing or waited 100 ms for what it
- * found, and watches again, with news. Everything else (acknowledgements,
- * history, claims, pause, stop) plans as without it. Borrowed: it must outlive the consumer.
- * Call before the first plan. */
+ * (who: the consumer, whose owner, the front end's record of it, eddy__consumer_owner gives back;
+ * not while paused) and plans its live reads without BLOCK, only when it has news
+ * (eddy__consumer_wake, or a start, a resume, a new stream, a lost connection, or a live read that
+ * filled its batch); with no news it idles, for as long as its claim rounds and discovery allow,
+ * until woken. A hot stream (two live reads without BLOCK that found entries within 10 ms,
+ * consumer.c; at most EDDY__WAKEUP_HOT_MAX per bus) leaves the wake-up: the consumer then plans
+ * blocking live reads of its own, as without it (the front end sends them on a connection where
+ * blocking is allowed), until one finds nothing or waited 100 ms for what it found, and watches
+ * again, with news. Everything else (acknowledgements, history, claims, pause, stop) plans as
+ * without it. Borrowed: it must outlive the consumer. Call before the first plan. */
 void eddy__consumer_share_wakeup(eddy__consumer *c, struct eddy__wakeup *w, void *owner);
 /* The owner given to eddy__consumer_share_wakeup, for a wake-up callback's `who` (a consumer
  * that watches is alive: eddy__consumer_free leaves the wake-up first). Thread: any. */
