@@ -147,32 +147,6 @@ eddy_status eddy_dlq_count(eddy_dlq *dlq, const char *group, size_t *count, eddy
     return st;
 }
 
-static eddy_status keep_one(eddy_dead_letter *dl, void *user) {
-    *(eddy_dead_letter **)user = dl;
-    return EDDY_OK;
-}
-
-/* Reads one dead letter; *out NULL with EDDY_ERR_NOT_FOUND when it is not there. */
-static eddy_status get(eddy_dlq *dlq, const char *group, const char *id, eddy_dead_letter **out,
-                       eddy_error *err) {
-    *out = NULL;
-    eddy__cmdlist cmds;
-    eddy__cmdlist_init(&cmds);
-    redisReply *reply = NULL;
-    eddy_status st = eddy__dlq_get_cmd(&dlq->s, group, id, &cmds, err);
-    if (st == EDDY_OK && (st = round_trip(dlq, st, &cmds, &reply, true, err)) == EDDY_OK)
-        st = eddy__dlq_entries(&dlq->s, reply, keep_one, out, NULL, NULL, err);
-    eddy__cmdlist_reset(&cmds);
-    free_replies(&reply, 1);
-    if (st == EDDY_OK && !*out)
-        st = eddy__fail(err, EDDY_ERR_NOT_FOUND, "group '%s' has no dead letter %s", group, id);
-    if (st != EDDY_OK) {
-        eddy_dead_letter_free(*out);
-        *out = NULL;
-    }
-    return st;
-}
-
 eddy_status eddy_dlq_get(eddy_dlq *dlq, const char *group, const char *id, eddy_dead_letter **out,
                          eddy_error *err) {
     if (!out)
@@ -180,7 +154,15 @@ eddy_status eddy_dlq_get(eddy_dlq *dlq, const char *group, const char *id, eddy_
     *out = NULL;
     if (!dlq)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "dlq is NULL");
-    return get(dlq, group, id, out, err);
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    redisReply *reply = NULL;
+    eddy_status st = eddy__dlq_get_cmd(&dlq->s, group, id, &cmds, err);
+    if (st == EDDY_OK && (st = round_trip(dlq, st, &cmds, &reply, true, err)) == EDDY_OK)
+        st = eddy__dlq_one(&dlq->s, reply, group, id, out, err);
+    eddy__cmdlist_reset(&cmds);
+    free_replies(&reply, 1);
+    return st;
 }
 
 /* ---- replaying ------------------------------------------------------------------------- */

@@ -484,6 +484,31 @@ eddy_status eddy__dlq_count_result(const redisReply *r, size_t *count, eddy_erro
     return EDDY_OK;
 }
 
+static eddy_status keep_one(eddy_dead_letter *dl, void *user) {
+    eddy_dead_letter **out = user;
+    if (*out) { /* XRANGE id id: one entry at most */
+        eddy_dead_letter_free(dl);
+        return EDDY_ERR_PROTOCOL;
+    }
+    *out = dl;
+    return EDDY_OK;
+}
+
+eddy_status eddy__dlq_one(const eddy__settings *s, const redisReply *r, const char *group,
+                          const char *id, eddy_dead_letter **out, eddy_error *err) {
+    *out = NULL;
+    eddy_status st = eddy__dlq_entries(s, r, keep_one, out, NULL, NULL, err);
+    if (st == EDDY_ERR_PROTOCOL && *out)
+        eddy__fail(err, st, "dead letters: XRANGE %s %s: more than one entry", id, id);
+    else if (st == EDDY_OK && !*out)
+        st = eddy__fail(err, EDDY_ERR_NOT_FOUND, "group '%s' has no dead letter %s", group, id);
+    if (st != EDDY_OK) {
+        eddy_dead_letter_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 eddy_status eddy__dlq_purge_result(const redisReply *r, const char *group, const char *id,
                                    eddy_error *err) {
     eddy_status st = eddy__reply_status(r, "dead letters: XDEL", err);

@@ -90,6 +90,11 @@ typedef eddy_status (*eddy__dl_take_fn)(eddy_dead_letter *dl, void *user);
 eddy_status eddy__dlq_entries(const eddy__settings *s, const redisReply *r, eddy__dl_take_fn fn,
                               void *user, size_t *n, char *after, eddy_error *err);
 
+/* The reply of eddy__dlq_get_cmd: the dead letter `id` into *out (the caller's), or
+ * EDDY_ERR_NOT_FOUND when it is not there (*out NULL on any failure; more than one entry is
+ * EDDY_ERR_PROTOCOL). */
+eddy_status eddy__dlq_one(const eddy__settings *s, const redisReply *r, const char *group,
+                          const char *id, eddy_dead_letter **out, eddy_error *err);
 /* XLEN's reply. */
 eddy_status eddy__dlq_count_result(const redisReply *r, size_t *count, eddy_error *err);
 /* XDEL's reply: EDDY_ERR_NOT_FOUND when nothing was deleted. */

@@ -182,9 +182,8 @@ static void fed_read(eddy__replay_flow *f, redisReply **replies) {
     eddy_status st;
     switch (f->at) {
     case GET:
-        if ((st = read_entries(f, replies[0], NULL, &e)) == EDDY_OK && f->n == 0)
-            st = eddy__fail(&e, EDDY_ERR_NOT_FOUND, "group '%s' has no dead letter %s", f->group,
-                            f->id);
+        if ((st = eddy__dlq_one(f->s, replies[0], f->group, f->id, &f->v[0], &e)) == EDDY_OK)
+            f->n = 1;
         f->at = REPLAY;
         break;
     case NEWEST:

@@ -282,3 +282,26 @@ Test(dlq_core, other_results) {
     for (int i = 0; i < 4; i++)
         freeReplyObject(all[i]);
 }
+
+/* One dead letter read by id (eddy_dlq_get, a replay of one): it, none, or a reply that holds
+ * more than the one entry XRANGE id id can hold. */
+Test(dlq_core, one_dead_letter_by_id) {
+    eddy_error err;
+    eddy_dead_letter *dl = (eddy_dead_letter *)&err; /* set to NULL on every path */
+    redisReply *r = raw_parse("*1\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$2\r\nid\r\n$1\r\nx\r\n");
+    cr_assert_eq(eddy__dlq_one(&settings, r, "g", "1-1", &dl, &err), EDDY_OK);
+    cr_assert(dl);
+    cr_expect_str_eq(eddy_dead_letter_id(dl), "1-1");
+    eddy_dead_letter_free(dl);
+    freeReplyObject(r);
+    r = raw_parse("*0\r\n");
+    cr_expect_eq(eddy__dlq_one(&settings, r, "g", "1-1", &dl, &err), EDDY_ERR_NOT_FOUND);
+    cr_expect_null(dl);
+    cr_expect(strstr(err.detail, "no dead letter 1-1"), "%s", err.detail);
+    freeReplyObject(r);
+    r = raw_parse("*2\r\n*2\r\n$3\r\n1-1\r\n*2\r\n$2\r\nid\r\n$1\r\nx\r\n"
+                  "*2\r\n$3\r\n1-2\r\n*2\r\n$2\r\nid\r\n$1\r\ny\r\n");
+    cr_expect_eq(eddy__dlq_one(&settings, r, "g", "1-1", &dl, &err), EDDY_ERR_PROTOCOL);
+    cr_expect_null(dl, "nothing kept, nothing leaked");
+    freeReplyObject(r);
+}
