@@ -296,10 +296,3 @@ void eddy__wakeup_hot_give(eddy__wakeup *w) {
         w->hot--;
     pthread_mutex_unlock(&w->lock);
 }
-
-unsigned eddy__wakeup_hot(eddy__wakeup *w) {
-    pthread_mutex_lock(&w->lock);
-    unsigned n = w->hot;
-    pthread_mutex_unlock(&w->lock);
-    return n;
-}

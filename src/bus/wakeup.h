@@ -126,7 +126,5 @@ void eddy__wakeup_reset(eddy__wakeup *w);
  * stays watched). eddy__wakeup_hot_give hands one back when it stops being hot. */
 bool eddy__wakeup_hot_take(eddy__wakeup *w);
 void eddy__wakeup_hot_give(eddy__wakeup *w);
-/* Hot places taken now. */
-unsigned eddy__wakeup_hot(eddy__wakeup *w);
 
 #endif

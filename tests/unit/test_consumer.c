@@ -1074,6 +1074,17 @@ static void to_woken_idle(eddy__wakeup *w, eddy__plan *p, eddy__delivery_list *o
     cr_assert_eq(p->cmds.n, 0);
 }
 
+/* The wake-up's hot places taken now, found with its own calls: take until refused, give those
+ * back. */
+static unsigned places_taken(eddy__wakeup *w) {
+    unsigned free_places = 0;
+    while (eddy__wakeup_hot_take(w))
+        free_places++;
+    for (unsigned i = 0; i < free_places; i++)
+        eddy__wakeup_hot_give(w);
+    return EDDY__WAKEUP_HOT_MAX - free_places;
+}
+
 Test(consumer, a_hot_stream_leaves_the_wakeup_until_a_read_finds_nothing, .fini = teardown) {
     make("jobs", EDDY_AT_LEAST_ONCE, 5);
     eddy__wakeup *w = eddy__wakeup_new(10);
@@ -1114,7 +1125,7 @@ Test(consumer, a_hot_stream_leaves_the_wakeup_until_a_read_finds_nothing, .fini 
     cr_assert_eq(p.cmds.n, 2);
     cr_assert(strncmp(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 10 BLOCK ", 37) == 0);
     step(30, &p, (const char *[]){":1\r\n", "*-1\r\n"}, 2, &out);
-    cr_expect_eq(eddy__wakeup_hot(w), 1, "held while its own connection may still be open");
+    cr_expect_eq(places_taken(w), 1, "held while its own connection may still be open");
     /* A blocking read found nothing: cold again, it watches, with news (one read at once). */
     plan(40, &p);
     cr_assert_str_eq(cmd_text(&p, p.cmds.n - 1),
@@ -1124,7 +1135,7 @@ Test(consumer, a_hot_stream_leaves_the_wakeup_until_a_read_finds_nothing, .fini 
     step(40, &p, (const char *[]){EMPTY_READ}, 1, &out);
     plan(41, &p);
     cr_assert_eq(p.cmds.n, 0, "idle: the front end closes the connection of its own");
-    cr_expect_eq(eddy__wakeup_hot(w), 0, "its hot place is back");
+    cr_expect_eq(places_taken(w), 0, "its hot place is back");
     eddy__plan_reset(&p);
     eddy__delivery_list_free(&out);
     eddy__consumer_free(consumer);
@@ -1224,7 +1235,7 @@ Test(consumer, a_stream_stays_watched_when_no_hot_place_is_free, .fini = teardow
     woken_find(w, 1, 14, &p, &out);
     ack_read_finds_nothing(1, 15, false, &p, &out);
     cr_expect_eq(eddy__wakeup_streams(w), 1, "still watched");
-    cr_expect_eq(eddy__wakeup_hot(w), EDDY__WAKEUP_HOT_MAX);
+    cr_expect_eq(places_taken(w), EDDY__WAKEUP_HOT_MAX);
     woken_end(w, &p, &out);
 }
 
@@ -1235,7 +1246,7 @@ Test(consumer, a_hot_stream_that_slows_down_goes_back_to_the_wakeup, .fini = tea
     eddy__delivery_list out = {0};
     eddy__wakeup *w = found_once(&p, &out);
     woken_find(w, 1, 14, &p, &out);
-    cr_expect_eq(eddy__wakeup_hot(w), 1, "it took a hot place");
+    cr_expect_eq(places_taken(w), 1, "it took a hot place");
     plan(15, &p);
     cr_assert_eq(p.cmds.n, 2);
     cr_assert(strncmp(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 10 BLOCK ", 37) == 0, "%s",
@@ -1249,15 +1260,15 @@ Test(consumer, a_hot_stream_that_slows_down_goes_back_to_the_wakeup, .fini = tea
     cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-3");
     cr_expect_str_eq(cmd_text(&p, 1), "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
     cr_expect_eq(eddy__wakeup_streams(w), 1, "watched again");
-    cr_expect_eq(eddy__wakeup_hot(w), 1, "held while it reads on its own connection");
+    cr_expect_eq(places_taken(w), 1, "held while it reads on its own connection");
     step(166, &p, (const char *[]){":1\r\n", EMPTY_READ}, 2, &out);
     plan(167, &p); /* its news (a watch again) still wants a read of its own */
     cr_assert_eq(p.cmds.n, 1);
     step(167, &p, (const char *[]){EMPTY_READ}, 1, &out);
-    cr_expect_eq(eddy__wakeup_hot(w), 1);
+    cr_expect_eq(places_taken(w), 1);
     plan(168, &p);
     cr_assert_eq(p.cmds.n, 0);
-    cr_expect_eq(eddy__wakeup_hot(w), 0, "its hot place is back once it idles");
+    cr_expect_eq(places_taken(w), 0, "its hot place is back once it idles");
     woken_end(w, &p, &out);
 }
 
@@ -1267,10 +1278,10 @@ Test(consumer, a_hot_consumer_freed_gives_its_place_back, .fini = teardown) {
     eddy__delivery_list out = {0};
     eddy__wakeup *w = found_once(&p, &out);
     woken_find(w, 1, 14, &p, &out);
-    cr_expect_eq(eddy__wakeup_hot(w), 1);
+    cr_expect_eq(places_taken(w), 1);
     eddy__consumer_free(consumer);
     consumer = NULL;
-    cr_expect_eq(eddy__wakeup_hot(w), 0);
+    cr_expect_eq(places_taken(w), 0);
     woken_end(w, &p, &out);
 }
 
