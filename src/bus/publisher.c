@@ -233,11 +233,24 @@ static eddy_status keys_make(const eddy__publisher *p, const char *subject, bool
     return EDDY_ERR_NOMEM;
 }
 
+/* What a request's fields add to its XADD (names, the inbox key, the request id, the deadline),
+ * reserved with every entry so that a request's command is one allocation too. */
+#define REQUEST_FIELDS_BYTES 192
+#define ATTRIBUTE_BYTES_GUESS 48 /* a field's name and value */
+
 static eddy_status add_entry_cmd(eddy__publisher *p, const subject_keys *k, const eddy_event *ev,
                                  bool dedup, bool gather, eddy__cmdlist *out) {
     eddy__cmd *x = eddy__cmdlist_add(out, dedup ? P_FCALL : P_XADD, 0);
     if (!x)
         return EDDY_ERR_NOMEM;
+    /* One allocation for the whole command: its head (at most 9 arguments), two per field, and
+     * room for a request's three fields (eddy__request_prepare_to). The attributes' bytes are
+     * guessed rather than counted (a walk costs more than the doubling a long one may need). */
+    size_t fields = 10 + eddy_event_extension_count(ev), datalen = 0;
+    eddy_event_data(ev, &datalen);
+    size_t head = strlen(k->key) + (dedup ? strlen(k->ids) + strlen(k->exp) : 0) + 96;
+    eddy__cmd_reserve(x, 9 + 2 * (int)fields + 6,
+                      head + datalen + fields * ATTRIBUTE_BYTES_GUESS + REQUEST_FIELDS_BYTES);
     if (dedup) {
         long long maxlen = p->s->stream_maxlen;
         eddy__cmd_str(x, "FCALL");

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* Argument-vector commands: owned, binary-safe arguments packed into one growable buffer (so a
- * command costs a fixed number of allocations, not one per argument). An allocation
+/* Argument-vector commands: owned, binary-safe arguments packed into one growable block with
+ * their pointers and lengths (so a command costs one allocation, or one per doubling when its
+ * builder does not reserve, never one per argument). An allocation
  * failure marks the command failed instead of returning at every append, so builders stay
  * linear; eddy__cmd_status is checked once before sending. */
 #include "util/cmd.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -15,53 +17,76 @@
 void eddy__cmd_init(eddy__cmd *cmd) { memset(cmd, 0, sizeof(*cmd)); }
 
 void eddy__cmd_reset(eddy__cmd *cmd) {
-    free(cmd->buf);
-    free(cmd->argv);
-    free(cmd->argvlen);
+    free(cmd->argv); /* the block: argv, argvlen and buf */
     eddy__cmd_init(cmd);
 }
 
-static bool grow_vectors(eddy__cmd *cmd) {
-    int cap = cmd->cap ? cmd->cap * 2 : 16;
-    char **argv = realloc(cmd->argv, (size_t)cap * sizeof(*argv));
+/* Moves the command into one new block of cap argument slots and bufcap bytes (each at least
+ * what it holds), so that argv, argvlen and the bytes stay one allocation. */
+static bool relayout(eddy__cmd *cmd, size_t cap, size_t bufcap) {
+    if (cap > INT_MAX || cap > (SIZE_MAX / 2 - bufcap) / (sizeof(char *) + sizeof(size_t)))
+        return false;
+    char **argv = malloc(cap * (sizeof(char *) + sizeof(size_t)) + bufcap);
     if (!argv)
         return false;
+    size_t *lens = (size_t *)(argv + cap);
+    char *buf = (char *)(lens + cap);
+    if (cmd->used)
+        memcpy(buf, cmd->buf, cmd->used);
+    size_t off = 0;
+    for (int i = 0; i < cmd->argc; i++) {
+        lens[i] = cmd->argvlen[i];
+        argv[i] = buf + off;
+        off += lens[i] + 1;
+    }
+    free(cmd->argv);
     cmd->argv = argv;
-    size_t *lens = realloc(cmd->argvlen, (size_t)cap * sizeof(*lens));
-    if (!lens)
-        return false;
     cmd->argvlen = lens;
-    cmd->cap = cap;
+    cmd->buf = buf;
+    cmd->cap = (int)cap;
+    cmd->bufcap = bufcap;
     return true;
 }
 
-/* Room for `need` more bytes; the argument pointers follow the buffer when it moves. */
-static bool grow_buffer(eddy__cmd *cmd, size_t need) {
-    if (need > SIZE_MAX / 2 - cmd->used)
+/* Room for one more argument of len bytes: doubles what is short (16 slots and 256 bytes at
+ * first), unless eddy__cmd_reserve made room already. */
+static bool make_room(eddy__cmd *cmd, size_t len) {
+    size_t cap = (size_t)cmd->cap, bufcap = cmd->bufcap;
+    if (len >= SIZE_MAX / 4 - cmd->used)
         return false;
-    size_t cap = cmd->bufcap ? cmd->bufcap * 2 : 256;
-    if (cap < cmd->used + need)
-        cap = cmd->used + need;
-    char *buf = realloc(cmd->buf, cap);
-    if (!buf)
-        return false;
-    if (buf != cmd->buf) {
-        size_t off = 0;
-        for (int i = 0; i < cmd->argc; i++) {
-            cmd->argv[i] = buf + off;
-            off += cmd->argvlen[i] + 1;
-        }
+    if (cmd->argc == cmd->cap)
+        cap = cap ? cap * 2 : 16;
+    if (bufcap - cmd->used < len + 1) {
+        bufcap = bufcap ? bufcap * 2 : 256;
+        if (bufcap < cmd->used + len + 1)
+            bufcap = cmd->used + len + 1;
     }
-    cmd->buf = buf;
-    cmd->bufcap = cap;
-    return true;
+    return relayout(cmd, cap, bufcap);
+}
+
+void eddy__cmd_reserve(eddy__cmd *cmd, int args, size_t bytes) {
+    if (cmd->failed || args < 0)
+        return;
+    size_t cap = (size_t)cmd->argc + (size_t)args, bufcap = cmd->used;
+    if (bytes >= SIZE_MAX / 4 - bufcap) {
+        cmd->failed = 1;
+        return;
+    }
+    bufcap += bytes + (size_t)args; /* each argument's NUL */
+    if (cap <= (size_t)cmd->cap && bufcap <= cmd->bufcap)
+        return;
+    if (cap < (size_t)cmd->cap)
+        cap = (size_t)cmd->cap;
+    if (bufcap < cmd->bufcap)
+        bufcap = cmd->bufcap;
+    if (!relayout(cmd, cap, bufcap))
+        cmd->failed = 1;
 }
 
 void eddy__cmd_arg(eddy__cmd *cmd, const void *bytes, size_t len) {
     if (cmd->failed)
         return;
-    if ((cmd->argc == cmd->cap && !grow_vectors(cmd)) ||
-        (cmd->bufcap - cmd->used < len + 1 && !grow_buffer(cmd, len + 1))) {
+    if ((cmd->argc == cmd->cap || cmd->bufcap - cmd->used < len + 1) && !make_room(cmd, len)) {
         cmd->failed = 1;
         return;
     }

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A Redis command as an argument vector, built by the core and sent unchanged by a front end
  * (hiredis redisCommandArgv / redisAsyncCommandArgv) or executed by the memory engine.
- * Arguments are copied into the command; it owns them. All argument bytes live in one buffer
- * (each NUL-terminated), so a command costs three allocations however many arguments it has:
- * argv[i] points into that buffer and is valid until the next append or the reset. */
+ * Arguments are copied into the command; it owns them. The argument pointers, their lengths
+ * and all argument bytes (each NUL-terminated) live in one block, so a command whose builder
+ * reserves its size costs one allocation however many arguments it has: argv[i] points into
+ * that block and is valid until the next append, reserve or the reset. */
 #ifndef EDDY_SRC_CMD_H
 #define EDDY_SRC_CMD_H
 
@@ -13,17 +14,21 @@
 
 typedef struct eddy__cmd {
     int argc;
-    char **argv;
-    size_t *argvlen;
+    char **argv;     /* the block's start (freed by the reset) */
+    size_t *argvlen; /* in the block, behind cap argument slots */
     int cap;
     int failed; /* an append ran out of memory; the command must not be sent */
-    char *buf;  /* the arguments' bytes, back to back */
+    char *buf;  /* in the block: the arguments' bytes, back to back */
     size_t used, bufcap;
 } eddy__cmd;
 
 void eddy__cmd_init(eddy__cmd *cmd);
 /* Releases every argument and empties the command; it can be reused afterwards. */
 void eddy__cmd_reset(eddy__cmd *cmd);
+/* Makes room for args more arguments of bytes bytes in all (their NULs not counted), so that
+ * appending them allocates nothing; a builder that knows its size calls it first. A guess too
+ * small only costs a later doubling. On OOM marks the command failed. */
+void eddy__cmd_reserve(eddy__cmd *cmd, int args, size_t bytes);
 /* Appends a binary-safe argument. On OOM marks the command failed (checked at the end). */
 void eddy__cmd_arg(eddy__cmd *cmd, const void *bytes, size_t len);
 void eddy__cmd_str(eddy__cmd *cmd, const char *s);

@@ -67,3 +67,40 @@ Test(cmd, an_empty_command_is_an_empty_array) {
     cr_assert_eq(eddy__cmd_resp_size(&c), 4);
     cr_expect(memcmp(out, "*0\r\n", (size_t)(eddy__cmd_resp_write(&c, out) - out)) == 0);
 }
+
+Test(cmd, a_reserved_command_is_one_block_that_appends_never_move) {
+    eddy__cmd c;
+    eddy__cmd_init(&c);
+    eddy__cmd_str(&c, "XADD"); /* reserving after an argument keeps it */
+    eddy__cmd_reserve(&c, 40, 40 * 10);
+    cr_assert_eq(eddy__cmd_status(&c), EDDY_OK);
+    char **block = c.argv;
+    cr_expect_str_eq(c.argv[0], "XADD");
+    cr_expect_eq((char *)c.argvlen, (char *)(c.argv + c.cap), "the lengths follow the pointers");
+    cr_expect_eq(c.buf, (char *)(c.argvlen + c.cap), "the bytes follow the lengths");
+    for (int i = 0; i < 20; i++)
+        eddy__cmd_fmt(&c, "field-%03d", i); /* 9 bytes each, within the 10 reserved */
+    eddy__cmd_reserve(&c, 20, 20 * 9); /* what is left: nothing moves */
+    for (int i = 20; i < 40; i++)
+        eddy__cmd_fmt(&c, "field-%03d", i);
+    cr_expect_eq(c.argv, block, "appends within the reservation allocate nothing");
+    eddy__cmd_str(&c, "past the reservation, so the block moves");
+    cr_assert_eq(eddy__cmd_status(&c), EDDY_OK);
+    cr_expect_str_eq(c.argv[1], "field-000");
+    cr_expect_str_eq(c.argv[40], "field-039");
+    expect_same_as_hiredis(&c);
+    eddy__cmd_reset(&c);
+}
+
+Test(cmd, an_impossible_reservation_fails_the_command_and_a_negative_one_is_ignored) {
+    eddy__cmd c;
+    eddy__cmd_init(&c);
+    eddy__cmd_reserve(&c, -1, 10);
+    cr_expect_eq(eddy__cmd_status(&c), EDDY_OK);
+    cr_expect_null(c.argv);
+    eddy__cmd_reserve(&c, 1, (size_t)-1 / 2);
+    cr_expect_eq(eddy__cmd_status(&c), EDDY_ERR_NOMEM);
+    eddy__cmd_str(&c, "ignored once failed");
+    cr_expect_eq(c.argc, 0);
+    eddy__cmd_reset(&c);
+}
