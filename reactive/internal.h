@@ -26,6 +26,7 @@
 #include "link/mux.h"
 #include "round.h"
 #include "util/backoff.h"
+#include "util/reply_arena.h"
 
 typedef struct ract ract;
 typedef struct rctl rctl;
@@ -98,7 +99,9 @@ struct rpub {
     redisReply **replies;     /* cap slots: small, or allocated for a batch */
     size_t cap;
     redisReply *small[RPUB_MAX_CMDS];
-    eddy__mux_req req; /* in the bus's multiplexing machine (src/link/mux.h) once submitted */
+    eddy__reply_arena *kept; /* the replies before the last, once one came (a batch's: one
+                                block, not an allocation per reply) */
+    eddy__mux_req req;       /* in the bus's multiplexing machine (src/link/mux.h) once submitted */
     rpub_fn complete;
     eddy_publish_fn done;             /* a publish's callback */
     eddy_publish_batch_fn batch_done; /* a batch's callback (done is then NULL) */

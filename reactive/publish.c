@@ -53,9 +53,10 @@ rpub *eddy__rpub_new(rpub_fn complete, void *user) {
 void eddy__rpub_free(rpub *p) {
     if (!p)
         return;
-    for (size_t i = 0; i < p->cap; i++)
+    for (size_t i = 0; i < p->cap && !p->kept; i++)
         if (p->replies[i])
             freeReplyObject(p->replies[i]);
+    eddy__reply_arena_free(p->kept);
     if (p->replies != p->small)
         free(p->replies);
     eddy__cmdlist_reset(&p->cmds);
@@ -138,6 +139,19 @@ static void pub_up(void *owner) {
     eddy__rbus_leave(bus);
 }
 
+/* A reply before its op's last, borrowed from the connection, copied into the op's arena;
+ * NULL when out of memory (the op reads it as a lost reply) or when no op waits for it. */
+static redisReply *keep(eddy_rbus *bus, const redisReply *r) {
+    eddy__mux_req *head = eddy__mux_head(&bus->pub_mux);
+    if (!head || head->state != EDDY__MUX_HANDED)
+        return NULL;
+    rpub *p = head->token;
+    if (!p->kept && !(p->kept = eddy__reply_arena_new()))
+        return NULL;
+    head->slot.arena = true;
+    return eddy__reply_arena_copy(p->kept, r);
+}
+
 static void pub_reply(void *owner, void *priv, redisReply *r) {
     eddy_rbus *bus = owner;
     (void)priv; /* the machine knows whose it is */
@@ -145,7 +159,7 @@ static void pub_reply(void *owner, void *priv, redisReply *r) {
     /* Replies before an op's last are needed together with it: keep them. Without memory for
      * one, its op reads it as a lost reply (NULL). The last is borrowed for the completion. */
     bool last = eddy__mux_next_is_last(&bus->pub_mux);
-    if (!eddy__mux_feed(&bus->pub_mux, last ? r : eddy__rconn_keep(bus->pub_conn, r))) {
+    if (!eddy__mux_feed(&bus->pub_mux, last ? r : keep(bus, r))) {
         /* A reply nobody asked for: the machine failed every op; the connection goes. */
         eddy__publisher_connection_lost(bus->publisher);
         lost(bus, bus->pub_mux.lost.status, &bus->pub_mux.lost, 0);

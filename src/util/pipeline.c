@@ -14,6 +14,7 @@ void eddy__pipeline_push(eddy__pipeline *pl, eddy__pipe_slot *slot, redisReply *
     slot->got = 0;
     slot->st = EDDY_OK;
     slot->waiter = waiter;
+    slot->arena = false;
     slot->next = NULL;
     for (size_t i = 0; i < n; i++)
         replies[i] = NULL;
@@ -52,7 +53,8 @@ eddy__pipe_slot *eddy__pipeline_fail_next(eddy__pipeline *pl, eddy_status st) {
         return NULL;
     eddy__pipe_slot *s = pop(pl);
     for (size_t i = 0; i < s->got; i++) {
-        freeReplyObject(s->replies[i]);
+        if (!s->arena)
+            freeReplyObject(s->replies[i]);
         s->replies[i] = NULL;
     }
     s->got = 0;

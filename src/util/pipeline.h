@@ -25,6 +25,7 @@ typedef struct eddy__pipe_slot {
     size_t n, got;
     eddy_status st;
     void *waiter; /* the front end's, handed back with the slot */
+    bool arena;   /* its replies are in the caller's arena: failing drops them, never frees */
     struct eddy__pipe_slot *next;
 } eddy__pipe_slot;
 

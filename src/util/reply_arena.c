@@ -9,6 +9,7 @@
  * hiredis reader turns into a reader error ("Out of memory"), so the round trip fails cleanly. */
 #include "util/reply_arena.h"
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -152,6 +153,34 @@ static void *create_integer(const redisReadTask *task, long long value) {
 }
 
 static void *create_nil(const redisReadTask *task) { return new_object(task, REDIS_REPLY_NIL, 0); }
+
+redisReply *eddy__reply_arena_copy(eddy__reply_arena *a, const redisReply *r) {
+    bool text = r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS ||
+                r->type == REDIS_REPLY_ERROR;
+    size_t n = r->type == REDIS_REPLY_ARRAY ? r->elements : 0;
+    if ((text && r->len > SIZE_MAX / 2) || n > SIZE_MAX / 2 / sizeof(redisReply *))
+        return NULL;
+    redisReply *o =
+        eddy__reply_arena_alloc(a, sizeof(*o) + (text ? r->len + 1 : n * sizeof(redisReply *)));
+    if (!o)
+        return NULL;
+    memset(o, 0, sizeof(*o));
+    o->type = r->type;
+    o->integer = r->integer;
+    if (text) {
+        o->str = (char *)(o + 1);
+        memcpy(o->str, r->str, r->len);
+        o->str[r->len] = '\0';
+        o->len = r->len;
+    } else if (n) {
+        o->element = (redisReply **)(o + 1);
+        o->elements = n;
+        for (size_t i = 0; i < n; i++)
+            if (!(o->element[i] = eddy__reply_arena_copy(a, r->element[i])))
+                return NULL;
+    }
+    return o;
+}
 
 static void free_object(void *obj) { (void)obj; /* freed with the arena */ }
 

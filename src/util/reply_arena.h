@@ -30,6 +30,10 @@ void eddy__reply_arena_install(eddy__reply_arena *a, redisReader *reader);
 void *eddy__reply_arena_alloc(eddy__reply_arena *a, size_t size);
 bool eddy__reply_arena_reserve(eddy__reply_arena *a, size_t size);
 
+/* A copy of r (any reply tree: hiredis's, or another arena's) built in a, NULL on OOM (what
+ * was copied stays in a until it is reset). */
+redisReply *eddy__reply_arena_copy(eddy__reply_arena *a, const redisReply *r);
+
 /* The arena `reader` builds its replies in, or NULL (hiredis's own objects). */
 eddy__reply_arena *eddy__reply_arena_of(const redisReader *reader);
 

@@ -6,6 +6,7 @@
 
 #include "raw.h"
 #include "util/pipeline.h"
+#include "util/reply_arena.h"
 
 static redisReply *num(long long n) {
     char text[32];
@@ -98,4 +99,50 @@ Test(pipeline, a_slot_failed_when_it_failed_or_a_reply_is_an_error) {
         freeReplyObject(rok[i]);
         freeReplyObject(rref[i]);
     }
+}
+
+Test(pipeline, a_failed_slot_whose_replies_are_in_an_arena_drops_them_without_freeing) {
+    eddy__pipeline pl;
+    eddy__pipeline_init(&pl);
+    eddy__reply_arena *arena = eddy__reply_arena_new();
+    cr_assert(arena);
+    eddy__pipe_slot a;
+    redisReply *ra[3];
+    eddy__pipeline_push(&pl, &a, ra, 3, NULL);
+    a.arena = true; /* a reactive publish keeps the replies before its last in its arena */
+    redisReply *parsed = raw_parse("*2\r\n$3\r\nabc\r\n:5\r\n");
+    bool unexpected;
+    cr_assert_null(eddy__pipeline_feed(&pl, eddy__reply_arena_copy(arena, parsed), &unexpected));
+    cr_assert_null(eddy__pipeline_feed(&pl, eddy__reply_arena_copy(arena, parsed), &unexpected));
+    freeReplyObject(parsed);
+    /* freeReplyObject on an arena's object would abort: the flag makes the failure drop them */
+    cr_assert_eq(eddy__pipeline_fail_next(&pl, EDDY_ERR_IO), &a);
+    cr_assert(ra[0] == NULL && ra[1] == NULL && ra[2] == NULL);
+    eddy__pipeline_push(&pl, &a, ra, 1, NULL);
+    cr_assert_not(a.arena, "a slot pushed again frees its replies as usual");
+    eddy__pipeline_fail_next(&pl, EDDY_ERR_IO);
+    eddy__reply_arena_free(arena);
+}
+
+Test(pipeline, an_arena_copy_is_the_same_reply_tree) {
+    eddy__reply_arena *arena = eddy__reply_arena_new();
+    cr_assert(arena);
+    const char text[] = "*4\r\n$5\r\na\0b\r\n\r\n+OK\r\n*2\r\n:-7\r\n$-1\r\n-ERR no\r\n";
+    redisReply *r = raw_parse_len(text, sizeof(text) - 1);
+    redisReply *c = eddy__reply_arena_copy(arena, r);
+    cr_assert(c);
+    cr_assert_eq(c->type, REDIS_REPLY_ARRAY);
+    cr_assert_eq(c->elements, 4);
+    cr_assert_eq(c->element[0]->len, 5);
+    cr_assert(memcmp(c->element[0]->str, "a\0b\r\n", 5) == 0, "binary-safe");
+    cr_assert_eq(c->element[0]->str[5], '\0');
+    cr_assert_eq(c->element[1]->type, REDIS_REPLY_STATUS);
+    cr_assert_str_eq(c->element[1]->str, "OK");
+    cr_assert_eq(c->element[2]->element[0]->integer, -7);
+    cr_assert_eq(c->element[2]->element[1]->type, REDIS_REPLY_NIL);
+    cr_assert_eq(c->element[3]->type, REDIS_REPLY_ERROR);
+    cr_assert_str_eq(c->element[3]->str, "ERR no");
+    cr_assert_neq(c->element[0]->str, r->element[0]->str, "a copy, not a view");
+    freeReplyObject(r);
+    eddy__reply_arena_free(arena);
 }
