@@ -3,7 +3,8 @@
  * this file sends, on one connection behind a mutex, and makes the calling thread wait.
  *
  * The store's rules (the library loaded on each new connection, what is sent again after a loss
- * or a lost library) are src/store/store_op.h's. `loaded` is true only while the connection that
+ * or a lost library) are src/store/store_op.h's, and what each operation's replies mean is
+ * src/store/store_req.h's: every operation is one request run by `run`. `loaded` is true only while the connection that
  * loaded it lives. The lock is held only while commands travel, never while a read's callback
  * runs, so a callback may use the store (append, read) without deadlocking. */
 #include <pthread.h>
@@ -14,11 +15,10 @@
 #include "conn.h"
 #include "eddy/store.h"
 #include "error.h"
-#include "link/library.h"
 #include "link/link.h"
 #include "log.h"
 #include "store/store.h"
-#include "store/store_op.h"
+#include "store/store_req.h"
 #include "store_call.h"
 #include "timing.h"
 
@@ -37,17 +37,17 @@ static eddy_status ensure_loaded(eddy_store *store, eddy_error *err) {
         store->loaded = false;
     if (store->loaded)
         return EDDY_OK;
-    eddy__cmdlist cmds;
-    eddy__cmdlist_init(&cmds);
+    eddy__store_req q;
     redisReply *reply = NULL;
-    eddy_status st = eddy__library_load_cmds(&cmds);
-    if (st != EDDY_OK)
-        st = eddy__fail(err, st, "out of memory");
-    else if ((st = eddy__bconn_exec(&store->conn, &cmds, -1, &reply, err)) == EDDY_OK)
-        st = eddy__library_load_result(&cmds, 0, &reply, NULL, err);
+    eddy_status st = eddy__store_req_load(&q, err);
+    if (st == EDDY_OK &&
+        (st = eddy__bconn_exec(&store->conn, &q.op.cmds, -1, &reply, err)) == EDDY_OK) {
+        eddy__store_req_done(&q, store->core, &reply, &store->s.log, err);
+        st = q.st;
+    }
     if (reply)
         freeReplyObject(reply);
-    eddy__cmdlist_reset(&cmds);
+    eddy__store_req_reset(&q);
     store->loaded = st == EDDY_OK;
     return st;
 }
@@ -78,45 +78,37 @@ static eddy_status exchange_in(eddy_store *store, eddy__store_op *op, eddy__repl
     return st;
 }
 
-static eddy_status exchange(eddy_store *store, eddy__store_op *op, redisReply **replies,
-                            eddy_error *err) {
-    bool in_arena;
-    return exchange_in(store, op, NULL, replies, &in_arena, err);
-}
-
-/* An idempotent op of the commands in *cmds (moved into it; *cmds is left empty). */
-static eddy__store_op idempotent(eddy__cmdlist *cmds) {
-    eddy__store_op op;
-    eddy__store_op_init(&op, false, 0);
-    op.cmds = *cmds;
-    eddy__cmdlist_init(cmds);
-    return op;
-}
-
-/* A page of events: read into an arena (one allocation for the page's reply instead of
- * several per entry) when one can be had. */
-static eddy_status read_page(eddy_store *store, eddy__cmdlist *cmds, eddy__reply_arena *arena,
-                             redisReply **reply, bool *in_arena, eddy_error *err) {
-    *reply = NULL;
-    eddy__store_op op = idempotent(cmds);
-    eddy_status st = exchange_in(store, &op, arena, reply, in_arena, err);
-    eddy__store_op_reset(&op);
-    return st;
-}
-
-static void page_done(eddy__reply_arena *arena, redisReply *reply, bool in_arena) {
-    if (in_arena)
-        eddy__reply_arena_reset(arena);
-    else if (reply)
-        freeReplyObject(reply);
-}
-
-static void free_replies(redisReply **replies, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        if (replies[i])
-            freeReplyObject(replies[i]);
-        replies[i] = NULL;
+/* Runs q: sends its commands, reads its replies into its result (store_req.h), and sends them
+ * again where the store's rules say. With an arena (may be NULL), the replies may be built in
+ * it. Returns q's status (err, may be NULL, holds its detail). */
+static eddy_status run(eddy_store *store, eddy__store_req *q, eddy__reply_arena *arena,
+                       eddy_error *err) {
+    redisReply *replies[EDDY__STORE_OP_MAX_CMDS] = {NULL};
+    for (bool again = true; again;) {
+        bool in_arena = false;
+        size_t got = q->op.cmds.n; /* a reload puts a load in front */
+        if ((q->st = exchange_in(store, &q->op, arena, replies, &in_arena, err)) != EDDY_OK)
+            break;
+        again = eddy__store_req_done(q, store->core, replies, &store->s.log, err);
+        if (in_arena)
+            eddy__reply_arena_reset(arena);
+        else
+            for (size_t i = 0; i < got; i++) {
+                if (replies[i])
+                    freeReplyObject(replies[i]);
+                replies[i] = NULL;
+            }
     }
+    return q->st;
+}
+
+/* Runs q when its builder succeeded (st), then resets it. */
+static eddy_status run_built(eddy_store *store, eddy__store_req *q, eddy_status st,
+                             eddy__reply_arena *arena, eddy_error *err) {
+    if (st == EDDY_OK)
+        st = run(store, q, arena, err);
+    eddy__store_req_reset(q);
+    return st;
 }
 
 eddy_status eddy_store_open(const eddy_settings *settings, eddy_store **out, eddy_error *err) {
@@ -167,68 +159,37 @@ eddy_status eddy_store_append(eddy_store *store, const char *stream_id,
                               long long *new_version, eddy_error *err) {
     if (!store)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "store is NULL");
-    eddy__store_op op;
-    eddy__store_op_init(&op, true, eddy__mono_ms() + eddy__command_timeout_ms(&store->s, -1));
-    eddy_status st =
-        eddy__store_append_prepare(store->core, stream_id, evs, n, opts, &op.cmds, err);
-    redisReply *reply[EDDY__STORE_OP_MAX_CMDS] = {NULL};
-    for (bool again = st == EDDY_OK; again;) {
-        if ((st = exchange(store, &op, reply, err)) != EDDY_OK)
-            break;
-        size_t got = op.cmds.n; /* a reload puts a load in front */
-        st = eddy__store_op_append_result(&op, reply, new_version, &again, &store->s.log, err);
-        free_replies(reply, got);
-    }
-    eddy__store_op_reset(&op); /* a failed prepare empties the list, not its arrays */
+    eddy__store_req q;
+    eddy_status st = eddy__store_req_append(&q, store->core, stream_id, evs, n, opts, err);
+    if (st == EDDY_OK && (st = run(store, &q, NULL, err)) == EDDY_OK && new_version)
+        *new_version = q.at;
+    eddy__store_req_reset(&q);
     return st;
 }
 
-eddy_status eddy__bstore_call(eddy_store *store, eddy__cmdlist *cmds, eddy__bstore_reply_fn read,
+eddy_status eddy__bstore_call(eddy_store *store, eddy__cmdlist *cmds, eddy__store_reply_fn read,
                               void *user, eddy_error *err) {
-    eddy__store_op op = idempotent(cmds);
-    redisReply *reply[EDDY__STORE_OP_MAX_CMDS] = {NULL};
-    eddy_status st;
-    for (bool again = true; again;) {
-        if ((st = exchange(store, &op, reply, err)) != EDDY_OK)
-            break;
-        size_t got = op.cmds.n, at = 0; /* a reload puts a load in front */
-        st = eddy__store_op_call_result(&op, reply, &at, &again, &store->s.log, err);
-        if (st == EDDY_OK && !again)
-            st = read(reply[at], user, err);
-        free_replies(reply, got);
-    }
-    eddy__store_op_reset(&op);
-    return st;
+    eddy__store_req q;
+    eddy__store_req_call(&q, cmds, read, user);
+    return run_built(store, &q, EDDY_OK, NULL, err);
 }
 
 const char *eddy__bstore_ns(const eddy_store *store) { return store->s.ns; }
-
-/* One read command, its reply in *reply (the caller frees it). */
-static eddy_status read_one(eddy_store *store, eddy__cmdlist *cmds, redisReply **reply,
-                            eddy_error *err) {
-    *reply = NULL;
-    eddy__store_op op = idempotent(cmds);
-    eddy_status st = exchange(store, &op, reply, err);
-    eddy__store_op_reset(&op);
-    return st;
-}
 
 /* One page of a stream: the events after *after_version, *after_version moved to the last one
  * delivered, *more when the page was full. arena may be NULL. */
 static eddy_status stream_page(eddy_store *store, eddy__reply_arena *arena, const char *stream_id,
                                long long *after_version, eddy_stored_fn fn, void *user, bool *more,
                                eddy_error *err) {
-    eddy__cmdlist cmds;
-    eddy__cmdlist_init(&cmds);
-    redisReply *reply = NULL;
-    bool in_arena = false;
+    eddy__store_req q;
     eddy_status st =
-        eddy__store_read_stream_cmd(store->core, stream_id, *after_version, &cmds, err);
-    if (st == EDDY_OK && (st = read_page(store, &cmds, arena, &reply, &in_arena, err)) == EDDY_OK)
-        st = eddy__store_read_stream_page(store->core, stream_id, reply, fn, user, after_version,
-                                          more, err);
-    eddy__cmdlist_reset(&cmds);
-    page_done(arena, reply, in_arena);
+        eddy__store_req_read_stream(&q, store->core, stream_id, *after_version, fn, user, err);
+    if (st == EDDY_OK) {
+        st = run(store, &q, arena, err);
+        *after_version = q.at;
+        *more = q.more;
+    }
+    eddy__store_req_reset(&q);
     return st;
 }
 
@@ -267,18 +228,12 @@ eddy_status eddy_store_read_page(eddy_store *store, long long after_position, si
                                  long long *next_position, eddy_error *err) {
     if (!store || !fn || !next_position)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "store, fn or next_position is NULL");
-    *next_position = after_position;
-    eddy__cmdlist cmds;
-    eddy__cmdlist_init(&cmds);
-    redisReply *reply = NULL;
-    bool in_arena = false;
+    eddy__store_req q;
     eddy__reply_arena *arena = eddy__reply_arena_new(); /* NULL: hiredis's objects */
-    eddy_status st = eddy__store_read_all_cmd(store->core, after_position, max_entries, &cmds, err);
-    if (st == EDDY_OK && (st = read_page(store, &cmds, arena, &reply, &in_arena, err)) == EDDY_OK)
-        st = eddy__store_read_all_page(store->core, reply, filter, fn, user, after_position,
-                                       next_position, err);
-    eddy__cmdlist_reset(&cmds);
-    page_done(arena, reply, in_arena);
+    eddy_status st = eddy__store_req_read_all(&q, store->core, after_position, max_entries, filter,
+                                              fn, user, err);
+    st = run_built(store, &q, st, arena, err);
+    *next_position = q.at;
     eddy__reply_arena_free(arena);
     return st;
 }
@@ -286,44 +241,30 @@ eddy_status eddy_store_read_page(eddy_store *store, long long after_position, si
 eddy_status eddy_store_head(eddy_store *store, long long *position, eddy_error *err) {
     if (!store || !position)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "store or position is NULL");
-    eddy__cmdlist cmds;
-    eddy__cmdlist_init(&cmds);
-    redisReply *reply = NULL;
-    eddy_status st = eddy__store_head_cmd(store->core, &cmds);
-    if (st != EDDY_OK)
-        st = eddy__fail(err, st, "out of memory");
-    else if ((st = read_one(store, &cmds, &reply, err)) == EDDY_OK)
-        st = eddy__store_head_result(reply, position, err);
-    eddy__cmdlist_reset(&cmds);
-    if (reply)
-        freeReplyObject(reply);
+    eddy__store_req q;
+    eddy_status st = run_built(store, &q, eddy__store_req_head(&q, store->core, err), NULL, err);
+    if (st == EDDY_OK)
+        *position = q.at;
     return st;
 }
 
 /* ---- checkpoints ------------------------------------------------------------------------ */
 
-/* Runs one checkpoint operation; *reply is the caller's. */
-static eddy_status ckpt_run(eddy_store *store, eddy__ckpt_op op, const char *feed_id,
-                            const char *value, redisReply **reply, eddy_error *err) {
-    *reply = NULL;
-    eddy__cmdlist cmds;
-    eddy__cmdlist_init(&cmds);
-    eddy_status st = eddy__ckpt_cmd(store->core, op, feed_id, value, &cmds, err);
-    if (st == EDDY_OK)
-        st = read_one(store, &cmds, reply, err);
-    eddy__cmdlist_reset(&cmds);
-    return st;
+/* Runs one checkpoint operation (buf and size: a read's); q keeps its result. */
+static eddy_status ckpt_run(eddy_store *store, eddy__store_req *q, eddy__ckpt_op op,
+                            const char *feed_id, const char *value, char *buf, size_t size,
+                            eddy_error *err) {
+    eddy_status st = eddy__store_req_ckpt(q, store->core, op, feed_id, value, buf, size, err);
+    return run_built(store, q, st, NULL, err);
 }
 
 static eddy_status ckpt_exists(void *self, const char *feed_id, bool *exists, eddy_error *err) {
     if (!self || !exists)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "checkpoints or exists is NULL");
-    redisReply *reply;
-    eddy_status st = ckpt_run(self, EDDY__CKPT_EXISTS, feed_id, NULL, &reply, err);
+    eddy__store_req q;
+    eddy_status st = ckpt_run(self, &q, EDDY__CKPT_EXISTS, feed_id, NULL, NULL, 0, err);
     if (st == EDDY_OK)
-        st = eddy__ckpt_exists_result(reply, exists, err);
-    if (reply)
-        freeReplyObject(reply);
+        *exists = q.exists;
     return st;
 }
 
@@ -332,34 +273,25 @@ static eddy_status ckpt_read(void *self, const char *feed_id, char *buf, size_t 
     if (!self || !buf || !size || !found)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT,
                           "checkpoints, buf or found is NULL, or size is 0");
-    redisReply *reply;
-    eddy_status st = ckpt_run(self, EDDY__CKPT_READ, feed_id, NULL, &reply, err);
+    eddy__store_req q;
+    eddy_status st = ckpt_run(self, &q, EDDY__CKPT_READ, feed_id, NULL, buf, size, err);
     if (st == EDDY_OK)
-        st = eddy__ckpt_read_result(reply, buf, size, found, err);
-    if (reply)
-        freeReplyObject(reply);
-    return st;
-}
-
-static eddy_status ckpt_write(void *self, eddy__ckpt_op op, const char *feed_id, const char *value,
-                              eddy_error *err) {
-    if (!self)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "checkpoints is NULL");
-    redisReply *reply;
-    eddy_status st = ckpt_run(self, op, feed_id, value, &reply, err);
-    if (st == EDDY_OK)
-        st = eddy__ckpt_write_result(reply, op, err);
-    if (reply)
-        freeReplyObject(reply);
+        *found = q.found;
     return st;
 }
 
 static eddy_status ckpt_save(void *self, const char *feed_id, const char *value, eddy_error *err) {
-    return ckpt_write(self, EDDY__CKPT_SAVE, feed_id, value, err);
+    if (!self)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "checkpoints is NULL");
+    eddy__store_req q;
+    return ckpt_run(self, &q, EDDY__CKPT_SAVE, feed_id, value, NULL, 0, err);
 }
 
 static eddy_status ckpt_remove(void *self, const char *feed_id, eddy_error *err) {
-    return ckpt_write(self, EDDY__CKPT_REMOVE, feed_id, NULL, err);
+    if (!self)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "checkpoints is NULL");
+    eddy__store_req q;
+    return ckpt_run(self, &q, EDDY__CKPT_REMOVE, feed_id, NULL, NULL, 0, err);
 }
 
 static const eddy_checkpoint_ops store_checkpoint_ops = {ckpt_exists, ckpt_read, ckpt_save,

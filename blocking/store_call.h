@@ -8,15 +8,13 @@
 
 #include "eddy/model.h"
 #include "store/model.h"
+#include "store/store_req.h"
 #include "util/cmdlist.h"
-
-/* Reads the command's reply (borrowed for the call). */
-typedef eddy_status (*eddy__bstore_reply_fn)(const redisReply *r, void *user, eddy_error *err);
 
 /* Sends the one command of *cmds (moved in; *cmds is left empty) and hands its reply to read:
  * sent again once after a lost connection, and behind a load when the server had lost the
  * function library. Returns read's status, or the failure. */
-eddy_status eddy__bstore_call(eddy_store *store, eddy__cmdlist *cmds, eddy__bstore_reply_fn read,
+eddy_status eddy__bstore_call(eddy_store *store, eddy__cmdlist *cmds, eddy__store_reply_fn read,
                               void *user, eddy_error *err);
 /* The store's namespace (borrowed; lives as the store). */
 const char *eddy__bstore_ns(const eddy_store *store);

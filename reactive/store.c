@@ -9,7 +9,9 @@
  * reply belongs to the oldest operation still waiting. An operation leaves the
  * queue before its callback runs.
  * - The store's rules (the library loaded on each new connection, what is sent
- * again after a loss or a lost library) are src/store/store_op.h's; this file
+ * again after a loss or a lost library) are src/store/store_op.h's, and what
+ * each op's replies mean is src/store/store_req.h's, read into one result that
+ * one completion (`complete`) hands to the op's callback; this file
  * sends the load as an internal op in front of the queue, and when that load
  * fails, the operations sent behind it on that connection fail with its error,
  * as the blocking front end's do.
@@ -25,47 +27,37 @@
 #include "conn.h"
 #include "eddy/rstore.h"
 #include "error.h"
-#include "link/library.h"
 #include "link/link.h"
 #include "log.h"
 #include "store/store.h"
-#include "store/store_op.h"
+#include "store/store_req.h"
 #include "store_call.h"
 #include "timing.h"
 
-typedef enum rop_kind {
-    OP_LOAD,
-    OP_APPEND,
-    OP_READ_ALL,
-    OP_READ_STREAM,
-    OP_HEAD,
-    OP_CKPT,
-    OP_CALL /* eddy__rstore_call: one idempotent command, its reply handed over */
-} rop_kind;
+/* An op's callback, by its request's kind (the user's `done`). */
+typedef union rop_fn {
+    eddy_rstore_append_fn append;
+    eddy_rstore_page_fn page;
+    eddy_rstore_stream_page_fn stream;
+    eddy_rstore_head_fn head;
+    eddy_rstore_exists_fn exists;
+    eddy_rstore_checkpoint_read_fn read;
+    eddy_rstore_done_fn done; /* checkpoint saves and removes, eddy__rstore_call */
+} rop_fn;
 
 typedef struct rop {
     struct rop *next;
-    rop_kind kind;
-    eddy__store_op op; /* its commands, and what a loss or a reply means (store_op.h) */
+    eddy__store_req req; /* what it asks, its commands and rules, its result (store_req.h) */
     redisReply *replies[EDDY__STORE_OP_MAX_CMDS]; /* owned, but the last one while it is read */
     size_t got;
     bool sent;     /* its commands went out on a connection */
     bool fresh;    /* queued when there was no connection: the next one is made for it */
     uint64_t last; /* the connection's number for its last command, 0 until given */
-    char *id;      /* the stream id (stream reads) */
-    long long after;
-    const eddy_filter *filter;
-    eddy__ckpt_op ckop;
-    eddy_stored_fn each;
-    eddy_rstore_append_fn on_append;
-    eddy_rstore_page_fn on_page;
-    eddy_rstore_stream_page_fn on_stream;
-    eddy_rstore_head_fn on_head;
-    eddy_rstore_exists_fn on_exists;
-    eddy_rstore_checkpoint_read_fn on_read;
-    eddy_rstore_done_fn on_done;
-    eddy__rstore_reply_fn on_call;
+    eddy_rstore *store;
+    eddy_stored_fn each; /* a read's, behind each_guard */
+    rop_fn on;
     void *user;
+    eddy_error err; /* the failure's detail */
 } rop;
 
 struct eddy_rstore {
@@ -92,12 +84,11 @@ static const rconn_ops store_conn_ops = {conn_up, conn_reply, conn_down};
  * ----------------------------------------------------------------------------------
  */
 
-static rop *rop_new(rop_kind kind, void *user) {
+static rop *rop_new(eddy_rstore *s, void *user) {
     rop *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
-    eddy__store_op_init(&p->op, kind == OP_APPEND, 0);
-    p->kind = kind;
+    p->store = s; /* p->req zeroed: safe to reset until a builder fills it */
     p->user = user;
     return p;
 }
@@ -115,51 +106,57 @@ static void rop_free(rop *p) {
     if (!p)
         return;
     rop_clear_replies(p);
-    eddy__store_op_reset(&p->op);
-    free(p->id);
+    eddy__store_req_reset(&p->req);
     free(p);
 }
 
-/* Runs p's callback with a failure (p has left the queue); err is never NULL
- * for the user. */
+/* Runs p's callback with its request's result (p has left the queue): the one completion of
+ * every op. A failure always carries a detail for the user. */
+static void complete(rop *p) {
+    const eddy__store_req *q = &p->req;
+    eddy_status st = q->st;
+    bool ok = st == EDDY_OK;
+    if (!ok && p->err.status != st)
+        eddy__fail(&p->err, st, "%s",
+                   st == EDDY_ERR_CLOSED ? "the store was closed" : "stopped by the callback");
+    const eddy_error *err = ok ? NULL : &p->err;
+    switch (q->kind) {
+    case EDDY__SREQ_LOAD:
+        break;
+    case EDDY__SREQ_APPEND:
+        p->on.append(st, q->at, err, p->user);
+        break;
+    case EDDY__SREQ_READ_ALL:
+        p->on.page(st, q->at, err, p->user);
+        break;
+    case EDDY__SREQ_READ_STREAM:
+        p->on.stream(st, q->at, ok && q->more, err, p->user);
+        break;
+    case EDDY__SREQ_HEAD:
+        p->on.head(st, q->at, err, p->user);
+        break;
+    case EDDY__SREQ_CKPT:
+        if (q->ckop == EDDY__CKPT_EXISTS)
+            p->on.exists(st, ok && q->exists, err, p->user);
+        else if (q->ckop == EDDY__CKPT_READ)
+            p->on.read(st, ok && q->found ? q->buf : NULL, ok && q->found, err, p->user);
+        else
+            p->on.done(st, err, p->user);
+        break;
+    case EDDY__SREQ_CALL:
+        p->on.done(st, err, p->user);
+        break;
+    }
+}
+
+/* Completes p with a failure that came before its replies. */
 static void rop_fail(rop *p, eddy_status st, const eddy_error *err) {
-    eddy_error e;
-    if (!err) {
-        eddy__fail(&e, st, "%s", st == EDDY_ERR_CLOSED ? "the store was closed" : "failed");
-        err = &e;
-    }
-    switch (p->kind) {
-    case OP_LOAD:
-        break;
-    case OP_APPEND:
-        if (p->on_append)
-            p->on_append(st, 0, err, p->user);
-        break;
-    case OP_READ_ALL:
-        if (p->on_page)
-            p->on_page(st, p->after, err, p->user);
-        break;
-    case OP_READ_STREAM:
-        if (p->on_stream)
-            p->on_stream(st, p->after, false, err, p->user);
-        break;
-    case OP_HEAD:
-        if (p->on_head)
-            p->on_head(st, 0, err, p->user);
-        break;
-    case OP_CALL:
-        if (p->on_call)
-            p->on_call(st, NULL, err, p->user);
-        break;
-    case OP_CKPT:
-        if (p->ckop == EDDY__CKPT_EXISTS && p->on_exists)
-            p->on_exists(st, false, err, p->user);
-        else if (p->ckop == EDDY__CKPT_READ && p->on_read)
-            p->on_read(st, NULL, false, err, p->user);
-        else if (p->on_done)
-            p->on_done(st, err, p->user);
-        break;
-    }
+    p->req.st = st;
+    if (err)
+        p->err = *err;
+    else
+        eddy__fail(&p->err, st, "%s", st == EDDY_ERR_CLOSED ? "the store was closed" : "failed");
+    complete(p);
 }
 
 /* ---- the store's life
@@ -219,9 +216,9 @@ static void pump(eddy_rstore *s) {
         return;
     if (s->need_load) {
         /* Nothing was sent on this connection yet: the whole queue is unsent. */
-        rop *l = rop_new(OP_LOAD, NULL);
-        if (!l || eddy__library_load_cmds(&l->op.cmds) != EDDY_OK) {
-            eddy_error e;
+        rop *l = rop_new(s, NULL);
+        eddy_error e;
+        if (!l || eddy__store_req_load(&l->req, &e) != EDDY_OK) {
             rop_free(l);
             eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory");
             fail_list(take_queue(s), EDDY_ERR_NOMEM, &e);
@@ -236,8 +233,8 @@ static void pump(eddy_rstore *s) {
     }
     for (rop *p = s->unsent; p; p = p->next) {
         p->sent = true;
-        for (size_t i = 0; i < p->op.cmds.n; i++)
-            if (!(p->last = eddy__rconn_send(s->conn, &p->op.cmds.cmds[i], -1, p))) {
+        for (size_t i = 0; i < p->req.op.cmds.n; i++)
+            if (!(p->last = eddy__rconn_send(s->conn, &p->req.op.cmds.cmds[i], -1, p))) {
                 s->unsent = NULL; /* down follows from the loop and settles them */
                 return;
             }
@@ -258,7 +255,7 @@ static void enqueue(eddy_rstore *s, rop *p) {
 
 /* Queues a new op from a public call. The op is the store's from here on. */
 static eddy_status submit(eddy_rstore *s, rop *p, eddy_error *err) {
-    if (p->op.cmds.n == 0 || p->op.cmds.n > EDDY__STORE_OP_MAX_CMDS) {
+    if (p->req.op.cmds.n == 0 || p->req.op.cmds.n > EDDY__STORE_OP_MAX_CMDS) {
         rop_free(p);
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "unexpected command count");
     }
@@ -296,10 +293,10 @@ static void conn_down(void *owner, eddy_status st, const eddy_error *err) {
         bool was_first = first && p->sent;
         if (p->sent)
             first = false;
-        if (p->kind == OP_LOAD) {
+        if (p->req.kind == EDDY__SREQ_LOAD) {
             rop_free(p);
         } else if (p->sent && !s->closing &&
-                   eddy__store_op_lost(&p->op, st, err, was_first, p->fresh)) {
+                   eddy__store_op_lost(&p->req.op, st, err, was_first, p->fresh)) {
             /* Sent again on the next connection (its backoff): an idempotent op once, an
              * append a cluster refused unwritten while its call's deadline allows. */
             p->sent = false;
@@ -319,33 +316,18 @@ static void conn_down(void *owner, eddy_status st, const eddy_error *err) {
 }
 
 /* Stops a page when the store was closed by one of its callbacks. */
-typedef struct each_ctx {
-    eddy_rstore *s;
-    rop *p;
-} each_ctx;
-
 static eddy_status each_guard(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
-    each_ctx *c = user;
-    if (c->s->closing)
+    rop *p = user;
+    if (p->store->closing)
         return EDDY_ERR_CLOSED;
-    return c->p->each(ev, meta, c->p->user);
-}
-
-/* Makes sure a failure carries a detail for the user. */
-static const eddy_error *detail(eddy_status st, eddy_error *e) {
-    if (st == EDDY_OK)
-        return NULL;
-    if (e->status != st)
-        eddy__fail(e, st, "%s",
-                   st == EDDY_ERR_CLOSED ? "the store was closed" : "stopped by the callback");
-    return e;
+    return p->each(ev, meta, p->user);
 }
 
 /* The server had lost the library: p's commands, now behind a load, go once more (true), unless
- * the store is closing (false, *st the closing's). */
-static bool send_again(eddy_rstore *s, rop *p, eddy_status *st, eddy_error *e) {
+ * the store is closing (false, p failed with the closing's status). */
+static bool send_again(eddy_rstore *s, rop *p) {
     if (s->closing) {
-        *st = eddy__fail(e, EDDY_ERR_CLOSED, "the store was closed");
+        p->req.st = eddy__fail(&p->err, EDDY_ERR_CLOSED, "the store was closed");
         return false;
     }
     p->sent = false;
@@ -357,96 +339,21 @@ static bool send_again(eddy_rstore *s, rop *p, eddy_status *st, eddy_error *e) {
     return true;
 }
 
-/* Interprets p's replies and runs its callback; false when p was queued again
+/* Reads p's replies into its result and completes it; false when p was queued again
  * instead. */
 static bool finish(eddy_rstore *s, rop *p) {
-    eddy_error e = {0};
-    eddy_status st;
-    switch (p->kind) {
-    case OP_LOAD:
-        if ((st = eddy__library_load_result(&p->op.cmds, 0, p->replies, NULL, &e)) != EDDY_OK) {
-            s->load_failed = true;
-            s->load_err = e;
-            eddy__log(&s->s.log, EDDY_LOG_WARN, "store: loading the function library: %s",
-                      e.detail);
-        }
-        return true;
-    case OP_APPEND: {
-        long long v = 0;
-        bool again = false;
-        st = eddy__store_op_append_result(&p->op, p->replies, &v, &again, &s->s.log, &e);
-        if (again && send_again(s, p, &st, &e))
-            return false;
-        if (p->on_append)
-            p->on_append(st, st == EDDY_OK ? v : 0, detail(st, &e), p->user);
-        return true;
+    eddy__store_req *q = &p->req;
+    if (eddy__store_req_done(q, s->core, p->replies, &s->s.log, &p->err) && send_again(s, p))
+        return false;
+    if (q->kind == EDDY__SREQ_LOAD && q->st != EDDY_OK) {
+        s->load_failed = true;
+        s->load_err = p->err;
+        eddy__log(&s->s.log, EDDY_LOG_WARN, "store: loading the function library: %s",
+                  p->err.detail);
     }
-    case OP_READ_ALL: {
-        long long next = p->after;
-        each_ctx c = {s, p};
-        st = eddy__store_read_all_page(s->core, p->replies[0], p->filter, each_guard, &c, p->after,
-                                       &next, &e);
-        if (st == EDDY_OK && s->closing)
-            st = EDDY_ERR_CLOSED;
-        if (p->on_page)
-            p->on_page(st, next, detail(st, &e), p->user);
-        return true;
-    }
-    case OP_READ_STREAM: {
-        long long after = p->after;
-        bool more = false;
-        each_ctx c = {s, p};
-        st = eddy__store_read_stream_page(s->core, p->id, p->replies[0], each_guard, &c, &after,
-                                          &more, &e);
-        if (st == EDDY_OK && s->closing)
-            st = EDDY_ERR_CLOSED;
-        if (p->on_stream)
-            p->on_stream(st, after, st == EDDY_OK && more, detail(st, &e), p->user);
-        return true;
-    }
-    case OP_HEAD: {
-        long long pos = 0;
-        st = eddy__store_head_result(p->replies[0], &pos, &e);
-        if (p->on_head)
-            p->on_head(st, st == EDDY_OK ? pos : 0, detail(st, &e), p->user);
-        return true;
-    }
-    case OP_CALL: {
-        size_t at = 0;
-        bool again = false;
-        st = eddy__store_op_call_result(&p->op, p->replies, &at, &again, &s->s.log, &e);
-        if (again && send_again(s, p, &st, &e))
-            return false;
-        if (p->on_call)
-            p->on_call(st, st == EDDY_OK ? p->replies[at] : NULL, detail(st, &e), p->user);
-        return true;
-    }
-    case OP_CKPT:
-        break;
-    }
-    const redisReply *r = p->replies[0];
-    if (p->ckop == EDDY__CKPT_EXISTS) {
-        bool exists = false;
-        st = eddy__ckpt_exists_result(r, &exists, &e);
-        if (p->on_exists)
-            p->on_exists(st, st == EDDY_OK && exists, detail(st, &e), p->user);
-    } else if (p->ckop == EDDY__CKPT_READ) {
-        size_t size = r && r->type == REDIS_REPLY_STRING ? r->len + 1 : 1;
-        char *buf = malloc(size);
-        bool found = false;
-        if (!buf)
-            st = eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory");
-        else
-            st = eddy__ckpt_read_result(r, buf, size, &found, &e);
-        found = st == EDDY_OK && found;
-        if (p->on_read)
-            p->on_read(st, found ? buf : NULL, found, detail(st, &e), p->user);
-        free(buf);
-    } else {
-        st = eddy__ckpt_write_result(r, p->ckop, &e);
-        if (p->on_done)
-            p->on_done(st, detail(st, &e), p->user);
-    }
+    if (p->each && q->st == EDDY_OK && s->closing)
+        q->st = EDDY_ERR_CLOSED;
+    complete(p);
     return true;
 }
 
@@ -455,7 +362,7 @@ static void conn_reply(void *owner, void *priv, redisReply *r) {
     rop *p = s->head;
     (void)priv; /* always the head: replies come in command order */
     enter(s);
-    if (p->got + 1 < p->op.cmds.n) {
+    if (p->got + 1 < p->req.op.cmds.n) {
         /* Earlier replies are read together with the last: keep them. Without
          * memory for one, its op reads it as a lost reply (NULL). */
         p->replies[p->got++] = eddy__rconn_keep(s->conn, r);
@@ -467,7 +374,7 @@ static void conn_reply(void *owner, void *priv, redisReply *r) {
     if (!s->head)
         s->tail = NULL;
     bool done;
-    if (p->kind != OP_LOAD && s->load_failed) {
+    if (p->req.kind != EDDY__SREQ_LOAD && s->load_failed) {
         /* The connection never got the library: fail as the blocking front end
          * does. */
         eddy_error e = s->load_err;
@@ -542,73 +449,77 @@ static eddy_status check_store(eddy_rstore *s, bool has_done, eddy_error *err) {
     return EDDY_OK;
 }
 
-eddy_status eddy_rstore_append(eddy_rstore *store, const char *stream_id,
-                               const eddy_event *const *evs, size_t n, const eddy_append_opts *opts,
-                               eddy_rstore_append_fn done, void *user, eddy_error *err) {
-    eddy_status st = check_store(store, done != NULL, err);
-    if (st != EDDY_OK)
-        return st;
-    rop *p = rop_new(OP_APPEND, user);
-    if (!p)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    p->op.until = eddy__mono_ms() + eddy__command_timeout_ms(&store->s, -1);
-    if ((st = eddy__store_append_prepare(store->core, stream_id, evs, n, opts, &p->op.cmds, err)) !=
-        EDDY_OK) {
+/* Queues p once its request was built (st), or frees it. */
+static eddy_status submit_built(eddy_rstore *s, rop *p, eddy_status st, eddy_error *err) {
+    if (st != EDDY_OK) {
         rop_free(p);
         return st;
     }
-    p->on_append = done;
-    return submit(store, p, err);
+    return submit(s, p, err);
+}
+
+/* A new op for a public call whose `done` (or fn) is given; NULL with *st set on a refusal. */
+static rop *start_op(eddy_rstore *s, bool has_done, void *user, eddy_status *st, eddy_error *err) {
+    if ((*st = check_store(s, has_done, err)) != EDDY_OK)
+        return NULL;
+    rop *p = rop_new(s, user);
+    if (!p)
+        *st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    return p;
+}
+
+eddy_status eddy_rstore_append(eddy_rstore *store, const char *stream_id,
+                               const eddy_event *const *evs, size_t n, const eddy_append_opts *opts,
+                               eddy_rstore_append_fn done, void *user, eddy_error *err) {
+    eddy_status st;
+    rop *p = start_op(store, done != NULL, user, &st, err);
+    if (!p)
+        return st;
+    p->on.append = done;
+    st = eddy__store_req_append(&p->req, store->core, stream_id, evs, n, opts, err);
+    return submit_built(store, p, st, err);
+}
+
+/* A read of a page: its entries go to each, behind each_guard. */
+static rop *start_read(eddy_rstore *s, eddy_stored_fn each, bool has_done, void *user,
+                       eddy_status *st, eddy_error *err) {
+    if ((*st = check_store(s, has_done, err)) != EDDY_OK)
+        return NULL;
+    if (!each) {
+        *st = eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "each is NULL");
+        return NULL;
+    }
+    rop *p = start_op(s, true, user, st, err);
+    if (p)
+        p->each = each;
+    return p;
 }
 
 eddy_status eddy_rstore_read_page(eddy_rstore *store, long long after_position, size_t max_entries,
                                   const eddy_filter *filter, eddy_stored_fn each,
                                   eddy_rstore_page_fn done, void *user, eddy_error *err) {
-    eddy_status st = check_store(store, done != NULL, err);
-    if (st != EDDY_OK)
-        return st;
-    if (!each)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "each is NULL");
-    rop *p = rop_new(OP_READ_ALL, user);
+    eddy_status st;
+    rop *p = start_read(store, each, done != NULL, user, &st, err);
     if (!p)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    if ((st = eddy__store_read_all_cmd(store->core, after_position, max_entries, &p->op.cmds,
-                                       err)) != EDDY_OK) {
-        rop_free(p);
         return st;
-    }
-    p->after = after_position;
-    p->filter = filter;
-    p->each = each;
-    p->on_page = done;
-    return submit(store, p, err);
+    p->on.page = done;
+    st = eddy__store_req_read_all(&p->req, store->core, after_position, max_entries, filter,
+                                  each_guard, p, err);
+    return submit_built(store, p, st, err);
 }
 
 eddy_status eddy_rstore_read_stream_page(eddy_rstore *store, const char *stream_id,
                                          long long after_version, eddy_stored_fn each,
                                          eddy_rstore_stream_page_fn done, void *user,
                                          eddy_error *err) {
-    eddy_status st = check_store(store, done != NULL, err);
-    if (st != EDDY_OK)
-        return st;
-    if (!each)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "each is NULL");
-    rop *p = rop_new(OP_READ_STREAM, user);
+    eddy_status st;
+    rop *p = start_read(store, each, done != NULL, user, &st, err);
     if (!p)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    if ((st = eddy__store_read_stream_cmd(store->core, stream_id, after_version, &p->op.cmds,
-                                          err)) != EDDY_OK) {
-        rop_free(p);
         return st;
-    }
-    if (!(p->id = strdup(stream_id))) {
-        rop_free(p);
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    }
-    p->after = after_version;
-    p->each = each;
-    p->on_stream = done;
-    return submit(store, p, err);
+    p->on.stream = done;
+    st = eddy__store_req_read_stream(&p->req, store->core, stream_id, after_version, each_guard, p,
+                                     err);
+    return submit_built(store, p, st, err);
 }
 
 /* A whole stream, page after page (eddy_rstore_read_stream): each page's completion asks for
@@ -668,55 +579,40 @@ eddy_status eddy_rstore_read_stream(eddy_rstore *store, const char *stream_id,
 
 eddy_status eddy_rstore_head(eddy_rstore *store, eddy_rstore_head_fn done, void *user,
                              eddy_error *err) {
-    eddy_status st = check_store(store, done != NULL, err);
-    if (st != EDDY_OK)
+    eddy_status st;
+    rop *p = start_op(store, done != NULL, user, &st, err);
+    if (!p)
         return st;
-    rop *p = rop_new(OP_HEAD, user);
-    if (!p || eddy__store_head_cmd(store->core, &p->op.cmds) != EDDY_OK) {
-        rop_free(p);
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    }
-    p->on_head = done;
-    return submit(store, p, err);
+    p->on.head = done;
+    return submit_built(store, p, eddy__store_req_head(&p->req, store->core, err), err);
 }
 
 /* ---- checkpoints
  * -------------------------------------------------------------------------- */
 
 static eddy_status ckpt_submit(eddy_rstore *store, eddy__ckpt_op op, const char *feed_id,
-                               const char *value, rop *p, eddy_error *err) {
-    eddy_status st = eddy__ckpt_cmd(store->core, op, feed_id, value, &p->op.cmds, err);
-    if (st != EDDY_OK) {
-        rop_free(p);
+                               const char *value, rop_fn on, bool has_done, void *user,
+                               eddy_error *err) {
+    eddy_status st;
+    rop *p = start_op(store, has_done, user, &st, err);
+    if (!p)
         return st;
-    }
-    p->ckop = op;
-    return submit(store, p, err);
+    p->on = on;
+    st = eddy__store_req_ckpt(&p->req, store->core, op, feed_id, value, NULL, 0, err);
+    return submit_built(store, p, st, err);
 }
 
 eddy_status eddy_rstore_checkpoint_exists(eddy_rstore *store, const char *feed_id,
                                           eddy_rstore_exists_fn done, void *user, eddy_error *err) {
-    eddy_status st = check_store(store, done != NULL, err);
-    if (st != EDDY_OK)
-        return st;
-    rop *p = rop_new(OP_CKPT, user);
-    if (!p)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    p->on_exists = done;
-    return ckpt_submit(store, EDDY__CKPT_EXISTS, feed_id, NULL, p, err);
+    return ckpt_submit(store, EDDY__CKPT_EXISTS, feed_id, NULL, (rop_fn){.exists = done},
+                       done != NULL, user, err);
 }
 
 eddy_status eddy_rstore_checkpoint_read(eddy_rstore *store, const char *feed_id,
                                         eddy_rstore_checkpoint_read_fn done, void *user,
                                         eddy_error *err) {
-    eddy_status st = check_store(store, done != NULL, err);
-    if (st != EDDY_OK)
-        return st;
-    rop *p = rop_new(OP_CKPT, user);
-    if (!p)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    p->on_read = done;
-    return ckpt_submit(store, EDDY__CKPT_READ, feed_id, NULL, p, err);
+    return ckpt_submit(store, EDDY__CKPT_READ, feed_id, NULL, (rop_fn){.read = done}, done != NULL,
+                       user, err);
 }
 
 eddy_status eddy_rstore_checkpoint_save(eddy_rstore *store, const char *feed_id, const char *value,
@@ -726,39 +622,28 @@ eddy_status eddy_rstore_checkpoint_save(eddy_rstore *store, const char *feed_id,
         return st;
     if (!value)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "value is NULL");
-    rop *p = rop_new(OP_CKPT, user);
-    if (!p)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    p->on_done = done;
-    return ckpt_submit(store, EDDY__CKPT_SAVE, feed_id, value, p, err);
+    return ckpt_submit(store, EDDY__CKPT_SAVE, feed_id, value, (rop_fn){.done = done}, true, user,
+                       err);
 }
 
 eddy_status eddy_rstore_checkpoint_remove(eddy_rstore *store, const char *feed_id,
                                           eddy_rstore_done_fn done, void *user, eddy_error *err) {
-    eddy_status st = check_store(store, done != NULL, err);
-    if (st != EDDY_OK)
-        return st;
-    rop *p = rop_new(OP_CKPT, user);
-    if (!p)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    p->on_done = done;
-    return ckpt_submit(store, EDDY__CKPT_REMOVE, feed_id, NULL, p, err);
+    return ckpt_submit(store, EDDY__CKPT_REMOVE, feed_id, NULL, (rop_fn){.done = done},
+                       done != NULL, user, err);
 }
 
 /* ---- calls for the front end's other files (store_call.h)
  * --------------------------------------------------------- */
 
-eddy_status eddy__rstore_call(eddy_rstore *store, eddy__cmdlist *cmds, eddy__rstore_reply_fn fn,
-                              void *user, eddy_error *err) {
-    eddy_status st = check_store(store, fn != NULL, err);
-    if (st != EDDY_OK)
-        return st;
-    rop *p = rop_new(OP_CALL, user);
+eddy_status eddy__rstore_call(eddy_rstore *store, eddy__cmdlist *cmds, eddy__store_reply_fn read,
+                              void *read_user, eddy_rstore_done_fn done, void *user,
+                              eddy_error *err) {
+    eddy_status st;
+    rop *p = start_op(store, read != NULL && done != NULL, user, &st, err);
     if (!p)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    p->op.cmds = *cmds;
-    eddy__cmdlist_init(cmds);
-    p->on_call = fn;
+        return st;
+    p->on.done = done;
+    eddy__store_req_call(&p->req, cmds, read, read_user);
     return submit(store, p, err);
 }
 

@@ -8,18 +8,17 @@
 
 #include "eddy/rstore.h"
 #include "store/model.h"
+#include "store/store_req.h"
 #include "util/cmdlist.h"
 
-/* The command's outcome: its reply (borrowed for the call) with st EDDY_OK, or the failure
- * (r NULL). Runs once, on the loop, never inside eddy__rstore_call. */
-typedef void (*eddy__rstore_reply_fn)(eddy_status st, const redisReply *r, const eddy_error *err,
-                                      void *user);
-
 /* Queues the one command of *cmds (moved in; *cmds is left empty): sent again once after a
- * lost connection, and behind a load when the server had lost the function library. A refusal
- * (closed store, out of memory) is returned and fn is not called. */
-eddy_status eddy__rstore_call(eddy_rstore *store, eddy__cmdlist *cmds, eddy__rstore_reply_fn fn,
-                              void *user, eddy_error *err);
+ * lost connection, and behind a load when the server had lost the function library. read
+ * reads its reply (borrowed), then done(st, err, user) runs once, on the loop, never inside
+ * eddy__rstore_call, with read's status or the failure. A refusal (closed store, out of
+ * memory) is returned and neither is called. */
+eddy_status eddy__rstore_call(eddy_rstore *store, eddy__cmdlist *cmds, eddy__store_reply_fn read,
+                              void *read_user, eddy_rstore_done_fn done, void *user,
+                              eddy_error *err);
 /* The store's namespace (borrowed; lives as the store). */
 const char *eddy__rstore_ns(const eddy_rstore *store);
 

@@ -417,3 +417,24 @@ eddy_status eddy__model_items_result(const char *ns, const char *feed_id, eddy__
         eddy__fail(err, st, "model read: stopped by the callback");
     return st;
 }
+
+eddy_status eddy__model_reading_cmd(eddy__model_reading *rd, const char *ns, const char *feed_id,
+                                    eddy__model_read what, const char *key, eddy_model_item_fn each,
+                                    void *user, eddy__cmdlist *out, eddy_error *err) {
+    *rd = (eddy__model_reading){.ns = ns, .what = what, .each = each, .user = user};
+    if (feed_id)
+        snprintf(rd->feed_id, sizeof(rd->feed_id), "%s", feed_id);
+    return eddy__model_read_cmd(ns, feed_id, what, key, out, err);
+}
+
+eddy_status eddy__model_reading_result(const redisReply *r, void *user, eddy_error *err) {
+    eddy__model_reading *rd = user;
+    if (rd->what == EDDY__MODEL_POSITION)
+        return eddy__model_position_result(r, &rd->position, err);
+    return eddy__model_items_result(rd->ns, rd->feed_id, rd->what, r, rd->each, rd->user, err);
+}
+
+eddy_status eddy__model_committed(const redisReply *r, void *user, eddy_error *err) {
+    (void)user;
+    return eddy__model_commit_result(r, NULL, err);
+}

@@ -82,4 +82,25 @@ eddy_status eddy__model_items_result(const char *ns, const char *feed_id, eddy__
                                      const redisReply *r, eddy_model_item_fn each, void *user,
                                      eddy_error *err);
 
+/* A read of a model with what its reply means, for both front ends' calls through the store:
+ * the reply goes to eddy__model_reading_result, which keeps the position or hands the items to
+ * each. */
+typedef struct eddy__model_reading {
+    const char *ns; /* borrowed; lives as the store */
+    char feed_id[129];
+    eddy__model_read what;
+    eddy_model_item_fn each; /* HASH, SET, KEYS; user is its user */
+    void *user;
+    long long position; /* POSITION's, once read */
+} eddy__model_reading;
+
+/* Fills *rd and builds its command (eddy__model_read_cmd's checks). */
+eddy_status eddy__model_reading_cmd(eddy__model_reading *rd, const char *ns, const char *feed_id,
+                                    eddy__model_read what, const char *key, eddy_model_item_fn each,
+                                    void *user, eddy__cmdlist *out, eddy_error *err);
+/* A reading's reply (user: the eddy__model_reading). */
+eddy_status eddy__model_reading_result(const redisReply *r, void *user, eddy_error *err);
+/* A commit's reply, the applied count dropped (user unused). */
+eddy_status eddy__model_committed(const redisReply *r, void *user, eddy_error *err);
+
 #endif

@@ -50,6 +50,8 @@ eddy__store *eddy__store_new(const eddy__settings *s) {
     return st;
 }
 
+const eddy__settings *eddy__store_settings(const eddy__store *st) { return st->s; }
+
 void eddy__store_free(eddy__store *st) {
     if (!st)
         return;

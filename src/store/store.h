@@ -36,6 +36,8 @@ typedef struct eddy__store eddy__store;
 /* Ownership: settings are borrowed and must outlive the store. NULL on OOM. */
 eddy__store *eddy__store_new(const eddy__settings *s);
 void eddy__store_free(eddy__store *st);
+/* The settings it was made with (borrowed). */
+const eddy__settings *eddy__store_settings(const eddy__store *st);
 
 /* A stream id or feed id: 1-128 printable ASCII, no space, '{', '}' or ':' (it becomes part of
  * a key). EDDY_ERR_INVALID_ARGUMENT naming `what` otherwise. */
