@@ -121,7 +121,7 @@ bool eddy__store_req_done(eddy__store_req *q, const eddy__store *core, redisRepl
     case EDDY__SREQ_LOAD:
         q->st = eddy__library_load_result(&q->op.cmds, 0, replies, NULL, err);
         break;
-    case EDDY__SREQ_APPEND:
+    case EDDY__SREQ_APPEND: /* at stays 0 unless it succeeds */
         q->at = 0;
         q->st = eddy__store_op_append_result(&q->op, replies, &q->at, &again, log, err);
         break;
@@ -135,7 +135,6 @@ bool eddy__store_req_done(eddy__store_req *q, const eddy__store *core, redisRepl
                                           &q->at, err);
         break;
     case EDDY__SREQ_READ_STREAM:
-        q->at = q->after;
         q->st = eddy__store_read_stream_page(core, q->stream_id, r, q->each, q->each_user, &q->at,
                                              &q->more, err);
         break;
@@ -147,7 +146,5 @@ bool eddy__store_req_done(eddy__store_req *q, const eddy__store *core, redisRepl
         q->st = ckpt_done(q, r, err);
         break;
     }
-    if (q->st != EDDY_OK && (q->kind == EDDY__SREQ_APPEND || q->kind == EDDY__SREQ_HEAD))
-        q->at = 0;
     return again;
 }
