@@ -176,33 +176,16 @@ eddy_status eddy__bstore_call(eddy_store *store, eddy__cmdlist *cmds, eddy__stor
 
 const char *eddy__bstore_ns(const eddy_store *store) { return store->s.ns; }
 
-/* One page of a stream: the events after *after_version, *after_version moved to the last one
- * delivered, *more when the page was full. arena may be NULL. */
-static eddy_status stream_page(eddy_store *store, eddy__reply_arena *arena, const char *stream_id,
-                               long long *after_version, eddy_stored_fn fn, void *user, bool *more,
-                               eddy_error *err) {
-    eddy__store_req q;
-    eddy_status st =
-        eddy__store_req_read_stream(&q, store->core, stream_id, *after_version, fn, user, err);
-    if (st == EDDY_OK) {
-        st = run(store, &q, arena, err);
-        *after_version = q.at;
-        *more = q.more;
-    }
-    eddy__store_req_reset(&q);
-    return st;
-}
-
 eddy_status eddy_store_read_stream(eddy_store *store, const char *stream_id,
                                    long long after_version, eddy_stored_fn fn, void *user,
                                    eddy_error *err) {
     if (!store || !fn)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "store or fn is NULL");
-    bool more = true;
-    eddy_status st = EDDY_OK;
+    eddy__store_req q;
     eddy__reply_arena *arena = eddy__reply_arena_new(); /* NULL: hiredis's objects */
-    while (st == EDDY_OK && more)
-        st = stream_page(store, arena, stream_id, &after_version, fn, user, &more, err);
+    eddy_status st =
+        eddy__store_req_read_stream(&q, store->core, stream_id, after_version, true, fn, user, err);
+    st = run_built(store, &q, st, arena, err);
     eddy__reply_arena_free(arena);
     return st;
 }
@@ -217,8 +200,16 @@ eddy_status eddy_store_read_stream_page(eddy_store *store, const char *stream_id
     if (!store || !fn || !last_version || !more)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT,
                           "store, fn, last_version or more is NULL");
+    eddy__store_req q;
     eddy__reply_arena *arena = eddy__reply_arena_new(); /* NULL: hiredis's objects */
-    eddy_status st = stream_page(store, arena, stream_id, last_version, fn, user, more, err);
+    eddy_status st = eddy__store_req_read_stream(&q, store->core, stream_id, after_version, false,
+                                                 fn, user, err);
+    if (st == EDDY_OK) {
+        st = run(store, &q, arena, err);
+        *last_version = q.at;
+        *more = q.more;
+    }
+    eddy__store_req_reset(&q);
     eddy__reply_arena_free(arena);
     return st;
 }

@@ -130,7 +130,10 @@ static void complete(rop *p) {
         p->on.page(st, q->at, err, p->user);
         break;
     case EDDY__SREQ_READ_STREAM:
-        p->on.stream(st, q->at, ok && q->more, err, p->user);
+        if (q->whole)
+            p->on.done(st, err, p->user);
+        else
+            p->on.stream(st, q->at, ok && q->more, err, p->user);
         break;
     case EDDY__SREQ_HEAD:
         p->on.head(st, q->at, err, p->user);
@@ -323,13 +326,16 @@ static eddy_status each_guard(const eddy_event *ev, const eddy_event_meta *meta,
     return p->each(ev, meta, p->user);
 }
 
-/* The server had lost the library: p's commands, now behind a load, go once more (true), unless
- * the store is closing (false, p failed with the closing's status). */
+/* p's commands go out again (true): behind a load when the server had lost the library, or a
+ * whole stream's next page (on this connection, so not one made for it); unless the store is
+ * closing (false, p failed with the closing's status). */
 static bool send_again(eddy_rstore *s, rop *p) {
     if (s->closing) {
         p->req.st = eddy__fail(&p->err, EDDY_ERR_CLOSED, "the store was closed");
         return false;
     }
+    if (p->req.whole)
+        p->fresh = false;
     p->sent = false;
     p->last = 0;
     p->replies[p->got] = NULL; /* the last reply is the connection's: not ours */
@@ -517,64 +523,28 @@ eddy_status eddy_rstore_read_stream_page(eddy_rstore *store, const char *stream_
     if (!p)
         return st;
     p->on.stream = done;
-    st = eddy__store_req_read_stream(&p->req, store->core, stream_id, after_version, each_guard, p,
-                                     err);
+    st = eddy__store_req_read_stream(&p->req, store->core, stream_id, after_version, false,
+                                     each_guard, p, err);
     return submit_built(store, p, st, err);
 }
 
-/* A whole stream, page after page (eddy_rstore_read_stream): each page's completion asks for
- * the next, so no more than a page is held and the loop is never held for long. */
-typedef struct stream_read {
-    eddy_rstore *store;
-    char *id;
-    eddy_stored_fn each;
-    eddy_rstore_done_fn done;
-    void *user;
-} stream_read;
-
-static eddy_status stream_read_each(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
-    stream_read *r = user;
-    return r->each(ev, meta, r->user);
-}
-
-static void stream_read_page(eddy_status st, long long last_version, bool more,
-                             const eddy_error *err, void *user) {
-    stream_read *r = user;
-    eddy_error e = {0};
-    if (st == EDDY_OK && more) {
-        st = eddy_rstore_read_stream_page(r->store, r->id, last_version, stream_read_each,
-                                          stream_read_page, r, &e);
-        if (st == EDDY_OK)
-            return; /* that page's completion goes on */
-        err = &e;
-    }
-    r->done(st, st == EDDY_OK ? NULL : err, r->user);
-    free(r->id);
-    free(r);
-}
-
+/* A whole stream, page after page in one op (store_req.h): no more than a page is held, and
+ * the loop is never held for long. */
 eddy_status eddy_rstore_read_stream(eddy_rstore *store, const char *stream_id,
                                     long long after_version, eddy_stored_fn each,
                                     eddy_rstore_done_fn done, void *user, eddy_error *err) {
-    eddy_status st = check_store(store, done != NULL, err);
-    if (st != EDDY_OK)
+    eddy_status st;
+    rop *p = start_read(store, each, done != NULL, user, &st, err);
+    if (!p)
         return st;
-    if (!each)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "each is NULL");
-    stream_read *r = calloc(1, sizeof(*r));
-    if (!r || !stream_id || !(r->id = strdup(stream_id))) {
-        free(r);
-        return stream_id ? eddy__fail(err, EDDY_ERR_NOMEM, "out of memory")
-                         : eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "stream_id is NULL");
+    if (!stream_id) {
+        rop_free(p);
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "stream_id is NULL");
     }
-    *r = (stream_read){store, r->id, each, done, user};
-    st = eddy_rstore_read_stream_page(store, stream_id, after_version, stream_read_each,
-                                      stream_read_page, r, err);
-    if (st != EDDY_OK) {
-        free(r->id);
-        free(r);
-    }
-    return st;
+    p->on.done = done;
+    st = eddy__store_req_read_stream(&p->req, store->core, stream_id, after_version, true,
+                                     each_guard, p, err);
+    return submit_built(store, p, st, err);
 }
 
 eddy_status eddy_rstore_head(eddy_rstore *store, eddy_rstore_head_fn done, void *user,

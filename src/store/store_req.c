@@ -54,9 +54,10 @@ eddy_status eddy__store_req_read_all(eddy__store_req *q, const eddy__store *core
 }
 
 eddy_status eddy__store_req_read_stream(eddy__store_req *q, const eddy__store *core,
-                                        const char *stream_id, long long after_version,
+                                        const char *stream_id, long long after_version, bool whole,
                                         eddy_stored_fn each, void *user, eddy_error *err) {
     req_init(q, EDDY__SREQ_READ_STREAM);
+    q->whole = whole;
     q->after = q->at = after_version;
     q->each = each;
     q->each_user = user;
@@ -112,6 +113,16 @@ static eddy_status ckpt_done(eddy__store_req *q, const redisReply *r, eddy_error
     return eddy__ckpt_write_result(r, q->ckop, err);
 }
 
+/* A whole stream's read goes on after a full page: the next page's command, with the retry
+ * budget of a new op. */
+static bool next_page(eddy__store_req *q, const eddy__store *core, eddy_error *err) {
+    eddy__store_op_reset(&q->op);
+    eddy__store_op_init(&q->op, false, 0);
+    q->after = q->at;
+    q->st = eddy__store_read_stream_cmd(core, q->stream_id, q->at, &q->op.cmds, err);
+    return q->st == EDDY_OK;
+}
+
 bool eddy__store_req_done(eddy__store_req *q, const eddy__store *core, redisReply **replies,
                           const eddy__logger *log, eddy_error *err) {
     bool again = false;
@@ -137,6 +148,8 @@ bool eddy__store_req_done(eddy__store_req *q, const eddy__store *core, redisRepl
     case EDDY__SREQ_READ_STREAM:
         q->st = eddy__store_read_stream_page(core, q->stream_id, r, q->each, q->each_user, &q->at,
                                              &q->more, err);
+        if (q->st == EDDY_OK && q->more && q->whole)
+            again = next_page(q, core, err);
         break;
     case EDDY__SREQ_HEAD:
         q->at = 0;

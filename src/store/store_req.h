@@ -43,6 +43,7 @@ typedef struct eddy__store_req {
     /* what was asked */
     eddy__ckpt_op ckop;
     char *stream_id; /* a stream read's (owned) */
+    bool whole;      /* a stream read's: page after page to its end */
     long long after; /* a read's position or version */
     const eddy_filter *filter;
     eddy_stored_fn each; /* a read's; each_user is its user */
@@ -72,8 +73,10 @@ eddy_status eddy__store_req_read_all(eddy__store_req *q, const eddy__store *core
                                      long long after_position, size_t max_entries,
                                      const eddy_filter *filter, eddy_stored_fn each, void *user,
                                      eddy_error *err);
+/* whole: the stream's every page, in one request (`at` the last version delivered); else one
+ * page (`more` when it was full). */
 eddy_status eddy__store_req_read_stream(eddy__store_req *q, const eddy__store *core,
-                                        const char *stream_id, long long after_version,
+                                        const char *stream_id, long long after_version, bool whole,
                                         eddy_stored_fn each, void *user, eddy_error *err);
 eddy_status eddy__store_req_head(eddy__store_req *q, const eddy__store *core, eddy_error *err);
 /* value: SAVE's only. buf (size bytes) receives a READ's marker; NULL: one sized to the marker,
@@ -88,8 +91,10 @@ void eddy__store_req_reset(eddy__store_req *q);
 
 /* Reads the replies of q's commands (one per command, borrowed) into q's result: st, and err
  * (may be NULL) on a failure. A read's entries go to its `each` and a call's reply to its `read`
- * from here. True: the server had lost the library, op.cmds now load it in front of the same
- * commands: send them again (the result is then meaningless). */
+ * from here. True: send op.cmds, and feed their replies here again: either the server had lost
+ * the library and they now load it in front of the same commands, or a whole stream's read goes
+ * on with its next page (which may be sent again after a loss, as the first could). The result
+ * is then not the request's last. */
 bool eddy__store_req_done(eddy__store_req *q, const eddy__store *core, redisReply **replies,
                           const eddy__logger *log, eddy_error *err);
 

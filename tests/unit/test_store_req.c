@@ -6,10 +6,13 @@
  * with bad arguments that is still safe to reset. The integration tests (test_store.c,
  * test_model.c) run the same requests against real servers through both front ends. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config/settings.h"
 #include "error.h"
+#include "events/entry.h"
 #include "link/library.h"
 #include "raw.h"
 #include "store/model.h"
@@ -130,7 +133,8 @@ Test(store_req, reads_resume_where_they_were_asked_until_a_page_moves_them) {
     cr_expect_eq(q.at, 40);
     eddy__store_req_reset(&q);
 
-    cr_assert_eq(eddy__store_req_read_stream(&q, core, "o-1", 5, never, NULL, NULL), EDDY_OK);
+    cr_assert_eq(eddy__store_req_read_stream(&q, core, "o-1", 5, false, never, NULL, NULL),
+                 EDDY_OK);
     cr_expect_eq(q.at, 5);
     q.more = true;
     feed1("*0\r\n", &err);
@@ -195,7 +199,7 @@ Test(store_req, load_fails_on_a_server_without_functions) {
 
 Test(store_req, a_refused_build_is_safe_to_reset) {
     eddy_error err = {0};
-    cr_expect_eq(eddy__store_req_read_stream(&q, core, "o 1", 0, never, NULL, &err),
+    cr_expect_eq(eddy__store_req_read_stream(&q, core, "o 1", 0, true, never, NULL, &err),
                  EDDY_ERR_INVALID_ARGUMENT);
     eddy__store_req_reset(&q);
     cr_expect_eq(eddy__store_req_ckpt(&q, core, EDDY__CKPT_SAVE, "f:1", "v", NULL, 0, &err),
@@ -203,4 +207,75 @@ Test(store_req, a_refused_build_is_safe_to_reset) {
     eddy__store_req_reset(&q);
     cr_expect_eq(eddy__store_req_append(&q, core, "acct-1", NULL, 0, NULL, &err),
                  EDDY_ERR_INVALID_ARGUMENT);
+}
+
+/* A page of n entries of stream o-1 as the store writes them, versions (and positions) from
+ * first on; the caller frees it. */
+static redisReply *stream_page(long long first, int n) {
+    eddy_event *ev = ev_new();
+    eddy__cmd fields;
+    eddy__cmd_init(&fields);
+    cr_assert_eq(eddy__entry_encode(ev, &fields), EDDY_OK);
+    eddy_event_free(ev);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert(f);
+    fprintf(f, "*%d\r\n", n);
+    for (long long v = first; v < first + n; v++) {
+        char id[32], num[32];
+        snprintf(id, sizeof(id), "%lld-0", v);
+        snprintf(num, sizeof(num), "%lld", v);
+        fprintf(f, "*2\r\n$%zu\r\n%s\r\n*%d\r\n", strlen(id), id, fields.argc + 6);
+        for (int i = 0; i < fields.argc; i++) {
+            fprintf(f, "$%zu\r\n", fields.argvlen[i]);
+            fwrite(fields.argv[i], 1, fields.argvlen[i], f);
+            fputs("\r\n", f);
+        }
+        const char *meta[] = {"_stream", "o-1", "_version", num, "_position", num};
+        for (int i = 0; i < 6; i++)
+            fprintf(f, "$%zu\r\n%s\r\n", strlen(meta[i]), meta[i]);
+    }
+    fclose(f);
+    eddy__cmd_reset(&fields);
+    redisReply *r = raw_parse_len(text, len);
+    free(text);
+    return r;
+}
+
+static eddy_status count(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
+    (void)ev;
+    *(long long *)user = meta->version;
+    return EDDY_OK;
+}
+
+Test(store_req, a_whole_stream_goes_on_page_after_page_until_a_short_one) {
+    long long last = 0;
+    cr_assert_eq(eddy__store_req_read_stream(&q, core, "o-1", 0, true, count, &last, NULL),
+                 EDDY_OK);
+    q.op.retried = true; /* the first page used its one retry */
+    eddy_error err = {0};
+    redisReply *r = stream_page(1, EDDY__STORE_PAGE);
+    cr_expect(eddy__store_req_done(&q, core, &r, &settings.log, &err), "a full page: the next");
+    freeReplyObject(r);
+    cr_expect_eq(q.st, EDDY_OK, "%s", err.detail);
+    cr_expect_eq(last, EDDY__STORE_PAGE);
+    cr_assert_eq(q.op.cmds.n, 1);
+    char want[64];
+    snprintf(want, sizeof(want), "(%d-0", EDDY__STORE_PAGE);
+    cr_expect_str_eq(q.op.cmds.cmds[0].argv[2], want, "after the page's last version");
+    cr_expect_not(q.op.retried, "each page may go once more after a loss, as the first");
+    r = stream_page(EDDY__STORE_PAGE + 1, 2);
+    cr_expect_not(eddy__store_req_done(&q, core, &r, &settings.log, &err), "a short page: done");
+    freeReplyObject(r);
+    cr_expect_eq(q.st, EDDY_OK, "%s", err.detail);
+    cr_expect_eq(q.at, EDDY__STORE_PAGE + 2);
+    eddy__store_req_reset(&q);
+
+    cr_assert_eq(eddy__store_req_read_stream(&q, core, "o-1", 0, false, count, &last, NULL),
+                 EDDY_OK);
+    r = stream_page(1, EDDY__STORE_PAGE);
+    cr_expect_not(eddy__store_req_done(&q, core, &r, &settings.log, &err), "one page: done");
+    freeReplyObject(r);
+    cr_expect(q.more, "and says there is more");
 }
