@@ -9,12 +9,13 @@
  * reply belongs to the oldest operation still waiting. An operation leaves the
  * queue before its callback runs.
  * - The store's rules (the library loaded on each new connection, what is sent
- * again after a loss or a lost library) are src/store/store_op.h's, and what
- * each op's replies mean is src/store/store_req.h's, read into one result that
- * one completion (`complete`) hands to the op's callback; this file
+ * again after a loss or a lost library) are src/store/store_op.h's; this file
  * sends the load as an internal op in front of the queue, and when that load
  * fails, the operations sent behind it on that connection fail with its error,
  * as the blocking front end's do.
+ * - What an op's replies mean is src/store/store_req.h's: they are read into
+ * one result, which one completion (`complete`) hands to the op's callback,
+ * whatever its kind.
  * - Each callback runs exactly once. Every way into the store (a public call, a
  * connection callback) is bracketed by enter/leave; a close only marks the
  * store, completes the queue with EDDY_ERR_CLOSED and drops the connection, and
@@ -349,6 +350,7 @@ static bool send_again(eddy_rstore *s, rop *p) {
  * instead. */
 static bool finish(eddy_rstore *s, rop *p) {
     eddy__store_req *q = &p->req;
+    p->err = (eddy_error){0}; /* nothing of an earlier try's */
     if (eddy__store_req_done(q, s->core, p->replies, &s->s.log, &p->err) && send_again(s, p))
         return false;
     if (q->kind == EDDY__SREQ_LOAD && q->st != EDDY_OK) {
