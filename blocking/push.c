@@ -131,29 +131,37 @@ struct eddy_push_sources {
     bool has_ticker;
 };
 
-/* A source's feed's figures (eddy__push_stats). */
-static bool feed_info(void *feed, eddy_feed_info *info) {
-    return eddy_domain_stats(feed, info) == EDDY_OK;
-}
-
 static void wake(eddy_push_sources *ps) {
     pthread_mutex_lock(&ps->m);
     pthread_cond_broadcast(&ps->c);
     pthread_mutex_unlock(&ps->m);
 }
 
-/* Under cb_lock: tells the progress callback. */
-static void tell(eddy_push_sources *ps, const eddy_push_progress *p) {
+/* The core's drive calls (eddy__push_ops). */
+static eddy_status reg(void *feed, const char *id, const eddy_projection *projection,
+                       const eddy_filter *filter, eddy_error *err) {
+    return eddy_domain_register(feed, id, projection, filter, err);
+}
+static eddy_status stats(void *feed, eddy_feed_info *info) { return eddy_domain_stats(feed, info); }
+static bool has_projection(void *feed) { return eddy_domain_has_projection(feed); }
+static bool refuses(void *feed) { return eddy_domain_refuses_permanently(feed); }
+static eddy_status follow(void *fe, const char *name, bool consuming, eddy_error *err) {
+    eddy_push_sources *ps = fe;
+    return consuming ? eddy_bus_resume(ps->bus, name, err) : eddy_bus_pause(ps->bus, name, err);
+}
+/* A state change and its report happen under cb_lock: reports never overlap and come in the
+ * order of the changes. */
+static void enter(void *fe) { pthread_mutex_lock(&((eddy_push_sources *)fe)->cb_lock); }
+static void leave(void *fe, const eddy_push_progress *p, bool changed) {
+    eddy_push_sources *ps = fe;
     /* Freeing cancels the catch-ups; their ends are not news to anyone. */
-    if (ps->set.opts.progress && !atomic_load(&ps->closing))
+    if (p && ps->set.opts.progress && !atomic_load(&ps->closing))
         ps->set.opts.progress(p, ps->set.opts.progress_user);
-}
-
-/* After a state change made and told under cb_lock: wakes the waiters. */
-static void changed(eddy_push_sources *ps) {
     pthread_mutex_unlock(&ps->cb_lock);
-    wake(ps);
+    if (changed)
+        wake(ps);
 }
+static const eddy__push_ops ops = {reg, stats, has_projection, refuses, follow, enter, leave, NULL};
 
 static void deadline_in(struct timespec *ts, long long ms) {
     clock_gettime(CLOCK_REALTIME, ts);
@@ -163,25 +171,6 @@ static void deadline_in(struct timespec *ts, long long ms) {
         ts->tv_sec++;
         ts->tv_nsec -= 1000000000L;
     }
-}
-
-/* Samples every source catching up and reports its progress. */
-static void sample_all(eddy_push_sources *ps) {
-    eddy__push_source **v;
-    size_t n;
-    if (eddy__push_set_catching(&ps->set, &v, &n) != EDDY_OK)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        eddy_feed_info info;
-        eddy_push_progress p;
-        /* Sampled and told under cb_lock, so a report never follows the source's end. */
-        pthread_mutex_lock(&ps->cb_lock);
-        if (feed_info(v[i]->feed, &info) &&
-            eddy__push_sample(&ps->set, v[i], &info, eddy__push_now_ms(), &p))
-            tell(ps, &p);
-        pthread_mutex_unlock(&ps->cb_lock);
-    }
-    free(v);
 }
 
 /* Reports progress every progress_ms while any source catches up; sleeps otherwise. */
@@ -201,7 +190,7 @@ static void *ticker_main(void *arg) {
         if (atomic_load(&ps->closing))
             break;
         pthread_mutex_unlock(&ps->m);
-        sample_all(ps);
+        eddy__push_sample_all(&ps->set);
         pthread_mutex_lock(&ps->m);
     }
     pthread_mutex_unlock(&ps->m);
@@ -212,12 +201,9 @@ eddy_status eddy_push_sources_new(eddy_bus *bus, const eddy_push_options *opts,
                                   eddy_push_sources **out, eddy_error *err) {
     if (!bus || !out)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or out is NULL");
-    if (opts && opts->mode != EDDY_PUSH_AUTOMATIC && opts->mode != EDDY_PUSH_MANUAL)
-        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "push sources: unknown mode %d",
-                          (int)opts->mode);
-    if (opts && opts->startup != EDDY_PUSH_FOREGROUND && opts->startup != EDDY_PUSH_BACKGROUND)
-        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "push sources: unknown startup %d",
-                          (int)opts->startup);
+    eddy_status st = eddy__push_check_options(opts, err);
+    if (st != EDDY_OK)
+        return st;
     eddy_push_sources *ps = calloc(1, sizeof(*ps));
     if (!ps || !(ps->cancel = eddy_cancel_new())) {
         free(ps);
@@ -225,6 +211,7 @@ eddy_status eddy_push_sources_new(eddy_bus *bus, const eddy_push_options *opts,
     }
     ps->bus = bus;
     eddy__push_set_init(&ps->set, opts);
+    eddy__push_set_bind(&ps->set, &ops, ps);
     pthread_mutex_init(&ps->m, NULL);
     pthread_cond_init(&ps->c, NULL);
     pthread_mutex_init(&ps->cb_lock, NULL);
@@ -263,56 +250,20 @@ void eddy_push_sources_free(eddy_push_sources *ps) {
     free(ps);
 }
 
-/* The source's subscription follows its state, as the core says (eddy__push_consuming):
- * resumed once its projection is registered, paused once it failed. */
-static void follow(eddy_push_sources *ps, eddy__push_source *src) {
-    eddy_error e = {EDDY_OK, ""};
-    bool consuming = eddy__push_admits(&ps->set, src);
-    eddy_status st = consuming ? eddy_bus_resume(ps->bus, src->sub_name, &e)
-                               : eddy_bus_pause(ps->bus, src->sub_name, &e);
-    if (st != EDDY_OK)
-        eddy__log(&ps->set.log, EDDY_LOG_WARN,
-                  "push source '%s': could not %s its subscription: %s", src->id,
-                  consuming ? "resume" : "pause", e.detail);
-}
-
 /* The subscription's handler: routes the message into the source's feed (once its projection is
  * registered) and settles it as the core says. */
 static eddy_status push_handler(eddy_delivery *d, void *user) {
     bsrc *b = user;
-    eddy_push_sources *ps = b->ps;
-    eddy__push_source *src = b->src;
-    bool stop = false;
-    if (!eddy__push_gate(&ps->set, src, &stop)) {
-        if (stop)
-            follow(ps, src);
+    eddy__push_set *set = &b->ps->set;
+    if (!eddy__push_let_in(set, b->src))
         return EDDY_ERR_UNAVAILABLE;
-    }
     const eddy_event *ev = eddy_delivery_event(d);
     eddy_event_meta meta;
     bool has_meta = eddy_delivery_stored_meta(d, &meta) != 0;
     eddy_route route = EDDY_ROUTE_FILTERED;
     eddy_error e = {EDDY_OK, ""};
-    eddy_status st = eddy_domain_route(src->feed, ev, has_meta ? &meta : NULL, &route, &e);
-    bool has_projection = true, refuses = false;
-    if (st == EDDY_ERR_ILLEGAL_STATE) {
-        has_projection = eddy_domain_has_projection(src->feed);
-        refuses = eddy_domain_refuses_permanently(src->feed);
-    }
-    pthread_mutex_lock(&ps->cb_lock);
-    eddy__push_settled r = eddy__push_settle(&ps->set, src, st, route, &e, has_projection, refuses);
-    if (r.failed) {
-        eddy_push_progress p;
-        eddy__push_snapshot(&ps->set, src, &p);
-        tell(ps, &p);
-        changed(ps);
-    } else {
-        pthread_mutex_unlock(&ps->cb_lock);
-    }
-    if (r.pause)
-        follow(ps, src);
-    eddy__push_notify(&ps->set.opts.observer, &ps->set.log, ev, st, route, &e);
-    return r.handler;
+    eddy_status st = eddy_domain_route(b->src->feed, ev, has_meta ? &meta : NULL, &route, &e);
+    return eddy__push_settle_routed(set, b->src, ev, st, route, &e);
 }
 
 /* Catches up (or goes live) on this thread and records how it ended. */
@@ -322,14 +273,8 @@ static eddy_status run_catch_up(bsrc *b, eddy_error *err) {
     eddy_error e = {EDDY_OK, ""};
     eddy_status st = src->go_live ? eddy_domain_go_live(src->feed, src->id, ps->cancel, &e)
                                   : eddy_domain_catch_up(src->feed, src->id, ps->cancel, &e);
-    eddy_feed_info info;
-    bool has_info = feed_info(src->feed, &info);
     eddy_push_progress p;
-    pthread_mutex_lock(&ps->cb_lock);
-    eddy__push_ended(&ps->set, src, st, &e, has_info ? &info : NULL, eddy__push_now_ms(), &p);
-    tell(ps, &p);
-    changed(ps);
-    follow(ps, src);
+    eddy__push_caught_up(&ps->set, src, st, &e, &p);
     if (st != EDDY_OK)
         return eddy__fail(err, st, "push source '%s': %s", src->id, e.detail);
     if (p.state == EDDY_PUSH_FAILED)
@@ -346,32 +291,15 @@ static void *catch_up_main(void *arg) {
  * (background). */
 static eddy_status start_one(eddy_push_sources *ps, eddy__push_source *src, eddy_error *err) {
     bsrc *b = src->fe;
-    eddy_error e = {EDDY_OK, ""};
-    eddy_push_progress p;
-    eddy_status st = eddy_domain_register(src->feed, src->id, &src->projection, src->filter, &e);
-    pthread_mutex_lock(&ps->cb_lock);
-    if (st != EDDY_OK) {
-        eddy__push_fail(&ps->set, src, st, &e, &p);
-        tell(ps, &p);
-        changed(ps);
-        return eddy__fail(err, st, "push source '%s': %s", src->id, e.detail);
-    }
-    eddy__push_catching_up(&ps->set, src, eddy__push_now_ms(), &p);
-    tell(ps, &p);
-    changed(ps);
-    /* Registered: the subscription may read now (before the catch-up, which defers what
-     * arrives meanwhile, and before a background thread could fail the source). */
-    follow(ps, src);
+    eddy_status st = eddy__push_begin(&ps->set, src, err);
+    if (st != EDDY_OK)
+        return st;
     if (ps->set.opts.startup == EDDY_PUSH_FOREGROUND)
         return run_catch_up(b, err);
     if (eddy__bthread_start(&b->thread, catch_up_main, b) != 0) {
-        e.status = EDDY_ERR_NOMEM;
-        snprintf(e.detail, sizeof(e.detail), "cannot start the catch-up thread");
-        pthread_mutex_lock(&ps->cb_lock);
-        eddy__push_fail(&ps->set, src, EDDY_ERR_NOMEM, &e, &p);
-        tell(ps, &p);
-        changed(ps);
-        return eddy__fail(err, EDDY_ERR_NOMEM, "push source '%s': %s", src->id, e.detail);
+        eddy_error e;
+        eddy__fail(&e, EDDY_ERR_NOMEM, "cannot start the catch-up thread");
+        return eddy__push_refused(&ps->set, src, EDDY_ERR_NOMEM, &e, err);
     }
     b->has_thread = true;
     return EDDY_OK;
@@ -417,15 +345,9 @@ eddy_status eddy_push_sources_start_all(eddy_push_sources *ps, const char ***ids
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "sources is NULL");
     eddy__push_source **v;
     size_t k;
-    eddy_status st = eddy__push_set_claim(&ps->set, &v, &k, err);
+    eddy_status st = eddy__push_claim_all(&ps->set, &v, &k, ids, err);
     if (st != EDDY_OK)
         return st;
-    if (ids && eddy__push_ids(v, k, ids) != EDDY_OK) {
-        /* Nothing was started yet: give the sources back. */
-        eddy__push_set_unclaim(&ps->set, v, k);
-        free(v);
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory starting the push sources");
-    }
     eddy_status first = EDDY_OK;
     for (size_t i = 0; i < k; i++) {
         eddy_error e = {EDDY_OK, ""};
@@ -444,7 +366,7 @@ eddy_status eddy_push_sources_start_all(eddy_push_sources *ps, const char ***ids
 
 eddy_status eddy_push_sources_stats(eddy_push_sources *ps, const char *id,
                                     eddy_push_progress *out) {
-    return ps ? eddy__push_stats(&ps->set, id, out, feed_info) : EDDY_ERR_INVALID_ARGUMENT;
+    return ps ? eddy__push_stats(&ps->set, id, out) : EDDY_ERR_INVALID_ARGUMENT;
 }
 
 eddy_status eddy_push_sources_wait(eddy_push_sources *ps, unsigned timeout_ms) {

@@ -239,11 +239,6 @@ typedef struct rroute {
     const eddy_event *ev;
 } rroute;
 
-/* A source's feed's figures (eddy__push_stats). */
-static bool feed_info(void *feed, eddy_feed_info *info) {
-    return eddy_rdomain_stats(feed, info) == EDDY_OK;
-}
-
 static void release(eddy_rpush_sources *ps) {
     for (size_t i = 0; i < ps->set.n; i++)
         free(ps->set.v[i]->fe);
@@ -258,10 +253,30 @@ static void landed(eddy_rpush_sources *ps) {
         release(ps);
 }
 
-static void tell(eddy_rpush_sources *ps, const eddy_push_progress *p) {
-    if (ps->set.opts.progress && !ps->closing)
+/* The core's drive calls (eddy__push_ops). */
+static eddy_status reg(void *feed, const char *id, const eddy_projection *projection,
+                       const eddy_filter *filter, eddy_error *err) {
+    return eddy_rdomain_register(feed, id, projection, filter, err);
+}
+static eddy_status stats(void *feed, eddy_feed_info *info) {
+    return eddy_rdomain_stats(feed, info);
+}
+static bool has_projection(void *feed) { return eddy_rdomain_has_projection(feed); }
+static bool refuses(void *feed) { return eddy_rdomain_refuses_permanently(feed); }
+static eddy_status follow(void *fe, const char *name, bool consuming, eddy_error *err) {
+    eddy_rpush_sources *ps = fe;
+    return consuming ? eddy_rbus_resume(ps->bus, name, err) : eddy_rbus_pause(ps->bus, name, err);
+}
+static void enter(void *fe) { (void)fe; }
+static void leave(void *fe, const eddy_push_progress *p, bool changed) {
+    eddy_rpush_sources *ps = fe;
+    (void)changed;
+    if (p && ps->set.opts.progress && !ps->closing)
         ps->set.opts.progress(p, ps->set.opts.progress_user);
 }
+static bool closing(void *fe) { return ((eddy_rpush_sources *)fe)->closing; }
+static const eddy__push_ops ops = {reg,    stats, has_projection, refuses,
+                                   follow, enter, leave,          closing};
 
 static void rreq_unlink(rreq *r) {
     for (rreq **pp = &r->ps->pending; *pp; pp = &(*pp)->next)
@@ -321,23 +336,11 @@ static rreq *rreq_new(eddy_rpush_sources *ps, eddy_rpush_done_fn done,
 }
 
 static void progress_tick(struct ev_loop *loop, ev_timer *w, int revents) {
-    (void)revents;
     eddy_rpush_sources *ps = w->data;
-    eddy__push_source **v;
-    size_t n;
-    if (eddy__push_set_catching(&ps->set, &v, &n) != EDDY_OK)
-        return;
-    if (n == 0)
-        ev_timer_stop(loop, w);
+    (void)revents;
     ps->inflight++; /* the callback may free the sources */
-    for (size_t i = 0; i < n && !ps->closing; i++) {
-        eddy_feed_info info;
-        eddy_push_progress p;
-        if (feed_info(v[i]->feed, &info) &&
-            eddy__push_sample(&ps->set, v[i], &info, eddy__push_now_ms(), &p))
-            tell(ps, &p);
-    }
-    free(v);
+    if (!eddy__push_sample_all(&ps->set))
+        ev_timer_stop(loop, w);
     landed(ps);
 }
 
@@ -346,18 +349,16 @@ eddy_status eddy_rpush_sources_new(struct ev_loop *loop, eddy_rbus *bus,
                                    eddy_error *err) {
     if (!loop || !bus || !out)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "loop, bus or out is NULL");
-    if (opts && opts->mode != EDDY_PUSH_AUTOMATIC && opts->mode != EDDY_PUSH_MANUAL)
-        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "push sources: unknown mode %d",
-                          (int)opts->mode);
-    if (opts && opts->startup != EDDY_PUSH_FOREGROUND && opts->startup != EDDY_PUSH_BACKGROUND)
-        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "push sources: unknown startup %d",
-                          (int)opts->startup);
+    eddy_status st = eddy__push_check_options(opts, err);
+    if (st != EDDY_OK)
+        return st;
     eddy_rpush_sources *ps = calloc(1, sizeof(*ps));
     if (!ps)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory building push sources");
     ps->loop = loop;
     ps->bus = bus;
     eddy__push_set_init(&ps->set, opts);
+    eddy__push_set_bind(&ps->set, &ops, ps);
     double every = ps->set.opts.progress_ms / 1000.0;
     ev_timer_init(&ps->progress, progress_tick, every, every);
     ps->progress.data = ps;
@@ -384,47 +385,12 @@ void eddy_rpush_sources_free(eddy_rpush_sources *ps) {
         release(ps);
 }
 
-/* The source's subscription follows its state, as the core says (eddy__push_consuming):
- * resumed once its projection is registered, paused once it failed. */
-static void follow(eddy_rpush_sources *ps, eddy__push_source *src) {
-    eddy_error e = {EDDY_OK, ""};
-    bool consuming = eddy__push_admits(&ps->set, src);
-    eddy_status st = consuming ? eddy_rbus_resume(ps->bus, src->sub_name, &e)
-                               : eddy_rbus_pause(ps->bus, src->sub_name, &e);
-    if (st != EDDY_OK)
-        eddy__log(&ps->set.log, EDDY_LOG_WARN,
-                  "push source '%s': could not %s its subscription: %s", src->id,
-                  consuming ? "resume" : "pause", e.detail);
-}
-
-/* Settles a routed delivery as the core says, and tells what changed. */
-static eddy_status settle(rsrc *b, const eddy_event *ev, eddy_status st, eddy_route route,
-                          const eddy_error *err) {
-    eddy_rpush_sources *ps = b->ps;
-    eddy__push_source *src = b->src;
-    bool has_projection = true, refuses = false;
-    if (st == EDDY_ERR_ILLEGAL_STATE) {
-        has_projection = eddy_rdomain_has_projection(src->feed);
-        refuses = eddy_rdomain_refuses_permanently(src->feed);
-    }
-    eddy__push_settled r =
-        eddy__push_settle(&ps->set, src, st, route, err, has_projection, refuses);
-    if (r.failed) {
-        eddy_push_progress p;
-        eddy__push_snapshot(&ps->set, src, &p);
-        tell(ps, &p);
-    }
-    if (r.pause && !ps->closing)
-        follow(ps, src);
-    if (!ps->closing)
-        eddy__push_notify(&ps->set.opts.observer, &ps->set.log, ev, st, route, err);
-    return r.handler;
-}
-
 static void routed(eddy_status st, eddy_route route, const eddy_error *err, void *user) {
     rroute *rr = user;
     eddy_rpush_sources *ps = rr->b->ps;
-    eddy_status h = ps->closing ? EDDY_ERR_UNAVAILABLE : settle(rr->b, rr->ev, st, route, err);
+    eddy_status h = ps->closing
+                        ? EDDY_ERR_UNAVAILABLE
+                        : eddy__push_settle_routed(&ps->set, rr->b->src, rr->ev, st, route, err);
     eddy_delivery *d = rr->d;
     free(rr);
     eddy_delivery_finish(d, h);
@@ -434,14 +400,8 @@ static void routed(eddy_status st, eddy_route route, const eddy_error *err, void
 static eddy_status rpush_handler(eddy_delivery *d, void *user) {
     rsrc *b = user;
     eddy_rpush_sources *ps = b->ps;
-    bool stop = false;
-    if (ps->closing)
+    if (ps->closing || !eddy__push_let_in(&ps->set, b->src))
         return EDDY_ERR_UNAVAILABLE;
-    if (!eddy__push_gate(&ps->set, b->src, &stop)) {
-        if (stop)
-            follow(ps, b->src);
-        return EDDY_ERR_UNAVAILABLE;
-    }
     const eddy_event *ev = eddy_delivery_event(d);
     eddy_event_meta meta;
     bool has_meta = eddy_delivery_stored_meta(d, &meta) != 0;
@@ -453,37 +413,29 @@ static eddy_status rpush_handler(eddy_delivery *d, void *user) {
     rr->ev = ev; /* borrowed like the delivery, until it is finished */
     eddy_error e = {EDDY_OK, ""};
     eddy_status st = eddy_rdomain_route(b->src->feed, ev, has_meta ? &meta : NULL, routed, rr, &e);
+    ps->inflight++;      /* the callbacks may free the sources */
     if (st != EDDY_OK) { /* refused up front: settled now */
         free(rr);
-        ps->inflight++; /* the callbacks may free the sources */
-        eddy_status h = settle(b, ev, st, EDDY_ROUTE_FILTERED, &e);
+        eddy_status h = eddy__push_settle_routed(&ps->set, b->src, ev, st, EDDY_ROUTE_FILTERED, &e);
         landed(ps);
         return h;
     }
-    ps->inflight++;
     return EDDY_PENDING;
 }
 
+/* The catch-up's end: the core moves the source on; the request waiting for it (foreground)
+ * gets its part. */
 static void caught_up(eddy_status st, const eddy_error *err, void *user) {
     rsrc *b = user;
     eddy_rpush_sources *ps = b->ps;
     if (!ps->closing) {
-        eddy__push_source *src = b->src;
-        eddy_feed_info info;
-        bool has_info = feed_info(src->feed, &info);
         eddy_push_progress p;
-        eddy__push_ended(&ps->set, src, st, err, has_info ? &info : NULL, eddy__push_now_ms(), &p);
-        tell(ps, &p);
-        if (!ps->closing)
-            follow(ps, src);
+        eddy__push_caught_up(&ps->set, b->src, st, err, &p);
         if (!eddy__push_any_catching_up(&ps->set))
             ev_timer_stop(ps->loop, &ps->progress);
         rreq *r = b->req;
         b->req = NULL;
-        if (p.state == EDDY_PUSH_FAILED)
-            rreq_part(r, p.failure.status, &p.failure);
-        else
-            rreq_part(r, EDDY_OK, NULL);
+        rreq_part(r, p.state == EDDY_PUSH_FAILED ? p.failure.status : EDDY_OK, &p.failure);
     }
     landed(ps);
 }
@@ -495,29 +447,16 @@ static eddy_status start_one(eddy_rpush_sources *ps, eddy__push_source *src, rre
                              eddy_error *err) {
     rsrc *b = src->fe;
     eddy_error e = {EDDY_OK, ""};
-    eddy_push_progress p;
-    eddy_status st = eddy_rdomain_register(src->feed, src->id, &src->projection, src->filter, &e);
-    if (st != EDDY_OK) {
-        eddy__push_fail(&ps->set, src, st, &e, &p);
-        tell(ps, &p);
-        return eddy__fail(err, st, "push source '%s': %s", src->id, e.detail);
-    }
-    eddy__push_catching_up(&ps->set, src, eddy__push_now_ms(), &p);
-    tell(ps, &p);
-    if (ps->closing) /* the callback freed the sources */
-        return eddy__fail(err, EDDY_ERR_CLOSED, "the push sources were freed");
-    follow(ps, src); /* registered: the subscription may read now */
+    eddy_status st = eddy__push_begin(&ps->set, src, err);
+    if (st != EDDY_OK)
+        return st;
     if (ps->set.opts.progress)
         ev_timer_again(ps->loop, &ps->progress);
     st = src->go_live ? eddy_rdomain_go_live(src->feed, src->id, caught_up, b, &e)
                       : eddy_rdomain_catch_up(src->feed, src->id, caught_up, b, &e);
     if (st != EDDY_OK) {
-        eddy_feed_info info;
-        bool has_info = feed_info(src->feed, &info);
-        eddy__push_ended(&ps->set, src, st, &e, has_info ? &info : NULL, eddy__push_now_ms(), &p);
-        tell(ps, &p);
-        if (!ps->closing)
-            follow(ps, src);
+        eddy_push_progress p;
+        eddy__push_caught_up(&ps->set, src, st, &e, &p);
         return eddy__fail(err, st, "push source '%s': %s", src->id, e.detail);
     }
     ps->inflight++;
@@ -624,12 +563,7 @@ eddy_status eddy_rpush_sources_start_all(eddy_rpush_sources *ps, eddy_rpush_star
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory starting the push sources");
     eddy__push_source **v;
     size_t k;
-    eddy_status st = eddy__push_set_claim(&ps->set, &v, &k, err);
-    if (st == EDDY_OK && eddy__push_ids(v, k, &r->ids) != EDDY_OK) {
-        eddy__push_set_unclaim(&ps->set, v, k);
-        free(v);
-        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory starting the push sources");
-    }
+    eddy_status st = eddy__push_claim_all(&ps->set, &v, &k, &r->ids, err);
     if (st != EDDY_OK) {
         rreq_unlink(r);
         free(r);
@@ -653,5 +587,5 @@ eddy_status eddy_rpush_sources_start_all(eddy_rpush_sources *ps, eddy_rpush_star
 
 eddy_status eddy_rpush_sources_stats(eddy_rpush_sources *ps, const char *id,
                                      eddy_push_progress *out) {
-    return ps ? eddy__push_stats(&ps->set, id, out, feed_info) : EDDY_ERR_INVALID_ARGUMENT;
+    return ps ? eddy__push_stats(&ps->set, id, out) : EDDY_ERR_INVALID_ARGUMENT;
 }

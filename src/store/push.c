@@ -147,6 +147,21 @@ void eddy__push_observe(eddy__push_model *m, const eddy_event *ev, eddy_status s
 
 /* ---- sources -------------------------------------------------------------------------- */
 
+eddy_status eddy__push_check_options(const eddy_push_options *opts, eddy_error *err) {
+    if (opts && opts->mode != EDDY_PUSH_AUTOMATIC && opts->mode != EDDY_PUSH_MANUAL)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "push sources: unknown mode %d",
+                          (int)opts->mode);
+    if (opts && opts->startup != EDDY_PUSH_FOREGROUND && opts->startup != EDDY_PUSH_BACKGROUND)
+        return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "push sources: unknown startup %d",
+                          (int)opts->startup);
+    return EDDY_OK;
+}
+
+void eddy__push_set_bind(eddy__push_set *s, const eddy__push_ops *ops, void *fe) {
+    s->ops = ops;
+    s->fe = fe;
+}
+
 eddy_status eddy__push_set_init(eddy__push_set *s, const eddy_push_options *opts) {
     memset(s, 0, sizeof(*s));
     /* The caller's fields (its struct may be smaller than ours), the defaults of the others. */
@@ -289,6 +304,20 @@ eddy_status eddy__push_set_claim(eddy__push_set *s, eddy__push_source ***out, si
     *out = v;
     *n = k;
     return EDDY_OK;
+}
+
+eddy_status eddy__push_claim_all(eddy__push_set *s, eddy__push_source ***out, size_t *n,
+                                 const char ***ids, eddy_error *err) {
+    eddy_status st = eddy__push_set_claim(s, out, n, err);
+    if (st == EDDY_OK && ids && eddy__push_ids(*out, *n, ids) != EDDY_OK) {
+        /* Nothing was started yet: give the sources back. */
+        eddy__push_set_unclaim(s, *out, *n);
+        free(*out);
+        *out = NULL;
+        *n = 0;
+        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory starting the push sources");
+    }
+    return st;
 }
 
 void eddy__push_set_unclaim(eddy__push_set *s, eddy__push_source *const *srcs, size_t n) {
@@ -504,13 +533,12 @@ void eddy__push_snapshot(eddy__push_set *s, eddy__push_source *src, eddy_push_pr
     pthread_mutex_unlock(&s->lock);
 }
 
-eddy_status eddy__push_stats(eddy__push_set *s, const char *id, eddy_push_progress *out,
-                             bool (*feed_info)(void *feed, eddy_feed_info *info)) {
+eddy_status eddy__push_stats(eddy__push_set *s, const char *id, eddy_push_progress *out) {
     eddy__push_source *src = id && out ? eddy__push_set_find(s, id) : NULL;
     if (!src)
         return EDDY_ERR_INVALID_ARGUMENT;
     eddy_feed_info info;
-    if (!(feed_info(src->feed, &info) &&
+    if (!(s->ops->stats(src->feed, &info) == EDDY_OK &&
           eddy__push_sample(s, src, &info, eddy__push_now_ms(), out)))
         eddy__push_snapshot(s, src, out);
     return EDDY_OK;
@@ -545,4 +573,100 @@ eddy_status eddy__push_set_catching(eddy__push_set *s, eddy__push_source ***out,
     *out = v;
     *n = k;
     return EDDY_OK;
+}
+
+/* ---- the drive -------------------------------------------------------------------------- */
+
+static bool closing(eddy__push_set *s) { return s->ops->closing && s->ops->closing(s->fe); }
+
+void eddy__push_follow(eddy__push_set *s, eddy__push_source *src) {
+    eddy_error e = {EDDY_OK, ""};
+    bool consuming = eddy__push_admits(s, src);
+    if (s->ops->follow(s->fe, src->sub_name, consuming, &e) != EDDY_OK)
+        eddy__log(&s->log, EDDY_LOG_WARN, "push source '%s': could not %s its subscription: %s",
+                  src->id, consuming ? "resume" : "pause", e.detail);
+}
+
+bool eddy__push_let_in(eddy__push_set *s, eddy__push_source *src) {
+    bool pause = false;
+    if (eddy__push_gate(s, src, &pause))
+        return true;
+    if (pause)
+        eddy__push_follow(s, src);
+    return false;
+}
+
+eddy_status eddy__push_settle_routed(eddy__push_set *s, eddy__push_source *src,
+                                     const eddy_event *ev, eddy_status st, eddy_route route,
+                                     const eddy_error *err) {
+    bool has_projection = true, refuses = false;
+    if (st == EDDY_ERR_ILLEGAL_STATE) {
+        has_projection = s->ops->has_projection(src->feed);
+        refuses = s->ops->refuses_permanently(src->feed);
+    }
+    eddy_push_progress p;
+    s->ops->enter(s->fe);
+    eddy__push_settled r = eddy__push_settle(s, src, st, route, err, has_projection, refuses);
+    if (r.failed)
+        eddy__push_snapshot(s, src, &p);
+    s->ops->leave(s->fe, r.failed ? &p : NULL, r.failed);
+    if (r.pause && !closing(s))
+        eddy__push_follow(s, src);
+    if (!closing(s))
+        eddy__push_notify(&s->opts.observer, &s->log, ev, st, route, err);
+    return r.handler;
+}
+
+eddy_status eddy__push_refused(eddy__push_set *s, eddy__push_source *src, eddy_status st,
+                               const eddy_error *e, eddy_error *err) {
+    eddy_push_progress p;
+    s->ops->enter(s->fe);
+    eddy__push_fail(s, src, st, e, &p);
+    s->ops->leave(s->fe, &p, true);
+    return eddy__fail(err, st, "push source '%s': %s", src->id, e->detail);
+}
+
+eddy_status eddy__push_begin(eddy__push_set *s, eddy__push_source *src, eddy_error *err) {
+    eddy_error e = {EDDY_OK, ""};
+    eddy_push_progress p;
+    eddy_status st =
+        s->ops->register_projection(src->feed, src->id, &src->projection, src->filter, &e);
+    if (st != EDDY_OK)
+        return eddy__push_refused(s, src, st, &e, err);
+    s->ops->enter(s->fe);
+    eddy__push_catching_up(s, src, eddy__push_now_ms(), &p);
+    s->ops->leave(s->fe, &p, true);
+    if (closing(s)) /* the callback freed the sources */
+        return eddy__fail(err, EDDY_ERR_CLOSED, "the push sources were freed");
+    eddy__push_follow(s, src);
+    return EDDY_OK;
+}
+
+void eddy__push_caught_up(eddy__push_set *s, eddy__push_source *src, eddy_status st,
+                          const eddy_error *err, eddy_push_progress *out) {
+    eddy_feed_info info;
+    bool has_info = s->ops->stats(src->feed, &info) == EDDY_OK;
+    s->ops->enter(s->fe);
+    eddy__push_ended(s, src, st, err, has_info ? &info : NULL, eddy__push_now_ms(), out);
+    s->ops->leave(s->fe, out, true);
+    if (!closing(s))
+        eddy__push_follow(s, src);
+}
+
+bool eddy__push_sample_all(eddy__push_set *s) {
+    eddy__push_source **v;
+    size_t n;
+    if (eddy__push_set_catching(s, &v, &n) != EDDY_OK)
+        return true; /* try again at the next tick */
+    for (size_t i = 0; i < n && !closing(s); i++) {
+        eddy_feed_info info;
+        eddy_push_progress p;
+        /* Sampled and told between enter and leave, so a report never follows the end. */
+        s->ops->enter(s->fe);
+        bool told = s->ops->stats(v[i]->feed, &info) == EDDY_OK &&
+                    eddy__push_sample(s, v[i], &info, eddy__push_now_ms(), &p);
+        s->ops->leave(s->fe, told ? &p : NULL, false);
+    }
+    free(v);
+    return n > 0;
 }

@@ -8,14 +8,18 @@
  *   accept and accept-or-defer answer from it;
  * - each source's state (NOT_STARTED -> CATCHING_UP -> LIVE or FAILED), its progress (replayed,
  *   position, head, rate and time left, computed from eddy_feed_info snapshots and a clock the
- *   front end passes in), and start-all's choice and order (eddy__push_set_claim).
+ *   front end passes in), and start-all's choice and order (eddy__push_set_claim);
+ * - the drive: the steps both front ends take alike around those decisions (a start's
+ *   registration, its reports and its subscription following the state, settling a routed
+ *   delivery, a catch-up's end, the ticker's samples), through a table of the front end's calls
+ *   (eddy__push_ops: its domain feed, its bus, its way of reporting).
  *
- * The front ends (blocking/push.c: threads; reactive/push.c: libev) call the domain feeds, the
- * bus and the user's callbacks, and feed what happened back here. Feeds are opaque here (void *:
- * an eddy_domain_feed or an eddy_rdomain_feed).
+ * The front ends (blocking/push.c: threads; reactive/push.c: libev) route through the domain
+ * feeds, run the catch-ups and wait, and feed what happened back here. Feeds are opaque here
+ * (void *: an eddy_domain_feed or an eddy_rdomain_feed).
  *
- * Thread: every function is safe from any thread (each object has one lock); none calls a user
- * callback but eddy__push_observe, which calls the observer without holding any lock. */
+ * Thread: every function is safe from any thread (each object has one lock); no lock of the
+ * core is held while a user callback or an op runs (the ops' enter/leave are the front end's). */
 #ifndef EDDY_SRC_PUSH_H
 #define EDDY_SRC_PUSH_H
 
@@ -102,16 +106,45 @@ typedef struct eddy__push_source {
     eddy_error failure;
 } eddy__push_source;
 
+/* The front end's side of a source set, which the core's drive (below) calls. `fe` is the front
+ * end's sources object (eddy__push_set_bind); `feed` a source's domain feed. */
+typedef struct eddy__push_ops {
+    /* The domain feed's calls (eddy_domain_* or eddy_rdomain_*). */
+    eddy_status (*register_projection)(void *feed, const char *id,
+                                       const eddy_projection *projection, const eddy_filter *filter,
+                                       eddy_error *err);
+    eddy_status (*stats)(void *feed, eddy_feed_info *info);
+    bool (*has_projection)(void *feed);
+    bool (*refuses_permanently)(void *feed);
+    /* Resumes (consuming) or pauses the subscription called name. */
+    eddy_status (*follow)(void *fe, const char *name, bool consuming, eddy_error *err);
+    /* Around every state change or sample and its report: enter, then leave, which tells p (NULL:
+     * nothing to tell) to the progress callback and, when changed, wakes whoever waits for a
+     * state change. A front end whose progress reports must not overlap locks between them. */
+    void (*enter)(void *fe);
+    void (*leave)(void *fe, const eddy_push_progress *p, bool changed);
+    /* True once the sources are being freed (a callback may free them): the drive then touches
+     * no bus and no observer. NULL: never. */
+    bool (*closing)(void *fe);
+} eddy__push_ops;
+
 typedef struct eddy__push_set {
     pthread_mutex_t lock;
     eddy_push_options opts;
     eddy__logger log;
+    const eddy__push_ops *ops; /* eddy__push_set_bind */
+    void *fe;
     eddy__push_source **v;
     size_t n, cap;
 } eddy__push_set;
 
+/* The front ends' *_sources_new check: EDDY_ERR_INVALID_SPEC for an unknown mode or startup.
+ * opts may be NULL (the defaults). */
+eddy_status eddy__push_check_options(const eddy_push_options *opts, eddy_error *err);
 /* Copies the options (progress_ms 0 becomes the default). */
 eddy_status eddy__push_set_init(eddy__push_set *s, const eddy_push_options *opts);
+/* Gives the drive (below) the front end's calls; ops lives as the set, fe is the front end's. */
+void eddy__push_set_bind(eddy__push_set *s, const eddy__push_ops *ops, void *fe);
 /* Frees every source (not the front ends' records). */
 void eddy__push_set_destroy(eddy__push_set *s);
 
@@ -134,6 +167,10 @@ bool eddy__push_set_claim_one(eddy__push_set *s, eddy__push_source *src);
  * skipped, so a second start-all claims none. */
 eddy_status eddy__push_set_claim(eddy__push_set *s, eddy__push_source ***out, size_t *n,
                                  eddy_error *err);
+/* Start-all's claim (eddy__push_set_claim) with, when ids is not NULL, the list of their ids
+ * (eddy__push_ids); when the list cannot be made, gives the sources back (EDDY_ERR_NOMEM). */
+eddy_status eddy__push_claim_all(eddy__push_set *s, eddy__push_source ***out, size_t *n,
+                                 const char ***ids, eddy_error *err);
 /* Gives claimed sources back (nothing was started: the claiming call failed). */
 void eddy__push_set_unclaim(eddy__push_set *s, eddy__push_source *const *srcs, size_t n);
 /* The ids of srcs[0..n) as a NULL-terminated array the caller frees with free() (the strings
@@ -198,17 +235,49 @@ void eddy__push_fail(eddy__push_set *s, eddy__push_source *src, eddy_status st,
 /* The source's progress now. */
 void eddy__push_snapshot(eddy__push_set *s, eddy__push_source *src, eddy_push_progress *out);
 /* The front ends' *_sources_stats: the progress of the source with this id, a fresh sample
- * while it catches up (feed_info, the front end's domain-feed stats, gives the feed's figures;
- * false when it has none), so the figures do not depend on the ticker. EDDY_ERR_INVALID_ARGUMENT
+ * while it catches up (the ops' stats gives the feed's figures), so the figures do not depend
+ * on the ticker. EDDY_ERR_INVALID_ARGUMENT
  * for a NULL id or out, or an id the set does not hold. */
-eddy_status eddy__push_stats(eddy__push_set *s, const char *id, eddy_push_progress *out,
-                             bool (*feed_info)(void *feed, eddy_feed_info *info));
+eddy_status eddy__push_stats(eddy__push_set *s, const char *id, eddy_push_progress *out);
 /* The sources CATCHING_UP now, in the order they were added (the caller frees the array; NULL
  * when *n is 0). Sources are never removed while they can be catching up, so the pointers stay
  * valid as long as the set. */
 eddy_status eddy__push_set_catching(eddy__push_set *s, eddy__push_source ***out, size_t *n);
 /* True while any source is CATCHING_UP. */
 bool eddy__push_any_catching_up(eddy__push_set *s);
+
+/* ---- the drive: what both front ends do alike, through the set's ops ------------------- */
+
+/* The subscription follows the source's state (eddy__push_consuming); a failure to pause or
+ * resume is logged. */
+void eddy__push_follow(eddy__push_set *s, eddy__push_source *src);
+/* A delivery for src arrived: true to route it into src's feed; false to hand it back
+ * (EDDY_ERR_UNAVAILABLE), pausing the subscription when the source has failed. */
+bool eddy__push_let_in(eddy__push_set *s, eddy__push_source *src);
+/* Settles a delivery src routed (st/route/err: the route's answer, or its refusal up front) as
+ * eddy__push_settle says, reports a failure, pauses the subscription when told to and tells the
+ * sources' observer. Returns what the handler finishes the delivery with. */
+eddy_status eddy__push_settle_routed(eddy__push_set *s, eddy__push_source *src,
+                                     const eddy_event *ev, eddy_status st, eddy_route route,
+                                     const eddy_error *err);
+/* A start's first half: registers src's projection and makes the source CATCHING_UP (reported),
+ * then resumes its subscription (before the catch-up, which defers what arrives meanwhile); the
+ * front end then runs the catch-up (or go-live) and hands its end to eddy__push_caught_up. A
+ * refused registration fails the source (eddy__push_refused). EDDY_ERR_CLOSED when the progress
+ * callback freed the sources. */
+eddy_status eddy__push_begin(eddy__push_set *s, eddy__push_source *src, eddy_error *err);
+/* src could not start (st, e: why): FAILED, reported; returns st with "push source '<id>': "
+ * and e's detail in err. */
+eddy_status eddy__push_refused(eddy__push_set *s, eddy__push_source *src, eddy_status st,
+                               const eddy_error *e, eddy_error *err);
+/* src's catch-up (or go-live) ended with st/err, or was refused up front: reads the feed's
+ * figures, moves the source on (eddy__push_ended), reports it and has the subscription follow.
+ * *out gets the progress reported. */
+void eddy__push_caught_up(eddy__push_set *s, eddy__push_source *src, eddy_status st,
+                          const eddy_error *err, eddy_push_progress *out);
+/* Samples every source catching up and reports its progress (the ticker's work). Returns false
+ * when none is catching up (the ticker may stop). */
+bool eddy__push_sample_all(eddy__push_set *s);
 
 /* Rate and estimated time left of a replay that went from position p0 at t0_ms to position at
  * now_ms and ends at head: rate in positions per second (0 while unknown), *eta in seconds (0
