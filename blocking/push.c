@@ -61,26 +61,23 @@ eddy_status eddy_push_model_add(eddy_push_model *model, eddy_domain_feed *feed, 
     return eddy__push_model_add(&model->core, feed, err);
 }
 
+/* One feed's route, answered at once (eddy__push_model_ops). */
+static eddy_status route_one(void *feed, const eddy_event *ev, const eddy_event_meta *meta,
+                             eddy__push_routing *r, eddy_error *err) {
+    eddy_route route = EDDY_ROUTE_FILTERED;
+    eddy_status st = eddy_domain_route(feed, ev, meta, &route, err);
+    eddy__push_routed(r, st, route, err);
+    return EDDY_OK;
+}
+static bool has_projection(void *feed) { return eddy_domain_has_projection(feed); }
+static const eddy__push_model_ops model_ops = {has_projection, route_one};
+
 /* Routes ev to every feed with a projection and aggregates the outcomes (core). */
 static eddy_status route_all(eddy_push_model *model, const eddy_event *ev,
                              const eddy_event_meta *meta, eddy_route *route, eddy_error *err) {
-    void **feeds;
-    size_t n;
-    if (eddy__push_model_feeds(&model->core, &feeds, &n) != EDDY_OK)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory routing event %s", eddy_event_id(ev));
-    eddy__push_agg agg;
-    eddy__push_agg_init(&agg);
-    for (size_t i = 0; i < n; i++) {
-        eddy_domain_feed *f = feeds[i];
-        if (!eddy_domain_has_projection(f))
-            continue;
-        eddy_route r = EDDY_ROUTE_FILTERED;
-        eddy_error e = {EDDY_OK, ""};
-        eddy_status st = eddy_domain_route(f, ev, meta, &r, &e);
-        eddy__push_agg_add(&agg, st, r, &e);
-    }
-    free(feeds);
-    return eddy__push_agg_result(&agg, route, err);
+    eddy__push_routing r;
+    eddy_status st = eddy__push_route_all(&model->core, &model_ops, ev, meta, &r, err);
+    return st != EDDY_OK ? st : eddy__push_agg_result(&r.agg, route, err);
 }
 
 eddy_status eddy_push_model_accept(eddy_push_model *model, const eddy_event *ev,
@@ -143,7 +140,6 @@ static eddy_status reg(void *feed, const char *id, const eddy_projection *projec
     return eddy_domain_register(feed, id, projection, filter, err);
 }
 static eddy_status stats(void *feed, eddy_feed_info *info) { return eddy_domain_stats(feed, info); }
-static bool has_projection(void *feed) { return eddy_domain_has_projection(feed); }
 static bool refuses(void *feed) { return eddy_domain_refuses_permanently(feed); }
 static eddy_status follow(void *fe, const char *name, bool consuming, eddy_error *err) {
     eddy_push_sources *ps = fe;

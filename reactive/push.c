@@ -33,13 +33,12 @@ struct eddy_rpush_model {
 };
 
 struct mreq {
-    eddy_rpush_model *model; /* NULL once the model was freed */
-    eddy_event *ev;          /* a copy for the observer (NULL when out of memory) */
+    eddy__push_routing routing; /* first: eddy__push_model_ops' route gets its address */
+    eddy_rpush_model *model;    /* NULL once the model was freed */
+    eddy_event *ev;             /* a copy for the observer (NULL when out of memory) */
     bool write_path;
     eddy_route_done_fn done;
     void *user;
-    eddy__push_agg agg;
-    int waiting; /* feed completions still to come */
     bool finished;
     ev_timer t;
     mreq *next;
@@ -67,12 +66,12 @@ static void mreq_finish(mreq *r) {
     mreq_unlink(r);
     eddy_route route = EDDY_ROUTE_FILTERED;
     eddy_error e = {EDDY_OK, ""};
-    eddy_status st = eddy__push_agg_result(&r->agg, &route, &e);
+    eddy_status st = eddy__push_agg_result(&r->routing.agg, &route, &e);
     if (m)
         eddy__push_observe(&m->core, r->ev, st, route, &e, r->write_path);
     if (r->done)
         r->done(st, route, st == EDDY_OK ? NULL : &e, r->user);
-    if (r->waiting == 0)
+    if (r->routing.waiting == 0)
         mreq_release(r);
 }
 
@@ -85,16 +84,21 @@ static void mreq_timer(struct ev_loop *loop, ev_timer *w, int revents) {
 
 static void mreq_routed(eddy_status st, eddy_route route, const eddy_error *err, void *user) {
     mreq *r = user;
-    r->waiting--;
     if (r->finished) { /* the model was freed meanwhile */
-        if (r->waiting == 0)
+        if (--r->routing.waiting == 0)
             mreq_release(r);
-        return;
-    }
-    eddy__push_agg_add(&r->agg, st, route, err);
-    if (r->waiting == 0)
+    } else if (eddy__push_routed(&r->routing, st, route, err)) {
         mreq_finish(r);
+    }
 }
+
+/* One feed's route, answered later through mreq_routed (eddy__push_model_ops). */
+static eddy_status route_one(void *feed, const eddy_event *ev, const eddy_event_meta *meta,
+                             eddy__push_routing *r, eddy_error *err) {
+    return eddy_rdomain_route(feed, ev, meta, mreq_routed, (mreq *)r, err);
+}
+static bool has_projection(void *feed) { return eddy_rdomain_has_projection(feed); }
+static const eddy__push_model_ops model_ops = {has_projection, route_one};
 
 eddy_status eddy_rpush_model_new(struct ev_loop *loop, const eddy_push_observer *observer,
                                  eddy_log_fn log, void *log_user, eddy_rpush_model **out,
@@ -123,7 +127,7 @@ void eddy_rpush_model_free(eddy_rpush_model *model) {
         eddy__fail(&e, EDDY_ERR_CLOSED, "the push model was freed");
         if (r->done)
             r->done(EDDY_ERR_CLOSED, EDDY_ROUTE_FILTERED, &e, r->user);
-        if (r->waiting == 0)
+        if (r->routing.waiting == 0)
             mreq_release(r);
     }
     eddy__push_model_destroy(&model->core);
@@ -140,42 +144,26 @@ eddy_status eddy_rpush_model_add(eddy_rpush_model *model, eddy_rdomain_feed *fee
 static eddy_status route_all(eddy_rpush_model *m, const eddy_event *ev, const eddy_event_meta *meta,
                              bool write_path, eddy_route_done_fn done, void *user,
                              eddy_error *err) {
-    void **feeds;
-    size_t n;
     mreq *r = calloc(1, sizeof(*r));
-    if (!r || eddy__push_model_feeds(&m->core, &feeds, &n) != EDDY_OK) {
-        free(r);
+    if (!r)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory routing event %s", eddy_event_id(ev));
-    }
     r->model = m;
     r->ev = eddy_event_dup(ev);
     r->write_path = write_path;
     r->done = done;
     r->user = user;
-    eddy__push_agg_init(&r->agg);
     ev_timer_init(&r->t, mreq_timer, 0., 0.);
     r->t.data = r;
     r->next = m->pending;
     m->pending = r;
-    /* Counted up front, so a completion cannot finish the request while routing goes on. */
-    r->waiting = 1;
-    for (size_t i = 0; i < n; i++) {
-        eddy_rdomain_feed *f = feeds[i];
-        if (!eddy_rdomain_has_projection(f))
-            continue;
-        eddy_error e = {EDDY_OK, ""};
-        r->waiting++;
-        eddy_status st = eddy_rdomain_route(f, ev, meta, mreq_routed, r, &e);
-        if (st != EDDY_OK) { /* refused up front: its answer is the refusal */
-            r->waiting--;
-            eddy__push_agg_add(&r->agg, st, EDDY_ROUTE_FILTERED, &e);
-        }
-    }
-    free(feeds);
-    r->waiting--;
-    if (r->waiting == 0)
+    eddy_status st = eddy__push_route_all(&m->core, &model_ops, ev, meta, &r->routing, err);
+    if (st != EDDY_OK) {
+        mreq_unlink(r);
+        mreq_release(r);
+    } else if (r->routing.waiting == 0) {
         ev_timer_start(m->loop, &r->t); /* never inside the call */
-    return EDDY_OK;
+    }
+    return st;
 }
 
 eddy_status eddy_rpush_model_accept(eddy_rpush_model *model, const eddy_event *ev,
@@ -261,7 +249,6 @@ static eddy_status reg(void *feed, const char *id, const eddy_projection *projec
 static eddy_status stats(void *feed, eddy_feed_info *info) {
     return eddy_rdomain_stats(feed, info);
 }
-static bool has_projection(void *feed) { return eddy_rdomain_has_projection(feed); }
 static bool refuses(void *feed) { return eddy_rdomain_refuses_permanently(feed); }
 static eddy_status follow(void *fe, const char *name, bool consuming, eddy_error *err) {
     eddy_rpush_sources *ps = fe;

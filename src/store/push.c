@@ -120,6 +120,39 @@ eddy_status eddy__push_agg_result(const eddy__push_agg *a, eddy_route *route, ed
     return EDDY_OK;
 }
 
+eddy_status eddy__push_route_all(eddy__push_model *m, const eddy__push_model_ops *ops,
+                                 const eddy_event *ev, const eddy_event_meta *meta,
+                                 eddy__push_routing *r, eddy_error *err) {
+    void **feeds;
+    size_t n;
+    eddy__push_agg_init(&r->agg);
+    r->waiting = 0;
+    if (eddy__push_model_feeds(m, &feeds, &n) != EDDY_OK)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory routing event %s", eddy_event_id(ev));
+    /* Counted up front, so an answer cannot look like the last while routing goes on. */
+    r->waiting = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (!ops->has_projection(feeds[i]))
+            continue;
+        eddy_error e = {EDDY_OK, ""};
+        r->waiting++;
+        eddy_status st = ops->route(feeds[i], ev, meta, r, &e);
+        if (st != EDDY_OK) { /* refused up front: its answer is the refusal */
+            r->waiting--;
+            eddy__push_agg_add(&r->agg, st, EDDY_ROUTE_FILTERED, &e);
+        }
+    }
+    free(feeds);
+    r->waiting--;
+    return EDDY_OK;
+}
+
+bool eddy__push_routed(eddy__push_routing *r, eddy_status st, eddy_route route,
+                       const eddy_error *err) {
+    eddy__push_agg_add(&r->agg, st, route, err);
+    return --r->waiting == 0;
+}
+
 void eddy__push_notify(const eddy_push_observer *obs, const eddy__logger *log, const eddy_event *ev,
                        eddy_status st, eddy_route route, const eddy_error *err) {
     if (!obs || !obs->observe)

@@ -76,6 +76,31 @@ void eddy__push_agg_add(eddy__push_agg *a, eddy_status st, eddy_route route, con
  * DELIVERED when any delivered it, FILTERED otherwise. err (may be NULL) gets the detail. */
 eddy_status eddy__push_agg_result(const eddy__push_agg *a, eddy_route *route, eddy_error *err);
 
+/* One event routed over a model's feeds: the outcomes so far and the answers still to come. */
+typedef struct eddy__push_routing {
+    eddy__push_agg agg;
+    int waiting;
+} eddy__push_routing;
+
+/* The front end's side of a model: its domain feeds' calls. route sends ev through feed and
+ * answers through eddy__push_routed, at once (blocking) or later (reactive), returning EDDY_OK;
+ * or it refuses up front with an error in err, which is then the feed's answer. */
+typedef struct eddy__push_model_ops {
+    bool (*has_projection)(void *feed);
+    eddy_status (*route)(void *feed, const eddy_event *ev, const eddy_event_meta *meta,
+                         eddy__push_routing *r, eddy_error *err);
+} eddy__push_model_ops;
+
+/* Routes ev to every feed of m with a projection (feeds without one are skipped), r gathering
+ * the answers: when r->waiting is 0 on return every feed has answered, else the last
+ * eddy__push_routed says so. EDDY_ERR_NOMEM (err) when nothing could be routed. */
+eddy_status eddy__push_route_all(eddy__push_model *m, const eddy__push_model_ops *ops,
+                                 const eddy_event *ev, const eddy_event_meta *meta,
+                                 eddy__push_routing *r, eddy_error *err);
+/* One feed's answer to eddy__push_route_all (err may be NULL): true when it was the last. */
+bool eddy__push_routed(eddy__push_routing *r, eddy_status st, eddy_route route,
+                       const eddy_error *err);
+
 /* Tells obs (may be NULL, or without observe) the outcome; an error it returns is logged to log
  * and changes nothing. Call it outside every lock. */
 void eddy__push_notify(const eddy_push_observer *obs, const eddy__logger *log, const eddy_event *ev,

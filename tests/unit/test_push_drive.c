@@ -335,3 +335,63 @@ Test(push_drive, sampling_reports_each_catching_source_without_waking) {
     cr_expect_eq(f->reports, reports, "no figures: nothing to report");
     fake_free(f);
 }
+
+/* ---- the model's routing over its feeds ------------------------------------------------------ */
+
+/* Each stand-in feed says how it answers: 'd' delivers at once, 'l' answers later, 'r' refuses
+ * up front, 'n' has no projection. */
+static eddy__push_routing *later; /* the routing a later answer goes to */
+
+static bool model_has_projection(void *kind) { return *(char *)kind != 'n'; }
+static eddy_status model_route(void *kind, const eddy_event *ev, const eddy_event_meta *meta,
+                               eddy__push_routing *r, eddy_error *err) {
+    (void)ev, (void)meta;
+    switch (*(char *)kind) {
+    case 'd':
+        cr_expect_not(eddy__push_routed(r, EDDY_OK, EDDY_ROUTE_DELIVERED, NULL),
+                      "an answer during routing is never the last");
+        return EDDY_OK;
+    case 'l':
+        later = r;
+        return EDDY_OK;
+    default:
+        err->status = EDDY_ERR_ILLEGAL_STATE;
+        snprintf(err->detail, sizeof(err->detail), "refused");
+        return EDDY_ERR_ILLEGAL_STATE;
+    }
+}
+static const eddy__push_model_ops model_ops = {model_has_projection, model_route};
+
+static eddy__push_model *model_of(const char *kinds) {
+    static eddy__push_model m;
+    eddy__push_model_init(&m, NULL, NULL, NULL);
+    for (const char *k = kinds; *k; k++)
+        cr_assert_eq(eddy__push_model_add(&m, (void *)k, NULL), EDDY_OK);
+    return &m;
+}
+
+Test(push_drive, routing_waits_for_every_feed_with_a_projection) {
+    eddy__push_model *m = model_of("nld");
+    eddy__push_routing r;
+    later = NULL;
+    cr_assert_eq(eddy__push_route_all(m, &model_ops, NULL, NULL, &r, NULL), EDDY_OK);
+    cr_expect_eq(r.waiting, 1, "the later answer is still to come");
+    cr_assert_not_null(later);
+    cr_expect(eddy__push_routed(later, EDDY_OK, EDDY_ROUTE_DEFERRED, NULL), "the last answer");
+    cr_expect_eq(r.agg.registered, 2, "the feed without a projection is skipped");
+    eddy_route route;
+    cr_expect_eq(eddy__push_agg_result(&r.agg, &route, NULL), EDDY_OK);
+    cr_expect_eq(route, EDDY_ROUTE_DEFERRED);
+    eddy__push_model_destroy(m);
+}
+
+Test(push_drive, a_refusal_up_front_is_the_feeds_answer) {
+    eddy__push_model *m = model_of("dr");
+    eddy__push_routing r;
+    cr_assert_eq(eddy__push_route_all(m, &model_ops, NULL, NULL, &r, NULL), EDDY_OK);
+    cr_expect_eq(r.waiting, 0, "every feed answered during the call");
+    eddy_error e = {0};
+    cr_expect_eq(eddy__push_agg_result(&r.agg, NULL, &e), EDDY_ERR_ILLEGAL_STATE);
+    cr_expect_str_eq(e.detail, "refused");
+    eddy__push_model_destroy(m);
+}
