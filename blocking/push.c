@@ -157,7 +157,10 @@ static void leave(void *fe, const eddy_push_progress *p, bool changed) {
     if (changed)
         wake(ps);
 }
-static const eddy__push_ops ops = {reg, stats, has_projection, refuses, follow, enter, leave, NULL};
+
+static eddy_status start_one(void *fe, eddy__push_source *src, void *arg, eddy_error *err);
+static const eddy__push_ops ops = {reg,   stats, has_projection, refuses,  follow,
+                                   enter, leave, NULL,           start_one};
 
 static void deadline_in(struct timespec *ts, long long ms) {
     clock_gettime(CLOCK_REALTIME, ts);
@@ -284,9 +287,11 @@ static void *catch_up_main(void *arg) {
 }
 
 /* Registers the source's projection, then catches up here (foreground) or on its own thread
- * (background). */
-static eddy_status start_one(eddy_push_sources *ps, eddy__push_source *src, eddy_error *err) {
+ * (background) (eddy__push_ops' start). */
+static eddy_status start_one(void *fe, eddy__push_source *src, void *arg, eddy_error *err) {
+    eddy_push_sources *ps = fe;
     bsrc *b = src->fe;
+    (void)arg;
     eddy_status st = eddy__push_begin(&ps->set, src, err);
     if (st != EDDY_OK)
         return st;
@@ -326,9 +331,7 @@ eddy_status eddy_push_sources_add(eddy_push_sources *ps, const eddy_push_source_
         free(b);
         return st;
     }
-    if (ps->set.opts.mode == EDDY_PUSH_AUTOMATIC && eddy__push_set_claim_one(&ps->set, src))
-        return start_one(ps, src, err);
-    return EDDY_OK;
+    return eddy__push_start_added(&ps->set, src, NULL, err);
 }
 
 eddy_status eddy_push_sources_start_all(eddy_push_sources *ps, const char ***ids, size_t *n,
@@ -344,20 +347,11 @@ eddy_status eddy_push_sources_start_all(eddy_push_sources *ps, const char ***ids
     eddy_status st = eddy__push_claim_all(&ps->set, &v, &k, ids, err);
     if (st != EDDY_OK)
         return st;
-    eddy_status first = EDDY_OK;
-    for (size_t i = 0; i < k; i++) {
-        eddy_error e = {EDDY_OK, ""};
-        st = start_one(ps, v[i], &e);
-        if (st != EDDY_OK && first == EDDY_OK) {
-            first = st;
-            if (err)
-                *err = e;
-        }
-    }
+    st = eddy__push_start_each(&ps->set, v, k, NULL, err);
     if (n)
         *n = k;
     free(v);
-    return first;
+    return st;
 }
 
 eddy_status eddy_push_sources_stats(eddy_push_sources *ps, const char *id,

@@ -262,8 +262,9 @@ static void leave(void *fe, const eddy_push_progress *p, bool changed) {
         ps->set.opts.progress(p, ps->set.opts.progress_user);
 }
 static bool closing(void *fe) { return ((eddy_rpush_sources *)fe)->closing; }
-static const eddy__push_ops ops = {reg,    stats, has_projection, refuses,
-                                   follow, enter, leave,          closing};
+static eddy_status start_one(void *fe, eddy__push_source *src, void *arg, eddy_error *err);
+static const eddy__push_ops ops = {reg,   stats, has_projection, refuses,  follow,
+                                   enter, leave, closing,        start_one};
 
 static void rreq_unlink(rreq *r) {
     for (rreq **pp = &r->ps->pending; *pp; pp = &(*pp)->next)
@@ -427,11 +428,11 @@ static void caught_up(eddy_status st, const eddy_error *err, void *user) {
     landed(ps);
 }
 
-/* Registers the source's projection and begins its catch-up (or go-live). r (may be NULL)
- * waits for the catch-up when the start is in the foreground. Returns the registration's or
- * the up-front refusal's status. */
-static eddy_status start_one(eddy_rpush_sources *ps, eddy__push_source *src, rreq *r,
-                             eddy_error *err) {
+/* Registers the source's projection and begins its catch-up (or go-live) (eddy__push_ops'
+ * start). r (the rreq) waits for the catch-up when the start is in the foreground. Returns the
+ * registration's or the up-front refusal's status. */
+static eddy_status start_one(void *fe, eddy__push_source *src, void *r, eddy_error *err) {
+    eddy_rpush_sources *ps = fe;
     rsrc *b = src->fe;
     eddy_error e = {EDDY_OK, ""};
     eddy_status st = eddy__push_begin(&ps->set, src, err);
@@ -449,7 +450,7 @@ static eddy_status start_one(eddy_rpush_sources *ps, eddy__push_source *src, rre
     ps->inflight++;
     if (r && ps->set.opts.startup == EDDY_PUSH_FOREGROUND) {
         b->req = r;
-        r->remaining++;
+        b->req->remaining++;
     }
     return EDDY_OK;
 }
@@ -526,13 +527,10 @@ static eddy_status add_source(eddy_rpush_sources *ps, const eddy_rpush_source_sp
     }
     ps->inflight++;
     r->remaining++; /* the readiness */
-    if (ps->set.opts.mode == EDDY_PUSH_AUTOMATIC && eddy__push_set_claim_one(&ps->set, src)) {
-        eddy_error e = {EDDY_OK, ""};
-        st = start_one(ps, src, r, &e);
-        if (st != EDDY_OK && !ps->closing) {
-            r->st = st;
-            r->err = e;
-        }
+    eddy_error e = {EDDY_OK, ""};
+    if ((st = eddy__push_start_added(&ps->set, src, r, &e)) != EDDY_OK && !ps->closing) {
+        r->st = st;
+        r->err = e;
     }
     if (!ps->closing)                /* else free completed r already */
         rreq_part(r, EDDY_OK, NULL); /* the call's own part */
@@ -558,12 +556,10 @@ eddy_status eddy_rpush_sources_start_all(eddy_rpush_sources *ps, eddy_rpush_star
     }
     r->n = k;
     ps->inflight++; /* the progress callback may free the sources */
-    for (size_t i = 0; i < k && !ps->closing; i++) {
-        eddy_error e = {EDDY_OK, ""};
-        if (start_one(ps, v[i], r, &e) != EDDY_OK && !ps->closing && r->st == EDDY_OK) {
-            r->st = e.status;
-            r->err = e;
-        }
+    eddy_error e = {EDDY_OK, ""};
+    if ((st = eddy__push_start_each(&ps->set, v, k, r, &e)) != EDDY_OK && !ps->closing) {
+        r->st = st;
+        r->err = e;
     }
     free(v);
     if (!ps->closing)                /* else free completed r already */

@@ -686,6 +686,28 @@ void eddy__push_caught_up(eddy__push_set *s, eddy__push_source *src, eddy_status
         eddy__push_follow(s, src);
 }
 
+eddy_status eddy__push_start_each(eddy__push_set *s, eddy__push_source *const *srcs, size_t n,
+                                  void *arg, eddy_error *first_err) {
+    eddy_status first = EDDY_OK;
+    for (size_t i = 0; i < n && !closing(s); i++) {
+        eddy_error e = {EDDY_OK, ""};
+        eddy_status st = s->ops->start(s->fe, srcs[i], arg, &e);
+        if (st != EDDY_OK && first == EDDY_OK && !closing(s)) {
+            first = st;
+            if (first_err)
+                *first_err = e;
+        }
+    }
+    return first;
+}
+
+eddy_status eddy__push_start_added(eddy__push_set *s, eddy__push_source *src, void *arg,
+                                   eddy_error *err) {
+    if (s->opts.mode == EDDY_PUSH_AUTOMATIC && eddy__push_set_claim_one(s, src))
+        return s->ops->start(s->fe, src, arg, err);
+    return EDDY_OK;
+}
+
 bool eddy__push_sample_all(eddy__push_set *s) {
     eddy__push_source **v;
     size_t n;

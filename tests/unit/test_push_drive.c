@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "error.h"
 #include "store/push.h"
 
 /* ---- a fake front end ------------------------------------------------------------------- */
@@ -22,11 +23,15 @@ typedef struct fake {
     bool close_on_report; /* the progress callback frees the sources */
     /* What it saw. */
     int registered, resumes, pauses, reports, changes, observed, depth, max_depth;
+    int starts;
+    const char *refuse_from; /* the starts of this source and those after it fail */
+    bool close_on_start;     /* a start frees the sources */
     bool closing;
     eddy_push_state last_reported;
 } fake;
 
-static fake *the; /* the ops' feed callbacks have no front-end argument */
+static fake *the;  /* the ops' feed callbacks have no front-end argument */
+static int a_feed; /* a stand-in: the core never dereferences a feed */
 
 static eddy_status reg(void *feed, const char *id, const eddy_projection *projection,
                        const eddy_filter *filter, eddy_error *err) {
@@ -77,8 +82,17 @@ static void leave(void *fe, const eddy_push_progress *p, bool changed) {
     f->changes += changed;
 }
 static bool closing(void *fe) { return ((fake *)fe)->closing; }
-static const eddy__push_ops ops = {reg,    stats, has_projection, refuses,
-                                   follow, enter, leave,          closing};
+static eddy_status start(void *fe, eddy__push_source *src, void *arg, eddy_error *err) {
+    fake *f = fe;
+    cr_expect_eq(arg, &a_feed, "the caller's arg is passed through");
+    f->starts++;
+    f->closing |= f->close_on_start;
+    if (f->refuse_from && strcmp(src->id, f->refuse_from) >= 0)
+        return eddy__fail(err, EDDY_ERR_BACKEND, "start of %s refused", src->id);
+    return EDDY_OK;
+}
+static const eddy__push_ops ops = {reg,   stats, has_projection, refuses, follow,
+                                   enter, leave, closing,        start};
 
 static eddy_status observe(const eddy_event *ev, eddy_status st, eddy_route route,
                            const eddy_error *err, void *user) {
@@ -92,8 +106,6 @@ static eddy_status noop_apply(void *event, const eddy_event_meta *meta, eddy_err
     (void)event, (void)meta, (void)err, (void)user;
     return EDDY_OK;
 }
-
-static int feed; /* a stand-in: the core never dereferences a feed */
 
 static fake *fake_new(void) {
     fake *f = calloc(1, sizeof(*f));
@@ -121,7 +133,7 @@ static eddy__push_source *add(fake *f, const char *id) {
     p.apply = noop_apply;
     eddy__push_source *src = NULL;
     eddy_error err = {0};
-    cr_assert_eq(eddy__push_set_add(&f->set, id, &feed, &p, NULL, "orders.events", "view", false,
+    cr_assert_eq(eddy__push_set_add(&f->set, id, &a_feed, &p, NULL, "orders.events", "view", false,
                                     &src, &err),
                  EDDY_OK, "%s", err.detail);
     return src;
@@ -217,6 +229,43 @@ Test(push_drive, unknown_mode_or_startup_is_refused) {
     eddy_push_options_init(&o);
     o.startup = (eddy_push_startup)42;
     cr_expect_eq(eddy__push_check_options(&o, NULL), EDDY_ERR_INVALID_SPEC);
+}
+
+Test(push_drive, start_each_tries_every_source_and_keeps_the_first_failure) {
+    fake *f = fake_new();
+    eddy__push_source *v[3] = {add(f, "a"), add(f, "b"), add(f, "c")};
+    f->refuse_from = "b";
+    eddy_error e = {0};
+    cr_expect_eq(eddy__push_start_each(&f->set, v, 3, &a_feed, &e), EDDY_ERR_BACKEND);
+    cr_expect_eq(f->starts, 3, "a failure does not stop the others");
+    cr_expect_str_eq(e.detail, "start of b refused", "the first failure is kept");
+    fake_free(f);
+}
+
+Test(push_drive, start_each_stops_once_the_sources_are_freed) {
+    fake *f = fake_new();
+    eddy__push_source *v[2] = {add(f, "a"), add(f, "b")};
+    f->close_on_start = true;
+    f->refuse_from = "a";
+    eddy_error e = {0};
+    cr_expect_eq(eddy__push_start_each(&f->set, v, 2, &a_feed, &e), EDDY_OK,
+                 "a failure after the sources were freed is nobody's news");
+    cr_expect_eq(f->starts, 1);
+    fake_free(f);
+}
+
+Test(push_drive, an_added_source_starts_at_once_only_in_automatic_mode) {
+    fake *f = fake_new();
+    eddy__push_source *a = add(f, "a");
+    cr_expect_eq(eddy__push_start_added(&f->set, a, &a_feed, NULL), EDDY_OK);
+    cr_expect_eq(f->starts, 1, "automatic is the default");
+    cr_expect_eq(eddy__push_start_added(&f->set, a, &a_feed, NULL), EDDY_OK);
+    cr_expect_eq(f->starts, 1, "claimed already: never started twice");
+    f->set.opts.mode = EDDY_PUSH_MANUAL;
+    eddy__push_source *b = add(f, "b");
+    cr_expect_eq(eddy__push_start_added(&f->set, b, &a_feed, NULL), EDDY_OK);
+    cr_expect_eq(f->starts, 1, "manual: start-all starts it");
+    fake_free(f);
 }
 
 /* ---- deliveries ---------------------------------------------------------------------------- */
