@@ -239,7 +239,6 @@ void eddy_push_sources_free(eddy_push_sources *ps) {
         bsrc *b = ps->set.v[i]->fe;
         if (b && b->has_thread)
             pthread_join(b->thread, NULL);
-        free(b);
     }
     eddy__push_set_destroy(&ps->set);
     eddy_cancel_free(ps->cancel);
@@ -310,25 +309,18 @@ eddy_status eddy_push_sources_add(eddy_push_sources *ps, const eddy_push_source_
                                   eddy_error *err) {
     if (!ps || !spec)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "sources or spec is NULL");
-    bsrc *b = calloc(1, sizeof(*b));
-    if (!b)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory adding a push source");
     eddy__push_source *src;
-    eddy_status st =
-        eddy__push_set_add(&ps->set, spec->id, spec->feed, &spec->projection, spec->filter,
-                           spec->subject, spec->group, spec->go_live, &src, err);
-    if (st != EDDY_OK) {
-        free(b);
+    eddy_subscription_spec sub;
+    eddy_status st = eddy__push_add(&ps->set, spec->id, spec->feed, &spec->projection, spec->filter,
+                                    spec->subject, spec->group, spec->go_live, sizeof(bsrc),
+                                    push_handler, &sub, &src, err);
+    if (st != EDDY_OK)
         return st;
-    }
+    bsrc *b = src->fe;
     b->ps = ps;
     b->src = src;
-    src->fe = b;
-    eddy_subscription_spec sub;
-    eddy__push_sub_spec(src, push_handler, b, &sub); /* paused until registered */
     if ((st = eddy_bus_subscribe(ps->bus, &sub, err)) != EDDY_OK) {
         eddy__push_set_drop_last(&ps->set, src);
-        free(b);
         return st;
     }
     return eddy__push_start_added(&ps->set, src, NULL, err);

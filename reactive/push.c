@@ -228,8 +228,6 @@ typedef struct rroute {
 } rroute;
 
 static void release(eddy_rpush_sources *ps) {
-    for (size_t i = 0; i < ps->set.n; i++)
-        free(ps->set.v[i]->fe);
     eddy__push_set_destroy(&ps->set);
     free(ps);
 }
@@ -487,41 +485,32 @@ eddy_status eddy_rpush_sources_add(eddy_rpush_sources *ps, const eddy_rpush_sour
 
 static eddy_status add_source(eddy_rpush_sources *ps, const eddy_rpush_source_spec *spec,
                               eddy_rpush_done_fn done, void *user, eddy_error *err) {
-    eddy_status st;
-    rsrc *b = calloc(1, sizeof(*b));
     ready_ctx *rc = calloc(1, sizeof(*rc));
-    if (!b || !rc) {
-        free(b);
-        free(rc);
+    if (!rc)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory adding a push source");
-    }
     eddy__push_source *src;
-    st = eddy__push_set_add(&ps->set, spec->id, spec->feed, &spec->projection, spec->filter,
-                            spec->subject, spec->group, spec->go_live, &src, err);
+    eddy_subscription_spec sub;
+    eddy_status st = eddy__push_add(&ps->set, spec->id, spec->feed, &spec->projection, spec->filter,
+                                    spec->subject, spec->group, spec->go_live, sizeof(rsrc),
+                                    rpush_handler, &sub, &src, err);
+    rreq *r = st == EDDY_OK ? rreq_new(ps, done, NULL, user) : NULL;
+    if (st == EDDY_OK && !r) {
+        eddy__push_set_drop_last(&ps->set, src);
+        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory adding a push source");
+    }
     if (st != EDDY_OK) {
-        free(b);
         free(rc);
         return st;
     }
+    rsrc *b = src->fe;
     b->ps = ps;
     b->src = src;
-    src->fe = b;
-    rreq *r = rreq_new(ps, done, NULL, user);
-    if (!r) {
-        eddy__push_set_drop_last(&ps->set, src);
-        free(b);
-        free(rc);
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory adding a push source");
-    }
-    eddy_subscription_spec sub;
-    eddy__push_sub_spec(src, rpush_handler, b, &sub); /* paused until registered */
     rc->ps = ps;
     rc->r = r;
     if ((st = eddy_rbus_subscribe_ready(ps->bus, &sub, on_ready, rc, err)) != EDDY_OK) {
         rreq_unlink(r);
         free(r);
         eddy__push_set_drop_last(&ps->set, src);
-        free(b);
         free(rc);
         return st;
     }

@@ -215,6 +215,7 @@ static void source_free(eddy__push_source *src) {
     free(src->group);
     free(src->sub_name);
     eddy_filter_free(src->filter);
+    free(src->fe);
     free(src);
 }
 
@@ -282,6 +283,27 @@ eddy_status eddy__push_set_add(eddy__push_set *s, const char *id, void *feed,
         source_free(src);
         return st;
     }
+    *out = src;
+    return EDDY_OK;
+}
+
+eddy_status eddy__push_add(eddy__push_set *s, const char *id, void *feed,
+                           const eddy_projection *projection, const eddy_filter *filter,
+                           const char *subject, const char *group, bool go_live, size_t fe_size,
+                           eddy_handler_fn handler, eddy_subscription_spec *sub,
+                           eddy__push_source **out, eddy_error *err) {
+    void *fe = calloc(1, fe_size);
+    if (!fe)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory adding a push source");
+    eddy__push_source *src;
+    eddy_status st =
+        eddy__push_set_add(s, id, feed, projection, filter, subject, group, go_live, &src, err);
+    if (st != EDDY_OK) {
+        free(fe);
+        return st;
+    }
+    src->fe = fe;
+    eddy__push_sub_spec(src, handler, fe, sub); /* paused until registered */
     *out = src;
     return EDDY_OK;
 }

@@ -119,7 +119,7 @@ typedef struct eddy__push_source {
     eddy_projection projection;
     eddy_filter *filter; /* owned copy; NULL: every event */
     bool go_live;
-    void *fe; /* the front end's record for this source */
+    void *fe; /* the front end's record for this source (freed with it) */
     /* Under the set's lock. */
     bool claimed; /* taken by an automatic add or a start-all: never started again */
     eddy_push_state state;
@@ -173,7 +173,7 @@ eddy_status eddy__push_check_options(const eddy_push_options *opts, eddy_error *
 eddy_status eddy__push_set_init(eddy__push_set *s, const eddy_push_options *opts);
 /* Gives the drive (below) the front end's calls; ops lives as the set, fe is the front end's. */
 void eddy__push_set_bind(eddy__push_set *s, const eddy__push_ops *ops, void *fe);
-/* Frees every source (not the front ends' records). */
+/* Frees every source and its front-end record. */
 void eddy__push_set_destroy(eddy__push_set *s);
 
 /* Checks and copies a source: EDDY_ERR_INVALID_SPEC for a missing id, feed, apply, subject or
@@ -183,6 +183,15 @@ eddy_status eddy__push_set_add(eddy__push_set *s, const char *id, void *feed,
                                const eddy_projection *projection, const eddy_filter *filter,
                                const char *subject, const char *group, bool go_live,
                                eddy__push_source **out, eddy_error *err);
+/* The front ends' add: eddy__push_set_add, with a zeroed record of fe_size bytes for the front
+ * end in src->fe (freed with the source) and the source's subscription in *sub
+ * (eddy__push_sub_spec, with handler and src->fe as its user). When subscribing fails, the
+ * front end undoes the add with eddy__push_set_drop_last. */
+eddy_status eddy__push_add(eddy__push_set *s, const char *id, void *feed,
+                           const eddy_projection *projection, const eddy_filter *filter,
+                           const char *subject, const char *group, bool go_live, size_t fe_size,
+                           eddy_handler_fn handler, eddy_subscription_spec *sub,
+                           eddy__push_source **out, eddy_error *err);
 /* Removes the last source added (its subscription failed). */
 void eddy__push_set_drop_last(eddy__push_set *s, eddy__push_source *src);
 /* The source with this id, or NULL. */

@@ -219,6 +219,36 @@ Test(push_drive, claim_all_lists_the_ids_in_order_once) {
     fake_free(f);
 }
 
+static eddy_status a_handler(eddy_delivery *d, void *user) {
+    (void)d, (void)user;
+    return EDDY_OK;
+}
+
+Test(push_drive, add_gives_the_front_end_a_record_and_the_subscription) {
+    fake *f = fake_new();
+    eddy_projection p;
+    memset(&p, 0, sizeof(p));
+    p.apply = noop_apply;
+    eddy_subscription_spec sub;
+    eddy__push_source *src = NULL;
+    cr_assert_eq(eddy__push_add(&f->set, "a", &a_feed, &p, NULL, "orders.events", "view", false, 64,
+                                a_handler, &sub, &src, NULL),
+                 EDDY_OK);
+    cr_assert_not_null(src->fe);
+    static const char zero[64];
+    cr_expect_eq(memcmp(src->fe, zero, sizeof(zero)), 0, "the record starts zeroed");
+    cr_expect_eq(sub.user, src->fe, "the handler gets the front end's record");
+    cr_expect_eq(sub.handler, a_handler);
+    cr_expect(sub.paused, "paused until its projection is registered");
+    cr_expect_str_eq(sub.name, "push.a");
+    eddy__push_source *again = NULL;
+    cr_expect_eq(eddy__push_add(&f->set, "a", &a_feed, &p, NULL, "orders.events", "view", false, 64,
+                                a_handler, &sub, &again, NULL),
+                 EDDY_ERR_INVALID_ARGUMENT, "an id added already");
+    cr_expect_null(again);
+    fake_free(f);
+}
+
 Test(push_drive, unknown_mode_or_startup_is_refused) {
     eddy_push_options o;
     eddy_push_options_init(&o);
