@@ -220,11 +220,11 @@ bool eddy__push_admits(eddy__push_set *s, eddy__push_source *src);
 
 /* The subscription's pause state follows the source's: it consumes only while the source routes
  * (CATCHING_UP or LIVE, as eddy__push_admits). A source subscribes paused (eddy__push_sub_spec),
- * so nothing is read, and nothing handed back, before its projection is registered: the front
- * end resumes the subscription after the registration (manual mode: start-all; automatic: the
+ * so nothing is read, and nothing handed back, before its projection is registered: the drive
+ * resumes the subscription after the registration (manual mode: start-all; automatic: the
  * add). A source that fails pauses it: it stops consuming, and the broker keeps its messages
- * for the feed that replaces it. Front ends call eddy_bus_pause/eddy_bus_resume (or the rbus
- * ones) with src->sub_name after every state change, as this says. */
+ * for the feed that replaces it. The drive applies this after every state change
+ * (eddy__push_follow, through the front end's pause/resume). */
 bool eddy__push_consuming(eddy_push_state state);
 
 /* The source's subscription: "push.<id>", Competing on the source's subject and group,
