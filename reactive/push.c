@@ -218,7 +218,8 @@ struct rreq {
 struct rsrc {
     eddy_rpush_sources *ps;
     eddy__push_source *src;
-    rreq *req; /* the request waiting for its catch-up (foreground), or NULL */
+    rreq *req;   /* the request waiting for its catch-up (foreground), or NULL */
+    rreq *added; /* the add waiting for the subscription's readiness */
 };
 
 typedef struct rroute {
@@ -453,17 +454,12 @@ static eddy_status start_one(void *fe, eddy__push_source *src, void *r, eddy_err
     return EDDY_OK;
 }
 
-typedef struct ready_ctx {
-    eddy_rpush_sources *ps;
-    rreq *r;
-} ready_ctx;
-
+/* The subscription is ready (or not): the add waiting for it gets its part. */
 static void on_ready(eddy_status st, const eddy_error *err, void *user) {
-    ready_ctx *rc = user;
-    eddy_rpush_sources *ps = rc->ps;
+    rsrc *b = user;
+    eddy_rpush_sources *ps = b->ps;
     if (!ps->closing)
-        rreq_part(rc->r, st, err);
-    free(rc);
+        rreq_part(b->added, st, err);
     landed(ps);
 }
 
@@ -485,33 +481,26 @@ eddy_status eddy_rpush_sources_add(eddy_rpush_sources *ps, const eddy_rpush_sour
 
 static eddy_status add_source(eddy_rpush_sources *ps, const eddy_rpush_source_spec *spec,
                               eddy_rpush_done_fn done, void *user, eddy_error *err) {
-    ready_ctx *rc = calloc(1, sizeof(*rc));
-    if (!rc)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory adding a push source");
     eddy__push_source *src;
     eddy_subscription_spec sub;
     eddy_status st = eddy__push_add(&ps->set, spec->id, spec->feed, &spec->projection, spec->filter,
                                     spec->subject, spec->group, spec->go_live, sizeof(rsrc),
                                     rpush_handler, &sub, &src, err);
-    rreq *r = st == EDDY_OK ? rreq_new(ps, done, NULL, user) : NULL;
-    if (st == EDDY_OK && !r) {
-        eddy__push_set_drop_last(&ps->set, src);
-        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory adding a push source");
-    }
-    if (st != EDDY_OK) {
-        free(rc);
+    if (st != EDDY_OK)
         return st;
+    rreq *r = rreq_new(ps, done, NULL, user);
+    if (!r) {
+        eddy__push_set_drop_last(&ps->set, src);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory adding a push source");
     }
     rsrc *b = src->fe;
     b->ps = ps;
     b->src = src;
-    rc->ps = ps;
-    rc->r = r;
-    if ((st = eddy_rbus_subscribe_ready(ps->bus, &sub, on_ready, rc, err)) != EDDY_OK) {
+    b->added = r;
+    if ((st = eddy_rbus_subscribe_ready(ps->bus, &sub, on_ready, b, err)) != EDDY_OK) {
         rreq_unlink(r);
         free(r);
         eddy__push_set_drop_last(&ps->set, src);
-        free(rc);
         return st;
     }
     ps->inflight++;
