@@ -39,10 +39,7 @@ enum { FREE_NONE, FREE_DEFERRED, FREE_WAITING };
 struct eddy_feed {
     eddy__feed *core;
     eddy_store *store;
-    eddy_projection proj;
     eddy_checkpoints ckpt;
-    eddy__model *model;    /* cfg.writes: the model kept in Redis, or NULL */
-    eddy_writes page;      /* with a model: the write sets of the replay page being read */
     pthread_mutex_t wlock; /* waiters' state, calls, free_state */
     pthread_cond_t wcond;
     unsigned calls;
@@ -151,8 +148,6 @@ static void copy_err(eddy_error *dst, eddy_status st, const eddy_error *src) {
 
 static void destroy(eddy_feed *feed) {
     eddy__feed_free(feed->core);
-    eddy__writes_reset(&feed->page);
-    eddy__model_free(feed->model);
     pthread_cond_destroy(&feed->wcond);
     pthread_mutex_destroy(&feed->wlock);
     free(feed);
@@ -190,60 +185,39 @@ static void leave(eddy_feed *feed) {
 
 /* A fired cancel handle is told to the core before a step's outcome is reported, so a step that
  * failed because its thread was cancelled is not recorded as the feed's failure. */
-static void note_cancel(eddy_feed *feed, eddy__feed_run *run, eddy_cancel *cancel, bool *noted) {
-    if (!*noted && eddy_cancel_fired(cancel)) {
-        *noted = true;
-        eddy__feed_run_cancel(feed->core, run);
+typedef struct drive_ctx {
+    eddy_feed *feed;
+    eddy__feed_run *run;
+    eddy_cancel *cancel;
+    bool noted;
+} drive_ctx;
+
+static void note_cancel(void *ctx) {
+    drive_ctx *dc = ctx;
+    if (!dc->noted && eddy_cancel_fired(dc->cancel)) {
+        dc->noted = true;
+        eddy__feed_run_cancel(dc->feed->core, dc->run);
     }
 }
 
-/* Applies one held or live event: the projection's apply, or with a model kept in Redis its
- * write set committed on its own. */
+/* Applies one held or live event; with a model kept in Redis its write set commits alone. */
 static eddy_status apply_one(eddy_feed *feed, void *event, const eddy_event_meta *meta,
                              eddy_error *err) {
-    if (!feed->model)
-        return feed->proj.apply(event, meta, err, feed->proj.user);
+    const eddy__model *m = eddy__feed_model(feed->core);
     eddy_writes w;
-    eddy__writes_init(&w, feed->model);
-    eddy_status st = eddy__model_gather(feed->model, &w, event, meta, err);
-    if (st == EDDY_OK)
-        st = eddy__bmodel_commit(feed->store, feed->model, &w, false, err);
+    eddy__writes_init(&w, m);
+    bool commit;
+    eddy_status st = eddy__feed_apply(feed->core, event, meta, &w, &commit, NULL, err);
+    if (commit)
+        st = eddy__bmodel_commit(feed->store, m, &w, false, err);
     eddy__writes_reset(&w);
     return st;
 }
 
-typedef struct page_ctx {
-    eddy_feed *feed;
-    eddy__feed_run *run;
-    eddy_cancel *cancel;
-    bool *noted;
-} page_ctx;
-
 static eddy_status page_event(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
-    page_ctx *pc = user;
-    eddy_feed *feed = pc->feed;
-    note_cancel(feed, pc->run, pc->cancel, pc->noted);
-    eddy__feed_step step;
-    switch (eddy__feed_page_event(feed->core, pc->run, ev, meta, &step)) {
-    case EDDY__PAGE_SKIP:
-        return EDDY_OK;
-    case EDDY__PAGE_STOP:
-        return EDDY_ERR_CANCELLED; /* ends the read; the core knows why */
-    case EDDY__PAGE_APPLY:
-        break;
-    }
-    eddy_error aerr = {0};
-    eddy_status st =
-        feed->model ? eddy__model_gather(feed->model, &feed->page, step.event, step.meta, &aerr)
-                    : feed->proj.apply(step.event, step.meta, &aerr, feed->proj.user);
-    note_cancel(feed, pc->run, pc->cancel, pc->noted);
-    st = eddy__feed_replay_applied(feed->core, pc->run, st, &aerr);
-    return st;
-}
-
-static eddy_status callback_status(eddy_status (*fn)(eddy_error *, void *), eddy_error *err,
-                                   void *user) {
-    return fn ? fn(err, user) : EDDY_OK;
+    drive_ctx *dc = user;
+    eddy__feed_calls calls = {NULL, NULL, note_cancel, dc};
+    return eddy__feed_page_apply(dc->feed->core, dc->run, ev, meta, &calls);
 }
 
 static void sleep_ms(unsigned ms) {
@@ -258,27 +232,30 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
     const char *id = eddy__feed_id(core);
     frame fr;
     frame_push(&fr, feed);
-    bool noted = false;
-    eddy_status result = EDDY_OK;
+    drive_ctx dc = {feed, run, cancel, false};
+    eddy__feed_calls calls = {NULL, NULL, note_cancel, &dc};
     for (;;) {
-        note_cancel(feed, run, cancel, &noted);
+        note_cancel(&dc);
         sync_reset(feed, w);
         eddy__feed_step step;
         eddy__feed_out out;
         eddy__feed_out_init(&out);
         eddy__feed_run_next(core, run, eddy__mono_ms(), &step, &out);
         flush(feed, &out);
+        if (eddy__feed_run_user_step(core, run, &step, &calls, &out)) {
+            flush(feed, &out);
+            continue;
+        }
         eddy_error e = {0};
         eddy_status st = EDDY_OK;
         switch (step.kind) {
         case EDDY__STEP_DONE:
-            result = step.st;
             copy_err(err, step.st, &step.err);
             frame_pop(&fr);
-            return result;
+            return step.st;
         case EDDY__STEP_WAIT:
-            if (wait_for(feed, w, noted ? NULL : cancel)) {
-                noted = true;
+            if (wait_for(feed, w, dc.noted ? NULL : cancel)) {
+                dc.noted = true;
                 if (eddy__feed_run_cancel(core, run))
                     wait_for(feed, w, NULL); /* resumed already: its completion is coming */
             }
@@ -286,64 +263,40 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
         case EDDY__STEP_MARKER_EXISTS: {
             bool exists = false;
             st = feed->ckpt.ops->exists(feed->ckpt.self, id, &exists, &e);
-            note_cancel(feed, run, cancel, &noted);
+            note_cancel(&dc);
             eddy__feed_marker_checked(core, run, st, exists, &e);
             break;
         }
-        case EDDY__STEP_STARTED:
-            st = callback_status(feed->proj.replay_started, &e, feed->proj.user);
-            note_cancel(feed, run, cancel, &noted);
-            eddy__feed_step_done(core, run, st, &e, &out);
-            break;
-        case EDDY__STEP_COMPLETED:
-            st = callback_status(feed->proj.replay_completed, &e, feed->proj.user);
-            note_cancel(feed, run, cancel, &noted);
-            eddy__feed_step_done(core, run, st, &e, &out);
-            break;
-        case EDDY__STEP_ABANDONED:
-            if (feed->proj.replay_abandoned)
-                feed->proj.replay_abandoned(feed->proj.user);
-            eddy__feed_step_done(core, run, EDDY_OK, NULL, &out);
-            break;
-        case EDDY__STEP_POSITION: {
+        case EDDY__STEP_POSITION: { /* the model's: the projection's ran as a user step */
             long long at = 0;
-            st = feed->model ? eddy_store_model_position(feed->store, id, &at, &e)
-                             : feed->proj.position(&at, &e, feed->proj.user);
-            note_cancel(feed, run, cancel, &noted);
+            st = eddy_store_model_position(feed->store, id, &at, &e);
+            note_cancel(&dc);
             eddy__feed_position_read(core, run, st, at, &e);
             break;
         }
         case EDDY__STEP_READ_HEAD: {
             long long head = 0;
             st = eddy_store_head(feed->store, &head, &e);
-            note_cancel(feed, run, cancel, &noted);
+            note_cancel(&dc);
             eddy__feed_head_read(core, run, st, head, &e);
             break;
         }
         case EDDY__STEP_READ_PAGE: {
-            page_ctx pc = {feed, run, cancel, &noted};
             long long next = step.position;
-            if (feed->model)
-                eddy__writes_clear(&feed->page);
             /* No filter here: the core matches each stored event (eddy__feed_page_event). */
-            st = eddy_store_read_page(feed->store, step.position, step.max, NULL, page_event, &pc,
+            st = eddy_store_read_page(feed->store, step.position, step.max, NULL, page_event, &dc,
                                       &next, &e);
-            if (feed->model && feed->page.events > 0) {
-                /* What the page applied commits with its position, even when the read stopped
-                 * midway (a stop, an entry that does not decode). */
+            note_cancel(&dc);
+            const eddy_writes *batch = eddy__feed_page_read(core, run, st, next, &e);
+            if (batch) {
                 eddy_error ce = {0};
-                eddy_status cst =
-                    eddy__bmodel_commit(feed->store, feed->model, &feed->page, true, &ce);
-                if (cst != EDDY_OK && st == EDDY_OK) {
-                    st = cst;
-                    e = ce;
-                }
+                st = eddy__bmodel_commit(feed->store, eddy__feed_model(core), batch, true, &ce);
+                note_cancel(&dc);
+                eddy__feed_page_committed(core, run, st, &ce);
             }
-            note_cancel(feed, run, cancel, &noted);
-            eddy__feed_page_done(core, run, st, next, &e);
             break;
         }
-        case EDDY__STEP_APPLY:
+        case EDDY__STEP_APPLY: /* a model's: its write set commits alone */
             st = apply_one(feed, step.event, step.meta, &e);
             eddy__feed_step_done(core, run, st, &e, &out);
             break;
@@ -359,6 +312,8 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
             eddy__feed_step_done(core, run, st, &e, &out);
             break;
         }
+        default: /* the user's steps ran above */
+            break;
         }
         flush(feed, &out);
     }
@@ -388,15 +343,11 @@ eddy_status eddy_feed_new(eddy_store *store, const eddy_feed_config *cfg, eddy_f
         return st;
     }
     feed->store = store;
-    feed->proj = cfg->projection;
-    eddy_feed_writes_fn writes = eddy__feed_writes(feed->core);
-    if (writes && !(feed->model = eddy__model_new(eddy__bstore_ns(store), cfg->id, writes,
-                                                  feed->proj.user))) {
+    if ((st = eddy__feed_model_new(feed->core, eddy__bstore_ns(store), err)) != EDDY_OK) {
         eddy__feed_free(feed->core);
         free(feed);
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+        return st;
     }
-    eddy__writes_init(&feed->page, feed->model);
     if (cp)
         feed->ckpt = *cp;
     pthread_mutex_init(&feed->wlock, NULL);

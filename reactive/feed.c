@@ -57,10 +57,6 @@ struct rrun {
     struct rrun *next; /* the feed's live runs */
     qitem rq;          /* queues the run's next step: never allocated */
     qitem *fin;        /* queues done; allocated with the call (NULL when done is) */
-    /* With a model kept in Redis: a read page's outcome, kept while its write sets commit. */
-    eddy_status page_st;
-    long long page_next;
-    eddy_error page_err;
 };
 
 typedef struct racc {
@@ -74,7 +70,7 @@ struct eddy_rfeed {
     struct ev_loop *loop;
     eddy__feed *core;
     eddy_rstore *store;
-    eddy_projection proj;
+    eddy__feed_calls calls; /* the user's code the core runs counts in depth */
     eddy_rcheckpoints ckpt;
     bool has_ckpt;
     ev_idle idle;
@@ -87,8 +83,6 @@ struct eddy_rfeed {
      * spare a deferred request's run (allocated before the core is polled, kept when none). */
     rrun frec;
     rrun *spare;
-    eddy__model *model;      /* cfg.writes: the model kept in Redis, or NULL */
-    eddy_writes page;        /* with a model: the write sets of the replay page being read */
     struct rcommit *commits; /* live events' commits in flight (the feed lives until they end) */
     bool direct;             /* complete accepts at once (stop, free) */
     bool closing;
@@ -142,8 +136,6 @@ static void post_resume(eddy_rfeed *feed, rrun *r) {
 static void destroy_if_done(eddy_rfeed *feed) {
     if (feed->closing && feed->depth == 0 && feed->runs == 0 && !feed->commits && !feed->qhead) {
         eddy__feed_free(feed->core);
-        eddy__writes_reset(&feed->page);
-        eddy__model_free(feed->model);
         free(feed->spare);
         free(feed);
     }
@@ -294,36 +286,8 @@ static void poll_deferred(eddy_rfeed *feed) {
 
 /* ---- driving a run ---------------------------------------------------------------------- */
 
-static eddy_status call_status(eddy_rfeed *feed, eddy_status (*fn)(eddy_error *, void *),
-                               eddy_error *e) {
-    if (!fn)
-        return EDDY_OK;
-    feed->depth++;
-    eddy_status st = fn(e, feed->proj.user);
-    feed->depth--;
-    return st;
-}
-
-static eddy_status apply(eddy_rfeed *feed, void *event, const eddy_event_meta *meta,
-                         eddy_error *e) {
-    feed->depth++;
-    eddy_status st = feed->proj.apply(event, meta, e, feed->proj.user);
-    feed->depth--;
-    if (st == EDDY_PENDING)
-        st = eddy__fail(e, EDDY_ERR_ILLEGAL_STATE,
-                        "feed '%s': apply returned EDDY_PENDING, which this feed does not support",
-                        eddy__feed_id(feed->core));
-    return st;
-}
-
-/* With a model kept in Redis: adds the event's write set to w (the user's writes callback). */
-static eddy_status gather(eddy_rfeed *feed, eddy_writes *w, void *event,
-                          const eddy_event_meta *meta, eddy_error *e) {
-    feed->depth++;
-    eddy_status st = eddy__model_gather(feed->model, w, event, meta, e);
-    feed->depth--;
-    return st;
-}
+static void depth_in(void *ctx) { ((eddy_rfeed *)ctx)->depth++; }
+static void depth_out(void *ctx) { ((eddy_rfeed *)ctx)->depth--; }
 
 /* A held or live event's commit in flight (a model kept in Redis). */
 typedef struct rcommit {
@@ -341,7 +305,7 @@ static rcommit *rcommit_new(eddy_rfeed *feed) {
     rcommit *c = calloc(1, sizeof(*c));
     if (c) {
         c->feed = feed;
-        eddy__writes_init(&c->w, feed->model);
+        eddy__writes_init(&c->w, eddy__feed_model(feed->core));
     }
     return c;
 }
@@ -384,54 +348,27 @@ static void on_head(eddy_status st, long long head, const eddy_error *err, void 
 
 static eddy_status page_event(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
     rrun *r = user;
-    eddy_rfeed *feed = r->feed;
-    eddy__feed_step step;
-    switch (eddy__feed_page_event(feed->core, r->run, ev, meta, &step)) {
-    case EDDY__PAGE_SKIP:
-        return EDDY_OK;
-    case EDDY__PAGE_STOP:
-        return EDDY_ERR_CANCELLED; /* ends the page; the core knows why */
-    case EDDY__PAGE_APPLY:
-        break;
-    }
-    eddy_error e = {0};
-    eddy_status st = feed->model ? gather(feed, &feed->page, step.event, step.meta, &e)
-                                 : apply(feed, step.event, step.meta, &e);
-    st = eddy__feed_replay_applied(feed->core, r->run, st, &e);
-    return st;
+    return eddy__feed_page_apply(r->feed->core, r->run, ev, meta, &r->feed->calls);
 }
 
 static void on_page_committed(eddy_status st, const eddy_error *err, void *user) {
     rrun *r = user;
-    if (st != EDDY_OK && r->page_st == EDDY_OK) {
-        r->page_st = st;
-        r->page_err = *err;
-    }
-    eddy__feed_page_done(r->feed->core, r->run, r->page_st, r->page_next,
-                         r->page_st == EDDY_OK ? NULL : &r->page_err);
+    eddy__feed_page_committed(r->feed->core, r->run, st, err);
     async_done(r);
 }
 
 static void on_page(eddy_status st, long long next, const eddy_error *err, void *user) {
     rrun *r = user;
     eddy_rfeed *feed = r->feed;
-    if (feed->model && feed->page.events > 0) {
-        /* What the page applied commits with its position before the page is reported, even
-         * when the read stopped midway (a stop, an entry that does not decode). */
-        r->page_st = st;
-        r->page_next = next;
-        r->page_err = st != EDDY_OK && err ? *err : (eddy_error){.status = st};
+    const eddy_writes *batch = eddy__feed_page_read(feed->core, r->run, st, next, err);
+    if (batch) {
         eddy_error ce = {0};
-        eddy_status cst = eddy__rmodel_commit(feed->store, feed->model, &feed->page, true,
-                                              on_page_committed, r, &ce);
-        if (cst == EDDY_OK)
+        st = eddy__rmodel_commit(feed->store, eddy__feed_model(feed->core), batch, true,
+                                 on_page_committed, r, &ce);
+        if (st == EDDY_OK)
             return;
-        if (st == EDDY_OK) {
-            st = cst;
-            err = &ce;
-        }
+        eddy__feed_page_committed(feed->core, r->run, st, &ce);
     }
-    eddy__feed_page_done(feed->core, r->run, st, next, err);
     async_done(r);
 }
 
@@ -459,10 +396,12 @@ static bool commit_held(rrun *r, void *event, const eddy_event_meta *meta, eddy_
         return false;
     }
     c->r = r;
-    *st = gather(feed, &c->w, event, meta, e);
-    if (*st == EDDY_OK) {
+    bool commit;
+    *st = eddy__feed_apply(feed->core, event, meta, &c->w, &commit, &feed->calls, e);
+    if (commit) {
         r->in_flight = true;
-        *st = eddy__rmodel_commit(feed->store, feed->model, &c->w, false, on_held_committed, c, e);
+        *st = eddy__rmodel_commit(feed->store, eddy__feed_model(feed->core), &c->w, false,
+                                  on_held_committed, c, e);
         if (*st == EDDY_OK)
             return true;
         r->in_flight = false;
@@ -526,6 +465,10 @@ static void drive(rrun *r) {
         eddy__feed_out_init(&out);
         eddy__feed_run_next(core, r->run, eddy__mono_ms(), &step, &out);
         flush(feed, &out);
+        if (eddy__feed_run_user_step(core, r->run, &step, &feed->calls, &out)) {
+            flush(feed, &out);
+            continue;
+        }
         eddy_error e = {0};
         eddy_status st = EDDY_OK;
         switch (step.kind) {
@@ -542,38 +485,13 @@ static void drive(rrun *r) {
             r->in_flight = false;
             eddy__feed_marker_checked(core, r->run, st, false, &e);
             break;
-        case EDDY__STEP_STARTED:
-            st = call_status(feed, feed->proj.replay_started, &e);
-            eddy__feed_step_done(core, r->run, st, &e, &out);
-            break;
-        case EDDY__STEP_POSITION: {
-            if (feed->model) {
-                r->in_flight = true;
-                st = eddy_rstore_model_position(feed->store, id, on_position, r, &e);
-                if (st == EDDY_OK)
-                    return;
-                r->in_flight = false;
-                eddy__feed_position_read(core, r->run, st, 0, &e);
-                break;
-            }
-            long long at = 0;
-            feed->depth++;
-            st = feed->proj.position(&at, &e, feed->proj.user);
-            feed->depth--;
-            eddy__feed_position_read(core, r->run, st, at, &e);
-            break;
-        }
-        case EDDY__STEP_COMPLETED:
-            st = call_status(feed, feed->proj.replay_completed, &e);
-            eddy__feed_step_done(core, r->run, st, &e, &out);
-            break;
-        case EDDY__STEP_ABANDONED:
-            if (feed->proj.replay_abandoned) {
-                feed->depth++;
-                feed->proj.replay_abandoned(feed->proj.user);
-                feed->depth--;
-            }
-            eddy__feed_step_done(core, r->run, EDDY_OK, NULL, &out);
+        case EDDY__STEP_POSITION: /* the model's: the projection's ran as a user step */
+            r->in_flight = true;
+            st = eddy_rstore_model_position(feed->store, id, on_position, r, &e);
+            if (st == EDDY_OK)
+                return;
+            r->in_flight = false;
+            eddy__feed_position_read(core, r->run, st, 0, &e);
             break;
         case EDDY__STEP_READ_HEAD:
             r->in_flight = true;
@@ -584,8 +502,6 @@ static void drive(rrun *r) {
             eddy__feed_head_read(core, r->run, st, 0, &e);
             break;
         case EDDY__STEP_READ_PAGE:
-            if (feed->model)
-                eddy__writes_clear(&feed->page);
             r->in_flight = true;
             /* No filter here: the core matches each stored event (eddy__feed_page_event). */
             st = eddy_rstore_read_page(feed->store, step.position, step.max, NULL, page_event,
@@ -595,13 +511,9 @@ static void drive(rrun *r) {
             r->in_flight = false;
             eddy__feed_page_done(core, r->run, st, step.position, &e);
             break;
-        case EDDY__STEP_APPLY:
-            if (feed->model) {
-                if (commit_held(r, step.event, step.meta, &st, &e))
-                    return;
-            } else {
-                st = apply(feed, step.event, step.meta, &e);
-            }
+        case EDDY__STEP_APPLY: /* a model's: its write set commits alone */
+            if (commit_held(r, step.event, step.meta, &st, &e))
+                return;
             eddy__feed_step_done(core, r->run, st, &e, &out);
             break;
         case EDDY__STEP_SAVE_MARKER:
@@ -624,6 +536,8 @@ static void drive(rrun *r) {
             delete_marker(r);
             return;
         }
+        default: /* the user's steps ran above */
+            break;
         }
         flush(feed, &out);
     }
@@ -673,20 +587,16 @@ eddy_status eddy_rfeed_new(struct ev_loop *loop, eddy_rstore *store, const eddy_
     if (!feed)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     eddy_status st = eddy__feed_new(cfg, EDDY__FEED_REACTIVE, ckpt != NULL, &feed->core, err);
-    eddy_feed_writes_fn writes = st == EDDY_OK ? eddy__feed_writes(feed->core) : NULL;
-    if (writes && !(feed->model = eddy__model_new(eddy__rstore_ns(store), cfg->id, writes,
-                                                  cfg->projection.user))) {
+    if (st == EDDY_OK &&
+        (st = eddy__feed_model_new(feed->core, eddy__rstore_ns(store), err)) != EDDY_OK)
         eddy__feed_free(feed->core);
-        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    }
     if (st != EDDY_OK) {
         free(feed);
         return st;
     }
     feed->loop = loop;
     feed->store = store;
-    feed->proj = cfg->projection;
-    eddy__writes_init(&feed->page, feed->model);
+    feed->calls = (eddy__feed_calls){depth_in, depth_out, NULL, feed};
     if (ckpt) {
         feed->ckpt = *ckpt;
         feed->has_ckpt = true;
@@ -826,26 +736,28 @@ static void on_live_committed(eddy_status st, const eddy_error *err, void *user)
     destroy_if_done(feed);
 }
 
-/* A live event with a model kept in Redis: its write set, committed; on_live_committed answers
- * the accept, or this does when the commit cannot be sent. */
-static void commit_live(eddy_rfeed *feed, eddy__feed_entry *entry, void *event,
-                        const eddy_event_meta *meta, qitem *q, eddy_rfeed_done_fn done,
-                        void *user) {
+/* Applies a live event and answers its accept; with a model kept in Redis its write set commits
+ * alone and on_live_committed answers, or this does when the commit cannot be sent. */
+static void apply_live(eddy_rfeed *feed, eddy__feed_entry *entry, void *event,
+                       const eddy_event_meta *meta, qitem *q, eddy_rfeed_done_fn done, void *user) {
     eddy_error e = {0};
     eddy_status st;
-    rcommit *c = rcommit_new(feed);
-    if (!c) {
+    rcommit *c = NULL;
+    if (eddy__feed_model(feed->core) && !(c = rcommit_new(feed))) {
         st = eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory");
     } else {
-        *c = (rcommit){NULL, feed, NULL, entry, q, done, user, c->w};
-        st = gather(feed, &c->w, event, meta, &e);
-        if (st == EDDY_OK && (st = eddy__rmodel_commit(feed->store, feed->model, &c->w, false,
-                                                       on_live_committed, c, &e)) == EDDY_OK) {
+        if (c)
+            *c = (rcommit){NULL, feed, NULL, entry, q, done, user, c->w};
+        bool commit;
+        st = eddy__feed_apply(feed->core, event, meta, c ? &c->w : NULL, &commit, &feed->calls, &e);
+        if (commit && (st = eddy__rmodel_commit(feed->store, eddy__feed_model(feed->core), &c->w,
+                                                false, on_live_committed, c, &e)) == EDDY_OK) {
             c->next = feed->commits;
             feed->commits = c;
             return;
         }
-        rcommit_free(c);
+        if (c)
+            rcommit_free(c);
     }
     eddy__feed_out out;
     eddy__feed_out_init(&out);
@@ -887,15 +799,9 @@ static eddy_status rf_accept(eddy_rfeed *feed, const eddy_event_meta *meta, void
     flush(feed, &out);
     if (kind != EDDY__ACCEPT_HELD) {
         free(a); /* answered here: the core will not complete it */
-        if (kind == EDDY__ACCEPT_APPLY && feed->model) {
-            commit_live(feed, entry, event, meta, q, done, user);
+        if (kind == EDDY__ACCEPT_APPLY) {
+            apply_live(feed, entry, event, meta, q, done, user);
             goto out; /* answered there, or by on_live_committed */
-        } else if (kind == EDDY__ACCEPT_APPLY) {
-            eddy_error aerr = {0};
-            eddy_status ast = apply(feed, event, meta, &aerr);
-            eddy__feed_out_init(&out);
-            st = eddy__feed_live_done(feed->core, entry, ast, &aerr, &out, &err);
-            flush(feed, &out);
         } else if (kind == EDDY__ACCEPT_DEFERRED) {
             st = EDDY_PENDING; /* eddy__rfeed_accept_or_defer's "deferred" */
         }

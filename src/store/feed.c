@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "store/model.h"
 #include "store/store.h"
 #include "util/dedup.h"
 #include "util/options.h"
@@ -108,6 +109,10 @@ struct eddy__feed_run {
     long long replay_pos;
     char *replay_id;
     size_t replay_id_cap;
+    /* With a model kept in Redis: a read page's outcome, kept while its batch commits. */
+    eddy_status page_st;
+    long long page_next;
+    eddy_error page_err;
 };
 
 struct eddy__feed {
@@ -117,6 +122,9 @@ struct eddy__feed {
     bool keyed, has_marker;
     bool resumes;               /* projection.position: a replay starts where the model is */
     eddy_feed_writes_fn writes; /* a model kept in Redis (model.h), or NULL */
+    eddy_projection proj;       /* the user's callbacks, run by eddy__feed_run_user_step & co */
+    eddy__model *model;         /* with writes, once eddy__feed_model_new made it */
+    eddy_writes page;           /* with a model: the batch of the replay page being read */
     eddy_feed_decode_fn decode;
     eddy_feed_free_fn free_event;
     eddy_feed_event_id_fn event_id;
@@ -209,6 +217,8 @@ eddy_status eddy__feed_new(const eddy_feed_config *cfg, eddy__feed_mode mode, bo
     f->keyed = cfg->projection.keyed_by_metadata;
     f->resumes = cfg->projection.position != NULL || cfg->writes != NULL;
     f->writes = cfg->writes;
+    f->proj = cfg->projection;
+    eddy__writes_init(&f->page, NULL);
     f->has_marker = has_marker;
     f->decode = cfg->decode;
     f->free_event = cfg->free_event;
@@ -247,6 +257,8 @@ void eddy__feed_free(eddy__feed *f) {
     eddy__dedup_free(f->replayed);
     eddy__dedup_free(f->applied);
     eddy_filter_free(f->filter);
+    eddy__writes_reset(&f->page);
+    eddy__model_free(f->model);
     pthread_mutex_destroy(&f->lock);
     eddy__ffree(f->id);
     eddy__ffree(f);
@@ -1620,4 +1632,168 @@ bool eddy__feed_failure(eddy__feed *f, eddy_error *cause) {
         *cause = f->failure;
     pthread_mutex_unlock(&f->lock);
     return failed;
+}
+
+/* ---- the user's side of a run -------------------------------------------------------------
+ *
+ * What both front ends did alike around the steps that run the user's code: which callback a
+ * step calls and how its outcome is reported, an apply through the projection or through a
+ * model kept in Redis (its write set gathered), and a replay page's batch committed with its
+ * position before the page is reported. The front ends keep only the I/O (a commit sent and
+ * its reply) and their way of marking "inside a callback" (eddy__feed_calls). */
+
+static void calls_enter(const eddy__feed_calls *c) {
+    if (c && c->enter)
+        c->enter(c->ctx);
+}
+
+static void calls_leave(const eddy__feed_calls *c) {
+    if (c && c->leave)
+        c->leave(c->ctx);
+}
+
+static void calls_check(const eddy__feed_calls *c) {
+    if (c && c->check)
+        c->check(c->ctx);
+}
+
+eddy_status eddy__feed_model_new(eddy__feed *f, const char *ns, eddy_error *err) {
+    if (!f->writes)
+        return EDDY_OK;
+    if (!(f->model = eddy__model_new(ns, f->id, f->writes, f->proj.user)))
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy__writes_init(&f->page, f->model);
+    return EDDY_OK;
+}
+
+const eddy__model *eddy__feed_model(const eddy__feed *f) { return f->model; }
+
+/* The projection's apply. Neither feed takes EDDY_PENDING for an answer; the reactive one says
+ * why instead of passing the status on. */
+static eddy_status project(eddy__feed *f, void *event, const eddy_event_meta *meta,
+                           const eddy__feed_calls *calls, eddy_error *err) {
+    calls_enter(calls);
+    eddy_status st = f->proj.apply(event, meta, err, f->proj.user);
+    calls_leave(calls);
+    if (st == EDDY_PENDING && f->mode == EDDY__FEED_REACTIVE)
+        st = eddy__fail(err, EDDY_ERR_ILLEGAL_STATE,
+                        "feed '%s': apply returned EDDY_PENDING, which this feed does not support",
+                        f->id);
+    return st;
+}
+
+static eddy_status gather(eddy__feed *f, eddy_writes *w, void *event, const eddy_event_meta *meta,
+                          const eddy__feed_calls *calls, eddy_error *err) {
+    calls_enter(calls);
+    eddy_status st = eddy__model_gather(f->model, w, event, meta, err);
+    calls_leave(calls);
+    return st;
+}
+
+eddy_status eddy__feed_apply(eddy__feed *f, void *event, const eddy_event_meta *meta,
+                             eddy_writes *w, bool *commit, const eddy__feed_calls *calls,
+                             eddy_error *err) {
+    *commit = false;
+    if (!f->model)
+        return project(f, event, meta, calls, err);
+    eddy_status st = gather(f, w, event, meta, calls, err);
+    *commit = st == EDDY_OK;
+    return st;
+}
+
+static eddy_status user_status(eddy_status (*fn)(eddy_error *, void *), void *user,
+                               const eddy__feed_calls *calls, eddy_error *err) {
+    if (!fn)
+        return EDDY_OK;
+    calls_enter(calls);
+    eddy_status st = fn(err, user);
+    calls_leave(calls);
+    return st;
+}
+
+bool eddy__feed_run_user_step(eddy__feed *f, eddy__feed_run *run, const eddy__feed_step *step,
+                              const eddy__feed_calls *calls, eddy__feed_out *out) {
+    eddy_error e = {0};
+    eddy_status st;
+    switch (step->kind) {
+    case EDDY__STEP_STARTED:
+    case EDDY__STEP_COMPLETED:
+        st = user_status(step->kind == EDDY__STEP_STARTED ? f->proj.replay_started
+                                                          : f->proj.replay_completed,
+                         f->proj.user, calls, &e);
+        calls_check(calls);
+        eddy__feed_step_done(f, run, st, &e, out);
+        return true;
+    case EDDY__STEP_ABANDONED:
+        if (f->proj.replay_abandoned) {
+            calls_enter(calls);
+            f->proj.replay_abandoned(f->proj.user);
+            calls_leave(calls);
+        }
+        eddy__feed_step_done(f, run, EDDY_OK, NULL, out);
+        return true;
+    case EDDY__STEP_POSITION: {
+        if (f->model)
+            return false; /* the model's position: a read of the store */
+        long long at = 0;
+        calls_enter(calls);
+        st = f->proj.position(&at, &e, f->proj.user);
+        calls_leave(calls);
+        calls_check(calls);
+        eddy__feed_position_read(f, run, st, at, &e);
+        return true;
+    }
+    case EDDY__STEP_APPLY:
+        if (f->model)
+            return false; /* gathered, then committed on its own by the front end */
+        st = project(f, step->event, step->meta, calls, &e);
+        eddy__feed_step_done(f, run, st, &e, out);
+        return true;
+    default:
+        return false;
+    }
+}
+
+eddy_status eddy__feed_page_apply(eddy__feed *f, eddy__feed_run *run, const eddy_event *ev,
+                                  const eddy_event_meta *meta, const eddy__feed_calls *calls) {
+    calls_check(calls);
+    eddy__feed_step step;
+    switch (eddy__feed_page_event(f, run, ev, meta, &step)) {
+    case EDDY__PAGE_SKIP:
+        return EDDY_OK;
+    case EDDY__PAGE_STOP:
+        return EDDY_ERR_CANCELLED; /* ends the read; the core knows why */
+    case EDDY__PAGE_APPLY:
+        break;
+    }
+    eddy_error e = {0};
+    eddy_status st = f->model ? gather(f, &f->page, step.event, step.meta, calls, &e)
+                              : project(f, step.event, step.meta, calls, &e);
+    calls_check(calls);
+    return eddy__feed_replay_applied(f, run, st, &e);
+}
+
+const eddy_writes *eddy__feed_page_read(eddy__feed *f, eddy__feed_run *run, eddy_status st,
+                                        long long next_position, const eddy_error *err) {
+    if (f->model && f->page.events > 0) {
+        /* What the page applied commits with its position before the page is reported, even
+         * when the read stopped midway (a stop, an entry that does not decode). */
+        run->page_st = st;
+        run->page_next = next_position;
+        run->page_err = st != EDDY_OK && err ? *err : (eddy_error){.status = st};
+        return &f->page;
+    }
+    eddy__feed_page_done(f, run, st, next_position, err);
+    return NULL;
+}
+
+void eddy__feed_page_committed(eddy__feed *f, eddy__feed_run *run, eddy_status st,
+                               const eddy_error *err) {
+    eddy__writes_clear(&f->page);
+    if (st != EDDY_OK && run->page_st == EDDY_OK) {
+        run->page_st = st;
+        run->page_err = err ? *err : (eddy_error){.status = st};
+    }
+    eddy__feed_page_done(f, run, run->page_st, run->page_next,
+                         run->page_st == EDDY_OK ? NULL : &run->page_err);
 }

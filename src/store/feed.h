@@ -73,6 +73,7 @@
 
 #include "eddy/bus.h"
 #include "eddy/feed.h"
+#include "eddy/writes.h"
 #include "log.h"
 
 typedef enum eddy__feed_mode { EDDY__FEED_BLOCKING, EDDY__FEED_REACTIVE } eddy__feed_mode;
@@ -239,6 +240,51 @@ eddy_status eddy__feed_replay_applied(eddy__feed *f, eddy__feed_run *run, eddy_s
 /* The page was read: st is the read's status, next_position the last position examined. */
 void eddy__feed_page_done(eddy__feed *f, eddy__feed_run *run, eddy_status st,
                           long long next_position, const eddy_error *err);
+
+/* ---- the user's side of a run ----------------------------------------------------------- */
+
+/* How a front end marks the user's code the core runs for it: enter before and leave after
+ * each callback (the reactive depth counter), check where the driver may tell the core what
+ * happened meanwhile, before a step's outcome is reported (blocking: a fired cancel handle).
+ * Each may be NULL; calls itself may be NULL. */
+typedef struct eddy__feed_calls {
+    void (*enter)(void *ctx);
+    void (*leave)(void *ctx);
+    void (*check)(void *ctx);
+    void *ctx;
+} eddy__feed_calls;
+
+typedef struct eddy__model eddy__model;
+
+/* With cfg.writes, makes the model kept in Redis in namespace ns (EDDY_ERR_NOMEM); EDDY_OK and
+ * nothing without. The front end calls it once, after eddy__feed_new. */
+eddy_status eddy__feed_model_new(eddy__feed *f, const char *ns, eddy_error *err);
+/* The model, or NULL: what the front end's commits name. */
+const eddy__model *eddy__feed_model(const eddy__feed *f);
+
+/* Runs a step that only calls the user (STARTED, COMPLETED, ABANDONED; POSITION and APPLY
+ * without a model) and reports it; true when it did. false: the step is the front end's. */
+bool eddy__feed_run_user_step(eddy__feed *f, eddy__feed_run *run, const eddy__feed_step *step,
+                              const eddy__feed_calls *calls, eddy__feed_out *out);
+/* Applies a held (STEP_APPLY with a model) or live (ACCEPT_APPLY) event: the projection's apply,
+ * or with a model its write set gathered into w (the caller's, initialised for the model):
+ * then *commit is set and the caller commits w alone (page false) and reports the commit's
+ * outcome instead (eddy__feed_step_done or eddy__feed_live_done). */
+eddy_status eddy__feed_apply(eddy__feed *f, void *event, const eddy_event_meta *meta,
+                             eddy_writes *w, bool *commit, const eddy__feed_calls *calls,
+                             eddy_error *err);
+/* A READ_PAGE step's reader callback: decides (eddy__feed_page_event), applies through the
+ * projection or gathers into the page's batch, reports; returns what the callback returns. */
+eddy_status eddy__feed_page_apply(eddy__feed *f, eddy__feed_run *run, const eddy_event *ev,
+                                  const eddy_event_meta *meta, const eddy__feed_calls *calls);
+/* The page's read ended (st, next_position the last position examined). With a model and a
+ * batch, returns it: the caller commits it with its position (page true) and reports the
+ * commit with eddy__feed_page_committed, which reports the page. Otherwise reports the page
+ * (eddy__feed_page_done) and returns NULL. */
+const eddy_writes *eddy__feed_page_read(eddy__feed *f, eddy__feed_run *run, eddy_status st,
+                                        long long next_position, const eddy_error *err);
+void eddy__feed_page_committed(eddy__feed *f, eddy__feed_run *run, eddy_status st,
+                               const eddy_error *err);
 
 /* ---- listeners ------------------------------------------------------------------------- */
 
