@@ -10,7 +10,6 @@
  *   domain is touched after the feed called the projection (which may free the domain).
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "eddy/domain.h"
 #include "error.h"
@@ -52,12 +51,12 @@ void eddy_domain_free(eddy_domain_feed *d) {
 }
 
 /* The registered projection's catch-up feed (eddy__domain_register). */
-static eddy_status build_feed(const eddy_feed_config *fc, void *user, eddy_error *err) {
+static eddy_status build_feed(const eddy_feed_config *fc, void *user, eddy__feed **core,
+                              eddy_error *err) {
     eddy_domain_feed *d = user;
-    eddy_feed *feed = NULL;
-    eddy_status st = eddy_feed_new(d->store, fc, &feed, err);
+    eddy_status st = eddy_feed_new(d->store, fc, &d->feed, err);
     if (st == EDDY_OK)
-        d->feed = feed;
+        *core = eddy__bfeed_core(d->feed);
     return st;
 }
 
@@ -122,8 +121,7 @@ eddy_status eddy_domain_accept_or_defer(eddy_domain_feed *d, const eddy_event_me
         return st;
     bool deferred = false;
     st = eddy__bfeed_accept_or_defer(d->feed, meta, event, &deferred, err);
-    if (st == EDDY_OK)
-        *out = eddy__domain_outcome(deferred);
+    *out = eddy__domain_outcome(st, deferred, EDDY_ROUTE_DELIVERED);
     return st;
 }
 
@@ -138,7 +136,7 @@ eddy_status eddy_domain_route(eddy_domain_feed *d, const eddy_event *ev,
     eddy_route route;
     eddy_status st = eddy__domain_route(d->core, ev, meta, &route, &event, err);
     if (st != EDDY_OK || !event) {
-        *out = st == EDDY_OK ? route : EDDY_ROUTE_DEFERRED; /* an error: not acknowledged */
+        *out = eddy__domain_outcome(st, false, route);
         return st;
     }
     eddy_feed_free_fn free_event;
@@ -148,28 +146,22 @@ eddy_status eddy_domain_route(eddy_domain_feed *d, const eddy_event *ev,
     st = eddy__bfeed_accept_or_defer(d->feed, meta, event, &deferred, err);
     if (free_event)
         free_event(event, codec_user);
-    *out = st == EDDY_OK ? eddy__domain_outcome(deferred) : EDDY_ROUTE_DEFERRED;
+    *out = eddy__domain_outcome(st, deferred, EDDY_ROUTE_DELIVERED);
     return st;
 }
 
 bool eddy_domain_ready_for_live_delivery(eddy_domain_feed *d) {
-    return eddy_domain_has_projection(d) && eddy_feed_ready_for_live_delivery(d->feed);
+    return eddy__domain_ready(d ? d->core : NULL);
 }
 
 bool eddy_domain_refuses_permanently(eddy_domain_feed *d) {
-    return eddy_domain_has_projection(d) && eddy_feed_refuses_permanently(d->feed);
+    return eddy__domain_refuses(d ? d->core : NULL);
 }
 
 bool eddy_domain_failure(eddy_domain_feed *d, eddy_error *cause) {
-    return eddy_domain_has_projection(d) && eddy_feed_failure(d->feed, cause);
+    return eddy__domain_failure(d ? d->core : NULL, cause);
 }
 
 eddy_status eddy_domain_stats(eddy_domain_feed *d, eddy_feed_info *out) {
-    if (!d || !out)
-        return EDDY_ERR_INVALID_ARGUMENT;
-    if (!eddy_domain_has_projection(d)) {
-        memset(out, 0, sizeof(*out));
-        return EDDY_OK;
-    }
-    return eddy_feed_stats(d->feed, out);
+    return eddy__domain_stats(d ? d->core : NULL, out);
 }

@@ -383,6 +383,8 @@ void eddy_feed_free(eddy_feed *feed) {
 
 const char *eddy_feed_id(const eddy_feed *feed) { return feed ? eddy__feed_id(feed->core) : NULL; }
 
+eddy__feed *eddy__bfeed_core(eddy_feed *feed) { return feed->core; }
+
 /* A catch-up or go-live: asks the core, then drives the run it hands over. */
 static eddy_status run_call(eddy_feed *feed, bool go_live, eddy_cancel *cancel, eddy_error *err) {
     if (!feed)

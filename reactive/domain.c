@@ -13,7 +13,6 @@
  *   callback may have freed meanwhile.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "eddy/rdomain.h"
 #include "error.h"
@@ -72,13 +71,13 @@ void eddy_rdomain_free(eddy_rdomain_feed *d) {
 }
 
 /* The registered projection's catch-up feed (eddy__domain_register). */
-static eddy_status build_feed(const eddy_feed_config *fc, void *user, eddy_error *err) {
+static eddy_status build_feed(const eddy_feed_config *fc, void *user, eddy__feed **core,
+                              eddy_error *err) {
     eddy_rdomain_feed *d = user;
-    eddy_rfeed *feed = NULL;
     eddy_status st =
-        eddy_rfeed_new(d->loop, d->store, fc, d->has_ckpt ? &d->ckpt : NULL, &feed, err);
+        eddy_rfeed_new(d->loop, d->store, fc, d->has_ckpt ? &d->ckpt : NULL, &d->feed, err);
     if (st == EDDY_OK)
-        d->feed = feed;
+        *core = eddy__rfeed_core(d->feed);
     return st;
 }
 
@@ -150,13 +149,10 @@ typedef struct route_rec {
 
 static void route_done(eddy_status st, const eddy_error *err, void *user) {
     route_rec *r = user;
-    eddy_route route = r->route; /* FILTERED when nothing was fed, DELIVERED when fed */
-    if (st == EDDY_PENDING) {    /* eddy__rfeed_accept_or_defer: not live, not kept */
+    bool deferred = st == EDDY_PENDING; /* eddy__rfeed_accept_or_defer: not live, not kept */
+    if (deferred)
         st = EDDY_OK;
-        route = eddy__domain_outcome(true);
-    } else if (st != EDDY_OK) {
-        route = EDDY_ROUTE_DEFERRED; /* meaningless: not applied, not acknowledged */
-    }
+    eddy_route route = eddy__domain_outcome(st, deferred, r->route);
     if (r->event && r->free_event)
         r->free_event(r->event, r->codec_user);
     eddy_route_done_fn done = r->done;
@@ -246,23 +242,17 @@ eddy_status eddy_rdomain_route(eddy_rdomain_feed *d, const eddy_event *ev,
 /* ---- state ------------------------------------------------------------------------------- */
 
 bool eddy_rdomain_ready_for_live_delivery(eddy_rdomain_feed *d) {
-    return eddy_rdomain_has_projection(d) && eddy_rfeed_ready_for_live_delivery(d->feed);
+    return eddy__domain_ready(d ? d->core : NULL);
 }
 
 bool eddy_rdomain_refuses_permanently(eddy_rdomain_feed *d) {
-    return eddy_rdomain_has_projection(d) && eddy_rfeed_refuses_permanently(d->feed);
+    return eddy__domain_refuses(d ? d->core : NULL);
 }
 
 bool eddy_rdomain_failure(eddy_rdomain_feed *d, eddy_error *cause) {
-    return eddy_rdomain_has_projection(d) && eddy_rfeed_failure(d->feed, cause);
+    return eddy__domain_failure(d ? d->core : NULL, cause);
 }
 
 eddy_status eddy_rdomain_stats(eddy_rdomain_feed *d, eddy_feed_info *out) {
-    if (!d || !out)
-        return EDDY_ERR_INVALID_ARGUMENT;
-    if (!eddy_rdomain_has_projection(d)) {
-        memset(out, 0, sizeof(*out));
-        return EDDY_OK;
-    }
-    return eddy_rfeed_stats(d->feed, out);
+    return eddy__domain_stats(d ? d->core : NULL, out);
 }

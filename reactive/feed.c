@@ -664,6 +664,8 @@ const char *eddy_rfeed_id(const eddy_rfeed *feed) {
     return feed ? eddy__feed_id(feed->core) : NULL;
 }
 
+eddy__feed *eddy__rfeed_core(eddy_rfeed *feed) { return feed->core; }
+
 static eddy_status run_call(eddy_rfeed *feed, bool go_live, eddy_rfeed_done_fn done, void *user,
                             eddy_error *err) {
     if (!feed || !done)

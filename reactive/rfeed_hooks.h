@@ -5,6 +5,7 @@
 #define EDDY_REACTIVE_RFEED_HOOKS_H
 
 #include "eddy/rfeed.h"
+#include "store/feed.h"
 
 /* eddy_rfeed_accept_meta (meta may be NULL) with eddy__accept_flags.defer: the event is applied
  * now or not taken, never held. done runs once on the loop (as for eddy_rfeed_accept) with
@@ -18,5 +19,7 @@ eddy_status eddy__rfeed_accept_or_defer(eddy_rfeed *feed, const eddy_event_meta 
  * when the queue's item cannot be allocated. */
 eddy_status eddy__rfeed_post(eddy_rfeed *feed, eddy_rfeed_done_fn done, void *user, eddy_status st,
                              const eddy_error *err);
+/* The feed's core (the domain core reads its state). Ownership: the feed's. */
+eddy__feed *eddy__rfeed_core(eddy_rfeed *feed);
 
 #endif

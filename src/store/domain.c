@@ -77,6 +77,7 @@ struct eddy__domain {
     char *id;
     eddy_projection proj;
     eddy_filter *filter;
+    eddy__feed *feed;  /* the registered projection's, the front end's (set before REGISTERED) */
     bool needs_reader; /* the filter has a data condition and cfg.reader is NULL */
     bool unreadable;
     eddy_error unreadable_err;
@@ -149,6 +150,7 @@ static void forget_registration(eddy__domain *d) {
     eddy_filter_free(d->filter);
     d->id = NULL;
     d->filter = NULL;
+    d->feed = NULL;
     memset(&d->proj, 0, sizeof(d->proj));
     d->needs_reader = false;
 }
@@ -208,10 +210,11 @@ static eddy_status register_begin(eddy__domain *d, const char *id,
 }
 
 /* Its last: ok, the projection is registered; else the id is released, the copies forgotten. */
-static void register_end(eddy__domain *d, bool ok) {
+static void register_end(eddy__domain *d, bool ok, eddy__feed *feed) {
     pthread_mutex_lock(&d->lock);
     if (d->state == D_REGISTERING) {
         if (ok) {
+            d->feed = feed;
             d->state = D_REGISTERED;
         } else {
             forget_registration(d);
@@ -224,14 +227,15 @@ static void register_end(eddy__domain *d, bool ok) {
 eddy_status eddy__domain_register(eddy__domain *d, const char *id,
                                   const eddy_projection *projection, const eddy_filter *filter,
                                   eddy_status (*build)(const eddy_feed_config *feed_cfg, void *user,
-                                                       eddy_error *err),
+                                                       eddy__feed **core, eddy_error *err),
                                   void *user, eddy_error *err) {
     eddy_feed_config fc;
     eddy_status st = register_begin(d, id, projection, filter, &fc, err);
     if (st != EDDY_OK)
         return st;
-    st = build(&fc, user, err);
-    register_end(d, st == EDDY_OK);
+    eddy__feed *core = NULL;
+    st = build(&fc, user, &core, err);
+    register_end(d, st == EDDY_OK, core);
     return st;
 }
 
@@ -335,8 +339,40 @@ void eddy__domain_codec(eddy__domain *d, eddy_feed_free_fn *free_event, void **u
     *user = d->cfg.codec_user;
 }
 
-eddy_route eddy__domain_outcome(bool deferred) {
-    return deferred ? EDDY_ROUTE_DEFERRED : EDDY_ROUTE_DELIVERED;
+eddy_route eddy__domain_outcome(eddy_status st, bool deferred, eddy_route route) {
+    return st != EDDY_OK || deferred ? EDDY_ROUTE_DEFERRED : route;
+}
+
+/* The registered projection's feed core, or NULL. */
+static eddy__feed *registered_feed(eddy__domain *d) {
+    return eddy__domain_registered(d) ? d->feed : NULL;
+}
+
+bool eddy__domain_ready(eddy__domain *d) {
+    eddy__feed *f = registered_feed(d);
+    eddy_feed_info info;
+    if (!f)
+        return false;
+    eddy__feed_info(f, &info);
+    return info.live;
+}
+
+bool eddy__domain_refuses(eddy__domain *d) { return eddy__domain_failure(d, NULL); }
+
+bool eddy__domain_failure(eddy__domain *d, eddy_error *cause) {
+    eddy__feed *f = registered_feed(d);
+    return f && eddy__feed_failure(f, cause);
+}
+
+eddy_status eddy__domain_stats(eddy__domain *d, eddy_feed_info *out) {
+    if (!d || !out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy__feed *f = registered_feed(d);
+    if (f)
+        eddy__feed_info(f, out);
+    else
+        memset(out, 0, sizeof(*out));
+    return EDDY_OK;
 }
 
 const char *eddy_route_name(eddy_route route) {

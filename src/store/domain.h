@@ -17,6 +17,7 @@
 
 #include "eddy/domain.h"
 #include "eddy/feed.h"
+#include "store/feed.h"
 
 typedef struct eddy__domain eddy__domain;
 
@@ -30,13 +31,14 @@ void eddy__domain_free(eddy__domain *d);
 /* The front ends' register: checks (one projection only: EDDY_ERR_ILLEGAL_STATE; the id:
  * EDDY_ERR_INVALID_ARGUMENT, also when registered anywhere in the process; apply required:
  * EDDY_ERR_INVALID_SPEC), reserves the id, copies id, projection and filter, and has
- * build(feed_cfg, user, err) build the catch-up feed of feed_cfg (its pointers live as the
- * domain). When build returns EDDY_OK the projection is registered; otherwise the id is
- * released and the copies forgotten. build's status, or the checks'. */
+ * build(feed_cfg, user, &core, err) build the catch-up feed of feed_cfg (its pointers live as
+ * the domain) and give its core, which the state calls below read until the domain is freed.
+ * When build returns EDDY_OK the projection is registered; otherwise the id is released and the
+ * copies forgotten. build's status, or the checks'. */
 eddy_status eddy__domain_register(eddy__domain *d, const char *id,
                                   const eddy_projection *projection, const eddy_filter *filter,
                                   eddy_status (*build)(const eddy_feed_config *feed_cfg, void *user,
-                                                       eddy_error *err),
+                                                       eddy__feed **core, eddy_error *err),
                                   void *user, eddy_error *err);
 
 bool eddy__domain_registered(eddy__domain *d);
@@ -62,7 +64,18 @@ eddy_status eddy__domain_route(eddy__domain *d, const eddy_event *ev, const eddy
  * touching the domain again (it may be freed by a callback meanwhile). */
 void eddy__domain_codec(eddy__domain *d, eddy_feed_free_fn *free_event, void **user);
 
-/* The route of a fed event: EDDY_OK and deferred: DEFERRED; EDDY_OK: DELIVERED. */
-eddy_route eddy__domain_outcome(bool deferred);
+/* The route a routing or an accept-or-defer reports, from how it ended: EDDY_OK and deferred
+ * (the feed did not take it): DEFERRED; EDDY_OK: route (DELIVERED when it was fed, what
+ * eddy__domain_route said when nothing was); an error: DEFERRED (not applied: do not
+ * acknowledge it). */
+eddy_route eddy__domain_outcome(eddy_status st, bool deferred, eddy_route route);
+
+/* The registered projection's feed, for the front ends' state calls: with none, not ready, not
+ * refusing, no failure and zeroed stats (EDDY_OK). stats: EDDY_ERR_INVALID_ARGUMENT for a NULL d
+ * or out. NULL d: as with no projection. */
+bool eddy__domain_ready(eddy__domain *d);
+bool eddy__domain_refuses(eddy__domain *d);
+bool eddy__domain_failure(eddy__domain *d, eddy_error *cause);
+eddy_status eddy__domain_stats(eddy__domain *d, eddy_feed_info *out);
 
 #endif

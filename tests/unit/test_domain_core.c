@@ -1,0 +1,155 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The domain feed's shared decisions (src/store/domain.h) with no server and no loop: the route
+ * both front ends report for each way routing or accept-or-defer can end, and the state calls
+ * (ready, refuses, failure, stats) read from the registered projection's feed core, which build
+ * hands over at register. */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "error.h"
+#include "store/domain.h"
+
+static eddy__domain *D;
+static eddy__feed *F;
+static eddy_status build_st;
+
+static eddy_status t_decode(const eddy_event *ev, const eddy_event_meta *meta, void **out,
+                            eddy_error *err, void *user) {
+    (void)ev, (void)meta, (void)err, (void)user;
+    *out = NULL;
+    return EDDY_OK;
+}
+
+static const char *t_id(const void *event, void *user) {
+    (void)event, (void)user;
+    return "x";
+}
+
+static eddy_status p_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *u) {
+    (void)event, (void)meta, (void)err, (void)u;
+    return EDDY_OK;
+}
+
+/* What a front end's build does, with the bare core as its feed. */
+static eddy_status build(const eddy_feed_config *fc, void *user, eddy__feed **core,
+                         eddy_error *err) {
+    (void)user;
+    if (build_st != EDDY_OK)
+        return eddy__fail(err, build_st, "no feed today");
+    eddy_status st = eddy__feed_new(fc, EDDY__FEED_BLOCKING, false, &F, err);
+    if (st == EDDY_OK)
+        *core = F;
+    return st;
+}
+
+static void init(void) {
+    eddy_feed_config cfg;
+    eddy_feed_config_init(&cfg);
+    cfg.decode = t_decode;
+    cfg.event_id = t_id;
+    eddy_error err;
+    cr_assert_eq(eddy__domain_new(&cfg, &D, &err), EDDY_OK, "%s", err.detail);
+    build_st = EDDY_OK;
+}
+
+static void fini(void) {
+    eddy__feed_free(F);
+    eddy__domain_free(D);
+    F = NULL;
+    D = NULL;
+}
+
+TestSuite(domain_core, .init = init, .fini = fini);
+
+static void reg(const char *id) {
+    eddy_projection p = {0};
+    p.apply = p_apply;
+    eddy_error err;
+    cr_assert_eq(eddy__domain_register(D, id, &p, NULL, build, NULL, &err), EDDY_OK, "%s",
+                 err.detail);
+}
+
+/* A catch-up of an empty history; head_st: how reading the head ends. */
+static eddy_status catch_up(eddy_status head_st) {
+    eddy__feed_run *run = NULL;
+    int waiter;
+    cr_assert_eq(eddy__feed_catch_up(F, &waiter, false, &run, NULL), EDDY_OK);
+    for (int steps = 0;; steps++) {
+        cr_assert_lt(steps, 50);
+        eddy__feed_step s;
+        eddy__feed_out o;
+        eddy__feed_out_init(&o);
+        eddy__feed_run_next(F, run, 0, &s, &o);
+        if (s.kind == EDDY__STEP_DONE)
+            return s.st;
+        if (s.kind == EDDY__STEP_READ_HEAD) {
+            eddy_error e;
+            eddy__fail(&e, head_st, "the store is down");
+            eddy__feed_head_read(F, run, head_st, 0, &e);
+        } else {
+            cr_assert(eddy__feed_run_user_step(F, run, &s, NULL, &o), "step %d", (int)s.kind);
+        }
+    }
+}
+
+Test(domain_core, the_route_reported_follows_how_feeding_ended) {
+    cr_assert_eq(eddy__domain_outcome(EDDY_OK, false, EDDY_ROUTE_DELIVERED), EDDY_ROUTE_DELIVERED);
+    cr_assert_eq(eddy__domain_outcome(EDDY_OK, false, EDDY_ROUTE_FILTERED), EDDY_ROUTE_FILTERED,
+                 "nothing was fed: the route routing found");
+    cr_assert_eq(eddy__domain_outcome(EDDY_OK, true, EDDY_ROUTE_DELIVERED), EDDY_ROUTE_DEFERRED);
+    cr_assert_eq(eddy__domain_outcome(EDDY_ERR_HANDLER_FAILED, false, EDDY_ROUTE_DELIVERED),
+                 EDDY_ROUTE_DEFERRED, "not applied: not acknowledged");
+    cr_assert_eq(eddy__domain_outcome(EDDY_ERR_MALFORMED, false, EDDY_ROUTE_FILTERED),
+                 EDDY_ROUTE_DEFERRED, "not decoded: not acknowledged");
+}
+
+Test(domain_core, without_a_projection_the_state_is_empty) {
+    eddy_feed_info info;
+    memset(&info, 0xff, sizeof(info));
+    cr_assert_not(eddy__domain_ready(D));
+    cr_assert_not(eddy__domain_refuses(D));
+    cr_assert_not(eddy__domain_failure(D, NULL));
+    cr_assert_eq(eddy__domain_stats(D, &info), EDDY_OK);
+    cr_assert_not(info.live);
+    cr_assert_eq(info.replayed, 0);
+    cr_assert_eq(eddy__domain_stats(NULL, &info), EDDY_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(eddy__domain_stats(D, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_assert_not(eddy__domain_ready(NULL));
+    cr_assert_not(eddy__domain_failure(NULL, NULL));
+}
+
+Test(domain_core, a_build_that_failed_leaves_no_feed_to_read) {
+    build_st = EDDY_ERR_NOMEM;
+    eddy_projection p = {0};
+    p.apply = p_apply;
+    cr_assert_eq(eddy__domain_register(D, "orders-view", &p, NULL, build, NULL, NULL),
+                 EDDY_ERR_NOMEM);
+    eddy_feed_info info;
+    cr_assert_eq(eddy__domain_stats(D, &info), EDDY_OK);
+    cr_assert_not(info.catching_up);
+    cr_assert_not(eddy__domain_ready(D));
+}
+
+Test(domain_core, the_state_is_the_registered_feeds) {
+    reg("orders-view");
+    cr_assert_not(eddy__domain_ready(D), "not live before a catch-up");
+    cr_assert_eq(catch_up(EDDY_OK), EDDY_OK);
+    cr_assert(eddy__domain_ready(D));
+    eddy_feed_info info;
+    cr_assert_eq(eddy__domain_stats(D, &info), EDDY_OK);
+    cr_assert(info.live);
+    cr_assert_eq(info.last, EDDY_FEED_REPLAYED);
+    cr_assert_not(eddy__domain_refuses(D));
+}
+
+Test(domain_core, a_failed_feed_refuses_and_tells_why) {
+    reg("orders-view");
+    cr_assert_eq(catch_up(EDDY_ERR_IO), EDDY_ERR_IO);
+    cr_assert(eddy__domain_refuses(D));
+    eddy_error cause = {0};
+    cr_assert(eddy__domain_failure(D, &cause));
+    cr_assert_eq(cause.status, EDDY_ERR_IO);
+    cr_assert(strstr(cause.detail, "the store is down"), "%s", cause.detail);
+    cr_assert_not(eddy__domain_ready(D));
+}
