@@ -568,21 +568,17 @@ eddy_status eddy_feed_handler(eddy_delivery *d, void *user) {
 /* ---- state ------------------------------------------------------------------------------- */
 
 eddy_status eddy_feed_stats(eddy_feed *feed, eddy_feed_info *out) {
-    if (!feed || !out)
-        return EDDY_ERR_INVALID_ARGUMENT;
-    eddy__feed_info(feed->core, out);
-    return EDDY_OK;
+    return eddy__feed_stats(feed ? feed->core : NULL, out);
 }
 
 bool eddy_feed_ready_for_live_delivery(eddy_feed *feed) {
-    eddy_feed_info info;
-    return feed && eddy_feed_stats(feed, &info) == EDDY_OK && info.live;
+    return eddy__feed_ready(feed ? feed->core : NULL);
 }
 
 bool eddy_feed_refuses_permanently(eddy_feed *feed) {
-    return feed && eddy__feed_failure(feed->core, NULL);
+    return eddy__feed_failure(feed ? feed->core : NULL, NULL);
 }
 
 bool eddy_feed_failure(eddy_feed *feed, eddy_error *cause) {
-    return feed && eddy__feed_failure(feed->core, cause);
+    return eddy__feed_failure(feed ? feed->core : NULL, cause);
 }

@@ -846,23 +846,19 @@ eddy_status eddy__rfeed_post(eddy_rfeed *feed, eddy_rfeed_done_fn done, void *us
 }
 
 eddy_status eddy_rfeed_stats(eddy_rfeed *feed, eddy_feed_info *out) {
-    if (!feed || !out)
-        return EDDY_ERR_INVALID_ARGUMENT;
-    eddy__feed_info(feed->core, out);
-    return EDDY_OK;
+    return eddy__feed_stats(feed ? feed->core : NULL, out);
 }
 
 bool eddy_rfeed_ready_for_live_delivery(eddy_rfeed *feed) {
-    eddy_feed_info info;
-    return feed && eddy_rfeed_stats(feed, &info) == EDDY_OK && info.live && !info.failed;
+    return eddy__feed_ready(feed ? feed->core : NULL);
 }
 
 bool eddy_rfeed_refuses_permanently(eddy_rfeed *feed) {
-    return feed && eddy__feed_failure(feed->core, NULL);
+    return eddy__feed_failure(feed ? feed->core : NULL, NULL);
 }
 
 bool eddy_rfeed_failure(eddy_rfeed *feed, eddy_error *cause) {
-    return feed && eddy__feed_failure(feed->core, cause);
+    return eddy__feed_failure(feed ? feed->core : NULL, cause);
 }
 
 /* ---- listener ------------------------------------------------------------------------------ */

@@ -348,20 +348,12 @@ static eddy__feed *registered_feed(eddy__domain *d) {
     return eddy__domain_registered(d) ? d->feed : NULL;
 }
 
-bool eddy__domain_ready(eddy__domain *d) {
-    eddy__feed *f = registered_feed(d);
-    eddy_feed_info info;
-    if (!f)
-        return false;
-    eddy__feed_info(f, &info);
-    return info.live;
-}
+bool eddy__domain_ready(eddy__domain *d) { return eddy__feed_ready(registered_feed(d)); }
 
 bool eddy__domain_refuses(eddy__domain *d) { return eddy__domain_failure(d, NULL); }
 
 bool eddy__domain_failure(eddy__domain *d, eddy_error *cause) {
-    eddy__feed *f = registered_feed(d);
-    return f && eddy__feed_failure(f, cause);
+    return eddy__feed_failure(registered_feed(d), cause);
 }
 
 eddy_status eddy__domain_stats(eddy__domain *d, eddy_feed_info *out) {
@@ -369,9 +361,8 @@ eddy_status eddy__domain_stats(eddy__domain *d, eddy_feed_info *out) {
         return EDDY_ERR_INVALID_ARGUMENT;
     eddy__feed *f = registered_feed(d);
     if (f)
-        eddy__feed_info(f, out);
-    else
-        memset(out, 0, sizeof(*out));
+        return eddy__feed_stats(f, out);
+    memset(out, 0, sizeof(*out));
     return EDDY_OK;
 }
 

@@ -1625,7 +1625,21 @@ void eddy__feed_info(eddy__feed *f, eddy_feed_info *out) {
     pthread_mutex_unlock(&f->lock);
 }
 
+eddy_status eddy__feed_stats(eddy__feed *f, eddy_feed_info *out) {
+    if (!f || !out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy__feed_info(f, out);
+    return EDDY_OK;
+}
+
+bool eddy__feed_ready(eddy__feed *f) {
+    eddy_feed_info info;
+    return eddy__feed_stats(f, &info) == EDDY_OK && info.live;
+}
+
 bool eddy__feed_failure(eddy__feed *f, eddy_error *cause) {
+    if (!f)
+        return false;
     pthread_mutex_lock(&f->lock);
     bool failed = f->failed;
     if (failed && cause)

@@ -310,7 +310,12 @@ eddy_status eddy__feed_handle(eddy__feed *f, eddy_delivery *d, eddy__feed_offer_
 /* ---- state ----------------------------------------------------------------------------- */
 
 void eddy__feed_info(eddy__feed *f, eddy_feed_info *out);
-/* Copies the failure into *cause (may be NULL); false when the feed has not failed. */
+/* The public state calls, answered alike for both front ends; f may be NULL (the caller's feed
+ * was). stats: EDDY_ERR_INVALID_ARGUMENT for a NULL f or out. ready: live, which a feed that
+ * failed never is. failure: copies the failure into *cause (may be NULL); false when the feed
+ * has not failed (refuses permanently is failure with no cause). */
+eddy_status eddy__feed_stats(eddy__feed *f, eddy_feed_info *out);
+bool eddy__feed_ready(eddy__feed *f);
 bool eddy__feed_failure(eddy__feed *f, eddy_error *cause);
 bool eddy__feed_keyed_by_metadata(const eddy__feed *f);
 /* cfg.writes (a model kept in Redis, model.h), or NULL. With it, the front end applies an event

@@ -385,3 +385,18 @@ Test(feed_user, steps_with_io_are_left_to_the_front_end) {
     }
     cr_assert_eq(H.enters, 0);
 }
+
+Test(feed_user, the_state_calls_answer_for_a_null_feed_and_a_live_one) {
+    eddy_feed_info info;
+    cr_assert_eq(eddy__feed_stats(NULL, &info), EDDY_ERR_INVALID_ARGUMENT);
+    cr_assert_not(eddy__feed_ready(NULL));
+    cr_assert_not(eddy__feed_failure(NULL, NULL));
+    h_new(EDDY__FEED_REACTIVE, false, false, 1);
+    cr_assert_eq(eddy__feed_stats(H.f, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_assert_not(eddy__feed_ready(H.f));
+    cr_assert_eq(catch_up(NULL), EDDY_OK);
+    cr_assert(eddy__feed_ready(H.f));
+    cr_assert_eq(eddy__feed_stats(H.f, &info), EDDY_OK);
+    cr_assert_eq(info.replayed, 1);
+    cr_assert_not(eddy__feed_failure(H.f, NULL));
+}
