@@ -17,9 +17,9 @@
  *   grows only when a page was read whole, and goes back to 0 with the replayed ids when a
  *   replay starts or is abandoned. Held and live copies are decided only outside a replay.
  * - A run parked in WAIT is woken (put on an out list) at most once per WAIT: `waiting` is
- *   cleared by the waker. Waiters and events are the front end's; the core never calls a
- *   front end or a projection callback, and calls the user's decode, event_id and free_event
- *   only outside the lock.
+ *   cleared by the waker. Waiters and events are the front end's; the state machine never
+ *   calls a front end or a projection callback (only the user's side of a run, at the end, does,
+ *   for the driver), and calls the user's decode, event_id and free_event only outside the lock.
  */
 #include "store/feed.h"
 
@@ -265,8 +265,6 @@ void eddy__feed_free(eddy__feed *f) {
 }
 
 const char *eddy__feed_id(const eddy__feed *f) { return f ? f->id : NULL; }
-
-eddy_feed_writes_fn eddy__feed_writes(const eddy__feed *f) { return f->writes; }
 
 bool eddy__feed_keyed_by_metadata(const eddy__feed *f) { return f && f->keyed; }
 

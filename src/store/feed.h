@@ -1,9 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The catch-up projection feed as one state machine both front ends drive. It decides everything
  * (holding, dropping duplicates, when to apply, refusing, failing, the marker and its retries,
- * which projection callback runs when) and does no I/O, calls no projection callback and never
- * waits: it takes the events of a replay page as data and answers with what to do. It calls only
- * the user's pure functions (decode, event_id, free_event), never under its lock.
+ * which projection callback runs when) and does no I/O and never waits: it takes the events of a
+ * replay page as data and answers with what to do. The state machine calls only the user's pure
+ * functions (decode, event_id, free_event); the projection's callbacks run only in the calls of
+ * "the user's side of a run" below, on the driver's thread, inside the front end's
+ * eddy__feed_calls hooks. Neither ever runs under its lock.
  *
  * Three kinds of calls:
  *
@@ -259,7 +261,8 @@ typedef struct eddy__model eddy__model;
 /* With cfg.writes, makes the model kept in Redis in namespace ns (EDDY_ERR_NOMEM); EDDY_OK and
  * nothing without. The front end calls it once, after eddy__feed_new. */
 eddy_status eddy__feed_model_new(eddy__feed *f, const char *ns, eddy_error *err);
-/* The model, or NULL: what the front end's commits name. */
+/* The model, or NULL: what the front end's commits name. With it, the front end answers
+ * EDDY__STEP_POSITION with the model's committed position (eddy__model_read_cmd). */
 const eddy__model *eddy__feed_model(const eddy__feed *f);
 
 /* Runs a step that only calls the user (STARTED, COMPLETED, ABANDONED; POSITION and APPLY
@@ -318,11 +321,5 @@ eddy_status eddy__feed_stats(eddy__feed *f, eddy_feed_info *out);
 bool eddy__feed_ready(eddy__feed *f);
 bool eddy__feed_failure(eddy__feed *f, eddy_error *cause);
 bool eddy__feed_keyed_by_metadata(const eddy__feed *f);
-/* cfg.writes (a model kept in Redis, model.h), or NULL. With it, the front end applies an event
- * by gathering its write set and committing it (eddy__model_gather, eddy__model_commit_cmd): a
- * replay page's together, once the page was read and before eddy__feed_page_done, with page
- * set; a held or live event alone, before reporting it; and it answers EDDY__STEP_POSITION with
- * the model's committed position (eddy__model_read_cmd). */
-eddy_feed_writes_fn eddy__feed_writes(const eddy__feed *f);
 
 #endif
