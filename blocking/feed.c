@@ -329,25 +329,20 @@ eddy_status eddy_feed_new(eddy_store *store, const eddy_feed_config *cfg, eddy_f
     if (!store || !cfg)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "store or cfg is NULL");
     const eddy_checkpoints *cp = cfg->checkpoints;
-    if (cp && (!cp->ops || !cp->ops->exists || !cp->ops->save || !cp->ops->remove))
-        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
-                          "feed '%s': the checkpoint storage lacks an operation (exists, save "
-                          "and remove are needed)",
-                          cfg->id ? cfg->id : "?");
+    eddy__feed *core;
+    eddy_status st =
+        eddy__feed_open(cfg, EDDY__FEED_BLOCKING, cp != NULL,
+                        cp && cp->ops && cp->ops->exists && cp->ops->save && cp->ops->remove,
+                        eddy__bstore_ns(store), &core, err);
+    if (st != EDDY_OK)
+        return st;
     eddy_feed *feed = calloc(1, sizeof(*feed));
-    if (!feed)
+    if (!feed) {
+        eddy__feed_free(core);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    eddy_status st = eddy__feed_new(cfg, EDDY__FEED_BLOCKING, cp != NULL, &feed->core, err);
-    if (st != EDDY_OK) {
-        free(feed);
-        return st;
     }
+    feed->core = core;
     feed->store = store;
-    if ((st = eddy__feed_model_new(feed->core, eddy__bstore_ns(store), err)) != EDDY_OK) {
-        eddy__feed_free(feed->core);
-        free(feed);
-        return st;
-    }
     if (cp)
         feed->ckpt = *cp;
     pthread_mutex_init(&feed->wlock, NULL);

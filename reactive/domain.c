@@ -41,9 +41,7 @@ eddy_status eddy_rdomain_new(struct ev_loop *loop, eddy_rstore *store, const edd
                           "domain feed: checkpoints must be NULL on the reactive feed (pass "
                           "asynchronous eddy_rcheckpoints to eddy_rdomain_new)");
     if (ckpt && (!ckpt->ops || !ckpt->ops->exists || !ckpt->ops->save || !ckpt->ops->remove))
-        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
-                          "domain feed: the checkpoint storage lacks an operation (exists, save "
-                          "and remove are needed)");
+        return eddy__feed_checkpoints_incomplete(NULL, err);
     eddy_rdomain_feed *d = calloc(1, sizeof(*d));
     if (!d)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");

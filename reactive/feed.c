@@ -578,22 +578,19 @@ eddy_status eddy_rfeed_new(struct ev_loop *loop, eddy_rstore *store, const eddy_
                           "feed '%s': checkpoints must be NULL on the reactive feed (pass "
                           "asynchronous eddy_rcheckpoints to eddy_rfeed_new)",
                           cfg->id ? cfg->id : "?");
-    if (ckpt && (!ckpt->ops || !ckpt->ops->exists || !ckpt->ops->save || !ckpt->ops->remove))
-        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
-                          "feed '%s': the checkpoint storage lacks an operation (exists, save "
-                          "and remove are needed)",
-                          cfg->id ? cfg->id : "?");
-    eddy_rfeed *feed = calloc(1, sizeof(*feed));
-    if (!feed)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    eddy_status st = eddy__feed_new(cfg, EDDY__FEED_REACTIVE, ckpt != NULL, &feed->core, err);
-    if (st == EDDY_OK &&
-        (st = eddy__feed_model_new(feed->core, eddy__rstore_ns(store), err)) != EDDY_OK)
-        eddy__feed_free(feed->core);
-    if (st != EDDY_OK) {
-        free(feed);
+    eddy__feed *core;
+    eddy_status st = eddy__feed_open(cfg, EDDY__FEED_REACTIVE, ckpt != NULL,
+                                     ckpt && ckpt->ops && ckpt->ops->exists && ckpt->ops->save &&
+                                         ckpt->ops->remove,
+                                     eddy__rstore_ns(store), &core, err);
+    if (st != EDDY_OK)
         return st;
+    eddy_rfeed *feed = calloc(1, sizeof(*feed));
+    if (!feed) {
+        eddy__feed_free(core);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     }
+    feed->core = core;
     feed->loop = loop;
     feed->store = store;
     feed->calls = (eddy__feed_calls){depth_in, depth_out, NULL, feed};

@@ -127,9 +127,7 @@ eddy_status eddy__domain_new(const eddy_feed_config *cfg, eddy__domain **out, ed
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "domain feed: page_size must be at least 1");
     const eddy_checkpoints *cp = cfg->checkpoints;
     if (cp && (!cp->ops || !cp->ops->exists || !cp->ops->save || !cp->ops->remove))
-        return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
-                          "domain feed: the checkpoint storage lacks an operation (exists, save "
-                          "and remove are needed)");
+        return eddy__feed_checkpoints_incomplete(NULL, err);
     eddy__domain *d = calloc(1, sizeof(*d));
     if (!d)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");

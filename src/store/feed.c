@@ -1680,6 +1680,26 @@ eddy_status eddy__feed_model_new(eddy__feed *f, const char *ns, eddy_error *err)
 
 const eddy__model *eddy__feed_model(const eddy__feed *f) { return f->model; }
 
+eddy_status eddy__feed_checkpoints_incomplete(const char *id, eddy_error *err) {
+    return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
+                      "%s%s%s: the checkpoint storage lacks an operation (exists, save and remove "
+                      "are needed)",
+                      id ? "feed '" : "domain feed", id ? id : "", id ? "'" : "");
+}
+
+eddy_status eddy__feed_open(const eddy_feed_config *cfg, eddy__feed_mode mode, bool ckpt,
+                            bool complete, const char *ns, eddy__feed **out, eddy_error *err) {
+    *out = NULL;
+    if (ckpt && !complete)
+        return eddy__feed_checkpoints_incomplete(cfg->id ? cfg->id : "?", err);
+    eddy_status st = eddy__feed_new(cfg, mode, ckpt, out, err);
+    if (st == EDDY_OK && (st = eddy__feed_model_new(*out, ns, err)) != EDDY_OK) {
+        eddy__feed_free(*out);
+        *out = NULL;
+    }
+    return st;
+}
+
 /* The projection's apply. Neither feed takes EDDY_PENDING for an answer; the reactive one says
  * why instead of passing the status on. */
 static eddy_status project(eddy__feed *f, void *event, const eddy_event_meta *meta,

@@ -261,6 +261,14 @@ typedef struct eddy__model eddy__model;
 /* With cfg.writes, makes the model kept in Redis in namespace ns (EDDY_ERR_NOMEM); EDDY_OK and
  * nothing without. The front end calls it once, after eddy__feed_new. */
 eddy_status eddy__feed_model_new(eddy__feed *f, const char *ns, eddy_error *err);
+/* A front end's feed, whole: the checkpoint storage it was given checked (ckpt: one was given;
+ * complete: it has exists, save and remove), then eddy__feed_new and eddy__feed_model_new in
+ * namespace ns. NULL *out on failure. */
+eddy_status eddy__feed_open(const eddy_feed_config *cfg, eddy__feed_mode mode, bool ckpt,
+                            bool complete, const char *ns, eddy__feed **out, eddy_error *err);
+/* EDDY_ERR_INVALID_SPEC for a checkpoint storage that lacks an operation, naming the feed id, or
+ * the domain feed when id is NULL. */
+eddy_status eddy__feed_checkpoints_incomplete(const char *id, eddy_error *err);
 /* The model, or NULL: what the front end's commits name. With it, the front end answers
  * EDDY__STEP_POSITION with the model's committed position (eddy__model_read_cmd). */
 const eddy__model *eddy__feed_model(const eddy__feed *f);

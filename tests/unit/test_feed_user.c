@@ -400,3 +400,31 @@ Test(feed_user, the_state_calls_answer_for_a_null_feed_and_a_live_one) {
     cr_assert_eq(info.replayed, 1);
     cr_assert_not(eddy__feed_failure(H.f, NULL));
 }
+
+Test(feed_user, open_checks_the_checkpoint_storage_then_makes_the_core_and_its_model) {
+    eddy_feed_config cfg;
+    eddy_feed_config_init(&cfg);
+    cfg.id = "orders";
+    cfg.writes = m_writes;
+    cfg.decode = t_decode;
+    cfg.free_event = t_free;
+    cfg.event_id = t_id;
+    eddy_error err = {0};
+    eddy__feed *f = (eddy__feed *)&err; /* set to NULL on failure */
+    cr_assert_eq(eddy__feed_open(&cfg, EDDY__FEED_BLOCKING, true, false, "ns", &f, &err),
+                 EDDY_ERR_INVALID_SPEC);
+    cr_assert_null(f);
+    cr_assert(strstr(err.detail, "feed 'orders': the checkpoint storage lacks an operation"), "%s",
+              err.detail);
+    cr_assert_eq(eddy__feed_checkpoints_incomplete(NULL, &err), EDDY_ERR_INVALID_SPEC);
+    cr_assert(strstr(err.detail, "domain feed: the checkpoint storage"), "%s", err.detail);
+    cfg.page_size = 0;
+    cr_assert_eq(eddy__feed_open(&cfg, EDDY__FEED_BLOCKING, false, false, "ns", &f, &err),
+                 EDDY_ERR_INVALID_SPEC, "the core's own checks");
+    cr_assert_null(f);
+    cfg.page_size = 2;
+    cr_assert_eq(eddy__feed_open(&cfg, EDDY__FEED_REACTIVE, true, true, "ns", &f, &err), EDDY_OK,
+                 "%s", err.detail);
+    cr_assert(eddy__feed_model(f), "the model kept in Redis comes with the core");
+    eddy__feed_free(f);
+}
