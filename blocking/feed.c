@@ -415,15 +415,23 @@ void eddy_feed_stop_catch_up(eddy_feed *feed) {
     leave(feed);
 }
 
-/* Applies an event the core handed back for a direct apply, on this thread. */
-static eddy_status apply_live(eddy_feed *feed, eddy__feed_entry *entry, void *event,
-                              const eddy_event_meta *meta, eddy_error *err) {
+/* Offers a live event to the core (w: its waiter, if it is held) and, when the core hands it
+ * back for a direct apply, applies it now on this thread: the accept's status, or the apply's. */
+static eddy_status accept_now(eddy_feed *feed, const eddy_event_meta *meta, void *event, fwaiter *w,
+                              bool waits, bool defer, eddy__accept_kind *kind, eddy_error *err) {
+    eddy__feed_entry *entry;
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    eddy__accept_flags flags = {in_callback(feed), waits, defer};
+    eddy_status st = eddy__feed_accept(feed->core, meta, event, w, flags, kind, &entry, &out, err);
+    flush(feed, &out);
+    if (*kind != EDDY__ACCEPT_APPLY)
+        return st;
     frame fr;
     frame_push(&fr, feed);
     eddy_error aerr = {0};
-    eddy_status st = apply_one(feed, event, meta, &aerr);
+    st = apply_one(feed, event, meta, &aerr);
     frame_pop(&fr);
-    eddy__feed_out out;
     eddy__feed_out_init(&out);
     st = eddy__feed_live_done(feed->core, entry, st, &aerr, &out, err);
     flush(feed, &out);
@@ -435,17 +443,8 @@ static eddy_status accept_wait(eddy_feed *feed, const eddy_event_meta *meta, voi
     enter(feed);
     fwaiter w = {0};
     eddy__accept_kind kind;
-    eddy__feed_entry *entry;
-    eddy__feed_out out;
-    eddy__feed_out_init(&out);
-    eddy__accept_flags flags = {in_callback(feed), true, false};
-    eddy_status st =
-        eddy__feed_accept(feed->core, meta, event, &w, flags, &kind, &entry, &out, err);
-    flush(feed, &out);
+    eddy_status st = accept_now(feed, meta, event, &w, true, false, &kind, err);
     switch (kind) {
-    case EDDY__ACCEPT_APPLY:
-        st = apply_live(feed, entry, event, meta, err);
-        break;
     case EDDY__ACCEPT_HELD:
         if (wait_for(feed, &w, cancel)) {
             if (eddy__feed_accept_cancel(feed->core, &w)) {
@@ -459,9 +458,7 @@ static eddy_status accept_wait(eddy_feed *feed, const eddy_event_meta *meta, voi
         st = w.st;
         copy_err(err, st, &w.err);
         break;
-    case EDDY__ACCEPT_DUPLICATE:
-    case EDDY__ACCEPT_REFUSED:
-    case EDDY__ACCEPT_DEFERRED: /* only with flags.defer */
+    default: /* answered, or applied by accept_now */
         break;
     }
     leave(feed);
@@ -476,17 +473,8 @@ eddy_status eddy__bfeed_accept_or_defer(eddy_feed *feed, const eddy_event_meta *
     enter(feed);
     fwaiter w = {0};
     eddy__accept_kind kind;
-    eddy__feed_entry *entry;
-    eddy__feed_out out;
-    eddy__feed_out_init(&out);
-    eddy__accept_flags flags = {in_callback(feed), false, true};
-    eddy_status st =
-        eddy__feed_accept(feed->core, meta, event, &w, flags, &kind, &entry, &out, err);
-    flush(feed, &out);
-    if (kind == EDDY__ACCEPT_APPLY)
-        st = apply_live(feed, entry, event, meta, err);
-    else if (kind == EDDY__ACCEPT_DEFERRED)
-        *deferred = true;
+    eddy_status st = accept_now(feed, meta, event, &w, false, true, &kind, err);
+    *deferred = kind == EDDY__ACCEPT_DEFERRED;
     leave(feed);
     return st;
 }
@@ -530,16 +518,9 @@ eddy_status eddy_feed_offer(eddy_feed *feed, const eddy_event_meta *meta, void *
     w->fn = done;
     w->user = user;
     eddy__accept_kind kind;
-    eddy__feed_entry *entry;
-    eddy__feed_out out;
-    eddy__feed_out_init(&out);
-    eddy__accept_flags flags = {in_callback(feed), false, false};
-    st = eddy__feed_accept(feed->core, meta, event, w, flags, &kind, &entry, &out, &err);
-    flush(feed, &out);
+    st = accept_now(feed, meta, event, w, false, false, &kind, &err);
     if (kind != EDDY__ACCEPT_HELD) {
         free(w); /* answered here: the core will not complete it */
-        if (kind == EDDY__ACCEPT_APPLY)
-            st = apply_live(feed, entry, event, meta, &err);
         call_done(feed, done, user, st, &err);
     }
     leave(feed);
