@@ -83,17 +83,13 @@ eddy_status eddy_domain_catch_up_all(eddy_domain_feed *d, eddy_cancel *cancel, e
 
 eddy_status eddy_domain_catch_up(eddy_domain_feed *d, const char *id, eddy_cancel *cancel,
                                  eddy_error *err) {
-    if (!id)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "id is NULL");
-    eddy_status st = eddy__domain_check(d ? d->core : NULL, id, "catch up", err);
+    eddy_status st = eddy__domain_check_id(d ? d->core : NULL, id, "catch up", err);
     return st != EDDY_OK ? st : eddy_feed_catch_up(d->feed, cancel, err);
 }
 
 eddy_status eddy_domain_go_live(eddy_domain_feed *d, const char *id, eddy_cancel *cancel,
                                 eddy_error *err) {
-    if (!id)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "id is NULL");
-    eddy_status st = eddy__domain_check(d ? d->core : NULL, id, "go live", err);
+    eddy_status st = eddy__domain_check_id(d ? d->core : NULL, id, "go live", err);
     return st != EDDY_OK ? st : eddy_feed_go_live(d->feed, cancel, err);
 }
 

@@ -103,17 +103,13 @@ eddy_status eddy_rdomain_catch_up_all(eddy_rdomain_feed *d, eddy_rfeed_done_fn d
 
 eddy_status eddy_rdomain_catch_up(eddy_rdomain_feed *d, const char *id, eddy_rfeed_done_fn done,
                                   void *user, eddy_error *err) {
-    if (!id)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "id is NULL");
-    eddy_status st = eddy__domain_check(d ? d->core : NULL, id, "catch up", err);
+    eddy_status st = eddy__domain_check_id(d ? d->core : NULL, id, "catch up", err);
     return st != EDDY_OK ? st : eddy_rfeed_catch_up(d->feed, done, user, err);
 }
 
 eddy_status eddy_rdomain_go_live(eddy_rdomain_feed *d, const char *id, eddy_rfeed_done_fn done,
                                  void *user, eddy_error *err) {
-    if (!id)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "id is NULL");
-    eddy_status st = eddy__domain_check(d ? d->core : NULL, id, "go live", err);
+    eddy_status st = eddy__domain_check_id(d ? d->core : NULL, id, "go live", err);
     return st != EDDY_OK ? st : eddy_rfeed_go_live(d->feed, done, user, err);
 }
 

@@ -268,6 +268,13 @@ eddy_status eddy__domain_check(eddy__domain *d, const char *id, const char *what
     return EDDY_OK;
 }
 
+eddy_status eddy__domain_check_id(eddy__domain *d, const char *id, const char *what,
+                                  eddy_error *err) {
+    if (!id)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "id is NULL");
+    return eddy__domain_check(d, id, what, err);
+}
+
 eddy_status eddy__domain_route(eddy__domain *d, const eddy_event *ev, const eddy_event_meta *meta,
                                eddy_route *route, void **event, eddy_error *err) {
     *event = NULL;

@@ -49,6 +49,10 @@ const char *eddy__domain_id(eddy__domain *d);
  * none is registered. With id (catch-up by id, go-live by id): EDDY_ERR_INVALID_ARGUMENT unless
  * it is the registered one. */
 eddy_status eddy__domain_check(eddy__domain *d, const char *id, const char *what, eddy_error *err);
+/* A call by id (catch-up, go-live): EDDY_ERR_INVALID_ARGUMENT for a NULL id, then
+ * eddy__domain_check with it. */
+eddy_status eddy__domain_check_id(eddy__domain *d, const char *id, const char *what,
+                                  eddy_error *err);
 
 /* Routes a CloudEvent up to the point of feeding it: EDDY_ERR_ILLEGAL_STATE with no projection;
  * the sticky EDDY_ERR_UNREADABLE_FILTER (the first time it is found, it is recorded, and every

@@ -153,3 +153,16 @@ Test(domain_core, a_failed_feed_refuses_and_tells_why) {
     cr_assert(strstr(cause.detail, "the store is down"), "%s", cause.detail);
     cr_assert_not(eddy__domain_ready(D));
 }
+
+Test(domain_core, a_call_by_id_needs_the_registered_id) {
+    eddy_error err = {0};
+    cr_assert_eq(eddy__domain_check_id(NULL, NULL, "catch up", &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_assert_str_eq(err.detail, "id is NULL", "the id is checked first");
+    cr_assert_eq(eddy__domain_check_id(D, "orders-view", "catch up", &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.detail, "no projection is registered as 'orders-view'"), "%s", err.detail);
+    reg("orders-view");
+    cr_assert_eq(eddy__domain_check_id(D, "orders-view", "go live", &err), EDDY_OK);
+    cr_assert_eq(eddy__domain_check_id(D, "other", "go live", &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.detail, "(it has 'orders-view')"), "%s", err.detail);
+}
