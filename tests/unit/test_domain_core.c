@@ -105,14 +105,17 @@ Test(domain_core, the_route_reported_follows_how_feeding_ended) {
 }
 
 Test(domain_core, without_a_projection_the_state_is_empty) {
-    eddy_feed_info info;
-    memset(&info, 0xff, sizeof(info));
+    eddy_feed_info info = {0};
+    info.live = true; /* what a stats call must clear */
+    info.replayed = 99;
+    info.held = 7;
     cr_assert_not(eddy__domain_ready(D));
     cr_assert_not(eddy__domain_refuses(D));
     cr_assert_not(eddy__domain_failure(D, NULL));
     cr_assert_eq(eddy__domain_stats(D, &info), EDDY_OK);
     cr_assert_not(info.live);
     cr_assert_eq(info.replayed, 0);
+    cr_assert_eq(info.held, 0);
     cr_assert_eq(eddy__domain_stats(NULL, &info), EDDY_ERR_INVALID_ARGUMENT);
     cr_assert_eq(eddy__domain_stats(D, NULL), EDDY_ERR_INVALID_ARGUMENT);
     cr_assert_not(eddy__domain_ready(NULL));
