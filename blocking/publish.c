@@ -8,6 +8,7 @@
  * go again on the next connection while the deadline allows (eddy__publish_moved_again). */
 #include <stdlib.h>
 
+#include "bus/publish_flow.h"
 #include "error.h"
 #include "events/event_internal.h"
 #include "internal.h"
@@ -64,34 +65,25 @@ static eddy_status send_once(eddy_bus *bus, const eddy__cmdlist *cmds, long long
     return eddy__bpub_exec_until(bus, cmds, deadline, s->replies, err);
 }
 
-/* Sends cmds (npub publishes); when the core says so, sends them again (cmds then holds what was
- * sent), by the same deadline: the call as a whole keeps command_timeout_ms. The replies in s
- * belong to cmds. */
-static eddy_status send_publishes(eddy_bus *bus, eddy__cmdlist *cmds, size_t npub, sent *s,
-                                  eddy_error *err) {
-    long long deadline = eddy__mono_ms() + eddy__command_timeout_ms(&bus->s, -1);
+/* Sends the flow's commands, again as long as the core says so (by the flow's deadline: the call
+ * as a whole keeps command_timeout_ms), then reads the outcome. */
+static eddy_status run_flow(eddy_bus *bus, eddy__publish_flow *f, eddy__cmdlist *cmds, char *id,
+                            size_t idsize, eddy_error *err) {
+    sent s = {.n = 0};
     eddy_error e = {0};
-    eddy_status st = send_once(bus, cmds, deadline, s, &e);
+    eddy_status st = cmds->n ? send_once(bus, cmds, f->until, &s, &e) : EDDY_OK;
     eddy__cmdlist again;
-    /* Each try reconnects, after the connection's backoff (conn.c): bounded by the deadline. */
-    while (st != EDDY_OK && eddy__mono_ms() < deadline &&
-           eddy__publish_moved_again(bus->publisher, npub, cmds, st, &e, &again)) {
-        sent_free(s);
+    /* Each try reconnects, after the connection's backoff (conn.c). */
+    while (cmds->n && eddy__publish_flow_feed(f, cmds, st, &e, s.replies, eddy__mono_ms(),
+                                              &again) == EDDY__PUB_SEND) {
+        sent_free(&s);
         eddy__cmdlist_reset(cmds);
         *cmds = again;
-        st = send_once(bus, cmds, deadline, s, &e);
+        st = send_once(bus, cmds, f->until, &s, &e);
     }
-    if (st != EDDY_OK) {
-        if (err)
-            *err = e;
-        return st;
-    }
-    if (eddy__publish_again(bus->publisher, cmds, s->replies, &again)) {
-        sent_free(s);
-        eddy__cmdlist_reset(cmds);
-        *cmds = again;
-        st = send_once(bus, cmds, deadline, s, err);
-    }
+    st = eddy__publish_flow_end(f, cmds, st, &e, s.replies, id, idsize, err);
+    sent_free(&s);
+    eddy__cmdlist_reset(cmds);
     return st;
 }
 
@@ -103,18 +95,13 @@ eddy_status eddy_bus_publish_batch(eddy_bus *bus, const char *subject, const edd
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or events is NULL");
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
-    eddy_status st = eddy__publish_prepare_batch(bus->publisher, subject, evs, n, &cmds, err);
-    sent s = {.n = 0};
-    if (st == EDDY_OK && cmds.n > 0)
-        st = send_publishes(bus, &cmds, n, &s, err);
-    size_t next = 0;
-    for (size_t i = 0; st == EDDY_OK && i < n; i++) {
-        st = eddy__publish_result(bus->publisher, &cmds, next, s.replies, &next, NULL, 0, err);
-        if (st == EDDY_OK && published)
-            (*published)++;
-    }
-    sent_free(&s);
-    eddy__cmdlist_reset(&cmds);
+    eddy__publish_flow f;
+    eddy_status st = eddy__publish_flow_begin(&f, bus->publisher, &bus->s, subject, evs, n,
+                                              eddy__mono_ms(), &cmds, err);
+    if (st == EDDY_OK)
+        st = run_flow(bus, &f, &cmds, NULL, 0, err);
+    if (published)
+        *published = f.published;
     return st;
 }
 
@@ -124,17 +111,10 @@ eddy_status eddy_bus_publish(eddy_bus *bus, const char *subject, const eddy_even
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
-    sent s = {.n = 0};
-    eddy_status st = eddy__publish_prepare(bus->publisher, subject, ev, &cmds, err);
-    if (st == EDDY_OK)
-        st = send_publishes(bus, &cmds, 1, &s, err);
-    size_t next;
-    if (st == EDDY_OK)
-        st = eddy__publish_result(bus->publisher, &cmds, 0, s.replies, &next, entry_id,
-                                  entry_id_size, err);
-    sent_free(&s);
-    eddy__cmdlist_reset(&cmds);
-    return st;
+    eddy__publish_flow f;
+    eddy_status st = eddy__publish_flow_begin(&f, bus->publisher, &bus->s, subject, &ev, 1,
+                                              eddy__mono_ms(), &cmds, err);
+    return st == EDDY_OK ? run_flow(bus, &f, &cmds, entry_id, entry_id_size, err) : st;
 }
 
 eddy_status eddy_bus_new_event(eddy_bus *bus, const char *type, eddy_event **out, eddy_error *err) {

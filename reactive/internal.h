@@ -15,6 +15,7 @@
 #include "bus/consumer.h"
 #include "bus/discovery.h"
 #include "bus/inbox.h"
+#include "bus/publish_flow.h"
 #include "bus/publisher.h"
 #include "bus/registry.h"
 #include "bus/requests.h"
@@ -105,10 +106,9 @@ struct rpub {
     rpub_fn complete;
     eddy_publish_fn done;             /* a publish's callback */
     eddy_publish_batch_fn batch_done; /* a batch's callback (done is then NULL) */
-    size_t npub;                      /* a batch's publishes */
+    eddy__publish_flow flow;          /* a publish's or a batch's sequence */
     void *user;
     unsigned seq;
-    long long until; /* a publish: its call's deadline (eddy__mono_ms), for sending it again */
 };
 /* The commands p sends (and its completion reads replies of). */
 const eddy__cmdlist *eddy__rpub_cmds(const rpub *p);

@@ -16,10 +16,8 @@
  *   it was lost first, or with EDDY_ERR_CLOSED when the bus is freed first. It leaves the
  *   machine before its completion runs, so whatever that completion calls finds it consistent.
  *   A failed publish is never retried (a retry could store the message twice), but for what the
- *   core says was refused unwritten: a lost function library (eddy__publish_again), a
- *   cluster's MOVED, TRYAGAIN or CLUSTERDOWN (eddy__publish_moved_again: on the next
- *   connection, which waits for its backoff, again and again while the call's deadline,
- *   p->until, allows).
+ *   core's flow (src/bus/publish_flow.h) says goes again, as a new op on the next connection,
+ *   which waits for its backoff.
  * - No per-operation timer or thread: the connection's deadlines (conn.h) cover them all. When
  *   one passes, an op the connection had written fails with EDDY_ERR_TIMEOUT (sent, outcome
  *   unknown), one it had not with EDDY_ERR_IO (not sent).
@@ -231,15 +229,11 @@ eddy_status eddy__rpub_submit(eddy_rbus *bus, rpub *p) {
 
 static void published(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
 
-/* Submits `again` as a new op that owns p's outcome, completed by `then`: true when it was
- * queued (false: p completes as it is, `again` is reset). */
-static bool resubmit(eddy_rbus *bus, rpub *p, eddy__cmdlist *again, rpub_fn then) {
-    rpub *q = eddy__rpub_new(then, p->user);
-    if (!q) {
-        eddy__cmdlist_reset(again);
-        return false;
-    }
-    if (eddy__rpub_reserve(q, again->n) != EDDY_OK) {
+/* Submits `again` as a new op that takes over p's flow and callback: true when it was queued
+ * (false: p completes as it is, `again` is reset). */
+static bool resubmit(eddy_rbus *bus, rpub *p, eddy__cmdlist *again) {
+    rpub *q = eddy__rpub_new(published, p->user);
+    if (!q || eddy__rpub_reserve(q, again->n) != EDDY_OK) {
         eddy__rpub_free(q);
         eddy__cmdlist_reset(again);
         return false;
@@ -247,8 +241,7 @@ static bool resubmit(eddy_rbus *bus, rpub *p, eddy__cmdlist *again, rpub_fn then
     q->cmds = *again; /* eddy__rpub_new's list is empty and owns nothing */
     q->done = p->done;
     q->batch_done = p->batch_done;
-    q->npub = p->npub;
-    q->until = p->until;
+    q->flow = p->flow;
     if (eddy__rpub_submit(bus, q) != EDDY_OK) {
         eddy__rpub_free(q);
         return false;
@@ -256,54 +249,43 @@ static bool resubmit(eddy_rbus *bus, rpub *p, eddy__cmdlist *again, rpub_fn then
     return true;
 }
 
-/* Sends p's publishes once more behind a load of the function library, when the core says the
- * server had lost it (nothing of them was written): true when that op now owns the outcome. */
-static bool publish_again(eddy_rbus *bus, rpub *p, rpub_fn then) {
+/* The send's outcome: sent again when the core says so (publish_flow.h), else read and handed
+ * to the call's callback. */
+static void published(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
     eddy__cmdlist again;
-    if (!eddy__publish_again(bus->publisher, &p->cmds, p->replies, &again))
-        return false;
-    return resubmit(bus, p, &again, then);
-}
-
-static void batch_finish(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
-
-/* The outcome: what a cluster refused unwritten goes again while the call's deadline allows
- * (each time on a new connection, behind its backoff); a lost library is loaded once (the
- * core refuses a second time: eddy__publish_again). */
-static void finish(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
-    if (p->batch_done) {
-        batch_finish(bus, p, st, err);
+    if (eddy__publish_flow_feed(&p->flow, &p->cmds, st, err, p->replies, eddy__mono_ms(), &again) ==
+            EDDY__PUB_SEND &&
+        resubmit(bus, p, &again))
         return;
-    }
     char id[64] = "";
-    eddy__cmdlist again;
-    if (st != EDDY_OK && eddy__mono_ms() < p->until &&
-        eddy__publish_moved_again(bus->publisher, 1, &p->cmds, st, err, &again) &&
-        resubmit(bus, p, &again, published))
-        return;
-    if (st == EDDY_OK && publish_again(bus, p, published))
-        return;
-    if (st == EDDY_OK) {
-        size_t next;
-        eddy_error e;
-        st = eddy__publish_result(bus->publisher, &p->cmds, 0, p->replies, &next, id, sizeof(id),
-                                  &e);
-    }
-    if (p->done)
+    eddy_error e = {0};
+    st = eddy__publish_flow_end(&p->flow, &p->cmds, st, err, p->replies, p->batch_done ? NULL : id,
+                                sizeof(id), &e);
+    if (p->batch_done)
+        p->batch_done(st, p->flow.published, st == EDDY_OK ? NULL : &e, p->user);
+    else if (p->done)
         p->done(st, st == EDDY_OK ? id : NULL, p->user);
 }
 
-static void published(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
-    finish(bus, p, st, err);
-}
-
-/* Queues a prepared publish (or batch) with the call's deadline: what a cluster refused unwritten
- * may go again until then. On failure p is freed. */
-static eddy_status submit_publish(eddy_rbus *bus, rpub *p, eddy_error *err) {
-    p->until = eddy__mono_ms() + eddy__command_timeout_ms(&bus->s, -1);
-    eddy__rbus_enter(bus);
-    eddy_status st = eddy__rpub_submit(bus, p);
+/* Builds and queues a publish (or batch): on failure nothing is queued. */
+static eddy_status submit_publish(eddy_rbus *bus, const char *subject, const eddy_event *const *evs,
+                                  size_t n, eddy_publish_fn done, eddy_publish_batch_fn batch_done,
+                                  void *user, eddy_error *err) {
+    rpub *p = eddy__rpub_new(published, user);
+    if (!p)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy_status st = eddy__publish_flow_begin(&p->flow, bus->publisher, &bus->s, subject, evs, n,
+                                              eddy__mono_ms(), &p->cmds, err);
+    if (st == EDDY_OK && eddy__rpub_reserve(p, p->cmds.n) != EDDY_OK)
+        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     if (st != EDDY_OK) {
+        eddy__rpub_free(p);
+        return st;
+    }
+    p->done = done;
+    p->batch_done = batch_done;
+    eddy__rbus_enter(bus);
+    if ((st = eddy__rpub_submit(bus, p)) != EDDY_OK) {
         eddy__rpub_free(p);
         eddy__fail(err, st, "out of memory connecting");
     }
@@ -317,38 +299,7 @@ eddy_status eddy_rbus_publish(eddy_rbus *bus, const char *subject, const eddy_ev
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
     if (bus->freeing)
         return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
-    rpub *p = eddy__rpub_new(published, user);
-    if (!p)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    eddy_status st = eddy__publish_prepare(bus->publisher, subject, ev, &p->cmds, err);
-    if (st != EDDY_OK) {
-        eddy__rpub_free(p);
-        return st;
-    }
-    p->done = done;
-    return submit_publish(bus, p, err);
-}
-
-/* A batch's outcome, read as eddy_bus_publish_batch reads it: the publishes in order, counted
- * while they succeed, the first failure ending the count (and the batch's status). */
-static void batch_finish(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
-    eddy__cmdlist again;
-    if (st != EDDY_OK && eddy__mono_ms() < p->until &&
-        eddy__publish_moved_again(bus->publisher, p->npub, &p->cmds, st, err, &again) &&
-        resubmit(bus, p, &again, published))
-        return;
-    if (st == EDDY_OK && publish_again(bus, p, published))
-        return;
-    eddy_error e = {0};
-    if (st != EDDY_OK && err)
-        e = *err;
-    size_t count = 0, next = 0;
-    for (size_t i = 0; st == EDDY_OK && i < p->npub; i++) {
-        st = eddy__publish_result(bus->publisher, &p->cmds, next, p->replies, &next, NULL, 0, &e);
-        if (st == EDDY_OK)
-            count++;
-    }
-    p->batch_done(st, count, st == EDDY_OK ? NULL : &e, p->user);
+    return submit_publish(bus, subject, &ev, 1, done, NULL, user, err);
 }
 
 static void batch_noop(eddy_status st, size_t published, const eddy_error *err, void *user) {
@@ -364,19 +315,7 @@ eddy_status eddy_rbus_publish_batch(eddy_rbus *bus, const char *subject,
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "no events to publish");
     if (bus->freeing)
         return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
-    rpub *p = eddy__rpub_new(published, user);
-    if (!p)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    eddy_status st = eddy__publish_prepare_batch(bus->publisher, subject, evs, n, &p->cmds, err);
-    if (st == EDDY_OK && eddy__rpub_reserve(p, p->cmds.n) != EDDY_OK)
-        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    if (st != EDDY_OK) {
-        eddy__rpub_free(p);
-        return st;
-    }
-    p->batch_done = done ? done : batch_noop;
-    p->npub = n;
-    return submit_publish(bus, p, err);
+    return submit_publish(bus, subject, evs, n, NULL, done ? done : batch_noop, user, err);
 }
 
 eddy_status eddy_rbus_new_event(eddy_rbus *bus, const char *type, eddy_event **out,
