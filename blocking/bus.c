@@ -21,30 +21,14 @@ static void bsub_free(bsub *bs) {
     free(bs);
 }
 
-/* The bus's subscriptions as a list of their core records (malloc'd; the caller frees it):
- * NULL, with *n set, when there is none or no memory (*n is then what was wanted). */
-static eddy__sub **sub_list(eddy_bus *bus, size_t *n) {
-    pthread_mutex_lock(&bus->subs_lock);
-    *n = bus->nsubs;
-    eddy__sub **v = *n ? malloc(*n * sizeof(*v)) : NULL;
-    for (size_t i = 0; v && i < *n; i++)
-        v[i] = bus->subs[i]->sub;
-    pthread_mutex_unlock(&bus->subs_lock);
-    return v;
-}
-
 static eddy_status push_sub(eddy_bus *bus, eddy__sub *sub, bsub **out, eddy_error *err);
 
-/* Checks the spec against the bus and adds it (not started). Caller holds bus->lock. */
+/* Checks the spec against the bus and adds it (not started). Caller holds bus->lock, which
+ * every change to the subscriptions holds. */
 static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, bsub **out,
                            eddy_error *err) {
-    size_t n;
-    eddy__sub **existing = sub_list(bus, &n);
-    if (n && !existing)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     eddy__sub *sub;
-    eddy_status st = eddy__sub_new_checked(&bus->s, bus->caps, spec, existing, n, &sub, err);
-    free(existing);
+    eddy_status st = eddy__subs_check_new(&bus->all, &bus->s, bus->caps, spec, &sub, err);
     return st == EDDY_OK ? push_sub(bus, sub, out, err) : st;
 }
 
@@ -55,8 +39,9 @@ static eddy_status push_sub(eddy_bus *bus, eddy__sub *sub, bsub **out, eddy_erro
     bsub **subs = realloc(bus->subs, (bus->nsubs + 1) * sizeof(*subs));
     if (subs)
         bus->subs = subs;
+    bool room = subs && eddy__subs_reserve(&bus->all, bus->nsubs + 1) == EDDY_OK;
     pthread_mutex_unlock(&bus->subs_lock);
-    if (!bs || !subs) {
+    if (!bs || !room) {
         free(bs);
         eddy__sub_free(sub);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
@@ -72,6 +57,7 @@ static eddy_status push_sub(eddy_bus *bus, eddy__sub *sub, bsub **out, eddy_erro
     }
     pthread_mutex_lock(&bus->subs_lock);
     bus->subs[bus->nsubs++] = bs;
+    eddy__subs_append(&bus->all, sub);
     pthread_mutex_unlock(&bus->subs_lock);
     *out = bs;
     return EDDY_OK;
@@ -177,6 +163,7 @@ static eddy_status subscribe_locked(eddy_bus *bus, const eddy_subscription_spec 
             eddy__bsub_stop(bs);
             pthread_mutex_lock(&bus->subs_lock);
             bus->nsubs--;
+            eddy__subs_remove(&bus->all, bs->sub);
             pthread_mutex_unlock(&bus->subs_lock);
             bsub_free(bs);
             *out = NULL;
@@ -200,15 +187,8 @@ eddy_status eddy_bus_answer_all(eddy_bus *bus, const char *name, eddy_error *err
     if (!bus)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
     pthread_mutex_lock(&bus->lock);
-    size_t n;
-    eddy__sub **subs = sub_list(bus, &n);
-    eddy__sub *responder = NULL, *twin = NULL;
-    eddy_status st = n && !subs
-                         ? eddy__fail(err, EDDY_ERR_NOMEM, "out of memory")
-                         : eddy__sub_answer_all(subs, n, name, bus->started, &responder, err);
-    free(subs);
-    if (st == EDDY_OK && responder && eddy__sub_gather_twin(responder, &twin) != EDDY_OK)
-        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy__sub *twin;
+    eddy_status st = eddy__subs_answer_all(&bus->all, name, bus->started, &twin, err);
     bsub *bs;
     if (st == EDDY_OK && twin)
         st = push_sub(bus, twin, &bs, err); /* started with the others (sub.h) */
@@ -296,15 +276,8 @@ eddy_status eddy_bus_start(eddy_bus *bus, eddy_error *err) {
  * (retention.h). After the readers stopped, so none creates a group again. Best effort: what
  * a failure leaves, the retention pass removes once the leases ended. */
 static void drop_fanout_groups(eddy_bus *bus) {
-    size_t nsubs;
-    eddy__sub **subs = sub_list(bus, &nsubs);
-    if (!subs) {
-        if (nsubs)
-            eddy__log(&bus->s.log, EDDY_LOG_WARN,
-                      "stop: out of memory; the retention pass removes the fanout groups once "
-                      "the leases ended");
-        return;
-    }
+    eddy__sub **subs = bus->all.v;
+    size_t nsubs = bus->all.n;
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
     bool need = false;
@@ -333,7 +306,6 @@ static void drop_fanout_groups(eddy_bus *bus) {
     if (list)
         freeReplyObject(list);
     free(replies);
-    free(subs);
     eddy__cmdlist_reset(&cmds);
 }
 
@@ -347,14 +319,11 @@ eddy_status eddy_bus_stop(eddy_bus *bus) {
         atomic_store(&bus->active, false);
         eddy__cmdlist cmds;
         eddy__cmdlist_init(&cmds);
-        size_t n;
-        eddy__sub **subs = sub_list(bus, &n);
         pthread_mutex_lock(&bus->ctl_lock);
-        eddy_status st = n && !subs   ? EDDY_ERR_NOMEM
-                         : bus->inbox ? eddy__inbox_close_cmds(bus->inbox, subs, n, &cmds)
-                                      : EDDY_OK;
+        eddy_status st = bus->inbox
+                             ? eddy__inbox_close_cmds(bus->inbox, bus->all.v, bus->all.n, &cmds)
+                             : EDDY_OK;
         pthread_mutex_unlock(&bus->ctl_lock);
-        free(subs);
         if (st != EDDY_OK || (cmds.n && run(bus, &cmds, NULL) != EDDY_OK))
             eddy__log(&bus->s.log, EDDY_LOG_WARN,
                       "stop: could not leave the subscription registry; the leases end in %u ms",
@@ -388,6 +357,7 @@ void eddy_bus_free(eddy_bus *bus) {
     for (size_t i = 0; i < bus->nsubs; i++)
         bsub_free(bus->subs[i]);
     free(bus->subs);
+    eddy__subs_free(&bus->all);
     eddy__bmux_destroy(&bus->pub);
     eddy__bconn_destroy(&bus->ctl_conn);
     eddy__publisher_free(bus->publisher);
@@ -406,16 +376,8 @@ void eddy_bus_free(eddy_bus *bus) {
 eddy_status eddy_bus_consumer_stats(eddy_bus *bus, const char *name, eddy_consumer_stats *out) {
     if (!bus || !name || !out)
         return EDDY_ERR_INVALID_ARGUMENT;
-    eddy_status st = EDDY_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&bus->subs_lock);
-    eddy_consumer_stats sum = {0};
-    for (size_t i = 0; i < bus->nsubs; i++) /* a gather responder's twin has its name too */
-        if (strcmp(bus->subs[i]->sub->name, name) == 0) {
-            eddy__stats_add(&bus->subs[i]->sub->stats, &sum);
-            st = EDDY_OK;
-        }
-    if (st == EDDY_OK)
-        *out = sum;
+    eddy_status st = eddy__subs_consumer_stats(&bus->all, name, out);
     pthread_mutex_unlock(&bus->subs_lock);
     return st;
 }

@@ -18,10 +18,10 @@
  * control thread runs: they go only with the bus). */
 static size_t snapshot_subs(eddy_bus *bus, eddy__sub ***out) {
     pthread_mutex_lock(&bus->subs_lock);
-    size_t n = bus->nsubs;
+    size_t n = bus->all.n;
     eddy__sub **v = malloc((n ? n : 1) * sizeof(*v));
-    for (size_t i = 0; v && i < n; i++)
-        v[i] = bus->subs[i]->sub;
+    if (v && n)
+        memcpy(v, bus->all.v, n * sizeof(*v));
     pthread_mutex_unlock(&bus->subs_lock);
     *out = v;
     return v ? n : 0;

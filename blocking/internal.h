@@ -71,6 +71,7 @@ struct eddy_bus {
     pthread_mutex_t subs_lock; /* subs and nsubs, for readers that must not wait on `lock` */
     bsub **subs;
     size_t nsubs;
+    eddy__subs all; /* the core's view of subs, index for index */
     bool started;
     bpool *pool;
     eddy__discovery *discovery; /* shared by the pattern subscriptions */

@@ -37,19 +37,10 @@ static char *stats_doc(eddy_bus *bus, stats_writer write, eddy_error *err) {
     eddy_bus_retention_stats(bus, &in.retention);
     in.started = atomic_load(&bus->active); /* not bus->lock: a start holds it for a while */
     pthread_mutex_lock(&bus->subs_lock);
-    eddy__sub **subs = bus->nsubs ? calloc(bus->nsubs, sizeof(*subs)) : NULL;
-    char *doc = NULL;
-    if (bus->nsubs && !subs) {
-        eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    } else {
-        for (size_t i = 0; i < bus->nsubs; i++)
-            subs[i] = bus->subs[i]->sub;
-        in.subs = subs;
-        in.nsubs = bus->nsubs;
-        doc = write(&in, err);
-    }
+    in.subs = bus->all.v;
+    in.nsubs = bus->all.n;
+    char *doc = write(&in, err);
     pthread_mutex_unlock(&bus->subs_lock);
-    free(subs);
     eddy__admin_scan_free(scan);
     return doc;
 }

@@ -55,15 +55,8 @@ static eddy_status push_sub(eddy_rbus *bus, eddy__sub *sub, rsub **out, eddy_err
 /* Checks the spec against the bus and adds it. */
 static eddy_status add_sub(eddy_rbus *bus, const eddy_subscription_spec *spec, rsub **out,
                            eddy_error *err) {
-    eddy__sub **existing = malloc((bus->nsubs + 1) * sizeof(*existing));
-    if (!existing)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < bus->nsubs; i++)
-        existing[i] = bus->subs[i]->sub;
     eddy__sub *sub;
-    eddy_status st = eddy__sub_new_checked(&bus->s, eddy__capabilities(&bus->s.url), spec, existing,
-                                           bus->nsubs, &sub, err);
-    free(existing);
+    eddy_status st = eddy__subs_check_new(&bus->all, &bus->s, bus->caps, spec, &sub, err);
     return st == EDDY_OK ? push_sub(bus, sub, out, err) : st;
 }
 
@@ -81,12 +74,11 @@ static eddy_status push_sub(eddy_rbus *bus, eddy__sub *sub, rsub **out, eddy_err
     }
     /* The slot remove_sub may need later, reserved now: removing never allocates. */
     rsub **gone = realloc(bus->gone, (bus->ngone + bus->nsubs + 1) * sizeof(*gone));
-    if (!gone) {
-        eddy__sub_free(sub);
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    }
-    bus->gone = gone;
-    rsub *rs = calloc(1, sizeof(*rs));
+    if (gone)
+        bus->gone = gone;
+    rsub *rs = gone && eddy__subs_reserve(&bus->all, bus->nsubs + 1) == EDDY_OK
+                   ? calloc(1, sizeof(*rs))
+                   : NULL;
     if (!rs) {
         eddy__sub_free(sub);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
@@ -94,6 +86,7 @@ static eddy_status push_sub(eddy_rbus *bus, eddy__sub *sub, rsub **out, eddy_err
     rs->bus = bus;
     rs->sub = sub;
     bus->subs[bus->nsubs++] = rs;
+    eddy__subs_append(&bus->all, sub);
     *out = rs;
     return EDDY_OK;
 }
@@ -107,6 +100,7 @@ static void remove_sub(eddy_rbus *bus, rsub *rs) {
             bus->nsubs--;
             break;
         }
+    eddy__subs_remove(&bus->all, rs->sub);
     bus->gone[bus->ngone++] = rs; /* the slot add_sub reserved */
 }
 
@@ -285,6 +279,7 @@ static void destroy(eddy_rbus *bus) {
     for (size_t i = 0; i < bus->nsubs; i++)
         rsub_free(bus->subs[i]);
     free(bus->subs);
+    eddy__subs_free(&bus->all);
     for (size_t i = 0; i < bus->ngone; i++)
         rsub_free(bus->gone[i]);
     free(bus->gone);
@@ -369,6 +364,7 @@ eddy_status eddy_rbus_subscribe_ready(eddy_rbus *bus, const eddy_subscription_sp
         rs->ready_user = user;
         if (bus->started && (st = eddy__ract_start(rs)) != EDDY_OK) {
             bus->nsubs--; /* refused: its callback does not run */
+            eddy__subs_remove(&bus->all, rs->sub);
             rsub_free(rs);
             eddy__fail(err, st, "out of memory");
         }
@@ -382,16 +378,8 @@ eddy_status eddy_rbus_answer_all(eddy_rbus *bus, const char *name, eddy_error *e
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
     if (bus->freeing)
         return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
-    eddy__sub **subs = malloc((bus->nsubs + 1) * sizeof(*subs));
-    if (!subs)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    for (size_t i = 0; i < bus->nsubs; i++)
-        subs[i] = bus->subs[i]->sub;
-    eddy__sub *responder = NULL, *twin = NULL;
-    eddy_status st = eddy__sub_answer_all(subs, bus->nsubs, name, bus->started, &responder, err);
-    free(subs);
-    if (st == EDDY_OK && responder && eddy__sub_gather_twin(responder, &twin) != EDDY_OK)
-        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    eddy__sub *twin;
+    eddy_status st = eddy__subs_answer_all(&bus->all, name, bus->started, &twin, err);
     rsub *rs;
     if (st == EDDY_OK && twin)
         st = push_sub(bus, twin, &rs, err); /* started with the others (sub.h) */
@@ -467,16 +455,7 @@ void eddy_rbus_free(eddy_rbus *bus) {
 eddy_status eddy_rbus_consumer_stats(eddy_rbus *bus, const char *name, eddy_consumer_stats *out) {
     if (!bus || !name || !out)
         return EDDY_ERR_INVALID_ARGUMENT;
-    eddy_status st = EDDY_ERR_INVALID_ARGUMENT;
-    eddy_consumer_stats sum = {0};
-    for (size_t i = 0; i < bus->nsubs; i++) /* a gather responder's twin has its name too */
-        if (strcmp(bus->subs[i]->sub->name, name) == 0) {
-            eddy__stats_add(&bus->subs[i]->sub->stats, &sum);
-            st = EDDY_OK;
-        }
-    if (st == EDDY_OK)
-        *out = sum;
-    return st;
+    return eddy__subs_consumer_stats(&bus->all, name, out);
 }
 
 /* The core decides what a pause means (consumer.c); here the activation is only woken. */

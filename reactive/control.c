@@ -239,22 +239,12 @@ static void fanout_destroyed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy
     leave_done(bus);
 }
 
-static eddy__sub **all_subs(eddy_rbus *bus) {
-    eddy__sub **subs = malloc((bus->nsubs ? bus->nsubs : 1) * sizeof(*subs));
-    for (size_t i = 0; subs && i < bus->nsubs; i++)
-        subs[i] = bus->subs[i]->sub;
-    return subs;
-}
-
 static void fanout_listed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
-    eddy__sub **subs = NULL;
     /* Started again meanwhile: the new activation uses the same groups. */
     if (st == EDDY_OK && !bus->started && !bus->freeing) {
-        subs = all_subs(bus);
-        st = subs ? eddy__retention_stop_destroy(&bus->s, subs, bus->nsubs, p->replies[0], &cmds)
-                  : EDDY_ERR_NOMEM;
+        st = eddy__retention_stop_destroy(&bus->s, bus->all.v, bus->all.n, p->replies[0], &cmds);
         for (size_t i = 0; st == EDDY_OK && i < cmds.n; i += RPUB_MAX_CMDS) {
             rpub *d = eddy__rpub_new(fanout_destroyed, NULL);
             for (size_t j = i; d && j < cmds.n && j < i + RPUB_MAX_CMDS; j++) {
@@ -277,18 +267,15 @@ static void fanout_listed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_er
     } else if (st != EDDY_OK && st != EDDY_ERR_CLOSED) {
         fanout_log(bus, err ? err->detail : eddy_status_str(st));
     }
-    free(subs);
     eddy__cmdlist_reset(&cmds);
     leave_done(bus);
 }
 
 static void drop_fanout_groups(eddy_rbus *bus) {
-    eddy__sub **subs = all_subs(bus);
-    rpub *p = subs ? eddy__rpub_new(fanout_listed, NULL) : NULL;
+    rpub *p = eddy__rpub_new(fanout_listed, NULL);
     bool need = false;
-    eddy_status st =
-        p ? eddy__retention_stop_list(&bus->s, subs, bus->nsubs, &p->cmds, &need) : EDDY_ERR_NOMEM;
-    free(subs);
+    eddy_status st = p ? eddy__retention_stop_list(&bus->s, bus->all.v, bus->all.n, &p->cmds, &need)
+                       : EDDY_ERR_NOMEM;
     if (st == EDDY_OK && need)
         st = eddy__rpub_submit(bus, p);
     if (st != EDDY_OK || !need) {
@@ -340,15 +327,10 @@ void eddy__rctl_stop(eddy_rbus *bus) {
     /* Leave the registry first thing on the publishing connection, so requesters see "no
      * responders" rather than wait, and delete the reply stream. */
     rpub *p = eddy__rpub_new(left, NULL);
-    eddy__sub **subs = malloc((bus->nsubs ? bus->nsubs : 1) * sizeof(*subs));
-    eddy_status st = p && subs ? EDDY_OK : EDDY_ERR_NOMEM;
-    for (size_t i = 0; st == EDDY_OK && i < bus->nsubs; i++)
-        subs[i] = bus->subs[i]->sub;
-    if (st == EDDY_OK)
-        st = eddy__inbox_close_cmds(c->inbox, subs, bus->nsubs, &p->cmds);
+    eddy_status st =
+        p ? eddy__inbox_close_cmds(c->inbox, bus->all.v, bus->all.n, &p->cmds) : EDDY_ERR_NOMEM;
     if (st == EDDY_OK)
         st = eddy__rpub_submit(bus, p);
-    free(subs);
     if (st != EDDY_OK) {
         eddy__rpub_free(p);
         eddy__log(&bus->s.log, EDDY_LOG_WARN,

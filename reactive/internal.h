@@ -120,7 +120,8 @@ struct eddy_rbus {
     eddy__backend_hold *backend; /* memory://: the data lives as long as the bus */
     rsub **subs;
     size_t nsubs, subs_cap;
-    rsub **gone; /* subscriptions removed after a failed late subscribe; their memory stays
+    eddy__subs all; /* the core's view of subs, index for index */
+    rsub **gone;    /* subscriptions removed after a failed late subscribe; their memory stays
                     until the bus is freed (a stopping activation may still use it) */
     size_t ngone;
     ract *acts;

@@ -22,21 +22,12 @@ static char *stats_doc(eddy_rbus *bus, stats_writer write, eddy_error *err) {
                       .detail = "not read on the loop: see eddy_admin_stats_json"};
     eddy__bus_stats_in in = {.s = &bus->s,
                              .started = bus->active,
-                             .nsubs = bus->nsubs,
+                             .subs = bus->all.v,
+                             .nsubs = bus->all.n,
                              .requests = bus->requests,
                              .scan_err = &why};
     eddy_rbus_retention_stats(bus, &in.retention);
-    eddy__sub **subs = bus->nsubs ? calloc(bus->nsubs, sizeof(*subs)) : NULL;
-    if (bus->nsubs && !subs) {
-        eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
-    for (size_t i = 0; i < bus->nsubs; i++)
-        subs[i] = bus->subs[i]->sub;
-    in.subs = subs;
-    char *doc = write(&in, err);
-    free(subs);
-    return doc;
+    return write(&in, err);
 }
 
 char *eddy_rbus_stats_json(eddy_rbus *bus, eddy_error *err) {

@@ -277,19 +277,19 @@ const eddy__opt_table eddy__subscription_spec_table = {
            "subscribed.",
 };
 
-eddy_status eddy__sub_answer_all(eddy__sub *const *subs, size_t n, const char *name, bool started,
-                                 eddy__sub **responder, eddy_error *err) {
-    *responder = NULL;
+eddy_status eddy__subs_answer_all(const eddy__subs *subs, const char *name, bool started,
+                                  eddy__sub **twin, eddy_error *err) {
+    *twin = NULL;
     if (!name)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "name is NULL");
     eddy__sub *r = NULL;
     bool twinned = false;
-    for (size_t i = 0; i < n; i++)
-        if (strcmp(subs[i]->name, name) == 0) {
-            if (subs[i]->twin)
+    for (size_t i = 0; i < subs->n; i++)
+        if (strcmp(subs->v[i]->name, name) == 0) {
+            if (subs->v[i]->twin)
                 twinned = true;
             else
-                r = subs[i];
+                r = subs->v[i];
         }
     if (!r)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "no subscription '%s' on this bus", name);
@@ -305,6 +305,57 @@ eddy_status eddy__sub_answer_all(eddy__sub *const *subs, size_t n, const char *n
                           "subscription '%s': a responder answers scatter-gather requests from "
                           "the bus's next start; call this before starting it",
                           name);
-    *responder = r;
+    if (eddy__sub_gather_twin(r, twin) != EDDY_OK)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     return EDDY_OK;
+}
+
+void eddy__subs_free(eddy__subs *subs) {
+    free(subs->v);
+    *subs = (eddy__subs){0};
+}
+
+eddy_status eddy__subs_reserve(eddy__subs *subs, size_t n) {
+    if (n <= subs->cap)
+        return EDDY_OK;
+    size_t cap = subs->cap ? subs->cap * 2 : 4;
+    if (cap < n)
+        cap = n;
+    eddy__sub **v = realloc(subs->v, cap * sizeof(*v));
+    if (!v)
+        return EDDY_ERR_NOMEM;
+    subs->v = v;
+    subs->cap = cap;
+    return EDDY_OK;
+}
+
+void eddy__subs_append(eddy__subs *subs, eddy__sub *sub) { subs->v[subs->n++] = sub; }
+
+void eddy__subs_remove(eddy__subs *subs, const eddy__sub *sub) {
+    for (size_t i = 0; i < subs->n; i++)
+        if (subs->v[i] == sub) {
+            memmove(&subs->v[i], &subs->v[i + 1], (subs->n - i - 1) * sizeof(*subs->v));
+            subs->n--;
+            return;
+        }
+}
+
+eddy_status eddy__subs_check_new(const eddy__subs *subs, const eddy__settings *s, unsigned caps,
+                                 const eddy_subscription_spec *spec, eddy__sub **out,
+                                 eddy_error *err) {
+    return eddy__sub_new_checked(s, caps, spec, subs->v, subs->n, out, err);
+}
+
+eddy_status eddy__subs_consumer_stats(const eddy__subs *subs, const char *name,
+                                      eddy_consumer_stats *out) {
+    eddy_status st = EDDY_ERR_INVALID_ARGUMENT;
+    eddy_consumer_stats sum = {0};
+    for (size_t i = 0; i < subs->n; i++) /* a gather responder's twin has its name too */
+        if (strcmp(subs->v[i]->name, name) == 0) {
+            eddy__stats_add(&subs->v[i]->stats, &sum);
+            st = EDDY_OK;
+        }
+    if (st == EDDY_OK)
+        *out = sum;
+    return st;
 }

@@ -74,10 +74,35 @@ void eddy__stats_add(const eddy__stats *st, eddy_consumer_stats *out);
 eddy_status eddy__sub_gather_twin(const eddy__sub *responder, eddy__sub **out);
 /* The stream a subscription reads for subject (malloc'd; NULL on OOM). */
 char *eddy__sub_stream_key(const char *ns, const eddy__sub *sub, const char *subject);
-/* eddy_bus_answer_all / eddy_rbus_answer_all, as both front ends check it: subs are the bus's;
- * returns the responder named `name` that gets a twin (*responder; NULL when it has one
- * already: nothing to do), or the refusal (not a responder's name, a bus started). */
-eddy_status eddy__sub_answer_all(eddy__sub *const *subs, size_t n, const char *name, bool started,
-                                 eddy__sub **responder, eddy_error *err);
+/* A bus's subscriptions as the core reads them: the front end keeps its own record of each
+ * beside, index for index, and changes both together. The array is the bus's; the
+ * subscriptions are the front end records' (eddy__sub_free). Thread: the front end's lock. */
+typedef struct eddy__subs {
+    eddy__sub **v;
+    size_t n, cap;
+} eddy__subs;
+
+void eddy__subs_free(eddy__subs *subs);
+/* Room for n subscriptions, so that eddy__subs_append cannot fail. EDDY_ERR_NOMEM. */
+eddy_status eddy__subs_reserve(eddy__subs *subs, size_t n);
+/* Appends sub (room reserved). */
+void eddy__subs_append(eddy__subs *subs, eddy__sub *sub);
+/* Takes sub out, keeping the order (not freed). */
+void eddy__subs_remove(eddy__subs *subs, const eddy__sub *sub);
+/* A bus adds a subscription: eddy__sub_new_checked against the bus's. */
+eddy_status eddy__subs_check_new(const eddy__subs *subs, const eddy__settings *s, unsigned caps,
+                                 const eddy_subscription_spec *spec, eddy__sub **out,
+                                 eddy_error *err);
+/* eddy_bus_consumer_stats / eddy_rbus_consumer_stats: the counters of the subscriptions named
+ * `name`, a gather responder's and its twin's read as one; EDDY_ERR_INVALID_ARGUMENT when
+ * there is none (out untouched). */
+eddy_status eddy__subs_consumer_stats(const eddy__subs *subs, const char *name,
+                                      eddy_consumer_stats *out);
+/* eddy_bus_answer_all / eddy_rbus_answer_all, as both front ends check it: the gather twin
+ * (eddy__sub_gather_twin) of the responder named `name`, for the front end to add (*twin; NULL
+ * when it has one already: nothing to do), or the refusal (not a responder's name, a bus
+ * started, EDDY_ERR_NOMEM). Ownership: *twin is the caller's. */
+eddy_status eddy__subs_answer_all(const eddy__subs *subs, const char *name, bool started,
+                                  eddy__sub **twin, eddy_error *err);
 
 #endif
