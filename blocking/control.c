@@ -9,6 +9,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bus/bus_stats.h"
 #include "config/conn_state.h"
 #include "error.h"
 #include "internal.h"
@@ -175,15 +176,9 @@ void eddy__bctl_stop(eddy_bus *bus) {
 }
 
 eddy_status eddy_bus_retention_stats(eddy_bus *bus, eddy_retention_stats *out) {
-    if (!bus || !out)
-        return EDDY_ERR_INVALID_ARGUMENT;
-    eddy__retention_counters_snapshot(&bus->retention, out);
-    return EDDY_OK;
+    return bus ? eddy__bus_retention_stats(&bus->retention, out) : EDDY_ERR_INVALID_ARGUMENT;
 }
 
 eddy_status eddy_bus_connection_stats(eddy_bus *bus, eddy_connection_stats *out) {
-    if (!bus || !out)
-        return EDDY_ERR_INVALID_ARGUMENT;
-    eddy__conn_stats(bus->s.conn_state, out);
-    return EDDY_OK;
+    return bus ? eddy__bus_connection_stats(bus->s.conn_state, out) : EDDY_ERR_INVALID_ARGUMENT;
 }

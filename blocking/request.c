@@ -21,6 +21,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bus/bus_stats.h"
 #include "bus/request_flow.h"
 #include "error.h"
 #include "internal.h"
@@ -296,8 +297,5 @@ eddy_status eddy_bus_request_value(eddy_bus *bus, const char *subject, const cha
 }
 
 eddy_status eddy_bus_request_stats(eddy_bus *bus, const char *name, eddy_request_stats *out) {
-    if (!bus || !out)
-        return EDDY_ERR_INVALID_ARGUMENT;
-    eddy__requests_stats(bus->requests, name, out);
-    return EDDY_OK;
+    return bus ? eddy__bus_request_stats(bus->requests, name, out) : EDDY_ERR_INVALID_ARGUMENT;
 }

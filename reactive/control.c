@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bus/bus_stats.h"
 #include "error.h"
 #include "internal.h"
 #include "link/redis.h"
@@ -288,17 +289,11 @@ static void drop_fanout_groups(eddy_rbus *bus) {
 }
 
 eddy_status eddy_rbus_retention_stats(eddy_rbus *bus, eddy_retention_stats *out) {
-    if (!bus || !out)
-        return EDDY_ERR_INVALID_ARGUMENT;
-    eddy__retention_counters_snapshot(&bus->retention, out);
-    return EDDY_OK;
+    return bus ? eddy__bus_retention_stats(&bus->retention, out) : EDDY_ERR_INVALID_ARGUMENT;
 }
 
 eddy_status eddy_rbus_connection_stats(eddy_rbus *bus, eddy_connection_stats *out) {
-    if (!bus || !out)
-        return EDDY_ERR_INVALID_ARGUMENT;
-    eddy__conn_stats(bus->s.conn_state, out);
-    return EDDY_OK;
+    return bus ? eddy__bus_connection_stats(bus->s.conn_state, out) : EDDY_ERR_INVALID_ARGUMENT;
 }
 
 eddy_status eddy__rctl_start(eddy_rbus *bus) {

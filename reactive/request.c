@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bus/bus_stats.h"
 #include "bus/request_flow.h"
 #include "error.h"
 #include "internal.h"
@@ -325,10 +326,7 @@ void eddy_rrequest_cancel(eddy_rrequest *q) {
 }
 
 eddy_status eddy_rbus_request_stats(eddy_rbus *bus, const char *name, eddy_request_stats *out) {
-    if (!bus || !out)
-        return EDDY_ERR_INVALID_ARGUMENT;
-    eddy__requests_stats(bus->requests, name, out);
-    return EDDY_OK;
+    return bus ? eddy__bus_request_stats(bus->requests, name, out) : EDDY_ERR_INVALID_ARGUMENT;
 }
 
 void eddy__rbus_request_counts(eddy_rbus *bus, size_t *in_table, size_t *alive, size_t *ops) {

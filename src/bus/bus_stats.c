@@ -178,3 +178,24 @@ char *eddy__bus_stats_json(const eddy__bus_stats_in *in, eddy_error *err) {
         eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     return doc;
 }
+
+eddy_status eddy__bus_retention_stats(eddy__retention_counters *c, eddy_retention_stats *out) {
+    if (!out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy__retention_counters_snapshot(c, out);
+    return EDDY_OK;
+}
+
+eddy_status eddy__bus_connection_stats(eddy__conn_state *cs, eddy_connection_stats *out) {
+    if (!out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy__conn_stats(cs, out);
+    return EDDY_OK;
+}
+
+eddy_status eddy__bus_request_stats(eddy__requests *r, const char *name, eddy_request_stats *out) {
+    if (!out)
+        return EDDY_ERR_INVALID_ARGUMENT;
+    eddy__requests_stats(r, name, out);
+    return EDDY_OK;
+}

@@ -6,7 +6,9 @@
 
 #include "bus/admin.h"
 #include "bus/requests.h"
+#include "bus/retention.h"
 #include "bus/sub.h"
+#include "config/conn_state.h"
 #include "config/settings.h"
 
 typedef struct eddy__bus_stats_in {
@@ -33,6 +35,12 @@ typedef struct eddy__sub_broker {
 } eddy__sub_broker;
 void eddy__bus_stats_broker(const eddy__sub *sub, const eddy__admin_scan *scan,
                             eddy__sub_broker *out);
+
+/* eddy_bus_retention_stats, eddy_bus_connection_stats and eddy_bus_request_stats (and their
+ * reactive twins) for a bus that is not NULL: EDDY_ERR_INVALID_ARGUMENT when out is NULL. */
+eddy_status eddy__bus_retention_stats(eddy__retention_counters *c, eddy_retention_stats *out);
+eddy_status eddy__bus_connection_stats(eddy__conn_state *cs, eddy_connection_stats *out);
+eddy_status eddy__bus_request_stats(eddy__requests *r, const char *name, eddy_request_stats *out);
 
 /* The name of a connection state in the documents ("connected", "auth_failed", ...; static). */
 const char *eddy__conn_state_name(eddy_connection_state st);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A bus's subscriptions as the core reads them (eddy__subs, src/bus/sub.h) with no front end:
  * adding with the checks against the others, the counters read by name (a gather responder's
- * and its twin's as one), answer_all's refusals and twin, and removal in order. */
+ * and its twin's as one), answer_all's refusals and twin, removal in order, and the
+ * counters' getters. */
 #include <criterion/criterion.h>
 #include <string.h>
 
+#include "bus/bus_stats.h"
 #include "bus/sub.h"
 
 static eddy__settings settings;
@@ -127,4 +129,27 @@ Test(subs, removal_keeps_the_order) {
     cr_expect_eq(subs.v[1], c);
     cr_expect_eq(subs.v[2], d);
     eddy__sub_free(b);
+}
+
+/* The counters' getters both front ends call (bus_stats.h): a NULL out is refused, else the
+ * counters are copied. */
+Test(subs, counter_getters_refuse_a_null_out) {
+    eddy__retention_counters c = {0};
+    atomic_store(&c.passes, 2);
+    atomic_store(&c.trimmed, 7);
+    eddy_retention_stats r = {0};
+    cr_expect_eq(eddy__bus_retention_stats(&c, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_assert_eq(eddy__bus_retention_stats(&c, &r), EDDY_OK);
+    cr_expect_eq(r.passes, 2);
+    cr_expect_eq(r.trimmed, 7);
+    eddy__requests *q = eddy__requests_new(&settings);
+    cr_assert(q);
+    eddy_request_stats rs = {.sent = 9};
+    cr_expect_eq(eddy__bus_request_stats(q, NULL, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy__bus_request_stats(q, NULL, &rs), EDDY_OK);
+    cr_expect_eq(rs.sent, 0, "nothing was sent");
+    eddy__requests_free(q);
+    eddy_connection_stats cs;
+    cr_expect_eq(eddy__bus_connection_stats(settings.conn_state, NULL), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(eddy__bus_connection_stats(settings.conn_state, &cs), EDDY_OK);
 }
