@@ -21,19 +21,14 @@ static void bsub_free(bsub *bs) {
     free(bs);
 }
 
-static eddy_status push_sub(eddy_bus *bus, eddy__sub *sub, bsub **out, eddy_error *err);
-
-/* Checks the spec against the bus and adds it (not started). Caller holds bus->lock, which
- * every change to the subscriptions holds. */
-static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, bsub **out,
-                           eddy_error *err) {
-    eddy__sub *sub;
-    eddy_status st = eddy__subs_check_new(&bus->all, &bus->s, bus->caps, spec, &sub, err);
-    return st == EDDY_OK ? push_sub(bus, sub, out, err) : st;
-}
-
-/* Adds one subscription's record to the bus (taking sub). */
-static eddy_status push_sub(eddy_bus *bus, eddy__sub *sub, bsub **out, eddy_error *err) {
+/* Adds a subscription (not started): spec's, checked against the bus's, or else sub (taken).
+ * Caller holds bus->lock, which every change to the subscriptions holds. */
+static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, eddy__sub *sub,
+                           bsub **out, eddy_error *err) {
+    eddy_status st =
+        spec ? eddy__subs_check_new(&bus->all, &bus->s, bus->caps, spec, &sub, err) : EDDY_OK;
+    if (st != EDDY_OK)
+        return st;
     bsub *bs = calloc(1, sizeof(*bs));
     pthread_mutex_lock(&bus->subs_lock); /* the control thread reads the list */
     bsub **subs = realloc(bus->subs, (bus->nsubs + 1) * sizeof(*subs));
@@ -87,7 +82,7 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
     }
     for (size_t i = 0; st == EDDY_OK && i < nspecs; i++) {
         bsub *bs;
-        st = add_sub(bus, eddy__spec_at(specs, i), &bs, err);
+        st = add_sub(bus, eddy__spec_at(specs, i), NULL, &bs, err);
     }
     if (st == EDDY_OK &&
         (!(bus->publisher = eddy__publisher_new(&bus->s)) ||
@@ -150,7 +145,7 @@ static eddy_status subscribe_locked(eddy_bus *bus, const eddy_subscription_spec 
     bsub *bs;
     *added = false;
     *out = NULL;
-    eddy_status st = add_sub(bus, spec, &bs, err);
+    eddy_status st = add_sub(bus, spec, NULL, &bs, err);
     if (st != EDDY_OK)
         return st;
     *added = true;
@@ -191,7 +186,7 @@ eddy_status eddy_bus_answer_all(eddy_bus *bus, const char *name, eddy_error *err
     eddy_status st = eddy__subs_answer_all(&bus->all, name, bus->started, &twin, err);
     bsub *bs;
     if (st == EDDY_OK && twin)
-        st = push_sub(bus, twin, &bs, err); /* started with the others (sub.h) */
+        st = add_sub(bus, NULL, twin, &bs, err); /* started with the others (sub.h) */
     pthread_mutex_unlock(&bus->lock);
     return st;
 }

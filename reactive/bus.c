@@ -50,18 +50,13 @@ static void rsub_free(rsub *rs) {
     free(rs);
 }
 
-static eddy_status push_sub(eddy_rbus *bus, eddy__sub *sub, rsub **out, eddy_error *err);
-
-/* Checks the spec against the bus and adds it. */
-static eddy_status add_sub(eddy_rbus *bus, const eddy_subscription_spec *spec, rsub **out,
-                           eddy_error *err) {
-    eddy__sub *sub;
-    eddy_status st = eddy__subs_check_new(&bus->all, &bus->s, bus->caps, spec, &sub, err);
-    return st == EDDY_OK ? push_sub(bus, sub, out, err) : st;
-}
-
-/* Adds one subscription's record to the bus (taking sub). */
-static eddy_status push_sub(eddy_rbus *bus, eddy__sub *sub, rsub **out, eddy_error *err) {
+/* Adds a subscription (not started): spec's, checked against the bus's, or else sub (taken). */
+static eddy_status add_sub(eddy_rbus *bus, const eddy_subscription_spec *spec, eddy__sub *sub,
+                           rsub **out, eddy_error *err) {
+    eddy_status st =
+        spec ? eddy__subs_check_new(&bus->all, &bus->s, bus->caps, spec, &sub, err) : EDDY_OK;
+    if (st != EDDY_OK)
+        return st;
     if (bus->nsubs == bus->subs_cap) {
         size_t cap = bus->subs_cap ? bus->subs_cap * 2 : 4;
         rsub **subs = realloc(bus->subs, cap * sizeof(*subs));
@@ -340,7 +335,7 @@ eddy_status eddy_rbus_new(struct ev_loop *loop, const eddy_settings *settings,
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     for (size_t i = 0; st == EDDY_OK && i < nspecs; i++) {
         rsub *rs;
-        st = add_sub(bus, eddy__spec_at(specs, i), &rs, err);
+        st = add_sub(bus, eddy__spec_at(specs, i), NULL, &rs, err);
     }
     if (st != EDDY_OK) {
         destroy(bus);
@@ -358,7 +353,7 @@ eddy_status eddy_rbus_subscribe_ready(eddy_rbus *bus, const eddy_subscription_sp
         return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
     eddy__rbus_enter(bus);
     rsub *rs = NULL;
-    eddy_status st = add_sub(bus, spec, &rs, err);
+    eddy_status st = add_sub(bus, spec, NULL, &rs, err);
     if (st == EDDY_OK) {
         rs->ready = ready;
         rs->ready_user = user;
@@ -382,7 +377,7 @@ eddy_status eddy_rbus_answer_all(eddy_rbus *bus, const char *name, eddy_error *e
     eddy_status st = eddy__subs_answer_all(&bus->all, name, bus->started, &twin, err);
     rsub *rs;
     if (st == EDDY_OK && twin)
-        st = push_sub(bus, twin, &rs, err); /* started with the others (sub.h) */
+        st = add_sub(bus, NULL, twin, &rs, err); /* started with the others (sub.h) */
     return st;
 }
 
