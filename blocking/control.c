@@ -57,16 +57,11 @@ static void *control(void *arg) {
         }
         eddy__sub **subs;
         size_t n = snapshot_subs(bus, &subs);
-        eddy__plan_reset(&plan);
-        eddy_status st =
-            subs ? eddy__inbox_plan(bus->inbox, eddy_now_ms(), subs, n, &plan) : EDDY_ERR_NOMEM;
+        long long wait = subs ? eddy__inbox_next(bus->inbox, eddy_now_ms(), subs, n, &plan)
+                              : EDDY__NOMEM_RETRY_MS;
         free(subs);
-        if (st != EDDY_OK) {
-            eddy__bconn_sleep(&bus->ctl_conn, EDDY__NOMEM_RETRY_MS);
-            continue;
-        }
-        if (plan.cmds.n == 0) {
-            eddy__bconn_sleep(&bus->ctl_conn, plan.idle_ms);
+        if (wait >= 0) {
+            eddy__bconn_sleep(&bus->ctl_conn, wait);
             continue;
         }
         redisReply *few[8] = {0}, **replies = few;
@@ -75,7 +70,7 @@ static void *control(void *arg) {
             eddy__bconn_sleep(&bus->ctl_conn, EDDY__NOMEM_RETRY_MS);
             continue;
         }
-        st = eddy__bconn_exec(&bus->ctl_conn, &plan.cmds, plan.block_ms, replies, &err);
+        eddy_status st = eddy__bconn_exec(&bus->ctl_conn, &plan.cmds, plan.block_ms, replies, &err);
         bool lost = st != EDDY_OK; /* the connection's failure: the bus's tracker logged it */
         if (st == EDDY_OK)
             st = eddy__inbox_feed(bus->inbox, eddy_now_ms(), &plan, replies, plan.cmds.n, &done);

@@ -88,14 +88,12 @@ static void ctl_step(void *owner) {
         return;
     }
     size_t n = 0;
-    eddy__plan_reset(&r->plan);
-    if (!snapshot(c, &n) ||
-        eddy__inbox_plan(c->inbox, eddy_now_ms(), c->subs, n, &r->plan) != EDDY_OK) {
-        eddy__rround_idle(r, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
-        return;
-    }
-    if (r->plan.cmds.n == 0)
-        eddy__rround_idle(r, r->plan.idle_ms);
+    eddy__plan_reset(&r->plan); /* nothing of the last round stays, planned or not */
+    long long wait = snapshot(c, &n)
+                         ? eddy__inbox_next(c->inbox, eddy_now_ms(), c->subs, n, &r->plan)
+                         : EDDY__NOMEM_RETRY_MS;
+    if (wait >= 0)
+        eddy__rround_idle(r, wait);
     else if (!eddy__rround_send(r))
         eddy__inbox_reset(c->inbox, eddy_now_ms()); /* the plan is not sent */
 }

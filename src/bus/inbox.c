@@ -19,6 +19,7 @@
 #include "bus/retention.h"
 #include "events/entry.h"
 #include "keys.h"
+#include "timing.h"
 #include "util/reply.h"
 
 enum { I_OPEN = 1, I_EXPIRE, I_RENEW, I_PEERS, I_READ, I_OTHER };
@@ -160,6 +161,16 @@ static void add_expire(eddy__inbox *ib, eddy__plan *p) {
         eddy__cmd_str(cmd, ib->key);
         eddy__cmd_u64(cmd, 3ull * ib->s->lease_ms); /* outlives two missed heartbeats */
     }
+}
+
+long long eddy__inbox_next(eddy__inbox *ib, long long now_ms, eddy__sub *const *subs, size_t n,
+                           eddy__plan *plan) {
+    eddy__plan_reset(plan);
+    if (eddy__inbox_plan(ib, now_ms, subs, n, plan) != EDDY_OK) {
+        eddy__plan_reset(plan); /* a part of a round is not sent */
+        return EDDY__NOMEM_RETRY_MS;
+    }
+    return plan->cmds.n ? -1 : plan->idle_ms;
 }
 
 eddy_status eddy__inbox_plan(eddy__inbox *ib, long long now_ms, eddy__sub *const *subs, size_t n,

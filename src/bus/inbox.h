@@ -36,6 +36,12 @@ const char *eddy__inbox_key(const eddy__inbox *ib);
  * subscriptions, registered and renewed by the heartbeat. */
 eddy_status eddy__inbox_plan(eddy__inbox *ib, long long now_ms, eddy__sub *const *subs, size_t n,
                              eddy__plan *plan);
+/* The next round as both front ends take it: plan (reset first) holds commands to send now, and
+ * -1 is returned; or there is nothing to send yet, and the ms to wait (interruptibly) before
+ * asking again: the plan's idle time, or EDDY__NOMEM_RETRY_MS when planning ran out of memory
+ * (nothing was planned). */
+long long eddy__inbox_next(eddy__inbox *ib, long long now_ms, eddy__sub *const *subs, size_t n,
+                           eddy__plan *plan);
 /* Appends completed requests to out (the receiver completes each waiter, owns each reply). */
 eddy_status eddy__inbox_feed(eddy__inbox *ib, long long now_ms, const eddy__plan *plan,
                              redisReply **replies, size_t n, eddy__reply_list *out);
