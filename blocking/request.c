@@ -280,16 +280,12 @@ eddy_status eddy_bus_request_value(eddy_bus *bus, const char *subject, const cha
     if (!bus || !reply)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or reply is NULL");
     *reply = NULL;
-    /* The refusals come before building anything, as for eddy_bus_request. */
     char inbox[256];
     bool cancelled;
     bool active = bus_state(bus, opts, inbox, &cancelled);
-    eddy_status st =
-        eddy__request_precheck(opts, cancelled, active, bus->caps, NULL, eddy_now_ms(), err);
-    if (st != EDDY_OK)
-        return st;
-    eddy_event *ev = NULL;
-    st = eddy__publish_value_event(&bus->s, type, pack, user, &ev, err);
+    eddy_event *ev;
+    eddy_status st = eddy__request_value_event(&bus->s, opts, cancelled, active, bus->caps, type,
+                                               pack, user, eddy_now_ms(), &ev, err);
     if (st == EDDY_OK)
         st = eddy_bus_request(bus, subject, ev, opts, reply, err);
     eddy_event_free(ev);

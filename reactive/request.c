@@ -300,13 +300,10 @@ eddy_status eddy_rbus_request_value(eddy_rbus *bus, const char *subject, const c
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
     if (bus->freeing)
         return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
-    /* The refusals come before building anything, as for eddy_rbus_request. */
-    eddy_status st = eddy__request_precheck(opts, opts && eddy_cancel_fired(opts->cancel),
-                                            bus->active, bus->caps, NULL, eddy_now_ms(), err);
-    if (st != EDDY_OK)
-        return st;
-    eddy_event *ev = NULL;
-    st = eddy__publish_value_event(&bus->s, type, pack, pack_user, &ev, err);
+    eddy_event *ev;
+    eddy_status st = eddy__request_value_event(
+        &bus->s, opts, opts && eddy_cancel_fired(opts->cancel), bus->active, bus->caps, type, pack,
+        pack_user, eddy_now_ms(), &ev, err);
     if (st == EDDY_OK)
         st = eddy_rbus_request(bus, subject, ev, opts, done, user, handle, err);
     eddy_event_free(ev);

@@ -163,3 +163,12 @@ void eddy__request_flow_reset(eddy__request_flow *f) {
     free(f->subject);
     f->subject = NULL;
 }
+
+eddy_status eddy__request_value_event(const eddy__settings *s, const eddy_request_opts *opts,
+                                      bool cancelled, bool active, unsigned caps, const char *type,
+                                      eddy_pack_fn pack, void *user, long long now_ms,
+                                      eddy_event **out, eddy_error *err) {
+    *out = NULL;
+    eddy_status st = eddy__request_precheck(opts, cancelled, active, caps, NULL, now_ms, err);
+    return st == EDDY_OK ? eddy__publish_value_event(s, type, pack, user, out, err) : st;
+}

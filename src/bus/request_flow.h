@@ -107,4 +107,12 @@ eddy__req_step eddy__request_flow_feed(eddy__request_flow *f, eddy_status st, re
 
 void eddy__request_flow_reset(eddy__request_flow *f);
 
+/* eddy_bus_request_value and its twin before their request: the refusals first, before anything
+ * is built (eddy__request_precheck, with the bus's state as for a request), then the event
+ * (eddy__publish_value_event). Ownership: *out is the caller's. */
+eddy_status eddy__request_value_event(const eddy__settings *s, const eddy_request_opts *opts,
+                                      bool cancelled, bool active, unsigned caps, const char *type,
+                                      eddy_pack_fn pack, void *user, long long now_ms,
+                                      eddy_event **out, eddy_error *err);
+
 #endif

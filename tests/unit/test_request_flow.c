@@ -3,6 +3,7 @@
  * for, the replies fed back as parsed RESP, and what the counters and the table say after
  * each outcome. */
 #include <criterion/criterion.h>
+#include <msgpack.h>
 #include <string.h>
 
 #include "bus/request_flow.h"
@@ -275,5 +276,36 @@ Test(request_flow, one_question_renews_an_old_answer_for_every_request_in_flight
         eddy__requests_give_up(f.requests, all[i]->out.id);
         eddy__request_flow_reset(all[i]);
     }
+    fixture_free(&f);
+}
+
+static int packed;
+
+static eddy_status pack_nothing(struct msgpack_packer *pk, void *user) {
+    (void)user;
+    packed++;
+    return msgpack_pack_nil(pk) == 0 ? EDDY_OK : EDDY_ERR_NOMEM;
+}
+
+/* request_value: the refusals come before anything is built (the value is not packed), then
+ * the event. */
+Test(request_flow, request_value_refuses_before_packing) {
+    fixture f;
+    fixture_init(&f);
+    eddy_request_opts opts = {.deadline_ms = 5000};
+    eddy_event *ev = (eddy_event *)&f;
+    eddy_error err = {0};
+    packed = 0;
+    cr_expect_eq(eddy__request_value_event(&f.s, &opts, false, false, EDDY_CAP_REQUEST_REPLY, "t.v",
+                                           pack_nothing, NULL, 1000, &ev, &err),
+                 EDDY_ERR_NOT_READY);
+    cr_expect_null(ev);
+    cr_expect_eq(packed, 0);
+    cr_assert_eq(eddy__request_value_event(&f.s, &opts, false, true, EDDY_CAP_REQUEST_REPLY, "t.v",
+                                           pack_nothing, NULL, 1000, &ev, &err),
+                 EDDY_OK, "%s", err.detail);
+    cr_expect_eq(packed, 1);
+    cr_expect_str_eq(eddy_event_type(ev), "t.v");
+    eddy_event_free(ev);
     fixture_free(&f);
 }
