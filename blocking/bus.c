@@ -26,7 +26,8 @@ static void bsub_free(bsub *bs) {
 static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, eddy__sub *sub,
                            bsub **out, eddy_error *err) {
     eddy_status st =
-        spec ? eddy__subs_check_new(&bus->all, &bus->s, bus->caps, spec, &sub, err) : EDDY_OK;
+        spec ? eddy__subs_check_new(&bus->core.all, &bus->s, bus->core.caps, spec, &sub, err)
+             : EDDY_OK;
     if (st != EDDY_OK)
         return st;
     bsub *bs = calloc(1, sizeof(*bs));
@@ -34,7 +35,7 @@ static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, ed
     bsub **subs = realloc(bus->subs, (bus->nsubs + 1) * sizeof(*subs));
     if (subs)
         bus->subs = subs;
-    bool room = subs && eddy__subs_reserve(&bus->all, bus->nsubs + 1) == EDDY_OK;
+    bool room = subs && eddy__subs_reserve(&bus->core.all, bus->nsubs + 1) == EDDY_OK;
     pthread_mutex_unlock(&bus->subs_lock);
     if (!bs || !room) {
         free(bs);
@@ -52,7 +53,7 @@ static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, ed
     }
     pthread_mutex_lock(&bus->subs_lock);
     bus->subs[bus->nsubs++] = bs;
-    eddy__subs_append(&bus->all, sub);
+    eddy__subs_append(&bus->core.all, sub);
     pthread_mutex_unlock(&bus->subs_lock);
     *out = bs;
     return EDDY_OK;
@@ -73,23 +74,18 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
     eddy_status st = eddy__settings_copy(&bus->s, settings, err);
     bool conns_ready = false;
     if (st == EDDY_OK) {
-        bus->caps = eddy__capabilities(&bus->s.url);
         if (eddy__bmux_init(&bus->pub, &bus->s) != EDDY_OK ||
             eddy__bconn_init(&bus->ctl_conn, &bus->s) != EDDY_OK ||
-            !eddy__link_hold_backend(&bus->s, &bus->backend))
+            !(bus->discovery = eddy__discovery_new(bus->s.discovery_ms)))
             st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
         conns_ready = true;
     }
+    if (st == EDDY_OK)
+        st = eddy__bus_core_init(&bus->core, &bus->s, err);
     for (size_t i = 0; st == EDDY_OK && i < nspecs; i++) {
         bsub *bs;
         st = add_sub(bus, eddy__spec_at(specs, i), NULL, &bs, err);
     }
-    if (st == EDDY_OK &&
-        (!(bus->publisher = eddy__publisher_new(&bus->s)) ||
-         !(bus->requests = eddy__requests_new(&bus->s)) ||
-         !(bus->registry_cache = eddy__registry_cache_new(EDDY__REGISTRY_CACHE_MS)) ||
-         !(bus->discovery = eddy__discovery_new(bus->s.discovery_ms))))
-        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     if (st == EDDY_OK && !(bus->pool = eddy__bpool_new(bus->s.workers)))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "could not start %u worker threads", bus->s.workers);
     if (st == EDDY_OK)
@@ -158,7 +154,7 @@ static eddy_status subscribe_locked(eddy_bus *bus, const eddy_subscription_spec 
             eddy__bsub_stop(bs);
             pthread_mutex_lock(&bus->subs_lock);
             bus->nsubs--;
-            eddy__subs_remove(&bus->all, bs->sub);
+            eddy__subs_remove(&bus->core.all, bs->sub);
             pthread_mutex_unlock(&bus->subs_lock);
             bsub_free(bs);
             *out = NULL;
@@ -183,7 +179,7 @@ eddy_status eddy_bus_answer_all(eddy_bus *bus, const char *name, eddy_error *err
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus is NULL");
     pthread_mutex_lock(&bus->lock);
     eddy__sub *twin;
-    eddy_status st = eddy__subs_answer_all(&bus->all, name, bus->started, &twin, err);
+    eddy_status st = eddy__subs_answer_all(&bus->core.all, name, bus->started, &twin, err);
     bsub *bs;
     if (st == EDDY_OK && twin)
         st = add_sub(bus, NULL, twin, &bs, err); /* started with the others (sub.h) */
@@ -271,8 +267,8 @@ eddy_status eddy_bus_start(eddy_bus *bus, eddy_error *err) {
  * (retention.h). After the readers stopped, so none creates a group again. Best effort: what
  * a failure leaves, the retention pass removes once the leases ended. */
 static void drop_fanout_groups(eddy_bus *bus) {
-    eddy__sub **subs = bus->all.v;
-    size_t nsubs = bus->all.n;
+    eddy__sub **subs = bus->core.all.v;
+    size_t nsubs = bus->core.all.n;
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
     bool need = false;
@@ -315,9 +311,9 @@ eddy_status eddy_bus_stop(eddy_bus *bus) {
         eddy__cmdlist cmds;
         eddy__cmdlist_init(&cmds);
         pthread_mutex_lock(&bus->ctl_lock);
-        eddy_status st = bus->inbox
-                             ? eddy__inbox_close_cmds(bus->inbox, bus->all.v, bus->all.n, &cmds)
-                             : EDDY_OK;
+        eddy_status st =
+            bus->inbox ? eddy__inbox_close_cmds(bus->inbox, bus->core.all.v, bus->core.all.n, &cmds)
+                       : EDDY_OK;
         pthread_mutex_unlock(&bus->ctl_lock);
         if (st != EDDY_OK || (cmds.n && run(bus, &cmds, NULL) != EDDY_OK))
             eddy__log(&bus->s.log, EDDY_LOG_WARN,
@@ -352,14 +348,10 @@ void eddy_bus_free(eddy_bus *bus) {
     for (size_t i = 0; i < bus->nsubs; i++)
         bsub_free(bus->subs[i]);
     free(bus->subs);
-    eddy__subs_free(&bus->all);
     eddy__bmux_destroy(&bus->pub);
     eddy__bconn_destroy(&bus->ctl_conn);
-    eddy__publisher_free(bus->publisher);
-    eddy__requests_free(bus->requests);
-    eddy__registry_cache_free(bus->registry_cache);
+    eddy__bus_core_destroy(&bus->core);
     eddy__discovery_free(bus->discovery);
-    eddy__link_release_backend(bus->backend);
     eddy__settings_free(&bus->s);
     pthread_cond_destroy(&bus->ctl_cond);
     pthread_mutex_destroy(&bus->ctl_lock);
@@ -372,7 +364,7 @@ eddy_status eddy_bus_consumer_stats(eddy_bus *bus, const char *name, eddy_consum
     if (!bus || !name || !out)
         return EDDY_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&bus->subs_lock);
-    eddy_status st = eddy__subs_consumer_stats(&bus->all, name, out);
+    eddy_status st = eddy__subs_consumer_stats(&bus->core.all, name, out);
     pthread_mutex_unlock(&bus->subs_lock);
     return st;
 }

@@ -19,10 +19,10 @@
  * control thread runs: they go only with the bus). */
 static size_t snapshot_subs(eddy_bus *bus, eddy__sub ***out) {
     pthread_mutex_lock(&bus->subs_lock);
-    size_t n = bus->all.n;
+    size_t n = bus->core.all.n;
     eddy__sub **v = malloc((n ? n : 1) * sizeof(*v));
     if (v && n)
-        memcpy(v, bus->all.v, n * sizeof(*v));
+        memcpy(v, bus->core.all.v, n * sizeof(*v));
     pthread_mutex_unlock(&bus->subs_lock);
     *out = v;
     return v ? n : 0;
@@ -108,7 +108,8 @@ static void *control(void *arg) {
 }
 
 eddy_status eddy__bctl_start(eddy_bus *bus, eddy_error *err) {
-    eddy__inbox *inbox = eddy__inbox_new(&bus->s, bus->requests, &bus->retention, eddy_now_ms());
+    eddy__inbox *inbox =
+        eddy__inbox_new(&bus->s, bus->core.requests, &bus->core.retention, eddy_now_ms());
     if (!inbox)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     pthread_mutex_lock(&bus->ctl_lock);
@@ -163,7 +164,7 @@ void eddy__bctl_stop(eddy_bus *bus) {
     pthread_join(bus->ctl_thread, NULL);
     bus->ctl_running = false;
     /* Requests still waiting end now: nothing will read their replies. */
-    eddy__requests_abandon_all(bus->requests, abandon, NULL);
+    eddy__requests_abandon_all(bus->core.requests, abandon, NULL);
     pthread_mutex_lock(&bus->ctl_lock);
     eddy__inbox_free(bus->inbox);
     bus->inbox = NULL;
@@ -171,7 +172,7 @@ void eddy__bctl_stop(eddy_bus *bus) {
 }
 
 eddy_status eddy_bus_retention_stats(eddy_bus *bus, eddy_retention_stats *out) {
-    return bus ? eddy__bus_retention_stats(&bus->retention, out) : EDDY_ERR_INVALID_ARGUMENT;
+    return bus ? eddy__bus_retention_stats(&bus->core.retention, out) : EDDY_ERR_INVALID_ARGUMENT;
 }
 
 eddy_status eddy_bus_connection_stats(eddy_bus *bus, eddy_connection_stats *out) {

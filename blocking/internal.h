@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "bus/bus_core.h"
 #include "bus/consumer.h"
 #include "bus/discovery.h"
 #include "bus/inbox.h"
@@ -50,11 +51,7 @@ typedef struct bsub {
 
 struct eddy_bus {
     eddy__settings s;
-    eddy__backend_hold *backend; /* memory://: the data lives as long as the bus */
-    unsigned caps;
-    eddy__publisher *publisher;
-    eddy__requests *requests;
-    eddy__registry_cache *registry_cache;
+    eddy__bus_core core; /* publisher, requests, registry cache, subs, ... (bus_core.h) */
     /* The activation's control thread: reply stream, registry heartbeats (inbox.h). */
     eddy__inbox *inbox;
     bconn ctl_conn;
@@ -71,12 +68,10 @@ struct eddy_bus {
     pthread_mutex_t subs_lock; /* subs and nsubs, for readers that must not wait on `lock` */
     bsub **subs;
     size_t nsubs;
-    eddy__subs all; /* the core's view of subs, index for index */
     bool started;
     bpool *pool;
     eddy__discovery *discovery; /* shared by the pattern subscriptions */
     bshare *share; /* reads shared from settings.share_reads_from subscriptions (share.h) */
-    eddy__retention_counters retention; /* of every activation's passes (retention.h) */
 };
 
 /* publish.c: runs commands on the publishing connection (multiplexed: any thread, no lock

@@ -16,7 +16,7 @@
 
 eddy_status eddy__bpub_exec_until(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
                                   redisReply **replies, eddy_error *err) {
-    return eddy__publisher_after(bus->publisher,
+    return eddy__publisher_after(bus->core.publisher,
                                  eddy__bmux_exec_until(&bus->pub, cmds, deadline, replies, err));
 }
 
@@ -24,11 +24,12 @@ eddy_status eddy__bpub_send(eddy_bus *bus, const eddy__cmdlist *cmds, long long 
                             redisReply **replies, eddy__bmux_wait *w,
                             void (*on_done)(void *user, bool failed), void *user, eddy_error *err) {
     return eddy__publisher_after(
-        bus->publisher, eddy__bmux_send(&bus->pub, cmds, deadline, replies, w, on_done, user, err));
+        bus->core.publisher,
+        eddy__bmux_send(&bus->pub, cmds, deadline, replies, w, on_done, user, err));
 }
 
 eddy_status eddy__bpub_finish(eddy_bus *bus, eddy__bmux_wait *w, eddy_error *err) {
-    return eddy__publisher_after(bus->publisher, eddy__bmux_finish(&bus->pub, w, err));
+    return eddy__publisher_after(bus->core.publisher, eddy__bmux_finish(&bus->pub, w, err));
 }
 
 eddy_status eddy__bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
@@ -96,7 +97,7 @@ eddy_status eddy_bus_publish_batch(eddy_bus *bus, const char *subject, const edd
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
     eddy__publish_flow f;
-    eddy_status st = eddy__publish_flow_begin(&f, bus->publisher, &bus->s, subject, evs, n,
+    eddy_status st = eddy__publish_flow_begin(&f, bus->core.publisher, &bus->s, subject, evs, n,
                                               eddy__mono_ms(), &cmds, err);
     if (st == EDDY_OK)
         st = run_flow(bus, &f, &cmds, NULL, 0, err);
@@ -112,7 +113,7 @@ eddy_status eddy_bus_publish(eddy_bus *bus, const char *subject, const eddy_even
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
     eddy__publish_flow f;
-    eddy_status st = eddy__publish_flow_begin(&f, bus->publisher, &bus->s, subject, &ev, 1,
+    eddy_status st = eddy__publish_flow_begin(&f, bus->core.publisher, &bus->s, subject, &ev, 1,
                                               eddy__mono_ms(), &cmds, err);
     return st == EDDY_OK ? run_flow(bus, &f, &cmds, entry_id, entry_id_size, err) : st;
 }

@@ -146,8 +146,8 @@ static void wait_outcome(eddy_bus *bus, bwait *w, const char *id, long long dead
         if (cancelled || timed_out) {
             pthread_mutex_unlock(&w->m);
             /* A gather may end well at its deadline (gather.h); a single request ends alike. */
-            bool mine = cancelled ? eddy__requests_give_up(bus->requests, id)
-                                  : eddy__requests_expire(bus->requests, id);
+            bool mine = cancelled ? eddy__requests_give_up(bus->core.requests, id)
+                                  : eddy__requests_expire(bus->core.requests, id);
             pthread_mutex_lock(&w->m);
             if (mine) {
                 w->done = true;
@@ -195,9 +195,8 @@ static eddy_status request(eddy_bus *bus, const char *subject, const eddy_event 
     char inbox[256] = "";
     bool cancelled;
     bool active = bus_state(bus, opts, inbox, &cancelled);
-    eddy__request_ctx ctx = {
-        bus->requests, bus->registry_cache, bus->publisher,       bus->s.ns, bus->caps,
-        active,        cancelled,           active ? inbox : NULL};
+    eddy__request_ctx ctx =
+        eddy__bus_core_request_ctx(&bus->core, &bus->s, active, cancelled, inbox);
     bwait w = {.st = EDDY_ERR_NO_REPLY};
     pthread_mutex_init(&w.m, NULL);
     eddy__bcond_init_monotonic(&w.cond);
@@ -284,8 +283,8 @@ eddy_status eddy_bus_request_value(eddy_bus *bus, const char *subject, const cha
     bool cancelled;
     bool active = bus_state(bus, opts, inbox, &cancelled);
     eddy_event *ev;
-    eddy_status st = eddy__request_value_event(&bus->s, opts, cancelled, active, bus->caps, type,
-                                               pack, user, eddy_now_ms(), &ev, err);
+    eddy_status st = eddy__request_value_event(&bus->s, opts, cancelled, active, bus->core.caps,
+                                               type, pack, user, eddy_now_ms(), &ev, err);
     if (st == EDDY_OK)
         st = eddy_bus_request(bus, subject, ev, opts, reply, err);
     eddy_event_free(ev);
@@ -293,5 +292,5 @@ eddy_status eddy_bus_request_value(eddy_bus *bus, const char *subject, const cha
 }
 
 eddy_status eddy_bus_request_stats(eddy_bus *bus, const char *name, eddy_request_stats *out) {
-    return bus ? eddy__bus_request_stats(bus->requests, name, out) : EDDY_ERR_INVALID_ARGUMENT;
+    return bus ? eddy__bus_request_stats(bus->core.requests, name, out) : EDDY_ERR_INVALID_ARGUMENT;
 }

@@ -54,7 +54,8 @@ static void rsub_free(rsub *rs) {
 static eddy_status add_sub(eddy_rbus *bus, const eddy_subscription_spec *spec, eddy__sub *sub,
                            rsub **out, eddy_error *err) {
     eddy_status st =
-        spec ? eddy__subs_check_new(&bus->all, &bus->s, bus->caps, spec, &sub, err) : EDDY_OK;
+        spec ? eddy__subs_check_new(&bus->core.all, &bus->s, bus->core.caps, spec, &sub, err)
+             : EDDY_OK;
     if (st != EDDY_OK)
         return st;
     if (bus->nsubs == bus->subs_cap) {
@@ -71,7 +72,7 @@ static eddy_status add_sub(eddy_rbus *bus, const eddy_subscription_spec *spec, e
     rsub **gone = realloc(bus->gone, (bus->ngone + bus->nsubs + 1) * sizeof(*gone));
     if (gone)
         bus->gone = gone;
-    rsub *rs = gone && eddy__subs_reserve(&bus->all, bus->nsubs + 1) == EDDY_OK
+    rsub *rs = gone && eddy__subs_reserve(&bus->core.all, bus->nsubs + 1) == EDDY_OK
                    ? calloc(1, sizeof(*rs))
                    : NULL;
     if (!rs) {
@@ -81,7 +82,7 @@ static eddy_status add_sub(eddy_rbus *bus, const eddy_subscription_spec *spec, e
     rs->bus = bus;
     rs->sub = sub;
     bus->subs[bus->nsubs++] = rs;
-    eddy__subs_append(&bus->all, sub);
+    eddy__subs_append(&bus->core.all, sub);
     *out = rs;
     return EDDY_OK;
 }
@@ -95,7 +96,7 @@ static void remove_sub(eddy_rbus *bus, rsub *rs) {
             bus->nsubs--;
             break;
         }
-    eddy__subs_remove(&bus->all, rs->sub);
+    eddy__subs_remove(&bus->core.all, rs->sub);
     bus->gone[bus->ngone++] = rs; /* the slot add_sub reserved */
 }
 
@@ -268,18 +269,14 @@ static void destroy(eddy_rbus *bus) {
     fire_subs_ready(bus, EDDY_ERR_CLOSED, &err);
     fire_bus_ready(bus, EDDY_ERR_CLOSED, &err);
     eddy__rctl_free_all(bus);
-    eddy__requests_free(bus->requests);
-    eddy__registry_cache_free(bus->registry_cache);
     eddy__discovery_free(bus->discovery);
     for (size_t i = 0; i < bus->nsubs; i++)
         rsub_free(bus->subs[i]);
     free(bus->subs);
-    eddy__subs_free(&bus->all);
     for (size_t i = 0; i < bus->ngone; i++)
         rsub_free(bus->gone[i]);
     free(bus->gone);
-    eddy__publisher_free(bus->publisher);
-    eddy__link_release_backend(bus->backend);
+    eddy__bus_core_destroy(&bus->core);
     eddy__settings_free(&bus->s);
     free(bus);
 }
@@ -324,14 +321,8 @@ eddy_status eddy_rbus_new(struct ev_loop *loop, const eddy_settings *settings,
     bus->loop = loop;
     ev_async_init(&bus->alive, keep_alive);
     eddy__rreq_setup(bus);
-    bus->caps = eddy__capabilities(&bus->s.url);
-    if (!eddy__link_hold_backend(&bus->s, &bus->backend))
-        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory opening memory://%s", bus->s.url.name);
-    if (st == EDDY_OK &&
-        (!(bus->publisher = eddy__publisher_new(&bus->s)) ||
-         !(bus->requests = eddy__requests_new(&bus->s)) ||
-         !(bus->registry_cache = eddy__registry_cache_new(EDDY__REGISTRY_CACHE_MS)) ||
-         !(bus->discovery = eddy__discovery_new(bus->s.discovery_ms))))
+    if ((st = eddy__bus_core_init(&bus->core, &bus->s, err)) == EDDY_OK &&
+        !(bus->discovery = eddy__discovery_new(bus->s.discovery_ms)))
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     for (size_t i = 0; st == EDDY_OK && i < nspecs; i++) {
         rsub *rs;
@@ -359,7 +350,7 @@ eddy_status eddy_rbus_subscribe_ready(eddy_rbus *bus, const eddy_subscription_sp
         rs->ready_user = user;
         if (bus->started && (st = eddy__ract_start(rs)) != EDDY_OK) {
             bus->nsubs--; /* refused: its callback does not run */
-            eddy__subs_remove(&bus->all, rs->sub);
+            eddy__subs_remove(&bus->core.all, rs->sub);
             rsub_free(rs);
             eddy__fail(err, st, "out of memory");
         }
@@ -374,7 +365,7 @@ eddy_status eddy_rbus_answer_all(eddy_rbus *bus, const char *name, eddy_error *e
     if (bus->freeing)
         return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
     eddy__sub *twin;
-    eddy_status st = eddy__subs_answer_all(&bus->all, name, bus->started, &twin, err);
+    eddy_status st = eddy__subs_answer_all(&bus->core.all, name, bus->started, &twin, err);
     rsub *rs;
     if (st == EDDY_OK && twin)
         st = add_sub(bus, NULL, twin, &rs, err); /* started with the others (sub.h) */
@@ -450,7 +441,7 @@ void eddy_rbus_free(eddy_rbus *bus) {
 eddy_status eddy_rbus_consumer_stats(eddy_rbus *bus, const char *name, eddy_consumer_stats *out) {
     if (!bus || !name || !out)
         return EDDY_ERR_INVALID_ARGUMENT;
-    return eddy__subs_consumer_stats(&bus->all, name, out);
+    return eddy__subs_consumer_stats(&bus->core.all, name, out);
 }
 
 /* The core decides what a pause means (consumer.c); here the activation is only woken. */

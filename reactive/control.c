@@ -243,7 +243,8 @@ static void fanout_listed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_er
     eddy__cmdlist_init(&cmds);
     /* Started again meanwhile: the new activation uses the same groups. */
     if (st == EDDY_OK && !bus->started && !bus->freeing) {
-        st = eddy__retention_stop_destroy(&bus->s, bus->all.v, bus->all.n, p->replies[0], &cmds);
+        st = eddy__retention_stop_destroy(&bus->s, bus->core.all.v, bus->core.all.n, p->replies[0],
+                                          &cmds);
         for (size_t i = 0; st == EDDY_OK && i < cmds.n; i += RPUB_MAX_CMDS) {
             rpub *d = eddy__rpub_new(fanout_destroyed, NULL);
             for (size_t j = i; d && j < cmds.n && j < i + RPUB_MAX_CMDS; j++) {
@@ -273,8 +274,9 @@ static void fanout_listed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_er
 static void drop_fanout_groups(eddy_rbus *bus) {
     rpub *p = eddy__rpub_new(fanout_listed, NULL);
     bool need = false;
-    eddy_status st = p ? eddy__retention_stop_list(&bus->s, bus->all.v, bus->all.n, &p->cmds, &need)
-                       : EDDY_ERR_NOMEM;
+    eddy_status st =
+        p ? eddy__retention_stop_list(&bus->s, bus->core.all.v, bus->core.all.n, &p->cmds, &need)
+          : EDDY_ERR_NOMEM;
     if (st == EDDY_OK && need)
         st = eddy__rpub_submit(bus, p);
     if (st != EDDY_OK || !need) {
@@ -287,7 +289,7 @@ static void drop_fanout_groups(eddy_rbus *bus) {
 }
 
 eddy_status eddy_rbus_retention_stats(eddy_rbus *bus, eddy_retention_stats *out) {
-    return bus ? eddy__bus_retention_stats(&bus->retention, out) : EDDY_ERR_INVALID_ARGUMENT;
+    return bus ? eddy__bus_retention_stats(&bus->core.retention, out) : EDDY_ERR_INVALID_ARGUMENT;
 }
 
 eddy_status eddy_rbus_connection_stats(eddy_rbus *bus, eddy_connection_stats *out) {
@@ -298,7 +300,8 @@ eddy_status eddy__rctl_start(eddy_rbus *bus) {
     rctl *c = calloc(1, sizeof(*c));
     if (!c)
         return EDDY_ERR_NOMEM;
-    if (!(c->inbox = eddy__inbox_new(&bus->s, bus->requests, &bus->retention, eddy_now_ms()))) {
+    if (!(c->inbox =
+              eddy__inbox_new(&bus->s, bus->core.requests, &bus->core.retention, eddy_now_ms()))) {
         free(c);
         return EDDY_ERR_NOMEM;
     }
@@ -321,7 +324,8 @@ void eddy__rctl_stop(eddy_rbus *bus) {
      * responders" rather than wait, and delete the reply stream. */
     rpub *p = eddy__rpub_new(left, NULL);
     eddy_status st =
-        p ? eddy__inbox_close_cmds(c->inbox, bus->all.v, bus->all.n, &p->cmds) : EDDY_ERR_NOMEM;
+        p ? eddy__inbox_close_cmds(c->inbox, bus->core.all.v, bus->core.all.n, &p->cmds)
+          : EDDY_ERR_NOMEM;
     if (st == EDDY_OK)
         st = eddy__rpub_submit(bus, p);
     if (st != EDDY_OK) {

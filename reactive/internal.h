@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 
+#include "bus/bus_core.h"
 #include "bus/consumer.h"
 #include "bus/discovery.h"
 #include "bus/inbox.h"
@@ -116,12 +117,10 @@ const eddy__cmdlist *eddy__rpub_cmds(const rpub *p);
 struct eddy_rbus {
     struct ev_loop *loop;
     eddy__settings s;
-    eddy__publisher *publisher;
-    eddy__backend_hold *backend; /* memory://: the data lives as long as the bus */
+    eddy__bus_core core; /* publisher, requests, registry cache, subs, ... (bus_core.h) */
     rsub **subs;
     size_t nsubs, subs_cap;
-    eddy__subs all; /* the core's view of subs, index for index */
-    rsub **gone;    /* subscriptions removed after a failed late subscribe; their memory stays
+    rsub **gone; /* subscriptions removed after a failed late subscribe; their memory stays
                     until the bus is freed (a stopping activation may still use it) */
     size_t ngone;
     ract *acts;
@@ -137,9 +136,6 @@ struct eddy_rbus {
     eddy__mux pub_mux;        /* the ops queued, written or not, and the order of their replies */
     bool pub_close_idle;      /* stopped: close the connection once nothing is queued */
     /* request/reply */
-    unsigned caps;
-    eddy__requests *requests;
-    eddy__registry_cache *registry_cache;
     eddy__discovery *discovery; /* shared by the pattern subscriptions */
     /* reads sharing connections (share.h, wake.c): made with the first activation that shares */
     rwake *wake;
@@ -154,7 +150,6 @@ struct eddy_rbus {
     size_t nrequests;      /* request objects alive (in the table, or with an op still out) */
     int depth;
     bool freeing;
-    eddy__retention_counters retention; /* of every activation's passes (retention.h) */
 };
 
 /* bus.c */

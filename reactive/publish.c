@@ -159,7 +159,7 @@ static void pub_reply(void *owner, void *priv, redisReply *r) {
     bool last = eddy__mux_next_is_last(&bus->pub_mux);
     if (!eddy__mux_feed(&bus->pub_mux, last ? r : keep(bus, r))) {
         /* A reply nobody asked for: the machine failed every op; the connection goes. */
-        eddy__publisher_connection_lost(bus->publisher);
+        eddy__publisher_connection_lost(bus->core.publisher);
         lost(bus, bus->pub_mux.lost.status, &bus->pub_mux.lost, 0);
     }
     eddy__mux_req *done = eddy__mux_take_done(&bus->pub_mux);
@@ -180,7 +180,8 @@ static void pub_down(void *owner, eddy_status st, const eddy_error *err) {
     if (!idle(bus))
         eddy__log(&bus->s.log, EDDY_LOG_DEBUG, "publishing connection: %s", err->detail);
     uint64_t sent = eddy__rconn_sent(bus->pub_conn);
-    eddy__publisher_connection_lost(bus->publisher); /* a new server may lack what this one had */
+    eddy__publisher_connection_lost(
+        bus->core.publisher); /* a new server may lack what this one had */
     lost(bus, st, err, sent);
     eddy__rbus_leave(bus);
 }
@@ -274,8 +275,8 @@ static eddy_status submit_publish(eddy_rbus *bus, const char *subject, const edd
     rpub *p = eddy__rpub_new(published, user);
     if (!p)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    eddy_status st = eddy__publish_flow_begin(&p->flow, bus->publisher, &bus->s, subject, evs, n,
-                                              eddy__mono_ms(), &p->cmds, err);
+    eddy_status st = eddy__publish_flow_begin(&p->flow, bus->core.publisher, &bus->s, subject, evs,
+                                              n, eddy__mono_ms(), &p->cmds, err);
     if (st == EDDY_OK && eddy__rpub_reserve(p, p->cmds.n) != EDDY_OK)
         st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     if (st != EDDY_OK) {

@@ -106,7 +106,7 @@ void eddy__rreq_gather_reply(const eddy__reply_done *d) {
 
 /* Arms the one timer at the earliest deadline in the table. */
 static void arm(eddy_rbus *bus) {
-    long long next = eddy__requests_next_deadline(bus->requests);
+    long long next = eddy__requests_next_deadline(bus->core.requests);
     if (next == bus->deadline_at)
         return;
     bus->deadline_at = next;
@@ -121,7 +121,7 @@ static void arm(eddy_rbus *bus) {
 void eddy__rreq_expire(eddy_rbus *bus) {
     long long now = eddy_now_ms();
     void *w;
-    while ((w = eddy__requests_pop_expired(bus->requests, now)))
+    while ((w = eddy__requests_pop_expired(bus->core.requests, now)))
         complete(w, EDDY_ERR_NO_REPLY, NULL);
     arm(bus);
 }
@@ -145,7 +145,7 @@ static void abandoned(void *waiter, void *user) { complete(waiter, EDDY_ERR_NO_R
 void eddy__rreq_abandon_all(eddy_rbus *bus) {
     ev_timer_stop(bus->loop, &bus->deadline);
     bus->deadline_at = -1;
-    eddy__requests_abandon_all(bus->requests, abandoned, NULL);
+    eddy__requests_abandon_all(bus->core.requests, abandoned, NULL);
 }
 
 /* ---- sending ---------------------------------------------------------------------------- */
@@ -240,10 +240,9 @@ static eddy_status request(eddy_rbus *bus, const char *subject, const eddy_event
         a->gather ? eddy__gather_request_opts(a->gopts, &gathering) : a->opts;
     eddy_cancel *cancel = opts ? opts->cancel : NULL;
     bool cancelled = eddy_cancel_fired(cancel);
-    eddy__request_ctx ctx = {bus->requests,  bus->registry_cache,
-                             bus->publisher, bus->s.ns,
-                             bus->caps,      bus->active,
-                             cancelled,      bus->ctl ? eddy__rctl_inbox_key(bus->ctl) : NULL};
+    eddy__request_ctx ctx =
+        eddy__bus_core_request_ctx(&bus->core, &bus->s, bus->active, cancelled,
+                                   bus->ctl ? eddy__rctl_inbox_key(bus->ctl) : NULL);
     eddy__rbus_enter(bus);
     eddy_status st =
         a->gather
@@ -302,8 +301,8 @@ eddy_status eddy_rbus_request_value(eddy_rbus *bus, const char *subject, const c
         return eddy__fail(err, EDDY_ERR_CLOSED, "the bus is being freed");
     eddy_event *ev;
     eddy_status st = eddy__request_value_event(
-        &bus->s, opts, opts && eddy_cancel_fired(opts->cancel), bus->active, bus->caps, type, pack,
-        pack_user, eddy_now_ms(), &ev, err);
+        &bus->s, opts, opts && eddy_cancel_fired(opts->cancel), bus->active, bus->core.caps, type,
+        pack, pack_user, eddy_now_ms(), &ev, err);
     if (st == EDDY_OK)
         st = eddy_rbus_request(bus, subject, ev, opts, done, user, handle, err);
     eddy_event_free(ev);
@@ -315,7 +314,7 @@ void eddy_rrequest_cancel(eddy_rrequest *q) {
         return;
     eddy_rbus *bus = q->bus;
     eddy__rbus_enter(bus);
-    if (eddy__requests_give_up(bus->requests, q->flow.out.id)) {
+    if (eddy__requests_give_up(bus->core.requests, q->flow.out.id)) {
         complete(q, EDDY_ERR_NO_REPLY, NULL);
         arm(bus);
     }
@@ -323,11 +322,11 @@ void eddy_rrequest_cancel(eddy_rrequest *q) {
 }
 
 eddy_status eddy_rbus_request_stats(eddy_rbus *bus, const char *name, eddy_request_stats *out) {
-    return bus ? eddy__bus_request_stats(bus->requests, name, out) : EDDY_ERR_INVALID_ARGUMENT;
+    return bus ? eddy__bus_request_stats(bus->core.requests, name, out) : EDDY_ERR_INVALID_ARGUMENT;
 }
 
 void eddy__rbus_request_counts(eddy_rbus *bus, size_t *in_table, size_t *alive, size_t *ops) {
-    *in_table = eddy__requests_in_flight(bus->requests);
+    *in_table = eddy__requests_in_flight(bus->core.requests);
     *alive = bus->nrequests;
     *ops = eddy__mux_queued(&bus->pub_mux);
 }

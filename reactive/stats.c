@@ -22,9 +22,9 @@ static char *stats_doc(eddy_rbus *bus, stats_writer write, eddy_error *err) {
                       .detail = "not read on the loop: see eddy_admin_stats_json"};
     eddy__bus_stats_in in = {.s = &bus->s,
                              .started = bus->active,
-                             .subs = bus->all.v,
-                             .nsubs = bus->all.n,
-                             .requests = bus->requests,
+                             .subs = bus->core.all.v,
+                             .nsubs = bus->core.all.n,
+                             .requests = bus->core.requests,
                              .scan_err = &why};
     eddy_rbus_retention_stats(bus, &in.retention);
     return write(&in, err);

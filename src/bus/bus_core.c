@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The parts both front ends' buses are made of (bus_core.h). */
+#include "bus/bus_core.h"
+
+#include <string.h>
+
+#include "error.h"
+
+eddy_status eddy__bus_core_init(eddy__bus_core *c, const eddy__settings *s, eddy_error *err) {
+    memset(c, 0, sizeof(*c));
+    c->caps = eddy__capabilities(&s->url);
+    if (!eddy__link_hold_backend(s, &c->backend) || !(c->publisher = eddy__publisher_new(s)) ||
+        !(c->requests = eddy__requests_new(s)) ||
+        !(c->registry_cache = eddy__registry_cache_new(EDDY__REGISTRY_CACHE_MS))) {
+        eddy__bus_core_destroy(c);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    return EDDY_OK;
+}
+
+void eddy__bus_core_destroy(eddy__bus_core *c) {
+    eddy__publisher_free(c->publisher);
+    eddy__requests_free(c->requests);
+    eddy__registry_cache_free(c->registry_cache);
+    eddy__link_release_backend(c->backend);
+    eddy__subs_free(&c->all);
+    c->publisher = NULL;
+    c->requests = NULL;
+    c->registry_cache = NULL;
+    c->backend = NULL;
+}
+
+eddy__request_ctx eddy__bus_core_request_ctx(const eddy__bus_core *c, const eddy__settings *s,
+                                             bool active, bool cancelled, const char *inbox) {
+    return (eddy__request_ctx){.requests = c->requests,
+                               .cache = c->registry_cache,
+                               .publisher = c->publisher,
+                               .ns = s->ns,
+                               .caps = c->caps,
+                               .active = active,
+                               .cancelled = cancelled,
+                               .reply_to = active ? inbox : NULL};
+}

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* What a bus is made of besides its connections, threads and watchers, the same in both front
+ * ends: the backend's capabilities and hold, the publisher, the request table, the registry
+ * cache, the subscriptions as the core reads them, and the retention counters that outlive an
+ * activation. Made and freed here, so both front ends make them alike and a request sees them
+ * the same way (eddy__bus_core_request_ctx).
+ * Thread: the parts' own rules (the publisher, the table and the counters are locked or atomic;
+ * subs follow the front end's lock). */
+#ifndef EDDY_SRC_BUS_CORE_H
+#define EDDY_SRC_BUS_CORE_H
+
+#include "bus/publisher.h"
+#include "bus/registry.h"
+#include "bus/request_flow.h"
+#include "bus/requests.h"
+#include "bus/retention.h"
+#include "bus/sub.h"
+#include "link/link.h"
+
+typedef struct eddy__bus_core {
+    unsigned caps;               /* the backend's (eddy__capabilities) */
+    eddy__backend_hold *backend; /* memory://: the data lives as long as the bus */
+    eddy__publisher *publisher;
+    eddy__requests *requests;
+    eddy__registry_cache *registry_cache;
+    eddy__subs all;                     /* the front end's subscriptions, index for index */
+    eddy__retention_counters retention; /* of every activation's passes (retention.h) */
+} eddy__bus_core;
+
+/* Makes the parts for the settings s (borrowed: they must outlive the core). On failure
+ * (EDDY_ERR_NOMEM) what was made is freed again. */
+eddy_status eddy__bus_core_init(eddy__bus_core *c, const eddy__settings *s, eddy_error *err);
+/* Frees the parts (not the subscriptions: the front end's records own them). Safe on a zeroed
+ * or failed core. */
+void eddy__bus_core_destroy(eddy__bus_core *c);
+
+/* A request's view of the bus: active (started and ready), cancelled (its token fired before
+ * the call) and the activation's reply stream (NULL when not active). */
+eddy__request_ctx eddy__bus_core_request_ctx(const eddy__bus_core *c, const eddy__settings *s,
+                                             bool active, bool cancelled, const char *inbox);
+
+#endif
