@@ -289,11 +289,7 @@ static void drop_fanout_groups(eddy_bus *bus) {
             if (replies[i])
                 freeReplyObject(replies[i]);
     }
-    if (st != EDDY_OK)
-        eddy__log(&bus->s.log, EDDY_LOG_WARN,
-                  "stop: could not remove the fanout groups (%s); the retention pass removes "
-                  "them once the leases ended",
-                  err.detail[0] ? err.detail : eddy_status_str(st));
+    eddy__bus_core_dropped(&bus->s, st, &err);
     if (list)
         freeReplyObject(list);
     free(replies);
@@ -315,10 +311,10 @@ eddy_status eddy_bus_stop(eddy_bus *bus) {
             bus->inbox ? eddy__inbox_close_cmds(bus->inbox, bus->core.all.v, bus->core.all.n, &cmds)
                        : EDDY_OK;
         pthread_mutex_unlock(&bus->ctl_lock);
-        if (st != EDDY_OK || (cmds.n && run(bus, &cmds, NULL) != EDDY_OK))
-            eddy__log(&bus->s.log, EDDY_LOG_WARN,
-                      "stop: could not leave the subscription registry; the leases end in %u ms",
-                      bus->s.lease_ms);
+        eddy_error e = {0};
+        if (st == EDDY_OK && cmds.n)
+            st = run(bus, &cmds, &e);
+        eddy__bus_core_left(&bus->s, st, &e);
         eddy__cmdlist_reset(&cmds);
         eddy__bctl_stop(bus);
     }

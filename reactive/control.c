@@ -179,10 +179,7 @@ static void leave_done(eddy_rbus *bus) {
 
 static void left(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
     eddy_error e;
-    if (replies_status(p, st, err, &e) != EDDY_OK && st != EDDY_ERR_CLOSED)
-        eddy__log(&bus->s.log, EDDY_LOG_WARN,
-                  "stop: could not leave the subscription registry (%s); the leases end in %u ms",
-                  e.detail, bus->s.lease_ms);
+    eddy__bus_core_left(&bus->s, st == EDDY_ERR_CLOSED ? st : replies_status(p, st, err, &e), &e);
     leave_done(bus);
 }
 
@@ -224,16 +221,8 @@ eddy_status eddy__rctl_register(eddy_rbus *bus, rsub *rs) {
  * failure leaves behind, the retention pass removes once the leases ended. Counted in
  * bus->leaving, so a later activation's control loop waits for them. */
 
-static void fanout_log(eddy_rbus *bus, const char *why) {
-    eddy__log(&bus->s.log, EDDY_LOG_WARN,
-              "stop: could not remove the fanout groups (%s); the retention pass removes them "
-              "once the leases ended",
-              why);
-}
-
 static void fanout_destroyed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
-    if (st != EDDY_OK && st != EDDY_ERR_CLOSED)
-        fanout_log(bus, err ? err->detail : eddy_status_str(st));
+    eddy__bus_core_dropped(&bus->s, st, err);
     (void)p; /* errors of single destroys (a stream gone) do not matter */
     leave_done(bus);
 }
@@ -262,10 +251,9 @@ static void fanout_listed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_er
             }
             bus->leaving++;
         }
-        if (st != EDDY_OK)
-            fanout_log(bus, eddy_status_str(st));
-    } else if (st != EDDY_OK && st != EDDY_ERR_CLOSED) {
-        fanout_log(bus, err ? err->detail : eddy_status_str(st));
+        eddy__bus_core_dropped(&bus->s, st, NULL);
+    } else {
+        eddy__bus_core_dropped(&bus->s, st, err);
     }
     eddy__cmdlist_reset(&cmds);
     leave_done(bus);
@@ -281,8 +269,7 @@ static void drop_fanout_groups(eddy_rbus *bus) {
         st = eddy__rpub_submit(bus, p);
     if (st != EDDY_OK || !need) {
         eddy__rpub_free(p);
-        if (st != EDDY_OK)
-            fanout_log(bus, eddy_status_str(st));
+        eddy__bus_core_dropped(&bus->s, st, NULL);
         return;
     }
     bus->leaving++;
@@ -330,9 +317,7 @@ void eddy__rctl_stop(eddy_rbus *bus) {
         st = eddy__rpub_submit(bus, p);
     if (st != EDDY_OK) {
         eddy__rpub_free(p);
-        eddy__log(&bus->s.log, EDDY_LOG_WARN,
-                  "stop: could not leave the subscription registry; the leases end in %u ms",
-                  bus->s.lease_ms);
+        eddy__bus_core_left(&bus->s, st, NULL);
         return;
     }
     bus->leaving++;

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "log.h"
 
 eddy_status eddy__bus_core_init(eddy__bus_core *c, const eddy__settings *s, eddy_error *err) {
     memset(c, 0, sizeof(*c));
@@ -40,4 +41,23 @@ eddy__request_ctx eddy__bus_core_request_ctx(const eddy__bus_core *c, const eddy
                                .active = active,
                                .cancelled = cancelled,
                                .reply_to = active ? inbox : NULL};
+}
+
+static const char *why(eddy_status st, const eddy_error *err) {
+    return err && err->detail[0] ? err->detail : eddy_status_str(st);
+}
+
+void eddy__bus_core_left(const eddy__settings *s, eddy_status st, const eddy_error *err) {
+    if (st != EDDY_OK && st != EDDY_ERR_CLOSED)
+        eddy__log(&s->log, EDDY_LOG_WARN,
+                  "stop: could not leave the subscription registry (%s); the leases end in %u ms",
+                  why(st, err), s->lease_ms);
+}
+
+void eddy__bus_core_dropped(const eddy__settings *s, eddy_status st, const eddy_error *err) {
+    if (st != EDDY_OK && st != EDDY_ERR_CLOSED)
+        eddy__log(&s->log, EDDY_LOG_WARN,
+                  "stop: could not remove the fanout groups (%s); the retention pass removes "
+                  "them once the leases ended",
+                  why(st, err));
 }

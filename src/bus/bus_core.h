@@ -34,6 +34,14 @@ eddy_status eddy__bus_core_init(eddy__bus_core *c, const eddy__settings *s, eddy
  * or failed core. */
 void eddy__bus_core_destroy(eddy__bus_core *c);
 
+/* A stopping bus's way out is best effort, on both front ends: its leave (the registry and the
+ * reply stream) and its fanout groups' drop (retention.h) are logged here when they fail (st,
+ * err with detail or NULL), except for a bus being freed (EDDY_ERR_CLOSED): the leases end by
+ * themselves, and the retention pass removes what the drop left once they did. A single
+ * XGROUP DESTROY's error (a stream gone) is no failure of the drop. */
+void eddy__bus_core_left(const eddy__settings *s, eddy_status st, const eddy_error *err);
+void eddy__bus_core_dropped(const eddy__settings *s, eddy_status st, const eddy_error *err);
+
 /* A request's view of the bus: active (started and ready), cancelled (its token fired before
  * the call) and the activation's reply stream (NULL when not active). */
 eddy__request_ctx eddy__bus_core_request_ctx(const eddy__bus_core *c, const eddy__settings *s,

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The parts both front ends' buses are made of (src/bus/bus_core.h) with no front end: made for
- * the settings' backend, freed twice safely, and the view a request gets of them. */
+ * the settings' backend, freed twice safely, the view a request gets of them, and what a stopping
+ * bus logs. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "bus/bus_core.h"
 
@@ -32,5 +35,40 @@ Test(bus_core, makes_the_parts_and_gives_requests_their_view) {
     eddy__bus_core_destroy(&c);
     cr_expect_null(c.publisher);
     eddy__bus_core_destroy(&c); /* a failed init's cleanup may run it again */
+    eddy__settings_free(&s);
+}
+
+static char logged[512];
+static int nlogged;
+
+static void log_hook(eddy_log_level level, const char *msg, void *user) {
+    (void)user;
+    if (level == EDDY_LOG_WARN) {
+        nlogged++;
+        snprintf(logged, sizeof(logged), "%s", msg);
+    }
+}
+
+/* A failed leave or drop is a warning with its detail; a bus being freed is no failure. */
+Test(bus_core, a_failed_way_out_is_logged_a_closing_bus_is_not) {
+    eddy_settings us;
+    eddy_settings_init(&us);
+    us.ns = "t";
+    us.log = log_hook;
+    eddy__settings s;
+    cr_assert_eq(eddy__settings_copy(&s, &us, NULL), EDDY_OK);
+    eddy_error e = {.status = EDDY_ERR_IO, .detail = "connection reset"};
+    nlogged = 0;
+    eddy__bus_core_left(&s, EDDY_OK, NULL);
+    eddy__bus_core_left(&s, EDDY_ERR_CLOSED, NULL);
+    eddy__bus_core_dropped(&s, EDDY_ERR_CLOSED, &e);
+    cr_expect_eq(nlogged, 0);
+    eddy__bus_core_left(&s, EDDY_ERR_IO, &e);
+    cr_expect_eq(nlogged, 1);
+    cr_expect(strstr(logged, "registry (connection reset)"), "%s", logged);
+    eddy__bus_core_dropped(&s, EDDY_ERR_NOMEM, NULL);
+    cr_expect_eq(nlogged, 2);
+    cr_expect(strstr(logged, "fanout groups ("), "%s", logged);
+    cr_expect(strstr(logged, eddy_status_str(EDDY_ERR_NOMEM)), "no detail: the status's text");
     eddy__settings_free(&s);
 }
