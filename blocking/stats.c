@@ -32,13 +32,10 @@ static char *stats_doc(eddy_bus *bus, stats_writer write, eddy_error *err) {
         eddy__admin_scan_free(scan);
         scan = NULL;
     }
-    eddy__bus_stats_in in = {
-        .s = &bus->s, .requests = bus->core.requests, .scan = scan, .scan_err = &scan_err};
-    eddy_bus_retention_stats(bus, &in.retention);
-    in.started = atomic_load(&bus->active); /* not bus->lock: a start holds it for a while */
     pthread_mutex_lock(&bus->subs_lock);
-    in.subs = bus->core.all.v;
-    in.nsubs = bus->core.all.n;
+    /* active, not bus->lock: a start holds that for a while */
+    eddy__bus_stats_in in =
+        eddy__bus_core_stats_in(&bus->core, &bus->s, atomic_load(&bus->active), scan, &scan_err);
     char *doc = write(&in, err);
     pthread_mutex_unlock(&bus->subs_lock);
     eddy__admin_scan_free(scan);

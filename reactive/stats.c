@@ -20,13 +20,7 @@ static char *stats_doc(eddy_rbus *bus, stats_writer write, eddy_error *err) {
     }
     eddy_error why = {.status = EDDY_ERR_NOT_SUPPORTED,
                       .detail = "not read on the loop: see eddy_admin_stats_json"};
-    eddy__bus_stats_in in = {.s = &bus->s,
-                             .started = bus->active,
-                             .subs = bus->core.all.v,
-                             .nsubs = bus->core.all.n,
-                             .requests = bus->core.requests,
-                             .scan_err = &why};
-    eddy_rbus_retention_stats(bus, &in.retention);
+    eddy__bus_stats_in in = eddy__bus_core_stats_in(&bus->core, &bus->s, bus->active, NULL, &why);
     return write(&in, err);
 }
 

@@ -61,3 +61,17 @@ void eddy__bus_core_dropped(const eddy__settings *s, eddy_status st, const eddy_
                   "them once the leases ended",
                   why(st, err));
 }
+
+eddy__bus_stats_in eddy__bus_core_stats_in(eddy__bus_core *c, const eddy__settings *s, bool started,
+                                           const eddy__admin_scan *scan,
+                                           const eddy_error *scan_err) {
+    eddy__bus_stats_in in = {.s = s,
+                             .started = started,
+                             .subs = c->all.v,
+                             .nsubs = c->all.n,
+                             .requests = c->requests,
+                             .scan = scan,
+                             .scan_err = scan_err};
+    eddy__retention_counters_snapshot(&c->retention, &in.retention);
+    return in;
+}

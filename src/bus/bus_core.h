@@ -9,6 +9,7 @@
 #ifndef EDDY_SRC_BUS_CORE_H
 #define EDDY_SRC_BUS_CORE_H
 
+#include "bus/bus_stats.h"
 #include "bus/publisher.h"
 #include "bus/registry.h"
 #include "bus/request_flow.h"
@@ -33,6 +34,13 @@ eddy_status eddy__bus_core_init(eddy__bus_core *c, const eddy__settings *s, eddy
 /* Frees the parts (not the subscriptions: the front end's records own them). Safe on a zeroed
  * or failed core. */
 void eddy__bus_core_destroy(eddy__bus_core *c);
+
+/* What the stats documents read of the bus (bus_stats.h): started as the front end knows it, the
+ * broker's scan or NULL with why there is none. The subscriptions are read as they are: hold
+ * the front end's lock while the document is written. */
+eddy__bus_stats_in eddy__bus_core_stats_in(eddy__bus_core *c, const eddy__settings *s, bool started,
+                                           const eddy__admin_scan *scan,
+                                           const eddy_error *scan_err);
 
 /* A stopping bus's way out is best effort, on both front ends: its leave (the registry and the
  * reply stream) and its fanout groups' drop (retention.h) are logged here when they fail (st,

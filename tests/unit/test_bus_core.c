@@ -72,3 +72,27 @@ Test(bus_core, a_failed_way_out_is_logged_a_closing_bus_is_not) {
     cr_expect(strstr(logged, eddy_status_str(EDDY_ERR_NOMEM)), "no detail: the status's text");
     eddy__settings_free(&s);
 }
+
+/* What the stats documents read: the bus's parts and counters, and the front end's state. */
+Test(bus_core, the_stats_read_the_parts) {
+    eddy_settings us;
+    eddy_settings_init(&us);
+    us.url = "memory://bus_core_stats";
+    us.ns = "t";
+    eddy__settings s;
+    cr_assert_eq(eddy__settings_copy(&s, &us, NULL), EDDY_OK);
+    eddy__bus_core c;
+    cr_assert_eq(eddy__bus_core_init(&c, &s, NULL), EDDY_OK);
+    atomic_store(&c.retention.passes, 4);
+    eddy_error why = {.status = EDDY_ERR_NOT_SUPPORTED};
+    eddy__bus_stats_in in = eddy__bus_core_stats_in(&c, &s, true, NULL, &why);
+    cr_expect_eq(in.s, &s);
+    cr_expect(in.started);
+    cr_expect_eq(in.requests, c.requests);
+    cr_expect_eq(in.nsubs, 0);
+    cr_expect_eq(in.retention.passes, 4);
+    cr_expect_null(in.scan);
+    cr_expect_eq(in.scan_err, &why);
+    eddy__bus_core_destroy(&c);
+    eddy__settings_free(&s);
+}
