@@ -365,28 +365,30 @@ eddy_status eddy_bus_consumer_stats(eddy_bus *bus, const char *name, eddy_consum
     return st;
 }
 
-/* The core decides what a pause means (consumer.c); here the reader is only woken. Under
+typedef struct woken {
+    eddy_bus *bus;
+    long long kill; /* a reader connection whose blocking read was cut, or -1 */
+} woken;
+
+static void wake_reader(size_t i, eddy__wake how, void *user) {
+    woken *w = user;
+    long long k = eddy__bsub_wake(w->bus->subs[i], how);
+    if (k >= 0)
+        w->kill = k;
+}
+
+/* The core decides what a pause means (bus_core.h); here the reader is only woken. Under
  * subs_lock, so the subscription cannot be removed meanwhile (a failed late subscribe). */
 static eddy_status set_paused(eddy_bus *bus, const char *name, bool pause, eddy_error *err) {
     if (!bus || !name)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or name is NULL");
-    bool found = false;
-    long long kill = -1;
+    woken w = {bus, -1};
     pthread_mutex_lock(&bus->subs_lock);
-    for (size_t i = 0; i < bus->nsubs; i++) /* a gather responder and its twin together */
-        if (strcmp(bus->subs[i]->sub->name, name) == 0) {
-            found = true;
-            long long k =
-                eddy__bsub_wake(bus->subs[i], eddy__consumer_pause(bus->subs[i]->sub, pause));
-            if (k >= 0)
-                kill = k;
-        }
+    eddy_status st = eddy__bus_core_pause(&bus->core, name, pause, wake_reader, &w, err);
     pthread_mutex_unlock(&bus->subs_lock);
-    if (!found)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "no subscription '%s' on this bus", name);
-    if (kill >= 0) /* the read in progress ends before this returns */
-        eddy__bsub_kill_read(bus, kill);
-    return EDDY_OK;
+    if (w.kill >= 0) /* the read in progress ends before this returns */
+        eddy__bsub_kill_read(bus, w.kill);
+    return st;
 }
 
 eddy_status eddy_bus_pause(eddy_bus *bus, const char *name, eddy_error *err) {

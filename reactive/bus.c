@@ -444,25 +444,20 @@ eddy_status eddy_rbus_consumer_stats(eddy_rbus *bus, const char *name, eddy_cons
     return eddy__subs_consumer_stats(&bus->core.all, name, out);
 }
 
-/* The core decides what a pause means (consumer.c); here the activation is only woken. */
+static void wake_activation(size_t i, eddy__wake how, void *user) {
+    eddy_rbus *bus = user;
+    if (bus->subs[i]->act)
+        eddy__ract_wake(bus->subs[i]->act, how);
+}
+
+/* The core decides what a pause means (bus_core.h); here the activation is only woken. */
 static eddy_status set_paused(eddy_rbus *bus, const char *name, bool pause, eddy_error *err) {
     if (!bus || !name)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "bus or name is NULL");
-    bool found = false;
-    for (size_t i = 0; i < bus->nsubs; i++) { /* a gather responder and its twin together */
-        rsub *rs = bus->subs[i];
-        if (strcmp(rs->sub->name, name) != 0)
-            continue;
-        found = true;
-        eddy__wake how = eddy__consumer_pause(rs->sub, pause);
-        eddy__rbus_enter(bus);
-        if (rs->act)
-            eddy__ract_wake(rs->act, how);
-        eddy__rbus_leave(bus);
-    }
-    if (found)
-        return EDDY_OK;
-    return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "no subscription '%s' on this bus", name);
+    eddy__rbus_enter(bus);
+    eddy_status st = eddy__bus_core_pause(&bus->core, name, pause, wake_activation, bus, err);
+    eddy__rbus_leave(bus);
+    return st;
 }
 
 eddy_status eddy_rbus_pause(eddy_rbus *bus, const char *name, eddy_error *err) {

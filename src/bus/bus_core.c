@@ -75,3 +75,17 @@ eddy__bus_stats_in eddy__bus_core_stats_in(eddy__bus_core *c, const eddy__settin
     eddy__retention_counters_snapshot(&c->retention, &in.retention);
     return in;
 }
+
+eddy_status eddy__bus_core_pause(eddy__bus_core *c, const char *name, bool pause,
+                                 void (*wake)(size_t i, eddy__wake how, void *user), void *user,
+                                 eddy_error *err) {
+    bool found = false;
+    for (size_t i = 0; i < c->all.n; i++)
+        if (strcmp(c->all.v[i]->name, name) == 0) {
+            found = true;
+            wake(i, eddy__consumer_pause(c->all.v[i], pause), user);
+        }
+    return found ? EDDY_OK
+                 : eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "no subscription '%s' on this bus",
+                              name);
+}

@@ -10,6 +10,7 @@
 #define EDDY_SRC_BUS_CORE_H
 
 #include "bus/bus_stats.h"
+#include "bus/consumer.h"
 #include "bus/publisher.h"
 #include "bus/registry.h"
 #include "bus/request_flow.h"
@@ -41,6 +42,14 @@ void eddy__bus_core_destroy(eddy__bus_core *c);
 eddy__bus_stats_in eddy__bus_core_stats_in(eddy__bus_core *c, const eddy__settings *s, bool started,
                                            const eddy__admin_scan *scan,
                                            const eddy_error *scan_err);
+
+/* eddy_bus_pause and eddy_bus_resume (and twins): each subscription named `name` (a gather
+ * responder and its twin together) is paused or resumed (eddy__consumer_pause), and wake is told
+ * its index and how its reader is to be woken; EDDY_ERR_INVALID_ARGUMENT when none has that name.
+ * Called under the front end's lock on its subscriptions. */
+eddy_status eddy__bus_core_pause(eddy__bus_core *c, const char *name, bool pause,
+                                 void (*wake)(size_t i, eddy__wake how, void *user), void *user,
+                                 eddy_error *err);
 
 /* A stopping bus's way out is best effort, on both front ends: its leave (the registry and the
  * reply stream) and its fanout groups' drop (retention.h) are logged here when they fail (st,

@@ -96,3 +96,54 @@ Test(bus_core, the_stats_read_the_parts) {
     eddy__bus_core_destroy(&c);
     eddy__settings_free(&s);
 }
+
+static eddy_status handle(eddy_delivery *d, void *user) {
+    (void)d, (void)user;
+    return EDDY_OK;
+}
+
+static size_t woken_at[4];
+static size_t nwoken;
+
+static void wake(size_t i, eddy__wake how, void *user) {
+    (void)how, (void)user;
+    woken_at[nwoken++ % 4] = i;
+}
+
+/* A pause reaches every subscription of that name, and only those; the front end wakes each. */
+Test(bus_core, a_pause_reaches_the_subscriptions_of_its_name) {
+    eddy_settings us;
+    eddy_settings_init(&us);
+    us.url = "memory://bus_core_pause";
+    us.ns = "t";
+    eddy__settings s;
+    cr_assert_eq(eddy__settings_copy(&s, &us, NULL), EDDY_OK);
+    eddy__bus_core c;
+    cr_assert_eq(eddy__bus_core_init(&c, &s, NULL), EDDY_OK);
+    const char *names[] = {"a", "b"};
+    for (size_t i = 0; i < 2; i++) {
+        eddy_subscription_spec spec;
+        eddy_subscription_spec_init(&spec);
+        spec.name = names[i];
+        spec.pattern = "x.y";
+        spec.group = names[i];
+        spec.handler = handle;
+        eddy__sub *sub;
+        cr_assert_eq(eddy__subs_check_new(&c.all, &s, c.caps, &spec, &sub, NULL), EDDY_OK);
+        cr_assert_eq(eddy__subs_reserve(&c.all, c.all.n + 1), EDDY_OK);
+        eddy__subs_append(&c.all, sub);
+    }
+    nwoken = 0;
+    eddy_error err = {0};
+    cr_expect_eq(eddy__bus_core_pause(&c, "zz", true, wake, NULL, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_eq(nwoken, 0);
+    cr_assert_eq(eddy__bus_core_pause(&c, "b", true, wake, NULL, &err), EDDY_OK);
+    cr_expect_eq(nwoken, 1);
+    cr_expect_eq(woken_at[0], 1);
+    cr_expect(atomic_load(&c.all.v[1]->paused));
+    cr_expect_not(atomic_load(&c.all.v[0]->paused));
+    for (size_t i = 0; i < c.all.n; i++)
+        eddy__sub_free(c.all.v[i]);
+    eddy__bus_core_destroy(&c);
+    eddy__settings_free(&s);
+}
