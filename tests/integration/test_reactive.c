@@ -1006,10 +1006,17 @@ typedef struct xthread {
     const char *ns;
 } xthread;
 
+static bool reader_parked(void *arg) {
+    xthread *x = arg;
+    char key[160];
+    snprintf(key, sizeof(key), "{%s}:s:xt.x", x->ns);
+    return eddy_test_mem_parked_on(x->url, key);
+}
+
 static void *publish_from_thread(void *arg) {
     xthread *x = arg;
-    struct timespec pause = {0, 100 * 1000000};
-    nanosleep(&pause, NULL);
+    /* Only a write to a reader that waits tests the wake-up: one before it found the entry. */
+    cr_assert(eddy_test_wait_until(reader_parked, x, 10000), "the reader never waited");
     eddy_settings s;
     eddy_settings_init(&s);
     s.url = x->url;
@@ -1032,7 +1039,6 @@ Test(reactive, memory_read_wakes_on_a_write_from_another_thread, .timeout = 30) 
     eddy_subscription_spec sp = spec("s", "xt.x", h_ok, &n);
     eddy_rbus *b = must_rbus(&t, &sp, 1);
     must_start(&t, b);
-    run_for(&t, 20);
     xthread x = {t.url, t.ns};
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, publish_from_thread, &x), 0);

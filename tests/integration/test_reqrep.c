@@ -677,9 +677,18 @@ ParameterizedTest(combo *p, reqrep, waiting_requests_are_counted_sent_while_they
     rec_destroy(&r);
 }
 
+typedef struct fire_when {
+    recorder *r;
+    eddy_cancel *cancel;
+} fire_when;
+
+static bool request_delivered(void *arg) { return rec_count(((fire_when *)arg)->r) >= 1; }
+
+/* Fires once the request is out and waits: its entry reached the silent handler. */
 static void *fire_later(void *arg) {
-    pause_ms(300);
-    eddy_cancel_fire(arg);
+    fire_when *f = arg;
+    cr_assert(eddy_test_wait_until(request_delivered, f, 20000), "the request was not sent");
+    eddy_cancel_fire(f->cancel);
     return NULL;
 }
 
@@ -702,8 +711,9 @@ ParameterizedTest(int *backend, reqrep, cancel_token_ends_a_waiting_request_with
     tbus *b = must_bus(&c, &sp, 1);
     eddy_event *ev = make_event("q", "t.echo");
     eddy_request_opts o = {eddy_deadline_in(600000), NULL, eddy_cancel_new()};
+    fire_when f = {&r, o.cancel};
     pthread_t t;
-    pthread_create(&t, NULL, fire_later, o.cancel);
+    pthread_create(&t, NULL, fire_later, &f);
     eddy_event *reply = NULL;
     cr_expect_eq(c.d->request(b, "silent", ev, &o, &reply, NULL), EDDY_ERR_NO_REPLY);
     pthread_join(t, NULL);

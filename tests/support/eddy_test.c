@@ -12,7 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "memory/engine.h"
+#include "memory/internal.h"
 
 const char *eddy_test_redis_url(void) {
     static char url[256];
@@ -79,6 +79,32 @@ void eddy_test_mem_wait(struct eddy__mem_conn *conn, long long deadline_ms) {
         eddy__mem_conn_unpark(conn);
     }
     close(fd);
+}
+
+bool eddy_test_mem_parked_on(const char *url, const char *key) {
+    const char *name = url + strlen("memory://");
+    cr_assert(strncmp(url, "memory://", strlen("memory://")) == 0, "not a memory:// URL: %s", url);
+    char buf[256];
+    snprintf(buf, sizeof(buf), "%.*s", (int)strcspn(name, "?"), name);
+    eddy__mem_engine *e = eddy__mem_engine_acquire(buf);
+    cr_assert(e);
+    size_t klen = strlen(key);
+    bool found = false;
+    pthread_mutex_lock(&e->mu);
+    /* The waiters' key list as engine.c writes it: (size_t length, bytes) per key. */
+    for (const eddy__mem_conn *w = e->conn_waiters; w && !found; w = w->wait_next) {
+        const char *p = w->wait_keys;
+        for (int i = 0; i < w->wait_nkeys && !found; i++) {
+            size_t len;
+            memcpy(&len, p, sizeof(len));
+            p += sizeof(len);
+            found = len == klen && memcmp(p, key, len) == 0;
+            p += len;
+        }
+    }
+    pthread_mutex_unlock(&e->mu);
+    eddy__mem_engine_release(e);
+    return found;
 }
 
 void eddy_test_share_reads(eddy_settings *s) {

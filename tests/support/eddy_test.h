@@ -29,6 +29,10 @@ long long eddy_test_now_ms(void);
  * caller runs the read again. */
 struct eddy__mem_conn;
 void eddy_test_mem_wait(struct eddy__mem_conn *conn, long long deadline_ms);
+/* Whether a connection of the memory:// engine of url ("memory://NAME") is parked in a blocking
+ * read of key (the read found nothing and waits for a write to key): for a test that must write
+ * only once a reader waits, without a sleep. Reads waiting on unknown keys do not count. */
+bool eddy_test_mem_parked_on(const char *url, const char *key);
 
 /* Polls cond(user) until it is true or timeout_ms passes; returns its last value. For
  * conditions no callback announces (another process's progress). */
