@@ -105,7 +105,8 @@ typedef struct worker {
     bool publisher;
     atomic_bool *stop; /* NULL: CALLS calls; else until it is set */
     /* outcomes, read by the main thread once the worker is joined */
-    int ok, io, no_reply, no_responders, other, mismatched, calls;
+    int ok, io, no_reply, no_responders, other, mismatched;
+    atomic_int calls; /* also read while it runs (lose_connections) */
     eddy_status last_other;
 } worker;
 
@@ -244,12 +245,35 @@ ParameterizedTest(combo *p, multiplex, publishers_and_requesters_each_get_their_
     c.d->free(b);
 }
 
+typedef struct progress {
+    worker *w;
+    int since[THREADS];
+} progress;
+
+/* Every worker ended a call since the last snapshot: each is at work on the connections of
+ * now, so the next loss finds calls in flight on all of them. */
+static bool all_progressed(void *arg) {
+    progress *p = arg;
+    for (int i = 0; i < THREADS; i++)
+        if (atomic_load(&p->w[i].calls) <= p->since[i])
+            return false;
+    return true;
+}
+
+static void wait_progress(worker *w) {
+    progress p = {w, {0}};
+    for (int i = 0; i < THREADS; i++)
+        p.since[i] = atomic_load(&w[i].calls);
+    /* a call ends within its 2 s deadline, whatever became of its connection */
+    cr_assert(eddy_test_wait_until(all_progressed, &p, 30000), "a worker made no call");
+}
+
 /* Drops the bus's connections under it, several times, while the workers run: by CLIENT KILL
- * of every normal client (kill_restart false) or by killing and restarting the server. */
-static void lose_connections(ctx *c, eddy_test_redis *srv, bool restart) {
+ * of every normal client (kill_restart false) or by killing and restarting the server. Each
+ * time, and after the last, once every worker got through a call since the previous loss. */
+static void lose_connections(ctx *c, eddy_test_redis *srv, bool restart, worker *w) {
     for (int round = 0; round < 3; round++) {
-        struct timespec ts = {0, 150 * 1000000L};
-        nanosleep(&ts, NULL);
+        wait_progress(w);
         if (restart) {
             int port = srv->port;
             eddy_test_redis_kill(srv);
@@ -258,8 +282,7 @@ static void lose_connections(ctx *c, eddy_test_redis *srv, bool restart) {
             eddy_test_redis_int(c->url, "CLIENT KILL TYPE normal SKIPME yes");
         }
     }
-    struct timespec ts = {0, 300 * 1000000L};
-    nanosleep(&ts, NULL);
+    wait_progress(w);
 }
 
 typedef struct answered_probe {
@@ -286,7 +309,7 @@ static void lost_with_calls_in_flight(combo *p, bool restart) {
         w[i] = (worker){.c = &c, .b = b, .index = i, .publisher = i % 2 == 0, .stop = &stop};
         pthread_create(&t[i], NULL, work, &w[i]);
     }
-    lose_connections(&c, &srv, restart);
+    lose_connections(&c, &srv, restart, w);
     atomic_store(&stop, true);
     int calls = 0, ok = 0, io = 0, no_reply = 0, no_responders = 0;
     for (int i = 0; i < THREADS; i++) {

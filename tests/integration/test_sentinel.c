@@ -311,7 +311,10 @@ typedef struct pub_thread {
     atomic_bool stop;
     bool acked[DURING_MAX];
     int tried, failed;
+    atomic_int ok; /* acknowledged so far: watched while the thread runs */
 } pub_thread;
+
+static bool publishes_flow(void *arg) { return atomic_load(&((pub_thread *)arg)->ok) > 0; }
 
 static void *publish_during(void *arg) {
     pub_thread *p = arg;
@@ -321,6 +324,8 @@ static void *publish_during(void *arg) {
         eddy_error err;
         p->acked[i] = fpublish(p->f, id, &err) == EDDY_OK;
         p->failed += !p->acked[i];
+        if (p->acked[i])
+            atomic_fetch_add(&p->ok, 1);
         p->tried = i + 1;
         struct timespec pace = {0, 2000000}; /* keeps the ids within DURING_MAX */
         nanosleep(&pace, NULL);
@@ -454,8 +459,7 @@ static void failover_scenario(const driver *d, enum how how, unsigned wait) {
     p->f = &f;
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, publish_during, p), 0);
-    struct timespec some = {0, 200000000}; /* let some publishes flow first (not asserted) */
-    nanosleep(&some, NULL);
+    cr_assert(eddy_test_wait_until(publishes_flow, p, WAIT_MS), "no publish before the failover");
 
     after_failover a = {&c, 0, how == BY_COMMAND};
     if (how == BY_COMMAND) {
