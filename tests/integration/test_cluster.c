@@ -495,11 +495,25 @@ static bool wait_settled(settled *a) {
     return false;
 }
 
+typedef struct flow_mark {
+    flow *p;
+    int until;
+} flow_mark;
+
+static bool flowed(void *arg) {
+    flow_mark *m = arg;
+    return atomic_load(&m->p->next) >= m->until;
+}
+
+/* Until n more publishes of the thread were acknowledged. */
+static bool let_publishes_through(flow *p, int n) {
+    flow_mark m = {p, atomic_load(&p->next) + n};
+    return eddy_test_wait_until(flowed, &m, WAIT_MS);
+}
+
 /* Between batches of migrated keys: some publishes hit the half-migrated slot. */
 static void let_traffic_through(void *arg) {
-    (void)arg;
-    struct timespec some = {0, 50000000};
-    nanosleep(&some, NULL);
+    cr_assert(let_publishes_through(arg, 10), "no publish went through the half-migrated slot");
 }
 
 typedef struct nothing_pending {
@@ -539,30 +553,23 @@ static void failover_and_migration(const driver *d) {
     atomic_store(&p->next, COUNT);
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, publish_flow, p), 0);
-    long long until = eddy_test_now_ms() + WAIT_MS;
-    while (atomic_load(&p->next) < COUNT + 20 && eddy_test_now_ms() < until)
-        let_traffic_through(NULL); /* some publishes flow first */
+    let_publishes_through(p, 20); /* some publishes flow first */
 
     /* A failover: the replica takes over its master's slots. */
     int replica = eddy_test_cluster_replica_of(&c, master[0]);
     cr_assert(replica, "the master has a replica");
     eddy_test_cluster_failover(&c, slot, replica);
     settled a = {&c, slot, replica};
-    int mark = atomic_load(&p->next);
+    flow_mark mark = {p, atomic_load(&p->next) + 20};
     cr_expect(eddy_test_wait_until(answered, &f, WAIT_MS), "a reply after the failover");
-    until = eddy_test_now_ms() + WAIT_MS;
-    while (atomic_load(&p->next) < mark + 20 && eddy_test_now_ms() < until)
-        let_traffic_through(NULL);
+    eddy_test_wait_until(flowed, &mark, WAIT_MS);
 
     /* A live migration of the slot to another master, while the thread publishes. */
     int to = master[1];
-    eddy_test_cluster_migrate(&c, slot, replica, to, let_traffic_through, NULL);
+    eddy_test_cluster_migrate(&c, slot, replica, to, let_traffic_through, p);
     a.master = to;
     cr_assert(wait_settled(&a), "the slot moved");
-    mark = atomic_load(&p->next);
-    until = eddy_test_now_ms() + WAIT_MS;
-    while (atomic_load(&p->next) < mark + 20 && eddy_test_now_ms() < until)
-        let_traffic_through(NULL);
+    let_publishes_through(p, 20);
     atomic_store(&p->stop, true);
     pthread_join(th, NULL);
     int n = atomic_load(&p->next);
