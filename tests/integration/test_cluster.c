@@ -495,20 +495,9 @@ static bool wait_settled(settled *a) {
     return false;
 }
 
-typedef struct flow_mark {
-    flow *p;
-    int until;
-} flow_mark;
-
-static bool flowed(void *arg) {
-    flow_mark *m = arg;
-    return atomic_load(&m->p->next) >= m->until;
-}
-
 /* Until n more publishes of the thread were acknowledged. */
 static bool let_publishes_through(flow *p, int n) {
-    flow_mark m = {p, atomic_load(&p->next) + n};
-    return eddy_test_wait_until(flowed, &m, WAIT_MS);
+    return eddy_test_wait_count(&p->next, atomic_load(&p->next) + n, WAIT_MS);
 }
 
 /* Between batches of migrated keys: some publishes hit the half-migrated slot. */
@@ -560,9 +549,9 @@ static void failover_and_migration(const driver *d) {
     cr_assert(replica, "the master has a replica");
     eddy_test_cluster_failover(&c, slot, replica);
     settled a = {&c, slot, replica};
-    flow_mark mark = {p, atomic_load(&p->next) + 20};
+    int mark = atomic_load(&p->next);
     cr_expect(eddy_test_wait_until(answered, &f, WAIT_MS), "a reply after the failover");
-    eddy_test_wait_until(flowed, &mark, WAIT_MS);
+    eddy_test_wait_count(&p->next, mark + 20, WAIT_MS);
 
     /* A live migration of the slot to another master, while the thread publishes. */
     int to = master[1];

@@ -314,8 +314,6 @@ typedef struct pub_thread {
     atomic_int ok; /* acknowledged so far: watched while the thread runs */
 } pub_thread;
 
-static bool publishes_flow(void *arg) { return atomic_load(&((pub_thread *)arg)->ok) > 0; }
-
 static void *publish_during(void *arg) {
     pub_thread *p = arg;
     for (int i = 0; i < DURING_MAX && !atomic_load(&p->stop); i++) {
@@ -459,7 +457,7 @@ static void failover_scenario(const driver *d, enum how how, unsigned wait) {
     p->f = &f;
     pthread_t th;
     cr_assert_eq(pthread_create(&th, NULL, publish_during, p), 0);
-    cr_assert(eddy_test_wait_until(publishes_flow, p, WAIT_MS), "no publish before the failover");
+    cr_assert(eddy_test_wait_count(&p->ok, 1, WAIT_MS), "no publish before the failover");
 
     after_failover a = {&c, 0, how == BY_COMMAND};
     if (how == BY_COMMAND) {

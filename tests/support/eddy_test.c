@@ -5,6 +5,7 @@
 
 #include <criterion/criterion.h>
 #include <poll.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,6 +56,16 @@ bool eddy_test_wait_until(bool (*cond)(void *user), void *user, long long timeou
         struct timespec pause = {0, 2000000};
         nanosleep(&pause, NULL);
     }
+}
+
+static bool count_reached(void *user) {
+    const void **a = user;
+    return atomic_load((const _Atomic int *)a[0]) >= *(const int *)a[1];
+}
+
+bool eddy_test_wait_count(const _Atomic int *count, int n, long long timeout_ms) {
+    const void *a[2] = {count, &n};
+    return eddy_test_wait_until(count_reached, a, timeout_ms);
 }
 
 /* EDDY_TEST_LOG=debug: every level, for a failing run's story. */

@@ -37,5 +37,8 @@ bool eddy_test_mem_parked_on(const char *url, const char *key);
 /* Polls cond(user) until it is true or timeout_ms passes; returns its last value. For
  * conditions no callback announces (another process's progress). */
 bool eddy_test_wait_until(bool (*cond)(void *user), void *user, long long timeout_ms);
+/* Polls *count (another thread's progress) until it reaches n or timeout_ms passes; whether it
+ * did. */
+bool eddy_test_wait_count(const _Atomic int *count, int n, long long timeout_ms);
 
 #endif
