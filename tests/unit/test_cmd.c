@@ -80,7 +80,7 @@ Test(cmd, a_reserved_command_is_one_block_that_appends_never_move) {
     cr_expect_eq(c.buf, (char *)(c.argvlen + c.cap), "the bytes follow the lengths");
     for (int i = 0; i < 20; i++)
         eddy__cmd_fmt(&c, "field-%03d", i); /* 9 bytes each, within the 10 reserved */
-    eddy__cmd_reserve(&c, 20, 20 * 9); /* what is left: nothing moves */
+    eddy__cmd_reserve(&c, 20, 20 * 9);      /* what is left: nothing moves */
     for (int i = 20; i < 40; i++)
         eddy__cmd_fmt(&c, "field-%03d", i);
     cr_expect_eq(c.argv, block, "appends within the reservation allocate nothing");
