@@ -248,6 +248,7 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
         }
         eddy_error e = {0};
         eddy_status st = EDDY_OK;
+        long long value = 0; /* what a read step read */
         switch (step.kind) {
         case EDDY__STEP_DONE:
             copy_err(err, step.st, &step.err);
@@ -263,57 +264,43 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
         case EDDY__STEP_MARKER_EXISTS: {
             bool exists = false;
             st = feed->ckpt.ops->exists(feed->ckpt.self, id, &exists, &e);
-            note_cancel(&dc);
-            eddy__feed_marker_checked(core, run, st, exists, &e);
+            value = exists;
             break;
         }
-        case EDDY__STEP_POSITION: { /* the model's: the projection's ran as a user step */
-            long long at = 0;
-            st = eddy_store_model_position(feed->store, id, &at, &e);
-            note_cancel(&dc);
-            eddy__feed_position_read(core, run, st, at, &e);
+        case EDDY__STEP_POSITION: /* the model's: the projection's ran as a user step */
+            st = eddy_store_model_position(feed->store, id, &value, &e);
             break;
-        }
-        case EDDY__STEP_READ_HEAD: {
-            long long head = 0;
-            st = eddy_store_head(feed->store, &head, &e);
-            note_cancel(&dc);
-            eddy__feed_head_read(core, run, st, head, &e);
+        case EDDY__STEP_READ_HEAD:
+            st = eddy_store_head(feed->store, &value, &e);
             break;
-        }
-        case EDDY__STEP_READ_PAGE: {
-            long long next = step.position;
+        case EDDY__STEP_READ_PAGE:
+            value = step.position;
             /* No filter here: the core matches each stored event (eddy__feed_page_event). */
             st = eddy_store_read_page(feed->store, step.position, step.max, NULL, page_event, &dc,
-                                      &next, &e);
-            note_cancel(&dc);
-            const eddy_writes *batch = eddy__feed_page_read(core, run, st, next, &e);
-            if (batch) {
-                eddy_error ce = {0};
-                st = eddy__bmodel_commit(feed->store, eddy__feed_model(core), batch, true, &ce);
-                note_cancel(&dc);
-                eddy__feed_page_committed(core, run, st, &ce);
-            }
+                                      &value, &e);
             break;
-        }
         case EDDY__STEP_APPLY: /* a model's: its write set commits alone */
             st = apply_one(feed, step.event, step.meta, &e);
-            eddy__feed_step_done(core, run, st, &e, &out);
             break;
         case EDDY__STEP_SAVE_MARKER:
             st = feed->ckpt.ops->save(feed->ckpt.self, id, step.marker, &e);
-            eddy__feed_step_done(core, run, st, &e, &out);
             break;
         case EDDY__STEP_DELETE_MARKER: {
             long long wait = step.not_before_ms - eddy__mono_ms();
             if (step.not_before_ms && wait > 0)
                 sleep_ms((unsigned)wait);
             st = feed->ckpt.ops->remove(feed->ckpt.self, id, &e);
-            eddy__feed_step_done(core, run, st, &e, &out);
             break;
         }
         default: /* the user's steps ran above */
-            break;
+            continue;
+        }
+        const eddy_writes *batch = eddy__feed_step_report(core, run, st, value, &e, &calls, &out);
+        if (batch) {
+            eddy_error ce = {0};
+            st = eddy__bmodel_commit(feed->store, eddy__feed_model(core), batch, true, &ce);
+            note_cancel(&dc);
+            eddy__feed_page_committed(core, run, st, &ce);
         }
         flush(feed, &out);
     }

@@ -52,7 +52,6 @@ struct rrun {
     void *user;
     ev_timer delay;
     bool timing;
-    bool in_flight;
     bool embedded;     /* the feed's frec: not freed */
     struct rrun *next; /* the feed's live runs */
     qitem rq;          /* queues the run's next step: never allocated */
@@ -317,38 +316,11 @@ static void rcommit_free(rcommit *c) {
 
 static void async_done(rrun *r) {
     eddy_rfeed *feed = r->feed;
-    r->in_flight = false;
     drive(r);
     if (feed->depth == 0) {
         poll_deferred(feed);
         destroy_if_done(feed);
     }
-}
-
-static void on_exists(eddy_status st, bool exists, const eddy_error *err, void *user) {
-    rrun *r = user;
-    eddy__feed_marker_checked(r->feed->core, r->run, st, exists, err);
-    async_done(r);
-}
-
-static void on_step_done(eddy_status st, const eddy_error *err, void *user) {
-    rrun *r = user;
-    eddy__feed_out out;
-    eddy__feed_out_init(&out);
-    eddy__feed_step_done(r->feed->core, r->run, st, err, &out);
-    flush(r->feed, &out);
-    async_done(r);
-}
-
-static void on_head(eddy_status st, long long head, const eddy_error *err, void *user) {
-    rrun *r = user;
-    eddy__feed_head_read(r->feed->core, r->run, st, head, err);
-    async_done(r);
-}
-
-static eddy_status page_event(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
-    rrun *r = user;
-    return eddy__feed_page_apply(r->feed->core, r->run, ev, meta, &r->feed->calls);
 }
 
 static void on_page_committed(eddy_status st, const eddy_error *err, void *user) {
@@ -357,25 +329,44 @@ static void on_page_committed(eddy_status st, const eddy_error *err, void *user)
     async_done(r);
 }
 
-static void on_page(eddy_status st, long long next, const eddy_error *err, void *user) {
-    rrun *r = user;
+/* Tells the core how r's step ended (value: what it read). True when a page's batch is being
+ * committed: on_page_committed reports that. */
+static bool report(rrun *r, eddy_status st, long long value, const eddy_error *err) {
     eddy_rfeed *feed = r->feed;
-    const eddy_writes *batch = eddy__feed_page_read(feed->core, r->run, st, next, err);
-    if (batch) {
-        eddy_error ce = {0};
-        st = eddy__rmodel_commit(feed->store, eddy__feed_model(feed->core), batch, true,
-                                 on_page_committed, r, &ce);
-        if (st == EDDY_OK)
-            return;
-        eddy__feed_page_committed(feed->core, r->run, st, &ce);
-    }
-    async_done(r);
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    const eddy_writes *batch =
+        eddy__feed_step_report(feed->core, r->run, st, value, err, &feed->calls, &out);
+    flush(feed, &out);
+    if (!batch)
+        return false;
+    eddy_error ce = {0};
+    st = eddy__rmodel_commit(feed->store, eddy__feed_model(feed->core), batch, true,
+                             on_page_committed, r, &ce);
+    if (st == EDDY_OK)
+        return true;
+    eddy__feed_page_committed(feed->core, r->run, st, &ce);
+    return false;
 }
 
-static void on_position(eddy_status st, long long position, const eddy_error *err, void *user) {
+static void on_exists(eddy_status st, bool exists, const eddy_error *err, void *user) {
+    if (!report(user, st, exists, err))
+        async_done(user);
+}
+
+static void on_step_done(eddy_status st, const eddy_error *err, void *user) {
+    if (!report(user, st, 0, err))
+        async_done(user);
+}
+
+static void on_read(eddy_status st, long long value, const eddy_error *err, void *user) {
+    if (!report(user, st, value, err))
+        async_done(user);
+}
+
+static eddy_status page_event(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
     rrun *r = user;
-    eddy__feed_position_read(r->feed->core, r->run, st, position, err);
-    async_done(r);
+    return eddy__feed_page_apply(r->feed->core, r->run, ev, meta, &r->feed->calls);
 }
 
 static void on_held_committed(eddy_status st, const eddy_error *err, void *user) {
@@ -399,12 +390,10 @@ static bool commit_held(rrun *r, void *event, const eddy_event_meta *meta, eddy_
     bool commit;
     *st = eddy__feed_apply(feed->core, event, meta, &c->w, &commit, &feed->calls, e);
     if (commit) {
-        r->in_flight = true;
         *st = eddy__rmodel_commit(feed->store, eddy__feed_model(feed->core), &c->w, false,
                                   on_held_committed, c, e);
         if (*st == EDDY_OK)
             return true;
-        r->in_flight = false;
     }
     rcommit_free(c);
     return false;
@@ -413,15 +402,10 @@ static bool commit_held(rrun *r, void *event, const eddy_event_meta *meta, eddy_
 static void delete_marker(rrun *r) {
     eddy_rfeed *feed = r->feed;
     eddy_error e = {0};
-    r->in_flight = true;
     eddy_status st =
         feed->ckpt.ops->remove(feed->ckpt.self, eddy__feed_id(feed->core), on_step_done, r, &e);
     if (st != EDDY_OK) {
-        r->in_flight = false;
-        eddy__feed_out out;
-        eddy__feed_out_init(&out);
-        eddy__feed_step_done(feed->core, r->run, st, &e, &out);
-        flush(feed, &out);
+        report(r, st, 0, &e);
         drive(r);
     }
 }
@@ -478,51 +462,26 @@ static void drive(rrun *r) {
         case EDDY__STEP_WAIT:
             return; /* complete() queues it again */
         case EDDY__STEP_MARKER_EXISTS:
-            r->in_flight = true;
             st = feed->ckpt.ops->exists(feed->ckpt.self, id, on_exists, r, &e);
-            if (st == EDDY_OK)
-                return;
-            r->in_flight = false;
-            eddy__feed_marker_checked(core, r->run, st, false, &e);
             break;
         case EDDY__STEP_POSITION: /* the model's: the projection's ran as a user step */
-            r->in_flight = true;
-            st = eddy_rstore_model_position(feed->store, id, on_position, r, &e);
-            if (st == EDDY_OK)
-                return;
-            r->in_flight = false;
-            eddy__feed_position_read(core, r->run, st, 0, &e);
+            st = eddy_rstore_model_position(feed->store, id, on_read, r, &e);
             break;
         case EDDY__STEP_READ_HEAD:
-            r->in_flight = true;
-            st = eddy_rstore_head(feed->store, on_head, r, &e);
-            if (st == EDDY_OK)
-                return;
-            r->in_flight = false;
-            eddy__feed_head_read(core, r->run, st, 0, &e);
+            st = eddy_rstore_head(feed->store, on_read, r, &e);
             break;
         case EDDY__STEP_READ_PAGE:
-            r->in_flight = true;
             /* No filter here: the core matches each stored event (eddy__feed_page_event). */
             st = eddy_rstore_read_page(feed->store, step.position, step.max, NULL, page_event,
-                                       on_page, r, &e);
-            if (st == EDDY_OK)
-                return;
-            r->in_flight = false;
-            eddy__feed_page_done(core, r->run, st, step.position, &e);
+                                       on_read, r, &e);
             break;
         case EDDY__STEP_APPLY: /* a model's: its write set commits alone */
             if (commit_held(r, step.event, step.meta, &st, &e))
                 return;
-            eddy__feed_step_done(core, r->run, st, &e, &out);
-            break;
+            report(r, st, 0, &e);
+            continue;
         case EDDY__STEP_SAVE_MARKER:
-            r->in_flight = true;
             st = feed->ckpt.ops->save(feed->ckpt.self, id, step.marker, on_step_done, r, &e);
-            if (st == EDDY_OK)
-                return;
-            r->in_flight = false;
-            eddy__feed_step_done(core, r->run, st, &e, &out);
             break;
         case EDDY__STEP_DELETE_MARKER: {
             long long wait = step.not_before_ms - eddy__mono_ms();
@@ -537,9 +496,11 @@ static void drive(rrun *r) {
             return;
         }
         default: /* the user's steps ran above */
-            break;
+            continue;
         }
-        flush(feed, &out);
+        if (st == EDDY_OK)
+            return; /* its callback reports it and drives on */
+        report(r, st, 0, &e);
     }
 }
 
@@ -631,10 +592,7 @@ static void close_runs(eddy_rfeed *feed) {
             break;
         ev_timer_stop(feed->loop, &r->delay);
         r->timing = false;
-        eddy__feed_out out;
-        eddy__feed_out_init(&out);
-        eddy__feed_step_done(feed->core, r->run, EDDY_ERR_CLOSED, &e, &out);
-        flush(feed, &out);
+        report(r, EDDY_ERR_CLOSED, 0, &e);
         drive(r);
     }
 }

@@ -1819,6 +1819,37 @@ const eddy_writes *eddy__feed_page_read(eddy__feed *f, eddy__feed_run *run, eddy
     return NULL;
 }
 
+const eddy_writes *eddy__feed_step_report(eddy__feed *f, eddy__feed_run *run, eddy_status st,
+                                          long long value, const eddy_error *err,
+                                          const eddy__feed_calls *calls, eddy__feed_out *out) {
+    pthread_mutex_lock(&f->lock);
+    eddy__feed_step_kind kind = run->expect;
+    pthread_mutex_unlock(&f->lock);
+    switch (kind) {
+    /* A read may have failed because the driver was cancelled meanwhile: check first, so that
+     * is not recorded as the feed's failure. A marker write or an apply is not cut short by a
+     * cancel, so its failure stays the feed's. */
+    case EDDY__STEP_MARKER_EXISTS:
+        calls_check(calls);
+        eddy__feed_marker_checked(f, run, st, value != 0, err);
+        return NULL;
+    case EDDY__STEP_POSITION:
+        calls_check(calls);
+        eddy__feed_position_read(f, run, st, value, err);
+        return NULL;
+    case EDDY__STEP_READ_HEAD:
+        calls_check(calls);
+        eddy__feed_head_read(f, run, st, value, err);
+        return NULL;
+    case EDDY__STEP_READ_PAGE:
+        calls_check(calls);
+        return eddy__feed_page_read(f, run, st, value, err);
+    default:
+        eddy__feed_step_done(f, run, st, err, out);
+        return NULL;
+    }
+}
+
 void eddy__feed_page_committed(eddy__feed *f, eddy__feed_run *run, eddy_status st,
                                const eddy_error *err) {
     eddy__writes_clear(&f->page);

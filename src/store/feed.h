@@ -27,7 +27,8 @@
  * READ_PAGE (read the page after step.position; hand each stored event to eddy__feed_page_event,
  * which answers APPLY, SKIP or STOP; then eddy__feed_page_done), APPLY (a held event, with
  *    step.event/meta), STARTED, COMPLETED, ABANDONED (the projection callbacks). Each step but
- *    WAIT and DONE is reported with the matching eddy__feed_*_done call before asking again.
+ *    WAIT and DONE is reported with the matching eddy__feed_*_done call (the front end's own
+ *    steps all through eddy__feed_step_report) before asking again.
  *    Only one run holds the turn at a time; others wait (WAIT) for it.
  *
  * 3. Commands that only change state: eddy__feed_stop, eddy__feed_close, cancellations.
@@ -296,6 +297,16 @@ const eddy_writes *eddy__feed_page_read(eddy__feed *f, eddy__feed_run *run, eddy
                                         long long next_position, const eddy_error *err);
 void eddy__feed_page_committed(eddy__feed *f, eddy__feed_run *run, eddy_status st,
                                const eddy_error *err);
+/* Reports the outcome of the front end's own step handed out last (MARKER_EXISTS, POSITION and
+ * APPLY with a model, READ_HEAD, READ_PAGE, SAVE_MARKER, DELETE_MARKER), whichever it was: st its
+ * status, err (may be NULL) its detail, value what it read (MARKER_EXISTS: non-zero when the
+ * marker exists; POSITION: the model's position; READ_HEAD: the head; READ_PAGE: the last
+ * position examined; otherwise unused). calls->check runs before a read's outcome is told. For
+ * READ_PAGE, returns what eddy__feed_page_read returns (a batch to commit, then
+ * eddy__feed_page_committed); NULL for every other step. */
+const eddy_writes *eddy__feed_step_report(eddy__feed *f, eddy__feed_run *run, eddy_status st,
+                                          long long value, const eddy_error *err,
+                                          const eddy__feed_calls *calls, eddy__feed_out *out);
 
 /* ---- listeners ------------------------------------------------------------------------- */
 

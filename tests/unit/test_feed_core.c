@@ -95,6 +95,9 @@ static struct {
     /* a run the core handed over in an out list (a reactive failure) */
     trun started_run;
     int pages;
+    /* the driver's check (eddy__feed_calls.check): how often it ran, and whether it cancels */
+    int checks;
+    bool cancel_on_check;
 } H;
 
 static eddy_status t_decode(const eddy_event *ev, const eddy_event_meta *meta, void **out,
@@ -221,14 +224,22 @@ static void flush(eddy__feed_out *o) {
     }
 }
 
+static void t_check(void *ctx) {
+    trun *r = ctx;
+    H.checks++;
+    if (H.cancel_on_check)
+        eddy__feed_run_cancel(H.f, r->run);
+}
+
 static void read_page(trun *r, const eddy__feed_step *s) {
     H.pages++;
     eddy__feed_out o;
     eddy__feed_out_init(&o);
+    eddy__feed_calls calls = {NULL, NULL, t_check, r};
     if (H.page_fail_after >= 0 && s->position >= H.page_fail_after) {
         eddy_error e;
         eddy__fail(&e, EDDY_ERR_IO, "connection reset by peer");
-        eddy__feed_page_done(H.f, r->run, EDDY_ERR_IO, s->position, &e);
+        eddy__feed_step_report(H.f, r->run, EDDY_ERR_IO, s->position, &e, &calls, &o);
         flush(&o);
         return;
     }
@@ -256,12 +267,14 @@ static void read_page(trun *r, const eddy__feed_step *s) {
         }
         next = i + 1;
     }
-    eddy__feed_page_done(H.f, r->run, st, next, NULL);
+    cr_assert_null(eddy__feed_step_report(H.f, r->run, st, next, NULL, &calls, &o));
     flush(&o);
 }
 
-/* Drives a run until it is done (true) or parked in WAIT (false). */
+/* Drives a run until it is done (true) or parked in WAIT (false). Reports the front end's own
+ * steps (marker, head, page, held apply) through eddy__feed_step_report, as both front ends do. */
 static bool drive(trun *r) {
+    eddy__feed_calls calls = {NULL, NULL, t_check, r};
     for (;;) {
         cr_assert(r->run, "the run is over");
         r->w.done = 0;
@@ -284,7 +297,7 @@ static bool drive(trun *r) {
         case EDDY__STEP_MARKER_EXISTS: {
             bool exists = false;
             st = ckpt.ops->exists(ckpt.self, "orders", &exists, &e);
-            eddy__feed_marker_checked(H.f, r->run, st, exists, &e);
+            eddy__feed_step_report(H.f, r->run, st, exists, &e, &calls, &o);
             break;
         }
         case EDDY__STEP_STARTED:
@@ -299,7 +312,7 @@ static bool drive(trun *r) {
             H.position_calls++;
             if (H.position_st != EDDY_OK)
                 eddy__fail(&e, H.position_st, "the model's store is down");
-            eddy__feed_position_read(H.f, r->run, H.position_st, H.model_position, &e);
+            eddy__feed_step_report(H.f, r->run, H.position_st, H.model_position, &e, &calls, &o);
             break;
         case EDDY__STEP_COMPLETED:
             H.completed++;
@@ -315,9 +328,9 @@ static bool drive(trun *r) {
         case EDDY__STEP_READ_HEAD:
             if (H.head_fail) {
                 eddy__fail(&e, EDDY_ERR_TIMEOUT, "no answer");
-                eddy__feed_head_read(H.f, r->run, EDDY_ERR_TIMEOUT, 0, &e);
+                eddy__feed_step_report(H.f, r->run, EDDY_ERR_TIMEOUT, 0, &e, &calls, &o);
             } else {
-                eddy__feed_head_read(H.f, r->run, EDDY_OK, H.n, NULL);
+                eddy__feed_step_report(H.f, r->run, EDDY_OK, H.n, NULL, &calls, &o);
             }
             break;
         case EDDY__STEP_READ_PAGE:
@@ -325,11 +338,11 @@ static bool drive(trun *r) {
             break;
         case EDDY__STEP_APPLY:
             st = h_apply(s.event, s.meta);
-            eddy__feed_step_done(H.f, r->run, st, NULL, &o);
+            eddy__feed_step_report(H.f, r->run, st, 0, NULL, &calls, &o);
             break;
         case EDDY__STEP_SAVE_MARKER:
             st = ckpt.ops->save(ckpt.self, "orders", s.marker, &e);
-            eddy__feed_step_done(H.f, r->run, st, &e, &o);
+            eddy__feed_step_report(H.f, r->run, st, 0, &e, &calls, &o);
             break;
         case EDDY__STEP_DELETE_MARKER:
             cr_assert(H.remove_calls < 8);
@@ -338,7 +351,7 @@ static bool drive(trun *r) {
             if (s.not_before_ms > H.now)
                 H.now = s.not_before_ms;
             st = ckpt.ops->remove(ckpt.self, "orders", &e);
-            eddy__feed_step_done(H.f, r->run, st, &e, &o);
+            eddy__feed_step_report(H.f, r->run, st, 0, &e, &calls, &o);
             break;
         }
         flush(&o);
@@ -745,6 +758,34 @@ Test(feed_core, a_failing_or_negative_position_fails_the_catch_up_and_abandons_i
     cr_expect_eq(catch_up(&r), EDDY_ERR_INVALID_ARGUMENT);
     cr_expect(strstr(r.err.detail, "negative"), "%s", r.err.detail);
     cr_expect_eq(H.abandoned, 1);
+}
+
+/* The driver's check (a fired cancel handle) runs before a read's outcome is reported, so a read
+ * that failed because its thread was cancelled ends the run as cancelled, not the feed; the
+ * writes (a held apply, the marker) are not checked: their failure stays the feed's. */
+Test(feed_core, a_cancel_seen_before_a_failed_read_does_not_fail_the_feed) {
+    h_new((hopts){0});
+    h_store(2);
+    H.exists_fail = 1;
+    H.cancel_on_check = true;
+    trun r;
+    cr_expect_neq(catch_up(&r), EDDY_OK); /* the read's error, for the caller */
+    cr_expect_eq(info().last, EDDY_FEED_CANCELLED);
+    cr_expect_not(eddy__feed_failure(H.f, NULL));
+    cr_expect_eq(H.checks, 1);
+}
+
+Test(feed_core, only_reads_are_checked_before_their_report) {
+    h_new((hopts){0});
+    h_store(4);
+    tacc a;
+    h_accept(&a, "x1", (aopts){.waits = true});
+    trun r;
+    cr_expect_eq(catch_up(&r), EDDY_OK, "%s", r.err.detail);
+    cr_expect_str_eq(applied(), "e1,e2,e3,e4,x1");
+    /* the marker's check, the head and the pages read: not the held apply, not the marker save */
+    cr_expect_eq(H.checks, 2 + H.pages, "%d checks, %d pages", H.checks, H.pages);
+    cr_expect_eq(H.save_calls, 1);
 }
 
 /* ---- held events: once each, arrival order, duplicates dropped --------------------------- */
