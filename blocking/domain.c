@@ -6,8 +6,8 @@
  * Invariants:
  * - `feed` is set once, before the core marks the projection registered, and freed only by
  *   eddy_domain_free; a call that saw the registration may use it without a lock.
- * - A routed event is released with the codec copied before it was fed, so nothing of the
- *   domain is touched after the feed called the projection (which may free the domain).
+ * - What a routed event becomes is src/store/domain.c's (eddy__domain_route_feed); here its
+ *   feeding and its answer both run before the call returns.
  */
 #include <stdlib.h>
 
@@ -107,18 +107,48 @@ eddy_status eddy_domain_accept(eddy_domain_feed *d, const eddy_event_meta *meta,
                 : eddy_feed_accept(d->feed, event, cancel, err);
 }
 
+/* ---- routing: src/store/domain.c decides; here everything is answered before the call returns */
+
+static eddy_status feed_or_defer(void *ctx, const eddy_event_meta *meta, void *event,
+                                 eddy_feed_done_fn done, void *user) {
+    eddy_error e = {0};
+    bool deferred = false;
+    eddy_status st =
+        eddy__bfeed_accept_or_defer(((eddy_domain_feed *)ctx)->feed, meta, event, &deferred, &e);
+    done(deferred ? EDDY_PENDING : st, &e, user);
+    return EDDY_OK;
+}
+
+/* The answer, kept for the caller. */
+typedef struct answer {
+    eddy_status st;
+    eddy_route route;
+    eddy_error *err;
+} answer;
+
+static void answered(eddy_status st, eddy_route route, const eddy_error *err, void *user) {
+    answer *a = user;
+    a->st = st;
+    a->route = route;
+    if (a->err && err)
+        *a->err = *err;
+}
+
+/* What the caller gets: the answer, or an error returned without one (route DEFERRED). */
+static eddy_status give(eddy_status st, const answer *a, eddy_route *out) {
+    *out = st == EDDY_OK ? a->route : EDDY_ROUTE_DEFERRED;
+    return st == EDDY_OK ? a->st : st;
+}
+
 eddy_status eddy_domain_accept_or_defer(eddy_domain_feed *d, const eddy_event_meta *meta,
                                         void *event, eddy_route *out, eddy_error *err) {
     if (!out)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "out is NULL");
-    *out = EDDY_ROUTE_DEFERRED;
-    eddy_status st = eddy__domain_check(d ? d->core : NULL, NULL, "accept or defer", err);
-    if (st != EDDY_OK)
-        return st;
-    bool deferred = false;
-    st = eddy__bfeed_accept_or_defer(d->feed, meta, event, &deferred, err);
-    *out = eddy__domain_outcome(st, deferred, EDDY_ROUTE_DELIVERED);
-    return st;
+    eddy__domain_feeder fd = {feed_or_defer, NULL, d, false};
+    answer a = {EDDY_OK, EDDY_ROUTE_DEFERRED, err};
+    return give(
+        eddy__domain_accept_or_defer(d ? d->core : NULL, meta, event, &fd, answered, &a, err), &a,
+        out);
 }
 
 eddy_status eddy_domain_route(eddy_domain_feed *d, const eddy_event *ev,
@@ -128,22 +158,9 @@ eddy_status eddy_domain_route(eddy_domain_feed *d, const eddy_event *ev,
     *out = EDDY_ROUTE_FILTERED;
     if (!d)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed is NULL");
-    void *event = NULL;
-    eddy_route route;
-    eddy_status st = eddy__domain_route(d->core, ev, meta, &route, &event, err);
-    if (st != EDDY_OK || !event) {
-        *out = eddy__domain_outcome(st, false, route);
-        return st;
-    }
-    eddy_feed_free_fn free_event;
-    void *codec_user;
-    eddy__domain_codec(d->core, &free_event, &codec_user);
-    bool deferred = false;
-    st = eddy__bfeed_accept_or_defer(d->feed, meta, event, &deferred, err);
-    if (free_event)
-        free_event(event, codec_user);
-    *out = eddy__domain_outcome(st, deferred, EDDY_ROUTE_DELIVERED);
-    return st;
+    eddy__domain_feeder fd = {feed_or_defer, NULL, d, false};
+    answer a = {EDDY_OK, EDDY_ROUTE_DEFERRED, err};
+    return give(eddy__domain_route_feed(d->core, ev, meta, &fd, answered, &a, err), &a, out);
 }
 
 bool eddy_domain_ready_for_live_delivery(eddy_domain_feed *d) {

@@ -8,8 +8,8 @@
  * Invariants:
  * - `feed` is set once, before the core marks the projection registered, and freed only by
  *   eddy_rdomain_free.
- * - A route record carries everything its completion needs (the user's callback, the decoded
- *   event and the codec to release it), so a completion never touches the domain, which a
+ * - What a routed event becomes is src/store/domain.c's (eddy__domain_route_feed): its record
+ *   carries everything the completion needs, so a completion never touches the domain, which a
  *   callback may have freed meanwhile.
  */
 #include <stdlib.h>
@@ -130,53 +130,16 @@ eddy_status eddy_rdomain_accept(eddy_rdomain_feed *d, const eddy_event_meta *met
     return st != EDDY_OK ? eddy__fail(err, st, "the event was not accepted") : st;
 }
 
-/* ---- routing ----------------------------------------------------------------------------- */
+/* ---- routing: src/store/domain.c decides, the catch-up feed's queue answers on the loop ---- */
 
-typedef struct route_rec {
-    eddy_route_done_fn done;
-    void *user;
-    eddy_route route; /* the answer when st is EDDY_OK and nothing was fed */
-    void *event;      /* a routed event to release, or NULL */
-    eddy_feed_free_fn free_event;
-    void *codec_user;
-} route_rec;
-
-static void route_done(eddy_status st, const eddy_error *err, void *user) {
-    route_rec *r = user;
-    bool deferred = st == EDDY_PENDING; /* eddy__rfeed_accept_or_defer: not live, not kept */
-    if (deferred)
-        st = EDDY_OK;
-    eddy_route route = eddy__domain_outcome(st, deferred, r->route);
-    if (r->event && r->free_event)
-        r->free_event(r->event, r->codec_user);
-    eddy_route_done_fn done = r->done;
-    void *u = r->user;
-    free(r);
-    done(st, route, st == EDDY_OK ? NULL : err, u);
+static eddy_status feed_or_defer(void *ctx, const eddy_event_meta *meta, void *event,
+                                 eddy_feed_done_fn done, void *user) {
+    return eddy__rfeed_accept_or_defer(((eddy_rdomain_feed *)ctx)->feed, meta, event, done, user);
 }
 
-static route_rec *route_rec_new(eddy_rdomain_feed *d, eddy_route_done_fn done, void *user) {
-    route_rec *r = calloc(1, sizeof(*r));
-    if (!r)
-        return NULL;
-    r->done = done;
-    r->user = user;
-    eddy__domain_codec(d->core, &r->free_event, &r->codec_user);
-    return r;
-}
-
-/* Feeds a decoded event without holding it; r->event (when set) is released at completion. */
-static eddy_status feed_or_defer(eddy_rdomain_feed *d, const eddy_event_meta *meta, void *event,
-                                 route_rec *r, eddy_error *err) {
-    r->route = EDDY_ROUTE_DELIVERED;
-    eddy_status st = eddy__rfeed_accept_or_defer(d->feed, meta, event, route_done, r);
-    if (st != EDDY_OK) { /* refused up front: the completion does not run */
-        if (r->event && r->free_event)
-            r->free_event(r->event, r->codec_user);
-        free(r);
-        return eddy__fail(err, st, "the event was not accepted");
-    }
-    return EDDY_OK;
+static eddy_status post(void *ctx, eddy_feed_done_fn done, void *user, eddy_status st,
+                        const eddy_error *err) {
+    return eddy__rfeed_post(((eddy_rdomain_feed *)ctx)->feed, done, user, st, err);
 }
 
 eddy_status eddy_rdomain_accept_or_defer(eddy_rdomain_feed *d, const eddy_event_meta *meta,
@@ -184,13 +147,8 @@ eddy_status eddy_rdomain_accept_or_defer(eddy_rdomain_feed *d, const eddy_event_
                                          eddy_error *err) {
     if (!event || !done)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "event or done is NULL");
-    eddy_status st = eddy__domain_check(d ? d->core : NULL, NULL, "accept or defer", err);
-    if (st != EDDY_OK)
-        return st;
-    route_rec *r = route_rec_new(d, done, user);
-    if (!r)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    return feed_or_defer(d, meta, event, r, err); /* the caller's event: not released */
+    eddy__domain_feeder fd = {feed_or_defer, post, d, true};
+    return eddy__domain_accept_or_defer(d ? d->core : NULL, meta, event, &fd, done, user, err);
 }
 
 eddy_status eddy_rdomain_route(eddy_rdomain_feed *d, const eddy_event *ev,
@@ -198,39 +156,8 @@ eddy_status eddy_rdomain_route(eddy_rdomain_feed *d, const eddy_event *ev,
                                eddy_error *err) {
     if (!d || !ev || !done)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed, event or done is NULL");
-    void *event = NULL;
-    eddy_route route;
-    eddy_error rerr = {0};
-    eddy_status st = eddy__domain_route(d->core, ev, meta, &route, &event, &rerr);
-    if (st == EDDY_ERR_ILLEGAL_STATE || st == EDDY_ERR_UNREADABLE_FILTER ||
-        st == EDDY_ERR_INVALID_ARGUMENT) {
-        /* Refusals that hold for every event: up front. */
-        if (err)
-            *err = rerr;
-        return st;
-    }
-    route_rec *r = route_rec_new(d, done, user);
-    if (!r) {
-        eddy_feed_free_fn free_event;
-        void *codec_user;
-        eddy__domain_codec(d->core, &free_event, &codec_user);
-        if (event && free_event)
-            free_event(event, codec_user);
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-    }
-    if (st != EDDY_OK || !event) {
-        /* Filtered, or not decoded: answered on the loop. */
-        r->route = route;
-        if (eddy__rfeed_post(d->feed, route_done, r, st, &rerr) != EDDY_OK) {
-            if (event && r->free_event)
-                r->free_event(event, r->codec_user);
-            free(r);
-            return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
-        }
-        return EDDY_OK;
-    }
-    r->event = event;
-    return feed_or_defer(d, meta, event, r, err);
+    eddy__domain_feeder fd = {feed_or_defer, post, d, true};
+    return eddy__domain_route_feed(d->core, ev, meta, &fd, done, user, err);
 }
 
 /* ---- state ------------------------------------------------------------------------------- */

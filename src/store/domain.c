@@ -275,7 +275,9 @@ eddy_status eddy__domain_check_id(eddy__domain *d, const char *id, const char *w
     return eddy__domain_check(d, id, what, err);
 }
 
-eddy_status eddy__domain_route(eddy__domain *d, const eddy_event *ev, const eddy_event_meta *meta,
+/* Routes a CloudEvent up to the point of feeding it (eddy__domain_route_feed's rules): EDDY_OK
+ * with *event set when it is to be fed, NULL and *route FILTERED when not. */
+static eddy_status route_event(eddy__domain *d, const eddy_event *ev, const eddy_event_meta *meta,
                                eddy_route *route, void **event, eddy_error *err) {
     *event = NULL;
     *route = EDDY_ROUTE_FILTERED;
@@ -339,13 +341,114 @@ eddy_status eddy__domain_route(eddy__domain *d, const eddy_event *ev, const eddy
     return EDDY_OK; /* *event NULL: the projection does not handle it, FILTERED */
 }
 
-void eddy__domain_codec(eddy__domain *d, eddy_feed_free_fn *free_event, void **user) {
-    *free_event = d->cfg.free_event;
-    *user = d->cfg.codec_user;
-}
-
 eddy_route eddy__domain_outcome(eddy_status st, bool deferred, eddy_route route) {
     return st != EDDY_OK || deferred ? EDDY_ROUTE_DEFERRED : route;
+}
+
+/* ---- feeding a routed event -------------------------------------------------------------- */
+
+/* One routing in flight: everything its completion needs, so it never touches the domain. */
+typedef struct routed {
+    eddy__route_done_fn done;
+    void *user;
+    eddy_route route; /* the answer when st is EDDY_OK and nothing was fed */
+    void *event;      /* a routed event to release, or NULL */
+    eddy_feed_free_fn free_event;
+    void *codec_user;
+    bool heap;
+} routed;
+
+static routed *routed_new(eddy__domain *d, const eddy__domain_feeder *fd, routed *stack,
+                          eddy__route_done_fn done, void *user) {
+    routed *r = fd->later ? calloc(1, sizeof(*r)) : memset(stack, 0, sizeof(*stack));
+    if (!r)
+        return NULL;
+    r->heap = fd->later;
+    r->done = done;
+    r->user = user;
+    r->free_event = d->cfg.free_event;
+    r->codec_user = d->cfg.codec_user;
+    return r;
+}
+
+static void routed_end(routed *r) {
+    if (r->event && r->free_event)
+        r->free_event(r->event, r->codec_user);
+    if (r->heap)
+        free(r);
+}
+
+static void routed_done(eddy_status st, const eddy_error *err, void *user) {
+    routed *r = user;
+    bool deferred = st == EDDY_PENDING; /* the feed did not take it, nor keep it */
+    if (deferred)
+        st = EDDY_OK;
+    eddy_route route = eddy__domain_outcome(st, deferred, r->route);
+    eddy__route_done_fn done = r->done;
+    void *u = r->user;
+    routed_end(r);
+    done(st, route, st == EDDY_OK ? NULL : err, u);
+}
+
+/* Feeds an event without holding it; r->event (when set) is released at completion. */
+static eddy_status routed_feed(const eddy__domain_feeder *fd, const eddy_event_meta *meta,
+                               void *event, routed *r, eddy_error *err) {
+    r->route = EDDY_ROUTE_DELIVERED;
+    eddy_status st = fd->feed(fd->ctx, meta, event, routed_done, r);
+    if (st != EDDY_OK) { /* refused up front: the completion does not run */
+        routed_end(r);
+        return eddy__fail(err, st, "the event was not accepted");
+    }
+    return EDDY_OK;
+}
+
+eddy_status eddy__domain_accept_or_defer(eddy__domain *d, const eddy_event_meta *meta, void *event,
+                                         const eddy__domain_feeder *fd, eddy__route_done_fn done,
+                                         void *user, eddy_error *err) {
+    eddy_status st = eddy__domain_check(d, NULL, "accept or defer", err);
+    if (st != EDDY_OK)
+        return st;
+    routed stack;
+    routed *r = routed_new(d, fd, &stack, done, user);
+    if (!r)
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    return routed_feed(fd, meta, event, r, err); /* the caller's event: not released */
+}
+
+eddy_status eddy__domain_route_feed(eddy__domain *d, const eddy_event *ev,
+                                    const eddy_event_meta *meta, const eddy__domain_feeder *fd,
+                                    eddy__route_done_fn done, void *user, eddy_error *err) {
+    void *event = NULL;
+    eddy_route route;
+    eddy_error rerr = {0};
+    eddy_status st = route_event(d, ev, meta, &route, &event, &rerr);
+    if (st == EDDY_ERR_ILLEGAL_STATE || st == EDDY_ERR_UNREADABLE_FILTER ||
+        st == EDDY_ERR_INVALID_ARGUMENT) {
+        /* Refusals that hold for every event: up front. */
+        if (err)
+            *err = rerr;
+        return st;
+    }
+    routed stack;
+    routed *r = routed_new(d, fd, &stack, done, user);
+    if (!r) {
+        if (event && d->cfg.free_event)
+            d->cfg.free_event(event, d->cfg.codec_user);
+        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    r->event = event;
+    if (st != EDDY_OK || !event) {
+        /* Filtered, or not decoded: answered on the front end's turn. */
+        r->route = route;
+        if (!fd->post)
+            routed_done(st, &rerr, r);
+        else if (fd->post(fd->ctx, routed_done, r, st, &rerr) != EDDY_OK) {
+            routed_end(r);
+            return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+        }
+        return EDDY_OK;
+    }
+    return routed_feed(fd, meta, event, r, err);
 }
 
 /* The registered projection's feed core, or NULL. */

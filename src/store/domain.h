@@ -5,7 +5,9 @@
  * (the sticky unreadable filter, the filter match with the feed's reader, decoding only a match).
  * What becomes of a decoded event (applied, deferred, refused because the catch-up failed) is
  * decided by the catch-up feed's core (src/store/feed.c, eddy__accept_flags.defer), which the front
- * ends' catch-up feed wraps. The front ends only decode through here, call, apply and report.
+ * ends' catch-up feed wraps; feeding a routed event and answering (the release of the event,
+ * the route reported) is decided here once (eddy__domain_route_feed). The front ends only give
+ * their feed's accept (eddy__domain_feeder) and their way of answering.
  *
  * Thread: every function is safe from any thread (one lock per domain, one for the registry).
  * Once registered, the projection's id, filter and codec never change until the domain is
@@ -54,25 +56,54 @@ eddy_status eddy__domain_check(eddy__domain *d, const char *id, const char *what
 eddy_status eddy__domain_check_id(eddy__domain *d, const char *id, const char *what,
                                   eddy_error *err);
 
-/* Routes a CloudEvent up to the point of feeding it: EDDY_ERR_ILLEGAL_STATE with no projection;
- * the sticky EDDY_ERR_UNREADABLE_FILTER (the first time it is found, it is recorded, and every
- * later call returns it, status and detail); the filter match (a reader's error is returned);
- * no match: *route FILTERED, *event NULL (never decoded); a match is decoded (decode's error is
- * returned; no event: FILTERED). EDDY_OK with *event set: the caller feeds it with
- * eddy__accept_flags.defer, maps the outcome with eddy__domain_outcome and releases the event
- * with the free function it took from eddy__domain_codec before the call. */
-eddy_status eddy__domain_route(eddy__domain *d, const eddy_event *ev, const eddy_event_meta *meta,
-                               eddy_route *route, void **event, eddy_error *err);
-
-/* The user's free_event and its user, so a front end can release a routed event without
- * touching the domain again (it may be freed by a callback meanwhile). */
-void eddy__domain_codec(eddy__domain *d, eddy_feed_free_fn *free_event, void **user);
-
 /* The route a routing or an accept-or-defer reports, from how it ended: EDDY_OK and deferred
  * (the feed did not take it): DEFERRED; EDDY_OK: route (DELIVERED when it was fed, what
- * eddy__domain_route said when nothing was); an error: DEFERRED (not applied: do not
+ * routing found when nothing was); an error: DEFERRED (not applied: do not
  * acknowledge it). */
 eddy_route eddy__domain_outcome(eddy_status st, bool deferred, eddy_route route);
+
+/* ---- feeding a routed event: one path for both front ends ----------------------------------
+ *
+ * What becomes of an event given to the domain's accept-or-defer or route once the catch-up feed
+ * answers: EDDY_PENDING from the feed means deferred (not taken, not kept), the outcome is mapped
+ * with eddy__domain_outcome, a routed (decoded) event is released with the codec copied before it
+ * was fed (nothing of the domain is touched after the feed called the projection, which may free
+ * the domain), and done runs exactly once unless the call returns an error. */
+
+/* The front end's catch-up feed, as the domain feeds it. feed: its accept with
+ * eddy__accept_flags.defer; done runs exactly once, EDDY_PENDING for "deferred", before feed
+ * returns or later; an error return is a refusal up front (done does not run). post: runs
+ * done(st, err, user) later, on the front end's own turn (an error return: done does not run);
+ * NULL: done runs at once. later: done may run after feed or post returned (the record is then allocated). ctx
+ * is the front end's domain, so the catch-up feed is only read once the call was checked. */
+typedef struct eddy__domain_feeder {
+    eddy_status (*feed)(void *ctx, const eddy_event_meta *meta, void *event, eddy_feed_done_fn done,
+                        void *user);
+    eddy_status (*post)(void *ctx, eddy_feed_done_fn done, void *user, eddy_status st,
+                        const eddy_error *err);
+    void *ctx;
+    bool later;
+} eddy__domain_feeder;
+
+/* How a routing or an accept-or-defer ended: st, the route (DEFERRED on an error), err (NULL
+ * on EDDY_OK). The same as the public eddy_route_done_fn. */
+typedef void (*eddy__route_done_fn)(eddy_status st, eddy_route route, const eddy_error *err,
+                                    void *user);
+
+/* Accept-or-defer: eddy__domain_check ("accept or defer") and EDDY_ERR_NOMEM returned; else the
+ * event (the caller's: never released) is fed and done answers. */
+eddy_status eddy__domain_accept_or_defer(eddy__domain *d, const eddy_event_meta *meta, void *event,
+                                         const eddy__domain_feeder *fd, eddy__route_done_fn done,
+                                         void *user, eddy_error *err);
+/* Routes a CloudEvent: EDDY_ERR_ILLEGAL_STATE with no projection; the sticky
+ * EDDY_ERR_UNREADABLE_FILTER (the first time it is found, it is recorded, and every later call
+ * returns it, status and detail); EDDY_ERR_INVALID_ARGUMENT for no event; EDDY_ERR_NOMEM: all
+ * returned. Then the filter match (no match: FILTERED, never decoded; a reader's error) and the
+ * decoding of a match (decode's error; no event: FILTERED) are answered through fd->post, and a
+ * decoded event is fed (and released once answered). */
+eddy_status eddy__domain_route_feed(eddy__domain *d, const eddy_event *ev,
+                                    const eddy_event_meta *meta, const eddy__domain_feeder *fd,
+                                    eddy__route_done_fn done, void *user, eddy_error *err);
 
 /* The registered projection's feed, for the front ends' state calls: with none, not ready, not
  * refusing, no failure and zeroed stats (EDDY_OK). stats: EDDY_ERR_INVALID_ARGUMENT for a NULL d

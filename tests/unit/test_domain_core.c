@@ -14,11 +14,22 @@ static eddy__domain *D;
 static eddy__feed *F;
 static eddy_status build_st;
 
+static int decoded_token, released;
+
+/* Handles "order.placed" only; "bad" does not decode. */
 static eddy_status t_decode(const eddy_event *ev, const eddy_event_meta *meta, void **out,
                             eddy_error *err, void *user) {
-    (void)ev, (void)meta, (void)err, (void)user;
-    *out = NULL;
-    return EDDY_OK;
+    (void)meta, (void)user;
+    const char *type = eddy_event_type(ev);
+    *out = type && strcmp(type, "order.placed") == 0 ? &decoded_token : NULL;
+    return type && strcmp(type, "bad") == 0 ? eddy__fail(err, EDDY_ERR_MALFORMED, "not json")
+                                            : EDDY_OK;
+}
+
+static void t_free(void *event, void *user) {
+    (void)user;
+    cr_assert_eq(event, &decoded_token);
+    released++;
 }
 
 static const char *t_id(const void *event, void *user) {
@@ -47,7 +58,9 @@ static void init(void) {
     eddy_feed_config cfg;
     eddy_feed_config_init(&cfg);
     cfg.decode = t_decode;
+    cfg.free_event = t_free;
     cfg.event_id = t_id;
+    released = 0;
     eddy_error err;
     cr_assert_eq(eddy__domain_new(&cfg, &D, &err), EDDY_OK, "%s", err.detail);
     build_st = EDDY_OK;
@@ -168,4 +181,131 @@ Test(domain_core, a_call_by_id_needs_the_registered_id) {
     cr_assert_eq(eddy__domain_check_id(D, "orders-view", "go live", &err), EDDY_OK);
     cr_assert_eq(eddy__domain_check_id(D, "other", "go live", &err), EDDY_ERR_INVALID_ARGUMENT);
     cr_assert(strstr(err.detail, "(it has 'orders-view')"), "%s", err.detail);
+}
+
+/* ---- feeding a routed event (eddy__domain_route_feed, eddy__domain_accept_or_defer) -------- */
+
+/* A front end's catch-up feed that answers later: feed and post keep the completion. */
+static struct {
+    int fed, posted;
+    eddy_status refuse; /* feed's up-front refusal */
+    eddy_feed_done_fn done;
+    void *user;
+    eddy_status post_st;
+} K;
+
+static eddy_status k_feed(void *ctx, const eddy_event_meta *meta, void *event,
+                          eddy_feed_done_fn done, void *user) {
+    (void)ctx, (void)meta, (void)event;
+    K.fed++;
+    if (K.refuse != EDDY_OK)
+        return K.refuse;
+    K.done = done, K.user = user;
+    return EDDY_OK;
+}
+
+static eddy_status k_post(void *ctx, eddy_feed_done_fn done, void *user, eddy_status st,
+                          const eddy_error *err) {
+    (void)ctx, (void)err;
+    K.posted++;
+    K.done = done, K.user = user, K.post_st = st;
+    return EDDY_OK;
+}
+
+static struct {
+    int calls;
+    eddy_status st;
+    eddy_route route;
+} A;
+
+static void k_answered(eddy_status st, eddy_route route, const eddy_error *err, void *user) {
+    (void)err, (void)user;
+    A.calls++, A.st = st, A.route = route;
+}
+
+static eddy_status route(const char *type, const eddy__domain_feeder *fd) {
+    memset(&K, 0, sizeof(K));
+    memset(&A, 0, sizeof(A));
+    eddy_event *ev = eddy_event_new();
+    eddy_event_set_id(ev, "e1");
+    eddy_event_set_source(ev, "/t");
+    eddy_event_set_type(ev, type);
+    eddy_error err = {0};
+    eddy_status st = eddy__domain_route_feed(D, ev, NULL, fd, k_answered, NULL, &err);
+    eddy_event_free(ev);
+    return st;
+}
+
+static const eddy__domain_feeder later = {k_feed, k_post, NULL, true};
+
+Test(domain_core, a_routed_event_is_released_once_its_feeding_is_answered) {
+    reg("orders");
+    cr_assert_eq(route("order.placed", &later), EDDY_OK);
+    cr_expect_eq(K.fed, 1);
+    cr_expect_eq(released, 0, "the feed may still apply it");
+    K.done(EDDY_PENDING, NULL, K.user); /* the feed is not live: not taken */
+    cr_expect_eq(A.calls, 1);
+    cr_expect_eq(A.st, EDDY_OK);
+    cr_expect_eq(A.route, EDDY_ROUTE_DEFERRED);
+    cr_expect_eq(released, 1);
+    cr_assert_eq(route("order.placed", &later), EDDY_OK);
+    K.done(EDDY_OK, NULL, K.user);
+    cr_expect_eq(A.route, EDDY_ROUTE_DELIVERED);
+    cr_expect_eq(released, 2);
+}
+
+Test(domain_core, a_routed_event_refused_up_front_is_released_and_never_answered) {
+    reg("orders");
+    memset(&K, 0, sizeof(K));
+    K.refuse = EDDY_ERR_NOMEM;
+    eddy_event *ev = eddy_event_new();
+    eddy_event_set_id(ev, "e1");
+    eddy_event_set_source(ev, "/t");
+    eddy_event_set_type(ev, "order.placed");
+    eddy_error err = {0};
+    memset(&A, 0, sizeof(A));
+    cr_expect_eq(eddy__domain_route_feed(D, ev, NULL, &later, k_answered, NULL, &err),
+                 EDDY_ERR_NOMEM);
+    eddy_event_free(ev);
+    cr_expect(strstr(err.detail, "not accepted"), "%s", err.detail);
+    cr_expect_eq(released, 1);
+    cr_expect_eq(A.calls, 0);
+}
+
+Test(domain_core, filtered_or_undecodable_events_are_answered_through_post_unfed) {
+    reg("orders");
+    cr_assert_eq(route("order.shipped", &later), EDDY_OK);
+    cr_expect_eq(K.fed, 0);
+    cr_expect_eq(K.posted, 1);
+    cr_expect_eq(A.calls, 0, "answered on the front end's turn, not inside the call");
+    K.done(K.post_st, NULL, K.user);
+    cr_expect_eq(A.route, EDDY_ROUTE_FILTERED);
+    cr_assert_eq(route("bad", &later), EDDY_OK);
+    cr_expect_eq(K.post_st, EDDY_ERR_MALFORMED);
+    K.done(K.post_st, NULL, K.user);
+    cr_expect_eq(A.st, EDDY_ERR_MALFORMED);
+    cr_expect_eq(A.route, EDDY_ROUTE_DEFERRED, "not decoded: not acknowledged");
+    /* Without post, the answer comes at once. */
+    eddy__domain_feeder now = {k_feed, NULL, NULL, false};
+    cr_assert_eq(route("order.shipped", &now), EDDY_OK);
+    cr_expect_eq(A.calls, 1);
+    cr_expect_eq(A.route, EDDY_ROUTE_FILTERED);
+    cr_expect_eq(released, 0);
+}
+
+Test(domain_core, refusals_for_every_event_are_returned_up_front) {
+    cr_expect_eq(route("order.placed", &later), EDDY_ERR_ILLEGAL_STATE, "no projection");
+    cr_expect_eq(K.fed + K.posted + A.calls, 0);
+}
+
+Test(domain_core, accept_or_defer_never_releases_the_callers_event) {
+    reg("orders");
+    memset(&K, 0, sizeof(K));
+    memset(&A, 0, sizeof(A));
+    cr_assert_eq(
+        eddy__domain_accept_or_defer(D, NULL, &decoded_token, &later, k_answered, NULL, NULL),
+        EDDY_OK);
+    K.done(EDDY_OK, NULL, K.user);
+    cr_expect_eq(A.route, EDDY_ROUTE_DELIVERED);
+    cr_expect_eq(released, 0);
 }
