@@ -111,12 +111,7 @@ eddy_status eddy_domain_accept(eddy_domain_feed *d, const eddy_event_meta *meta,
 
 static eddy_status feed_or_defer(void *ctx, const eddy_event_meta *meta, void *event,
                                  eddy_feed_done_fn done, void *user) {
-    eddy_error e = {0};
-    bool deferred = false;
-    eddy_status st =
-        eddy__bfeed_accept_or_defer(((eddy_domain_feed *)ctx)->feed, meta, event, &deferred, &e);
-    done(deferred ? EDDY_PENDING : st, &e, user);
-    return EDDY_OK;
+    return eddy__bfeed_accept_or_defer(((eddy_domain_feed *)ctx)->feed, meta, event, done, user);
 }
 
 /* The answer, kept for the caller. */

@@ -453,17 +453,17 @@ static eddy_status accept_wait(eddy_feed *feed, const eddy_event_meta *meta, voi
 }
 
 eddy_status eddy__bfeed_accept_or_defer(eddy_feed *feed, const eddy_event_meta *meta, void *event,
-                                        bool *deferred, eddy_error *err) {
-    *deferred = false;
-    if (!feed)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed is NULL");
+                                        eddy_feed_done_fn done, void *user) {
+    if (!feed || !done)
+        return EDDY_ERR_INVALID_ARGUMENT;
     enter(feed);
     fwaiter w = {0};
+    eddy_error err = {0};
     eddy__accept_kind kind;
-    eddy_status st = accept_now(feed, meta, event, &w, false, true, &kind, err);
-    *deferred = kind == EDDY__ACCEPT_DEFERRED;
+    eddy_status st = accept_now(feed, meta, event, &w, false, true, &kind, &err);
     leave(feed);
-    return st;
+    done(kind == EDDY__ACCEPT_DEFERRED ? EDDY_PENDING : st, st == EDDY_OK ? NULL : &err, user);
+    return EDDY_OK;
 }
 
 eddy_status eddy_feed_accept(eddy_feed *feed, void *event, eddy_cancel *cancel, eddy_error *err) {
