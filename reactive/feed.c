@@ -71,7 +71,6 @@ struct eddy_rfeed {
     eddy_rstore *store;
     eddy__feed_calls calls; /* the user's code the core runs counts in depth */
     eddy_rcheckpoints ckpt;
-    bool has_ckpt;
     ev_idle idle;
     qitem *qhead, *qtail;
     unsigned depth; /* projection callbacks and queue drains in progress */
@@ -108,8 +107,7 @@ static void enqueue(eddy_rfeed *feed, qitem *q) {
     else
         feed->qhead = q;
     feed->qtail = q;
-    if (!feed->closing)
-        ev_idle_start(feed->loop, &feed->idle);
+    ev_idle_start(feed->loop, &feed->idle);
 }
 
 /* Queues done(st, err, user) in q (the caller's item, which the queue frees). */
@@ -555,10 +553,8 @@ eddy_status eddy_rfeed_new(struct ev_loop *loop, eddy_rstore *store, const eddy_
     feed->loop = loop;
     feed->store = store;
     feed->calls = (eddy__feed_calls){depth_in, depth_out, NULL, feed};
-    if (ckpt) {
+    if (ckpt)
         feed->ckpt = *ckpt;
-        feed->has_ckpt = true;
-    }
     ev_idle_init(&feed->idle, on_idle);
     feed->idle.data = feed;
     *out = feed;
