@@ -20,6 +20,7 @@
 
 #include "config/conn_state.h"
 #include "error.h"
+#include "link/link_drive.h"
 #include "timing.h"
 #include "util/backoff.h"
 #include "util/reply.h"
@@ -77,9 +78,7 @@ static eddy_status drive(bconn *c, long long deadline, eddy_error *err) {
     long long now = eddy__mono_ms();
     if (deadline - now <= 0)
         return EDDY_ERR_TIMEOUT;
-    long long until = eddy__link_deadline(l);
-    if (until < 0 || until > deadline)
-        until = deadline;
+    long long until = eddy__link_next_deadline(l, deadline);
     long long left = until > now ? until - now : 0;
     unsigned wants = eddy__link_wants(l);
     struct pollfd p = {.fd = eddy__link_fd(l),
@@ -97,13 +96,6 @@ static eddy_status drive(bconn *c, long long deadline, eddy_error *err) {
     return eddy__link_io(l, ready, err);
 }
 
-/* err may be the caller's NULL: the tracker then names the status only. */
-static eddy_status connect_failed(bconn *c, eddy_status st, const eddy_error *err) {
-    eddy__conn_failed(c->s->conn_state, st, err);
-    eddy__reconnect_failed(&c->gate, st);
-    return st;
-}
-
 eddy_status eddy__bconn_connect(bconn *c, eddy_error *err) {
     return eddy__bconn_connect_until(c, -1, err);
 }
@@ -118,22 +110,17 @@ eddy_status eddy__bconn_connect_until(bconn *c, long long until, eddy_error *err
             eddy__reply_arena_install(c->arena, eddy__link_reader(c->link));
     }
     long long now = eddy__mono_ms();
-    if (!eddy__bconn_in_process(c)) {
-        /* Whatever ended the last connection, the next waits for the backoff (backoff.h). */
-        long long wait = eddy__reconnect_wait_ms(&c->gate, now);
-        if (wait > 0 && until >= 0 && now + wait > until) /* not a verdict: not reported */
-            return eddy__fail(err, EDDY_ERR_IO,
-                              "connecting to %s: the reconnect backoff (%lld ms) ends after the "
-                              "deadline",
-                              eddy__link_peer(c->link), wait);
-        if (wait > 0 && !eddy__bconn_sleep(c, wait))
-            return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted while backing off");
+    long long wait = eddy__link_gate_wait(c->s, &c->gate, now);
+    if (wait > 0 && until >= 0 && now + wait > until) /* not a verdict: not reported */
+        return eddy__fail(err, EDDY_ERR_IO,
+                          "connecting to %s: the reconnect backoff (%lld ms) ends after the "
+                          "deadline",
+                          eddy__link_peer(c->link), wait);
+    if (wait > 0 && !eddy__bconn_sleep(c, wait))
+        return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted while backing off");
+    if (wait > 0)
         now = eddy__mono_ms();
-        eddy__reconnect_started(&c->gate, now, eddy__link_proved(c->link), c->s->reconnect_min_ms,
-                                c->s->reconnect_max_ms);
-        /* One line per connect, with the connection it is for (tests/faults counts spacing). */
-        eddy__log(&c->s->log, EDDY_LOG_DEBUG, "connecting (connection %p)", (void *)&c->gate);
-    }
+    eddy__link_gate_start(&c->gate, c->s, c->link, now);
     eddy_status st = eddy__link_connect(c->link, now, err);
     long long deadline = eddy__link_deadline(c->link);
     bool callers = until >= 0 && until < deadline; /* the caller's deadline comes first */
@@ -150,8 +137,9 @@ eddy_status eddy__bconn_connect_until(bconn *c, long long until, eddy_error *err
             st = eddy__link_tick(c->link, eddy__mono_ms(), err);
     }
     if (st != EDDY_OK) {
-        drop(c);
-        return connect_failed(c, st, err);
+        drop(c); /* err may be the caller's NULL: the tracker then names the status only */
+        eddy__link_gate_down(&c->gate, c->s, false, &c->state_epoch, st, err);
+        return st;
     }
     pthread_mutex_lock(&c->lock);
     c->up = true;
@@ -205,7 +193,7 @@ static eddy_status exec_link(bconn *c, const eddy__cmdlist *cmds, long long bloc
                              redisReply **replies, eddy_error *err) {
     eddy__link *l = c->link;
     c->live_arena = eddy__reply_arena_of(eddy__link_reader(l)); /* the replies below live in it */
-    long long deadline = eddy__mono_ms() + eddy__command_timeout_ms(c->s, block_ms);
+    long long deadline = eddy__link_cmd_deadline(c->s, eddy__mono_ms(), block_ms, -1);
     uint64_t last = 0;
     eddy_status st = eddy__link_send(l, cmds, &last, err);
     if (st != EDDY_OK)
@@ -306,8 +294,7 @@ bool eddy__bconn_sleep(bconn *c, long long ms) {
 }
 
 bool eddy__bconn_backoff(bconn *c) {
-    long long wait = eddy__reconnect_wait_ms(&c->gate, eddy__mono_ms());
-    return eddy__bconn_sleep(c, wait > 0 ? wait : 0);
+    return eddy__bconn_sleep(c, eddy__link_gate_wait(c->s, &c->gate, eddy__mono_ms()));
 }
 
 void eddy__bconn_interrupt(bconn *c) {

@@ -31,6 +31,7 @@
 #include "config/conn_state.h"
 #include "error.h"
 #include "link/link.h"
+#include "link/link_drive.h"
 #include "timing.h"
 #include "util/backoff.h"
 #include "util/reply.h"
@@ -180,9 +181,7 @@ static void leave_owner(rconn *c) {
 
 static void tell_down(rconn *c) {
     c->down_told = true;
-    if (c->gate && !c->up)
-        eddy__reconnect_failed(c->gate, c->fail_err.status);
-    eddy__conn_down(c->s->conn_state, &c->state_epoch, c->fail_err.status, &c->fail_err);
+    eddy__link_gate_down(c->gate, c->s, c->up, &c->state_epoch, c->fail_err.status, &c->fail_err);
     kill_transport(c);
     c->depth++;
     c->ops->down(c->owner, c->fail_err.status, &c->fail_err);
@@ -213,10 +212,8 @@ static void watch(rconn *c) {
 static void arm(rconn *c) {
     if (c->failed)
         return;
-    long long at = eddy__link_deadline(c->link);
-    if (eddy__link_phase_of(c->link) == EDDY__LINK_READY && c->qn > 0 &&
-        (at < 0 || q_at(c, 0)->deadline < at))
-        at = q_at(c, 0)->deadline;
+    bool cmds = eddy__link_phase_of(c->link) == EDDY__LINK_READY && c->qn > 0;
+    long long at = eddy__link_next_deadline(c->link, cmds ? q_at(c, 0)->deadline : -1);
     if (at < 0) {
         ev_timer_stop(c->loop, &c->timer);
         return;
@@ -324,9 +321,8 @@ static void link_deadline(rconn *c) {
 }
 
 static uint64_t link_send(rconn *c, const eddy__cmd *cmd, long long block_ms, void *priv) {
-    long long deadline = eddy__mono_ms() + eddy__command_timeout_ms(c->s, block_ms);
-    if (c->qn > 0 && q_at(c, c->qn - 1)->deadline > deadline)
-        deadline = q_at(c, c->qn - 1)->deadline; /* it waits behind that one */
+    long long deadline = eddy__link_cmd_deadline(c->s, eddy__mono_ms(), block_ms,
+                                                 c->qn > 0 ? q_at(c, c->qn - 1)->deadline : -1);
     eddy__cmdlist one = {.cmds = (eddy__cmd *)cmd, .n = 1, .cap = 1};
     uint64_t num = 0;
     eddy_error err;
@@ -357,12 +353,7 @@ static void link_open(rconn *c) {
     c->io.data = c;
     eddy_error err;
     long long now = eddy__mono_ms();
-    if (c->gate && c->s->url.kind != EDDY__URL_MEMORY) {
-        eddy__reconnect_started(c->gate, now, false, c->s->reconnect_min_ms,
-                                c->s->reconnect_max_ms);
-        /* One line per connect, with the connection it is for (tests/faults counts spacing). */
-        eddy__log(&c->s->log, EDDY_LOG_DEBUG, "connecting (connection %p)", (void *)c->gate);
-    }
+    eddy__link_gate_start(c->gate, c->s, c->link, now);
     if (eddy__link_connect(c->link, now, &err) != EDDY_OK) {
         fail_with(c, &err);
         return;
@@ -409,9 +400,7 @@ eddy_status eddy__rconn_open_gated(struct ev_loop *loop, const eddy__settings *s
     ev_init(&c->soon, on_soon);
     c->soon.data = c;
     c->gate = gate;
-    long long wait = gate && s->url.kind != EDDY__URL_MEMORY
-                         ? eddy__reconnect_wait_ms(gate, eddy__mono_ms())
-                         : 0;
+    long long wait = eddy__link_gate_wait(s, gate, eddy__mono_ms());
     if (wait > 0) { /* whatever ended the last connection: the next waits (backoff.h) */
         c->gating = true;
         timer_after(loop, &c->timer, wait);

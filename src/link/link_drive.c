@@ -1,0 +1,49 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The decisions every link driver shares; see link_drive.h. Kept apart from link.c, which
+ * moves bytes, because these are about time and the owner's gate, which the link itself never
+ * reads. */
+#include "link/link_drive.h"
+
+#include "config/conn_state.h"
+#include "log.h"
+
+long long eddy__link_cmd_deadline(const eddy__settings *s, long long now_ms, long long block_ms,
+                                  long long ahead_ms) {
+    long long at = now_ms + eddy__command_timeout_ms(s, block_ms);
+    return ahead_ms > at ? ahead_ms : at;
+}
+
+long long eddy__deadline_first(long long a_ms, long long b_ms) {
+    if (a_ms < 0)
+        return b_ms;
+    return b_ms >= 0 && b_ms < a_ms ? b_ms : a_ms;
+}
+
+long long eddy__link_next_deadline(const eddy__link *l, long long cmd_ms) {
+    return eddy__deadline_first(eddy__link_deadline(l), cmd_ms);
+}
+
+static bool gated(const eddy__settings *s, const eddy__reconnect *gate) {
+    return gate && s->url.kind != EDDY__URL_MEMORY;
+}
+
+long long eddy__link_gate_wait(const eddy__settings *s, const eddy__reconnect *gate,
+                               long long now_ms) {
+    return gated(s, gate) ? eddy__reconnect_wait_ms(gate, now_ms) : 0;
+}
+
+void eddy__link_gate_start(eddy__reconnect *gate, const eddy__settings *s, const eddy__link *l,
+                           long long now_ms) {
+    if (!gated(s, gate))
+        return;
+    eddy__reconnect_started(gate, now_ms, eddy__link_proved(l), s->reconnect_min_ms,
+                            s->reconnect_max_ms);
+    eddy__log(&s->log, EDDY_LOG_DEBUG, "connecting (connection %p)", (void *)gate);
+}
+
+void eddy__link_gate_down(eddy__reconnect *gate, const eddy__settings *s, bool was_up,
+                          unsigned *epoch, eddy_status st, const eddy_error *why) {
+    if (gate && !was_up)
+        eddy__reconnect_failed(gate, st);
+    eddy__conn_down(s->conn_state, epoch, st, why);
+}

@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* What every driver of a link (link.h) decides alike, whatever way it waits (poll() in the
+ * blocking front end, ev_io/ev_timer in the reactive one): the deadline a command gets, which
+ * deadline a driver waits for next, and the reconnect gate (backoff.h) around a connect and its
+ * end. Sans-IO: the driver reads the clock and passes it; nothing here waits, allocates or
+ * locks, so each call costs what the arithmetic costs on a command's path.
+ *
+ * Rules:
+ * - A command's deadline is command_timeout_ms after it was queued, plus block_ms for a
+ *   blocking read, and never before the deadline of the command ahead of it: it waits behind
+ *   that one, so deadlines never decrease along the queue and the oldest unanswered command's
+ *   passes first.
+ * - A driver wakes for the first of the link's own deadline (the connect's, a parked memory://
+ *   read's BLOCK end) and its oldest command's; -1 means none.
+ * - Every connect behind a gate waits for the backoff after the previous one, whatever ended
+ *   that one; memory:// has no server to spare and never waits. A connect that never came up
+ *   tells the gate why (refused credentials back off the longest); one that came up is a loss.
+ *
+ * Thread: the driver's (a gate and an epoch are its own). */
+#ifndef EDDY_SRC_LINK_DRIVE_H
+#define EDDY_SRC_LINK_DRIVE_H
+
+#include <stdbool.h>
+
+#include "config/settings.h"
+#include "link/link.h"
+#include "util/backoff.h"
+
+/* The deadline of a command queued at now_ms (block_ms >= 0: a blocking read that long) behind
+ * a command whose deadline is ahead_ms (-1: none ahead). */
+long long eddy__link_cmd_deadline(const eddy__settings *s, long long now_ms, long long block_ms,
+                                  long long ahead_ms);
+/* The earlier of two deadlines, -1 being none (so -1 only when both are). */
+long long eddy__deadline_first(long long a_ms, long long b_ms);
+/* When the driver of l must look at it next if its socket says nothing: the first of the
+ * link's own deadline and cmd_ms (the oldest unanswered command's, -1 none). */
+long long eddy__link_next_deadline(const eddy__link *l, long long cmd_ms);
+
+/* How long from now_ms a connect behind gate must still wait (0: at once; always 0 for memory://
+ * and a NULL gate). */
+long long eddy__link_gate_wait(const eddy__settings *s, const eddy__reconnect *gate,
+                               long long now_ms);
+/* A connect starts at now_ms: the gate starts its next backoff from here, from the shortest
+ * delay again when l (NULL: a new link) answered a command on its last connection
+ * (eddy__link_proved), and one line is logged per connect with the gate it is for
+ * (tests/faults counts their spacing). Nothing for memory:// or a NULL gate. */
+void eddy__link_gate_start(eddy__reconnect *gate, const eddy__settings *s, const eddy__link *l,
+                           long long now_ms);
+/* A connection ended with st (why: the detail, NULL none): the tracker (conn_state.h) counts a
+ * loss when it was up (*epoch nonzero), a failed connect otherwise, and a gate (NULL: none)
+ * learns why a connect that never came up (was_up false) failed. *epoch is 0 after. */
+void eddy__link_gate_down(eddy__reconnect *gate, const eddy__settings *s, bool was_up,
+                          unsigned *epoch, eddy_status st, const eddy_error *why);
+
+#endif

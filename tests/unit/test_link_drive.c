@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The decisions both front ends' link drivers share (link_drive.h), with no server and no loop:
+ * a command's deadline (its timeout, plus a blocking read's time, never before the one ahead),
+ * which deadline comes first, and the reconnect gate around a connect (memory:// never waits,
+ * a new connect waits for the previous one's backoff, refused credentials back off the
+ * longest, the tracker counts a loss or a failed connect). */
+#include <criterion/criterion.h>
+
+#include "config/conn_state.h"
+#include "config/settings.h"
+#include "link/link_drive.h"
+
+static eddy__settings settings_for(const char *url) {
+    eddy_settings in;
+    eddy_settings_init(&in);
+    in.url = url;
+    in.command_timeout_ms = 500;
+    in.reconnect_min_ms = 100;
+    in.reconnect_max_ms = 10000;
+    eddy__settings s;
+    eddy_error err;
+    cr_assert_eq(eddy__settings_copy(&s, &in, &err), EDDY_OK, "%s", err.detail);
+    return s;
+}
+
+Test(link_drive, command_deadline_adds_block_time_and_waits_behind) {
+    eddy__settings s = settings_for("redis://127.0.0.1:6379");
+    cr_expect_eq(eddy__link_cmd_deadline(&s, 1000, -1, -1), 1500);
+    cr_expect_eq(eddy__link_cmd_deadline(&s, 1000, 0, -1), 1500);
+    cr_expect_eq(eddy__link_cmd_deadline(&s, 1000, 2000, -1), 3500, "a blocking read's time");
+    cr_expect_eq(eddy__link_cmd_deadline(&s, 1000, -1, 9000), 9000, "behind a later one");
+    cr_expect_eq(eddy__link_cmd_deadline(&s, 1000, -1, 1200), 1500, "behind an earlier one");
+    eddy__settings_free(&s);
+}
+
+Test(link_drive, first_deadline_ignores_none) {
+    cr_expect_eq(eddy__deadline_first(-1, -1), -1);
+    cr_expect_eq(eddy__deadline_first(-1, 7), 7);
+    cr_expect_eq(eddy__deadline_first(7, -1), 7);
+    cr_expect_eq(eddy__deadline_first(7, 5), 5);
+    cr_expect_eq(eddy__deadline_first(5, 7), 5);
+    cr_expect_eq(eddy__deadline_first(0, 7), 0, "0 is a time, not none");
+}
+
+Test(link_drive, memory_never_waits_for_the_gate) {
+    eddy__settings s = settings_for("memory://");
+    eddy__reconnect g;
+    eddy__reconnect_init(&g, 1);
+    eddy__link_gate_start(&g, &s, NULL, 1000);
+    cr_expect_eq(g.not_before, 0, "memory:// starts no backoff");
+    g.not_before = 5000;
+    cr_expect_eq(eddy__link_gate_wait(&s, &g, 1000), 0);
+    eddy__settings_free(&s);
+}
+
+Test(link_drive, a_connect_waits_for_the_previous_ones_backoff) {
+    eddy__settings s = settings_for("redis://127.0.0.1:6379");
+    eddy__reconnect g;
+    eddy__reconnect_init(&g, 1);
+    cr_expect_eq(eddy__link_gate_wait(&s, NULL, 1000), 0, "no gate");
+    cr_expect_eq(eddy__link_gate_wait(&s, &g, 1000), 0, "the first connect goes at once");
+    eddy__link_gate_start(&g, &s, NULL, 1000);
+    long long w = eddy__link_gate_wait(&s, &g, 1000);
+    cr_expect(w >= 50 && w <= 100, "the shortest backoff, jittered: %lld", w);
+    eddy__link_gate_start(&g, &s, NULL, 1000 + w);
+    long long w2 = eddy__link_gate_wait(&s, &g, 1000 + w);
+    cr_expect(w2 >= 100 && w2 <= 200, "doubles after a connect that proved nothing: %lld", w2);
+    eddy__settings_free(&s);
+}
+
+Test(link_drive, refused_credentials_back_off_the_longest_only_when_never_up) {
+    eddy__settings s = settings_for("redis://127.0.0.1:6379");
+    eddy__reconnect g;
+    eddy__reconnect_init(&g, 1);
+    unsigned epoch = 0;
+    eddy_error why = {.status = EDDY_ERR_AUTH};
+    eddy__link_gate_down(&g, &s, true, &epoch, EDDY_ERR_AUTH, &why);
+    eddy__link_gate_start(&g, &s, NULL, 1000);
+    long long w = eddy__link_gate_wait(&s, &g, 1000);
+    cr_expect(w <= 100, "a connection that was up is a loss, not a refusal: %lld", w);
+    eddy__link_gate_down(&g, &s, false, &epoch, EDDY_ERR_AUTH, &why);
+    eddy__link_gate_start(&g, &s, NULL, 2000);
+    w = eddy__link_gate_wait(&s, &g, 2000);
+    cr_expect(w >= 5000, "refused credentials wait the longest: %lld", w);
+    eddy__settings_free(&s);
+}
+
+Test(link_drive, the_tracker_counts_a_failed_connect_or_a_loss) {
+    eddy__settings s = settings_for("redis://127.0.0.1:6379");
+    eddy__conn_state *cs = eddy__conn_state_new(&s.url, &s.log, NULL, NULL, s.reconnect_max_ms);
+    cr_assert(cs);
+    s.conn_state = cs;
+    unsigned epoch = 0;
+    eddy__link_gate_down(NULL, &s, false, &epoch, EDDY_ERR_IO, NULL);
+    eddy_connection_stats st;
+    eddy__conn_stats(cs, &st);
+    cr_expect_eq(st.connect_failures, 1);
+    cr_expect_eq(st.disconnects, 0);
+    eddy__conn_up(cs, &epoch);
+    cr_expect_neq(epoch, 0);
+    eddy__link_gate_down(NULL, &s, true, &epoch, EDDY_ERR_IO, NULL);
+    eddy__conn_stats(cs, &st);
+    cr_expect_eq(st.connect_failures, 1);
+    cr_expect_eq(st.disconnects, 1);
+    cr_expect_eq(epoch, 0);
+    s.conn_state = NULL;
+    eddy__conn_state_free(cs);
+    eddy__settings_free(&s);
+}
