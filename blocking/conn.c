@@ -138,7 +138,7 @@ eddy_status eddy__bconn_connect_until(bconn *c, long long until, eddy_error *err
     }
     if (st != EDDY_OK) {
         drop(c); /* err may be the caller's NULL: the tracker then names the status only */
-        eddy__link_gate_down(&c->gate, c->s, false, &c->state_epoch, st, err);
+        eddy__link_gate_down(&c->gate, c->s, c->link, false, &c->state_epoch, st, err);
         return st;
     }
     pthread_mutex_lock(&c->lock);

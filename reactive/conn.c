@@ -146,6 +146,8 @@ static bool link_connected(const rconn *c) {
 }
 
 static void destroy(rconn *c) {
+    if (!c->down_told) /* told then */
+        eddy__link_gate_leave(c->gate, c->link);
     ev_timer_stop(c->loop, &c->timer);
     if (c->link) {
         ev_io_stop(c->loop, &c->io);
@@ -181,7 +183,8 @@ static void leave_owner(rconn *c) {
 
 static void tell_down(rconn *c) {
     c->down_told = true;
-    eddy__link_gate_down(c->gate, c->s, c->up, &c->state_epoch, c->fail_err.status, &c->fail_err);
+    eddy__link_gate_down(c->gate, c->s, c->link, c->up, &c->state_epoch, c->fail_err.status,
+                         &c->fail_err);
     kill_transport(c);
     c->depth++;
     c->ops->down(c->owner, c->fail_err.status, &c->fail_err);
@@ -247,8 +250,6 @@ static void deliver(rconn *c) {
         c->qn--;
         c->lending = c->arena ? NULL : r; /* an arena's reply cannot be taken, only copied */
         /* An answer (a redirect fails the link instead): the connection works. */
-        if (c->gate)
-            eddy__reconnect_proved(c->gate);
         eddy__conn_proved(c->s->conn_state, &c->state_epoch);
         c->ops->reply(c->owner, priv, r);
         if (c->arena)

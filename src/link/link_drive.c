@@ -41,8 +41,14 @@ void eddy__link_gate_start(eddy__reconnect *gate, const eddy__settings *s, const
     eddy__log(&s->log, EDDY_LOG_DEBUG, "connecting (connection %p)", (void *)gate);
 }
 
-void eddy__link_gate_down(eddy__reconnect *gate, const eddy__settings *s, bool was_up,
-                          unsigned *epoch, eddy_status st, const eddy_error *why) {
+void eddy__link_gate_leave(eddy__reconnect *gate, const eddy__link *l) {
+    if (gate && eddy__link_proved(l))
+        eddy__reconnect_proved(gate);
+}
+
+void eddy__link_gate_down(eddy__reconnect *gate, const eddy__settings *s, const eddy__link *l,
+                          bool was_up, unsigned *epoch, eddy_status st, const eddy_error *why) {
+    eddy__link_gate_leave(gate, l);
     if (gate && !was_up)
         eddy__reconnect_failed(gate, st);
     eddy__conn_down(s->conn_state, epoch, st, why);

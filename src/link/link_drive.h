@@ -46,10 +46,15 @@ long long eddy__link_gate_wait(const eddy__settings *s, const eddy__reconnect *g
  * (tests/faults counts their spacing). Nothing for memory:// or a NULL gate. */
 void eddy__link_gate_start(eddy__reconnect *gate, const eddy__settings *s, const eddy__link *l,
                            long long now_ms);
-/* A connection ended with st (why: the detail, NULL none): the tracker (conn_state.h) counts a
- * loss when it was up (*epoch nonzero), a failed connect otherwise, and a gate (NULL: none)
- * learns why a connect that never came up (was_up false) failed. *epoch is 0 after. */
-void eddy__link_gate_down(eddy__reconnect *gate, const eddy__settings *s, bool was_up,
-                          unsigned *epoch, eddy_status st, const eddy_error *why);
+/* The owner lets l go (NULL: none made) for good: the gate keeps whether it answered a command
+ * (eddy__link_proved), so that the next connect starts from the shortest delay again. An owner
+ * that keeps its link across reconnects needs no call: eddy__link_gate_start reads it. */
+void eddy__link_gate_leave(eddy__reconnect *gate, const eddy__link *l);
+/* A connection of l ended with st (why: the detail, NULL none): the tracker (conn_state.h)
+ * counts a loss when it was up (*epoch nonzero), a failed connect otherwise; the gate (NULL:
+ * none) learns what eddy__link_gate_leave tells, and why a connect that never came up (was_up
+ * false) failed. *epoch is 0 after. */
+void eddy__link_gate_down(eddy__reconnect *gate, const eddy__settings *s, const eddy__link *l,
+                          bool was_up, unsigned *epoch, eddy_status st, const eddy_error *why);
 
 #endif

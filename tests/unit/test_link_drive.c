@@ -3,8 +3,13 @@
  * a command's deadline (its timeout, plus a blocking read's time, never before the one ahead),
  * which deadline comes first, and the reconnect gate around a connect (memory:// never waits,
  * a new connect waits for the previous one's backoff, refused credentials back off the
- * longest, the tracker counts a loss or a failed connect). */
+ * longest, a connection that answered a command resets the backoff, the tracker counts a loss
+ * or a failed connect). The link that answers is on a unix socket this test serves itself. */
 #include <criterion/criterion.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 
 #include "config/conn_state.h"
 #include "config/settings.h"
@@ -74,11 +79,11 @@ Test(link_drive, refused_credentials_back_off_the_longest_only_when_never_up) {
     eddy__reconnect_init(&g, 1);
     unsigned epoch = 0;
     eddy_error why = {.status = EDDY_ERR_AUTH};
-    eddy__link_gate_down(&g, &s, true, &epoch, EDDY_ERR_AUTH, &why);
+    eddy__link_gate_down(&g, &s, NULL, true, &epoch, EDDY_ERR_AUTH, &why);
     eddy__link_gate_start(&g, &s, NULL, 1000);
     long long w = eddy__link_gate_wait(&s, &g, 1000);
     cr_expect(w <= 100, "a connection that was up is a loss, not a refusal: %lld", w);
-    eddy__link_gate_down(&g, &s, false, &epoch, EDDY_ERR_AUTH, &why);
+    eddy__link_gate_down(&g, &s, NULL, false, &epoch, EDDY_ERR_AUTH, &why);
     eddy__link_gate_start(&g, &s, NULL, 2000);
     w = eddy__link_gate_wait(&s, &g, 2000);
     cr_expect(w >= 5000, "refused credentials wait the longest: %lld", w);
@@ -91,19 +96,76 @@ Test(link_drive, the_tracker_counts_a_failed_connect_or_a_loss) {
     cr_assert(cs);
     s.conn_state = cs;
     unsigned epoch = 0;
-    eddy__link_gate_down(NULL, &s, false, &epoch, EDDY_ERR_IO, NULL);
+    eddy__link_gate_down(NULL, &s, NULL, false, &epoch, EDDY_ERR_IO, NULL);
     eddy_connection_stats st;
     eddy__conn_stats(cs, &st);
     cr_expect_eq(st.connect_failures, 1);
     cr_expect_eq(st.disconnects, 0);
     eddy__conn_up(cs, &epoch);
     cr_expect_neq(epoch, 0);
-    eddy__link_gate_down(NULL, &s, true, &epoch, EDDY_ERR_IO, NULL);
+    eddy__link_gate_down(NULL, &s, NULL, true, &epoch, EDDY_ERR_IO, NULL);
     eddy__conn_stats(cs, &st);
     cr_expect_eq(st.connect_failures, 1);
     cr_expect_eq(st.disconnects, 1);
     cr_expect_eq(epoch, 0);
     s.conn_state = NULL;
     eddy__conn_state_free(cs);
+    eddy__settings_free(&s);
+}
+
+/* A unix:// link (no handshake) whose one command this test answers itself: proved. */
+static eddy__link *answered_link(const eddy__settings *s, int *srv, int *peer) {
+    *srv = socket(AF_UNIX, SOCK_STREAM, 0);
+    struct sockaddr_un sa = {.sun_family = AF_UNIX};
+    snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", s->url.path);
+    unlink(sa.sun_path);
+    cr_assert_eq(bind(*srv, (struct sockaddr *)&sa, sizeof(sa)), 0);
+    cr_assert_eq(listen(*srv, 1), 0);
+    eddy__link *l = eddy__link_new(s, false);
+    eddy_error err;
+    cr_assert_eq(eddy__link_connect(l, 0, &err), EDDY_OK, "%s", err.detail);
+    cr_assert_geq(*peer = accept(*srv, NULL, NULL), 0);
+    cr_assert_eq(eddy__link_phase_of(l), EDDY__LINK_READY);
+    cr_assert_not(eddy__link_proved(l));
+    cr_assert_eq(eddy__link_send_resp(l, "*1\r\n$4\r\nPING\r\n", 14, 1, NULL, &err), EDDY_OK);
+    cr_assert_eq(eddy__link_flush(l, &err), EDDY_OK);
+    char buf[64];
+    cr_assert_eq(read(*peer, buf, sizeof(buf)), 14);
+    cr_assert_eq(write(*peer, "+PONG\r\n", 7), 7);
+    redisReply *r = NULL;
+    while (!r) {
+        cr_assert_eq(eddy__link_io(l, EDDY__LINK_READ, &err), EDDY_OK, "%s", err.detail);
+        cr_assert_eq(eddy__link_reply(l, &r, &err), EDDY_OK, "%s", err.detail);
+    }
+    freeReplyObject(r);
+    cr_assert(eddy__link_proved(l));
+    return l;
+}
+
+Test(link_drive, a_connection_that_answered_resets_the_backoff) {
+    char url[128];
+    snprintf(url, sizeof(url), "unix:///tmp/eddy-link-drive-%d.sock", (int)getpid());
+    eddy__settings s = settings_for(url);
+    eddy__reconnect g;
+    eddy__reconnect_init(&g, 1);
+    for (int i = 0; i < 5; i++) /* a long way from the shortest delay */
+        eddy__link_gate_start(&g, &s, NULL, 1000);
+    int srv, peer;
+    eddy__link *l = answered_link(&s, &srv, &peer);
+    unsigned epoch = 0;
+    eddy__link_gate_down(&g, &s, l, true, &epoch, EDDY_ERR_IO, NULL);
+    eddy__link_gate_start(&g, &s, NULL, 2000);
+    long long w = eddy__link_gate_wait(&s, &g, 2000);
+    cr_expect(w <= 100, "down after an answer: the shortest delay again, %lld", w);
+    for (int i = 0; i < 5; i++)
+        eddy__link_gate_start(&g, &s, NULL, 3000);
+    eddy__link_gate_leave(&g, l);
+    eddy__link_gate_start(&g, &s, NULL, 4000);
+    w = eddy__link_gate_wait(&s, &g, 4000);
+    cr_expect(w <= 100, "let go after an answer: the shortest delay again, %lld", w);
+    eddy__link_free(l);
+    close(peer);
+    close(srv);
+    unlink(s.url.path);
     eddy__settings_free(&s);
 }
