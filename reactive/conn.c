@@ -10,12 +10,10 @@
  *   when the outermost frame returns, so no frame of ours ever sees freed memory.
  * - `down` is reported once, from the loop, never after eddy__rconn_close, and never from inside a
  *   call the owner made into this file (then a zero-delay timer reports it).
- * - Every command given to a link has a deadline: its queueing time plus command_timeout_ms
- *   (plus its block_ms for a blocking read), but never before the deadline of the command
- *   ahead of it, which it waits behind. So the oldest unanswered command's deadline is the
- *   next to pass; the timer is armed no later than that (before the link is READY: for the
- *   connect's own deadline). A passed deadline fails the link through eddy__link_expire,
- *   which tells "not sent" (EDDY_ERR_IO) from "sent, outcome unknown" (EDDY_ERR_TIMEOUT).
+ * - Every command given to a link has a deadline (link_drive.h), so the oldest unanswered
+ *   command's is the next to pass; the timer is armed no later than that (before the link is
+ *   READY: for the connect's own deadline). A passed deadline fails the link through
+ *   eddy__link_expire, which tells "not sent" (EDDY_ERR_IO) from "sent, outcome unknown".
  * - A link's replies are built in the reply arena, lent to the owner for its callback and
  *   dropped right after it (the arena is reset after each callback).
  * - Replies are handed out from the loop, never inside the call that sent the command, and a
