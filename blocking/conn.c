@@ -150,18 +150,8 @@ eddy_status eddy__bconn_connect_until(bconn *c, long long until, eddy_error *err
 }
 
 void eddy__bconn_release(bconn *c, redisReply **replies, size_t n) {
-    if (c->live_arena) {
-        eddy__reply_arena_reset(c->live_arena);
-        c->live_arena = NULL;
-        for (size_t i = 0; i < n; i++)
-            replies[i] = NULL;
-        return;
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (replies[i])
-            freeReplyObject(replies[i]);
-        replies[i] = NULL;
-    }
+    eddy__link_replies_done(c->live_arena, replies, n);
+    c->live_arena = NULL;
 }
 
 eddy_status eddy__bconn_use_arena(bconn *c) {

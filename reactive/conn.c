@@ -250,11 +250,7 @@ static void deliver(rconn *c) {
         /* An answer (a redirect fails the link instead): the connection works. */
         eddy__conn_proved(c->s->conn_state, &c->state_epoch);
         c->ops->reply(c->owner, priv, r);
-        if (c->arena)
-            eddy__reply_arena_reset(c->arena);
-        else if (c->lending)
-            freeReplyObject(c->lending);
-        c->lending = NULL;
+        eddy__link_replies_done(c->arena, &c->lending, 1); /* NULL when kept */
     }
 }
 

@@ -23,6 +23,16 @@ long long eddy__link_next_deadline(const eddy__link *l, long long cmd_ms) {
     return eddy__deadline_first(eddy__link_deadline(l), cmd_ms);
 }
 
+void eddy__link_replies_done(eddy__reply_arena *arena, redisReply **replies, size_t n) {
+    if (arena)
+        eddy__reply_arena_reset(arena);
+    for (size_t i = 0; i < n; i++) {
+        if (replies[i] && !arena)
+            freeReplyObject(replies[i]);
+        replies[i] = NULL;
+    }
+}
+
 static bool gated(const eddy__settings *s, const eddy__reconnect *gate) {
     return gate && s->url.kind != EDDY__URL_MEMORY;
 }

@@ -25,6 +25,7 @@
 #include "config/settings.h"
 #include "link/link.h"
 #include "util/backoff.h"
+#include "util/reply_arena.h"
 
 /* The deadline of a command queued at now_ms (block_ms >= 0: a blocking read that long) behind
  * a command whose deadline is ahead_ms (-1: none ahead). */
@@ -35,6 +36,12 @@ long long eddy__deadline_first(long long a_ms, long long b_ms);
 /* When the driver of l must look at it next if its socket says nothing: the first of the
  * link's own deadline and cmd_ms (the oldest unanswered command's, -1 none). */
 long long eddy__link_next_deadline(const eddy__link *l, long long cmd_ms);
+
+/* A driver is done with n replies it took from a link (NULL entries are fine), all built in
+ * arena when it is not NULL (then reset: one call frees them all, and every other reply built
+ * there since its last reset), each its own hiredis object otherwise (freeReplyObject). Every
+ * entry is NULL after. */
+void eddy__link_replies_done(eddy__reply_arena *arena, redisReply **replies, size_t n);
 
 /* How long from now_ms a connect behind gate must still wait (0: at once; always 0 for memory://
  * and a NULL gate). */

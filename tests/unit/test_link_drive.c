@@ -14,6 +14,7 @@
 #include "config/conn_state.h"
 #include "config/settings.h"
 #include "link/link_drive.h"
+#include "util/reply.h"
 
 static eddy__settings settings_for(const char *url) {
     eddy_settings in;
@@ -168,4 +169,23 @@ Test(link_drive, a_connection_that_answered_resets_the_backoff) {
     close(srv);
     unlink(s.url.path);
     eddy__settings_free(&s);
+}
+
+Test(link_drive, replies_done_resets_their_arena_or_frees_each) {
+    eddy__reply_arena *a = eddy__reply_arena_new();
+    cr_assert(a);
+    redisReply *nil = eddy__reply_nil();
+    cr_assert(nil);
+    redisReply *in[2] = {eddy__reply_arena_copy(a, nil), NULL};
+    cr_assert(in[0]);
+    void *first = in[0];
+    eddy__link_replies_done(a, in, 2);
+    cr_expect_null(in[0]);
+    /* Reset: the next reply is built where the first one was. */
+    cr_expect_eq((void *)eddy__reply_arena_copy(a, nil), first);
+    eddy__reply_arena_free(a);
+
+    redisReply *own[2] = {nil, NULL};
+    eddy__link_replies_done(NULL, own, 2); /* freed: ASan and valgrind see a leak otherwise */
+    cr_expect_null(own[0]);
 }
