@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bus/drop_flow.h"
 #include "error.h"
 #include "internal.h"
 #include "link/redis.h"
@@ -262,38 +263,23 @@ eddy_status eddy_bus_start(eddy_bus *bus, eddy_error *err) {
     return st;
 }
 
-/* A bus with a random instance takes its fanout groups with it when it stops (nobody can come
- * back for them): the subjects, then XGROUP DESTROY on each stream their patterns match
- * (retention.h). After the readers stopped, so none creates a group again. Best effort: what
- * a failure leaves, the retention pass removes once the leases ended. */
+/* A bus with a random instance takes its fanout groups with it (drop_flow.h), after the
+ * readers stopped, so none creates a group again. */
 static void drop_fanout_groups(eddy_bus *bus) {
-    eddy__sub **subs = bus->core.all.v;
-    size_t nsubs = bus->core.all.n;
-    eddy__cmdlist cmds;
-    eddy__cmdlist_init(&cmds);
-    bool need = false;
-    eddy_error err = {0};
-    redisReply *list = NULL, **replies = NULL;
-    eddy_status st = eddy__retention_stop_list(&bus->s, subs, nsubs, &cmds, &need);
-    if (st == EDDY_OK && need)
-        st = eddy__bpub_exec(bus, &cmds, &list, &err);
-    eddy__cmdlist_reset(&cmds);
-    if (st == EDDY_OK && need)
-        st = eddy__retention_stop_destroy(&bus->s, subs, nsubs, list, &cmds);
-    if (st == EDDY_OK && cmds.n) {
-        if (!(replies = calloc(cmds.n, sizeof(*replies))))
-            st = EDDY_ERR_NOMEM;
-        else
-            st = eddy__bpub_exec(bus, &cmds, replies, &err); /* a stream gone answers an error */
-        for (size_t i = 0; replies && i < cmds.n; i++)
+    eddy__drop_flow f;
+    eddy__drop_step step = eddy__drop_flow_begin(&f, &bus->s, bus->core.all.v, bus->core.all.n);
+    while (step != EDDY__DROP_DONE) {
+        size_t n = f.cmds.n;
+        eddy_error err = {0};
+        redisReply **replies = calloc(n, sizeof(*replies));
+        eddy_status st = replies ? eddy__bpub_exec(bus, &f.cmds, replies, &err) : EDDY_ERR_NOMEM;
+        step = eddy__drop_flow_feed(&f, st, replies, &err, bus->core.all.v, bus->core.all.n);
+        for (size_t i = 0; replies && i < n; i++)
             if (replies[i])
                 freeReplyObject(replies[i]);
+        free(replies);
     }
-    eddy__bus_core_dropped(&bus->s, st, &err);
-    if (list)
-        freeReplyObject(list);
-    free(replies);
-    eddy__cmdlist_reset(&cmds);
+    eddy__drop_flow_reset(&f);
 }
 
 eddy_status eddy_bus_stop(eddy_bus *bus) {

@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "bus/bus_stats.h"
+#include "bus/drop_flow.h"
 #include "error.h"
 #include "internal.h"
 #include "link/redis.h"
@@ -216,63 +217,47 @@ eddy_status eddy__rctl_register(eddy_rbus *bus, rsub *rs) {
 
 /* ---- a random instance's fanout groups go with its bus ------------------------------------ */
 
-/* In two steps on the publishing connection: the subjects, then XGROUP DESTROY of each fanout
- * group on the streams its pattern matches (retention.h). Best effort, like the leave: what a
- * failure leaves behind, the retention pass removes once the leases ended. Counted in
- * bus->leaving, so a later activation's control loop waits for them. */
+/* The core's drop (drop_flow.h) on the publishing connection: each step one op sending the
+ * flow's commands, counted in bus->leaving like the leave, so a later activation's control
+ * loop waits for it. The flow is its ops' until it ends. */
 
-static void fanout_destroyed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
-    eddy__bus_core_dropped(&bus->s, st, err);
-    (void)p; /* errors of single destroys (a stream gone) do not matter */
-    leave_done(bus);
+static void fanout_step(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
+
+/* Sends the flow's step, or frees the flow once it is done. */
+static void drop_send(eddy_rbus *bus, eddy__drop_flow *f) {
+    while (f->step != EDDY__DROP_DONE) {
+        rpub *p = eddy__rpub_new(fanout_step, f);
+        if (p && (p->ext = &f->cmds) && eddy__rpub_reserve(p, f->cmds.n) == EDDY_OK &&
+            eddy__rpub_submit(bus, p) == EDDY_OK) {
+            bus->leaving++;
+            return;
+        }
+        eddy__rpub_free(p);
+        eddy__drop_flow_feed(f, EDDY_ERR_NOMEM, NULL, NULL, NULL, 0);
+    }
+    eddy__drop_flow_reset(f);
+    free(f);
 }
 
-static void fanout_listed(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
-    eddy__cmdlist cmds;
-    eddy__cmdlist_init(&cmds);
+static void fanout_step(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
+    eddy__drop_flow *f = p->user;
     /* Started again meanwhile: the new activation uses the same groups. */
-    if (st == EDDY_OK && !bus->started && !bus->freeing) {
-        st = eddy__retention_stop_destroy(&bus->s, bus->core.all.v, bus->core.all.n, p->replies[0],
-                                          &cmds);
-        for (size_t i = 0; st == EDDY_OK && i < cmds.n; i += RPUB_MAX_CMDS) {
-            rpub *d = eddy__rpub_new(fanout_destroyed, NULL);
-            for (size_t j = i; d && j < cmds.n && j < i + RPUB_MAX_CMDS; j++) {
-                eddy__cmd *c = eddy__cmdlist_add(&d->cmds, 0, 0);
-                if (!c)
-                    break;
-                *c = cmds.cmds[j]; /* moved */
-                eddy__cmd_init(&cmds.cmds[j]);
-            }
-            if (!d || eddy__cmdlist_status(&d->cmds) != EDDY_OK ||
-                eddy__rpub_submit(bus, d) != EDDY_OK) {
-                eddy__rpub_free(d);
-                st = EDDY_ERR_NOMEM;
-                break;
-            }
-            bus->leaving++;
-        }
-        eddy__bus_core_dropped(&bus->s, st, NULL);
-    } else {
-        eddy__bus_core_dropped(&bus->s, st, err);
-    }
-    eddy__cmdlist_reset(&cmds);
+    if (st == EDDY_OK && f->step == EDDY__DROP_LIST && (bus->started || bus->freeing))
+        eddy__drop_flow_reset(f);
+    else
+        eddy__drop_flow_feed(f, st, p->replies, err, bus->core.all.v, bus->core.all.n);
+    drop_send(bus, f); /* before leave_done: a later loop waits for the destroys too */
     leave_done(bus);
 }
 
 static void drop_fanout_groups(eddy_rbus *bus) {
-    rpub *p = eddy__rpub_new(fanout_listed, NULL);
-    bool need = false;
-    eddy_status st =
-        p ? eddy__retention_stop_list(&bus->s, bus->core.all.v, bus->core.all.n, &p->cmds, &need)
-          : EDDY_ERR_NOMEM;
-    if (st == EDDY_OK && need)
-        st = eddy__rpub_submit(bus, p);
-    if (st != EDDY_OK || !need) {
-        eddy__rpub_free(p);
-        eddy__bus_core_dropped(&bus->s, st, NULL);
+    eddy__drop_flow *f = malloc(sizeof(*f));
+    if (!f) {
+        eddy__bus_core_dropped(&bus->s, EDDY_ERR_NOMEM, NULL);
         return;
     }
-    bus->leaving++;
+    eddy__drop_flow_begin(f, &bus->s, bus->core.all.v, bus->core.all.n);
+    drop_send(bus, f);
 }
 
 eddy_status eddy_rbus_retention_stats(eddy_rbus *bus, eddy_retention_stats *out) {
