@@ -9,7 +9,6 @@
 #include "bus/drop_flow.h"
 #include "error.h"
 #include "internal.h"
-#include "link/redis.h"
 
 static void bsub_free(bsub *bs) {
     if (!bs)
@@ -110,15 +109,13 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
 /* Runs commands on the publishing connection and checks every reply. */
 static eddy_status run(eddy_bus *bus, eddy__cmdlist *cmds, eddy_error *err) {
     redisReply *replies[8] = {0};
-    eddy_status st = cmds->n <= 8 ? EDDY_OK : EDDY_ERR_INVALID_ARGUMENT;
-    if (st == EDDY_OK)
-        st = eddy__bpub_exec(bus, cmds, replies, err);
-    for (size_t i = 0; i < cmds->n; i++) {
-        if (st == EDDY_OK)
-            st = eddy__reply_status(replies[i], "registry", err);
+    eddy_error got;
+    eddy_status st = cmds->n > 8 ? eddy__fail(&got, EDDY_ERR_INVALID_ARGUMENT, "too many commands")
+                                 : eddy__bpub_exec(bus, cmds, replies, &got);
+    st = eddy__inbox_cmds_status(st, &got, replies, cmds->n, err);
+    for (size_t i = 0; i < cmds->n; i++)
         if (replies[i])
             freeReplyObject(replies[i]);
-    }
     eddy__cmdlist_reset(cmds);
     return st;
 }

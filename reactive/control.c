@@ -29,7 +29,6 @@
 #include "bus/drop_flow.h"
 #include "error.h"
 #include "internal.h"
-#include "link/redis.h"
 #include "timing.h"
 
 struct rctl {
@@ -157,20 +156,6 @@ static const rround_ops ctl_round_ops = {ctl_step, NULL, ctl_done, ctl_lost, ctl
 
 /* ---- leaving and registering, on the publishing connection ------------------------------ */
 
-/* First failure among an op's replies (EDDY_OK when there is none). */
-static eddy_status replies_status(rpub *p, eddy_status st, const eddy_error *err, eddy_error *out) {
-    if (st != EDDY_OK) {
-        if (err)
-            *out = *err;
-        else
-            eddy__fail(out, st, "the bus was freed");
-        return st;
-    }
-    for (size_t i = 0; i < p->cmds.n && st == EDDY_OK; i++)
-        st = eddy__reply_status(p->replies[i], "subscription registry", out);
-    return st;
-}
-
 /* One op of a stop is answered: the next activation's loop goes on after the last. */
 static void leave_done(eddy_rbus *bus) {
     bus->leaving--;
@@ -180,7 +165,8 @@ static void leave_done(eddy_rbus *bus) {
 
 static void left(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
     eddy_error e;
-    eddy__bus_core_left(&bus->s, st == EDDY_ERR_CLOSED ? st : replies_status(p, st, err, &e), &e);
+    /* A bus being freed (EDDY_ERR_CLOSED) is no failure: the core logs nothing for it. */
+    eddy__bus_core_left(&bus->s, eddy__inbox_cmds_status(st, err, p->replies, p->cmds.n, &e), &e);
     leave_done(bus);
 }
 
@@ -193,7 +179,7 @@ static void registered(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error
         return; /* stopped meanwhile */
     rs->registering = false;
     eddy_error e;
-    st = replies_status(p, st, err, &e);
+    st = eddy__inbox_cmds_status(st, err, p->replies, p->cmds.n, &e);
     eddy__rbus_sub_registered(bus, rs, st, st == EDDY_OK ? NULL : &e);
 }
 

@@ -17,8 +17,10 @@
 
 #include "bus/registry.h"
 #include "bus/retention.h"
+#include "error.h"
 #include "events/entry.h"
 #include "keys.h"
+#include "link/redis.h"
 #include "timing.h"
 #include "util/reply.h"
 
@@ -346,4 +348,18 @@ eddy_status eddy__inbox_close_cmds(eddy__inbox *ib, eddy__sub *const *subs, size
 eddy_status eddy__inbox_register_cmds(eddy__inbox *ib, eddy__sub *sub, long long now_ms,
                                       eddy__cmdlist *out) {
     return eddy__registry_renew(ib->s->ns, &sub, 1, now_ms + ib->s->lease_ms, now_ms, out, I_OTHER);
+}
+
+eddy_status eddy__inbox_cmds_status(eddy_status st, const eddy_error *got,
+                                    redisReply *const *replies, size_t n, eddy_error *err) {
+    if (st != EDDY_OK) {
+        if (!got)
+            return eddy__fail(err, st, "the bus was freed");
+        if (err)
+            *err = *got;
+        return st;
+    }
+    for (size_t i = 0; i < n && st == EDDY_OK; i++)
+        st = eddy__reply_status(replies[i], "subscription registry", err);
+    return st;
 }

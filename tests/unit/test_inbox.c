@@ -46,3 +46,21 @@ Test(inbox, next_sends_now_or_says_how_long_to_wait) {
     eddy__requests_free(reqs);
     eddy__settings_free(&s);
 }
+
+/* A leave's or a registration's outcome: the failure that kept its replies away, else the first
+ * error reply, named after the registry. */
+Test(inbox, close_and_register_replies_judged_alike) {
+    redisReply *r[3] = {raw_parse(":1\r\n"), raw_parse("-ERR nope\r\n"),
+                        raw_parse("-ERR late\r\n")};
+    eddy_error err = {0};
+    cr_expect_eq(eddy__inbox_cmds_status(EDDY_OK, NULL, r, 1, &err), EDDY_OK);
+    cr_expect_eq(eddy__inbox_cmds_status(EDDY_OK, NULL, r, 3, &err), EDDY_ERR_BACKEND);
+    cr_expect(strstr(err.detail, "subscription registry: ERR nope"), "%s", err.detail);
+    eddy_error got = {.status = EDDY_ERR_IO, .detail = "connection reset"};
+    cr_expect_eq(eddy__inbox_cmds_status(EDDY_ERR_IO, &got, r, 3, &err), EDDY_ERR_IO);
+    cr_expect_str_eq(err.detail, "connection reset");
+    cr_expect_eq(eddy__inbox_cmds_status(EDDY_ERR_CLOSED, NULL, r, 3, &err), EDDY_ERR_CLOSED);
+    cr_expect(strstr(err.detail, "freed"), "%s", err.detail);
+    for (size_t i = 0; i < 3; i++)
+        freeReplyObject(r[i]);
+}
