@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bus/drop_flow.h"
+#include "bus/stop_flow.h"
 #include "error.h"
 #include "internal.h"
 
@@ -260,45 +260,34 @@ eddy_status eddy_bus_start(eddy_bus *bus, eddy_error *err) {
     return st;
 }
 
-/* A bus with a random instance takes its fanout groups with it (drop_flow.h), after the
- * readers stopped, so none creates a group again. */
-static void drop_fanout_groups(eddy_bus *bus) {
-    eddy__drop_flow f;
-    eddy__drop_step step = eddy__drop_flow_begin(&f, &bus->s, bus->core.all.v, bus->core.all.n);
-    while (step != EDDY__DROP_DONE) {
-        size_t n = f.cmds.n;
+/* Runs the stop's way out (stop_flow.h) on the publishing connection while it asks for
+ * commands, up to the step `until` (sent later, or DONE). */
+static void run_stop(eddy_bus *bus, eddy__stop_flow *f, eddy__stop_step until) {
+    while (f->step != until && f->step != EDDY__STOP_DONE) {
+        size_t n = f->cmds.n;
         eddy_error err = {0};
         redisReply **replies = calloc(n, sizeof(*replies));
-        eddy_status st = replies ? eddy__bpub_exec(bus, &f.cmds, replies, &err) : EDDY_ERR_NOMEM;
-        step = eddy__drop_flow_feed(&f, st, replies, &err, bus->core.all.v, bus->core.all.n);
+        eddy_status st = replies ? eddy__bpub_exec(bus, &f->cmds, replies, &err) : EDDY_ERR_NOMEM;
+        eddy__stop_flow_feed(f, st, replies, &err, bus->core.all.v, bus->core.all.n);
         for (size_t i = 0; replies && i < n; i++)
             if (replies[i])
                 freeReplyObject(replies[i]);
         free(replies);
     }
-    eddy__drop_flow_reset(&f);
 }
 
 eddy_status eddy_bus_stop(eddy_bus *bus) {
     if (!bus)
         return EDDY_ERR_INVALID_ARGUMENT;
     pthread_mutex_lock(&bus->lock);
-    bool was_started = bus->started;
+    eddy__stop_flow f = {.step = EDDY__STOP_DONE};
     if (bus->started) {
         /* Leave the registry first, so requesters see "no responders" rather than wait. */
         atomic_store(&bus->active, false);
-        eddy__cmdlist cmds;
-        eddy__cmdlist_init(&cmds);
         pthread_mutex_lock(&bus->ctl_lock);
-        eddy_status st =
-            bus->inbox ? eddy__inbox_close_cmds(bus->inbox, bus->core.all.v, bus->core.all.n, &cmds)
-                       : EDDY_OK;
+        eddy__stop_flow_begin(&f, &bus->s, bus->inbox, bus->core.all.v, bus->core.all.n);
         pthread_mutex_unlock(&bus->ctl_lock);
-        eddy_error e = {0};
-        if (st == EDDY_OK && cmds.n)
-            st = run(bus, &cmds, &e);
-        eddy__bus_core_left(&bus->s, st, &e);
-        eddy__cmdlist_reset(&cmds);
+        run_stop(bus, &f, EDDY__STOP_LIST);
         eddy__bctl_stop(bus);
     }
     /* Interrupt every reader first, then wait for each: stopping takes one wait, not n. */
@@ -308,8 +297,8 @@ eddy_status eddy_bus_stop(eddy_bus *bus) {
             eddy__bconn_interrupt(&bus->subs[i]->conn);
         }
     eddy__bsub_stop_all(bus);
-    if (was_started)
-        drop_fanout_groups(bus);
+    run_stop(bus, &f, EDDY__STOP_DONE); /* the fanout groups, once no reader can make one again */
+    eddy__stop_flow_reset(&f);
     bus->started = false;
     pthread_mutex_unlock(&bus->lock);
     return EDDY_OK;

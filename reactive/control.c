@@ -15,9 +15,10 @@
  *   leases end by themselves), then closes this connection at once, even inside a blocking
  *   read. A later activation's loop sends nothing until that leave is answered, so the old
  *   leave cannot remove the new registration (rctl.waiting).
- * - A bus with a random instance also destroys its fanout groups at stop, in two ops after the
- *   leave (the subjects, then the destroys), counted in bus->leaving like it; skipped when the
- *   bus was started again meanwhile (the new activation uses the same groups).
+ * - A bus with a random instance also destroys its fanout groups at stop (stop_flow.h), one op
+ *   a step after the leave's answer (the subjects, then the destroys), counted in bus->leaving
+ *   like it; skipped when the bus was started again meanwhile (the new activation uses the same
+ *   groups).
  * - Replies read after their request's deadline are never delivered: due deadlines are
  *   ended before a read's replies are matched, whatever order the loop runs its watchers in.
  * - A stopped loop is only marked dead; it is freed by the outermost eddy__rbus_leave.
@@ -26,7 +27,7 @@
 #include <string.h>
 
 #include "bus/bus_stats.h"
-#include "bus/drop_flow.h"
+#include "bus/stop_flow.h"
 #include "error.h"
 #include "internal.h"
 #include "timing.h"
@@ -163,13 +164,6 @@ static void leave_done(eddy_rbus *bus) {
         ctl_step(bus->ctl);
 }
 
-static void left(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
-    eddy_error e;
-    /* A bus being freed (EDDY_ERR_CLOSED) is no failure: the core logs nothing for it. */
-    eddy__bus_core_left(&bus->s, eddy__inbox_cmds_status(st, err, p->replies, p->cmds.n, &e), &e);
-    leave_done(bus);
-}
-
 /* The handshake of a late subscription: `registering` while its registration is out, `reg_seq`
  * naming the one that counts. A stop clears `registering` (bus.c), and a start after it sends
  * a new one, so an answer to a stale one is dropped here. */
@@ -201,49 +195,38 @@ eddy_status eddy__rctl_register(eddy_rbus *bus, rsub *rs) {
 
 /* ---- interface --------------------------------------------------------------------------- */
 
-/* ---- a random instance's fanout groups go with its bus ------------------------------------ */
+/* ---- the way out: the leave, and a random instance's fanout groups ------------------------- */
 
-/* The core's drop (drop_flow.h) on the publishing connection: each step one op sending the
- * flow's commands, counted in bus->leaving like the leave, so a later activation's control
- * loop waits for it. The flow is its ops' until it ends. */
+/* The core's stop flow (stop_flow.h) on the publishing connection: each step one op sending
+ * the flow's commands, counted in bus->leaving, so a later activation's control loop waits for
+ * all of them. The flow is its ops' until it ends. */
 
-static void fanout_step(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
+static void stop_step(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err);
 
 /* Sends the flow's step, or frees the flow once it is done. */
-static void drop_send(eddy_rbus *bus, eddy__drop_flow *f) {
-    while (f->step != EDDY__DROP_DONE) {
-        rpub *p = eddy__rpub_new(fanout_step, f);
+static void stop_send(eddy_rbus *bus, eddy__stop_flow *f) {
+    while (f->step != EDDY__STOP_DONE) {
+        rpub *p = eddy__rpub_new(stop_step, f);
         if (p && (p->ext = &f->cmds) && eddy__rpub_reserve(p, f->cmds.n) == EDDY_OK &&
             eddy__rpub_submit(bus, p) == EDDY_OK) {
             bus->leaving++;
             return;
         }
         eddy__rpub_free(p);
-        eddy__drop_flow_feed(f, EDDY_ERR_NOMEM, NULL, NULL, NULL, 0);
+        eddy__stop_flow_feed(f, EDDY_ERR_NOMEM, NULL, NULL, bus->core.all.v, bus->core.all.n);
     }
-    eddy__drop_flow_reset(f);
+    eddy__stop_flow_reset(f);
     free(f);
 }
 
-static void fanout_step(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
-    eddy__drop_flow *f = p->user;
+static void stop_step(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
+    eddy__stop_flow *f = p->user;
+    eddy__stop_flow_feed(f, st, p->replies, err, bus->core.all.v, bus->core.all.n);
     /* Started again meanwhile: the new activation uses the same groups. */
-    if (st == EDDY_OK && f->step == EDDY__DROP_LIST && (bus->started || bus->freeing))
-        eddy__drop_flow_reset(f);
-    else
-        eddy__drop_flow_feed(f, st, p->replies, err, bus->core.all.v, bus->core.all.n);
-    drop_send(bus, f); /* before leave_done: a later loop waits for the destroys too */
+    if (bus->started || bus->freeing)
+        eddy__stop_flow_reset(f);
+    stop_send(bus, f); /* before leave_done: a later loop waits for the next step too */
     leave_done(bus);
-}
-
-static void drop_fanout_groups(eddy_rbus *bus) {
-    eddy__drop_flow *f = malloc(sizeof(*f));
-    if (!f) {
-        eddy__bus_core_dropped(&bus->s, EDDY_ERR_NOMEM, NULL);
-        return;
-    }
-    eddy__drop_flow_begin(f, &bus->s, bus->core.all.v, bus->core.all.n);
-    drop_send(bus, f);
 }
 
 eddy_status eddy_rbus_retention_stats(eddy_rbus *bus, eddy_retention_stats *out) {
@@ -279,20 +262,14 @@ void eddy__rctl_stop(eddy_rbus *bus) {
     bus->ctl = NULL;
     eddy__rround_kill(&c->r);
     /* Leave the registry first thing on the publishing connection, so requesters see "no
-     * responders" rather than wait, and delete the reply stream. */
-    rpub *p = eddy__rpub_new(left, NULL);
-    eddy_status st =
-        p ? eddy__inbox_close_cmds(c->inbox, bus->core.all.v, bus->core.all.n, &p->cmds)
-          : EDDY_ERR_NOMEM;
-    if (st == EDDY_OK)
-        st = eddy__rpub_submit(bus, p);
-    if (st != EDDY_OK) {
-        eddy__rpub_free(p);
-        eddy__bus_core_left(&bus->s, st, NULL);
+     * responders" rather than wait, and delete the reply stream; then the fanout groups. */
+    eddy__stop_flow *f = malloc(sizeof(*f));
+    if (!f) {
+        eddy__bus_core_left(&bus->s, EDDY_ERR_NOMEM, NULL);
         return;
     }
-    bus->leaving++;
-    drop_fanout_groups(bus);
+    eddy__stop_flow_begin(f, &bus->s, c->inbox, bus->core.all.v, bus->core.all.n);
+    stop_send(bus, f);
     eddy__rpub_flush(bus);
 }
 

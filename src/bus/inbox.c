@@ -354,7 +354,8 @@ eddy_status eddy__inbox_cmds_status(eddy_status st, const eddy_error *got,
                                     redisReply *const *replies, size_t n, eddy_error *err) {
     if (st != EDDY_OK) {
         if (!got)
-            return eddy__fail(err, st, "the bus was freed");
+            return eddy__fail(err, st, "%s",
+                              st == EDDY_ERR_CLOSED ? "the bus was freed" : eddy_status_str(st));
         if (err)
             *err = *got;
         return st;

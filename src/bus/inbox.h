@@ -57,8 +57,8 @@ eddy_status eddy__inbox_close_cmds(eddy__inbox *ib, eddy__sub *const *subs, size
 eddy_status eddy__inbox_register_cmds(eddy__inbox *ib, eddy__sub *sub, long long now_ms,
                                       eddy__cmdlist *out);
 /* The outcome of close or register commands, as both front ends judge it: st when they got no
- * replies (got: why; NULL for a bus being freed), else the first error reply's (EDDY_OK when
- * there is none), with its detail in err. */
+ * replies (got: why, may be NULL; EDDY_ERR_CLOSED: the bus is being freed), else the first
+ * error reply's (EDDY_OK when there is none), with its detail in err. */
 eddy_status eddy__inbox_cmds_status(eddy_status st, const eddy_error *got,
                                     redisReply *const *replies, size_t n, eddy_error *err);
 
