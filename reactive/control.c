@@ -205,11 +205,14 @@ static void stop_step(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error 
 
 /* Sends the flow's step, or frees the flow once it is done. */
 static void stop_send(eddy_rbus *bus, eddy__stop_flow *f) {
+    bool closing = bus->pub_close_idle; /* a submit clears it: the stop's connection still closes */
     while (f->step != EDDY__STOP_DONE) {
         rpub *p = eddy__rpub_new(stop_step, f);
         if (p && (p->ext = &f->cmds) && eddy__rpub_reserve(p, f->cmds.n) == EDDY_OK &&
             eddy__rpub_submit(bus, p) == EDDY_OK) {
             bus->leaving++;
+            if (closing)
+                eddy__rpub_close_when_idle(bus);
             return;
         }
         eddy__rpub_free(p);
