@@ -370,11 +370,6 @@ static eddy_status prepare_run(eddy__publisher *p, const char *subject,
     return EDDY_OK;
 }
 
-eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
-                                  eddy__cmdlist *out, eddy_error *err) {
-    return eddy__publish_prepare_batch(p, subject, &ev, 1, out, err);
-}
-
 eddy_status eddy__publish_prepare_batch(eddy__publisher *p, const char *subject,
                                         const eddy_event *const *evs, size_t n, eddy__cmdlist *out,
                                         eddy_error *err) {

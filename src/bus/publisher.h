@@ -19,19 +19,15 @@ typedef struct eddy__publisher eddy__publisher;
 eddy__publisher *eddy__publisher_new(const eddy__settings *s);
 void eddy__publisher_free(eddy__publisher *p);
 
-/* Checks the subject (EDDY_ERR_INVALID_SUBJECT), the event (EDDY_ERR_INVALID_EVENT) and its
- * size (EDDY_ERR_TOO_LARGE), then appends this publish's commands to out. */
-eddy_status eddy__publish_prepare(eddy__publisher *p, const char *subject, const eddy_event *ev,
-                                  eddy__cmdlist *out, eddy_error *err);
 /* What refuses an event before anything is built: NULL (EDDY_ERR_INVALID_ARGUMENT), not valid
  * (EDDY_ERR_INVALID_EVENT), the reserved failure attribute, over max_event_size; and when `via`
  * names a Redis function that will write it (its text goes in the error), more extensions than
  * Lua's arguments hold (EDDY_ERR_TOO_LARGE). */
 eddy_status eddy__publish_check_event(const eddy__settings *s, const eddy_event *ev,
                                       const char *via, eddy_error *err);
-/* The same for a batch of n events to one subject: every event is checked first, the stream's
- * key is formatted once, and out then holds n publishes, each read by its own
- * eddy__publish_result; on failure out is unchanged. */
+/* Checks the subject (EDDY_ERR_INVALID_SUBJECT) and every one of n events (as
+ * eddy__publish_check_event) first, then appends their n publishes to out, the stream's key
+ * formatted once; each is read by its own eddy__publish_result. On failure out is unchanged. */
 eddy_status eddy__publish_prepare_batch(eddy__publisher *p, const char *subject,
                                         const eddy_event *const *evs, size_t n, eddy__cmdlist *out,
                                         eddy_error *err);

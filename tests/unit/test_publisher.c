@@ -32,6 +32,12 @@ static void teardown(void) {
 
 TestSuite(publisher, .init = setup, .fini = teardown);
 
+/* One publish's commands, as a batch of one. */
+static eddy_status prepare_one(eddy__publisher *p, const char *subject, const eddy_event *ev,
+                               eddy__cmdlist *out, eddy_error *err) {
+    return eddy__publish_prepare_batch(p, subject, &ev, 1, out, err);
+}
+
 static eddy_event *ev_new(const char *id) {
     eddy_event *ev = eddy_event_new();
     cr_assert(ev);
@@ -75,14 +81,14 @@ Test(publisher, loads_the_library_then_calls_the_function) {
     eddy_event *ev = ev_new("e:1");
     eddy__cmdlist l;
     eddy__cmdlist_init(&l);
-    cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
+    cr_assert_eq(prepare_one(pub, "a.b", ev, &l, NULL), EDDY_OK);
     cr_assert_eq(l.n, 3);
     cr_expect(eddy__library_is_load(&l, 0));
     cr_expect_str_eq(head(&l.cmds[1], 3), "SADD {t}:subjects a.b");
     cr_expect_str_eq(head(&l.cmds[2], 9), "FCALL " EDDY__PUBLISH_FN
                                           " 3 {t}:s:a.b {t}:pubids:a.b {t}:pubexp:a.b 5000 0 e:1");
     /* The load is queued: the next publish on the connection runs after it. */
-    cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
+    cr_assert_eq(prepare_one(pub, "a.b", ev, &l, NULL), EDDY_OK);
     cr_assert_eq(l.n, 5);
     cr_expect_not(eddy__library_is_load(&l, 3));
 
@@ -149,7 +155,7 @@ Test(publisher, a_lost_library_is_sent_again_behind_a_load) {
     eddy_event *ev = ev_new("e1");
     eddy__cmdlist l;
     eddy__cmdlist_init(&l);
-    cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
+    cr_assert_eq(prepare_one(pub, "a.b", ev, &l, NULL), EDDY_OK);
     redisReply *ok[3] = {reply(REDIS_REPLY_STRING, EDDY__STORE_LIBRARY),
                          reply(REDIS_REPLY_INTEGER, NULL), reply(REDIS_REPLY_STRING, "1-0")};
     size_t next;
@@ -158,7 +164,7 @@ Test(publisher, a_lost_library_is_sent_again_behind_a_load) {
     eddy__cmdlist_reset(&l);
 
     /* Loaded and the subject known: the publish is the FCALL alone. */
-    cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
+    cr_assert_eq(prepare_one(pub, "a.b", ev, &l, NULL), EDDY_OK);
     cr_assert_eq(l.n, 1);
     redisReply *lost[1] = {reply(REDIS_REPLY_ERROR, "ERR Function not found")};
     eddy_error err = {0};
@@ -190,7 +196,7 @@ Test(publisher, a_server_without_functions_is_not_supported) {
     eddy_event *ev = ev_new("e1");
     eddy__cmdlist l;
     eddy__cmdlist_init(&l);
-    cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
+    cr_assert_eq(prepare_one(pub, "a.b", ev, &l, NULL), EDDY_OK);
     redisReply *r[3] = {reply(REDIS_REPLY_ERROR, "ERR unknown command 'FUNCTION'"),
                         reply(REDIS_REPLY_INTEGER, NULL),
                         reply(REDIS_REPLY_ERROR, "ERR unknown command 'FCALL'")};
@@ -201,7 +207,7 @@ Test(publisher, a_server_without_functions_is_not_supported) {
     free_replies(r, 3);
     eddy__cmdlist_reset(&l);
     /* The failed load is not taken as done: the next publish loads again. */
-    cr_assert_eq(eddy__publish_prepare(pub, "a.b", ev, &l, NULL), EDDY_OK);
+    cr_assert_eq(prepare_one(pub, "a.b", ev, &l, NULL), EDDY_OK);
     cr_expect(eddy__library_is_load(&l, 0));
     eddy__cmdlist_reset(&l);
     eddy__publisher_connection_lost(pub);
@@ -229,7 +235,7 @@ Test(publisher, the_function_takes_a_bounded_number_of_fields) {
     eddy__cmdlist l;
     eddy__cmdlist_init(&l);
     eddy_error err = {0};
-    cr_expect_eq(eddy__publish_prepare(pub, "a.b", ev, &l, &err), EDDY_ERR_TOO_LARGE);
+    cr_expect_eq(prepare_one(pub, "a.b", ev, &l, &err), EDDY_ERR_TOO_LARGE);
     cr_expect(strstr(err.detail, "publish_dedup_ms"), "%s", err.detail);
     cr_expect_eq(l.n, 0, "nothing left behind");
     eddy__cmdlist_reset(&l);
@@ -265,7 +271,7 @@ static bool again_after(eddy__publisher *p, size_t npub, const eddy_error *e) {
     eddy__cmdlist sent, again;
     eddy__cmdlist_init(&sent);
     for (size_t i = 0; i < npub; i++)
-        cr_assert_eq(eddy__publish_prepare(p, "a.b", ev, &sent, NULL), EDDY_OK);
+        cr_assert_eq(prepare_one(p, "a.b", ev, &sent, NULL), EDDY_OK);
     bool v = eddy__publish_moved_again(p, npub, &sent, e->status, e, &again);
     if (v) {
         cr_expect_eq(again.n, sent.n, "a copy of what was sent");
