@@ -144,8 +144,6 @@ static bool link_connected(const rconn *c) {
 }
 
 static void destroy(rconn *c) {
-    if (!c->down_told) /* told then */
-        eddy__link_gate_leave(c->gate, c->link);
     ev_timer_stop(c->loop, &c->timer);
     if (c->link) {
         ev_io_stop(c->loop, &c->io);
@@ -493,6 +491,11 @@ void eddy__rconn_close(rconn *c) {
      * replies are not waited for. */
     if (c->link && !c->closed && link_connected(c))
         eddy__link_flush(c->link, NULL);
+    /* The gate is the owner's, and the owner may be gone by the time a frame of ours on the
+     * stack lets the connection be destroyed: it learns now whether this one answered. */
+    if (!c->down_told && !c->closed)
+        eddy__link_gate_leave(c->gate, c->link);
+    c->gate = NULL;
     c->closed = true;
     if (c->depth == 0)
         destroy(c);

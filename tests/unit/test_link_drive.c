@@ -95,6 +95,7 @@ Test(link_drive, the_tracker_counts_a_failed_connect_or_a_loss) {
     eddy__settings s = settings_for("redis://127.0.0.1:6379");
     eddy__conn_state *cs = eddy__conn_state_new(&s.url, &s.log, NULL, NULL, s.reconnect_max_ms);
     cr_assert(cs);
+    eddy__conn_state *own = s.conn_state; /* the copy's, freed with the settings */
     s.conn_state = cs;
     unsigned epoch = 0;
     eddy__link_gate_down(NULL, &s, NULL, false, &epoch, EDDY_ERR_IO, NULL);
@@ -109,7 +110,7 @@ Test(link_drive, the_tracker_counts_a_failed_connect_or_a_loss) {
     cr_expect_eq(st.connect_failures, 1);
     cr_expect_eq(st.disconnects, 1);
     cr_expect_eq(epoch, 0);
-    s.conn_state = NULL;
+    s.conn_state = own;
     eddy__conn_state_free(cs);
     eddy__settings_free(&s);
 }
