@@ -137,6 +137,8 @@ static void pub_up(void *owner) {
     eddy__rbus_leave(bus);
 }
 
+#define KEPT_REPLY_BYTES 96 /* a short reply copied into an arena: the object, its text */
+
 /* A reply before its op's last, borrowed from the connection, copied into the op's arena;
  * NULL when out of memory (the op reads it as a lost reply) or when no op waits for it. */
 static redisReply *keep(eddy_rbus *bus, const redisReply *r) {
@@ -144,7 +146,9 @@ static redisReply *keep(eddy_rbus *bus, const redisReply *r) {
     if (!head || head->state != EDDY__MUX_HANDED)
         return NULL;
     rpub *p = head->token;
-    if (!p->kept && !(p->kept = eddy__reply_arena_new()))
+    /* Sized for the op's replies (a publish's are short: an id, a count, OK), so that a
+     * request's one kept reply does not cost a 64 KiB block; a longer one takes more blocks. */
+    if (!p->kept && !(p->kept = eddy__reply_arena_new_sized(head->slot.n * KEPT_REPLY_BYTES)))
         return NULL;
     head->slot.arena = true;
     return eddy__reply_arena_copy(p->kept, r);

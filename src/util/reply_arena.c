@@ -38,9 +38,11 @@ static block *block_new(size_t cap) {
     return b;
 }
 
-eddy__reply_arena *eddy__reply_arena_new(void) {
+eddy__reply_arena *eddy__reply_arena_new(void) { return eddy__reply_arena_new_sized(BLOCK_SIZE); }
+
+eddy__reply_arena *eddy__reply_arena_new_sized(size_t first) {
     eddy__reply_arena *a = calloc(1, sizeof(*a));
-    if (a && !(a->first = a->head = block_new(BLOCK_SIZE))) {
+    if (a && !(a->first = a->head = block_new(first))) {
         free(a);
         return NULL;
     }

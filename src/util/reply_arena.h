@@ -20,6 +20,10 @@ typedef struct eddy__reply_arena eddy__reply_arena;
 
 /* NULL on OOM. */
 eddy__reply_arena *eddy__reply_arena_new(void);
+/* The same with a first block of `first` bytes (kept across resets) instead of the usual 64 KiB:
+ * for a few replies copied with eddy__reply_arena_copy, where a large block costs more than it
+ * saves. */
+eddy__reply_arena *eddy__reply_arena_new_sized(size_t first);
 void eddy__reply_arena_free(eddy__reply_arena *a);
 
 /* Makes `reader` build its replies in the arena, from now on. */
