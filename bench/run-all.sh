@@ -28,6 +28,12 @@ done
 machine_line() {
     echo "machine $1 cpus=$(nproc) loadavg=$(cut -d' ' -f1-3 /proc/loadavg) at=$(date -u +%FT%TZ)"
 }
+# A build with tests on compiles the allocation fault injection and the feed's asserts into the
+# library (CMakeLists.txt, EDDY_TESTS): its eddy figures are not the shipped library's.
+if grep -q '^EDDY_TESTS:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null; then
+    echo "warning: $build has EDDY_TESTS=ON (fault injection compiled in); for figures to" \
+        "compare, build with -DEDDY_TESTS=OFF -DEDDY_BENCH=ON"
+fi
 machine_line before
 started=$(date +%s)
 for b in bench_pubsub bench_reqrep bench_latency bench_replay bench_store bench_domain bench_idle bench_wait \
