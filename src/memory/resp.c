@@ -307,12 +307,21 @@ static redisReply *build_one(cursor *c) {
         size_t len;
         if (!take(c, &len, sizeof(len)) || (size_t)(c->end - c->p) < len)
             return NULL;
-        redisReply *r = node_new(c, string_type(type));
-        char *str = r ? node_alloc(c, len + 1) : NULL;
-        if (!str) {
-            if (r)
+        redisReply *r;
+        char *str;
+        if (c->arena) { /* the node and its bytes in one piece: nothing frees them one by one */
+            if (!(r = eddy__reply_arena_alloc(c->arena, sizeof(*r) + len + 1)))
+                return NULL;
+            *r = (redisReply){.type = string_type(type)};
+            str = (char *)(r + 1);
+        } else {
+            r = node_new(c, string_type(type));
+            if (!r)
+                return NULL;
+            if (!(str = eddy__mem_malloc(len + 1))) {
                 node_drop(c, r);
-            return NULL;
+                return NULL;
+            }
         }
         memcpy(str, c->p, len);
         str[len] = '\0';

@@ -4,12 +4,15 @@
  * remove and seek; level 0 is doubly linked so the last item and reverse walks are O(1) steps.
  *
  * Invariants: items are distinct under cmp; the head sentinel exists iff something was ever
- * inserted; a failed insert (OOM) leaves the list unchanged. */
+ * inserted; a failed insert (OOM) leaves the list unchanged; last[i] is the last node linked
+ * at level i (NULL when only the head is), so an item after the tail is linked in O(height). */
 #include <string.h>
 
 #include "memory/util.h"
 
 #define MAX_LEVEL 32
+_Static_assert(MAX_LEVEL == sizeof(((eddy__mskl *)0)->last) / sizeof(eddy__mskl_node *),
+               "one last node per level");
 
 void eddy__mskl_init(eddy__mskl *l, eddy__mskl_cmp cmp) {
     memset(l, 0, sizeof(*l));
@@ -63,11 +66,16 @@ static eddy__mskl_node *node_new(int height, void *item) {
 /* Links an allocated node at its place. */
 static void link_node(eddy__mskl *l, eddy__mskl_node *n) {
     eddy__mskl_node *update[MAX_LEVEL];
-    eddy__mskl_node *x = l->head;
-    for (int i = l->level - 1; i >= 0; i--) {
-        while (x->next[i] && l->cmp(x->next[i]->item, n->item) < 0)
-            x = x->next[i];
-        update[i] = x;
+    if (l->tail && l->cmp(l->tail->item, n->item) < 0) {
+        for (int i = 0; i < l->level; i++)
+            update[i] = l->last[i] ? l->last[i] : l->head;
+    } else {
+        eddy__mskl_node *x = l->head;
+        for (int i = l->level - 1; i >= 0; i--) {
+            while (x->next[i] && l->cmp(x->next[i]->item, n->item) < 0)
+                x = x->next[i];
+            update[i] = x;
+        }
     }
     if (n->height > l->level) {
         for (int i = l->level; i < n->height; i++)
@@ -77,6 +85,8 @@ static void link_node(eddy__mskl *l, eddy__mskl_node *n) {
     for (int i = 0; i < n->height; i++) {
         n->next[i] = update[i]->next[i];
         update[i]->next[i] = n;
+        if (!n->next[i])
+            l->last[i] = n;
     }
     n->prev = update[0] == l->head ? NULL : update[0];
     if (n->next[0])
@@ -133,9 +143,13 @@ eddy__mskl_node *eddy__mskl_unlink(eddy__mskl *l, const void *probe) {
     x = x->next[0];
     if (!x || l->cmp(x->item, probe) != 0)
         return NULL;
-    for (int i = 0; i < l->level; i++)
-        if (update[i]->next[i] == x)
-            update[i]->next[i] = x->next[i];
+    for (int i = 0; i < l->level; i++) {
+        if (update[i]->next[i] != x)
+            continue;
+        update[i]->next[i] = x->next[i];
+        if (l->last[i] == x)
+            l->last[i] = update[i] == l->head ? NULL : update[i];
+    }
     if (x->next[0])
         x->next[0]->prev = x->prev;
     else
@@ -158,8 +172,8 @@ void *eddy__mskl_remove(eddy__mskl *l, const void *probe) {
 }
 
 eddy__mskl_node *eddy__mskl_find(const eddy__mskl *l, const void *probe) {
-    if (!l->head)
-        return NULL;
+    if (!l->head || !l->tail || l->cmp(l->tail->item, probe) < 0)
+        return NULL; /* empty, or after the last item: a new delivery's check */
     eddy__mskl_node *x = l->head;
     for (int i = l->level - 1; i >= 0; i--)
         while (x->next[i] && l->cmp(x->next[i]->item, probe) < 0)

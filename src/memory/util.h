@@ -73,6 +73,9 @@ typedef struct eddy__mskl_node {
 typedef struct eddy__mskl {
     eddy__mskl_node *head; /* sentinel, allocated on first insert */
     eddy__mskl_node *tail;
+    /* The last node of each level (NULL: the level is empty), so that linking after the tail
+     * (a pending list's new deliveries, an expiry schedule's later times) takes no search. */
+    eddy__mskl_node *last[32];
     size_t len;
     int level;
     uint64_t rng;

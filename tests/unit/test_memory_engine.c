@@ -2165,6 +2165,62 @@ Test(memory, skiplist_matches_a_reference_model) {
     eddy__mskl_clear(&l, NULL);
 }
 
+/* Every level is in order, holds only nodes tall enough, and ends at the list's last[] node. */
+static void check_levels(const eddy__mskl *l) {
+    for (int i = 0; i < 32; i++) {
+        eddy__mskl_node *end = NULL;
+        intptr_t prev = 0;
+        for (eddy__mskl_node *x = l->head ? l->head->next[i] : NULL; x; x = x->next[i]) {
+            cr_assert_gt((intptr_t)x->item, prev, "level %d out of order", i);
+            cr_assert_gt(x->height, i);
+            prev = (intptr_t)x->item;
+            end = x;
+        }
+        cr_assert_eq(l->last[i], end, "level %d's last node", i);
+    }
+}
+
+/* A pending list's traffic: ids appended after the tail (linked without a search), acked from
+ * the front, the back and the middle, and some put back in the middle (a claim's relink). */
+Test(memory, skiplist_appends_after_the_tail) {
+    eddy__mskl l;
+    eddy__mskl_init(&l, int_cmp);
+    intptr_t next = 1, lo = 1;
+    unsigned seed = 7;
+    for (int step = 0; step < 20000; step++) {
+        seed = seed * 1103515245 + 12345;
+        unsigned what = (seed >> 16) % 8;
+        if (what < 4 || l.len == 0) {
+            cr_assert_eq(eddy__mskl_insert(&l, (void *)next++), 0);
+        } else if (what == 4) {
+            eddy__mskl_node *first = eddy__mskl_first(&l);
+            lo = (intptr_t)first->item;
+            cr_assert_eq(eddy__mskl_remove(&l, (void *)lo), (void *)lo);
+        } else if (what == 5) {
+            intptr_t k = (intptr_t)l.tail->item;
+            cr_assert_eq(eddy__mskl_remove(&l, (void *)k), (void *)k);
+        } else {
+            intptr_t k = lo + (intptr_t)((seed >> 4) % (unsigned)(next - lo));
+            eddy__mskl_node *n = eddy__mskl_unlink(&l, (void *)k);
+            if (n && what == 6)
+                eddy__mskl_relink(&l, n);
+            else if (n)
+                eddy__mem_free(n);
+        }
+        if (step % 97 == 0)
+            check_levels(&l);
+    }
+    check_levels(&l);
+    cr_assert_null(eddy__mskl_find(&l, (void *)next), "after the tail: not there");
+    while (l.len)
+        eddy__mskl_remove(&l, eddy__mskl_first(&l)->item);
+    check_levels(&l);
+    cr_assert_null(l.tail);
+    cr_assert_eq(eddy__mskl_insert(&l, (void *)next), 0);
+    check_levels(&l);
+    eddy__mskl_clear(&l, NULL);
+}
+
 Test(memory, number_parsers_follow_redis) {
     long long v;
     cr_expect(eddy__mparse_ll("0", 1, &v) && v == 0);
