@@ -50,7 +50,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "bus/retention.h"
 #include "eddy/blocking.h"
@@ -846,22 +845,6 @@ Test(oom, rpush_sources, .timeout = 600) { sweep("rpush_sources", rpush_sources_
 
 /* ---- helpers for the blocking scenarios -------------------------------------------------- */
 
-static void sleep_ms(long ms) {
-    struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
-}
-
-/* Polls until cond(user) holds or timeout_ms passes; whether it holds. */
-static bool poll_until(bool (*cond)(void *user), void *user, long long timeout_ms) {
-    long long end = eddy_test_now_ms() + timeout_ms;
-    while (!cond(user)) {
-        if (eddy_test_now_ms() >= end)
-            return false;
-        sleep_ms(2);
-    }
-    return true;
-}
-
 /* Settings on a fresh memory:// namespace for a blocking bus: few workers, short reads and a
  * short redelivery delay, so that a run takes tens of milliseconds; and short connect and
  * reconnect times, since eddy_bus_start waits for each reader for 2 * (connect_timeout_ms +
@@ -972,7 +955,8 @@ static void bus_scenario(long n, bool *clean) {
             published_mask |= 1u << i;
     }
     if (started == EDDY_OK)
-        handled = poll_until(bus_all_handled, &published_mask, bound_ms(sticky ? 100 : 600));
+        handled =
+            eddy_test_wait_until(bus_all_handled, &published_mask, bound_ms(sticky ? 100 : 600));
     expect_status(eddy_bus_pause(bus, "work", &err), "bus_pause");
     expect_status(eddy_bus_resume(bus, "work", &err), "bus_resume");
     expect_status(eddy_bus_consumer_stats(bus, "work", &ws), "consumer_stats");
@@ -1173,7 +1157,7 @@ static void feed_scenario(long n, bool *clean) {
     acc.feed = f;
     cr_assert_eq(pthread_create(&tid, NULL, accept_thread, &acc), 0);
     /* Let the accept be held before the catch-up starts (bounded: it may fail at once). */
-    cr_expect(poll_until(accept_settled, &acc, WAIT_MS),
+    cr_expect(eddy_test_wait_until(accept_settled, &acc, WAIT_MS),
               "N=%ld: the accept is neither held nor done", n);
     expect_status(cu = eddy_feed_catch_up(f, NULL, &err), "feed_catch_up");
     expect_status(gl = eddy_feed_go_live(f, NULL, &err), "feed_go_live");
@@ -1184,7 +1168,7 @@ static void feed_scenario(long n, bool *clean) {
      * the accept is still held: the cancel ends it. After a go-live it has returned already. */
     if (cu != EDDY_OK && gl != EDDY_OK)
         eddy_cancel_fire(acc.cancel);
-    cr_expect(poll_until(accept_returned, &acc, WAIT_MS),
+    cr_expect(eddy_test_wait_until(accept_returned, &acc, WAIT_MS),
               "N=%ld: the accept did not return (catch-up %s, go-live %s)", n, eddy_status_name(cu),
               eddy_status_name(gl));
     eddy_cancel_fire(acc.cancel); /* no hang even then */
