@@ -31,12 +31,10 @@ typedef struct bsub {
     pthread_t thread;
     bool thread_started; /* `thread` is to be joined */
     bool running;
-    /* Shared reads (share.h), NULL when it reads alone. where, due, wake_at and leaving are
-     * guarded by the share's lock; next_at and handed belong to its driver. */
+    /* Shared reads (share.h), NULL when it reads alone. sm is guarded by the share's lock;
+     * next_at and handed belong to its driver. */
     bshare *share;
-    bsub_where where;
-    bool due, leaving;
-    long long wake_at; /* when the read thread plans it next (monotonic ms) */
+    eddy__share_member sm;
     long long next_at; /* when its last plan on the read thread wants it planned again */
     bool handed;       /* its reader thread sends `plan` (made by the read thread) first */
     atomic_bool stopping;

@@ -25,15 +25,12 @@ struct bshare {
     bool running;
     atomic_bool stopping;
     atomic_bool wake_idle; /* the wake thread is planning or sleeping: a watch must wake it */
-    pthread_mutex_t lock;  /* members, and each member's where, due, wake_at and leaving */
+    pthread_mutex_t lock;  /* members, and each member's record (bsub.sm) */
     pthread_cond_t cond;   /* the read thread's wait */
     pthread_cond_t ended;  /* a round ended (a detach and the wake thread wait for it) */
     unsigned long rounds_begun, rounds_done; /* the read thread's rounds so far */
     unsigned long rearm_after; /* the wake thread's next wide read waits for this round */
-    bsub **members;
-    size_t n, cap;
-    bsub **batch; /* the read thread's own: it grows it (under lock) to take every member */
-    size_t batch_cap;
+    eddy__share members;       /* the core's (src/bus/share.h), under lock */
 };
 
 bshare *eddy__bshare_new(eddy_bus *bus) {
@@ -45,6 +42,7 @@ bshare *eddy__bshare_new(eddy_bus *bus) {
         return NULL;
     }
     s->bus = bus;
+    eddy__share_init(&s->members);
     pthread_mutex_init(&s->lock, NULL);
     eddy__bcond_init_monotonic(&s->cond);
     eddy__bcond_init_monotonic(&s->ended);
@@ -67,8 +65,7 @@ void eddy__bshare_free(bshare *s) {
     pthread_mutex_destroy(&s->lock);
     pthread_cond_destroy(&s->cond);
     pthread_cond_destroy(&s->ended);
-    free(s->members);
-    free(s->batch);
+    eddy__share_destroy(&s->members);
     free(s);
 }
 
@@ -170,37 +167,14 @@ void eddy__bshare_watched(bshare *s, bool cut) {
 
 /* ---- the read thread ------------------------------------------------------------------- */
 
-/* Under lock: the members due now into s->batch (each then ROUND); *next_at is the earliest
- * time another one is due. */
-static size_t take_due(bshare *s, long long now, long long *next_at) {
-    size_t k = 0;
-    *next_at = now + READ_IDLE_MS;
-    if (s->batch_cap < s->n) {
-        bsub **b = realloc(s->batch, s->n * sizeof(*b));
-        if (b)
-            s->batch = b, s->batch_cap = s->n;
-    }
-    for (size_t i = 0; i < s->n && k < s->batch_cap; i++) {
-        bsub *bs = s->members[i];
-        if (bs->where != BS_SHARED || bs->leaving)
-            continue;
-        if (bs->due || bs->wake_at <= now) {
-            bs->due = false;
-            bs->where = BS_ROUND;
-            s->batch[k++] = bs;
-        } else if (bs->wake_at < *next_at) {
-            *next_at = bs->wake_at;
-        }
-    }
-    return k;
-}
-
 static void *read_thread(void *arg) {
     bshare *s = arg;
     pthread_mutex_lock(&s->lock);
     while (!atomic_load(&s->stopping)) {
         long long next_at;
-        size_t k = take_due(s, eddy__mono_ms(), &next_at);
+        void **batch;
+        size_t k =
+            eddy__share_take_due(&s->members, eddy__mono_ms(), READ_IDLE_MS, &batch, &next_at);
         if (k == 0) {
             struct timespec at = {(time_t)(next_at / 1000), (long)(next_at % 1000) * 1000000};
             pthread_cond_timedwait(&s->cond, &s->lock, &at);
@@ -208,16 +182,11 @@ static void *read_thread(void *arg) {
         }
         s->rounds_begun++;
         pthread_mutex_unlock(&s->lock);
-        eddy__bsub_round_shared(s, &s->read_conn, s->batch, k);
+        eddy__bsub_round_shared(s, &s->read_conn, (bsub **)batch, k);
         pthread_mutex_lock(&s->lock);
         s->rounds_done++;
-        for (size_t i = 0; i < k; i++) {
-            bsub *bs = s->batch[i];
-            if (bs->where != BS_ROUND)
-                continue; /* its own reader thread has it now */
-            bs->where = BS_SHARED;
-            bs->wake_at = bs->next_at;
-        }
+        for (size_t i = 0; i < k; i++) /* (one its own reader thread has now stays OWN) */
+            eddy__share_round_end(&((bsub *)batch[i])->sm, ((bsub *)batch[i])->next_at);
         pthread_cond_broadcast(&s->ended);
     }
     pthread_mutex_unlock(&s->lock);
@@ -264,44 +233,26 @@ void eddy__bshare_stop(bshare *s) {
 
 eddy_status eddy__bshare_attach(bshare *s, bsub *bs) {
     pthread_mutex_lock(&s->lock);
-    if (s->n == s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 16;
-        bsub **m = realloc(s->members, cap * sizeof(*m));
-        if (!m) {
-            pthread_mutex_unlock(&s->lock);
-            return EDDY_ERR_NOMEM;
-        }
-        s->members = m, s->cap = cap;
-    }
-    s->members[s->n++] = bs;
-    bs->where = BS_SHARED;
-    bs->leaving = false;
-    bs->due = true;
-    pthread_cond_signal(&s->cond);
+    eddy_status st = eddy__share_attach(&s->members, &bs->sm, bs);
+    if (st == EDDY_OK)
+        pthread_cond_signal(&s->cond);
     pthread_mutex_unlock(&s->lock);
-    return EDDY_OK;
+    return st;
 }
 
 bool eddy__bshare_detach(bshare *s, bsub *bs) {
     pthread_mutex_lock(&s->lock);
-    bs->leaving = true;
-    while (bs->where == BS_ROUND)
+    bs->sm.leaving = true; /* no round takes it again */
+    while (bs->sm.where == EDDY__SHARE_ROUND)
         pthread_cond_wait(&s->ended, &s->lock);
-    bool own = bs->where == BS_OWN;
-    for (size_t i = 0; i < s->n; i++)
-        if (s->members[i] == bs) {
-            s->members[i] = s->members[--s->n];
-            break;
-        }
-    bs->where = BS_OFF;
+    bool own = eddy__share_detach(&s->members, &bs->sm);
     pthread_mutex_unlock(&s->lock);
     return own;
 }
 
 void eddy__bshare_kick(bshare *s, bsub *bs) {
     pthread_mutex_lock(&s->lock);
-    bs->due = true;
-    if (bs->where == BS_SHARED)
+    if (eddy__share_kick(&bs->sm))
         pthread_cond_signal(&s->cond);
     pthread_mutex_unlock(&s->lock);
 }
@@ -311,12 +262,12 @@ bool eddy__bshare_own(bshare *s, bsub *bs, void *(*fn)(void *)) {
     if (bs->thread_started) /* it gave bs back, so it has ended or is about to */
         pthread_join(bs->thread, NULL);
     bs->handed = true;
-    bs->where = BS_OWN;
+    eddy__share_own(&bs->sm, true);
     bool started = eddy__bthread_start(&bs->thread, fn, bs) == 0;
     bs->thread_started = started;
     if (!started) {
         bs->handed = false;
-        bs->where = BS_ROUND;
+        eddy__share_own(&bs->sm, false);
     }
     pthread_mutex_unlock(&s->lock);
     return started; /* (not bs's field: once OWN, a stop may join that thread and free bs's
@@ -325,12 +276,9 @@ bool eddy__bshare_own(bshare *s, bsub *bs, void *(*fn)(void *)) {
 
 bool eddy__bshare_give_back(bshare *s, bsub *bs, long long next_at) {
     pthread_mutex_lock(&s->lock);
-    bool back = !bs->leaving && bs->where == BS_OWN;
-    if (back) {
-        bs->where = BS_SHARED;
-        bs->wake_at = next_at; /* (a kick since its last plan has set it due) */
+    bool back = eddy__share_give_back(&bs->sm, next_at);
+    if (back)
         pthread_cond_signal(&s->cond);
-    }
     pthread_mutex_unlock(&s->lock);
     return back;
 }

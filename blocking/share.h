@@ -15,10 +15,10 @@
  * its own with that plan (reader.c), which reads on the subscription's own connection until a
  * plan of its idles; then it closes that connection, gives the subscription back, and ends.
  *
- * Who drives a subscription's consumer (plan, feed, reset: one thread at a time) is `where`,
- * under this object's lock: SHARED (the read thread takes it when due), ROUND (the read thread
- * has it), OWN (a reader thread of its own has it), OFF (not here). A settle, a pause or a
- * wake-up makes it due (eddy__bshare_kick); an idle plan sets when it is due next. Stopping a
+ * Who drives a subscription's consumer (plan, feed, reset: one thread at a time) is its place
+ * in the core's share (src/bus/share.h: SHARED, ROUND: the read thread's, OWN: a reader thread
+ * of its own, OFF), under this object's lock. A settle, a pause or a wake-up makes it due
+ * (eddy__bshare_kick); an idle plan sets when it is due next. Stopping a
  * subscription (eddy__bshare_detach) waits out a round it is in; lock order: a subscription's
  * lock, then the core wake-up's, then this one.
  *
@@ -28,13 +28,12 @@
 
 #include <stdbool.h>
 
+#include "bus/share.h"
 #include "bus/wakeup.h"
 #include "eddy/blocking.h"
 
 typedef struct bshare bshare;
 struct bsub;
-
-typedef enum bsub_where { BS_OFF, BS_SHARED, BS_ROUND, BS_OWN } bsub_where;
 
 /* NULL on OOM. The bus is borrowed and must outlive it. */
 bshare *eddy__bshare_new(eddy_bus *bus);

@@ -35,6 +35,7 @@
 #include <stdbool.h>
 
 #include "bus/consumer.h"
+#include "bus/share.h"
 #include "conn.h"
 #include "eddy/reactive.h"
 #include "util/backoff.h"
@@ -76,10 +77,10 @@ typedef struct rround {
     eddy_error last_err;  /* why the connection last failed, for the ready deadline's detail */
     /* sharing (share.h): the shared connection it uses when its plan does not block */
     struct rshare *share;
-    bool attached; /* in share's list (share.c keeps it) */
-    struct rround *share_prev, *share_next;
-    bool wants_own;    /* the next connect opens one of its own (it blocks) */
-    bool send_when_up; /* the planned round goes once its own connection is up */
+    bool attached;               /* in share's members (share.c keeps it) */
+    eddy__share_member share_sm; /* its record there (share.c's) */
+    bool wants_own;              /* the next connect opens one of its own (it blocks) */
+    bool send_when_up;           /* the planned round goes once its own connection is up */
 } rround;
 
 /* Sets r up (not connected) and arms its ready deadline. Ownership: bus, ops, owner and the
