@@ -253,14 +253,14 @@ void eddy_push_sources_free(eddy_push_sources *ps) {
 static eddy_status push_handler(eddy_delivery *d, void *user) {
     bsrc *b = user;
     eddy__push_set *set = &b->ps->set;
-    if (!eddy__push_let_in(set, b->src))
-        return EDDY_ERR_UNAVAILABLE;
-    const eddy_event *ev = eddy_delivery_event(d);
+    const eddy_event *ev;
     eddy_event_meta meta;
-    bool has_meta = eddy_delivery_stored_meta(d, &meta) != 0;
+    const eddy_event_meta *mp;
+    if (!eddy__push_admit(set, b->src, d, &ev, &meta, &mp))
+        return EDDY_ERR_UNAVAILABLE;
     eddy_route route = EDDY_ROUTE_FILTERED;
     eddy_error e = {EDDY_OK, ""};
-    eddy_status st = eddy_domain_route(b->src->feed, ev, has_meta ? &meta : NULL, &route, &e);
+    eddy_status st = eddy_domain_route(b->src->feed, ev, mp, &route, &e);
     return eddy__push_settle_routed(set, b->src, ev, st, route, &e);
 }
 
@@ -271,13 +271,7 @@ static eddy_status run_catch_up(bsrc *b, eddy_error *err) {
     eddy_error e = {EDDY_OK, ""};
     eddy_status st = src->go_live ? eddy_domain_go_live(src->feed, src->id, ps->cancel, &e)
                                   : eddy_domain_catch_up(src->feed, src->id, ps->cancel, &e);
-    eddy_push_progress p;
-    eddy__push_caught_up(&ps->set, src, st, &e, &p);
-    if (st != EDDY_OK)
-        return eddy__fail(err, st, "push source '%s': %s", src->id, e.detail);
-    if (p.state == EDDY_PUSH_FAILED)
-        return eddy__fail(err, p.failure.status, "push source '%s': %s", src->id, p.failure.detail);
-    return EDDY_OK;
+    return eddy__push_start_ended(&ps->set, src, st, &e, err);
 }
 
 static void *catch_up_main(void *arg) {

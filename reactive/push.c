@@ -387,11 +387,11 @@ static void routed(eddy_status st, eddy_route route, const eddy_error *err, void
 static eddy_status rpush_handler(eddy_delivery *d, void *user) {
     rsrc *b = user;
     eddy_rpush_sources *ps = b->ps;
-    if (ps->closing || !eddy__push_let_in(&ps->set, b->src))
-        return EDDY_ERR_UNAVAILABLE;
-    const eddy_event *ev = eddy_delivery_event(d);
+    const eddy_event *ev;
     eddy_event_meta meta;
-    bool has_meta = eddy_delivery_stored_meta(d, &meta) != 0;
+    const eddy_event_meta *mp;
+    if (ps->closing || !eddy__push_admit(&ps->set, b->src, d, &ev, &meta, &mp))
+        return EDDY_ERR_UNAVAILABLE;
     rroute *rr = malloc(sizeof(*rr));
     if (!rr)
         return EDDY_ERR_NOMEM;
@@ -399,7 +399,7 @@ static eddy_status rpush_handler(eddy_delivery *d, void *user) {
     rr->d = d;
     rr->ev = ev; /* borrowed like the delivery, until it is finished */
     eddy_error e = {EDDY_OK, ""};
-    eddy_status st = eddy_rdomain_route(b->src->feed, ev, has_meta ? &meta : NULL, routed, rr, &e);
+    eddy_status st = eddy_rdomain_route(b->src->feed, ev, mp, routed, rr, &e);
     ps->inflight++;      /* the callbacks may free the sources */
     if (st != EDDY_OK) { /* refused up front: settled now */
         free(rr);
@@ -441,11 +441,8 @@ static eddy_status start_one(void *fe, eddy__push_source *src, void *r, eddy_err
         ev_timer_again(ps->loop, &ps->progress);
     st = src->go_live ? eddy_rdomain_go_live(src->feed, src->id, caught_up, b, &e)
                       : eddy_rdomain_catch_up(src->feed, src->id, caught_up, b, &e);
-    if (st != EDDY_OK) {
-        eddy_push_progress p;
-        eddy__push_caught_up(&ps->set, src, st, &e, &p);
-        return eddy__fail(err, st, "push source '%s': %s", src->id, e.detail);
-    }
+    if (st != EDDY_OK) /* refused up front: ended now */
+        return eddy__push_start_ended(&ps->set, src, st, &e, err);
     ps->inflight++;
     if (r && ps->set.opts.startup == EDDY_PUSH_FOREGROUND) {
         b->req = r;

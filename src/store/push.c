@@ -651,6 +651,15 @@ bool eddy__push_let_in(eddy__push_set *s, eddy__push_source *src) {
     return false;
 }
 
+bool eddy__push_admit(eddy__push_set *s, eddy__push_source *src, const eddy_delivery *d,
+                      const eddy_event **ev, eddy_event_meta *meta, const eddy_event_meta **metap) {
+    if (!eddy__push_let_in(s, src))
+        return false;
+    *ev = eddy_delivery_event(d);
+    *metap = eddy_delivery_stored_meta(d, meta) ? meta : NULL;
+    return true;
+}
+
 eddy_status eddy__push_settle_routed(eddy__push_set *s, eddy__push_source *src,
                                      const eddy_event *ev, eddy_status st, eddy_route route,
                                      const eddy_error *err) {
@@ -706,6 +715,17 @@ void eddy__push_caught_up(eddy__push_set *s, eddy__push_source *src, eddy_status
     s->ops->leave(s->fe, out, true);
     if (!closing(s))
         eddy__push_follow(s, src);
+}
+
+eddy_status eddy__push_start_ended(eddy__push_set *s, eddy__push_source *src, eddy_status st,
+                                   const eddy_error *e, eddy_error *err) {
+    eddy_push_progress p;
+    eddy__push_caught_up(s, src, st, e, &p);
+    if (st != EDDY_OK)
+        return eddy__fail(err, st, "push source '%s': %s", src->id, e->detail);
+    if (p.state == EDDY_PUSH_FAILED)
+        return eddy__fail(err, p.failure.status, "push source '%s': %s", src->id, p.failure.detail);
+    return EDDY_OK;
 }
 
 eddy_status eddy__push_start_each(eddy__push_set *s, eddy__push_source *const *srcs, size_t n,

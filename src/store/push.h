@@ -27,6 +27,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "eddy/bus.h"
 #include "eddy/domain.h"
 #include "eddy/push.h"
 #include "log.h"
@@ -291,6 +292,11 @@ void eddy__push_follow(eddy__push_set *s, eddy__push_source *src);
 /* A delivery for src arrived: true to route it into src's feed; false to hand it back
  * (EDDY_ERR_UNAVAILABLE), pausing the subscription when the source has failed. */
 bool eddy__push_let_in(eddy__push_set *s, eddy__push_source *src);
+/* A delivery d for src arrived: true to route it into src's feed, with its event in *ev and
+ * its stored metadata in *meta (*metap: meta, or NULL when it has none); false to hand it back
+ * (EDDY_ERR_UNAVAILABLE), as eddy__push_let_in. *ev is borrowed like d. */
+bool eddy__push_admit(eddy__push_set *s, eddy__push_source *src, const eddy_delivery *d,
+                      const eddy_event **ev, eddy_event_meta *meta, const eddy_event_meta **metap);
 /* Settles a delivery src routed (st/route/err: the route's answer, or its refusal up front) as
  * eddy__push_settle says, reports a failure, pauses the subscription when told to and tells the
  * sources' observer. Returns what the handler finishes the delivery with. */
@@ -312,6 +318,12 @@ eddy_status eddy__push_refused(eddy__push_set *s, eddy__push_source *src, eddy_s
  * *out gets the progress reported. */
 void eddy__push_caught_up(eddy__push_set *s, eddy__push_source *src, eddy_status st,
                           const eddy_error *err, eddy_push_progress *out);
+/* A start's end as its caller sees it: eddy__push_caught_up with st/e (the catch-up's or
+ * go-live's answer, or its refusal up front), then st with "push source '<id>': " and e's
+ * detail in err when st is an error, the source's failure when it failed all the same, else
+ * EDDY_OK. */
+eddy_status eddy__push_start_ended(eddy__push_set *s, eddy__push_source *src, eddy_status st,
+                                   const eddy_error *e, eddy_error *err);
 /* Start-all's starts, after eddy__push_claim_all: ops->start for each of srcs[0..n) in order,
  * with arg, until the sources are being freed. Returns the first failure after trying every
  * source (its detail in *first_err, which may be NULL and is left alone when all started). */

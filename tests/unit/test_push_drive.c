@@ -394,6 +394,28 @@ Test(push_drive, a_failed_catch_up_pauses) {
     fake_free(f);
 }
 
+Test(push_drive, a_start_ended_answers_as_its_caller_sees_it) {
+    fake *f = fake_new();
+    eddy__push_source *a = started(f, "a");
+    eddy__push_source *b = started(f, "b");
+    eddy__push_source *c = started(f, "c");
+    eddy_error err = {0};
+    f->live = true;
+    cr_expect_eq(eddy__push_start_ended(&f->set, a, EDDY_OK, NULL, &err), EDDY_OK);
+    cr_expect_eq(state_of(f, a), EDDY_PUSH_LIVE);
+    eddy_error e = {EDDY_ERR_BACKEND, "boom"};
+    cr_expect_eq(eddy__push_start_ended(&f->set, b, EDDY_ERR_BACKEND, &e, &err), EDDY_ERR_BACKEND);
+    cr_expect_str_eq(err.detail, "push source 'b': boom");
+    cr_expect_eq(state_of(f, b), EDDY_PUSH_FAILED);
+    /* Answered EDDY_OK, yet the feed is not live: the source did not start all the same. */
+    f->live = false;
+    cr_expect_eq(eddy__push_start_ended(&f->set, c, EDDY_OK, NULL, &err), EDDY_ERR_CLOSED);
+    cr_expect_str_eq(err.detail,
+                     "push source 'c': the catch-up was stopped before the feed went live");
+    cr_expect_eq(f->reports, 6, "each start and each end reported");
+    fake_free(f);
+}
+
 Test(push_drive, sampling_reports_each_catching_source_without_waking) {
     fake *f = fake_new();
     eddy__push_source *a = add(f, "a");
