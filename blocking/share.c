@@ -6,12 +6,11 @@
 #include <stdlib.h>
 #include <time.h>
 
+#include "bus/wake_drive.h"
 #include "error.h"
 #include "internal.h"
 #include "timing.h"
 
-/* With nothing watched the wake thread sleeps this long, unless a watch ends it sooner. */
-#define WAKE_IDLE_MS 60000
 /* The longest the read thread sleeps with nobody due. */
 #define READ_IDLE_MS 60000
 /* The longest the wake thread holds its next wide read back for the reads a wake made. */
@@ -75,11 +74,9 @@ eddy__wakeup *eddy__bshare_wakeup(bshare *s) { return s->core; }
 
 /* A watched stream has news: its watcher reads (under the core's lock; see share.h's order),
  * in the read thread's next round, which the next wide read waits for (hold_rearm). */
-static void woken(const void *who, void *user) {
+static void woken(void *owner, void *user) {
     bshare *s = user;
-    bsub *bs = eddy__consumer_owner(who);
-    eddy__consumer_wake((eddy__consumer *)who);
-    eddy__bshare_kick(s, bs);
+    eddy__bshare_kick(s, owner);
     pthread_mutex_lock(&s->lock);
     s->rearm_after = s->rounds_begun + 1; /* (a round under way planned before the news) */
     pthread_mutex_unlock(&s->lock);
@@ -121,14 +118,9 @@ static void *wake_thread(void *arg) {
          * sleep (once it blocks, a watch the XREAD does not cover cuts it: the core says so). */
         atomic_store(&s->wake_idle, true);
         eddy__bconn_wake_clear(c);
-        eddy__cmdlist_reset(&cmds);
-        long long block = -1;
-        if (eddy__wakeup_plan(s->core, (long long)s->bus->s.block_ms, &cmds, &block) != EDDY_OK) {
-            eddy__bconn_sleep(c, EDDY__NOMEM_RETRY_MS);
-            continue;
-        }
-        if (cmds.n == 0) {
-            eddy__bconn_sleep(c, WAKE_IDLE_MS);
+        long long block, idle;
+        if (!eddy__wake_next(s->core, (long long)s->bus->s.block_ms, &cmds, &block, &idle)) {
+            eddy__bconn_sleep(c, idle);
             continue;
         }
         atomic_store(&s->wake_idle, false);
@@ -150,8 +142,7 @@ static void *wake_thread(void *arg) {
             eddy__bconn_backoff(c);
             continue;
         }
-        if (eddy__wakeup_feed(s->core, &cmds, replies, cmds.n, woken, s) == EDDY_ERR_PROTOCOL)
-            eddy__log(&s->bus->s.log, EDDY_LOG_WARN, "wake-up: a reply of an unexpected shape");
+        eddy__wake_took(s->core, &cmds, replies, cmds.n, woken, s, &s->bus->s.log);
         eddy__bconn_release(c, replies, cmds.n);
         hold_rearm(s);
     }

@@ -11,13 +11,10 @@
  * its stream already holds. A lost connection makes every id unknown again (eddy__wakeup_reset). */
 #include <stdlib.h>
 
-#include "bus/wakeup.h"
+#include "bus/wake_drive.h"
 #include "error.h"
 #include "internal.h"
 #include "timing.h"
-
-/* With nothing watched the round idles this long, unless a watch ends the wait sooner. */
-#define WAKE_IDLE_MS 60000
 
 struct rwake {
     eddy_rbus *bus;
@@ -31,10 +28,9 @@ struct rwake {
     bool kick_all; /* out of memory for the list: every live activation is kicked */
 };
 
-static void woken(const void *who, void *user) {
+static void woken(void *owner, void *user) {
     rwake *w = user;
-    ract *a = eddy__consumer_owner(who);
-    eddy__consumer_wake((eddy__consumer *)who);
+    ract *a = owner;
     if (w->nkick == w->capkick) {
         size_t cap = w->capkick ? 2 * w->capkick : 16;
         ract **v = realloc(w->kick, cap * sizeof(*v));
@@ -75,14 +71,9 @@ static void wake_step(void *owner) {
         return;
     }
     eddy__plan_reset(&r->plan);
-    long long block = -1;
-    if (eddy__wakeup_plan(w->core, (long long)w->bus->s.block_ms, &r->plan.cmds, &block) !=
-        EDDY_OK) {
-        eddy__rround_idle(r, EDDY__NOMEM_RETRY_MS);
-        return;
-    }
-    if (r->plan.cmds.n == 0) {
-        eddy__rround_idle(r, WAKE_IDLE_MS);
+    long long block, idle;
+    if (!eddy__wake_next(w->core, (long long)w->bus->s.block_ms, &r->plan.cmds, &block, &idle)) {
+        eddy__rround_idle(r, idle);
         return;
     }
     r->plan.block_ms = block;
@@ -92,10 +83,7 @@ static void wake_step(void *owner) {
 static void wake_done(void *owner) {
     rwake *w = owner;
     rround *r = &w->r;
-    /* A reply of the wrong shape leaves its streams' ids unknown: the next plan fixes them. */
-    if (eddy__wakeup_feed(w->core, &r->plan.cmds, r->replies, r->plan.cmds.n, woken, w) ==
-        EDDY_ERR_PROTOCOL)
-        eddy__log(&w->bus->s.log, EDDY_LOG_WARN, "wake-up: a reply of an unexpected shape");
+    eddy__wake_took(w->core, &r->plan.cmds, r->replies, r->plan.cmds.n, woken, w, &w->bus->s.log);
     eddy__rround_replies_done(r);
     kick_woken(w);
     r->state = R_HELD;
