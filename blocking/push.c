@@ -20,7 +20,6 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -72,22 +71,26 @@ static eddy_status route_one(void *feed, const eddy_event *ev, const eddy_event_
 static bool has_projection(void *feed) { return eddy_domain_has_projection(feed); }
 static const eddy__push_model_ops model_ops = {has_projection, route_one};
 
-/* Routes ev to every feed with a projection and aggregates the outcomes (core). */
+/* Routes ev to every feed with a projection: the model's answer, told to its observer (core). */
 static eddy_status route_all(eddy_push_model *model, const eddy_event *ev,
-                             const eddy_event_meta *meta, eddy_route *route, eddy_error *err) {
+                             const eddy_event_meta *meta, bool write_path, eddy_route *route,
+                             eddy_error *err) {
     eddy__push_routing r;
-    eddy_status st = eddy__push_route_all(&model->core, &model_ops, ev, meta, &r, err);
-    return st != EDDY_OK ? st : eddy__push_agg_result(&r.agg, route, err);
+    eddy_error e = {EDDY_OK, ""};
+    eddy_status st = eddy__push_route_all(&model->core, &model_ops, ev, meta, &r, &e);
+    if (st == EDDY_OK)
+        return eddy__push_answer(&model->core, &r, ev, write_path, route, err);
+    eddy__push_observe(&model->core, ev, st, EDDY_ROUTE_FILTERED, &e, write_path);
+    if (route)
+        *route = EDDY_ROUTE_FILTERED;
+    return eddy__fail(err, st, "%s", e.detail);
 }
 
 eddy_status eddy_push_model_accept(eddy_push_model *model, const eddy_event *ev,
                                    const eddy_event_meta *meta) {
     if (!model || !ev)
         return EDDY_ERR_INVALID_ARGUMENT;
-    eddy_route route = EDDY_ROUTE_FILTERED;
-    eddy_error e = {EDDY_OK, ""};
-    eddy_status st = route_all(model, ev, meta, &route, &e);
-    eddy__push_observe(&model->core, ev, st, route, &e, true);
+    route_all(model, ev, meta, true, NULL, NULL);
     return EDDY_OK;
 }
 
@@ -96,15 +99,7 @@ eddy_status eddy_push_model_accept_or_defer(eddy_push_model *model, const eddy_e
                                             eddy_error *err) {
     if (!model || !ev)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "model or event is NULL");
-    eddy_route r = EDDY_ROUTE_FILTERED;
-    eddy_error e = {EDDY_OK, ""};
-    eddy_status st = route_all(model, ev, meta, &r, &e);
-    eddy__push_observe(&model->core, ev, st, r, &e, false);
-    if (route)
-        *route = r;
-    if (st != EDDY_OK)
-        return eddy__fail(err, st, "%s", e.detail);
-    return EDDY_OK;
+    return route_all(model, ev, meta, false, route, err);
 }
 
 /* ---- push sources --------------------------------------------------------------------- */

@@ -14,7 +14,6 @@
  *   EDDY_ERR_CLOSED at once and releases the memory when the count reaches zero. The model does
  *   the same per accept-or-defer (each request counts the feeds still answering).
  * - Everything runs on the loop's thread; the core's locks are uncontended. */
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,11 +63,10 @@ static void mreq_finish(mreq *r) {
     eddy_rpush_model *m = r->model;
     r->finished = true;
     mreq_unlink(r);
-    eddy_route route = EDDY_ROUTE_FILTERED;
-    eddy_error e = {EDDY_OK, ""};
-    eddy_status st = eddy__push_agg_result(&r->routing.agg, &route, &e);
-    if (m)
-        eddy__push_observe(&m->core, r->ev, st, route, &e, r->write_path);
+    eddy_route route;
+    eddy_error e;
+    eddy_status st =
+        eddy__push_answer(m ? &m->core : NULL, &r->routing, r->ev, r->write_path, &route, &e);
     if (r->done)
         r->done(st, route, st == EDDY_OK ? NULL : &e, r->user);
     if (r->routing.waiting == 0)
@@ -294,12 +292,7 @@ static void rreq_timer(struct ev_loop *loop, ev_timer *w, int revents) {
 static void rreq_part(rreq *r, eddy_status st, const eddy_error *err) {
     if (!r)
         return;
-    if (st != EDDY_OK && r->st == EDDY_OK) {
-        r->st = st;
-        r->err.status = st;
-        snprintf(r->err.detail, sizeof(r->err.detail), "%s",
-                 err && err->detail[0] ? err->detail : eddy_status_str(st));
-    }
+    eddy__push_keep_first(&r->st, &r->err, st, err);
     if (--r->remaining == 0)
         ev_timer_start(r->ps->loop, &r->t); /* from the loop, never inside a call */
 }

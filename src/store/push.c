@@ -87,16 +87,21 @@ void eddy__push_agg_init(eddy__push_agg *a) {
     a->first_error = EDDY_OK;
 }
 
+void eddy__push_keep_first(eddy_status *first, eddy_error *kept, eddy_status st,
+                           const eddy_error *err) {
+    if (st == EDDY_OK || *first != EDDY_OK)
+        return;
+    *first = st;
+    kept->status = st;
+    snprintf(kept->detail, sizeof(kept->detail), "%s",
+             err && err->detail[0] ? err->detail : eddy_status_str(st));
+}
+
 void eddy__push_agg_add(eddy__push_agg *a, eddy_status st, eddy_route route,
                         const eddy_error *err) {
     a->registered++;
     if (st != EDDY_OK) {
-        if (a->first_error == EDDY_OK) {
-            a->first_error = st;
-            a->err.status = st;
-            snprintf(a->err.detail, sizeof(a->err.detail), "%s",
-                     err && err->detail[0] ? err->detail : eddy_status_str(st));
-        }
+        eddy__push_keep_first(&a->first_error, &a->err, st, err);
         return;
     }
     if (route == EDDY_ROUTE_DEFERRED)
@@ -151,6 +156,21 @@ bool eddy__push_routed(eddy__push_routing *r, eddy_status st, eddy_route route,
                        const eddy_error *err) {
     eddy__push_agg_add(&r->agg, st, route, err);
     return --r->waiting == 0;
+}
+
+eddy_status eddy__push_answer(eddy__push_model *m, const eddy__push_routing *r,
+                              const eddy_event *ev, bool write_path, eddy_route *route,
+                              eddy_error *err) {
+    eddy_route rt = EDDY_ROUTE_FILTERED;
+    eddy_error e = {EDDY_OK, ""};
+    eddy_status st = eddy__push_agg_result(&r->agg, &rt, &e);
+    if (m)
+        eddy__push_observe(m, ev, st, rt, &e, write_path);
+    if (route)
+        *route = rt;
+    if (err && st != EDDY_OK)
+        *err = e;
+    return st;
 }
 
 void eddy__push_notify(const eddy_push_observer *obs, const eddy__logger *log, const eddy_event *ev,

@@ -68,6 +68,11 @@ typedef struct eddy__push_agg {
     eddy_error err; /* the first error's detail */
 } eddy__push_agg;
 
+/* The first error of several parts is the answer: when *first is EDDY_OK and st is an error,
+ * *first becomes st and kept gets its detail (err's, or the status's text). */
+void eddy__push_keep_first(eddy_status *first, eddy_error *kept, eddy_status st,
+                           const eddy_error *err);
+
 void eddy__push_agg_init(eddy__push_agg *a);
 /* One feed's outcome: st EDDY_OK with route, or an error with err (may be NULL). Feeds without
  * a projection are not routed to and not added. */
@@ -101,6 +106,13 @@ eddy_status eddy__push_route_all(eddy__push_model *m, const eddy__push_model_ops
 /* One feed's answer to eddy__push_route_all (err may be NULL): true when it was the last. */
 bool eddy__push_routed(eddy__push_routing *r, eddy_status st, eddy_route route,
                        const eddy_error *err);
+
+/* Every feed answered the event r routed: the model's answer (eddy__push_agg_result; route and
+ * err may be NULL, err is left alone on EDDY_OK), told to m's observer as eddy__push_observe
+ * says (m NULL: to nobody). */
+eddy_status eddy__push_answer(eddy__push_model *m, const eddy__push_routing *r,
+                              const eddy_event *ev, bool write_path, eddy_route *route,
+                              eddy_error *err);
 
 /* Tells obs (may be NULL, or without observe) the outcome; an error it returns is logged to log
  * and changes nothing. Call it outside every lock. */

@@ -496,3 +496,55 @@ Test(push_drive, a_refusal_up_front_is_the_feeds_answer) {
     cr_expect_str_eq(e.detail, "refused");
     eddy__push_model_destroy(m);
 }
+
+static int answers_observed;
+static eddy_status count_observed(const eddy_event *ev, eddy_status st, eddy_route route,
+                                  const eddy_error *err, void *user) {
+    (void)ev, (void)route, (void)user;
+    cr_expect_eq(err == NULL, st == EDDY_OK, "the detail goes with an error only");
+    answers_observed++;
+    return EDDY_OK;
+}
+
+Test(push_drive, the_answer_is_observed_and_leaves_err_alone_on_success) {
+    eddy__push_model m;
+    eddy_push_observer o = {count_observed, NULL};
+    eddy__push_model_init(&m, &o, NULL, NULL);
+    static const char d = 'd', r = 'r';
+    cr_assert_eq(eddy__push_model_add(&m, (void *)&d, NULL), EDDY_OK);
+    eddy__push_routing routing;
+    answers_observed = 0;
+    cr_assert_eq(eddy__push_route_all(&m, &model_ops, NULL, NULL, &routing, NULL), EDDY_OK);
+    eddy_route route = EDDY_ROUTE_FILTERED;
+    eddy_error err = {EDDY_ERR_BACKEND, "untouched"};
+    cr_expect_eq(eddy__push_answer(&m, &routing, NULL, false, &route, &err), EDDY_OK);
+    cr_expect_eq(route, EDDY_ROUTE_DELIVERED);
+    cr_expect_str_eq(err.detail, "untouched");
+    cr_expect_eq(answers_observed, 1);
+    cr_expect_eq(eddy__push_answer(NULL, &routing, NULL, false, NULL, NULL), EDDY_OK,
+                 "a freed model's answer is told to nobody");
+    cr_expect_eq(answers_observed, 1);
+    cr_assert_eq(eddy__push_model_add(&m, (void *)&r, NULL), EDDY_OK);
+    cr_assert_eq(eddy__push_route_all(&m, &model_ops, NULL, NULL, &routing, NULL), EDDY_OK);
+    cr_expect_eq(eddy__push_answer(&m, &routing, NULL, false, &route, &err),
+                 EDDY_ERR_ILLEGAL_STATE);
+    cr_expect_eq(err.status, EDDY_ERR_ILLEGAL_STATE);
+    cr_expect_str_eq(err.detail, "refused");
+    cr_expect_eq(route, EDDY_ROUTE_FILTERED);
+    cr_expect_eq(answers_observed, 2);
+    eddy__push_model_destroy(&m);
+}
+
+Test(push_drive, the_first_error_of_several_parts_is_kept) {
+    eddy_status first = EDDY_OK;
+    eddy_error kept = {EDDY_OK, ""};
+    eddy__push_keep_first(&first, &kept, EDDY_OK, NULL);
+    cr_expect_eq(first, EDDY_OK);
+    eddy__push_keep_first(&first, &kept, EDDY_ERR_NOMEM, NULL);
+    cr_expect_eq(first, EDDY_ERR_NOMEM);
+    cr_expect_str_eq(kept.detail, eddy_status_str(EDDY_ERR_NOMEM), "no detail: the status's text");
+    eddy_error e = {EDDY_ERR_BACKEND, "later"};
+    eddy__push_keep_first(&first, &kept, EDDY_ERR_BACKEND, &e);
+    cr_expect_eq(first, EDDY_ERR_NOMEM, "the first one stays");
+    cr_expect_eq(kept.status, EDDY_ERR_NOMEM);
+}
