@@ -274,15 +274,11 @@ static void *catch_up_main(void *arg) {
     return NULL;
 }
 
-/* Registers the source's projection, then catches up here (foreground) or on its own thread
- * (background) (eddy__push_ops' start). */
+/* Catches up here (foreground) or on its own thread (background) (eddy__push_ops' start). */
 static eddy_status start_one(void *fe, eddy__push_source *src, void *arg, eddy_error *err) {
     eddy_push_sources *ps = fe;
     bsrc *b = src->fe;
     (void)arg;
-    eddy_status st = eddy__push_begin(&ps->set, src, err);
-    if (st != EDDY_OK)
-        return st;
     if (ps->set.opts.startup == EDDY_PUSH_FOREGROUND)
         return run_catch_up(b, err);
     if (eddy__bthread_start(&b->thread, catch_up_main, b) != 0) {

@@ -420,20 +420,16 @@ static void caught_up(eddy_status st, const eddy_error *err, void *user) {
     landed(ps);
 }
 
-/* Registers the source's projection and begins its catch-up (or go-live) (eddy__push_ops'
- * start). r (the rreq) waits for the catch-up when the start is in the foreground. Returns the
- * registration's or the up-front refusal's status. */
+/* Begins the source's catch-up (or go-live) (eddy__push_ops' start). r (the rreq) waits for the
+ * catch-up when the start is in the foreground. Returns the up-front refusal's status. */
 static eddy_status start_one(void *fe, eddy__push_source *src, void *r, eddy_error *err) {
     eddy_rpush_sources *ps = fe;
     rsrc *b = src->fe;
     eddy_error e = {EDDY_OK, ""};
-    eddy_status st = eddy__push_begin(&ps->set, src, err);
-    if (st != EDDY_OK)
-        return st;
     if (ps->set.opts.progress)
         ev_timer_again(ps->loop, &ps->progress);
-    st = src->go_live ? eddy_rdomain_go_live(src->feed, src->id, caught_up, b, &e)
-                      : eddy_rdomain_catch_up(src->feed, src->id, caught_up, b, &e);
+    eddy_status st = src->go_live ? eddy_rdomain_go_live(src->feed, src->id, caught_up, b, &e)
+                                  : eddy_rdomain_catch_up(src->feed, src->id, caught_up, b, &e);
     if (st != EDDY_OK) /* refused up front: ended now */
         return eddy__push_start_ended(&ps->set, src, st, &e, err);
     ps->inflight++;

@@ -748,12 +748,18 @@ eddy_status eddy__push_start_ended(eddy__push_set *s, eddy__push_source *src, ed
     return EDDY_OK;
 }
 
+/* A claimed source's start: its registration and report here, its catch-up the front end's. */
+static eddy_status start(eddy__push_set *s, eddy__push_source *src, void *arg, eddy_error *err) {
+    eddy_status st = eddy__push_begin(s, src, err);
+    return st != EDDY_OK ? st : s->ops->start(s->fe, src, arg, err);
+}
+
 eddy_status eddy__push_start_each(eddy__push_set *s, eddy__push_source *const *srcs, size_t n,
                                   void *arg, eddy_error *first_err) {
     eddy_status first = EDDY_OK;
     for (size_t i = 0; i < n && !closing(s); i++) {
         eddy_error e = {EDDY_OK, ""};
-        eddy_status st = s->ops->start(s->fe, srcs[i], arg, &e);
+        eddy_status st = start(s, srcs[i], arg, &e);
         if (st != EDDY_OK && first == EDDY_OK && !closing(s)) {
             first = st;
             if (first_err)
@@ -766,7 +772,7 @@ eddy_status eddy__push_start_each(eddy__push_set *s, eddy__push_source *const *s
 eddy_status eddy__push_start_added(eddy__push_set *s, eddy__push_source *src, void *arg,
                                    eddy_error *err) {
     if (s->opts.mode == EDDY_PUSH_AUTOMATIC && eddy__push_set_claim_one(s, src))
-        return s->ops->start(s->fe, src, arg, err);
+        return start(s, src, arg, err);
     return EDDY_OK;
 }
 

@@ -164,8 +164,9 @@ typedef struct eddy__push_ops {
     /* True once the sources are being freed (a callback may free them): the drive then touches
      * no bus and no observer. NULL: never. */
     bool (*closing)(void *fe);
-    /* Starts a claimed source: eddy__push_begin, then the front end's catch-up. arg is what the
-     * caller of eddy__push_start_each or eddy__push_start_added passed. */
+    /* Runs the catch-up (or go-live) of a claimed source the drive began (eddy__push_begin: it
+     * is CATCHING_UP); a refused registration never gets here. arg is what the caller of
+     * eddy__push_start_each or eddy__push_start_added passed. */
     eddy_status (*start)(void *fe, eddy__push_source *src, void *arg, eddy_error *err);
 } eddy__push_ops;
 
@@ -336,12 +337,14 @@ void eddy__push_caught_up(eddy__push_set *s, eddy__push_source *src, eddy_status
  * EDDY_OK. */
 eddy_status eddy__push_start_ended(eddy__push_set *s, eddy__push_source *src, eddy_status st,
                                    const eddy_error *e, eddy_error *err);
-/* Start-all's starts, after eddy__push_claim_all: ops->start for each of srcs[0..n) in order,
+/* Start-all's starts, after eddy__push_claim_all: eddy__push_begin, then ops->start, for each
+ * of srcs[0..n) in order,
  * with arg, until the sources are being freed. Returns the first failure after trying every
  * source (its detail in *first_err, which may be NULL and is left alone when all started). */
 eddy_status eddy__push_start_each(eddy__push_set *s, eddy__push_source *const *srcs, size_t n,
                                   void *arg, eddy_error *first_err);
-/* A source just added: in automatic mode it starts at once (ops->start with arg), once. */
+/* A source just added: in automatic mode it starts at once (eddy__push_begin, then ops->start
+ * with arg), once. */
 eddy_status eddy__push_start_added(eddy__push_set *s, eddy__push_source *src, void *arg,
                                    eddy_error *err);
 /* Samples every source catching up and reports its progress (the ticker's work). Returns false

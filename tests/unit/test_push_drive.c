@@ -86,6 +86,7 @@ static eddy_status start(void *fe, eddy__push_source *src, void *arg, eddy_error
     fake *f = fe;
     cr_expect_eq(arg, &a_feed, "the caller's arg is passed through");
     f->starts++;
+    cr_expect_eq(src->state, EDDY_PUSH_CATCHING_UP, "registered and reported before its catch-up");
     f->closing |= f->close_on_start;
     if (f->refuse_from && strcmp(src->id, f->refuse_from) >= 0)
         return eddy__fail(err, EDDY_ERR_BACKEND, "start of %s refused", src->id);
@@ -269,6 +270,22 @@ Test(push_drive, start_each_tries_every_source_and_keeps_the_first_failure) {
     cr_expect_eq(eddy__push_start_each(&f->set, v, 3, &a_feed, &e), EDDY_ERR_BACKEND);
     cr_expect_eq(f->starts, 3, "a failure does not stop the others");
     cr_expect_str_eq(e.detail, "start of b refused", "the first failure is kept");
+    fake_free(f);
+}
+
+Test(push_drive, a_refused_registration_never_reaches_the_catch_up) {
+    fake *f = fake_new();
+    eddy__push_source *v[2] = {add(f, "a"), add(f, "b")};
+    f->register_st = EDDY_ERR_INVALID_SPEC;
+    eddy_error e = {0};
+    cr_expect_eq(eddy__push_start_each(&f->set, v, 2, &a_feed, &e), EDDY_ERR_INVALID_SPEC);
+    cr_expect_eq(f->registered, 2);
+    cr_expect_eq(f->starts, 0);
+    cr_expect_str_eq(e.detail, "push source 'a': refused");
+    eddy__push_source *c = add(f, "c");
+    cr_expect_eq(eddy__push_start_added(&f->set, c, &a_feed, &e), EDDY_ERR_INVALID_SPEC);
+    cr_expect_eq(f->starts, 0);
+    cr_expect_eq(state_of(f, c), EDDY_PUSH_FAILED);
     fake_free(f);
 }
 
