@@ -32,32 +32,24 @@
 /* ---- the model ------------------------------------------------------------------------ */
 
 struct eddy_push_model {
-    eddy__push_model core;
+    eddy__push_model core; /* first: eddy__push_model_new */
 };
 
 eddy_status eddy_push_model_new(const eddy_push_observer *observer, eddy_log_fn log, void *log_user,
                                 eddy_push_model **out, eddy_error *err) {
     if (!out)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "out is NULL");
-    eddy_push_model *m = calloc(1, sizeof(*m));
+    eddy_push_model *m = eddy__push_model_new(sizeof(*m), observer, log, log_user, err);
     if (!m)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory building a push model");
-    eddy__push_model_init(&m->core, observer, log, log_user);
+        return EDDY_ERR_NOMEM;
     *out = m;
     return EDDY_OK;
 }
 
-void eddy_push_model_free(eddy_push_model *model) {
-    if (!model)
-        return;
-    eddy__push_model_destroy(&model->core);
-    free(model);
-}
+void eddy_push_model_free(eddy_push_model *model) { eddy__push_model_free(model); }
 
 eddy_status eddy_push_model_add(eddy_push_model *model, eddy_domain_feed *feed, eddy_error *err) {
-    if (!model)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "model is NULL");
-    return eddy__push_model_add(&model->core, feed, err);
+    return eddy__push_model_add(model ? &model->core : NULL, feed, err);
 }
 
 /* One feed's route, answered at once (eddy__push_model_ops). */

@@ -26,8 +26,8 @@
 typedef struct mreq mreq;
 
 struct eddy_rpush_model {
+    eddy__push_model core; /* first: eddy__push_model_new */
     struct ev_loop *loop;
-    eddy__push_model core;
     mreq *pending; /* accepts whose user completion has not run */
 };
 
@@ -103,11 +103,10 @@ eddy_status eddy_rpush_model_new(struct ev_loop *loop, const eddy_push_observer 
                                  eddy_error *err) {
     if (!loop || !out)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "loop or out is NULL");
-    eddy_rpush_model *m = calloc(1, sizeof(*m));
+    eddy_rpush_model *m = eddy__push_model_new(sizeof(*m), observer, log, log_user, err);
     if (!m)
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory building a push model");
+        return EDDY_ERR_NOMEM;
     m->loop = loop;
-    eddy__push_model_init(&m->core, observer, log, log_user);
     *out = m;
     return EDDY_OK;
 }
@@ -128,15 +127,12 @@ void eddy_rpush_model_free(eddy_rpush_model *model) {
         if (r->routing.waiting == 0)
             mreq_release(r);
     }
-    eddy__push_model_destroy(&model->core);
-    free(model);
+    eddy__push_model_free(model);
 }
 
 eddy_status eddy_rpush_model_add(eddy_rpush_model *model, eddy_rdomain_feed *feed,
                                  eddy_error *err) {
-    if (!model)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "model is NULL");
-    return eddy__push_model_add(&model->core, feed, err);
+    return eddy__push_model_add(model ? &model->core : NULL, feed, err);
 }
 
 static eddy_status route_all(eddy_rpush_model *m, const eddy_event *ev, const eddy_event_meta *meta,

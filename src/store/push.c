@@ -42,7 +42,26 @@ void eddy__push_model_destroy(eddy__push_model *m) {
     pthread_mutex_destroy(&m->lock);
 }
 
+void *eddy__push_model_new(size_t size, const eddy_push_observer *observer, eddy_log_fn log,
+                           void *log_user, eddy_error *err) {
+    eddy__push_model *m = calloc(1, size);
+    if (!m)
+        eddy__fail(err, EDDY_ERR_NOMEM, "out of memory building a push model");
+    else
+        eddy__push_model_init(m, observer, log, log_user);
+    return m;
+}
+
+void eddy__push_model_free(void *obj) {
+    if (!obj)
+        return;
+    eddy__push_model_destroy(obj);
+    free(obj);
+}
+
 eddy_status eddy__push_model_add(eddy__push_model *m, void *feed, eddy_error *err) {
+    if (!m)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "model is NULL");
     if (!feed)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed is NULL");
     pthread_mutex_lock(&m->lock);

@@ -54,7 +54,14 @@ typedef struct eddy__push_model {
 eddy_status eddy__push_model_init(eddy__push_model *m, const eddy_push_observer *observer,
                                   eddy_log_fn log, void *log_user);
 void eddy__push_model_destroy(eddy__push_model *m);
-/* Adds a feed; a feed added twice is refused (EDDY_ERR_INVALID_ARGUMENT). */
+/* The front ends' *_model_new: a zeroed object of size bytes whose first member is the model,
+ * initialised (the caller frees it with eddy__push_model_free). NULL on OOM (err). */
+void *eddy__push_model_new(size_t size, const eddy_push_observer *observer, eddy_log_fn log,
+                           void *log_user, eddy_error *err);
+/* Destroys the model that is obj's first member and frees obj. NULL is a no-op. */
+void eddy__push_model_free(void *obj);
+/* Adds a feed; a feed added twice, or to no model (m NULL), is refused
+ * (EDDY_ERR_INVALID_ARGUMENT). */
 eddy_status eddy__push_model_add(eddy__push_model *m, void *feed, eddy_error *err);
 /* A copy of the feed list (the caller frees *feeds) taken under the lock, so routing runs
  * without it. *feeds is NULL when n is 0. */

@@ -565,3 +565,22 @@ Test(push_drive, the_first_error_of_several_parts_is_kept) {
     cr_expect_eq(first, EDDY_ERR_NOMEM, "the first one stays");
     cr_expect_eq(kept.status, EDDY_ERR_NOMEM);
 }
+
+Test(push_drive, a_front_ends_model_starts_with_the_core_one) {
+    struct {
+        eddy__push_model core;
+        int front_end_field;
+    } * fm;
+    eddy_push_observer o = {count_observed, NULL};
+    fm = eddy__push_model_new(sizeof(*fm), &o, NULL, NULL, NULL);
+    cr_assert_not_null(fm);
+    cr_expect_eq(fm->front_end_field, 0, "zeroed");
+    cr_expect_eq(fm->core.observer.observe, count_observed, "initialised");
+    static const char d = 'd';
+    cr_expect_eq(eddy__push_model_add(&fm->core, (void *)&d, NULL), EDDY_OK);
+    eddy_error err = {0};
+    cr_expect_eq(eddy__push_model_add(NULL, (void *)&d, &err), EDDY_ERR_INVALID_ARGUMENT);
+    cr_expect_str_eq(err.detail, "model is NULL");
+    eddy__push_model_free(fm);
+    eddy__push_model_free(NULL);
+}
