@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Catch-up projection feeds on the blocking front end. The core (src/store/feed.c) decides everything;
- * this file runs what it asks for on the calling thread (the store's pages, the checkpoint
- * storage, the projection's callbacks) and makes callers wait: each waiting call has a waiter on
+ * this file runs the operations its run driver (src/store/feed_drive.c) names on the calling
+ * thread (the store's pages, the checkpoint storage, the model's commits) and makes callers wait: each waiting call has a waiter on
  * its own stack, completed through the core's out lists, and sleeps on the feed's condition
  * variable until its waiter is done or its cancel handle fires.
  *
@@ -27,6 +27,7 @@
 #include "error.h"
 #include "feed_hooks.h"
 #include "store/feed.h"
+#include "store/feed_drive.h"
 #include "store/model.h"
 #include "store_call.h"
 #include "timing.h"
@@ -190,6 +191,7 @@ typedef struct drive_ctx {
     eddy__feed_run *run;
     eddy_cancel *cancel;
     bool noted;
+    fwaiter *w;
 } drive_ctx;
 
 static void note_cancel(void *ctx) {
@@ -214,96 +216,80 @@ static eddy_status apply_one(eddy_feed *feed, void *event, const eddy_event_meta
     return st;
 }
 
-static eddy_status page_event(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
-    drive_ctx *dc = user;
-    eddy__feed_calls calls = {NULL, NULL, note_cancel, dc};
-    return eddy__feed_page_apply(dc->feed->core, dc->run, ev, meta, &calls);
-}
-
-static void sleep_ms(unsigned ms) {
+static void sleep_ms(long long ms) {
     struct timespec ts = {(time_t)(ms / 1000), (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
         ;
 }
 
+/* Every operation ends before it returns: the driver goes on in the same loop. */
+static void io_start(void *ctx, const eddy__feed_io_op *op, eddy__feed_driver *d) {
+    eddy_feed *feed = ((drive_ctx *)ctx)->feed;
+    eddy_error e = {0};
+    eddy_status st = EDDY_OK;
+    long long value = 0; /* what a read read */
+    bool exists = false;
+    switch (op->kind) {
+    case EDDY__IO_EXISTS:
+        st = feed->ckpt.ops->exists(feed->ckpt.self, op->id, &exists, &e);
+        value = exists;
+        break;
+    case EDDY__IO_POSITION:
+        st = eddy_store_model_position(feed->store, op->id, &value, &e);
+        break;
+    case EDDY__IO_HEAD:
+        st = eddy_store_head(feed->store, &value, &e);
+        break;
+    case EDDY__IO_PAGE:
+        value = op->position;
+        st = eddy_store_read_page(feed->store, op->position, op->max, NULL,
+                                  eddy__feed_driver_page_event, d, &value, &e);
+        break;
+    case EDDY__IO_SAVE:
+        st = feed->ckpt.ops->save(feed->ckpt.self, op->id, op->marker, &e);
+        break;
+    case EDDY__IO_REMOVE:
+        st = feed->ckpt.ops->remove(feed->ckpt.self, op->id, &e);
+        break;
+    case EDDY__IO_DELAY:
+        sleep_ms(op->delay_ms);
+        break;
+    case EDDY__IO_COMMIT:
+        st = eddy__bmodel_commit(feed->store, eddy__feed_model(feed->core), op->writes, op->page,
+                                 &e);
+        break;
+    }
+    eddy__feed_driver_done(d, st, value, &e);
+}
+
+static void io_flush(void *ctx, eddy__feed_out *out) { flush(((drive_ctx *)ctx)->feed, out); }
+
+static void io_begin(void *ctx) {
+    drive_ctx *dc = ctx;
+    note_cancel(dc);
+    sync_reset(dc->feed, dc->w);
+}
+
+static const eddy__feed_io bio = {io_start, io_flush, io_begin};
+
 static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_cancel *cancel,
                          eddy_error *err) {
-    eddy__feed *core = feed->core;
-    const char *id = eddy__feed_id(core);
     frame fr;
     frame_push(&fr, feed);
-    drive_ctx dc = {feed, run, cancel, false};
+    drive_ctx dc = {feed, run, cancel, false, w};
     eddy__feed_calls calls = {NULL, NULL, note_cancel, &dc};
-    for (;;) {
-        note_cancel(&dc);
-        sync_reset(feed, w);
-        eddy__feed_step step;
-        eddy__feed_out out;
-        eddy__feed_out_init(&out);
-        eddy__feed_run_next(core, run, eddy__mono_ms(), &step, &out);
-        flush(feed, &out);
-        if (eddy__feed_run_user_step(core, run, &step, &calls, &out)) {
-            flush(feed, &out);
-            continue;
+    eddy__feed_driver d;
+    eddy__feed_driver_init(&d, feed->core, run, &bio, &dc, &calls);
+    while (eddy__feed_drive(&d) == EDDY__DRIVE_WAIT) {
+        if (wait_for(feed, w, dc.noted ? NULL : cancel)) {
+            dc.noted = true;
+            if (eddy__feed_run_cancel(feed->core, run))
+                wait_for(feed, w, NULL); /* resumed already: its completion is coming */
         }
-        eddy_error e = {0};
-        eddy_status st = EDDY_OK;
-        long long value = 0; /* what a read step read */
-        switch (step.kind) {
-        case EDDY__STEP_DONE:
-            copy_err(err, step.st, &step.err);
-            frame_pop(&fr);
-            return step.st;
-        case EDDY__STEP_WAIT:
-            if (wait_for(feed, w, dc.noted ? NULL : cancel)) {
-                dc.noted = true;
-                if (eddy__feed_run_cancel(core, run))
-                    wait_for(feed, w, NULL); /* resumed already: its completion is coming */
-            }
-            continue;
-        case EDDY__STEP_MARKER_EXISTS: {
-            bool exists = false;
-            st = feed->ckpt.ops->exists(feed->ckpt.self, id, &exists, &e);
-            value = exists;
-            break;
-        }
-        case EDDY__STEP_POSITION: /* the model's: the projection's ran as a user step */
-            st = eddy_store_model_position(feed->store, id, &value, &e);
-            break;
-        case EDDY__STEP_READ_HEAD:
-            st = eddy_store_head(feed->store, &value, &e);
-            break;
-        case EDDY__STEP_READ_PAGE:
-            value = step.position;
-            /* No filter here: the core matches each stored event (eddy__feed_page_event). */
-            st = eddy_store_read_page(feed->store, step.position, step.max, NULL, page_event, &dc,
-                                      &value, &e);
-            break;
-        case EDDY__STEP_APPLY: /* a model's: its write set commits alone */
-            st = apply_one(feed, step.event, step.meta, &e);
-            break;
-        case EDDY__STEP_SAVE_MARKER:
-            st = feed->ckpt.ops->save(feed->ckpt.self, id, step.marker, &e);
-            break;
-        case EDDY__STEP_DELETE_MARKER: {
-            long long wait = step.not_before_ms - eddy__mono_ms();
-            if (step.not_before_ms && wait > 0)
-                sleep_ms((unsigned)wait);
-            st = feed->ckpt.ops->remove(feed->ckpt.self, id, &e);
-            break;
-        }
-        default: /* the user's steps ran above */
-            continue;
-        }
-        const eddy_writes *batch = eddy__feed_step_report(core, run, st, value, &e, &calls, &out);
-        if (batch) {
-            eddy_error ce = {0};
-            st = eddy__bmodel_commit(feed->store, eddy__feed_model(core), batch, true, &ce);
-            note_cancel(&dc);
-            eddy__feed_page_committed(core, run, st, &ce);
-        }
-        flush(feed, &out);
     }
+    copy_err(err, d.st, &d.err);
+    frame_pop(&fr);
+    return d.st;
 }
 
 /* ---- public API -------------------------------------------------------------------------- */

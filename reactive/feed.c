@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Catch-up projection feeds on the reactive front end. The core (src/store/feed.c) decides everything;
- * this file runs what it asks for on the loop: runs are driven step by step, each asynchronous
- * step (head, page, marker) sent through the rstore or the checkpoint storage and the next step
- * asked for from its completion, a retry delay an ev_timer, WAIT simply returning to the loop.
+ * this file runs what it asks for on the loop: the core's run driver (src/store/feed_drive.c)
+ * names each operation, sent here through the rstore or the checkpoint storage, its reply told
+ * to the driver, which drives on; a retry delay is an ev_timer, WAIT simply returns to the loop.
  *
  * Invariants:
  * - Completions the core answers (accepts, parked runs) and the user's completions go through a
@@ -26,6 +26,7 @@
 #include "error.h"
 #include "rfeed_hooks.h"
 #include "store/feed.h"
+#include "store/feed_drive.h"
 #include "store/model.h"
 #include "store_call.h"
 #include "timing.h"
@@ -48,6 +49,7 @@ struct rrun {
     wkind kind; /* W_RUN: first, so a waiter's kind can be read through either record */
     eddy_rfeed *feed;
     eddy__feed_run *run;
+    eddy__feed_driver drv;   /* drives run */
     eddy_rfeed_done_fn done; /* NULL: nobody waits (or completed already by free) */
     void *user;
     ev_timer delay;
@@ -87,6 +89,7 @@ struct eddy_rfeed {
 };
 
 static void drive(rrun *r);
+static void rrun_start(rrun *r, eddy__feed_run *run);
 
 /* ---- queue ------------------------------------------------------------------------------ */
 
@@ -254,9 +257,8 @@ static void flush(eddy_rfeed *feed, eddy__feed_out *out) {
         rrun *r = &feed->frec;
         r->embedded = true;
         rrun_link(feed, r, NULL, NULL);
-        r->run = start;
         eddy__feed_run_attach(start, r);
-        post_resume(feed, r);
+        rrun_start(r, start);
     }
 }
 
@@ -275,9 +277,8 @@ static void poll_deferred(eddy_rfeed *feed) {
             return;
         }
         rrun_link(feed, r, NULL, NULL);
-        r->run = run;
         eddy__feed_run_attach(run, r);
-        post_resume(feed, r);
+        rrun_start(r, run);
     }
 }
 
@@ -290,7 +291,6 @@ static void depth_out(void *ctx) { ((eddy_rfeed *)ctx)->depth--; }
 typedef struct rcommit {
     struct rcommit *next; /* the feed's live commits in flight */
     eddy_rfeed *feed;
-    rrun *r;                 /* a run's held event, or NULL: a live accept's */
     eddy__feed_entry *entry; /* the live accept's */
     qitem *q;                /* ... and its completion (NULL once answered by a free) */
     eddy_rfeed_done_fn done;
@@ -312,100 +312,48 @@ static void rcommit_free(rcommit *c) {
     free(c);
 }
 
-static void async_done(rrun *r) {
+/* A run that ended: its result goes to whoever asked, through the queue. */
+static void run_finished(rrun *r) {
     eddy_rfeed *feed = r->feed;
-    drive(r);
+    eddy_status st = r->drv.st;
+    if (r->done) {
+        if (feed->closing) {
+            r->done(st, st == EDDY_OK ? NULL : &r->drv.err, r->user);
+        } else {
+            post_done(feed, r->fin, r->done, r->user, st, &r->drv.err);
+            r->fin = NULL;
+        }
+    }
+    rrun_free(r);
+}
+
+static void driven(rrun *r, eddy__drive_state state) {
+    if (state == EDDY__DRIVE_DONE)
+        run_finished(r);
+}
+
+/* Asks for steps until one has to wait for the loop. Only ever entered from the loop (or from
+ * eddy_rfeed_free), never from inside another step. */
+static void drive(rrun *r) { driven(r, eddy__feed_drive(&r->drv)); }
+
+/* An operation's reply: the driver goes on from it. */
+static void resume(rrun *r, eddy_status st, long long value, const eddy_error *err) {
+    eddy_rfeed *feed = r->feed;
+    driven(r, eddy__feed_driver_done(&r->drv, st, value, err));
     if (feed->depth == 0) {
         poll_deferred(feed);
         destroy_if_done(feed);
     }
 }
 
-static void on_page_committed(eddy_status st, const eddy_error *err, void *user) {
-    rrun *r = user;
-    eddy__feed_page_committed(r->feed->core, r->run, st, err);
-    async_done(r);
-}
-
-/* Tells the core how r's step ended (value: what it read). True when a page's batch is being
- * committed: on_page_committed reports that. */
-static bool report(rrun *r, eddy_status st, long long value, const eddy_error *err) {
-    eddy_rfeed *feed = r->feed;
-    eddy__feed_out out;
-    eddy__feed_out_init(&out);
-    const eddy_writes *batch =
-        eddy__feed_step_report(feed->core, r->run, st, value, err, &feed->calls, &out);
-    flush(feed, &out);
-    if (!batch)
-        return false;
-    eddy_error ce = {0};
-    st = eddy__rmodel_commit(feed->store, eddy__feed_model(feed->core), batch, true,
-                             on_page_committed, r, &ce);
-    if (st == EDDY_OK)
-        return true;
-    eddy__feed_page_committed(feed->core, r->run, st, &ce);
-    return false;
-}
-
 static void on_exists(eddy_status st, bool exists, const eddy_error *err, void *user) {
-    if (!report(user, st, exists, err))
-        async_done(user);
+    resume(user, st, exists, err);
 }
 
-static void on_step_done(eddy_status st, const eddy_error *err, void *user) {
-    if (!report(user, st, 0, err))
-        async_done(user);
-}
+static void on_done(eddy_status st, const eddy_error *err, void *user) { resume(user, st, 0, err); }
 
 static void on_read(eddy_status st, long long value, const eddy_error *err, void *user) {
-    if (!report(user, st, value, err))
-        async_done(user);
-}
-
-static eddy_status page_event(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
-    rrun *r = user;
-    return eddy__feed_page_apply(r->feed->core, r->run, ev, meta, &r->feed->calls);
-}
-
-static void on_held_committed(eddy_status st, const eddy_error *err, void *user) {
-    rcommit *c = user;
-    rrun *r = c->r;
-    rcommit_free(c);
-    on_step_done(st, err, r);
-}
-
-/* A held event with a model kept in Redis: its write set, committed. True when the commit is
- * on its way (on_held_committed reports it); false with *st the outcome otherwise. */
-static bool commit_held(rrun *r, void *event, const eddy_event_meta *meta, eddy_status *st,
-                        eddy_error *e) {
-    eddy_rfeed *feed = r->feed;
-    rcommit *c = rcommit_new(feed);
-    if (!c) {
-        *st = eddy__fail(e, EDDY_ERR_NOMEM, "out of memory");
-        return false;
-    }
-    c->r = r;
-    bool commit;
-    *st = eddy__feed_apply(feed->core, event, meta, &c->w, &commit, &feed->calls, e);
-    if (commit) {
-        *st = eddy__rmodel_commit(feed->store, eddy__feed_model(feed->core), &c->w, false,
-                                  on_held_committed, c, e);
-        if (*st == EDDY_OK)
-            return true;
-    }
-    rcommit_free(c);
-    return false;
-}
-
-static void delete_marker(rrun *r) {
-    eddy_rfeed *feed = r->feed;
-    eddy_error e = {0};
-    eddy_status st =
-        feed->ckpt.ops->remove(feed->ckpt.self, eddy__feed_id(feed->core), on_step_done, r, &e);
-    if (st != EDDY_OK) {
-        report(r, st, 0, &e);
-        drive(r);
-    }
+    resume(user, st, value, err);
 }
 
 static void on_delay(struct ev_loop *loop, ev_timer *w, int revents) {
@@ -414,92 +362,69 @@ static void on_delay(struct ev_loop *loop, ev_timer *w, int revents) {
     ev_timer_stop(loop, w);
     r->timing = false;
     feed->depth++;
-    delete_marker(r);
+    driven(r, eddy__feed_driver_done(&r->drv, EDDY_OK, 0, NULL));
     feed->depth--;
     if (feed->depth == 0)
         poll_deferred(feed);
     destroy_if_done(feed);
 }
 
-/* A run ended: its result goes to whoever asked, through the queue. */
-static void run_finished(rrun *r, const eddy__feed_step *step) {
-    eddy_rfeed *feed = r->feed;
-    if (r->done) {
-        if (feed->closing) {
-            r->done(step->st, step->st == EDDY_OK ? NULL : &step->err, r->user);
-        } else {
-            post_done(feed, r->fin, r->done, r->user, step->st, &step->err);
-            r->fin = NULL;
-        }
-    }
-    rrun_free(r);
+static eddy_status page_event(const eddy_event *ev, const eddy_event_meta *meta, void *user) {
+    return eddy__feed_driver_page_event(ev, meta, &((rrun *)user)->drv);
 }
 
-/* Asks for steps until one has to wait for the loop. Only ever entered from the loop (or from
- * eddy_rfeed_free), never from inside another step. */
-static void drive(rrun *r) {
+/* Sends op; its reply tells the driver (or this does, when it cannot be sent). */
+static void io_start(void *ctx, const eddy__feed_io_op *op, eddy__feed_driver *d) {
+    rrun *r = ctx;
     eddy_rfeed *feed = r->feed;
-    eddy__feed *core = feed->core;
-    const char *id = eddy__feed_id(core);
-    for (;;) {
-        eddy__feed_step step;
-        eddy__feed_out out;
-        eddy__feed_out_init(&out);
-        eddy__feed_run_next(core, r->run, eddy__mono_ms(), &step, &out);
-        flush(feed, &out);
-        if (eddy__feed_run_user_step(core, r->run, &step, &feed->calls, &out)) {
-            flush(feed, &out);
-            continue;
-        }
-        eddy_error e = {0};
-        eddy_status st = EDDY_OK;
-        switch (step.kind) {
-        case EDDY__STEP_DONE:
-            run_finished(r, &step);
-            return;
-        case EDDY__STEP_WAIT:
-            return; /* complete() queues it again */
-        case EDDY__STEP_MARKER_EXISTS:
-            st = feed->ckpt.ops->exists(feed->ckpt.self, id, on_exists, r, &e);
+    eddy_error e = {0};
+    eddy_status st = EDDY_OK;
+    switch (op->kind) {
+    case EDDY__IO_EXISTS:
+        st = feed->ckpt.ops->exists(feed->ckpt.self, op->id, on_exists, r, &e);
+        break;
+    case EDDY__IO_POSITION:
+        st = eddy_rstore_model_position(feed->store, op->id, on_read, r, &e);
+        break;
+    case EDDY__IO_HEAD:
+        st = eddy_rstore_head(feed->store, on_read, r, &e);
+        break;
+    case EDDY__IO_PAGE:
+        st = eddy_rstore_read_page(feed->store, op->position, op->max, NULL, page_event, on_read, r,
+                                   &e);
+        break;
+    case EDDY__IO_SAVE:
+        st = feed->ckpt.ops->save(feed->ckpt.self, op->id, op->marker, on_done, r, &e);
+        break;
+    case EDDY__IO_REMOVE:
+        st = feed->ckpt.ops->remove(feed->ckpt.self, op->id, on_done, r, &e);
+        break;
+    case EDDY__IO_DELAY:
+        if (feed->closing) /* nothing would fire the timer: delete at once */
             break;
-        case EDDY__STEP_POSITION: /* the model's: the projection's ran as a user step */
-            st = eddy_rstore_model_position(feed->store, id, on_read, r, &e);
-            break;
-        case EDDY__STEP_READ_HEAD:
-            st = eddy_rstore_head(feed->store, on_read, r, &e);
-            break;
-        case EDDY__STEP_READ_PAGE:
-            /* No filter here: the core matches each stored event (eddy__feed_page_event). */
-            st = eddy_rstore_read_page(feed->store, step.position, step.max, NULL, page_event,
-                                       on_read, r, &e);
-            break;
-        case EDDY__STEP_APPLY: /* a model's: its write set commits alone */
-            if (commit_held(r, step.event, step.meta, &st, &e))
-                return;
-            report(r, st, 0, &e);
-            continue;
-        case EDDY__STEP_SAVE_MARKER:
-            st = feed->ckpt.ops->save(feed->ckpt.self, id, step.marker, on_step_done, r, &e);
-            break;
-        case EDDY__STEP_DELETE_MARKER: {
-            long long wait = step.not_before_ms - eddy__mono_ms();
-            if (step.not_before_ms && wait > 0 && !feed->closing) {
-                ev_timer_init(&r->delay, on_delay, (double)wait / 1000.0, 0.);
-                r->delay.data = r;
-                r->timing = true;
-                ev_timer_start(feed->loop, &r->delay);
-                return;
-            }
-            delete_marker(r);
-            return;
-        }
-        default: /* the user's steps ran above */
-            continue;
-        }
-        if (st == EDDY_OK)
-            return; /* its callback reports it and drives on */
-        report(r, st, 0, &e);
+        ev_timer_init(&r->delay, on_delay, (double)op->delay_ms / 1000.0, 0.);
+        r->delay.data = r;
+        r->timing = true;
+        ev_timer_start(feed->loop, &r->delay);
+        return;
+    case EDDY__IO_COMMIT:
+        st = eddy__rmodel_commit(feed->store, eddy__feed_model(feed->core), op->writes, op->page,
+                                 on_done, r, &e);
+        break;
     }
+    if (st != EDDY_OK || op->kind == EDDY__IO_DELAY)
+        eddy__feed_driver_done(d, st, 0, &e);
+}
+
+static void io_flush(void *ctx, eddy__feed_out *out) { flush(((rrun *)ctx)->feed, out); }
+
+static const eddy__feed_io rio = {io_start, io_flush, NULL};
+
+/* r drives run from the loop's next turn. */
+static void rrun_start(rrun *r, eddy__feed_run *run) {
+    r->run = run;
+    eddy__feed_driver_init(&r->drv, r->feed->core, run, &rio, r, &r->feed->calls);
+    post_resume(r->feed, r);
 }
 
 /* ---- the rstore's checkpoint storage ----------------------------------------------------- */
@@ -588,8 +513,7 @@ static void close_runs(eddy_rfeed *feed) {
             break;
         ev_timer_stop(feed->loop, &r->delay);
         r->timing = false;
-        report(r, EDDY_ERR_CLOSED, 0, &e);
-        drive(r);
+        driven(r, eddy__feed_driver_done(&r->drv, EDDY_ERR_CLOSED, 0, &e));
     }
 }
 
@@ -638,8 +562,7 @@ static eddy_status run_call(eddy_rfeed *feed, bool go_live, eddy_rfeed_done_fn d
         rrun_free(r);
         return st;
     }
-    r->run = run;
-    post_resume(feed, r);
+    rrun_start(r, run);
     return EDDY_OK;
 }
 
@@ -700,7 +623,7 @@ static void apply_live(eddy_rfeed *feed, eddy__feed_entry *entry, void *event,
         st = eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory");
     } else {
         if (c)
-            *c = (rcommit){NULL, feed, NULL, entry, q, done, user, c->w};
+            *c = (rcommit){NULL, feed, entry, q, done, user, c->w};
         bool commit;
         st = eddy__feed_apply(feed->core, event, meta, c ? &c->w : NULL, &commit, &feed->calls, &e);
         if (commit && (st = eddy__rmodel_commit(feed->store, eddy__feed_model(feed->core), &c->w,
