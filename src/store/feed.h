@@ -57,15 +57,10 @@
  * - an accept whose caller blocks its thread (waits) is refused instead of held when it comes
  *   from a callback: nothing could apply it while that thread waits.
  *
- * How the reactive front end plugs in (reactive/feed.c): it creates the core with
- * EDDY__FEED_REACTIVE; its waiters are small records holding the user's completion callback,
- * completed by eddy__feed_out_run on the loop; it drives runs on the loop: each step is a command
- * sent on its async connection (READ_PAGE with eddy__store_read_all_cmd/_page, markers with
- * eddy__ckpt_cmd, or a user's eddy_checkpoint_ops), the reply reported to the core and the next
- * step asked for in the reply callback, WAIT simply returning to the loop until complete() is
- * called for the run, not_before_ms an ev_timer; an apply that finishes later (the projection
- * returns EDDY_PENDING) is reported when it finishes. from_callback is a depth counter around
- * projection callbacks on the loop. Nothing here changes for it.
+ * Both front ends drive their runs with the run driver of feed_drive.h, which makes this loop
+ * once and leaves them only each step's I/O (sent at once on the blocking front end, on the loop
+ * with its reply told later on the reactive one) and their way of waiting. from_callback is the
+ * blocking front end's thread-local frames and the reactive one's depth counter.
  *
  * Thread: every function is safe from any thread (one lock); eddy__feed_run_next and the _done
  * calls of one run are made by whoever drives it, one at a time. */
