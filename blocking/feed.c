@@ -110,7 +110,7 @@ static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_
                          eddy_error *err);
 
 /* Runs what a core call answered, then a run it handed over (only a reactive core does). */
-static void flush(eddy_feed *feed, eddy__feed_out *out) {
+static void flush(void *feed, eddy__feed_out *out) {
     eddy__feed_out_run(out, complete, feed);
     eddy__feed_run *start = out->start;
     out->start = NULL;
@@ -200,20 +200,6 @@ static void note_cancel(void *ctx) {
         dc->noted = true;
         eddy__feed_run_cancel(dc->feed->core, dc->run);
     }
-}
-
-/* Applies one held or live event; with a model kept in Redis its write set commits alone. */
-static eddy_status apply_one(eddy_feed *feed, void *event, const eddy_event_meta *meta,
-                             eddy_error *err) {
-    const eddy__model *m = eddy__feed_model(feed->core);
-    eddy_writes w;
-    eddy__writes_init(&w, m);
-    bool commit;
-    eddy_status st = eddy__feed_apply(feed->core, event, meta, &w, &commit, NULL, err);
-    if (commit)
-        st = eddy__bmodel_commit(feed->store, m, &w, false, err);
-    eddy__writes_reset(&w);
-    return st;
 }
 
 static void sleep_ms(long long ms) {
@@ -389,50 +375,45 @@ void eddy_feed_stop_catch_up(eddy_feed *feed) {
 }
 
 /* Offers a live event to the core (w: its waiter, if it is held) and, when the core hands it
- * back for a direct apply, applies it now on this thread: the accept's status, or the apply's. */
-static eddy_status accept_now(eddy_feed *feed, const eddy_event_meta *meta, void *event, fwaiter *w,
-                              bool waits, bool defer, eddy__accept_kind *kind, eddy_error *err) {
-    eddy__feed_entry *entry;
-    eddy__feed_out out;
-    eddy__feed_out_init(&out);
+ * back for a direct apply, applies it now on this thread; *l holds the answer (ANSWER). */
+static eddy__live_state accept_now(eddy_feed *feed, const eddy_event_meta *meta, void *event,
+                                   fwaiter *w, bool waits, bool defer, eddy__feed_live *l) {
     eddy__accept_flags flags = {in_callback(feed), waits, defer};
-    eddy_status st = eddy__feed_accept(feed->core, meta, event, w, flags, kind, &entry, &out, err);
-    flush(feed, &out);
-    if (*kind != EDDY__ACCEPT_APPLY)
-        return st;
+    eddy__live_state s = eddy__feed_live_accept(l, feed->core, meta, event, w, flags, flush, feed);
+    if (s != EDDY__LIVE_APPLY)
+        return s;
+    const eddy__model *m = eddy__feed_model(feed->core);
     frame fr;
     frame_push(&fr, feed);
-    eddy_error aerr = {0};
-    st = apply_one(feed, event, meta, &aerr);
+    eddy_writes wr;
+    eddy__writes_init(&wr, m);
+    if (eddy__feed_live_apply(l, event, meta, &wr, NULL)) {
+        eddy_error e = {0};
+        eddy_status st = eddy__bmodel_commit(feed->store, m, &wr, false, &e);
+        eddy__feed_live_end(l, st, &e);
+    }
+    eddy__writes_reset(&wr);
     frame_pop(&fr);
-    eddy__feed_out_init(&out);
-    st = eddy__feed_live_done(feed->core, entry, st, &aerr, &out, err);
-    flush(feed, &out);
-    return st;
+    return EDDY__LIVE_ANSWER;
 }
 
 static eddy_status accept_wait(eddy_feed *feed, const eddy_event_meta *meta, void *event,
                                eddy_cancel *cancel, eddy_error *err) {
     enter(feed);
     fwaiter w = {0};
-    eddy__accept_kind kind;
-    eddy_status st = accept_now(feed, meta, event, &w, true, false, &kind, err);
-    switch (kind) {
-    case EDDY__ACCEPT_HELD:
-        if (wait_for(feed, &w, cancel)) {
-            if (eddy__feed_accept_cancel(feed->core, &w)) {
-                st = eddy__fail(err, EDDY_ERR_CANCELLED,
-                                "feed '%s': cancelled while the event was held; not applied",
-                                eddy__feed_id(feed->core));
-                break;
-            }
-            wait_for(feed, &w, NULL); /* being applied or answered: its outcome is coming */
-        }
+    eddy__feed_live l;
+    eddy_status st;
+    if (accept_now(feed, meta, event, &w, true, false, &l) != EDDY__LIVE_HELD) {
+        st = l.st; /* answered, or applied by accept_now */
+        copy_err(err, st, &l.err);
+    } else if (wait_for(feed, &w, cancel) && eddy__feed_accept_cancel(feed->core, &w)) {
+        st = eddy__fail(err, EDDY_ERR_CANCELLED,
+                        "feed '%s': cancelled while the event was held; not applied",
+                        eddy__feed_id(feed->core));
+    } else {
+        wait_for(feed, &w, NULL); /* being applied or answered: its outcome is coming */
         st = w.st;
         copy_err(err, st, &w.err);
-        break;
-    default: /* answered, or applied by accept_now */
-        break;
     }
     leave(feed);
     return st;
@@ -444,11 +425,10 @@ eddy_status eddy__bfeed_accept_or_defer(eddy_feed *feed, const eddy_event_meta *
         return EDDY_ERR_INVALID_ARGUMENT;
     enter(feed);
     fwaiter w = {0};
-    eddy_error err = {0};
-    eddy__accept_kind kind;
-    eddy_status st = accept_now(feed, meta, event, &w, false, true, &kind, &err);
+    eddy__feed_live l;
+    accept_now(feed, meta, event, &w, false, true, &l);
     leave(feed);
-    done(kind == EDDY__ACCEPT_DEFERRED ? EDDY_PENDING : st, st == EDDY_OK ? NULL : &err, user);
+    done(l.st, l.st == EDDY_OK ? NULL : &l.err, user);
     return EDDY_OK;
 }
 
@@ -478,23 +458,18 @@ eddy_status eddy_feed_offer(eddy_feed *feed, const eddy_event_meta *meta, void *
     if (!feed || !event || !done)
         return EDDY_ERR_INVALID_ARGUMENT;
     enter(feed);
-    eddy_error err = {0};
-    eddy_status st;
+    eddy__feed_live l = {.st = EDDY_ERR_NOMEM};
     fwaiter *w = calloc(1, sizeof(*w));
+    bool held = false;
     if (!w) {
-        st = eddy__fail(&err, EDDY_ERR_NOMEM, "out of memory");
-        call_done(feed, done, user, st, &err);
-        leave(feed);
-        return EDDY_OK;
+        eddy__fail(&l.err, EDDY_ERR_NOMEM, "out of memory");
+    } else {
+        *w = (fwaiter){.async = true, .fn = done, .user = user};
+        held = accept_now(feed, meta, event, w, false, false, &l) == EDDY__LIVE_HELD;
     }
-    w->async = true;
-    w->fn = done;
-    w->user = user;
-    eddy__accept_kind kind;
-    st = accept_now(feed, meta, event, w, false, false, &kind, &err);
-    if (kind != EDDY__ACCEPT_HELD) {
+    if (!held) {
         free(w); /* answered here: the core will not complete it */
-        call_done(feed, done, user, st, &err);
+        call_done(feed, done, user, l.st, &l.err);
     }
     leave(feed);
     return EDDY_OK;

@@ -247,7 +247,8 @@ static void rrun_free(rrun *r) {
         free(r);
 }
 
-static void flush(eddy_rfeed *feed, eddy__feed_out *out) {
+static void flush(void *ctx, eddy__feed_out *out) {
+    eddy_rfeed *feed = ctx;
     eddy__feed_out_run(out, complete, feed);
     eddy__feed_run *start = out->start;
     out->start = NULL;
@@ -287,12 +288,12 @@ static void poll_deferred(eddy_rfeed *feed) {
 static void depth_in(void *ctx) { ((eddy_rfeed *)ctx)->depth++; }
 static void depth_out(void *ctx) { ((eddy_rfeed *)ctx)->depth--; }
 
-/* A held or live event's commit in flight (a model kept in Redis). */
+/* A live event's commit in flight (a model kept in Redis). */
 typedef struct rcommit {
     struct rcommit *next; /* the feed's live commits in flight */
     eddy_rfeed *feed;
-    eddy__feed_entry *entry; /* the live accept's */
-    qitem *q;                /* ... and its completion (NULL once answered by a free) */
+    eddy__feed_live l; /* the live accept's */
+    qitem *q;          /* ... and its completion (NULL once answered by a free) */
     eddy_rfeed_done_fn done;
     void *user;
     eddy_writes w;
@@ -594,13 +595,9 @@ void eddy_rfeed_stop_catch_up(eddy_rfeed *feed) {
 static void on_live_committed(eddy_status st, const eddy_error *err, void *user) {
     rcommit *c = user;
     eddy_rfeed *feed = c->feed;
-    eddy__feed_out out;
-    eddy__feed_out_init(&out);
-    eddy_error e = {0};
-    st = eddy__feed_live_done(feed->core, c->entry, st, err, &out, &e);
-    flush(feed, &out);
+    eddy__feed_live_end(&c->l, st, err);
     if (c->q)
-        post_done(feed, c->q, c->done, c->user, st, &e);
+        post_done(feed, c->q, c->done, c->user, c->l.st, &c->l.err);
     for (rcommit **pp = &feed->commits; *pp; pp = &(*pp)->next)
         if (*pp == c) {
             *pp = c->next;
@@ -614,44 +611,36 @@ static void on_live_committed(eddy_status st, const eddy_error *err, void *user)
 
 /* Applies a live event and answers its accept; with a model kept in Redis its write set commits
  * alone and on_live_committed answers, or this does when the commit cannot be sent. */
-static void apply_live(eddy_rfeed *feed, eddy__feed_entry *entry, void *event,
+static void apply_live(eddy_rfeed *feed, eddy__feed_live *l, void *event,
                        const eddy_event_meta *meta, qitem *q, eddy_rfeed_done_fn done, void *user) {
     eddy_error e = {0};
-    eddy_status st;
     rcommit *c = NULL;
     if (eddy__feed_model(feed->core) && !(c = rcommit_new(feed))) {
-        st = eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory");
-    } else {
-        if (c)
-            *c = (rcommit){NULL, feed, entry, q, done, user, c->w};
-        bool commit;
-        st = eddy__feed_apply(feed->core, event, meta, c ? &c->w : NULL, &commit, &feed->calls, &e);
-        if (commit && (st = eddy__rmodel_commit(feed->store, eddy__feed_model(feed->core), &c->w,
-                                                false, on_live_committed, c, &e)) == EDDY_OK) {
-            c->next = feed->commits;
+        eddy__feed_live_end(l, eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory"), &e);
+    } else if (eddy__feed_live_apply(l, event, meta, c ? &c->w : NULL, &feed->calls)) {
+        *c = (rcommit){feed->commits, feed, *l, q, done, user, c->w};
+        eddy_status st = eddy__rmodel_commit(feed->store, eddy__feed_model(feed->core), &c->w,
+                                             false, on_live_committed, c, &e);
+        if (st == EDDY_OK) {
             feed->commits = c;
             return;
         }
-        if (c)
-            rcommit_free(c);
+        eddy__feed_live_end(l, st, &e);
     }
-    eddy__feed_out out;
-    eddy__feed_out_init(&out);
-    eddy_error ferr = {0};
-    st = eddy__feed_live_done(feed->core, entry, st, &e, &out, &ferr);
-    flush(feed, &out);
-    post_done(feed, q, done, user, st, &ferr);
+    if (c)
+        rcommit_free(c);
+    post_done(feed, q, done, user, l->st, &l->err);
 }
 
 static eddy_status rf_accept(eddy_rfeed *feed, const eddy_event_meta *meta, void *event, bool defer,
                              eddy_rfeed_done_fn done, void *user) {
     if (!feed || !event || !done)
         return EDDY_ERR_INVALID_ARGUMENT;
-    eddy_error err = {0};
     qitem *q = calloc(1, sizeof(*q)); /* the completion's: queueing it later cannot fail */
     if (!q)
         return EDDY_ERR_NOMEM;
     if (feed->closing) {
+        eddy_error err;
         eddy__fail(&err, EDDY_ERR_CLOSED, "feed '%s' is freed", eddy__feed_id(feed->core));
         post_done(feed, q, done, user, EDDY_ERR_CLOSED, &err);
         return EDDY_OK;
@@ -661,29 +650,21 @@ static eddy_status rf_accept(eddy_rfeed *feed, const eddy_event_meta *meta, void
         free(q);
         return EDDY_ERR_NOMEM;
     }
-    a->q = q;
-    a->kind = W_ACCEPT;
-    a->done = done;
-    a->user = user;
-    eddy__accept_kind kind;
-    eddy__feed_entry *entry = NULL;
-    eddy__feed_out out;
-    eddy__feed_out_init(&out);
+    *a = (racc){W_ACCEPT, done, user, q};
+    eddy__feed_live l;
     eddy__accept_flags flags = {feed->depth > 0, false, defer};
-    eddy_status st =
-        eddy__feed_accept(feed->core, meta, event, a, flags, &kind, &entry, &out, &err);
-    flush(feed, &out);
-    if (kind != EDDY__ACCEPT_HELD) {
-        free(a); /* answered here: the core will not complete it */
-        if (kind == EDDY__ACCEPT_APPLY) {
-            apply_live(feed, entry, event, meta, q, done, user);
-            goto out; /* answered there, or by on_live_committed */
-        } else if (kind == EDDY__ACCEPT_DEFERRED) {
-            st = EDDY_PENDING; /* eddy__rfeed_accept_or_defer's "deferred" */
-        }
-        post_done(feed, q, done, user, st, &err);
+    switch (eddy__feed_live_accept(&l, feed->core, meta, event, a, flags, flush, feed)) {
+    case EDDY__LIVE_HELD:
+        break;
+    case EDDY__LIVE_APPLY:
+        free(a); /* answered by apply_live or on_live_committed: the core will not complete it */
+        apply_live(feed, &l, event, meta, q, done, user);
+        break;
+    default:
+        free(a); /* answered here (EDDY_PENDING: eddy__rfeed_accept_or_defer's "deferred") */
+        post_done(feed, q, done, user, l.st, &l.err);
+        break;
     }
-out:
     if (feed->depth == 0)
         poll_deferred(feed);
     return EDDY_OK;

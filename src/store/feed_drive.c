@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The run driver (feed_drive.h): the one loop both front ends drive a feed's run with.
+/* The run driver (feed_drive.h): the one loop both front ends drive a feed's run with; and the
+ * steps of a live event's accept and direct apply, which both front ends take alike.
  *
  * Invariants:
  * - At most one operation is in flight (phase != PH_NONE); the loop asks for no step until its
@@ -175,4 +176,48 @@ eddy_status eddy__feed_driver_page_event(const eddy_event *ev, const eddy_event_
                                          void *user) {
     eddy__feed_driver *d = user;
     return eddy__feed_page_apply(d->f, d->run, ev, meta, d->calls);
+}
+
+/* ---- a live event ---------------------------------------------------------------------- */
+
+eddy__live_state eddy__feed_live_accept(eddy__feed_live *l, eddy__feed *f,
+                                        const eddy_event_meta *meta, void *event, void *waiter,
+                                        eddy__accept_flags flags, eddy__feed_flush_fn flush_out,
+                                        void *ctx) {
+    *l = (eddy__feed_live){.f = f, .flush = flush_out, .ctx = ctx};
+    eddy__accept_kind kind;
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    l->st = eddy__feed_accept(f, meta, event, waiter, flags, &kind, &l->entry, &out, &l->err);
+    flush_out(ctx, &out);
+    switch (kind) {
+    case EDDY__ACCEPT_HELD:
+        return EDDY__LIVE_HELD;
+    case EDDY__ACCEPT_APPLY:
+        return EDDY__LIVE_APPLY;
+    case EDDY__ACCEPT_DEFERRED:
+        l->st = EDDY_PENDING;
+        return EDDY__LIVE_ANSWER;
+    default:
+        return EDDY__LIVE_ANSWER;
+    }
+}
+
+bool eddy__feed_live_apply(eddy__feed_live *l, void *event, const eddy_event_meta *meta,
+                           eddy_writes *w, const eddy__feed_calls *calls) {
+    bool commit;
+    eddy_error e = {0};
+    eddy_status st = eddy__feed_apply(l->f, event, meta, w, &commit, calls, &e);
+    if (commit)
+        return true;
+    eddy__feed_live_end(l, st, &e);
+    return false;
+}
+
+void eddy__feed_live_end(eddy__feed_live *l, eddy_status st, const eddy_error *err) {
+    eddy__feed_out out;
+    eddy__feed_out_init(&out);
+    l->st = eddy__feed_live_done(l->f, l->entry, st, err, &out, &l->err);
+    l->entry = NULL;
+    l->flush(l->ctx, &out);
 }

@@ -92,4 +92,42 @@ eddy__drive_state eddy__feed_driver_done(eddy__feed_driver *d, eddy_status st, l
 eddy_status eddy__feed_driver_page_event(const eddy_event *ev, const eddy_event_meta *meta,
                                          void *user);
 
+/* ---- a live event ------------------------------------------------------------------------
+ *
+ * What both front ends do with a live event (accept, offer, accept-or-defer) once the core
+ * answered eddy__feed_accept: answer it now (a deferred event's answer is EDDY_PENDING), leave
+ * it held, or apply it now and answer with the core's word on the apply (eddy__feed_live_done),
+ * a model's write set committed alone in between. The front end keeps the commit's I/O and how
+ * its caller is answered. */
+
+typedef enum eddy__live_state {
+    EDDY__LIVE_ANSWER, /* answer l->st now, with l->err when it is an error */
+    EDDY__LIVE_HELD,   /* the waiter is completed later, through an out list */
+    EDDY__LIVE_APPLY   /* apply it now: eddy__feed_live_apply */
+} eddy__live_state;
+
+typedef void (*eddy__feed_flush_fn)(void *ctx, eddy__feed_out *out);
+
+typedef struct eddy__feed_live {
+    eddy__feed *f;
+    eddy__feed_entry *entry; /* APPLY: the event being applied */
+    eddy__feed_flush_fn flush;
+    void *ctx;
+    eddy_status st; /* the answer (EDDY_PENDING: deferred, not taken) */
+    eddy_error err;
+} eddy__feed_live;
+
+/* eddy__feed_accept, its out list run through flush_out(ctx, out) (also for what follows). */
+eddy__live_state eddy__feed_live_accept(eddy__feed_live *l, eddy__feed *f,
+                                        const eddy_event_meta *meta, void *event, void *waiter,
+                                        eddy__accept_flags flags, eddy__feed_flush_fn flush_out,
+                                        void *ctx);
+/* Applies an APPLY through calls; w is the caller's write set, initialised for the model (NULL
+ * without one). True: commit w alone (page false), then eddy__feed_live_end with its outcome;
+ * false: answered (l->st). */
+bool eddy__feed_live_apply(eddy__feed_live *l, void *event, const eddy_event_meta *meta,
+                           eddy_writes *w, const eddy__feed_calls *calls);
+/* Ends an APPLY with st (the commit's outcome, or a failure before it): answered (l->st). */
+void eddy__feed_live_end(eddy__feed_live *l, eddy_status st, const eddy_error *err);
+
 #endif

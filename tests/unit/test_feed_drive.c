@@ -4,7 +4,9 @@
  * does) or later (as the reactive one does). Checks that an answer given inside the operation's
  * start never nests a second loop, that a later answer drives on, that a model's page batch and
  * a held event's write set are committed before their step is reported, and that a retry delay
- * cut short reports the marker deletion's failure without touching the marker. */
+ * cut short reports the marker deletion's failure without touching the marker; and that a live
+ * event is answered now (EDDY_PENDING when deferred), held, or applied and answered with the
+ * apply's or its commit's outcome. */
 #include <criterion/criterion.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -307,4 +309,64 @@ Test(feed_drive, each_retry_of_the_marker_deletion_waits_its_delay_first) {
 
 Test(feed_drive, a_delay_cut_short_fails_the_deletion_without_touching_the_marker) {
     cr_assert_str_eq(fail_and_delete(EDDY_ERR_CLOSED), "dwww");
+}
+
+/* ---- a live event ---------------------------------------------------------------------- */
+
+static eddy__live_state live(eddy__feed_live *l, tevent *ev, eddy_event_meta *meta, bool defer) {
+    static int waiter;
+    eddy__accept_flags fl = {false, false, defer};
+    return eddy__feed_live_accept(l, H.f, meta, ev, &waiter, fl, io_flush, NULL);
+}
+
+static void go_live(void) {
+    eddy__feed_run *run = NULL;
+    static int waiter;
+    cr_assert_eq(eddy__feed_go_live(H.f, &waiter, false, &run, NULL), EDDY_OK);
+    if (run)
+        cr_assert_eq(drive(run, NULL), EDDY_OK);
+}
+
+Test(feed_drive, a_deferred_live_event_is_answered_pending_and_a_held_one_waits) {
+    h_new(EDDY__FEED_BLOCKING, false, false, 0);
+    tevent ev = {"l1"};
+    eddy__feed_live l;
+    cr_assert_eq(live(&l, &ev, NULL, true), EDDY__LIVE_ANSWER);
+    cr_assert_eq(l.st, EDDY_PENDING, "not taken: the feed is not live");
+    cr_assert_eq(live(&l, &ev, NULL, false), EDDY__LIVE_HELD, "held until the feed is live");
+}
+
+Test(feed_drive, a_live_event_is_applied_through_the_projection_and_answered) {
+    h_new(EDDY__FEED_BLOCKING, false, false, 0);
+    go_live();
+    tevent ev = {"l1"};
+    eddy__feed_live l;
+    cr_assert_eq(live(&l, &ev, NULL, false), EDDY__LIVE_APPLY);
+    cr_assert_not(eddy__feed_live_apply(&l, &ev, NULL, NULL, NULL), "nothing to commit");
+    cr_assert_eq(l.st, EDDY_OK);
+    cr_assert_str_eq(H.applied, "l1 ");
+    cr_assert_eq(live(&l, &ev, NULL, false), EDDY__LIVE_ANSWER, "a duplicate is answered");
+    cr_assert_eq(l.st, EDDY_OK);
+    H.fail_id = "l2";
+    tevent ev2 = {"l2"};
+    cr_assert_eq(live(&l, &ev2, NULL, false), EDDY__LIVE_APPLY);
+    cr_assert_not(eddy__feed_live_apply(&l, &ev2, NULL, NULL, NULL));
+    cr_assert_eq(l.st, EDDY_ERR_HANDLER_FAILED);
+}
+
+Test(feed_drive, with_a_model_a_live_event_is_answered_with_its_commits_outcome) {
+    h_new(EDDY__FEED_REACTIVE, true, false, 0);
+    go_live();
+    tevent ev = {"l1"};
+    eddy_event_meta meta = {"s1", 1, 1};
+    eddy__feed_live l;
+    eddy_writes w;
+    eddy__writes_init(&w, eddy__feed_model(H.f));
+    cr_assert_eq(live(&l, &ev, &meta, false), EDDY__LIVE_APPLY);
+    cr_assert(eddy__feed_live_apply(&l, &ev, &meta, &w, NULL), "its write set commits alone");
+    cr_assert_eq(w.events, 1);
+    eddy_error e;
+    eddy__feed_live_end(&l, eddy__fail(&e, EDDY_ERR_TIMEOUT, "lost"), &e);
+    cr_assert_eq(l.st, EDDY_ERR_TIMEOUT, "the commit's outcome is the answer");
+    eddy__writes_reset(&w);
 }
