@@ -109,17 +109,9 @@ static void complete(void *waiter, eddy_status st, const eddy_error *err, void *
 static eddy_status drive(eddy_feed *feed, eddy__feed_run *run, fwaiter *w, eddy_cancel *cancel,
                          eddy_error *err);
 
-/* Runs what a core call answered, then a run it handed over (only a reactive core does). */
-static void flush(void *feed, eddy__feed_out *out) {
-    eddy__feed_out_run(out, complete, feed);
-    eddy__feed_run *start = out->start;
-    out->start = NULL;
-    if (start) {
-        fwaiter w = {0};
-        eddy__feed_run_attach(start, &w);
-        drive(feed, start, &w, NULL, NULL);
-    }
-}
+/* Runs what a core call answered. A blocking core never hands a run over in out.start (only a
+ * reactive failure does; the requests callbacks make are polled by run_deferred). */
+static void flush(void *feed, eddy__feed_out *out) { eddy__feed_out_run(out, complete, feed); }
 
 static void sync_reset(eddy_feed *feed, fwaiter *w) {
     pthread_mutex_lock(&feed->wlock);

@@ -48,8 +48,7 @@ typedef struct qitem {
 struct rrun {
     wkind kind; /* W_RUN: first, so a waiter's kind can be read through either record */
     eddy_rfeed *feed;
-    eddy__feed_run *run;
-    eddy__feed_driver drv;   /* drives run */
+    eddy__feed_driver drv;   /* drives the core's run */
     eddy_rfeed_done_fn done; /* NULL: nobody waits (or completed already by free) */
     void *user;
     ev_timer delay;
@@ -423,7 +422,6 @@ static const eddy__feed_io rio = {io_start, io_flush, NULL};
 
 /* r drives run from the loop's next turn. */
 static void rrun_start(rrun *r, eddy__feed_run *run) {
-    r->run = run;
     eddy__feed_driver_init(&r->drv, r->feed->core, run, &rio, r, &r->feed->calls);
     post_resume(r->feed, r);
 }
