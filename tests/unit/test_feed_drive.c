@@ -13,11 +13,8 @@
 #include <string.h>
 
 #include "error.h"
+#include "feed_events.h"
 #include "store/feed_drive.h"
-
-typedef struct tevent {
-    char id[16];
-} tevent;
 
 static struct {
     eddy__feed *f;
@@ -40,26 +37,6 @@ static struct {
     eddy_status waiter_st;
 } H;
 
-static eddy_status t_decode(const eddy_event *ev, const eddy_event_meta *meta, void **out,
-                            eddy_error *err, void *user) {
-    (void)meta, (void)err, (void)user;
-    tevent *t = calloc(1, sizeof(*t));
-    cr_assert(t);
-    snprintf(t->id, sizeof(t->id), "%s", eddy_event_id(ev));
-    *out = t;
-    return EDDY_OK;
-}
-
-static void t_free(void *event, void *user) {
-    (void)user;
-    free(event);
-}
-
-static const char *t_id(const void *event, void *user) {
-    (void)user;
-    return ((const tevent *)event)->id;
-}
-
 static eddy_status p_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *u) {
     (void)meta, (void)u;
     const char *id = ((tevent *)event)->id;
@@ -81,28 +58,15 @@ static eddy_status m_writes(void *event, const eddy_event_meta *meta, eddy_write
 static void h_new(eddy__feed_mode mode, bool model, bool marker, int n) {
     memset(&H, 0, sizeof(H));
     eddy_feed_config cfg;
-    eddy_feed_config_init(&cfg);
-    cfg.id = "orders";
+    t_config(&cfg);
     if (model)
         cfg.writes = m_writes;
     else
         cfg.projection.apply = p_apply;
-    cfg.decode = t_decode;
-    cfg.free_event = t_free;
-    cfg.event_id = t_id;
-    cfg.page_size = 2;
     eddy_error err;
     cr_assert_eq(eddy__feed_new(&cfg, mode, marker, &H.f, &err), EDDY_OK, "%s", err.detail);
     cr_assert_eq(eddy__feed_model_new(H.f, "ns", &err), EDDY_OK);
-    for (int i = 0; i < n; i++) {
-        eddy_event *ev = eddy_event_new();
-        char id[16];
-        snprintf(id, sizeof(id), "e%d", i + 1);
-        eddy_event_set_id(ev, id);
-        eddy_event_set_source(ev, "/t");
-        eddy_event_set_type(ev, "order.placed");
-        H.ev[H.n++] = ev;
-    }
+    H.n = t_events(H.ev, n);
 }
 
 static void fini(void) {

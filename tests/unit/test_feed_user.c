@@ -11,12 +11,9 @@
 #include <string.h>
 
 #include "error.h"
+#include "feed_events.h"
 #include "store/feed.h"
 #include "store/model.h"
-
-typedef struct tevent {
-    char id[16];
-} tevent;
 
 static struct {
     eddy__feed *f;
@@ -36,26 +33,6 @@ static struct {
     eddy_status commit_st;
     bool read_fails; /* the page's read fails once its events were handed over */
 } H;
-
-static eddy_status t_decode(const eddy_event *ev, const eddy_event_meta *meta, void **out,
-                            eddy_error *err, void *user) {
-    (void)meta, (void)err, (void)user;
-    tevent *t = calloc(1, sizeof(*t));
-    cr_assert(t);
-    snprintf(t->id, sizeof(t->id), "%s", eddy_event_id(ev));
-    *out = t;
-    return EDDY_OK;
-}
-
-static void t_free(void *event, void *user) {
-    (void)user;
-    free(event);
-}
-
-static const char *t_id(const void *event, void *user) {
-    (void)user;
-    return ((const tevent *)event)->id;
-}
 
 static void inside(void) {
     if (H.depth == 0)
@@ -134,8 +111,7 @@ static const eddy__feed_calls calls = {enter, leave, check, NULL};
 static void h_new(eddy__feed_mode mode, bool model, bool position, int n) {
     memset(&H, 0, sizeof(H));
     eddy_feed_config cfg;
-    eddy_feed_config_init(&cfg);
-    cfg.id = "orders";
+    t_config(&cfg);
     if (model) {
         cfg.writes = m_writes;
     } else {
@@ -145,23 +121,11 @@ static void h_new(eddy__feed_mode mode, bool model, bool position, int n) {
     cfg.projection.replay_started = p_started;
     cfg.projection.replay_completed = p_completed;
     cfg.projection.replay_abandoned = p_abandoned;
-    cfg.decode = t_decode;
-    cfg.free_event = t_free;
-    cfg.event_id = t_id;
-    cfg.page_size = 2;
     eddy_error err;
     cr_assert_eq(eddy__feed_new(&cfg, mode, false, &H.f, &err), EDDY_OK, "%s", err.detail);
     cr_assert_eq(eddy__feed_model_new(H.f, "ns", &err), EDDY_OK);
     cr_assert_eq(eddy__feed_model(H.f) != NULL, model);
-    for (int i = 0; i < n; i++) {
-        eddy_event *ev = eddy_event_new();
-        char id[16];
-        snprintf(id, sizeof(id), "e%d", i + 1);
-        eddy_event_set_id(ev, id);
-        eddy_event_set_source(ev, "/t");
-        eddy_event_set_type(ev, "order.placed");
-        H.ev[H.n++] = ev;
-    }
+    H.n = t_events(H.ev, n);
 }
 
 static void fini(void) {
@@ -403,8 +367,7 @@ Test(feed_user, the_state_calls_answer_for_a_null_feed_and_a_live_one) {
 
 Test(feed_user, open_checks_the_checkpoint_storage_then_makes_the_core_and_its_model) {
     eddy_feed_config cfg;
-    eddy_feed_config_init(&cfg);
-    cfg.id = "orders";
+    t_config(&cfg);
     cfg.writes = m_writes;
     cfg.decode = t_decode;
     cfg.free_event = t_free;
