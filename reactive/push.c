@@ -405,13 +405,13 @@ static void caught_up(eddy_status st, const eddy_error *err, void *user) {
     rsrc *b = user;
     eddy_rpush_sources *ps = b->ps;
     if (!ps->closing) {
-        eddy_push_progress p;
-        eddy__push_caught_up(&ps->set, b->src, st, err, &p);
+        eddy_error e = {EDDY_OK, ""};
+        st = eddy__push_start_ended(&ps->set, b->src, st, err, &e);
         if (!eddy__push_any_catching_up(&ps->set))
             ev_timer_stop(ps->loop, &ps->progress);
         rreq *r = b->req;
         b->req = NULL;
-        rreq_part(r, p.state == EDDY_PUSH_FAILED ? p.failure.status : EDDY_OK, &p.failure);
+        rreq_part(r, st, &e);
     }
     landed(ps);
 }

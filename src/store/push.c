@@ -761,7 +761,7 @@ eddy_status eddy__push_start_ended(eddy__push_set *s, eddy__push_source *src, ed
     eddy_push_progress p;
     eddy__push_caught_up(s, src, st, e, &p);
     if (st != EDDY_OK)
-        return eddy__fail(err, st, "push source '%s': %s", src->id, e->detail);
+        return eddy__fail(err, st, "push source '%s': %s", src->id, e ? e->detail : "");
     if (p.state == EDDY_PUSH_FAILED)
         return eddy__fail(err, p.failure.status, "push source '%s': %s", src->id, p.failure.detail);
     return EDDY_OK;

@@ -691,6 +691,39 @@ PTEST(background_start_reports_progress_and_failure) {
     teardown(&c);
 }
 
+/* A foreground start answers with its catch-up's outcome, the same on both front ends: the
+ * catch-up's own status, named by the source ("push source '<id>': " and the reason), and
+ * EDDY_OK for one that went live. */
+PTEST(foreground_start_returns_the_catch_up_outcome) {
+    ctx c;
+    setup(&c, p, "push-fg");
+    for (int i = 0; i < 10; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "e%d", i);
+        append(&c, id, "order.placed", NULL);
+    }
+    start_bus(&c);
+    tdomain *fg = new_feed(&c, NULL);
+    tdomain *fb = new_feed(&c, NULL);
+    strcpy(c.v[1].fail_id, "e5");
+    new_sources(&c, EDDY_PUSH_AUTOMATIC, EDDY_PUSH_FOREGROUND);
+    tpush_spec good = spec_of("good", fg, &c.v[0], "good.events", "good-view");
+    tpush_spec bad = spec_of("bad", fb, &c.v[1], "bad.events", "bad-view");
+    add(&c, &good);
+    cr_expect_eq(status_of(&c, "good").state, EDDY_PUSH_LIVE, "live once the add returned");
+    cr_expect_eq(view_count(&c.v[0]), 10);
+    eddy_error err = {0};
+    eddy_status st = pd->add(c.env, &bad, &err);
+    cr_expect_eq(st, EDDY_ERR_HANDLER_FAILED, "%s: %s", eddy_status_name(st), err.detail);
+    cr_expect_eq(err.status, st);
+    cr_expect(strncmp(err.detail, "push source 'bad': ", 19) == 0, "%s", err.detail);
+    cr_expect(strstr(err.detail, "the view rejects e5") != NULL, "%s", err.detail);
+    eddy_push_progress pr = status_of(&c, "bad");
+    cr_expect_eq(pr.state, EDDY_PUSH_FAILED);
+    cr_expect_eq(pr.failure.status, st, "the source's failure is the one returned");
+    teardown(&c);
+}
+
 /* ---- (d) the model --------------------------------------------------------------------- */
 
 static eddy_route answer_of(tmodel *m, const char *id, const char *type, eddy_status want,
