@@ -126,14 +126,11 @@ static bool round_failed(bsub *bs, eddy_status st, const eddy_error *lost,
                          eddy__delivery_list *out) {
     if (st != EDDY_ERR_IO && st != EDDY_ERR_CLOSED && st != EDDY_ERR_PROTOCOL)
         return false;
-    for (size_t i = 0; i < out->n; i++)
-        eddy__consumer_drop(bs->consumer, out->v[i]);
-    out->n = 0;
     if (st != EDDY_ERR_CLOSED) /* (the bus's tracker logged a lost connection's state) */
         eddy__log(&bs->bus->s.log, lost ? EDDY_LOG_DEBUG : EDDY_LOG_WARN,
                   "subscription '%s': %s; reconnecting", bs->sub->name,
                   lost ? lost->detail : "a reply of an unexpected shape");
-    eddy__consumer_reset(bs->consumer);
+    eddy__consumer_lost(bs->consumer, out);
     return true;
 }
 
@@ -177,9 +174,7 @@ static void dispatch(bsub *bs, eddy__delivery_list *out) {
         eddy__log(&bs->bus->s.log, EDDY_LOG_WARN,
                   "subscription '%s': out of memory; %zu deliveries dropped", bs->sub->name,
                   out->n);
-        for (size_t i = 0; i < out->n; i++)
-            eddy__consumer_drop(bs->consumer, out->v[i]);
-        out->n = 0;
+        eddy__consumer_drop_all(bs->consumer, out);
         return;
     }
     bround_job *jobs = r->jobs;
@@ -223,7 +218,7 @@ static void note_refused(bsub *bs, const eddy_error *err) {
 static void after_feed(bsub *bs, eddy__delivery_list *out) {
     if (eddy__consumer_found_subjects(bs->consumer))
         wake_others(bs);
-    if (!bs->ready && eddy__consumer_ready(bs->consumer)) {
+    if (eddy__consumer_became_ready(bs->consumer)) {
         pthread_mutex_lock(&bs->lock);
         bs->ready = true;
         pthread_cond_broadcast(&bs->settled);
@@ -236,10 +231,9 @@ static void after_feed(bsub *bs, eddy__delivery_list *out) {
  * have dropped the connection in the middle of a read: one attempt at a new one. */
 static void flush_settled(bsub *bs, eddy__delivery_list *out) {
     wait_settled(bs);
-    eddy__plan_reset(&bs->plan);
     eddy_error err;
-    if (eddy__consumer_plan_flush(bs->consumer, eddy__mono_ms(), &bs->plan) == EDDY_OK &&
-        bs->plan.cmds.n > 0 && eddy__bconn_connect(&bs->conn, &err) == EDDY_OK)
+    if (eddy__consumer_next(bs->consumer, eddy__mono_ms(), true, &bs->plan) < 0 &&
+        eddy__bconn_connect(&bs->conn, &err) == EDDY_OK)
         round_trip(bs, &bs->plan, out);
     eddy__plan_reset(&bs->plan);
 }
@@ -266,25 +260,21 @@ static void *reader(void *arg) {
         if (bs->handed) {
             bs->handed = false; /* the read thread planned it (and cleared the wake flags) */
         } else {
-            eddy__plan_reset(plan);
             eddy__bconn_wake_clear(&bs->conn); /* the plan sees every pause and resume so far */
-            if (eddy__consumer_plan(bs->consumer, eddy__mono_ms(), plan) != EDDY_OK) {
-                eddy__bconn_sleep(&bs->conn, EDDY__NOMEM_RETRY_MS); /* nothing was sent */
-                continue;
-            }
+            long long wait = eddy__consumer_next(bs->consumer, eddy__mono_ms(), false, plan);
             if (bs->share) /* a hot stream that went quiet watches again */
                 eddy__bshare_watched(bs->share, eddy__consumer_wakeup_replan(bs->consumer));
-            if (plan->cmds.n == 0 && bs->share && !eddy__consumer_hot(bs->consumer)) {
+            if (wait >= 0 && bs->share && !eddy__consumer_hot(bs->consumer)) {
                 /* Idle and quiet: back to the shared reads, without this thread or connection. */
                 eddy__bconn_close(&bs->conn);
-                if (eddy__bshare_give_back(bs->share, bs, eddy__mono_ms() + plan->idle_ms)) {
+                if (eddy__bshare_give_back(bs->share, bs, eddy__mono_ms() + wait)) {
                     eddy__delivery_list_free(&out);
                     return NULL;
                 }
                 continue; /* it is leaving: stopping is set */
             }
-            if (plan->cmds.n == 0) {
-                eddy__bconn_sleep(&bs->conn, plan->idle_ms);
+            if (wait >= 0) {
+                eddy__bconn_sleep(&bs->conn, wait);
                 continue;
             }
         }
@@ -340,16 +330,13 @@ void eddy__bsub_round_shared(bshare *s, bconn *conn, bsub **v, size_t n) {
     bool cut = false;
     for (size_t i = 0; i < n; i++) {
         bsub *bs = v[i];
-        bs->next_at = now; /* by default, plan again at once (say, after a round) */
-        eddy__plan_reset(&bs->plan);
+        bs->next_at = now;                 /* by default, plan again at once (say, after a round) */
         eddy__bconn_wake_clear(&bs->conn); /* the plan sees every pause and resume so far */
-        if (!lists || !sent || eddy__consumer_plan(bs->consumer, now, &bs->plan) != EDDY_OK) {
-            bs->next_at = now + EDDY__NOMEM_RETRY_MS; /* out of memory: nothing was sent */
-            continue;
-        }
+        long long wait = !lists || !sent ? EDDY__NOMEM_RETRY_MS
+                                         : eddy__consumer_next(bs->consumer, now, false, &bs->plan);
         cut |= eddy__consumer_wakeup_replan(bs->consumer);
-        if (bs->plan.cmds.n == 0)
-            bs->next_at = now + bs->plan.idle_ms;
+        if (wait >= 0)
+            bs->next_at = now + wait;
         else if (bs->plan.block_ms >= 0)
             go_own(s, bs, now);
         else

@@ -39,13 +39,6 @@ static void act_step(void *owner);
 
 /* ---- bookkeeping ------------------------------------------------------------------------- */
 
-/* Deliveries the consumer produced that no handler will see. */
-static void abandon_out(ract *act) {
-    for (size_t i = 0; i < act->out.n; i++)
-        eddy__consumer_drop(act->consumer, act->out.v[i]);
-    act->out.n = 0;
-}
-
 /* Slots come from a short list of spare ones: no allocation per delivery once it runs. */
 #define SPARE_SLOTS_MAX 256
 
@@ -90,7 +83,7 @@ static void act_kill(ract *act) {
     eddy__rround_kill(&act->r);
     if (act->rs->act == act)
         act->rs->act = NULL;
-    abandon_out(act);
+    eddy__consumer_drop_all(act->consumer, &act->out);
 }
 
 /* ---- the connection ------------------------------------------------------------------ */
@@ -101,7 +94,7 @@ static void act_kill(ract *act) {
  * reconnects right after (act_step). */
 static bool act_lost(void *owner) {
     ract *act = owner;
-    eddy__consumer_reset(act->consumer);
+    eddy__consumer_lost(act->consumer, &act->out);
     if (!act->stopping)
         return true;
     if (act->unsettled == 0)
@@ -123,15 +116,12 @@ static void act_send(ract *act) {
 /* Stopping: send what was settled, then die once nothing is pending. */
 static void act_step_stopping(ract *act) {
     rround *r = &act->r;
-    if (eddy__rround_up(r)) {
-        eddy__plan_reset(&r->plan);
-        if (eddy__consumer_plan_flush(act->consumer, eddy__mono_ms(), &r->plan) == EDDY_OK &&
-            r->plan.cmds.n > 0) {
-            act_send(act);
-            if (r->state == R_ROUND) /* on the wire before stop returns */
-                eddy__rround_drain(r);
-            return;
-        }
+    if (eddy__rround_up(r) &&
+        eddy__consumer_next(act->consumer, eddy__mono_ms(), true, &r->plan) < 0) {
+        act_send(act);
+        if (r->state == R_ROUND) /* on the wire before stop returns */
+            eddy__rround_drain(r);
+        return;
     }
     if (act->unsettled > 0) {
         r->state = R_HELD;
@@ -155,18 +145,13 @@ static void act_step(void *owner) {
         eddy__rround_connect(r);
         return;
     }
-    eddy__plan_reset(&r->plan);
-    if (eddy__consumer_plan(act->consumer, eddy__mono_ms(), &r->plan) != EDDY_OK) {
-        eddy__rround_idle(r, EDDY__NOMEM_RETRY_MS); /* out of memory: nothing was sent */
-        return;
-    }
+    long long wait = eddy__consumer_next(act->consumer, eddy__mono_ms(), false, &r->plan);
     if (r->share) /* this plan may have watched a stream */
         eddy__rwake_watched(act->bus->wake, eddy__consumer_wakeup_replan(act->consumer));
-    if (r->plan.cmds.n == 0) {
-        eddy__rround_idle(r, r->plan.idle_ms);
-        return;
-    }
-    act_send(act);
+    if (wait >= 0)
+        eddy__rround_idle(r, wait);
+    else
+        act_send(act);
 }
 
 /* A delivery settled outside dispatch: an idle activation plans again now when the core asks
@@ -276,7 +261,7 @@ static void act_done(void *owner) {
                                          r->replies, r->plan.cmds.n, &act->out);
     eddy__rround_replies_done(r);
     if (st != EDDY_OK) {
-        abandon_out(act);
+        eddy__consumer_drop_all(act->consumer, &act->out);
         eddy_error err;
         eddy__fail(&err, st, "unexpected replies");
         eddy__rround_lose(r, &err);
@@ -284,13 +269,13 @@ static void act_done(void *owner) {
     }
     r->state = R_HELD;
     act->dispatching = true; /* a stop or finish from a callback below only marks */
-    if (!act->stopping && !act->ready && eddy__consumer_ready(act->consumer)) {
+    if (!act->stopping && eddy__consumer_became_ready(act->consumer)) {
         act->ready = true;
         eddy__rround_stop_deadline(r);
         eddy__rbus_act_ready(bus, act, NULL);
     }
     if (act->stopping || bus->freeing)
-        abandon_out(act);
+        eddy__consumer_drop_all(act->consumer, &act->out);
     else
         dispatch(act);
     act->dispatching = false;
@@ -315,7 +300,7 @@ static void end_read_as_nil(ract *act) {
                                 n, &act->out) != EDDY_OK)
             eddy__log(&act->bus->s.log, EDDY_LOG_WARN, "subscription '%s': unexpected replies",
                       act->rs->sub->name);
-        abandon_out(act);
+        eddy__consumer_drop_all(act->consumer, &act->out);
     }
     eddy__rround_replies_done(r);
 }

@@ -41,6 +41,7 @@
 #include "keys.h"
 #include "link/library.h"
 #include "link/redis.h"
+#include "timing.h"
 #include "util/reply.h"
 #include "util/resp_scan.h"
 
@@ -177,6 +178,7 @@ struct eddy__consumer {
     eddy__discovery *shared; /* the bus's discovery after the first one (NULL: its own) */
     size_t shared_seen;      /* how far into the shared list it has looked */
     bool found_subjects;     /* a shared discovery it sent found subjects */
+    bool told_ready;         /* eddy__consumer_became_ready said so */
     long long now;           /* the plan's clock (CLOCK_MONOTONIC), given by the front end */
     long long fed_ms;        /* the feed's clocks, given by the front end after the replies came */
     long long fed_wall_ms;   /* (wall-clock, for request deadlines) */
@@ -1133,6 +1135,17 @@ eddy_status eddy__consumer_plan_flush(eddy__consumer *c, long long now_ms, eddy_
     return plan(c, now_ms, p, false);
 }
 
+long long eddy__consumer_next(eddy__consumer *c, long long now_ms, bool stopping, eddy__plan *p) {
+    eddy__plan_reset(p);
+    eddy_status st =
+        stopping ? eddy__consumer_plan_flush(c, now_ms, p) : eddy__consumer_plan(c, now_ms, p);
+    if (st != EDDY_OK) {
+        eddy__plan_reset(p); /* a part of a round is not sent: the next plan holds it again */
+        return EDDY__NOMEM_RETRY_MS;
+    }
+    return p->cmds.n > 0 ? -1 : stopping ? 0 : p->idle_ms;
+}
+
 /* ---- interpreting replies -------------------------------------------------------------- */
 
 /* A command failed: plan again after the longest reconnect backoff. Refused credentials
@@ -1957,6 +1970,17 @@ bool eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st, 
     return eddy__consumer_settle_run(c, &v, 1);
 }
 
+void eddy__consumer_drop_all(eddy__consumer *c, eddy__delivery_list *out) {
+    for (size_t i = 0; i < out->n; i++)
+        eddy__consumer_drop(c, out->v[i]);
+    out->n = 0;
+}
+
+void eddy__consumer_lost(eddy__consumer *c, eddy__delivery_list *out) {
+    eddy__consumer_drop_all(c, out);
+    eddy__consumer_reset(c);
+}
+
 void eddy__consumer_drop(eddy__consumer *c, eddy_delivery *d) {
     if (!d)
         return;
@@ -1981,6 +2005,12 @@ bool eddy__consumer_ready(const eddy__consumer *c) {
         if (!c->streams.v[s].group_ready)
             return false;
     return true;
+}
+
+bool eddy__consumer_became_ready(eddy__consumer *c) {
+    if (c->told_ready || !eddy__consumer_ready(c))
+        return false;
+    return c->told_ready = true;
 }
 
 size_t eddy__consumer_outstanding(eddy__consumer *c) {

@@ -137,6 +137,14 @@ eddy_status eddy__consumer_plan(eddy__consumer *c, long long now_ms, eddy__plan 
 /* Only the settled acknowledgements and dead letters, for a reader that is stopping. */
 eddy_status eddy__consumer_plan_flush(eddy__consumer *c, long long now_ms, eddy__plan *plan);
 
+/* The next round as both front ends take it, planned into plan (reset first): -1 to send its
+ * commands now; otherwise nothing to send, and the ms to wait (interruptibly) before asking
+ * again: the plan's idle time, or EDDY__NOMEM_RETRY_MS when planning ran out of memory
+ * (nothing was planned: the next plan holds it again). A stopping reader (stopping) plans only
+ * what was settled (eddy__consumer_plan_flush): when there is none to send, it ends once no
+ * delivery is outstanding. */
+long long eddy__consumer_next(eddy__consumer *c, long long now_ms, bool stopping, eddy__plan *plan);
+
 /* replies[i] answers plan->cmds.cmds[i]; a NULL reply means the connection failed (the
  * front end then calls reset). Appends deliveries to out (the caller owns the list, not the
  * deliveries: each is settled). now_ms (CLOCK_MONOTONIC) and wall_ms (eddy_now_ms: request
@@ -181,10 +189,19 @@ bool eddy__consumer_finished(const eddy_delivery *d);
  * settling it: nothing is acknowledged (AtLeastOnce: it stays pending and comes back), and it
  * no longer counts as outstanding. Thread: any. */
 void eddy__consumer_drop(eddy__consumer *c, eddy_delivery *d);
+/* eddy__consumer_drop on every delivery of out (none will reach a handler); out is empty after. */
+void eddy__consumer_drop_all(eddy__consumer *c, eddy__delivery_list *out);
+/* A round failed (its connection was lost, or its replies made no sense): what its feed handed
+ * out is dropped (out), and the consumer starts over on the next connection
+ * (eddy__consumer_reset). Thread: its reader's. */
+void eddy__consumer_lost(eddy__consumer *c, eddy__delivery_list *out);
 
 /* True once the subscription's start point is fixed and its groups exist: every message
  * published from now on will be delivered. Front ends wait for it before start returns. */
 bool eddy__consumer_ready(const eddy__consumer *c);
+/* True once, after the feed that made it ready: the front end then lets a start waiting for it
+ * return. Thread: its reader's. */
+bool eddy__consumer_became_ready(eddy__consumer *c);
 
 /* eddy_delivery_emit: checks the output (the subscription a handler's and AtLeastOnce, the
  * subject, the event and its size) and adds it to d's outputs, committed with its

@@ -1492,3 +1492,60 @@ Test(consumer, at_most_once_deliveries_cannot_emit, .fini = teardown) {
     eddy__plan_reset(&p);
     eddy__delivery_list_free(&out);
 }
+
+/* The reader's loop as both front ends take it (eddy__consumer_next): send, idle, or, stopping,
+ * flush only what was settled. */
+Test(consumer, next_sends_idles_and_flushes_only_settled_when_stopping, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_live(&p, &out);
+    cr_expect(eddy__consumer_became_ready(consumer), "ready since to_live's first round");
+    cr_expect(!eddy__consumer_became_ready(consumer), "said once");
+    cr_assert_eq(eddy__consumer_next(consumer, 0, false, &p), -1);
+    cr_assert_eq(p.cmds.n, 1);
+    cr_expect_eq(p.block_ms, 500);
+    step(0, &p, (const char *[]){live_reply(1, 1)}, 1, &out);
+    cr_assert_eq(out.n, 1);
+    /* Stopping with nothing settled: nothing to send, not even a read. */
+    cr_expect_geq(eddy__consumer_next(consumer, 0, true, &p), 0);
+    cr_expect_eq(p.cmds.n, 0);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
+    out.n = 0;
+    cr_assert_eq(eddy__consumer_next(consumer, 0, true, &p), -1);
+    cr_assert_eq(p.cmds.n, 1, "the acknowledgement alone");
+    cr_expect_str_eq(cmd_text(&p, 0), "XACK {t}:s:jobs g 1-1");
+    step(0, &p, (const char *[]){":1\r\n"}, 1, &out);
+    cr_expect_geq(eddy__consumer_next(consumer, 0, true, &p), 0);
+    cr_expect_eq(p.cmds.n, 0, "stopping: no read (%s)", p.cmds.n ? cmd_text(&p, 0) : "");
+    /* Paused: nothing to read, the idle time to wait. */
+    eddy__consumer_pause(sub, true);
+    long long wait = eddy__consumer_next(consumer, 0, false, &p);
+    cr_expect_eq(p.cmds.n, 0);
+    cr_expect_gt(wait, 0);
+    cr_expect_eq(wait, p.idle_ms);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
+
+/* A lost round drops what it handed out (nothing acknowledged) and starts over. */
+Test(consumer, lost_drops_the_round_and_starts_over, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_live(&p, &out);
+    step(0, &p, (const char *[]){live_reply(1, 2)}, 1, &out);
+    cr_assert_eq(out.n, 2);
+    cr_assert_eq(eddy__consumer_outstanding(consumer), 2);
+    eddy__consumer_lost(consumer, &out);
+    cr_expect_eq(out.n, 0);
+    cr_expect_eq(eddy__consumer_outstanding(consumer), 0);
+    cr_assert_eq(eddy__consumer_next(consumer, 0, false, &p), -1);
+    cr_expect_str_eq(cmd_text(&p, 0), "XGROUP CREATE {t}:s:jobs g 0 MKSTREAM",
+                     "the groups are checked again");
+    cr_expect_eq(atomic_load(&sub->stats.handled), 0);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
