@@ -35,31 +35,32 @@ static void kick(bsub *bs) {
  * cannot go on, and free the subscription, before this returns. The wake, when the core asks
  * for it, ends the reader's idle wait: the round is settled, there is room to read again and
  * acknowledgements to send. */
-static void finish_run(bsub *bs, eddy__settlement *v, size_t n) {
-    if (n == 0)
+static void finish_run(bsub *bs, eddy__settlement *v, size_t *n) {
+    if (*n == 0)
         return;
     pthread_mutex_lock(&bs->lock);
-    if (eddy__consumer_settle_run(bs->consumer, v, n))
+    if (eddy__consumer_settle_run(bs->consumer, v, *n))
         kick(bs);
     pthread_cond_broadcast(&bs->settled);
     pthread_mutex_unlock(&bs->lock);
+    *n = 0;
 }
 
 /* A delivery whose handler returned EDDY_PENDING, finished later (eddy_delivery_finish). */
 static void finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
     eddy__settlement v = {.d = d, .st = st, .reply = reply};
-    finish_run(d->frontend, &v, 1);
+    size_t one = 1;
+    finish_run(d->frontend, &v, &one);
 }
 
 /* A round's deliveries, shared out among up to `workers` jobs: each job takes the next
  * delivery in turn, so slow handlers spread over the workers while fast ones run on whichever
  * thread is awake, and each job settles what it handled in runs (one lock round per run, not
- * one per message). An outcome waits in its job's run until RUN_MAX outcomes are collected,
+ * one per message). An outcome waits in its job's run until it is full (EDDY__RUN_MAX),
  * the round is done, or RUN_WAIT_MS passed when the job takes its next delivery (looked at every
  * RUN_CLOCK_EVERY outcomes): so behind at most one slow handler and a few fast ones
  * (redelivery_idle_ms must exceed the longest handler anyway). The last job
  * to end frees the round. */
-#define RUN_MAX 64
 #define RUN_WAIT_MS 1
 #define RUN_CLOCK_EVERY 8
 #define SHARE_MIN 16 /* deliveries per job below which fewer jobs are woken */
@@ -84,29 +85,20 @@ struct bround {
 static void run_round(bpool_job *job) {
     bround *r = ((bround_job *)job)->round;
     bsub *bs = r->bs;
-    eddy__settlement run[RUN_MAX];
-    size_t n = 0;
+    eddy__run run;
+    run.n = 0;
     long long first_at = 0;
     for (size_t i; (i = atomic_fetch_add(&r->next, 1)) < r->n;) {
         /* The clock is read every RUN_CLOCK_EVERY outcomes (it showed in the profile). */
-        if (n > 0 && n % RUN_CLOCK_EVERY == 0 && eddy__mono_ms() - first_at >= RUN_WAIT_MS) {
-            finish_run(bs, run, n);
-            n = 0;
-        }
-        eddy_delivery *d = r->v[i];
-        eddy_event *reply = NULL;
-        eddy_status st = eddy__sub_run(bs->sub, d, &reply);
-        if (st == EDDY_PENDING || eddy__consumer_finished(d))
-            continue; /* finished later through d->finish, or already from inside */
-        if (n == 0)
+        if (run.n > 0 && run.n % RUN_CLOCK_EVERY == 0 && eddy__mono_ms() - first_at >= RUN_WAIT_MS)
+            finish_run(bs, run.v, &run.n);
+        eddy__ran ran = eddy__consumer_run(bs->consumer, &run, r->v[i]);
+        if (ran == EDDY__RAN_KEPT && run.n == 1)
             first_at = eddy__mono_ms();
-        run[n++] = (eddy__settlement){.d = d, .st = st, .reply = reply, .reuse = true};
-        if (n == RUN_MAX) {
-            finish_run(bs, run, n);
-            n = 0;
-        }
+        else if (ran == EDDY__RAN_FULL)
+            finish_run(bs, run.v, &run.n);
     }
-    finish_run(bs, run, n);
+    finish_run(bs, run.v, &run.n);
     if (atomic_fetch_sub(&r->jobs_left, 1) == 1)
         free(r);
 }

@@ -182,23 +182,20 @@ static void act_finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
 }
 
 /* Settles, as one run, the deliveries whose handlers returned during dispatch. */
-#define SETTLE_RUN 64
-
-static void settle_run(ract *act, eddy__settlement *run, size_t *n) {
-    if (*n == 0)
+static void settle_run(ract *act, eddy__run *run) {
+    if (run->n == 0)
         return;
-    act->unsettled -= *n;
-    eddy__consumer_settle_run(act->consumer, run, *n); /* the caller plans again anyway */
-    *n = 0;
+    act->unsettled -= run->n;
+    eddy__consumer_settle_run(act->consumer, run->v, run->n); /* the caller plans again anyway */
+    run->n = 0;
 }
 
 /* Hands each delivery of the round to the handler, each with a slot of its own (a finish from
  * inside the handler finds it there); those that return a result settle in runs. */
 static void dispatch(ract *act) {
     eddy_rbus *bus = act->bus;
-    eddy__sub *sub = act->rs->sub;
-    eddy__settlement run[SETTLE_RUN];
-    size_t nrun = 0;
+    eddy__run run;
+    run.n = 0;
     for (size_t i = 0; i < act->out.n; i++) {
         eddy_delivery *d = act->out.v[i];
         act->out.v[i] = NULL;
@@ -211,7 +208,7 @@ static void dispatch(ract *act) {
             eddy__log(&bus->s.log, EDDY_LOG_WARN,
                       "subscription '%s': out of memory; a delivery dropped (AtLeastOnce: it "
                       "comes back)",
-                      sub->name);
+                      act->rs->sub->name);
             eddy__consumer_drop(act->consumer, d);
             continue;
         }
@@ -222,25 +219,16 @@ static void dispatch(ract *act) {
         act->unsettled++;
         d->frontend = sl;
         d->finish = act_finish;
-        eddy_event *reply = NULL;
-        eddy_status st = eddy__sub_run(sub, d, &reply);
+        eddy__ran ran = eddy__consumer_run(act->consumer, &run, d);
         sl->running = false;
-        /* A handler that finished its delivery itself and still returned a result: the
-         * delivery is settled already, the result is ignored. */
-        if (!sl->d) {
-            eddy_event_free(reply);
-            slot_free(act, sl);
-        } else if (st != EDDY_PENDING) {
-            sl->d = NULL;
-            slot_free(act, sl);
-            run[nrun++] = (eddy__settlement){.d = d, .st = st, .reply = reply, .reuse = true};
-            if (nrun == SETTLE_RUN)
-                settle_run(act, run, &nrun);
-        } else {
-            eddy_event_free(reply);
-        }
+        if (ran == EDDY__RAN_PENDING && sl->d)
+            continue; /* its finish settles it later */
+        sl->d = NULL; /* settled, or in the run */
+        slot_free(act, sl);
+        if (ran == EDDY__RAN_FULL)
+            settle_run(act, &run);
     }
-    settle_run(act, run, &nrun);
+    settle_run(act, &run);
     act->out.n = 0;
 }
 

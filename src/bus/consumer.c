@@ -1998,6 +1998,19 @@ eddy_status eddy__sub_run(const eddy__sub *sub, eddy_delivery *d, eddy_event **r
     return sub->handler(d, sub->user);
 }
 
+eddy__ran eddy__consumer_run(eddy__consumer *c, eddy__run *run, eddy_delivery *d) {
+    eddy_event *reply = NULL;
+    eddy_status st = eddy__sub_run(c->sub, d, &reply);
+    /* A pending delivery may be finished, and freed, on another thread by now: not looked at. */
+    bool pending = st == EDDY_PENDING;
+    if (pending || eddy__consumer_finished(d)) {
+        eddy_event_free(reply);
+        return pending ? EDDY__RAN_PENDING : EDDY__RAN_FINISHED;
+    }
+    run->v[run->n++] = (eddy__settlement){.d = d, .st = st, .reply = reply, .reuse = true};
+    return run->n == EDDY__RUN_MAX ? EDDY__RAN_FULL : EDDY__RAN_KEPT;
+}
+
 bool eddy__consumer_ready(const eddy__consumer *c) {
     if (!c->sub->literal && !c->discovered)
         return false;

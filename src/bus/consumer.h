@@ -180,6 +180,28 @@ typedef struct eddy__settlement {
  * for all of them. True as for settle (after the last). Thread: any. */
 bool eddy__consumer_settle_run(eddy__consumer *c, eddy__settlement *v, size_t n);
 
+/* Outcomes collected as handlers return, settled as one run (eddy__consumer_settle_run): one
+ * lock round per run, not one per message. */
+#define EDDY__RUN_MAX 64
+typedef struct eddy__run {
+    size_t n;
+    eddy__settlement v[EDDY__RUN_MAX];
+} eddy__run;
+
+/* What became of a delivery eddy__consumer_run handed to its handler. */
+typedef enum eddy__ran {
+    EDDY__RAN_KEPT,     /* its outcome is in the run, to settle with it */
+    EDDY__RAN_FULL,     /* the same, and the run is full: settle it now (then set n to 0) */
+    EDDY__RAN_PENDING,  /* EDDY_PENDING: it is settled later, through its finish */
+    EDDY__RAN_FINISHED, /* finished from inside its handler: settled, its result ignored */
+} eddy__ran;
+
+/* Runs the subscription's handler (eddy__sub_run) on d, handed out with its finish and frontend
+ * set (a finish from inside the handler reaches the front end), and keeps the outcome to settle
+ * in run; a responder's reply that is not kept is freed. The caller owns run and settles it.
+ * Thread: whichever runs handlers. */
+eddy__ran eddy__consumer_run(eddy__consumer *c, eddy__run *run, eddy_delivery *d);
+
 /* True when the delivery was settled through its finish already (eddy_delivery_finish from
  * inside its handler): the handler's result is then ignored. A later finish is logged and
  * ignored (see consumer.c). Thread: any. */

@@ -1549,3 +1549,54 @@ Test(consumer, lost_drops_the_round_and_starts_over, .fini = teardown) {
     eddy__plan_reset(&p);
     eddy__delivery_list_free(&out);
 }
+
+/* eddy__consumer_run: what a handler's return leaves to settle, as both front ends dispatch. */
+static eddy_status run_result;
+static bool run_finish_inside;
+
+static void front_finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
+    eddy__consumer_settle(consumer, d, st, reply);
+}
+
+static eddy_status scripted(eddy_delivery *d, void *u) {
+    (void)u;
+    if (run_finish_inside)
+        eddy_delivery_finish(d, EDDY_OK);
+    return run_result;
+}
+
+Test(consumer, run_keeps_results_to_settle_in_runs, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    sub->handler = scripted;
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    to_live(&p, &out);
+    step(0, &p, (const char *[]){live_reply(1, EDDY__RUN_MAX + 2)}, 1, &out);
+    cr_assert_eq(out.n, EDDY__RUN_MAX + 2);
+    for (size_t i = 0; i < out.n; i++)
+        out.v[i]->finish = front_finish;
+    eddy__run run;
+    run.n = 0;
+    run_result = EDDY_PENDING;
+    cr_expect_eq(eddy__consumer_run(consumer, &run, out.v[0]), EDDY__RAN_PENDING);
+    cr_expect_eq(run.n, 0, "a pending delivery is settled by its finish");
+    run_result = EDDY_OK;
+    run_finish_inside = true;
+    cr_expect_eq(eddy__consumer_run(consumer, &run, out.v[1]), EDDY__RAN_FINISHED);
+    cr_expect_eq(run.n, 0, "finished from inside: its result is ignored");
+    run_finish_inside = false;
+    for (size_t i = 2; i < out.n - 1; i++)
+        cr_assert_eq(eddy__consumer_run(consumer, &run, out.v[i]), EDDY__RAN_KEPT);
+    cr_expect_eq(run.n, EDDY__RUN_MAX - 1);
+    cr_expect_eq(run.v[0].d, out.v[2]);
+    cr_expect_eq(run.v[0].st, EDDY_OK);
+    cr_expect_eq(eddy__consumer_run(consumer, &run, out.v[out.n - 1]), EDDY__RAN_FULL);
+    eddy__consumer_settle_run(consumer, run.v, run.n);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
+    out.n = 0;
+    cr_expect_eq(eddy__consumer_outstanding(consumer), 0);
+    cr_expect_eq(atomic_load(&sub->stats.handled), EDDY__RUN_MAX + 2);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
