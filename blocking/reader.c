@@ -126,29 +126,6 @@ static bool round_failed(bsub *bs, eddy_status st, const eddy_error *lost,
     return true;
 }
 
-/* Sends one plan and feeds the replies; the failure when the connection failed (EDDY_ERR_CLOSED:
- * a stop, or a pause that cut a blocking read short), or EDDY_ERR_NOMEM when nothing could be
- * sent (the consumer is reset: it plans what the round held again). */
-static eddy_status round_trip(bsub *bs, eddy__plan *plan, eddy__delivery_list *out) {
-    eddy_error err;
-    redisReply *small[16];
-    redisReply **replies = plan->cmds.n <= 16 ? small : calloc(plan->cmds.n, sizeof(*replies));
-    if (!replies) { /* nothing was sent: the core plans the round again, as after a loss */
-        eddy__consumer_reset(bs->consumer);
-        return EDDY_ERR_NOMEM;
-    }
-    eddy_status st = eddy__bconn_exec_read(&bs->conn, &plan->cmds, plan->block_ms, plan->live_read,
-                                           replies, &err);
-    bool lost = st != EDDY_OK;
-    if (st == EDDY_OK)
-        st = eddy__consumer_feed(bs->consumer, eddy__mono_ms(), eddy_now_ms(), plan, replies,
-                                 plan->cmds.n, out);
-    eddy__bconn_release(&bs->conn, replies, plan->cmds.n);
-    if (replies != small)
-        free(replies);
-    return round_failed(bs, st, lost ? &err : NULL, out) ? st : EDDY_OK;
-}
-
 static void dispatch(bsub *bs, eddy__delivery_list *out) {
     if (out->n == 0)
         return;
@@ -207,16 +184,43 @@ static void note_refused(bsub *bs, const eddy_error *err) {
 }
 
 /* What a round's replies told: subjects found, readiness, deliveries for the workers. */
-static void after_feed(bsub *bs, eddy__delivery_list *out) {
-    if (eddy__consumer_found_subjects(bs->consumer))
+static void after_feed(bsub *bs, eddy__delivery_list *out, unsigned news) {
+    if (news & EDDY__FED_FOUND)
         wake_others(bs);
-    if (eddy__consumer_became_ready(bs->consumer)) {
+    if (news & EDDY__FED_READY) {
         pthread_mutex_lock(&bs->lock);
         bs->ready = true;
         pthread_cond_broadcast(&bs->settled);
         pthread_mutex_unlock(&bs->lock);
     }
     dispatch(bs, out);
+}
+
+/* Sends one plan, feeds the replies and takes what they told (after_feed); the failure when the connection failed (EDDY_ERR_CLOSED:
+ * a stop, or a pause that cut a blocking read short), or EDDY_ERR_NOMEM when nothing could be
+ * sent (the consumer is reset: it plans what the round held again). */
+static eddy_status round_trip(bsub *bs, eddy__plan *plan, eddy__delivery_list *out) {
+    eddy_error err;
+    redisReply *small[16];
+    redisReply **replies = plan->cmds.n <= 16 ? small : calloc(plan->cmds.n, sizeof(*replies));
+    if (!replies) { /* nothing was sent: the core plans the round again, as after a loss */
+        eddy__consumer_reset(bs->consumer);
+        return EDDY_ERR_NOMEM;
+    }
+    eddy_status st = eddy__bconn_exec_read(&bs->conn, &plan->cmds, plan->block_ms, plan->live_read,
+                                           replies, &err);
+    bool lost = st != EDDY_OK;
+    unsigned news = 0;
+    if (st == EDDY_OK)
+        st = eddy__consumer_fed(bs->consumer, eddy__mono_ms(), eddy_now_ms(), plan, replies,
+                                plan->cmds.n, false, out, &news);
+    eddy__bconn_release(&bs->conn, replies, plan->cmds.n);
+    if (replies != small)
+        free(replies);
+    if (round_failed(bs, st, lost ? &err : NULL, out))
+        return st;
+    after_feed(bs, out, news);
+    return EDDY_OK;
 }
 
 /* Stopping: the running handlers finish, then what they settled is acknowledged. The stop may
@@ -271,17 +275,10 @@ static void *reader(void *arg) {
             }
         }
         eddy_status st = round_trip(bs, plan, &out);
-        if (st == EDDY_ERR_NOMEM) {
-            eddy__bconn_sleep(&bs->conn, EDDY__NOMEM_RETRY_MS); /* the connection is fine */
-            continue;
-        }
-        if (st != EDDY_OK) {
-            /* A read cut short by a pause reconnects at once: nothing failed. */
-            if (!atomic_load(&bs->stopping) && st != EDDY_ERR_CLOSED)
-                eddy__bconn_backoff(&bs->conn);
-            continue;
-        }
-        after_feed(bs, &out);
+        if (st == EDDY_ERR_NOMEM) /* the connection is fine */
+            eddy__bconn_sleep(&bs->conn, EDDY__NOMEM_RETRY_MS);
+        else if (st != EDDY_OK && st != EDDY_ERR_CLOSED && !atomic_load(&bs->stopping))
+            eddy__bconn_backoff(&bs->conn); /* (a read cut short by a pause: nothing failed) */
     }
     if (bs->handed) { /* a stop came before the plan handed over could be sent */
         bs->handed = false;
@@ -360,12 +357,12 @@ void eddy__bsub_round_shared(bshare *s, bconn *conn, bsub **v, size_t n) {
     for (size_t j = 0, at = 0; j < k; j++) {
         bsub *bs = sent[j];
         size_t m = bs->plan.cmds.n;
-        eddy_status fst =
-            eddy__consumer_feed(bs->consumer, mono, wall, &bs->plan, replies + at, m, &out);
+        unsigned news;
+        eddy_status fst = eddy__consumer_fed(bs->consumer, mono, wall, &bs->plan, replies + at, m,
+                                             false, &out, &news);
         at += m;
-        if (round_failed(bs, fst, NULL, &out))
-            continue;
-        after_feed(bs, &out);
+        if (!round_failed(bs, fst, NULL, &out))
+            after_feed(bs, &out, news);
     }
     if (replies)
         eddy__bconn_release(conn, replies, view.n);

@@ -245,11 +245,12 @@ static void act_done(void *owner) {
     ract *act = owner;
     eddy_rbus *bus = act->bus;
     rround *r = &act->r;
-    eddy_status st = eddy__consumer_feed(act->consumer, eddy__mono_ms(), eddy_now_ms(), &r->plan,
-                                         r->replies, r->plan.cmds.n, &act->out);
+    unsigned news;
+    eddy_status st =
+        eddy__consumer_fed(act->consumer, eddy__mono_ms(), eddy_now_ms(), &r->plan, r->replies,
+                           r->plan.cmds.n, act->stopping || bus->freeing, &act->out, &news);
     eddy__rround_replies_done(r);
     if (st != EDDY_OK) {
-        eddy__consumer_drop_all(act->consumer, &act->out);
         eddy_error err;
         eddy__fail(&err, st, "unexpected replies");
         eddy__rround_lose(r, &err);
@@ -257,20 +258,16 @@ static void act_done(void *owner) {
     }
     r->state = R_HELD;
     act->dispatching = true; /* a stop or finish from a callback below only marks */
-    if (!act->stopping && eddy__consumer_became_ready(act->consumer)) {
+    if (news & EDDY__FED_READY) {
         act->ready = true;
         eddy__rround_stop_deadline(r);
         eddy__rbus_act_ready(bus, act, NULL);
     }
-    if (act->stopping || bus->freeing)
-        eddy__consumer_drop_all(act->consumer, &act->out);
-    else
-        dispatch(act);
+    dispatch(act); /* (none when stopping) */
     act->dispatching = false;
-    bool found = eddy__consumer_found_subjects(act->consumer);
     if (r->state == R_HELD)
         act_step(act); /* the core decides what may be read while deliveries are outstanding */
-    if (found)
+    if (news & EDDY__FED_FOUND)
         wake_others(bus, act);
 }
 
@@ -281,14 +278,16 @@ static void end_read_as_nil(ract *act) {
     rround *r = &act->r;
     size_t n = r->plan.cmds.n;
     redisReply *nil = eddy__reply_nil();
+    unsigned news;
     if (nil) {
         r->replies[n - 1] = nil;
         r->got = n;
-        if (eddy__consumer_feed(act->consumer, eddy__mono_ms(), eddy_now_ms(), &r->plan, r->replies,
-                                n, &act->out) != EDDY_OK)
+        if (eddy__consumer_fed(act->consumer, eddy__mono_ms(), eddy_now_ms(), &r->plan, r->replies,
+                               n, true, &act->out, &news) != EDDY_OK)
             eddy__log(&act->bus->s.log, EDDY_LOG_WARN, "subscription '%s': unexpected replies",
                       act->rs->sub->name);
-        eddy__consumer_drop_all(act->consumer, &act->out);
+        else if (news & EDDY__FED_FOUND)
+            wake_others(act->bus, act);
     }
     eddy__rround_replies_done(r);
 }

@@ -1970,6 +1970,20 @@ bool eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st, 
     return eddy__consumer_settle_run(c, &v, 1);
 }
 
+eddy_status eddy__consumer_fed(eddy__consumer *c, long long now_ms, long long wall_ms,
+                               const eddy__plan *plan, redisReply **replies, size_t n,
+                               bool stopping, eddy__delivery_list *out, unsigned *news) {
+    eddy_status st = eddy__consumer_feed(c, now_ms, wall_ms, plan, replies, n, out);
+    *news = 0;
+    if (st != EDDY_OK || stopping)
+        eddy__consumer_drop_all(c, out);
+    else if (eddy__consumer_became_ready(c))
+        *news |= EDDY__FED_READY;
+    if (st == EDDY_OK && eddy__consumer_found_subjects(c))
+        *news |= EDDY__FED_FOUND;
+    return st;
+}
+
 void eddy__consumer_drop_all(eddy__consumer *c, eddy__delivery_list *out) {
     for (size_t i = 0; i < out->n; i++)
         eddy__consumer_drop(c, out->v[i]);

@@ -154,6 +154,20 @@ eddy_status eddy__consumer_feed(eddy__consumer *c, long long now_ms, long long w
                                 const eddy__plan *plan, redisReply **replies, size_t n,
                                 eddy__delivery_list *out);
 
+/* What a round's replies ask of its reader besides handing out deliveries (eddy__consumer_fed). */
+enum {
+    EDDY__FED_READY = 1, /* the subscription became ready: a start waiting for it returns */
+    EDDY__FED_FOUND = 2  /* a shared discovery found subjects: wake the bus's other idle readers */
+};
+
+/* eddy__consumer_feed as both front ends take a round's replies: on a failure what the feed
+ * handed out is dropped (the front end then loses the round: eddy__consumer_lost), and so it is
+ * when the reader is stopping (no handler sees a delivery once stop was called); *news is a set
+ * of EDDY__FED_* (ready only when not stopping). */
+eddy_status eddy__consumer_fed(eddy__consumer *c, long long now_ms, long long wall_ms,
+                               const eddy__plan *plan, redisReply **replies, size_t n,
+                               bool stopping, eddy__delivery_list *out, unsigned *news);
+
 /* The handler's outcome: EDDY_OK acknowledges (AtLeastOnce); anything else leaves the entry
  * pending; EDDY_ERR_UNAVAILABLE (AtLeastOnce) also sets its delivery count back to
  * attempt - 1 (a hand-back, counted in held, not failed). For a responder, `reply` (owned by the

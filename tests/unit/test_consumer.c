@@ -1600,3 +1600,44 @@ Test(consumer, run_keeps_results_to_settle_in_runs, .fini = teardown) {
     eddy__plan_reset(&p);
     eddy__delivery_list_free(&out);
 }
+
+/* eddy__consumer_fed: step's feed, with what the round asks of its reader. */
+static unsigned fed(const eddy__plan *p, const char *const *replies, size_t n, bool stopping,
+                    eddy__delivery_list *out) {
+    cr_assert_eq(p->cmds.n, n);
+    redisReply *r[8];
+    for (size_t i = 0; i < n; i++)
+        r[i] = raw_parse(replies[i]);
+    unsigned news = 99;
+    cr_assert_eq(eddy__consumer_fed(consumer, 0, eddy_now_ms(), p, r, n, stopping, out, &news),
+                 EDDY_OK);
+    for (size_t i = 0; i < n; i++)
+        freeReplyObject(r[i]);
+    return news;
+}
+
+Test(consumer, fed_tells_ready_once_and_hands_nothing_out_when_stopping, .fini = teardown) {
+    make("jobs", EDDY_AT_LEAST_ONCE, 5);
+    eddy__plan p;
+    eddy__plan_init(&p);
+    eddy__delivery_list out = {0};
+    plan(0, &p);
+    cr_expect_eq(
+        fed(&p, (const char *[]){"-BUSYGROUP Consumer Group name already exists\r\n", ":0\r\n"}, 2,
+            false, &out),
+        EDDY__FED_READY);
+    plan(0, &p);
+    cr_expect_eq(fed(&p, (const char *[]){EMPTY_READ}, 1, false, &out), 0, "ready said once");
+    plan(0, &p);
+    cr_assert_eq(p.block_ms, 500, "a live read");
+    cr_expect_eq(fed(&p, (const char *[]){live_reply(1, 2)}, 1, true, &out), 0);
+    cr_expect_eq(out.n, 0, "stopping: nothing handed out");
+    cr_expect_eq(eddy__consumer_outstanding(consumer), 0);
+    cr_expect_eq(atomic_load(&sub->stats.handled), 0);
+    plan(0, &p);
+    cr_expect_eq(fed(&p, (const char *[]){live_reply(3, 1)}, 1, false, &out), 0);
+    cr_expect_eq(out.n, 1);
+    eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
+    eddy__plan_reset(&p);
+    eddy__delivery_list_free(&out);
+}
