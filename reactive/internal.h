@@ -81,7 +81,6 @@ struct ract {
     rslot *slots;            /* deliveries handed out and not settled (a list) */
     rslot *spare_slots;      /* freed slots kept for the next deliveries (through next) */
     size_t nspare;
-    size_t unsettled;
     ract *next; /* every activation of the bus, live or stopping */
 };
 

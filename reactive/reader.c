@@ -72,7 +72,6 @@ static void slot_free(ract *act, rslot *sl) {
 static bool settle(ract *act, rslot *sl, eddy_status st, eddy_event *reply) {
     eddy_delivery *d = sl->d;
     sl->d = NULL;
-    act->unsettled--;
     bool wake = eddy__consumer_settle(act->consumer, d, st, reply);
     if (!sl->running)
         slot_free(act, sl);
@@ -97,7 +96,7 @@ static bool act_lost(void *owner) {
     eddy__consumer_lost(act->consumer, &act->out);
     if (!act->stopping)
         return true;
-    if (act->unsettled == 0)
+    if (!eddy__consumer_outstanding(act->consumer))
         act_kill(act);
     else
         act->r.state = R_HELD;
@@ -108,7 +107,7 @@ static bool act_lost(void *owner) {
 
 /* Out of memory, nothing is sent: planning again re-sends what this plan held. */
 static void act_send(ract *act) {
-    act->overlapped = act->unsettled > 0;
+    act->overlapped = eddy__consumer_outstanding(act->consumer) > 0;
     act->cut = false;
     eddy__rround_send(&act->r);
 }
@@ -123,7 +122,7 @@ static void act_step_stopping(ract *act) {
             eddy__rround_drain(r);
         return;
     }
-    if (act->unsettled > 0) {
+    if (eddy__consumer_outstanding(act->consumer) > 0) {
         r->state = R_HELD;
         return;
     }
@@ -162,7 +161,8 @@ static void act_kick(ract *act, bool wake) {
     if (act->r.state == R_IDLE && !act->stopping && wake) {
         ev_timer_stop(act->bus->loop, &act->r.timer);
         act_step(act);
-    } else if (act->r.state == R_HELD && (act->unsettled == 0 || act->stopping)) {
+    } else if (act->r.state == R_HELD &&
+               (act->stopping || !eddy__consumer_outstanding(act->consumer))) {
         act_step(act);
     }
 }
@@ -185,7 +185,6 @@ static void act_finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
 static void settle_run(ract *act, eddy__run *run) {
     if (run->n == 0)
         return;
-    act->unsettled -= run->n;
     eddy__consumer_settle_run(act->consumer, run->v, run->n); /* the caller plans again anyway */
     run->n = 0;
 }
@@ -216,7 +215,6 @@ static void dispatch(ract *act) {
         if (act->slots)
             act->slots->prev = sl;
         act->slots = sl;
-        act->unsettled++;
         d->frontend = sl;
         d->finish = act_finish;
         eddy__ran ran = eddy__consumer_run(act->consumer, &run, d);
@@ -402,7 +400,7 @@ void eddy__ract_stop(ract *act) {
         /* With deliveries outstanding it goes on connecting, to send their acknowledgements
          * (act_step_stopping), and so it does with a round that waits for its connection
          * (round.h: planned to block while on a shared one); a failure ends it (act_lost). */
-        if (act->unsettled == 0 && !r->send_when_up)
+        if (!eddy__consumer_outstanding(act->consumer) && !r->send_when_up)
             act_kill(act);
         break;
     case R_IDLE:
