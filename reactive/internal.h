@@ -54,14 +54,6 @@ typedef struct rsub {
     unsigned reg_seq;
 } rsub;
 
-/* Where a handed-out delivery is tracked (delivery->frontend points here). */
-typedef struct rslot {
-    ract *act;
-    struct rslot *prev, *next; /* the activation's outstanding deliveries */
-    bool running;              /* its handler is on the stack (dispatch frees the slot) */
-    eddy_delivery *d;          /* NULL once settled or abandoned */
-} rslot;
-
 /* One activation of a subscription: a consumer and its own connection, from start (or a
  * late subscribe) until stop. A stopped activation lingers while deliveries it handed out are
  * still pending, so their acknowledgements can be sent, then dies. */
@@ -78,10 +70,8 @@ struct ract {
     bool cut;                /* a pause asked to cut the round's blocking read short */
     eddy__delivery_list out; /* what the last feed produced, before it is handed out */
     bool overlapped;         /* the round was sent while deliveries were outstanding */
-    rslot *slots;            /* deliveries handed out and not settled (a list) */
-    rslot *spare_slots;      /* freed slots kept for the next deliveries (through next) */
-    size_t nspare;
-    ract *next; /* every activation of the bus, live or stopping */
+    eddy_delivery *pending;  /* handed out, its handler returned EDDY_PENDING (a list) */
+    ract *next;              /* every activation of the bus, live or stopping */
 };
 
 /* One operation on the publishing connection (a publish, a request's registry query or its

@@ -7,9 +7,9 @@
  * idles, and a settle that completes the round ends the idle wait (act_kick).
  *
  * Invariants:
- * - The consumer plans only when no pipeline is out. Deliveries handed out and not settled are
- *   tracked in `slots` (a list; settled slots are kept as spares for the next), which is also how
- *   a delivery finds its activation.
+ * - The consumer plans only when no pipeline is out. A delivery handed out finds its activation
+ *   through `frontend`; those whose handler returned EDDY_PENDING are listed in `pending` until
+ *   their finish (the core counts what is outstanding).
  * - No handler is called once stop (or free) was called. Deliveries read but not handed out by
  *   then are dropped: AtLeastOnce entries stay pending and come back; AtMostOnce entries were
  *   acknowledged by their read (NOACK) and are gone, as at-most-once allows.
@@ -39,43 +39,25 @@ static void act_step(void *owner);
 
 /* ---- bookkeeping ------------------------------------------------------------------------- */
 
-/* Slots come from a short list of spare ones: no allocation per delivery once it runs. */
-#define SPARE_SLOTS_MAX 256
-
-static rslot *slot_new(ract *act) {
-    rslot *sl = act->spare_slots;
-    if (sl) {
-        act->spare_slots = sl->next;
-        act->nspare--;
-        return sl;
-    }
-    return malloc(sizeof(*sl));
+/* Deliveries whose handler returned EDDY_PENDING, listed (through their front-end links) until
+ * their finish, so that a bus freed under them finds them (orphan). */
+static void pending_add(ract *act, eddy_delivery *d) {
+    d->fe_prev = NULL;
+    d->fe_next = act->pending;
+    if (act->pending)
+        act->pending->fe_prev = d;
+    act->pending = d;
 }
 
-static void slot_free(ract *act, rslot *sl) {
-    if (sl->prev)
-        sl->prev->next = sl->next;
+static void pending_remove(ract *act, eddy_delivery *d) {
+    if (d->fe_prev)
+        d->fe_prev->fe_next = d->fe_next;
+    else if (act->pending == d)
+        act->pending = d->fe_next;
     else
-        act->slots = sl->next;
-    if (sl->next)
-        sl->next->prev = sl->prev;
-    if (act->nspare < SPARE_SLOTS_MAX) {
-        sl->next = act->spare_slots;
-        act->spare_slots = sl;
-        act->nspare++;
-    } else {
-        free(sl);
-    }
-}
-
-/* True when the core asks an idle activation to plan again now. */
-static bool settle(ract *act, rslot *sl, eddy_status st, eddy_event *reply) {
-    eddy_delivery *d = sl->d;
-    sl->d = NULL;
-    bool wake = eddy__consumer_settle(act->consumer, d, st, reply);
-    if (!sl->running)
-        slot_free(act, sl);
-    return wake;
+        return; /* not listed: finished from inside its handler */
+    if (d->fe_next)
+        d->fe_next->fe_prev = d->fe_prev;
 }
 
 static void act_kill(ract *act) {
@@ -167,15 +149,15 @@ static void act_kick(ract *act, bool wake) {
     }
 }
 
-/* Reached only while the delivery is outstanding (its slot holds it): settling it sets its
- * finish to the core's catch of a second finish (eddy__consumer_finished), so a second
- * eddy_delivery_finish never gets here to read a slot that may be another delivery's now. */
+/* Reached only while the delivery is outstanding: settling it sets its finish to the core's
+ * catch of a second finish (eddy__consumer_finished), so a second eddy_delivery_finish never
+ * gets here to read an activation that may be gone by now. */
 static void act_finish(eddy_delivery *d, eddy_status st, eddy_event *reply) {
-    rslot *sl = d->frontend;
-    ract *act = sl->act;
+    ract *act = d->frontend;
     eddy_rbus *bus = act->bus;
     eddy__rbus_enter(bus);
-    bool wake = settle(act, sl, st, reply);
+    pending_remove(act, d);
+    bool wake = eddy__consumer_settle(act->consumer, d, st, reply);
     if (!act->dispatching)
         act_kick(act, wake);
     eddy__rbus_leave(bus);
@@ -189,8 +171,8 @@ static void settle_run(ract *act, eddy__run *run) {
     run->n = 0;
 }
 
-/* Hands each delivery of the round to the handler, each with a slot of its own (a finish from
- * inside the handler finds it there); those that return a result settle in runs. */
+/* Hands each delivery of the round to the handler (a finish from inside the handler finds the
+ * activation through `frontend`); those that return a result settle in runs. */
 static void dispatch(ract *act) {
     eddy_rbus *bus = act->bus;
     eddy__run run;
@@ -202,28 +184,12 @@ static void dispatch(ract *act) {
             eddy__consumer_drop(act->consumer, d);
             continue;
         }
-        rslot *sl = slot_new(act);
-        if (!sl) {
-            eddy__log(&bus->s.log, EDDY_LOG_WARN,
-                      "subscription '%s': out of memory; a delivery dropped (AtLeastOnce: it "
-                      "comes back)",
-                      act->rs->sub->name);
-            eddy__consumer_drop(act->consumer, d);
-            continue;
-        }
-        *sl = (rslot){.act = act, .next = act->slots, .running = true, .d = d};
-        if (act->slots)
-            act->slots->prev = sl;
-        act->slots = sl;
-        d->frontend = sl;
+        d->frontend = act;
         d->finish = act_finish;
         eddy__ran ran = eddy__consumer_run(act->consumer, &run, d);
-        sl->running = false;
-        if (ran == EDDY__RAN_PENDING && sl->d)
-            continue; /* its finish settles it later */
-        sl->d = NULL; /* settled, or in the run */
-        slot_free(act, sl);
-        if (ran == EDDY__RAN_FULL)
+        if (ran == EDDY__RAN_PENDING && !eddy__consumer_finished(d))
+            pending_add(act, d); /* its finish settles it later */
+        else if (ran == EDDY__RAN_FULL)
             settle_run(act, &run);
     }
     settle_run(act, &run);
@@ -491,17 +457,10 @@ static void orphan(eddy_delivery *d) {
 void eddy__ract_free(ract *act) {
     if (act->r.state != R_DEAD)
         act_kill(act);
-    while (act->slots) {
-        rslot *sl = act->slots;
-        act->slots = sl->next;
-        if (sl->d)
-            orphan(sl->d);
-        free(sl);
-    }
-    while (act->spare_slots) {
-        rslot *sl = act->spare_slots;
-        act->spare_slots = sl->next;
-        free(sl);
+    while (act->pending) {
+        eddy_delivery *d = act->pending;
+        act->pending = d->fe_next;
+        orphan(d);
     }
     eddy__consumer_free(act->consumer);
     eddy__rround_free(&act->r);

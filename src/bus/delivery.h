@@ -50,7 +50,8 @@ struct eddy_delivery {
     /* Set by the front end; eddy_delivery_finish and eddy_delivery_reply call it. reply is
      * owned by the callee. */
     void (*finish)(eddy_delivery *d, eddy_status st, eddy_event *reply);
-    void *frontend; /* front-end bookkeeping */
+    void *frontend;                   /* front-end bookkeeping */
+    eddy_delivery *fe_prev, *fe_next; /* the front end's list of the deliveries it waits for */
 };
 
 void eddy__delivery_free(eddy_delivery *d);
