@@ -5,7 +5,8 @@
  * catch-up, which replays the history and then applies them once each in order; a marker that
  * skips the replay; go-live, which writes no marker, and a later catch-up under waiting live
  * events; freeing a feed with callers waiting; stopping a running replay, a live feed and an idle
- * one; a catch-up asked for from a live apply; a replay that holds one page at a time; a failed
+ * one; a catch-up asked for from a live apply; the projection's own catch-up, go-live and accept
+ * from an apply during the replay; a replay that holds one page at a time; a failed
  * catch-up, after which everything is refused (a live feed applying first what it held); a
  * listener (a bus subscription feeding the feed through the front end's feed handler), whose
  * outcome decides the acknowledgement; the buffer limit; bad arguments; a held event whose apply
@@ -82,9 +83,11 @@ typedef struct model {
     tfeed *feed;
     char free_on[64];
     bool started_frees;
-    char stop_on[64];     /* the apply of stop_on stops the feed's catch-up */
-    char catch_up_on[64]; /* the apply of catch_up_on asks for a catch-up */
-    tcall *inner;         /* ... which is this call */
+    char stop_on[64];         /* the apply of stop_on stops the feed's catch-up */
+    char call_on[64];         /* the apply of call_on makes a call of call_kind on the feed */
+    feed_call_kind call_kind; /* (an accept feeds own) */
+    uev own;
+    tcall *inner; /* ... which is this call */
     /* Called first in every apply, with the event's id. */
     void (*on_apply)(const char *id, void *arg);
     void *on_apply_arg;
@@ -123,9 +126,9 @@ static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error 
     bool stop_now = M.stop_on[0] && strcmp(e->id, M.stop_on) == 0;
     if (stop_now)
         M.stop_on[0] = '\0';
-    bool catch_up_now = M.catch_up_on[0] && strcmp(e->id, M.catch_up_on) == 0;
-    if (catch_up_now)
-        M.catch_up_on[0] = '\0';
+    bool call_now = M.call_on[0] && strcmp(e->id, M.call_on) == 0;
+    if (call_now)
+        M.call_on[0] = '\0';
     if (M.gate_id[0] && strcmp(e->id, M.gate_id) == 0) {
         M.at_gate = true;
         pthread_cond_broadcast(&M.c);
@@ -137,8 +140,8 @@ static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error 
         fd->free_from_projection(M.feed);
     if (stop_now)
         fd->stop_from_projection(M.feed);
-    if (catch_up_now) {
-        tcall *inner = fd->start_from_projection(M.feed, FEED_CATCH_UP, NULL, NULL);
+    if (call_now) {
+        tcall *inner = fd->start_from_projection(M.feed, M.call_kind, NULL, &M.own);
         pthread_mutex_lock(&M.m);
         M.inner = inner;
         pthread_mutex_unlock(&M.m);
@@ -876,7 +879,8 @@ FTEST(a_catch_up_asked_for_from_a_live_apply_runs_after_it) {
     new_feed(&c);
     eddy_error err = {0};
     cr_expect_eq(fd->go_live(c.feed, &err), EDDY_OK, "%s", err.detail);
-    strcpy(M.catch_up_on, "x1");
+    strcpy(M.call_on, "x1");
+    M.call_kind = FEED_CATCH_UP;
     cr_expect_eq(accept_id(&c, "x1", &err), EDDY_OK, "%s", err.detail);
     pthread_mutex_lock(&M.m);
     tcall *inner = M.inner;
@@ -892,6 +896,41 @@ FTEST(a_catch_up_asked_for_from_a_live_apply_runs_after_it) {
     cr_expect(marker(&c, NULL, 0));
     cr_expect(fd->ready_for_live_delivery(c.feed));
     teardown(&c);
+}
+
+/* From an apply during the replay, the projection's own catch-up and go-live do not wait (on
+ * both front ends, eddy/feed.h and eddy/rfeed.h: they only ask; blocking: the call returns at
+ * once; reactive: its completion comes later) and the replay goes on to its end. Its own accept
+ * differs, each front end as its header says, asserted per front end so that a change to either
+ * shows here: the blocking feed refuses it (eddy/feed.h: "an accept that would have to wait is
+ * refused with EDDY_ERR_ILLEGAL_STATE", since only the replay's thread, waiting in it, could
+ * apply it); the reactive feed holds it and applies it after the replay (eddy/rfeed.h: the
+ * projection's own events are applied). */
+FTEST(the_projection_calling_its_own_feed_during_a_replay_does_not_wait) {
+    static const feed_call_kind kinds[] = {FEED_CATCH_UP, FEED_GO_LIVE, FEED_ACCEPT};
+    for (int k = 0; k < 3; k++) {
+        ctx c;
+        setup(&c, p, "feed-own");
+        append_n(&c, 3);
+        new_feed(&c);
+        strcpy(M.call_on, "e2");
+        M.call_kind = kinds[k];
+        strcpy(M.own.id, "own-1");
+        eddy_error err = {0};
+        cr_expect_eq(fd->catch_up(c.feed, &err), EDDY_OK, "no deadlock (%d): %s", k, err.detail);
+        pthread_mutex_lock(&M.m);
+        tcall *inner = M.inner;
+        pthread_mutex_unlock(&M.m);
+        cr_assert_not_null(inner, "the apply did not call (%d)", k);
+        bool own_accept = kinds[k] == FEED_ACCEPT;
+        eddy_status want = own_accept && !fd->reactive ? EDDY_ERR_ILLEGAL_STATE : EDDY_OK;
+        eddy_status st = fd->join(inner, &err);
+        cr_expect_eq(st, want, "own call %d: %s (%s)", k, eddy_status_name(st), err.detail);
+        cr_expect(fd->ready_for_live_delivery(c.feed), "own call %d", k);
+        cr_expect_not(fd->refuses_permanently(c.feed), "own call %d", k);
+        cr_expect_eq(count_of("own-1"), own_accept && fd->reactive ? 1 : 0, "own call %d", k);
+        teardown(&c);
+    }
 }
 
 /* ---- a replay holds one page ------------------------------------------------------------ */

@@ -38,8 +38,6 @@ static backend backends[] = {{0}, {1}};
 
 #define MODEL_MAX 8192
 
-typedef enum action { ACT_NONE, ACT_STOP, ACT_CATCH_UP, ACT_GO_LIVE, ACT_ACCEPT, ACT_FREE } action;
-
 typedef struct model {
     pthread_mutex_t m;
     pthread_cond_t c;
@@ -54,14 +52,6 @@ typedef struct model {
     /* A gate: the apply of gate_id waits until the gate opens. */
     char gate_id[64];
     bool at_gate, gate_open;
-    /* What the projection does on its own feed when it applies act_id. */
-    char act_id[64];
-    action act;
-    eddy_status act_st;
-    eddy_feed *feed;
-    /* Called first in every apply, with the event's id (NULL: none). */
-    void (*on_apply)(const char *id, void *arg);
-    void *on_apply_arg;
 } model;
 
 static void model_init(model *md) {
@@ -88,30 +78,6 @@ static void model_destroy(model *md) {
 static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *user) {
     model *md = user;
     uev *e = event;
-    if (md->on_apply)
-        md->on_apply(e->id, md->on_apply_arg);
-    if (md->act != ACT_NONE && strcmp(e->id, md->act_id) == 0) {
-        uev own = {"own-1"};
-        switch (md->act) {
-        case ACT_STOP:
-            eddy_feed_stop_catch_up(md->feed);
-            break;
-        case ACT_CATCH_UP:
-            md->act_st = eddy_feed_catch_up(md->feed, NULL, NULL);
-            break;
-        case ACT_GO_LIVE:
-            md->act_st = eddy_feed_go_live(md->feed, NULL, NULL);
-            break;
-        case ACT_ACCEPT:
-            md->act_st = eddy_feed_accept(md->feed, &own, NULL, NULL);
-            break;
-        case ACT_FREE:
-            eddy_feed_free(md->feed);
-            break;
-        default:
-            break;
-        }
-    }
     pthread_mutex_lock(&md->m);
     if (md->gate_id[0] && strcmp(e->id, md->gate_id) == 0) {
         md->at_gate = true;
@@ -192,15 +158,6 @@ static const char *applied(model *md) {
     return buf;
 }
 
-static int count_of(model *md, const char *id) {
-    int k = 0;
-    pthread_mutex_lock(&md->m);
-    for (int i = 0; i < md->n; i++)
-        k += strcmp(md->ids[i], id) == 0;
-    pthread_mutex_unlock(&md->m);
-    return k;
-}
-
 /* order.ignored decodes to nothing (the feed skips it), any other type to a uev. */
 static eddy_status u_decode(const eddy_event *ev, const eddy_event_meta *meta, void **out,
                             eddy_error *err, void *user) {
@@ -252,7 +209,6 @@ static void setup(ctx *c, const backend *p, const char *prefix) {
 static void new_feed(ctx *c) {
     eddy_error err = {0};
     cr_assert_eq(eddy_feed_new(c->store, &c->cfg, &c->feed, &err), EDDY_OK, "%s", err.detail);
-    c->md.feed = c->feed;
 }
 
 static void teardown(ctx *c) {
@@ -352,54 +308,6 @@ static void wait_held(ctx *c, size_t n) {
 }
 
 static bool one_waiting(void *user) { return info(user).waiting >= 1; }
-
-/* ---- holding until catch-up or go-live -------------------------------------------------- */
-
-/* ---- calls from the projection's own callbacks --------------------------------------------- */
-
-typedef struct own_call {
-    action act;
-    eddy_status want;
-} own_call;
-
-static own_call own_calls[] = {
-    {ACT_CATCH_UP, EDDY_OK},
-    {ACT_GO_LIVE, EDDY_OK},
-    {ACT_ACCEPT, EDDY_ERR_ILLEGAL_STATE}, /* would wait for a drain only this thread runs */
-};
-
-typedef struct own_param {
-    int redis;
-    int call;
-} own_param;
-
-static own_param own_params[] = {{0, 0}, {0, 1}, {0, 2}, {1, 0}, {1, 1}, {1, 2}};
-
-/* Blocking front end only (a thread rule): the projection's own catch-up or go-live from its
- * apply returns at once, and its own accept is refused, since it would wait for a drain only
- * its own thread runs. A reactive projection's own accept is held and applied instead
- * (test_rfeed.c, own_event_*). */
-ParameterizedTestParameters(feed_blocking, the_projection_calling_its_own_feed_does_not_wait) {
-    return cr_make_param_array(own_param, own_params, 6);
-}
-ParameterizedTest(own_param *p, feed_blocking, the_projection_calling_its_own_feed_does_not_wait,
-                  .timeout = 60) {
-    ctx c;
-    backend b = {p->redis};
-    setup(&c, &b, "feed-own");
-    append_n(&c, 3);
-    new_feed(&c);
-    strcpy(c.md.act_id, "e2");
-    c.md.act = own_calls[p->call].act;
-    c.md.act_st = (eddy_status)-1;
-    cr_expect_eq(eddy_feed_catch_up(c.feed, NULL, NULL), EDDY_OK, "no deadlock");
-    cr_expect_eq(c.md.act_st, own_calls[p->call].want, "%s", eddy_status_name(c.md.act_st));
-    cr_expect(eddy_feed_ready_for_live_delivery(c.feed));
-    cr_expect_eq(count_of(&c.md, "own-1"), 0);
-    teardown(&c);
-}
-
-/* ---- metadata, live failures ------------------------------------------------------------- */
 
 /* ---- blocking failure rules -------------------------------------------------------------- */
 

@@ -461,7 +461,8 @@ static void own_event_fails_feed(int backend, int mode) {
 }
 
 /* Reactive front end only: the projection feeds its own event during a replay (a blocking
- * projection's accept there is refused: test_feed_blocking.c). */
+ * projection's accept there is refused: test_feed.c's
+ * the_projection_calling_its_own_feed_during_a_replay_does_not_wait). */
 ParameterizedTestParameters(rfeed, own_event_failing_fails_feed) {
     return cr_make_param_array(int, backends, 2);
 }
