@@ -13,11 +13,12 @@
  * fails at the end of a catch-up, which fails only its caller; go-live waiting for a running
  * catch-up, with its outcome; a projection keyed by metadata; a live failure that fails only its
  * caller; writers appending while the feed switches from replay to live, which lose and double
- * nothing. A catch-up that must be caught running is held at its first step (the checkpoint's
- * exists, before it reads where the history ends) or at its last (the checkpoint's save, after the
- * replay and before the feed goes live) by a checkpoint storage whose answer the test releases
- * (domain_driver.h's gate: the blocking step waits on its thread, the reactive one's completion is
- * kept while the loop runs on). Calls left in flight (a listener waiting in its accept) run on a
+ * nothing; an accept that does not wait (an offer), which completes once. A catch-up that must
+ * be caught running is held at its first step (the checkpoint's exists, before it reads where the
+ * history ends) or at its last (the checkpoint's save, after the replay and before the feed goes
+ * live) by a checkpoint storage whose answer the test releases (domain_driver.h's gate: the
+ * blocking step waits on its thread, the reactive one's completion is kept while the loop runs
+ * on). Calls left in flight (a listener waiting in its accept) run on a
  * thread of their own (blocking) or wait for their completion on the loop (reactive); nothing
  * sleeps to let something happen: the test waits on the feed's own counters.
  *
@@ -1385,6 +1386,38 @@ ParameterizedTest(combo *p, feed, writers_during_the_switch_lose_and_double_noth
     teardown(&c);
     pthread_cond_destroy(&ph.cv);
     pthread_mutex_destroy(&ph.m);
+}
+
+/* ---- an accept that does not wait ------------------------------------------------------- */
+
+/* An offer (blocking: eddy_feed_offer; reactive: the accept, which never waits) completes
+ * exactly once (the drivers check it, with detail only on a failure), with the outcome the
+ * waiting accept would have had: a held event once the go-live applied it, before the go-live
+ * returned; a live one and a duplicate with EDDY_OK, the duplicate not applied again. When the
+ * outcome is known at once, the blocking offer completes before it returns (eddy/feed.h); the
+ * reactive completion never runs inside the call (eddy/rfeed.h, checked by the driver). */
+FTEST(an_offer_completes_once_now_or_later) {
+    ctx c;
+    setup(&c, p, "feed-offer");
+    new_feed(&c);
+    uev ea = {"a"}, eb = {"b"};
+    eddy_error err = {0};
+    tcall *a = fd->start(c.feed, FEED_OFFER, NULL, &ea);
+    wait_held(&c, 1);
+    cr_expect_not(fd->finished(a), "held: completed later");
+    cr_expect_eq(fd->go_live(c.feed, &err), EDDY_OK, "%s", err.detail);
+    cr_expect(fd->finished(a), "completed by the go-live");
+    cr_expect_eq(fd->join(a, &err), EDDY_OK, "%s", err.detail);
+    tcall *b = fd->start(c.feed, FEED_OFFER, NULL, &eb);
+    if (!fd->reactive)
+        cr_expect(fd->finished(b), "live: applied before offer returns");
+    cr_expect_eq(fd->join(b, &err), EDDY_OK, "%s", err.detail);
+    tcall *d = fd->start(c.feed, FEED_OFFER, NULL, &eb);
+    if (!fd->reactive)
+        cr_expect(fd->finished(d), "a duplicate: answered at once");
+    cr_expect_eq(fd->join(d, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_str_eq(applied(), "a,b");
+    teardown(&c);
 }
 
 /* ---- limits and bad input ---------------------------------------------------------------- */

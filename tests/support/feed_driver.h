@@ -22,7 +22,11 @@ typedef enum feed_call_kind {
     FEED_ACCEPT,      /* accept without metadata */
     FEED_ACCEPT_META, /* accept with metadata */
     FEED_CATCH_UP,
-    FEED_GO_LIVE
+    FEED_GO_LIVE,
+    /* An accept that does not wait, its outcome a completion: blocking, eddy_feed_offer, made on
+     * the calling thread (its completion may run before start returns); reactive, the accept
+     * itself (eddy_rfeed_accept already is one). Only through start. */
+    FEED_OFFER
 } feed_call_kind;
 
 typedef struct feed_driver {

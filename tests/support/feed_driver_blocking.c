@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The blocking feed behind the feed scenario driver: a direct mapping; a call in flight runs on
- * a thread of its own. */
+ * a thread of its own, but an offer (which never waits) on the caller's, its completion kept. */
 #include <criterion/criterion.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,6 +27,7 @@ struct tcall {
     eddy_error err;
     atomic_bool done;
     atomic_ulong at;
+    atomic_int calls; /* an offer's completions */
 };
 
 static atomic_ulong finish_seq;
@@ -76,9 +77,30 @@ static eddy_status b_accept_meta(tfeed *f, const eddy_event_meta *meta, void *ev
     return eddy_feed_accept_meta(f->feed, meta, event, NULL, err);
 }
 
+static void finish(tcall *c) {
+    atomic_store(&c->at, atomic_fetch_add(&finish_seq, 1) + 1);
+    atomic_store(&c->done, true);
+}
+
+static void on_offered(eddy_status st, const eddy_error *err, void *user) {
+    tcall *c = user;
+    cr_assert_eq(atomic_fetch_add(&c->calls, 1), 0, "the offer completed twice");
+    cr_assert((st == EDDY_OK) == (err == NULL), "%s: detail %s", eddy_status_name(st),
+              err ? "given" : "missing");
+    c->st = st;
+    if (err)
+        c->err = *err;
+    finish(c);
+}
+
 static void *call_main(void *arg) {
     tcall *c = arg;
     switch (c->kind) {
+    case FEED_OFFER:
+        c->st = eddy_feed_offer(c->f->feed, c->meta, c->event, on_offered, c);
+        if (c->st == EDDY_OK)
+            return NULL; /* on_offered finishes it */
+        break;
     case FEED_ACCEPT:
         c->st = eddy_feed_accept(c->f->feed, c->event, NULL, &c->err);
         break;
@@ -92,10 +114,11 @@ static void *call_main(void *arg) {
         c->st = eddy_feed_go_live(c->f->feed, NULL, &c->err);
         break;
     }
-    atomic_store(&c->at, atomic_fetch_add(&finish_seq, 1) + 1);
-    atomic_store(&c->done, true);
+    finish(c);
     return NULL;
 }
+
+static void *noop_main(void *arg) { return arg; }
 
 static tcall *b_start(tfeed *f, feed_call_kind kind, const eddy_event_meta *meta, void *event) {
     tcall *c = calloc(1, sizeof(*c));
@@ -104,10 +127,14 @@ static tcall *b_start(tfeed *f, feed_call_kind kind, const eddy_event_meta *meta
     c->kind = kind;
     c->meta = meta;
     c->event = event;
-    cr_assert_eq(pthread_create(&c->t, NULL, call_main, c), 0);
+    if (kind == FEED_OFFER) {
+        call_main(c); /* here: an offer does not wait */
+        cr_assert_eq(pthread_create(&c->t, NULL, noop_main, NULL), 0);
+    } else {
+        cr_assert_eq(pthread_create(&c->t, NULL, call_main, c), 0);
+    }
     return c;
 }
-static void *noop_main(void *arg) { return arg; }
 
 static tcall *b_start_from_projection(tfeed *f, feed_call_kind kind, const eddy_event_meta *meta,
                                       void *event) {
@@ -124,8 +151,11 @@ static tcall *b_start_from_projection(tfeed *f, feed_call_kind kind, const eddy_
 }
 static bool b_finished(tcall *c) { return atomic_load(&c->done); }
 static unsigned long b_finished_at(tcall *c) { return atomic_load(&c->at); }
+static bool finished(void *c) { return atomic_load(&((tcall *)c)->done); }
+
 static eddy_status b_join(tcall *c, eddy_error *err) {
     pthread_join(c->t, NULL);
+    cr_assert(eddy_test_wait_until(finished, c, 20000), "the call never completed");
     eddy_status st = c->st;
     if (err)
         *err = c->err;

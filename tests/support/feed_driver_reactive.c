@@ -130,6 +130,7 @@ static void start_call(rloop_op *op) {
     eddy_status st = EDDY_OK;
     switch (o->kind) {
     case FEED_ACCEPT:
+    case FEED_OFFER:
         st = eddy_rfeed_accept(f, o->event, on_done, o);
         break;
     case FEED_ACCEPT_META:
@@ -229,6 +230,8 @@ static eddy_status r_info(tfeed *f, eddy_feed_info *out) {
 static void on_flight_done(eddy_status st, const eddy_error *err, void *user) {
     tcall *c = user;
     cr_assert_not(c->in_call, "the completion ran inside the call that asked for it");
+    cr_assert((st == EDDY_OK) == (err == NULL), "%s: detail %s", eddy_status_name(st),
+              err ? "given" : "missing");
     pthread_mutex_lock(&c->m);
     cr_assert_eq(++c->calls, 1, "the completion ran twice");
     c->st = st;
@@ -247,6 +250,7 @@ static void start_flight(void *arg) {
     c->in_call = true;
     switch (c->kind) {
     case FEED_ACCEPT:
+    case FEED_OFFER:
         st = eddy_rfeed_accept(f, c->event, on_flight_done, c);
         break;
     case FEED_ACCEPT_META:
