@@ -1,16 +1,14 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* Catch-up projection feeds through the blocking front end, on memory:// and on the fixture's
- * redis-server, with the real event store and its checkpoint storage: the main rules of
- * spec/catch-up-feeds.txt again (the core's unit test has every one), now with real threads
- * waiting, real pages (a replay holds one at a time) and real markers; and a bus subscription
- * feeding the feed through eddy_feed_handler, whose outcome decides the acknowledgement. Nothing
- * here sleeps to let something happen: threads meet on the projection's gates and on the feed's
- * own counters.
+ * redis-server, with the real event store and its checkpoint storage: the cancel handles
+ * (eddy_cancel), which only the blocking feed takes (a reactive call ends through stop or free):
+ * a cancelled catch-up, waiting for its turn or replaying, is no failure, and a held accept can
+ * be cancelled. Nothing here sleeps to let something happen: threads meet on the projection's
+ * gate and on the feed's own counters.
  *
- * The scenarios both front ends share are in the one table of tests/integration/test_feed.c
- * (feed_driver.h, both backends), writers appending while a feed switches from replay to live
- * among them. What is left here belongs to the blocking front end alone, each with the
- * reason. */
+ * Every other scenario, the projection's own calls and the offer (the accept that does not wait)
+ * among them, is in the one table of tests/integration/test_feed.c (feed_driver.h), run on both
+ * front ends and both backends. */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <pthread.h>
@@ -23,8 +21,7 @@
 #include "eddy/feed.h"
 #include "eddy/store.h"
 #include "eddy_test.h"
-#include "raw.h"
-#include "recorder.h"
+#include "recorder.h" /* make_event */
 #include "test_backend.h"
 #include "test_codec.h"
 
@@ -42,13 +39,8 @@ typedef struct model {
     pthread_mutex_t m;
     pthread_cond_t c;
     char (*ids)[64];
-    bool *meta;
-    char (*streams)[32];
-    long long *versions;
     int n;
     int started, completed, abandoned;
-    char fail_id[64];
-    int fail_times; /* -1: always */
     /* A gate: the apply of gate_id waits until the gate opens. */
     char gate_id[64];
     bool at_gate, gate_open;
@@ -59,23 +51,17 @@ static void model_init(model *md) {
     pthread_mutex_init(&md->m, NULL);
     pthread_cond_init(&md->c, NULL);
     md->ids = calloc(MODEL_MAX, sizeof(*md->ids));
-    md->meta = calloc(MODEL_MAX, sizeof(*md->meta));
-    md->streams = calloc(MODEL_MAX, sizeof(*md->streams));
-    md->versions = calloc(MODEL_MAX, sizeof(*md->versions));
-    md->fail_times = -1;
-    cr_assert(md->ids && md->meta && md->streams && md->versions);
+    cr_assert(md->ids);
 }
 
 static void model_destroy(model *md) {
     free(md->ids);
-    free(md->meta);
-    free(md->streams);
-    free(md->versions);
     pthread_cond_destroy(&md->c);
     pthread_mutex_destroy(&md->m);
 }
 
 static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error *err, void *user) {
+    (void)meta, (void)err;
     model *md = user;
     uev *e = event;
     pthread_mutex_lock(&md->m);
@@ -85,19 +71,8 @@ static eddy_status m_apply(void *event, const eddy_event_meta *meta, eddy_error 
         while (!md->gate_open)
             pthread_cond_wait(&md->c, &md->m);
     }
-    if (md->fail_id[0] && strcmp(e->id, md->fail_id) == 0 && md->fail_times != 0) {
-        if (md->fail_times > 0)
-            md->fail_times--;
-        pthread_mutex_unlock(&md->m);
-        snprintf(err->detail, sizeof(err->detail), "the model rejects %s", e->id);
-        return EDDY_ERR_HANDLER_FAILED;
-    }
     cr_assert(md->n < MODEL_MAX);
     snprintf(md->ids[md->n], sizeof(md->ids[0]), "%s", e->id);
-    md->meta[md->n] = meta != NULL;
-    snprintf(md->streams[md->n], sizeof(md->streams[0]), "%s",
-             meta && meta->stream_id ? meta->stream_id : "");
-    md->versions[md->n] = meta ? meta->version : 0;
     md->n++;
     pthread_cond_broadcast(&md->c);
     pthread_mutex_unlock(&md->m);
@@ -158,16 +133,6 @@ static const char *applied(model *md) {
     return buf;
 }
 
-/* order.ignored decodes to nothing (the feed skips it), any other type to a uev. */
-static eddy_status u_decode(const eddy_event *ev, const eddy_event_meta *meta, void **out,
-                            eddy_error *err, void *user) {
-    if (strcmp(eddy_event_type(ev), "order.ignored") == 0) {
-        *out = NULL;
-        return EDDY_OK;
-    }
-    return uev_decode(ev, meta, out, err, user);
-}
-
 /* ---- context ---------------------------------------------------------------------------- */
 
 typedef struct ctx {
@@ -197,7 +162,7 @@ static void setup(ctx *c, const backend *p, const char *prefix) {
     c->cfg.projection.replay_completed = m_completed;
     c->cfg.projection.replay_abandoned = m_abandoned;
     c->cfg.projection.user = &c->md;
-    c->cfg.decode = u_decode;
+    c->cfg.decode = uev_decode;
     c->cfg.free_event = uev_free;
     c->cfg.event_id = uev_id;
     c->cfg.checkpoints = &c->ckpt;

@@ -1,19 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The catch-up projection feed on the reactive front end, on memory:// and redis://: live events
- * held until a catch-up or go-live, a catch-up that replays the history and then applies the held
- * events once each in order, a stopped replay, the reactor stack's failure steps, a marker that
- * cannot be deleted, the buffer limit, completions that run exactly once and never inside the
- * call, a feed freed with operations pending or from inside its own callbacks, the reactor's
- * failure paths (the projection's own event failing or refused, an event fed from
- * replay_abandoned, listeners refused during the failure steps, go-live waiting for a failed
- * catch-up, marker removals failing through their callback), a catch-up asked for from an
- * apply, and a replay that holds one page at a time and lets the loop run between pages. Each
- * test runs its own loop.
+/* The catch-up projection feed on the reactive front end, on memory:// and redis://: what only
+ * the reactive feed has. Its failure rules (spec/catch-up-feeds.txt gives them to the reactor
+ * stack alone, eddy/rfeed.h): the five failure steps, with the projection feeding its own event
+ * during the replay; the marker deletion with its retries, an error naming the feed id when it
+ * keeps failing (refused at once, or failing later through its callback); the projection's own
+ * event failing, refused or refused by a stop, and an event fed from replay_abandoned, each
+ * failing the feed; listeners refused while the failure steps run. And its loop: a feed freed
+ * inside the catch-up's completion, and a replay that lets the loop run between pages. Each test
+ * runs its own loop.
  *
- * The scenarios both front ends share are in the one table of tests/integration/test_feed.c
- * (feed_driver.h, both backends), appends made while the feed switches from replay to live
- * among them. What is left here belongs to the reactive front end alone, each with the
- * reason. */
+ * Every scenario both front ends share is in the one table of tests/integration/test_feed.c
+ * (feed_driver.h, both backends). */
 #include <criterion/criterion.h>
 #include <criterion/parameterized.h>
 #include <ev.h>
@@ -583,7 +580,8 @@ static void on_done_free(eddy_status st, const eddy_error *err, void *user) {
     M.feed = NULL;
 }
 
-/* Reactive front end only: freeing the feed from inside one of its completions. */
+/* Reactive front end only: freeing the feed from inside the catch-up's own completion (a blocking
+ * catch-up has no completion: its caller gets the outcome as the call returns). */
 ParameterizedTestParameters(rfeed, free_inside_completion) {
     return cr_make_param_array(int, backends, 2);
 }
@@ -748,7 +746,9 @@ static void turn_apply(const char *id, void *arg) {
     ev_timer_start(tt->loop, &tt->tm);
 }
 
-/* Reactive front end only: the loop turns between replay pages. */
+/* Reactive front end only: the loop turns between replay pages (a blocking replay runs on the
+ * catch-up's caller's thread; that it holds one page at a time is test_feed.c's
+ * a_replay_holds_at_most_one_page, on both front ends). */
 /* With one event a page, every page is its own round trip on the loop: the loop turns after
  * each one (an ev_prepare sees every intermediate count of applied events) and runs other
  * watchers meanwhile (a timer armed by an apply fires before the replay ends). */
