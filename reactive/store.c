@@ -5,14 +5,9 @@
  * callback.
  *
  * Invariants:
- * - Operations are kept in the order of their commands on the wire, so each
- * reply belongs to the oldest operation still waiting. An operation leaves the
+ * - Which reply belongs to which op, the load in front on a new connection, what a failed load
+ * or a lost connection means for each op: src/store/store_queue.h's. An operation leaves the
  * queue before its callback runs.
- * - The store's rules (the library loaded on each new connection, what is sent
- * again after a loss or a lost library) are src/store/store_op.h's; this file
- * sends the load as an internal op in front of the queue, and when that load
- * fails, the operations sent behind it on that connection fail with its error,
- * as the blocking front end's do.
  * - What an op's replies mean is src/store/store_req.h's: they are read into
  * one result, which one completion (`complete`) hands to the op's callback,
  * whatever its kind.
@@ -31,6 +26,7 @@
 #include "link/link.h"
 #include "log.h"
 #include "store/store.h"
+#include "store/store_queue.h"
 #include "store/store_req.h"
 #include "store_call.h"
 #include "timing.h"
@@ -47,18 +43,12 @@ typedef union rop_fn {
 } rop_fn;
 
 typedef struct rop {
-    struct rop *next;
-    eddy__store_req req; /* what it asks, its commands and rules, its result (store_req.h) */
-    redisReply *replies[EDDY__STORE_OP_MAX_CMDS]; /* owned, but the last one while it is read */
-    size_t got;
-    bool sent;     /* its commands went out on a connection */
-    bool fresh;    /* queued when there was no connection: the next one is made for it */
-    uint64_t last; /* the connection's number for its last command, 0 until given */
+    eddy__store_slot q; /* first: its place in the queue, its request and result; the replies
+                           are owned, but the last one while it is read */
     eddy_rstore *store;
     eddy_stored_fn each; /* a read's, behind each_guard */
     rop_fn on;
     void *user;
-    eddy_error err; /* the failure's detail */
 } rop;
 
 struct eddy_rstore {
@@ -68,10 +58,7 @@ struct eddy_rstore {
     eddy__backend_hold *backend; /* memory://: the store's data lives as long as the store */
     rconn *conn;                 /* NULL until needed again after a loss */
     eddy__reconnect gate;        /* backoff.h: each reconnect waits for the backoff */
-    bool need_load;              /* the connection is new: the load goes out first */
-    bool load_failed;            /* the load on this connection failed (load_err) */
-    eddy_error load_err;
-    rop *head, *tail, *unsent;
+    eddy__store_queue queue;
     int depth;
     bool closing;
 };
@@ -89,38 +76,29 @@ static rop *rop_new(eddy_rstore *s, void *user) {
     rop *p = calloc(1, sizeof(*p));
     if (!p)
         return NULL;
-    p->store = s; /* p->req zeroed: safe to reset until a builder fills it */
+    p->store = s; /* p->q.req zeroed: safe to reset until a builder fills it */
     p->user = user;
     return p;
-}
-
-static void rop_clear_replies(rop *p) {
-    for (size_t i = 0; i < EDDY__STORE_OP_MAX_CMDS; i++) {
-        if (p->replies[i])
-            freeReplyObject(p->replies[i]);
-        p->replies[i] = NULL;
-    }
-    p->got = 0;
 }
 
 static void rop_free(rop *p) {
     if (!p)
         return;
-    rop_clear_replies(p);
-    eddy__store_req_reset(&p->req);
+    eddy__store_slot_clear(&p->q);
+    eddy__store_req_reset(&p->q.req);
     free(p);
 }
 
 /* Runs p's callback with its request's result (p has left the queue): the one completion of
  * every op. A failure always carries a detail for the user. */
 static void complete(rop *p) {
-    const eddy__store_req *q = &p->req;
+    const eddy__store_req *q = &p->q.req;
     eddy_status st = q->st;
     bool ok = st == EDDY_OK;
-    if (!ok && p->err.status != st)
-        eddy__fail(&p->err, st, "%s",
+    if (!ok && p->q.err.status != st)
+        eddy__fail(&p->q.err, st, "%s",
                    st == EDDY_ERR_CLOSED ? "the store was closed" : "stopped by the callback");
-    const eddy_error *err = ok ? NULL : &p->err;
+    const eddy_error *err = ok ? NULL : &p->q.err;
     switch (q->kind) {
     case EDDY__SREQ_LOAD:
         break;
@@ -155,11 +133,8 @@ static void complete(rop *p) {
 
 /* Completes p with a failure that came before its replies. */
 static void rop_fail(rop *p, eddy_status st, const eddy_error *err) {
-    p->req.st = st;
-    if (err)
-        p->err = *err;
-    else
-        eddy__fail(&p->err, st, "%s", st == EDDY_ERR_CLOSED ? "the store was closed" : "failed");
+    p->q.req.st = st;
+    p->q.err = *err;
     complete(p);
 }
 
@@ -180,19 +155,16 @@ static void leave(eddy_rstore *s) {
         store_free(s);
 }
 
-/* Takes the whole queue out, so that callbacks run while it is processed see an
- * empty one. */
-static rop *take_queue(eddy_rstore *s) {
-    rop *p = s->head;
-    s->head = s->tail = s->unsent = NULL;
-    return p;
-}
-
-static void fail_list(rop *p, eddy_status st, const eddy_error *err) {
+/* Completes and frees the ops of a list taken out of the queue (callbacks run meanwhile see
+ * an empty one), each with st and err, or with its own failure when err is NULL. */
+static void fail_list(eddy__store_slot *p, eddy_status st, const eddy_error *err) {
     while (p) {
-        rop *next = p->next;
-        rop_fail(p, st, err);
-        rop_free(p);
+        eddy__store_slot *next = p->next;
+        if (err)
+            rop_fail((rop *)p, st, err);
+        else
+            complete((rop *)p);
+        rop_free((rop *)p);
         p = next;
     }
 }
@@ -202,70 +174,40 @@ static void fail_list(rop *p, eddy_status st, const eddy_error *err) {
 static void pump(eddy_rstore *s) {
     if (s->closing)
         return;
+    eddy_error e;
     if (!s->conn) {
-        if (!s->head)
+        if (!eddy__store_queue_head(&s->queue))
             return;
         if (eddy__rconn_open_gated(s->loop, &s->s, &store_conn_ops, s, &s->gate, &s->conn) !=
             EDDY_OK) {
-            eddy_error e;
             s->conn = NULL;
             eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory connecting");
-            fail_list(take_queue(s), EDDY_ERR_NOMEM, &e);
+            fail_list(eddy__store_queue_take(&s->queue), EDDY_ERR_NOMEM, &e);
             return;
         }
-        s->need_load = true;
-        s->load_failed = false;
     }
     if (!eddy__rconn_is_up(s->conn))
         return;
-    if (s->need_load) {
-        /* Nothing was sent on this connection yet: the whole queue is unsent. */
-        rop *l = rop_new(s, NULL);
-        eddy_error e;
-        if (!l || eddy__store_req_load(&l->req, &e) != EDDY_OK) {
-            rop_free(l);
-            eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory");
-            fail_list(take_queue(s), EDDY_ERR_NOMEM, &e);
-            return;
-        }
-        s->need_load = false;
-        l->next = s->head;
-        s->head = l;
-        if (!s->tail)
-            s->tail = l;
-        s->unsent = l;
-    }
-    for (rop *p = s->unsent; p; p = p->next) {
-        p->sent = true;
+    eddy_status st;
+    eddy__store_slot *p;
+    while ((p = eddy__store_queue_next(&s->queue, &st, &e)))
         for (size_t i = 0; i < p->req.op.cmds.n; i++)
             if (!(p->last = eddy__rconn_send(s->conn, &p->req.op.cmds.cmds[i], -1, p))) {
-                s->unsent = NULL; /* down follows from the loop and settles them */
+                eddy__store_queue_stall(&s->queue); /* down follows from the loop */
                 return;
             }
-    }
-    s->unsent = NULL;
-}
-
-static void enqueue(eddy_rstore *s, rop *p) {
-    p->next = NULL;
-    if (s->tail)
-        s->tail->next = p;
-    else
-        s->head = p;
-    s->tail = p;
-    if (!s->unsent)
-        s->unsent = p;
+    if (st != EDDY_OK)
+        fail_list(eddy__store_queue_take(&s->queue), st, &e);
 }
 
 /* Queues a new op from a public call. The op is the store's from here on. */
 static eddy_status submit(eddy_rstore *s, rop *p, eddy_error *err) {
-    if (p->req.op.cmds.n == 0 || p->req.op.cmds.n > EDDY__STORE_OP_MAX_CMDS) {
+    if (p->q.req.op.cmds.n == 0 || p->q.req.op.cmds.n > EDDY__STORE_OP_MAX_CMDS) {
         rop_free(p);
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "unexpected command count");
     }
     enter(s);
-    p->fresh = !s->conn;
-    enqueue(s, p);
+    eddy__store_queue_push(&s->queue, &p->q, s->conn != NULL);
     pump(s);
     leave(s);
     return EDDY_OK;
@@ -285,36 +227,12 @@ static void conn_down(void *owner, eddy_status st, const eddy_error *err) {
     eddy_rstore *s = owner;
     enter(s);
     /* The store's tracker warns once per outage (conn_state.h); each failed try is debug only. */
-    if (s->head)
+    if (eddy__store_queue_head(&s->queue))
         eddy__log(&s->s.log, EDDY_LOG_DEBUG, "store connection: %s", err->detail);
     uint64_t sent = eddy__rconn_sent(s->conn);
     eddy__rconn_close(s->conn);
     s->conn = NULL;
-    rop *p = take_queue(s);
-    bool first = true; /* the oldest op of the connection not answered: the refusal's */
-    while (p) {
-        rop *next = p->next;
-        bool was_first = first && p->sent;
-        if (p->sent)
-            first = false;
-        if (p->req.kind == EDDY__SREQ_LOAD) {
-            rop_free(p);
-        } else if (p->sent && !s->closing &&
-                   eddy__store_op_lost(&p->req.op, st, err, was_first, p->fresh)) {
-            /* Sent again on the next connection (its backoff): an idempotent op once, an
-             * append a cluster refused unwritten while its call's deadline allows. */
-            p->sent = false;
-            p->last = 0;
-            rop_clear_replies(p);
-            enqueue(s, p);
-        } else {
-            eddy_error e;
-            eddy_status pst = eddy__link_outcome(st, err, p->last, sent, &e);
-            rop_fail(p, pst, err || pst != st ? &e : NULL);
-            rop_free(p);
-        }
-        p = next;
-    }
+    fail_list(eddy__store_queue_down(&s->queue, st, err, sent, s->closing), st, NULL);
     pump(s);
     leave(s);
 }
@@ -327,37 +245,20 @@ static eddy_status each_guard(const eddy_event *ev, const eddy_event_meta *meta,
     return p->each(ev, meta, p->user);
 }
 
-/* p's commands go out again (true): behind a load when the server had lost the library, or a
- * whole stream's next page (on this connection, so not one made for it); unless the store is
- * closing (false, p failed with the closing's status). */
-static bool send_again(eddy_rstore *s, rop *p) {
-    if (s->closing) {
-        p->req.st = eddy__fail(&p->err, EDDY_ERR_CLOSED, "the store was closed");
-        return false;
-    }
-    if (p->req.whole)
-        p->fresh = false;
-    p->sent = false;
-    p->last = 0;
-    p->replies[p->got] = NULL; /* the last reply is the connection's: not ours */
-    rop_clear_replies(p);
-    enqueue(s, p);
-    pump(s);
-    return true;
-}
-
-/* Reads p's replies into its result and completes it; false when p was queued again
- * instead. */
+/* Reads p's replies into its result and completes it, or queues it again (behind a load when
+ * the server had lost the library, or a whole stream's next page) unless the store is closing;
+ * false when queued again. */
 static bool finish(eddy_rstore *s, rop *p) {
-    eddy__store_req *q = &p->req;
-    p->err = (eddy_error){0}; /* nothing of an earlier try's */
-    if (eddy__store_req_done(q, s->core, p->replies, &s->s.log, &p->err) && send_again(s, p))
-        return false;
-    if (q->kind == EDDY__SREQ_LOAD && q->st != EDDY_OK) {
-        s->load_failed = true;
-        s->load_err = p->err;
-        eddy__log(&s->s.log, EDDY_LOG_WARN, "store: loading the function library: %s",
-                  p->err.detail);
+    eddy__store_req *q = &p->q.req;
+    if (eddy__store_req_done(q, s->core, p->q.replies, &s->s.log, &p->q.err)) {
+        if (!s->closing) {
+            p->q.replies[p->q.got] = NULL; /* the last reply is the connection's: not ours */
+            eddy__store_slot_clear(&p->q);
+            eddy__store_queue_again(&s->queue, &p->q);
+            pump(s);
+            return false;
+        }
+        q->st = eddy__fail(&p->q.err, EDDY_ERR_CLOSED, "the store was closed");
     }
     if (p->each && q->st == EDDY_OK && s->closing)
         q->st = EDDY_ERR_CLOSED;
@@ -367,7 +268,7 @@ static bool finish(eddy_rstore *s, rop *p) {
 
 static void conn_reply(void *owner, void *priv, redisReply *r) {
     eddy_rstore *s = owner;
-    rop *p = s->head;
+    eddy__store_slot *p = eddy__store_queue_head(&s->queue);
     (void)priv; /* always the head: replies come in command order */
     enter(s);
     if (p->got + 1 < p->req.op.cmds.n) {
@@ -378,22 +279,23 @@ static void conn_reply(void *owner, void *priv, redisReply *r) {
         return;
     }
     p->replies[p->got] = r;
-    s->head = p->next;
-    if (!s->head)
-        s->tail = NULL;
-    bool done;
-    if (p->req.kind != EDDY__SREQ_LOAD && s->load_failed) {
-        /* The connection never got the library: fail as the blocking front end
-         * does. */
-        eddy_error e = s->load_err;
-        rop_fail(p, e.status, &e);
-        done = true;
-    } else {
-        done = finish(s, p);
+    bool done = true;
+    switch (eddy__store_queue_answered(&s->queue, s->core, &s->s.log, &p)) {
+    case EDDY__STORE_LOADED:
+        break;
+    case EDDY__STORE_FAILED:
+        complete((rop *)p);
+        break;
+    case EDDY__STORE_READ:
+        done = finish(s, (rop *)p);
+        break;
     }
     if (done) {
         p->replies[p->got] = NULL; /* hiredis's or the connection's, not ours */
-        rop_free(p);
+        if (p == &s->queue.load)
+            eddy__store_slot_clear(p);
+        else
+            rop_free((rop *)p);
     }
     leave(s);
 }
@@ -413,6 +315,7 @@ eddy_status eddy_rstore_open(struct ev_loop *loop, const eddy_settings *settings
     if (!s)
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     s->loop = loop;
+    eddy__store_queue_init(&s->queue);
     eddy__reconnect_init(&s->gate, (unsigned)(uintptr_t)s ^ (unsigned)eddy__mono_ms());
     eddy_status st = eddy__settings_copy(&s->s, settings, err);
     if (st != EDDY_OK) {
@@ -426,7 +329,6 @@ eddy_status eddy_rstore_open(struct ev_loop *loop, const eddy_settings *settings
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     }
     /* Connect and load now, so that the first operation does not wait for it. */
-    s->need_load = true;
     enter(s);
     pump(s);
     leave(s);
@@ -443,7 +345,7 @@ void eddy_rstore_close(eddy_rstore *store) {
     store->conn = NULL;
     eddy_error e;
     eddy__fail(&e, EDDY_ERR_CLOSED, "the store was closed");
-    fail_list(take_queue(store), EDDY_ERR_CLOSED, &e);
+    fail_list(eddy__store_queue_take(&store->queue), EDDY_ERR_CLOSED, &e);
     leave(store);
 }
 
@@ -484,7 +386,7 @@ eddy_status eddy_rstore_append(eddy_rstore *store, const char *stream_id,
     if (!p)
         return st;
     p->on.append = done;
-    st = eddy__store_req_append(&p->req, store->core, stream_id, evs, n, opts, err);
+    st = eddy__store_req_append(&p->q.req, store->core, stream_id, evs, n, opts, err);
     return submit_built(store, p, st, err);
 }
 
@@ -511,7 +413,7 @@ eddy_status eddy_rstore_read_page(eddy_rstore *store, long long after_position, 
     if (!p)
         return st;
     p->on.page = done;
-    st = eddy__store_req_read_all(&p->req, store->core, after_position, max_entries, filter,
+    st = eddy__store_req_read_all(&p->q.req, store->core, after_position, max_entries, filter,
                                   each_guard, p, err);
     return submit_built(store, p, st, err);
 }
@@ -525,7 +427,7 @@ eddy_status eddy_rstore_read_stream_page(eddy_rstore *store, const char *stream_
     if (!p)
         return st;
     p->on.stream = done;
-    st = eddy__store_req_read_stream(&p->req, store->core, stream_id, after_version, false,
+    st = eddy__store_req_read_stream(&p->q.req, store->core, stream_id, after_version, false,
                                      each_guard, p, err);
     return submit_built(store, p, st, err);
 }
@@ -544,7 +446,7 @@ eddy_status eddy_rstore_read_stream(eddy_rstore *store, const char *stream_id,
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "stream_id is NULL");
     }
     p->on.done = done;
-    st = eddy__store_req_read_stream(&p->req, store->core, stream_id, after_version, true,
+    st = eddy__store_req_read_stream(&p->q.req, store->core, stream_id, after_version, true,
                                      each_guard, p, err);
     return submit_built(store, p, st, err);
 }
@@ -556,7 +458,7 @@ eddy_status eddy_rstore_head(eddy_rstore *store, eddy_rstore_head_fn done, void 
     if (!p)
         return st;
     p->on.head = done;
-    return submit_built(store, p, eddy__store_req_head(&p->req, store->core, err), err);
+    return submit_built(store, p, eddy__store_req_head(&p->q.req, store->core, err), err);
 }
 
 /* ---- checkpoints
@@ -570,7 +472,7 @@ static eddy_status ckpt_submit(eddy_rstore *store, eddy__ckpt_op op, const char 
     if (!p)
         return st;
     p->on = on;
-    st = eddy__store_req_ckpt(&p->req, store->core, op, feed_id, value, NULL, 0, err);
+    st = eddy__store_req_ckpt(&p->q.req, store->core, op, feed_id, value, NULL, 0, err);
     return submit_built(store, p, st, err);
 }
 
@@ -615,7 +517,7 @@ eddy_status eddy__rstore_call(eddy_rstore *store, eddy__cmdlist *cmds, eddy__sto
     if (!p)
         return st;
     p->on.done = done;
-    eddy__store_req_call(&p->req, cmds, read, read_user);
+    eddy__store_req_call(&p->q.req, cmds, read, read_user);
     return submit(store, p, err);
 }
 
