@@ -373,11 +373,6 @@ static void on_timer(struct ev_loop *loop, ev_timer *w, int revents) {
     leave_loop(c); /* reports a loss that is due */
 }
 
-eddy_status eddy__rconn_open(struct ev_loop *loop, const eddy__settings *s, const rconn_ops *ops,
-                             void *owner, rconn **out) {
-    return eddy__rconn_open_gated(loop, s, ops, owner, NULL, out);
-}
-
 eddy_status eddy__rconn_open_gated(struct ev_loop *loop, const eddy__settings *s,
                                    const rconn_ops *ops, void *owner, eddy__reconnect *gate,
                                    rconn **out) {

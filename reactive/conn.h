@@ -42,16 +42,14 @@ typedef struct rconn_ops {
     void (*down)(void *owner, eddy_status st, const eddy_error *err);
 } rconn_ops;
 
-/* Starts connecting. A memory connection is up at once (eddy__rconn_is_up) and never calls `up`.
+/* Starts connecting, behind the owner's reconnect gate (backoff.h; borrowed, it outlives the
+ * connection; NULL: none): the link opens once the backoff after the previous connect passed
+ * (at once when it did), and the gate learns of this connect, of its answers and of a refused
+ * one. An owner sends nothing before `up`, so nothing waits on the gate but the connect itself.
+ * A memory connection is up at once (eddy__rconn_is_up) and never calls `up`.
  * Ownership: settings and ops are borrowed and must outlive the connection's owner side (they
  * are not touched after eddy__rconn_close); *out is the owner's until eddy__rconn_close.
  * EDDY_ERR_NOMEM is the only failure; every connection error arrives through `down`. */
-eddy_status eddy__rconn_open(struct ev_loop *loop, const eddy__settings *s, const rconn_ops *ops,
-                             void *owner, rconn **out);
-/* The same, behind the owner's reconnect gate (backoff.h; borrowed, it outlives the
- * connection): the link opens once the backoff after the previous connect passed (at once when
- * it did), and the gate learns of this connect, of its answers and of a refused one. An owner
- * sends nothing before `up`, so nothing waits on the gate but the connect itself. */
 eddy_status eddy__rconn_open_gated(struct ev_loop *loop, const eddy__settings *s,
                                    const rconn_ops *ops, void *owner, eddy__reconnect *gate,
                                    rconn **out);
