@@ -224,22 +224,8 @@ static eddy_status request(eddy_bus *bus, const char *subject, const eddy_event 
                 *err = f.err;
         } else { /* WAIT, or ENDED: its waiter is completed, or will be */
             wait_outcome(bus, &w, id, opts->deadline_ms, opts->cancel);
-            st = w.st;
-            if (a->replies && f.gather.ended) /* the table decided it (gather.h) */
-                st = f.gather.outcome;
+            st = eddy__request_flow_outcome(&f, w.st, err);
             *reply = w.reply;
-            if (st == EDDY_ERR_NO_REPLY && a->replies)
-                eddy__fail(err, st,
-                           "request %s: %zu replies before its deadline, cancel or stop; %zu "
-                           "asked",
-                           id, f.gather.came, f.gather.max);
-            else if (st == EDDY_ERR_RESPONDER_FAILED && a->replies)
-                eddy__fail(err, st, "a responder failed on request %s", id);
-            else if (st == EDDY_ERR_NO_REPLY)
-                eddy__fail(err, st, "no reply to request %s before its deadline, cancel or stop",
-                           id);
-            else if (st == EDDY_ERR_RESPONDER_FAILED)
-                eddy__fail(err, st, "the responder failed on request %s", id);
         }
         eddy__cancel_detach(opts->cancel, &w.on_cancel);
         if (a->replies && !(*a->replies = eddy__gather_take(&f.gather)))

@@ -61,13 +61,8 @@ static void complete(rreq *q, eddy_status st, eddy_event *reply) {
     eddy_reply_fn done = q->done;
     eddy_gather_fn gathered = q->gathered;
     bool is_gather = q->flow.is_gather;
-    eddy_replies *replies = NULL;
-    if (is_gather) {
-        /* Ended in the table (a reply, the deadline, cancel, stop): the core's outcome. */
-        if (q->flow.gather.ended)
-            st = q->flow.gather.outcome;
-        replies = eddy__gather_take(&q->flow.gather); /* NULL only on OOM */
-    }
+    st = eddy__request_flow_outcome(&q->flow, st, NULL);
+    eddy_replies *replies = is_gather ? eddy__gather_take(&q->flow.gather) : NULL; /* NULL: OOM */
     void *user = q->user;
     if (q->ops == 0 && q->pins == 0)
         rreq_free(q);

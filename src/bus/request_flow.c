@@ -156,6 +156,24 @@ eddy__req_step eddy__request_flow_feed(eddy__request_flow *f, eddy_status st, re
     }
 }
 
+eddy_status eddy__request_flow_outcome(const eddy__request_flow *f, eddy_status st,
+                                       eddy_error *err) {
+    const char *id = f->out.id;
+    if (f->is_gather && f->gather.ended)
+        st = f->gather.outcome;
+    if (st == EDDY_ERR_NO_REPLY && f->is_gather)
+        eddy__fail(err, st,
+                   "request %s: %zu replies before its deadline, cancel or stop; %zu asked", id,
+                   f->gather.came, f->gather.max);
+    else if (st == EDDY_ERR_RESPONDER_FAILED && f->is_gather)
+        eddy__fail(err, st, "a responder failed on request %s", id);
+    else if (st == EDDY_ERR_NO_REPLY)
+        eddy__fail(err, st, "no reply to request %s before its deadline, cancel or stop", id);
+    else if (st == EDDY_ERR_RESPONDER_FAILED)
+        eddy__fail(err, st, "the responder failed on request %s", id);
+    return st;
+}
+
 void eddy__request_flow_reset(eddy__request_flow *f) {
     eddy__gather_reset(&f->gather);
     eddy__request_out_reset(&f->out);

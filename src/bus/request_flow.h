@@ -105,6 +105,13 @@ const eddy__cmdlist *eddy__request_flow_cmds(const eddy__request_flow *f);
 eddy__req_step eddy__request_flow_feed(eddy__request_flow *f, eddy_status st, redisReply **replies,
                                        const eddy_error *err);
 
+/* The call's outcome once its waiter was completed with st by whoever took the request out of
+ * the table (a reply, the deadline, a cancel, a stop): a gather that ended there has the
+ * table's outcome (gather.h). A failure the responders' side caused (no reply in time,
+ * a responder's failure) gets a detail naming the request in err (may be NULL). */
+eddy_status eddy__request_flow_outcome(const eddy__request_flow *f, eddy_status st,
+                                       eddy_error *err);
+
 void eddy__request_flow_reset(eddy__request_flow *f);
 
 /* eddy_bus_request_value and its twin before their request: the refusals first, before anything

@@ -309,3 +309,38 @@ Test(request_flow, request_value_refuses_before_packing) {
     eddy_event_free(ev);
     fixture_free(&f);
 }
+
+Test(request_flow, the_outcome_names_the_request_and_a_gather_takes_the_tables) {
+    fixture f;
+    fixture_init(&f);
+    eddy__request_flow fl;
+    begin(&f, &fl);
+    eddy_error err = {0};
+    cr_expect_eq(eddy__request_flow_outcome(&fl, EDDY_OK, &err), EDDY_OK);
+    cr_expect_eq(err.status, EDDY_OK, "nothing to say of a reply");
+    cr_expect_eq(eddy__request_flow_outcome(&fl, EDDY_ERR_NO_REPLY, &err), EDDY_ERR_NO_REPLY);
+    cr_expect(strstr(err.detail, fl.out.id) && strstr(err.detail, "no reply"), "%s", err.detail);
+    cr_expect_eq(eddy__request_flow_outcome(&fl, EDDY_ERR_RESPONDER_FAILED, &err),
+                 EDDY_ERR_RESPONDER_FAILED);
+    cr_expect(strstr(err.detail, "the responder failed"), "%s", err.detail);
+    cr_assert(eddy__requests_give_up(f.requests, fl.out.id));
+    eddy__request_flow_reset(&fl);
+
+    eddy_gather_opts go;
+    eddy_gather_opts_init(&go);
+    go.deadline_ms = eddy_deadline_in(10000);
+    go.max_replies = 3;
+    cr_assert_eq(eddy__request_flow_begin_gather(&fl, &f.ctx, &go, false, "tables.setup", f.ev,
+                                                 &f.waiter, eddy_now_ms(), &err),
+                 EDDY_OK, "%s", err.detail);
+    cr_expect_eq(eddy__request_flow_outcome(&fl, EDDY_ERR_NO_REPLY, &err), EDDY_ERR_NO_REPLY,
+                 "not ended in the table: the waiter's status");
+    cr_expect(strstr(err.detail, "0 replies") && strstr(err.detail, "3 asked"), "%s", err.detail);
+    eddy__gather_finish(&fl.gather, EDDY__GATHER_DEADLINE);
+    cr_assert(fl.gather.ended);
+    eddy_status table = fl.gather.outcome;
+    cr_expect_eq(eddy__request_flow_outcome(&fl, EDDY_OK, &err), table, "the table's outcome");
+    cr_assert(eddy__requests_give_up(f.requests, fl.out.id));
+    eddy__request_flow_reset(&fl);
+    fixture_free(&f);
+}
