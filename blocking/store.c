@@ -2,11 +2,13 @@
 /* The event store on the blocking front end: the core (src/store/store.c) checks, builds and reads;
  * this file sends, on one connection behind a mutex, and makes the calling thread wait.
  *
- * The store's rules (the library loaded on each new connection, what is sent again after a loss
- * or a lost library) are src/store/store_op.h's, and what each operation's replies mean is
- * src/store/store_req.h's: every operation is one request run by `run`. `loaded` is true only while the connection that
- * loaded it lives. The lock is held only while commands travel, never while a read's callback
- * runs, so a callback may use the store (append, read) without deadlocking. */
+ * The store's rules are the core's, as on the reactive front end: the queue (src/store/
+ * store_queue.h) puts the library's load in front on a new connection, matches replies to ops,
+ * fails the op behind a failed load and says what a loss sends again; what each operation's
+ * replies mean is src/store/store_req.h's. Every operation is one request run by `run`, which
+ * is the queue's only op while the lock is held. The lock is held only while commands travel,
+ * never while a read's callback runs, so a callback may use the store (append, read) without
+ * deadlocking. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 #include "link/link.h"
 #include "log.h"
 #include "store/store.h"
+#include "store/store_queue.h"
 #include "store/store_req.h"
 #include "store_call.h"
 #include "timing.h"
@@ -25,80 +28,82 @@
 struct eddy_store {
     eddy__settings s;
     eddy__store *core;
-    pthread_mutex_t lock; /* one pipeline at a time on conn; guards loaded */
+    pthread_mutex_t lock; /* one pipeline at a time on conn; guards queue */
     bconn conn;
-    bool loaded;
+    eddy__store_queue queue;     /* empty but while the lock is held */
     eddy__backend_hold *backend; /* memory://: the store's data lives as long as the store */
 };
 
-/* Connects and loads the library unless done on this connection. Caller holds the lock. */
-static eddy_status ensure_loaded(eddy_store *store, eddy_error *err) {
-    if (!eddy__bconn_connected(&store->conn))
-        store->loaded = false;
-    if (store->loaded)
-        return EDDY_OK;
-    eddy__store_req q;
-    redisReply *reply = NULL;
-    eddy_status st = eddy__store_req_load(&q, err);
-    if (st == EDDY_OK &&
-        (st = eddy__bconn_exec(&store->conn, &q.op.cmds, -1, &reply, err)) == EDDY_OK) {
-        eddy__store_req_done(&q, store->core, &reply, &store->s.log, err);
-        st = q.st;
-    }
-    if (reply)
-        freeReplyObject(reply);
-    eddy__store_req_reset(&q);
-    store->loaded = st == EDDY_OK;
-    return st;
-}
-
-/* Sends op's commands and reads their replies (each is the caller's to free), sending them
- * again where the store's rules say (store_op.h), the lock released between tries. With an
- * arena, the replies may be built in it (*in_arena): the caller resets it instead of freeing
- * them. */
-static eddy_status exchange_in(eddy_store *store, eddy__store_op *op, eddy__reply_arena *arena,
-                               redisReply **replies, bool *in_arena, eddy_error *err) {
-    eddy_error e = {0};
+/* One try, the lock held: the load first where the queue puts one, then p's commands (p NULL:
+ * the load alone), each op's commands in the queue's order. With an arena, p's replies may be
+ * built in it (*in_arena). EDDY_OK: p's replies are in (or the load went well); else the
+ * failure (err), and *again when the queue sends p again after the loss: not before the lock
+ * is taken again, so p leaves the queue meanwhile. */
+static eddy_status try_once(eddy_store *store, eddy__store_slot *p, eddy__reply_arena *arena,
+                            bool *in_arena, bool *again, eddy_error *err) {
+    eddy__store_queue *q = &store->queue;
+    bool connected = eddy__bconn_connected(&store->conn);
+    if (!connected)
+        eddy__store_queue_take(q); /* a new connection loads first */
+    if (p)
+        eddy__store_queue_push(q, p, connected);
     eddy_status st;
-    for (;;) {
-        pthread_mutex_lock(&store->lock);
-        bool fresh = !eddy__bconn_connected(&store->conn);
-        *in_arena = false;
-        st = ensure_loaded(store, &e);
-        if (st == EDDY_OK)
-            st = arena ? eddy__bconn_exec_in(&store->conn, arena, &op->cmds, -1, replies, in_arena,
-                                             &e)
-                       : eddy__bconn_exec(&store->conn, &op->cmds, -1, replies, &e);
-        pthread_mutex_unlock(&store->lock);
-        if (st == EDDY_OK || !eddy__store_op_lost(op, st, &e, true, fresh))
+    size_t n = 0;
+    for (eddy__store_slot *s; (s = eddy__store_queue_next(q, &st, err));)
+        s->last = ++n; /* numbered as the connection writes them */
+    for (eddy__store_slot *s; st == EDDY_OK && (s = eddy__store_queue_head(q));) {
+        if (s != p)
+            st = eddy__bconn_exec(&store->conn, &s->req.op.cmds, -1, s->replies, err);
+        else if (!q->load_failed) /* else it fails with the load's error, unsent */
+            st = arena ? eddy__bconn_exec_in(&store->conn, arena, &p->req.op.cmds, -1, p->replies,
+                                             in_arena, err)
+                       : eddy__bconn_exec(&store->conn, &p->req.op.cmds, -1, p->replies, err);
+        if (st != EDDY_OK)
             break;
+        eddy__store_answer w = eddy__store_queue_answered(q, store->core, &store->s.log, &s);
+        if (w == EDDY__STORE_LOADED)
+            eddy__store_slot_clear(s);
+        else if (w == EDDY__STORE_FAILED) /* the load's error, in s->err */
+            st = s->req.st;
     }
-    if (st != EDDY_OK && err)
-        *err = e;
+    *again = false;
+    if (st != EDDY_OK && !q->load_failed) {
+        /* The connection's failure (it is closed): the queue says what goes again. */
+        *again = p && !eddy__store_queue_down(q, st, err, UINT64_MAX, false);
+        eddy__store_queue_take(q);
+    }
+    if (!p && q->load_failed) { /* the load alone: its failure is the try's */
+        *err = q->load_err;
+        st = err->status;
+    }
     return st;
 }
 
 /* Runs q: sends its commands, reads its replies into its result (store_req.h), and sends them
- * again where the store's rules say. With an arena (may be NULL), the replies may be built in
- * it. Returns q's status (err, may be NULL, holds its detail). */
+ * again where the store's rules say, the lock released between tries. With an arena (may be
+ * NULL), the replies may be built in it. Returns q's status (err, may be NULL, holds its
+ * detail). */
 static eddy_status run(eddy_store *store, eddy__store_req *q, eddy__reply_arena *arena,
                        eddy_error *err) {
-    redisReply *replies[EDDY__STORE_OP_MAX_CMDS] = {NULL};
+    eddy__store_slot p = {.req = *q}; /* q's again on return */
     for (bool again = true; again;) {
         bool in_arena = false;
-        size_t got = q->op.cmds.n; /* a reload puts a load in front */
-        if ((q->st = exchange_in(store, &q->op, arena, replies, &in_arena, err)) != EDDY_OK)
-            break;
-        again = eddy__store_req_done(q, store->core, replies, &store->s.log, err);
-        if (in_arena)
-            eddy__reply_arena_reset(arena);
+        pthread_mutex_lock(&store->lock);
+        eddy_status st = try_once(store, &p, arena, &in_arena, &again, &p.err);
+        pthread_mutex_unlock(&store->lock);
+        if (st == EDDY_OK)
+            again = eddy__store_req_done(&p.req, store->core, p.replies, &store->s.log, &p.err);
         else
-            for (size_t i = 0; i < got; i++) {
-                if (replies[i])
-                    freeReplyObject(replies[i]);
-                replies[i] = NULL;
-            }
+            p.req.st = st;
+        if (in_arena) {
+            eddy__reply_arena_reset(arena);
+            memset(p.replies, 0, sizeof(p.replies));
+        }
+        eddy__store_slot_clear(&p);
     }
+    if (p.req.st != EDDY_OK && err)
+        *err = p.err;
+    *q = p.req;
     return q->st;
 }
 
@@ -124,6 +129,7 @@ eddy_status eddy_store_open(const eddy_settings *settings, eddy_store **out, edd
         return st;
     }
     pthread_mutex_init(&store->lock, NULL);
+    eddy__store_queue_init(&store->queue);
     if (eddy__bconn_init(&store->conn, &store->s) != EDDY_OK ||
         !(store->core = eddy__store_new(&store->s)) ||
         !eddy__link_hold_backend(&store->s, &store->backend))
@@ -131,9 +137,13 @@ eddy_status eddy_store_open(const eddy_settings *settings, eddy_store **out, edd
     /* Connecting now reports a wrong URL, a dead server or a server without functions here
      * rather than at the first append. */
     if (st == EDDY_OK) {
+        bool again, in_arena;
+        eddy_error e = {0};
         pthread_mutex_lock(&store->lock);
-        st = ensure_loaded(store, err);
+        st = try_once(store, NULL, NULL, &in_arena, &again, &e);
         pthread_mutex_unlock(&store->lock);
+        if (st != EDDY_OK && err)
+            *err = e;
     }
     if (st != EDDY_OK) {
         eddy_store_close(store);
@@ -147,6 +157,7 @@ void eddy_store_close(eddy_store *store) {
     if (!store)
         return;
     eddy__bconn_destroy(&store->conn);
+    eddy__store_queue_take(&store->queue); /* the load's commands */
     eddy__store_free(store->core);
     pthread_mutex_destroy(&store->lock);
     eddy__link_release_backend(store->backend);

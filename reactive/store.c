@@ -131,13 +131,6 @@ static void complete(rop *p) {
     }
 }
 
-/* Completes p with a failure that came before its replies. */
-static void rop_fail(rop *p, eddy_status st, const eddy_error *err) {
-    p->q.req.st = st;
-    p->q.err = *err;
-    complete(p);
-}
-
 /* ---- the store's life
  * --------------------------------------------------------------------- */
 
@@ -156,14 +149,15 @@ static void leave(eddy_rstore *s) {
 }
 
 /* Completes and frees the ops of a list taken out of the queue (callbacks run meanwhile see
- * an empty one), each with st and err, or with its own failure when err is NULL. */
-static void fail_list(eddy__store_slot *p, eddy_status st, const eddy_error *err) {
+ * an empty one), each with err, or with its own failure when err is NULL. */
+static void fail_list(eddy__store_slot *p, const eddy_error *err) {
     while (p) {
         eddy__store_slot *next = p->next;
-        if (err)
-            rop_fail((rop *)p, st, err);
-        else
-            complete((rop *)p);
+        if (err) {
+            p->req.st = err->status;
+            p->err = *err;
+        }
+        complete((rop *)p);
         rop_free((rop *)p);
         p = next;
     }
@@ -182,7 +176,7 @@ static void pump(eddy_rstore *s) {
             EDDY_OK) {
             s->conn = NULL;
             eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory connecting");
-            fail_list(eddy__store_queue_take(&s->queue), EDDY_ERR_NOMEM, &e);
+            fail_list(eddy__store_queue_take(&s->queue), &e);
             return;
         }
     }
@@ -197,7 +191,7 @@ static void pump(eddy_rstore *s) {
                 return;
             }
     if (st != EDDY_OK)
-        fail_list(eddy__store_queue_take(&s->queue), st, &e);
+        fail_list(eddy__store_queue_take(&s->queue), &e);
 }
 
 /* Queues a new op from a public call. The op is the store's from here on. */
@@ -232,7 +226,7 @@ static void conn_down(void *owner, eddy_status st, const eddy_error *err) {
     uint64_t sent = eddy__rconn_sent(s->conn);
     eddy__rconn_close(s->conn);
     s->conn = NULL;
-    fail_list(eddy__store_queue_down(&s->queue, st, err, sent, s->closing), st, NULL);
+    fail_list(eddy__store_queue_down(&s->queue, st, err, sent, s->closing), NULL);
     pump(s);
     leave(s);
 }
@@ -345,7 +339,7 @@ void eddy_rstore_close(eddy_rstore *store) {
     store->conn = NULL;
     eddy_error e;
     eddy__fail(&e, EDDY_ERR_CLOSED, "the store was closed");
-    fail_list(eddy__store_queue_take(&store->queue), EDDY_ERR_CLOSED, &e);
+    fail_list(eddy__store_queue_take(&store->queue), &e);
     leave(store);
 }
 

@@ -24,6 +24,8 @@ void eddy__store_slot_clear(eddy__store_slot *p) {
 }
 
 static void enqueue(eddy__store_queue *q, eddy__store_slot *p) {
+    if (q->load_failed && !q->head)
+        q->need_load = true; /* every op behind the failed load was answered: load again */
     p->next = NULL;
     p->sent = false;
     p->last = 0;

@@ -10,8 +10,9 @@
  * - Replies come in command order: each belongs to the oldest op still queued (the head).
  * - A new connection (the first, or any after eddy__store_queue_down) loads the library first;
  *   the load is the queue's own op, never the front end's.
- * - When that load fails, every op sent behind it on that connection fails with its error
- *   (as the blocking front end's fail before theirs is sent); the next connection loads again.
+ * - When that load fails, every op sent behind it fails with its error; the next op queued
+ *   once they were all answered (or the next connection) has the load go again in front of
+ *   it. A front end that sends one op at a time may skip sending one behind a failed load.
  * - After a loss, the store's rules (eddy__store_op_lost) choose what goes again, unsent, on
  *   the next connection; the rest fail with the link's outcome (sent or not, eddy__link_outcome).
  *   An op queued while there was no connection was the reason for the next one (fresh).

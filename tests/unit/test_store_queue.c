@@ -112,11 +112,14 @@ Test(store_queue, a_new_connection_loads_first_and_replies_go_in_order) {
     cr_expect_eq(next(5), &c, "no second load on the same connection");
 }
 
-Test(store_queue, ops_behind_a_failed_load_fail_with_its_error_until_a_new_connection) {
+Test(store_queue, ops_behind_a_failed_load_fail_with_its_error_then_it_goes_again) {
     head_op(&a);
+    head_op(&b);
     eddy__store_queue_push(&queue, &a, true);
+    eddy__store_queue_push(&queue, &b, true);
     cr_assert_eq(next(1), &queue.load);
     cr_assert_eq(next(2), &a);
+    cr_assert_eq(next(3), &b);
     eddy__store_slot *p;
     cr_expect_eq(answer("-ERR unknown command 'FUNCTION'\r\n", &p), EDDY__STORE_LOADED);
     eddy__store_slot_clear(p);
@@ -125,18 +128,22 @@ Test(store_queue, ops_behind_a_failed_load_fail_with_its_error_until_a_new_conne
     cr_expect_eq(p->err.status, EDDY_ERR_NOT_SUPPORTED);
     cr_expect(strlen(p->err.detail) > 0, "with the load's detail");
 
-    eddy_error io;
-    eddy__fail(&io, EDDY_ERR_IO, "closed by the server");
-    cr_expect_null(eddy__store_queue_down(&queue, EDDY_ERR_IO, &io, 2, false));
+    head_op(&c);
+    eddy__store_queue_push(&queue, &c, true);
+    cr_expect_eq(next(4), &c, "no load while ops behind the failed one are out");
+    cr_expect_eq(answer("$2\r\n12\r\n", &p), EDDY__STORE_FAILED);
+    cr_expect_eq(answer("$2\r\n12\r\n", &p), EDDY__STORE_FAILED);
+    cr_expect_eq(p, &c);
+
     eddy__store_slot_clear(&a);
     eddy__store_req_reset(&a.req);
     head_op(&a);
-    eddy__store_queue_push(&queue, &a, false);
-    cr_expect_eq(next(1), &queue.load, "the next connection loads again");
-    cr_expect_eq(next(2), &a);
+    eddy__store_queue_push(&queue, &a, true);
+    cr_expect_eq(next(5), &queue.load, "all behind it answered: the next op loads again");
+    cr_expect_eq(next(6), &a);
     cr_expect_eq(answer("$10\r\n" EDDY__STORE_LIBRARY "\r\n", &p), EDDY__STORE_LOADED);
     eddy__store_slot_clear(p);
-    cr_expect_eq(answer("$2\r\n12\r\n", &p), EDDY__STORE_READ, "its load came through");
+    cr_expect_eq(answer("$2\r\n12\r\n", &p), EDDY__STORE_READ, "that load came through");
 }
 
 Test(store_queue, a_loss_sends_idempotent_ops_again_and_fails_the_rest) {
