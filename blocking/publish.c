@@ -12,6 +12,7 @@
 #include "error.h"
 #include "events/event_internal.h"
 #include "internal.h"
+#include "link/link_drive.h"
 #include "timing.h"
 
 eddy_status eddy__bpub_exec_until(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
@@ -34,8 +35,8 @@ eddy_status eddy__bpub_finish(eddy_bus *bus, eddy__bmux_wait *w, eddy_error *err
 
 eddy_status eddy__bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,
                             eddy_error *err) {
-    long long deadline = eddy__mono_ms() + eddy__command_timeout_ms(&bus->s, -1);
-    return eddy__bpub_exec_until(bus, cmds, deadline, replies, err);
+    return eddy__bpub_exec_until(
+        bus, cmds, eddy__link_call_deadline(&bus->s, eddy__mono_ms(), 0, 0), replies, err);
 }
 
 /* One send's replies: on the stack for a single publish, allocated for a batch. */

@@ -25,6 +25,7 @@
 #include "bus/request_flow.h"
 #include "error.h"
 #include "internal.h"
+#include "link/link_drive.h"
 #include "timing.h"
 #include "util/cancel.h"
 
@@ -112,10 +113,7 @@ static eddy__req_step feed_step(eddy_bus *bus, eddy__request_flow *f, step_io *i
  * step is left in flight in io (pending) for the caller to feed once it has waited. */
 static eddy__req_step run_steps(eddy_bus *bus, eddy__request_flow *f, long long deadline, bwait *w,
                                 step_io *io) {
-    long long now = eddy__mono_ms();
-    long long until = now + eddy__command_timeout_ms(&bus->s, -1);
-    if (deadline > 0 && now + (deadline - eddy_now_ms()) < until)
-        until = now + (deadline - eddy_now_ms());
+    long long until = eddy__link_call_deadline(&bus->s, eddy__mono_ms(), deadline, eddy_now_ms());
     eddy__req_step step = f->step;
     while (step == EDDY__REQ_ASK || step == EDDY__REQ_SEND) {
         const eddy__cmdlist *cmds = eddy__request_flow_cmds(f);

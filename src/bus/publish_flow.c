@@ -7,12 +7,14 @@
 
 #include <string.h>
 
+#include "link/link_drive.h"
+
 eddy_status eddy__publish_flow_begin(eddy__publish_flow *f, eddy__publisher *publisher,
                                      const eddy__settings *s, const char *subject,
                                      const eddy_event *const *evs, size_t n, long long now,
                                      eddy__cmdlist *cmds, eddy_error *err) {
     *f = (eddy__publish_flow){
-        .publisher = publisher, .npub = n, .until = now + eddy__command_timeout_ms(s, -1)};
+        .publisher = publisher, .npub = n, .until = eddy__link_call_deadline(s, now, 0, 0)};
     return eddy__publish_prepare_batch(publisher, subject, evs, n, cmds, err);
 }
 

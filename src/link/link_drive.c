@@ -13,6 +13,13 @@ long long eddy__link_cmd_deadline(const eddy__settings *s, long long now_ms, lon
     return ahead_ms > at ? ahead_ms : at;
 }
 
+long long eddy__link_call_deadline(const eddy__settings *s, long long now_ms,
+                                   long long wall_deadline_ms, long long wall_now_ms) {
+    long long at = now_ms + eddy__command_timeout_ms(s, -1);
+    long long own = now_ms + (wall_deadline_ms - wall_now_ms);
+    return wall_deadline_ms > 0 && own < at ? own : at;
+}
+
 long long eddy__deadline_first(long long a_ms, long long b_ms) {
     if (a_ms < 0)
         return b_ms;

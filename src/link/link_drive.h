@@ -31,6 +31,11 @@
  * a command whose deadline is ahead_ms (-1: none ahead). */
 long long eddy__link_cmd_deadline(const eddy__settings *s, long long now_ms, long long block_ms,
                                   long long ahead_ms);
+/* The deadline of a call's commands sent at now_ms: command_timeout_ms from then, for the call as
+ * a whole, or its caller's own deadline when that comes first (wall_deadline_ms > 0, on the
+ * wall clock, read as wall_now_ms at now_ms; 0: none). */
+long long eddy__link_call_deadline(const eddy__settings *s, long long now_ms,
+                                   long long wall_deadline_ms, long long wall_now_ms);
 /* The earlier of two deadlines, -1 being none (so -1 only when both are). */
 long long eddy__deadline_first(long long a_ms, long long b_ms);
 /* When the driver of l must look at it next if its socket says nothing: the first of the

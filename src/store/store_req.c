@@ -8,6 +8,7 @@
 
 #include "error.h"
 #include "link/library.h"
+#include "link/link_drive.h"
 #include "timing.h"
 
 static void req_init(eddy__store_req *q, eddy__store_req_kind kind) {
@@ -37,7 +38,7 @@ eddy_status eddy__store_req_append(eddy__store_req *q, const eddy__store *core,
                                    const char *stream_id, const eddy_event *const *evs, size_t n,
                                    const eddy_append_opts *opts, eddy_error *err) {
     req_init(q, EDDY__SREQ_APPEND);
-    q->op.until = eddy__mono_ms() + eddy__command_timeout_ms(eddy__store_settings(core), -1);
+    q->op.until = eddy__link_call_deadline(eddy__store_settings(core), eddy__mono_ms(), 0, 0);
     return eddy__store_append_prepare(core, stream_id, evs, n, opts, &q->op.cmds, err);
 }
 

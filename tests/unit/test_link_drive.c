@@ -190,3 +190,14 @@ Test(link_drive, replies_done_resets_their_arena_or_frees_each) {
     eddy__link_replies_done(NULL, own, 2); /* freed: ASan and valgrind see a leak otherwise */
     cr_expect_null(own[0]);
 }
+
+Test(link_drive, a_calls_deadline_is_its_own_when_that_comes_first) {
+    eddy__settings s = settings_for("redis://127.0.0.1:6379");
+    cr_expect_eq(eddy__link_call_deadline(&s, 100, 0, 0), 600, "none of its own");
+    cr_expect_eq(eddy__link_call_deadline(&s, 100, 1000000 + 200, 1000000), 300,
+                 "its own, on the wall clock, is sooner");
+    cr_expect_eq(eddy__link_call_deadline(&s, 100, 1000000 + 900, 1000000), 600,
+                 "the command timeout is sooner");
+    cr_expect_eq(eddy__link_call_deadline(&s, 100, 1000000 - 10, 1000000), 90, "already passed");
+    eddy__settings_free(&s);
+}
