@@ -72,10 +72,8 @@ static eddy_status try_once(eddy_store *store, eddy__store_slot *p, eddy__reply_
         *again = p && !eddy__store_queue_down(q, st, err, UINT64_MAX, false);
         eddy__store_queue_take(q);
     }
-    if (!p && q->load_failed) { /* the load alone: its failure is the try's */
-        *err = q->load_err;
-        st = err->status;
-    }
+    if (!p && q->load_failed) /* the load alone: its failure is the try's */
+        st = eddy__fail(err, q->load_err.status, "%s", q->load_err.detail);
     return st;
 }
 
@@ -138,12 +136,9 @@ eddy_status eddy_store_open(const eddy_settings *settings, eddy_store **out, edd
      * rather than at the first append. */
     if (st == EDDY_OK) {
         bool again, in_arena;
-        eddy_error e = {0};
         pthread_mutex_lock(&store->lock);
-        st = try_once(store, NULL, NULL, &in_arena, &again, &e);
+        st = try_once(store, NULL, NULL, &in_arena, &again, err);
         pthread_mutex_unlock(&store->lock);
-        if (st != EDDY_OK && err)
-            *err = e;
     }
     if (st != EDDY_OK) {
         eddy_store_close(store);
