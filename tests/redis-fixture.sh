@@ -10,6 +10,7 @@ case "$cmd" in
 start)
     command -v redis-server >/dev/null || { echo "redis-server not found" >&2; exit 1; }
     mkdir -p "$dir"
+    dir=$(cd "$dir" && pwd) # redis-server enters --dir before it opens --logfile and --pidfile
     "$0" stop "$dir" || true
     for _ in $(seq 1 50); do
         port=$(( (RANDOM % 20000) + 30000 ))
