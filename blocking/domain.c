@@ -63,34 +63,39 @@ static eddy_status build_feed(const eddy_feed_config *fc, void *user, eddy__feed
 eddy_status eddy_domain_register(eddy_domain_feed *d, const char *id,
                                  const eddy_projection *projection, const eddy_filter *filter,
                                  eddy_error *err) {
-    if (!d)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed is NULL");
-    return eddy__domain_register(d->core, id, projection, filter, build_feed, d, err);
+    return eddy__domain_register(d ? d->core : NULL, id, projection, filter, build_feed, d, err);
 }
 
 bool eddy_domain_has_projection(eddy_domain_feed *d) {
-    return d && eddy__domain_registered(d->core);
+    return eddy__domain_registered(d ? d->core : NULL);
 }
 
 const char *eddy_domain_projection_id(eddy_domain_feed *d) {
-    return d ? eddy__domain_id(d->core) : NULL;
+    return eddy__domain_id(d ? d->core : NULL);
+}
+
+/* A run call: the core checks it and says which of the catch-up feed's calls it is. */
+static eddy_status run(eddy_domain_feed *d, eddy__domain_run what, const char *id,
+                       eddy_cancel *cancel, eddy_error *err) {
+    eddy_status st = eddy__domain_run_check(d ? d->core : NULL, what, id, err);
+    if (st != EDDY_OK)
+        return st;
+    return what == EDDY__DOMAIN_GO_LIVE ? eddy_feed_go_live(d->feed, cancel, err)
+                                        : eddy_feed_catch_up(d->feed, cancel, err);
 }
 
 eddy_status eddy_domain_catch_up_all(eddy_domain_feed *d, eddy_cancel *cancel, eddy_error *err) {
-    eddy_status st = eddy__domain_check(d ? d->core : NULL, NULL, "catch up all", err);
-    return st != EDDY_OK ? st : eddy_feed_catch_up(d->feed, cancel, err);
+    return run(d, EDDY__DOMAIN_CATCH_UP_ALL, NULL, cancel, err);
 }
 
 eddy_status eddy_domain_catch_up(eddy_domain_feed *d, const char *id, eddy_cancel *cancel,
                                  eddy_error *err) {
-    eddy_status st = eddy__domain_check_id(d ? d->core : NULL, id, "catch up", err);
-    return st != EDDY_OK ? st : eddy_feed_catch_up(d->feed, cancel, err);
+    return run(d, EDDY__DOMAIN_CATCH_UP, id, cancel, err);
 }
 
 eddy_status eddy_domain_go_live(eddy_domain_feed *d, const char *id, eddy_cancel *cancel,
                                 eddy_error *err) {
-    eddy_status st = eddy__domain_check_id(d ? d->core : NULL, id, "go live", err);
-    return st != EDDY_OK ? st : eddy_feed_go_live(d->feed, cancel, err);
+    return run(d, EDDY__DOMAIN_GO_LIVE, id, cancel, err);
 }
 
 void eddy_domain_stop_catch_up(eddy_domain_feed *d) {

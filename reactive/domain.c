@@ -82,35 +82,40 @@ static eddy_status build_feed(const eddy_feed_config *fc, void *user, eddy__feed
 eddy_status eddy_rdomain_register(eddy_rdomain_feed *d, const char *id,
                                   const eddy_projection *projection, const eddy_filter *filter,
                                   eddy_error *err) {
-    if (!d)
-        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed is NULL");
-    return eddy__domain_register(d->core, id, projection, filter, build_feed, d, err);
+    return eddy__domain_register(d ? d->core : NULL, id, projection, filter, build_feed, d, err);
 }
 
 bool eddy_rdomain_has_projection(eddy_rdomain_feed *d) {
-    return d && eddy__domain_registered(d->core);
+    return eddy__domain_registered(d ? d->core : NULL);
 }
 
 const char *eddy_rdomain_projection_id(eddy_rdomain_feed *d) {
-    return d ? eddy__domain_id(d->core) : NULL;
+    return eddy__domain_id(d ? d->core : NULL);
+}
+
+/* A run call: the core checks it and says which of the catch-up feed's calls it is. */
+static eddy_status run(eddy_rdomain_feed *d, eddy__domain_run what, const char *id,
+                       eddy_rfeed_done_fn done, void *user, eddy_error *err) {
+    eddy_status st = eddy__domain_run_check(d ? d->core : NULL, what, id, err);
+    if (st != EDDY_OK)
+        return st;
+    return what == EDDY__DOMAIN_GO_LIVE ? eddy_rfeed_go_live(d->feed, done, user, err)
+                                        : eddy_rfeed_catch_up(d->feed, done, user, err);
 }
 
 eddy_status eddy_rdomain_catch_up_all(eddy_rdomain_feed *d, eddy_rfeed_done_fn done, void *user,
                                       eddy_error *err) {
-    eddy_status st = eddy__domain_check(d ? d->core : NULL, NULL, "catch up all", err);
-    return st != EDDY_OK ? st : eddy_rfeed_catch_up(d->feed, done, user, err);
+    return run(d, EDDY__DOMAIN_CATCH_UP_ALL, NULL, done, user, err);
 }
 
 eddy_status eddy_rdomain_catch_up(eddy_rdomain_feed *d, const char *id, eddy_rfeed_done_fn done,
                                   void *user, eddy_error *err) {
-    eddy_status st = eddy__domain_check_id(d ? d->core : NULL, id, "catch up", err);
-    return st != EDDY_OK ? st : eddy_rfeed_catch_up(d->feed, done, user, err);
+    return run(d, EDDY__DOMAIN_CATCH_UP, id, done, user, err);
 }
 
 eddy_status eddy_rdomain_go_live(eddy_rdomain_feed *d, const char *id, eddy_rfeed_done_fn done,
                                  void *user, eddy_error *err) {
-    eddy_status st = eddy__domain_check_id(d ? d->core : NULL, id, "go live", err);
-    return st != EDDY_OK ? st : eddy_rfeed_go_live(d->feed, done, user, err);
+    return run(d, EDDY__DOMAIN_GO_LIVE, id, done, user, err);
 }
 
 void eddy_rdomain_stop_catch_up(eddy_rdomain_feed *d) {

@@ -227,6 +227,8 @@ eddy_status eddy__domain_register(eddy__domain *d, const char *id,
                                   eddy_status (*build)(const eddy_feed_config *feed_cfg, void *user,
                                                        eddy__feed **core, eddy_error *err),
                                   void *user, eddy_error *err) {
+    if (!d)
+        return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "feed is NULL");
     eddy_feed_config fc;
     eddy_status st = register_begin(d, id, projection, filter, &fc, err);
     if (st != EDDY_OK)
@@ -273,6 +275,18 @@ eddy_status eddy__domain_check_id(eddy__domain *d, const char *id, const char *w
     if (!id)
         return eddy__fail(err, EDDY_ERR_INVALID_ARGUMENT, "id is NULL");
     return eddy__domain_check(d, id, what, err);
+}
+
+eddy_status eddy__domain_run_check(eddy__domain *d, eddy__domain_run run, const char *id,
+                                   eddy_error *err) {
+    switch (run) {
+    case EDDY__DOMAIN_CATCH_UP:
+        return eddy__domain_check_id(d, id, "catch up", err);
+    case EDDY__DOMAIN_GO_LIVE:
+        return eddy__domain_check_id(d, id, "go live", err);
+    default:
+        return eddy__domain_check(d, NULL, "catch up all", err);
+    }
 }
 
 /* Routes a CloudEvent up to the point of feeding it (eddy__domain_route_feed's rules): EDDY_OK

@@ -36,7 +36,8 @@ void eddy__domain_free(eddy__domain *d);
  * build(feed_cfg, user, &core, err) build the catch-up feed of feed_cfg (its pointers live as
  * the domain) and give its core, which the state calls below read until the domain is freed.
  * When build returns EDDY_OK the projection is registered; otherwise the id is released and the
- * copies forgotten. build's status, or the checks'. */
+ * copies forgotten. build's status, or the checks' (a NULL d: EDDY_ERR_INVALID_ARGUMENT, "feed is
+ * NULL", the front ends' own domain being NULL). */
 eddy_status eddy__domain_register(eddy__domain *d, const char *id,
                                   const eddy_projection *projection, const eddy_filter *filter,
                                   eddy_status (*build)(const eddy_feed_config *feed_cfg, void *user,
@@ -55,6 +56,19 @@ eddy_status eddy__domain_check(eddy__domain *d, const char *id, const char *what
  * eddy__domain_check with it. */
 eddy_status eddy__domain_check_id(eddy__domain *d, const char *id, const char *what,
                                   eddy_error *err);
+
+/* The front ends' run calls on the registered projection's catch-up feed, checked alike. */
+typedef enum eddy__domain_run {
+    EDDY__DOMAIN_CATCH_UP_ALL, /* the registered projection, whatever its id */
+    EDDY__DOMAIN_CATCH_UP,     /* by id */
+    EDDY__DOMAIN_GO_LIVE       /* by id */
+} eddy__domain_run;
+
+/* Checks a run call: catch up all with eddy__domain_check, by id with eddy__domain_check_id
+ * (each naming the call). EDDY_OK: run the catch-up feed's go-live for GO_LIVE, its catch-up
+ * otherwise. */
+eddy_status eddy__domain_run_check(eddy__domain *d, eddy__domain_run run, const char *id,
+                                   eddy_error *err);
 
 /* The route a routing or an accept-or-defer reports, from how it ended: EDDY_OK and deferred
  * (the feed did not take it): DEFERRED; EDDY_OK: route (DELIVERED when it was fed, what

@@ -183,6 +183,37 @@ Test(domain_core, a_call_by_id_needs_the_registered_id) {
     cr_assert(strstr(err.detail, "(it has 'orders-view')"), "%s", err.detail);
 }
 
+/* The front ends' run calls name themselves in the detail and check the id only when by id. */
+Test(domain_core, a_run_call_is_checked_by_its_kind) {
+    eddy_error err = {0};
+    cr_assert_eq(eddy__domain_run_check(D, EDDY__DOMAIN_CATCH_UP_ALL, "ignored", &err),
+                 EDDY_ERR_ILLEGAL_STATE);
+    cr_assert(strstr(err.detail, "catch up all: no projection"), "%s", err.detail);
+    cr_assert_eq(eddy__domain_run_check(D, EDDY__DOMAIN_GO_LIVE, NULL, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_assert_str_eq(err.detail, "id is NULL");
+    reg("orders-view");
+    cr_assert_eq(eddy__domain_run_check(D, EDDY__DOMAIN_CATCH_UP_ALL, "other", &err), EDDY_OK,
+                 "catch up all ignores the id");
+    cr_assert_eq(eddy__domain_run_check(D, EDDY__DOMAIN_CATCH_UP, "orders-view", &err), EDDY_OK);
+    cr_assert_eq(eddy__domain_run_check(D, EDDY__DOMAIN_CATCH_UP, "other", &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.detail, "catch up: no projection is registered as 'other'"), "%s",
+              err.detail);
+    cr_assert_eq(eddy__domain_run_check(D, EDDY__DOMAIN_GO_LIVE, "other", &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_assert(strstr(err.detail, "go live: no projection"), "%s", err.detail);
+}
+
+Test(domain_core, register_refuses_a_null_domain) {
+    eddy_projection p = {0};
+    p.apply = p_apply;
+    eddy_error err = {0};
+    cr_assert_eq(eddy__domain_register(NULL, "orders-view", &p, NULL, build, NULL, &err),
+                 EDDY_ERR_INVALID_ARGUMENT);
+    cr_assert_str_eq(err.detail, "feed is NULL");
+}
+
 /* ---- feeding a routed event (eddy__domain_route_feed, eddy__domain_accept_or_defer) -------- */
 
 /* A front end's catch-up feed that answers later: feed and post keep the completion. */
