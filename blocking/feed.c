@@ -282,8 +282,7 @@ eddy_status eddy_feed_new(eddy_store *store, const eddy_feed_config *cfg, eddy_f
     const eddy_checkpoints *cp = cfg->checkpoints;
     eddy__feed *core;
     eddy_status st =
-        eddy__feed_open(cfg, EDDY__FEED_BLOCKING, cp != NULL,
-                        cp && cp->ops && cp->ops->exists && cp->ops->save && cp->ops->remove,
+        eddy__feed_open(cfg, EDDY__FEED_BLOCKING, cp != NULL, EDDY__CHECKPOINTS_COMPLETE(cp),
                         eddy__bstore_ns(store), &core, err);
     if (st != EDDY_OK)
         return st;
@@ -339,8 +338,7 @@ static eddy_status run_call(eddy_feed *feed, bool go_live, eddy_cancel *cancel, 
     fwaiter w = {0};
     eddy__feed_run *run = NULL;
     bool cb = in_callback(feed);
-    eddy_status st = go_live ? eddy__feed_go_live(feed->core, &w, cb, &run, err)
-                             : eddy__feed_catch_up(feed->core, &w, cb, &run, err);
+    eddy_status st = eddy__feed_start(feed->core, go_live, &w, cb, &run, err);
     if (st == EDDY_OK && run)
         st = drive(feed, run, &w, cancel, err);
     leave(feed);

@@ -40,7 +40,7 @@ eddy_status eddy_rdomain_new(struct ev_loop *loop, eddy_rstore *store, const edd
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC,
                           "domain feed: checkpoints must be NULL on the reactive feed (pass "
                           "asynchronous eddy_rcheckpoints to eddy_rdomain_new)");
-    if (ckpt && (!ckpt->ops || !ckpt->ops->exists || !ckpt->ops->save || !ckpt->ops->remove))
+    if (ckpt && !EDDY__CHECKPOINTS_COMPLETE(ckpt))
         return eddy__feed_checkpoints_incomplete(NULL, err);
     eddy_rdomain_feed *d = calloc(1, sizeof(*d));
     if (!d)

@@ -462,10 +462,9 @@ eddy_status eddy_rfeed_new(struct ev_loop *loop, eddy_rstore *store, const eddy_
                           "asynchronous eddy_rcheckpoints to eddy_rfeed_new)",
                           cfg->id ? cfg->id : "?");
     eddy__feed *core;
-    eddy_status st = eddy__feed_open(cfg, EDDY__FEED_REACTIVE, ckpt != NULL,
-                                     ckpt && ckpt->ops && ckpt->ops->exists && ckpt->ops->save &&
-                                         ckpt->ops->remove,
-                                     eddy__rstore_ns(store), &core, err);
+    eddy_status st =
+        eddy__feed_open(cfg, EDDY__FEED_REACTIVE, ckpt != NULL, EDDY__CHECKPOINTS_COMPLETE(ckpt),
+                        eddy__rstore_ns(store), &core, err);
     if (st != EDDY_OK)
         return st;
     eddy_rfeed *feed = calloc(1, sizeof(*feed));
@@ -551,8 +550,7 @@ static eddy_status run_call(eddy_rfeed *feed, bool go_live, eddy_rfeed_done_fn d
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     eddy__feed_run *run = NULL;
     bool cb = feed->depth > 0;
-    eddy_status st = go_live ? eddy__feed_go_live(feed->core, r, cb, &run, err)
-                             : eddy__feed_catch_up(feed->core, r, cb, &run, err);
+    eddy_status st = eddy__feed_start(feed->core, go_live, r, cb, &run, err);
     if (st != EDDY_OK || !run) {
         if (st == EDDY_OK) {
             post_done(feed, r->fin, done, user, EDDY_OK, NULL);

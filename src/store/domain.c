@@ -126,7 +126,7 @@ eddy_status eddy__domain_new(const eddy_feed_config *cfg, eddy__domain **out, ed
     if (cfg->page_size == 0)
         return eddy__fail(err, EDDY_ERR_INVALID_SPEC, "domain feed: page_size must be at least 1");
     const eddy_checkpoints *cp = cfg->checkpoints;
-    if (cp && (!cp->ops || !cp->ops->exists || !cp->ops->save || !cp->ops->remove))
+    if (cp && !EDDY__CHECKPOINTS_COMPLETE(cp))
         return eddy__feed_checkpoints_incomplete(NULL, err);
     eddy__domain *d = calloc(1, sizeof(*d));
     if (!d)

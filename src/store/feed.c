@@ -1687,6 +1687,12 @@ eddy_status eddy__feed_checkpoints_incomplete(const char *id, eddy_error *err) {
                       id ? "feed '" : "domain feed", id ? id : "", id ? "'" : "");
 }
 
+eddy_status eddy__feed_start(eddy__feed *f, bool go_live, void *waiter, bool from_callback,
+                             eddy__feed_run **run, eddy_error *err) {
+    return go_live ? eddy__feed_go_live(f, waiter, from_callback, run, err)
+                   : eddy__feed_catch_up(f, waiter, from_callback, run, err);
+}
+
 eddy_status eddy__feed_open(const eddy_feed_config *cfg, eddy__feed_mode mode, bool ckpt,
                             bool complete, const char *ns, eddy__feed **out, eddy_error *err) {
     *out = NULL;

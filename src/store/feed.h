@@ -154,6 +154,10 @@ bool eddy__feed_accept_cancel(eddy__feed *f, void *waiter);
  * what its WAIT steps wait on. */
 eddy_status eddy__feed_catch_up(eddy__feed *f, void *waiter, bool from_callback,
                                 eddy__feed_run **run, eddy_error *err);
+/* The front ends' catch-up and go-live calls: eddy__feed_go_live when go_live, else
+ * eddy__feed_catch_up. */
+eddy_status eddy__feed_start(eddy__feed *f, bool go_live, void *waiter, bool from_callback,
+                             eddy__feed_run **run, eddy_error *err);
 /* Asks for go-live: EDDY_OK with *run NULL when the feed is live and nothing runs, or from a
  * callback (the running catch-up goes live when it ends, or a request is recorded); else a run
  * to drive as for catch-up. */
@@ -262,6 +266,12 @@ eddy_status eddy__feed_model_new(eddy__feed *f, const char *ns, eddy_error *err)
  * namespace ns. NULL *out on failure. */
 eddy_status eddy__feed_open(const eddy_feed_config *cfg, eddy__feed_mode mode, bool ckpt,
                             bool complete, const char *ns, eddy__feed **out, eddy_error *err);
+/* Whether a checkpoint storage c (a pointer to eddy_checkpoints or eddy_rcheckpoints; NULL: none
+ * given) has its ops table and all three operations: the `complete` of eddy__feed_open and of
+ * the reactive domain's check, written once for both front ends' tables, which differ only in
+ * their signatures. */
+#define EDDY__CHECKPOINTS_COMPLETE(c)                                                              \
+    ((c) && (c)->ops && (c)->ops->exists && (c)->ops->save && (c)->ops->remove)
 /* EDDY_ERR_INVALID_SPEC for a checkpoint storage that lacks an operation, naming the feed id, or
  * the domain feed when id is NULL. */
 eddy_status eddy__feed_checkpoints_incomplete(const char *id, eddy_error *err);

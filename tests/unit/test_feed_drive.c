@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "eddy/store.h"
 #include "error.h"
 #include "feed_events.h"
 #include "store/feed_drive.h"
@@ -289,6 +290,55 @@ static void go_live(void) {
     cr_assert_eq(eddy__feed_go_live(H.f, &waiter, false, &run, NULL), EDDY_OK);
     if (run)
         cr_assert_eq(drive(run, NULL), EDDY_OK);
+}
+
+/* Both front ends' catch-up and go-live calls go through eddy__feed_start: go-live on a live,
+ * idle feed has nothing to run, a catch-up always replays again. */
+Test(feed_drive, start_runs_a_go_live_or_a_catch_up) {
+    h_new(EDDY__FEED_BLOCKING, false, false, 2);
+    static int waiter;
+    eddy__feed_run *run = NULL;
+    cr_assert_eq(eddy__feed_start(H.f, true, &waiter, false, &run, NULL), EDDY_OK);
+    cr_assert(run, "not live yet: go-live replays first");
+    cr_assert_eq(drive(run, NULL), EDDY_OK);
+    cr_assert(eddy__feed_ready(H.f));
+    run = NULL;
+    cr_assert_eq(eddy__feed_start(H.f, true, &waiter, false, &run, NULL), EDDY_OK);
+    cr_assert_null(run, "live and idle: nothing to go live for");
+    cr_assert_eq(eddy__feed_start(H.f, false, &waiter, false, &run, NULL), EDDY_OK);
+    cr_assert(run, "a catch-up replays again");
+    cr_assert_eq(drive(run, NULL), EDDY_OK);
+}
+
+/* One completeness rule for both front ends' checkpoint tables. */
+static eddy_status c_exists(void *self, const char *id, bool *out, eddy_error *err) {
+    (void)self, (void)id, (void)err;
+    *out = false;
+    return EDDY_OK;
+}
+static eddy_status c_save(void *self, const char *id, const char *value, eddy_error *err) {
+    (void)self, (void)id, (void)value, (void)err;
+    return EDDY_OK;
+}
+static eddy_status c_remove(void *self, const char *id, eddy_error *err) {
+    (void)self, (void)id, (void)err;
+    return EDDY_OK;
+}
+
+Test(feed_drive, a_checkpoint_storage_is_complete_with_its_three_operations) {
+    eddy_checkpoint_ops ops = {.exists = c_exists, .save = c_save, .remove = c_remove};
+    eddy_checkpoints c = {&ops, NULL};
+    const eddy_checkpoints *none = NULL, *cp = &c; /* the front ends pass pointers */
+    cr_assert_not(EDDY__CHECKPOINTS_COMPLETE(none));
+    cr_assert(EDDY__CHECKPOINTS_COMPLETE(cp));
+    ops.save = NULL;
+    cr_assert_not(EDDY__CHECKPOINTS_COMPLETE(cp), "save missing");
+    ops = (eddy_checkpoint_ops){.exists = c_exists, .save = c_save};
+    cr_assert_not(EDDY__CHECKPOINTS_COMPLETE(cp), "remove missing");
+    ops = (eddy_checkpoint_ops){.save = c_save, .remove = c_remove};
+    cr_assert_not(EDDY__CHECKPOINTS_COMPLETE(cp), "exists missing");
+    c.ops = NULL;
+    cr_assert_not(EDDY__CHECKPOINTS_COMPLETE(cp), "no table");
 }
 
 Test(feed_drive, a_deferred_live_event_is_answered_pending_and_a_held_one_waits) {
