@@ -372,17 +372,14 @@ static eddy__live_state accept_now(eddy_feed *feed, const eddy_event_meta *meta,
     eddy__live_state s = eddy__feed_live_accept(l, feed->core, meta, event, w, flags, flush, feed);
     if (s != EDDY__LIVE_APPLY)
         return s;
-    const eddy__model *m = eddy__feed_model(feed->core);
     frame fr;
     frame_push(&fr, feed);
-    eddy_writes wr;
-    eddy__writes_init(&wr, m);
-    if (eddy__feed_live_apply(l, event, meta, &wr, NULL)) {
+    if (eddy__feed_live_apply(l, event, meta, NULL)) {
         eddy_error e = {0};
-        eddy_status st = eddy__bmodel_commit(feed->store, m, &wr, false, &e);
+        eddy_status st =
+            eddy__bmodel_commit(feed->store, eddy__feed_model(feed->core), &l->w, false, &e);
         eddy__feed_live_end(l, st, &e);
     }
-    eddy__writes_reset(&wr);
     frame_pop(&fr);
     return EDDY__LIVE_ANSWER;
 }

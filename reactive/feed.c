@@ -291,26 +291,11 @@ static void depth_out(void *ctx) { ((eddy_rfeed *)ctx)->depth--; }
 typedef struct rcommit {
     struct rcommit *next; /* the feed's live commits in flight */
     eddy_rfeed *feed;
-    eddy__feed_live l; /* the live accept's */
+    eddy__feed_live l; /* the live accept's, with the write set committing */
     qitem *q;          /* ... and its completion (NULL once answered by a free) */
     eddy_rfeed_done_fn done;
     void *user;
-    eddy_writes w;
 } rcommit;
-
-static rcommit *rcommit_new(eddy_rfeed *feed) {
-    rcommit *c = calloc(1, sizeof(*c));
-    if (c) {
-        c->feed = feed;
-        eddy__writes_init(&c->w, eddy__feed_model(feed->core));
-    }
-    return c;
-}
-
-static void rcommit_free(rcommit *c) {
-    eddy__writes_reset(&c->w);
-    free(c);
-}
 
 /* A run that ended: its result goes to whoever asked, through the queue. */
 static void run_finished(rrun *r) {
@@ -599,7 +584,7 @@ static void on_live_committed(eddy_status st, const eddy_error *err, void *user)
             *pp = c->next;
             break;
         }
-    rcommit_free(c);
+    free(c);
     if (feed->depth == 0)
         poll_deferred(feed);
     destroy_if_done(feed);
@@ -610,22 +595,23 @@ static void on_live_committed(eddy_status st, const eddy_error *err, void *user)
 static void apply_live(eddy_rfeed *feed, eddy__feed_live *l, void *event,
                        const eddy_event_meta *meta, qitem *q, eddy_rfeed_done_fn done, void *user) {
     eddy_error e = {0};
-    rcommit *c = NULL;
-    if (eddy__feed_model(feed->core) && !(c = rcommit_new(feed))) {
+    const eddy__model *m = eddy__feed_model(feed->core);
+    rcommit *c = m ? calloc(1, sizeof(*c)) : NULL; /* first: out of memory, nothing is applied */
+    if (m && !c) {
         eddy__feed_live_end(l, eddy__fail(&e, EDDY_ERR_NOMEM, "out of memory"), &e);
-    } else if (eddy__feed_live_apply(l, event, meta, c ? &c->w : NULL, &feed->calls)) {
-        *c = (rcommit){feed->commits, feed, *l, q, done, user, c->w};
-        eddy_status st = eddy__rmodel_commit(feed->store, eddy__feed_model(feed->core), &c->w,
-                                             false, on_live_committed, c, &e);
+    } else if (eddy__feed_live_apply(l, event, meta, &feed->calls)) {
+        *c = (rcommit){feed->commits, feed, *l, q, done, user}; /* the write set moves along */
+        eddy_status st =
+            eddy__rmodel_commit(feed->store, m, &c->l.w, false, on_live_committed, c, &e);
         if (st == EDDY_OK) {
             feed->commits = c;
             return;
         }
-        eddy__feed_live_end(l, st, &e);
+        eddy__feed_live_end(&c->l, st, &e);
+        l = &c->l;
     }
-    if (c)
-        rcommit_free(c);
     post_done(feed, q, done, user, l->st, &l->err);
+    free(c);
 }
 
 static eddy_status rf_accept(eddy_rfeed *feed, const eddy_event_meta *meta, void *event, bool defer,

@@ -204,10 +204,11 @@ eddy__live_state eddy__feed_live_accept(eddy__feed_live *l, eddy__feed *f,
 }
 
 bool eddy__feed_live_apply(eddy__feed_live *l, void *event, const eddy_event_meta *meta,
-                           eddy_writes *w, const eddy__feed_calls *calls) {
+                           const eddy__feed_calls *calls) {
     bool commit;
     eddy_error e = {0};
-    eddy_status st = eddy__feed_apply(l->f, event, meta, w, &commit, calls, &e);
+    eddy__writes_init(&l->w, eddy__feed_model(l->f));
+    eddy_status st = eddy__feed_apply(l->f, event, meta, &l->w, &commit, calls, &e);
     if (commit)
         return true;
     eddy__feed_live_end(l, st, &e);
@@ -219,5 +220,6 @@ void eddy__feed_live_end(eddy__feed_live *l, eddy_status st, const eddy_error *e
     eddy__feed_out_init(&out);
     l->st = eddy__feed_live_done(l->f, l->entry, st, err, &out, &l->err);
     l->entry = NULL;
+    eddy__writes_reset(&l->w);
     l->flush(l->ctx, &out);
 }

@@ -115,6 +115,10 @@ typedef struct eddy__feed_live {
     void *ctx;
     eddy_status st; /* the answer (EDDY_PENDING: deferred, not taken) */
     eddy_error err;
+    /* APPLY with a model: the event's write set, gathered by eddy__feed_live_apply for the front
+     * end to commit, released by eddy__feed_live_end. Movable (heap blocks only): a front end
+     * whose commit ends later may copy the whole record into its own. */
+    eddy_writes w;
 } eddy__feed_live;
 
 /* eddy__feed_accept, its out list run through flush_out(ctx, out) (also for what follows). */
@@ -122,12 +126,12 @@ eddy__live_state eddy__feed_live_accept(eddy__feed_live *l, eddy__feed *f,
                                         const eddy_event_meta *meta, void *event, void *waiter,
                                         eddy__accept_flags flags, eddy__feed_flush_fn flush_out,
                                         void *ctx);
-/* Applies an APPLY through calls; w is the caller's write set, initialised for the model (NULL
- * without one). True: commit w alone (page false), then eddy__feed_live_end with its outcome;
- * false: answered (l->st). */
+/* Applies an APPLY through calls. True: commit l->w alone (page false), then eddy__feed_live_end
+ * with its outcome; false: answered (l->st). */
 bool eddy__feed_live_apply(eddy__feed_live *l, void *event, const eddy_event_meta *meta,
-                           eddy_writes *w, const eddy__feed_calls *calls);
-/* Ends an APPLY with st (the commit's outcome, or a failure before it): answered (l->st). */
+                           const eddy__feed_calls *calls);
+/* Ends an APPLY with st (the commit's outcome, or a failure before it): answered (l->st), the
+ * write set released. */
 void eddy__feed_live_end(eddy__feed_live *l, eddy_status st, const eddy_error *err);
 
 #endif

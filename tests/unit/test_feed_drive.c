@@ -356,7 +356,7 @@ Test(feed_drive, a_live_event_is_applied_through_the_projection_and_answered) {
     tevent ev = {"l1"};
     eddy__feed_live l;
     cr_assert_eq(live(&l, &ev, NULL, false), EDDY__LIVE_APPLY);
-    cr_assert_not(eddy__feed_live_apply(&l, &ev, NULL, NULL, NULL), "nothing to commit");
+    cr_assert_not(eddy__feed_live_apply(&l, &ev, NULL, NULL), "nothing to commit");
     cr_assert_eq(l.st, EDDY_OK);
     cr_assert_str_eq(H.applied, "l1 ");
     cr_assert_eq(live(&l, &ev, NULL, false), EDDY__LIVE_ANSWER, "a duplicate is answered");
@@ -364,7 +364,7 @@ Test(feed_drive, a_live_event_is_applied_through_the_projection_and_answered) {
     H.fail_id = "l2";
     tevent ev2 = {"l2"};
     cr_assert_eq(live(&l, &ev2, NULL, false), EDDY__LIVE_APPLY);
-    cr_assert_not(eddy__feed_live_apply(&l, &ev2, NULL, NULL, NULL));
+    cr_assert_not(eddy__feed_live_apply(&l, &ev2, NULL, NULL));
     cr_assert_eq(l.st, EDDY_ERR_HANDLER_FAILED);
 }
 
@@ -374,13 +374,11 @@ Test(feed_drive, with_a_model_a_live_event_is_answered_with_its_commits_outcome)
     tevent ev = {"l1"};
     eddy_event_meta meta = {"s1", 1, 1};
     eddy__feed_live l;
-    eddy_writes w;
-    eddy__writes_init(&w, eddy__feed_model(H.f));
     cr_assert_eq(live(&l, &ev, &meta, false), EDDY__LIVE_APPLY);
-    cr_assert(eddy__feed_live_apply(&l, &ev, &meta, &w, NULL), "its write set commits alone");
-    cr_assert_eq(w.events, 1);
+    cr_assert(eddy__feed_live_apply(&l, &ev, &meta, NULL), "its write set commits alone");
+    cr_assert_eq(l.w.events, 1);
     eddy_error e;
     eddy__feed_live_end(&l, eddy__fail(&e, EDDY_ERR_TIMEOUT, "lost"), &e);
     cr_assert_eq(l.st, EDDY_ERR_TIMEOUT, "the commit's outcome is the answer");
-    eddy__writes_reset(&w);
+    cr_assert_eq(l.w.events, 0, "the write set is released with the end");
 }
