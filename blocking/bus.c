@@ -120,6 +120,16 @@ static eddy_status run(eddy_bus *bus, eddy__cmdlist *cmds, eddy_error *err) {
     return st;
 }
 
+/* Puts sub (NULL: every subscription) in the heartbeats, or every one out (sub.h). */
+static void list(eddy_bus *bus, eddy__sub *sub, bool on) {
+    pthread_mutex_lock(&bus->subs_lock); /* the control thread reads them */
+    if (!on)
+        eddy__subs_unlist(&bus->core.all);
+    for (size_t i = 0; on && i < bus->core.all.n; i++)
+        bus->core.all.v[i]->listed |= !sub || bus->core.all.v[i] == sub;
+    pthread_mutex_unlock(&bus->subs_lock);
+}
+
 /* A late subscription counts for requesters before subscribe returns. */
 static eddy_status register_now(eddy_bus *bus, eddy__sub *sub, eddy_error *err) {
     eddy__cmdlist cmds;
@@ -128,7 +138,10 @@ static eddy_status register_now(eddy_bus *bus, eddy__sub *sub, eddy_error *err) 
     eddy_status st =
         bus->inbox ? eddy__inbox_register_cmds(bus->inbox, sub, eddy_now_ms(), &cmds) : EDDY_OK;
     pthread_mutex_unlock(&bus->ctl_lock);
-    return st == EDDY_OK ? run(bus, &cmds, err) : eddy__fail(err, st, "out of memory");
+    if ((st = st == EDDY_OK ? run(bus, &cmds, err) : eddy__fail(err, st, "out of memory")) ==
+        EDDY_OK)
+        list(bus, sub, true);
+    return st;
 }
 
 /* Adds a subscription; on a started bus starts it, waits until it is ready and registers it
@@ -240,12 +253,15 @@ eddy_status eddy_bus_start(eddy_bus *bus, eddy_error *err) {
         st = eddy__bsub_wait_ready(bus->subs[i], err);
     /* Then the reply stream and the registry: a requester that sees these subscriptions
      * finds their groups in place. */
-    if (st == EDDY_OK)
+    if (st == EDDY_OK) {
+        list(bus, NULL, true);
         st = eddy__bctl_start(bus, err);
+    }
     if (st == EDDY_OK) {
         bus->started = true;
         atomic_store(&bus->active, true);
     } else if (st != EDDY_ERR_ILLEGAL_STATE) {
+        list(bus, NULL, false);
         eddy__bsub_stop_all(bus);
     }
     pthread_mutex_unlock(&bus->lock);
@@ -289,6 +305,7 @@ eddy_status eddy_bus_stop(eddy_bus *bus) {
         pthread_mutex_unlock(&bus->ctl_lock);
         run_stop(bus, &f, EDDY__STOP_LIST);
         eddy__bctl_stop(bus);
+        list(bus, NULL, false);
     }
     /* Interrupt every reader first, then wait for each: stopping takes one wait, not n. */
     for (size_t i = 0; i < bus->nsubs; i++)

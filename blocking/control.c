@@ -15,17 +15,15 @@
 #include "internal.h"
 #include "timing.h"
 
-/* A copy of the subscription list for one heartbeat plan (subs are never freed while the
+/* A copy of the subscriptions one heartbeat plan renews (subs are never freed while the
  * control thread runs: they go only with the bus). */
 static size_t snapshot_subs(eddy_bus *bus, eddy__sub ***out) {
     pthread_mutex_lock(&bus->subs_lock);
-    size_t n = bus->core.all.n;
-    eddy__sub **v = malloc((n ? n : 1) * sizeof(*v));
-    if (v && n)
-        memcpy(v, bus->core.all.v, n * sizeof(*v));
+    eddy__sub **v = malloc((bus->core.all.n ? bus->core.all.n : 1) * sizeof(*v));
+    size_t n = v ? eddy__subs_listed(&bus->core.all, v) : 0;
     pthread_mutex_unlock(&bus->subs_lock);
     *out = v;
-    return v ? n : 0;
+    return n;
 }
 
 /* A start waiting for the control thread need not wait out a refusal. */

@@ -144,9 +144,9 @@ static void stop_all(eddy_rbus *bus, eddy_status st, const eddy_error *err) {
     ev_async_stop(bus->loop, &bus->alive);
     eddy__rctl_stop(bus);
     eddy__rpub_close_when_idle(bus);
+    eddy__subs_unlist(&bus->core.all);
     for (size_t i = 0; i < bus->nsubs; i++) {
         rsub *rs = bus->subs[i];
-        rs->listed = false;
         rs->registering = false; /* a registration still out is stale now */
         if (rs->act)
             eddy__ract_stop(rs->act);
@@ -185,7 +185,7 @@ static void maybe_ready(eddy_rbus *bus) {
 }
 
 static void sub_ready(eddy_rbus *bus, rsub *rs) {
-    rs->listed = true;
+    rs->sub->listed = true;
     fire_sub_ready(rs, EDDY_OK, NULL);
     maybe_ready(bus);
 }

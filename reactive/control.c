@@ -8,8 +8,9 @@
  * Invariants:
  * - Started once every subscription of a start is ready (a requester that finds them in the
  *   registry finds their groups in place); the bus's start is ready once this loop is.
- * - The heartbeat renews only listed subscriptions (rsub.listed): ready ones, and late ones
- *   once their own registration (eddy__rctl_register, on the publishing connection) came back.
+ * - The heartbeat renews only listed subscriptions (eddy__subs_listed): ready ones, and late
+ *   ones once their own registration (eddy__rctl_register, on the publishing connection) came
+ *   back.
  * - Stopping leaves the registry and deletes the reply stream with commands on the publishing
  *   connection, put on the wire before stop returns when that connection is up (best effort:
  *   leases end by themselves), then closes this connection at once, even inside a blocking
@@ -65,10 +66,7 @@ static bool snapshot(rctl *c, size_t *n) {
         c->subs = v;
         c->subs_cap = bus->nsubs;
     }
-    *n = 0;
-    for (size_t i = 0; i < bus->nsubs; i++)
-        if (bus->subs[i]->listed)
-            c->subs[(*n)++] = bus->subs[i]->sub;
+    *n = eddy__subs_listed(&bus->core.all, c->subs);
     return true;
 }
 

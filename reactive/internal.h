@@ -46,8 +46,6 @@ typedef struct rsub {
     /* eddy_rbus_subscribe_ready's callback, until it has run */
     eddy_ready_fn ready;
     void *ready_user;
-    /* In the registry's heartbeats: ready, and (a late subscription) registered. */
-    bool listed;
     /* A late subscription's registration is out (its reg_seq), before it counts as ready;
      * control.c's handshake sets both. */
     bool registering;

@@ -340,6 +340,19 @@ void eddy__subs_remove(eddy__subs *subs, const eddy__sub *sub) {
         }
 }
 
+size_t eddy__subs_listed(const eddy__subs *subs, eddy__sub **out) {
+    size_t n = 0;
+    for (size_t i = 0; i < subs->n; i++)
+        if (subs->v[i]->listed)
+            out[n++] = subs->v[i];
+    return n;
+}
+
+void eddy__subs_unlist(eddy__subs *subs) {
+    for (size_t i = 0; i < subs->n; i++)
+        subs->v[i]->listed = false;
+}
+
 eddy_status eddy__subs_check_new(const eddy__subs *subs, const eddy__settings *s, unsigned caps,
                                  const eddy_subscription_spec *spec, eddy__sub **out,
                                  eddy_error *err) {

@@ -32,6 +32,10 @@ typedef struct eddy__sub {
     /* Paused (consumer.c decides what that means): set from any thread, read by the reader.
      * It belongs to the subscription, so it holds across activations. */
     atomic_bool paused;
+    /* In the registry's heartbeats (eddy__subs_listed): set once the subscription is ready at a
+     * start, or, a late one, once its own registration came back (its group exists before a
+     * requester can find it); cleared by a stop. Under the front end's lock on its subs. */
+    bool listed;
     eddy__stats stats;
 } eddy__sub;
 
@@ -89,6 +93,11 @@ eddy_status eddy__subs_reserve(eddy__subs *subs, size_t n);
 void eddy__subs_append(eddy__subs *subs, eddy__sub *sub);
 /* Takes sub out, keeping the order (not freed). */
 void eddy__subs_remove(eddy__subs *subs, const eddy__sub *sub);
+/* The subscriptions a heartbeat renews, the same rule on both front ends: the listed ones, copied
+ * to out (room for subs->n), in order; their number. */
+size_t eddy__subs_listed(const eddy__subs *subs, eddy__sub **out);
+/* A stop: no subscription is listed until it is ready (or registered) again. */
+void eddy__subs_unlist(eddy__subs *subs);
 /* A bus adds a subscription: eddy__sub_new_checked against the bus's. */
 eddy_status eddy__subs_check_new(const eddy__subs *subs, const eddy__settings *s, unsigned caps,
                                  const eddy_subscription_spec *spec, eddy__sub **out,

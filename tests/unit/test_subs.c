@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* A bus's subscriptions as the core reads them (eddy__subs, src/bus/sub.h) with no front end:
  * adding with the checks against the others, the counters read by name (a gather responder's
- * and its twin's as one), answer_all's refusals and twin, removal in order, and the
- * counters' getters. */
+ * and its twin's as one), answer_all's refusals and twin, removal in order, the heartbeat's
+ * listed ones, and the counters' getters. */
 #include <criterion/criterion.h>
 #include <string.h>
 
@@ -152,4 +152,22 @@ Test(subs, counter_getters_refuse_a_null_out) {
     eddy_connection_stats cs;
     cr_expect_eq(eddy__bus_connection_stats(settings.conn_state, NULL), EDDY_ERR_INVALID_ARGUMENT);
     cr_expect_eq(eddy__bus_connection_stats(settings.conn_state, &cs), EDDY_OK);
+}
+
+/* The heartbeat's rule: a subscription added to a started bus is renewed only once it is listed
+ * (ready, or registered), so the registry never names it before its group exists; a stop lists
+ * none. */
+Test(subs, heartbeat_renews_only_listed) {
+    eddy__sub *a, *b, *c, *out[3];
+    cr_assert_eq(add("a", "x.a", false, &a), EDDY_OK);
+    cr_assert_eq(add("b", "x.b", false, &b), EDDY_OK);
+    cr_assert_eq(add("c", "x.c", false, &c), EDDY_OK);
+    cr_assert_eq(eddy__subs_listed(&subs, out), 0);
+    a->listed = c->listed = true;
+    cr_assert_eq(eddy__subs_listed(&subs, out), 2);
+    cr_assert_eq(out[0], a);
+    cr_assert_eq(out[1], c);
+    eddy__subs_unlist(&subs);
+    cr_assert_eq(eddy__subs_listed(&subs, out), 0);
+    (void)b;
 }
