@@ -26,12 +26,14 @@ static size_t snapshot_subs(eddy_bus *bus, eddy__sub ***out) {
     return n;
 }
 
-/* A start waiting for the control thread need not wait out a refusal. */
-static void note_refused(eddy_bus *bus, const eddy_error *err) {
+/* Why the connection last failed, for a start's error (eddy__inbox_late); a start waiting for
+ * the control thread need not wait out a refusal. */
+static void note_failed(eddy_bus *bus, const eddy_error *err) {
     pthread_mutex_lock(&bus->ctl_lock);
     if (!bus->ctl_ready) {
-        bus->ctl_refused = *err;
-        pthread_cond_broadcast(&bus->ctl_cond);
+        bus->ctl_last = *err;
+        if (eddy__conn_refused(err->status))
+            pthread_cond_broadcast(&bus->ctl_cond);
     }
     pthread_mutex_unlock(&bus->ctl_lock);
 }
@@ -43,13 +45,11 @@ static void *control(void *arg) {
     eddy__reply_list done = {0};
     while (!atomic_load(&bus->ctl_stopping)) {
         eddy_error err;
-        eddy_status cst = EDDY_OK;
         if (!eddy__bconn_connected(&bus->ctl_conn) &&
-            (cst = eddy__bconn_connect(&bus->ctl_conn, &err)) != EDDY_OK) {
+            eddy__bconn_connect(&bus->ctl_conn, &err) != EDDY_OK) {
             /* The bus's tracker logs the state this makes, once. */
             eddy__log(&bus->s.log, EDDY_LOG_DEBUG, "control connection: %s", err.detail);
-            if (eddy__conn_refused(cst))
-                note_refused(bus, &err);
+            note_failed(bus, &err);
             eddy__bconn_backoff(&bus->ctl_conn);
             continue;
         }
@@ -70,8 +70,9 @@ static void *control(void *arg) {
         }
         eddy_status st = eddy__bconn_exec(&bus->ctl_conn, &plan.cmds, plan.block_ms, replies, &err);
         bool lost = st != EDDY_OK; /* the connection's failure: the bus's tracker logged it */
-        if (st == EDDY_OK)
-            st = eddy__inbox_feed(bus->inbox, eddy_now_ms(), &plan, replies, plan.cmds.n, &done);
+        if (st == EDDY_OK && (st = eddy__inbox_feed(bus->inbox, eddy_now_ms(), &plan, replies,
+                                                    plan.cmds.n, &done)) != EDDY_OK)
+            eddy__fail(&err, st, "unexpected replies"); /* as the reactive loop says it */
         for (size_t i = 0; i < plan.cmds.n; i++)
             if (replies[i])
                 freeReplyObject(replies[i]);
@@ -79,6 +80,7 @@ static void *control(void *arg) {
             free(replies);
         if (st != EDDY_OK) {
             eddy__inbox_reset(bus->inbox, eddy_now_ms());
+            note_failed(bus, &err);
             if (!atomic_load(&bus->ctl_stopping)) {
                 eddy__log(&bus->s.log, lost ? EDDY_LOG_DEBUG : EDDY_LOG_WARN,
                           "control connection: %s; reconnecting", err.detail);
@@ -115,7 +117,7 @@ eddy_status eddy__bctl_start(eddy_bus *bus, eddy_error *err) {
     pthread_mutex_unlock(&bus->ctl_lock);
     atomic_store(&bus->ctl_stopping, false);
     bus->ctl_ready = false;
-    bus->ctl_refused.status = EDDY_OK;
+    bus->ctl_last = (eddy_error){EDDY_OK, ""};
     eddy__bconn_resume(&bus->ctl_conn);
     int rc = eddy__bthread_start(&bus->ctl_thread, control, bus);
     if (rc != 0) {
@@ -130,23 +132,16 @@ eddy_status eddy__bctl_start(eddy_bus *bus, eddy_error *err) {
     long long deadline = eddy__mono_ms() + eddy__ready_timeout_ms(s);
     struct timespec at = {(time_t)(deadline / 1000), (long)(deadline % 1000) * 1000000};
     pthread_mutex_lock(&bus->ctl_lock);
-    while (!bus->ctl_ready && bus->ctl_refused.status == EDDY_OK)
+    while (!bus->ctl_ready && !eddy__conn_refused(bus->ctl_last.status))
         if (pthread_cond_timedwait(&bus->ctl_cond, &bus->ctl_lock, &at) == ETIMEDOUT)
             break;
     bool ready = bus->ctl_ready;
-    eddy_error refused = bus->ctl_refused;
+    eddy_error last = bus->ctl_last;
     pthread_mutex_unlock(&bus->ctl_lock);
-    if (!ready && refused.status != EDDY_OK) {
-        eddy__bctl_stop(bus);
-        return eddy__fail(err, refused.status, "the reply stream: %s", refused.detail);
-    }
-    if (!ready) {
-        eddy__bctl_stop(bus);
-        return eddy__fail(err, EDDY_ERR_IO,
-                          "the backend could not be reached to open the "
-                          "reply stream");
-    }
-    return EDDY_OK;
+    if (ready)
+        return EDDY_OK;
+    eddy__bctl_stop(bus);
+    return eddy__inbox_late(&last, err);
 }
 
 static void abandon(void *waiter, void *user) {

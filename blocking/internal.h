@@ -59,7 +59,7 @@ struct eddy_bus {
     pthread_mutex_t ctl_lock; /* with ctl_cond: start waits for ctl_ready */
     pthread_cond_t ctl_cond;
     bool ctl_ready;
-    eddy_error ctl_refused;    /* a refused connect (eddy__conn_refused) start need not wait out */
+    eddy_error ctl_last;       /* the control connection's last failure, for start's error */
     atomic_bool active;        /* started and ready: requests may be sent */
     bmux pub;                  /* the publishing connection, multiplexed */
     pthread_mutex_t lock;      /* started, and every change to subs */

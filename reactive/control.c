@@ -146,8 +146,7 @@ static void ctl_late(void *owner) {
     if (c->ready)
         return;
     eddy_error err;
-    eddy__rround_late_error(&c->r, &err,
-                            "the backend could not be reached to open the reply stream");
+    eddy__inbox_late(&c->r.last_err, &err);
     eddy__rbus_ctl_ready(c->bus, &err);
 }
 

@@ -17,6 +17,7 @@
 
 #include "bus/registry.h"
 #include "bus/retention.h"
+#include "config/conn_state.h"
 #include "error.h"
 #include "events/entry.h"
 #include "keys.h"
@@ -363,4 +364,12 @@ eddy_status eddy__inbox_cmds_status(eddy_status st, const eddy_error *got,
     for (size_t i = 0; i < n && st == EDDY_OK; i++)
         st = eddy__reply_status(replies[i], "subscription registry", err);
     return st;
+}
+
+eddy_status eddy__inbox_late(const eddy_error *last, eddy_error *err) {
+    static const char what[] = "the backend could not be reached to open the reply stream";
+    eddy_status st = last && eddy__conn_refused(last->status) ? last->status : EDDY_ERR_IO;
+    if (last && last->status != EDDY_OK && last->detail[0])
+        return eddy__fail(err, st, "%s: %s", what, last->detail);
+    return eddy__fail(err, st, "%s", what);
 }

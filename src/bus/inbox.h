@@ -62,6 +62,11 @@ eddy_status eddy__inbox_register_cmds(eddy__inbox *ib, eddy__sub *sub, long long
 eddy_status eddy__inbox_cmds_status(eddy_status st, const eddy_error *got,
                                     redisReply *const *replies, size_t n, eddy_error *err);
 
+/* A start whose control loop was not ready in time, as both front ends report it: a refusal
+ * (eddy__conn_refused) as the last connection error `last` keeps its status, anything else is
+ * EDDY_ERR_IO; last's detail, when there is one, follows the text. Returns err's status. */
+eddy_status eddy__inbox_late(const eddy_error *last, eddy_error *err);
+
 void eddy__reply_list_free(eddy__reply_list *l);
 
 #endif

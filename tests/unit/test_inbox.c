@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* The control loop's next round (eddy__inbox_next, src/bus/inbox.h) with no server and no front
- * end: commands to send now, or how long to wait when the core says nothing is due. */
+ * end: commands to send now, or how long to wait when the core says nothing is due; and how a
+ * late start is reported. */
 #include <criterion/criterion.h>
 #include <string.h>
 
 #include "bus/inbox.h"
+#include "error.h"
 #include "raw.h"
 
 Test(inbox, next_sends_now_or_says_how_long_to_wait) {
@@ -63,4 +65,20 @@ Test(inbox, close_and_register_replies_judged_alike) {
     cr_expect(strstr(err.detail, "freed"), "%s", err.detail);
     for (size_t i = 0; i < 3; i++)
         freeReplyObject(r[i]);
+}
+
+/* A start whose control loop was not ready in time says so alike on both front ends: a refusal
+ * keeps its status, anything else is I/O, and the last failure's detail follows. */
+Test(inbox, late_start_says_why) {
+    eddy_error err, last;
+    cr_expect_eq(eddy__inbox_late(NULL, &err), EDDY_ERR_IO);
+    cr_expect_str_eq(err.detail, "the backend could not be reached to open the reply stream");
+    eddy__fail(&last, EDDY_ERR_AUTH, "WRONGPASS");
+    cr_expect_eq(eddy__inbox_late(&last, &err), EDDY_ERR_AUTH);
+    cr_expect_eq(err.status, EDDY_ERR_AUTH);
+    cr_expect_str_eq(err.detail,
+                     "the backend could not be reached to open the reply stream: WRONGPASS");
+    eddy__fail(&last, EDDY_ERR_TIMEOUT, "connect timed out");
+    cr_expect_eq(eddy__inbox_late(&last, &err), EDDY_ERR_IO);
+    cr_expect(strstr(err.detail, ": connect timed out"), "%s", err.detail);
 }
