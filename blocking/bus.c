@@ -25,22 +25,16 @@ static void bsub_free(bsub *bs) {
  * Caller holds bus->lock, which every change to the subscriptions holds. */
 static eddy_status add_sub(eddy_bus *bus, const eddy_subscription_spec *spec, eddy__sub *sub,
                            bsub **out, eddy_error *err) {
-    eddy_status st =
-        spec ? eddy__subs_check_new(&bus->core.all, &bus->s, bus->core.caps, spec, &sub, err)
-             : EDDY_OK;
-    if (st != EDDY_OK)
-        return st;
-    bsub *bs = calloc(1, sizeof(*bs));
     pthread_mutex_lock(&bus->subs_lock); /* the control thread reads the list */
-    bsub **subs = realloc(bus->subs, (bus->nsubs + 1) * sizeof(*subs));
+    eddy_status st = eddy__subs_admit(&bus->core.all, &bus->s, bus->core.caps, spec, &sub, err);
+    bsub **subs = st == EDDY_OK ? realloc(bus->subs, (bus->nsubs + 1) * sizeof(*subs)) : NULL;
     if (subs)
         bus->subs = subs;
-    bool room = subs && eddy__subs_reserve(&bus->core.all, bus->nsubs + 1) == EDDY_OK;
     pthread_mutex_unlock(&bus->subs_lock);
-    if (!bs || !room) {
-        free(bs);
+    bsub *bs = subs ? calloc(1, sizeof(*bs)) : NULL;
+    if (!bs) {
         eddy__sub_free(sub);
-        return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+        return st != EDDY_OK ? st : eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
     }
     bs->bus = bus;
     bs->sub = sub;

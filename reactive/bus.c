@@ -53,9 +53,7 @@ static void rsub_free(rsub *rs) {
 /* Adds a subscription (not started): spec's, checked against the bus's, or else sub (taken). */
 static eddy_status add_sub(eddy_rbus *bus, const eddy_subscription_spec *spec, eddy__sub *sub,
                            rsub **out, eddy_error *err) {
-    eddy_status st =
-        spec ? eddy__subs_check_new(&bus->core.all, &bus->s, bus->core.caps, spec, &sub, err)
-             : EDDY_OK;
+    eddy_status st = eddy__subs_admit(&bus->core.all, &bus->s, bus->core.caps, spec, &sub, err);
     if (st != EDDY_OK)
         return st;
     if (bus->nsubs == bus->subs_cap) {
@@ -72,9 +70,7 @@ static eddy_status add_sub(eddy_rbus *bus, const eddy_subscription_spec *spec, e
     rsub **gone = realloc(bus->gone, (bus->ngone + bus->nsubs + 1) * sizeof(*gone));
     if (gone)
         bus->gone = gone;
-    rsub *rs = gone && eddy__subs_reserve(&bus->core.all, bus->nsubs + 1) == EDDY_OK
-                   ? calloc(1, sizeof(*rs))
-                   : NULL;
+    rsub *rs = gone ? calloc(1, sizeof(*rs)) : NULL;
     if (!rs) {
         eddy__sub_free(sub);
         return eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");

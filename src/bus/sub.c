@@ -359,6 +359,17 @@ eddy_status eddy__subs_check_new(const eddy__subs *subs, const eddy__settings *s
     return eddy__sub_new_checked(s, caps, spec, subs->v, subs->n, out, err);
 }
 
+eddy_status eddy__subs_admit(eddy__subs *subs, const eddy__settings *s, unsigned caps,
+                             const eddy_subscription_spec *spec, eddy__sub **sub, eddy_error *err) {
+    eddy_status st = spec ? eddy__subs_check_new(subs, s, caps, spec, sub, err) : EDDY_OK;
+    if (st == EDDY_OK && eddy__subs_reserve(subs, subs->n + 1) != EDDY_OK) {
+        eddy__sub_free(*sub);
+        *sub = NULL;
+        st = eddy__fail(err, EDDY_ERR_NOMEM, "out of memory");
+    }
+    return st;
+}
+
 eddy_status eddy__subs_consumer_stats(const eddy__subs *subs, const char *name,
                                       eddy_consumer_stats *out) {
     eddy_status st = EDDY_ERR_INVALID_ARGUMENT;

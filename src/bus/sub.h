@@ -102,6 +102,12 @@ void eddy__subs_unlist(eddy__subs *subs);
 eddy_status eddy__subs_check_new(const eddy__subs *subs, const eddy__settings *s, unsigned caps,
                                  const eddy_subscription_spec *spec, eddy__sub **out,
                                  eddy_error *err);
+/* A bus adds a subscription, as both front ends do: spec's, checked (eddy__subs_check_new), or
+ * else *sub as given (taken: a gather twin); then room for it, so that eddy__subs_append cannot
+ * fail once the front end made its own record. On a failure *sub is freed and NULL.
+ * Thread: the front end's lock on its subscriptions (the array may move). */
+eddy_status eddy__subs_admit(eddy__subs *subs, const eddy__settings *s, unsigned caps,
+                             const eddy_subscription_spec *spec, eddy__sub **sub, eddy_error *err);
 /* eddy_bus_consumer_stats / eddy_rbus_consumer_stats: the counters of the subscriptions named
  * `name`, a gather responder's and its twin's read as one; EDDY_ERR_INVALID_ARGUMENT when
  * there is none (out untouched). */

@@ -171,3 +171,25 @@ Test(subs, heartbeat_renews_only_listed) {
     cr_assert_eq(eddy__subs_listed(&subs, out), 0);
     (void)b;
 }
+
+/* Admitting checks a spec against the others and makes room for it, so appending cannot fail;
+ * a refused one leaves nothing behind. */
+Test(subs, admit_checks_and_makes_room) {
+    eddy_subscription_spec spec;
+    eddy_subscription_spec_init(&spec);
+    spec.name = "a";
+    spec.pattern = "x.a";
+    spec.group = "a";
+    spec.handler = handle;
+    eddy__sub *sub = NULL;
+    cr_assert_eq(eddy__subs_admit(&subs, &settings, 0, &spec, &sub, NULL), EDDY_OK);
+    cr_assert_not_null(sub);
+    cr_expect_geq(subs.cap, subs.n + 1, "room for the admitted subscription");
+    if (subs.cap > subs.n)
+        eddy__subs_append(&subs, sub);
+    else
+        eddy__sub_free(sub);
+    spec.pattern = "x.b";
+    cr_expect_neq(eddy__subs_admit(&subs, &settings, 0, &spec, &sub, NULL), EDDY_OK);
+    cr_expect_null(sub, "a refused subscription is not kept");
+}
