@@ -48,8 +48,8 @@
 
 #define PARSED_MAX 256 /* replies parsed before taking the lock to hand them out */
 
-/* One caller of eddy__bmux_exec or eddy__bmux_send. A caller of exec waits for its slot on a
- * mutex of its own, so that handing out replies does not make every woken caller queue up on
+/* One caller of eddy__bmux_exec_until or eddy__bmux_send. A caller of exec waits for its slot
+ * on a mutex of its own, so that handing out replies does not make every woken caller queue up on
  * the mux's lock. */
 typedef eddy__bmux_wait mwait;
 
@@ -620,10 +620,4 @@ eddy_status eddy__bmux_finish(bmux *m, eddy__bmux_wait *w, eddy_error *err) {
         *err = w->req.err;
     wait_destroy(w);
     return st;
-}
-
-eddy_status eddy__bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies,
-                            eddy_error *err) {
-    long long deadline = eddy__mono_ms() + eddy__command_timeout_ms(m->conn.s, -1);
-    return eddy__bmux_exec_until(m, cmds, deadline, replies, err);
 }

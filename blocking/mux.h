@@ -86,14 +86,11 @@ void eddy__bmux_destroy(bmux *m);
 /* Connects now unless connected (bus start fails early on a wrong URL). */
 eddy_status eddy__bmux_connect(bmux *m, eddy_error *err);
 /* Sends cmds as one contiguous run and waits for their replies (as eddy__bconn_exec, without a
- * blocking read: the caller frees the replies; on failure each is NULL), for at most
- * settings.command_timeout_ms. */
-eddy_status eddy__bmux_exec(bmux *m, const eddy__cmdlist *cmds, redisReply **replies,
-                            eddy_error *err);
-/* The same until `deadline` (monotonic ms, eddy__mono_ms): past it EDDY_ERR_IO when its
- * commands were not all written, EDDY_ERR_TIMEOUT when they were (sent, outcome unknown), and the
- * connection is given up for every caller in flight (each failing the same way: timed out if
- * sent, EDDY_ERR_IO if not); the next call reconnects. */
+ * blocking read: the caller frees the replies; on failure each is NULL) until `deadline`
+ * (monotonic ms, eddy__mono_ms): past it EDDY_ERR_IO when its commands were not all written,
+ * EDDY_ERR_TIMEOUT when they were (sent, outcome unknown), and the connection is given up for
+ * every caller in flight (each failing the same way: timed out if sent, EDDY_ERR_IO if not); the
+ * next call reconnects. */
 eddy_status eddy__bmux_exec_until(bmux *m, const eddy__cmdlist *cmds, long long deadline,
                                   redisReply **replies, eddy_error *err);
 
