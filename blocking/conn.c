@@ -120,8 +120,7 @@ eddy_status eddy__bconn_connect_until(bconn *c, long long until, eddy_error *err
         return eddy__fail(err, EDDY_ERR_CLOSED, "interrupted while backing off");
     if (wait > 0)
         now = eddy__mono_ms();
-    eddy__link_gate_start(&c->gate, c->s, c->link, now);
-    eddy_status st = eddy__link_connect(c->link, now, err);
+    eddy_status st = eddy__link_gate_connect(&c->gate, c->s, c->link, now, err);
     long long deadline = eddy__link_deadline(c->link);
     bool callers = until >= 0 && until < deadline; /* the caller's deadline comes first */
     if (callers)

@@ -345,9 +345,7 @@ static void link_open(rconn *c) {
     ev_init(&c->io, on_io);
     c->io.data = c;
     eddy_error err;
-    long long now = eddy__mono_ms();
-    eddy__link_gate_start(c->gate, c->s, c->link, now);
-    if (eddy__link_connect(c->link, now, &err) != EDDY_OK) {
+    if (eddy__link_gate_connect(c->gate, c->s, c->link, eddy__mono_ms(), &err) != EDDY_OK) {
         fail_with(c, &err);
         return;
     }

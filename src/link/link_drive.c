@@ -58,6 +58,12 @@ void eddy__link_gate_start(eddy__reconnect *gate, const eddy__settings *s, const
     eddy__log(&s->log, EDDY_LOG_DEBUG, "connecting (connection %p)", (void *)gate);
 }
 
+eddy_status eddy__link_gate_connect(eddy__reconnect *gate, const eddy__settings *s, eddy__link *l,
+                                    long long now_ms, eddy_error *err) {
+    eddy__link_gate_start(gate, s, l, now_ms); /* first: the connect clears eddy__link_proved */
+    return eddy__link_connect(l, now_ms, err);
+}
+
 void eddy__link_gate_leave(eddy__reconnect *gate, const eddy__link *l) {
     if (gate && eddy__link_proved(l))
         eddy__reconnect_proved(gate);

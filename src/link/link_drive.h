@@ -58,6 +58,12 @@ long long eddy__link_gate_wait(const eddy__settings *s, const eddy__reconnect *g
  * (tests/faults counts their spacing). Nothing for memory:// or a NULL gate. */
 void eddy__link_gate_start(eddy__reconnect *gate, const eddy__settings *s, const eddy__link *l,
                            long long now_ms);
+/* A connect of l behind gate (NULL: none) starts at now_ms, its backoff waited out
+ * (eddy__link_gate_wait): the gate starts its next backoff (eddy__link_gate_start), reading
+ * whether l's last connection answered a command before the connect forgets it, then l connects.
+ * Returns eddy__link_connect's status (l FAILED when not EDDY_OK, but for EDDY_ERR_NOMEM). */
+eddy_status eddy__link_gate_connect(eddy__reconnect *gate, const eddy__settings *s, eddy__link *l,
+                                    long long now_ms, eddy_error *err);
 /* The owner lets l go (NULL: none made) for good: the gate keeps whether it answered a command
  * (eddy__link_proved), so that the next connect starts from the shortest delay again. An owner
  * that keeps its link across reconnects needs no call: eddy__link_gate_start reads it. */

@@ -172,6 +172,33 @@ Test(link_drive, a_connection_that_answered_resets_the_backoff) {
     eddy__settings_free(&s);
 }
 
+/* A driver that keeps its link across reconnects tells the gate nothing when it ends: the connect
+ * itself reads whether the last connection answered, before it forgets that. */
+Test(link_drive, a_reconnect_of_a_link_that_answered_starts_from_the_shortest_delay) {
+    char url[128];
+    snprintf(url, sizeof(url), "unix:///tmp/eddy-link-drive-re-%d.sock", (int)getpid());
+    eddy__settings s = settings_for(url);
+    eddy__reconnect g;
+    eddy__reconnect_init(&g, 1);
+    for (int i = 0; i < 5; i++) /* a long way from the shortest delay */
+        eddy__link_gate_start(&g, &s, NULL, 1000);
+    int srv, peer;
+    eddy__link *l = answered_link(&s, &srv, &peer);
+    eddy_error err;
+    cr_assert_eq(eddy__link_gate_connect(&g, &s, l, 2000, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_not(eddy__link_proved(l), "a new connection has answered nothing yet");
+    long long w = eddy__link_gate_wait(&s, &g, 2000);
+    cr_expect(w <= 100, "the last connection answered: the shortest delay again, %lld", w);
+    /* This one answered nothing: the next waits longer. */
+    cr_assert_eq(eddy__link_gate_connect(&g, &s, l, 2000 + w, &err), EDDY_OK, "%s", err.detail);
+    cr_expect(eddy__link_gate_wait(&s, &g, 2000 + w) > 100, "nothing answered: backing off");
+    eddy__link_free(l);
+    close(peer);
+    close(srv);
+    unlink(s.url.path);
+    eddy__settings_free(&s);
+}
+
 Test(link_drive, replies_done_resets_their_arena_or_frees_each) {
     eddy__reply_arena *a = eddy__reply_arena_new();
     cr_assert(a);
