@@ -144,59 +144,64 @@ static eddy__link *answered_link(const eddy__settings *s, int *srv, int *peer) {
     return l;
 }
 
-Test(link_drive, a_connection_that_answered_resets_the_backoff) {
-    char url[128];
-    snprintf(url, sizeof(url), "unix:///tmp/eddy-link-drive-%d.sock", (int)getpid());
-    eddy__settings s = settings_for(url);
+/* A gate a long way from its shortest delay, and a link (socket `name`) that answered. */
+typedef struct answered {
+    eddy__settings s;
     eddy__reconnect g;
-    eddy__reconnect_init(&g, 1);
-    for (int i = 0; i < 5; i++) /* a long way from the shortest delay */
-        eddy__link_gate_start(&g, &s, NULL, 1000);
+    eddy__link *l;
     int srv, peer;
-    eddy__link *l = answered_link(&s, &srv, &peer);
+} answered;
+
+static void answered_begin(answered *a, const char *name) {
+    char url[128];
+    snprintf(url, sizeof(url), "unix:///tmp/eddy-link-drive-%s-%d.sock", name, (int)getpid());
+    a->s = settings_for(url);
+    eddy__reconnect_init(&a->g, 1);
+    for (int i = 0; i < 5; i++)
+        eddy__link_gate_start(&a->g, &a->s, NULL, 1000);
+    a->l = answered_link(&a->s, &a->srv, &a->peer);
+}
+
+static void answered_end(answered *a) {
+    eddy__link_free(a->l);
+    close(a->peer);
+    close(a->srv);
+    unlink(a->s.url.path);
+    eddy__settings_free(&a->s);
+}
+
+Test(link_drive, a_connection_that_answered_resets_the_backoff) {
+    answered a;
+    answered_begin(&a, "down");
     unsigned epoch = 0;
-    eddy__link_gate_down(&g, &s, l, true, &epoch, EDDY_ERR_IO, NULL);
-    eddy__link_gate_start(&g, &s, NULL, 2000);
-    long long w = eddy__link_gate_wait(&s, &g, 2000);
+    eddy__link_gate_down(&a.g, &a.s, a.l, true, &epoch, EDDY_ERR_IO, NULL);
+    eddy__link_gate_start(&a.g, &a.s, NULL, 2000);
+    long long w = eddy__link_gate_wait(&a.s, &a.g, 2000);
     cr_expect(w <= 100, "down after an answer: the shortest delay again, %lld", w);
     for (int i = 0; i < 5; i++)
-        eddy__link_gate_start(&g, &s, NULL, 3000);
-    eddy__link_gate_leave(&g, l);
-    eddy__link_gate_start(&g, &s, NULL, 4000);
-    w = eddy__link_gate_wait(&s, &g, 4000);
+        eddy__link_gate_start(&a.g, &a.s, NULL, 3000);
+    eddy__link_gate_leave(&a.g, a.l);
+    eddy__link_gate_start(&a.g, &a.s, NULL, 4000);
+    w = eddy__link_gate_wait(&a.s, &a.g, 4000);
     cr_expect(w <= 100, "let go after an answer: the shortest delay again, %lld", w);
-    eddy__link_free(l);
-    close(peer);
-    close(srv);
-    unlink(s.url.path);
-    eddy__settings_free(&s);
+    answered_end(&a);
 }
 
 /* A driver that keeps its link across reconnects tells the gate nothing when it ends: the connect
  * itself reads whether the last connection answered, before it forgets that. */
 Test(link_drive, a_reconnect_of_a_link_that_answered_starts_from_the_shortest_delay) {
-    char url[128];
-    snprintf(url, sizeof(url), "unix:///tmp/eddy-link-drive-re-%d.sock", (int)getpid());
-    eddy__settings s = settings_for(url);
-    eddy__reconnect g;
-    eddy__reconnect_init(&g, 1);
-    for (int i = 0; i < 5; i++) /* a long way from the shortest delay */
-        eddy__link_gate_start(&g, &s, NULL, 1000);
-    int srv, peer;
-    eddy__link *l = answered_link(&s, &srv, &peer);
+    answered a;
+    answered_begin(&a, "again");
     eddy_error err;
-    cr_assert_eq(eddy__link_gate_connect(&g, &s, l, 2000, &err), EDDY_OK, "%s", err.detail);
-    cr_expect_not(eddy__link_proved(l), "a new connection has answered nothing yet");
-    long long w = eddy__link_gate_wait(&s, &g, 2000);
+    cr_assert_eq(eddy__link_gate_connect(&a.g, &a.s, a.l, 2000, &err), EDDY_OK, "%s", err.detail);
+    cr_expect_not(eddy__link_proved(a.l), "a new connection has answered nothing yet");
+    long long w = eddy__link_gate_wait(&a.s, &a.g, 2000);
     cr_expect(w <= 100, "the last connection answered: the shortest delay again, %lld", w);
     /* This one answered nothing: the next waits longer. */
-    cr_assert_eq(eddy__link_gate_connect(&g, &s, l, 2000 + w, &err), EDDY_OK, "%s", err.detail);
-    cr_expect(eddy__link_gate_wait(&s, &g, 2000 + w) > 100, "nothing answered: backing off");
-    eddy__link_free(l);
-    close(peer);
-    close(srv);
-    unlink(s.url.path);
-    eddy__settings_free(&s);
+    cr_assert_eq(eddy__link_gate_connect(&a.g, &a.s, a.l, 2000 + w, &err), EDDY_OK, "%s",
+                 err.detail);
+    cr_expect(eddy__link_gate_wait(&a.s, &a.g, 2000 + w) > 100, "nothing answered: backing off");
+    answered_end(&a);
 }
 
 Test(link_drive, replies_done_resets_their_arena_or_frees_each) {
