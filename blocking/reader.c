@@ -437,13 +437,9 @@ eddy_status eddy__bsub_wait_ready(bsub *bs, eddy_error *err) {
     bool ready = bs->ready;
     eddy_error refused = bs->refused;
     pthread_mutex_unlock(&bs->lock);
-    if (!ready && refused.status != EDDY_OK)
-        return eddy__fail(err, refused.status, "subscription '%s': %s", bs->sub->name,
-                          refused.detail);
-    if (!ready)
-        return eddy__fail(err, EDDY_ERR_IO, "subscription '%s' could not reach the backend",
-                          bs->sub->name);
-    return EDDY_OK;
+    if (ready)
+        return EDDY_OK;
+    return eddy__consumer_late_error(bs->consumer, &refused, err);
 }
 
 void eddy__bsub_stop(bsub *bs) {

@@ -295,11 +295,8 @@ static void act_kept(void *owner) {
 
 static void act_late(void *owner) {
     ract *act = owner;
-    char what[EDDY_ERROR_DETAIL_MAX];
-    snprintf(what, sizeof(what), "subscription '%s' could not reach the backend",
-             act->rs->sub->name);
     eddy_error err;
-    eddy__rround_late_error(&act->r, &err, what);
+    eddy__consumer_late_error(act->consumer, &act->r.last_err, &err);
     eddy__rbus_act_ready(act->bus, act, &err);
 }
 

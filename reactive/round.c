@@ -24,6 +24,7 @@
 #include "config/conn_state.h"
 #include "error.h"
 #include "internal.h"
+#include "link/link_drive.h"
 #include "share.h"
 #include "timing.h"
 #include "util/backoff.h"
@@ -212,12 +213,7 @@ void eddy__rround_drain(rround *r) {
 void eddy__rround_stop_deadline(rround *r) { ev_timer_stop(r->bus->loop, &r->ready_timer); }
 
 void eddy__rround_late_error(const rround *r, eddy_error *err, const char *what) {
-    /* A refusal (credentials, not a Redis server) keeps its status; anything else is I/O. */
-    eddy_status st = eddy__conn_refused(r->last_err.status) ? r->last_err.status : EDDY_ERR_IO;
-    if (r->last_err.detail[0])
-        eddy__fail(err, st, "%s: %s", what, r->last_err.detail);
-    else
-        eddy__fail(err, st, "%s", what);
+    eddy__link_late_error(err, &r->last_err, what);
 }
 
 void eddy__rround_kill(rround *r) {

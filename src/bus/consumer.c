@@ -40,6 +40,7 @@
 #include "events/subject.h"
 #include "keys.h"
 #include "link/library.h"
+#include "link/link_drive.h"
 #include "link/redis.h"
 #include "timing.h"
 #include "util/reply.h"
@@ -2038,6 +2039,13 @@ bool eddy__consumer_became_ready(eddy__consumer *c) {
     if (c->told_ready || !eddy__consumer_ready(c))
         return false;
     return c->told_ready = true;
+}
+
+eddy_status eddy__consumer_late_error(const eddy__consumer *c, const eddy_error *last,
+                                      eddy_error *err) {
+    char what[EDDY_ERROR_DETAIL_MAX];
+    snprintf(what, sizeof(what), "subscription '%s' could not reach the backend", c->sub->name);
+    return eddy__link_late_error(err, last, what);
 }
 
 size_t eddy__consumer_outstanding(eddy__consumer *c) {

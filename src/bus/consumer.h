@@ -238,6 +238,11 @@ bool eddy__consumer_ready(const eddy__consumer *c);
 /* True once, after the feed that made it ready: the front end then lets a start waiting for it
  * return. Thread: its reader's. */
 bool eddy__consumer_became_ready(eddy__consumer *c);
+/* The error of a start that gave up waiting for the consumer to be ready, the same in both
+ * front ends: "subscription 'name' could not reach the backend", then why the last connect
+ * failed (last: NULL or no status when unknown); status as eddy__link_late_error. */
+eddy_status eddy__consumer_late_error(const eddy__consumer *c, const eddy_error *last,
+                                      eddy_error *err);
 
 /* eddy_delivery_emit: checks the output (the subscription a handler's and AtLeastOnce, the
  * subject, the event and its size) and adds it to d's outputs, committed with its

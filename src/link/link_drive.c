@@ -5,6 +5,7 @@
 #include "link/link_drive.h"
 
 #include "config/conn_state.h"
+#include "error.h"
 #include "log.h"
 
 long long eddy__link_cmd_deadline(const eddy__settings *s, long long now_ms, long long block_ms,
@@ -75,4 +76,12 @@ void eddy__link_gate_down(eddy__reconnect *gate, const eddy__settings *s, const 
     if (gate && !was_up)
         eddy__reconnect_failed(gate, st);
     eddy__conn_down(s->conn_state, epoch, st, why);
+}
+
+eddy_status eddy__link_late_error(eddy_error *err, const eddy_error *last, const char *what) {
+    bool why = last && last->status != EDDY_OK && last->detail[0];
+    eddy_status st = last && eddy__conn_refused(last->status) ? last->status : EDDY_ERR_IO;
+    if (why)
+        return eddy__fail(err, st, "%s: %s", what, last->detail);
+    return eddy__fail(err, st, "%s", what);
 }

@@ -74,5 +74,10 @@ void eddy__link_gate_leave(eddy__reconnect *gate, const eddy__link *l);
  * false) failed. *epoch is 0 after. */
 void eddy__link_gate_down(eddy__reconnect *gate, const eddy__settings *s, const eddy__link *l,
                           bool was_up, unsigned *epoch, eddy_status st, const eddy_error *why);
+/* A start gave up waiting for its connection: err says what (a phrase) and, when last (NULL:
+ * none) holds why its last connect failed, that detail. A refusal (credentials, not a Redis
+ * server: eddy__conn_refused) keeps its status, so that a caller can tell it from a server
+ * that is only away; anything else is EDDY_ERR_IO. */
+eddy_status eddy__link_late_error(eddy_error *err, const eddy_error *last, const char *what);
 
 #endif

@@ -233,3 +233,23 @@ Test(link_drive, a_calls_deadline_is_its_own_when_that_comes_first) {
     cr_expect_eq(eddy__link_call_deadline(&s, 100, 1000000 - 10, 1000000), 90, "already passed");
     eddy__settings_free(&s);
 }
+
+/* A start that gave up: a refusal keeps its status and says why; anything else is I/O, with
+ * the last failure's detail when there is one. */
+Test(link_drive, late_error_keeps_a_refusal_and_the_detail) {
+    eddy_error err, last = {.status = EDDY_ERR_AUTH};
+    snprintf(last.detail, sizeof(last.detail), "WRONGPASS");
+    cr_expect_eq(eddy__link_late_error(&err, &last, "x could not reach the backend"),
+                 EDDY_ERR_AUTH);
+    cr_expect_eq(err.status, EDDY_ERR_AUTH);
+    cr_expect_str_eq(err.detail, "x could not reach the backend: WRONGPASS");
+    last.status = EDDY_ERR_IO;
+    snprintf(last.detail, sizeof(last.detail), "Connection refused");
+    cr_expect_eq(eddy__link_late_error(&err, &last, "x"), EDDY_ERR_IO);
+    cr_expect_str_eq(err.detail, "x: Connection refused");
+    last.status = EDDY_OK; /* no failure seen: no stale detail */
+    cr_expect_eq(eddy__link_late_error(&err, &last, "x"), EDDY_ERR_IO);
+    cr_expect_str_eq(err.detail, "x");
+    cr_expect_eq(eddy__link_late_error(&err, NULL, "x"), EDDY_ERR_IO);
+    cr_expect_str_eq(err.detail, "x");
+}
