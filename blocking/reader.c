@@ -260,7 +260,7 @@ static void *reader(void *arg) {
             long long wait = eddy__consumer_next(bs->consumer, eddy__mono_ms(), false, plan);
             if (bs->share) /* a hot stream that went quiet watches again */
                 eddy__bshare_watched(bs->share, eddy__consumer_wakeup_replan(bs->consumer));
-            if (wait >= 0 && bs->share && !eddy__consumer_hot(bs->consumer)) {
+            if (bs->share && eddy__consumer_gives_back(bs->consumer, wait)) {
                 /* Idle and quiet: back to the shared reads, without this thread or connection. */
                 eddy__bconn_close(&bs->conn);
                 if (eddy__bshare_give_back(bs->share, bs, eddy__mono_ms() + wait)) {

@@ -130,7 +130,7 @@ static void act_step(void *owner) {
     if (r->share) /* this plan may have watched a stream */
         eddy__rwake_watched(act->bus->wake, eddy__consumer_wakeup_replan(act->consumer));
     if (wait >= 0)
-        eddy__rround_idle(r, wait);
+        eddy__rround_wait(r, wait, eddy__consumer_gives_back(act->consumer, wait));
     else
         act_send(act);
 }

@@ -193,8 +193,10 @@ static bool send_now(rround *r) {
     return true;
 }
 
-void eddy__rround_idle(rround *r, long long ms) {
-    if (r->share && r->conn) {
+void eddy__rround_idle(rround *r, long long ms) { eddy__rround_wait(r, ms, true); }
+
+void eddy__rround_wait(rround *r, long long ms, bool give_back) {
+    if (give_back && r->share && r->conn) {
         /* It no longer blocks: back to the shared connection at its next connect. */
         eddy__rconn_close(r->conn);
         r->conn = NULL;

@@ -107,6 +107,9 @@ bool eddy__rround_send(rround *r);
 
 /* Waits ms, then steps. */
 void eddy__rround_idle(rround *r, long long ms);
+/* eddy__rround_idle; a round of a shared connection's member on a connection of its own keeps
+ * that connection unless give_back (eddy__consumer_gives_back). */
+void eddy__rround_wait(rround *r, long long ms, bool give_back);
 
 /* The round's replies were fed: frees them, except the one the connection lent. */
 void eddy__rround_replies_done(rround *r);

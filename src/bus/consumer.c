@@ -333,6 +333,10 @@ void eddy__consumer_wake(eddy__consumer *c) { atomic_store(&c->news, true); }
 
 bool eddy__consumer_hot(const eddy__consumer *c) { return c->hot; }
 
+bool eddy__consumer_gives_back(const eddy__consumer *c, long long wait) {
+    return wait >= 0 && !c->hot;
+}
+
 bool eddy__consumer_wakeup_replan(eddy__consumer *c) {
     bool replan = c->wake_replan;
     c->wake_replan = false;

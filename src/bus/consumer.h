@@ -117,6 +117,11 @@ void eddy__consumer_wake(eddy__consumer *c);
  * wake-up (a front end keeps a connection on which it may block for it until then). Thread:
  * its reader's. */
 bool eddy__consumer_hot(const eddy__consumer *c);
+/* The one rule for a subscription that shares reads (share.h) and reads on a connection of its
+ * own while its plans block: a plan that idles (wait >= 0, from eddy__consumer_next) sends it back
+ * to the shared reads, unless a stream of its is hot (its next plans would block again at once,
+ * and the connection would be made anew for each). Thread: its reader's. */
+bool eddy__consumer_gives_back(const eddy__consumer *c, long long wait);
 /* True (once) when the last plan watched a stream the wake-up's blocking read in flight does
  * not cover: the front end cuts that read short so that it plans again. */
 bool eddy__consumer_wakeup_replan(eddy__consumer *c);

@@ -1117,6 +1117,7 @@ Test(consumer, a_hot_stream_leaves_the_wakeup_until_a_read_finds_nothing, .fini 
               cmd_text(&p, 1));
     cr_expect_gt(p.block_ms, 0);
     cr_expect_eq(eddy__wakeup_streams(w), 0, "the hot stream left the wake-up");
+    cr_expect(!eddy__consumer_gives_back(consumer, 0), "hot: an idle plan keeps its connection");
     step(20, &p, (const char *[]){":1\r\n", ONE_ENTRY("1-3")}, 2, &out);
     cr_assert_eq(out.n, 1, "still hot: it keeps reading by itself");
     eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
@@ -1135,6 +1136,8 @@ Test(consumer, a_hot_stream_leaves_the_wakeup_until_a_read_finds_nothing, .fini 
     step(40, &p, (const char *[]){EMPTY_READ}, 1, &out);
     plan(41, &p);
     cr_assert_eq(p.cmds.n, 0, "idle: the front end closes the connection of its own");
+    cr_expect(eddy__consumer_gives_back(consumer, 0), "cold and idle: back to the shared reads");
+    cr_expect(!eddy__consumer_gives_back(consumer, -1), "a plan that sends stays");
     cr_expect_eq(places_taken(w), 0, "its hot place is back");
     eddy__plan_reset(&p);
     eddy__delivery_list_free(&out);
