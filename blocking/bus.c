@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bus/enlist.h"
 #include "bus/stop_flow.h"
 #include "error.h"
 #include "internal.h"
@@ -100,41 +101,40 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
     return EDDY_OK;
 }
 
-/* Runs commands on the publishing connection and checks every reply. */
-static eddy_status run(eddy_bus *bus, eddy__cmdlist *cmds, eddy_error *err) {
-    redisReply *replies[8] = {0};
-    eddy_error got;
-    eddy_status st = cmds->n > 8 ? eddy__fail(&got, EDDY_ERR_INVALID_ARGUMENT, "too many commands")
-                                 : eddy__bpub_exec(bus, cmds, replies, &got);
-    st = eddy__inbox_cmds_status(st, &got, replies, cmds->n, err);
-    for (size_t i = 0; i < cmds->n; i++)
-        if (replies[i])
-            freeReplyObject(replies[i]);
-    eddy__cmdlist_reset(cmds);
-    return st;
-}
-
-/* Puts sub (NULL: every subscription) in the heartbeats, or every one out (sub.h). */
-static void list(eddy_bus *bus, eddy__sub *sub, bool on) {
+/* Puts every subscription in the heartbeats, or every one out (sub.h). */
+static void list(eddy_bus *bus, bool on) {
     pthread_mutex_lock(&bus->subs_lock); /* the control thread reads them */
-    if (!on)
-        eddy__subs_unlist(&bus->core.all);
+    eddy__subs_unlist(&bus->core.all);
     for (size_t i = 0; on && i < bus->core.all.n; i++)
-        bus->core.all.v[i]->listed |= !sub || bus->core.all.v[i] == sub;
+        bus->core.all.v[i]->listed = true;
     pthread_mutex_unlock(&bus->subs_lock);
 }
 
-/* A late subscription counts for requesters before subscribe returns. */
+/* A late subscription counts for requesters before subscribe returns: the core's handshake
+ * (enlist.h), its answer awaited here (bus->lock keeps a stop out meanwhile). */
 static eddy_status register_now(eddy_bus *bus, eddy__sub *sub, eddy_error *err) {
+    eddy__enlist e = {0};
+    unsigned ticket = 0;
     eddy__cmdlist cmds;
     eddy__cmdlist_init(&cmds);
     pthread_mutex_lock(&bus->ctl_lock);
-    eddy_status st =
-        bus->inbox ? eddy__inbox_register_cmds(bus->inbox, sub, eddy_now_ms(), &cmds) : EDDY_OK;
+    eddy_status st = eddy__enlist_begin(&e, bus->inbox, sub, eddy_now_ms(), &cmds, &ticket);
     pthread_mutex_unlock(&bus->ctl_lock);
-    if ((st = st == EDDY_OK ? run(bus, &cmds, err) : eddy__fail(err, st, "out of memory")) ==
-        EDDY_OK)
-        list(bus, sub, true);
+    if (st != EDDY_OK) {
+        eddy__cmdlist_reset(&cmds);
+        return eddy__fail(err, st, "out of memory");
+    }
+    redisReply *replies[8] = {0};
+    eddy_error got;
+    st = cmds.n > 8 ? eddy__fail(&got, EDDY_ERR_INVALID_ARGUMENT, "too many commands")
+                    : eddy__bpub_exec(bus, &cmds, replies, &got);
+    pthread_mutex_lock(&bus->subs_lock); /* the control thread reads sub->listed */
+    eddy__enlist_feed(&e, ticket, sub, st, &got, replies, cmds.n, &st, err);
+    pthread_mutex_unlock(&bus->subs_lock);
+    for (size_t i = 0; i < cmds.n; i++)
+        if (replies[i])
+            freeReplyObject(replies[i]);
+    eddy__cmdlist_reset(&cmds);
     return st;
 }
 
@@ -248,14 +248,14 @@ eddy_status eddy_bus_start(eddy_bus *bus, eddy_error *err) {
     /* Then the reply stream and the registry: a requester that sees these subscriptions
      * finds their groups in place. */
     if (st == EDDY_OK) {
-        list(bus, NULL, true);
+        list(bus, true);
         st = eddy__bctl_start(bus, err);
     }
     if (st == EDDY_OK) {
         bus->started = true;
         atomic_store(&bus->active, true);
     } else if (st != EDDY_ERR_ILLEGAL_STATE) {
-        list(bus, NULL, false);
+        list(bus, false);
         eddy__bsub_stop_all(bus);
     }
     pthread_mutex_unlock(&bus->lock);
@@ -299,7 +299,7 @@ eddy_status eddy_bus_stop(eddy_bus *bus) {
         pthread_mutex_unlock(&bus->ctl_lock);
         run_stop(bus, &f, EDDY__STOP_LIST);
         eddy__bctl_stop(bus);
-        list(bus, NULL, false);
+        list(bus, false);
     }
     /* Interrupt every reader first, then wait for each: stopping takes one wait, not n. */
     for (size_t i = 0; i < bus->nsubs; i++)

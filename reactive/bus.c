@@ -100,7 +100,8 @@ static void remove_sub(eddy_rbus *bus, rsub *rs) {
 
 static bool all_ready(eddy_rbus *bus) {
     for (size_t i = 0; i < bus->nsubs; i++)
-        if (!bus->subs[i]->act || !bus->subs[i]->act->ready || bus->subs[i]->registering)
+        if (!bus->subs[i]->act || !bus->subs[i]->act->ready ||
+            eddy__enlist_out(&bus->subs[i]->enlist))
             return false;
     return true;
 }
@@ -143,7 +144,7 @@ static void stop_all(eddy_rbus *bus, eddy_status st, const eddy_error *err) {
     eddy__subs_unlist(&bus->core.all);
     for (size_t i = 0; i < bus->nsubs; i++) {
         rsub *rs = bus->subs[i];
-        rs->registering = false; /* a registration still out is stale now */
+        eddy__enlist_drop(&rs->enlist); /* a registration still out is stale now */
         if (rs->act)
             eddy__ract_stop(rs->act);
     }

@@ -161,31 +161,26 @@ static void leave_done(eddy_rbus *bus) {
         ctl_step(bus->ctl);
 }
 
-/* The handshake of a late subscription: `registering` while its registration is out, `reg_seq`
- * naming the one that counts. A stop clears `registering` (bus.c), and a start after it sends
- * a new one, so an answer to a stale one is dropped here. */
+/* A late subscription's registration: the core's handshake (enlist.h) decides whether an
+ * answer still counts (a stop drops the one out, bus.c) and what it means. */
 static void registered(eddy_rbus *bus, rpub *p, eddy_status st, const eddy_error *err) {
     rsub *rs = p->user;
-    if (!rs->registering || p->seq != rs->reg_seq)
-        return; /* stopped meanwhile */
-    rs->registering = false;
     eddy_error e;
-    st = eddy__inbox_cmds_status(st, err, p->replies, p->cmds.n, &e);
-    eddy__rbus_sub_registered(bus, rs, st, st == EDDY_OK ? NULL : &e);
+    if (eddy__enlist_feed(&rs->enlist, p->seq, rs->sub, st, err, p->replies, p->cmds.n, &st, &e))
+        eddy__rbus_sub_registered(bus, rs, st, st == EDDY_OK ? NULL : &e);
 }
 
 eddy_status eddy__rctl_register(eddy_rbus *bus, rsub *rs) {
     rpub *p = eddy__rpub_new(registered, rs);
     if (!p)
         return EDDY_ERR_NOMEM;
-    p->seq = ++rs->reg_seq;
-    rs->registering = true; /* before the submit: an answer may come inside it */
-    eddy_status st = eddy__inbox_register_cmds(bus->ctl->inbox, rs->sub, eddy_now_ms(), &p->cmds);
+    eddy_status st =
+        eddy__enlist_begin(&rs->enlist, bus->ctl->inbox, rs->sub, eddy_now_ms(), &p->cmds, &p->seq);
     if (st == EDDY_OK)
         st = eddy__rpub_submit(bus, p);
     if (st != EDDY_OK) {
         eddy__rpub_free(p);
-        rs->registering = false; /* the caller fails the subscription */
+        eddy__enlist_drop(&rs->enlist); /* the caller fails the subscription */
     }
     return st;
 }

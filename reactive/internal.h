@@ -15,6 +15,7 @@
 #include "bus/bus_core.h"
 #include "bus/consumer.h"
 #include "bus/discovery.h"
+#include "bus/enlist.h"
 #include "bus/inbox.h"
 #include "bus/publish_flow.h"
 #include "bus/publisher.h"
@@ -46,10 +47,9 @@ typedef struct rsub {
     /* eddy_rbus_subscribe_ready's callback, until it has run */
     eddy_ready_fn ready;
     void *ready_user;
-    /* A late subscription's registration is out (its reg_seq), before it counts as ready;
-     * control.c's handshake sets both. */
-    bool registering;
-    unsigned reg_seq;
+    /* A late subscription's registration (the core's handshake, enlist.h): while one is out,
+     * it does not count as ready. */
+    eddy__enlist enlist;
 } rsub;
 
 /* One activation of a subscription: a consumer and its own connection, from start (or a
