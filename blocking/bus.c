@@ -104,9 +104,10 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
 /* Puts every subscription in the heartbeats, or every one out (sub.h). */
 static void list(eddy_bus *bus, bool on) {
     pthread_mutex_lock(&bus->subs_lock); /* the control thread reads them */
-    eddy__subs_unlist(&bus->core.all);
-    for (size_t i = 0; on && i < bus->core.all.n; i++)
-        bus->core.all.v[i]->listed = true;
+    if (on)
+        eddy__enlist_start(&bus->core.all);
+    else
+        eddy__subs_unlist(&bus->core.all);
     pthread_mutex_unlock(&bus->subs_lock);
 }
 

@@ -5,26 +5,17 @@
  * are registered, so a request sent after start returns is answerable. */
 #include <errno.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "bus/bus_stats.h"
+#include "bus/enlist.h"
 #include "config/conn_state.h"
 #include "error.h"
 #include "internal.h"
 #include "timing.h"
-
-/* A copy of the subscriptions one heartbeat plan renews (subs are never freed while the
- * control thread runs: they go only with the bus). */
-static size_t snapshot_subs(eddy_bus *bus, eddy__sub ***out) {
-    pthread_mutex_lock(&bus->subs_lock);
-    eddy__sub **v = malloc((bus->core.all.n ? bus->core.all.n : 1) * sizeof(*v));
-    size_t n = v ? eddy__subs_listed(&bus->core.all, v) : 0;
-    pthread_mutex_unlock(&bus->subs_lock);
-    *out = v;
-    return n;
-}
 
 /* Why the connection last failed, for a start's error (eddy__inbox_late); a start waiting for
  * the control thread need not wait out a refusal. */
@@ -43,6 +34,8 @@ static void *control(void *arg) {
     eddy__plan plan;
     eddy__plan_init(&plan);
     eddy__reply_list done = {0};
+    eddy__sub **subs = NULL; /* the heartbeat's subscriptions */
+    size_t subs_cap = 0;
     while (!atomic_load(&bus->ctl_stopping)) {
         eddy_error err;
         if (!eddy__bconn_connected(&bus->ctl_conn) &&
@@ -53,11 +46,12 @@ static void *control(void *arg) {
             eddy__bconn_backoff(&bus->ctl_conn);
             continue;
         }
-        eddy__sub **subs;
-        size_t n = snapshot_subs(bus, &subs);
-        long long wait = subs ? eddy__inbox_next(bus->inbox, eddy_now_ms(), subs, n, &plan)
-                              : EDDY__NOMEM_RETRY_MS;
-        free(subs);
+        /* subs are never freed while they are listed: they go only with the bus */
+        pthread_mutex_lock(&bus->subs_lock);
+        size_t n = eddy__enlist_heartbeat(&bus->core.all, &subs, &subs_cap);
+        pthread_mutex_unlock(&bus->subs_lock);
+        long long wait = n != SIZE_MAX ? eddy__inbox_next(bus->inbox, eddy_now_ms(), subs, n, &plan)
+                                       : EDDY__NOMEM_RETRY_MS;
         if (wait >= 0) {
             eddy__bconn_sleep(&bus->ctl_conn, wait);
             continue;
@@ -104,6 +98,7 @@ static void *control(void *arg) {
     }
     eddy__plan_reset(&plan);
     eddy__reply_list_free(&done);
+    free(subs);
     return NULL;
 }
 

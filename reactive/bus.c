@@ -168,6 +168,7 @@ static void maybe_ready(eddy_rbus *bus) {
     if (!bus->started || !bus->ready_pending || !all_ready(bus))
         return;
     if (!bus->ctl) {
+        eddy__enlist_start(&bus->core.all);
         if (eddy__rctl_start(bus) != EDDY_OK) {
             eddy_error err;
             eddy__fail(&err, EDDY_ERR_NOMEM, "out of memory starting the control loop");
@@ -182,7 +183,6 @@ static void maybe_ready(eddy_rbus *bus) {
 }
 
 static void sub_ready(eddy_rbus *bus, rsub *rs) {
-    rs->sub->listed = true;
     fire_sub_ready(rs, EDDY_OK, NULL);
     maybe_ready(bus);
 }

@@ -24,6 +24,7 @@
  *   ended before a read's replies are matched, whatever order the loop runs its watchers in.
  * - A stopped loop is only marked dead; it is freed by the outermost eddy__rbus_leave.
  */
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,20 +57,6 @@ static bool ctl_lost(void *owner) {
     return true;
 }
 
-/* The subscriptions the heartbeat renews; false on OOM. */
-static bool snapshot(rctl *c, size_t *n) {
-    eddy_rbus *bus = c->bus;
-    if (bus->nsubs > c->subs_cap) {
-        eddy__sub **v = realloc(c->subs, bus->nsubs * sizeof(*v));
-        if (!v)
-            return false;
-        c->subs = v;
-        c->subs_cap = bus->nsubs;
-    }
-    *n = eddy__subs_listed(&bus->core.all, c->subs);
-    return true;
-}
-
 /* Plans and sends the next round. No pipeline is out. */
 static void ctl_step(void *owner) {
     rctl *c = owner;
@@ -86,11 +73,10 @@ static void ctl_step(void *owner) {
         eddy__rround_connect(r);
         return;
     }
-    size_t n = 0;
     eddy__plan_reset(&r->plan); /* nothing of the last round stays, planned or not */
-    long long wait = snapshot(c, &n)
-                         ? eddy__inbox_next(c->inbox, eddy_now_ms(), c->subs, n, &r->plan)
-                         : EDDY__NOMEM_RETRY_MS;
+    size_t n = eddy__enlist_heartbeat(&bus->core.all, &c->subs, &c->subs_cap);
+    long long wait = n != SIZE_MAX ? eddy__inbox_next(c->inbox, eddy_now_ms(), c->subs, n, &r->plan)
+                                   : EDDY__NOMEM_RETRY_MS;
     if (wait >= 0)
         eddy__rround_idle(r, wait);
     else if (!eddy__rround_send(r))

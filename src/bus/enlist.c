@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* A late subscription's registration handshake (enlist.h): the ticket rule and the listing, in
- * one place for both front ends. */
+/* When a subscription counts in the registry's heartbeats (enlist.h): at a start, or, a late
+ * one, once its own registration was answered (the ticket rule); in one place for both front
+ * ends. */
 #include "bus/enlist.h"
+
+#include <stdint.h>
+#include <stdlib.h>
 
 eddy_status eddy__enlist_begin(eddy__enlist *e, eddy__inbox *ib, eddy__sub *sub, long long now_ms,
                                eddy__cmdlist *out, unsigned *ticket) {
@@ -30,3 +34,19 @@ bool eddy__enlist_feed(eddy__enlist *e, unsigned ticket, eddy__sub *sub, eddy_st
 void eddy__enlist_drop(eddy__enlist *e) { e->out = false; }
 
 bool eddy__enlist_out(const eddy__enlist *e) { return e->out; }
+
+void eddy__enlist_start(eddy__subs *subs) {
+    for (size_t i = 0; i < subs->n; i++)
+        subs->v[i]->listed = true;
+}
+
+size_t eddy__enlist_heartbeat(const eddy__subs *subs, eddy__sub ***buf, size_t *cap) {
+    if (subs->n > *cap) {
+        eddy__sub **v = realloc(*buf, subs->n * sizeof(*v));
+        if (!v)
+            return SIZE_MAX;
+        *buf = v;
+        *cap = subs->n;
+    }
+    return eddy__subs_listed(subs, *buf);
+}

@@ -17,6 +17,7 @@
 #define EDDY_SRC_ENLIST_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "bus/inbox.h"
 
@@ -40,5 +41,12 @@ bool eddy__enlist_feed(eddy__enlist *e, unsigned ticket, eddy__sub *sub, eddy_st
 void eddy__enlist_drop(eddy__enlist *e);
 /* A registration is out: the subscription is not ready. */
 bool eddy__enlist_out(const eddy__enlist *e);
+
+/* A start: every subscription is ready, and all count from now on, before the control loop
+ * starts (its first heartbeat registers them). A stop unlists them (eddy__subs_unlist). */
+void eddy__enlist_start(eddy__subs *subs);
+/* The subscriptions a heartbeat renews (eddy__subs_listed), copied into *buf, which grows to
+ * *cap as needed and is the caller's to free. SIZE_MAX on OOM (nothing to renew is 0). */
+size_t eddy__enlist_heartbeat(const eddy__subs *subs, eddy__sub ***buf, size_t *cap);
 
 #endif

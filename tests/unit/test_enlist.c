@@ -3,6 +3,7 @@
  * end: only the answer to the registration still out counts, a stop drops it, and a
  * subscription is listed only once its registration was answered well. */
 #include <criterion/criterion.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "bus/enlist.h"
@@ -153,4 +154,25 @@ Test(enlist, no_control_loop_sends_nothing) {
     cr_expect(eddy__enlist_feed(&e, t, sub, EDDY_OK, NULL, NULL, 0, &res, &err));
     cr_expect_eq(res, EDDY_OK);
     cr_expect(sub->listed);
+}
+
+/* A start lists every subscription at once; the heartbeat renews the listed ones only, and a
+ * stop takes them all out again. */
+Test(enlist, a_start_lists_all_and_the_heartbeat_renews_the_listed) {
+    eddy__subs all = {0};
+    cr_assert_eq(eddy__subs_reserve(&all, 2), EDDY_OK);
+    eddy__subs_append(&all, sub);
+    eddy__sub **buf = NULL;
+    size_t cap = 0;
+    cr_expect_eq(eddy__enlist_heartbeat(&all, &buf, &cap), 0, "nothing listed before a start");
+    eddy__enlist_start(&all);
+    cr_expect(sub->listed);
+    cr_expect_eq(eddy__enlist_heartbeat(&all, &buf, &cap), 1);
+    cr_expect_eq(buf[0], sub);
+    cr_expect_geq(cap, 1);
+    eddy__subs_unlist(&all);
+    cr_expect_eq(eddy__enlist_heartbeat(&all, &buf, &cap), 0, "a stop unlists");
+    free(buf);
+    all.n = 0; /* sub is the fixture's */
+    free(all.v);
 }
