@@ -130,6 +130,8 @@ EDDY_EXPORT eddy_status eddy_bus_answer_all(eddy_bus *bus, const char *name, edd
  * - EDDY_ERR_RESPONDER_FAILED: a failure reply came and opts->stop_on_failure is set;
  * - EDDY_ERR_NO_REPLY: the deadline came before max_replies replies (or before any reply, with
  *   max_replies 0), or the request was cancelled, or the bus stopped;
+ * - EDDY_ERR_NOMEM: it would have been EDDY_OK (and is counted Answered), but a reply that came
+ *   could not be kept for want of memory: *out holds the others;
  * - a transport status when sending failed (not counted as sent); Redis not answering a
  *   step in time is no failure: the deadline decides, as for eddy_bus_request.
  * Never retried. Ownership: opts and ev are borrowed for the call; *out is the caller's

@@ -653,7 +653,8 @@ typedef struct eddy_request_stats {
  * until the deadline, until max_replies replies came, or until the first failure reply when
  * stop_on_failure is set, whichever comes first. It is one request for the counters
  * (eddy_request_stats), counted as a single request is: refusals are not counted; Sent when
- * its entry was written; then one outcome when it ends: Answered for EDDY_OK, Failed for
+ * its entry was written; then one outcome when it ends: Answered for EDDY_OK (and for the
+ * EDDY_ERR_NOMEM of a gather that could not keep a reply that came), Failed for
  * EDDY_ERR_RESPONDER_FAILED, NoReply for EDDY_ERR_NO_REPLY, NoResponders (with Sent) for
  * EDDY_ERR_NO_RESPONDERS; a reply that comes after it ended (past max_replies, or the
  * deadline) is Unclaimed. */

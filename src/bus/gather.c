@@ -144,6 +144,7 @@ bool eddy__gather_add(eddy__gather *g, eddy_status st, eddy_event **replyp) {
     } else {
         eddy_event_free(reply); /* out of memory: dropped, but it still counts as come */
         *replyp = NULL;
+        g->dropped++;
     }
     if (st != EDDY_OK && g->stop_on_failure) {
         end(g, EDDY_ERR_RESPONDER_FAILED);

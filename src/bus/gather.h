@@ -50,6 +50,7 @@ typedef struct eddy__gather {
     bool each;          /* the front end hears of every reply (eddy__reply_done.more) */
     eddy_replies *list; /* NULL once taken */
     size_t came;        /* replies that came (one dropped on OOM included) */
+    size_t dropped;     /* of those, not kept: no memory to list them */
     bool ended;
     eddy_status outcome; /* once ended */
 } eddy__gather;

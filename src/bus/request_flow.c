@@ -161,7 +161,12 @@ eddy_status eddy__request_flow_outcome(const eddy__request_flow *f, eddy_status 
     const char *id = f->out.id;
     if (f->is_gather && f->gather.ended)
         st = f->gather.outcome;
-    if (st == EDDY_ERR_NO_REPLY && f->is_gather)
+    if (st == EDDY_OK && f->is_gather && f->gather.dropped > 0)
+        /* Answered, and counted so, but the caller does not have every reply. */
+        st = eddy__fail(err, EDDY_ERR_NOMEM,
+                        "request %s: %zu of its %zu replies could not be kept (out of memory)", id,
+                        f->gather.dropped, f->gather.came);
+    else if (st == EDDY_ERR_NO_REPLY && f->is_gather)
         eddy__fail(err, st,
                    "request %s: %zu replies before its deadline, cancel or stop; %zu asked", id,
                    f->gather.came, f->gather.max);

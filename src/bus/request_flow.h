@@ -107,8 +107,9 @@ eddy__req_step eddy__request_flow_feed(eddy__request_flow *f, eddy_status st, re
 
 /* The call's outcome once its waiter was completed with st by whoever took the request out of
  * the table (a reply, the deadline, a cancel, a stop): a gather that ended there has the
- * table's outcome (gather.h). A failure the responders' side caused (no reply in time,
- * a responder's failure) gets a detail naming the request in err (may be NULL). */
+ * table's outcome (gather.h), or EDDY_ERR_NOMEM when it was EDDY_OK but a reply could not
+ * be kept. A failure the responders' side caused (no reply in time, a responder's failure)
+ * gets a detail naming the request in err (may be NULL). */
 eddy_status eddy__request_flow_outcome(const eddy__request_flow *f, eddy_status st,
                                        eddy_error *err);
 

@@ -344,3 +344,34 @@ Test(request_flow, the_outcome_names_the_request_and_a_gather_takes_the_tables) 
     eddy__request_flow_reset(&fl);
     fixture_free(&f);
 }
+
+/* A gather that ended EDDY_OK while a reply that came could not be kept (gather.c drops it on
+ * OOM and still counts it as come): the call says EDDY_ERR_NOMEM, not that it has them all. */
+Test(request_flow, a_gather_missing_a_reply_it_could_not_keep_is_out_of_memory) {
+    fixture f;
+    fixture_init(&f);
+    eddy__request_flow fl;
+    eddy_gather_opts go;
+    eddy_gather_opts_init(&go);
+    go.deadline_ms = eddy_deadline_in(10000);
+    go.max_replies = 2;
+    eddy_error err = {0};
+    cr_assert_eq(eddy__request_flow_begin_gather(&fl, &f.ctx, &go, false, "tables.setup", f.ev,
+                                                 &f.waiter, eddy_now_ms(), &err),
+                 EDDY_OK, "%s", err.detail);
+    eddy_event *reply = eddy_event_dup(f.ev);
+    cr_assert_not(eddy__gather_add(&fl.gather, EDDY_OK, &reply));
+    fl.gather.dropped = 1; /* as gather.c counts a second reply it had no room to list */
+    fl.gather.came = 2;
+    eddy__gather_finish(&fl.gather, EDDY__GATHER_DEADLINE);
+    cr_assert(fl.gather.ended);
+    fl.gather.outcome = EDDY_OK; /* max_replies came: what the table decided */
+    cr_expect_eq(eddy__request_flow_outcome(&fl, EDDY_OK, &err), EDDY_ERR_NOMEM);
+    cr_expect(strstr(err.detail, "1 of its 2 replies") && strstr(err.detail, fl.out.id), "%s",
+              err.detail);
+    fl.gather.dropped = 0;
+    cr_expect_eq(eddy__request_flow_outcome(&fl, EDDY_OK, &err), EDDY_OK, "all kept");
+    cr_assert(eddy__requests_give_up(f.requests, fl.out.id));
+    eddy__request_flow_reset(&fl);
+    fixture_free(&f);
+}
