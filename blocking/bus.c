@@ -77,6 +77,8 @@ eddy_status eddy_bus_new(const eddy_settings *settings, const eddy_subscription_
     }
     if (st == EDDY_OK)
         st = eddy__bus_core_init(&bus->core, &bus->s, err);
+    if (st == EDDY_OK)
+        bus->pub.publisher = bus->core.publisher;
     for (size_t i = 0; st == EDDY_OK && i < nspecs; i++) {
         bsub *bs;
         st = add_sub(bus, eddy__spec_at(specs, i), NULL, &bs, err);

@@ -41,6 +41,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bus/publish_flow.h"
 #include "config/conn_state.h"
 #include "error.h"
 #include "pool.h"
@@ -114,9 +115,11 @@ static void complete_all(mwait *list) {
 }
 
 /* Takes every slot the machine is done with onto *out, to be completed (complete_all) once the
- * mux's lock is released; on a lost connection, what is staged goes with its slots. Caller
- * holds lock. */
+ * mux's lock is released; on a lost connection, what is staged goes with its slots, and the
+ * publisher forgets the lost server before any slot's caller hears of the loss. Caller holds
+ * lock. */
 static void collect(bmux *m, mwait **out) {
+    eddy__publish_mux_settle(m->publisher, &m->mux);
     if (m->mux.broken)
         m->stage.len = m->stage.nruns = 0;
     eddy__mux_req *r;

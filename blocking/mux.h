@@ -19,7 +19,8 @@
  * replies are in or its commands failed; it collects the replies with eddy__bmux_finish.
  *
  * A lost connection (a failed write or read, a read timeout, a reply nobody waits for) fails
- * every slot in flight with EDDY_ERR_IO, each exactly once; the next call reconnects, once
+ * every slot in flight with EDDY_ERR_IO, each exactly once, after the publisher forgot what the
+ * lost server held (publish_flow.h: eddy__publish_mux_settle); the next call reconnects, once
  * neither the reader nor the writer still uses the old socket. Thread: any, except
  * init/destroy. */
 #ifndef EDDY_BLOCKING_MUX_H
@@ -70,6 +71,9 @@ typedef struct bmux {
      * whether the connection is lost (broken) and why, and what that means for each slot. */
     eddy__mux mux;
     bool up; /* connected: conn.link is the socket */
+    /* Forgets what a lost server held (eddy__publish_mux_settle), under lock; set by the bus
+     * once its core is made (NULL until then: nothing published yet). */
+    struct eddy__publisher *publisher;
     /* Queued under `lock` alone, so that callers never wait for the link (held by the writer
      * while it writes); the writer hands the stage to the link, swapping in `spare`. */
     eddy__bmux_stage stage, spare;

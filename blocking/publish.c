@@ -17,20 +17,17 @@
 
 eddy_status eddy__bpub_exec_until(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
                                   redisReply **replies, eddy_error *err) {
-    return eddy__publisher_after(bus->core.publisher,
-                                 eddy__bmux_exec_until(&bus->pub, cmds, deadline, replies, err));
+    return eddy__bmux_exec_until(&bus->pub, cmds, deadline, replies, err);
 }
 
 eddy_status eddy__bpub_send(eddy_bus *bus, const eddy__cmdlist *cmds, long long deadline,
                             redisReply **replies, eddy__bmux_wait *w,
                             void (*on_done)(void *user, bool failed), void *user, eddy_error *err) {
-    return eddy__publisher_after(
-        bus->core.publisher,
-        eddy__bmux_send(&bus->pub, cmds, deadline, replies, w, on_done, user, err));
+    return eddy__bmux_send(&bus->pub, cmds, deadline, replies, w, on_done, user, err);
 }
 
 eddy_status eddy__bpub_finish(eddy_bus *bus, eddy__bmux_wait *w, eddy_error *err) {
-    return eddy__publisher_after(bus->core.publisher, eddy__bmux_finish(&bus->pub, w, err));
+    return eddy__bmux_finish(&bus->pub, w, err);
 }
 
 eddy_status eddy__bpub_exec(eddy_bus *bus, const eddy__cmdlist *cmds, redisReply **replies,

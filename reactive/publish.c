@@ -106,11 +106,13 @@ static void complete_failed(eddy_rbus *bus) {
 }
 
 /* The connection is gone (sent: the last command it wrote whole): the machine fails every op
- * queued, and the next op connects again. */
+ * queued, after the publisher forgot what the lost server held (a new one may lack it), and
+ * the next op connects again. */
 static void lost(eddy_rbus *bus, eddy_status st, const eddy_error *err, uint64_t sent) {
     eddy__rconn_close(bus->pub_conn);
     bus->pub_conn = NULL;
     eddy__mux_lost(&bus->pub_mux, st, err, sent);
+    eddy__publish_mux_settle(bus->core.publisher, &bus->pub_mux);
     eddy__mux_reconnected(&bus->pub_mux);
     complete_failed(bus);
 }
@@ -163,7 +165,6 @@ static void pub_reply(void *owner, void *priv, redisReply *r) {
     bool last = eddy__mux_next_is_last(&bus->pub_mux);
     if (!eddy__mux_feed(&bus->pub_mux, last ? r : keep(bus, r))) {
         /* A reply nobody asked for: the machine failed every op; the connection goes. */
-        eddy__publisher_connection_lost(bus->core.publisher);
         lost(bus, bus->pub_mux.lost.status, &bus->pub_mux.lost, 0);
     }
     eddy__mux_req *done = eddy__mux_take_done(&bus->pub_mux);
@@ -184,8 +185,6 @@ static void pub_down(void *owner, eddy_status st, const eddy_error *err) {
     if (!idle(bus))
         eddy__log(&bus->s.log, EDDY_LOG_DEBUG, "publishing connection: %s", err->detail);
     uint64_t sent = eddy__rconn_sent(bus->pub_conn);
-    eddy__publisher_connection_lost(
-        bus->core.publisher); /* a new server may lack what this one had */
     lost(bus, st, err, sent);
     eddy__rbus_leave(bus);
 }

@@ -50,3 +50,8 @@ eddy_status eddy__publish_flow_end(eddy__publish_flow *f, const eddy__cmdlist *s
     }
     return st;
 }
+
+void eddy__publish_mux_settle(eddy__publisher *p, eddy__mux *m) {
+    if (eddy__mux_take_loss(m) && p)
+        eddy__publisher_connection_lost(p);
+}

@@ -20,6 +20,7 @@
 #define EDDY_SRC_PUBLISH_FLOW_H
 
 #include "bus/publisher.h"
+#include "link/mux.h"
 
 typedef enum eddy__pub_step { EDDY__PUB_SEND, EDDY__PUB_END } eddy__pub_step;
 
@@ -54,5 +55,14 @@ eddy__pub_step eddy__publish_flow_feed(eddy__publish_flow *f, const eddy__cmdlis
 eddy_status eddy__publish_flow_end(eddy__publish_flow *f, const eddy__cmdlist *sent, eddy_status st,
                                    const eddy_error *err, redisReply **replies, char *id,
                                    size_t idsize, eddy_error *out);
+
+/* The one rule on when the publisher forgets what the server held (its known subjects, the
+ * library's load: eddy__publisher_connection_lost): when the publishing connection is lost,
+ * whether or not a call failed with it (a loss while idle counts; a failed connect attempt of
+ * a connection lost already does not), and before any caller hears of the loss, so that no
+ * publish prepared after it trusts the lost server. Both front ends call this after every call
+ * on the publishing connection's machine that may break it (a loss, a deadline, a reply fed),
+ * with its lock held when it has one; no lock or allocation unless the connection was lost. */
+void eddy__publish_mux_settle(eddy__publisher *p, eddy__mux *m);
 
 #endif

@@ -124,12 +124,6 @@ void eddy__publisher_connection_lost(eddy__publisher *p) {
     atomic_store(&p->loaded, false);
 }
 
-eddy_status eddy__publisher_after(eddy__publisher *p, eddy_status st) {
-    if (st == EDDY_ERR_IO || st == EDDY_ERR_TIMEOUT)
-        eddy__publisher_connection_lost(p);
-    return st;
-}
-
 /* After a lost connection, the first round to a stream the table holds looks at it first:
  * returns the stream's key (the caller's, for eddy__pub_look_again should the round not be
  * sent) when a look was added to out. Out of line: publishes only call it after a reconnect

@@ -78,12 +78,8 @@ eddy_status eddy__request_prepare_to(eddy__publisher *p, const char *subject, co
 
 /* The publishing connection was lost: forget which subjects are known to be registered. A
  * server that restarted without persistence lost its subject set, and pattern subscribers
- * only find subjects that are in it. */
+ * only find subjects that are in it. When: eddy__publish_mux_settle (publish_flow.h). */
 void eddy__publisher_connection_lost(eddy__publisher *p);
-/* A call on the publishing connection ended with st: EDDY_ERR_IO or EDDY_ERR_TIMEOUT mean the
- * connection was given up (eddy__publisher_connection_lost); returns st. For a front end that
- * learns of losses from its calls' statuses. */
-eddy_status eddy__publisher_after(eddy__publisher *p, eddy_status st);
 
 /* Builds the event publish_value sends: source from settings (EDDY_ERR_INVALID_SPEC when
  * there is none), a random id, the type, the current time, and the packed value as data. */

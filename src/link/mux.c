@@ -135,6 +135,7 @@ static void fail_queued(eddy__mux *m, eddy_status st, const eddy_error *why, uin
 
 static void set_lost(eddy__mux *m, eddy_status st, const eddy_error *err) {
     m->broken = true;
+    m->loss_untold = true;
     if (err)
         m->lost = *err;
     else
@@ -288,4 +289,10 @@ bool eddy__mux_may_reconnect(const eddy__mux *m) { return m->broken && !m->readi
 void eddy__mux_reconnected(eddy__mux *m) {
     m->broken = false;
     m->lost = (eddy_error){.status = EDDY_OK};
+}
+
+bool eddy__mux_take_loss(eddy__mux *m) {
+    bool told = m->loss_untold;
+    m->loss_untold = false;
+    return told;
 }

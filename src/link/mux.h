@@ -66,6 +66,7 @@ typedef struct eddy__mux {
     eddy__mux_req *done, *done_tail;
     bool broken; /* lost: no request until eddy__mux_reconnected */
     eddy_error lost;
+    bool loss_untold; /* went broken since eddy__mux_take_loss last said so */
     bool reading, writing;
 } eddy__mux;
 
@@ -153,5 +154,9 @@ bool eddy__mux_leave_writer(eddy__mux *m);
 bool eddy__mux_may_reconnect(const eddy__mux *m);
 /* A new connection is up: requests may be submitted again. */
 void eddy__mux_reconnected(eddy__mux *m);
+/* Whether the connection went lost (a loss, a deadline or a reply nobody asked for broke it)
+ * since the last call that said so: true once a loss, for whatever the front end's core must
+ * forget with the connection (publish_flow.h: eddy__publish_mux_settle). A flag, no clock. */
+bool eddy__mux_take_loss(eddy__mux *m);
 
 #endif

@@ -315,3 +315,36 @@ Test(mux, a_broken_connection_is_replaced_only_once_both_roles_are_left) {
     eddy__mux_lost(&m, EDDY_ERR_IO, &why, 0);
     cr_assert_eq(eddy__mux_leave_reader(&m), EDDY__MUX_RECONNECT);
 }
+
+/* Each way the connection breaks (a loss, a deadline, a reply nobody asked for) is told once to
+ * whoever must forget with it; a loss of a broken connection is not a second one, nor is a
+ * reconnect or a request that completes. */
+Test(mux, each_loss_is_told_once) {
+    eddy__mux m;
+    eddy__mux_init(&m);
+    cr_expect_not(eddy__mux_take_loss(&m), "a new machine lost nothing");
+    eddy__mux_req a = {0};
+    redisReply *ra[1];
+    cr_assert_eq(eddy__mux_submit(&m, &a, ra, 1, -1, 0, 1, NULL, NULL), EDDY_OK);
+    cr_assert(eddy__mux_feed(&m, num(1)));
+    cr_expect_not(eddy__mux_take_loss(&m), "a completed request is no loss");
+    cr_assert_eq(eddy__mux_take_done(&m), &a);
+    free_replies(&a);
+
+    eddy__mux_lost(&m, EDDY_ERR_IO, NULL, 0);
+    eddy__mux_lost(&m, EDDY_ERR_IO, NULL, 0); /* broken already */
+    cr_expect(eddy__mux_take_loss(&m));
+    cr_expect_not(eddy__mux_take_loss(&m), "told once");
+    eddy__mux_reconnected(&m);
+    cr_expect_not(eddy__mux_take_loss(&m), "a reconnect is no loss");
+
+    cr_assert_eq(eddy__mux_submit(&m, &a, ra, 1, 10, 0, 1, NULL, NULL), EDDY_OK);
+    cr_assert(eddy__mux_expire_due(&m, 10, 1));
+    cr_expect(eddy__mux_take_loss(&m), "a deadline gave the connection up");
+    cr_assert_eq(eddy__mux_take_done(&m), &a);
+    eddy__mux_reconnected(&m);
+
+    cr_assert_not(eddy__mux_feed(&m, num(1)));
+    cr_expect(eddy__mux_take_loss(&m), "a reply nobody asked for");
+    cr_expect_not(eddy__mux_take_loss(&m));
+}

@@ -187,3 +187,41 @@ Test(publish_flow_dedup, a_lost_library_is_loaded_once) {
     eddy__cmdlist_reset(&cmds);
     eddy_event_free(ev);
 }
+
+/* Whether a publish to subject now registers it (an SADD among its commands); when answer, the
+ * publish (of no look) is answered, so that the publisher knows the subject from then on. */
+static bool registers(const char *subject, bool answer) {
+    eddy_event *ev = ev_new("e1");
+    const eddy_event *evs[] = {ev};
+    eddy__publish_flow f;
+    eddy__cmdlist cmds;
+    eddy__cmdlist_init(&cmds);
+    cr_assert_eq(eddy__publish_flow_begin(&f, pub, &settings, subject, evs, 1, 0, &cmds, NULL),
+                 EDDY_OK);
+    bool sadd = false;
+    for (size_t i = 0; i < cmds.n; i++)
+        sadd |= strncmp(cmds.cmds[i].argv[0], "SADD", 4) == 0;
+    if (answer) {
+        cr_assert_eq(cmds.n, 2, "SADD, XADD");
+        redisReply *r[2] = {raw_parse(":1\r\n"), raw_parse("$3\r\n7-0\r\n")};
+        cr_assert_eq(eddy__publish_flow_end(&f, &cmds, EDDY_OK, NULL, r, NULL, 0, NULL), EDDY_OK);
+        free_replies(r, 2);
+    }
+    eddy__cmdlist_reset(&cmds);
+    eddy_event_free(ev);
+    return sadd;
+}
+
+/* The one rule of both front ends: the known subjects are forgotten when the publishing
+ * connection was lost, whether or not a call failed with it, and only then. */
+Test(publish_flow, a_lost_connection_forgets_the_known_subjects) {
+    eddy__mux m;
+    eddy__mux_init(&m);
+    cr_assert(registers("a.b", true), "registered first");
+    eddy__publish_mux_settle(pub, &m);
+    cr_expect_not(registers("a.b", false), "no loss: known");
+    eddy__mux_lost(&m, EDDY_ERR_IO, NULL, 0); /* no request was out */
+    eddy__publish_mux_settle(pub, &m);
+    cr_expect(registers("a.b", false), "the lost server's set may be gone: registered again");
+    eddy__publish_mux_settle(NULL, &m); /* a front end with no publisher yet */
+}
