@@ -224,7 +224,7 @@ static eddy_status exec_link(bconn *c, const eddy__cmdlist *cmds, long long bloc
     if (st == EDDY_OK)
         eddy__conn_proved(c->s->conn_state, &c->state_epoch);
     if (st != EDDY_OK) {
-        eddy__conn_lost(c->s->conn_state, &c->state_epoch, st, err);
+        eddy__link_gate_down(&c->gate, c->s, l, true, &c->state_epoch, st, err);
         drop(c);
         eddy__bconn_release(c, replies, cmds->n);
     }

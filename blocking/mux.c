@@ -44,6 +44,7 @@
 #include "bus/publish_flow.h"
 #include "config/conn_state.h"
 #include "error.h"
+#include "link/link_drive.h"
 #include "pool.h"
 #include "timing.h"
 
@@ -203,7 +204,8 @@ static eddy_status ensure_connected(bmux *m, long long until, eddy_error *err) {
     pthread_mutex_unlock(&m->lock);
     if (!ok) { /* nobody uses the socket: no slot is in flight, no role is held */
         if (broken) {
-            eddy__conn_lost(m->conn.s->conn_state, &m->conn.state_epoch, lost.status, &lost);
+            eddy__link_gate_down(&m->conn.gate, m->conn.s, m->conn.link, true, &m->conn.state_epoch,
+                                 lost.status, &lost);
             eddy__bconn_close(&m->conn);
         }
         st = eddy__bconn_connect_until(&m->conn, until, err);

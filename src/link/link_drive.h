@@ -71,7 +71,9 @@ void eddy__link_gate_leave(eddy__reconnect *gate, const eddy__link *l);
 /* A connection of l ended with st (why: the detail, NULL none): the tracker (conn_state.h)
  * counts a loss when it was up (*epoch nonzero), a failed connect otherwise; the gate (NULL:
  * none) learns what eddy__link_gate_leave tells, and why a connect that never came up (was_up
- * false) failed. *epoch is 0 after. */
+ * false) failed. *epoch is 0 after. The one step for "the connection was lost" of every
+ * driver, whether it frees its link then (reactive) or keeps it for the next connect
+ * (blocking: the gate then reads l's answered mark twice, to the same effect). */
 void eddy__link_gate_down(eddy__reconnect *gate, const eddy__settings *s, const eddy__link *l,
                           bool was_up, unsigned *epoch, eddy_status st, const eddy_error *why);
 /* A start gave up waiting for its connection: err says what (a phrase) and, when last (NULL:

@@ -204,6 +204,26 @@ Test(link_drive, a_reconnect_of_a_link_that_answered_starts_from_the_shortest_de
     answered_end(&a);
 }
 
+/* A driver that keeps its link tells the same step of its loss as one that frees it
+ * (eddy__link_gate_down): the gate then hears twice that the link answered (at the loss and at
+ * the reconnect), which starts from the shortest delay once, not for every connect after. */
+Test(link_drive, a_kept_link_told_down_backs_off_as_one_let_go) {
+    answered a;
+    answered_begin(&a, "kept");
+    unsigned epoch = 0;
+    eddy__link_gate_down(&a.g, &a.s, a.l, true, &epoch, EDDY_ERR_IO, NULL);
+    eddy_error err;
+    cr_assert_eq(eddy__link_gate_connect(&a.g, &a.s, a.l, 2000, &err), EDDY_OK, "%s", err.detail);
+    long long w = eddy__link_gate_wait(&a.s, &a.g, 2000);
+    cr_expect(w <= 100, "the lost connection answered: the shortest delay, %lld", w);
+    eddy__link_gate_down(&a.g, &a.s, a.l, false, &epoch, EDDY_ERR_IO, NULL);
+    cr_assert_eq(eddy__link_gate_connect(&a.g, &a.s, a.l, 2000 + w, &err), EDDY_OK, "%s",
+                 err.detail);
+    w = eddy__link_gate_wait(&a.s, &a.g, 2000 + w);
+    cr_expect(w > 100, "this one answered nothing: backing off, %lld", w);
+    answered_end(&a);
+}
+
 Test(link_drive, replies_done_resets_their_arena_or_frees_each) {
     eddy__reply_arena *a = eddy__reply_arena_new();
     cr_assert(a);
