@@ -326,7 +326,7 @@ void eddy__bsub_round_shared(bshare *s, bconn *conn, bsub **v, size_t n) {
         cut |= eddy__consumer_wakeup_replan(bs->consumer);
         if (wait >= 0)
             bs->next_at = now + wait;
-        else if (bs->plan.block_ms >= 0)
+        else if (eddy__plan_goes_own(&bs->plan))
             go_own(s, bs, now);
         else
             lists[k] = &bs->plan.cmds, sent[k++] = bs;

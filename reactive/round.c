@@ -155,9 +155,8 @@ void eddy__rround_share_up(rround *r) {
 }
 
 bool eddy__rround_send(rround *r) {
-    if (r->share && !r->conn && r->plan.block_ms >= 0) {
-        /* A blocking round would hold up every other on the shared connection: it gets one of
-         * its own, and goes once that is up (the plan is kept: the core counts it sent). */
+    if (r->share && !r->conn && eddy__plan_goes_own(&r->plan)) {
+        /* It goes once its own connection is up (the plan is kept: the core counts it sent). */
         eddy__rshare_detach(r->share, r);
         r->wants_own = true;
         r->send_when_up = true;

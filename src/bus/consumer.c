@@ -337,6 +337,8 @@ bool eddy__consumer_gives_back(const eddy__consumer *c, long long wait) {
     return wait >= 0 && !c->hot;
 }
 
+bool eddy__plan_goes_own(const eddy__plan *plan) { return plan->block_ms >= 0; }
+
 bool eddy__consumer_wakeup_replan(eddy__consumer *c) {
     bool replan = c->wake_replan;
     c->wake_replan = false;

@@ -122,6 +122,10 @@ bool eddy__consumer_hot(const eddy__consumer *c);
  * to the shared reads, unless a stream of its is hot (its next plans would block again at once,
  * and the connection would be made anew for each). Thread: its reader's. */
 bool eddy__consumer_gives_back(const eddy__consumer *c, long long wait);
+/* The other half of that rule: a plan to send (wait -1 from eddy__consumer_next) that blocks goes
+ * on a connection of the subscription's own, as it would hold up every other reader on the
+ * shared one; any other plan goes with the shared round. */
+bool eddy__plan_goes_own(const eddy__plan *plan);
 /* True (once) when the last plan watched a stream the wake-up's blocking read in flight does
  * not cover: the front end cuts that read short so that it plans again. */
 bool eddy__consumer_wakeup_replan(eddy__consumer *c);

@@ -1117,6 +1117,7 @@ Test(consumer, a_hot_stream_leaves_the_wakeup_until_a_read_finds_nothing, .fini 
               cmd_text(&p, 1));
     cr_expect_gt(p.block_ms, 0);
     cr_expect_eq(eddy__wakeup_streams(w), 0, "the hot stream left the wake-up");
+    cr_expect(eddy__plan_goes_own(&p), "hot: its blocking plan goes on a connection of its own");
     cr_expect(!eddy__consumer_gives_back(consumer, 0), "hot: an idle plan keeps its connection");
     step(20, &p, (const char *[]){":1\r\n", ONE_ENTRY("1-3")}, 2, &out);
     cr_assert_eq(out.n, 1, "still hot: it keeps reading by itself");
@@ -1132,6 +1133,7 @@ Test(consumer, a_hot_stream_leaves_the_wakeup_until_a_read_finds_nothing, .fini 
     cr_assert_str_eq(cmd_text(&p, p.cmds.n - 1),
                      "XREADGROUP GROUP g me COUNT 10 STREAMS {t}:s:jobs >");
     cr_expect_eq(p.block_ms, -1);
+    cr_expect(!eddy__plan_goes_own(&p), "cold: its read goes with the shared round");
     cr_expect_eq(eddy__wakeup_streams(w), 1);
     step(40, &p, (const char *[]){EMPTY_READ}, 1, &out);
     plan(41, &p);
