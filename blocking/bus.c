@@ -306,10 +306,8 @@ eddy_status eddy_bus_stop(eddy_bus *bus) {
     }
     /* Interrupt every reader first, then wait for each: stopping takes one wait, not n. */
     for (size_t i = 0; i < bus->nsubs; i++)
-        if (bus->subs[i]->running) {
-            atomic_store(&bus->subs[i]->stopping, true);
-            eddy__bconn_interrupt(&bus->subs[i]->conn);
-        }
+        if (bus->subs[i]->running)
+            eddy__bsub_interrupt(bus->subs[i]);
     eddy__bsub_stop_all(bus);
     run_stop(bus, &f, EDDY__STOP_DONE); /* the fanout groups, once no reader can make one again */
     eddy__stop_flow_reset(&f);

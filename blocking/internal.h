@@ -98,6 +98,8 @@ void eddy__bwait_complete(void *waiter, eddy_status st, eddy_event *reply);
 eddy_status eddy__bsub_start(bsub *bs, eddy_error *err);
 /* Waits until the reader is ready (see eddy__consumer_ready); EDDY_ERR_IO after the timeout. */
 eddy_status eddy__bsub_wait_ready(bsub *bs, eddy_error *err);
+/* A stop begins (a running reader): nothing more is handed out, a blocking read is cut short. */
+void eddy__bsub_interrupt(bsub *bs);
 void eddy__bsub_stop(bsub *bs);
 /* Stops every subscription, then the shared reads. */
 void eddy__bsub_stop_all(eddy_bus *bus);

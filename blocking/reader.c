@@ -442,11 +442,16 @@ eddy_status eddy__bsub_wait_ready(bsub *bs, eddy_error *err) {
     return eddy__consumer_late_error(bs->consumer, &refused, err);
 }
 
+void eddy__bsub_interrupt(bsub *bs) {
+    atomic_store(&bs->stopping, true);
+    eddy__consumer_stop(bs->consumer); /* what a round in flight reads is not handed out */
+    eddy__bconn_interrupt(&bs->conn);
+}
+
 void eddy__bsub_stop(bsub *bs) {
     if (!bs->running)
         return;
-    atomic_store(&bs->stopping, true);
-    eddy__bconn_interrupt(&bs->conn);
+    eddy__bsub_interrupt(bs);
     bool own = !bs->share || eddy__bshare_detach(bs->share, bs);
     if (bs->thread_started)
         pthread_join(bs->thread, NULL);

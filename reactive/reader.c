@@ -210,9 +210,8 @@ static void act_done(void *owner) {
     eddy_rbus *bus = act->bus;
     rround *r = &act->r;
     unsigned news;
-    eddy_status st =
-        eddy__consumer_fed(act->consumer, eddy__mono_ms(), eddy_now_ms(), &r->plan, r->replies,
-                           r->plan.cmds.n, act->stopping || bus->freeing, &act->out, &news);
+    eddy_status st = eddy__consumer_fed(act->consumer, eddy__mono_ms(), eddy_now_ms(), &r->plan,
+                                        r->replies, r->plan.cmds.n, bus->freeing, &act->out, &news);
     eddy__rround_replies_done(r);
     if (st != EDDY_OK) {
         eddy_error err;
@@ -352,6 +351,7 @@ void eddy__ract_stop(ract *act) {
     if (r->state == R_DEAD || act->stopping)
         return;
     act->stopping = true;
+    eddy__consumer_stop(act->consumer);
     eddy__rround_stop_deadline(r);
     if (act->rs->act == act)
         act->rs->act = NULL;

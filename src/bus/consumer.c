@@ -224,6 +224,9 @@ struct eddy__consumer {
     bool hot;           /* out of the wake-up: reading with blocking reads of its own */
     bool placed;        /* holds one of the wake-up's hot places (release_place) */
     long long found_at; /* when a live read without BLOCK last found entries (-1: none yet) */
+
+    /* eddy__consumer_stop was called (any thread): a feed hands nothing out. */
+    atomic_bool stopping;
 };
 
 static bool at_least_once(const eddy__consumer *c) {
@@ -1979,9 +1982,10 @@ bool eddy__consumer_settle(eddy__consumer *c, eddy_delivery *d, eddy_status st, 
 
 eddy_status eddy__consumer_fed(eddy__consumer *c, long long now_ms, long long wall_ms,
                                const eddy__plan *plan, redisReply **replies, size_t n,
-                               bool stopping, eddy__delivery_list *out, unsigned *news) {
+                               bool hold_back, eddy__delivery_list *out, unsigned *news) {
     eddy_status st = eddy__consumer_feed(c, now_ms, wall_ms, plan, replies, n, out);
     *news = 0;
+    bool stopping = hold_back || atomic_load(&c->stopping);
     if (st != EDDY_OK || stopping)
         eddy__consumer_drop_all(c, out);
     else if (eddy__consumer_became_ready(c))
@@ -1990,6 +1994,8 @@ eddy_status eddy__consumer_fed(eddy__consumer *c, long long now_ms, long long wa
         *news |= EDDY__FED_FOUND;
     return st;
 }
+
+void eddy__consumer_stop(eddy__consumer *c) { atomic_store(&c->stopping, true); }
 
 void eddy__consumer_drop_all(eddy__consumer *c, eddy__delivery_list *out) {
     for (size_t i = 0; i < out->n; i++)

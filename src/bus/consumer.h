@@ -171,11 +171,15 @@ enum {
 
 /* eddy__consumer_feed as both front ends take a round's replies: on a failure what the feed
  * handed out is dropped (the front end then loses the round: eddy__consumer_lost), and so it is
- * when the reader is stopping (no handler sees a delivery once stop was called); *news is a set
- * of EDDY__FED_* (ready only when not stopping). */
+ * once the reader is stopping (eddy__consumer_stop: no handler sees a delivery once stop was
+ * called; AtLeastOnce entries stay pending and come back), or when hold_back is set (a read cut
+ * short, a bus being freed); *news is a set of EDDY__FED_* (ready only when it hands out). */
 eddy_status eddy__consumer_fed(eddy__consumer *c, long long now_ms, long long wall_ms,
                                const eddy__plan *plan, redisReply **replies, size_t n,
-                               bool stopping, eddy__delivery_list *out, unsigned *news);
+                               bool hold_back, eddy__delivery_list *out, unsigned *news);
+/* The reader is stopping: from now on eddy__consumer_fed hands nothing out. Both front ends
+ * call it as their stop begins, before they cut a read short. Thread: any. */
+void eddy__consumer_stop(eddy__consumer *c);
 
 /* The handler's outcome: EDDY_OK acknowledges (AtLeastOnce); anything else leaves the entry
  * pending; EDDY_ERR_UNAVAILABLE (AtLeastOnce) also sets its delivery count back to

@@ -1643,6 +1643,14 @@ Test(consumer, fed_tells_ready_once_and_hands_nothing_out_when_stopping, .fini =
     cr_expect_eq(fed(&p, (const char *[]){live_reply(3, 1)}, 1, false, &out), 0);
     cr_expect_eq(out.n, 1);
     eddy__consumer_settle(consumer, out.v[0], EDDY_OK, NULL);
+    out.n = 0;
+    /* Once stop began, the consumer itself holds back what a round in flight read. */
+    eddy__consumer_stop(consumer);
+    plan(0, &p);
+    cr_assert_eq(p.cmds.n, 2, "the acknowledgement, then a live read");
+    cr_expect_eq(fed(&p, (const char *[]){":1\r\n", live_reply(4, 1)}, 2, false, &out), 0);
+    cr_expect_eq(out.n, 0, "stopped: nothing handed out");
+    cr_expect_eq(eddy__consumer_outstanding(consumer), 0);
     eddy__plan_reset(&p);
     eddy__delivery_list_free(&out);
 }
