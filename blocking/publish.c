@@ -99,8 +99,6 @@ eddy_status eddy_bus_publish_batch(eddy_bus *bus, const char *subject, const edd
                                               eddy__mono_ms(), &cmds, err);
     if (st == EDDY_OK)
         st = run_flow(bus, &f, &cmds, NULL, 0, err);
-    else
-        eddy__cmdlist_reset(&cmds); /* a build that failed half-way may have grown the list */
     if (published)
         *published = f.published;
     return st;
@@ -115,11 +113,7 @@ eddy_status eddy_bus_publish(eddy_bus *bus, const char *subject, const eddy_even
     eddy__publish_flow f;
     eddy_status st = eddy__publish_flow_begin(&f, bus->core.publisher, &bus->s, subject, &ev, 1,
                                               eddy__mono_ms(), &cmds, err);
-    if (st != EDDY_OK) {
-        eddy__cmdlist_reset(&cmds); /* a build that failed half-way may have grown the list */
-        return st;
-    }
-    return run_flow(bus, &f, &cmds, entry_id, entry_id_size, err);
+    return st == EDDY_OK ? run_flow(bus, &f, &cmds, entry_id, entry_id_size, err) : st;
 }
 
 eddy_status eddy_bus_new_event(eddy_bus *bus, const char *type, eddy_event **out, eddy_error *err) {

@@ -15,7 +15,10 @@ eddy_status eddy__publish_flow_begin(eddy__publish_flow *f, eddy__publisher *pub
                                      eddy__cmdlist *cmds, eddy_error *err) {
     *f = (eddy__publish_flow){
         .publisher = publisher, .npub = n, .until = eddy__link_call_deadline(s, now, 0, 0)};
-    return eddy__publish_prepare_batch(publisher, subject, evs, n, cmds, err);
+    eddy_status st = eddy__publish_prepare_batch(publisher, subject, evs, n, cmds, err);
+    if (st != EDDY_OK)
+        eddy__cmdlist_reset(cmds); /* a build that failed half-way may have grown the list */
+    return st;
 }
 
 eddy__pub_step eddy__publish_flow_feed(eddy__publish_flow *f, const eddy__cmdlist *sent,

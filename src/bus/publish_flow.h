@@ -32,10 +32,9 @@ typedef struct eddy__publish_flow {
     size_t published; /* END: how many succeeded, in order */
 } eddy__publish_flow;
 
-/* Checks and builds n publishes to subject into cmds (eddy__publish_prepare_batch: on failure
- * no command is added, though the list's arrays may have grown), at now (monotonic ms).
- * Ownership: publisher and settings are borrowed for the flow's life; cmds stays the caller's,
- * to reset also on failure. */
+/* Checks and builds n publishes to subject into cmds (empty on entry; eddy__publish_prepare_batch),
+ * at now (monotonic ms); on failure cmds is left empty and released. Ownership: publisher and
+ * settings are borrowed for the flow's life; cmds stays the caller's. */
 eddy_status eddy__publish_flow_begin(eddy__publish_flow *f, eddy__publisher *publisher,
                                      const eddy__settings *s, const char *subject,
                                      const eddy_event *const *evs, size_t n, long long now,
